@@ -1,0 +1,56 @@
+# The README's commands. `make install` is implied by every target that runs code.
+PYTHON ?= python3
+UV_VERSION := 0.13.9
+TOOLS := .tools
+UV := $(TOOLS)/bin/uv
+VENV := .venv
+STAMP := $(VENV)/.signoff-installed
+BIN := $(VENV)/bin
+
+# uv uses this machine's Python (>= 3.11) and never downloads one.
+export UV_PYTHON_DOWNLOADS := never
+export VIRTUAL_ENV := $(CURDIR)/$(VENV)
+
+.PHONY: install test pytest lint format typecheck bench demo lock clean
+
+install: $(STAMP)
+
+$(UV):
+	$(PYTHON) -m venv $(TOOLS)
+	$(TOOLS)/bin/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+
+# requirements.lock pins every dependency with its hashes; regenerate it with `make lock`.
+$(STAMP): pyproject.toml requirements.lock | $(UV)
+	$(UV) venv --quiet --allow-existing --python $(PYTHON) $(VENV)
+	$(UV) pip sync --quiet --require-hashes requirements.lock
+	$(UV) pip install --quiet --no-deps --editable .
+	touch $@
+
+test: lint typecheck pytest
+
+pytest: install
+	$(BIN)/pytest
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: install
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+typecheck: install
+	$(BIN)/mypy
+
+bench: install
+	$(BIN)/python bench/policy.py
+
+demo: install
+	$(BIN)/signoff demo
+
+lock: | $(UV)
+	$(UV) pip compile pyproject.toml --group dev --universal --generate-hashes \
+		--no-emit-index-url --no-header --python-version 3.11 --upgrade -o requirements.lock
+
+clean:
+	rm -rf $(VENV) $(TOOLS) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,49 @@
+"""The ``signoff`` command: thin typer commands over the library."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+import signoff
+from signoff.cli import demo, policy
+from signoff.errors import SignoffError
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="signoff",
+    help="Put a human between AI agents and their risky tool calls.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(policy.app, name="policy")
+app.command("demo")(demo.demo)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"signoff {signoff.__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Put a human between AI agents and their risky tool calls."""
+
+
+def main() -> None:
+    """Entry point: a user's mistake is a message and exit status 1, never a traceback."""
+    try:
+        app()
+    except SignoffError as exc:
+        Console(stderr=True, highlight=False).print(f"[bold red]error:[/] {escape(str(exc))}")
+        sys.exit(1)

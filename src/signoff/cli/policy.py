@@ -1,0 +1,167 @@
+"""``signoff policy check`` and ``signoff policy explain``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from signoff.errors import PolicyError, Problem
+from signoff.policy import Explanation, Policy, PolicyEngine
+from signoff.policy.source import format_path, locate, parse_text
+from signoff.types import ToolCall
+
+__all__ = ["app", "explain_table", "load_calls"]
+
+app = typer.Typer(help="Validate a policy and explain its verdicts.", no_args_is_help=True)
+
+_STYLE = {"allow": "bold green", "ask": "bold yellow", "deny": "bold red"}
+_CONFIG_OPTION = typer.Option(
+    Path("signoff.yaml"), "--config", "-c", help="The policy or config file.", envvar="SIGNOFF_CONFIG"
+)
+
+
+@app.command()
+def check(file: Path = typer.Argument(..., help="The policy or config file to validate.")) -> None:
+    """Validate FILE: exit 0 with a summary, or 1 with every problem and where it is."""
+    console = Console(highlight=False)
+    try:
+        policy = Policy.from_file(file)
+    except PolicyError as exc:
+        err = Console(stderr=True, highlight=False)
+        for problem in exc.problems:
+            err.print(f"[red]{escape(str(problem))}[/]")
+        err.print(f"[bold red]{len(exc.problems)} problem(s)[/] in {escape(str(file))}")
+        raise typer.Exit(1) from None
+    for warning in policy.warnings:
+        console.print(f"[yellow]warning:[/] {escape(str(warning))}")
+    counts = {kind: sum(r.effect == kind for r in policy.rules) for kind in ("allow", "ask", "deny")}
+    console.print(
+        f"[green]ok[/] {escape(str(file))}: {len(policy.rules)} rules "
+        f"({counts['allow']} allow, {counts['ask']} ask, {counts['deny']} deny), "
+        f"default {policy.default}, version {policy.version}"
+    )
+
+
+@app.command()
+def explain(
+    config: Path = _CONFIG_OPTION,
+    tool: str | None = typer.Option(None, "--tool", "-t", help="The tool name."),
+    server: str | None = typer.Option(None, "--server", help="The MCP server of the tool."),
+    agent: str | None = typer.Option(None, "--agent", help="The agent path, like a/b."),
+    args: str = typer.Option("{}", "--args", help="The arguments, as a JSON object."),
+    calls: Path | None = typer.Option(
+        None, "--calls", help="A YAML or JSON list of calls to explain as one table."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """Print the verdict for a call (or a file of calls) and the rule that made it."""
+    if (tool is None) == (calls is None):
+        raise typer.BadParameter("give either --tool or --calls")
+    engine = PolicyEngine(Policy.from_file(config))
+    if calls is not None:
+        batch = load_calls(calls)
+    else:
+        assert tool is not None  # one of --tool and --calls is given, checked above
+        batch = [ToolCall(id="cli", name=tool, server=server, agent=agent, args=_parse_args(args))]
+    explanations = [engine.explain(call) for call in batch]
+    if as_json:
+        objects = [_as_json(e) for e in explanations]
+        typer.echo(json.dumps(objects[0] if tool is not None else objects, ensure_ascii=False))
+        return
+    Console(highlight=False).print(explain_table(batch, explanations))
+
+
+def explain_table(calls: Sequence[ToolCall], explanations: Sequence[Explanation]) -> Table:
+    """One row per call: the call, the verdict, the deciding rule and why."""
+    table = Table(show_lines=False, header_style="bold")
+    for column in ("tool", "server", "agent", "arguments", "verdict", "rule", "reason"):
+        table.add_column(column, overflow="fold")
+    for call, explanation in zip(calls, explanations, strict=True):
+        verdict = explanation.verdict
+        arguments = json.dumps(call.args, ensure_ascii=False)
+        table.add_row(
+            escape(call.name),
+            escape(call.server or ""),
+            escape(call.agent or ""),
+            escape(arguments if len(arguments) <= 60 else arguments[:57] + "..."),
+            f"[{_STYLE[verdict.kind]}]{verdict.kind}[/]",
+            escape(verdict.rule or "(default)"),
+            escape(verdict.reason),
+        )
+    return table
+
+
+def load_calls(path: Path) -> list[ToolCall]:
+    """A list of ``{tool, server?, agent?, args?}`` mappings; problems carry line and column."""
+    source = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PolicyError([Problem(message=f"cannot read the calls: {exc}", source=source)]) from None
+    data = parse_text(text, source=source, json_only=path.suffix == ".json")
+    if not isinstance(data, list):
+        raise PolicyError([Problem(message="expected a list of calls", source=source)])
+    calls: list[ToolCall] = []
+    problems: list[Problem] = []
+    for i, item in enumerate(data):
+        message = _call_problem(item)
+        if message is None:
+            calls.append(
+                ToolCall(
+                    id=f"call-{i}",
+                    name=item["tool"],
+                    server=item.get("server"),
+                    agent=item.get("agent"),
+                    args=item.get("args", {}),
+                )
+            )
+            continue
+        line, column = locate(text, (i,)) or (None, None)
+        problems.append(
+            Problem(
+                message=message, path=format_path((i,)), source=source, line=line, column=column
+            )
+        )
+    if problems:
+        raise PolicyError(problems)
+    return calls
+
+
+def _call_problem(item: Any) -> str | None:
+    if not isinstance(item, dict):
+        return "a call must be a mapping like {tool: NAME, args: {...}}"
+    unknown = set(item) - {"tool", "server", "agent", "args"}
+    if unknown:
+        return f"unknown keys {sorted(unknown)!r}; a call has tool, server, agent and args"
+    if not isinstance(item.get("tool"), str) or not item["tool"]:
+        return "a call needs 'tool', the tool's name"
+    for key in ("server", "agent"):
+        if key in item and not isinstance(item[key], str):
+            return f"{key!r} must be a string"
+    return None
+
+
+def _parse_args(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise typer.BadParameter(
+            f"not valid JSON at column {exc.colno}: {exc.msg}", param_hint="'--args'"
+        ) from None
+
+
+def _as_json(explanation: Explanation) -> dict[str, Any]:
+    verdict = explanation.verdict
+    return {
+        "verdict": verdict.kind,
+        "rule": verdict.rule,
+        "reason": verdict.reason,
+        "shadowed": [rule.id for rule in explanation.shadowed],
+    }

@@ -1,0 +1,91 @@
+"""Every error signoff raises on purpose.
+
+    SignoffError
+     ├── PolicyError            a policy or config file is wrong: each problem has file, line, column
+     ├── InvalidArgumentsError  tool arguments that are not representable as JSON
+     ├── NotFoundError          no approval, run or grant with that id
+     ├── ConflictError          a different decision was already taken
+     ├── ForbiddenError         the actor may not take this decision
+     ├── ApprovalTimeout        nobody decided within the time asked for
+     └── MissingExtraError      an optional part is used without its extra installed
+
+Messages name the offending value and say what to do about it. Mapping errors to HTTP statuses
+or exit codes is the job of the outer layers (server, cli), not of the code that raises them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "ApprovalTimeout",
+    "ConflictError",
+    "ForbiddenError",
+    "InvalidArgumentsError",
+    "MissingExtraError",
+    "NotFoundError",
+    "PolicyError",
+    "Problem",
+    "SignoffError",
+]
+
+
+class SignoffError(Exception):
+    """The base of every error signoff raises on purpose."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Problem:
+    """One mistake in a policy: what is wrong and where."""
+
+    message: str
+    path: str = ""
+    """Where in the document, like ``rules[2].when.path.glob``; empty for the whole document."""
+    source: str | None = None
+    """The file name, or None for a policy given as data."""
+    line: int | None = None
+    """1-based line, when the document came from text."""
+    column: int | None = None
+    """1-based column, when the document came from text."""
+
+    def __str__(self) -> str:
+        where = self.source or "<policy>"
+        if self.line is not None:
+            where += f":{self.line}:{self.column}"
+        at = f"{self.path}: " if self.path else ""
+        return f"{where}: {at}{self.message}"
+
+
+class PolicyError(SignoffError):
+    """A policy or config document is wrong. `problems` lists every mistake found."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+class InvalidArgumentsError(SignoffError, ValueError):
+    """Tool arguments that cannot be represented as JSON (and so cannot be digested or stored)."""
+
+
+class NotFoundError(SignoffError, LookupError):
+    """No object with the given id exists."""
+
+
+class ConflictError(SignoffError):
+    """The object was changed by someone else first, for example a different decision."""
+
+
+class ForbiddenError(SignoffError):
+    """The actor is not allowed to do this (role, self-approval, policy)."""
+
+
+class ApprovalTimeout(SignoffError, TimeoutError):
+    """Nobody decided within the time the caller was willing to wait."""
+
+
+class MissingExtraError(SignoffError, ImportError):
+    """An optional part of signoff is used without its extra installed."""
+
+    def __init__(self, feature: str, extra: str) -> None:
+        super().__init__(f"{feature} needs the {extra!r} extra: pip install 'signoff[{extra}]'")

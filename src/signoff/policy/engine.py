@@ -1,0 +1,287 @@
+"""The compiled policy: from a tool call to a verdict in microseconds, at any number of rules.
+
+Rules are sorted once into precedence order (higher priority first; then deny; then rules of an
+agent's own section; then ask before allow; then document order), so the first rule that matches
+a call decides it. Which rules can match a tool name is found through indexes (exact names in a
+dict, literal prefixes, suffixes and infixes looked up by slicing the name, and only the remaining
+complex globs tried one by one) and cached per ``(tool, server, agent)``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from signoff.policy.conditions import Condition
+from signoff.policy.glob import Glob, compile_glob
+from signoff.policy.model import Policy, Rule, SectionDefault
+from signoff.types import Context, Grant, ToolCall, Verdict
+
+__all__ = ["Explanation", "PolicyEngine"]
+
+_EFFECT_RANK = {"deny": 0, "ask": 1, "allow": 2}
+_Key = tuple[str, str | None, str | None]
+_SCOPE_WORDS = {"run": "this run", "thread": "this thread", "agent": "this agent", "global": "all"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Explanation:
+    """Why a call gets its verdict."""
+
+    verdict: Verdict
+    rule: Rule | None
+    """The rule that decided, or None when a default or a grant did."""
+    shadowed: tuple[Rule, ...]
+    """Rules that also match the call but lost to `rule` by precedence."""
+    grant: Grant | None = None
+    """The grant that let an asked call through, if one did."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    rule: Rule
+    when: tuple[Condition, ...]
+    verdict: Verdict
+    excepts: tuple[Glob, ...]
+    servers: tuple[Glob, ...]
+    agents: tuple[Glob, ...]
+
+    def applies(self, args: dict[str, object]) -> bool:
+        return all(condition.holds(args) for condition in self.when)
+
+
+class PolicyEngine:
+    """Evaluates tool calls against one policy version. Build a new engine for a new policy."""
+
+    def __init__(self, policy: Policy, *, cache_size: int = 65_536) -> None:
+        self.policy = policy
+        self._cache_size = cache_size
+        self._cache: dict[_Key, tuple[tuple[_Entry, ...], Verdict]] = {}
+        ordered = sorted(
+            policy.rules,
+            key=lambda r: (-r.priority, r.effect != "deny", -r.tier, _EFFECT_RANK[r.effect], r.order),
+        )
+        self._entries = [_entry(rule) for rule in ordered]
+        self._rules = {rule.id: rule for rule in policy.rules}
+        self._index = _NameIndex(
+            (i, compile_glob(p)) for i, rule in enumerate(ordered) for p in rule.tools
+        )
+        # Defaults: an agent's own section first, exact paths before globs; then the server's.
+        self._defaults = sorted(
+            policy.section_defaults,
+            key=lambda d: (d.kind != "agent", compile_glob(d.pattern).shape != "exact"),
+        )
+        self._default_globs = [compile_glob(d.pattern) for d in self._defaults]
+
+    @property
+    def version(self) -> str:
+        return self.policy.version
+
+    def rule(self, rule_id: str) -> Rule:
+        """The rule with this id; raise KeyError if there is none."""
+        return self._rules[rule_id]
+
+    def evaluate(self, call: ToolCall, context: Context | None = None) -> Verdict:
+        """The verdict for `call`: allow, ask or deny, and the rule that decided."""
+        key = (call.name, call.server, call.agent)
+        cached = self._cache.get(key)
+        if cached is None:
+            cached = self._lookup(key)
+        candidates, default = cached
+        args = call.args
+        if not isinstance(args, dict):
+            return _fail_closed(candidates, default)
+        verdict = default
+        for entry in candidates:
+            if not entry.when or entry.applies(args):
+                verdict = entry.verdict
+                break
+        if verdict.kind == "ask" and context is not None and context.grants:
+            grant = _covering_grant(call, context, candidates)
+            if grant is not None:
+                return _granted(grant)
+        return verdict
+
+    def explain(self, call: ToolCall, context: Context | None = None) -> Explanation:
+        """The verdict, the deciding rule and every matching rule it shadowed."""
+        candidates, default = self._lookup((call.name, call.server, call.agent))
+        if not isinstance(call.args, dict):
+            verdict = _fail_closed(candidates, default)
+            rule = self._rules.get(verdict.rule) if verdict.rule else None
+            return Explanation(verdict=verdict, rule=rule, shadowed=())
+        matched = [entry for entry in candidates if entry.applies(call.args)]
+        verdict = matched[0].verdict if matched else default
+        if verdict.kind == "ask" and context is not None and context.grants:
+            grant = _covering_grant(call, context, candidates)
+            if grant is not None:
+                rules = tuple(e.rule for e in matched)
+                return Explanation(verdict=_granted(grant), rule=None, shadowed=rules, grant=grant)
+        return Explanation(
+            verdict=verdict,
+            rule=matched[0].rule if matched else None,
+            shadowed=tuple(entry.rule for entry in matched[1:]),
+        )
+
+    def _lookup(self, key: _Key) -> tuple[tuple[_Entry, ...], Verdict]:
+        name, server, agent = key
+        candidates = tuple(
+            entry
+            for entry in (self._entries[i] for i in sorted(self._index.lookup(name)))
+            if not _any_match(entry.excepts, name)
+            and (not entry.servers or (server is not None and _any_match(entry.servers, server)))
+            and (not entry.agents or (agent is not None and _any_match(entry.agents, agent)))
+        )
+        found = (candidates, self._default_for(server, agent))
+        if len(self._cache) >= self._cache_size:
+            self._cache.clear()
+        self._cache[key] = found
+        return found
+
+    def _default_for(self, server: str | None, agent: str | None) -> Verdict:
+        for section, glob in zip(self._defaults, self._default_globs, strict=True):
+            subject = agent if section.kind == "agent" else server
+            if subject is not None and glob.matches(subject):
+                return _section_default(section)
+        return Verdict(
+            kind=self.policy.default,
+            rule=None,
+            reason=f"no rule matched; the policy's default is {self.policy.default}",
+        )
+
+
+class _NameIndex:
+    """Which rules have a tool pattern matching a name, without trying every pattern."""
+
+    def __init__(self, globs: Iterable[tuple[int, Glob]]) -> None:
+        self._any: list[int] = []
+        self._exact: dict[str, list[int]] = defaultdict(list)
+        self._by_shape: dict[str, dict[str, list[int]]] = {
+            s: defaultdict(list) for s in ("prefix", "suffix", "infix")
+        }
+        self._complex: dict[str, dict[str, list[tuple[int, Glob]]]] = {
+            s: defaultdict(list) for s in ("prefix", "suffix")
+        }
+        self._complex_unkeyed: list[tuple[int, Glob]] = []
+        for i, glob in globs:
+            if glob.shape == "any":
+                self._any.append(i)
+            elif glob.shape == "exact":
+                self._exact[glob.key].append(i)
+            elif glob.shape != "complex":
+                self._by_shape[glob.shape][glob.key].append(i)
+            elif glob.key_side == "none":
+                self._complex_unkeyed.append((i, glob))
+            else:
+                self._complex[glob.key_side][glob.key].append((i, glob))
+        self._lengths = {
+            **{s: sorted({len(k) for k in keys}) for s, keys in self._by_shape.items()},
+            **{f"complex_{s}": sorted({len(k) for k in keys}) for s, keys in self._complex.items()},
+        }
+
+    def lookup(self, name: str) -> set[int]:
+        hits = set(self._any)
+        hits.update(self._exact.get(name, ()))
+        size = len(name)
+        prefix, suffix, infix = (self._by_shape[s] for s in ("prefix", "suffix", "infix"))
+        for k in self._lengths["prefix"]:
+            if k > size:
+                break
+            hits.update(prefix.get(name[:k], ()))
+        for k in self._lengths["suffix"]:
+            if k > size:
+                break
+            hits.update(suffix.get(name[size - k :], ()))
+        for k in self._lengths["infix"]:
+            if k > size:
+                break
+            for start in range(size - k + 1):
+                hits.update(infix.get(name[start : start + k], ()))
+        tried: list[tuple[int, Glob]] = list(self._complex_unkeyed)
+        for k in self._lengths["complex_prefix"]:
+            if k > size:
+                break
+            tried.extend(self._complex["prefix"].get(name[:k], ()))
+        for k in self._lengths["complex_suffix"]:
+            if k > size:
+                break
+            tried.extend(self._complex["suffix"].get(name[size - k :], ()))
+        hits.update(i for i, glob in tried if i not in hits and glob.matches(name))
+        return hits
+
+
+def _entry(rule: Rule) -> _Entry:
+    lead = {"deny": "denied", "ask": "approval required", "allow": "allowed"}[rule.effect]
+    verdict = Verdict(
+        kind=rule.effect,
+        rule=rule.id,
+        reason=rule.reason or f"{lead}: {_describe(rule)}",
+        timeout=rule.timeout,
+        approvers=rule.approvers,
+        forbid_self_approval=rule.forbid_self_approval,
+    )
+    return _Entry(
+        rule=rule,
+        when=rule.when,
+        verdict=verdict,
+        excepts=tuple(compile_glob(p) for p in rule.except_tools),
+        servers=tuple(compile_glob(p) for p in rule.servers),
+        agents=tuple(compile_glob(p) for p in rule.agents),
+    )
+
+
+def _describe(rule: Rule) -> str:
+    """``write_file when path glob '/etc/**'``: what a rule matches, in a few words."""
+    shown = ", ".join(rule.tools[:3]) + (f" (+{len(rule.tools) - 3} more)" if len(rule.tools) > 3 else "")
+    if rule.except_tools:
+        shown += f" except {', '.join(rule.except_tools[:3])}"
+    if rule.servers:
+        shown += f" on {', '.join(rule.servers)}"
+    if rule.agents:
+        shown += f" from {', '.join(rule.agents)}"
+    if rule.when:
+        shown += " when " + " and ".join(f"{c.path} {c.operator} {c.operand!r}" for c in rule.when)
+    return shown
+
+
+def _any_match(globs: Sequence[Glob], name: str) -> bool:
+    return any(glob.matches(name) for glob in globs)
+
+
+def _section_default(section: SectionDefault) -> Verdict:
+    return Verdict(
+        kind=section.verdict,
+        rule=section.id,
+        reason=f"no rule matched; {section.kind} {section.pattern!r} defaults to {section.verdict}",
+    )
+
+
+def _fail_closed(candidates: Sequence[_Entry], default: Verdict) -> Verdict:
+    """Arguments that are not a JSON object cannot be checked: deny if any rule might, else ask."""
+    for entry in candidates:
+        if entry.rule.effect == "deny":
+            reason = f"the arguments are not a JSON object and rule {entry.rule.id} may deny it"
+            return Verdict(kind="deny", rule=entry.rule.id, reason=reason)
+    if default.kind == "deny":
+        return default
+    return Verdict(
+        kind="ask", rule=None, reason="the arguments are not a JSON object, so a person decides"
+    )
+
+
+def _covering_grant(call: ToolCall, context: Context, candidates: Sequence[_Entry]) -> Grant | None:
+    """A grant that covers `call`, unless some deny rule matches it: grants never beat a deny."""
+    grant = next((g for g in context.grants if g.covers(call, context)), None)
+    if grant is None:
+        return None
+    if any(e.rule.effect == "deny" and e.applies(call.args) for e in candidates):
+        return None
+    return grant
+
+
+def _granted(grant: Grant) -> Verdict:
+    return Verdict(
+        kind="allow",
+        rule=f"grant:{grant.id}",
+        reason=f"approved always by {grant.created_by} for {_SCOPE_WORDS[grant.scope]}",
+    )

@@ -1,0 +1,475 @@
+"""One loader for the unified policy format and every seed's format as sugar for it.
+
+The unified format (ARCHITECTURE §4) is ``default``, ``rules``, ``tools``, ``servers`` and
+``agents``. Each section (the top level, a server, an agent) also accepts the formats users bring:
+
+- kagent: ``toolNames`` + ``requireApproval`` (or ``tools`` + ``require_approval``): the listed
+  tools run, those that require approval ask, and any other tool is denied.
+- agent-os: ``tool_approvals: {name: bool}``: true asks, false allows; a name that is not in the
+  section's tool list is ignored with a warning.
+- DCAF: ``tool_blacklist`` / ``exclude_tools`` deny, ``auto_approved_tools`` /
+  ``auto_approve_tools`` allow, ``include_tools`` denies what it does not match, and everything
+  else asks. A whole DCAF file (server names at the top) and a whole kagent ``Agent`` resource are
+  recognized as such.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, replace
+from pathlib import Path as FilePath
+from typing import Any, Literal
+
+from signoff.errors import PolicyError, Problem
+from signoff.policy.conditions import OPERATORS, Condition, compile_condition
+from signoff.policy.model import Policy, Rule, SectionDefault
+from signoff.policy.reader import Reader, Recorded
+from signoff.policy.source import Path, format_path, locate, parse_text
+from signoff.types import VerdictKind, canonical_json
+
+__all__ = ["load_data", "load_file", "load_text"]
+
+_LIST_KEYS = ("tools", "toolNames", "enabled_tools")
+_DCAF_KEYS = (
+    "tool_blacklist",
+    "exclude_tools",
+    "include_tools",
+    "auto_approved_tools",
+    "auto_approve_tools",
+)
+_SECTION_KEYS = frozenset(
+    {"default", "rules", *_LIST_KEYS, "tool_approvals", "require_approval", "requireApproval"}
+    | set(_DCAF_KEYS)
+)
+# Keys read by other parts of signoff (the store, the server, the MCP gateway).
+_OTHER_TOP_KEYS = frozenset({"database", "auth", "gateway"})
+_TOP_KEYS = _SECTION_KEYS | {"version", "servers", "agents"} | _OTHER_TOP_KEYS
+# How the MCP gateway reaches a server; the policy ignores them.
+_CONNECTION_KEYS = frozenset(
+    {
+        "command",
+        "args",
+        "env",
+        "cwd",
+        "url",
+        "path",
+        "headers",
+        "params",
+        "transport",
+        "transport_type",
+        "timeout_seconds",
+        "tool_name_prefix",
+        "allowed_headers",
+    }
+)
+_SERVER_KEYS = _SECTION_KEYS | _CONNECTION_KEYS
+_KAGENT_BLOCK_KEYS = frozenset(
+    {"name", "kind", "apiGroup", "toolNames", "requireApproval", "allowedHeaders"}
+)
+_RULE_OPTIONS = frozenset({"timeout", "approvers", "forbid_self_approval", "reason", "priority"})
+_RULE_KEYS = frozenset({"allow", "ask", "deny", "id", "except", "server", "agent", "when"})
+_RULE_KEYS |= _RULE_OPTIONS
+_TOGGLE_KEYS = frozenset({"require_approval", "verdict"}) | _RULE_OPTIONS
+
+
+def load_file(path: FilePath) -> Policy:
+    source = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PolicyError([Problem(message=f"cannot read the policy: {exc}", source=source)]) from None
+    data = parse_text(text, source=source, json_only=path.suffix == ".json")
+    return load_data(data, source=source, text=text)
+
+
+def load_text(text: str, *, source: str | None = None) -> Policy:
+    return load_data(parse_text(text, source=source), source=source, text=text)
+
+
+def load_data(data: Any, *, source: str | None = None, text: str | None = None) -> Policy:
+    """Validate `data` (parsed YAML or JSON) into a `Policy`, or raise `PolicyError`."""
+    builder = _Builder()
+    builder.document({} if data is None else data)
+    if builder.reader.problems:
+        raise PolicyError(_locate(builder.reader.problems, source, text))
+    policy = Policy(
+        rules=tuple(builder.rules),
+        default=builder.default,
+        section_defaults=tuple(builder.section_defaults),
+        version="",
+        source=source,
+        warnings=tuple(_locate(builder.reader.warnings, source, text)),
+    )
+    return replace(policy, version=_version(policy))
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """Where a section's rules apply: everywhere, to one server, or to one agent path."""
+
+    kind: Literal["global", "server", "agent"]
+    name: str | None = None
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.reader = Reader()
+        self.rules: list[Rule] = []
+        self.section_defaults: list[SectionDefault] = []
+        self.default: VerdictKind = "ask"
+        self._ids: dict[str, Path] = {}
+
+    # -- documents -------------------------------------------------------------------------
+
+    def document(self, data: Any) -> None:
+        top = self.reader.mapping(data, (), "a policy")
+        if top is None:
+            return
+        if str(top.get("apiVersion", "")).startswith("kagent.dev/"):
+            self._kagent_resource(top)
+        elif top and not _TOP_KEYS.intersection(top) and all(_is_dcaf_server(v) for v in top.values()):
+            self._servers(top, ())
+        else:
+            self.reader.keys(top, (), _TOP_KEYS, "the policy")
+            if "version" in top and top["version"] != 1:
+                self.reader.error(("version",), f"unsupported version {top['version']!r}; use 1")
+            self._section(top, (), _Scope("global"))
+            if "servers" in top and (servers := self._map(top["servers"], ("servers",))):
+                self._servers(servers, ("servers",))
+            if "agents" in top and (agents := self._map(top["agents"], ("agents",))):
+                for name, section in agents.items():
+                    path = ("agents", name)
+                    if self.reader.globs(name, path, "an agent path") and (
+                        body := self._map(section, path)
+                    ):
+                        self.reader.keys(body, path, _SECTION_KEYS, f"agent {name!r}")
+                        self._section(body, path, _Scope("agent", name))
+
+    def _servers(self, servers: dict[str, Any], path: Path) -> None:
+        for name, section in servers.items():
+            where = (*path, name)
+            if self.reader.globs(name, where, "a server name") and (body := self._map(section, where)):
+                self.reader.keys(body, where, _SERVER_KEYS, f"server {name!r}")
+                self._section(body, where, _Scope("server", name))
+
+    def _kagent_resource(self, top: dict[str, Any]) -> None:
+        """A kagent ``Agent``: each ``McpServer`` tool block becomes a server section."""
+        tools_path: Path = ("spec", "declarative", "tools")
+        node: Any = top
+        for step in tools_path:
+            node = node.get(step) if isinstance(node, dict) else None
+        if node is None:
+            return
+        if not isinstance(node, list):
+            self.reader.error(tools_path, "spec.declarative.tools must be a list")
+            return
+        for i, entry in enumerate(node):
+            block = entry.get("mcpServer") if isinstance(entry, dict) else None
+            path = (*tools_path, i, "mcpServer")
+            if block is None or not (body := self._map(block, path)):
+                continue
+            self.reader.keys(body, path, _KAGENT_BLOCK_KEYS, "an mcpServer tool")
+            if (name := self.reader.string(body.get("name"), (*path, "name"), "name")) is not None:
+                self._section(body, path, _Scope("server", name))
+
+    # -- sections --------------------------------------------------------------------------
+
+    def _section(self, data: dict[str, Any], path: Path, scope: _Scope) -> None:
+        if "default" in data:
+            verdict = self.reader.verdict(data["default"], (*path, "default"), "default")
+            if verdict is not None:
+                self._set_default(path, scope, verdict)
+        if "rules" in data:
+            rules = data["rules"]
+            if not isinstance(rules, list):
+                self.reader.error((*path, "rules"), "rules must be a list of rules")
+            else:
+                for i, rule in enumerate(rules):
+                    self._rule(rule, (*path, "rules", i), scope)
+        if isinstance(data.get("tools"), dict):
+            for name, toggle in data["tools"].items():
+                self._toggle(name, toggle, (*path, "tools", name), scope)
+        listed = self._tool_list(data, path, scope)
+        self._require_approval(data, path, scope, listed)
+        self._tool_approvals(data, path, scope, listed)
+        self._dcaf(data, path, scope)
+
+    def _set_default(self, path: Path, scope: _Scope, verdict: VerdictKind) -> None:
+        if scope.kind == "global":
+            self.default = verdict
+        else:
+            assert scope.name is not None  # server and agent scopes are always named
+            self.section_defaults.append(
+                SectionDefault(
+                    id=format_path((*path, "default")),
+                    kind=scope.kind,
+                    pattern=scope.name,
+                    verdict=verdict,
+                )
+            )
+
+    def _tool_list(self, data: dict[str, Any], path: Path, scope: _Scope) -> tuple[str, ...] | None:
+        """kagent ``toolNames`` / agent-os ``tools``: listed tools run, others are denied."""
+        present = [k for k in _LIST_KEYS if k in data and not isinstance(data[k], dict)]
+        if len(present) > 1:
+            self.reader.error((*path, present[1]), f"give either {present[0]!r} or {present[1]!r}")
+            return None
+        if not present:
+            return None
+        key = present[0]
+        names = self.reader.globs(data[key], (*path, key), f"{key} entries")
+        if names is None:
+            return None
+        where = self._describe(scope)
+        self._add(
+            (*path, key, "unlisted"),
+            scope,
+            effect="deny",
+            tools=("*",),
+            except_tools=names,
+            reason=f"the tool is not among the tools listed for {where}",
+        )
+        self._add((*path, key), scope, effect="allow", tools=names)
+        return names
+
+    def _require_approval(
+        self, data: dict[str, Any], path: Path, scope: _Scope, listed: tuple[str, ...] | None
+    ) -> None:
+        present = [k for k in ("require_approval", "requireApproval") if k in data]
+        if not present:
+            return
+        key = present[0]
+        names = self.reader.globs(data[key], (*path, key), f"{key} entries")
+        if names is None:
+            return
+        list_key = "toolNames" if key == "requireApproval" else "tools"
+        if listed is None and key == "requireApproval":
+            self.reader.error(
+                (*path, key), "each requireApproval entry must also appear in toolNames"
+            )
+            return
+        if listed is not None:
+            for i, name in enumerate(names):
+                if name not in listed:
+                    self.reader.error(
+                        (*path, key, i),
+                        f"each {key} entry must also appear in {list_key}: "
+                        f"{name!r} is not in {list(listed)!r}",
+                    )
+        self._add((*path, key), scope, effect="ask", tools=names)
+
+    def _tool_approvals(
+        self, data: dict[str, Any], path: Path, scope: _Scope, listed: tuple[str, ...] | None
+    ) -> None:
+        """agent-os ``tool_approvals: {name: bool}``."""
+        if "tool_approvals" not in data:
+            return
+        where: Path = (*path, "tool_approvals")
+        approvals = self._map(data["tool_approvals"], where)
+        for name, required in (approvals or {}).items():
+            item = (*where, name)
+            if listed is not None and name not in listed:
+                self.reader.warn(
+                    item, f"ignored: {name!r} is not one of the listed tools {list(listed)!r}"
+                )
+                continue
+            if self.reader.globs(name, item, "a tool name") is None:
+                continue
+            flag = self.reader.boolean(required, item, f"tool_approvals[{name!r}]")
+            if flag is not None:
+                self._add(item, scope, effect="ask" if flag else "allow", tools=(name,))
+
+    def _dcaf(self, data: dict[str, Any], path: Path, scope: _Scope) -> None:
+        """DCAF's glob lists: deny excluded, deny what include_tools misses, allow auto-approved."""
+        present = [k for k in _DCAF_KEYS if k in data]
+        for key in present:
+            patterns = self.reader.globs(data[key], (*path, key), f"{key} entries")
+            if patterns is None:
+                continue
+            if key in ("tool_blacklist", "exclude_tools"):
+                self._add((*path, key), scope, effect="deny", tools=patterns)
+            elif key == "include_tools":
+                self._add(
+                    (*path, key),
+                    scope,
+                    effect="deny",
+                    tools=("*",),
+                    except_tools=patterns,
+                    reason=f"the tool is not in include_tools of {self._describe(scope)}",
+                )
+            else:
+                self._add((*path, key), scope, effect="allow", tools=patterns)
+        # DCAF: a tool that matches neither list asks, whatever the global default says.
+        if present and "default" not in data and scope.kind != "global":
+            self._set_default(path, scope, "ask")
+
+    # -- rules -----------------------------------------------------------------------------
+
+    def _rule(self, value: Any, path: Path, scope: _Scope) -> None:
+        data = self.reader.mapping(value, path, "a rule")
+        if data is None:
+            return
+        self.reader.keys(data, path, _RULE_KEYS, "a rule")
+        effects = [k for k in ("deny", "ask", "allow") if k in data]
+        if len(effects) != 1:
+            found = " and ".join(effects) if effects else "none"
+            self.reader.error(path, f"a rule needs exactly one of allow, ask, deny (found {found})")
+            return
+        effect: VerdictKind = effects[0]  # type: ignore[assignment]
+        tools = self.reader.globs(data[effect], (*path, effect), "tool patterns")
+        fields: dict[str, Any] = {}
+        if "except" in data:
+            fields["except_tools"] = self.reader.globs(data["except"], (*path, "except"), "except")
+        for key, kind in (("server", "server"), ("agent", "agent")):
+            if key not in data:
+                continue
+            if scope.kind == kind:
+                self.reader.error(
+                    (*path, key),
+                    f"this rule is in the section of {kind} {scope.name!r}; remove {key!r}",
+                    at_key=True,
+                )
+            fields[f"{key}s"] = self.reader.globs(data[key], (*path, key), f"{key} patterns")
+        if "when" in data:
+            fields["when"] = self._conditions(data["when"], (*path, "when"))
+        if "id" in data:
+            fields["id"] = self.reader.string(data["id"], (*path, "id"), "id")
+        fields |= self._options(data, path)
+        if tools is not None and None not in fields.values():
+            self._add(path, scope, effect=effect, tools=tools, **fields)
+
+    def _toggle(self, name: str, value: Any, path: Path, scope: _Scope) -> None:
+        """A per-tool toggle: ``send_email: {require_approval: true}``, ``ask``, or ``true``."""
+        if self.reader.globs(name, path, "a tool name") is None:
+            return
+        fields: dict[str, Any] = {}
+        effect: VerdictKind | None
+        if isinstance(value, bool):
+            effect = "ask" if value else "allow"
+        elif isinstance(value, str):
+            effect = self.reader.verdict(value, path, f"the setting of tool {name!r}")
+        elif (data := self.reader.mapping(value, path, f"the setting of tool {name!r}")) is None:
+            return
+        else:
+            self.reader.keys(data, path, _TOGGLE_KEYS, f"the setting of tool {name!r}")
+            effect = None
+            if ("require_approval" in data) == ("verdict" in data):
+                self.reader.error(path, "give exactly one of 'require_approval' or 'verdict'")
+            elif "verdict" in data:
+                effect = self.reader.verdict(data["verdict"], (*path, "verdict"), "verdict")
+            else:
+                flag = self.reader.boolean(
+                    data["require_approval"], (*path, "require_approval"), "require_approval"
+                )
+                effect = None if flag is None else "ask" if flag else "allow"
+            fields = self._options(data, path)
+        if effect is not None and None not in fields.values():
+            self._add(path, scope, effect=effect, tools=(name,), **fields)
+
+    def _options(self, data: dict[str, Any], path: Path) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if "priority" in data:
+            out["priority"] = self.reader.integer(data["priority"], (*path, "priority"), "priority")
+        if "timeout" in data:
+            out["timeout"] = self.reader.duration(data["timeout"], (*path, "timeout"))
+        if "approvers" in data:
+            out["approvers"] = self.reader.strings(
+                data["approvers"], (*path, "approvers"), "approvers"
+            )
+        if "forbid_self_approval" in data:
+            out["forbid_self_approval"] = self.reader.boolean(
+                data["forbid_self_approval"],
+                (*path, "forbid_self_approval"),
+                "forbid_self_approval",
+            )
+        if "reason" in data:
+            out["reason"] = self.reader.string(data["reason"], (*path, "reason"), "reason")
+        return out
+
+    def _conditions(self, value: Any, path: Path) -> tuple[Condition, ...] | None:
+        data = self._map(value, path)
+        if data is None:
+            return None
+        out: list[Condition] = []
+        ok = True
+        for arg_path, test in data.items():
+            where = (*path, arg_path)
+            # A bare value is shorthand for equality: `when: {mode: fast}`.
+            tests = test if isinstance(test, dict) and test else {"eq": test}
+            for operator, operand in tests.items():
+                at = where if tests is not test else (*where, operator)
+                if operator not in OPERATORS:
+                    self.reader.error(
+                        at,
+                        f"unknown condition {operator!r}; use one of {', '.join(OPERATORS)}",
+                        at_key=True,
+                    )
+                    ok = False
+                    continue
+                try:
+                    out.append(compile_condition(arg_path, str(operator), operand))
+                except ValueError as exc:
+                    self.reader.error(at, str(exc))
+                    ok = False
+        return tuple(out) if ok else None
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _add(self, path: Path, scope: _Scope, *, effect: VerdictKind, **fields: Any) -> None:
+        rule_id = fields.pop("id", None) or format_path(path)
+        if rule_id in self._ids:
+            self.reader.error(
+                path, f"rule id {rule_id!r} is already used by {format_path(self._ids[rule_id])}"
+            )
+            return
+        self._ids[rule_id] = path
+        if scope.kind == "server":
+            assert scope.name is not None  # server scopes are always named
+            fields["servers"] = (scope.name,)
+        elif scope.kind == "agent":
+            assert scope.name is not None  # agent scopes are always named
+            fields["agents"] = (scope.name,)
+            fields["tier"] = 1
+        self.rules.append(Rule(id=rule_id, effect=effect, order=len(self.rules), **fields))
+
+    def _map(self, value: Any, path: Path) -> dict[str, Any] | None:
+        return self.reader.mapping(value, path, format_path(path) or "the policy")
+
+    @staticmethod
+    def _describe(scope: _Scope) -> str:
+        return "this policy" if scope.kind == "global" else f"{scope.kind} {scope.name!r}"
+
+
+def _is_dcaf_server(value: Any) -> bool:
+    return isinstance(value, dict) and bool(
+        _CONNECTION_KEYS.intersection(value) or set(_DCAF_KEYS).intersection(value)
+    )
+
+
+def _locate(recorded: list[Recorded], source: str | None, text: str | None) -> list[Problem]:
+    problems = []
+    for item in recorded:
+        line = column = None
+        if text is not None and (where := locate(text, item.path, at_key=item.at_key)):
+            line, column = where
+        problems.append(
+            Problem(
+                message=item.message,
+                path=format_path(item.path),
+                source=source,
+                line=line,
+                column=column,
+            )
+        )
+    return sorted(problems, key=lambda p: (p.line or 0, p.column or 0))
+
+
+def _version(policy: Policy) -> str:
+    normalized = {
+        "default": policy.default,
+        "section_defaults": [
+            [d.id, d.kind, d.pattern, d.verdict] for d in policy.section_defaults
+        ],
+        "rules": [[rule.tier, rule.to_dict()] for rule in policy.rules],
+    }
+    return hashlib.sha256(canonical_json(normalized)).hexdigest()[:16]

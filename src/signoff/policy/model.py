@@ -1,0 +1,116 @@
+"""A loaded policy: its rules, its defaults and its version, before compilation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, TypeAlias
+
+from signoff.errors import Problem
+from signoff.policy.conditions import Condition
+from signoff.types import VerdictKind
+
+__all__ = ["Policy", "Rule", "SectionDefault"]
+
+SectionKind: TypeAlias = Literal["server", "agent"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rule:
+    """Allow, ask or deny the calls whose tool, server, agent and arguments match."""
+
+    id: str
+    """Given in the file with ``id:``, or where the rule stands, like ``rules[2]``."""
+    effect: VerdictKind
+    tools: tuple[str, ...]
+    """Tool-name globs; the rule applies when any matches."""
+    except_tools: tuple[str, ...] = ()
+    """Tool-name globs the rule leaves alone even when `tools` match."""
+    servers: tuple[str, ...] = ()
+    """MCP-server globs; empty matches any call, with or without a server."""
+    agents: tuple[str, ...] = ()
+    """Agent-path globs; empty matches any agent."""
+    when: tuple[Condition, ...] = ()
+    """Argument conditions that must all hold."""
+    priority: int = 0
+    """Higher priorities are considered first."""
+    timeout: float | None = None
+    """Seconds an asked call waits before it expires."""
+    approvers: tuple[str, ...] = ()
+    forbid_self_approval: bool = False
+    reason: str | None = None
+    """Shown with the verdict instead of the generated explanation."""
+    tier: int = 0
+    """1 for rules of an ``agents:`` section: they come before global ask and allow rules."""
+    order: int = 0
+    """Position in the document, the last tie-breaker."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The rule in the unified format, as it would be written in a file."""
+        out: dict[str, Any] = {"id": self.id, self.effect: list(self.tools)}
+        if self.except_tools:
+            out["except"] = list(self.except_tools)
+        if self.servers:
+            out["server"] = list(self.servers)
+        if self.agents:
+            out["agent"] = list(self.agents)
+        if self.when:
+            when: dict[str, dict[str, Any]] = {}
+            for condition in self.when:
+                when.setdefault(condition.path, {})[condition.operator] = condition.operand
+            out["when"] = when
+        if self.priority:
+            out["priority"] = self.priority
+        if self.timeout is not None:
+            out["timeout"] = self.timeout
+        if self.approvers:
+            out["approvers"] = list(self.approvers)
+        if self.forbid_self_approval:
+            out["forbid_self_approval"] = True
+        if self.reason is not None:
+            out["reason"] = self.reason
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class SectionDefault:
+    """The verdict for calls of one server or agent that no rule matched."""
+
+    id: str
+    kind: SectionKind
+    pattern: str
+    """The server-name or agent-path glob of the section."""
+    verdict: VerdictKind
+
+
+@dataclass(frozen=True, kw_only=True)
+class Policy:
+    """A validated policy. Build one with `from_file`, `from_yaml` or `from_dict`."""
+
+    rules: tuple[Rule, ...]
+    default: VerdictKind = "ask"
+    section_defaults: tuple[SectionDefault, ...] = ()
+    version: str
+    """A stable id: the hash of the normalized rules and defaults."""
+    source: str | None = None
+    warnings: tuple[Problem, ...] = ()
+    """Things the loader ignored on purpose, like a toggle for a tool that is not listed."""
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> Policy:
+        """Load a YAML (or JSON) policy file; raise `PolicyError` with file, line and column."""
+        from signoff.policy.loader import load_file
+
+        return load_file(Path(path))
+
+    @classmethod
+    def from_yaml(cls, text: str, *, source: str | None = None) -> Policy:
+        from signoff.policy.loader import load_text
+
+        return load_text(text, source=source)
+
+    @classmethod
+    def from_dict(cls, data: Any, *, source: str | None = None) -> Policy:
+        from signoff.policy.loader import load_data
+
+        return load_data(data, source=source)

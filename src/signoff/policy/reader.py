@@ -1,0 +1,143 @@
+"""Typed reads from a parsed document that record every problem with its path.
+
+A reader never raises on bad input: it records a `Problem` and returns None, so one pass over a
+document reports every mistake in it. The loader turns the recorded paths into lines and columns.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from typing import Any, cast, get_args
+
+from signoff.policy.glob import check_glob
+from signoff.policy.source import Path
+from signoff.types import VerdictKind
+
+__all__ = ["Reader", "Recorded"]
+
+_VERDICTS: tuple[str, ...] = get_args(VerdictKind)
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
+_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+@dataclass(frozen=True)
+class Recorded:
+    path: Path
+    message: str
+    at_key: bool = False
+
+
+@dataclass
+class Reader:
+    problems: list[Recorded] = field(default_factory=list)
+    warnings: list[Recorded] = field(default_factory=list)
+
+    def error(self, path: Path, message: str, *, at_key: bool = False) -> None:
+        self.problems.append(Recorded(path, message, at_key))
+
+    def warn(self, path: Path, message: str, *, at_key: bool = False) -> None:
+        self.warnings.append(Recorded(path, message, at_key))
+
+    def mapping(self, value: Any, path: Path, what: str) -> dict[str, Any] | None:
+        if not isinstance(value, dict):
+            self.error(path, f"{what} must be a mapping, not {_kind(value)} {_show(value)}")
+            return None
+        for key in value:
+            if not isinstance(key, str):
+                self.error((*path, key), f"keys must be strings, not {_kind(key)} {key!r}")
+                return None
+        return value
+
+    def keys(self, data: dict[str, Any], path: Path, allowed: Collection[str], what: str) -> None:
+        for key in data:
+            if key not in allowed:
+                hint = difflib.get_close_matches(key, list(allowed), n=1)
+                suggestion = f"; did you mean {hint[0]!r}?" if hint else ""
+                self.error(
+                    (*path, key),
+                    f"unknown key {key!r} in {what}{suggestion} "
+                    f"(expected one of: {', '.join(sorted(allowed))})",
+                    at_key=True,
+                )
+
+    def string(self, value: Any, path: Path, what: str) -> str | None:
+        if not isinstance(value, str) or not value:
+            self.error(path, f"{what} must be a non-empty string, not {_show(value)}")
+            return None
+        return value
+
+    def strings(self, value: Any, path: Path, what: str) -> tuple[str, ...] | None:
+        """A string or a list of strings."""
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list) or not items:
+            self.error(path, f"{what} must be a string or a non-empty list of strings")
+            return None
+        out: list[str] = []
+        for i, item in enumerate(items):
+            where = path if isinstance(value, str) else (*path, i)
+            if (text := self.string(item, where, what)) is not None:
+                out.append(text)
+        return tuple(out) if len(out) == len(items) else None
+
+    def globs(self, value: Any, path: Path, what: str) -> tuple[str, ...] | None:
+        patterns = self.strings(value, path, what)
+        if patterns is None:
+            return None
+        ok = True
+        for i, pattern in enumerate(patterns):
+            if problem := check_glob(pattern):
+                where = path if isinstance(value, str) else (*path, i)
+                self.error(where, f"invalid glob {pattern!r}: {problem}")
+                ok = False
+        return patterns if ok else None
+
+    def boolean(self, value: Any, path: Path, what: str) -> bool | None:
+        if not isinstance(value, bool):
+            self.error(path, f"{what} must be true or false, not {_show(value)}")
+            return None
+        return value
+
+    def integer(self, value: Any, path: Path, what: str) -> int | None:
+        if not isinstance(value, int) or isinstance(value, bool):
+            self.error(path, f"{what} must be an integer, not {_show(value)}")
+            return None
+        return value
+
+    def verdict(self, value: Any, path: Path, what: str) -> VerdictKind | None:
+        if value not in _VERDICTS:
+            self.error(path, f"{what} must be one of allow, ask, deny; not {_show(value)}")
+            return None
+        return cast(VerdictKind, value)
+
+    def duration(self, value: Any, path: Path) -> float | None:
+        """Seconds, from a number or a text like ``30s``, ``5m``, ``1h30m``, ``2d``."""
+        seconds: float | None = None
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            seconds = float(value)
+        elif isinstance(value, str):
+            text = value.replace(" ", "")
+            parts = _DURATION.findall(text)
+            if parts and "".join(number + unit for number, unit in parts) == text:
+                seconds = sum(float(number) * _UNITS[unit] for number, unit in parts)
+        if seconds is None or seconds <= 0:
+            self.error(
+                path,
+                f"timeout must be a positive number of seconds or a duration like '30s', '5m', "
+                f"'1h30m', '2d'; not {_show(value)}",
+            )
+            return None
+        return seconds
+
+
+def _kind(value: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean"}.get(
+        type(value), "a number" if isinstance(value, int | float) else type(value).__name__
+    )
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

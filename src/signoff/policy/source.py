@@ -1,0 +1,104 @@
+"""Reading policy text, and finding the line and column of a path in it when something is wrong.
+
+Parsing keeps no positions: a policy of 10,000 rules loads at full speed, and only when a problem
+is reported is the text composed again to find where that path stands.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Hashable
+from typing import Any, TypeAlias
+
+import yaml
+
+from signoff.errors import PolicyError, Problem
+
+__all__ = ["Path", "format_path", "locate", "parse_text"]
+
+Path: TypeAlias = tuple[str | int, ...]
+
+_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _StrictLoader(_Loader):  # type: ignore[valid-type,misc]
+    """A safe loader that refuses duplicate keys instead of keeping the last one."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Hashable, yaml.Node] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, Hashable) and key in seen:
+                first = seen[key].start_mark
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"duplicate key {key!r} (first defined on line {first.line + 1})",
+                    key_node.start_mark,
+                )
+            seen[key] = key_node
+        return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
+
+
+def parse_text(text: str, *, source: str | None, json_only: bool = False) -> Any:
+    """Parse YAML (JSON is YAML too); raise `PolicyError` pointing at a syntax error."""
+    if json_only:
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            problem = Problem(message=exc.msg, source=source, line=exc.lineno, column=exc.colno)
+            raise PolicyError([problem]) from None
+    try:
+        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a safe loader
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        message = " ".join(filter(None, [exc.context, exc.problem])) or str(exc)
+        problem = Problem(
+            message=message,
+            source=source,
+            line=mark.line + 1 if mark else None,
+            column=mark.column + 1 if mark else None,
+        )
+        raise PolicyError([problem]) from None
+    except yaml.YAMLError as exc:
+        raise PolicyError([Problem(message=str(exc), source=source)]) from None
+
+
+def locate(text: str, path: Path, *, at_key: bool = False) -> tuple[int, int] | None:
+    """The 1-based line and column of the value at `path` (or of its key, with `at_key`)."""
+    try:
+        node: yaml.Node | None = yaml.compose(text, Loader=_Loader)
+    except yaml.YAMLError:
+        return None
+    found = node
+    last = len(path) - 1
+    for index, step in enumerate(path):
+        found = None
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                if isinstance(key_node, yaml.ScalarNode) and key_node.value == str(step):
+                    found = key_node if at_key and index == last else value_node
+                    break
+        elif isinstance(node, yaml.SequenceNode) and isinstance(step, int):
+            if 0 <= step < len(node.value):
+                found = node.value[step]
+        if found is None:
+            break
+        node = found
+    target = found or node
+    if target is None:
+        return None
+    return target.start_mark.line + 1, target.start_mark.column + 1
+
+
+def format_path(path: Path) -> str:
+    """``rules[2].when.path`` for ``("rules", 2, "when", "path")``."""
+    out = ""
+    for step in path:
+        if isinstance(step, int):
+            out += f"[{step}]"
+        elif not step or any(c in step for c in ".[] \"'"):
+            out += f"[{json.dumps(step, ensure_ascii=False)}]"
+        else:
+            out += f".{step}" if out else step
+    return out
