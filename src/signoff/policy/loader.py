@@ -270,7 +270,9 @@ class _Builder:
             item = (*where, name)
             if listed is not None and name not in listed:
                 self.reader.warn(
-                    item, f"ignored: {name!r} is not one of the listed tools {list(listed)!r}"
+                    item,
+                    f"ignored: {name!r} is not one of the listed tools {list(listed)!r}",
+                    at_key=True,
                 )
                 continue
             if self.reader.globs(name, item, "a tool name") is None:

@@ -1,0 +1,251 @@
+"""Precedence, defaults, grants and failing closed: what the compiled engine decides."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from signoff import Context, Grant, Policy, PolicyEngine, ToolCall
+
+
+def engine(data: dict[str, Any]) -> PolicyEngine:
+    return PolicyEngine(Policy.from_dict(data))
+
+
+def call(name: str, args: Any = None, **where: str) -> ToolCall:
+    return ToolCall(id="c", name=name, args={} if args is None else args, **where)  # type: ignore[arg-type]
+
+
+def decide(e: PolicyEngine, name: str, args: Any = None, **where: str) -> tuple[str, str | None]:
+    verdict = e.evaluate(call(name, args, **where))
+    return verdict.kind, verdict.rule
+
+
+def test_within_a_priority_deny_beats_ask_beats_allow_whatever_the_order():
+    e = engine({"rules": [{"allow": "x*"}, {"ask": "xy*"}, {"deny": "xyz"}]})
+    assert decide(e, "xyz") == ("deny", "rules[2]")
+    assert decide(e, "xyw") == ("ask", "rules[1]")
+    assert decide(e, "xa") == ("allow", "rules[0]")
+
+
+def test_a_higher_priority_comes_first_even_over_a_deny():
+    e = engine({"rules": [{"deny": "rm"}, {"allow": "rm", "priority": 5}]})
+    assert decide(e, "rm") == ("allow", "rules[1]")
+
+
+def test_among_equals_the_first_in_the_document_decides():
+    e = engine({"rules": [{"ask": "a*", "id": "first"}, {"ask": "*b", "id": "second"}]})
+    assert decide(e, "ab") == ("ask", "first")
+
+
+def test_no_match_falls_to_the_default_which_asks_unless_set():
+    assert decide(engine({}), "x") == ("ask", None)
+    assert decide(engine({"default": "deny"}), "x") == ("deny", None)
+
+
+def test_conditions_select_the_rule_and_a_failed_condition_lets_the_next_rule_decide():
+    e = engine(
+        {
+            "default": "allow",
+            "rules": [
+                {"deny": "write_file", "when": {"path": {"glob": "/etc/shadow*"}}},
+                {"ask": "write_file", "when": {"path": {"glob": "/etc/**"}}},
+            ],
+        }
+    )
+    assert decide(e, "write_file", {"path": "/etc/shadow"}) == ("deny", "rules[0]")
+    assert decide(e, "write_file", {"path": "/etc/hosts"}) == ("ask", "rules[1]")
+    assert decide(e, "write_file", {"path": "/home/a"}) == ("allow", None)
+    assert decide(e, "write_file", {}) == ("allow", None)
+
+
+def test_server_and_agent_globs_restrict_a_rule():
+    e = engine(
+        {
+            "default": "allow",
+            "rules": [
+                {"ask": "*", "server": "prod-*"},
+                {"deny": "shell", "agent": ["*/untrusted", "guest"]},
+            ],
+        }
+    )
+    assert decide(e, "query", server="prod-db") == ("ask", "rules[0]")
+    assert decide(e, "query", server="staging") == ("allow", None)
+    assert decide(e, "query") == ("allow", None)  # a call with no server is not on prod-*
+    assert decide(e, "shell", agent="root/untrusted") == ("deny", "rules[1]")
+    assert decide(e, "shell", agent="guest") == ("deny", "rules[1]")
+    assert decide(e, "shell", agent="root") == ("allow", None)
+    assert decide(e, "shell") == ("allow", None)
+
+
+def test_except_leaves_the_named_tools_alone():
+    e = engine({"default": "allow", "rules": [{"deny": "*", "except": ["read_*", "list"]}]})
+    assert decide(e, "read_file")[0] == "allow"
+    assert decide(e, "list")[0] == "allow"
+    assert decide(e, "write_file")[0] == "deny"
+
+
+def test_an_agent_section_beats_global_ask_and_allow_but_not_a_global_deny():
+    e = engine(
+        {
+            "rules": [{"ask": "write_file"}, {"deny": "rm"}],
+            "agents": {"a/b": {"rules": [{"allow": ["write_file", "rm"]}]}},
+        }
+    )
+    assert decide(e, "write_file", agent="a/b") == ("allow", "agents.a/b.rules[0]")
+    assert decide(e, "rm", agent="a/b") == ("deny", "rules[1]")
+    assert decide(e, "write_file", agent="a") == ("ask", "rules[0]")
+
+
+def test_section_defaults_prefer_the_agent_and_an_exact_path_over_a_glob():
+    e = engine(
+        {
+            "default": "deny",
+            "agents": {"team/*": {"default": "ask"}, "team/lead": {"default": "allow"}},
+            "servers": {"fs": {"default": "ask"}},
+        }
+    )
+    assert decide(e, "x", agent="team/lead") == ("allow", "agents.team/lead.default")
+    assert decide(e, "x", agent="team/dev") == ("ask", "agents.team/*.default")
+    assert decide(e, "x", agent="team/lead", server="fs") == ("allow", "agents.team/lead.default")
+    assert decide(e, "x", server="fs") == ("ask", "servers.fs.default")
+    assert decide(e, "x") == ("deny", None)
+
+
+@pytest.mark.parametrize("args", ["{not json", ["a", "list"], None, 42])
+def test_arguments_that_are_not_an_object_fail_closed(args: Any):
+    e = engine({"default": "allow", "rules": [{"allow": "run"}]})
+    verdict = e.evaluate(ToolCall(id="c", name="run", args=args))
+    assert (verdict.kind, verdict.rule) == ("ask", None)
+    assert "not a JSON object" in verdict.reason
+
+
+def test_arguments_that_are_not_an_object_are_denied_where_a_deny_rule_might_apply():
+    e = engine({"rules": [{"allow": "run"}, {"deny": "run", "when": {"cmd": {"regex": "rm"}}}]})
+    verdict = e.evaluate(ToolCall(id="c", name="run", args="rm -rf /"))  # type: ignore[arg-type]
+    assert (verdict.kind, verdict.rule) == ("deny", "rules[1]")
+    assert e.explain(ToolCall(id="c", name="run", args="x")).verdict.kind == "deny"  # type: ignore[arg-type]
+    strict = engine({"default": "deny"})
+    assert strict.evaluate(ToolCall(id="c", name="x", args=[])).kind == "deny"  # type: ignore[arg-type]
+
+
+def grant(scope: str, subject: str | None = None, **fields: Any) -> Grant:
+    return Grant(
+        id=f"g-{scope}",
+        tool=fields.pop("tool", "send_email"),
+        scope=scope,  # type: ignore[arg-type]
+        subject=subject,
+        created_by="alice",
+        created_at=datetime(2026, 1, 1, tzinfo=UTC),
+        **fields,
+    )
+
+
+def test_a_grant_turns_an_ask_into_an_allow_within_its_scope():
+    e = engine({"rules": [{"ask": "send_email"}]})
+    thread = Context(thread_id="t1", grants=(grant("thread", "t1"),))
+    verdict = e.evaluate(call("send_email"), thread)
+    assert (verdict.kind, verdict.rule) == ("allow", "grant:g-thread")
+    assert verdict.reason == "approved always by alice for this thread"
+    assert e.evaluate(call("send_email"), Context(thread_id="t2", grants=thread.grants)).kind == "ask"
+    assert e.evaluate(call("send_mail"), thread).kind == "ask"
+
+
+def test_a_grant_never_overrides_a_deny_even_one_of_lower_priority():
+    e = engine(
+        {
+            "rules": [
+                {"ask": "send_email", "priority": 5},
+                {"deny": "send_email", "when": {"to": {"glob": "*@competitor.com"}}},
+            ]
+        }
+    )
+    context = Context(grants=(grant("global"),))
+    assert e.evaluate(call("send_email", {"to": "a@us.com"}), context).kind == "allow"
+    assert e.evaluate(call("send_email", {"to": "b@competitor.com"}), context).kind == "ask"
+    denied = engine({"rules": [{"deny": "send_email"}]})
+    assert denied.evaluate(call("send_email"), context).kind == "deny"
+
+
+def test_a_grant_narrowed_to_the_arguments_covers_only_that_exact_call():
+    approved = call("send_email", {"to": "a@us.com"})
+    e = engine({})
+    context = Context(grants=(grant("global", args_digest=approved.digest),))
+    assert e.evaluate(call("send_email", {"to": "a@us.com"}), context).kind == "allow"
+    assert e.evaluate(call("send_email", {"to": "b@us.com"}), context).kind == "ask"
+
+
+def test_grant_scopes_bind_to_their_subject():
+    assert grant("run", "r1").covers(call("send_email"), Context(run_id="r1"))
+    assert not grant("run", "r1").covers(call("send_email"), Context(run_id="r2"))
+    assert not grant("run", "r1").covers(call("send_email"), Context())
+    assert grant("agent", "a/b").covers(call("send_email", agent="a/b"), Context())
+    assert not grant("agent", "a/b").covers(call("send_email", agent="a"), Context())
+    assert not grant("global", server="fs").covers(call("send_email"), Context())
+    assert grant("global", server="fs").covers(call("send_email", server="fs"), Context())
+
+
+def test_explain_names_the_deciding_rule_and_the_rules_it_shadowed():
+    e = engine(
+        {
+            "rules": [
+                {"allow": "*_file", "id": "files"},
+                {"ask": "write_*", "id": "writes"},
+                {"deny": "write_file", "when": {"path": {"glob": "/etc/*"}}, "id": "etc"},
+                {"deny": "rm", "id": "rm"},
+            ]
+        }
+    )
+    explanation = e.explain(call("write_file", {"path": "/etc/hosts"}))
+    assert explanation.rule is not None
+    assert explanation.rule.id == "etc"
+    assert [r.id for r in explanation.shadowed] == ["writes", "files"]
+    assert explanation.verdict == e.evaluate(call("write_file", {"path": "/etc/hosts"}))
+    other = e.explain(call("write_file", {"path": "/tmp/x"}))
+    assert (other.verdict.kind, [r.id for r in other.shadowed]) == ("ask", ["files"])
+    nothing = e.explain(call("ls"))
+    assert (nothing.rule, nothing.shadowed, nothing.verdict.kind) == (None, (), "ask")
+
+
+def test_explain_shows_the_grant_that_let_a_call_through():
+    e = engine({"rules": [{"ask": "send_email", "id": "mail"}]})
+    explanation = e.explain(call("send_email"), Context(grants=(grant("global"),)))
+    assert explanation.grant is not None and explanation.grant.id == "g-global"
+    assert explanation.verdict.kind == "allow"
+    assert [r.id for r in explanation.shadowed] == ["mail"]
+
+
+def test_the_verdict_carries_the_rules_timeout_approvers_and_self_approval():
+    e = engine(
+        {"rules": [{"ask": "pay", "timeout": "10m", "approvers": "finance", "forbid_self_approval": True}]}
+    )
+    verdict = e.evaluate(call("pay"))
+    assert (verdict.timeout, verdict.approvers, verdict.forbid_self_approval) == (
+        600.0,
+        ("finance",),
+        True,
+    )
+    assert verdict.reason == "approval required: pay"
+    assert e.rule("rules[0]").timeout == 600.0
+
+
+def test_the_cache_is_bounded_and_gives_the_same_answers_after_it_is_cleared():
+    e = PolicyEngine(Policy.from_dict({"rules": [{"deny": "tool_1*"}]}), cache_size=8)
+    first = [e.evaluate(call(f"tool_{i}")).kind for i in range(40)]
+    again = [e.evaluate(call(f"tool_{i}")).kind for i in range(40)]
+    assert first == again
+    assert first[1] == "deny" and first[2] == "ask" and first[10] == "deny"
+    assert len(e._cache) <= 8
+
+
+def test_one_thousand_exact_names_and_globs_are_indexed_not_scanned():
+    rules = [{"allow": f"tool_{i}"} for i in range(1000)]
+    rules += [{"deny": "*_admin"}, {"ask": "tool_9*"}, {"deny": "t?ol_[0-4]5"}]
+    e = engine({"rules": rules})
+    assert decide(e, "tool_500") == ("allow", "rules[500]")
+    assert decide(e, "tool_999") == ("ask", "rules[1001]")
+    assert decide(e, "tool_45") == ("deny", "rules[1002]")
+    assert decide(e, "tool_admin") == ("deny", "rules[1000]")
+    assert decide(e, "unknown") == ("ask", None)
