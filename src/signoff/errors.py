@@ -1,7 +1,7 @@
 """Every error signoff raises on purpose.
 
     SignoffError
-     ├── PolicyError            a policy or config file is wrong: each problem has file, line, column
+     ├── PolicyError            a policy or config file is wrong, with file, line and column
      ├── InvalidArgumentsError  tool arguments that are not representable as JSON
      ├── NotFoundError          no approval, run or grant with that id
      ├── ConflictError          a different decision was already taken

@@ -90,7 +90,13 @@ def test_a_bad_operand_is_refused_with_a_reason(operator: str, operand: Any, mes
 
 @pytest.mark.parametrize(
     ("path", "segments"),
-    [("a", ("a",)), ("a.b.0", ("a", "b", "0")), ("/a/b", ("a", "b")), ("/", ("",)), ("/a~1b~0", ("a/b~",))],
+    [
+        ("a", ("a",)),
+        ("a.b.0", ("a", "b", "0")),
+        ("/a/b", ("a", "b")),
+        ("/", ("",)),
+        ("/a~1b~0", ("a/b~",)),
+    ],
 )
 def test_paths_split_into_segments(path: str, segments: tuple[str, ...]):
     assert parse_path(path) == segments
@@ -98,5 +104,5 @@ def test_paths_split_into_segments(path: str, segments: tuple[str, ...]):
 
 @pytest.mark.parametrize("path", ["", "a.", ".a", "a..b", "/a~2"])
 def test_malformed_paths_are_refused(path: str):
-    with pytest.raises(ValueError, match="path|pointer"):
+    with pytest.raises(ValueError, match=r"path|pointer"):
         parse_path(path)

@@ -15,7 +15,7 @@ def engine(data: dict[str, Any]) -> PolicyEngine:
 
 
 def call(name: str, args: Any = None, **where: str) -> ToolCall:
-    return ToolCall(id="c", name=name, args={} if args is None else args, **where)  # type: ignore[arg-type]
+    return ToolCall(id="c", name=name, args={} if args is None else args, **where)
 
 
 def decide(e: PolicyEngine, name: str, args: Any = None, **where: str) -> tuple[str, str | None]:
@@ -149,7 +149,9 @@ def test_a_grant_turns_an_ask_into_an_allow_within_its_scope():
     verdict = e.evaluate(call("send_email"), thread)
     assert (verdict.kind, verdict.rule) == ("allow", "grant:g-thread")
     assert verdict.reason == "approved always by alice for this thread"
-    assert e.evaluate(call("send_email"), Context(thread_id="t2", grants=thread.grants)).kind == "ask"
+    assert (
+        e.evaluate(call("send_email"), Context(thread_id="t2", grants=thread.grants)).kind == "ask"
+    )
     assert e.evaluate(call("send_mail"), thread).kind == "ask"
 
 
@@ -219,7 +221,16 @@ def test_explain_shows_the_grant_that_let_a_call_through():
 
 def test_the_verdict_carries_the_rules_timeout_approvers_and_self_approval():
     e = engine(
-        {"rules": [{"ask": "pay", "timeout": "10m", "approvers": "finance", "forbid_self_approval": True}]}
+        {
+            "rules": [
+                {
+                    "ask": "pay",
+                    "timeout": "10m",
+                    "approvers": "finance",
+                    "forbid_self_approval": True,
+                }
+            ]
+        }
     )
     verdict = e.evaluate(call("pay"))
     assert (verdict.timeout, verdict.approvers, verdict.forbid_self_approval) == (

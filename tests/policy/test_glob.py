@@ -24,19 +24,39 @@ from signoff.policy.glob import check_glob, compile_glob
         ("read_?ile", "complex", "read_", "prefix"),
         ("a*b", "complex", "a", "prefix"),
         ("*[ab]cd", "complex", "cd", "suffix"),
-        ("*[]]x]", "complex", "", "none"),
+        ("*[]]x]", "complex", "x]", "suffix"),
+        ("*_op12[0-9]", "complex", "_op12", "infix"),
+        ("svc[0-9]_op12", "complex", "_op12", "suffix"),
+        ("svc_[0-9]_op", "complex", "svc_", "prefix"),
+        ("*[ab]*", "complex", "", "none"),
         ("?", "complex", "", "none"),
         ("[!a]*", "complex", "", "none"),
     ],
 )
-def test_patterns_are_classified_by_their_literal_parts(pattern: str, shape: str, key: str, side: str):
+def test_patterns_are_classified_by_their_literal_parts(
+    pattern: str, shape: str, key: str, side: str
+):
     glob = compile_glob(pattern)
     assert (glob.shape, glob.key, glob.key_side) == (shape, key, side)
 
 
 @pytest.mark.parametrize(
     "pattern",
-    ["read_file", "*", "read_*", "*_file", "*_del*", "r?ad_*", "*[ab]cd", "[!a]*", "*[]]x]", "ü*ß", "[*]"],
+    [
+        "read_file",
+        "*",
+        "read_*",
+        "*_file",
+        "*_del*",
+        "r?ad_*",
+        "*[ab]cd",
+        "[!a]*",
+        "*[]]x]",
+        "ü*ß",
+        "[*]",
+        "*_d[e]l*",
+        "x?d*",
+    ],
 )
 @pytest.mark.parametrize(
     "name", ["read_file", "", "acd", "bcd", "xcd", "]x]", "üxß", "*", "a", "read_del_file", "ab"]

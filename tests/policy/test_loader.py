@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from signoff import Policy, PolicyError, PolicyEngine, ToolCall
+from signoff import Policy, PolicyEngine, PolicyError, ToolCall
 
 
 def load(text: str) -> Policy:
@@ -38,7 +38,9 @@ def test_the_architecture_example_loads_into_rules_with_ids_from_their_place():
         tools:
           send_email: {require_approval: true}
         servers:
-          filesystem: {tools: [read_file, write_file, delete_file], require_approval: [write_file, delete_file]}
+          filesystem:
+            tools: [read_file, write_file, delete_file]
+            require_approval: [write_file, delete_file]
         agents:
           coordinator/researcher: {default: allow}
         """
@@ -89,8 +91,16 @@ def test_a_rule_with_an_explicit_id_keeps_it_and_ids_must_be_unique():
 
 @pytest.mark.parametrize(
     ("value", "seconds"),
-    [(30, 30.0), (1.5, 1.5), ("45s", 45.0), ("5m", 300.0), ("1h30m", 5400.0), ("2d", 172800.0),
-     ("1w", 604800.0), ("250ms", 0.25)],
+    [
+        (30, 30.0),
+        (1.5, 1.5),
+        ("45s", 45.0),
+        ("5m", 300.0),
+        ("1h30m", 5400.0),
+        ("2d", 172800.0),
+        ("1w", 604800.0),
+        ("250ms", 0.25),
+    ],
 )
 def test_timeouts_are_seconds_or_durations(value: object, seconds: float):
     policy = Policy.from_dict({"rules": [{"ask": "x", "timeout": value}]})
@@ -177,7 +187,9 @@ def test_an_unknown_condition_operator_is_refused():
             when: {size: {bigger: 3}}
         """
     )
-    assert problem.startswith("signoff.yaml:4:19: rules[0].when.size.bigger: unknown condition 'bigger'")
+    assert problem.startswith(
+        "signoff.yaml:4:19: rules[0].when.size.bigger: unknown condition 'bigger'"
+    )
 
 
 def test_a_condition_operand_of_the_wrong_type_is_refused():
@@ -188,7 +200,10 @@ def test_a_condition_operand_of_the_wrong_type_is_refused():
             when: {tags: {in: prod}}
         """
     )
-    assert problem == "signoff.yaml:4:23: rules[0].when.tags.in: 'in' needs a list of values, not 'prod'"
+    assert (
+        problem
+        == "signoff.yaml:4:23: rules[0].when.tags.in: 'in' needs a list of values, not 'prod'"
+    )
 
 
 def test_a_malformed_path_is_refused():

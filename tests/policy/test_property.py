@@ -36,7 +36,19 @@ def _close_sets(pattern: str) -> str:
 _literal_text = st.text(alphabet=_CHARS + "]!-", min_size=1, max_size=4)
 # Each shape the index keys differently: exact, prefix, suffix, infix, any, and complex globs
 # keyed by their literal prefix, by their literal suffix, or by nothing.
-_SHAPES = ["{}", "{}*", "*{}", "*{}*", "**{}***", "*", "{}?*", "{}[!b]", "?{}", "*[a-é]{}", "?*[]!]"]
+_SHAPES = [
+    "{}",
+    "{}*",
+    "*{}",
+    "*{}*",
+    "**{}***",
+    "*",
+    "{}?*",
+    "{}[!b]",
+    "?{}",
+    "*[a-é]{}",
+    "?*[]!]",
+]
 _shaped = st.tuples(st.sampled_from(_SHAPES), _literal_text)
 glob = st.one_of(
     st.text(alphabet=_CHARS + "]!-?*[", min_size=1, max_size=7).map(_close_sets),
@@ -77,8 +89,11 @@ rule = st.fixed_dictionaries(
 )
 
 
-def build(top: list[dict[str, Any]], section: list[dict[str, Any]], section_agent: str) -> tuple[dict[str, Any], list[Spec]]:
+def build(
+    top: list[dict[str, Any]], section: list[dict[str, Any]], section_agent: str
+) -> tuple[dict[str, Any], list[Spec]]:
     """The policy document and, in document order, what each of its rules is."""
+
     def as_rule(r: dict[str, Any], in_section: bool) -> dict[str, Any]:
         out: dict[str, Any] = {r["effect"]: r["tools"], "priority": r["priority"]}
         if r["excepts"]:
@@ -90,11 +105,29 @@ def build(top: list[dict[str, Any]], section: list[dict[str, Any]], section_agen
         return out
 
     specs = [
-        Spec(f"rules[{i}]", r["effect"], r["tools"], r["excepts"], r["server"], r["agent"], r["priority"], 0)
+        Spec(
+            f"rules[{i}]",
+            r["effect"],
+            r["tools"],
+            r["excepts"],
+            r["server"],
+            r["agent"],
+            r["priority"],
+            0,
+        )
         for i, r in enumerate(top)
     ]
     specs += [
-        Spec(format_path(("agents", section_agent, "rules", i)), r["effect"], r["tools"], r["excepts"], r["server"], section_agent, r["priority"], 1)
+        Spec(
+            format_path(("agents", section_agent, "rules", i)),
+            r["effect"],
+            r["tools"],
+            r["excepts"],
+            r["server"],
+            section_agent,
+            r["priority"],
+            1,
+        )
         for i, r in enumerate(section)
     ]
     document: dict[str, Any] = {"default": "ask", "rules": [as_rule(r, False) for r in top]}
@@ -103,11 +136,19 @@ def build(top: list[dict[str, Any]], section: list[dict[str, Any]], section_agen
     return document, specs
 
 
-def reference(specs: list[Spec], tool: str, server: str | None, agent: str | None) -> tuple[str, str | None]:
+def reference(
+    specs: list[Spec], tool: str, server: str | None, agent: str | None
+) -> tuple[str, str | None]:
     rank = {"deny": 0, "ask": 1, "allow": 2}
     ordered = sorted(
         enumerate(specs),
-        key=lambda item: (-item[1].priority, item[1].effect != "deny", -item[1].tier, rank[item[1].effect], item[0]),
+        key=lambda item: (
+            -item[1].priority,
+            item[1].effect != "deny",
+            -item[1].tier,
+            rank[item[1].effect],
+            item[0],
+        ),
     )
     for _, spec in ordered:
         if spec.matches(tool, server, agent):

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
-from signoff import Policy, PolicyError, PolicyEngine, ToolCall
+from signoff import Policy, PolicyEngine, PolicyError, ToolCall
 
 SEEDS = Path(__file__).parent / "seeds"
 
 
-def verdicts(policy: Policy, calls: dict[str, dict[str, str | None]]) -> dict[str, str]:
+def verdicts(policy: Policy, calls: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
     engine = PolicyEngine(policy)
     return {
         name: engine.evaluate(ToolCall(id="c", name=name, **where)).kind  # type: ignore[arg-type]
@@ -67,7 +68,11 @@ def test_dcaf_servers_ask_for_unmatched_tools_even_when_the_global_default_allow
     )
     assert verdicts(
         policy,
-        {"pod_delete": {"server": "k8s"}, "pod_list": {"server": "k8s"}, "pod_exec": {"server": "k8s"}},
+        {
+            "pod_delete": {"server": "k8s"},
+            "pod_list": {"server": "k8s"},
+            "pod_exec": {"server": "k8s"},
+        },
     ) == {"pod_delete": "deny", "pod_list": "allow", "pod_exec": "ask"}
     # A call from elsewhere keeps the global default.
     assert verdicts(policy, {"pod_exec": {}}) == {"pod_exec": "allow"}
@@ -121,7 +126,9 @@ def test_kagent_require_approval_outside_tool_names_is_refused_in_kagent_words(t
 
 
 def test_kagent_require_approval_without_tool_names_is_refused():
-    with pytest.raises(PolicyError, match="each requireApproval entry must also appear in toolNames"):
+    with pytest.raises(
+        PolicyError, match="each requireApproval entry must also appear in toolNames"
+    ):
         Policy.from_dict({"servers": {"fs": {"requireApproval": ["write_file"]}}})
 
 

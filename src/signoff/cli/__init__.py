@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -33,9 +34,12 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
-    ),
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
 ) -> None:
     """Put a human between AI agents and their risky tool calls."""
 
@@ -45,5 +49,7 @@ def main() -> None:
     try:
         app()
     except SignoffError as exc:
-        Console(stderr=True, highlight=False).print(f"[bold red]error:[/] {escape(str(exc))}")
+        Console(stderr=True, highlight=False, soft_wrap=True).print(
+            f"[bold red]error:[/] {escape(str(exc))}"
+        )
         sys.exit(1)

@@ -15,7 +15,10 @@ __all__ = ["demo"]
 def demo() -> None:
     """Explain the bundled example policy over sample tool calls, as a verdict table."""
     examples = files("signoff") / "examples"
-    with as_file(examples / "policy.yaml") as policy_file, as_file(examples / "calls.yaml") as calls:
+    with (
+        as_file(examples / "policy.yaml") as policy_file,
+        as_file(examples / "calls.yaml") as calls,
+    ):
         policy = Policy.from_file(policy_file)
         batch = load_calls(calls)
     engine = PolicyEngine(policy)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -23,25 +23,33 @@ app = typer.Typer(help="Validate a policy and explain its verdicts.", no_args_is
 
 _STYLE = {"allow": "bold green", "ask": "bold yellow", "deny": "bold red"}
 _CONFIG_OPTION = typer.Option(
-    Path("signoff.yaml"), "--config", "-c", help="The policy or config file.", envvar="SIGNOFF_CONFIG"
+    Path("signoff.yaml"),
+    "--config",
+    "-c",
+    help="The policy or config file.",
+    envvar="SIGNOFF_CONFIG",
 )
 
 
 @app.command()
-def check(file: Path = typer.Argument(..., help="The policy or config file to validate.")) -> None:
+def check(
+    file: Annotated[Path, typer.Argument(help="The policy or config file to validate.")],
+) -> None:
     """Validate FILE: exit 0 with a summary, or 1 with every problem and where it is."""
-    console = Console(highlight=False)
+    console = Console(highlight=False, soft_wrap=True)
     try:
         policy = Policy.from_file(file)
     except PolicyError as exc:
-        err = Console(stderr=True, highlight=False)
+        err = Console(stderr=True, highlight=False, soft_wrap=True)
         for problem in exc.problems:
             err.print(f"[red]{escape(str(problem))}[/]")
         err.print(f"[bold red]{len(exc.problems)} problem(s)[/] in {escape(str(file))}")
         raise typer.Exit(1) from None
     for warning in policy.warnings:
         console.print(f"[yellow]warning:[/] {escape(str(warning))}")
-    counts = {kind: sum(r.effect == kind for r in policy.rules) for kind in ("allow", "ask", "deny")}
+    counts = {
+        kind: sum(r.effect == kind for r in policy.rules) for kind in ("allow", "ask", "deny")
+    }
     console.print(
         f"[green]ok[/] {escape(str(file))}: {len(policy.rules)} rules "
         f"({counts['allow']} allow, {counts['ask']} ask, {counts['deny']} deny), "
@@ -51,15 +59,18 @@ def check(file: Path = typer.Argument(..., help="The policy or config file to va
 
 @app.command()
 def explain(
-    config: Path = _CONFIG_OPTION,
-    tool: str | None = typer.Option(None, "--tool", "-t", help="The tool name."),
-    server: str | None = typer.Option(None, "--server", help="The MCP server of the tool."),
-    agent: str | None = typer.Option(None, "--agent", help="The agent path, like a/b."),
-    args: str = typer.Option("{}", "--args", help="The arguments, as a JSON object."),
-    calls: Path | None = typer.Option(
-        None, "--calls", help="A YAML or JSON list of calls to explain as one table."
-    ),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+    config: Annotated[
+        Path,
+        typer.Option("--config", "-c", help="The policy or config file.", envvar="SIGNOFF_CONFIG"),
+    ] = Path("signoff.yaml"),
+    tool: Annotated[str | None, typer.Option("--tool", "-t", help="The tool name.")] = None,
+    server: Annotated[str | None, typer.Option(help="The MCP server of the tool.")] = None,
+    agent: Annotated[str | None, typer.Option(help="The agent path, like a/b.")] = None,
+    args: Annotated[str, typer.Option(help="The arguments, as a JSON object.")] = "{}",
+    calls: Annotated[
+        Path | None, typer.Option(help="A YAML or JSON list of calls to explain as one table.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """Print the verdict for a call (or a file of calls) and the rule that made it."""
     if (tool is None) == (calls is None):
@@ -75,7 +86,7 @@ def explain(
         objects = [_as_json(e) for e in explanations]
         typer.echo(json.dumps(objects[0] if tool is not None else objects, ensure_ascii=False))
         return
-    Console(highlight=False).print(explain_table(batch, explanations))
+    Console(highlight=False, soft_wrap=True).print(explain_table(batch, explanations))
 
 
 def explain_table(calls: Sequence[ToolCall], explanations: Sequence[Explanation]) -> Table:
@@ -104,7 +115,9 @@ def load_calls(path: Path) -> list[ToolCall]:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise PolicyError([Problem(message=f"cannot read the calls: {exc}", source=source)]) from None
+        raise PolicyError(
+            [Problem(message=f"cannot read the calls: {exc}", source=source)]
+        ) from None
     data = parse_text(text, source=source, json_only=path.suffix == ".json")
     if not isinstance(data, list):
         raise PolicyError([Problem(message="expected a list of calls", source=source)])

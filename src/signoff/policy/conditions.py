@@ -91,11 +91,11 @@ def _test(operator: str, operand: Any) -> Callable[[Any], bool]:
                 raise ValueError(f"{operator!r} needs a list of values, not {operand!r}")
             options = list(operand)
             if operator == "in":
-                return lambda value: value is not _MISSING and any(
-                    _json_equal(value, o) for o in options
+                return lambda value: (
+                    value is not _MISSING and any(_json_equal(value, o) for o in options)
                 )
-            return lambda value: value is _MISSING or not any(
-                _json_equal(value, o) for o in options
+            return lambda value: (
+                value is _MISSING or not any(_json_equal(value, o) for o in options)
             )
         case "glob":
             if not isinstance(operand, str) or not operand:

@@ -10,18 +10,21 @@ complex globs tried one by one) and cached per ``(tool, server, agent)``.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from signoff.policy.conditions import Condition
 from signoff.policy.glob import Glob, compile_glob
 from signoff.policy.model import Policy, Rule, SectionDefault
+from signoff.policy.source import paused_gc
 from signoff.types import Context, Grant, ToolCall, Verdict
 
 __all__ = ["Explanation", "PolicyEngine"]
 
 _EFFECT_RANK = {"deny": 0, "ask": 1, "allow": 2}
 _Key = tuple[str, str | None, str | None]
+T = TypeVar("T")
 _SCOPE_WORDS = {"run": "this run", "thread": "this thread", "agent": "this agent", "global": "all"}
 
 
@@ -60,13 +63,22 @@ class PolicyEngine:
         self._cache: dict[_Key, tuple[tuple[_Entry, ...], Verdict]] = {}
         ordered = sorted(
             policy.rules,
-            key=lambda r: (-r.priority, r.effect != "deny", -r.tier, _EFFECT_RANK[r.effect], r.order),
+            key=lambda r: (
+                -r.priority,
+                r.effect != "deny",
+                -r.tier,
+                _EFFECT_RANK[r.effect],
+                r.order,
+            ),
         )
-        self._entries = [_entry(rule) for rule in ordered]
+        self._ordered = ordered
+        # Entries are built on first use: a lookup touches only the rules its name can match.
+        self._entries: dict[int, _Entry] = {}
         self._rules = {rule.id: rule for rule in policy.rules}
-        self._index = _NameIndex(
-            (i, compile_glob(p)) for i, rule in enumerate(ordered) for p in rule.tools
-        )
+        with paused_gc():
+            self._index = _NameIndex(
+                (i, compile_glob(p)) for i, rule in enumerate(ordered) for p in rule.tools
+            )
         # Defaults: an agent's own section first, exact paths before globs; then the server's.
         self._defaults = sorted(
             policy.section_defaults,
@@ -89,7 +101,7 @@ class PolicyEngine:
         if cached is None:
             cached = self._lookup(key)
         candidates, default = cached
-        args = call.args
+        args: object = call.args  # typed as a dict, but a model can put anything there
         if not isinstance(args, dict):
             return _fail_closed(candidates, default)
         verdict = default
@@ -106,11 +118,12 @@ class PolicyEngine:
     def explain(self, call: ToolCall, context: Context | None = None) -> Explanation:
         """The verdict, the deciding rule and every matching rule it shadowed."""
         candidates, default = self._lookup((call.name, call.server, call.agent))
-        if not isinstance(call.args, dict):
+        args: object = call.args
+        if not isinstance(args, dict):
             verdict = _fail_closed(candidates, default)
             rule = self._rules.get(verdict.rule) if verdict.rule else None
             return Explanation(verdict=verdict, rule=rule, shadowed=())
-        matched = [entry for entry in candidates if entry.applies(call.args)]
+        matched = [entry for entry in candidates if entry.applies(args)]
         verdict = matched[0].verdict if matched else default
         if verdict.kind == "ask" and context is not None and context.grants:
             grant = _covering_grant(call, context, candidates)
@@ -127,7 +140,7 @@ class PolicyEngine:
         name, server, agent = key
         candidates = tuple(
             entry
-            for entry in (self._entries[i] for i in sorted(self._index.lookup(name)))
+            for entry in map(self._entry, sorted(self._index.lookup(name)))
             if not _any_match(entry.excepts, name)
             and (not entry.servers or (server is not None and _any_match(entry.servers, server)))
             and (not entry.agents or (agent is not None and _any_match(entry.agents, agent)))
@@ -137,6 +150,12 @@ class PolicyEngine:
             self._cache.clear()
         self._cache[key] = found
         return found
+
+    def _entry(self, index: int) -> _Entry:
+        entry = self._entries.get(index)
+        if entry is None:
+            entry = self._entries[index] = _entry(self._ordered[index])
+        return entry
 
     def _default_for(self, server: str | None, agent: str | None) -> Verdict:
         for section, glob in zip(self._defaults, self._default_globs, strict=True):
@@ -160,7 +179,7 @@ class _NameIndex:
             s: defaultdict(list) for s in ("prefix", "suffix", "infix")
         }
         self._complex: dict[str, dict[str, list[tuple[int, Glob]]]] = {
-            s: defaultdict(list) for s in ("prefix", "suffix")
+            s: defaultdict(list) for s in ("prefix", "suffix", "infix")
         }
         self._complex_unkeyed: list[tuple[int, Glob]] = []
         for i, glob in globs:
@@ -182,32 +201,37 @@ class _NameIndex:
     def lookup(self, name: str) -> set[int]:
         hits = set(self._any)
         hits.update(self._exact.get(name, ()))
-        size = len(name)
-        prefix, suffix, infix = (self._by_shape[s] for s in ("prefix", "suffix", "infix"))
-        for k in self._lengths["prefix"]:
-            if k > size:
-                break
-            hits.update(prefix.get(name[:k], ()))
-        for k in self._lengths["suffix"]:
-            if k > size:
-                break
-            hits.update(suffix.get(name[size - k :], ()))
-        for k in self._lengths["infix"]:
-            if k > size:
-                break
-            for start in range(size - k + 1):
-                hits.update(infix.get(name[start : start + k], ()))
-        tried: list[tuple[int, Glob]] = list(self._complex_unkeyed)
-        for k in self._lengths["complex_prefix"]:
-            if k > size:
-                break
-            tried.extend(self._complex["prefix"].get(name[:k], ()))
-        for k in self._lengths["complex_suffix"]:
-            if k > size:
-                break
-            tried.extend(self._complex["suffix"].get(name[size - k :], ()))
-        hits.update(i for i, glob in tried if i not in hits and glob.matches(name))
+        for shape, keys in self._by_shape.items():
+            for ids in _slices(name, shape, keys, self._lengths[shape]):
+                hits.update(ids)
+        for shape, keyed in self._complex.items():
+            for globs in _slices(name, shape, keyed, self._lengths[f"complex_{shape}"]):
+                hits.update(i for i, glob in globs if i not in hits and glob.matches(name))
+        hits.update(i for i, glob in self._complex_unkeyed if i not in hits and glob.matches(name))
         return hits
+
+
+def _slices(
+    name: str, side: str, index: dict[str, list[T]], lengths: list[int]
+) -> Iterator[list[T]]:
+    """The entries of `index` keyed by a slice of `name` at `side`, for each key length."""
+    size = len(name)
+    for k in lengths:
+        if k > size:
+            break
+        if side == "prefix":
+            found = index.get(name[:k])
+            if found:
+                yield found
+        elif side == "suffix":
+            found = index.get(name[size - k :])
+            if found:
+                yield found
+        else:
+            for start in range(size - k + 1):
+                found = index.get(name[start : start + k])
+                if found:
+                    yield found
 
 
 def _entry(rule: Rule) -> _Entry:
@@ -232,7 +256,9 @@ def _entry(rule: Rule) -> _Entry:
 
 def _describe(rule: Rule) -> str:
     """``write_file when path glob '/etc/**'``: what a rule matches, in a few words."""
-    shown = ", ".join(rule.tools[:3]) + (f" (+{len(rule.tools) - 3} more)" if len(rule.tools) > 3 else "")
+    shown = ", ".join(rule.tools[:3]) + (
+        f" (+{len(rule.tools) - 3} more)" if len(rule.tools) > 3 else ""
+    )
     if rule.except_tools:
         shown += f" except {', '.join(rule.except_tools[:3])}"
     if rule.servers:

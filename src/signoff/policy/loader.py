@@ -24,7 +24,7 @@ from signoff.errors import PolicyError, Problem
 from signoff.policy.conditions import OPERATORS, Condition, compile_condition
 from signoff.policy.model import Policy, Rule, SectionDefault
 from signoff.policy.reader import Reader, Recorded
-from signoff.policy.source import Path, format_path, locate, parse_text
+from signoff.policy.source import Path, format_path, locate, parse_text, paused_gc
 from signoff.types import VerdictKind, canonical_json
 
 __all__ = ["load_data", "load_file", "load_text"]
@@ -77,7 +77,9 @@ def load_file(path: FilePath) -> Policy:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise PolicyError([Problem(message=f"cannot read the policy: {exc}", source=source)]) from None
+        raise PolicyError(
+            [Problem(message=f"cannot read the policy: {exc}", source=source)]
+        ) from None
     data = parse_text(text, source=source, json_only=path.suffix == ".json")
     return load_data(data, source=source, text=text)
 
@@ -89,7 +91,8 @@ def load_text(text: str, *, source: str | None = None) -> Policy:
 def load_data(data: Any, *, source: str | None = None, text: str | None = None) -> Policy:
     """Validate `data` (parsed YAML or JSON) into a `Policy`, or raise `PolicyError`."""
     builder = _Builder()
-    builder.document({} if data is None else data)
+    with paused_gc():
+        builder.document({} if data is None else data)
     if builder.reader.problems:
         raise PolicyError(_locate(builder.reader.problems, source, text))
     policy = Policy(
@@ -100,7 +103,8 @@ def load_data(data: Any, *, source: str | None = None, text: str | None = None) 
         source=source,
         warnings=tuple(_locate(builder.reader.warnings, source, text)),
     )
-    return replace(policy, version=_version(policy))
+    with paused_gc():
+        return replace(policy, version=_version(policy))
 
 
 @dataclass(frozen=True)
@@ -127,7 +131,11 @@ class _Builder:
             return
         if str(top.get("apiVersion", "")).startswith("kagent.dev/"):
             self._kagent_resource(top)
-        elif top and not _TOP_KEYS.intersection(top) and all(_is_dcaf_server(v) for v in top.values()):
+        elif (
+            top
+            and not _TOP_KEYS.intersection(top)
+            and all(_is_dcaf_server(v) for v in top.values())
+        ):
             self._servers(top, ())
         else:
             self.reader.keys(top, (), _TOP_KEYS, "the policy")
@@ -148,7 +156,9 @@ class _Builder:
     def _servers(self, servers: dict[str, Any], path: Path) -> None:
         for name, section in servers.items():
             where = (*path, name)
-            if self.reader.globs(name, where, "a server name") and (body := self._map(section, where)):
+            if self.reader.globs(name, where, "a server name") and (
+                body := self._map(section, where)
+            ):
                 self.reader.keys(body, where, _SERVER_KEYS, f"server {name!r}")
                 self._section(body, where, _Scope("server", name))
 
@@ -312,12 +322,12 @@ class _Builder:
         if data is None:
             return
         self.reader.keys(data, path, _RULE_KEYS, "a rule")
-        effects = [k for k in ("deny", "ask", "allow") if k in data]
+        effects: list[VerdictKind] = [k for k in ("deny", "ask", "allow") if k in data]
         if len(effects) != 1:
             found = " and ".join(effects) if effects else "none"
             self.reader.error(path, f"a rule needs exactly one of allow, ask, deny (found {found})")
             return
-        effect: VerdictKind = effects[0]  # type: ignore[assignment]
+        effect = effects[0]
         tools = self.reader.globs(data[effect], (*path, effect), "tool patterns")
         fields: dict[str, Any] = {}
         if "except" in data:
@@ -469,9 +479,7 @@ def _locate(recorded: list[Recorded], source: str | None, text: str | None) -> l
 def _version(policy: Policy) -> str:
     normalized = {
         "default": policy.default,
-        "section_defaults": [
-            [d.id, d.kind, d.pattern, d.verdict] for d in policy.section_defaults
-        ],
+        "section_defaults": [[d.id, d.kind, d.pattern, d.verdict] for d in policy.section_defaults],
         "rules": [[rule.tier, rule.to_dict()] for rule in policy.rules],
     }
     return hashlib.sha256(canonical_json(normalized)).hexdigest()[:16]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any, cast, get_args
 
@@ -51,7 +50,9 @@ class Reader:
                 return None
         return value
 
-    def keys(self, data: dict[str, Any], path: Path, allowed: Collection[str], what: str) -> None:
+    def keys(self, data: dict[str, Any], path: Path, allowed: frozenset[str], what: str) -> None:
+        if allowed.issuperset(data):
+            return
         for key in data:
             if key not in allowed:
                 hint = difflib.get_close_matches(key, list(allowed), n=1)

@@ -6,18 +6,22 @@ is reported is the text composed again to find where that path stands.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
-from collections.abc import Hashable
+import re
+from collections.abc import Hashable, Iterator
 from typing import Any, TypeAlias
 
 import yaml
 
 from signoff.errors import PolicyError, Problem
 
-__all__ = ["Path", "format_path", "locate", "parse_text"]
+__all__ = ["Path", "format_path", "locate", "parse_text", "paused_gc"]
 
 Path: TypeAlias = tuple[str | int, ...]
 
+_PLAIN_KEY = re.compile(r"[^.\[\] \"']+")
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -40,6 +44,22 @@ class _StrictLoader(_Loader):  # type: ignore[valid-type,misc]
         return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
 
 
+@contextlib.contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while building many objects that all stay alive.
+
+    Loading 10,000 rules allocates several hundred thousand objects and none of them is garbage;
+    without this, the collector scans them again and again and loading takes twice as long.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def parse_text(text: str, *, source: str | None, json_only: bool = False) -> Any:
     """Parse YAML (JSON is YAML too); raise `PolicyError` pointing at a syntax error."""
     if json_only:
@@ -49,7 +69,8 @@ def parse_text(text: str, *, source: str | None, json_only: bool = False) -> Any
             problem = Problem(message=exc.msg, source=source, line=exc.lineno, column=exc.colno)
             raise PolicyError([problem]) from None
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a safe loader
+        with paused_gc():
+            return yaml.load(text, Loader=_StrictLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         message = " ".join(filter(None, [exc.context, exc.problem])) or str(exc)
@@ -79,9 +100,10 @@ def locate(text: str, path: Path, *, at_key: bool = False) -> tuple[int, int] | 
                 if isinstance(key_node, yaml.ScalarNode) and key_node.value == str(step):
                     found = key_node if at_key and index == last else value_node
                     break
-        elif isinstance(node, yaml.SequenceNode) and isinstance(step, int):
-            if 0 <= step < len(node.value):
-                found = node.value[step]
+        elif (
+            isinstance(node, yaml.SequenceNode) and isinstance(step, int) and step < len(node.value)
+        ):
+            found = node.value[step]
         if found is None:
             break
         node = found
@@ -97,7 +119,7 @@ def format_path(path: Path) -> str:
     for step in path:
         if isinstance(step, int):
             out += f"[{step}]"
-        elif not step or any(c in step for c in ".[] \"'"):
+        elif _PLAIN_KEY.fullmatch(step) is None:
             out += f"[{json.dumps(step, ensure_ascii=False)}]"
         else:
             out += f".{step}" if out else step

@@ -1,0 +1,5 @@
+"""``python -m signoff``: the same as the ``signoff`` command."""
+
+from signoff.cli import main
+
+main()

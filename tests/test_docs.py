@@ -1,0 +1,136 @@
+"""Every example in the README and under docs/ runs, and says what it claims."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import signoff
+from signoff import Policy, PolicyEngine, ToolCall
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+EXAMPLE_POLICY = Path(signoff.__file__).parent / "examples" / "policy.yaml"
+_BLOCK = re.compile(
+    r"(?:<!-- example: (?P<name>[\w-]+) -->\n)?```(?P<lang>\w+)\n(?P<body>.*?)```", re.S
+)
+
+
+def blocks(lang: str) -> list[tuple[str, str, str]]:
+    """(document, example name or '', body) of every fenced block in `lang`."""
+    return [
+        (doc.name, m["name"] or "", m["body"])
+        for doc in DOCS
+        for m in _BLOCK.finditer(doc.read_text(encoding="utf-8"))
+        if m["lang"] == lang
+    ]
+
+
+def named(name: str) -> PolicyEngine:
+    [body] = [body for _, example, body in blocks("yaml") if example == name]
+    return PolicyEngine(Policy.from_yaml(body))
+
+
+def kind(
+    engine: PolicyEngine, tool: str, args: dict[str, object] | None = None, **where: str
+) -> str:
+    return engine.evaluate(ToolCall(id="c", name=tool, args=args or {}, **where)).kind
+
+
+@pytest.mark.parametrize(("doc", "name", "body"), blocks("yaml"))
+def test_every_yaml_example_is_a_valid_policy(doc: str, name: str, body: str):
+    assert Policy.from_yaml(body, source=f"{doc}:{name}").rules
+
+
+def test_the_unified_example_decides_as_the_readme_says():
+    engine = named("unified")
+    assert kind(engine, "pod_delete") == "deny"
+    assert kind(engine, "pods_list") == "allow"
+    assert kind(engine, "write_file", {"path": "/etc/hosts"}) == "ask"
+    assert kind(engine, "write_file", {"path": "/tmp/x"}) == "allow"
+    assert kind(engine, "deployment_scale", {"replicas": 40}) == "ask"
+    assert kind(engine, "deployment_scale", {"replicas": 4}) == "ask"  # the default
+    assert (
+        kind(engine, "query", {"options": {"mode": "write"}}, server="prod-1", agent="x/untrusted")
+        == "deny"
+    )
+    assert (
+        kind(engine, "query", {"options": {"mode": "read"}}, server="prod-1", agent="x/untrusted")
+        == "ask"
+    )
+    assert kind(engine, "search_docs") == "allow"
+    assert kind(engine, "delete_file", server="filesystem") == "ask"
+    assert kind(engine, "file_delete", server="filesystem") == "deny"  # rules[0]: *_delete*
+    assert kind(engine, "write_file", server="filesystem") == "ask"
+    assert kind(engine, "read_file", server="filesystem") == "allow"
+    assert kind(engine, "anything", agent="coordinator/researcher") == "allow"
+
+
+def test_the_seed_examples_decide_as_the_readme_says():
+    def kinds(engine: PolicyEngine, server: str, *tools: str) -> list[str]:
+        return [kind(engine, tool, server=server) for tool in tools]
+
+    kagent = named("kagent")
+    assert kinds(kagent, "filesystem-server", "read_file", "write_file", "move_file") == [
+        "allow", "ask", "deny",
+    ]  # fmt: skip
+    agent_os = named("agent-os")
+    assert kinds(agent_os, "mcp", "search_web", "send_email", "create_ticket", "rm") == [
+        "allow", "ask", "allow", "deny",
+    ]  # fmt: skip
+    assert kind(agent_os, "send_email", server="mcp", agent="coordinator/writer") == "allow"
+    dcaf = named("dcaf")
+    assert kinds(dcaf, "mcp-duplo", "vm_terminate", "pods_list", "jit_token", "pod_restart") == [
+        "deny", "allow", "allow", "ask",
+    ]  # fmt: skip
+
+
+def test_the_reference_examples_decide_as_documented():
+    rules = named("rules")
+    assert kind(rules, "write_file", {"path": "/srv/data/secrets/key"}) == "deny"
+    assert kind(rules, "write_file", {"path": "/srv/data/report"}) == "ask"
+    verdict = rules.evaluate(ToolCall(id="c", name="x", server="prod-eu", agent="ops/a"))
+    assert (verdict.kind, verdict.timeout, verdict.approvers) == ("ask", 900.0, ("oncall", "sre"))
+    sections = named("sections")
+    assert kind(sections, "write_file", server="filesystem") == "ask"
+    assert kind(sections, "exec", server="filesystem") == "deny"
+    assert kind(sections, "delete_repo", server="github") == "deny"
+    assert kind(sections, "create_issue", server="github") == "ask"
+    assert kind(sections, "collection_write", server="rag") == "ask"
+    assert kind(sections, "web_fetch", agent="coordinator/researcher") == "allow"
+    assert kind(sections, "shell", agent="coordinator/researcher") == "ask"
+    assert kind(sections, "shell") == "allow"
+
+
+@pytest.mark.parametrize(("doc", "name", "body"), blocks("python"))
+def test_every_python_example_runs(
+    doc: str, name: str, body: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    shutil.copy(EXAMPLE_POLICY, tmp_path / "signoff.yaml")
+    monkeypatch.chdir(tmp_path)
+    exec(compile(body, f"{doc}:{name or 'python'}", "exec"), {})
+
+
+def test_the_readme_quickstart_commands_print_what_it_shows():
+    [shell] = [body for doc, _, body in blocks("sh") if doc == "README.md" and "--json" in body]
+    commands = shell.replace("\\\n", " ").splitlines()
+    signoff_bin = Path(sys.executable).parent / "signoff"
+    env = {**os.environ, "COLUMNS": "200"}
+    for i, line in enumerate(commands):
+        if not line.startswith(".venv/bin/signoff"):
+            continue
+        argv = [str(signoff_bin), *shlex.split(line)[1:]]
+        result = subprocess.run(
+            argv, cwd=ROOT, capture_output=True, text=True, env=env, check=False
+        )
+        assert result.returncode == 0, (line, result.stderr)
+        follows = commands[i + 1] if i + 1 < len(commands) else ""
+        if follows.startswith("# {"):
+            assert result.stdout.strip() == follows[2:]
