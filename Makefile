@@ -50,7 +50,7 @@ demo: install
 
 lock: | $(UV)
 	$(UV) pip compile pyproject.toml --group dev --universal --generate-hashes \
-		--no-emit-index-url --no-header --python-version 3.11 --upgrade -o requirements.lock
+		--no-emit-index-url --no-header --python-version 3.11 -o requirements.lock
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .pytest_cache .mypy_cache .ruff_cache .hypothesis

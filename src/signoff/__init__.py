@@ -1,12 +1,15 @@
 """signoff puts a human between AI agents and their risky tool calls."""
 
+import importlib
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
 
 from signoff.errors import (
     ApprovalTimeout,
     ConflictError,
     ForbiddenError,
     InvalidArgumentsError,
+    InvalidEditError,
     MissingExtraError,
     NotFoundError,
     PolicyError,
@@ -15,7 +18,9 @@ from signoff.errors import (
 )
 from signoff.policy import Explanation, Policy, PolicyEngine, Rule
 from signoff.types import (
+    Approval,
     Approve,
+    AuditEntry,
     Cancelled,
     Context,
     Decision,
@@ -29,15 +34,39 @@ from signoff.types import (
     Verdict,
 )
 
+if TYPE_CHECKING:
+    from signoff.gate import CheckContext, Gate, Outcome
+    from signoff.store import open_store
+
+# The gate and the store bring SQLAlchemy; they load on first use so that importing signoff for
+# its policy engine stays light.
+_LAZY = {
+    "CheckContext": "signoff.gate",
+    "Gate": "signoff.gate",
+    "Outcome": "signoff.gate",
+    "open_store": "signoff.store",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'signoff' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
 try:
     __version__ = version("signoff")
 except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
     __version__ = "0.0.0"
 
 __all__ = [
+    "Approval",
     "ApprovalTimeout",
     "Approve",
+    "AuditEntry",
     "Cancelled",
+    "CheckContext",
     "ConflictError",
     "Context",
     "Decision",
@@ -45,10 +74,13 @@ __all__ = [
     "Expired",
     "Explanation",
     "ForbiddenError",
+    "Gate",
     "Grant",
     "InvalidArgumentsError",
+    "InvalidEditError",
     "MissingExtraError",
     "NotFoundError",
+    "Outcome",
     "Policy",
     "PolicyEngine",
     "PolicyError",
@@ -61,4 +93,5 @@ __all__ = [
     "ToolCall",
     "Verdict",
     "__version__",
+    "open_store",
 ]

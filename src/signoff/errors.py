@@ -3,6 +3,7 @@
     SignoffError
      ├── PolicyError            a policy or config file is wrong, with file, line and column
      ├── InvalidArgumentsError  tool arguments that are not representable as JSON
+     │    └── InvalidEditError  edited arguments that break the tool's JSON schema
      ├── NotFoundError          no approval, run or grant with that id
      ├── ConflictError          a different decision was already taken
      ├── ForbiddenError         the actor may not take this decision
@@ -22,6 +23,7 @@ __all__ = [
     "ConflictError",
     "ForbiddenError",
     "InvalidArgumentsError",
+    "InvalidEditError",
     "MissingExtraError",
     "NotFoundError",
     "PolicyError",
@@ -66,6 +68,17 @@ class PolicyError(SignoffError):
 
 class InvalidArgumentsError(SignoffError, ValueError):
     """Tool arguments that cannot be represented as JSON (and so cannot be digested or stored)."""
+
+
+class InvalidEditError(InvalidArgumentsError):
+    """Edited arguments that the tool's JSON schema refuses; names where, in both."""
+
+    def __init__(self, message: str, *, path: str, schema_path: str) -> None:
+        self.path = path
+        """Where in the arguments, like ``/replicas``."""
+        self.schema_path = schema_path
+        """Which part of the schema refused it, like ``properties/replicas/maximum``."""
+        super().__init__(f"{path or '/'}: {message} (schema: {schema_path})")
 
 
 class NotFoundError(SignoffError, LookupError):

@@ -10,12 +10,16 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 from signoff.errors import InvalidArgumentsError
 
 __all__ = [
+    "DECIDED_STATUS",
+    "Approval",
+    "ApprovalStatus",
     "Approve",
+    "AuditEntry",
     "Cancelled",
     "Context",
     "Decision",
@@ -30,6 +34,8 @@ __all__ = [
     "Verdict",
     "VerdictKind",
     "canonical_json",
+    "decision_from_dict",
+    "decision_to_dict",
 ]
 
 VerdictKind: TypeAlias = Literal["allow", "ask", "deny"]
@@ -151,6 +157,114 @@ class Cancelled:
 
 
 Decision: TypeAlias = Approve | Edit | Respond | Reject | Expired | Cancelled
+
+ApprovalStatus: TypeAlias = Literal[
+    "pending", "approved", "edited", "responded", "rejected", "expired", "cancelled"
+]
+DECIDED_STATUS: Final[dict[str, ApprovalStatus]] = {
+    "approve": "approved",
+    "edit": "edited",
+    "respond": "responded",
+    "reject": "rejected",
+    "expired": "expired",
+    "cancelled": "cancelled",
+}
+"""The status an approval takes for each decision kind."""
+
+
+def decision_to_dict(decision: Decision) -> dict[str, Any]:
+    """The decision as JSON-ready data, tagged by ``kind``."""
+    match decision:
+        case Approve(always=None):
+            return {"kind": "approve"}
+        case Approve(always=scope):
+            assert scope is not None  # matched by the case above otherwise
+            return {
+                "kind": "approve",
+                "always": {"scope": scope.kind, "with_args": scope.with_args},
+            }
+        case Edit(args=args):
+            return {"kind": "edit", "args": args}
+        case Respond(content=content):
+            return {"kind": "respond", "content": content}
+        case Reject(reason=reason):
+            return {"kind": "reject", "reason": reason}
+        case Expired():
+            return {"kind": "expired"}
+        case Cancelled(reason=reason):
+            return {"kind": "cancelled", "reason": reason}
+
+
+def decision_from_dict(data: dict[str, Any]) -> Decision:
+    """The inverse of `decision_to_dict`, for data this package stored itself."""
+    match data["kind"]:
+        case "approve":
+            always = data.get("always")
+            scope = (
+                None
+                if always is None
+                else Scope(kind=always["scope"], with_args=always["with_args"])
+            )
+            return Approve(always=scope)
+        case "edit":
+            return Edit(args=data["args"])
+        case "respond":
+            return Respond(content=data["content"])
+        case "reject":
+            return Reject(reason=data["reason"])
+        case "expired":
+            return Expired()
+        case "cancelled":
+            return Cancelled(reason=data["reason"])
+    raise ValueError(f"unknown decision kind {data['kind']!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Approval:
+    """A held call waiting for, or carrying, a person's decision."""
+
+    id: str
+    call: ToolCall
+    batch_id: str
+    """The held calls of one model turn share a batch: the run resumes when all are decided."""
+    run_id: str | None = None
+    thread_id: str | None = None
+    origin: str = "gate"
+    """Who holds the call: ``gate`` (in-process), ``runtime``, ``mcp-gateway``, ..."""
+    rule: str | None
+    reason: str
+    status: ApprovalStatus = "pending"
+    requested_at: datetime
+    requested_by: str | None = None
+    """The principal that started the run, for rules that forbid self-approval."""
+    expires_at: datetime | None = None
+    approvers: tuple[str, ...] = ()
+    forbid_self_approval: bool = False
+    decided_by: str | None = None
+    decided_at: datetime | None = None
+    decision: Decision | None = None
+    version: int = 1
+    """Bumped by every change; a decision is a compare-and-set on it."""
+
+    @property
+    def pending(self) -> bool:
+        return self.status == "pending"
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditEntry:
+    """One line of the hash-chained audit log."""
+
+    seq: int
+    at: datetime
+    actor: str
+    action: str
+    """``verdict``, ``decision``, ``grant``, ``revoke``, ``expire``, ``policy``, ..."""
+    subject: str
+    """What the entry is about: an approval id, a grant id, a policy version."""
+    data: dict[str, Any]
+    prev_hash: str
+    hash: str
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,0 +1,393 @@
+"""The Gate: judge calls, hold the asked ones, take decisions, wake whoever waits.
+
+gate = Gate(policy, store)
+[outcome] = await gate.check([call])            # run / block / hold (with a pending approval)
+await gate.decide(outcome.approval.id, Approve(), actor="alice")
+decision = await gate.ask(call, timeout=30)     # in-process: hold, then wait for a person
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+from signoff.errors import ApprovalTimeout, ConflictError, ForbiddenError
+from signoff.gate.edits import check_edit
+from signoff.gate.ids import new_id
+from signoff.gate.notifier import Notifier
+from signoff.policy import Policy, PolicyEngine
+from signoff.store import AuditRecord, SQLStore
+from signoff.types import (
+    DECIDED_STATUS,
+    Approval,
+    Approve,
+    Context,
+    Decision,
+    Edit,
+    Expired,
+    Grant,
+    Reject,
+    ToolCall,
+    Verdict,
+    decision_to_dict,
+)
+
+__all__ = ["CheckContext", "Gate", "Outcome"]
+
+SchemaLookup = Callable[[ToolCall], Mapping[str, Any] | None]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckContext:
+    """Where the calls come from."""
+
+    run_id: str | None = None
+    thread_id: str | None = None
+    requested_by: str | None = None
+    """The principal that started the run (for rules that forbid self-approval)."""
+    origin: str = "gate"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outcome:
+    """What happens to one call: it runs, it is blocked, or it is held for a person."""
+
+    call: ToolCall
+    kind: Literal["run", "block", "hold"]
+    verdict: Verdict
+    approval: Approval | None = None
+    """The pending approval, for a held call."""
+
+
+class Gate:
+    """The heart of signoff: policy in front, store behind, people in between."""
+
+    def __init__(
+        self,
+        policy: Policy | PolicyEngine,
+        store: SQLStore,
+        *,
+        schemas: SchemaLookup | Mapping[str, Mapping[str, Any]] | None = None,
+        notifier: Notifier | None = None,
+        clock: Callable[[], datetime] | None = None,
+        poll_interval: float = 0.5,
+    ) -> None:
+        self.engine = policy if isinstance(policy, PolicyEngine) else PolicyEngine(policy)
+        self.store = store
+        self.notifier = notifier or Notifier()
+        self._schema = _schema_lookup(schemas)
+        self._now = clock or (lambda: datetime.now(UTC))
+        self._poll = poll_interval
+
+    # -- judging ---------------------------------------------------------------------------
+
+    async def check(
+        self, calls: Sequence[ToolCall], context: CheckContext | None = None
+    ) -> list[Outcome]:
+        """One outcome per call. The held calls are created in one transaction, one batch."""
+        context = context or CheckContext()
+        grants = await self._grants_for({call.name for call in calls})
+        policy_context = Context(run_id=context.run_id, thread_id=context.thread_id, grants=grants)
+        now = self._now()
+        batch_id = new_id()
+        outcomes: list[Outcome] = []
+        held: list[Approval] = []
+        audit: list[AuditRecord] = []
+        for call in calls:
+            verdict = self.engine.evaluate(call, policy_context)
+            if verdict.kind == "allow":
+                outcomes.append(Outcome(call=call, kind="run", verdict=verdict))
+                continue
+            if verdict.kind == "deny":
+                outcomes.append(Outcome(call=call, kind="block", verdict=verdict))
+                subject = call.id
+            else:
+                approval = Approval(
+                    id=new_id(),
+                    call=call,
+                    batch_id=batch_id,
+                    run_id=context.run_id,
+                    thread_id=context.thread_id,
+                    origin=context.origin,
+                    rule=verdict.rule,
+                    reason=verdict.reason,
+                    requested_at=now,
+                    requested_by=context.requested_by,
+                    expires_at=None
+                    if verdict.timeout is None
+                    else now + timedelta(seconds=verdict.timeout),
+                    approvers=verdict.approvers,
+                    forbid_self_approval=verdict.forbid_self_approval,
+                )
+                held.append(approval)
+                outcomes.append(Outcome(call=call, kind="hold", verdict=verdict, approval=approval))
+                subject = approval.id
+            audit.append(
+                AuditRecord(
+                    actor=context.requested_by or "agent",
+                    action="verdict",
+                    subject=subject,
+                    at=now,
+                    data={
+                        "verdict": verdict.kind,
+                        "rule": verdict.rule,
+                        "reason": verdict.reason,
+                        "tool": call.name,
+                        "server": call.server,
+                        "agent": call.agent,
+                        "digest": call.digest,
+                        "run_id": context.run_id,
+                        "policy": self.engine.version,
+                    },
+                )
+            )
+        if held or audit:
+            await self.store.create_approvals(held, audit=audit)
+        return outcomes
+
+    # -- deciding --------------------------------------------------------------------------
+
+    async def decide(
+        self, approval_id: str, decision: Decision, *, actor: str, roles: Iterable[str] = ()
+    ) -> Approval:
+        """Take `decision` on one approval, as `actor` with `roles`.
+
+        The same decision taken again returns the stored approval; a different one raises
+        `ConflictError`.
+        """
+        [approval] = await self.decide_batch({approval_id: decision}, actor=actor, roles=roles)
+        return approval
+
+    async def decide_batch(
+        self, decisions: Mapping[str, Decision], *, actor: str, roles: Iterable[str] = ()
+    ) -> list[Approval]:
+        """Take several decisions all-or-nothing ("Approve All" is every id with `Approve()`)."""
+        roles = frozenset(roles)
+        ids = list(decisions)
+        for _attempt in range(3):
+            current = await self.store.get_approvals(ids)
+            results: dict[str, Approval] = {}
+            changes: list[tuple[Approval, int]] = []
+            grants: list[Grant] = []
+            audit: list[AuditRecord] = []
+            now = self._now()
+            for approval in current:
+                decision = decisions[approval.id]
+                if not approval.pending:
+                    results[approval.id] = _already_decided(approval, decision)
+                    continue
+                self._authorize(approval, decision, actor=actor, roles=roles)
+                decided = self._apply(approval, decision, actor=actor, at=now)
+                changes.append((decided, approval.version))
+                results[approval.id] = decided
+                audit.append(_decision_record(approval, decided, actor=actor, at=now))
+                if isinstance(decision, Approve) and decision.always is not None:
+                    grant = _grant_for(decided, decision, actor=actor, at=now)
+                    grants.append(grant)
+                    audit.append(
+                        AuditRecord(
+                            actor=actor,
+                            action="grant",
+                            subject=grant.id,
+                            at=now,
+                            data={
+                                "tool": grant.tool,
+                                "scope": grant.scope,
+                                "subject": grant.subject,
+                                "args_digest": grant.args_digest,
+                                "approval": approval.id,
+                            },
+                        )
+                    )
+            if not changes or await self.store.save_decisions(changes, grants=grants, audit=audit):
+                for approval, _ in changes:
+                    self.notifier.notify(approval.id)
+                return [results[i] for i in ids]
+            # Someone decided one of them meanwhile: read again and judge against what won.
+        raise ConflictError("the approvals kept changing while deciding; try again")
+
+    def _authorize(
+        self, approval: Approval, decision: Decision, *, actor: str, roles: frozenset[str]
+    ) -> None:
+        if approval.approvers and not roles.intersection(approval.approvers):
+            raise ForbiddenError(
+                f"{actor!r} may not decide approval {approval.id!r}: rule {approval.rule!r} "
+                f"needs one of the roles {list(approval.approvers)!r}"
+            )
+        if approval.forbid_self_approval and actor == approval.requested_by:
+            raise ForbiddenError(
+                f"{actor!r} started this run and rule {approval.rule!r} forbids self-approval; "
+                "ask someone else"
+            )
+        if isinstance(decision, Approve) and decision.always is not None:
+            scope = decision.always.kind
+            if scope in ("run", "thread") and getattr(approval, f"{scope}_id") is None:
+                raise ForbiddenError(
+                    f"approval {approval.id!r} belongs to no {scope}; approve always for "
+                    "another scope (agent or global)"
+                )
+        if isinstance(decision, Edit):
+            edited = replace(approval.call, args=decision.args)
+            check_edit(decision.args, self._schema(approval.call))
+            verdict = self.engine.evaluate(edited)
+            if verdict.kind == "deny":
+                raise ForbiddenError(f"the policy denies the edited call: {verdict.reason}")
+
+    @staticmethod
+    def _apply(approval: Approval, decision: Decision, *, actor: str, at: datetime) -> Approval:
+        call = (
+            replace(approval.call, args=decision.args)
+            if isinstance(decision, Edit)
+            else approval.call
+        )
+        return replace(
+            approval,
+            call=call,
+            status=DECIDED_STATUS[decision.kind],
+            decision=decision,
+            decided_by=actor,
+            decided_at=at,
+            version=approval.version + 1,
+        )
+
+    # -- waiting ---------------------------------------------------------------------------
+
+    async def wait(self, approval_id: str, timeout: float | None = None) -> Approval:
+        """Wait until the approval is decided or expires; `ApprovalTimeout` after `timeout` s."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            approval = await self.store.get_approval(approval_id)
+            if not approval.pending:
+                return approval
+            if approval.expires_at is not None and approval.expires_at <= self._now():
+                [expired] = await self.expire([approval])
+                return expired
+            remaining = (
+                self._poll if deadline is None else min(self._poll, deadline - time.monotonic())
+            )
+            if approval.expires_at is not None:
+                remaining = min(remaining, (approval.expires_at - self._now()).total_seconds())
+            if deadline is not None and deadline - time.monotonic() <= 0:
+                raise ApprovalTimeout(
+                    f"approval {approval_id!r} was not decided within {timeout} s"
+                )
+            await self.notifier.wait(approval_id, max(remaining, 0.0))
+
+    async def ask(
+        self, call: ToolCall, *, timeout: float | None = None, context: CheckContext | None = None
+    ) -> Decision:
+        """Judge one call and, when it asks, wait for a person (seed 004's in-process channel).
+
+        Allowed → `Approve()`; denied → `Reject` with the policy's reason; held → the decision.
+        Raises `ApprovalTimeout` when nobody decides within `timeout` or the rule's timeout.
+        """
+        [outcome] = await self.check([call], context)
+        if outcome.kind == "run":
+            return Approve()
+        if outcome.kind == "block":
+            return Reject(reason=outcome.verdict.reason)
+        assert outcome.approval is not None  # a hold always carries its approval
+        approval = await self.wait(outcome.approval.id, timeout)
+        if approval.status == "expired":
+            raise ApprovalTimeout(f"approval {approval.id!r} expired before anyone decided")
+        assert approval.decision is not None  # decided approvals carry their decision
+        return approval.decision
+
+    # -- expiry and grants -----------------------------------------------------------------
+
+    async def expire(self, approvals: Sequence[Approval]) -> list[Approval]:
+        """Mark pending approvals expired (a decision that won first stands)."""
+        out = []
+        for approval in approvals:
+            now = self._now()
+            expired = self._apply(approval, Expired(), actor="signoff", at=now)
+            record = _decision_record(approval, expired, actor="signoff", at=now)
+            if await self.store.save_decisions([(expired, approval.version)], audit=[record]):
+                self.notifier.notify(approval.id)
+                out.append(expired)
+            else:
+                out.append(await self.store.get_approval(approval.id))
+        return out
+
+    async def expire_due(self) -> list[Approval]:
+        """Expire every pending approval whose time is up; return those that expired now."""
+        due = await self.store.due_for_expiry(self._now())
+        return [a for a in await self.expire(due) if a.status == "expired"]
+
+    async def run_sweeper(self, interval: float = 1.0) -> None:
+        """Expire due approvals every `interval` seconds until cancelled."""
+        while True:
+            await self.expire_due()
+            await asyncio.sleep(interval)
+
+    async def revoke_grant(self, grant_id: str, *, actor: str) -> None:
+        now = self._now()
+        record = AuditRecord(actor=actor, action="revoke", subject=grant_id, at=now)
+        await self.store.revoke_grant(grant_id, actor=actor, at=now, audit=[record])
+
+    async def _grants_for(self, tools: set[str]) -> tuple[Grant, ...]:
+        found: list[Grant] = []
+        for tool in sorted(tools):
+            found.extend(await self.store.list_grants(tool=tool))
+        return tuple(found)
+
+
+def _schema_lookup(schemas: SchemaLookup | Mapping[str, Mapping[str, Any]] | None) -> SchemaLookup:
+    if schemas is None:
+        return lambda _call: None
+    if callable(schemas):
+        return schemas
+    table = schemas
+    return lambda call: table.get(call.name)
+
+
+def _already_decided(approval: Approval, decision: Decision) -> Approval:
+    if approval.decision == decision:
+        return approval
+    raise ConflictError(
+        f"approval {approval.id!r} is already {approval.status} by {approval.decided_by!r}; "
+        f"a different decision ({decision.kind}) cannot replace it"
+    )
+
+
+def _decision_record(before: Approval, after: Approval, *, actor: str, at: datetime) -> AuditRecord:
+    assert after.decision is not None  # only decided approvals are recorded
+    return AuditRecord(
+        actor=actor,
+        action="decision",
+        subject=before.id,
+        at=at,
+        data={
+            "status": after.status,
+            "decision": decision_to_dict(after.decision),
+            "tool": before.call.name,
+            "digest": before.call.digest,
+            "decided_digest": after.call.digest,
+            "run_id": before.run_id,
+        },
+    )
+
+
+def _grant_for(approval: Approval, decision: Approve, *, actor: str, at: datetime) -> Grant:
+    scope = decision.always
+    assert scope is not None  # only approve-always leaves a grant
+    subject = {
+        "run": approval.run_id,
+        "thread": approval.thread_id,
+        "agent": approval.call.agent,
+        "global": None,
+    }[scope.kind]
+    return Grant(
+        id=new_id(),
+        tool=approval.call.name,
+        server=approval.call.server,
+        scope=scope.kind,
+        subject=subject,
+        args_digest=approval.call.digest if scope.with_args else None,
+        created_by=actor,
+        created_at=at,
+    )

@@ -1,0 +1,27 @@
+"""Time-ordered ids: newest-first listing is an index scan on the primary key."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+__all__ = ["new_id"]
+
+_lock = threading.Lock()
+_last = (0, 0)
+
+
+def new_id() -> str:
+    """32 hex digits: 48 bits of milliseconds, then 80 bits that are random for each new
+    millisecond and count up within one, so ids made by one process sort in creation order."""
+    global _last
+    with _lock:
+        millis = time.time_ns() // 1_000_000
+        last_millis, last_tail = _last
+        if millis <= last_millis:
+            millis, tail = last_millis, last_tail + 1
+        else:
+            tail = int.from_bytes(os.urandom(10)) >> 1  # leave room to count up
+        _last = (millis, tail)
+    return f"{millis:012x}{tail:020x}"

@@ -1,0 +1,44 @@
+"""Append-only migrations: ``MIGRATIONS[i]`` takes the schema from version ``i`` to ``i + 1``.
+
+Never edit a migration that has shipped; add one. Migration 1 builds the tables of `schema` as
+they stand at version 1: when a later migration changes one of them, freeze its version-1
+definition here first, so that migrating from empty still replays history exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlalchemy import Connection, insert, select, update
+
+from signoff.store import schema
+
+__all__ = ["LATEST", "MIGRATIONS", "migrate"]
+
+
+def _v1(connection: Connection) -> None:
+    tables = [t for t in schema.metadata.sorted_tables if t is not schema.schema_version]
+    schema.metadata.create_all(connection, tables=tables)
+    connection.execute(insert(schema.audit_head).values(id=1, seq=0, hash="0" * 64))
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_v1]
+LATEST = len(MIGRATIONS)
+
+
+def migrate(connection: Connection, *, target: int = LATEST) -> int:
+    """Bring the database to `target`, inside the caller's transaction; return the old version."""
+    schema.schema_version.create(connection, checkfirst=True)
+    current = connection.execute(select(schema.schema_version.c.version)).scalar()
+    if current is None:
+        connection.execute(insert(schema.schema_version).values(version=0))
+        current = 0
+    if current > LATEST:
+        raise RuntimeError(
+            f"the database is at schema version {current}, newer than this signoff ({LATEST}); "
+            "upgrade signoff"
+        )
+    for version in range(current, target):
+        MIGRATIONS[version](connection)
+        connection.execute(update(schema.schema_version).values(version=version + 1))
+    return current

@@ -1,0 +1,184 @@
+"""The tables, as SQLAlchemy Core. Times are integer microseconds since the epoch (UTC); JSON is
+stored as canonical text, so SQLite and PostgreSQL hold byte-identical values and the audit chain
+hashes the same bytes on both."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+
+__all__ = [
+    "approvals",
+    "audit",
+    "audit_head",
+    "blobs",
+    "events",
+    "grants",
+    "ledger",
+    "messages",
+    "metadata",
+    "policy_versions",
+    "runs",
+    "schema_version",
+]
+
+metadata = MetaData()
+
+schema_version = Table(
+    "signoff_schema",
+    metadata,
+    Column("version", Integer, nullable=False),
+)
+
+approvals = Table(
+    "approvals",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("batch_id", String(40), nullable=False),
+    Column("run_id", String(40)),
+    Column("thread_id", String(200)),
+    Column("origin", String(40), nullable=False),
+    Column("call_id", String(200), nullable=False),
+    Column("tool", String(200), nullable=False),
+    Column("server", String(200)),
+    Column("agent", String(400)),
+    Column("args", Text, nullable=False),
+    Column("digest", String(64), nullable=False),
+    Column("rule", String(400)),
+    Column("reason", Text, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("requested_at", BigInteger, nullable=False),
+    Column("requested_by", String(200)),
+    Column("expires_at", BigInteger),
+    Column("approvers", Text, nullable=False),
+    Column("forbid_self_approval", Boolean, nullable=False),
+    Column("decided_by", String(200)),
+    Column("decided_at", BigInteger),
+    Column("decision", Text),
+    Column("version", Integer, nullable=False),
+    Index("approvals_status_requested", "status", "requested_at"),
+    Index("approvals_status_tool", "status", "tool", "requested_at"),
+    Index("approvals_batch", "batch_id"),
+    Index("approvals_run", "run_id"),
+    Index("approvals_expiry", "status", "expires_at"),
+    Index("approvals_digest", "digest", "status"),
+)
+
+grants = Table(
+    "grants",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("tool", String(200), nullable=False),
+    Column("server", String(200)),
+    Column("scope", String(16), nullable=False),
+    Column("subject", String(400)),
+    Column("args_digest", String(64)),
+    Column("approval_id", String(40)),
+    Column("created_by", String(200), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("revoked_by", String(200)),
+    Column("revoked_at", BigInteger),
+    Index("grants_tool", "tool", "revoked_at"),
+)
+
+audit = Table(
+    "audit",
+    metadata,
+    Column("seq", BigInteger, primary_key=True, autoincrement=False),
+    Column("at", BigInteger, nullable=False),
+    Column("actor", String(200), nullable=False),
+    Column("action", String(40), nullable=False),
+    Column("subject", String(400), nullable=False),
+    Column("data", Text, nullable=False),
+    Column("prev_hash", String(64), nullable=False),
+    Column("hash", String(64), nullable=False),
+)
+
+# One row: the last entry's sequence number and hash. Updating it in the same transaction as the
+# insert serializes audit writers, so the chain never forks under concurrency.
+audit_head = Table(
+    "audit_head",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("hash", String(64), nullable=False),
+)
+
+events = Table(
+    "events",
+    metadata,
+    Column("run_id", String(40), primary_key=True),
+    Column("seq", BigInteger, primary_key=True, autoincrement=False),
+    Column("at", BigInteger, nullable=False),
+    Column("type", String(40), nullable=False),
+    Column("data", Text, nullable=False),
+)
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("thread_id", String(200), nullable=False),
+    Column("agent", String(200), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("started_by", String(200)),
+    Column("lease_owner", String(80)),
+    Column("lease_until", BigInteger),
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+    Column("version", Integer, nullable=False),
+    Index("runs_thread", "thread_id"),
+    Index("runs_status", "status"),
+)
+
+messages = Table(
+    "messages",
+    metadata,
+    Column("run_id", String(40), primary_key=True),
+    Column("seq", BigInteger, primary_key=True, autoincrement=False),
+    Column("role", String(16), nullable=False),
+    Column("data", Text, nullable=False),
+    Column("blob", String(64)),
+)
+
+ledger = Table(
+    "ledger",
+    metadata,
+    Column("key", String(200), primary_key=True),
+    Column("run_id", String(40), nullable=False),
+    Column("call_id", String(200), nullable=False),
+    Column("tool", String(200), nullable=False),
+    Column("digest", String(64), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("result", Text),
+    Column("started_at", BigInteger, nullable=False),
+    Column("finished_at", BigInteger),
+    Index("ledger_run", "run_id"),
+)
+
+blobs = Table(
+    "blobs",
+    metadata,
+    Column("hash", String(64), primary_key=True),
+    Column("codec", String(16), nullable=False),
+    Column("data", LargeBinary, nullable=False),
+)
+
+policy_versions = Table(
+    "policy_versions",
+    metadata,
+    Column("version", String(32), primary_key=True),
+    Column("created_at", BigInteger, nullable=False),
+    Column("created_by", String(200), nullable=False),
+    Column("document", Text, nullable=False),
+)

@@ -1,0 +1,425 @@
+"""The `Store` on SQLAlchemy Core: one implementation for SQLite and PostgreSQL.
+
+Every change and the audit entries that record it are written in one transaction. A decision is
+a compare-and-set on the approval's `version`: of two concurrent deciders exactly one updates the
+row, and the other sees that it lost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Row, and_, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from signoff.errors import NotFoundError
+from signoff.store import schema
+from signoff.store.migrations import migrate
+from signoff.types import (
+    Approval,
+    AuditEntry,
+    Grant,
+    ToolCall,
+    canonical_json,
+    decision_from_dict,
+    decision_to_dict,
+)
+
+__all__ = ["AuditRecord", "SQLStore", "from_micros", "to_micros"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditRecord:
+    """An audit entry to append: the store chains it and gives it its number."""
+
+    actor: str
+    action: str
+    subject: str
+    data: dict[str, Any] = field(default_factory=dict)
+    at: datetime
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def to_micros(moment: datetime) -> int:
+    """Exact integer microseconds since the epoch; naive datetimes are a bug, not a guess."""
+    if moment.tzinfo is None:
+        raise ValueError(f"timestamps must be timezone-aware, not {moment!r}")
+    return (moment - _EPOCH) // _MICROSECOND
+
+
+def from_micros(value: int) -> datetime:
+    return _EPOCH + value * _MICROSECOND
+
+
+def _json(value: Any) -> str:
+    return canonical_json(value).decode()
+
+
+def entry_hash(prev_hash: str, seq: int, record: AuditRecord) -> str:
+    body = [seq, to_micros(record.at), record.actor, record.action, record.subject, record.data]
+    return hashlib.sha256(prev_hash.encode() + canonical_json(body)).hexdigest()
+
+
+class SQLStore:
+    """Approvals, grants and the audit log in one SQL database."""
+
+    def __init__(self, engine: AsyncEngine, *, url: str) -> None:
+        self.engine = engine
+        self.url = url
+
+    async def migrate(self) -> int:
+        """Bring the schema up to date; return the version it had."""
+        async with self.transaction() as connection:
+            await self._lock_schema(connection)
+            return await connection.run_sync(lambda sync: migrate(sync))
+
+    async def close(self) -> None:
+        await self.engine.dispose()
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[AsyncConnection]:
+        """A write transaction (on SQLite it takes the write lock when it begins)."""
+        async with self.engine.begin() as connection:
+            yield connection
+
+    @contextlib.asynccontextmanager
+    async def reading(self) -> AsyncIterator[AsyncConnection]:
+        async with self.engine.connect() as connection:
+            connection = await connection.execution_options(signoff_read=True)
+            yield connection
+
+    async def _lock_schema(self, connection: AsyncConnection) -> None:
+        """Serialize migrations of concurrent processes (SQLite's write lock already does)."""
+        if connection.dialect.name == "postgresql":
+            await connection.exec_driver_sql("SELECT pg_advisory_xact_lock(5150001)")
+
+    # -- approvals -------------------------------------------------------------------------
+
+    async def create_approvals(
+        self, approvals: Sequence[Approval], *, audit: Sequence[AuditRecord] = ()
+    ) -> None:
+        async with self.transaction() as connection:
+            if approvals:
+                await connection.execute(
+                    insert(schema.approvals), [_approval_row(a) for a in approvals]
+                )
+            await self.append_audit(connection, audit)
+
+    async def get_approval(self, approval_id: str) -> Approval:
+        async with self.reading() as connection:
+            row = (
+                await connection.execute(
+                    select(schema.approvals).where(schema.approvals.c.id == approval_id)
+                )
+            ).first()
+        if row is None:
+            raise NotFoundError(f"no approval with id {approval_id!r}")
+        return _approval(row)
+
+    async def get_approvals(self, approval_ids: Sequence[str]) -> list[Approval]:
+        async with self.reading() as connection:
+            rows = (
+                await connection.execute(
+                    select(schema.approvals).where(schema.approvals.c.id.in_(approval_ids))
+                )
+            ).all()
+        found = {row.id: _approval(row) for row in rows}
+        missing = [i for i in approval_ids if i not in found]
+        if missing:
+            raise NotFoundError(f"no approval with id {', '.join(map(repr, missing))}")
+        return [found[i] for i in approval_ids]
+
+    async def list_approvals(
+        self,
+        *,
+        status: str | None = None,
+        run_id: str | None = None,
+        batch_id: str | None = None,
+        agent: str | None = None,
+        tool: str | None = None,
+        before: str | None = None,
+        limit: int = 100,
+    ) -> list[Approval]:
+        """Newest first; `before` is the id of the last item of the previous page."""
+        table = schema.approvals
+        query = select(table)
+        for column, value in (
+            (table.c.status, status),
+            (table.c.run_id, run_id),
+            (table.c.batch_id, batch_id),
+            (table.c.agent, agent),
+            (table.c.tool, tool),
+        ):
+            if value is not None:
+                query = query.where(column == value)
+        if before is not None:
+            query = query.where(table.c.id < before)
+        query = query.order_by(table.c.id.desc()).limit(limit)
+        async with self.reading() as connection:
+            rows = (await connection.execute(query)).all()
+        return [_approval(row) for row in rows]
+
+    async def save_decisions(
+        self,
+        changes: Sequence[tuple[Approval, int]],
+        *,
+        grants: Sequence[Grant] = (),
+        audit: Sequence[AuditRecord] = (),
+    ) -> bool:
+        """Write each ``(approval, expected_version)`` if the stored one is still pending at that
+        version, with the grants and audit entries, all in one transaction.
+
+        Returns False, writing nothing at all, when any of them was changed by someone else first.
+        """
+        table = schema.approvals
+        async with self.transaction() as connection:
+            for approval, expected_version in changes:
+                result = await connection.execute(
+                    update(table)
+                    .where(
+                        and_(
+                            table.c.id == approval.id,
+                            table.c.version == expected_version,
+                            table.c.status == "pending",
+                        )
+                    )
+                    .values(_decision_values(approval))
+                )
+                if result.rowcount != 1:
+                    await connection.rollback()
+                    return False
+            if grants:
+                await connection.execute(insert(schema.grants), [_grant_row(g) for g in grants])
+            await self.append_audit(connection, audit)
+        return True
+
+    async def due_for_expiry(self, now: datetime, *, limit: int = 500) -> list[Approval]:
+        table = schema.approvals
+        async with self.reading() as connection:
+            rows = (
+                await connection.execute(
+                    select(table)
+                    .where(and_(table.c.status == "pending", table.c.expires_at <= to_micros(now)))
+                    .order_by(table.c.expires_at)
+                    .limit(limit)
+                )
+            ).all()
+        return [_approval(row) for row in rows]
+
+    # -- grants ----------------------------------------------------------------------------
+
+    async def list_grants(self, *, tool: str | None = None) -> list[Grant]:
+        """Grants in force (not revoked), oldest first."""
+        table = schema.grants
+        query = select(table).where(table.c.revoked_at.is_(None))
+        if tool is not None:
+            query = query.where(table.c.tool == tool)
+        async with self.reading() as connection:
+            rows = (await connection.execute(query.order_by(table.c.created_at))).all()
+        return [_grant(row) for row in rows]
+
+    async def revoke_grant(
+        self, grant_id: str, *, actor: str, at: datetime, audit: Sequence[AuditRecord] = ()
+    ) -> None:
+        table = schema.grants
+        async with self.transaction() as connection:
+            result = await connection.execute(
+                update(table)
+                .where(and_(table.c.id == grant_id, table.c.revoked_at.is_(None)))
+                .values(revoked_by=actor, revoked_at=to_micros(at))
+            )
+            if result.rowcount != 1:
+                await connection.rollback()
+                raise NotFoundError(f"no grant in force with id {grant_id!r}")
+            await self.append_audit(connection, audit)
+
+    # -- audit -----------------------------------------------------------------------------
+
+    async def append_audit(
+        self, connection: AsyncConnection, records: Sequence[AuditRecord]
+    ) -> None:
+        """Chain `records` after the last entry, inside the caller's transaction."""
+        if not records:
+            return
+        head = (
+            await connection.execute(
+                select(schema.audit_head.c.seq, schema.audit_head.c.hash)
+                .where(schema.audit_head.c.id == 1)
+                .with_for_update()
+            )
+        ).one()
+        seq, prev = head.seq, head.hash
+        rows = []
+        for record in records:
+            seq += 1
+            digest = entry_hash(prev, seq, record)
+            rows.append(
+                {
+                    "seq": seq,
+                    "at": to_micros(record.at),
+                    "actor": record.actor,
+                    "action": record.action,
+                    "subject": record.subject,
+                    "data": _json(record.data),
+                    "prev_hash": prev,
+                    "hash": digest,
+                }
+            )
+            prev = digest
+        await connection.execute(insert(schema.audit), rows)
+        await connection.execute(
+            update(schema.audit_head).where(schema.audit_head.c.id == 1).values(seq=seq, hash=prev)
+        )
+
+    async def audit_log(self, *, after: int = 0, limit: int = 1000) -> list[AuditEntry]:
+        table = schema.audit
+        async with self.reading() as connection:
+            rows = (
+                await connection.execute(
+                    select(table).where(table.c.seq > after).order_by(table.c.seq).limit(limit)
+                )
+            ).all()
+        return [_audit(row) for row in rows]
+
+    async def verify_audit(self, *, batch: int = 5000) -> int | None:
+        """The sequence number of the first entry that was edited, deleted or reordered, or None."""
+        prev, expected, after = "0" * 64, 1, 0
+        while True:
+            entries = await self.audit_log(after=after, limit=batch)
+            for entry in entries:
+                record = AuditRecord(
+                    actor=entry.actor,
+                    action=entry.action,
+                    subject=entry.subject,
+                    data=entry.data,
+                    at=entry.at,
+                )
+                if (
+                    entry.seq != expected
+                    or entry.prev_hash != prev
+                    or entry.hash != entry_hash(prev, entry.seq, record)
+                ):
+                    return expected if entry.seq != expected else entry.seq
+                prev, expected = entry.hash, expected + 1
+            if len(entries) < batch:
+                break
+            after = entries[-1].seq
+        async with self.reading() as connection:
+            head = (await connection.execute(select(schema.audit_head))).one()
+        if head.seq != expected - 1 or head.hash != prev:
+            return expected  # entries were removed from the end
+        return None
+
+
+def _approval_row(approval: Approval) -> dict[str, Any]:
+    call = approval.call
+    return {
+        "id": approval.id,
+        "batch_id": approval.batch_id,
+        "run_id": approval.run_id,
+        "thread_id": approval.thread_id,
+        "origin": approval.origin,
+        "call_id": call.id,
+        "tool": call.name,
+        "server": call.server,
+        "agent": call.agent,
+        "rule": approval.rule,
+        "reason": approval.reason,
+        "requested_at": to_micros(approval.requested_at),
+        "requested_by": approval.requested_by,
+        "expires_at": None if approval.expires_at is None else to_micros(approval.expires_at),
+        "approvers": _json(list(approval.approvers)),
+        "forbid_self_approval": approval.forbid_self_approval,
+        **_decision_values(approval),
+    }
+
+
+def _decision_values(approval: Approval) -> dict[str, Any]:
+    decided_at = approval.decided_at
+    decision = approval.decision
+    return {
+        "status": approval.status,
+        "decided_by": approval.decided_by,
+        "decided_at": None if decided_at is None else to_micros(decided_at),
+        "decision": None if decision is None else _json(decision_to_dict(decision)),
+        "args": _json(approval.call.args),
+        "digest": approval.call.digest,
+        "version": approval.version,
+    }
+
+
+def _approval(row: Row[Any]) -> Approval:
+    return Approval(
+        id=row.id,
+        call=ToolCall(
+            id=row.call_id,
+            name=row.tool,
+            args=json.loads(row.args),
+            server=row.server,
+            agent=row.agent,
+        ),
+        batch_id=row.batch_id,
+        run_id=row.run_id,
+        thread_id=row.thread_id,
+        origin=row.origin,
+        rule=row.rule,
+        reason=row.reason,
+        status=row.status,
+        requested_at=from_micros(row.requested_at),
+        requested_by=row.requested_by,
+        expires_at=None if row.expires_at is None else from_micros(row.expires_at),
+        approvers=tuple(json.loads(row.approvers)),
+        forbid_self_approval=bool(row.forbid_self_approval),
+        decided_by=row.decided_by,
+        decided_at=None if row.decided_at is None else from_micros(row.decided_at),
+        decision=None if row.decision is None else decision_from_dict(json.loads(row.decision)),
+        version=row.version,
+    )
+
+
+def _grant_row(grant: Grant) -> dict[str, Any]:
+    return {
+        "id": grant.id,
+        "tool": grant.tool,
+        "server": grant.server,
+        "scope": grant.scope,
+        "subject": grant.subject,
+        "args_digest": grant.args_digest,
+        "created_by": grant.created_by,
+        "created_at": to_micros(grant.created_at),
+    }
+
+
+def _grant(row: Row[Any]) -> Grant:
+    return Grant(
+        id=row.id,
+        tool=row.tool,
+        server=row.server,
+        scope=row.scope,
+        subject=row.subject,
+        args_digest=row.args_digest,
+        created_by=row.created_by,
+        created_at=from_micros(row.created_at),
+    )
+
+
+def _audit(row: Row[Any]) -> AuditEntry:
+    return AuditEntry(
+        seq=row.seq,
+        at=from_micros(row.at),
+        actor=row.actor,
+        action=row.action,
+        subject=row.subject,
+        data=json.loads(row.data),
+        prev_hash=row.prev_hash,
+        hash=row.hash,
+    )

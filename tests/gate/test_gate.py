@@ -1,0 +1,262 @@
+"""The Gate through its public API, on both store backends."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from signoff import (
+    ApprovalTimeout,
+    Approve,
+    ConflictError,
+    Edit,
+    ForbiddenError,
+    InvalidEditError,
+    NotFoundError,
+    Policy,
+    Reject,
+    Respond,
+    Scope,
+    ToolCall,
+)
+from signoff.gate import CheckContext, Gate
+from signoff.store import SQLStore
+
+POLICY = Policy.from_dict(
+    {
+        "rules": [
+            {"deny": "*_terminate*"},
+            {"allow": "*_list*"},
+            {"ask": "delete_pod", "approvers": ["ops"]},
+            {"ask": "scale", "forbid_self_approval": True},
+            {"deny": "scale", "when": {"replicas": {"gt": 100}}},
+            {"ask": "quick", "timeout": 0.2},
+        ]
+    }
+)
+SCHEMAS = {
+    "scale": {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "replicas": {"type": "integer", "minimum": 0}},
+        "required": ["name", "replicas"],
+        "additionalProperties": False,
+    }
+}
+
+
+def call(tool: str, /, **args: object) -> ToolCall:
+    return ToolCall(id=f"c-{tool}", name=tool, args=dict(args))
+
+
+@pytest.fixture
+def gate(store: SQLStore) -> Gate:
+    return Gate(POLICY, store, schemas=SCHEMAS, poll_interval=0.05)
+
+
+async def test_check_runs_allowed_blocks_denied_and_holds_asked_calls_in_one_batch(gate: Gate):
+    outcomes = await gate.check(
+        [call("pods_list"), call("vm_terminate"), call("delete_pod", name="a"), call("send_email")],
+        CheckContext(run_id="r1", thread_id="t1", requested_by="bob"),
+    )
+    assert [o.kind for o in outcomes] == ["run", "block", "hold", "hold"]
+    held = [o.approval for o in outcomes if o.approval is not None]
+    assert len({a.batch_id for a in held}) == 1
+    assert [(a.status, a.run_id, a.requested_by) for a in held] == [("pending", "r1", "bob")] * 2
+    assert [a.id for a in await gate.store.list_approvals(status="pending")] == [
+        held[1].id,
+        held[0].id,
+    ]
+    assert [e.data["verdict"] for e in await gate.store.audit_log()] == ["deny", "ask", "ask"]
+
+
+async def test_deciding_records_who_and_what_and_a_repeat_returns_the_stored_approval(gate: Gate):
+    [outcome] = await gate.check([call("send_email", to="x")])
+    assert outcome.approval is not None
+    decided = await gate.decide(outcome.approval.id, Approve(), actor="alice")
+    assert (decided.status, decided.decided_by, decided.decision, decided.version) == (
+        "approved",
+        "alice",
+        Approve(),
+        2,
+    )
+    assert await gate.decide(outcome.approval.id, Approve(), actor="alice") == decided
+    with pytest.raises(ConflictError, match="already approved by 'alice'"):
+        await gate.decide(outcome.approval.id, Reject(reason="no"), actor="carol")
+    assert await gate.store.verify_audit() is None
+
+
+async def test_twenty_concurrent_different_decisions_one_wins_the_rest_conflict(gate: Gate):
+    [outcome] = await gate.check([call("send_email")])
+    assert outcome.approval is not None
+    decisions = [Approve() if i % 2 else Reject(reason=f"no {i}") for i in range(20)]
+    results = await asyncio.gather(
+        *(gate.decide(outcome.approval.id, d, actor=f"user{i}") for i, d in enumerate(decisions)),
+        return_exceptions=True,
+    )
+    winners = [r for r in results if not isinstance(r, BaseException)]
+    losers = [r for r in results if isinstance(r, BaseException)]
+    stored = await gate.store.get_approval(outcome.approval.id)
+    # Exactly one decision was written; repeats of that same decision return it, others conflict.
+    assert all(isinstance(e, ConflictError) for e in losers)
+    assert all(w == stored for w in winners)
+    assert [e.action for e in await gate.store.audit_log()].count("decision") == 1
+
+
+async def test_an_unknown_approval_is_not_found(gate: Gate):
+    with pytest.raises(NotFoundError):
+        await gate.decide("nope", Approve(), actor="alice")
+
+
+async def test_only_the_rules_roles_may_decide(gate: Gate):
+    [outcome] = await gate.check([call("delete_pod", name="a")])
+    assert outcome.approval is not None
+    with pytest.raises(ForbiddenError, match=r"needs one of the roles \['ops'\]"):
+        await gate.decide(outcome.approval.id, Approve(), actor="eve", roles=["dev"])
+    decided = await gate.decide(outcome.approval.id, Approve(), actor="olga", roles=["ops"])
+    assert decided.status == "approved"
+
+
+async def test_self_approval_is_refused_where_the_rule_forbids_it(gate: Gate):
+    [outcome] = await gate.check(
+        [call("scale", name="web", replicas=3)], CheckContext(requested_by="bob")
+    )
+    assert outcome.approval is not None
+    with pytest.raises(ForbiddenError, match="forbids self-approval"):
+        await gate.decide(outcome.approval.id, Approve(), actor="bob")
+    assert (await gate.decide(outcome.approval.id, Approve(), actor="alice")).status == "approved"
+
+
+async def test_an_edit_is_validated_against_the_schema_with_its_path(gate: Gate):
+    [outcome] = await gate.check([call("scale", name="web", replicas=3)])
+    assert outcome.approval is not None
+    with pytest.raises(InvalidEditError) as caught:
+        await gate.decide(
+            outcome.approval.id, Edit(args={"name": "web", "replicas": -1}), actor="alice"
+        )
+    assert caught.value.path == "/replicas"
+    assert caught.value.schema_path == "properties/replicas/minimum"
+    with pytest.raises(InvalidEditError, match="Additional properties"):
+        await gate.decide(
+            outcome.approval.id, Edit(args={"name": "web", "replicas": 1, "x": 1}), actor="alice"
+        )
+    edited = await gate.decide(
+        outcome.approval.id, Edit(args={"name": "web", "replicas": 5}), actor="alice"
+    )
+    assert (edited.status, edited.call.args) == ("edited", {"name": "web", "replicas": 5})
+    assert edited.call.digest != outcome.approval.call.digest
+
+
+async def test_an_edit_the_policy_would_deny_is_refused(gate: Gate):
+    [outcome] = await gate.check([call("scale", name="web", replicas=3)])
+    assert outcome.approval is not None
+    with pytest.raises(ForbiddenError, match="the policy denies the edited call"):
+        await gate.decide(
+            outcome.approval.id, Edit(args={"name": "web", "replicas": 500}), actor="alice"
+        )
+    assert (await gate.store.get_approval(outcome.approval.id)).status == "pending"
+
+
+async def test_approve_all_is_all_or_nothing(gate: Gate):
+    outcomes = await gate.check([call("send_email"), call("delete_pod", name="a"), call("post")])
+    ids = [o.approval.id for o in outcomes if o.approval is not None]
+    with pytest.raises(ForbiddenError):
+        await gate.decide_batch({i: Approve() for i in ids}, actor="alice", roles=["dev"])
+    assert {a.status for a in await gate.store.get_approvals(ids)} == {"pending"}
+    decided = await gate.decide_batch(
+        {ids[0]: Approve(), ids[1]: Reject(reason="not today"), ids[2]: Respond(content="done")},
+        actor="olga",
+        roles=["ops"],
+    )
+    assert [a.status for a in decided] == ["approved", "rejected", "responded"]
+
+
+async def test_approve_always_leaves_a_grant_that_lets_the_same_call_through_in_scope(gate: Gate):
+    context = CheckContext(run_id="r1", thread_id="t1")
+    [first] = await gate.check([call("send_email", to="a")], context)
+    assert first.approval is not None
+    await gate.decide(first.approval.id, Approve(always=Scope(kind="thread")), actor="alice")
+    [again] = await gate.check(
+        [call("send_email", to="b")], CheckContext(run_id="r2", thread_id="t1")
+    )
+    assert again.kind == "run"
+    assert again.verdict.rule is not None and again.verdict.rule.startswith("grant:")
+    [elsewhere] = await gate.check([call("send_email", to="b")], CheckContext(thread_id="t2"))
+    assert elsewhere.kind == "hold"
+    [grant] = await gate.store.list_grants(tool="send_email")
+    await gate.revoke_grant(grant.id, actor="alice")
+    [revoked] = await gate.check([call("send_email", to="b")], CheckContext(thread_id="t1"))
+    assert revoked.kind == "hold"
+    assert [e.action for e in await gate.store.audit_log()][-2:] == ["revoke", "verdict"]
+
+
+async def test_a_grant_never_lets_a_denied_call_through(gate: Gate):
+    [first] = await gate.check([call("scale", name="web", replicas=3)])
+    assert first.approval is not None
+    await gate.decide(first.approval.id, Approve(always=Scope(kind="global")), actor="alice")
+    assert [o.kind for o in await gate.check([call("scale", name="web", replicas=4)])] == ["run"]
+    assert [o.kind for o in await gate.check([call("scale", name="web", replicas=400)])] == [
+        "block"
+    ]
+
+
+async def test_approve_always_for_a_run_needs_a_run(gate: Gate):
+    [outcome] = await gate.check([call("send_email")])
+    assert outcome.approval is not None
+    with pytest.raises(ForbiddenError, match="belongs to no run"):
+        await gate.decide(outcome.approval.id, Approve(always=Scope(kind="run")), actor="alice")
+
+
+async def test_wait_returns_when_someone_decides(gate: Gate):
+    [outcome] = await gate.check([call("send_email")])
+    assert outcome.approval is not None
+    waiter = asyncio.create_task(gate.wait(outcome.approval.id, timeout=5))
+    await asyncio.sleep(0)
+    await gate.decide(outcome.approval.id, Reject(reason="spam"), actor="alice")
+    decided = await asyncio.wait_for(waiter, 5)
+    assert decided.decision == Reject(reason="spam")
+
+
+async def test_ask_maps_proceed_once_cancel_and_modify_to_decisions(gate: Gate):
+    async def answer(decision: Approve | Reject | Edit) -> None:
+        while not (pending := await gate.store.list_approvals(status="pending")):
+            await asyncio.sleep(0.01)
+        await gate.decide(pending[0].id, decision, actor="alice")
+
+    for decision in (Approve(), Reject(reason="no"), Edit(args={"name": "x", "replicas": 2})):
+        asking = asyncio.create_task(gate.ask(call("scale", name="web", replicas=3), timeout=5))
+        await answer(decision)
+        assert await asking == decision
+    assert await gate.ask(call("pods_list")) == Approve()
+    refused = await gate.ask(call("vm_terminate"))
+    assert isinstance(refused, Reject) and "denied" in refused.reason
+
+
+async def test_ask_times_out_and_a_rule_timeout_expires_the_approval(gate: Gate):
+    with pytest.raises(ApprovalTimeout, match=r"not decided within 0\.1"):
+        await gate.ask(call("send_email"), timeout=0.1)
+    [left] = await gate.store.list_approvals(status="pending")
+    assert left.call.name == "send_email"  # the caller gave up; the approval still waits
+    with pytest.raises(ApprovalTimeout, match="expired"):
+        await gate.ask(call("quick"), timeout=5)
+    [expired] = await gate.store.list_approvals(status="expired")
+    assert expired.call.name == "quick"
+    with pytest.raises(ConflictError, match="already expired"):
+        await gate.decide(expired.id, Approve(), actor="alice")
+
+
+async def test_the_sweeper_expires_due_approvals(store: SQLStore):
+    now = [datetime(2026, 1, 1, tzinfo=UTC)]
+    gate = Gate(POLICY, store, clock=lambda: now[0])
+    [outcome] = await gate.check([call("quick")])
+    assert outcome.approval is not None
+    assert await gate.expire_due() == []
+    now[0] += timedelta(seconds=1)
+    [expired] = await gate.expire_due()
+    assert (expired.id, expired.status, expired.decided_by) == (
+        outcome.approval.id,
+        "expired",
+        "signoff",
+    )
+    assert await gate.expire_due() == []

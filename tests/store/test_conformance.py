@@ -1,0 +1,191 @@
+"""One conformance suite, run against SQLite and against the real PostgreSQL server."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import text
+
+from signoff import Approve, Edit, Grant, NotFoundError, Reject, Scope, ToolCall
+from signoff.store import AuditRecord, SQLStore, open_store
+from signoff.store.migrations import LATEST
+from signoff.types import Approval
+
+T0 = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+
+
+def approval(id: str, *, tool: str = "delete_pod", batch: str = "b1", **fields: object) -> Approval:
+    return Approval(
+        id=id,
+        call=ToolCall(
+            id=f"call-{id}", name=tool, args={"name": "nginx-123", "n": [1, "é"]}, agent="ops"
+        ),
+        batch_id=batch,
+        run_id=fields.pop("run_id", "r1"),  # type: ignore[arg-type]
+        thread_id="t1",
+        rule="rules[0]",
+        reason="approval required: delete_pod",
+        requested_at=T0,
+        **fields,  # type: ignore[arg-type]
+    )
+
+
+def record(action: str, subject: str, **data: object) -> AuditRecord:
+    return AuditRecord(actor="alice", action=action, subject=subject, data=dict(data), at=T0)
+
+
+async def test_an_approval_round_trips_exactly(store: SQLStore):
+    original = approval(
+        "a1", expires_at=T0 + timedelta(minutes=30), approvers=("ops",), forbid_self_approval=True,
+        requested_by="bob",
+    )  # fmt: skip
+    await store.create_approvals([original])
+    assert await store.get_approval("a1") == original
+
+
+async def test_an_unknown_approval_is_not_found(store: SQLStore):
+    with pytest.raises(NotFoundError, match="no approval with id 'nope'"):
+        await store.get_approval("nope")
+    await store.create_approvals([approval("a1")])
+    with pytest.raises(NotFoundError, match="'x'"):
+        await store.get_approvals(["a1", "x"])
+
+
+async def test_listing_is_newest_first_filtered_and_paged(store: SQLStore):
+    await store.create_approvals(
+        [approval(f"a{i}", tool="rm" if i % 2 else "cp") for i in range(1, 8)]
+    )
+    assert [a.id for a in await store.list_approvals(tool="rm")] == ["a7", "a5", "a3", "a1"]
+    first = await store.list_approvals(limit=3)
+    assert [a.id for a in first] == ["a7", "a6", "a5"]
+    assert [a.id for a in await store.list_approvals(limit=3, before=first[-1].id)] == [
+        "a4",
+        "a3",
+        "a2",
+    ]
+    assert await store.list_approvals(status="approved") == []
+
+
+async def test_a_decision_is_a_compare_and_set_on_the_version(store: SQLStore):
+    pending = approval("a1")
+    await store.create_approvals([pending])
+    decided = replace(
+        pending, status="approved", decision=Approve(), decided_by="alice", decided_at=T0, version=2
+    )
+    assert await store.save_decisions([(decided, 1)], audit=[record("decision", "a1")])
+    assert await store.get_approval("a1") == decided
+    rejected = replace(decided, status="rejected", decision=Reject(reason="x"))
+    assert not await store.save_decisions([(rejected, 1)], audit=[record("decision", "a1")])
+    assert not await store.save_decisions([(rejected, 2)])  # no longer pending
+    assert (await store.get_approval("a1")).status == "approved"
+    assert [e.action for e in await store.audit_log()] == ["decision"]
+
+
+async def test_saving_several_decisions_is_all_or_nothing(store: SQLStore):
+    await store.create_approvals([approval("a1"), approval("a2")])
+    a1, a2 = await store.get_approvals(["a1", "a2"])
+    ok = replace(a1, status="approved", decision=Approve(), version=2)
+    stale = replace(a2, status="approved", decision=Approve(), version=2)
+    assert not await store.save_decisions([(ok, 1), (stale, 7)], audit=[record("decision", "a1")])
+    assert [a.status for a in await store.get_approvals(["a1", "a2"])] == ["pending", "pending"]
+    assert await store.audit_log() == []
+
+
+async def test_an_edit_stores_the_new_arguments_and_digest(store: SQLStore):
+    await store.create_approvals([approval("a1")])
+    [pending] = await store.get_approvals(["a1"])
+    call = replace(pending.call, args={"name": "nginx-999"})
+    edit = Edit(args={"name": "nginx-999"})
+    edited = replace(pending, call=call, status="edited", decision=edit, version=2)
+    assert await store.save_decisions([(edited, 1)])
+    stored = await store.get_approval("a1")
+    assert stored.call.args == {"name": "nginx-999"}
+    assert stored.call.digest == call.digest != pending.call.digest
+
+
+async def test_grants_are_listed_by_tool_and_revocable(store: SQLStore):
+    grant = Grant(
+        id="g1", tool="send_email", scope="thread", subject="t1", created_by="alice", created_at=T0
+    )
+    other = Grant(
+        id="g2", tool="rm", scope="global", args_digest="ab" * 32, created_by="bob", created_at=T0
+    )
+    await store.create_approvals([approval("a1"), approval("a2")])
+    [a1, a2] = await store.get_approvals(["a1", "a2"])
+    approve = Approve(always=Scope(kind="thread"))
+    assert await store.save_decisions(
+        [(replace(a1, status="approved", decision=approve, version=2), 1),
+         (replace(a2, status="approved", decision=approve, version=2), 1)],
+        grants=[grant, other],
+    )  # fmt: skip
+    assert await store.list_grants(tool="send_email") == [grant]
+    assert len(await store.list_grants()) == 2
+    await store.revoke_grant("g1", actor="carol", at=T0, audit=[record("revoke", "g1")])
+    assert await store.list_grants(tool="send_email") == []
+    with pytest.raises(NotFoundError, match="no grant in force with id 'g1'"):
+        await store.revoke_grant("g1", actor="carol", at=T0)
+
+
+async def test_expiry_finds_pending_approvals_whose_time_is_up(store: SQLStore):
+    await store.create_approvals(
+        [approval("a1", expires_at=T0 + timedelta(seconds=5)), approval("a2"),
+         approval("a3", expires_at=T0 + timedelta(hours=1))]
+    )  # fmt: skip
+    assert [a.id for a in await store.due_for_expiry(T0 + timedelta(seconds=10))] == ["a1"]
+
+
+async def test_the_audit_chain_verifies_and_detects_an_edit_or_a_deletion(store: SQLStore):
+    await store.create_approvals([approval("a1")], audit=[record("verdict", "a1", verdict="ask")])
+    await store.create_approvals(
+        [], audit=[record("decision", "a1", status="approved"), record("grant", "g1")]
+    )
+    log = await store.audit_log()
+    assert [(e.seq, e.action) for e in log] == [(1, "verdict"), (2, "decision"), (3, "grant")]
+    assert log[1].prev_hash == log[0].hash and log[0].prev_hash == "0" * 64
+    assert await store.verify_audit() is None
+    async with store.transaction() as connection:
+        await connection.execute(
+            text('UPDATE audit SET data = \'{"status":"rejected"}\' WHERE seq = 2')
+        )
+    assert await store.verify_audit() == 2
+
+
+async def test_deleting_the_last_audit_entry_is_detected(store: SQLStore):
+    await store.create_approvals([], audit=[record("verdict", "a1"), record("decision", "a1")])
+    async with store.transaction() as connection:
+        await connection.execute(text("DELETE FROM audit WHERE seq = 2"))
+    assert await store.verify_audit() == 2
+
+
+async def test_deleting_a_middle_audit_entry_is_detected(store: SQLStore):
+    await store.create_approvals([], audit=[record("a", "1"), record("b", "2"), record("c", "3")])
+    async with store.transaction() as connection:
+        await connection.execute(text("DELETE FROM audit WHERE seq = 2"))
+    assert await store.verify_audit() == 2
+
+
+async def test_concurrent_audit_writers_never_fork_the_chain(store: SQLStore):
+    await asyncio.gather(
+        *(
+            store.create_approvals([], audit=[record("verdict", f"s{i}"), record("x", f"s{i}")])
+            for i in range(20)
+        )
+    )
+    log = await store.audit_log()
+    assert [e.seq for e in log] == list(range(1, 41))
+    assert await store.verify_audit() is None
+
+
+async def test_migrating_from_empty_reaches_the_latest_version_and_is_idempotent(store_url: str):
+    async with open_store(store_url) as store:
+        assert await store.migrate() == LATEST
+        async with store.reading() as connection:
+            version = (
+                await connection.execute(text("SELECT version FROM signoff_schema"))
+            ).scalar()
+        assert version == LATEST
+    async with open_store(store_url) as again:
+        assert await again.migrate() == LATEST
