@@ -86,7 +86,20 @@ def test_a_rule_with_an_explicit_id_keeps_it_and_ids_must_be_unique():
           - {id: same, ask: cp}
         """
     )
-    assert problem == "signoff.yaml:4:5: rules[1]: rule id 'same' is already used by rules[0]"
+    assert problem == (
+        "signoff.yaml:4:10: rules[1].id: rule id 'same' is already the id of the rule at rules[0]"
+    )
+    [problem] = problems(
+        """
+        rules:
+          - {id: "rules[1]", deny: rm}
+          - {ask: cp}
+        """
+    )
+    assert problem == (
+        "signoff.yaml:3:10: rules[0].id: "
+        "rule id 'rules[1]' is already the id of the rule at rules[1]"
+    )
 
 
 @pytest.mark.parametrize(

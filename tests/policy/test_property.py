@@ -67,10 +67,14 @@ class Spec:
     agent: str | None
     priority: int
     tier: int
+    flag: bool | None
 
-    def matches(self, tool: str, server: str | None, agent: str | None) -> bool:
+    def matches(
+        self, tool: str, server: str | None, agent: str | None, args: dict[str, Any]
+    ) -> bool:
         return (
-            any(fnmatchcase(tool, p) for p in self.tools)
+            (self.flag is None or args.get("flag") is self.flag)
+            and any(fnmatchcase(tool, p) for p in self.tools)
             and not any(fnmatchcase(tool, p) for p in self.excepts)
             and (self.server is None or (server is not None and fnmatchcase(server, self.server)))
             and (self.agent is None or (agent is not None and fnmatchcase(agent, self.agent)))
@@ -85,12 +89,16 @@ rule = st.fixed_dictionaries(
         "server": st.none() | glob,
         "agent": st.none() | glob,
         "priority": st.sampled_from([0, 0, 0, 1, -1]),
+        "flag": st.none() | st.booleans(),
     }
 )
 
 
 def build(
-    top: list[dict[str, Any]], section: list[dict[str, Any]], section_agent: str
+    top: list[dict[str, Any]],
+    section: list[dict[str, Any]],
+    section_agent: str,
+    defaults: tuple[str, str | None],
 ) -> tuple[dict[str, Any], list[Spec]]:
     """The policy document and, in document order, what each of its rules is."""
 
@@ -102,6 +110,8 @@ def build(
             out["server"] = r["server"]
         if r["agent"] is not None and not in_section:
             out["agent"] = r["agent"]
+        if r["flag"] is not None:
+            out["when"] = {"flag": {"eq": r["flag"]}}
         return out
 
     specs = [
@@ -114,6 +124,7 @@ def build(
             r["agent"],
             r["priority"],
             0,
+            r["flag"],
         )
         for i, r in enumerate(top)
     ]
@@ -127,18 +138,26 @@ def build(
             section_agent,
             r["priority"],
             1,
+            r["flag"],
         )
         for i, r in enumerate(section)
     ]
-    document: dict[str, Any] = {"default": "ask", "rules": [as_rule(r, False) for r in top]}
-    if section:
-        document["agents"] = {section_agent: {"rules": [as_rule(r, True) for r in section]}}
+    default, section_default = defaults
+    document: dict[str, Any] = {"default": default, "rules": [as_rule(r, False) for r in top]}
+    body: dict[str, Any] = {"rules": [as_rule(r, True) for r in section]}
+    if section_default is not None:
+        body["default"] = section_default
+    document["agents"] = {section_agent: body}
     return document, specs
 
 
 def reference(
-    specs: list[Spec], tool: str, server: str | None, agent: str | None
+    specs: list[Spec],
+    defaults: tuple[str, str | None],
+    section_agent: str,
+    call: tuple[str, str | None, str | None, dict[str, Any]],
 ) -> tuple[str, str | None]:
+    tool, server, agent, args = call
     rank = {"deny": 0, "ask": 1, "allow": 2}
     ordered = sorted(
         enumerate(specs),
@@ -151,9 +170,12 @@ def reference(
         ),
     )
     for _, spec in ordered:
-        if spec.matches(tool, server, agent):
+        if spec.matches(tool, server, agent, args):
             return spec.effect, spec.id
-    return "ask", None
+    default, section_default = defaults
+    if section_default is not None and agent is not None and fnmatchcase(agent, section_agent):
+        return section_default, format_path(("agents", section_agent, "default"))
+    return default, None
 
 
 def _near(pattern: str, pre: str, post: str) -> str:
@@ -183,23 +205,34 @@ def _near(pattern: str, pre: str, post: str) -> str:
 @given(
     top=st.lists(rule, max_size=8),
     section=st.lists(rule, max_size=3),
-    section_agent=st.sampled_from(["a.b", "x/y"]),
+    section_agent=st.sampled_from(["a.b", "x/y", "x/*"]),
+    defaults=st.tuples(
+        st.sampled_from(["allow", "ask", "deny"]),
+        st.none() | st.sampled_from(["allow", "ask", "deny"]),
+    ),
     data=st.data(),
 )
 def test_the_compiled_engine_agrees_with_a_plain_fnmatch_loop(
     top: list[dict[str, Any]],
     section: list[dict[str, Any]],
     section_agent: str,
+    defaults: tuple[str, str | None],
     data: st.DataObject,
 ):
-    document, specs = build(top, section, section_agent)
+    document, specs = build(top, section, section_agent, defaults)
     engine = PolicyEngine(Policy.from_dict(document))
     patterns = [p for spec in specs for p in [*spec.tools, *spec.excepts]] or ["a"]
     affix = st.just("") | name
     names = st.one_of(name, st.builds(_near, st.sampled_from(patterns), affix, affix))
-    agents = st.none() | st.just(section_agent) | st.sampled_from(["a.b", "x/y", "ab"]) | names
+    agents = st.none() | st.sampled_from(["a.b", "x/y", "x/z", "ab"]) | names
     for _ in range(8):
         tool, server, agent = data.draw(names), data.draw(st.none() | names), data.draw(agents)
-        verdict = engine.evaluate(ToolCall(id="c", name=tool, server=server, agent=agent))
+        flag = data.draw(st.none() | st.booleans())
+        args: dict[str, Any] = {} if flag is None else {"flag": flag}
+        verdict = engine.evaluate(
+            ToolCall(id="c", name=tool, server=server, agent=agent, args=args)
+        )
         got = (verdict.kind, verdict.rule)
-        assert got == reference(specs, tool, server, agent), (tool, server, agent)
+        assert got == reference(specs, defaults, section_agent, (tool, server, agent, args)), (
+            tool, server, agent, args,
+        )  # fmt: skip

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from signoff.errors import PolicyError, Problem
 from signoff.policy import Explanation, Policy, PolicyEngine
-from signoff.policy.source import format_path, locate, parse_text
+from signoff.policy.source import Locator, format_path, parse_text
 from signoff.types import ToolCall
 
 __all__ = ["app", "explain_table", "load_calls"]
@@ -22,13 +22,6 @@ __all__ = ["app", "explain_table", "load_calls"]
 app = typer.Typer(help="Validate a policy and explain its verdicts.", no_args_is_help=True)
 
 _STYLE = {"allow": "bold green", "ask": "bold yellow", "deny": "bold red"}
-_CONFIG_OPTION = typer.Option(
-    Path("signoff.yaml"),
-    "--config",
-    "-c",
-    help="The policy or config file.",
-    envvar="SIGNOFF_CONFIG",
-)
 
 
 @app.command()
@@ -123,6 +116,7 @@ def load_calls(path: Path) -> list[ToolCall]:
         raise PolicyError([Problem(message="expected a list of calls", source=source)])
     calls: list[ToolCall] = []
     problems: list[Problem] = []
+    locate = Locator(text)
     for i, item in enumerate(data):
         message = _call_problem(item)
         if message is None:
@@ -136,7 +130,7 @@ def load_calls(path: Path) -> list[ToolCall]:
                 )
             )
             continue
-        line, column = locate(text, (i,)) or (None, None)
+        line, column = locate((i,)) or (None, None)
         problems.append(
             Problem(
                 message=message, path=format_path((i,)), source=source, line=line, column=column

@@ -9,6 +9,7 @@ strings; `true` is not the number 1.
 from __future__ import annotations
 
 import fnmatch
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -16,9 +17,10 @@ from typing import Any, Final
 
 from signoff.policy.glob import check_glob
 
-__all__ = ["OPERATORS", "Condition", "compile_condition", "parse_path"]
+__all__ = ["OPERATORS", "Condition", "compile_condition", "is_json", "parse_path"]
 
 _MISSING: Final = object()
+_INDEX: Final = re.compile(r"[0-9]{1,9}")
 
 OPERATORS: Final = (
     "eq",
@@ -50,7 +52,7 @@ class Condition:
         for segment in self.segments:
             if isinstance(value, Mapping):
                 value = value.get(segment, _MISSING)
-            elif isinstance(value, list) and segment.isdigit():
+            elif isinstance(value, list) and _INDEX.fullmatch(segment):
                 index = int(segment)
                 value = value[index] if index < len(value) else _MISSING
             else:
@@ -77,6 +79,11 @@ def parse_path(path: str) -> tuple[str, ...]:
 
 def compile_condition(path: str, operator: str, operand: Any) -> Condition:
     """Build one condition; raise ValueError naming what is wrong with the operand."""
+    if not is_json(operand):
+        raise ValueError(
+            f"{operator!r} needs a JSON value (text, number, true/false, null, list, mapping), "
+            f"not {operand!r}"
+        )
     return Condition(path, operator, operand, parse_path(path), _test(operator, operand))
 
 
@@ -130,6 +137,19 @@ _COMPARISONS: Final[dict[str, Callable[[Any, Any], bool]]] = {
     "lt": lambda a, b: bool(a < b),
     "le": lambda a, b: bool(a <= b),
 }
+
+
+def is_json(value: Any) -> bool:
+    """Whether `value` is plain JSON: no NaN or infinity, no dates, sets or other objects."""
+    if value is None or isinstance(value, str | bool | int):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(is_json(item) for item in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and is_json(v) for k, v in value.items())
+    return False
 
 
 def _is_number(value: Any) -> bool:

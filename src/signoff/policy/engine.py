@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from signoff.policy.conditions import Condition
+from signoff.policy.conditions import Condition, is_json
 from signoff.policy.glob import Glob, compile_glob
 from signoff.policy.model import Policy, Rule, SectionDefault
 from signoff.policy.source import paused_gc
@@ -102,7 +102,7 @@ class PolicyEngine:
             cached = self._lookup(key)
         candidates, default = cached
         args: object = call.args  # typed as a dict, but a model can put anything there
-        if not isinstance(args, dict):
+        if not isinstance(args, dict) or (_conditional(candidates) and not is_json(args)):
             return _fail_closed(candidates, default)
         verdict = default
         for entry in candidates:
@@ -116,24 +116,21 @@ class PolicyEngine:
         return verdict
 
     def explain(self, call: ToolCall, context: Context | None = None) -> Explanation:
-        """The verdict, the deciding rule and every matching rule it shadowed."""
-        candidates, default = self._lookup((call.name, call.server, call.agent))
+        """The verdict (exactly `evaluate`'s), the deciding rule and the matching rules it shadowed."""
+        verdict = self.evaluate(call, context)
+        candidates, _ = self._lookup((call.name, call.server, call.agent))
         args: object = call.args
-        if not isinstance(args, dict):
-            verdict = _fail_closed(candidates, default)
-            rule = self._rules.get(verdict.rule) if verdict.rule else None
-            return Explanation(verdict=verdict, rule=rule, shadowed=())
-        matched = [entry for entry in candidates if entry.applies(args)]
-        verdict = matched[0].verdict if matched else default
-        if verdict.kind == "ask" and context is not None and context.grants:
-            grant = _covering_grant(call, context, candidates)
-            if grant is not None:
-                rules = tuple(e.rule for e in matched)
-                return Explanation(verdict=_granted(grant), rule=None, shadowed=rules, grant=grant)
+        checkable = isinstance(args, dict) and is_json(args)
+        matched = [e.rule for e in candidates if checkable and e.applies(args)]  # type: ignore[arg-type]
+        rule = self._rules.get(verdict.rule) if verdict.rule else None
+        grant = None
+        if verdict.rule is not None and verdict.rule.startswith("grant:") and context is not None:
+            grant = next(g for g in context.grants if verdict.rule == f"grant:{g.id}")
         return Explanation(
             verdict=verdict,
-            rule=matched[0].rule if matched else None,
-            shadowed=tuple(entry.rule for entry in matched[1:]),
+            rule=rule,
+            shadowed=tuple(r for r in matched if r is not rule),
+            grant=grant,
         )
 
     def _lookup(self, key: _Key) -> tuple[tuple[_Entry, ...], Verdict]:
@@ -282,8 +279,13 @@ def _section_default(section: SectionDefault) -> Verdict:
     )
 
 
+def _conditional(candidates: Sequence[_Entry]) -> bool:
+    return any(entry.when for entry in candidates)
+
+
 def _fail_closed(candidates: Sequence[_Entry], default: Verdict) -> Verdict:
-    """Arguments that are not a JSON object cannot be checked: deny if any rule might, else ask."""
+    """Arguments that are not a JSON object (or hold NaN, dates, objects where a condition must
+    read them) cannot be checked: deny if any rule might apply, else ask."""
     for entry in candidates:
         if entry.rule.effect == "deny":
             reason = f"the arguments are not a JSON object and rule {entry.rule.id} may deny it"

@@ -15,6 +15,7 @@ The unified format (ARCHITECTURE §4) is ``default``, ``rules``, ``tools``, ``se
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 from dataclasses import dataclass, replace
 from pathlib import Path as FilePath
@@ -24,22 +25,25 @@ from signoff.errors import PolicyError, Problem
 from signoff.policy.conditions import OPERATORS, Condition, compile_condition
 from signoff.policy.model import Policy, Rule, SectionDefault
 from signoff.policy.reader import Reader, Recorded
-from signoff.policy.source import Path, format_path, locate, parse_text, paused_gc
+from signoff.policy.reader import show as _show
+from signoff.policy.source import Locator, Path, format_path, parse_text, paused_gc
 from signoff.types import VerdictKind, canonical_json
 
 __all__ = ["load_data", "load_file", "load_text"]
 
 _LIST_KEYS = ("tools", "toolNames", "enabled_tools")
-_DCAF_KEYS = (
-    "tool_blacklist",
-    "exclude_tools",
-    "include_tools",
-    "auto_approved_tools",
-    "auto_approve_tools",
+_DCAF_KEYS = frozenset(
+    {
+        "tool_blacklist",
+        "exclude_tools",
+        "include_tools",
+        "auto_approved_tools",
+        "auto_approve_tools",
+    }
 )
 _SECTION_KEYS = frozenset(
     {"default", "rules", *_LIST_KEYS, "tool_approvals", "require_approval", "requireApproval"}
-    | set(_DCAF_KEYS)
+    | _DCAF_KEYS
 )
 # Keys read by other parts of signoff (the store, the server, the MCP gateway).
 _OTHER_TOP_KEYS = frozenset({"database", "auth", "gateway"})
@@ -121,7 +125,8 @@ class _Builder:
         self.rules: list[Rule] = []
         self.section_defaults: list[SectionDefault] = []
         self.default: VerdictKind = "ask"
-        self._ids: dict[str, Path] = {}
+        self._ids: dict[str, tuple[Path, bool]] = {}
+        """Rule id → where the rule stands and whether its id was written by hand."""
 
     # -- documents -------------------------------------------------------------------------
 
@@ -139,19 +144,19 @@ class _Builder:
             self._servers(top, ())
         else:
             self.reader.keys(top, (), _TOP_KEYS, "the policy")
-            if "version" in top and top["version"] != 1:
-                self.reader.error(("version",), f"unsupported version {top['version']!r}; use 1")
+            version = top.get("version", 1)
+            if type(version) is not int or version != 1:
+                self.reader.error(("version",), f"unsupported version {version!r}; use 1")
             self._section(top, (), _Scope("global"))
-            if "servers" in top and (servers := self._map(top["servers"], ("servers",))):
-                self._servers(servers, ("servers",))
-            if "agents" in top and (agents := self._map(top["agents"], ("agents",))):
-                for name, section in agents.items():
-                    path = ("agents", name)
-                    if self.reader.globs(name, path, "an agent path") and (
-                        body := self._map(section, path)
-                    ):
-                        self.reader.keys(body, path, _SECTION_KEYS, f"agent {name!r}")
-                        self._section(body, path, _Scope("agent", name))
+
+    def _agents(self, agents: dict[str, Any], path: Path) -> None:
+        for name, section in agents.items():
+            where = (*path, name)
+            if self.reader.globs(name, where, "an agent path") and (
+                body := self._map(section, where)
+            ):
+                self.reader.keys(body, where, _SECTION_KEYS, f"agent {name!r}")
+                self._section(body, where, _Scope("agent", name))
 
     def _servers(self, servers: dict[str, Any], path: Path) -> None:
         for name, section in servers.items():
@@ -185,24 +190,45 @@ class _Builder:
     # -- sections --------------------------------------------------------------------------
 
     def _section(self, data: dict[str, Any], path: Path, scope: _Scope) -> None:
-        if "default" in data:
-            verdict = self.reader.verdict(data["default"], (*path, "default"), "default")
-            if verdict is not None:
-                self._set_default(path, scope, verdict)
-        if "rules" in data:
-            rules = data["rules"]
-            if not isinstance(rules, list):
-                self.reader.error((*path, "rules"), "rules must be a list of rules")
-            else:
-                for i, rule in enumerate(rules):
-                    self._rule(rule, (*path, "rules", i), scope)
-        if isinstance(data.get("tools"), dict):
-            for name, toggle in data["tools"].items():
-                self._toggle(name, toggle, (*path, "tools", name), scope)
-        listed = self._tool_list(data, path, scope)
-        self._require_approval(data, path, scope, listed)
-        self._tool_approvals(data, path, scope, listed)
-        self._dcaf(data, path, scope)
+        """Each key of a section in the order of the file: that order breaks ties."""
+        listed = self._listed(data, path)
+        approval_keys = [k for k in ("require_approval", "requireApproval") if k in data]
+        if len(approval_keys) > 1:
+            self.reader.error(
+                (*path, approval_keys[1]), "give either 'require_approval' or 'requireApproval'"
+            )
+        for key, value in data.items():
+            where = (*path, key)
+            if key == "default":
+                verdict = self.reader.verdict(value, where, "default")
+                if verdict is not None:
+                    self._set_default(path, scope, verdict)
+            elif key == "rules":
+                if not isinstance(value, list):
+                    self.reader.error(where, f"rules must be a list of rules, not {_show(value)}")
+                    continue
+                for i, rule in enumerate(value):
+                    self._rule(rule, (*where, i), scope)
+            elif key == "tools" and isinstance(value, dict):
+                for name, toggle in (self._map(value, where) or {}).items():
+                    self._toggle(name, toggle, (*where, name), scope)
+            elif listed is not None and key == listed[0]:
+                self._tool_list(listed, path, scope)
+            elif key in approval_keys[:1]:
+                self._require_approval(key, value, path, scope, listed)
+            elif key == "tool_approvals":
+                self._tool_approvals(value, path, scope, listed)
+            elif key in _DCAF_KEYS:
+                self._dcaf(key, value, path, scope)
+            elif (
+                scope.kind == "global" and key == "servers" and (servers := self._map(value, where))
+            ):
+                self._servers(servers, where)
+            elif scope.kind == "global" and key == "agents" and (agents := self._map(value, where)):
+                self._agents(agents, where)
+        # DCAF: a tool that matches neither list asks, whatever the global default says.
+        if scope.kind != "global" and "default" not in data and _DCAF_KEYS.intersection(data):
+            self._set_default(path, scope, "ask")
 
     def _set_default(self, path: Path, scope: _Scope, verdict: VerdictKind) -> None:
         if scope.kind == "global":
@@ -218,102 +244,99 @@ class _Builder:
                 )
             )
 
-    def _tool_list(self, data: dict[str, Any], path: Path, scope: _Scope) -> tuple[str, ...] | None:
-        """kagent ``toolNames`` / agent-os ``tools``: listed tools run, others are denied."""
+    def _listed(self, data: dict[str, Any], path: Path) -> tuple[str, tuple[str, ...]] | None:
+        """The section's tool list (kagent ``toolNames``, agent-os ``tools``) and its key.
+
+        An empty list is no list, as in kagent where an omitted ``toolNames`` means every tool.
+        """
         present = [k for k in _LIST_KEYS if k in data and not isinstance(data[k], dict)]
         if len(present) > 1:
             self.reader.error((*path, present[1]), f"give either {present[0]!r} or {present[1]!r}")
             return None
-        if not present:
+        if not present or data[present[0]] == []:
             return None
         key = present[0]
         names = self.reader.globs(data[key], (*path, key), f"{key} entries")
-        if names is None:
-            return None
-        where = self._describe(scope)
+        return None if names is None else (key, names)
+
+    def _tool_list(self, listed: tuple[str, tuple[str, ...]], path: Path, scope: _Scope) -> None:
+        """Listed tools run; any other tool of the section is denied."""
+        key, names = listed
         self._add(
             (*path, key, "unlisted"),
             scope,
             effect="deny",
             tools=("*",),
             except_tools=names,
-            reason=f"the tool is not among the tools listed for {where}",
+            reason=f"the tool is not among the tools listed for {self._describe(scope)}",
         )
         self._add((*path, key), scope, effect="allow", tools=names)
-        return names
 
     def _require_approval(
-        self, data: dict[str, Any], path: Path, scope: _Scope, listed: tuple[str, ...] | None
+        self,
+        key: str,
+        value: Any,
+        path: Path,
+        scope: _Scope,
+        listed: tuple[str, tuple[str, ...]] | None,
     ) -> None:
-        present = [k for k in ("require_approval", "requireApproval") if k in data]
-        if not present:
+        names = self.reader.globs(value, (*path, key), f"{key} entries", allow_empty=True)
+        if not names:
             return
-        key = present[0]
-        names = self.reader.globs(data[key], (*path, key), f"{key} entries")
-        if names is None:
-            return
-        list_key = "toolNames" if key == "requireApproval" else "tools"
         if listed is None and key == "requireApproval":
             self.reader.error(
                 (*path, key), "each requireApproval entry must also appear in toolNames"
             )
             return
         if listed is not None:
+            list_key, tools = listed
             for i, name in enumerate(names):
-                if name not in listed:
+                if not _covered(name, tools):
                     self.reader.error(
                         (*path, key, i),
                         f"each {key} entry must also appear in {list_key}: "
-                        f"{name!r} is not in {list(listed)!r}",
+                        f"{name!r} is not in {list(tools)!r}",
                     )
         self._add((*path, key), scope, effect="ask", tools=names)
 
     def _tool_approvals(
-        self, data: dict[str, Any], path: Path, scope: _Scope, listed: tuple[str, ...] | None
+        self, value: Any, path: Path, scope: _Scope, listed: tuple[str, tuple[str, ...]] | None
     ) -> None:
         """agent-os ``tool_approvals: {name: bool}``."""
-        if "tool_approvals" not in data:
-            return
         where: Path = (*path, "tool_approvals")
-        approvals = self._map(data["tool_approvals"], where)
-        for name, required in (approvals or {}).items():
+        for name, required in (self._map(value, where) or {}).items():
             item = (*where, name)
-            if listed is not None and name not in listed:
+            if self.reader.globs(name, item, "a tool name") is None:
+                continue
+            if listed is not None and not _covered(name, listed[1]):
                 self.reader.warn(
                     item,
-                    f"ignored: {name!r} is not one of the listed tools {list(listed)!r}",
+                    f"ignored: {name!r} is not one of the listed tools {list(listed[1])!r}",
                     at_key=True,
                 )
-                continue
-            if self.reader.globs(name, item, "a tool name") is None:
                 continue
             flag = self.reader.boolean(required, item, f"tool_approvals[{name!r}]")
             if flag is not None:
                 self._add(item, scope, effect="ask" if flag else "allow", tools=(name,))
 
-    def _dcaf(self, data: dict[str, Any], path: Path, scope: _Scope) -> None:
+    def _dcaf(self, key: str, value: Any, path: Path, scope: _Scope) -> None:
         """DCAF's glob lists: deny excluded, deny what include_tools misses, allow auto-approved."""
-        present = [k for k in _DCAF_KEYS if k in data]
-        for key in present:
-            patterns = self.reader.globs(data[key], (*path, key), f"{key} entries")
-            if patterns is None:
-                continue
-            if key in ("tool_blacklist", "exclude_tools"):
-                self._add((*path, key), scope, effect="deny", tools=patterns)
-            elif key == "include_tools":
-                self._add(
-                    (*path, key),
-                    scope,
-                    effect="deny",
-                    tools=("*",),
-                    except_tools=patterns,
-                    reason=f"the tool is not in include_tools of {self._describe(scope)}",
-                )
-            else:
-                self._add((*path, key), scope, effect="allow", tools=patterns)
-        # DCAF: a tool that matches neither list asks, whatever the global default says.
-        if present and "default" not in data and scope.kind != "global":
-            self._set_default(path, scope, "ask")
+        patterns = self.reader.globs(value, (*path, key), f"{key} entries", allow_empty=True)
+        if not patterns:
+            return
+        if key in ("tool_blacklist", "exclude_tools"):
+            self._add((*path, key), scope, effect="deny", tools=patterns)
+        elif key == "include_tools":
+            self._add(
+                (*path, key),
+                scope,
+                effect="deny",
+                tools=("*",),
+                except_tools=patterns,
+                reason=f"the tool is not in include_tools of {self._describe(scope)}",
+            )
+        else:
+            self._add((*path, key), scope, effect="allow", tools=patterns)
 
     # -- rules -----------------------------------------------------------------------------
 
@@ -346,7 +369,7 @@ class _Builder:
             fields["when"] = self._conditions(data["when"], (*path, "when"))
         if "id" in data:
             fields["id"] = self.reader.string(data["id"], (*path, "id"), "id")
-        fields |= self._options(data, path)
+        fields |= self._options(data, path, effect)
         if tools is not None and None not in fields.values():
             self._add(path, scope, effect=effect, tools=tools, **fields)
 
@@ -374,12 +397,22 @@ class _Builder:
                     data["require_approval"], (*path, "require_approval"), "require_approval"
                 )
                 effect = None if flag is None else "ask" if flag else "allow"
-            fields = self._options(data, path)
+            fields = self._options(data, path, effect)
         if effect is not None and None not in fields.values():
             self._add(path, scope, effect=effect, tools=(name,), **fields)
 
-    def _options(self, data: dict[str, Any], path: Path) -> dict[str, Any]:
+    def _options(
+        self, data: dict[str, Any], path: Path, effect: VerdictKind | None
+    ) -> dict[str, Any]:
         out: dict[str, Any] = {}
+        if effect in ("allow", "deny"):
+            for key in ("timeout", "approvers", "forbid_self_approval"):
+                if key in data:
+                    self.reader.warn(
+                        (*path, key),
+                        f"{key!r} has no effect on a rule that does not ask",
+                        at_key=True,
+                    )
         if "priority" in data:
             out["priority"] = self.reader.integer(data["priority"], (*path, "priority"), "priority")
         if "timeout" in data:
@@ -420,6 +453,12 @@ class _Builder:
                     continue
                 try:
                     out.append(compile_condition(arg_path, str(operator), operand))
+                    if operator in ("gt", "ge", "lt", "le") and _numeric_text(operand):
+                        self.reader.warn(
+                            at,
+                            f"{operand!r} is text, so it is compared with text only; "
+                            "for a number write it as one (1000, 1.0e+3)",
+                        )
                 except ValueError as exc:
                     self.reader.error(at, str(exc))
                     ok = False
@@ -428,13 +467,20 @@ class _Builder:
     # -- helpers ---------------------------------------------------------------------------
 
     def _add(self, path: Path, scope: _Scope, *, effect: VerdictKind, **fields: Any) -> None:
-        rule_id = fields.pop("id", None) or format_path(path)
+        explicit = fields.pop("id", None)
+        rule_id = explicit or format_path(path)
         if rule_id in self._ids:
+            earlier, earlier_explicit = self._ids[rule_id]
+            # Blame the id written by hand: a generated id only says where a rule stands.
+            if explicit or not earlier_explicit:
+                at, other = (*path, "id") if explicit else path, earlier
+            else:
+                at, other = (*earlier, "id"), path
             self.reader.error(
-                path, f"rule id {rule_id!r} is already used by {format_path(self._ids[rule_id])}"
+                at, f"rule id {rule_id!r} is already the id of the rule at {format_path(other)}"
             )
             return
-        self._ids[rule_id] = path
+        self._ids[rule_id] = (path, explicit is not None)
         if scope.kind == "server":
             assert scope.name is not None  # server scopes are always named
             fields["servers"] = (scope.name,)
@@ -452,18 +498,33 @@ class _Builder:
         return "this policy" if scope.kind == "global" else f"{scope.kind} {scope.name!r}"
 
 
+def _numeric_text(value: Any) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        float(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _covered(name: str, patterns: tuple[str, ...]) -> bool:
+    """Whether a listed pattern covers `name` (itself a name or a glob)."""
+    return name in patterns or any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
 def _is_dcaf_server(value: Any) -> bool:
     return isinstance(value, dict) and bool(
-        _CONNECTION_KEYS.intersection(value) or set(_DCAF_KEYS).intersection(value)
+        _CONNECTION_KEYS.intersection(value) or _DCAF_KEYS.intersection(value)
     )
 
 
 def _locate(recorded: list[Recorded], source: str | None, text: str | None) -> list[Problem]:
+    locator = Locator(text) if text is not None and recorded else None
     problems = []
     for item in recorded:
-        line = column = None
-        if text is not None and (where := locate(text, item.path, at_key=item.at_key)):
-            line, column = where
+        where = locator(item.path, at_key=item.at_key) if locator is not None else None
+        line, column = where or (None, None)
         problems.append(
             Problem(
                 message=item.message,

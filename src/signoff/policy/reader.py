@@ -15,7 +15,7 @@ from signoff.policy.glob import check_glob
 from signoff.policy.source import Path
 from signoff.types import VerdictKind
 
-__all__ = ["Reader", "Recorded"]
+__all__ = ["Reader", "Recorded", "show"]
 
 _VERDICTS: tuple[str, ...] = get_args(VerdictKind)
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
@@ -42,11 +42,14 @@ class Reader:
 
     def mapping(self, value: Any, path: Path, what: str) -> dict[str, Any] | None:
         if not isinstance(value, dict):
-            self.error(path, f"{what} must be a mapping, not {_kind(value)} {_show(value)}")
+            self.error(path, f"{what} must be a mapping, not {describe(value)}")
             return None
         for key in value:
             if not isinstance(key, str):
-                self.error((*path, key), f"keys must be strings, not {_kind(key)} {key!r}")
+                hint = " (YAML reads unquoted yes/no/on/off/null as non-strings: quote it)"
+                self.error(
+                    (*path, key), f"keys must be strings, not {describe(key)}{hint}", at_key=True
+                )
                 return None
         return value
 
@@ -66,15 +69,19 @@ class Reader:
 
     def string(self, value: Any, path: Path, what: str) -> str | None:
         if not isinstance(value, str) or not value:
-            self.error(path, f"{what} must be a non-empty string, not {_show(value)}")
+            self.error(path, f"{what} must be a non-empty string, not {show(value)}")
             return None
         return value
 
-    def strings(self, value: Any, path: Path, what: str) -> tuple[str, ...] | None:
+    def strings(
+        self, value: Any, path: Path, what: str, *, allow_empty: bool = False
+    ) -> tuple[str, ...] | None:
         """A string or a list of strings."""
         items = [value] if isinstance(value, str) else value
-        if not isinstance(items, list) or not items:
-            self.error(path, f"{what} must be a string or a non-empty list of strings")
+        if not isinstance(items, list) or not (items or allow_empty):
+            self.error(
+                path, f"{what} must be a string or a non-empty list of strings, not {show(value)}"
+            )
             return None
         out: list[str] = []
         for i, item in enumerate(items):
@@ -83,8 +90,10 @@ class Reader:
                 out.append(text)
         return tuple(out) if len(out) == len(items) else None
 
-    def globs(self, value: Any, path: Path, what: str) -> tuple[str, ...] | None:
-        patterns = self.strings(value, path, what)
+    def globs(
+        self, value: Any, path: Path, what: str, *, allow_empty: bool = False
+    ) -> tuple[str, ...] | None:
+        patterns = self.strings(value, path, what, allow_empty=allow_empty)
         if patterns is None:
             return None
         ok = True
@@ -97,19 +106,19 @@ class Reader:
 
     def boolean(self, value: Any, path: Path, what: str) -> bool | None:
         if not isinstance(value, bool):
-            self.error(path, f"{what} must be true or false, not {_show(value)}")
+            self.error(path, f"{what} must be true or false, not {show(value)}")
             return None
         return value
 
     def integer(self, value: Any, path: Path, what: str) -> int | None:
         if not isinstance(value, int) or isinstance(value, bool):
-            self.error(path, f"{what} must be an integer, not {_show(value)}")
+            self.error(path, f"{what} must be an integer, not {show(value)}")
             return None
         return value
 
     def verdict(self, value: Any, path: Path, what: str) -> VerdictKind | None:
         if value not in _VERDICTS:
-            self.error(path, f"{what} must be one of allow, ask, deny; not {_show(value)}")
+            self.error(path, f"{what} must be one of allow, ask, deny; not {show(value)}")
             return None
         return cast(VerdictKind, value)
 
@@ -123,22 +132,30 @@ class Reader:
             parts = _DURATION.findall(text)
             if parts and "".join(number + unit for number, unit in parts) == text:
                 seconds = sum(float(number) * _UNITS[unit] for number, unit in parts)
-        if seconds is None or seconds <= 0:
+        if seconds is None or not 0 < seconds < float("inf"):
             self.error(
                 path,
                 f"timeout must be a positive number of seconds or a duration like '30s', '5m', "
-                f"'1h30m', '2d'; not {_show(value)}",
+                f"'1h30m', '2d'; not {show(value)}",
             )
             return None
         return seconds
 
 
+def describe(value: Any) -> str:
+    """``a string 'x'``, ``null``, ``a boolean True``: the value and what YAML made of it."""
+    return "null" if value is None else f"{_kind(value)} {show(value)}"
+
+
 def _kind(value: Any) -> str:
-    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean"}.get(
+    kinds = {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean"}
+    if value is None:
+        return "null"
+    return kinds.get(
         type(value), "a number" if isinstance(value, int | float) else type(value).__name__
     )
 
 
-def _show(value: Any) -> str:
+def show(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."

@@ -17,9 +17,10 @@ import yaml
 
 from signoff.errors import PolicyError, Problem
 
-__all__ = ["Path", "format_path", "locate", "parse_text", "paused_gc"]
+__all__ = ["Locator", "Path", "format_path", "parse_text", "paused_gc"]
 
-Path: TypeAlias = tuple[str | int, ...]
+Path: TypeAlias = tuple[Any, ...]
+"""Keys and indexes from the document's root; a key can be any YAML scalar."""
 
 _PLAIN_KEY = re.compile(r"[^.\[\] \"']+")
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -31,6 +32,8 @@ class _StrictLoader(_Loader):  # type: ignore[valid-type,misc]
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Hashable, yaml.Node] = {}
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # `<<: *anchor` merges are fine; explicit keys may override them
             key = self.construct_object(key_node, deep=True)
             if isinstance(key, Hashable) and key in seen:
                 first = seen[key].start_mark
@@ -64,10 +67,12 @@ def parse_text(text: str, *, source: str | None, json_only: bool = False) -> Any
     """Parse YAML (JSON is YAML too); raise `PolicyError` pointing at a syntax error."""
     if json_only:
         try:
-            return json.loads(text)
+            return json.loads(text, object_pairs_hook=_unique_pairs)
         except json.JSONDecodeError as exc:
             problem = Problem(message=exc.msg, source=source, line=exc.lineno, column=exc.colno)
             raise PolicyError([problem]) from None
+        except _DuplicateKey:
+            pass  # JSON is YAML: the YAML reader below finds where the duplicate stands
     try:
         with paused_gc():
             return yaml.load(text, Loader=_StrictLoader)
@@ -85,42 +90,72 @@ def parse_text(text: str, *, source: str | None, json_only: bool = False) -> Any
         raise PolicyError([Problem(message=str(exc), source=source)]) from None
 
 
-def locate(text: str, path: Path, *, at_key: bool = False) -> tuple[int, int] | None:
-    """The 1-based line and column of the value at `path` (or of its key, with `at_key`)."""
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        raise _DuplicateKey
+    return data
+
+
+class Locator:
+    """Finds the line and column of paths in one text, composing it once."""
+
+    def __init__(self, text: str) -> None:
+        try:
+            self._root: yaml.Node | None = yaml.compose(text, Loader=_Loader)
+        except yaml.YAMLError:
+            self._root = None
+
+    def __call__(self, path: Path, *, at_key: bool = False) -> tuple[int, int] | None:
+        """The 1-based line and column of the value at `path` (or of its key, with `at_key`);
+        the nearest enclosing node when the path is not all there."""
+        node = found = self._root
+        last = len(path) - 1
+        for index, step in enumerate(path):
+            found = None
+            if isinstance(node, yaml.MappingNode):
+                for key_node, value_node in node.value:
+                    if isinstance(key_node, yaml.ScalarNode) and _same_key(key_node, step):
+                        found = key_node if at_key and index == last else value_node
+                        break
+            elif (
+                isinstance(node, yaml.SequenceNode)
+                and isinstance(step, int)
+                and step < len(node.value)
+            ):
+                found = node.value[step]
+            if found is None:
+                break
+            node = found
+        target = found or node
+        if target is None:
+            return None
+        return target.start_mark.line + 1, target.start_mark.column + 1
+
+
+def _same_key(node: yaml.ScalarNode, step: object) -> bool:
+    if isinstance(step, str):
+        return bool(node.value == step) and node.tag == "tag:yaml.org,2002:str"
+    # A key YAML resolved to a boolean, a number or null: compare what it resolves to.
     try:
-        node: yaml.Node | None = yaml.compose(text, Loader=_Loader)
+        value = yaml.load(node.value, Loader=_Loader)
     except yaml.YAMLError:
-        return None
-    found = node
-    last = len(path) - 1
-    for index, step in enumerate(path):
-        found = None
-        if isinstance(node, yaml.MappingNode):
-            for key_node, value_node in node.value:
-                if isinstance(key_node, yaml.ScalarNode) and key_node.value == str(step):
-                    found = key_node if at_key and index == last else value_node
-                    break
-        elif (
-            isinstance(node, yaml.SequenceNode) and isinstance(step, int) and step < len(node.value)
-        ):
-            found = node.value[step]
-        if found is None:
-            break
-        node = found
-    target = found or node
-    if target is None:
-        return None
-    return target.start_mark.line + 1, target.start_mark.column + 1
+        return False
+    return bool(value == step and type(value) is type(step))
 
 
 def format_path(path: Path) -> str:
     """``rules[2].when.path`` for ``("rules", 2, "when", "path")``."""
     out = ""
     for step in path:
-        if isinstance(step, int):
+        if isinstance(step, int) and not isinstance(step, bool):
             out += f"[{step}]"
-        elif _PLAIN_KEY.fullmatch(step) is None:
-            out += f"[{json.dumps(step, ensure_ascii=False)}]"
+        elif not isinstance(step, str) or _PLAIN_KEY.fullmatch(step) is None:
+            out += f"[{json.dumps(step, ensure_ascii=False, default=repr)}]"
         else:
             out += f".{step}" if out else step
     return out
