@@ -116,7 +116,7 @@ class PolicyEngine:
         return verdict
 
     def explain(self, call: ToolCall, context: Context | None = None) -> Explanation:
-        """The verdict (exactly `evaluate`'s), the deciding rule and the matching rules it shadowed."""
+        """The verdict (the same as `evaluate`), the deciding rule and the rules it shadowed."""
         verdict = self.evaluate(call, context)
         candidates, _ = self._lookup((call.name, call.server, call.agent))
         args: object = call.args
