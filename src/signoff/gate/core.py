@@ -9,6 +9,7 @@ decision = await gate.ask(call, timeout=30)     # in-process: hold, then wait fo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -81,7 +82,11 @@ class Gate:
         self.notifier = notifier or Notifier()
         self._schema = _schema_lookup(schemas)
         self._now = clock or (lambda: datetime.now(UTC))
-        self._poll = poll_interval
+        # Without cross-process notifications a waiter polls; with them, polling is a safety net.
+        self._poll = (
+            poll_interval if not store.notifies_across_processes else max(poll_interval, 5.0)
+        )
+        self._listening = False
 
     # -- judging ---------------------------------------------------------------------------
 
@@ -259,23 +264,32 @@ class Gate:
     async def wait(self, approval_id: str, timeout: float | None = None) -> Approval:
         """Wait until the approval is decided or expires; `ApprovalTimeout` after `timeout` s."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            approval = await self.store.get_approval(approval_id)
-            if not approval.pending:
-                return approval
-            if approval.expires_at is not None and approval.expires_at <= self._now():
-                [expired] = await self.expire([approval])
-                return expired
-            remaining = (
-                self._poll if deadline is None else min(self._poll, deadline - time.monotonic())
-            )
-            if approval.expires_at is not None:
-                remaining = min(remaining, (approval.expires_at - self._now()).total_seconds())
-            if deadline is not None and deadline - time.monotonic() <= 0:
-                raise ApprovalTimeout(
-                    f"approval {approval_id!r} was not decided within {timeout} s"
-                )
-            await self.notifier.wait(approval_id, max(remaining, 0.0))
+        if not self._listening:
+            self._listening = True
+            await self.store.listen(self.notifier.notify)
+        with self.notifier.subscription(approval_id) as decided:
+            while True:
+                decided.clear()
+                approval = await self.store.get_approval(approval_id)
+                if not approval.pending:
+                    return approval
+                now = self._now()
+                if approval.expires_at is not None and approval.expires_at <= now:
+                    [expired] = await self.expire([approval])
+                    return expired
+                remaining = self._poll
+                if deadline is not None:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise ApprovalTimeout(
+                            f"approval {approval_id!r} was not decided within {timeout} s"
+                        )
+                    remaining = min(remaining, left)
+                if approval.expires_at is not None:
+                    remaining = min(remaining, (approval.expires_at - now).total_seconds())
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(remaining):
+                        await decided.wait()
 
     async def ask(
         self, call: ToolCall, *, timeout: float | None = None, context: CheckContext | None = None

@@ -1,13 +1,15 @@
 """Wake-ups when an approval is decided. A wake-up is a hint: the database is the truth.
 
-In one process an `asyncio` event per approval; waiters in other processes poll with a bounded
-interval (a LISTEN/NOTIFY notifier for PostgreSQL plugs into the same two methods).
+In one process an `asyncio` event per waiter; decisions taken in other processes arrive through
+the store's `listen` (PostgreSQL LISTEN/NOTIFY) or are found by the waiter's bounded polling.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import defaultdict
+from collections.abc import Iterator
 
 __all__ = ["Notifier"]
 
@@ -17,22 +19,22 @@ class Notifier:
         self._waiters: dict[str, set[asyncio.Event]] = defaultdict(set)
 
     def notify(self, key: str) -> None:
-        for event in self._waiters.pop(key, ()):
+        for event in self._waiters.get(key, ()):
             event.set()
 
-    async def wait(self, key: str, timeout: float) -> bool:
-        """Wait up to `timeout` seconds for `notify(key)`; True if it came."""
+    @contextlib.contextmanager
+    def subscription(self, key: str) -> Iterator[asyncio.Event]:
+        """An event set by every `notify(key)` while the block runs.
+
+        Subscribe before reading the state you wait on, so a wake-up between the read and the
+        wait is not lost.
+        """
         event = asyncio.Event()
         self._waiters[key].add(event)
         try:
-            async with asyncio.timeout(timeout):
-                await event.wait()
-            return True
-        except TimeoutError:
-            return False
+            yield event
         finally:
-            waiters = self._waiters.get(key)
-            if waiters is not None:
-                waiters.discard(event)
-                if not waiters:
-                    del self._waiters[key]
+            waiters = self._waiters[key]
+            waiters.discard(event)
+            if not waiters:
+                del self._waiters[key]

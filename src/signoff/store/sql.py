@@ -10,12 +10,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Row, and_, insert, select, update
+from sqlalchemy import Row, and_, insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from signoff.errors import NotFoundError
@@ -45,6 +45,7 @@ class AuditRecord:
     at: datetime
 
 
+_CHANNEL = "signoff_decisions"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
@@ -75,6 +76,27 @@ class SQLStore:
     def __init__(self, engine: AsyncEngine, *, url: str) -> None:
         self.engine = engine
         self.url = url
+        self._listener: Any = None
+
+    @property
+    def notifies_across_processes(self) -> bool:
+        """PostgreSQL tells other processes of decisions; SQLite waiters poll."""
+        return self.engine.dialect.name == "postgresql"
+
+    async def listen(self, callback: Callable[[str], None]) -> None:
+        """Call `callback(approval_id)` whenever any process decides an approval (PostgreSQL).
+
+        A notification is a hint that something changed: the database stays the truth.
+        """
+        if not self.notifies_across_processes or self._listener is not None:
+            return
+        import asyncpg
+
+        dsn = self.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+        self._listener = await asyncpg.connect(dsn)
+        await self._listener.add_listener(
+            _CHANNEL, lambda _conn, _pid, _channel, payload: callback(payload)
+        )
 
     async def migrate(self) -> int:
         """Bring the schema up to date; return the version it had."""
@@ -83,6 +105,9 @@ class SQLStore:
             return await connection.run_sync(lambda sync: migrate(sync))
 
     async def close(self) -> None:
+        if self._listener is not None:
+            await self._listener.close()
+            self._listener = None
         await self.engine.dispose()
 
     @contextlib.asynccontextmanager
@@ -200,6 +225,13 @@ class SQLStore:
             if grants:
                 await connection.execute(insert(schema.grants), [_grant_row(g) for g in grants])
             await self.append_audit(connection, audit)
+            if self.notifies_across_processes:
+                # Delivered on commit, to every listening process.
+                for approval, _ in changes:
+                    await connection.execute(
+                        text("SELECT pg_notify(:channel, :id)"),
+                        {"channel": _CHANNEL, "id": approval.id},
+                    )
         return True
 
     async def due_for_expiry(self, now: datetime, *, limit: int = 500) -> list[Approval]:
