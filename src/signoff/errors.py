@@ -8,6 +8,7 @@
      ├── ConflictError          a different decision was already taken
      ├── ForbiddenError         the actor may not take this decision
      ├── ApprovalTimeout        nobody decided within the time asked for
+     ├── StoreError             the database cannot be reached, or holds no signoff schema
      └── MissingExtraError      an optional part is used without its extra installed
 
 Messages name the offending value and say what to do about it. Mapping errors to HTTP statuses
@@ -29,6 +30,7 @@ __all__ = [
     "PolicyError",
     "Problem",
     "SignoffError",
+    "StoreError",
 ]
 
 
@@ -95,6 +97,10 @@ class ForbiddenError(SignoffError):
 
 class ApprovalTimeout(SignoffError, TimeoutError):
     """Nobody decided within the time the caller was willing to wait."""
+
+
+class StoreError(SignoffError):
+    """The database cannot be opened, or it holds no (or a newer) signoff schema."""
 
 
 class MissingExtraError(SignoffError, ImportError):

@@ -10,8 +10,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from signoff import Policy, ToolCall
 from signoff.gate import Gate
 from signoff.store import SQLStore
@@ -66,7 +64,9 @@ async def test_a_decision_in_another_process_wakes_a_waiter_within_a_second(post
         assert woke_at - committed_at < 1.0
 
 
-async def test_sigkill_while_deciding_leaves_each_approval_whole_and_the_chain_intact(store: SQLStore):
+async def test_sigkill_while_deciding_leaves_each_approval_whole_and_the_chain_intact(
+    store: SQLStore,
+):
     gate = Gate(POLICY, store)
     ids = await held(gate, 300)
     worker = await run_worker("decide_all", store.url)

@@ -24,8 +24,16 @@ async def race(url: str, approval_id: str, tag: str, count: int) -> None:
             return_exceptions=True,
         )
         conflicts = sum(isinstance(r, ConflictError) for r in results)
-        others = [repr(r) for r in results if isinstance(r, BaseException) and not isinstance(r, ConflictError)]
-        print(json.dumps({"ok": count - conflicts - len(others), "conflicts": conflicts, "errors": others}))
+        others = [
+            repr(r)
+            for r in results
+            if isinstance(r, BaseException) and not isinstance(r, ConflictError)
+        ]
+        print(
+            json.dumps(
+                {"ok": count - conflicts - len(others), "conflicts": conflicts, "errors": others}
+            )
+        )
 
 
 async def decide(url: str, approval_id: str) -> None:

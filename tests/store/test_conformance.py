@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from sqlalchemy import text
 
 from signoff import Approve, Edit, Grant, NotFoundError, Reject, Scope, ToolCall
-from signoff.store import AuditRecord, SQLStore, open_store
+from signoff.errors import StoreError
+from signoff.store import AuditRecord, SQLStore, Store, open_store
 from signoff.store.migrations import LATEST
 from signoff.types import Approval
 
@@ -189,3 +191,35 @@ async def test_migrating_from_empty_reaches_the_latest_version_and_is_idempotent
         assert version == LATEST
     async with open_store(store_url) as again:
         assert await again.migrate() == LATEST
+
+
+async def test_the_sql_store_implements_the_store_protocol(store: SQLStore):
+    typed: Store = store  # checked by mypy: SQLStore must satisfy the protocol
+    assert typed.url == store.url
+
+
+async def test_a_store_without_the_schema_is_refused_when_not_migrating(store_url: str):
+    async with open_store(store_url) as store, store.transaction() as connection:
+        await connection.execute(text("UPDATE signoff_schema SET version = 99"))
+    with pytest.raises(StoreError, match="schema version 99, not version 1"):
+        async with open_store(store_url, migrate=False):
+            pass
+    with pytest.raises(StoreError, match="newer than this signoff"):
+        async with open_store(store_url):
+            pass
+
+
+async def test_open_store_reads_the_url_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    url = f"sqlite+aiosqlite:///{tmp_path / 'env.db'}"
+    monkeypatch.setenv("SIGNOFF_DATABASE_URL", url)
+    async with open_store() as store:
+        assert store.url == url
+    assert (tmp_path / "env.db").exists()
+
+
+async def test_an_unsupported_url_is_a_store_error():
+    with pytest.raises(StoreError, match="unsupported database URL 'mysql://x'"):
+        async with open_store("mysql://x"):
+            pass

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 
 import signoff
-from signoff.cli import demo, policy
+from signoff.cli import audit, demo, policy
 from signoff.errors import SignoffError
 
 __all__ = ["app", "main"]
@@ -23,6 +23,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(policy.app, name="policy")
+app.add_typer(audit.app, name="audit")
 app.command("demo")(demo.demo)
 
 

@@ -21,7 +21,7 @@ from signoff.gate.edits import check_edit
 from signoff.gate.ids import new_id
 from signoff.gate.notifier import Notifier
 from signoff.policy import Policy, PolicyEngine
-from signoff.store import AuditRecord, SQLStore
+from signoff.store import AuditRecord, Store
 from signoff.types import (
     DECIDED_STATUS,
     Approval,
@@ -70,7 +70,7 @@ class Gate:
     def __init__(
         self,
         policy: Policy | PolicyEngine,
-        store: SQLStore,
+        store: Store,
         *,
         schemas: SchemaLookup | Mapping[str, Mapping[str, Any]] | None = None,
         notifier: Notifier | None = None,

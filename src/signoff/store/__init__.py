@@ -6,37 +6,50 @@ import contextlib
 import os
 from collections.abc import AsyncIterator
 
-from signoff.store.sql import AuditRecord, SQLStore
+from sqlalchemy.exc import DBAPIError
+
+from signoff.errors import StoreError
+from signoff.store.base import AuditRecord, Store
+from signoff.store.sql import SQLStore
 
 __all__ = ["DEFAULT_URL", "AuditRecord", "SQLStore", "Store", "open_store"]
 
 DEFAULT_URL = "sqlite+aiosqlite:///signoff.db"
 
-# The protocol is the SQL store's public surface; a second implementation would implement it.
-Store = SQLStore
-
 
 @contextlib.asynccontextmanager
 async def open_store(url: str | None = None, *, migrate: bool = True) -> AsyncIterator[SQLStore]:
-    """Open the store at `url`, or ``SIGNOFF_DATABASE_URL``, or ``signoff.db`` here; migrate it."""
+    """Open the store at `url`, or ``SIGNOFF_DATABASE_URL``, or ``signoff.db`` here.
+
+    With `migrate` the schema is created or brought up to date; without it the database must
+    already hold this version's schema (for tools that only read, like ``signoff audit``).
+    """
     url = url or os.environ.get("SIGNOFF_DATABASE_URL") or DEFAULT_URL
     if url.startswith("sqlite"):
-        from signoff.store.sqlite import create_sqlite_engine
+        from signoff.store.sqlite import create_sqlite_engine, database_file
 
+        path = database_file(url)
+        if not migrate and path is not None and not path.exists():
+            raise StoreError(f"there is no signoff database at {url!r}: {path} does not exist")
         engine = create_sqlite_engine(url)
     elif url.startswith("postgresql"):
         from signoff.store.postgres import create_postgres_engine
 
         engine = create_postgres_engine(url)
     else:
-        raise ValueError(
+        raise StoreError(
             f"unsupported database URL {url!r}: use sqlite+aiosqlite:///FILE "
             "or postgresql+asyncpg://USER@HOST/DB"
         )
     store = SQLStore(engine, url=url)
     try:
-        if migrate:
-            await store.migrate()
+        try:
+            if migrate:
+                await store.migrate()
+            else:
+                await store.check_schema()
+        except (OSError, DBAPIError) as exc:
+            raise StoreError(f"cannot open the store at {url!r}: {exc}") from exc
         yield store
     finally:
         await store.close()

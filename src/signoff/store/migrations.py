@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, insert, inspect, select, update
 
+from signoff.errors import StoreError
 from signoff.store import schema
 
-__all__ = ["LATEST", "MIGRATIONS", "migrate"]
+__all__ = ["LATEST", "MIGRATIONS", "migrate", "schema_version"]
 
 
 def _v1(connection: Connection) -> None:
@@ -26,6 +27,13 @@ MIGRATIONS: list[Callable[[Connection], None]] = [_v1]
 LATEST = len(MIGRATIONS)
 
 
+def schema_version(connection: Connection) -> int | None:
+    """The schema version the database is at, or None when it has no signoff schema."""
+    if not inspect(connection).has_table(schema.schema_version.name):
+        return None
+    return connection.execute(select(schema.schema_version.c.version)).scalar()
+
+
 def migrate(connection: Connection, *, target: int = LATEST) -> int:
     """Bring the database to `target`, inside the caller's transaction; return the old version."""
     schema.schema_version.create(connection, checkfirst=True)
@@ -34,7 +42,7 @@ def migrate(connection: Connection, *, target: int = LATEST) -> int:
         connection.execute(insert(schema.schema_version).values(version=0))
         current = 0
     if current > LATEST:
-        raise RuntimeError(
+        raise StoreError(
             f"the database is at schema version {current}, newer than this signoff ({LATEST}); "
             "upgrade signoff"
         )

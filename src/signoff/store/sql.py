@@ -11,16 +11,16 @@ import contextlib
 import hashlib
 import json
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Row, and_, insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from signoff.errors import NotFoundError
+from signoff.errors import NotFoundError, StoreError
 from signoff.store import schema
-from signoff.store.migrations import migrate
+from signoff.store.base import AuditRecord
+from signoff.store.migrations import LATEST, migrate, schema_version
 from signoff.types import (
     Approval,
     AuditEntry,
@@ -31,18 +31,7 @@ from signoff.types import (
     decision_to_dict,
 )
 
-__all__ = ["AuditRecord", "SQLStore", "from_micros", "to_micros"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class AuditRecord:
-    """An audit entry to append: the store chains it and gives it its number."""
-
-    actor: str
-    action: str
-    subject: str
-    data: dict[str, Any] = field(default_factory=dict)
-    at: datetime
+__all__ = ["SQLStore", "from_micros", "to_micros"]
 
 
 _CHANNEL = "signoff_decisions"
@@ -103,6 +92,17 @@ class SQLStore:
         async with self.transaction() as connection:
             await self._lock_schema(connection)
             return await connection.run_sync(lambda sync: migrate(sync))
+
+    async def check_schema(self) -> None:
+        """Raise `StoreError` unless the database holds this version's schema."""
+        async with self.reading() as connection:
+            version = await connection.run_sync(schema_version)
+        if version != LATEST:
+            found = "no signoff schema" if version is None else f"schema version {version}"
+            raise StoreError(
+                f"the database at {self.url!r} holds {found}, not version {LATEST}: "
+                "open it once with signoff.open_store(url) to create or upgrade the schema"
+            )
 
     async def close(self) -> None:
         if self._listener is not None:
@@ -311,6 +311,11 @@ class SQLStore:
         await connection.execute(
             update(schema.audit_head).where(schema.audit_head.c.id == 1).values(seq=seq, hash=prev)
         )
+
+    async def audit_length(self) -> int:
+        """How many entries the chain says it has."""
+        async with self.reading() as connection:
+            return int((await connection.execute(select(schema.audit_head.c.seq))).scalar_one())
 
     async def audit_log(self, *, after: int = 0, limit: int = 1000) -> list[AuditEntry]:
         table = schema.audit

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import event, make_url
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-__all__ = ["create_sqlite_engine"]
+__all__ = ["create_sqlite_engine", "database_file"]
+
+
+def database_file(url: str) -> Path | None:
+    """The file a SQLite URL names, or None for an in-memory database."""
+    database = make_url(url).database
+    return None if not database or database == ":memory:" else Path(database)
 
 
 def create_sqlite_engine(url: str) -> AsyncEngine:

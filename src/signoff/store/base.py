@@ -1,0 +1,78 @@
+"""The one interface every store implements; the Gate and the runtime see only this."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from signoff.types import Approval, AuditEntry, Grant
+
+__all__ = ["AuditRecord", "Store"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditRecord:
+    """An audit entry to append: the store chains it and gives it its number."""
+
+    actor: str
+    action: str
+    subject: str
+    data: dict[str, Any] = field(default_factory=dict)
+    at: datetime
+
+
+class Store(Protocol):
+    """Durable approvals, grants and the hash-chained audit log."""
+
+    url: str
+
+    @property
+    def notifies_across_processes(self) -> bool: ...
+
+    async def listen(self, callback: Callable[[str], None]) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def create_approvals(
+        self, approvals: Sequence[Approval], *, audit: Sequence[AuditRecord] = ()
+    ) -> None: ...
+
+    async def get_approval(self, approval_id: str) -> Approval: ...
+
+    async def get_approvals(self, approval_ids: Sequence[str]) -> list[Approval]: ...
+
+    async def list_approvals(
+        self,
+        *,
+        status: str | None = None,
+        run_id: str | None = None,
+        batch_id: str | None = None,
+        agent: str | None = None,
+        tool: str | None = None,
+        before: str | None = None,
+        limit: int = 100,
+    ) -> list[Approval]: ...
+
+    async def save_decisions(
+        self,
+        changes: Sequence[tuple[Approval, int]],
+        *,
+        grants: Sequence[Grant] = (),
+        audit: Sequence[AuditRecord] = (),
+    ) -> bool: ...
+
+    async def due_for_expiry(self, now: datetime, *, limit: int = 500) -> list[Approval]: ...
+
+    async def list_grants(self, *, tool: str | None = None) -> list[Grant]: ...
+
+    async def revoke_grant(
+        self, grant_id: str, *, actor: str, at: datetime, audit: Sequence[AuditRecord] = ()
+    ) -> None: ...
+
+    async def audit_length(self) -> int: ...
+
+    async def audit_log(self, *, after: int = 0, limit: int = 1000) -> list[AuditEntry]: ...
+
+    async def verify_audit(self, *, batch: int = 5000) -> int | None: ...
