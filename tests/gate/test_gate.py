@@ -260,3 +260,12 @@ async def test_the_sweeper_expires_due_approvals(store: SQLStore):
         "signoff",
     )
     assert await gate.expire_due() == []
+
+
+async def test_a_call_whose_arguments_are_not_json_is_blocked_not_stored(gate: Gate):
+    [outcome] = await gate.check([ToolCall(id="c", name="send_email", args={"n": float("nan")})])
+    assert outcome.kind == "block"
+    assert outcome.verdict.reason.startswith("the arguments are not JSON")
+    assert await gate.store.list_approvals() == []
+    [entry] = await gate.store.audit_log()
+    assert (entry.data["verdict"], entry.data["digest"]) == ("deny", None)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from signoff.errors import ApprovalTimeout, ConflictError, ForbiddenError
+from signoff.errors import ApprovalTimeout, ConflictError, ForbiddenError, InvalidArgumentsError
 from signoff.gate.edits import check_edit
 from signoff.gate.ids import new_id
 from signoff.gate.notifier import Notifier
@@ -103,6 +103,15 @@ class Gate:
         held: list[Approval] = []
         audit: list[AuditRecord] = []
         for call in calls:
+            try:
+                digest = call.digest
+            except InvalidArgumentsError as exc:
+                # Nothing can be stored or approved that cannot be written down exactly.
+                verdict = Verdict(
+                    kind="deny", rule=None, reason=f"the arguments are not JSON: {exc}"
+                )
+                outcomes.append(Outcome(call=call, kind="block", verdict=verdict))
+                continue
             verdict = self.engine.evaluate(call, policy_context)
             if verdict.kind == "allow":
                 outcomes.append(Outcome(call=call, kind="run", verdict=verdict))
@@ -144,7 +153,7 @@ class Gate:
                         "tool": call.name,
                         "server": call.server,
                         "agent": call.agent,
-                        "digest": call.digest,
+                        "digest": digest,
                         "run_id": context.run_id,
                         "policy": self.engine.version,
                     },
