@@ -103,16 +103,15 @@ class Gate:
         held: list[Approval] = []
         audit: list[AuditRecord] = []
         for call in calls:
+            digest: str | None
             try:
                 digest = call.digest
+                verdict = self.engine.evaluate(call, policy_context)
             except InvalidArgumentsError as exc:
-                # Nothing can be stored or approved that cannot be written down exactly.
-                verdict = Verdict(
-                    kind="deny", rule=None, reason=f"the arguments are not JSON: {exc}"
-                )
-                outcomes.append(Outcome(call=call, kind="block", verdict=verdict))
-                continue
-            verdict = self.engine.evaluate(call, policy_context)
+                # Nothing can be approved that cannot be written down exactly.
+                digest = None
+                reason = f"the arguments are not JSON: {exc}"
+                verdict = Verdict(kind="deny", rule=None, reason=reason)
             if verdict.kind == "allow":
                 outcomes.append(Outcome(call=call, kind="run", verdict=verdict))
                 continue
