@@ -184,7 +184,7 @@ async def test_approve_always_leaves_a_grant_that_lets_the_same_call_through_in_
     assert again.verdict.rule is not None and again.verdict.rule.startswith("grant:")
     [elsewhere] = await gate.check([call("send_email", to="b")], CheckContext(thread_id="t2"))
     assert elsewhere.kind == "hold"
-    [grant] = await gate.store.list_grants(tool="send_email")
+    [grant] = await gate.grants(tool="send_email")
     await gate.revoke_grant(grant.id, actor="alice")
     [revoked] = await gate.check([call("send_email", to="b")], CheckContext(thread_id="t1"))
     assert revoked.kind == "hold"

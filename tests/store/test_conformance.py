@@ -223,3 +223,31 @@ async def test_an_unsupported_url_is_a_store_error():
     with pytest.raises(StoreError, match="unsupported database URL 'mysql://x'"):
         async with open_store("mysql://x"):
             pass
+
+
+@pytest.mark.parametrize("start", range(LATEST))
+async def test_migrating_from_every_earlier_version_reaches_the_current_schema(
+    store_url: str, start: int
+):
+    from sqlalchemy import inspect
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    from signoff.store import schema
+    from signoff.store.migrations import migrate
+
+    engine = create_async_engine(store_url)
+    async with engine.begin() as connection:
+        await connection.run_sync(lambda sync: migrate(sync, target=start))
+    await engine.dispose()
+    async with open_store(store_url) as store, store.reading() as connection:
+
+        def columns(sync: object) -> dict[str, set[str]]:
+            inspector = inspect(sync)
+            return {
+                t: {c["name"] for c in inspector.get_columns(t)}
+                for t in inspector.get_table_names()
+            }
+
+        found = await connection.run_sync(columns)
+    expected = {t.name: {c.name for c in t.columns} for t in schema.metadata.sorted_tables}
+    assert found == expected

@@ -346,6 +346,10 @@ class Gate:
             await self.expire_due()
             await asyncio.sleep(interval)
 
+    async def grants(self, *, tool: str | None = None) -> list[Grant]:
+        """The grants in force, oldest first."""
+        return await self.store.list_grants(tool=tool)
+
     async def revoke_grant(self, grant_id: str, *, actor: str) -> None:
         now = self._now()
         record = AuditRecord(actor=actor, action="revoke", subject=grant_id, at=now)
