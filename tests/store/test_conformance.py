@@ -251,3 +251,11 @@ async def test_migrating_from_every_earlier_version_reaches_the_current_schema(
         found = await connection.run_sync(columns)
     expected = {t.name: {c.name for c in t.columns} for t in schema.metadata.sorted_tables}
     assert found == expected
+
+
+async def test_an_unreachable_database_is_a_store_error_that_hides_the_password():
+    with pytest.raises(StoreError, match="cannot open the store at") as caught:
+        async with open_store("postgresql+asyncpg://postgres:hunter2@127.0.0.1:1/nowhere"):
+            pass
+    assert "hunter2" not in str(caught.value)
+    assert "***" in str(caught.value)

@@ -6,15 +6,24 @@ import contextlib
 import os
 from collections.abc import AsyncIterator
 
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy import make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError
 
 from signoff.errors import StoreError
 from signoff.store.base import AuditRecord, Store
 from signoff.store.sql import SQLStore
 
-__all__ = ["DEFAULT_URL", "AuditRecord", "SQLStore", "Store", "open_store"]
+__all__ = ["DEFAULT_URL", "AuditRecord", "SQLStore", "Store", "open_store", "shown"]
 
 DEFAULT_URL = "sqlite+aiosqlite:///signoff.db"
+
+
+def shown(url: str) -> str:
+    """The URL with its password masked, for messages and logs."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url
 
 
 @contextlib.asynccontextmanager
@@ -38,7 +47,7 @@ async def open_store(url: str | None = None, *, migrate: bool = True) -> AsyncIt
         engine = create_postgres_engine(url)
     else:
         raise StoreError(
-            f"unsupported database URL {url!r}: use sqlite+aiosqlite:///FILE "
+            f"unsupported database URL {shown(url)!r}: use sqlite+aiosqlite:///FILE "
             "or postgresql+asyncpg://USER@HOST/DB"
         )
     store = SQLStore(engine, url=url)
@@ -49,7 +58,7 @@ async def open_store(url: str | None = None, *, migrate: bool = True) -> AsyncIt
             else:
                 await store.check_schema()
         except (OSError, DBAPIError) as exc:
-            raise StoreError(f"cannot open the store at {url!r}: {exc}") from exc
+            raise StoreError(f"cannot open the store at {shown(url)!r}: {exc}") from exc
         yield store
     finally:
         await store.close()

@@ -100,7 +100,8 @@ class SQLStore:
         if version != LATEST:
             found = "no signoff schema" if version is None else f"schema version {version}"
             raise StoreError(
-                f"the database at {self.url!r} holds {found}, not version {LATEST}: "
+                f"the database at {self.engine.url.render_as_string()!r} holds {found}, "
+                f"not version {LATEST}: "
                 "open it once with signoff.open_store(url) to create or upgrade the schema"
             )
 
