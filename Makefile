@@ -44,6 +44,7 @@ typecheck: install
 
 bench: install
 	$(BIN)/python bench/policy.py
+	$(BIN)/python bench/approvals.py
 
 demo: install
 	$(BIN)/signoff demo
