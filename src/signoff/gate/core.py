@@ -21,7 +21,7 @@ from signoff.gate.edits import check_edit
 from signoff.gate.ids import new_id
 from signoff.gate.notifier import Notifier
 from signoff.policy import Policy, PolicyEngine
-from signoff.store import AuditRecord, Store
+from signoff.store import AuditRecord, DecisionPlan, Store
 from signoff.types import (
     DECIDED_STATUS,
     Approval,
@@ -180,10 +180,11 @@ class Gate:
     ) -> list[Approval]:
         """Take several decisions all-or-nothing ("Approve All" is every id with `Approve()`)."""
         roles = frozenset(roles)
-        ids = list(decisions)
-        for _attempt in range(3):
-            current = await self.store.get_approvals(ids)
-            results: dict[str, Approval] = {}
+        results: dict[str, Approval] = {}
+
+        def plan(current: list[Approval]) -> DecisionPlan:
+            # Runs inside the store's write transaction, with these approvals locked: what it
+            # reads is what it writes over, and raising here writes nothing.
             changes: list[tuple[Approval, int]] = []
             grants: list[Grant] = []
             audit: list[AuditRecord] = []
@@ -201,27 +202,13 @@ class Gate:
                 if isinstance(decision, Approve) and decision.always is not None:
                     grant = _grant_for(decided, decision, actor=actor, at=now)
                     grants.append(grant)
-                    audit.append(
-                        AuditRecord(
-                            actor=actor,
-                            action="grant",
-                            subject=grant.id,
-                            at=now,
-                            data={
-                                "tool": grant.tool,
-                                "scope": grant.scope,
-                                "subject": grant.subject,
-                                "args_digest": grant.args_digest,
-                                "approval": approval.id,
-                            },
-                        )
-                    )
-            if not changes or await self.store.save_decisions(changes, grants=grants, audit=audit):
-                for approval, _ in changes:
-                    self.notifier.notify(approval.id)
-                return [results[i] for i in ids]
-            # Someone decided one of them meanwhile: read again and judge against what won.
-        raise ConflictError("the approvals kept changing while deciding; try again")
+                    audit.append(_grant_record(grant, approval, actor=actor, at=now))
+            return DecisionPlan(changes=changes, grants=grants, audit=audit)
+
+        written = await self.store.decide(list(decisions), plan)
+        for approval, _ in written.changes:
+            self.notifier.notify(approval.id)
+        return [results[i] for i in decisions]
 
     def _authorize(
         self, approval: Approval, decision: Decision, *, actor: str, roles: frozenset[str]
@@ -394,6 +381,22 @@ def _decision_record(before: Approval, after: Approval, *, actor: str, at: datet
             "digest": before.call.digest,
             "decided_digest": after.call.digest,
             "run_id": before.run_id,
+        },
+    )
+
+
+def _grant_record(grant: Grant, approval: Approval, *, actor: str, at: datetime) -> AuditRecord:
+    return AuditRecord(
+        actor=actor,
+        action="grant",
+        subject=grant.id,
+        at=at,
+        data={
+            "tool": grant.tool,
+            "scope": grant.scope,
+            "subject": grant.subject,
+            "args_digest": grant.args_digest,
+            "approval": approval.id,
         },
     )
 

@@ -10,10 +10,10 @@ from sqlalchemy import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 
 from signoff.errors import StoreError
-from signoff.store.base import AuditRecord, Store
+from signoff.store.base import AuditRecord, DecisionPlan, Store
 from signoff.store.sql import SQLStore
 
-__all__ = ["DEFAULT_URL", "AuditRecord", "SQLStore", "Store", "open_store", "shown"]
+__all__ = ["DEFAULT_URL", "AuditRecord", "DecisionPlan", "SQLStore", "Store", "open_store", "shown"]
 
 DEFAULT_URL = "sqlite+aiosqlite:///signoff.db"
 

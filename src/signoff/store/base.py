@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from signoff.types import Approval, AuditEntry, Grant
 
-__all__ = ["AuditRecord", "Store"]
+__all__ = ["AuditRecord", "DecisionPlan", "Store"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -21,6 +21,16 @@ class AuditRecord:
     subject: str
     data: dict[str, Any] = field(default_factory=dict)
     at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class DecisionPlan:
+    """What deciding writes: each changed approval with the version it must still have, the
+    grants it leaves, and the audit entries that record it."""
+
+    changes: Sequence[tuple[Approval, int]]
+    grants: Sequence[Grant] = ()
+    audit: Sequence[AuditRecord] = ()
 
 
 class Store(Protocol):
@@ -54,6 +64,10 @@ class Store(Protocol):
         before: str | None = None,
         limit: int = 100,
     ) -> list[Approval]: ...
+
+    async def decide(
+        self, approval_ids: Sequence[str], plan: Callable[[list[Approval]], DecisionPlan]
+    ) -> DecisionPlan: ...
 
     async def save_decisions(
         self,

@@ -66,10 +66,13 @@ approvals = Table(
     Column("decided_at", BigInteger),
     Column("decision", Text),
     Column("version", Integer, nullable=False),
-    Index("approvals_status_requested", "status", "requested_at"),
-    Index("approvals_status_tool", "status", "tool", "requested_at"),
+    # Listing is newest first, and ids are time-ordered: each index ends in `id` so a page is a
+    # plain index range, never a sort of every matching row.
+    Index("approvals_status_id", "status", "id"),
+    Index("approvals_status_tool_id", "status", "tool", "id"),
+    Index("approvals_status_agent_id", "status", "agent", "id"),
+    Index("approvals_run_id", "run_id", "id"),
     Index("approvals_batch", "batch_id"),
-    Index("approvals_run", "run_id"),
     Index("approvals_expiry", "status", "expires_at"),
     Index("approvals_digest", "digest", "status"),
 )

@@ -14,12 +14,12 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Row, and_, insert, select, text, update
+from sqlalchemy import Row, and_, bindparam, insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from signoff.errors import NotFoundError, StoreError
+from signoff.errors import ConflictError, NotFoundError, StoreError
 from signoff.store import schema
-from signoff.store.base import AuditRecord
+from signoff.store.base import AuditRecord, DecisionPlan
 from signoff.store.migrations import LATEST, migrate, schema_version
 from signoff.types import (
     Approval,
@@ -35,6 +35,24 @@ __all__ = ["SQLStore", "from_micros", "to_micros"]
 
 
 _CHANNEL = "signoff_decisions"
+
+# Statements of the hot paths, built once: building a statement costs more than running it.
+_approvals, _head = schema.approvals, schema.audit_head
+_SELECT_FOR_DECISION = (
+    select(_approvals)
+    .where(_approvals.c.id.in_(bindparam("ids", expanding=True)))
+    .with_for_update()
+)
+_UPDATE_DECISION = update(_approvals).where(
+    _approvals.c.id == bindparam("b_id"),
+    _approvals.c.version == bindparam("b_version"),
+    _approvals.c.status == "pending",
+)
+_INSERT_GRANT = insert(schema.grants)
+_INSERT_AUDIT = insert(schema.audit)
+_LOCK_AUDIT_HEAD = select(_head.c.seq, _head.c.hash).where(_head.c.id == 1).with_for_update()
+_UPDATE_AUDIT_HEAD = update(_head).where(_head.c.id == 1)
+_NOTIFY = text("SELECT pg_notify(:channel, :id)")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
@@ -194,6 +212,25 @@ class SQLStore:
             rows = (await connection.execute(query)).all()
         return [_approval(row) for row in rows]
 
+    async def decide(
+        self, approval_ids: Sequence[str], plan: Callable[[list[Approval]], DecisionPlan]
+    ) -> DecisionPlan:
+        """Read the approvals locked for one write transaction, let `plan` judge them, and write
+        what it returns in that same transaction. If `plan` raises, nothing is written."""
+        async with self.transaction() as connection:
+            rows = (
+                await connection.execute(_SELECT_FOR_DECISION, {"ids": list(approval_ids)})
+            ).all()
+            found = {row.id: _approval(row) for row in rows}
+            missing = [i for i in approval_ids if i not in found]
+            if missing:
+                raise NotFoundError(f"no approval with id {', '.join(map(repr, missing))}")
+            decided = plan([found[i] for i in approval_ids])
+            if not await self._write(connection, decided):
+                # Unreachable while the rows are locked; kept as the compare-and-set's guard.
+                raise ConflictError("the approvals changed while being decided; try again")
+        return decided
+
     async def save_decisions(
         self,
         changes: Sequence[tuple[Approval, int]],
@@ -206,33 +243,29 @@ class SQLStore:
 
         Returns False, writing nothing at all, when any of them was changed by someone else first.
         """
-        table = schema.approvals
         async with self.transaction() as connection:
-            for approval, expected_version in changes:
-                result = await connection.execute(
-                    update(table)
-                    .where(
-                        and_(
-                            table.c.id == approval.id,
-                            table.c.version == expected_version,
-                            table.c.status == "pending",
-                        )
-                    )
-                    .values(_decision_values(approval))
-                )
-                if result.rowcount != 1:
-                    await connection.rollback()
-                    return False
-            if grants:
-                await connection.execute(insert(schema.grants), [_grant_row(g) for g in grants])
-            await self.append_audit(connection, audit)
-            if self.notifies_across_processes:
-                # Delivered on commit, to every listening process.
-                for approval, _ in changes:
-                    await connection.execute(
-                        text("SELECT pg_notify(:channel, :id)"),
-                        {"channel": _CHANNEL, "id": approval.id},
-                    )
+            plan = DecisionPlan(changes=changes, grants=grants, audit=audit)
+            if not await self._write(connection, plan):
+                await connection.rollback()
+                return False
+        return True
+
+    async def _write(self, connection: AsyncConnection, plan: DecisionPlan) -> bool:
+        for approval, expected_version in plan.changes:
+            params = {
+                **_decision_values(approval),
+                "b_id": approval.id,
+                "b_version": expected_version,
+            }
+            if (await connection.execute(_UPDATE_DECISION, params)).rowcount != 1:
+                return False
+        if plan.grants:
+            await connection.execute(_INSERT_GRANT, [_grant_row(g) for g in plan.grants])
+        await self.append_audit(connection, plan.audit)
+        if self.notifies_across_processes:
+            # Delivered on commit, to every listening process.
+            for approval, _ in plan.changes:
+                await connection.execute(_NOTIFY, {"channel": _CHANNEL, "id": approval.id})
         return True
 
     async def due_for_expiry(self, now: datetime, *, limit: int = 500) -> list[Approval]:
@@ -283,13 +316,7 @@ class SQLStore:
         """Chain `records` after the last entry, inside the caller's transaction."""
         if not records:
             return
-        head = (
-            await connection.execute(
-                select(schema.audit_head.c.seq, schema.audit_head.c.hash)
-                .where(schema.audit_head.c.id == 1)
-                .with_for_update()
-            )
-        ).one()
+        head = (await connection.execute(_LOCK_AUDIT_HEAD)).one()
         seq, prev = head.seq, head.hash
         rows = []
         for record in records:
@@ -308,10 +335,8 @@ class SQLStore:
                 }
             )
             prev = digest
-        await connection.execute(insert(schema.audit), rows)
-        await connection.execute(
-            update(schema.audit_head).where(schema.audit_head.c.id == 1).values(seq=seq, hash=prev)
-        )
+        await connection.execute(_INSERT_AUDIT, rows)
+        await connection.execute(_UPDATE_AUDIT_HEAD, {"seq": seq, "hash": prev})
 
     async def audit_length(self) -> int:
         """How many entries the chain says it has."""
