@@ -349,8 +349,7 @@ async def bench_listing(store: SQLStore, backend: BackendName, rng: random.Rando
         inserted += len(batch)
         start += timedelta(milliseconds=len(batch))
     if backend == "postgresql":
-        async with store.transaction() as connection:
-            await connection.exec_driver_sql("ANALYZE approvals")
+        await store.run(lambda c: c.exec_driver_sql("ANALYZE approvals"))
 
     def lister(**filters: str) -> Callable[[], Awaitable[object]]:
         async def list_page() -> None:
@@ -412,7 +411,7 @@ async def recording(store: SQLStore) -> AsyncIterator[list[tuple[str, Any]]]:
     """Every statement (and its parameters) the store's engine executes in the block; a
     transaction's start is recorded as ``(begin)``."""
     seen: list[tuple[str, Any]] = []
-    engine = store.engine.sync_engine
+    engine = store.engine
 
     def on_execute(*args: Any) -> None:
         _conn, _cursor, statement, parameters, _context, _many = args
@@ -449,18 +448,19 @@ async def query_plan(store: SQLStore, backend: BackendName, **filters: str) -> l
         await store.list_approvals(status="pending", limit=100, **filters)
     statement, parameters = next((s, p) for s, p in seen if s.lstrip().startswith("SELECT"))
     prefix = "EXPLAIN QUERY PLAN " if backend == "sqlite" else "EXPLAIN "
-    async with store.engine.connect() as connection:
-        rows = (await connection.exec_driver_sql(prefix + statement, parameters)).all()
+    rows = await store.run(
+        lambda c: c.exec_driver_sql(prefix + statement, parameters).all(), write=False
+    )
     return [str(row[-1]) for row in rows]
 
 
 async def statement_through_sqlalchemy(store: SQLStore) -> Latency:
-    async with store.engine.connect() as connection:
+    """One ``SELECT 1`` transaction through the store's runner: the floor of any operation."""
 
-        async def select_one() -> None:
-            await connection.exec_driver_sql("SELECT 1")
+    async def select_one() -> None:
+        await store.run(lambda c: c.exec_driver_sql("SELECT 1"), write=False)
 
-        return await timed(select_one, DIAGNOSIS_SAMPLES, WARMUP)
+    return await timed(select_one, DIAGNOSIS_SAMPLES, WARMUP)
 
 
 def sqlite_floors(path: Path) -> tuple[Latency, Latency, Latency]:
@@ -531,13 +531,12 @@ async def relax_durability(store: SQLStore, backend: BackendName, database: str)
             cursor.execute("PRAGMA synchronous=NORMAL")
             cursor.close()
 
-        event.listen(store.engine.sync_engine, "connect", relax)
+        event.listen(store.engine, "connect", relax)
     else:
-        async with store.transaction() as connection:
-            await connection.exec_driver_sql(
-                f'ALTER DATABASE "{database}" SET synchronous_commit = off'
-            )
-    await store.engine.dispose()  # the pooled connections go; new ones take the setting
+        await store.run(
+            lambda c: c.exec_driver_sql(f'ALTER DATABASE "{database}" SET synchronous_commit = off')
+        )
+    await store.runner.reset()  # the pooled connections go; new ones take the setting
 
 
 async def bench_diagnosis(
@@ -640,7 +639,7 @@ async def bench_backend(
 async def bench_sqlite(console: Console) -> BackendResult:
     with tempfile.TemporaryDirectory(prefix="signoff-bench-") as folder:
         path = Path(folder) / "signoff.db"
-        return await bench_backend("sqlite", f"sqlite+aiosqlite:///{path}", str(path), console)
+        return await bench_backend("sqlite", f"sqlite:///{path}", str(path), console)
 
 
 async def bench_postgres(console: Console) -> BackendResult | None:
@@ -793,7 +792,7 @@ def report(
     rows: list[tuple[str, Callable[[BackendResult], str]]] = [
         ("SELECT 1, bare driver", lambda r: ms(r.diagnosis.statement_driver.p50_ms)),
         (
-            "SELECT 1, through SQLAlchemy async",
+            "SELECT 1, one store transaction",
             lambda r: ms(r.diagnosis.statement_sqlalchemy.p50_ms),
         ),
         ("read: store.get_approval", lambda r: ms(r.diagnosis.read.p50_ms)),

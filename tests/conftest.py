@@ -60,7 +60,7 @@ def backend(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 async def store_url(backend: str, tmp_path: Path) -> AsyncIterator[str]:
     if backend == "sqlite":
-        yield f"sqlite+aiosqlite:///{tmp_path / 'signoff.db'}"
+        yield f"sqlite:///{tmp_path / 'signoff.db'}"
         return
     async with fresh_postgres_database() as url:
         yield url

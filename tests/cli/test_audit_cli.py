@@ -21,7 +21,7 @@ runner = CliRunner()
 @pytest.fixture
 def database(tmp_path: Path) -> tuple[str, Path]:
     path = tmp_path / "signoff.db"
-    url = f"sqlite+aiosqlite:///{path}"
+    url = f"sqlite:///{path}"
 
     async def fill() -> None:
         async with open_store(url) as store:
@@ -67,7 +67,7 @@ def test_a_missing_database_is_an_error_not_a_new_file(tmp_path: Path):
     from signoff.errors import StoreError
 
     missing = tmp_path / "nope.db"
-    result = runner.invoke(app, ["audit", "verify", "--database", f"sqlite+aiosqlite:///{missing}"])
+    result = runner.invoke(app, ["audit", "verify", "--database", f"sqlite:///{missing}"])
     assert result.exit_code != 0
     assert isinstance(result.exception, StoreError)
     assert "there is no signoff database" in str(result.exception)

@@ -148,24 +148,19 @@ async def test_the_audit_chain_verifies_and_detects_an_edit_or_a_deletion(store:
     assert [(e.seq, e.action) for e in log] == [(1, "verdict"), (2, "decision"), (3, "grant")]
     assert log[1].prev_hash == log[0].hash and log[0].prev_hash == "0" * 64
     assert await store.verify_audit() is None
-    async with store.transaction() as connection:
-        await connection.execute(
-            text('UPDATE audit SET data = \'{"status":"rejected"}\' WHERE seq = 2')
-        )
+    await store.run(lambda c: c.execute(text("UPDATE audit SET data = '[]' WHERE seq = 2")))
     assert await store.verify_audit() == 2
 
 
 async def test_deleting_the_last_audit_entry_is_detected(store: SQLStore):
     await store.create_approvals([], audit=[record("verdict", "a1"), record("decision", "a1")])
-    async with store.transaction() as connection:
-        await connection.execute(text("DELETE FROM audit WHERE seq = 2"))
+    await store.run(lambda c: c.execute(text("DELETE FROM audit WHERE seq = 2")))
     assert await store.verify_audit() == 2
 
 
 async def test_deleting_a_middle_audit_entry_is_detected(store: SQLStore):
     await store.create_approvals([], audit=[record("a", "1"), record("b", "2"), record("c", "3")])
-    async with store.transaction() as connection:
-        await connection.execute(text("DELETE FROM audit WHERE seq = 2"))
+    await store.run(lambda c: c.execute(text("DELETE FROM audit WHERE seq = 2")))
     assert await store.verify_audit() == 2
 
 
@@ -184,10 +179,9 @@ async def test_concurrent_audit_writers_never_fork_the_chain(store: SQLStore):
 async def test_migrating_from_empty_reaches_the_latest_version_and_is_idempotent(store_url: str):
     async with open_store(store_url) as store:
         assert await store.migrate() == LATEST
-        async with store.reading() as connection:
-            version = (
-                await connection.execute(text("SELECT version FROM signoff_schema"))
-            ).scalar()
+        version = await store.run(
+            lambda c: c.execute(text("SELECT version FROM signoff_schema")).scalar(), write=False
+        )
         assert version == LATEST
     async with open_store(store_url) as again:
         assert await again.migrate() == LATEST
@@ -199,8 +193,8 @@ async def test_the_sql_store_implements_the_store_protocol(store: SQLStore):
 
 
 async def test_a_store_without_the_schema_is_refused_when_not_migrating(store_url: str):
-    async with open_store(store_url) as store, store.transaction() as connection:
-        await connection.execute(text("UPDATE signoff_schema SET version = 99"))
+    async with open_store(store_url) as store:
+        await store.run(lambda c: c.execute(text("UPDATE signoff_schema SET version = 99")))
     with pytest.raises(StoreError, match="schema version 99, not version 1"):
         async with open_store(store_url, migrate=False):
             pass
@@ -212,7 +206,7 @@ async def test_a_store_without_the_schema_is_refused_when_not_migrating(store_ur
 async def test_open_store_reads_the_url_from_the_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    url = f"sqlite+aiosqlite:///{tmp_path / 'env.db'}"
+    url = f"sqlite:///{tmp_path / 'env.db'}"
     monkeypatch.setenv("SIGNOFF_DATABASE_URL", url)
     async with open_store() as store:
         assert store.url == url
@@ -229,26 +223,28 @@ async def test_an_unsupported_url_is_a_store_error():
 async def test_migrating_from_every_earlier_version_reaches_the_current_schema(
     store_url: str, start: int
 ):
-    from sqlalchemy import inspect
-    from sqlalchemy.ext.asyncio import create_async_engine
+    from sqlalchemy import Connection, inspect
 
     from signoff.store import schema
     from signoff.store.migrations import migrate
+    from signoff.store.postgres import postgres_runner
+    from signoff.store.sqlite import sqlite_runner
 
-    engine = create_async_engine(store_url)
-    async with engine.begin() as connection:
-        await connection.run_sync(lambda sync: migrate(sync, target=start))
-    await engine.dispose()
-    async with open_store(store_url) as store, store.reading() as connection:
+    runner = (
+        sqlite_runner(store_url) if store_url.startswith("sqlite") else postgres_runner(store_url)
+    )
+    bare = SQLStore(runner, url=store_url)
+    await bare.run(lambda c: migrate(c, target=start))
+    await bare.close()
 
-        def columns(sync: object) -> dict[str, set[str]]:
-            inspector = inspect(sync)
-            return {
-                t: {c["name"] for c in inspector.get_columns(t)}
-                for t in inspector.get_table_names()
-            }
+    def columns(connection: Connection) -> dict[str, set[str]]:
+        inspector = inspect(connection)
+        return {
+            t: {c["name"] for c in inspector.get_columns(t)} for t in inspector.get_table_names()
+        }
 
-        found = await connection.run_sync(columns)
+    async with open_store(store_url) as store:
+        found = await store.run(columns, write=False)
     expected = {t.name: {c.name for c in t.columns} for t in schema.metadata.sorted_tables}
     assert found == expected
 
@@ -259,3 +255,11 @@ async def test_an_unreachable_database_is_a_store_error_that_hides_the_password(
             pass
     assert "hunter2" not in str(caught.value)
     assert "***" in str(caught.value)
+
+
+async def test_an_aiosqlite_url_names_the_same_sqlite_database(tmp_path: Path):
+    path = tmp_path / "same.db"
+    async with open_store(f"sqlite+aiosqlite:///{path}") as store:
+        await store.create_approvals([approval("a1")])
+    async with open_store(f"sqlite:///{path}") as store:
+        assert (await store.get_approval("a1")).id == "a1"

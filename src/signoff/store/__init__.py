@@ -11,11 +11,12 @@ from sqlalchemy.exc import ArgumentError, DBAPIError
 
 from signoff.errors import StoreError
 from signoff.store.base import AuditRecord, DecisionPlan, Store
+from signoff.store.runner import Runner
 from signoff.store.sql import SQLStore
 
 __all__ = ["DEFAULT_URL", "AuditRecord", "DecisionPlan", "SQLStore", "Store", "open_store", "shown"]
 
-DEFAULT_URL = "sqlite+aiosqlite:///signoff.db"
+DEFAULT_URL = "sqlite:///signoff.db"
 
 
 def shown(url: str) -> str:
@@ -35,22 +36,22 @@ async def open_store(url: str | None = None, *, migrate: bool = True) -> AsyncIt
     """
     url = url or os.environ.get("SIGNOFF_DATABASE_URL") or DEFAULT_URL
     if url.startswith("sqlite"):
-        from signoff.store.sqlite import create_sqlite_engine, database_file
+        from signoff.store.sqlite import database_file, sqlite_runner
 
         path = database_file(url)
         if not migrate and path is not None and not path.exists():
             raise StoreError(f"there is no signoff database at {url!r}: {path} does not exist")
-        engine = create_sqlite_engine(url)
+        runner: Runner = sqlite_runner(url)
     elif url.startswith("postgresql"):
-        from signoff.store.postgres import create_postgres_engine
+        from signoff.store.postgres import postgres_runner
 
-        engine = create_postgres_engine(url)
+        runner = postgres_runner(url)
     else:
         raise StoreError(
-            f"unsupported database URL {shown(url)!r}: use sqlite+aiosqlite:///FILE "
+            f"unsupported database URL {shown(url)!r}: use sqlite:///FILE "
             "or postgresql+asyncpg://USER@HOST/DB"
         )
-    store = SQLStore(engine, url=url)
+    store = SQLStore(runner, url=url)
     try:
         try:
             if migrate:

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import importlib.util
 
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy import make_url
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from signoff.errors import MissingExtraError
+from signoff.store.runner import AsyncRunner
 
-__all__ = ["create_postgres_engine"]
+__all__ = ["postgres_runner"]
 
 
-def create_postgres_engine(url: str) -> AsyncEngine:
+def postgres_runner(url: str) -> AsyncRunner:
     if importlib.util.find_spec("asyncpg") is None:
         raise MissingExtraError("a PostgreSQL store", "postgres")
-    if url.startswith("postgresql://"):
-        url = "postgresql+asyncpg://" + url.removeprefix("postgresql://")
-    return create_async_engine(url, pool_size=10, max_overflow=10)
+    engine_url = make_url(url).set(drivername="postgresql+asyncpg")
+    return AsyncRunner(create_async_engine(engine_url, pool_size=10, max_overflow=10))

@@ -1,26 +1,29 @@
 """The `Store` on SQLAlchemy Core: one implementation for SQLite and PostgreSQL.
 
-Every change and the audit entries that record it are written in one transaction. A decision is
-a compare-and-set on the approval's `version`: of two concurrent deciders exactly one updates the
+Every operation is one transaction written as plain synchronous Core code, and a `Runner` runs
+it: for PostgreSQL on asyncpg (SQLAlchemy's greenlet bridge), for SQLite on one dedicated thread,
+so a whole transaction costs one hop between threads instead of one per driver call. Every change
+and the audit entries that record it are written in the same transaction. A decision is a
+compare-and-set on the approval's `version`: of two concurrent deciders exactly one updates the
 row, and the other sees that it lost.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Row, and_, bindparam, insert, select, text, update
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.engine import Connection, Engine
 
 from signoff.errors import ConflictError, NotFoundError, StoreError
 from signoff.store import schema
 from signoff.store.base import AuditRecord, DecisionPlan
 from signoff.store.migrations import LATEST, migrate, schema_version
+from signoff.store.runner import Runner
 from signoff.types import (
     Approval,
     AuditEntry,
@@ -33,11 +36,15 @@ from signoff.types import (
 
 __all__ = ["SQLStore", "from_micros", "to_micros"]
 
+T = TypeVar("T")
+
 
 _CHANNEL = "signoff_decisions"
 
 # Statements of the hot paths, built once: building a statement costs more than running it.
 _approvals, _head = schema.approvals, schema.audit_head
+_INSERT_APPROVAL = insert(_approvals)
+_SELECT_APPROVALS = select(_approvals).where(_approvals.c.id.in_(bindparam("ids", expanding=True)))
 _SELECT_FOR_DECISION = (
     select(_approvals)
     .where(_approvals.c.id.in_(bindparam("ids", expanding=True)))
@@ -80,15 +87,24 @@ def entry_hash(prev_hash: str, seq: int, record: AuditRecord) -> str:
 class SQLStore:
     """Approvals, grants and the audit log in one SQL database."""
 
-    def __init__(self, engine: AsyncEngine, *, url: str) -> None:
-        self.engine = engine
+    def __init__(self, runner: Runner, *, url: str) -> None:
+        self.runner = runner
         self.url = url
         self._listener: Any = None
+
+    @property
+    def engine(self) -> Engine:
+        """The synchronous engine underneath (for events and diagnostics)."""
+        return self.runner.engine
 
     @property
     def notifies_across_processes(self) -> bool:
         """PostgreSQL tells other processes of decisions; SQLite waiters poll."""
         return self.engine.dialect.name == "postgresql"
+
+    async def run(self, work: Callable[[Connection], T], *, write: bool = True) -> T:
+        """Run `work` as one transaction: committed if it returns, rolled back if it raises."""
+        return await self.runner.run(work, write=write)
 
     async def listen(self, callback: Callable[[str], None]) -> None:
         """Call `callback(approval_id)` whenever any process decides an approval (PostgreSQL).
@@ -107,14 +123,18 @@ class SQLStore:
 
     async def migrate(self) -> int:
         """Bring the schema up to date; return the version it had."""
-        async with self.transaction() as connection:
-            await self._lock_schema(connection)
-            return await connection.run_sync(lambda sync: migrate(sync))
+
+        def work(connection: Connection) -> int:
+            if connection.dialect.name == "postgresql":
+                # Serialize migrations of concurrent processes (SQLite's write lock already does).
+                connection.exec_driver_sql("SELECT pg_advisory_xact_lock(5150001)")
+            return migrate(connection)
+
+        return await self.run(work)
 
     async def check_schema(self) -> None:
         """Raise `StoreError` unless the database holds this version's schema."""
-        async with self.reading() as connection:
-            version = await connection.run_sync(schema_version)
+        version = await self.run(schema_version, write=False)
         if version != LATEST:
             found = "no signoff schema" if version is None else f"schema version {version}"
             raise StoreError(
@@ -127,60 +147,32 @@ class SQLStore:
         if self._listener is not None:
             await self._listener.close()
             self._listener = None
-        await self.engine.dispose()
-
-    @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[AsyncConnection]:
-        """A write transaction (on SQLite it takes the write lock when it begins)."""
-        async with self.engine.begin() as connection:
-            yield connection
-
-    @contextlib.asynccontextmanager
-    async def reading(self) -> AsyncIterator[AsyncConnection]:
-        async with self.engine.connect() as connection:
-            connection = await connection.execution_options(signoff_read=True)
-            yield connection
-
-    async def _lock_schema(self, connection: AsyncConnection) -> None:
-        """Serialize migrations of concurrent processes (SQLite's write lock already does)."""
-        if connection.dialect.name == "postgresql":
-            await connection.exec_driver_sql("SELECT pg_advisory_xact_lock(5150001)")
+        await self.runner.close()
 
     # -- approvals -------------------------------------------------------------------------
 
     async def create_approvals(
         self, approvals: Sequence[Approval], *, audit: Sequence[AuditRecord] = ()
     ) -> None:
-        async with self.transaction() as connection:
-            if approvals:
-                await connection.execute(
-                    insert(schema.approvals), [_approval_row(a) for a in approvals]
-                )
-            await self.append_audit(connection, audit)
+        rows = [_approval_row(a) for a in approvals]
+
+        def work(connection: Connection) -> None:
+            if rows:
+                connection.execute(_INSERT_APPROVAL, rows)
+            _append_audit(connection, audit)
+
+        await self.run(work)
 
     async def get_approval(self, approval_id: str) -> Approval:
-        async with self.reading() as connection:
-            row = (
-                await connection.execute(
-                    select(schema.approvals).where(schema.approvals.c.id == approval_id)
-                )
-            ).first()
-        if row is None:
-            raise NotFoundError(f"no approval with id {approval_id!r}")
-        return _approval(row)
+        [approval] = await self.get_approvals([approval_id])
+        return approval
 
     async def get_approvals(self, approval_ids: Sequence[str]) -> list[Approval]:
-        async with self.reading() as connection:
-            rows = (
-                await connection.execute(
-                    select(schema.approvals).where(schema.approvals.c.id.in_(approval_ids))
-                )
-            ).all()
-        found = {row.id: _approval(row) for row in rows}
-        missing = [i for i in approval_ids if i not in found]
-        if missing:
-            raise NotFoundError(f"no approval with id {', '.join(map(repr, missing))}")
-        return [found[i] for i in approval_ids]
+        ids = list(approval_ids)
+        rows = await self.run(
+            lambda c: c.execute(_SELECT_APPROVALS, {"ids": ids}).all(), write=False
+        )
+        return _in_order(rows, ids)
 
     async def list_approvals(
         self,
@@ -208,8 +200,7 @@ class SQLStore:
         if before is not None:
             query = query.where(table.c.id < before)
         query = query.order_by(table.c.id.desc()).limit(limit)
-        async with self.reading() as connection:
-            rows = (await connection.execute(query)).all()
+        rows = await self.run(lambda c: c.execute(query).all(), write=False)
         return [_approval(row) for row in rows]
 
     async def decide(
@@ -217,19 +208,18 @@ class SQLStore:
     ) -> DecisionPlan:
         """Read the approvals locked for one write transaction, let `plan` judge them, and write
         what it returns in that same transaction. If `plan` raises, nothing is written."""
-        async with self.transaction() as connection:
-            rows = (
-                await connection.execute(_SELECT_FOR_DECISION, {"ids": list(approval_ids)})
-            ).all()
-            found = {row.id: _approval(row) for row in rows}
-            missing = [i for i in approval_ids if i not in found]
-            if missing:
-                raise NotFoundError(f"no approval with id {', '.join(map(repr, missing))}")
-            decided = plan([found[i] for i in approval_ids])
-            if not await self._write(connection, decided):
+        ids = list(approval_ids)
+        notify = self.notifies_across_processes
+
+        def work(connection: Connection) -> DecisionPlan:
+            rows = connection.execute(_SELECT_FOR_DECISION, {"ids": ids}).all()
+            decided = plan(_in_order(rows, ids))
+            if not _write(connection, decided, notify=notify):
                 # Unreachable while the rows are locked; kept as the compare-and-set's guard.
                 raise ConflictError("the approvals changed while being decided; try again")
-        return decided
+            return decided
+
+        return await self.run(work)
 
     async def save_decisions(
         self,
@@ -243,42 +233,28 @@ class SQLStore:
 
         Returns False, writing nothing at all, when any of them was changed by someone else first.
         """
-        async with self.transaction() as connection:
-            plan = DecisionPlan(changes=changes, grants=grants, audit=audit)
-            if not await self._write(connection, plan):
-                await connection.rollback()
-                return False
-        return True
+        plan = DecisionPlan(changes=changes, grants=grants, audit=audit)
+        notify = self.notifies_across_processes
 
-    async def _write(self, connection: AsyncConnection, plan: DecisionPlan) -> bool:
-        for approval, expected_version in plan.changes:
-            params = {
-                **_decision_values(approval),
-                "b_id": approval.id,
-                "b_version": expected_version,
-            }
-            if (await connection.execute(_UPDATE_DECISION, params)).rowcount != 1:
-                return False
-        if plan.grants:
-            await connection.execute(_INSERT_GRANT, [_grant_row(g) for g in plan.grants])
-        await self.append_audit(connection, plan.audit)
-        if self.notifies_across_processes:
-            # Delivered on commit, to every listening process.
-            for approval, _ in plan.changes:
-                await connection.execute(_NOTIFY, {"channel": _CHANNEL, "id": approval.id})
+        def work(connection: Connection) -> None:
+            if not _write(connection, plan, notify=notify):
+                raise _Lost
+
+        try:
+            await self.run(work)
+        except _Lost:
+            return False
         return True
 
     async def due_for_expiry(self, now: datetime, *, limit: int = 500) -> list[Approval]:
         table = schema.approvals
-        async with self.reading() as connection:
-            rows = (
-                await connection.execute(
-                    select(table)
-                    .where(and_(table.c.status == "pending", table.c.expires_at <= to_micros(now)))
-                    .order_by(table.c.expires_at)
-                    .limit(limit)
-                )
-            ).all()
+        query = (
+            select(table)
+            .where(and_(table.c.status == "pending", table.c.expires_at <= to_micros(now)))
+            .order_by(table.c.expires_at)
+            .limit(limit)
+        )
+        rows = await self.run(lambda c: c.execute(query).all(), write=False)
         return [_approval(row) for row in rows]
 
     # -- grants ----------------------------------------------------------------------------
@@ -289,68 +265,39 @@ class SQLStore:
         query = select(table).where(table.c.revoked_at.is_(None))
         if tool is not None:
             query = query.where(table.c.tool == tool)
-        async with self.reading() as connection:
-            rows = (await connection.execute(query.order_by(table.c.created_at))).all()
+        query = query.order_by(table.c.created_at)
+        rows = await self.run(lambda c: c.execute(query).all(), write=False)
         return [_grant(row) for row in rows]
 
     async def revoke_grant(
         self, grant_id: str, *, actor: str, at: datetime, audit: Sequence[AuditRecord] = ()
     ) -> None:
         table = schema.grants
-        async with self.transaction() as connection:
-            result = await connection.execute(
-                update(table)
-                .where(and_(table.c.id == grant_id, table.c.revoked_at.is_(None)))
-                .values(revoked_by=actor, revoked_at=to_micros(at))
-            )
-            if result.rowcount != 1:
-                await connection.rollback()
+        revoke = (
+            update(table)
+            .where(and_(table.c.id == grant_id, table.c.revoked_at.is_(None)))
+            .values(revoked_by=actor, revoked_at=to_micros(at))
+        )
+
+        def work(connection: Connection) -> None:
+            if connection.execute(revoke).rowcount != 1:
                 raise NotFoundError(f"no grant in force with id {grant_id!r}")
-            await self.append_audit(connection, audit)
+            _append_audit(connection, audit)
+
+        await self.run(work)
 
     # -- audit -----------------------------------------------------------------------------
 
-    async def append_audit(
-        self, connection: AsyncConnection, records: Sequence[AuditRecord]
-    ) -> None:
-        """Chain `records` after the last entry, inside the caller's transaction."""
-        if not records:
-            return
-        head = (await connection.execute(_LOCK_AUDIT_HEAD)).one()
-        seq, prev = head.seq, head.hash
-        rows = []
-        for record in records:
-            seq += 1
-            digest = entry_hash(prev, seq, record)
-            rows.append(
-                {
-                    "seq": seq,
-                    "at": to_micros(record.at),
-                    "actor": record.actor,
-                    "action": record.action,
-                    "subject": record.subject,
-                    "data": _json(record.data),
-                    "prev_hash": prev,
-                    "hash": digest,
-                }
-            )
-            prev = digest
-        await connection.execute(_INSERT_AUDIT, rows)
-        await connection.execute(_UPDATE_AUDIT_HEAD, {"seq": seq, "hash": prev})
-
     async def audit_length(self) -> int:
         """How many entries the chain says it has."""
-        async with self.reading() as connection:
-            return int((await connection.execute(select(schema.audit_head.c.seq))).scalar_one())
+        return await self.run(
+            lambda c: int(c.execute(select(schema.audit_head.c.seq)).scalar_one()), write=False
+        )
 
     async def audit_log(self, *, after: int = 0, limit: int = 1000) -> list[AuditEntry]:
         table = schema.audit
-        async with self.reading() as connection:
-            rows = (
-                await connection.execute(
-                    select(table).where(table.c.seq > after).order_by(table.c.seq).limit(limit)
-                )
-            ).all()
+        query = select(table).where(table.c.seq > after).order_by(table.c.seq).limit(limit)
+        rows = await self.run(lambda c: c.execute(query).all(), write=False)
         return [_audit(row) for row in rows]
 
     async def verify_audit(self, *, batch: int = 5000) -> int | None:
@@ -376,11 +323,68 @@ class SQLStore:
             if len(entries) < batch:
                 break
             after = entries[-1].seq
-        async with self.reading() as connection:
-            head = (await connection.execute(select(schema.audit_head))).one()
-        if head.seq != expected - 1 or head.hash != prev:
+        length = await self.audit_length()
+        head_hash = await self.run(
+            lambda c: c.execute(select(schema.audit_head.c.hash)).scalar_one(), write=False
+        )
+        if length != expected - 1 or head_hash != prev:
             return expected  # entries were removed from the end
         return None
+
+
+class _Lost(Exception):
+    """A compare-and-set found the row changed: roll the transaction back."""
+
+
+def _in_order(rows: Sequence[Row[Any]], ids: list[str]) -> list[Approval]:
+    found = {row.id: _approval(row) for row in rows}
+    missing = [i for i in ids if i not in found]
+    if missing:
+        raise NotFoundError(f"no approval with id {', '.join(map(repr, missing))}")
+    return [found[i] for i in ids]
+
+
+def _write(connection: Connection, plan: DecisionPlan, *, notify: bool) -> bool:
+    for approval, expected_version in plan.changes:
+        params = {**_decision_values(approval), "b_id": approval.id, "b_version": expected_version}
+        if connection.execute(_UPDATE_DECISION, params).rowcount != 1:
+            return False
+    if plan.grants:
+        connection.execute(_INSERT_GRANT, [_grant_row(g) for g in plan.grants])
+    _append_audit(connection, plan.audit)
+    if notify:
+        # Delivered on commit, to every listening process.
+        for approval, _ in plan.changes:
+            connection.execute(_NOTIFY, {"channel": _CHANNEL, "id": approval.id})
+    return True
+
+
+def _append_audit(connection: Connection, records: Sequence[AuditRecord]) -> None:
+    """Chain `records` after the last entry, inside the caller's transaction. Locking the head
+    row serializes audit writers, so the chain never forks."""
+    if not records:
+        return
+    head = connection.execute(_LOCK_AUDIT_HEAD).one()
+    seq, prev = head.seq, head.hash
+    rows = []
+    for record in records:
+        seq += 1
+        digest = entry_hash(prev, seq, record)
+        rows.append(
+            {
+                "seq": seq,
+                "at": to_micros(record.at),
+                "actor": record.actor,
+                "action": record.action,
+                "subject": record.subject,
+                "data": _json(record.data),
+                "prev_hash": prev,
+                "hash": digest,
+            }
+        )
+        prev = digest
+    connection.execute(_INSERT_AUDIT, rows)
+    connection.execute(_UPDATE_AUDIT_HEAD, {"seq": seq, "hash": prev})
 
 
 def _approval_row(approval: Approval) -> dict[str, Any]:

@@ -1,15 +1,16 @@
-"""SQLite through aiosqlite: one file, WAL, ``synchronous=FULL``, writers serialized up front."""
+"""SQLite: one file, WAL, ``synchronous=FULL``, writers serialized up front, one store thread."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event, make_url
+from sqlalchemy import create_engine, event, make_url
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-__all__ = ["create_sqlite_engine", "database_file"]
+from signoff.store.runner import ThreadRunner
+
+__all__ = ["database_file", "sqlite_runner"]
 
 
 def database_file(url: str) -> Path | None:
@@ -18,10 +19,18 @@ def database_file(url: str) -> Path | None:
     return None if not database or database == ":memory:" else Path(database)
 
 
-def create_sqlite_engine(url: str) -> AsyncEngine:
-    engine = create_async_engine(url, connect_args={"timeout": 30})
+def sqlite_runner(url: str) -> ThreadRunner:
+    """The store's transactions on Python's own sqlite3, on one thread of their own.
 
-    @event.listens_for(engine.sync_engine, "connect")
+    ``sqlite:///FILE`` and ``sqlite+aiosqlite:///FILE`` name the same database: the async
+    driver is not used, since every call through it costs a hop between threads.
+    """
+    engine = create_engine(
+        make_url(url).set(drivername="sqlite+pysqlite"),
+        connect_args={"timeout": 30, "check_same_thread": False},
+    )
+
+    @event.listens_for(engine, "connect")
     def _configure(dbapi_connection: Any, _record: Any) -> None:
         # Let SQLAlchemy's "begin" event below open transactions, not the driver.
         dbapi_connection.isolation_level = None
@@ -32,7 +41,7 @@ def create_sqlite_engine(url: str) -> AsyncEngine:
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 
-    @event.listens_for(engine.sync_engine, "begin")
+    @event.listens_for(engine, "begin")
     def _begin(connection: Connection) -> None:
         # A write transaction takes the write lock when it begins: two writers that both read
         # first would otherwise deadlock when both try to upgrade.
@@ -41,4 +50,4 @@ def create_sqlite_engine(url: str) -> AsyncEngine:
         else:
             connection.exec_driver_sql("BEGIN IMMEDIATE")
 
-    return engine
+    return ThreadRunner(engine)
