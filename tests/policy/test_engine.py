@@ -260,3 +260,19 @@ def test_exact_names_and_globs_among_a_thousand_rules_decide_by_precedence():
     assert decide(e, "tool_45") == ("deny", "rules[1002]")
     assert decide(e, "tool_admin") == ("deny", "rules[1000]")
     assert decide(e, "unknown") == ("ask", None)
+
+
+def test_a_grant_never_covers_arguments_that_cannot_be_checked():
+    e = engine(
+        {
+            "rules": [
+                {"ask": "pay", "priority": 1},
+                {"deny": "pay", "when": {"amount": {"gt": 1000}}},
+            ]
+        }
+    )
+    context = Context(grants=(grant("global", tool="pay"),))
+    assert e.evaluate(call("pay", {"amount": 5}), context).kind == "allow"
+    assert e.evaluate(call("pay", {"amount": float("nan")}), context).kind == "ask"
+    narrowed = Context(grants=(grant("global", tool="pay", args_digest="0" * 64),))
+    assert e.evaluate(call("pay", {"amount": float("nan")}), narrowed).kind == "ask"

@@ -17,9 +17,17 @@ from typing import Any, Final
 
 from signoff.policy.glob import check_glob
 
-__all__ = ["OPERATORS", "Condition", "compile_condition", "is_json", "parse_path"]
+__all__ = ["OPERATORS", "Condition", "NotJSONError", "compile_condition", "is_json", "parse_path"]
 
 _MISSING: Final = object()
+_PLAIN: Final = frozenset({str, int, bool, type(None)})
+
+
+class NotJSONError(ValueError):
+    """A condition found a value that is not plain JSON (NaN, a date, an object): the policy
+    cannot judge the call, and fails closed."""
+
+
 _INDEX: Final = re.compile(r"[0-9]{1,9}")
 
 OPERATORS: Final = (
@@ -59,6 +67,8 @@ class Condition:
                 value = _MISSING
             if value is _MISSING:
                 break
+        if type(value) not in _PLAIN and value is not _MISSING and not is_json(value):
+            raise NotJSONError(self.path)
         return self.test(value)
 
 

@@ -14,7 +14,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from signoff.policy.conditions import Condition, is_json
+from signoff.errors import InvalidArgumentsError
+from signoff.policy.conditions import Condition, NotJSONError, is_json
 from signoff.policy.glob import Glob, compile_glob
 from signoff.policy.model import Policy, Rule, SectionDefault
 from signoff.policy.source import paused_gc
@@ -25,6 +26,8 @@ __all__ = ["Explanation", "PolicyEngine"]
 _EFFECT_RANK = {"deny": 0, "ask": 1, "allow": 2}
 _Key = tuple[str, str | None, str | None]
 T = TypeVar("T")
+_Lookup = tuple[tuple["_Entry", ...], Verdict]
+"""A cache entry: the candidate rules in precedence order, and the default."""
 _SCOPE_WORDS = {"run": "this run", "thread": "this thread", "agent": "this agent", "global": "all"}
 
 
@@ -60,7 +63,7 @@ class PolicyEngine:
     def __init__(self, policy: Policy, *, cache_size: int = 65_536) -> None:
         self.policy = policy
         self._cache_size = cache_size
-        self._cache: dict[_Key, tuple[tuple[_Entry, ...], Verdict]] = {}
+        self._cache: dict[_Key, _Lookup] = {}
         ordered = sorted(
             policy.rules,
             key=lambda r: (
@@ -102,13 +105,16 @@ class PolicyEngine:
             cached = self._lookup(key)
         candidates, default = cached
         args: object = call.args  # typed as a dict, but a model can put anything there
-        if not isinstance(args, dict) or (_conditional(candidates) and not is_json(args)):
+        if not isinstance(args, dict):
             return _fail_closed(candidates, default)
         verdict = default
-        for entry in candidates:
-            if not entry.when or entry.applies(args):
-                verdict = entry.verdict
-                break
+        try:
+            for entry in candidates:
+                if not entry.when or entry.applies(args):
+                    verdict = entry.verdict
+                    break
+        except NotJSONError:
+            return _fail_closed(candidates, default)
         if verdict.kind == "ask" and context is not None and context.grants:
             grant = _covering_grant(call, context, candidates)
             if grant is not None:
@@ -133,7 +139,7 @@ class PolicyEngine:
             grant=grant,
         )
 
-    def _lookup(self, key: _Key) -> tuple[tuple[_Entry, ...], Verdict]:
+    def _lookup(self, key: _Key) -> _Lookup:
         name, server, agent = key
         candidates = tuple(
             entry
@@ -279,10 +285,6 @@ def _section_default(section: SectionDefault) -> Verdict:
     )
 
 
-def _conditional(candidates: Sequence[_Entry]) -> bool:
-    return any(entry.when for entry in candidates)
-
-
 def _fail_closed(candidates: Sequence[_Entry], default: Verdict) -> Verdict:
     """Arguments that are not a JSON object (or hold NaN, dates, objects where a condition must
     read them) cannot be checked: deny if any rule might apply, else ask."""
@@ -298,11 +300,17 @@ def _fail_closed(candidates: Sequence[_Entry], default: Verdict) -> Verdict:
 
 
 def _covering_grant(call: ToolCall, context: Context, candidates: Sequence[_Entry]) -> Grant | None:
-    """A grant that covers `call`, unless some deny rule matches it: grants never beat a deny."""
-    grant = next((g for g in context.grants if g.covers(call, context)), None)
-    if grant is None:
-        return None
-    if any(e.rule.effect == "deny" and e.applies(call.args) for e in candidates):
+    """A grant that covers `call`, unless some deny rule matches it: grants never beat a deny.
+
+    Arguments that cannot be checked (not JSON) are never covered: the call keeps asking.
+    """
+    try:
+        grant = next((g for g in context.grants if g.covers(call, context)), None)
+        if grant is None or any(
+            e.rule.effect == "deny" and e.applies(call.args) for e in candidates
+        ):
+            return None
+    except (NotJSONError, InvalidArgumentsError):
         return None
     return grant
 
