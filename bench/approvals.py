@@ -32,7 +32,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import math
 import os
 import platform
 import random
@@ -54,6 +53,7 @@ from rich.console import Console
 from rich.table import Table
 from sqlalchemy import event
 
+from _common import Target, environment, percentile, print_targets, wide_console
 from signoff import Approval, Approve, Policy, ToolCall, __version__
 from signoff.gate import Gate
 from signoff.gate.ids import new_id
@@ -139,7 +139,7 @@ def latency(seconds: Sequence[float]) -> Latency:
     ordered = sorted(seconds)
 
     def rank(q: float) -> float:
-        return round(ordered[max(0, math.ceil(q * len(ordered)) - 1)] * 1_000, 4)
+        return round(percentile(ordered, q) * 1_000, 4)
 
     return Latency(p50_ms=rank(0.50), p99_ms=rank(0.99), max_ms=rank(1.0), samples=len(ordered))
 
@@ -661,14 +661,6 @@ async def bench_postgres(console: Console) -> BackendResult | None:
 # -- reporting -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
-class Target:
-    name: str
-    goal: str
-    value: str
-    status: Literal["met", "MISSED", "not measured"]
-
-
 def target(
     name: str, goal_ms: float, result: BackendResult | None, pick: Callable[[BackendResult], float]
 ) -> Target:
@@ -826,14 +818,7 @@ def report(
                 style="dim",
             )
 
-    goals_table = Table(title="Targets")
-    for header in ("target", "goal", "measured", ""):
-        goals_table.add_column(header)
-    styles = {"met": "[green]met[/]", "MISSED": "[bold red]MISSED[/]"}
-    for goal in goals:
-        status = styles.get(goal.status, f"[yellow]{goal.status}[/]")
-        goals_table.add_row(goal.name, goal.goal, goal.value, status)
-    console.print(goals_table)
+    print_targets(console, goals)
 
 
 async def run(console: Console) -> tuple[BackendResult, BackendResult | None]:
@@ -843,9 +828,7 @@ async def run(console: Console) -> tuple[BackendResult, BackendResult | None]:
 
 
 def main() -> None:
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=120)  # rich would squeeze the tables into 80 columns
+    console = wide_console()
     started = time.perf_counter()
     console.print(
         f"signoff {__version__}, Python {platform.python_version()} on {platform.machine()}; "
@@ -858,13 +841,7 @@ def main() -> None:
 
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     results = {
-        "benchmark": "approvals",
-        "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
-        "signoff_version": __version__,
-        "python": sys.version,
-        "python_implementation": platform.python_implementation(),
-        "platform_machine": platform.machine(),
-        "platform": platform.platform(),
+        **environment("approvals"),
         "sqlite_version": sqlite3.sqlite_version,
         "config": {
             "seed": SEED,

@@ -14,13 +14,11 @@ import json
 import math
 import platform
 import random
-import sys
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
@@ -28,6 +26,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from _common import Target, environment, percentile, print_targets, wide_console
 from signoff import Policy, PolicyEngine, ToolCall, __version__
 from signoff.policy.source import parse_text
 
@@ -261,7 +260,7 @@ def latency(timings_ns: list[int]) -> Latency:
     ordered = sorted(timings_ns)
 
     def rank(q: float) -> float:
-        return ordered[max(0, math.ceil(q * len(ordered)) - 1)] / 1_000
+        return percentile(ordered, q) / 1_000
 
     return Latency(p50_us=rank(0.50), p99_us=rank(0.99), samples=len(ordered))
 
@@ -384,14 +383,6 @@ def bench_load(size: int) -> LoadResult:
 # -- reporting -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
-class Target:
-    name: str
-    goal: str
-    value: str
-    met: bool
-
-
 def targets(sizes: Sequence[SizeResult], loads: Sequence[LoadResult]) -> list[Target]:
     largest = next(r for r in sizes if r.rules == 10_000)
     middle = next(r for r in sizes if r.rules == 1_000)
@@ -401,37 +392,37 @@ def targets(sizes: Sequence[SizeResult], loads: Sequence[LoadResult]) -> list[Ta
             name="p50, known tool name, 10,000 rules",
             goal="<= 5 µs",
             value=f"{largest.signoff_known.p50_us:.2f} µs",
-            met=largest.signoff_known.p50_us <= 5,
+            status="met" if largest.signoff_known.p50_us <= 5 else "MISSED",
         ),
         Target(
             name="p99, known tool name, 10,000 rules",
             goal="<= 50 µs",
             value=f"{largest.signoff_known.p99_us:.2f} µs",
-            met=largest.signoff_known.p99_us <= 50,
+            status="met" if largest.signoff_known.p99_us <= 50 else "MISSED",
         ),
         Target(
             name="throughput vs the fnmatch loop, 1,000 rules",
             goal=">= 100x",
             value=f"{middle.speedup_throughput:,.0f}x",
-            met=middle.speedup_throughput >= 100,
+            status="met" if middle.speedup_throughput >= 100 else "MISSED",
         ),
         Target(
             name="load 10,000 rules (from_dict + PolicyEngine)",
             goal="<= 250 ms",
             value=f"{load.from_dict_ms:.0f} ms",
-            met=load.from_dict_ms <= 250,
+            status="met" if load.from_dict_ms <= 250 else "MISSED",
         ),
         Target(
             name="load 10,000 rules (JSON file + PolicyEngine)",
             goal="<= 250 ms",
             value=f"{load.from_json_file_ms:.0f} ms",
-            met=load.from_json_file_ms <= 250,
+            status="met" if load.from_json_file_ms <= 250 else "MISSED",
         ),
         Target(
             name="load 10,000 rules (YAML text + PolicyEngine)",
             goal="<= 250 ms",
             value=f"{load.from_yaml_ms:.0f} ms",
-            met=load.from_yaml_ms <= 250,
+            status="met" if load.from_yaml_ms <= 250 else "MISSED",
         ),
     ]
 
@@ -500,19 +491,11 @@ def report(
         )
     console.print(loads_table)
 
-    goals_table = Table(title="Targets")
-    for header in ("target", "goal", "measured", ""):
-        goals_table.add_column(header)
-    for goal in goals:
-        status = "[green]met[/]" if goal.met else "[bold red]MISSED[/]"
-        goals_table.add_row(goal.name, goal.goal, goal.value, status)
-    console.print(goals_table)
+    print_targets(console, goals)
 
 
 def main() -> None:
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=120)  # rich would squeeze the table into 80 columns
+    console = wide_console()
     started = time.perf_counter()
     console.print(
         f"signoff {__version__}, Python {platform.python_version()} on {platform.machine()}; "
@@ -527,13 +510,7 @@ def main() -> None:
 
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     results = {
-        "benchmark": "policy",
-        "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
-        "signoff_version": __version__,
-        "python": sys.version,
-        "python_implementation": platform.python_implementation(),
-        "platform_machine": platform.machine(),
-        "platform": platform.platform(),
+        **environment("policy"),
         "config": {
             "seed": SEED,
             "sample_calls": SAMPLE_SIZE,

@@ -1,0 +1,61 @@
+"""What every benchmark here shares: percentiles, targets, the console and the environment."""
+
+from __future__ import annotations
+
+import math
+import platform
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from rich.console import Console
+from rich.table import Table
+
+from signoff import __version__
+
+__all__ = ["Target", "environment", "percentile", "print_targets", "wide_console"]
+
+
+def percentile(ordered: Sequence[float], q: float) -> float:
+    """The nearest-rank `q` quantile of already sorted samples."""
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Target:
+    name: str
+    goal: str
+    value: str
+    status: Literal["met", "MISSED", "not measured"]
+
+
+def print_targets(console: Console, goals: Sequence[Target]) -> None:
+    """The targets and whether each was met. Benchmarks are not tests: a miss never fails."""
+    table = Table(title="Targets")
+    for header in ("target", "goal", "measured", ""):
+        table.add_column(header)
+    styles = {"met": "[green]met[/]", "MISSED": "[bold red]MISSED[/]"}
+    for goal in goals:
+        table.add_row(goal.name, goal.goal, goal.value, styles.get(goal.status, goal.status))
+    console.print(table)
+
+
+def wide_console() -> Console:
+    console = Console()
+    # Written to a file or a pipe, rich would squeeze the tables into 80 columns.
+    return console if console.is_terminal else Console(width=120)
+
+
+def environment(benchmark: str) -> dict[str, Any]:
+    """What a result file says about where it was measured."""
+    return {
+        "benchmark": benchmark,
+        "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
+        "signoff_version": __version__,
+        "python": sys.version,
+        "python_implementation": platform.python_implementation(),
+        "platform_machine": platform.machine(),
+        "platform": platform.platform(),
+    }
