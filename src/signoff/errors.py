@@ -4,6 +4,7 @@
      ├── PolicyError            a policy or config file is wrong, with file, line and column
      ├── InvalidArgumentsError  tool arguments that are not representable as JSON
      │    └── InvalidEditError  edited arguments that break the tool's JSON schema
+     ├── InvalidDecisionError   a decision that cannot apply: unknown scope, empty response, ...
      ├── NotFoundError          no approval, run or grant with that id
      ├── ConflictError          a different decision was already taken
      ├── ForbiddenError         the actor may not take this decision
@@ -24,6 +25,7 @@ __all__ = [
     "ConflictError",
     "ForbiddenError",
     "InvalidArgumentsError",
+    "InvalidDecisionError",
     "InvalidEditError",
     "MissingExtraError",
     "NotFoundError",
@@ -81,6 +83,10 @@ class InvalidEditError(InvalidArgumentsError):
         self.schema_path = schema_path
         """Which part of the schema refused it, like ``properties/replicas/maximum``."""
         super().__init__(f"{path or '/'}: {message} (schema: {schema_path})")
+
+
+class InvalidDecisionError(SignoffError, ValueError):
+    """A decision that cannot apply to this approval, whoever takes it."""
 
 
 class NotFoundError(SignoffError, LookupError):

@@ -290,6 +290,11 @@ class Grant:
     """What the scope is bound to: the run id, the thread id or the agent path; None if global."""
     args_digest: str | None = None
     """When set, only a call with this digest is covered (``Scope.with_args``)."""
+    rule: str | None = None
+    """The rule that asked when it was granted: the grant covers only calls that rule asks
+    about, so it never carries an approval past a stricter rule's approvers."""
+    approval_id: str | None = None
+    """The approval whose decision left this grant."""
     created_by: str
     created_at: datetime
 

@@ -13,6 +13,7 @@ from signoff import (
     ConflictError,
     Edit,
     ForbiddenError,
+    InvalidDecisionError,
     InvalidEditError,
     NotFoundError,
     Policy,
@@ -204,7 +205,7 @@ async def test_a_grant_never_lets_a_denied_call_through(gate: Gate):
 async def test_approve_always_for_a_run_needs_a_run(gate: Gate):
     [outcome] = await gate.check([call("send_email")])
     assert outcome.approval is not None
-    with pytest.raises(ForbiddenError, match="belongs to no run"):
+    with pytest.raises(InvalidDecisionError, match="belongs to no run"):
         await gate.decide(outcome.approval.id, Approve(always=Scope(kind="run")), actor="alice")
 
 

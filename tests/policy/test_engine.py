@@ -135,6 +135,7 @@ def grant(scope: str, subject: str | None = None, **fields: Any) -> Grant:
     return Grant(
         id=f"g-{scope}",
         tool=fields.pop("tool", "send_email"),
+        rule=fields.pop("rule", "rules[0]"),
         scope=scope,  # type: ignore[arg-type]
         subject=subject,
         created_by="alice",
@@ -174,7 +175,7 @@ def test_a_grant_never_overrides_a_deny_even_one_of_lower_priority():
 def test_a_grant_narrowed_to_the_arguments_covers_only_that_exact_call():
     approved = call("send_email", {"to": "a@us.com"})
     e = engine({})
-    context = Context(grants=(grant("global", args_digest=approved.digest),))
+    context = Context(grants=(grant("global", args_digest=approved.digest, rule=None),))
     assert e.evaluate(call("send_email", {"to": "a@us.com"}), context).kind == "allow"
     assert e.evaluate(call("send_email", {"to": "b@us.com"}), context).kind == "ask"
 
@@ -213,7 +214,7 @@ def test_explain_names_the_deciding_rule_and_the_rules_it_shadowed():
 
 def test_explain_shows_the_grant_that_let_a_call_through():
     e = engine({"rules": [{"ask": "send_email", "id": "mail"}]})
-    explanation = e.explain(call("send_email"), Context(grants=(grant("global"),)))
+    explanation = e.explain(call("send_email"), Context(grants=(grant("global", rule="mail"),)))
     assert explanation.grant is not None and explanation.grant.id == "g-global"
     assert explanation.verdict.kind == "allow"
     assert [r.id for r in explanation.shadowed] == ["mail"]
@@ -276,3 +277,18 @@ def test_a_grant_never_covers_arguments_that_cannot_be_checked():
     assert e.evaluate(call("pay", {"amount": float("nan")}), context).kind == "ask"
     narrowed = Context(grants=(grant("global", tool="pay", args_digest="0" * 64),))
     assert e.evaluate(call("pay", {"amount": float("nan")}), narrowed).kind == "ask"
+
+
+def test_a_grant_covers_only_calls_the_rule_it_was_left_under_asks_about():
+    e = engine(
+        {
+            "rules": [
+                {"ask": "delete_pod", "when": {"ns": "prod"}, "approvers": ["ops"], "id": "prod"},
+                {"ask": "delete_pod", "approvers": ["dev"], "id": "any"},
+            ]
+        }
+    )
+    context = Context(grants=(grant("global", tool="delete_pod", rule="any"),))
+    assert e.evaluate(call("delete_pod", {"ns": "dev"}), context).kind == "allow"
+    held = e.evaluate(call("delete_pod", {"ns": "prod"}), context)
+    assert (held.kind, held.rule, held.approvers) == ("ask", "prod", ("ops",))

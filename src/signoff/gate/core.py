@@ -16,7 +16,13 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from signoff.errors import ApprovalTimeout, ConflictError, ForbiddenError, InvalidArgumentsError
+from signoff.errors import (
+    ApprovalTimeout,
+    ConflictError,
+    ForbiddenError,
+    InvalidArgumentsError,
+    InvalidDecisionError,
+)
 from signoff.gate.edits import check_edit
 from signoff.gate.ids import new_id
 from signoff.gate.notifier import Notifier
@@ -32,8 +38,10 @@ from signoff.types import (
     Expired,
     Grant,
     Reject,
+    Respond,
     ToolCall,
     Verdict,
+    canonical_json,
     decision_to_dict,
 )
 
@@ -180,7 +188,10 @@ class Gate:
     ) -> list[Approval]:
         """Take several decisions all-or-nothing ("Approve All" is every id with `Approve()`)."""
         roles = frozenset(roles)
+        for decision in decisions.values():
+            _check_decision(decision)
         results: dict[str, Approval] = {}
+        overdue: list[Approval] = []
 
         def plan(current: list[Approval]) -> DecisionPlan:
             # Runs inside the store's write transaction, with these approvals locked: what it
@@ -189,8 +200,21 @@ class Gate:
             grants: list[Grant] = []
             audit: list[AuditRecord] = []
             now = self._now()
+            late = [
+                a for a in current if a.pending and a.expires_at is not None and a.expires_at <= now
+            ]
+            if late:
+                # Past its time an approval expires, whoever decides first: write only that.
+                overdue.extend(self._apply(a, Expired(), actor="signoff", at=now) for a in late)
+                return DecisionPlan(
+                    changes=[(a, a.version - 1) for a in overdue],
+                    audit=[_decision_record(b, a, actor="signoff", at=now)
+                           for b, a in zip(late, overdue, strict=True)],
+                )  # fmt: skip
             for approval in current:
                 decision = decisions[approval.id]
+                _check_decider(approval.rule, approval.approvers, approval.forbid_self_approval,
+                               approval.requested_by, actor=actor, roles=roles)  # fmt: skip
                 if not approval.pending:
                     results[approval.id] = _already_decided(approval, decision)
                     continue
@@ -208,27 +232,23 @@ class Gate:
         written = await self.store.decide(list(decisions), plan)
         for approval, _ in written.changes:
             self.notifier.notify(approval.id)
+        if overdue:
+            names = ", ".join(repr(a.id) for a in overdue)
+            raise ConflictError(f"approval {names} expired before this decision; it was not taken")
         return [results[i] for i in decisions]
 
     def _authorize(
         self, approval: Approval, decision: Decision, *, actor: str, roles: frozenset[str]
     ) -> None:
-        if approval.approvers and not roles.intersection(approval.approvers):
-            raise ForbiddenError(
-                f"{actor!r} may not decide approval {approval.id!r}: rule {approval.rule!r} "
-                f"needs one of the roles {list(approval.approvers)!r}"
-            )
-        if approval.forbid_self_approval and actor == approval.requested_by:
-            raise ForbiddenError(
-                f"{actor!r} started this run and rule {approval.rule!r} forbids self-approval; "
-                "ask someone else"
-            )
+        """What a decision must satisfy beyond who may decide the approval (checked first)."""
         if isinstance(decision, Approve) and decision.always is not None:
             scope = decision.always.kind
-            if scope in ("run", "thread") and getattr(approval, f"{scope}_id") is None:
-                raise ForbiddenError(
+            bound = {"run": approval.run_id, "thread": approval.thread_id,
+                     "agent": approval.call.agent, "global": ""}  # fmt: skip
+            if bound[scope] is None:
+                raise InvalidDecisionError(
                     f"approval {approval.id!r} belongs to no {scope}; approve always for "
-                    "another scope (agent or global)"
+                    "a scope it has"
                 )
         if isinstance(decision, Edit):
             edited = replace(approval.call, args=decision.args)
@@ -236,6 +256,9 @@ class Gate:
             verdict = self.engine.evaluate(edited)
             if verdict.kind == "deny":
                 raise ForbiddenError(f"the policy denies the edited call: {verdict.reason}")
+            # An edit may move the call under a stricter rule: its deciders must qualify too.
+            _check_decider(verdict.rule, verdict.approvers, verdict.forbid_self_approval,
+                           approval.requested_by, actor=actor, roles=roles)  # fmt: skip
 
     @staticmethod
     def _apply(approval: Approval, decision: Decision, *, actor: str, at: datetime) -> Approval:
@@ -349,6 +372,43 @@ class Gate:
         return tuple(found)
 
 
+def _check_decider(
+    rule: str | None,
+    approvers: tuple[str, ...],
+    forbid_self_approval: bool,
+    requested_by: str | None,
+    *,
+    actor: str,
+    roles: frozenset[str],
+) -> None:
+    if approvers and not roles.intersection(approvers):
+        raise ForbiddenError(
+            f"{actor!r} may not decide this: rule {rule!r} needs one of the roles "
+            f"{list(approvers)!r}"
+        )
+    if forbid_self_approval and actor == requested_by:
+        raise ForbiddenError(
+            f"{actor!r} started this run and rule {rule!r} forbids self-approval; ask someone else"
+        )
+
+
+def _check_decision(decision: object) -> Decision:
+    """A person's decision: approve, edit, respond or reject — expiry and cancelling are not
+    theirs to take."""
+    if not isinstance(decision, Approve | Edit | Respond | Reject):
+        raise InvalidDecisionError(
+            f"a decision is Approve, Edit, Respond or Reject, not {decision!r}"
+        )
+    scope = decision.always if isinstance(decision, Approve) else None
+    if scope is not None and scope.kind not in ("run", "thread", "agent", "global"):
+        raise InvalidDecisionError(
+            f"unknown scope {scope.kind!r}; use run, thread, agent or global"
+        )
+    if isinstance(decision, Respond) and not decision.content.strip():
+        raise InvalidDecisionError("a response needs text: it becomes the tool's result")
+    return decision
+
+
 def _schema_lookup(schemas: SchemaLookup | Mapping[str, Mapping[str, Any]] | None) -> SchemaLookup:
     if schemas is None:
         return lambda _call: None
@@ -359,12 +419,18 @@ def _schema_lookup(schemas: SchemaLookup | Mapping[str, Mapping[str, Any]] | Non
 
 
 def _already_decided(approval: Approval, decision: Decision) -> Approval:
-    if approval.decision == decision:
+    stored = approval.decision
+    if stored is not None and _same(stored, decision):
         return approval
     raise ConflictError(
         f"approval {approval.id!r} is already {approval.status} by {approval.decided_by!r}; "
         f"a different decision ({decision.kind}) cannot replace it"
     )
+
+
+def _same(a: Decision, b: Decision) -> bool:
+    """Equal as JSON: ``true`` is not ``1``, though Python says so."""
+    return canonical_json(decision_to_dict(a)) == canonical_json(decision_to_dict(b))
 
 
 def _decision_record(before: Approval, after: Approval, *, actor: str, at: datetime) -> AuditRecord:
@@ -417,6 +483,8 @@ def _grant_for(approval: Approval, decision: Approve, *, actor: str, at: datetim
         scope=scope.kind,
         subject=subject,
         args_digest=approval.call.digest if scope.with_args else None,
+        rule=approval.rule,
+        approval_id=approval.id,
         created_by=actor,
         created_at=at,
     )

@@ -116,7 +116,7 @@ class PolicyEngine:
         except NotJSONError:
             return _fail_closed(candidates, default)
         if verdict.kind == "ask" and context is not None and context.grants:
-            grant = _covering_grant(call, context, candidates)
+            grant = _covering_grant(call, context, candidates, verdict)
             if grant is not None:
                 return _granted(grant)
         return verdict
@@ -299,13 +299,18 @@ def _fail_closed(candidates: Sequence[_Entry], default: Verdict) -> Verdict:
     )
 
 
-def _covering_grant(call: ToolCall, context: Context, candidates: Sequence[_Entry]) -> Grant | None:
-    """A grant that covers `call`, unless some deny rule matches it: grants never beat a deny.
+def _covering_grant(
+    call: ToolCall, context: Context, candidates: Sequence[_Entry], asked: Verdict
+) -> Grant | None:
+    """A grant left under the rule that now asks about `call` and covering it — unless some deny
+    rule matches the call: grants never beat a deny.
 
     Arguments that cannot be checked (not JSON) are never covered: the call keeps asking.
     """
     try:
-        grant = next((g for g in context.grants if g.covers(call, context)), None)
+        grant = next(
+            (g for g in context.grants if g.rule == asked.rule and g.covers(call, context)), None
+        )
         if grant is None or any(
             e.rule.effect == "deny" and e.applies(call.args) for e in candidates
         ):

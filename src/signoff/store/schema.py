@@ -86,6 +86,7 @@ grants = Table(
     Column("scope", String(16), nullable=False),
     Column("subject", String(400)),
     Column("args_digest", String(64)),
+    Column("rule", Text),
     Column("approval_id", String(40)),
     Column("created_by", String(200), nullable=False),
     Column("created_at", BigInteger, nullable=False),

@@ -461,6 +461,8 @@ def _grant_row(grant: Grant) -> dict[str, Any]:
         "scope": grant.scope,
         "subject": grant.subject,
         "args_digest": grant.args_digest,
+        "rule": grant.rule,
+        "approval_id": grant.approval_id,
         "created_by": grant.created_by,
         "created_at": to_micros(grant.created_at),
     }
@@ -474,6 +476,8 @@ def _grant(row: Row[Any]) -> Grant:
         scope=row.scope,
         subject=row.subject,
         args_digest=row.args_digest,
+        rule=row.rule,
+        approval_id=row.approval_id,
         created_by=row.created_by,
         created_at=from_micros(row.created_at),
     )
