@@ -48,12 +48,11 @@ def canonical_json(value: Any) -> bytes:
     Equal values give equal bytes, whatever the order their keys were written in.
     """
     try:
-        text = json.dumps(
+        return json.dumps(
             value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-        )
-    except (TypeError, ValueError) as exc:
+        ).encode()
+    except (TypeError, ValueError) as exc:  # UnicodeEncodeError (a lone surrogate) is a ValueError
         raise InvalidArgumentsError(f"value is not representable as JSON: {exc}") from exc
-    return text.encode()
 
 
 @dataclass(frozen=True, kw_only=True)

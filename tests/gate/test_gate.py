@@ -11,7 +11,9 @@ from signoff import (
     ApprovalTimeout,
     Approve,
     ConflictError,
+    Decision,
     Edit,
+    Expired,
     ForbiddenError,
     InvalidDecisionError,
     InvalidEditError,
@@ -270,3 +272,112 @@ async def test_a_call_whose_arguments_are_not_json_is_blocked_not_stored(gate: G
     assert await gate.store.list_approvals() == []
     [entry] = await gate.store.audit_log()
     assert (entry.data["verdict"], entry.data["digest"]) == ("deny", None)
+
+
+async def test_a_decision_after_the_deadline_expires_the_approval_instead(store: SQLStore):
+    now = [datetime(2026, 1, 1, tzinfo=UTC)]
+    gate = Gate(POLICY, store, clock=lambda: now[0])
+    [outcome] = await gate.check([call("quick")])
+    assert outcome.approval is not None
+    now[0] += timedelta(seconds=1)  # past the rule's 0.2 s, and no sweeper ran
+    with pytest.raises(ConflictError, match="expired before this decision"):
+        await gate.decide(outcome.approval.id, Approve(), actor="alice")
+    stored = await store.get_approval(outcome.approval.id)
+    assert (stored.status, stored.decided_by) == ("expired", "signoff")
+
+
+async def test_an_edit_must_satisfy_the_stricter_rule_it_moves_the_call_under(store: SQLStore):
+    policy = Policy.from_dict(
+        {
+            "rules": [
+                {"ask": "delete_pod", "when": {"ns": "prod"}, "approvers": ["ops"]},
+                {"ask": "delete_pod", "approvers": ["dev"]},
+            ]
+        }
+    )
+    gate = Gate(policy, store)
+    [outcome] = await gate.check([call("delete_pod", ns="dev")])
+    assert outcome.approval is not None
+    with pytest.raises(ForbiddenError, match=r"needs one of the roles \['ops'\]"):
+        await gate.decide(
+            outcome.approval.id, Edit(args={"ns": "prod"}), actor="dan", roles=["dev"]
+        )
+    await gate.decide(
+        outcome.approval.id, Approve(always=Scope(kind="global")), actor="dan", roles=["dev"]
+    )
+    [prod] = await gate.check([call("delete_pod", ns="prod")])
+    assert prod.kind == "hold"  # the dev's grant does not reach the ops-only rule
+
+
+@pytest.mark.parametrize(
+    ("decision", "message"),
+    [
+        (Approve(always=Scope(kind="Thread")), "unknown scope 'Thread'"),  # type: ignore[arg-type]
+        (Respond(content="  "), "a response needs text"),
+        (Expired(), "a decision is Approve, Edit, Respond or Reject"),
+        (Approve(always=Scope(kind="agent")), "belongs to no agent"),
+    ],
+)
+async def test_decisions_that_cannot_apply_are_refused(
+    gate: Gate, decision: Decision, message: str
+):
+    [outcome] = await gate.check([call("send_email")])
+    assert outcome.approval is not None
+    with pytest.raises(InvalidDecisionError, match=message):
+        await gate.decide(outcome.approval.id, decision, actor="alice")
+    assert (await gate.store.get_approval(outcome.approval.id)).status == "pending"
+
+
+async def test_repeating_a_decision_still_needs_the_role_and_compares_as_json(gate: Gate):
+    [outcome] = await gate.check([call("delete_pod", flag=True)])
+    assert outcome.approval is not None
+    await gate.decide(outcome.approval.id, Edit(args={"flag": True}), actor="olga", roles=["ops"])
+    with pytest.raises(ForbiddenError):
+        await gate.decide(outcome.approval.id, Edit(args={"flag": True}), actor="eve")
+    with pytest.raises(ConflictError):
+        await gate.decide(outcome.approval.id, Edit(args={"flag": 1}), actor="olga", roles=["ops"])
+
+
+async def test_a_waiter_is_woken_by_a_decision_in_this_process_not_by_polling(store: SQLStore):
+    gate = Gate(POLICY, store, poll_interval=60)
+    [outcome] = await gate.check([call("send_email")])
+    assert outcome.approval is not None
+    waiter = asyncio.create_task(gate.wait(outcome.approval.id))
+    await asyncio.sleep(0.05)
+    await gate.decide(outcome.approval.id, Approve(), actor="alice")
+    decided = await asyncio.wait_for(waiter, 5)  # the poll would take a minute
+    assert decided.status == "approved"
+
+
+async def test_overlapping_batches_decided_at_once_never_deadlock(gate: Gate):
+    outcomes = await gate.check([call("send_email") for _ in range(30)])
+    ids = [o.approval.id for o in outcomes if o.approval is not None]
+    batches = [{i: Approve() for i in ids[k : k + 10] + ids[::7]} for k in range(0, 30, 3)]
+    results = await asyncio.gather(
+        *(gate.decide_batch(batch, actor="alice") for batch in batches), return_exceptions=True
+    )
+    assert [r for r in results if isinstance(r, BaseException)] == []
+    assert {a.status for a in await gate.store.get_approvals(ids)} == {"approved"}
+
+
+async def test_verifying_while_others_write_never_reports_a_false_break(gate: Gate):
+    async def write() -> None:
+        for _ in range(20):
+            await gate.check([call("send_email")])
+
+    writer = asyncio.create_task(write())
+    results = []
+    while not writer.done():
+        results.append(await gate.store.verify_audit())
+    await writer
+    assert set(results) <= {None}
+
+
+async def test_a_closed_store_says_so(store_url: str):
+    from signoff.errors import StoreError
+    from signoff.store import open_store
+
+    async with open_store(store_url) as store:
+        pass
+    with pytest.raises(StoreError):
+        await store.get_approvals(["x"])

@@ -84,3 +84,35 @@ async def test_sigkill_while_deciding_leaves_each_approval_whole_and_the_chain_i
     logged = {e.subject for e in await store.audit_log(limit=10_000) if e.action == "decision"}
     assert logged == decided
     assert await store.verify_audit() is None
+
+
+async def test_every_gate_on_a_postgresql_store_is_woken(postgres_url: str):
+    from signoff.store import open_store
+
+    async with open_store(postgres_url) as store:
+        first, second = Gate(POLICY, store), Gate(POLICY, store)
+        [one, two] = await held(first, 2)
+        waiting = [asyncio.create_task(first.wait(one, timeout=30)),
+                   asyncio.create_task(second.wait(two, timeout=30))]  # fmt: skip
+        await asyncio.sleep(0.2)
+        started = time.monotonic()
+        for approval_id in (one, two):
+            worker = await run_worker("decide", postgres_url, approval_id)
+            assert await worker.wait() == 0
+        await asyncio.gather(*waiting)
+        assert time.monotonic() - started < 4  # not the 5 s safety poll
+
+
+async def test_a_sqlite_waiter_finds_another_processes_decision_by_polling(tmp_path: Path):
+    from signoff.store import open_store
+
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    async with open_store(url) as store:
+        gate = Gate(POLICY, store, poll_interval=0.1)
+        [approval_id] = await held(gate)
+        waiting = asyncio.create_task(gate.wait(approval_id, timeout=30))
+        worker = await run_worker("decide", url, approval_id)
+        out, err = await worker.communicate()
+        assert worker.returncode == 0, err.decode()
+        decided = await asyncio.wait_for(waiting, 5)
+        assert decided.decided_by == "process-b"

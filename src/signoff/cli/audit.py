@@ -51,8 +51,8 @@ def verify(database: DatabaseOption = None) -> None:
 @app.command("list")
 def list_entries(
     database: DatabaseOption = None,
-    after: Annotated[int, typer.Option(help="Show entries after this sequence number.")] = 0,
-    limit: Annotated[int, typer.Option(help="How many entries to show.")] = 100,
+    after: Annotated[int, typer.Option(min=0, help="Show entries after this sequence number.")] = 0,
+    limit: Annotated[int, typer.Option(min=1, help="How many entries to show.")] = 100,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
 ) -> None:
     """Show audit entries in order: who did what, to what, when."""

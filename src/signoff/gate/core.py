@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -22,6 +23,7 @@ from signoff.errors import (
     ForbiddenError,
     InvalidArgumentsError,
     InvalidDecisionError,
+    SignoffError,
 )
 from signoff.gate.edits import check_edit
 from signoff.gate.ids import new_id
@@ -46,6 +48,8 @@ from signoff.types import (
 )
 
 __all__ = ["CheckContext", "Gate", "Outcome"]
+
+logger = logging.getLogger("signoff.gate")
 
 SchemaLookup = Callable[[ToolCall], Mapping[str, Any] | None]
 
@@ -283,30 +287,35 @@ class Gate:
         """Wait until the approval is decided or expires; `ApprovalTimeout` after `timeout` s."""
         deadline = None if timeout is None else time.monotonic() + timeout
         if not self._listening:
-            self._listening = True
             await self.store.listen(self.notifier.notify)
+            self._listening = True
         with self.notifier.subscription(approval_id) as decided:
             while True:
                 decided.clear()
-                approval = await self.store.get_approval(approval_id)
-                if not approval.pending:
-                    return approval
-                now = self._now()
-                if approval.expires_at is not None and approval.expires_at <= now:
-                    [expired] = await self.expire([approval])
-                    return expired
-                remaining = self._poll
-                if deadline is not None:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        raise ApprovalTimeout(
-                            f"approval {approval_id!r} was not decided within {timeout} s"
-                        )
-                    remaining = min(remaining, left)
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise ApprovalTimeout(
+                        f"approval {approval_id!r} was not decided within {timeout} s"
+                    )
+                try:
+                    # The read itself may queue behind other work: it gets the time left, no more.
+                    async with asyncio.timeout(left):
+                        approval = await self.store.get_approval(approval_id)
+                        if not approval.pending:
+                            return approval
+                        now = self._now()
+                        if approval.expires_at is not None and approval.expires_at <= now:
+                            [expired] = await self.expire([approval])
+                            return expired
+                except TimeoutError:
+                    raise ApprovalTimeout(
+                        f"approval {approval_id!r} was not decided within {timeout} s"
+                    ) from None
+                pause = self._poll if left is None else min(self._poll, left)
                 if approval.expires_at is not None:
-                    remaining = min(remaining, (approval.expires_at - now).total_seconds())
+                    pause = min(pause, (approval.expires_at - now).total_seconds())
                 with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(remaining):
+                    async with asyncio.timeout(pause):
                         await decided.wait()
 
     async def ask(
@@ -351,9 +360,13 @@ class Gate:
         return [a for a in await self.expire(due) if a.status == "expired"]
 
     async def run_sweeper(self, interval: float = 1.0) -> None:
-        """Expire due approvals every `interval` seconds until cancelled."""
+        """Expire due approvals every `interval` seconds until cancelled. A failed round (the
+        database away for a moment) is logged and tried again at the next."""
         while True:
-            await self.expire_due()
+            try:
+                await self.expire_due()
+            except SignoffError:
+                logger.exception("expiring due approvals failed; trying again in %s s", interval)
             await asyncio.sleep(interval)
 
     async def grants(self, *, tool: str | None = None) -> list[Grant]:

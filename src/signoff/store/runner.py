@@ -14,7 +14,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol, TypeVar
 
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
+
+from signoff.errors import StoreError
 
 __all__ = ["AsyncRunner", "Runner", "ThreadRunner"]
 
@@ -41,6 +44,10 @@ def _transaction(engine: Engine, work: Callable[[Connection], T], write: bool) -
             return work(connection)
 
 
+def _store_error(exc: DBAPIError) -> StoreError:
+    return StoreError(f"the database refused the operation: {exc.orig!r}")
+
+
 class ThreadRunner:
     """Every transaction on one thread of its own, in order (SQLite allows one writer anyway)."""
 
@@ -54,7 +61,10 @@ class ThreadRunner:
 
     async def run(self, work: Callable[[Connection], T], *, write: bool) -> T:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._thread, _transaction, self._engine, work, write)
+        try:
+            return await loop.run_in_executor(self._thread, _transaction, self._engine, work, write)
+        except DBAPIError as exc:
+            raise _store_error(exc) from exc
 
     async def reset(self) -> None:
         loop = asyncio.get_running_loop()
@@ -76,11 +86,14 @@ class AsyncRunner:
         return self._async_engine.sync_engine
 
     async def run(self, work: Callable[[Connection], T], *, write: bool) -> T:
-        async with self._async_engine.connect() as connection:
-            if not write:
-                connection = await connection.execution_options(signoff_read=True)
-            async with connection.begin():
-                return await connection.run_sync(work)
+        try:
+            async with self._async_engine.connect() as connection:
+                if not write:
+                    connection = await connection.execution_options(signoff_read=True)
+                async with connection.begin():
+                    return await connection.run_sync(work)
+        except DBAPIError as exc:
+            raise _store_error(exc) from exc
 
     async def reset(self) -> None:
         await self._async_engine.dispose()

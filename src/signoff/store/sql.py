@@ -10,6 +10,7 @@ row, and the other sees that it lost.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from collections.abc import Callable, Sequence
@@ -45,9 +46,11 @@ _CHANNEL = "signoff_decisions"
 _approvals, _head = schema.approvals, schema.audit_head
 _INSERT_APPROVAL = insert(_approvals)
 _SELECT_APPROVALS = select(_approvals).where(_approvals.c.id.in_(bindparam("ids", expanding=True)))
+# Locked in id order, so concurrent batches over the same approvals never deadlock.
 _SELECT_FOR_DECISION = (
     select(_approvals)
     .where(_approvals.c.id.in_(bindparam("ids", expanding=True)))
+    .order_by(_approvals.c.id)
     .with_for_update()
 )
 _UPDATE_DECISION = update(_approvals).where(
@@ -91,6 +94,9 @@ class SQLStore:
         self.runner = runner
         self.url = url
         self._listener: Any = None
+        self._callbacks: list[Callable[[str], None]] = []
+        self._closed = False
+        self._listening = asyncio.Lock()
 
     @property
     def engine(self) -> Engine:
@@ -104,6 +110,8 @@ class SQLStore:
 
     async def run(self, work: Callable[[Connection], T], *, write: bool = True) -> T:
         """Run `work` as one transaction: committed if it returns, rolled back if it raises."""
+        if self._closed:
+            raise StoreError(f"the store at {self.engine.url.render_as_string()!r} is closed")
         return await self.runner.run(work, write=write)
 
     async def listen(self, callback: Callable[[str], None]) -> None:
@@ -111,15 +119,22 @@ class SQLStore:
 
         A notification is a hint that something changed: the database stays the truth.
         """
-        if not self.notifies_across_processes or self._listener is not None:
+        if not self.notifies_across_processes:
             return
-        import asyncpg
+        self._callbacks.append(callback)
+        async with self._listening:  # several gates may start listening at once
+            if self._listener is not None:
+                return
+            import asyncpg
 
-        dsn = self.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
-        self._listener = await asyncpg.connect(dsn)
-        await self._listener.add_listener(
-            _CHANNEL, lambda _conn, _pid, _channel, payload: callback(payload)
-        )
+            url = self.engine.url.set(drivername="postgresql")
+            listener = await asyncpg.connect(url.render_as_string(hide_password=False))
+            await listener.add_listener(_CHANNEL, self._dispatch)
+            self._listener = listener
+
+    def _dispatch(self, _connection: Any, _pid: int, _channel: str, payload: str) -> None:
+        for callback in self._callbacks:
+            callback(payload)
 
     async def migrate(self) -> int:
         """Bring the schema up to date; return the version it had."""
@@ -144,6 +159,9 @@ class SQLStore:
             )
 
     async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         if self._listener is not None:
             await self._listener.close()
             self._listener = None
@@ -301,10 +319,15 @@ class SQLStore:
         return [_audit(row) for row in rows]
 
     async def verify_audit(self, *, batch: int = 5000) -> int | None:
-        """The sequence number of the first entry that was edited, deleted or reordered, or None."""
+        """The sequence number of the first entry that was edited, deleted or reordered, or None.
+
+        The head is read first and only the entries up to it are checked: entries appended while
+        verifying are left for the next run, never mistaken for a break.
+        """
+        head = await self.run(lambda c: c.execute(select(schema.audit_head)).one(), write=False)
         prev, expected, after = "0" * 64, 1, 0
-        while True:
-            entries = await self.audit_log(after=after, limit=batch)
+        while after < head.seq:
+            entries = await self.audit_log(after=after, limit=min(batch, head.seq - after))
             for entry in entries:
                 record = AuditRecord(
                     actor=entry.actor,
@@ -320,14 +343,10 @@ class SQLStore:
                 ):
                     return expected if entry.seq != expected else entry.seq
                 prev, expected = entry.hash, expected + 1
-            if len(entries) < batch:
+            if not entries:
                 break
             after = entries[-1].seq
-        length = await self.audit_length()
-        head_hash = await self.run(
-            lambda c: c.execute(select(schema.audit_head.c.hash)).scalar_one(), write=False
-        )
-        if length != expected - 1 or head_hash != prev:
+        if head.seq != expected - 1 or head.hash != prev:
             return expected  # entries were removed from the end
         return None
 
