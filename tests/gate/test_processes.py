@@ -112,7 +112,7 @@ async def test_a_sqlite_waiter_finds_another_processes_decision_by_polling(tmp_p
         [approval_id] = await held(gate)
         waiting = asyncio.create_task(gate.wait(approval_id, timeout=30))
         worker = await run_worker("decide", url, approval_id)
-        out, err = await worker.communicate()
+        _, err = await worker.communicate()
         assert worker.returncode == 0, err.decode()
         decided = await asyncio.wait_for(waiting, 5)
         assert decided.decided_by == "process-b"
