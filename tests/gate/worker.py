@@ -53,9 +53,12 @@ async def decide_all(url: str) -> None:
 
 
 if __name__ == "__main__":
-    command, *args = sys.argv[1:]
-    runner = {"race": race, "decide": decide, "decide_all": decide_all}[command]
-    if command == "race":
-        asyncio.run(race(args[0], args[1], args[2], int(args[3])))
-    else:
-        asyncio.run(runner(*args))  # type: ignore[operator]
+    match sys.argv[1:]:
+        case ["race", url, approval_id, tag, count]:
+            asyncio.run(race(url, approval_id, tag, int(count)))
+        case ["decide", url, approval_id]:
+            asyncio.run(decide(url, approval_id))
+        case ["decide_all", url]:
+            asyncio.run(decide_all(url))
+        case other:
+            sys.exit(f"unknown command {other!r}")

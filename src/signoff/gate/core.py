@@ -379,10 +379,7 @@ class Gate:
         await self.store.revoke_grant(grant_id, actor=actor, at=now, audit=[record])
 
     async def _grants_for(self, tools: set[str]) -> tuple[Grant, ...]:
-        found: list[Grant] = []
-        for tool in sorted(tools):
-            found.extend(await self.store.list_grants(tool=tool))
-        return tuple(found)
+        return tuple(await self.store.list_grants(tools=sorted(tools)))
 
 
 def _check_decider(

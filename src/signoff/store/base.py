@@ -79,7 +79,9 @@ class Store(Protocol):
 
     async def due_for_expiry(self, now: datetime, *, limit: int = 500) -> list[Approval]: ...
 
-    async def list_grants(self, *, tool: str | None = None) -> list[Grant]: ...
+    async def list_grants(
+        self, *, tool: str | None = None, tools: Sequence[str] | None = None
+    ) -> list[Grant]: ...
 
     async def revoke_grant(
         self, grant_id: str, *, actor: str, at: datetime, audit: Sequence[AuditRecord] = ()

@@ -277,12 +277,16 @@ class SQLStore:
 
     # -- grants ----------------------------------------------------------------------------
 
-    async def list_grants(self, *, tool: str | None = None) -> list[Grant]:
-        """Grants in force (not revoked), oldest first."""
+    async def list_grants(
+        self, *, tool: str | None = None, tools: Sequence[str] | None = None
+    ) -> list[Grant]:
+        """Grants in force (not revoked), oldest first; for one tool, or any of `tools`."""
         table = schema.grants
         query = select(table).where(table.c.revoked_at.is_(None))
         if tool is not None:
             query = query.where(table.c.tool == tool)
+        if tools is not None:
+            query = query.where(table.c.tool.in_(list(tools)))
         query = query.order_by(table.c.created_at)
         rows = await self.run(lambda c: c.execute(query).all(), write=False)
         return [_grant(row) for row in rows]
