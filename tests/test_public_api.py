@@ -15,7 +15,7 @@ def test_all_is_sorted_and_complete():
         assert hasattr(signoff, name), name
     public = {name for name in vars(signoff) if not name.startswith("_")} - {
         "errors", "policy", "types", "version", "PackageNotFoundError", "cli", "importlib",
-        "TYPE_CHECKING", "Any", "gate", "store",
+        "TYPE_CHECKING", "Any", "gate", "store", "agent", "testing",
     }  # fmt: skip
     assert public <= set(signoff.__all__)
 
@@ -28,15 +28,30 @@ FORBIDDEN = [
 ]  # fmt: skip
 
 
-def test_importing_the_core_loads_no_outer_layer_or_optional_package():
-    probe = (
-        "import json, sys\n"
-        "import signoff, signoff.policy, signoff.types, signoff.errors\n"
-        "print(json.dumps(sorted(sys.modules)))\n"
-    )
+def loaded_by(statement: str) -> set[str]:
+    """The modules a fresh interpreter has loaded after running `statement`."""
+    probe = f"import json, sys\n{statement}\nprint(json.dumps(sorted(sys.modules)))\n"
     result = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     )
-    loaded = set(json.loads(result.stdout))
-    leaks = sorted(m for m in loaded for f in FORBIDDEN if m == f or m.startswith(f + "."))
-    assert leaks == []
+    return set(json.loads(result.stdout))
+
+
+def leaks(loaded: set[str], forbidden: list[str]) -> list[str]:
+    return sorted(m for m in loaded for f in forbidden if m == f or m.startswith(f + "."))
+
+
+def test_importing_the_core_loads_no_outer_layer_or_optional_package():
+    core = "import signoff.gate, signoff.store, signoff.policy, signoff.agent, signoff.testing"
+    assert leaks(loaded_by(core), FORBIDDEN) == []
+
+
+def test_importing_signoff_for_its_policy_engine_loads_neither_the_store_nor_pydantic():
+    loaded = loaded_by("import signoff, signoff.policy, signoff.types, signoff.errors")
+    lazy = [*FORBIDDEN, "sqlalchemy", "pydantic", "signoff.store", "signoff.gate", "signoff.agent"]
+    assert leaks(loaded, lazy) == []
+
+
+def test_the_gate_the_store_and_tools_load_on_first_use():
+    loaded = loaded_by("from signoff import Gate, open_store, tool")
+    assert {"signoff.gate", "signoff.store", "signoff.agent", "sqlalchemy", "pydantic"} <= loaded

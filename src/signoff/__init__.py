@@ -36,16 +36,19 @@ from signoff.types import (
 )
 
 if TYPE_CHECKING:
+    from signoff.agent import Tool, tool
     from signoff.gate import CheckContext, Gate, Outcome
     from signoff.store import open_store
 
-# The gate and the store bring SQLAlchemy; they load on first use so that importing signoff for
-# its policy engine stays light.
+# The gate and the store bring SQLAlchemy, the agent runtime pydantic; they load on first use so
+# that importing signoff for its policy engine stays light.
 _LAZY = {
     "CheckContext": "signoff.gate",
     "Gate": "signoff.gate",
     "Outcome": "signoff.gate",
     "open_store": "signoff.store",
+    "Tool": "signoff.agent",
+    "tool": "signoff.agent",
 }
 
 
@@ -92,8 +95,10 @@ __all__ = [
     "Rule",
     "Scope",
     "SignoffError",
+    "Tool",
     "ToolCall",
     "Verdict",
     "__version__",
     "open_store",
+    "tool",
 ]

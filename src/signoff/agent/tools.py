@@ -1,0 +1,129 @@
+"""Python functions as tools: ``@tool`` reads the JSON schema from the type hints and the
+description from the docstring, validates arguments before the call, and turns an exception into
+an error result so the run goes on."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, overload
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from signoff.agent.model import ToolSpec
+
+__all__ = ["Tool", "ToolResult", "tool"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolResult:
+    """What a tool call gives back to the model."""
+
+    content: str
+    is_error: bool = False
+
+
+class Tool:
+    """A callable the agent may call; its calls go through the policy first."""
+
+    def __init__(
+        self,
+        function: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        idempotent: bool = False,
+    ) -> None:
+        self.function = function
+        self.name = name or function.__name__
+        self.description = (description or inspect.getdoc(function) or "").strip()
+        self.idempotent = idempotent
+        """Safe to run again after a crash left its outcome unknown (same key, same effect)."""
+        self._arguments = _arguments_model(function, self.name)
+        self.spec = ToolSpec(
+            name=self.name,
+            description=self.description,
+            parameters=self._arguments.model_json_schema(),
+        )
+
+    async def invoke(self, args: dict[str, Any]) -> ToolResult:
+        """Validate `args`, call the function (sync ones in a thread), and report the outcome."""
+        try:
+            validated = self._arguments.model_validate(args)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors()
+            )
+            return ToolResult(
+                content=f"invalid arguments for {self.name}: {problems}", is_error=True
+            )
+        kwargs = {name: getattr(validated, name) for name in type(validated).model_fields}
+        try:
+            if inspect.iscoroutinefunction(self.function):
+                result = await self.function(**kwargs)
+            else:
+                result = await asyncio.to_thread(self.function, **kwargs)
+        except Exception as exc:  # a tool's failure is a result for the model, not a crash
+            return ToolResult(content=f"{type(exc).__name__}: {exc}", is_error=True)
+        return ToolResult(content=_as_text(result))
+
+    def __repr__(self) -> str:
+        return f"Tool({self.name!r}, idempotent={self.idempotent})"
+
+
+@overload
+def tool(function: Callable[..., Any], /) -> Tool: ...
+
+
+@overload
+def tool(
+    *, name: str | None = None, description: str | None = None, idempotent: bool = False
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    function: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    idempotent: bool = False,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Make a function a tool: ``@tool`` or ``@tool(idempotent=True, name=...)``."""
+
+    def wrap(target: Callable[..., Any]) -> Tool:
+        return Tool(target, name=name, description=description, idempotent=idempotent)
+
+    return wrap(function) if function is not None else wrap
+
+
+def _arguments_model(function: Callable[..., Any], name: str) -> type[BaseModel]:
+    try:
+        hints = inspect.get_annotations(function, eval_str=True)
+    except NameError as exc:
+        raise TypeError(
+            f"tool {name!r}: cannot resolve a type hint ({exc}); define the type where the "
+            "function's module can see it"
+        ) from None
+    fields: dict[str, Any] = {}
+    for parameter in inspect.signature(function).parameters.values():
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            raise TypeError(f"tool {name!r}: *args and **kwargs cannot be described to a model")
+        annotation = hints.get(parameter.name, Any)
+        default = ... if parameter.default is parameter.empty else parameter.default
+        fields[parameter.name] = (annotation, default)
+    return create_model(f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
+
+
+def _as_text(result: Any) -> str:
+    if isinstance(result, str):
+        return result
+    if isinstance(result, BaseModel):
+        return result.model_dump_json()
+    try:
+        return json.dumps(result, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return repr(result)
