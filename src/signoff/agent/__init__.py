@@ -1,12 +1,15 @@
-"""signoff's own agent runtime: models, tools, and (next) the loop that pauses for people."""
+"""signoff's own agent runtime: models, tools, and the loop that pauses for people."""
 
 from signoff.agent.model import Message, Model, ModelTurn, StreamingModel, ToolSpec, TurnDelta
+from signoff.agent.runner import Agent, Runner
 from signoff.agent.tools import Tool, ToolResult, tool
 
 __all__ = [
+    "Agent",
     "Message",
     "Model",
     "ModelTurn",
+    "Runner",
     "StreamingModel",
     "Tool",
     "ToolResult",

@@ -12,7 +12,17 @@ from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from signoff.types import ToolCall
 
-__all__ = ["Message", "Model", "ModelTurn", "Role", "StreamingModel", "ToolSpec", "TurnDelta"]
+__all__ = [
+    "Message",
+    "Model",
+    "ModelTurn",
+    "Role",
+    "StreamingModel",
+    "ToolSpec",
+    "TurnDelta",
+    "message_from_dict",
+    "message_to_dict",
+]
 
 Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
 
@@ -29,6 +39,31 @@ class Message:
     """For a tool message: the call it answers."""
     name: str | None = None
     """For a tool message: the tool's name."""
+
+
+def message_to_dict(message: Message) -> dict[str, Any]:
+    """The message as JSON-ready data, as the store keeps it."""
+    data: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        data["tool_calls"] = [
+            {"id": c.id, "name": c.name, "args": c.args, "server": c.server, "agent": c.agent}
+            for c in message.tool_calls
+        ]
+    if message.tool_call_id is not None:
+        data["tool_call_id"] = message.tool_call_id
+    if message.name is not None:
+        data["name"] = message.name
+    return data
+
+
+def message_from_dict(data: dict[str, Any]) -> Message:
+    return Message(
+        role=data["role"],
+        content=data.get("content", ""),
+        tool_calls=tuple(ToolCall(**c) for c in data.get("tool_calls", ())),
+        tool_call_id=data.get("tool_call_id"),
+        name=data.get("name"),
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

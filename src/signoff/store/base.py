@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any, Protocol
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Protocol
 
 from signoff.types import Approval, AuditEntry, Grant
+
+if TYPE_CHECKING:
+    from signoff.store.runs import LedgerEntry, RunRecord, RunStatus, StoredEvent
 
 __all__ = ["AuditRecord", "DecisionPlan", "Store"]
 
@@ -92,3 +95,42 @@ class Store(Protocol):
     async def audit_log(self, *, after: int = 0, limit: int = 1000) -> list[AuditEntry]: ...
 
     async def verify_audit(self, *, batch: int = 5000) -> int | None: ...
+
+    # -- the runtime's runs (see signoff.store.runs) --
+
+    async def create_run(
+        self,
+        record: RunRecord,
+        *,
+        at: datetime,
+        lease_until: datetime,
+        messages: Sequence[dict[str, Any]] = (),
+        events: Sequence[tuple[str, dict[str, Any]]] = (),
+    ) -> list[StoredEvent]: ...
+
+    async def append_to_run(
+        self,
+        run_id: str,
+        *,
+        at: datetime,
+        messages: Sequence[dict[str, Any]] = (),
+        events: Sequence[tuple[str, dict[str, Any]]] = (),
+        status: RunStatus | None = None,
+        owner: str | None = None,
+    ) -> list[StoredEvent]: ...
+
+    async def claim_run(
+        self, run_id: str, *, owner: str, now: datetime, lease: timedelta
+    ) -> bool: ...
+
+    async def get_run(self, run_id: str) -> RunRecord: ...
+
+    async def thread_messages(self, thread_id: str) -> list[dict[str, Any]]: ...
+
+    async def run_events(self, run_id: str, *, after: int = 0) -> list[StoredEvent]: ...
+
+    async def ledger_start(
+        self, key: str, *, run_id: str, call_id: str, tool: str, digest: str, at: datetime
+    ) -> LedgerEntry | None: ...
+
+    async def ledger_finish(self, key: str, *, result: dict[str, Any], at: datetime) -> None: ...

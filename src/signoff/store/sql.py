@@ -14,7 +14,7 @@ import asyncio
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any, TypeVar
 
 from sqlalchemy import Row, and_, bindparam, insert, select, text, update
@@ -25,6 +25,8 @@ from signoff.store import schema
 from signoff.store.base import AuditRecord, DecisionPlan
 from signoff.store.migrations import LATEST, migrate, schema_version
 from signoff.store.runner import Runner
+from signoff.store.runs import RunStore
+from signoff.store.times import from_micros, to_micros
 from signoff.types import (
     Approval,
     AuditEntry,
@@ -63,19 +65,6 @@ _INSERT_AUDIT = insert(schema.audit)
 _LOCK_AUDIT_HEAD = select(_head.c.seq, _head.c.hash).where(_head.c.id == 1).with_for_update()
 _UPDATE_AUDIT_HEAD = update(_head).where(_head.c.id == 1)
 _NOTIFY = text("SELECT pg_notify(:channel, :id)")
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
-
-
-def to_micros(moment: datetime) -> int:
-    """Exact integer microseconds since the epoch; naive datetimes are a bug, not a guess."""
-    if moment.tzinfo is None:
-        raise ValueError(f"timestamps must be timezone-aware, not {moment!r}")
-    return (moment - _EPOCH) // _MICROSECOND
-
-
-def from_micros(value: int) -> datetime:
-    return _EPOCH + value * _MICROSECOND
 
 
 def _json(value: Any) -> str:
@@ -87,8 +76,8 @@ def entry_hash(prev_hash: str, seq: int, record: AuditRecord) -> str:
     return hashlib.sha256(prev_hash.encode() + canonical_json(body)).hexdigest()
 
 
-class SQLStore:
-    """Approvals, grants and the audit log in one SQL database."""
+class SQLStore(RunStore):
+    """Approvals, grants, the audit log, and the runtime's runs, in one SQL database."""
 
     def __init__(self, runner: Runner, *, url: str) -> None:
         self.runner = runner

@@ -1,0 +1,284 @@
+"""Runs, their messages and events, and the ledger that makes tool execution exactly-once.
+
+Pausing appends: the new messages and events are inserted after the run's last ones, and the
+conversation is never rewritten, so a pause costs the same at 10 messages and at 10,000.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Literal, TypeAlias, TypeVar
+
+from sqlalchemy import and_, func, insert, or_, select, update
+from sqlalchemy.engine import Connection
+
+from signoff.errors import NotFoundError
+from signoff.store import schema
+from signoff.store.times import from_micros, to_micros
+from signoff.types import canonical_json
+
+__all__ = ["LedgerEntry", "RunRecord", "RunStatus", "RunStore", "StoredEvent"]
+
+RunStatus: TypeAlias = Literal["running", "paused", "completed", "failed"]
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunRecord:
+    id: str
+    thread_id: str
+    agent: str
+    status: RunStatus
+    started_by: str | None
+    lease_owner: str | None
+    version: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoredEvent:
+    run_id: str
+    seq: int
+    at: datetime
+    type: str
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class LedgerEntry:
+    key: str
+    status: Literal["started", "finished"]
+    result: dict[str, Any] | None
+
+
+class RunStore:
+    """The runtime's half of the store; `SQLStore` provides `run`."""
+
+    run: Callable[..., Awaitable[Any]]
+
+    async def create_run(
+        self,
+        record: RunRecord,
+        *,
+        at: datetime,
+        lease_until: datetime,
+        messages: Sequence[dict[str, Any]] = (),
+        events: Sequence[tuple[str, dict[str, Any]]] = (),
+    ) -> list[StoredEvent]:
+        """Insert the run, owned by its creator, with its first messages and events."""
+        row = {
+            "id": record.id,
+            "thread_id": record.thread_id,
+            "agent": record.agent,
+            "status": record.status,
+            "started_by": record.started_by,
+            "lease_owner": record.lease_owner,
+            "lease_until": to_micros(lease_until),
+            "created_at": to_micros(at),
+            "updated_at": to_micros(at),
+            "version": record.version,
+        }
+
+        def work(connection: Connection) -> list[StoredEvent]:
+            connection.execute(insert(schema.runs).values(row))
+            return _append(connection, record.id, at, messages, events)
+
+        result: list[StoredEvent] = await self.run(work)
+        return result
+
+    async def append_to_run(
+        self,
+        run_id: str,
+        *,
+        at: datetime,
+        messages: Sequence[dict[str, Any]] = (),
+        events: Sequence[tuple[str, dict[str, Any]]] = (),
+        status: RunStatus | None = None,
+        owner: str | None = None,
+    ) -> list[StoredEvent]:
+        """Append messages and events; with `status`, also move the run there (releasing the
+        lease unless it stays running). Only the lease owner may write."""
+
+        def work(connection: Connection) -> list[StoredEvent]:
+            values: dict[str, Any] = {"updated_at": to_micros(at)}
+            if status is not None:
+                values["status"] = status
+                if status != "running":
+                    values |= {"lease_owner": None, "lease_until": None}
+            table = schema.runs
+            changed = connection.execute(
+                update(table)
+                .where(and_(table.c.id == run_id, table.c.lease_owner == owner))
+                .values(**values, version=table.c.version + 1)
+            )
+            if changed.rowcount != 1:
+                raise NotFoundError(f"run {run_id!r} is not held by {owner!r}")
+            return _append(connection, run_id, at, messages, events)
+
+        result: list[StoredEvent] = await self.run(work)
+        return result
+
+    async def claim_run(self, run_id: str, *, owner: str, now: datetime, lease: timedelta) -> bool:
+        """Take the run to resume it: paused, or running under a lease that ran out (its holder
+        died). Compare-and-set: of several claimants, exactly one wins."""
+        table = schema.runs
+        claim = (
+            update(table)
+            .where(
+                and_(
+                    table.c.id == run_id,
+                    or_(
+                        table.c.status == "paused",
+                        and_(table.c.status == "running", table.c.lease_until < to_micros(now)),
+                    ),
+                )
+            )
+            .values(
+                status="running",
+                lease_owner=owner,
+                lease_until=to_micros(now + lease),
+                version=table.c.version + 1,
+            )
+        )
+        won: bool = await self.run(lambda c: c.execute(claim).rowcount == 1)
+        return won
+
+    async def get_run(self, run_id: str) -> RunRecord:
+        table = schema.runs
+        row = await self.run(
+            lambda c: c.execute(select(table).where(table.c.id == run_id)).first(), write=False
+        )
+        if row is None:
+            raise NotFoundError(f"no run with id {run_id!r}")
+        return RunRecord(
+            id=row.id,
+            thread_id=row.thread_id,
+            agent=row.agent,
+            status=row.status,
+            started_by=row.started_by,
+            lease_owner=row.lease_owner,
+            version=row.version,
+        )
+
+    async def thread_messages(self, thread_id: str) -> list[dict[str, Any]]:
+        """Every message of the thread's runs, oldest first."""
+        runs, messages = schema.runs, schema.messages
+        query = (
+            select(messages.c.data)
+            .join(runs, runs.c.id == messages.c.run_id)
+            .where(runs.c.thread_id == thread_id)
+            .order_by(runs.c.created_at, runs.c.id, messages.c.seq)
+        )
+        rows = await self.run(lambda c: c.execute(query).all(), write=False)
+        return [json.loads(row.data) for row in rows]
+
+    async def run_events(self, run_id: str, *, after: int = 0) -> list[StoredEvent]:
+        table = schema.events
+        query = (
+            select(table)
+            .where(and_(table.c.run_id == run_id, table.c.seq > after))
+            .order_by(table.c.seq)
+        )
+        rows = await self.run(lambda c: c.execute(query).all(), write=False)
+        return [_event(row) for row in rows]
+
+    async def ledger_start(
+        self, key: str, *, run_id: str, call_id: str, tool: str, digest: str, at: datetime
+    ) -> LedgerEntry | None:
+        """Record that the call with this idempotency key is starting. Returns None when it is new,
+        or the existing entry when it was started (or finished) before."""
+        table = schema.ledger
+
+        def work(connection: Connection) -> LedgerEntry | None:
+            row = connection.execute(select(table).where(table.c.key == key)).first()
+            if row is not None:
+                result = None if row.result is None else json.loads(row.result)
+                return LedgerEntry(key=key, status=row.status, result=result)
+            connection.execute(
+                insert(table).values(
+                    key=key,
+                    run_id=run_id,
+                    call_id=call_id,
+                    tool=tool,
+                    digest=digest,
+                    status="started",
+                    started_at=to_micros(at),
+                )
+            )
+            return None
+
+        entry: LedgerEntry | None = await self.run(work)
+        return entry
+
+    async def ledger_finish(self, key: str, *, result: dict[str, Any], at: datetime) -> None:
+        table = schema.ledger
+        finish = (
+            update(table)
+            .where(table.c.key == key)
+            .values(
+                status="finished", result=canonical_json(result).decode(), finished_at=to_micros(at)
+            )
+        )
+        await self.run(lambda c: c.execute(finish))
+
+
+def _append(
+    connection: Connection,
+    run_id: str,
+    at: datetime,
+    messages: Sequence[dict[str, Any]],
+    events: Sequence[tuple[str, dict[str, Any]]],
+) -> list[StoredEvent]:
+    if messages:
+        last = connection.execute(
+            select(func.coalesce(func.max(schema.messages.c.seq), 0)).where(
+                schema.messages.c.run_id == run_id
+            )
+        ).scalar_one()
+        connection.execute(
+            insert(schema.messages),
+            [
+                {
+                    "run_id": run_id,
+                    "seq": last + i,
+                    "role": m["role"],
+                    "data": canonical_json(m).decode(),
+                }
+                for i, m in enumerate(messages, start=1)
+            ],
+        )
+    stored: list[StoredEvent] = []
+    if events:
+        last = connection.execute(
+            select(func.coalesce(func.max(schema.events.c.seq), 0)).where(
+                schema.events.c.run_id == run_id
+            )
+        ).scalar_one()
+        for i, (kind, data) in enumerate(events, start=1):
+            stored.append(StoredEvent(run_id=run_id, seq=last + i, at=at, type=kind, data=data))
+        connection.execute(
+            insert(schema.events),
+            [
+                {
+                    "run_id": e.run_id,
+                    "seq": e.seq,
+                    "at": to_micros(e.at),
+                    "type": e.type,
+                    "data": canonical_json(e.data).decode(),
+                }
+                for e in stored
+            ],
+        )
+    return stored
+
+
+def _event(row: Any) -> StoredEvent:
+    return StoredEvent(
+        run_id=row.run_id,
+        seq=row.seq,
+        at=from_micros(row.at),
+        type=row.type,
+        data=json.loads(row.data),
+    )

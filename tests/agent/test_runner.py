@@ -1,0 +1,228 @@
+"""The runtime loop with ScriptedModel: pause, decide, resume, exactly as ARCHITECTURE §1 says."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from signoff import Approve, ConflictError, Edit, Policy, Reject, Respond, Scope
+from signoff.agent import Agent, Message, ModelTurn, Runner, tool
+from signoff.gate import Gate
+from signoff.store import SQLStore
+from signoff.store.runs import StoredEvent
+from signoff.testing import ScriptedModel, call
+
+POLICY = Policy.from_dict(
+    {
+        "rules": [
+            {"allow": ["pods_list", "explode"]},
+            {"ask": ["delete_pod", "scale"]},
+            {"deny": "drop_*"},
+        ]
+    }
+)
+executed: list[tuple[str, dict[str, Any]]] = []
+
+
+@tool
+def pods_list(namespace: str = "default") -> list[str]:
+    """List pods."""
+    executed.append(("pods_list", {"namespace": namespace}))
+    return ["nginx-123", "web-1"]
+
+
+@tool
+def delete_pod(name: str) -> str:
+    """Delete a pod."""
+    executed.append(("delete_pod", {"name": name}))
+    return f"deleted {name}"
+
+
+@tool
+def scale(name: str, replicas: int) -> str:
+    """Scale a deployment."""
+    executed.append(("scale", {"name": name, "replicas": replicas}))
+    return f"scaled {name} to {replicas}"
+
+
+@tool
+def explode() -> str:
+    """Fail."""
+    raise RuntimeError("disk full")
+
+
+@pytest.fixture(autouse=True)
+def clear() -> None:
+    executed.clear()
+
+
+def runner(store: SQLStore, turns: list[Any]) -> tuple[Runner, ScriptedModel]:
+    model = ScriptedModel(turns)
+    agent = Agent(name="ops", model=model, tools=[pods_list, delete_pod, scale, explode])
+    return Runner(agent, Gate(POLICY, store)), model
+
+
+async def collect(events: AsyncIterator[StoredEvent]) -> list[StoredEvent]:
+    return [event async for event in events]
+
+
+def of(events: list[StoredEvent], kind: str) -> list[dict[str, Any]]:
+    return [e.data for e in events if e.type == kind]
+
+
+def last_tool_results(model: ScriptedModel) -> list[Message]:
+    return [m for m in model.requests[-1].messages if m.role == "tool"]
+
+
+async def test_a_mixed_batch_runs_the_allowed_call_and_pauses_once_for_the_held_ones(
+    store: SQLStore,
+):
+    run, model = runner(
+        store,
+        [
+            ModelTurn(
+                text="Listing, then deleting and scaling.",
+                tool_calls=(
+                    call("pods_list"),
+                    call("delete_pod", name="nginx-123"),
+                    call("scale", name="web", replicas=3),
+                ),
+            ),
+            ModelTurn(text="Done."),
+        ],
+    )
+    events = await collect(run.start("t1", "list pods then delete nginx-123", started_by="bob"))
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    assert events[-1].type == "paused"
+    assert executed == [("pods_list", {"namespace": "default"})]  # the allowed call already ran
+    requested = of(events, "approval_requested")
+    assert [r["tool"] for r in requested] == ["delete_pod", "scale"]
+    assert len(model.requests) == 1
+    run_id = events[0].run_id
+    assert (await store.get_run(run_id)).status == "paused"
+
+    gate = run.gate
+    await gate.decide(requested[1]["approval_id"], Approve(), actor="alice")
+    with pytest.raises(ConflictError, match="still waits on 1 approval"):
+        await collect(run.resume(run_id))
+    await gate.decide(requested[0]["approval_id"], Approve(), actor="alice")
+    resumed = await collect(run.resume(run_id))
+    assert executed[1:] == [
+        ("delete_pod", {"name": "nginx-123"}),
+        ("scale", {"name": "web", "replicas": 3}),
+    ]
+    assert [e.type for e in resumed][-2:] == ["text", "completed"]
+    assert len(model.requests) == 2  # no model call until the whole batch had results
+    assert [m.content for m in last_tool_results(model)] == [
+        '["nginx-123", "web-1"]', "deleted nginx-123", "scaled web to 3",
+    ]  # fmt: skip
+    assert (await store.get_run(run_id)).status == "completed"
+
+
+async def test_an_edit_runs_the_call_with_the_edited_arguments(store: SQLStore):
+    run, _ = runner(
+        store,
+        [ModelTurn(tool_calls=(call("scale", name="web", replicas=30),)), ModelTurn(text="ok")],
+    )
+    events = await collect(run.start("t1", "scale web"))
+    [request] = of(events, "approval_requested")
+    await run.gate.decide(
+        request["approval_id"], Edit(args={"name": "web", "replicas": 3}), actor="alice"
+    )
+    await collect(run.resume(events[0].run_id))
+    assert executed == [("scale", {"name": "web", "replicas": 3})]
+
+
+async def test_a_rejection_reaches_the_model_as_a_result_and_the_tool_never_runs(store: SQLStore):
+    run, model = runner(
+        store,
+        [ModelTurn(tool_calls=(call("delete_pod", name="db-0"),)), ModelTurn(text="Understood.")],
+    )
+    events = await collect(run.start("t1", "delete db-0"))
+    [request] = of(events, "approval_requested")
+    await run.gate.decide(
+        request["approval_id"], Reject(reason="db-0 is production"), actor="alice"
+    )
+    await collect(run.resume(events[0].run_id))
+    assert executed == []
+    [result] = last_tool_results(model)
+    assert json.loads(result.content) == {
+        "status": "rejected",
+        "message": "The user rejected this call: db-0 is production. Do not retry it.",
+    }
+
+
+async def test_a_response_becomes_the_tool_result_as_given(store: SQLStore):
+    run, model = runner(
+        store, [ModelTurn(tool_calls=(call("delete_pod", name="x"),)), ModelTurn(text="ok")]
+    )
+    events = await collect(run.start("t1", "delete x"))
+    [request] = of(events, "approval_requested")
+    await run.gate.decide(
+        request["approval_id"], Respond(content="x was already gone"), actor="alice"
+    )
+    await collect(run.resume(events[0].run_id))
+    assert executed == []
+    assert [m.content for m in last_tool_results(model)] == ["x was already gone"]
+
+
+async def test_a_denied_call_gets_a_blocked_result_without_pausing(store: SQLStore):
+    run, model = runner(
+        store, [ModelTurn(tool_calls=(call("drop_table", name="users"),)), ModelTurn(text="ok")]
+    )
+    events = await collect(run.start("t1", "drop users"))
+    assert events[-1].type == "completed"
+    [result] = last_tool_results(model)
+    assert json.loads(result.content)["status"] == "blocked"
+
+
+async def test_a_tool_that_raises_gives_an_error_result_and_the_run_goes_on(store: SQLStore):
+    run, model = runner(
+        store, [ModelTurn(tool_calls=(call("explode"),)), ModelTurn(text="It failed.")]
+    )
+    events = await collect(run.start("t1", "go"))
+    assert events[-1].type == "completed"
+    assert [m.content for m in last_tool_results(model)] == ["RuntimeError: disk full"]
+
+
+async def test_approve_always_lets_the_next_identical_call_run_without_asking(store: SQLStore):
+    run, _ = runner(
+        store,
+        [
+            ModelTurn(tool_calls=(call("delete_pod", name="a"),)),
+            ModelTurn(tool_calls=(call("delete_pod", name="b"),)),
+            ModelTurn(text="both gone"),
+        ],
+    )
+    events = await collect(run.start("t1", "delete a then b"))
+    [request] = of(events, "approval_requested")
+    await run.gate.decide(
+        request["approval_id"], Approve(always=Scope(kind="thread")), actor="alice"
+    )
+    resumed = await collect(run.resume(events[0].run_id))
+    assert resumed[-1].type == "completed"
+    assert executed == [("delete_pod", {"name": "a"}), ("delete_pod", {"name": "b"})]
+
+
+async def test_only_one_of_two_resumers_resumes_and_the_call_runs_once(store: SQLStore):
+    run, _ = runner(
+        store, [ModelTurn(tool_calls=(call("delete_pod", name="a"),)), ModelTurn(text="ok")]
+    )
+    events = await collect(run.start("t1", "delete a"))
+    [request] = of(events, "approval_requested")
+    await run.gate.decide(request["approval_id"], Approve(), actor="alice")
+    other = Runner(run.agent, run.gate)  # a second worker, as in another process
+    await collect(other.resume(events[0].run_id))
+    with pytest.raises(ConflictError, match="not paused, or another worker resumed it"):
+        await collect(run.resume(events[0].run_id))
+    assert executed == [("delete_pod", {"name": "a"})]
+
+
+async def test_a_second_thread_run_sees_the_first_runs_conversation(store: SQLStore):
+    run, model = runner(store, [ModelTurn(text="hello"), ModelTurn(text="again")])
+    await collect(run.start("t1", "hi"))
+    await collect(run.start("t1", "and now?"))
+    assert [m.content for m in model.requests[1].messages] == ["hi", "hello", "and now?"]
