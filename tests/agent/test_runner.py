@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
-from signoff import Approve, ConflictError, Edit, Policy, Reject, Respond, Scope
+from signoff import Approve, ConflictError, Edit, Policy, Reject, Respond, Scope, ToolCall
 from signoff.agent import Agent, Message, ModelTurn, Runner, tool
 from signoff.gate import Gate
 from signoff.store import SQLStore
@@ -226,3 +227,93 @@ async def test_a_second_thread_run_sees_the_first_runs_conversation(store: SQLSt
     await collect(run.start("t1", "hi"))
     await collect(run.start("t1", "and now?"))
     assert [m.content for m in model.requests[1].messages] == ["hi", "hello", "and now?"]
+
+
+async def test_three_held_calls_decided_in_any_order_give_results_in_call_order(store: SQLStore):
+    turn = ModelTurn(
+        tool_calls=(
+            ToolCall(id="c1", name="delete_pod", args={"name": "a"}),
+            ToolCall(id="c2", name="delete_pod", args={"name": "b"}),
+            ToolCall(id="c3", name="delete_pod", args={"name": "c"}),
+        )
+    )
+    run, model = runner(store, [turn, ModelTurn(text="ok")])
+    events = await collect(run.start("t1", "delete a, b and c"))
+    first, second, third = (r["approval_id"] for r in of(events, "approval_requested"))
+    await run.gate.decide(third, Approve(), actor="alice")
+    await run.gate.decide(first, Reject(reason="keep a"), actor="alice")
+    await run.gate.decide(second, Approve(), actor="alice")
+    await collect(run.resume(events[0].run_id))
+    assert executed == [("delete_pod", {"name": "b"}), ("delete_pod", {"name": "c"})]
+    assert [m.tool_call_id for m in last_tool_results(model)] == ["c1", "c2", "c3"]
+
+
+async def test_an_expired_call_never_runs_and_the_model_is_told(store: SQLStore):
+    policy = Policy.from_dict({"rules": [{"ask": "delete_pod", "timeout": 1}]})
+    model = ScriptedModel(
+        [ModelTurn(tool_calls=(call("delete_pod", name="a"),)), ModelTurn(text="ok")]
+    )
+    now = [datetime.now(UTC)]
+    gate = Gate(policy, store, clock=lambda: now[0])
+    run = Runner(Agent(name="ops", model=model, tools=[delete_pod]), gate)
+    events = await collect(run.start("t1", "delete a"))
+    now[0] += timedelta(seconds=5)
+    assert [a.status for a in await gate.expire_due()] == ["expired"]
+    await collect(run.resume(events[0].run_id))
+    assert executed == []
+    [result] = last_tool_results(model)
+    assert json.loads(result.content)["status"] == "expired"
+
+
+class Crash(BaseException):
+    """The worker process dying mid-call (nothing catches it, as nothing catches SIGKILL)."""
+
+
+async def test_a_run_whose_worker_died_mid_call_is_taken_over_and_the_call_is_not_rerun(
+    store: SQLStore,
+):
+    @tool
+    async def transfer(amount: int) -> str:
+        """Move money: at most once, never repeated."""
+        executed.append(("transfer", {"amount": amount}))
+        raise Crash
+
+    model = ScriptedModel(
+        [
+            ModelTurn(tool_calls=(ToolCall(id="t1", name="transfer", args={"amount": 5}),)),
+            ModelTurn(text="The transfer's outcome is unknown; please check."),
+        ]
+    )
+    policy = Policy.from_dict({"default": "allow"})
+    agent = Agent(name="pay", model=model, tools=[transfer])
+    dying = Runner(agent, Gate(policy, store), lease=timedelta(0))
+    with pytest.raises(Crash):
+        await collect(dying.start("t1", "pay 5"))
+    run_id = await only_run(store)
+    assert (await store.get_run(run_id)).status == "running"  # left behind by the dead worker
+
+    survivor = Runner(agent, Gate(policy, store))
+    events = await collect(survivor.resume(run_id))
+    assert events[-1].type == "completed"
+    assert executed == [("transfer", {"amount": 5})]  # never re-run
+    [result] = last_tool_results(model)
+    assert json.loads(result.content)["status"] == "unknown"
+
+
+async def test_a_completed_run_cannot_be_resumed(store: SQLStore):
+    run, _ = runner(store, [ModelTurn(tool_calls=(call("pods_list"),)), ModelTurn(text="ok")])
+    [started, *_] = await collect(run.start("t1", "list"))
+    assert (await store.get_run(started.run_id)).status == "completed"
+    with pytest.raises(ConflictError, match="not paused"):
+        await collect(run.resume(started.run_id))
+
+
+async def only_run(store: SQLStore) -> str:
+    from sqlalchemy import select
+
+    from signoff.store import schema
+
+    [run_id] = await store.run(
+        lambda c: c.execute(select(schema.runs.c.id)).scalars().all(), write=False
+    )
+    return str(run_id)

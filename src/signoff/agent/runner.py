@@ -51,10 +51,14 @@ class Agent:
 class Runner:
     """Runs one agent behind a Gate; `start` and `resume` stream the run's events."""
 
-    def __init__(self, agent: Agent, gate: Gate, *, owner: str | None = None) -> None:
+    def __init__(
+        self, agent: Agent, gate: Gate, *, owner: str | None = None, lease: timedelta = LEASE
+    ) -> None:
         self.agent = agent
         self.gate = gate
         self.store = gate.store
+        self.lease = lease
+        """How long a run stays this runner's without word from it; then another may take it."""
         self.owner = owner or f"{os.getpid()}-{new_id()[-8:]}"
         """Who holds a run's lease while working on it: this process and this runner."""
 
@@ -77,103 +81,141 @@ class Runner:
         for event in await self.store.create_run(
             record,
             at=now,
-            lease_until=now + LEASE,
+            lease_until=now + self.lease,
             messages=[user],
             events=[
                 ("run_started", {"agent": self.agent.name, "thread_id": thread_id, "input": input})
             ],
         ):
             yield event
-        async for event in self._loop(record):
+        async for event in self._run(record, None):
             yield event
 
     async def resume(self, run_id: str) -> AsyncIterator[StoredEvent]:
-        """Resume a paused run whose held calls are all decided; stream its events.
+        """Resume a run: paused with every held call decided, or left running by a worker that
+        died (its lease ran out). Stream its events.
 
         Raises `ConflictError` when another worker holds the run, or some call still waits.
         """
         record = await self.store.get_run(run_id)
-        batch = await self._open_batch(record)
-        if any(a.pending for a in batch):
-            waiting = sum(a.pending for a in batch)
+        turn = await self._open_turn(record)
+        waiting = sum(a.pending for a in turn.approvals.values())
+        if waiting:
             raise ConflictError(f"run {run_id!r} still waits on {waiting} approval(s)")
-        if not await self.store.claim_run(run_id, owner=self.owner, now=_now(), lease=LEASE):
+        if not await self.store.claim_run(run_id, owner=self.owner, now=_now(), lease=self.lease):
             raise ConflictError(f"run {run_id!r} is not paused, or another worker resumed it")
-        results = [await self._answer(record, approval) for approval in batch]
-        events: list[tuple[str, dict[str, object]]] = [
-            ("resumed", {"approvals": [a.id for a in batch]})
-        ]
-        events += [("tool_result", r) for r in results]
-        for event in await self._append(record, messages=results, events=events):
+        decided = [a.id for a in turn.approvals.values()]
+        for event in await self._append(record, events=[("resumed", {"approvals": decided})]):
             yield event
-        async for event in self._loop(record):
+        async for event in self._run(record, turn):
             yield event
 
     # -- the loop --------------------------------------------------------------------------
 
-    async def _loop(self, record: RunRecord) -> AsyncIterator[StoredEvent]:
-        context = CheckContext(
-            run_id=record.id,
-            thread_id=record.thread_id,
-            requested_by=record.started_by,
-            origin="runtime",
-        )
+    async def _run(self, record: RunRecord, turn: _OpenTurn | None) -> AsyncIterator[StoredEvent]:
+        """Settle the open turn (if any), then alternate model turns and settling until the
+        model stops calling tools, a call is held, or the turn budget is spent."""
         specs = [t.spec for t in self.agent.tools]
         for _ in range(self.agent.max_turns):
+            if turn is not None:
+                paused = False
+                async for event in self._settle(record, turn):
+                    paused = paused or event.type == "paused"
+                    yield event
+                if paused:
+                    return
             history = [
                 message_from_dict(m) for m in await self.store.thread_messages(record.thread_id)
             ]
             if self.agent.instructions:
                 history.insert(0, Message(role="system", content=self.agent.instructions))
-            turn = await self.agent.model.complete(history, specs)
-            said = Message(role="assistant", content=turn.text, tool_calls=turn.tool_calls)
+            reply = await self.agent.model.complete(history, specs)
+            said = Message(role="assistant", content=reply.text, tool_calls=reply.tool_calls)
             events: list[tuple[str, dict[str, object]]] = []
-            if turn.text:
-                events.append(("text", {"text": turn.text}))
-            events += [("tool_call", _call_data(c)) for c in turn.tool_calls]
-            if not turn.tool_calls:
-                for event in await self._append(
-                    record, messages=[message_to_dict(said)], events=[*events, ("completed", {})],
-                    status="completed",
-                ):  # fmt: skip
-                    yield event
-                return
+            if reply.text:
+                events.append(("text", {"text": reply.text}))
+            events += [("tool_call", _call_data(c)) for c in reply.tool_calls]
+            done = not reply.tool_calls
+            if done:
+                events.append(("completed", {}))
             for event in await self._append(
-                record, messages=[message_to_dict(said)], events=events
+                record,
+                messages=[message_to_dict(said)],
+                events=events,
+                status="completed" if done else None,
             ):
                 yield event
-            outcomes = await self.gate.check(turn.tool_calls, context)
-            # Model call ids repeat across turns: the turn's number makes the ledger key unique.
-            number = sum(m.role == "assistant" for m in history)
-            results = list(
-                await asyncio.gather(
-                    *(
-                        self._execute(record, o.call, key=f"{record.id}:{number}:{o.call.id}")
-                        for o in outcomes
-                        if o.kind == "run"
-                    )
-                )
-            )
-            results += [
-                _tool_message(o.call, _blocked(o.verdict)) for o in outcomes if o.kind == "block"
-            ]
-            held = [o.approval for o in outcomes if o.approval is not None]
-            events = [("tool_result", r) for r in results]
-            events += [("approval_requested", _approval_data(a)) for a in held]
-            if held:
-                events.append(("paused", {"approvals": [a.id for a in held]}))
-                for event in await self._append(
-                    record, messages=results, events=events, status="paused"
-                ):
-                    yield event
+            if done:
                 return
-            for event in await self._append(record, messages=results, events=events):
-                yield event
+            number = sum(m.role == "assistant" for m in history)
+            turn = _OpenTurn(number=number, calls=list(reply.tool_calls), approvals={})
         reason = f"more than {self.agent.max_turns} model turns"
         for event in await self._append(
             record, events=[("failed", {"reason": reason})], status="failed"
         ):
             yield event
+
+    async def _settle(self, record: RunRecord, turn: _OpenTurn) -> AsyncIterator[StoredEvent]:
+        """Give every open call of the turn its result: decided ones from their decision, the
+        others through the gate — running, blocking, or holding them (then the run pauses)."""
+        results: dict[str, dict[str, object]] = {}
+        for call in turn.calls:
+            approval = turn.approvals.get(call.id)
+            if approval is not None:
+                results[call.id] = await self._answer(record, approval)
+        fresh = [c for c in turn.calls if c.id not in turn.approvals]
+        held: list[Approval] = []
+        if fresh:
+            context = CheckContext(
+                run_id=record.id,
+                thread_id=record.thread_id,
+                requested_by=record.started_by,
+                origin="runtime",
+            )
+            outcomes = await self.gate.check(fresh, context)
+            # Model call ids repeat across turns: the turn's number makes the ledger key unique.
+            ran = [o.call for o in outcomes if o.kind == "run"]
+            executed = await asyncio.gather(
+                *(self._execute(record, c, key=f"{record.id}:{turn.number}:{c.id}") for c in ran)
+            )
+            results |= {c.id: r for c, r in zip(ran, executed, strict=True)}
+            results |= {
+                o.call.id: _tool_message(o.call, _blocked(o.verdict))
+                for o in outcomes
+                if o.kind == "block"
+            }
+            held = [o.approval for o in outcomes if o.approval is not None]
+        ordered = [results[c.id] for c in turn.calls if c.id in results]
+        events: list[tuple[str, dict[str, object]]] = [("tool_result", r) for r in ordered]
+        events += [("approval_requested", _approval_data(a)) for a in held]
+        if held:
+            events.append(("paused", {"approvals": [a.id for a in held]}))
+        for event in await self._append(
+            record, messages=ordered, events=events, status="paused" if held else None
+        ):
+            yield event
+
+    async def _open_turn(self, record: RunRecord) -> _OpenTurn:
+        """The calls of the thread's last model turn that have no result yet, with the latest
+        approval of each (call ids repeat across turns; approval ids grow)."""
+        history = [message_from_dict(m) for m in await self.store.thread_messages(record.thread_id)]
+        spoke = [i for i, m in enumerate(history) if m.role == "assistant"]
+        if not spoke:
+            return _OpenTurn(number=0, calls=[], approvals={})
+        last = spoke[-1]
+        answered = {m.tool_call_id for m in history[last + 1 :] if m.role == "tool"}
+        calls = [c for c in history[last].tool_calls if c.id not in answered]
+        approvals: dict[str, Approval] = {}
+        for approval in sorted(
+            await self.store.list_approvals(run_id=record.id, limit=10_000), key=lambda a: a.id
+        ):
+            approvals[approval.call.id] = approval
+        open_ids = {c.id for c in calls}
+        return _OpenTurn(
+            number=len(spoke) - 1,
+            calls=calls,
+            approvals={k: a for k, a in approvals.items() if k in open_ids},
+        )
 
     async def _answer(self, record: RunRecord, approval: Approval) -> dict[str, object]:
         """The tool result for a decided call: its execution, or what the decision says."""
@@ -225,13 +267,15 @@ class Runner:
             record.id, at=_now(), messages=messages, events=events, status=status, owner=self.owner
         )
 
-    async def _open_batch(self, record: RunRecord) -> list[Approval]:
-        """The held calls of the run's last turn that have no result yet, in call order."""
-        answered = {
-            m.get("tool_call_id") for m in await self.store.thread_messages(record.thread_id)
-        }
-        held = await self.store.list_approvals(run_id=record.id, limit=10_000)
-        return sorted((a for a in held if a.call.id not in answered), key=lambda a: a.id)
+
+@dataclass(kw_only=True)
+class _OpenTurn:
+    number: int
+    """How many model turns the thread had before this one: part of each call's ledger key."""
+    calls: list[ToolCall]
+    """The turn's calls that have no result yet, in the order the model made them."""
+    approvals: dict[str, Approval]
+    """By call id: the approval holding that call, for those held."""
 
 
 def _now() -> datetime:
