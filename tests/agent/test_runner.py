@@ -262,7 +262,10 @@ async def test_an_expired_call_never_runs_and_the_model_is_told(store: SQLStore)
     await collect(run.resume(events[0].run_id))
     assert executed == []
     [result] = last_tool_results(model)
-    assert json.loads(result.content)["status"] == "expired"
+    assert json.loads(result.content) == {
+        "status": "expired",
+        "message": "Nobody decided on this call in time; it did not run.",
+    }
 
 
 class Crash(BaseException):

@@ -230,8 +230,11 @@ class Runner:
                 reason = getattr(decision, "reason", "") or "no reason given"
                 text = f"The user rejected this call: {reason}. Do not retry it."
                 return _tool_message(approval.call, _status("rejected", text))
+            case "expired":
+                text = "Nobody decided on this call in time; it did not run."
+                return _tool_message(approval.call, _status("expired", text))
             case _:
-                text = f"This call was {approval.status} before anyone approved it; it did not run."
+                text = "This call was cancelled; it did not run."
                 return _tool_message(approval.call, _status(approval.status, text))
 
     async def _execute(self, record: RunRecord, call: ToolCall, *, key: str) -> dict[str, object]:
