@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -50,6 +51,13 @@ def scale(name: str, replicas: int) -> str:
 
 
 @tool
+def drop_table(name: str) -> str:
+    """Drop a table (the policy denies it)."""
+    executed.append(("drop_table", {"name": name}))
+    return "dropped"
+
+
+@tool
 def explode() -> str:
     """Fail."""
     raise RuntimeError("disk full")
@@ -62,7 +70,9 @@ def clear() -> None:
 
 def runner(store: SQLStore, turns: list[Any]) -> tuple[Runner, ScriptedModel]:
     model = ScriptedModel(turns)
-    agent = Agent(name="ops", model=model, tools=[pods_list, delete_pod, scale, explode])
+    agent = Agent(
+        name="ops", model=model, tools=[pods_list, delete_pod, scale, drop_table, explode]
+    )
     return Runner(agent, Gate(POLICY, store)), model
 
 
@@ -178,6 +188,7 @@ async def test_a_denied_call_gets_a_blocked_result_without_pausing(store: SQLSto
     assert events[-1].type == "completed"
     [result] = last_tool_results(model)
     assert json.loads(result.content)["status"] == "blocked"
+    assert executed == []
 
 
 async def test_a_tool_that_raises_gives_an_error_result_and_the_run_goes_on(store: SQLStore):
@@ -320,3 +331,129 @@ async def only_run(store: SQLStore) -> str:
         lambda c: c.execute(select(schema.runs.c.id)).scalars().all(), write=False
     )
     return str(run_id)
+
+
+async def test_a_thread_has_one_unfinished_run_at_a_time(store: SQLStore):
+    run, _ = runner(store, [ModelTurn(tool_calls=(call("delete_pod", name="a"),))])
+    await collect(run.start("t1", "delete a"))
+    with pytest.raises(ConflictError, match="has an unfinished run"):
+        await collect(run.start("t1", "something else"))
+
+
+async def test_resuming_too_early_leaves_the_run_paused(store: SQLStore):
+    run, _ = runner(
+        store, [ModelTurn(tool_calls=(call("delete_pod", name="a"),)), ModelTurn(text="ok")]
+    )
+    events = await collect(run.start("t1", "delete a"))
+    with pytest.raises(ConflictError, match="still waits on 1 approval"):
+        await collect(run.resume(events[0].run_id))
+    assert (await store.get_run(events[0].run_id)).status == "paused"
+    [request] = of(events, "approval_requested")
+    await run.gate.decide(request["approval_id"], Approve(), actor="alice")
+    assert (await collect(run.resume(events[0].run_id)))[-1].type == "completed"
+
+
+async def test_a_call_id_repeated_in_the_next_turn_is_decided_on_its_own(store: SQLStore):
+    run, _ = runner(
+        store,
+        [
+            ModelTurn(tool_calls=(call("delete_pod", name="a"),)),
+            ModelTurn(tool_calls=(call("delete_pod", name="b"),)),  # the same id, call_delete_pod
+            ModelTurn(text="ok"),
+        ],
+    )
+    events = await collect(run.start("t1", "delete a then b"))
+    [first] = of(events, "approval_requested")
+    await run.gate.decide(first["approval_id"], Approve(), actor="alice")
+    events = await collect(run.resume(events[0].run_id))
+    [second] = of(events, "approval_requested")
+    assert second["args"] == {"name": "b"}
+    await run.gate.decide(second["approval_id"], Reject(reason="keep b"), actor="alice")
+    assert (await collect(run.resume(events[0].run_id)))[-1].type == "completed"
+    assert executed == [("delete_pod", {"name": "a"})]
+
+
+async def test_calls_with_the_same_id_in_one_turn_each_run_and_each_get_a_result(store: SQLStore):
+    both = (call("pods_list", namespace="a"), call("pods_list", namespace="b"))
+    run, model = runner(store, [ModelTurn(tool_calls=both), ModelTurn(text="ok")])
+    events = await collect(run.start("t1", "list a and b"))
+    assert events[-1].type == "completed"
+    assert sorted(args["namespace"] for _, args in executed) == ["a", "b"]
+    ids = [m.tool_call_id for m in last_tool_results(model)]
+    assert len(set(ids)) == 2
+
+
+async def test_arguments_that_are_not_an_object_give_an_error_result(store: SQLStore):
+    odd = ToolCall(id="x", name="pods_list", args='{"namespace": "a"')  # type: ignore[arg-type]
+    policy = Policy.from_dict({"default": "allow"})
+    model = ScriptedModel([ModelTurn(tool_calls=(odd,)), ModelTurn(text="ok")])
+    run = Runner(Agent(name="ops", model=model, tools=[pods_list]), Gate(policy, store))
+    events = await collect(run.start("t1", "list"))
+    # The policy fails closed and holds the call; a person approves it as it is.
+    [request] = of(events, "approval_requested")
+    await run.gate.decide(request["approval_id"], Approve(), actor="alice")
+    await collect(run.resume(events[0].run_id))
+    [result] = last_tool_results(model)
+    assert result.content.startswith("the arguments are not a JSON object")
+    assert executed == []
+
+
+async def test_an_unknown_tool_gets_an_error_result_and_is_not_held(store: SQLStore):
+    run, model = runner(
+        store, [ModelTurn(tool_calls=(call("launch_rocket"),)), ModelTurn(text="ok")]
+    )
+    events = await collect(run.start("t1", "launch"))
+    assert of(events, "approval_requested") == []
+    assert last_tool_results(model)[0].content.startswith("unknown tool 'launch_rocket'")
+
+
+async def test_the_turn_budget_ends_the_run_only_after_the_turns_calls_have_results(
+    store: SQLStore,
+):
+    model = ScriptedModel([ModelTurn(tool_calls=(call("pods_list"),))] * 3)
+    run = Runner(
+        Agent(name="ops", model=model, tools=[pods_list], max_turns=2), Gate(POLICY, store)
+    )
+    events = await collect(run.start("t1", "loop"))
+    assert events[-1].type == "failed"
+    assert len(of(events, "tool_result")) == 2  # both turns' calls were answered
+    messages = await store.run_messages(events[0].run_id)
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant", "tool"]
+
+
+async def test_a_model_that_fails_fails_the_run_instead_of_stranding_it(store: SQLStore):
+    def broken(_messages: object) -> ModelTurn:
+        raise ConnectionError("model server unreachable")
+
+    run, _ = runner(store, [broken])
+    events = await collect(run.start("t1", "hi"))
+    assert events[-1].type == "failed"
+    assert "ConnectionError: model server unreachable" in events[-1].data["reason"]
+    assert (await store.get_run(events[0].run_id)).status == "failed"
+
+
+async def test_two_resumers_racing_for_one_run_let_exactly_one_in(store: SQLStore):
+    run, _ = runner(
+        store, [ModelTurn(tool_calls=(call("delete_pod", name="a"),)), ModelTurn(text="ok")]
+    )
+    events = await collect(run.start("t1", "delete a"))
+    [request] = of(events, "approval_requested")
+    await run.gate.decide(request["approval_id"], Approve(), actor="alice")
+    other = Runner(run.agent, run.gate)
+    outcomes = await asyncio.gather(
+        collect(run.resume(events[0].run_id)), collect(other.resume(events[0].run_id)),
+        return_exceptions=True,
+    )  # fmt: skip
+    assert sum(isinstance(o, ConflictError) for o in outcomes) == 1
+    assert executed == [("delete_pod", {"name": "a"})]
+
+
+async def test_a_worker_whose_lease_was_taken_over_cannot_write_any_more(store: SQLStore):
+    run, _ = runner(store, [ModelTurn(tool_calls=(call("delete_pod", name="a"),))])
+    events = await collect(run.start("t1", "delete a"))
+    run_id = events[0].run_id
+    assert await store.claim_run(
+        run_id, owner="other", now=datetime.now(UTC), lease=timedelta(minutes=1)
+    )
+    with pytest.raises(ConflictError, match="no longer held by this worker"):
+        await store.append_to_run(run_id, at=datetime.now(UTC), events=[("x", {})], owner=run.owner)

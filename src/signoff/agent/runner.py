@@ -13,7 +13,7 @@ import asyncio
 import json
 import os
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from signoff.agent.model import Message, Model, message_from_dict, message_to_dict
@@ -95,15 +95,22 @@ class Runner:
         """Resume a run: paused with every held call decided, or left running by a worker that
         died (its lease ran out). Stream its events.
 
-        Raises `ConflictError` when another worker holds the run, or some call still waits.
+        Raises `ConflictError` when another worker holds the run, the run is finished, or some
+        call still waits for a person.
         """
         record = await self.store.get_run(run_id)
-        turn = await self._open_turn(record)
-        waiting = sum(a.pending for a in turn.approvals.values())
-        if waiting:
-            raise ConflictError(f"run {run_id!r} still waits on {waiting} approval(s)")
+        if record.agent != self.agent.name:
+            raise ConflictError(
+                f"run {run_id!r} belongs to agent {record.agent!r}, not {self.agent.name!r}"
+            )
         if not await self.store.claim_run(run_id, owner=self.owner, now=_now(), lease=self.lease):
             raise ConflictError(f"run {run_id!r} is not paused, or another worker resumed it")
+        # Read the open turn only now that the run is ours: nobody can change it under us.
+        turn = await self._open_turn(record)
+        waiting = [a.id for a in turn.approvals.values() if a.pending]
+        if waiting:
+            await self._append(record, status="paused")
+            raise ConflictError(f"run {run_id!r} still waits on {len(waiting)} approval(s)")
         decided = [a.id for a in turn.approvals.values()]
         for event in await self._append(record, events=[("resumed", {"approvals": decided})]):
             yield event
@@ -114,9 +121,9 @@ class Runner:
 
     async def _run(self, record: RunRecord, turn: _OpenTurn | None) -> AsyncIterator[StoredEvent]:
         """Settle the open turn (if any), then alternate model turns and settling until the
-        model stops calling tools, a call is held, or the turn budget is spent."""
+        model stops calling tools, a call is held, or the run's turn budget is spent."""
         specs = [t.spec for t in self.agent.tools]
-        for _ in range(self.agent.max_turns):
+        while True:
             if turn is not None:
                 paused = False
                 async for event in self._settle(record, turn):
@@ -124,18 +131,35 @@ class Runner:
                     yield event
                 if paused:
                     return
+            mine = [message_from_dict(m) for m in await self.store.run_messages(record.id)]
+            if sum(m.role == "assistant" for m in mine) >= self.agent.max_turns:
+                reason = f"more than {self.agent.max_turns} model turns"
+                for event in await self._append(
+                    record, events=[("failed", {"reason": reason})], status="failed"
+                ):
+                    yield event
+                return
             history = [
                 message_from_dict(m) for m in await self.store.thread_messages(record.thread_id)
             ]
             if self.agent.instructions:
                 history.insert(0, Message(role="system", content=self.agent.instructions))
-            reply = await self.agent.model.complete(history, specs)
-            said = Message(role="assistant", content=reply.text, tool_calls=reply.tool_calls)
+            try:
+                reply = await self.agent.model.complete(history, specs)
+            except Exception as exc:  # the model is another service: its failure ends the run
+                reason = f"the model failed: {type(exc).__name__}: {exc}"
+                for event in await self._append(
+                    record, events=[("failed", {"reason": reason})], status="failed"
+                ):
+                    yield event
+                return
+            calls = _unique_ids(reply.tool_calls)
+            said = Message(role="assistant", content=reply.text, tool_calls=calls)
             events: list[tuple[str, dict[str, object]]] = []
             if reply.text:
                 events.append(("text", {"text": reply.text}))
-            events += [("tool_call", _call_data(c)) for c in reply.tool_calls]
-            done = not reply.tool_calls
+            events += [("tool_call", _call_data(c)) for c in calls]
+            done = not calls
             if done:
                 events.append(("completed", {}))
             for event in await self._append(
@@ -148,12 +172,7 @@ class Runner:
             if done:
                 return
             number = sum(m.role == "assistant" for m in history)
-            turn = _OpenTurn(number=number, calls=list(reply.tool_calls), approvals={})
-        reason = f"more than {self.agent.max_turns} model turns"
-        for event in await self._append(
-            record, events=[("failed", {"reason": reason})], status="failed"
-        ):
-            yield event
+            turn = _OpenTurn(number=number, calls=list(calls), approvals={})
 
     async def _settle(self, record: RunRecord, turn: _OpenTurn) -> AsyncIterator[StoredEvent]:
         """Give every open call of the turn its result: decided ones from their decision, the
@@ -163,7 +182,12 @@ class Runner:
             approval = turn.approvals.get(call.id)
             if approval is not None:
                 results[call.id] = await self._answer(record, approval)
-        fresh = [c for c in turn.calls if c.id not in turn.approvals]
+            elif self.agent.tool(call.name) is None:
+                # Nothing to approve: the call could never run.
+                names = sorted(t.name for t in self.agent.tools)
+                text = f"unknown tool {call.name!r}; the tools are {names}"
+                results[call.id] = _tool_message(call, ToolResult(content=text, is_error=True))
+        fresh = [c for c in turn.calls if c.id not in results]
         held: list[Approval] = []
         if fresh:
             context = CheckContext(
@@ -196,25 +220,30 @@ class Runner:
             yield event
 
     async def _open_turn(self, record: RunRecord) -> _OpenTurn:
-        """The calls of the thread's last model turn that have no result yet, with the latest
-        approval of each (call ids repeat across turns; approval ids grow)."""
-        history = [message_from_dict(m) for m in await self.store.thread_messages(record.thread_id)]
-        spoke = [i for i, m in enumerate(history) if m.role == "assistant"]
+        """The calls of the run's last model turn that have no result yet, with the approvals
+        that hold them — those requested after that turn, as its events tell."""
+        mine = [message_from_dict(m) for m in await self.store.run_messages(record.id)]
+        spoke = [i for i, m in enumerate(mine) if m.role == "assistant"]
         if not spoke:
             return _OpenTurn(number=0, calls=[], approvals={})
         last = spoke[-1]
-        answered = {m.tool_call_id for m in history[last + 1 :] if m.role == "tool"}
-        calls = [c for c in history[last].tool_calls if c.id not in answered]
-        approvals: dict[str, Approval] = {}
-        for approval in sorted(
-            await self.store.list_approvals(run_id=record.id, limit=10_000), key=lambda a: a.id
-        ):
-            approvals[approval.call.id] = approval
+        answered = {m.tool_call_id for m in mine[last + 1 :] if m.role == "tool"}
+        calls = [c for c in mine[last].tool_calls if c.id not in answered]
+        events = await self.store.run_events(record.id)
+        turn_start = max((e.seq for e in events if e.type == "tool_call"), default=0)
+        requested = [
+            str(e.data["approval_id"])
+            for e in events
+            if e.type == "approval_requested" and e.seq > turn_start
+        ]
+        approvals = await self.store.get_approvals(requested) if requested else []
         open_ids = {c.id for c in calls}
+        history = await self.store.thread_messages(record.thread_id)
+        before = sum(m["role"] == "assistant" for m in history) - 1
         return _OpenTurn(
-            number=len(spoke) - 1,
+            number=before,
             calls=calls,
-            approvals={k: a for k, a in approvals.items() if k in open_ids},
+            approvals={a.call.id: a for a in approvals if a.call.id in open_ids},
         )
 
     async def _answer(self, record: RunRecord, approval: Approval) -> dict[str, object]:
@@ -245,6 +274,10 @@ class Runner:
             return _tool_message(
                 call, ToolResult(content=f"unknown tool {call.name!r}", is_error=True)
             )
+        args: object = call.args
+        if not isinstance(args, dict):
+            text = f"the arguments are not a JSON object: {args!r}; the call did not run"
+            return _tool_message(call, ToolResult(content=text, is_error=True))
         previous = await self.store.ledger_start(
             key, run_id=record.id, call_id=call.id, tool=call.name, digest=call.digest, at=_now()
         )
@@ -253,8 +286,7 @@ class Runner:
         if previous is not None and not tool.idempotent:
             text = "This call started before a crash and its outcome is unknown; it was not re-run."
             return _tool_message(call, _status("unknown", text))
-        assert isinstance(call.args, dict)  # the policy holds or blocks calls with other args
-        message = _tool_message(call, await tool.invoke(call.args))
+        message = _tool_message(call, await tool.invoke(args))
         await self.store.ledger_finish(key, result=message, at=_now())
         return message
 
@@ -266,8 +298,15 @@ class Runner:
         events: Sequence[tuple[str, dict[str, object]]] = (),
         status: RunStatus | None = None,
     ) -> list[StoredEvent]:
+        now = _now()
         return await self.store.append_to_run(
-            record.id, at=_now(), messages=messages, events=events, status=status, owner=self.owner
+            record.id,
+            at=now,
+            messages=messages,
+            events=events,
+            status=status,
+            owner=self.owner,
+            lease_until=now + self.lease,  # every write renews the lease: a live worker keeps it
         )
 
 
@@ -279,6 +318,20 @@ class _OpenTurn:
     """The turn's calls that have no result yet, in the order the model made them."""
     approvals: dict[str, Approval]
     """By call id: the approval holding that call, for those held."""
+
+
+def _unique_ids(calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
+    """The turn's calls with ids unique within it (models may repeat or omit them): each result
+    must answer exactly one call."""
+    seen: set[str] = set()
+    out = []
+    for index, call in enumerate(calls):
+        call_id = call.id or f"call_{index}"
+        while call_id in seen:
+            call_id = f"{call_id}_{index}"
+        seen.add(call_id)
+        out.append(call if call_id == call.id else replace(call, id=call_id))
+    return tuple(out)
 
 
 def _now() -> datetime:

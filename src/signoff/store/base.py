@@ -117,6 +117,7 @@ class Store(Protocol):
         events: Sequence[tuple[str, dict[str, Any]]] = (),
         status: RunStatus | None = None,
         owner: str | None = None,
+        lease_until: datetime | None = None,
     ) -> list[StoredEvent]: ...
 
     async def claim_run(
@@ -124,6 +125,8 @@ class Store(Protocol):
     ) -> bool: ...
 
     async def get_run(self, run_id: str) -> RunRecord: ...
+
+    async def run_messages(self, run_id: str) -> list[dict[str, Any]]: ...
 
     async def thread_messages(self, thread_id: str) -> list[dict[str, Any]]: ...
 

@@ -10,12 +10,13 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal, TypeAlias, TypeVar
+from typing import Any, Literal, TypeAlias
 
 from sqlalchemy import and_, func, insert, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
-from signoff.errors import NotFoundError
+from signoff.errors import ConflictError, NotFoundError
 from signoff.store import schema
 from signoff.store.times import from_micros, to_micros
 from signoff.types import canonical_json
@@ -23,7 +24,6 @@ from signoff.types import canonical_json
 __all__ = ["LedgerEntry", "RunRecord", "RunStatus", "RunStore", "StoredEvent"]
 
 RunStatus: TypeAlias = Literal["running", "paused", "completed", "failed"]
-T = TypeVar("T")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,8 +81,27 @@ class RunStore:
             "version": record.version,
         }
 
+        runs = schema.runs
+
         def work(connection: Connection) -> list[StoredEvent]:
-            connection.execute(insert(schema.runs).values(row))
+            # One unfinished run per thread: a second would read the first's open calls as its
+            # own history, and the model would see calls with no results.
+            busy = connection.execute(
+                select(runs.c.id)
+                .where(
+                    and_(
+                        runs.c.thread_id == record.thread_id,
+                        runs.c.status.in_(("running", "paused")),
+                    )
+                )
+                .with_for_update()
+            ).first()
+            if busy is not None:
+                raise ConflictError(
+                    f"thread {record.thread_id!r} has an unfinished run {busy.id!r}; "
+                    "resume it first"
+                )
+            connection.execute(insert(runs).values(row))
             return _append(connection, record.id, at, messages, events)
 
         result: list[StoredEvent] = await self.run(work)
@@ -97,12 +116,19 @@ class RunStore:
         events: Sequence[tuple[str, dict[str, Any]]] = (),
         status: RunStatus | None = None,
         owner: str | None = None,
+        lease_until: datetime | None = None,
     ) -> list[StoredEvent]:
-        """Append messages and events; with `status`, also move the run there (releasing the
-        lease unless it stays running). Only the lease owner may write."""
+        """Append messages and events, renewing the owner's lease to `lease_until`; with a
+        `status` other than running, also move the run there and release the lease.
+
+        Raises `ConflictError` when `owner` no longer holds the run (its lease ran out and
+        another worker took it over): the late writer must stop.
+        """
 
         def work(connection: Connection) -> list[StoredEvent]:
             values: dict[str, Any] = {"updated_at": to_micros(at)}
+            if lease_until is not None:
+                values["lease_until"] = to_micros(lease_until)
             if status is not None:
                 values["status"] = status
                 if status != "running":
@@ -114,7 +140,7 @@ class RunStore:
                 .values(**values, version=table.c.version + 1)
             )
             if changed.rowcount != 1:
-                raise NotFoundError(f"run {run_id!r} is not held by {owner!r}")
+                raise ConflictError(f"run {run_id!r} is no longer held by this worker ({owner!r})")
             return _append(connection, run_id, at, messages, events)
 
         result: list[StoredEvent] = await self.run(work)
@@ -162,6 +188,13 @@ class RunStore:
             version=row.version,
         )
 
+    async def run_messages(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's own messages, oldest first."""
+        table = schema.messages
+        query = select(table.c.data).where(table.c.run_id == run_id).order_by(table.c.seq)
+        rows = await self.run(lambda c: c.execute(query).all(), write=False)
+        return [json.loads(row.data) for row in rows]
+
     async def thread_messages(self, thread_id: str) -> list[dict[str, Any]]:
         """Every message of the thread's runs, oldest first."""
         runs, messages = schema.runs, schema.messages
@@ -191,23 +224,27 @@ class RunStore:
         or the existing entry when it was started (or finished) before."""
         table = schema.ledger
 
+        values = {
+            "key": key,
+            "run_id": run_id,
+            "call_id": call_id,
+            "tool": tool,
+            "digest": digest,
+            "status": "started",
+            "started_at": to_micros(at),
+        }
+
         def work(connection: Connection) -> LedgerEntry | None:
-            row = connection.execute(select(table).where(table.c.key == key)).first()
-            if row is not None:
-                result = None if row.result is None else json.loads(row.result)
-                return LedgerEntry(key=key, status=row.status, result=result)
-            connection.execute(
-                insert(table).values(
-                    key=key,
-                    run_id=run_id,
-                    call_id=call_id,
-                    tool=tool,
-                    digest=digest,
-                    status="started",
-                    started_at=to_micros(at),
-                )
+            # Insert unless the key is there: of two racing starters exactly one inserts.
+            dialect = postgresql if connection.dialect.name == "postgresql" else sqlite
+            started = connection.execute(
+                dialect.insert(table).values(values).on_conflict_do_nothing()
             )
-            return None
+            if started.rowcount == 1:
+                return None
+            row = connection.execute(select(table).where(table.c.key == key)).one()
+            result = None if row.result is None else json.loads(row.result)
+            return LedgerEntry(key=key, status=row.status, result=result)
 
         entry: LedgerEntry | None = await self.run(work)
         return entry
