@@ -115,6 +115,7 @@ def test_every_python_example_runs(
 ):
     shutil.copy(EXAMPLE_POLICY, tmp_path / "signoff.yaml")
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)  # examples use their scripted model
     exec(compile(body, f"{doc}:{name or 'python'}", "exec"), {})
 
 

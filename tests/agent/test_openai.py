@@ -61,6 +61,15 @@ async def test_a_streamed_turn_yields_text_pieces_then_whole_tool_calls():
     ]
 
 
+async def test_raw_argument_text_goes_back_to_the_model_exactly_as_it_came():
+    raw = ToolCall(id="call_9", name="rm", args='{"path": /etc')  # type: ignore[arg-type]
+    history = [Message(role="assistant", tool_calls=(raw,))]
+    with scripted_openai([("ok", [])]) as (url, server):
+        await OpenAIChatModel("scripted", base_url=url).complete(history, [])
+    sent = server.requests[0]["messages"][0]["tool_calls"][0]["function"]["arguments"]
+    assert sent == '{"path": /etc'
+
+
 async def test_arguments_that_are_not_json_are_kept_as_the_raw_text():
     with scripted_openai([("", [("call_9", "rm", '{"path": /etc')])]) as (url, _):
         turn = await OpenAIChatModel("scripted", base_url=url).complete([], [])

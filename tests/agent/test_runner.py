@@ -457,3 +457,13 @@ async def test_a_worker_whose_lease_was_taken_over_cannot_write_any_more(store: 
     )
     with pytest.raises(ConflictError, match="no longer held by this worker"):
         await store.append_to_run(run_id, at=datetime.now(UTC), events=[("x", {})], owner=run.owner)
+
+
+async def test_edits_of_a_runners_calls_are_checked_against_its_tools_schemas(store: SQLStore):
+    from signoff import InvalidEditError
+
+    run, _ = runner(store, [ModelTurn(tool_calls=(call("scale", name="web", replicas=3),))])
+    events = await collect(run.start("t1", "scale web"))
+    [request] = of(events, "approval_requested")
+    with pytest.raises(InvalidEditError, match="replicas"):
+        await run.gate.decide(request["approval_id"], Edit(args={"name": "web"}), actor="alice")

@@ -101,6 +101,12 @@ def _tool_call(call_id: str, name: str, arguments: str) -> ToolCall:
     return ToolCall(id=call_id, name=name, args=args)
 
 
+def _arguments(call: ToolCall) -> str:
+    """Arguments the model wrote as unparsable text go back exactly as it wrote them."""
+    args: object = call.args
+    return args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+
+
 def _wire(message: Message) -> dict[str, Any]:
     wire: dict[str, Any] = {"role": message.role, "content": message.content}
     if message.tool_calls:
@@ -108,7 +114,7 @@ def _wire(message: Message) -> dict[str, Any]:
             {
                 "id": c.id,
                 "type": "function",
-                "function": {"name": c.name, "arguments": json.dumps(c.args, ensure_ascii=False)},
+                "function": {"name": c.name, "arguments": _arguments(c)},
             }
             for c in message.tool_calls
         ]

@@ -59,6 +59,8 @@ class Runner:
         self.store = gate.store
         self.lease = lease
         """How long a run stays this runner's without word from it; then another may take it."""
+        # Edits of this agent's calls are checked against its tools' schemas.
+        gate.register_schemas({t.name: t.spec.parameters for t in agent.tools})
         self.owner = owner or f"{os.getpid()}-{new_id()[-8:]}"
         """Who holds a run's lease while working on it: this process and this runner."""
 

@@ -92,13 +92,22 @@ class Gate:
         self.engine = policy if isinstance(policy, PolicyEngine) else PolicyEngine(policy)
         self.store = store
         self.notifier = notifier or Notifier()
-        self._schema = _schema_lookup(schemas)
+        self._lookup_schema = _schema_lookup(schemas)
+        self._registered: dict[str, Mapping[str, Any]] = {}
         self._now = clock or (lambda: datetime.now(UTC))
         # Without cross-process notifications a waiter polls; with them, polling is a safety net.
         self._poll = (
             poll_interval if not store.notifies_across_processes else max(poll_interval, 5.0)
         )
         self._listening = False
+
+    def register_schemas(self, schemas: Mapping[str, Mapping[str, Any]]) -> None:
+        """Tool schemas to check edits against, by tool name (a runner registers its tools')."""
+        self._registered.update(schemas)
+
+    def _schema(self, call: ToolCall) -> Mapping[str, Any] | None:
+        found = self._lookup_schema(call)
+        return found if found is not None else self._registered.get(call.name)
 
     # -- judging ---------------------------------------------------------------------------
 
