@@ -467,3 +467,30 @@ async def test_edits_of_a_runners_calls_are_checked_against_its_tools_schemas(st
     [request] = of(events, "approval_requested")
     with pytest.raises(InvalidEditError, match="replicas"):
         await run.gate.decide(request["approval_id"], Edit(args={"name": "web"}), actor="alice")
+
+
+async def test_tool_executions_are_in_the_log_and_idempotent_tools_see_their_key(store: SQLStore):
+    from signoff.agent.tools import idempotency_key
+
+    keys: list[str | None] = []
+
+    @tool(idempotent=True)
+    def charge(amount: int) -> str:
+        """Charge a card; the payment service deduplicates by key."""
+        keys.append(idempotency_key())
+        return "charged"
+
+    model = ScriptedModel([ModelTurn(tool_calls=(call("charge", amount=5),)), ModelTurn(text="ok")])
+    run = Runner(
+        Agent(name="pay", model=model, tools=[charge]),
+        Gate(Policy.from_dict({"default": "allow"}), store),
+    )
+    events = await collect(run.start("t1", "charge 5"))
+    kinds = [e.type for e in events]
+    assert kinds.index("tool_started") < kinds.index("tool_finished") < kinds.index("tool_result")
+    assert [e.seq for e in events] == sorted(e.seq for e in events)
+    [started] = of(events, "tool_started")
+    assert keys == [started["key"]] and started["key"].startswith(events[0].run_id)
+    assert idempotency_key() is None  # only set while the tool runs
+    stored = [e.type for e in await store.run_events(events[0].run_id)]
+    assert stored == kinds

@@ -180,10 +180,11 @@ class Runner:
         """Give every open call of the turn its result: decided ones from their decision, the
         others through the gate — running, blocking, or holding them (then the run pauses)."""
         results: dict[str, dict[str, object]] = {}
+        log: list[StoredEvent] = []  # what running the calls wrote to the run's log
         for call in turn.calls:
             approval = turn.approvals.get(call.id)
             if approval is not None:
-                results[call.id] = await self._answer(record, approval)
+                results[call.id] = await self._answer(record, approval, log)
             elif self.agent.tool(call.name) is None:
                 # Nothing to approve: the call could never run.
                 names = sorted(t.name for t in self.agent.tools)
@@ -202,7 +203,10 @@ class Runner:
             # Model call ids repeat across turns: the turn's number makes the ledger key unique.
             ran = [o.call for o in outcomes if o.kind == "run"]
             executed = await asyncio.gather(
-                *(self._execute(record, c, key=f"{record.id}:{turn.number}:{c.id}") for c in ran)
+                *(
+                    self._execute(record, c, key=f"{record.id}:{turn.number}:{c.id}", log=log)
+                    for c in ran
+                )
             )
             results |= {c.id: r for c, r in zip(ran, executed, strict=True)}
             results |= {
@@ -216,6 +220,8 @@ class Runner:
         events += [("approval_requested", _approval_data(a)) for a in held]
         if held:
             events.append(("paused", {"approvals": [a.id for a in held]}))
+        for event in sorted(log, key=lambda e: e.seq):
+            yield event
         for event in await self._append(
             record, messages=ordered, events=events, status="paused" if held else None
         ):
@@ -248,12 +254,14 @@ class Runner:
             approvals={a.call.id: a for a in approvals if a.call.id in open_ids},
         )
 
-    async def _answer(self, record: RunRecord, approval: Approval) -> dict[str, object]:
+    async def _answer(
+        self, record: RunRecord, approval: Approval, log: list[StoredEvent]
+    ) -> dict[str, object]:
         """The tool result for a decided call: its execution, or what the decision says."""
         decision = approval.decision
         match approval.status:
             case "approved" | "edited":
-                return await self._execute(record, approval.call, key=approval.id)
+                return await self._execute(record, approval.call, key=approval.id, log=log)
             case "responded":
                 assert isinstance(decision, Respond)  # a responded approval carries its text
                 return _tool_message(approval.call, ToolResult(content=decision.content))
@@ -268,9 +276,12 @@ class Runner:
                 text = "This call was cancelled; it did not run."
                 return _tool_message(approval.call, _status(approval.status, text))
 
-    async def _execute(self, record: RunRecord, call: ToolCall, *, key: str) -> dict[str, object]:
+    async def _execute(
+        self, record: RunRecord, call: ToolCall, *, key: str, log: list[StoredEvent]
+    ) -> dict[str, object]:
         """Run the call once, through the ledger: a second attempt with the same key returns the
-        first result, and a call whose first attempt died midway is re-run only if idempotent."""
+        first result, and a call whose first attempt died midway is re-run only if idempotent.
+        The events it writes (tool started, finished) are added to `log`."""
         tool = self.agent.tool(call.name)
         if tool is None:
             return _tool_message(
@@ -288,8 +299,13 @@ class Runner:
         if previous is not None and not tool.idempotent:
             text = "This call started before a crash and its outcome is unknown; it was not re-run."
             return _tool_message(call, _status("unknown", text))
-        message = _tool_message(call, await tool.invoke(args))
+        started = {"call_id": call.id, "tool": call.name, "key": key, "retry": previous is not None}
+        log += await self._append(record, events=[("tool_started", started)])
+        result = await tool.invoke(args, key=key)
+        message = _tool_message(call, result)
         await self.store.ledger_finish(key, result=message, at=_now())
+        finished = {"call_id": call.id, "tool": call.name, "is_error": result.is_error}
+        log += await self._append(record, events=[("tool_finished", finished)])
         return message
 
     async def _append(

@@ -8,6 +8,7 @@ import asyncio
 import inspect
 import json
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, overload
 
@@ -15,7 +16,15 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from signoff.agent.model import ToolSpec
 
-__all__ = ["Tool", "ToolResult", "tool"]
+__all__ = ["Tool", "ToolResult", "idempotency_key", "tool"]
+
+_key: ContextVar[str | None] = ContextVar("signoff_idempotency_key", default=None)
+
+
+def idempotency_key() -> str | None:
+    """Inside a tool: the key of the call being run — the same on every attempt of that call, so
+    an idempotent tool can hand it on (an ``Idempotency-Key`` header, a unique constraint)."""
+    return _key.get()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,8 +58,9 @@ class Tool:
             parameters=self._arguments.model_json_schema(),
         )
 
-    async def invoke(self, args: dict[str, Any]) -> ToolResult:
-        """Validate `args`, call the function (sync ones in a thread), and report the outcome."""
+    async def invoke(self, args: dict[str, Any], *, key: str | None = None) -> ToolResult:
+        """Validate `args`, call the function (sync ones in a thread) with `key` as its
+        `idempotency_key()`, and report the outcome."""
         try:
             validated = self._arguments.model_validate(args)
         except ValidationError as exc:
@@ -61,6 +71,7 @@ class Tool:
                 content=f"invalid arguments for {self.name}: {problems}", is_error=True
             )
         kwargs = {name: getattr(validated, name) for name in type(validated).model_fields}
+        token = _key.set(key)
         try:
             if inspect.iscoroutinefunction(self.function):
                 result = await self.function(**kwargs)
@@ -68,6 +79,8 @@ class Tool:
                 result = await asyncio.to_thread(self.function, **kwargs)
         except Exception as exc:  # a tool's failure is a result for the model, not a crash
             return ToolResult(content=f"{type(exc).__name__}: {exc}", is_error=True)
+        finally:
+            _key.reset(token)
         return ToolResult(content=_as_text(result))
 
     def __repr__(self) -> str:
