@@ -494,3 +494,43 @@ async def test_tool_executions_are_in_the_log_and_idempotent_tools_see_their_key
     assert idempotency_key() is None  # only set while the tool runs
     stored = [e.type for e in await store.run_events(events[0].run_id)]
     assert stored == kinds
+
+
+async def test_a_large_result_is_stored_once_compressed_and_read_back_whole(store: SQLStore):
+    from sqlalchemy import func, select
+
+    from signoff.store import schema
+
+    big = "log line\n" * 20_000  # 180 KB
+
+    @tool
+    def read_logs(pod: str) -> str:
+        """Read a pod's logs."""
+        return big
+
+    both = (
+        ToolCall(id="a", name="read_logs", args={"pod": "x"}),
+        ToolCall(id="b", name="read_logs", args={"pod": "x"}),
+    )
+    model = ScriptedModel([ModelTurn(tool_calls=both), ModelTurn(text="ok")])
+    run = Runner(
+        Agent(name="ops", model=model, tools=[read_logs]),
+        Gate(Policy.from_dict({"default": "allow"}), store),
+    )
+    await collect(run.start("t1", "read the logs twice"))
+    assert [m.content for m in last_tool_results(model)] == [big, big]
+    sizes = await store.run(
+        lambda c: c.execute(select(func.count(), func.sum(func.length(schema.blobs.c.data)))).one(),
+        write=False,
+    )
+    # Two distinct messages (their call ids differ), each stored once: the tool_result events
+    # carry the same data and share the blobs.
+    assert sizes[0] == 2
+    assert sizes[1] < len(big) // 10  # compressed
+    events = await store.run_events(await only_run(store))
+    assert [e.data["content"] for e in events if e.type == "tool_result"] == [big, big]
+    raw_sizes = await store.run(
+        lambda c: c.execute(select(func.max(func.length(schema.events.c.data)))).scalar_one(),
+        write=False,
+    )
+    assert raw_sizes < 1_000  # the event rows hold references, not the logs

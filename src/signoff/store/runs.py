@@ -6,9 +6,11 @@ conversation is never rewritten, so a pause costs the same at 10 messages and at
 
 from __future__ import annotations
 
+import hashlib
 import json
+import zlib
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal, TypeAlias
 
@@ -191,21 +193,27 @@ class RunStore:
     async def run_messages(self, run_id: str) -> list[dict[str, Any]]:
         """The run's own messages, oldest first."""
         table = schema.messages
-        query = select(table.c.data).where(table.c.run_id == run_id).order_by(table.c.seq)
+        query = (
+            select(table.c.data, schema.blobs.c.data.label("blob_data"))
+            .outerjoin(schema.blobs, schema.blobs.c.hash == table.c.blob)
+            .where(table.c.run_id == run_id)
+            .order_by(table.c.seq)
+        )
         rows = await self.run(lambda c: c.execute(query).all(), write=False)
-        return [json.loads(row.data) for row in rows]
+        return [_message(row) for row in rows]
 
     async def thread_messages(self, thread_id: str) -> list[dict[str, Any]]:
         """Every message of the thread's runs, oldest first."""
         runs, messages = schema.runs, schema.messages
         query = (
-            select(messages.c.data)
+            select(messages.c.data, schema.blobs.c.data.label("blob_data"))
             .join(runs, runs.c.id == messages.c.run_id)
+            .outerjoin(schema.blobs, schema.blobs.c.hash == messages.c.blob)
             .where(runs.c.thread_id == thread_id)
             .order_by(runs.c.created_at, runs.c.id, messages.c.seq)
         )
         rows = await self.run(lambda c: c.execute(query).all(), write=False)
-        return [json.loads(row.data) for row in rows]
+        return [_message(row) for row in rows]
 
     async def run_events(self, run_id: str, *, after: int = 0) -> list[StoredEvent]:
         table = schema.events
@@ -214,8 +222,28 @@ class RunStore:
             .where(and_(table.c.run_id == run_id, table.c.seq > after))
             .order_by(table.c.seq)
         )
-        rows = await self.run(lambda c: c.execute(query).all(), write=False)
-        return [_event(row) for row in rows]
+
+        def work(connection: Connection) -> list[StoredEvent]:
+            rows = connection.execute(query).all()
+            events = [_event(row) for row in rows]
+            refs = {e.data[_BLOB] for e in events if set(e.data) == {_BLOB}}
+            if not refs:
+                return events
+            blobs = schema.blobs
+            found = dict(
+                connection.execute(
+                    select(blobs.c.hash, blobs.c.data).where(blobs.c.hash.in_(refs))
+                ).all()
+            )
+            return [
+                replace(e, data=json.loads(zlib.decompress(found[e.data[_BLOB]])))
+                if set(e.data) == {_BLOB}
+                else e
+                for e in events
+            ]
+
+        result: list[StoredEvent] = await self.run(work, write=False)
+        return result
 
     async def ledger_start(
         self, key: str, *, run_id: str, call_id: str, tool: str, digest: str, at: datetime
@@ -261,6 +289,46 @@ class RunStore:
         await self.run(lambda c: c.execute(finish))
 
 
+LARGE = 64 * 1024
+"""Messages bigger than this (as JSON) are stored once, compressed, and referenced by hash."""
+
+
+_BLOB = "$blob"
+
+
+def _blob(connection: Connection, text: bytes) -> str:
+    """Keep `text` once, compressed; return its hash."""
+    digest = hashlib.sha256(text).hexdigest()
+    dialect = postgresql if connection.dialect.name == "postgresql" else sqlite
+    connection.execute(
+        dialect.insert(schema.blobs)
+        .values(hash=digest, codec="zlib", data=zlib.compress(text, 6))
+        .on_conflict_do_nothing()
+    )
+    return digest
+
+
+def _stored(connection: Connection, message: dict[str, Any]) -> dict[str, Any]:
+    text = canonical_json(message)
+    if len(text) <= LARGE:
+        return {"data": text.decode(), "blob": None}
+    return {"data": "null", "blob": _blob(connection, text)}
+
+
+def _event_data(connection: Connection, data: dict[str, Any]) -> str:
+    """An event's data, or a reference to it when large (tool results repeat messages)."""
+    text = canonical_json(data)
+    if len(text) <= LARGE:
+        return text.decode()
+    return canonical_json({_BLOB: _blob(connection, text)}).decode()
+
+
+def _message(row: Any) -> dict[str, Any]:
+    if row.blob_data is not None:
+        return json.loads(zlib.decompress(row.blob_data))  # type: ignore[no-any-return]
+    return json.loads(row.data)  # type: ignore[no-any-return]
+
+
 def _append(
     connection: Connection,
     run_id: str,
@@ -277,12 +345,7 @@ def _append(
         connection.execute(
             insert(schema.messages),
             [
-                {
-                    "run_id": run_id,
-                    "seq": last + i,
-                    "role": m["role"],
-                    "data": canonical_json(m).decode(),
-                }
+                {"run_id": run_id, "seq": last + i, "role": m["role"], **_stored(connection, m)}
                 for i, m in enumerate(messages, start=1)
             ],
         )
@@ -303,7 +366,7 @@ def _append(
                     "seq": e.seq,
                     "at": to_micros(e.at),
                     "type": e.type,
-                    "data": canonical_json(e.data).decode(),
+                    "data": _event_data(connection, e.data),
                 }
                 for e in stored
             ],
