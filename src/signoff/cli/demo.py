@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from importlib.resources import as_file, files
 
-from rich.console import Console
-
-from signoff.cli.policy import explain_table, load_calls
+from signoff.cli.policy import explain_table, load_calls, table_console
 from signoff.policy import Policy, PolicyEngine
 
 __all__ = ["demo"]
@@ -22,7 +20,7 @@ def demo() -> None:
         policy = Policy.from_file(policy_file)
         batch = load_calls(calls)
     engine = PolicyEngine(policy)
-    console = Console(highlight=False)
+    console = table_console()
     console.print(
         f"[bold]signoff demo[/]: {len(batch)} sample tool calls against the example policy "
         f"({len(policy.rules)} rules, default {policy.default}, version {policy.version})"

@@ -17,7 +17,7 @@ from signoff.policy import Explanation, Policy, PolicyEngine
 from signoff.policy.source import Locator, format_path, parse_text
 from signoff.types import ToolCall
 
-__all__ = ["app", "explain_table", "load_calls"]
+__all__ = ["app", "explain_table", "load_calls", "table_console"]
 
 app = typer.Typer(help="Validate a policy and explain its verdicts.", no_args_is_help=True)
 
@@ -79,7 +79,13 @@ def explain(
         objects = [_as_json(e) for e in explanations]
         typer.echo(json.dumps(objects[0] if tool is not None else objects, ensure_ascii=False))
         return
-    Console(highlight=False, soft_wrap=True).print(explain_table(batch, explanations))
+    table_console().print(explain_table(batch, explanations))
+
+
+def table_console() -> Console:
+    """A console for tables: written to a pipe or a file, 140 columns rather than rich's 80."""
+    console = Console(highlight=False)
+    return console if console.is_terminal else Console(highlight=False, width=140)
 
 
 def explain_table(calls: Sequence[ToolCall], explanations: Sequence[Explanation]) -> Table:
