@@ -78,9 +78,18 @@ async def violations(url: str, side: Path) -> list[str]:
     """What the store and the side file say went wrong."""
     found: list[str] = []
     executions = Counter(tuple(line.split()) for line in side.read_text().splitlines())
+    probe_keys: dict[str, set[str]] = {}
     for (kind, key), count in executions.items():
         if kind == "charge" and count > 1:
             found.append(f"charge {key} ran {count} times")
+        if kind == "probe":  # keys are run:turn:call; one call must keep one key
+            run_id, _turn, call_id = key.split(":")
+            probe_keys.setdefault(f"{run_id}:{call_id}", set()).add(key)
+    found += [
+        f"probe {call} ran under keys {sorted(keys)}"
+        for call, keys in probe_keys.items()
+        if len(keys) > 1
+    ]
     async with open_store(url) as store:
         from sqlalchemy import select
 
