@@ -37,7 +37,7 @@ from signoff.types import (
     decision_to_dict,
 )
 
-__all__ = ["SQLStore", "from_micros", "to_micros"]
+__all__ = ["SQLStore"]
 
 T = TypeVar("T")
 
