@@ -50,7 +50,7 @@ demo: install
 	$(BIN)/signoff demo
 
 lock: | $(UV)
-	$(UV) pip compile pyproject.toml --group dev --universal --generate-hashes \
+	$(UV) pip compile pyproject.toml --group dev --group bench --universal --generate-hashes \
 		--no-emit-index-url --no-header --python-version 3.11 -o requirements.lock
 
 clean:
