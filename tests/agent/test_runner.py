@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from signoff import Approve, ConflictError, Edit, Policy, Reject, Respond, Scope, ToolCall
-from signoff.agent import Agent, Message, ModelTurn, Runner, tool
+from signoff.agent import Agent, Message, ModelTurn, RunEvent, Runner, tool
 from signoff.gate import Gate
 from signoff.store import SQLStore
 from signoff.store.runs import StoredEvent
@@ -76,8 +76,13 @@ def runner(store: SQLStore, turns: list[Any]) -> tuple[Runner, ScriptedModel]:
     return Runner(agent, Gate(POLICY, store)), model
 
 
-async def collect(events: AsyncIterator[StoredEvent]) -> list[StoredEvent]:
-    return [event async for event in events]
+async def collect(events: AsyncIterator[RunEvent]) -> list[StoredEvent]:
+    """The stored events of a stream (runners here do not stream text)."""
+    stored = []
+    async for event in events:
+        assert isinstance(event, StoredEvent)
+        stored.append(event)
+    return stored
 
 
 def of(events: list[StoredEvent], kind: str) -> list[dict[str, Any]]:

@@ -195,7 +195,7 @@ async def test_the_sql_store_implements_the_store_protocol(store: SQLStore):
 async def test_a_store_without_the_schema_is_refused_when_not_migrating(store_url: str):
     async with open_store(store_url) as store:
         await store.run(lambda c: c.execute(text("UPDATE signoff_schema SET version = 99")))
-    with pytest.raises(StoreError, match="schema version 99, not version 1"):
+    with pytest.raises(StoreError, match=f"schema version 99, not version {LATEST}"):
         async with open_store(store_url, migrate=False):
             pass
     with pytest.raises(StoreError, match="newer than this signoff"):
@@ -243,10 +243,19 @@ async def test_migrating_from_every_earlier_version_reaches_the_current_schema(
             t: {c["name"] for c in inspector.get_columns(t)} for t in inspector.get_table_names()
         }
 
+    def indexes(connection: Connection) -> set[str]:
+        inspector = inspect(connection)
+        return {
+            str(i["name"]) for t in inspector.get_table_names() for i in inspector.get_indexes(t)
+        }
+
     async with open_store(store_url) as store:
         found = await store.run(columns, write=False)
+        found_indexes = await store.run(indexes, write=False)
     expected = {t.name: {c.name for c in t.columns} for t in schema.metadata.sorted_tables}
     assert found == expected
+    declared = {str(i.name) for t in schema.metadata.sorted_tables for i in t.indexes}
+    assert found_indexes >= declared | {"messages_by_role", "events_by_type"}
 
 
 async def test_an_unreachable_database_is_a_store_error_that_hides_the_password():

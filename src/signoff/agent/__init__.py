@@ -1,7 +1,7 @@
 """signoff's own agent runtime: models, tools, and the loop that pauses for people."""
 
 from signoff.agent.model import Message, Model, ModelTurn, StreamingModel, ToolSpec, TurnDelta
-from signoff.agent.runner import Agent, Runner
+from signoff.agent.runner import Agent, RunEvent, Runner, TextDelta
 from signoff.agent.tools import Tool, ToolResult, tool
 
 __all__ = [
@@ -9,8 +9,10 @@ __all__ = [
     "Message",
     "Model",
     "ModelTurn",
+    "RunEvent",
     "Runner",
     "StreamingModel",
+    "TextDelta",
     "Tool",
     "ToolResult",
     "ToolSpec",

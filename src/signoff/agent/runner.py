@@ -12,11 +12,21 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections import defaultdict
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from typing import Any, Literal, TypeAlias
 
-from signoff.agent.model import Message, Model, message_from_dict, message_to_dict
+from signoff.agent.model import (
+    Message,
+    Model,
+    ModelTurn,
+    StreamingModel,
+    ToolSpec,
+    message_from_dict,
+    message_to_dict,
+)
 from signoff.agent.tools import Tool, ToolResult
 from signoff.errors import ConflictError
 from signoff.gate import CheckContext, Gate
@@ -24,52 +34,109 @@ from signoff.gate.ids import new_id
 from signoff.store.runs import RunRecord, RunStatus, StoredEvent
 from signoff.types import Approval, Respond, ToolCall, Verdict
 
-__all__ = ["Agent", "Runner"]
+__all__ = ["Agent", "RunEvent", "Runner", "TextDelta"]
 
 LEASE = timedelta(minutes=5)
 
 
 @dataclass(frozen=True, kw_only=True)
 class Agent:
-    """A model with tools and instructions."""
+    """A model with tools, instructions, and agents it may hand work to.
+
+    A sub-agent is offered to the model as a tool named after it, taking one string `input`.
+    Its calls carry the agent path (``coordinator/researcher``), so the policy's ``agents:``
+    section for that path applies to them; when one is held, the approval surfaces on the root
+    run and the whole tree pauses.
+    """
 
     name: str
     model: Model
     tools: Sequence[Tool] = ()
     instructions: str = ""
+    description: str = ""
+    """What the agent does, for a parent agent's model deciding whether to call it."""
+    subagents: Sequence[Agent] = ()
     max_turns: int = 50
     """Model turns per run before it fails: a loop that never ends is a bug, not a plan."""
     _by_name: dict[str, Tool] = field(init=False, repr=False, compare=False)
+    _subagents: dict[str, Agent] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        if "/" in self.name or not self.name:
+            raise ValueError(f"an agent's name must be non-empty and without '/': {self.name!r}")
         object.__setattr__(self, "_by_name", {t.name: t for t in self.tools})
+        object.__setattr__(self, "_subagents", {a.name: a for a in self.subagents})
+        both = sorted(set(self._by_name) & set(self._subagents))
+        if both:
+            raise ValueError(f"agent {self.name!r}: {both} name both a tool and a sub-agent")
 
     def tool(self, name: str) -> Tool | None:
         return self._by_name.get(name)
 
+    def subagent(self, name: str) -> Agent | None:
+        return self._subagents.get(name)
+
+    @property
+    def specs(self) -> list[ToolSpec]:
+        """Every tool on offer to the model: the agent's tools, then its sub-agents."""
+        return [t.spec for t in self.tools] + [_subagent_spec(a) for a in self.subagents]
+
+    def schemas(self) -> dict[str, dict[str, Any]]:
+        """The argument schemas of every tool in the agent's tree, by tool name."""
+        found = {s.name: s.parameters for s in self.specs}
+        for agent in self.subagents:
+            found |= agent.schemas()
+        return found
+
+
+@dataclass(frozen=True, kw_only=True)
+class TextDelta:
+    """A piece of the model's text as it streams, for live display. Never stored: the whole
+    text is stored as one ``text`` event when the turn is complete."""
+
+    run_id: str
+    text: str
+    type: Literal["text_delta"] = "text_delta"
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return {"text": self.text}
+
+
+RunEvent: TypeAlias = StoredEvent | TextDelta
+"""What `Runner.start` and `Runner.resume` stream."""
+
 
 class Runner:
-    """Runs one agent behind a Gate; `start` and `resume` stream the run's events."""
+    """Runs one agent (and its sub-agents) behind a Gate; `start` and `resume` stream the run's
+    events."""
 
     def __init__(
-        self, agent: Agent, gate: Gate, *, owner: str | None = None, lease: timedelta = LEASE
+        self,
+        agent: Agent,
+        gate: Gate,
+        *,
+        owner: str | None = None,
+        lease: timedelta = LEASE,
+        stream_text: bool = False,
     ) -> None:
         self.agent = agent
         self.gate = gate
         self.store = gate.store
         self.lease = lease
         """How long a run stays this runner's without word from it; then another may take it."""
+        self.stream_text = stream_text
+        """Stream the model's text as `TextDelta`s when the model can stream."""
         # Edits of this agent's calls are checked against its tools' schemas.
-        gate.register_schemas({t.name: t.spec.parameters for t in agent.tools})
+        gate.register_schemas(agent.schemas())
         self.owner = owner or f"{os.getpid()}-{new_id()[-8:]}"
         """Who holds a run's lease while working on it: this process and this runner."""
 
     async def start(
         self, thread_id: str, input: str, *, started_by: str | None = None
-    ) -> AsyncIterator[StoredEvent]:
+    ) -> AsyncIterator[RunEvent]:
         """Start a run on the thread with a user message; stream its events until it pauses,
         completes or fails."""
-        now = _now()
         record = RunRecord(
             id=new_id(),
             thread_id=thread_id,
@@ -79,93 +146,119 @@ class Runner:
             lease_owner=self.owner,
             version=1,
         )
-        user = message_to_dict(Message(role="user", content=input))
-        for event in await self.store.create_run(
-            record,
-            at=now,
-            lease_until=now + self.lease,
-            messages=[user],
-            events=[
-                ("run_started", {"agent": self.agent.name, "thread_id": thread_id, "input": input})
-            ],
-        ):
-            yield event
-        async for event in self._run(record, None):
+        scope = _Scope(agent=self.agent, path=self.agent.name, record=record, root=record)
+        for stored in await self._create(scope, input):
+            yield stored
+        async for event in self._run(scope, None):
             yield event
 
-    async def resume(self, run_id: str) -> AsyncIterator[StoredEvent]:
-        """Resume a run: paused with every held call decided, or left running by a worker that
-        died (its lease ran out). Stream its events.
+    async def resume(self, run_id: str) -> AsyncIterator[RunEvent]:
+        """Resume a run: paused with every held call decided (its sub-agents' too), or left
+        running by a worker that died (its lease ran out). Stream its events.
 
-        Raises `ConflictError` when another worker holds the run, the run is finished, or some
-        call still waits for a person.
+        Raises `ConflictError` when another worker holds the run, the run is finished, some
+        call still waits for a person, or the run is a sub-agent's (resume its root run).
         """
         record = await self.store.get_run(run_id)
+        if record.parent_id is not None:
+            raise ConflictError(
+                f"run {run_id!r} is a sub-agent's run; resume its root run, which resumes it"
+            )
         if record.agent != self.agent.name:
             raise ConflictError(
                 f"run {run_id!r} belongs to agent {record.agent!r}, not {self.agent.name!r}"
             )
-        if not await self.store.claim_run(run_id, owner=self.owner, now=_now(), lease=self.lease):
+        scope = _Scope(agent=self.agent, path=self.agent.name, record=record, root=record)
+        if not await self._claim(scope):
             raise ConflictError(f"run {run_id!r} is not paused, or another worker resumed it")
         # Read the open turn only now that the run is ours: nobody can change it under us.
-        turn = await self._open_turn(record)
-        waiting = [a.id for a in turn.approvals.values() if a.pending]
-        if waiting:
-            await self._append(record, status="paused")
-            raise ConflictError(f"run {run_id!r} still waits on {len(waiting)} approval(s)")
-        decided = [a.id for a in turn.approvals.values()]
-        for event in await self._append(record, events=[("resumed", {"approvals": decided})]):
-            yield event
-        async for event in self._run(record, turn):
+        turn = await self._open_turn(scope)
+        if turn.waiting:
+            await self._append(scope, status="paused")
+            raise ConflictError(f"run {run_id!r} still waits on {len(turn.waiting)} approval(s)")
+        for stored in await self._append(scope, events=[("resumed", {"approvals": turn.decided})]):
+            yield stored
+        async for event in self._run(scope, turn):
             yield event
 
     # -- the loop --------------------------------------------------------------------------
 
-    async def _run(self, record: RunRecord, turn: _OpenTurn | None) -> AsyncIterator[StoredEvent]:
+    async def _create(self, scope: _Scope, input: str) -> list[StoredEvent]:
+        now = _now()
+        started: dict[str, object] = {
+            "agent": scope.agent.name,
+            "thread_id": scope.record.thread_id,
+            "input": input,
+        }
+        if scope.record.parent_id is not None:
+            started |= {"path": scope.path, "parent_run_id": scope.record.parent_id}
+        return await self.store.create_run(
+            scope.record,
+            at=now,
+            lease_until=now + self.lease,
+            messages=[message_to_dict(Message(role="user", content=input))],
+            events=[("run_started", started)],
+        )
+
+    async def _claim(self, scope: _Scope) -> bool:
+        return await self.store.claim_run(
+            scope.record.id, owner=self.owner, now=_now(), lease=self.lease
+        )
+
+    async def _run(self, scope: _Scope, turn: _OpenTurn | None) -> AsyncIterator[RunEvent]:
         """Settle the open turn (if any), then alternate model turns and settling until the
         model stops calling tools, a call is held, or the run's turn budget is spent."""
-        specs = [t.spec for t in self.agent.tools]
+        agent, record = scope.agent, scope.record
         while True:
             if turn is not None:
-                paused = False
-                async for event in self._settle(record, turn):
-                    paused = paused or event.type == "paused"
+                async for event in self._settle(scope, turn):
                     yield event
-                if paused:
+                if scope.held:
                     return
-            mine = [message_from_dict(m) for m in await self.store.run_messages(record.id)]
-            if sum(m.role == "assistant" for m in mine) >= self.agent.max_turns:
-                reason = f"more than {self.agent.max_turns} model turns"
-                for event in await self._append(
-                    record, events=[("failed", {"reason": reason})], status="failed"
-                ):
+            if scope.turns >= agent.max_turns:
+                async for event in self._fail(scope, f"more than {agent.max_turns} model turns"):
                     yield event
                 return
             history = [
                 message_from_dict(m) for m in await self.store.thread_messages(record.thread_id)
             ]
-            if self.agent.instructions:
-                history.insert(0, Message(role="system", content=self.agent.instructions))
+            if agent.instructions:
+                history.insert(0, Message(role="system", content=agent.instructions))
+            reply: ModelTurn | None = None
             try:
-                reply = await self.agent.model.complete(history, specs)
+                if self.stream_text and isinstance(agent.model, StreamingModel):
+                    text: list[str] = []
+                    calls: list[ToolCall] = []
+                    async for delta in agent.model.stream(history, agent.specs):
+                        if delta.text:
+                            text.append(delta.text)
+                            yield TextDelta(run_id=record.id, text=delta.text)
+                        if delta.tool_call is not None:
+                            calls.append(delta.tool_call)
+                    reply = ModelTurn(text="".join(text), tool_calls=tuple(calls))
+                else:
+                    reply = await agent.model.complete(history, agent.specs)
             except Exception as exc:  # the model is another service: its failure ends the run
                 reason = f"the model failed: {type(exc).__name__}: {exc}"
-                for event in await self._append(
-                    record, events=[("failed", {"reason": reason})], status="failed"
-                ):
+                async for event in self._fail(scope, reason):
                     yield event
                 return
-            calls = _unique_ids(reply.tool_calls)
-            said = Message(role="assistant", content=reply.text, tool_calls=calls)
+            scope.turns += 1
+            calls_made = [
+                replace(c, agent=scope.path, server=_server(agent, c))
+                for c in _unique_ids(reply.tool_calls)
+            ]
+            said = Message(role="assistant", content=reply.text, tool_calls=tuple(calls_made))
             events: list[tuple[str, dict[str, object]]] = []
             if reply.text:
                 events.append(("text", {"text": reply.text}))
-            events += [("tool_call", _call_data(c)) for c in calls]
-            done = not calls
+            events += [("tool_call", _call_data(c)) for c in calls_made]
+            done = not calls_made
             if done:
                 events.append(("completed", {}))
+                scope.final = reply.text
             for event in await self._append(
-                record,
+                scope,
                 messages=[message_to_dict(said)],
                 events=events,
                 status="completed" if done else None,
@@ -173,95 +266,114 @@ class Runner:
                 yield event
             if done:
                 return
-            number = sum(m.role == "assistant" for m in history)
-            turn = _OpenTurn(number=number, calls=list(calls), approvals={})
+            turn = _OpenTurn(number=scope.turns, calls=calls_made, approvals={}, requested=[])
 
-    async def _settle(self, record: RunRecord, turn: _OpenTurn) -> AsyncIterator[StoredEvent]:
+    async def _fail(self, scope: _Scope, reason: str) -> AsyncIterator[RunEvent]:
+        scope.failure = reason
+        for event in await self._append(
+            scope, events=[("failed", {"reason": reason})], status="failed"
+        ):
+            yield event
+
+    async def _settle(self, scope: _Scope, turn: _OpenTurn) -> AsyncIterator[RunEvent]:
         """Give every open call of the turn its result: decided ones from their decision, the
-        others through the gate — running, blocking, or holding them (then the run pauses)."""
+        others through the gate — running, blocking, or holding them (then the run pauses).
+        A call already started (a sub-agent's, or one a dead worker began) goes on without
+        asking the gate again."""
+        agent, record = scope.agent, scope.record
         results: dict[str, dict[str, object]] = {}
-        log: list[StoredEvent] = []  # what running the calls wrote to the run's log
+        log: list[RunEvent] = []  # what running the calls wrote to the run's (and sub-runs') logs
+        held: list[Approval] = []
         for call in turn.calls:
-            approval = turn.approvals.get(call.id)
-            if approval is not None:
-                results[call.id] = await self._answer(record, approval, log)
-            elif self.agent.tool(call.name) is None:
+            if agent.tool(call.name) is None and agent.subagent(call.name) is None:
                 # Nothing to approve: the call could never run.
-                names = sorted(t.name for t in self.agent.tools)
+                names = sorted(s.name for s in agent.specs)
                 text = f"unknown tool {call.name!r}; the tools are {names}"
                 results[call.id] = _tool_message(call, ToolResult(content=text, is_error=True))
-        fresh = [c for c in turn.calls if c.id not in results]
-        held: list[Approval] = []
+        open_calls = [c for c in turn.calls if c.id not in results]
+        keys = {c.id: f"{record.id}:{turn.number}:{c.id}" for c in open_calls}
+        keys |= {c.id: turn.approvals[c.id].id for c in open_calls if c.id in turn.approvals}
+        begun = await self.store.ledger_started(list(keys.values()))
+        going = [c for c in open_calls if keys[c.id] in begun]
+        decided = [c for c in open_calls if c.id in turn.approvals and c not in going]
+        fresh = [c for c in open_calls if c not in going and c not in decided]
+        for call in decided:
+            results[call.id] = await self._answer(scope, turn.approvals[call.id], log)
+        runnable = list(going)
         if fresh:
             context = CheckContext(
-                run_id=record.id,
-                thread_id=record.thread_id,
-                requested_by=record.started_by,
+                run_id=scope.root.id,
+                thread_id=scope.root.thread_id,
+                requested_by=scope.root.started_by,
                 origin="runtime",
             )
             outcomes = await self.gate.check(fresh, context)
-            # Model call ids repeat across turns: the turn's number makes the ledger key unique.
-            ran = [o.call for o in outcomes if o.kind == "run"]
-            executed = await asyncio.gather(
-                *(
-                    self._execute(record, c, key=f"{record.id}:{turn.number}:{c.id}", log=log)
-                    for c in ran
-                )
-            )
-            results |= {c.id: r for c, r in zip(ran, executed, strict=True)}
+            runnable += [o.call for o in outcomes if o.kind == "run"]
             results |= {
                 o.call.id: _tool_message(o.call, _blocked(o.verdict))
                 for o in outcomes
                 if o.kind == "block"
             }
-            held = [o.approval for o in outcomes if o.approval is not None]
+            held += [o.approval for o in outcomes if o.approval is not None]
+        executed = await asyncio.gather(
+            *(self._execute(scope, c, key=keys[c.id], log=log) for c in runnable)
+        )
+        for call, result in zip(runnable, executed, strict=True):
+            if isinstance(result, _Suspended):
+                held += result.approvals
+            else:
+                results[call.id] = result
         ordered = [results[c.id] for c in turn.calls if c.id in results]
         events: list[tuple[str, dict[str, object]]] = [("tool_result", r) for r in ordered]
         events += [("approval_requested", _approval_data(a)) for a in held]
         if held:
             events.append(("paused", {"approvals": [a.id for a in held]}))
-        for event in sorted(log, key=lambda e: e.seq):
+        for event in _in_order(log):
             yield event
+        scope.held = held
         for event in await self._append(
-            record, messages=ordered, events=events, status="paused" if held else None
+            scope, messages=ordered, events=events, status="paused" if held else None
         ):
             yield event
 
-    async def _open_turn(self, record: RunRecord) -> _OpenTurn:
+    async def _open_turn(self, scope: _Scope) -> _OpenTurn:
         """The calls of the run's last model turn that have no result yet, with the approvals
-        that hold them — those requested after that turn, as its events tell."""
-        mine = [message_from_dict(m) for m in await self.store.run_messages(record.id)]
-        spoke = [i for i, m in enumerate(mine) if m.role == "assistant"]
-        if not spoke:
-            return _OpenTurn(number=0, calls=[], approvals={})
-        last = spoke[-1]
-        answered = {m.tool_call_id for m in mine[last + 1 :] if m.role == "tool"}
-        calls = [c for c in mine[last].tool_calls if c.id not in answered]
-        events = await self.store.run_events(record.id)
-        turn_start = max((e.seq for e in events if e.type == "tool_call"), default=0)
+        that hold them and every approval the turn requested (its sub-agents' too) — found
+        from the turn's own messages and events, without reading the run's history."""
+        tail = await self.store.open_turn(scope.record.id)
+        scope.turns = tail.turns
+        if not tail.messages:
+            return _OpenTurn(number=tail.turns, calls=[], approvals={}, requested=[])
+        said, after = message_from_dict(tail.messages[0]), tail.messages[1:]
+        answered = {m["tool_call_id"] for m in after if m["role"] == "tool"}
+        calls = [c for c in said.tool_calls if c.id not in answered]
         requested = [
-            str(e.data["approval_id"])
-            for e in events
-            if e.type == "approval_requested" and e.seq > turn_start
+            str(e.data["approval_id"]) for e in tail.events if e.type == "approval_requested"
         ]
         approvals = await self.store.get_approvals(requested) if requested else []
         open_ids = {c.id for c in calls}
-        history = await self.store.thread_messages(record.thread_id)
-        before = sum(m["role"] == "assistant" for m in history) - 1
         return _OpenTurn(
-            number=before,
+            number=tail.turns,
             calls=calls,
-            approvals={a.call.id: a for a in approvals if a.call.id in open_ids},
+            approvals={
+                a.call.id: a
+                for a in approvals
+                if a.call.id in open_ids and a.call.agent == scope.path
+            },
+            requested=approvals,
         )
 
     async def _answer(
-        self, record: RunRecord, approval: Approval, log: list[StoredEvent]
+        self, scope: _Scope, approval: Approval, log: list[RunEvent]
     ) -> dict[str, object]:
         """The tool result for a decided call: its execution, or what the decision says."""
         decision = approval.decision
         match approval.status:
             case "approved" | "edited":
-                return await self._execute(record, approval.call, key=approval.id, log=log)
+                result = await self._execute(scope, approval.call, key=approval.id, log=log)
+                if isinstance(result, _Suspended):  # pragma: no cover - _settle routes these
+                    raise AssertionError("a decided sub-agent call is resumed through the ledger")
+                return result
             case "responded":
                 assert isinstance(decision, Respond)  # a responded approval carries its text
                 return _tool_message(approval.call, ToolResult(content=decision.content))
@@ -277,40 +389,108 @@ class Runner:
                 return _tool_message(approval.call, _status(approval.status, text))
 
     async def _execute(
-        self, record: RunRecord, call: ToolCall, *, key: str, log: list[StoredEvent]
-    ) -> dict[str, object]:
+        self, scope: _Scope, call: ToolCall, *, key: str, log: list[RunEvent]
+    ) -> dict[str, object] | _Suspended:
         """Run the call once, through the ledger: a second attempt with the same key returns the
-        first result, and a call whose first attempt died midway is re-run only if idempotent.
-        The events it writes (tool started, finished) are added to `log`."""
-        tool = self.agent.tool(call.name)
-        if tool is None:
-            return _tool_message(
-                call, ToolResult(content=f"unknown tool {call.name!r}", is_error=True)
-            )
+        first result, and a call whose first attempt died midway is re-run only if idempotent
+        (a sub-agent's run is picked up where it stopped). The events it writes (tool started,
+        finished; a sub-agent's whole run) are added to `log`."""
         args: object = call.args
         if not isinstance(args, dict):
             text = f"the arguments are not a JSON object: {args!r}; the call did not run"
             return _tool_message(call, ToolResult(content=text, is_error=True))
         previous = await self.store.ledger_start(
-            key, run_id=record.id, call_id=call.id, tool=call.name, digest=call.digest, at=_now()
+            key,
+            run_id=scope.record.id,
+            call_id=call.id,
+            tool=call.name,
+            digest=call.digest,
+            at=_now(),
         )
         if previous is not None and previous.result is not None:
             return previous.result
+        sub = scope.agent.subagent(call.name)
+        if sub is not None:
+            return await self._delegate(scope, sub, call, args, key=key, log=log)
+        tool = scope.agent.tool(call.name)
+        if tool is None:  # pragma: no cover - _settle answers unknown tools before running any
+            raise AssertionError(f"unknown tool {call.name!r} reached execution")
         if previous is not None and not tool.idempotent:
             text = "This call started before a crash and its outcome is unknown; it was not re-run."
             return _tool_message(call, _status("unknown", text))
         started = {"call_id": call.id, "tool": call.name, "key": key, "retry": previous is not None}
-        log += await self._append(record, events=[("tool_started", started)])
+        log += await self._append(scope, events=[("tool_started", started)])
         result = await tool.invoke(args, key=key)
+        return await self._finish(scope, call, key, result, log)
+
+    async def _finish(
+        self, scope: _Scope, call: ToolCall, key: str, result: ToolResult, log: list[RunEvent]
+    ) -> dict[str, object]:
         message = _tool_message(call, result)
         await self.store.ledger_finish(key, result=message, at=_now())
         finished = {"call_id": call.id, "tool": call.name, "is_error": result.is_error}
-        log += await self._append(record, events=[("tool_finished", finished)])
+        log += await self._append(scope, events=[("tool_finished", finished)])
         return message
+
+    async def _delegate(
+        self,
+        scope: _Scope,
+        sub: Agent,
+        call: ToolCall,
+        args: dict[str, Any],
+        *,
+        key: str,
+        log: list[RunEvent],
+    ) -> dict[str, object] | _Suspended:
+        """Answer a call of a sub-agent: start its run (one per call, keyed by the call's
+        ledger key), or pick it up where it stopped; a run that pauses suspends the call, and
+        its held approvals pause this run too."""
+        child = await self.store.child_run(scope.record.id, key)
+        if child is None:
+            text = args.get("input")
+            if not isinstance(text, str):
+                result = ToolResult(content="the input must be a string", is_error=True)
+                return await self._finish(scope, call, key, result, log)
+            started = {"call_id": call.id, "tool": call.name, "key": key, "retry": False}
+            log += await self._append(scope, events=[("tool_started", started)])
+            record = RunRecord(
+                id=new_id(),
+                thread_id=f"{key}/{sub.name}",
+                agent=sub.name,
+                status="running",
+                started_by=scope.root.started_by,
+                lease_owner=self.owner,
+                version=1,
+                parent_id=scope.record.id,
+                parent_key=key,
+            )
+            inner = scope.child(sub, record)
+            log += await self._create(inner, text)
+            turn = None
+        else:
+            inner = scope.child(sub, child)
+            if child.status in ("completed", "failed"):
+                tail = await self.store.open_turn(child.id)
+                inner.final = message_from_dict(tail.messages[0]).content if tail.messages else ""
+                failed = [e for e in tail.events if e.type == "failed"]
+                inner.failure = str(failed[-1].data["reason"]) if failed else None
+                return await self._finish(scope, call, key, _outcome(inner), log)
+            if not await self._claim(inner):
+                raise ConflictError(f"the sub-agent's run {child.id!r} is held by another worker")
+            turn = await self._open_turn(inner)
+            if turn.waiting:  # its worker died between its pause and ours: pause again
+                await self._append(inner, status="paused")
+                return _Suspended(approvals=turn.waiting)
+            log += await self._append(inner, events=[("resumed", {"approvals": turn.decided})])
+        async for event in self._run(inner, turn):
+            log.append(event)
+        if inner.held:
+            return _Suspended(approvals=inner.held)
+        return await self._finish(scope, call, key, _outcome(inner), log)
 
     async def _append(
         self,
-        record: RunRecord,
+        scope: _Scope,
         *,
         messages: Sequence[dict[str, object]] = (),
         events: Sequence[tuple[str, dict[str, object]]] = (),
@@ -318,24 +498,70 @@ class Runner:
     ) -> list[StoredEvent]:
         now = _now()
         return await self.store.append_to_run(
-            record.id,
+            scope.record.id,
             at=now,
             messages=messages,
             events=events,
             status=status,
             owner=self.owner,
             lease_until=now + self.lease,  # every write renews the lease: a live worker keeps it
+            ancestors=scope.ancestors,  # and a sub-agent's keeps the runs it works for
         )
+
+
+@dataclass(kw_only=True)
+class _Scope:
+    """One run being worked on: the root run, or a sub-agent's run inside it."""
+
+    agent: Agent
+    path: str
+    """The agent path its calls carry: ``root`` or ``root/sub/subsub``."""
+    record: RunRecord
+    root: RunRecord
+    """The run whose approvals these are: approvals surface there, with the agent path."""
+    ancestors: tuple[str, ...] = ()
+    """The runs this one works for, nearest first: their leases are renewed with its own."""
+    turns: int = 0
+    held: list[Approval] = field(default_factory=list)
+    """After settling a turn: the approvals it is paused on (its sub-agents' included)."""
+    final: str = ""
+    failure: str | None = None
+
+    def child(self, agent: Agent, record: RunRecord) -> _Scope:
+        return _Scope(
+            agent=agent,
+            path=f"{self.path}/{agent.name}",
+            record=record,
+            root=self.root,
+            ancestors=(self.record.id, *self.ancestors),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Suspended:
+    """A sub-agent's call that cannot finish yet: its run waits on these approvals."""
+
+    approvals: list[Approval]
 
 
 @dataclass(kw_only=True)
 class _OpenTurn:
     number: int
-    """How many model turns the thread had before this one: part of each call's ledger key."""
+    """The turn's number in its run: part of each call's ledger key."""
     calls: list[ToolCall]
     """The turn's calls that have no result yet, in the order the model made them."""
     approvals: dict[str, Approval]
     """By call id: the approval holding that call, for those held."""
+    requested: list[Approval]
+    """Every approval the turn requested, its sub-agents' included."""
+
+    @property
+    def waiting(self) -> list[Approval]:
+        return [a for a in self.requested if a.pending]
+
+    @property
+    def decided(self) -> list[str]:
+        return [a.id for a in self.requested if not a.pending]
 
 
 def _unique_ids(calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
@@ -350,6 +576,46 @@ def _unique_ids(calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
         seen.add(call_id)
         out.append(call if call_id == call.id else replace(call, id=call_id))
     return tuple(out)
+
+
+def _in_order(log: Sequence[RunEvent]) -> list[RunEvent]:
+    """The events in the order they were written, each run's in sequence: calls running at
+    once may return their events out of order."""
+    slots: dict[str, list[int]] = defaultdict(list)
+    for index, event in enumerate(log):
+        slots[event.run_id].append(index)
+    ordered = list(log)
+    for indexes in slots.values():
+        events = sorted((log[i] for i in indexes), key=lambda e: getattr(e, "seq", 0))
+        for index, event in zip(indexes, events, strict=True):
+            ordered[index] = event
+    return ordered
+
+
+def _subagent_spec(agent: Agent) -> ToolSpec:
+    return ToolSpec(
+        name=agent.name,
+        description=agent.description or agent.instructions or f"Hand a task to {agent.name}.",
+        parameters={
+            "type": "object",
+            "properties": {"input": {"type": "string", "description": "The task, in words."}},
+            "required": ["input"],
+            "additionalProperties": False,
+        },
+    )
+
+
+def _server(agent: Agent, call: ToolCall) -> str | None:
+    """The MCP server a call goes to, as the policy's ``servers:`` sections match it."""
+    tool = agent.tool(call.name)
+    return None if tool is None else tool.server
+
+
+def _outcome(scope: _Scope) -> ToolResult:
+    """What a sub-agent's finished run gives its parent: its last words, or why it failed."""
+    if scope.failure is not None:
+        return ToolResult(content=f"the agent {scope.path} failed: {scope.failure}", is_error=True)
+    return ToolResult(content=scope.final)
 
 
 def _now() -> datetime:
@@ -388,6 +654,7 @@ def _approval_data(approval: Approval) -> dict[str, object]:
         "call_id": approval.call.id,
         "tool": approval.call.name,
         "args": approval.call.args,
+        "agent": approval.call.agent,
         "rule": approval.rule,
         "reason": approval.reason,
         "expires_at": None if approval.expires_at is None else approval.expires_at.isoformat(),

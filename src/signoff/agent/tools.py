@@ -51,6 +51,8 @@ class Tool:
         self.description = (description or inspect.getdoc(function) or "").strip()
         self.idempotent = idempotent
         """Safe to run again after a crash left its outcome unknown (same key, same effect)."""
+        self.server: str | None = None
+        """The MCP server the tool belongs to, for the policy's ``servers:`` sections."""
         self._arguments = _arguments_model(function, self.name)
         self.spec = ToolSpec(
             name=self.name,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from signoff.types import Approval, AuditEntry, Grant
 
 if TYPE_CHECKING:
-    from signoff.store.runs import LedgerEntry, RunRecord, RunStatus, StoredEvent
+    from signoff.store.runs import LedgerEntry, OpenTurn, RunRecord, RunStatus, StoredEvent
 
 __all__ = ["AuditRecord", "DecisionPlan", "Store"]
 
@@ -118,6 +118,7 @@ class Store(Protocol):
         status: RunStatus | None = None,
         owner: str | None = None,
         lease_until: datetime | None = None,
+        ancestors: Sequence[str] = (),
     ) -> list[StoredEvent]: ...
 
     async def claim_run(
@@ -125,6 +126,10 @@ class Store(Protocol):
     ) -> bool: ...
 
     async def get_run(self, run_id: str) -> RunRecord: ...
+
+    async def child_run(self, parent_id: str, parent_key: str) -> RunRecord | None: ...
+
+    async def open_turn(self, run_id: str) -> OpenTurn: ...
 
     async def run_messages(self, run_id: str) -> list[dict[str, Any]]: ...
 
@@ -135,5 +140,7 @@ class Store(Protocol):
     async def ledger_start(
         self, key: str, *, run_id: str, call_id: str, tool: str, digest: str, at: datetime
     ) -> LedgerEntry | None: ...
+
+    async def ledger_started(self, keys: Sequence[str]) -> set[str]: ...
 
     async def ledger_finish(self, key: str, *, result: dict[str, Any], at: datetime) -> None: ...

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sqlalchemy import Connection, insert, inspect, select, update
+from sqlalchemy import Connection, insert, inspect, select, text, update
 
 from signoff.errors import StoreError
 from signoff.store import schema
@@ -17,13 +17,36 @@ from signoff.store import schema
 __all__ = ["LATEST", "MIGRATIONS", "migrate", "schema_version"]
 
 
+_V1_TABLES = frozenset(
+    {
+        "approvals",
+        "audit",
+        "audit_head",
+        "blobs",
+        "events",
+        "grants",
+        "ledger",
+        "messages",
+        "policy_versions",
+        "runs",
+    }
+)
+
+
 def _v1(connection: Connection) -> None:
-    tables = [t for t in schema.metadata.sorted_tables if t is not schema.schema_version]
+    tables = [t for t in schema.metadata.sorted_tables if t.name in _V1_TABLES]
     schema.metadata.create_all(connection, tables=tables)
     connection.execute(insert(schema.audit_head).values(id=1, seq=0, hash="0" * 64))
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_v1]
+def _v2(connection: Connection) -> None:
+    """Sub-agents' runs linked to their parent's call; a run's last turn found by index."""
+    schema.subruns.create(connection)
+    connection.execute(text("CREATE INDEX messages_by_role ON messages (run_id, role, seq)"))
+    connection.execute(text("CREATE INDEX events_by_type ON events (run_id, type, seq)"))
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2]
 LATEST = len(MIGRATIONS)
 
 

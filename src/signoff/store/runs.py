@@ -23,7 +23,7 @@ from signoff.store import schema
 from signoff.store.times import from_micros, to_micros
 from signoff.types import canonical_json
 
-__all__ = ["LedgerEntry", "RunRecord", "RunStatus", "RunStore", "StoredEvent"]
+__all__ = ["LedgerEntry", "OpenTurn", "RunRecord", "RunStatus", "RunStore", "StoredEvent"]
 
 RunStatus: TypeAlias = Literal["running", "paused", "completed", "failed"]
 
@@ -37,6 +37,10 @@ class RunRecord:
     started_by: str | None
     lease_owner: str | None
     version: int
+    parent_id: str | None = None
+    """For a sub-agent's run: the run whose call it answers."""
+    parent_key: str | None = None
+    """For a sub-agent's run: the ledger key of that call."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,6 +50,18 @@ class StoredEvent:
     at: datetime
     type: str
     data: dict[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpenTurn:
+    """What resuming a run needs, read without its history."""
+
+    turns: int
+    """How many model turns the run has had."""
+    messages: list[dict[str, Any]]
+    """The run's last assistant message and the messages after it (none before its first turn)."""
+    events: list[StoredEvent]
+    """The run's events from its last `tool_call` event on."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,6 +120,12 @@ class RunStore:
                     "resume it first"
                 )
             connection.execute(insert(runs).values(row))
+            if record.parent_id is not None:
+                connection.execute(
+                    insert(schema.subruns).values(
+                        run_id=record.id, parent_id=record.parent_id, parent_key=record.parent_key
+                    )
+                )
             return _append(connection, record.id, at, messages, events)
 
         result: list[StoredEvent] = await self.run(work)
@@ -119,12 +141,14 @@ class RunStore:
         status: RunStatus | None = None,
         owner: str | None = None,
         lease_until: datetime | None = None,
+        ancestors: Sequence[str] = (),
     ) -> list[StoredEvent]:
         """Append messages and events, renewing the owner's lease to `lease_until`; with a
-        `status` other than running, also move the run there and release the lease.
+        `status` other than running, also move the run there and release the lease. The
+        `ancestors` (the runs a sub-agent's run works for) get their leases renewed too.
 
-        Raises `ConflictError` when `owner` no longer holds the run (its lease ran out and
-        another worker took it over): the late writer must stop.
+        Raises `ConflictError` when `owner` no longer holds the run or one of its ancestors (a
+        lease ran out and another worker took it over): the late writer must stop.
         """
 
         def work(connection: Connection) -> list[StoredEvent]:
@@ -143,6 +167,16 @@ class RunStore:
             )
             if changed.rowcount != 1:
                 raise ConflictError(f"run {run_id!r} is no longer held by this worker ({owner!r})")
+            if ancestors:
+                renewed = connection.execute(
+                    update(table)
+                    .where(and_(table.c.id.in_(ancestors), table.c.lease_owner == owner))
+                    .values(lease_until=values.get("lease_until"), updated_at=values["updated_at"])
+                )
+                if renewed.rowcount != len(set(ancestors)):
+                    raise ConflictError(
+                        f"run {run_id!r} works for a run no longer held by this worker ({owner!r})"
+                    )
             return _append(connection, run_id, at, messages, events)
 
         result: list[StoredEvent] = await self.run(work)
@@ -174,21 +208,52 @@ class RunStore:
         return won
 
     async def get_run(self, run_id: str) -> RunRecord:
-        table = schema.runs
-        row = await self.run(
-            lambda c: c.execute(select(table).where(table.c.id == run_id)).first(), write=False
-        )
+        query = _runs_query().where(schema.runs.c.id == run_id)
+        row = await self.run(lambda c: c.execute(query).first(), write=False)
         if row is None:
             raise NotFoundError(f"no run with id {run_id!r}")
-        return RunRecord(
-            id=row.id,
-            thread_id=row.thread_id,
-            agent=row.agent,
-            status=row.status,
-            started_by=row.started_by,
-            lease_owner=row.lease_owner,
-            version=row.version,
+        return _run_record(row)
+
+    async def child_run(self, parent_id: str, parent_key: str) -> RunRecord | None:
+        """The sub-agent's run that answers the parent's call with this ledger key, if any."""
+        subruns = schema.subruns
+        query = _runs_query().where(
+            and_(subruns.c.parent_id == parent_id, subruns.c.parent_key == parent_key)
         )
+        row = await self.run(lambda c: c.execute(query).first(), write=False)
+        return None if row is None else _run_record(row)
+
+    async def open_turn(self, run_id: str) -> OpenTurn:
+        """The run's last model turn: its assistant message, what followed it, and the events
+        from its tool calls on. Found by index, so it costs the same at any history length."""
+        messages, events = schema.messages, schema.events
+
+        def work(connection: Connection) -> OpenTurn:
+            assistant = and_(messages.c.run_id == run_id, messages.c.role == "assistant")
+            turns, last = connection.execute(
+                select(func.count(), func.max(messages.c.seq)).where(assistant)
+            ).one()
+            tail: Sequence[Any] = ()
+            if last is not None:
+                tail = connection.execute(
+                    select(messages.c.data, schema.blobs.c.data.label("blob_data"))
+                    .outerjoin(schema.blobs, schema.blobs.c.hash == messages.c.blob)
+                    .where(and_(messages.c.run_id == run_id, messages.c.seq >= last))
+                    .order_by(messages.c.seq)
+                ).all()
+            since = connection.execute(
+                select(func.max(events.c.seq)).where(
+                    and_(events.c.run_id == run_id, events.c.type == "tool_call")
+                )
+            ).scalar()
+            return OpenTurn(
+                turns=turns,
+                messages=[_message(row) for row in tail],
+                events=_events(connection, run_id, after=(since or 1) - 1),
+            )
+
+        result: OpenTurn = await self.run(work, write=False)
+        return result
 
     async def run_messages(self, run_id: str) -> list[dict[str, Any]]:
         """The run's own messages, oldest first."""
@@ -216,33 +281,9 @@ class RunStore:
         return [_message(row) for row in rows]
 
     async def run_events(self, run_id: str, *, after: int = 0) -> list[StoredEvent]:
-        table = schema.events
-        query = (
-            select(table)
-            .where(and_(table.c.run_id == run_id, table.c.seq > after))
-            .order_by(table.c.seq)
+        result: list[StoredEvent] = await self.run(
+            lambda c: _events(c, run_id, after=after), write=False
         )
-
-        def work(connection: Connection) -> list[StoredEvent]:
-            rows = connection.execute(query).all()
-            events = [_event(row) for row in rows]
-            refs = {e.data[_BLOB] for e in events if set(e.data) == {_BLOB}}
-            if not refs:
-                return events
-            blobs = schema.blobs
-            found = dict(
-                connection.execute(
-                    select(blobs.c.hash, blobs.c.data).where(blobs.c.hash.in_(refs))
-                ).all()
-            )
-            return [
-                replace(e, data=json.loads(zlib.decompress(found[e.data[_BLOB]])))
-                if set(e.data) == {_BLOB}
-                else e
-                for e in events
-            ]
-
-        result: list[StoredEvent] = await self.run(work, write=False)
         return result
 
     async def ledger_start(
@@ -276,6 +317,15 @@ class RunStore:
 
         entry: LedgerEntry | None = await self.run(work)
         return entry
+
+    async def ledger_started(self, keys: Sequence[str]) -> set[str]:
+        """Which of these idempotency keys have a ledger entry (started or finished)."""
+        if not keys:
+            return set()
+        table = schema.ledger
+        query = select(table.c.key).where(table.c.key.in_(keys))
+        found: set[str] = await self.run(lambda c: set(c.execute(query).scalars()), write=False)
+        return found
 
     async def ledger_finish(self, key: str, *, result: dict[str, Any], at: datetime) -> None:
         table = schema.ledger
@@ -372,6 +422,50 @@ def _append(
             ],
         )
     return stored
+
+
+def _events(connection: Connection, run_id: str, *, after: int) -> list[StoredEvent]:
+    table = schema.events
+    rows = connection.execute(
+        select(table)
+        .where(and_(table.c.run_id == run_id, table.c.seq > after))
+        .order_by(table.c.seq)
+    ).all()
+    events = [_event(row) for row in rows]
+    refs = {e.data[_BLOB] for e in events if set(e.data) == {_BLOB}}
+    if not refs:
+        return events
+    blobs = schema.blobs
+    found = dict(
+        connection.execute(select(blobs.c.hash, blobs.c.data).where(blobs.c.hash.in_(refs))).all()
+    )
+    return [
+        replace(e, data=json.loads(zlib.decompress(found[e.data[_BLOB]])))
+        if set(e.data) == {_BLOB}
+        else e
+        for e in events
+    ]
+
+
+def _runs_query() -> Any:
+    runs, subruns = schema.runs, schema.subruns
+    return select(runs, subruns.c.parent_id, subruns.c.parent_key).outerjoin(
+        subruns, subruns.c.run_id == runs.c.id
+    )
+
+
+def _run_record(row: Any) -> RunRecord:
+    return RunRecord(
+        id=row.id,
+        thread_id=row.thread_id,
+        agent=row.agent,
+        status=row.status,
+        started_by=row.started_by,
+        lease_owner=row.lease_owner,
+        version=row.version,
+        parent_id=row.parent_id,
+        parent_key=row.parent_key,
+    )
 
 
 def _event(row: Any) -> StoredEvent:

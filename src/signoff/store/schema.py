@@ -15,6 +15,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    UniqueConstraint,
 )
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "policy_versions",
     "runs",
     "schema_version",
+    "subruns",
 ]
 
 metadata = MetaData()
@@ -153,6 +155,19 @@ messages = Table(
     Column("role", String(16), nullable=False),
     Column("data", Text, nullable=False),
     Column("blob", String(64)),
+)
+
+# Since version 2, `messages` has an index on (run_id, role, seq) and `events` one on
+# (run_id, type, seq): resuming finds a run's last model turn without reading its history. They
+# are created by migration 2 only (declared here, migration 1 would build them too).
+
+subruns = Table(
+    "subruns",
+    metadata,
+    Column("run_id", String(40), primary_key=True),
+    Column("parent_id", String(40), nullable=False),
+    Column("parent_key", Text, nullable=False),  # the ledger key of the call the run answers
+    UniqueConstraint("parent_id", "parent_key", name="subruns_parent"),
 )
 
 ledger = Table(
