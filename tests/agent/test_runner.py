@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from signoff import Approve, ConflictError, Edit, Policy, Reject, Respond, Scope, ToolCall
-from signoff.agent import Agent, Message, ModelTurn, RunEvent, Runner, tool
+from signoff.agent import Agent, Message, ModelTurn, RunEvent, Runner, TextDelta, tool
 from signoff.gate import Gate
 from signoff.store import SQLStore
 from signoff.store.runs import StoredEvent
@@ -539,3 +539,32 @@ async def test_a_large_result_is_stored_once_compressed_and_read_back_whole(stor
         write=False,
     )
     assert raw_sizes < 1_000  # the event rows hold references, not the logs
+
+
+async def test_a_streaming_model_streams_its_text_live_and_the_log_keeps_it_whole(
+    store: SQLStore,
+):
+    model = ScriptedModel(
+        [
+            ModelTurn(text="Deleting nginx-123 now.", tool_calls=(call("delete_pod", name="n"),)),
+            ModelTurn(text="It is gone."),
+        ],
+        chunk=4,
+    )
+    agent = Agent(name="ops", model=model, tools=[delete_pod])
+    live = Runner(agent, Gate(POLICY, store), stream_text=True)
+    events = [e async for e in live.start("t1", "delete it")]
+    deltas = [e for e in events if isinstance(e, TextDelta)]
+    assert [d.text for d in deltas] == ["Dele", "ting", " ngi", "nx-1", "23 n", "ow."]
+    # The deltas come first, then the stored text, whole, then the call.
+    types = [e.type for e in events]
+    assert types.index("text") > max(i for i, t in enumerate(types) if t == "text_delta")
+    run_id = events[0].run_id
+    stored = await store.run_events(run_id)
+    assert "text_delta" not in [e.type for e in stored]
+    assert [e.data for e in stored if e.type == "text"] == [{"text": "Deleting nginx-123 now."}]
+    [held] = of(stored, "approval_requested")
+    await live.gate.decide(held["approval_id"], Approve(), actor="alice")
+    resumed = [e async for e in live.resume(run_id)]
+    assert "".join(e.text for e in resumed if isinstance(e, TextDelta)) == "It is gone."
+    assert resumed[-1].type == "completed"
