@@ -162,8 +162,22 @@ async def test_a_rejection_reaches_the_model_as_a_result_and_the_tool_never_runs
     await run.gate.decide(
         request["approval_id"], Reject(reason="db-0 is production"), actor="alice"
     )
-    await collect(run.resume(events[0].run_id))
+    resumed = await collect(run.resume(events[0].run_id))
     assert executed == []
+    # The decision is in the run's log, before the resume, for every projection to show.
+    log = await run.store.run_events(events[0].run_id)
+    [decided] = [e for e in log if e.type == "decision"]
+    assert decided.seq < resumed[0].seq
+    assert decided.data == {
+        "approval_id": request["approval_id"],
+        "call_id": "call_delete_pod",
+        "tool": "delete_pod",
+        "agent": "ops",
+        "status": "rejected",
+        "decision": {"kind": "reject", "reason": "db-0 is production"},
+        "args": {"name": "db-0"},
+        "decided_by": "alice",
+    }
     [result] = last_tool_results(model)
     assert json.loads(result.content) == {
         "status": "rejected",
@@ -275,6 +289,10 @@ async def test_an_expired_call_never_runs_and_the_model_is_told(store: SQLStore)
     events = await collect(run.start("t1", "delete a"))
     now[0] += timedelta(seconds=5)
     assert [a.status for a in await gate.expire_due()] == ["expired"]
+    log = await store.run_events(events[0].run_id)
+    assert [(e.type, e.data["status"]) for e in log if e.type == "decision"] == [
+        ("decision", "expired")
+    ]
     await collect(run.resume(events[0].run_id))
     assert executed == []
     [result] = last_tool_results(model)

@@ -105,6 +105,8 @@ async def test_a_sub_agents_held_call_pauses_the_root_run_and_resuming_resumes_i
         await collect(runner.resume(root_id))
 
     await runner.gate.decide(approval.id, Approve(), actor="alice")
+    [decided] = [e for e in await store.run_events(root_id) if e.type == "decision"]
+    assert (decided.data["agent"], decided.data["status"]) == ("coordinator/researcher", "approved")
     resumed = await collect(runner.resume(root_id))
     assert executed == ["search pods", "delete_page Pods"]
     # The sub-agent went on first: its run finished before the root's model was asked again.

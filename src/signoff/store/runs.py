@@ -23,7 +23,15 @@ from signoff.store import schema
 from signoff.store.times import from_micros, to_micros
 from signoff.types import canonical_json
 
-__all__ = ["LedgerEntry", "OpenTurn", "RunRecord", "RunStatus", "RunStore", "StoredEvent"]
+__all__ = [
+    "LedgerEntry",
+    "OpenTurn",
+    "RunRecord",
+    "RunStatus",
+    "RunStore",
+    "StoredEvent",
+    "append_events",
+]
 
 RunStatus: TypeAlias = Literal["running", "paused", "completed", "failed"]
 
@@ -377,6 +385,13 @@ def _message(row: Any) -> dict[str, Any]:
     if row.blob_data is not None:
         return json.loads(zlib.decompress(row.blob_data))  # type: ignore[no-any-return]
     return json.loads(row.data)  # type: ignore[no-any-return]
+
+
+def append_events(
+    connection: Connection, run_id: str, at: datetime, events: Sequence[tuple[str, dict[str, Any]]]
+) -> list[StoredEvent]:
+    """Append events to a run's log inside the caller's transaction."""
+    return _append(connection, run_id, at, (), events)
 
 
 def _append(

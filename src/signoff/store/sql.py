@@ -25,7 +25,7 @@ from signoff.store import schema
 from signoff.store.base import AuditRecord, DecisionPlan
 from signoff.store.migrations import LATEST, migrate, schema_version
 from signoff.store.runner import Runner
-from signoff.store.runs import RunStore
+from signoff.store.runs import RunStore, append_events
 from signoff.store.times import from_micros, to_micros
 from signoff.types import (
     Approval,
@@ -363,12 +363,52 @@ def _write(connection: Connection, plan: DecisionPlan, *, notify: bool) -> bool:
             return False
     if plan.grants:
         connection.execute(_INSERT_GRANT, [_grant_row(g) for g in plan.grants])
+    _log_decisions(connection, [approval for approval, _ in plan.changes])
     _append_audit(connection, plan.audit)
     if notify:
         # Delivered on commit, to every listening process.
         for approval, _ in plan.changes:
             connection.execute(_NOTIFY, {"channel": _CHANNEL, "id": approval.id})
     return True
+
+
+def _log_decisions(connection: Connection, approvals: Sequence[Approval]) -> None:
+    """Append a ``decision`` event to the log of each decided approval's run (those of
+    signoff's runtime), in the decision's transaction: every projection of the run sees it."""
+    wanted = sorted({a.run_id for a in approvals if a.run_id is not None})
+    if not wanted:
+        return
+    runs = schema.runs
+    # Lock the runs in id order, as a runner's append does: one writer at a time per run's log.
+    found = set(
+        connection.execute(
+            select(runs.c.id).where(runs.c.id.in_(wanted)).order_by(runs.c.id).with_for_update()
+        ).scalars()
+    )
+    for run_id in wanted:
+        if run_id not in found:
+            continue
+        decided = [a for a in approvals if a.run_id == run_id]
+        append_events(
+            connection,
+            run_id,
+            max(a.decided_at or a.requested_at for a in decided),
+            [("decision", _decision_event(a)) for a in decided],
+        )
+
+
+def _decision_event(approval: Approval) -> dict[str, Any]:
+    decision = approval.decision
+    return {
+        "approval_id": approval.id,
+        "call_id": approval.call.id,
+        "tool": approval.call.name,
+        "agent": approval.call.agent,
+        "status": approval.status,
+        "decision": None if decision is None else decision_to_dict(decision),
+        "args": approval.call.args,
+        "decided_by": approval.decided_by,
+    }
 
 
 def _append_audit(connection: Connection, records: Sequence[AuditRecord]) -> None:
