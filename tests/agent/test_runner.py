@@ -586,3 +586,40 @@ async def test_a_streaming_model_streams_its_text_live_and_the_log_keeps_it_whol
     resumed = [e async for e in live.resume(run_id)]
     assert "".join(e.text for e in resumed if isinstance(e, TextDelta)) == "It is gone."
     assert resumed[-1].type == "completed"
+
+
+async def test_workers_resume_a_run_once_its_batch_is_decided_and_only_one_runs_it(
+    store: SQLStore,
+):
+    run, model = runner(
+        store,
+        [
+            ModelTurn(
+                tool_calls=(call("delete_pod", name="a"), call("scale", name="w", replicas=2))
+            ),
+            ModelTurn(text="Both done."),
+        ],
+    )
+    events = await collect(run.start("t1", "delete a, scale w"))
+    run_id = events[0].run_id
+    held = of(events, "approval_requested")
+    # Two workers on the same database, as two replicas would be.
+    workers = [
+        asyncio.create_task(r.work(poll_interval=0.05))
+        for r in (run, Runner(run.agent, Gate(POLICY, store)))
+    ]
+    try:
+        await run.gate.decide(held[0]["approval_id"], Approve(), actor="alice")
+        await asyncio.sleep(0.3)
+        assert (await store.get_run(run_id)).status == "paused"  # one call is still held
+        await run.gate.decide(held[1]["approval_id"], Approve(), actor="alice")
+        async with asyncio.timeout(10):
+            while (await store.get_run(run_id)).status != "completed":
+                await asyncio.sleep(0.02)
+    finally:
+        for worker in workers:
+            worker.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+    assert executed == [("delete_pod", {"name": "a"}), ("scale", {"name": "w", "replicas": 2})]
+    assert len(model.requests) == 2
+    assert [e.type for e in await store.run_events(run_id)].count("resumed") == 1

@@ -10,7 +10,9 @@ become tool results. The model is called again only when every call of its turn 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
 import os
 from collections import defaultdict
 from collections.abc import AsyncIterator, Sequence
@@ -28,15 +30,18 @@ from signoff.agent.model import (
     message_to_dict,
 )
 from signoff.agent.tools import Tool, ToolResult
-from signoff.errors import ConflictError
+from signoff.errors import ConflictError, SignoffError
 from signoff.gate import CheckContext, Gate
 from signoff.gate.ids import new_id
+from signoff.gate.notifier import ANY
 from signoff.store.runs import RunRecord, RunStatus, StoredEvent
 from signoff.types import Approval, Respond, ToolCall, Verdict
 
 __all__ = ["Agent", "RunEvent", "Runner", "TextDelta"]
 
 LEASE = timedelta(minutes=5)
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -180,6 +185,52 @@ class Runner:
             yield stored
         async for event in self._run(scope, turn):
             yield event
+
+    async def work(self, *, poll_interval: float = 1.0) -> None:
+        """Resume this agent's runs as they become ready, until cancelled: a paused run once
+        its last held call is decided (or expires), a run whose worker died once its lease
+        runs out. Several workers, in one process or many sharing the database, may work the
+        same agent: each run is resumed by the one that claims it first.
+
+        Decisions taken through this worker's gate wake it at once, and so do decisions taken
+        in other processes on PostgreSQL; otherwise it looks every `poll_interval` seconds.
+        What a resumed run does is in its log (`store.run_events`)."""
+        await self.gate.listen()
+        busy: dict[str, asyncio.Task[bool]] = {}
+        try:
+            with self.gate.notifier.subscription(ANY) as decided:
+                while True:
+                    decided.clear()
+                    try:
+                        await self.gate.expire_due()
+                        ready = await self.store.ready_runs(self.agent.name, now=_now())
+                    except SignoffError:
+                        logger.exception("finding ready runs failed; trying again")
+                        ready = []
+                    for run_id in ready:
+                        if run_id not in busy:  # runs go on side by side, each once
+                            busy[run_id] = asyncio.create_task(self.resume_ready(run_id))
+                            busy[run_id].add_done_callback(lambda _, r=run_id: busy.pop(r))
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(poll_interval):
+                            await decided.wait()
+        finally:
+            # A run left mid-way is taken over by another worker once its lease runs out.
+            for task in busy.values():
+                task.cancel()
+
+    async def resume_ready(self, run_id: str) -> bool:
+        """Resume the run to its next pause or its end, if it is still ready and this worker
+        claims it first. Returns whether it did."""
+        try:
+            async for _ in self.resume(run_id):
+                pass
+        except ConflictError:
+            return False  # another worker took it, or it is not ready after all
+        except SignoffError:
+            logger.exception("resuming run %s failed; it will be taken over", run_id)
+            return False
+        return True
 
     # -- the loop --------------------------------------------------------------------------
 

@@ -295,9 +295,7 @@ class Gate:
     async def wait(self, approval_id: str, timeout: float | None = None) -> Approval:
         """Wait until the approval is decided or expires; `ApprovalTimeout` after `timeout` s."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        if not self._listening:
-            await self.store.listen(self.notifier.notify)
-            self._listening = True
+        await self.listen()
         with self.notifier.subscription(approval_id) as decided:
             while True:
                 decided.clear()
@@ -326,6 +324,13 @@ class Gate:
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(pause):
                         await decided.wait()
+
+    async def listen(self) -> None:
+        """Have decisions taken in other processes wake this gate's waiters (where the store
+        can tell: PostgreSQL). Idempotent."""
+        if not self._listening:
+            await self.store.listen(self.notifier.notify)
+            self._listening = True
 
     async def ask(
         self, call: ToolCall, *, timeout: float | None = None, context: CheckContext | None = None

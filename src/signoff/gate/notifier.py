@@ -11,7 +11,10 @@ import contextlib
 from collections import defaultdict
 from collections.abc import Iterator
 
-__all__ = ["Notifier"]
+__all__ = ["ANY", "Notifier"]
+
+ANY = "*"
+"""Subscribe to this key to be woken by every notification."""
 
 
 class Notifier:
@@ -19,7 +22,7 @@ class Notifier:
         self._waiters: dict[str, set[asyncio.Event]] = defaultdict(set)
 
     def notify(self, key: str) -> None:
-        for event in self._waiters.get(key, ()):
+        for event in (*self._waiters.get(key, ()), *self._waiters.get(ANY, ())):
             event.set()
 
     @contextlib.contextmanager

@@ -222,6 +222,34 @@ class RunStore:
             raise NotFoundError(f"no run with id {run_id!r}")
         return _run_record(row)
 
+    async def ready_runs(self, agent: str, *, now: datetime, limit: int = 100) -> list[str]:
+        """Root runs of the agent that a worker may resume now, oldest first: paused with
+        nothing left pending (approvals of a run's sub-agents are the run's), or left running
+        under a lease that ran out."""
+        runs, approvals, subruns = schema.runs, schema.approvals, schema.subruns
+        decided = ~(
+            select(approvals.c.id)
+            .where(and_(approvals.c.run_id == runs.c.id, approvals.c.status == "pending"))
+            .exists()
+        )
+        query = (
+            select(runs.c.id)
+            .where(
+                and_(
+                    runs.c.agent == agent,
+                    or_(
+                        and_(runs.c.status == "paused", decided),
+                        and_(runs.c.status == "running", runs.c.lease_until < to_micros(now)),
+                    ),
+                    ~select(subruns.c.run_id).where(subruns.c.run_id == runs.c.id).exists(),
+                )
+            )
+            .order_by(runs.c.updated_at)
+            .limit(limit)
+        )
+        found: list[str] = await self.run(lambda c: list(c.execute(query).scalars()), write=False)
+        return found
+
     async def child_run(self, parent_id: str, parent_key: str) -> RunRecord | None:
         """The sub-agent's run that answers the parent's call with this ledger key, if any."""
         subruns = schema.subruns
