@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -209,8 +210,9 @@ class Runner:
                         ready = []
                     for run_id in ready:
                         if run_id not in busy:  # runs go on side by side, each once
-                            busy[run_id] = asyncio.create_task(self.resume_ready(run_id))
-                            busy[run_id].add_done_callback(lambda _, r=run_id: busy.pop(r))
+                            task = asyncio.create_task(self.resume_ready(run_id))
+                            busy[run_id] = task
+                            task.add_done_callback(functools.partial(_forget, busy, run_id))
                     with contextlib.suppress(TimeoutError):
                         async with asyncio.timeout(poll_interval):
                             await decided.wait()
@@ -627,6 +629,10 @@ def _unique_ids(calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
         seen.add(call_id)
         out.append(call if call_id == call.id else replace(call, id=call_id))
     return tuple(out)
+
+
+def _forget(busy: dict[str, asyncio.Task[bool]], run_id: str, _: object) -> None:
+    busy.pop(run_id, None)
 
 
 def _in_order(log: Sequence[RunEvent]) -> list[RunEvent]:
