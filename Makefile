@@ -6,6 +6,8 @@ UV := $(TOOLS)/bin/uv
 VENV := .venv
 STAMP := $(VENV)/.signoff-installed
 BIN := $(VENV)/bin
+JS := tests/js
+JS_STAMP := $(JS)/node_modules/.package-lock.json
 
 # uv uses this machine's Python (>= 3.11) and never downloads one.
 export UV_PYTHON_DOWNLOADS := never
@@ -28,8 +30,13 @@ $(STAMP): pyproject.toml requirements.lock | $(UV)
 
 test: lint typecheck pytest
 
-pytest: install
+pytest: install $(JS_STAMP)
 	$(BIN)/pytest
+
+# The real npm peers the tests drive, pinned by tests/js/package-lock.json.
+$(JS_STAMP): $(JS)/package.json $(JS)/package-lock.json
+	npm ci --prefix $(JS) --no-audit --no-fund --loglevel=error
+	touch $@
 
 lint: install
 	$(BIN)/ruff check .
@@ -54,4 +61,4 @@ lock: | $(UV)
 		--no-emit-index-url --no-header --python-version 3.11 -o requirements.lock
 
 clean:
-	rm -rf $(VENV) $(TOOLS) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(TOOLS) $(JS)/node_modules .pytest_cache .mypy_cache .ruff_cache .hypothesis
