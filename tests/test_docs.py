@@ -116,6 +116,10 @@ def test_every_python_example_runs(
     shutil.copy(EXAMPLE_POLICY, tmp_path / "signoff.yaml")
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)  # examples use their scripted model
+    # The MCP example runs the reference filesystem server, installed here by `make pytest`.
+    monkeypatch.setenv(
+        "PATH", f"{ROOT / 'tests/js/node_modules/.bin'}{os.pathsep}{os.environ['PATH']}"
+    )
     exec(compile(body, f"{doc}:{name or 'python'}", "exec"), {})
 
 
