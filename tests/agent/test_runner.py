@@ -337,6 +337,39 @@ async def test_a_run_whose_worker_died_mid_call_is_taken_over_and_the_call_is_no
     assert json.loads(result.content)["status"] == "unknown"
 
 
+async def test_an_edited_idempotent_call_whose_worker_died_is_rerun_with_the_edit(
+    store: SQLStore,
+):
+    attempts: list[int] = []
+
+    @tool(idempotent=True)
+    async def resize(size: int) -> str:
+        """Resize a volume: safe to repeat."""
+        attempts.append(size)
+        if len(attempts) == 1:
+            raise Crash
+        return f"resized to {size}"
+
+    model = ScriptedModel(
+        [ModelTurn(tool_calls=(call("resize", size=10),)), ModelTurn(text="Resized.")]
+    )
+    policy = Policy.from_dict({"rules": [{"ask": "resize"}]})
+    agent = Agent(name="ops", model=model, tools=[resize])
+    dying = Runner(agent, Gate(policy, store), lease=timedelta(0))
+    events = await collect(dying.start("t1", "resize"))
+    [held] = of(events, "approval_requested")
+    await dying.gate.decide(held["approval_id"], Edit(args={"size": 20}), actor="alice")
+    with pytest.raises(Crash):
+        await collect(dying.resume(events[0].run_id))
+
+    survivor = Runner(agent, Gate(policy, store))
+    resumed = await collect(survivor.resume(events[0].run_id))
+    assert resumed[-1].type == "completed"
+    assert attempts == [20, 20]  # the edit both times, never the original arguments
+    [result] = last_tool_results(model)
+    assert result.content == "resized to 20"
+
+
 async def test_a_completed_run_cannot_be_resumed(store: SQLStore):
     run, _ = runner(store, [ModelTurn(tool_calls=(call("pods_list"),)), ModelTurn(text="ok")])
     [started, *_] = await collect(run.start("t1", "list"))

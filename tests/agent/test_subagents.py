@@ -306,3 +306,35 @@ def test_a_sub_agent_is_offered_to_the_model_as_a_tool_taking_its_input():
     assert spec.name == "researcher"
     assert spec.description == "Researches."
     assert spec.parameters["required"] == ["input"]
+
+
+async def test_an_approved_call_to_a_sub_agent_whose_own_call_is_held_pauses_again(
+    store: SQLStore,
+):
+    inner = ScriptedModel(
+        [ModelTurn(tool_calls=(call("delete_page", title="X"),)), ModelTurn(text="X is gone.")]
+    )
+    outer = ScriptedModel(
+        [ModelTurn(tool_calls=(call("janitor", input="delete X"),)), ModelTurn(text="Done.")]
+    )
+    janitor = Agent(name="janitor", model=inner, tools=[delete_page])
+    # Handing work to the janitor asks (the default), and so does its delete.
+    runner = Runner(Agent(name="boss", model=outer, subagents=[janitor]), Gate(POLICY, store))
+    events = await collect(runner.start("t1", "delete X"))
+    root_id = events[0].run_id
+    [first] = of(events, "approval_requested")
+    assert (first["tool"], first["agent"]) == ("janitor", "boss")
+    await runner.gate.decide(str(first["approval_id"]), Approve(), actor="al")
+
+    events = await collect(runner.resume(root_id))
+    assert events[-1].type == "paused" and events[-1].run_id == root_id
+    [second] = of([e for e in events if e.run_id == root_id], "approval_requested")
+    assert (second["tool"], second["agent"]) == ("delete_page", "boss/janitor")
+    assert executed == []
+    await runner.gate.decide(str(second["approval_id"]), Approve(), actor="al")
+
+    events = await collect(runner.resume(root_id))
+    assert events[-1].type == "completed" and events[-1].run_id == root_id
+    assert executed == ["delete_page X"]
+    [result] = [m for m in outer.requests[-1].messages if m.role == "tool"]
+    assert result.content == "X is gone."

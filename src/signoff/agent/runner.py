@@ -347,12 +347,16 @@ class Runner:
         keys = {c.id: f"{record.id}:{turn.number}:{c.id}" for c in open_calls}
         keys |= {c.id: turn.approvals[c.id].id for c in open_calls if c.id in turn.approvals}
         begun = await self.store.ledger_started(list(keys.values()))
-        going = [c for c in open_calls if keys[c.id] in begun]
-        decided = [c for c in open_calls if c.id in turn.approvals and c not in going]
-        fresh = [c for c in open_calls if c not in going and c not in decided]
-        for call in decided:
-            results[call.id] = await self._answer(scope, turn.approvals[call.id], log)
-        runnable = list(going)
+        runnable: list[ToolCall] = []
+        fresh: list[ToolCall] = []
+        for call in open_calls:
+            approval = turn.approvals.get(call.id)
+            if approval is None:
+                (runnable if keys[call.id] in begun else fresh).append(call)
+            elif approval.status in ("approved", "edited"):
+                runnable.append(approval.call)  # as approved: edited arguments included
+            else:
+                results[call.id] = _answer(approval)
         if fresh:
             context = CheckContext(
                 run_id=scope.root.id,
@@ -415,31 +419,6 @@ class Runner:
             },
             requested=approvals,
         )
-
-    async def _answer(
-        self, scope: _Scope, approval: Approval, log: list[RunEvent]
-    ) -> dict[str, object]:
-        """The tool result for a decided call: its execution, or what the decision says."""
-        decision = approval.decision
-        match approval.status:
-            case "approved" | "edited":
-                result = await self._execute(scope, approval.call, key=approval.id, log=log)
-                if isinstance(result, _Suspended):  # pragma: no cover - _settle routes these
-                    raise AssertionError("a decided sub-agent call is resumed through the ledger")
-                return result
-            case "responded":
-                assert isinstance(decision, Respond)  # a responded approval carries its text
-                return _tool_message(approval.call, ToolResult(content=decision.content))
-            case "rejected":
-                reason = getattr(decision, "reason", "") or "no reason given"
-                text = f"The user rejected this call: {reason}. Do not retry it."
-                return _tool_message(approval.call, _status("rejected", text))
-            case "expired":
-                text = "Nobody decided on this call in time; it did not run."
-                return _tool_message(approval.call, _status("expired", text))
-            case _:
-                text = "This call was cancelled; it did not run."
-                return _tool_message(approval.call, _status(approval.status, text))
 
     async def _execute(
         self, scope: _Scope, call: ToolCall, *, key: str, log: list[RunEvent]
@@ -629,6 +608,25 @@ def _unique_ids(calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
         seen.add(call_id)
         out.append(call if call_id == call.id else replace(call, id=call_id))
     return tuple(out)
+
+
+def _answer(approval: Approval) -> dict[str, object]:
+    """The tool result for a call decided not to run: what the decision says."""
+    decision = approval.decision
+    match approval.status:
+        case "responded":
+            assert isinstance(decision, Respond)  # a responded approval carries its text
+            return _tool_message(approval.call, ToolResult(content=decision.content))
+        case "rejected":
+            reason = getattr(decision, "reason", "") or "no reason given"
+            text = f"The user rejected this call: {reason}. Do not retry it."
+            return _tool_message(approval.call, _status("rejected", text))
+        case "expired":
+            text = "Nobody decided on this call in time; it did not run."
+            return _tool_message(approval.call, _status("expired", text))
+        case _:
+            text = "This call was cancelled; it did not run."
+            return _tool_message(approval.call, _status(approval.status, text))
 
 
 def _forget(busy: dict[str, asyncio.Task[bool]], run_id: str, _: object) -> None:
