@@ -19,9 +19,11 @@ import os
 import signal
 import sys
 import time
+import uuid
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from signoff import Approve, ConflictError, Policy, tool
 from signoff.agent import Agent, Message, ModelTurn, Runner, ToolSpec
@@ -77,9 +79,12 @@ async def main(url: str, side: Path, runs: int, plant_bug: bool) -> None:
         agent = Agent(name="pay", model=Script(), tools=tools(side))  # type: ignore[arg-type]
         runner = Runner(agent, gate, lease=LEASE)
         if plant_bug:
-            # The bug the harness must catch: every attempt runs the tool, ledger or not.
-            async def ledgerless_start(*_args: object, **_kwargs: object) -> None:
-                return None
+            # The bug the harness must catch: every attempt runs the tool, ledger or not (each
+            # attempt gets a key of its own, so no earlier start is ever found).
+            real_start = store.ledger_start
+
+            async def ledgerless_start(key: str, **kwargs: Any) -> Any:
+                return await real_start(f"{key}:{uuid.uuid4()}", **kwargs)
 
             store.ledger_start = ledgerless_start  # type: ignore[method-assign]
         print(f"ready {os.getpid()}", flush=True)

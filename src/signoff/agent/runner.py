@@ -32,10 +32,17 @@ from signoff.agent.model import (
 )
 from signoff.agent.tools import Tool, ToolResult
 from signoff.errors import ConflictError, SignoffError
-from signoff.gate import CheckContext, Gate
+from signoff.gate import CheckContext, Gate, Outcome
 from signoff.gate.ids import new_id
 from signoff.gate.notifier import ANY
-from signoff.store.runs import RunRecord, RunStatus, StoredEvent
+from signoff.store.runs import (
+    LedgerEntry,
+    ResumedTurn,
+    RunRecord,
+    RunStatus,
+    RunWrite,
+    StoredEvent,
+)
 from signoff.types import Approval, Respond, ToolCall, Verdict
 
 __all__ = ["Agent", "RunEvent", "Runner", "TextDelta"]
@@ -165,25 +172,26 @@ class Runner:
         Raises `ConflictError` when another worker holds the run, the run is finished, some
         call still waits for a person, or the run is a sub-agent's (resume its root run).
         """
-        record = await self.store.get_run(run_id)
-        if record.parent_id is not None:
-            raise ConflictError(
-                f"run {run_id!r} is a sub-agent's run; resume its root run, which resumes it"
-            )
-        if record.agent != self.agent.name:
-            raise ConflictError(
-                f"run {run_id!r} belongs to agent {record.agent!r}, not {self.agent.name!r}"
-            )
-        scope = _Scope(agent=self.agent, path=self.agent.name, record=record, root=record)
-        if not await self._claim(scope):
+        # Claim the run and read its open turn in one step: nobody can change it under us.
+        state = await self.store.resume_turn(
+            run_id,
+            agent=self.agent.name,
+            path=self.agent.name,
+            root_id=run_id,
+            owner=self.owner,
+            now=_now(),
+            lease=self.lease,
+        )
+        if state is None:
             raise ConflictError(f"run {run_id!r} is not paused, or another worker resumed it")
-        # Read the open turn only now that the run is ours: nobody can change it under us.
-        turn = await self._open_turn(scope)
+        scope = _Scope(
+            agent=self.agent, path=self.agent.name, record=state.record, root=state.record
+        )
+        turn = _turn(scope, state)
         if turn.waiting:
-            await self._append(scope, status="paused")
+            await self._pause_again(scope, turn)
             raise ConflictError(f"run {run_id!r} still waits on {len(turn.waiting)} approval(s)")
-        for stored in await self._append(scope, events=[("resumed", {"approvals": turn.decided})]):
-            yield stored
+        scope.pending_events.append(("resumed", {"approvals": turn.decided}))
         async for event in self._run(scope, turn):
             yield event
 
@@ -253,11 +261,6 @@ class Runner:
             events=[("run_started", started)],
         )
 
-    async def _claim(self, scope: _Scope) -> bool:
-        return await self.store.claim_run(
-            scope.record.id, owner=self.owner, now=_now(), lease=self.lease
-        )
-
     async def _run(self, scope: _Scope, turn: _OpenTurn | None) -> AsyncIterator[RunEvent]:
         """Settle the open turn (if any), then alternate model turns and settling until the
         model stops calling tools, a call is held, or the run's turn budget is spent."""
@@ -306,20 +309,19 @@ class Runner:
             if reply.text:
                 events.append(("text", {"text": reply.text}))
             events += [("tool_call", _call_data(c)) for c in calls_made]
-            done = not calls_made
-            if done:
-                events.append(("completed", {}))
-                scope.final = reply.text
+            if calls_made:
+                # Written with the turn's first step (its calls held, or started): one commit.
+                scope.pending_messages.append(message_to_dict(said))
+                scope.pending_events += events
+                turn = _OpenTurn(number=scope.turns, calls=calls_made, approvals={}, requested=[])
+                continue
+            events.append(("completed", {}))
+            scope.final = reply.text
             for event in await self._append(
-                scope,
-                messages=[message_to_dict(said)],
-                events=events,
-                status="completed" if done else None,
+                scope, messages=[message_to_dict(said)], events=events, status="completed"
             ):
                 yield event
-            if done:
-                return
-            turn = _OpenTurn(number=scope.turns, calls=calls_made, approvals={}, requested=[])
+            return
 
     async def _fail(self, scope: _Scope, reason: str) -> AsyncIterator[RunEvent]:
         scope.failure = reason
@@ -346,17 +348,19 @@ class Runner:
         open_calls = [c for c in turn.calls if c.id not in results]
         keys = {c.id: f"{record.id}:{turn.number}:{c.id}" for c in open_calls}
         keys |= {c.id: turn.approvals[c.id].id for c in open_calls if c.id in turn.approvals}
-        begun = await self.store.ledger_started(list(keys.values()))
         runnable: list[ToolCall] = []
         fresh: list[ToolCall] = []
         for call in open_calls:
             approval = turn.approvals.get(call.id)
             if approval is None:
-                (runnable if keys[call.id] in begun else fresh).append(call)
+                (runnable if keys[call.id] in turn.begun else fresh).append(call)
             elif approval.status in ("approved", "edited"):
                 runnable.append(approval.call)  # as approved: edited arguments included
+            elif approval.pending:  # pragma: no cover - resuming waits for every decision
+                held.append(approval)
             else:
                 results[call.id] = _answer(approval)
+        settled = False
         if fresh:
             context = CheckContext(
                 run_id=scope.root.id,
@@ -364,61 +368,50 @@ class Runner:
                 requested_by=scope.root.started_by,
                 origin="runtime",
             )
-            outcomes = await self.gate.check(fresh, context)
-            runnable += [o.call for o in outcomes if o.kind == "run"]
-            results |= {
-                o.call.id: _tool_message(o.call, _blocked(o.verdict))
-                for o in outcomes
-                if o.kind == "block"
-            }
-            held += [o.approval for o in outcomes if o.approval is not None]
-        executed = await asyncio.gather(
-            *(self._execute(scope, c, key=keys[c.id], log=log) for c in runnable)
-        )
-        for call, result in zip(runnable, executed, strict=True):
-            if isinstance(result, _Suspended):
-                held += result.approvals
-            else:
-                results[call.id] = result
-        ordered = [results[c.id] for c in turn.calls if c.id in results]
-        events: list[tuple[str, dict[str, object]]] = [("tool_result", r) for r in ordered]
-        events += [("approval_requested", _approval_data(a)) for a in held]
-        if held:
-            events.append(("paused", {"approvals": [a.id for a in held]}))
+            write = self._write(scope)  # the turn's calls (or the resume), written first
+
+            def then(outcomes: list[Outcome]) -> RunWrite:
+                # On the store's thread, in the hold's transaction: only computes.
+                more, blocked, asked = _tally(outcomes)
+                if runnable or more:
+                    return write
+                # Nothing to run: the turn settles (or pauses) in this very transaction.
+                return _closing(write, turn, results | blocked, held + asked)
+
+            outcomes, stored = await self.gate.hold(fresh, context, then=then)
+            log += stored
+            more, blocked, asked = _tally(outcomes)
+            runnable += more
+            results |= blocked
+            held += asked
+            settled = not runnable
+        elif len(runnable) > 1 and scope.pending():
+            log += await self._append(scope)  # before calls that run side by side
+        if runnable:
+            executed = await asyncio.gather(
+                *(self._execute(scope, c, key=keys[c.id], log=log) for c in runnable)
+            )
+            for call, result in zip(runnable, executed, strict=True):
+                if isinstance(result, _Suspended):
+                    held += result.approvals
+                else:
+                    results[call.id] = result
+        scope.held = held
+        if not settled:
+            log += await self._store(_closing(self._write(scope), turn, results, held))
         for event in _in_order(log):
             yield event
-        scope.held = held
-        for event in await self._append(
-            scope, messages=ordered, events=events, status="paused" if held else None
-        ):
-            yield event
 
-    async def _open_turn(self, scope: _Scope) -> _OpenTurn:
-        """The calls of the run's last model turn that have no result yet, with the approvals
-        that hold them and every approval the turn requested (its sub-agents' too) — found
-        from the turn's own messages and events, without reading the run's history."""
-        tail = await self.store.open_turn(scope.record.id)
-        scope.turns = tail.turns
-        if not tail.messages:
-            return _OpenTurn(number=tail.turns, calls=[], approvals={}, requested=[])
-        said, after = message_from_dict(tail.messages[0]), tail.messages[1:]
-        answered = {m["tool_call_id"] for m in after if m["role"] == "tool"}
-        calls = [c for c in said.tool_calls if c.id not in answered]
-        requested = [
-            str(e.data["approval_id"]) for e in tail.events if e.type == "approval_requested"
+    async def _pause_again(self, scope: _Scope, turn: _OpenTurn) -> None:
+        """Give back a run that still waits, logging any approval its last pause did not (its
+        worker died in between) and the pause itself when so."""
+        unlisted = [a for a in turn.waiting if a.id not in turn.listed]
+        events: list[tuple[str, dict[str, object]]] = [
+            ("approval_requested", _approval_data(a)) for a in unlisted
         ]
-        approvals = await self.store.get_approvals(requested) if requested else []
-        open_ids = {c.id for c in calls}
-        return _OpenTurn(
-            number=tail.turns,
-            calls=calls,
-            approvals={
-                a.call.id: a
-                for a in approvals
-                if a.call.id in open_ids and a.call.agent == scope.path
-            },
-            requested=approvals,
-        )
+        if unlisted:
+            events.append(("paused", {"approvals": [a.id for a in turn.waiting]}))
+        await self._append(scope, events=events, status="paused")
 
     async def _execute(
         self, scope: _Scope, call: ToolCall, *, key: str, log: list[RunEvent]
@@ -431,27 +424,40 @@ class Runner:
         if not isinstance(args, dict):
             text = f"the arguments are not a JSON object: {args!r}; the call did not run"
             return _tool_message(call, ToolResult(content=text, is_error=True))
-        previous = await self.store.ledger_start(
+        sub = scope.agent.subagent(call.name)
+        tool = scope.agent.tool(call.name)
+        if tool is None and sub is None:  # pragma: no cover - _settle answers unknown tools
+            raise AssertionError(f"unknown tool {call.name!r} reached execution")
+        rerun = sub is not None or (tool is not None and tool.idempotent)
+        write = self._write(scope)  # anything not yet written goes first
+        started: dict[str, object] = {"call_id": call.id, "tool": call.name, "key": key}
+
+        def then(previous: LedgerEntry | None) -> RunWrite | None:
+            # On the store's thread, in the ledger's transaction: only computes.
+            if previous is None:
+                return _plus(write, [("tool_started", started | {"retry": False})])
+            if previous.result is None and rerun and sub is None:
+                return _plus(write, [("tool_started", started | {"retry": True})])
+            return write if write.messages or write.events else None
+
+        previous, stored = await self.store.ledger_start(
             key,
             run_id=scope.record.id,
             call_id=call.id,
             tool=call.name,
             digest=call.digest,
             at=_now(),
+            then=then,
         )
+        log += stored
         if previous is not None and previous.result is not None:
             return previous.result
-        sub = scope.agent.subagent(call.name)
         if sub is not None:
             return await self._delegate(scope, sub, call, args, key=key, log=log)
-        tool = scope.agent.tool(call.name)
-        if tool is None:  # pragma: no cover - _settle answers unknown tools before running any
-            raise AssertionError(f"unknown tool {call.name!r} reached execution")
-        if previous is not None and not tool.idempotent:
+        assert tool is not None
+        if previous is not None and not rerun:
             text = "This call started before a crash and its outcome is unknown; it was not re-run."
             return _tool_message(call, _status("unknown", text))
-        started = {"call_id": call.id, "tool": call.name, "key": key, "retry": previous is not None}
-        log += await self._append(scope, events=[("tool_started", started)])
         result = await tool.invoke(args, key=key)
         return await self._finish(scope, call, key, result, log)
 
@@ -459,9 +465,9 @@ class Runner:
         self, scope: _Scope, call: ToolCall, key: str, result: ToolResult, log: list[RunEvent]
     ) -> dict[str, object]:
         message = _tool_message(call, result)
-        await self.store.ledger_finish(key, result=message, at=_now())
         finished = {"call_id": call.id, "tool": call.name, "is_error": result.is_error}
-        log += await self._append(scope, events=[("tool_finished", finished)])
+        write = _plus(self._write(scope), [("tool_finished", finished)])
+        log += await self.store.ledger_finish(key, result=message, at=write.at, write=write)
         return message
 
     async def _delegate(
@@ -483,8 +489,6 @@ class Runner:
             if not isinstance(text, str):
                 result = ToolResult(content="the input must be a string", is_error=True)
                 return await self._finish(scope, call, key, result, log)
-            started = {"call_id": call.id, "tool": call.name, "key": key, "retry": False}
-            log += await self._append(scope, events=[("tool_started", started)])
             record = RunRecord(
                 id=new_id(),
                 thread_id=f"{key}/{sub.name}",
@@ -502,23 +506,69 @@ class Runner:
         else:
             inner = scope.child(sub, child)
             if child.status in ("completed", "failed"):
+                # It ended, and our worker died before taking its result: take it now.
                 tail = await self.store.open_turn(child.id)
                 inner.final = message_from_dict(tail.messages[0]).content if tail.messages else ""
-                failed = [e for e in tail.events if e.type == "failed"]
-                inner.failure = str(failed[-1].data["reason"]) if failed else None
+                if child.status == "failed":
+                    [*_, end] = await self.store.run_events(child.id)
+                    inner.failure = str(end.data.get("reason", "unknown"))
                 return await self._finish(scope, call, key, _outcome(inner), log)
-            if not await self._claim(inner):
+            state = await self.store.resume_turn(
+                child.id,
+                agent=sub.name,
+                path=inner.path,
+                root_id=scope.root.id,
+                owner=self.owner,
+                now=_now(),
+                lease=self.lease,
+            )
+            if state is None:
                 raise ConflictError(f"the sub-agent's run {child.id!r} is held by another worker")
-            turn = await self._open_turn(inner)
+            inner = scope.child(sub, state.record)
+            turn = _turn(inner, state)
             if turn.waiting:  # its worker died between its pause and ours: pause again
-                await self._append(inner, status="paused")
+                await self._pause_again(inner, turn)
                 return _Suspended(approvals=turn.waiting)
-            log += await self._append(inner, events=[("resumed", {"approvals": turn.decided})])
+            inner.pending_events.append(("resumed", {"approvals": turn.decided}))
         async for event in self._run(inner, turn):
             log.append(event)
         if inner.held:
             return _Suspended(approvals=inner.held)
         return await self._finish(scope, call, key, _outcome(inner), log)
+
+    def _write(
+        self,
+        scope: _Scope,
+        *,
+        messages: Sequence[dict[str, object]] = (),
+        events: Sequence[tuple[str, dict[str, object]]] = (),
+        status: RunStatus | None = None,
+    ) -> RunWrite:
+        """A write of the run's log by this worker, after whatever waits to be written."""
+        now = _now()
+        pending_messages, pending_events = scope.take_pending()
+        return RunWrite(
+            run_id=scope.record.id,
+            owner=self.owner,
+            at=now,
+            lease_until=now + self.lease,  # every write renews the lease: a live worker keeps it
+            messages=[*pending_messages, *messages],
+            events=[*pending_events, *events],
+            status=status,
+            ancestors=scope.ancestors,  # and a sub-agent's keeps the runs it works for
+        )
+
+    async def _store(self, write: RunWrite) -> list[StoredEvent]:
+        return await self.store.append_to_run(
+            write.run_id,
+            at=write.at,
+            messages=write.messages,
+            events=write.events,
+            status=write.status,
+            owner=write.owner,
+            lease_until=write.lease_until,
+            ancestors=write.ancestors,
+        )
 
     async def _append(
         self,
@@ -528,16 +578,8 @@ class Runner:
         events: Sequence[tuple[str, dict[str, object]]] = (),
         status: RunStatus | None = None,
     ) -> list[StoredEvent]:
-        now = _now()
-        return await self.store.append_to_run(
-            scope.record.id,
-            at=now,
-            messages=messages,
-            events=events,
-            status=status,
-            owner=self.owner,
-            lease_until=now + self.lease,  # every write renews the lease: a live worker keeps it
-            ancestors=scope.ancestors,  # and a sub-agent's keeps the runs it works for
+        return await self._store(
+            self._write(scope, messages=messages, events=events, status=status)
         )
 
 
@@ -558,6 +600,20 @@ class _Scope:
     """After settling a turn: the approvals it is paused on (its sub-agents' included)."""
     final: str = ""
     failure: str | None = None
+    pending_messages: list[dict[str, object]] = field(default_factory=list)
+    pending_events: list[tuple[str, dict[str, object]]] = field(default_factory=list)
+    """What the next write of the run's log carries first (a model turn, a resume): written
+    with the step that follows, so that each step costs one commit."""
+
+    def pending(self) -> bool:
+        return bool(self.pending_messages or self.pending_events)
+
+    def take_pending(
+        self,
+    ) -> tuple[list[dict[str, object]], list[tuple[str, dict[str, object]]]]:
+        taken = self.pending_messages, self.pending_events
+        self.pending_messages, self.pending_events = [], []
+        return taken
 
     def child(self, agent: Agent, record: RunRecord) -> _Scope:
         return _Scope(
@@ -585,7 +641,12 @@ class _OpenTurn:
     approvals: dict[str, Approval]
     """By call id: the approval holding that call, for those held."""
     requested: list[Approval]
-    """Every approval the turn requested, its sub-agents' included."""
+    """The approvals the turn waits or waited on: its own, and its sub-agents' of its last
+    pause."""
+    listed: set[str] = field(default_factory=set)
+    """Those its last pause logged."""
+    begun: set[str] = field(default_factory=set)
+    """The ledger keys of the turn's calls already started."""
 
     @property
     def waiting(self) -> list[Approval]:
@@ -608,6 +669,72 @@ def _unique_ids(calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
         seen.add(call_id)
         out.append(call if call_id == call.id else replace(call, id=call_id))
     return tuple(out)
+
+
+def _turn(scope: _Scope, state: ResumedTurn) -> _OpenTurn:
+    """The calls of the run's last model turn that have no result yet, with the approvals that
+    hold them (also those a worker requested and died before logging, which would otherwise be
+    asked for twice) and those its last pause waited on (its sub-agents' too)."""
+    tail = state.turn
+    scope.turns = tail.turns
+    if not tail.messages:
+        return _OpenTurn(number=tail.turns, calls=[], approvals={}, requested=[])
+    said, after = message_from_dict(tail.messages[0]), tail.messages[1:]
+    answered = {m["tool_call_id"] for m in after if m["role"] == "tool"}
+    calls = [c for c in said.tool_calls if c.id not in answered]
+    open_ids = {c.id for c in calls}
+    own = [a for a in state.own if a.call.id in open_ids]
+    requested = list({a.id: a for a in [*state.listed, *own]}.values())
+    return _OpenTurn(
+        number=tail.turns,
+        calls=calls,
+        approvals={
+            a.call.id: a for a in requested if a.call.id in open_ids and a.call.agent == scope.path
+        },
+        requested=requested,
+        listed={a.id for a in state.listed},
+        begun=state.begun,
+    )
+
+
+def _tally(
+    outcomes: Sequence[Outcome],
+) -> tuple[list[ToolCall], dict[str, dict[str, object]], list[Approval]]:
+    """The gate's outcomes as calls to run, results of blocked calls, and held approvals."""
+    return (
+        [o.call for o in outcomes if o.kind == "run"],
+        {
+            o.call.id: _tool_message(o.call, _blocked(o.verdict))
+            for o in outcomes
+            if o.kind == "block"
+        },
+        [o.approval for o in outcomes if o.approval is not None],
+    )
+
+
+def _closing(
+    write: RunWrite,
+    turn: _OpenTurn,
+    results: dict[str, dict[str, object]],
+    held: Sequence[Approval],
+) -> RunWrite:
+    """`write`, closing the settling of a turn: the results in call order, then the held
+    approvals and the pause, if any."""
+    ordered = [results[c.id] for c in turn.calls if c.id in results]
+    events: list[tuple[str, dict[str, object]]] = [("tool_result", r) for r in ordered]
+    events += [("approval_requested", _approval_data(a)) for a in held]
+    if held:
+        events.append(("paused", {"approvals": [a.id for a in held]}))
+    return replace(
+        write,
+        messages=[*write.messages, *ordered],
+        events=[*write.events, *events],
+        status="paused" if held else write.status,
+    )
+
+
+def _plus(write: RunWrite, events: Sequence[tuple[str, dict[str, object]]]) -> RunWrite:
+    return replace(write, events=[*write.events, *events])
 
 
 def _answer(approval: Approval) -> dict[str, object]:

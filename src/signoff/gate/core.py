@@ -30,6 +30,8 @@ from signoff.gate.ids import new_id
 from signoff.gate.notifier import Notifier
 from signoff.policy import Policy, PolicyEngine
 from signoff.store import AuditRecord, DecisionPlan, Store
+from signoff.store.base import HoldPlan
+from signoff.store.runs import RunWrite, StoredEvent
 from signoff.types import (
     DECIDED_STATUS,
     Approval,
@@ -115,11 +117,41 @@ class Gate:
         self, calls: Sequence[ToolCall], context: CheckContext | None = None
     ) -> list[Outcome]:
         """One outcome per call. The held calls are created in one transaction, one batch."""
+        outcomes, _ = await self.hold(calls, context)
+        return outcomes
+
+    async def hold(
+        self,
+        calls: Sequence[ToolCall],
+        context: CheckContext | None = None,
+        *,
+        then: Callable[[list[Outcome]], RunWrite | None] | None = None,
+    ) -> tuple[list[Outcome], list[StoredEvent]]:
+        """`check`, with the run's step that goes with the outcomes (`then` makes it of them; it
+        runs on the store's thread and must only compute) written in the same transaction:
+        the grants read, the verdicts audited, the approvals created and the run's log
+        appended, for one commit. Returns the outcomes and the run's new events."""
         context = context or CheckContext()
-        grants = await self._grants_for({call.name for call in calls})
-        policy_context = Context(run_id=context.run_id, thread_id=context.thread_id, grants=grants)
         now = self._now()
         batch_id = new_id()
+
+        def plan(grants: list[Grant]) -> HoldPlan:
+            outcomes, held, audit = self._judge(calls, context, tuple(grants), now, batch_id)
+            write = None if then is None else then(outcomes)
+            return HoldPlan(approvals=held, audit=audit, write=write, outcomes=outcomes)
+
+        decided, stored = await self.store.hold({call.name for call in calls}, plan)
+        return list(decided.outcomes), stored
+
+    def _judge(
+        self,
+        calls: Sequence[ToolCall],
+        context: CheckContext,
+        grants: tuple[Grant, ...],
+        now: datetime,
+        batch_id: str,
+    ) -> tuple[list[Outcome], list[Approval], list[AuditRecord]]:
+        policy_context = Context(run_id=context.run_id, thread_id=context.thread_id, grants=grants)
         outcomes: list[Outcome] = []
         held: list[Approval] = []
         audit: list[AuditRecord] = []
@@ -179,9 +211,7 @@ class Gate:
                     },
                 )
             )
-        if held or audit:
-            await self.store.create_approvals(held, audit=audit)
-        return outcomes
+        return outcomes, held, audit
 
     # -- deciding --------------------------------------------------------------------------
 
@@ -391,9 +421,6 @@ class Gate:
         now = self._now()
         record = AuditRecord(actor=actor, action="revoke", subject=grant_id, at=now)
         await self.store.revoke_grant(grant_id, actor=actor, at=now, audit=[record])
-
-    async def _grants_for(self, tools: set[str]) -> tuple[Grant, ...]:
-        return tuple(await self.store.list_grants(tools=sorted(tools)))
 
 
 def _check_decider(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
@@ -10,9 +10,17 @@ from typing import TYPE_CHECKING, Any, Protocol
 from signoff.types import Approval, AuditEntry, Grant
 
 if TYPE_CHECKING:
-    from signoff.store.runs import LedgerEntry, OpenTurn, RunRecord, RunStatus, StoredEvent
+    from signoff.store.runs import (
+        LedgerEntry,
+        OpenTurn,
+        ResumedTurn,
+        RunRecord,
+        RunStatus,
+        RunWrite,
+        StoredEvent,
+    )
 
-__all__ = ["AuditRecord", "DecisionPlan", "Store"]
+__all__ = ["AuditRecord", "DecisionPlan", "HoldPlan", "Store"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,6 +42,18 @@ class DecisionPlan:
     changes: Sequence[tuple[Approval, int]]
     grants: Sequence[Grant] = ()
     audit: Sequence[AuditRecord] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class HoldPlan:
+    """What judging a batch of calls writes: the approvals of the held ones, the audit entries
+    of every verdict, and (for the runtime) the run's step that goes with them."""
+
+    approvals: Sequence[Approval] = ()
+    audit: Sequence[AuditRecord] = ()
+    write: RunWrite | None = None
+    outcomes: Sequence[Any] = ()
+    """What the judge made of each call, for its caller."""
 
 
 class Store(Protocol):
@@ -67,6 +87,22 @@ class Store(Protocol):
         before: str | None = None,
         limit: int = 100,
     ) -> list[Approval]: ...
+
+    async def hold(
+        self, tools: Collection[str], plan: Callable[[list[Grant]], HoldPlan]
+    ) -> tuple[HoldPlan, list[StoredEvent]]: ...
+
+    async def resume_turn(
+        self,
+        run_id: str,
+        *,
+        agent: str,
+        path: str,
+        root_id: str,
+        owner: str,
+        now: datetime,
+        lease: timedelta,
+    ) -> ResumedTurn | None: ...
 
     async def decide(
         self, approval_ids: Sequence[str], plan: Callable[[list[Approval]], DecisionPlan]
@@ -140,9 +176,17 @@ class Store(Protocol):
     async def run_events(self, run_id: str, *, after: int = 0) -> list[StoredEvent]: ...
 
     async def ledger_start(
-        self, key: str, *, run_id: str, call_id: str, tool: str, digest: str, at: datetime
-    ) -> LedgerEntry | None: ...
+        self,
+        key: str,
+        *,
+        run_id: str,
+        call_id: str,
+        tool: str,
+        digest: str,
+        at: datetime,
+        then: Callable[[LedgerEntry | None], RunWrite | None] | None = None,
+    ) -> tuple[LedgerEntry | None, list[StoredEvent]]: ...
 
-    async def ledger_started(self, keys: Sequence[str]) -> set[str]: ...
-
-    async def ledger_finish(self, key: str, *, result: dict[str, Any], at: datetime) -> None: ...
+    async def ledger_finish(
+        self, key: str, *, result: dict[str, Any], at: datetime, write: RunWrite | None = None
+    ) -> list[StoredEvent]: ...

@@ -9,7 +9,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sqlalchemy import Connection, insert, inspect, select, text, update
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Connection,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    insert,
+    inspect,
+    select,
+    text,
+    update,
+)
 
 from signoff.errors import StoreError
 from signoff.store import schema
@@ -33,17 +48,48 @@ _V1_TABLES = frozenset(
 )
 
 
+# `runs` as version 1 built it (migration 2 added its sequence counters).
+_v1_runs = Table(
+    "runs",
+    MetaData(),
+    Column("id", String(40), primary_key=True),
+    Column("thread_id", Text, nullable=False),
+    Column("agent", Text, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("started_by", Text),
+    Column("lease_owner", Text),
+    Column("lease_until", BigInteger),
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+    Column("version", Integer, nullable=False),
+    Index("runs_thread", "thread_id"),
+    Index("runs_status", "status"),
+)
+
+
 def _v1(connection: Connection) -> None:
-    tables = [t for t in schema.metadata.sorted_tables if t.name in _V1_TABLES]
+    tables = [
+        t for t in schema.metadata.sorted_tables if t.name in _V1_TABLES and t is not schema.runs
+    ]
     schema.metadata.create_all(connection, tables=tables)
+    _v1_runs.create(connection)
     connection.execute(insert(schema.audit_head).values(id=1, seq=0, hash="0" * 64))
 
 
 def _v2(connection: Connection) -> None:
-    """Sub-agents' runs linked to their parent's call; a run's last turn found by index."""
+    """Sub-agents' runs linked to their parent's call; a run's last turn found by index; each
+    run's message and event numbers kept on the run."""
     schema.subruns.create(connection)
     connection.execute(text("CREATE INDEX messages_by_role ON messages (run_id, role, seq)"))
     connection.execute(text("CREATE INDEX events_by_type ON events (run_id, type, seq)"))
+    for column, table in (("message_seq", "messages"), ("event_seq", "events")):
+        connection.execute(text(f"ALTER TABLE runs ADD COLUMN {column} BIGINT NOT NULL DEFAULT 0"))
+        connection.execute(
+            text(
+                f"UPDATE runs SET {column} = (SELECT coalesce(max(seq), 0) FROM {table} "
+                f"WHERE {table}.run_id = runs.id)"
+            )
+        )
 
 
 MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2]

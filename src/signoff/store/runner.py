@@ -28,7 +28,9 @@ class Runner(Protocol):
     @property
     def engine(self) -> Engine: ...
 
-    async def run(self, work: Callable[[Connection], T], *, write: bool) -> T: ...
+    async def run(
+        self, work: Callable[[Connection], T], *, write: bool, durable: bool = True
+    ) -> T: ...
 
     async def reset(self) -> None:
         """Close the pooled connections; the next transaction opens a new one."""
@@ -36,10 +38,12 @@ class Runner(Protocol):
     async def close(self) -> None: ...
 
 
-def _transaction(engine: Engine, work: Callable[[Connection], T], write: bool) -> T:
+def _transaction(engine: Engine, work: Callable[[Connection], T], write: bool, durable: bool) -> T:
     with engine.connect() as connection:
         if not write:
             connection = connection.execution_options(signoff_read=True)
+        elif not durable:
+            connection = connection.execution_options(signoff_relaxed=True)
         with connection.begin():
             return work(connection)
 
@@ -59,12 +63,21 @@ class ThreadRunner:
     def engine(self) -> Engine:
         return self._engine
 
-    async def run(self, work: Callable[[Connection], T], *, write: bool) -> T:
+    async def run(self, work: Callable[[Connection], T], *, write: bool, durable: bool = True) -> T:
         loop = asyncio.get_running_loop()
+        # The result comes back in a box the caller empties, not through the futures: they
+        # would keep it alive until the loop drops them, and a large read (a long history)
+        # would then be freed in the middle of whatever the caller does next.
+        box: list[T] = []
+
+        def job() -> None:
+            box.append(_transaction(self._engine, work, write, durable))
+
         try:
-            return await loop.run_in_executor(self._thread, _transaction, self._engine, work, write)
+            await loop.run_in_executor(self._thread, job)
         except DBAPIError as exc:
             raise _store_error(exc) from exc
+        return box.pop()
 
     async def reset(self) -> None:
         loop = asyncio.get_running_loop()
@@ -85,12 +98,15 @@ class AsyncRunner:
     def engine(self) -> Engine:
         return self._async_engine.sync_engine
 
-    async def run(self, work: Callable[[Connection], T], *, write: bool) -> T:
+    async def run(self, work: Callable[[Connection], T], *, write: bool, durable: bool = True) -> T:
         try:
             async with self._async_engine.connect() as connection:
                 if not write:
                     connection = await connection.execution_options(signoff_read=True)
                 async with connection.begin():
+                    if write and not durable:
+                        # Safe: the WAL is one sequence, a later durable commit flushes this too.
+                        await connection.exec_driver_sql("SET LOCAL synchronous_commit = off")
                     return await connection.run_sync(work)
         except DBAPIError as exc:
             raise _store_error(exc) from exc

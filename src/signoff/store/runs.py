@@ -6,6 +6,7 @@ conversation is never rewritten, so a pause costs the same at 10 messages and at
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import zlib
@@ -14,26 +15,145 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal, TypeAlias
 
-from sqlalchemy import and_, func, insert, or_, select, update
+from sqlalchemy import and_, bindparam, func, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from signoff.errors import ConflictError, NotFoundError
 from signoff.store import schema
 from signoff.store.times import from_micros, to_micros
-from signoff.types import canonical_json
+from signoff.types import Approval, canonical_json
 
 __all__ = [
     "LedgerEntry",
     "OpenTurn",
+    "ResumedTurn",
     "RunRecord",
     "RunStatus",
     "RunStore",
+    "RunWrite",
     "StoredEvent",
     "append_events",
+    "claim",
+    "read_run",
+    "read_turn",
+    "write_run",
 ]
 
 RunStatus: TypeAlias = Literal["running", "paused", "completed", "failed"]
+
+# The statements of the pause and resume paths, built once with bound parameters: building a
+# statement costs several times what running it does on SQLite.
+_runs, _messages, _events_t, _ledger = schema.runs, schema.messages, schema.events, schema.ledger
+_BUSY_THREAD = (
+    select(_runs.c.id)
+    .where(
+        and_(_runs.c.thread_id == bindparam("thread_id"), _runs.c.status.in_(("running", "paused")))
+    )
+    .with_for_update()
+)
+_INSERT_RUN = insert(_runs)
+_INSERT_SUBRUN = insert(schema.subruns)
+_INSERT_MESSAGES = insert(_messages)
+_INSERT_EVENTS = insert(_events_t)
+_LOCK_TREE = (
+    select(_runs.c.id)
+    .where(_runs.c.id.in_(bindparam("ids", expanding=True)))
+    .order_by(_runs.c.id)
+    .with_for_update()
+)
+_RENEW_ANCESTORS = (
+    update(_runs)
+    .where(
+        and_(
+            _runs.c.id.in_(bindparam("ids", expanding=True)), _runs.c.lease_owner == bindparam("o")
+        )
+    )
+    .values(lease_until=bindparam("v_lease_until"), updated_at=bindparam("v_updated_at"))
+)
+_BUMP_EVENTS = (
+    update(_runs)
+    .where(_runs.c.id == bindparam("rid"))
+    .values(event_seq=_runs.c.event_seq + bindparam("n"))
+    .returning(_runs.c.event_seq)
+)
+_TURNS = select(func.count(), func.max(_messages.c.seq)).where(
+    and_(_messages.c.run_id == bindparam("rid"), _messages.c.role == "assistant")
+)
+_TAIL = (
+    select(_messages.c.data, schema.blobs.c.data.label("blob_data"))
+    .outerjoin(schema.blobs, schema.blobs.c.hash == _messages.c.blob)
+    .where(and_(_messages.c.run_id == bindparam("rid"), _messages.c.seq >= bindparam("seq")))
+    .order_by(_messages.c.seq)
+)
+_LATEST = (
+    select(_events_t)
+    .where(
+        and_(
+            _events_t.c.run_id == bindparam("rid"),
+            _events_t.c.type == bindparam("kind"),
+            _events_t.c.seq > bindparam("after"),
+        )
+    )
+    .order_by(_events_t.c.seq.desc())
+    .limit(1)
+)
+_LEDGER_ENTRY = select(_ledger).where(_ledger.c.key == bindparam("k"))
+_FINISH = (
+    update(_ledger)
+    .where(_ledger.c.key == bindparam("k"))
+    .values(status="finished", result=bindparam("v_result"), finished_at=bindparam("v_finished_at"))
+)
+_START = {
+    name: dialect.insert(_ledger).on_conflict_do_nothing()
+    for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))
+}
+
+
+@functools.cache
+def _update_run(columns: frozenset[str]) -> Any:
+    """The update of a run by its lease holder, setting `columns` from parameters named
+    ``v_<column>`` and moving its counters on by ``m`` messages and ``e`` events."""
+    return (
+        update(_runs)
+        .where(and_(_runs.c.id == bindparam("rid"), _runs.c.lease_owner == bindparam("o")))
+        .values(
+            {name: bindparam(f"v_{name}") for name in sorted(columns)}
+            | {
+                "version": _runs.c.version + 1,
+                "message_seq": _runs.c.message_seq + bindparam("m"),
+                "event_seq": _runs.c.event_seq + bindparam("e"),
+            }
+        )
+        .returning(_runs.c.message_seq, _runs.c.event_seq)
+    )
+
+
+@functools.cache
+def _claim(*, agent: bool, root: bool) -> Any:
+    conditions = [
+        _runs.c.id == bindparam("rid"),
+        or_(
+            _runs.c.status == "paused",
+            and_(_runs.c.status == "running", _runs.c.lease_until < bindparam("now")),
+        ),
+    ]
+    if agent:
+        conditions.append(_runs.c.agent == bindparam("w_agent"))
+    if root:
+        subruns = schema.subruns
+        conditions.append(~select(subruns.c.run_id).where(subruns.c.run_id == _runs.c.id).exists())
+    return (
+        update(_runs)
+        .where(and_(*conditions))
+        .values(
+            status="running",
+            lease_owner=bindparam("v_owner"),
+            lease_until=bindparam("v_lease_until"),
+            version=_runs.c.version + 1,
+        )
+        .returning(*_runs.c)
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,6 +181,24 @@ class StoredEvent:
 
 
 @dataclass(frozen=True, kw_only=True)
+class RunWrite:
+    """Messages and events for a run's log, written by the run's lease holder — on their own
+    (`append_to_run`) or inside another write's transaction (a hold, a ledger entry), so that a
+    step of the runtime costs one commit."""
+
+    run_id: str
+    owner: str | None
+    at: datetime
+    lease_until: datetime | None = None
+    messages: Sequence[dict[str, Any]] = ()
+    events: Sequence[tuple[str, dict[str, Any]]] = ()
+    status: RunStatus | None = None
+    """Move the run there too; any but running releases the lease."""
+    ancestors: Sequence[str] = ()
+    """The runs a sub-agent's run works for: their leases are renewed with its own."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class OpenTurn:
     """What resuming a run needs, read without its history."""
 
@@ -68,8 +206,25 @@ class OpenTurn:
     """How many model turns the run has had."""
     messages: list[dict[str, Any]]
     """The run's last assistant message and the messages after it (none before its first turn)."""
-    events: list[StoredEvent]
-    """The run's events from its last `tool_call` event on."""
+    started_at: datetime | None
+    """When the turn's calls were logged (its last `tool_call` event); None if it made none."""
+    paused_on: list[str]
+    """The approvals the turn's last pause waited on (none if it has not paused)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResumedTurn:
+    """A run just claimed, and what resuming it needs: `SQLStore.resume_turn`."""
+
+    record: RunRecord
+    turn: OpenTurn
+    listed: list[Approval]
+    """The approvals the turn's last pause waited on."""
+    own: list[Approval]
+    """The approvals requested for the agent's calls since the turn began (also those a dead
+    worker requested and never logged)."""
+    begun: set[str]
+    """The ledger keys of the calls started since the turn began."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,36 +260,30 @@ class RunStore:
             "created_at": to_micros(at),
             "updated_at": to_micros(at),
             "version": record.version,
+            "message_seq": len(messages),
+            "event_seq": len(events),
         }
-
-        runs = schema.runs
 
         def work(connection: Connection) -> list[StoredEvent]:
             # One unfinished run per thread: a second would read the first's open calls as its
             # own history, and the model would see calls with no results.
-            busy = connection.execute(
-                select(runs.c.id)
-                .where(
-                    and_(
-                        runs.c.thread_id == record.thread_id,
-                        runs.c.status.in_(("running", "paused")),
-                    )
-                )
-                .with_for_update()
-            ).first()
+            busy = connection.execute(_BUSY_THREAD, {"thread_id": record.thread_id}).first()
             if busy is not None:
                 raise ConflictError(
                     f"thread {record.thread_id!r} has an unfinished run {busy.id!r}; "
                     "resume it first"
                 )
-            connection.execute(insert(runs).values(row))
+            connection.execute(_INSERT_RUN, row)
             if record.parent_id is not None:
                 connection.execute(
-                    insert(schema.subruns).values(
-                        run_id=record.id, parent_id=record.parent_id, parent_key=record.parent_key
-                    )
+                    _INSERT_SUBRUN,
+                    {
+                        "run_id": record.id,
+                        "parent_id": record.parent_id,
+                        "parent_key": record.parent_key,
+                    },
                 )
-            return _append(connection, record.id, at, messages, events)
+            return _append(connection, record.id, at, messages, events, first=(1, 1))
 
         result: list[StoredEvent] = await self.run(work)
         return result
@@ -159,68 +308,32 @@ class RunStore:
         lease ran out and another worker took it over): the late writer must stop.
         """
 
-        def work(connection: Connection) -> list[StoredEvent]:
-            values: dict[str, Any] = {"updated_at": to_micros(at)}
-            if lease_until is not None:
-                values["lease_until"] = to_micros(lease_until)
-            if status is not None:
-                values["status"] = status
-                if status != "running":
-                    values |= {"lease_owner": None, "lease_until": None}
-            table = schema.runs
-            changed = connection.execute(
-                update(table)
-                .where(and_(table.c.id == run_id, table.c.lease_owner == owner))
-                .values(**values, version=table.c.version + 1)
-            )
-            if changed.rowcount != 1:
-                raise ConflictError(f"run {run_id!r} is no longer held by this worker ({owner!r})")
-            if ancestors:
-                renewed = connection.execute(
-                    update(table)
-                    .where(and_(table.c.id.in_(ancestors), table.c.lease_owner == owner))
-                    .values(lease_until=values.get("lease_until"), updated_at=values["updated_at"])
-                )
-                if renewed.rowcount != len(set(ancestors)):
-                    raise ConflictError(
-                        f"run {run_id!r} works for a run no longer held by this worker ({owner!r})"
-                    )
-            return _append(connection, run_id, at, messages, events)
-
-        result: list[StoredEvent] = await self.run(work)
+        write = RunWrite(
+            run_id=run_id,
+            owner=owner,
+            at=at,
+            lease_until=lease_until,
+            messages=messages,
+            events=events,
+            status=status,
+            ancestors=ancestors,
+        )
+        result: list[StoredEvent] = await self.run(lambda c: write_run(c, write))
         return result
 
     async def claim_run(self, run_id: str, *, owner: str, now: datetime, lease: timedelta) -> bool:
         """Take the run to resume it: paused, or running under a lease that ran out (its holder
         died). Compare-and-set: of several claimants, exactly one wins."""
-        table = schema.runs
-        claim = (
-            update(table)
-            .where(
-                and_(
-                    table.c.id == run_id,
-                    or_(
-                        table.c.status == "paused",
-                        and_(table.c.status == "running", table.c.lease_until < to_micros(now)),
-                    ),
-                )
-            )
-            .values(
-                status="running",
-                lease_owner=owner,
-                lease_until=to_micros(now + lease),
-                version=table.c.version + 1,
-            )
+        won: bool = await self.run(
+            lambda c: claim(c, run_id, owner=owner, now=now, lease=lease) is not None
         )
-        won: bool = await self.run(lambda c: c.execute(claim).rowcount == 1)
         return won
 
     async def get_run(self, run_id: str) -> RunRecord:
-        query = _runs_query().where(schema.runs.c.id == run_id)
-        row = await self.run(lambda c: c.execute(query).first(), write=False)
-        if row is None:
+        record: RunRecord | None = await self.run(lambda c: read_run(c, run_id), write=False)
+        if record is None:
             raise NotFoundError(f"no run with id {run_id!r}")
-        return _run_record(row)
+        return record
 
     async def ready_runs(self, agent: str, *, now: datetime, limit: int = 100) -> list[str]:
         """Root runs of the agent that a worker may resume now, oldest first: paused with
@@ -262,33 +375,7 @@ class RunStore:
     async def open_turn(self, run_id: str) -> OpenTurn:
         """The run's last model turn: its assistant message, what followed it, and the events
         from its tool calls on. Found by index, so it costs the same at any history length."""
-        messages, events = schema.messages, schema.events
-
-        def work(connection: Connection) -> OpenTurn:
-            assistant = and_(messages.c.run_id == run_id, messages.c.role == "assistant")
-            turns, last = connection.execute(
-                select(func.count(), func.max(messages.c.seq)).where(assistant)
-            ).one()
-            tail: Sequence[Any] = ()
-            if last is not None:
-                tail = connection.execute(
-                    select(messages.c.data, schema.blobs.c.data.label("blob_data"))
-                    .outerjoin(schema.blobs, schema.blobs.c.hash == messages.c.blob)
-                    .where(and_(messages.c.run_id == run_id, messages.c.seq >= last))
-                    .order_by(messages.c.seq)
-                ).all()
-            since = connection.execute(
-                select(func.max(events.c.seq)).where(
-                    and_(events.c.run_id == run_id, events.c.type == "tool_call")
-                )
-            ).scalar()
-            return OpenTurn(
-                turns=turns,
-                messages=[_message(row) for row in tail],
-                events=_events(connection, run_id, after=(since or 1) - 1),
-            )
-
-        result: OpenTurn = await self.run(work, write=False)
+        result: OpenTurn = await self.run(lambda c: read_turn(c, run_id), write=False)
         return result
 
     async def run_messages(self, run_id: str) -> list[dict[str, Any]]:
@@ -323,11 +410,19 @@ class RunStore:
         return result
 
     async def ledger_start(
-        self, key: str, *, run_id: str, call_id: str, tool: str, digest: str, at: datetime
-    ) -> LedgerEntry | None:
+        self,
+        key: str,
+        *,
+        run_id: str,
+        call_id: str,
+        tool: str,
+        digest: str,
+        at: datetime,
+        then: Callable[[LedgerEntry | None], RunWrite | None] | None = None,
+    ) -> tuple[LedgerEntry | None, list[StoredEvent]]:
         """Record that the call with this idempotency key is starting. Returns None when it is new,
-        or the existing entry when it was started (or finished) before."""
-        table = schema.ledger
+        or the existing entry when it was started (or finished) before; and the events of the
+        write `then` makes of that, in the same transaction."""
 
         values = {
             "key": key,
@@ -339,40 +434,36 @@ class RunStore:
             "started_at": to_micros(at),
         }
 
-        def work(connection: Connection) -> LedgerEntry | None:
+        def work(connection: Connection) -> tuple[LedgerEntry | None, list[StoredEvent]]:
             # Insert unless the key is there: of two racing starters exactly one inserts.
-            dialect = postgresql if connection.dialect.name == "postgresql" else sqlite
-            started = connection.execute(
-                dialect.insert(table).values(values).on_conflict_do_nothing()
-            )
-            if started.rowcount == 1:
-                return None
-            row = connection.execute(select(table).where(table.c.key == key)).one()
-            result = None if row.result is None else json.loads(row.result)
-            return LedgerEntry(key=key, status=row.status, result=result)
+            started = connection.execute(_START[connection.dialect.name], values)
+            entry = None
+            if started.rowcount != 1:
+                row = connection.execute(_LEDGER_ENTRY, {"k": key}).one()
+                result = None if row.result is None else json.loads(row.result)
+                entry = LedgerEntry(key=key, status=row.status, result=result)
+            write = None if then is None else then(entry)
+            return entry, [] if write is None else write_run(connection, write)
 
-        entry: LedgerEntry | None = await self.run(work)
-        return entry
+        outcome: tuple[LedgerEntry | None, list[StoredEvent]] = await self.run(work)
+        return outcome
 
-    async def ledger_started(self, keys: Sequence[str]) -> set[str]:
-        """Which of these idempotency keys have a ledger entry (started or finished)."""
-        if not keys:
-            return set()
-        table = schema.ledger
-        query = select(table.c.key).where(table.c.key.in_(keys))
-        found: set[str] = await self.run(lambda c: set(c.execute(query).scalars()), write=False)
-        return found
+    async def ledger_finish(
+        self, key: str, *, result: dict[str, Any], at: datetime, write: RunWrite | None = None
+    ) -> list[StoredEvent]:
+        """Record the call's result, with `write` in the same transaction."""
+        finish = {
+            "k": key,
+            "v_result": canonical_json(result).decode(),
+            "v_finished_at": to_micros(at),
+        }
 
-    async def ledger_finish(self, key: str, *, result: dict[str, Any], at: datetime) -> None:
-        table = schema.ledger
-        finish = (
-            update(table)
-            .where(table.c.key == key)
-            .values(
-                status="finished", result=canonical_json(result).decode(), finished_at=to_micros(at)
-            )
-        )
-        await self.run(lambda c: c.execute(finish))
+        def work(connection: Connection) -> list[StoredEvent]:
+            connection.execute(_FINISH, finish)
+            return [] if write is None else write_run(connection, write)
+
+        stored: list[StoredEvent] = await self.run(work)
+        return stored
 
 
 LARGE = 64 * 1024
@@ -415,11 +506,111 @@ def _message(row: Any) -> dict[str, Any]:
     return json.loads(row.data)  # type: ignore[no-any-return]
 
 
+def read_turn(connection: Connection, run_id: str) -> OpenTurn:
+    """`RunStore.open_turn` inside the caller's transaction."""
+    turns, last = connection.execute(_TURNS, {"rid": run_id}).one()
+    tail: Sequence[Any] = ()
+    if last is not None:
+        tail = connection.execute(_TAIL, {"rid": run_id, "seq": last}).all()
+
+    def latest(kind: str, after: int = 0) -> StoredEvent | None:
+        row = connection.execute(_LATEST, {"rid": run_id, "kind": kind, "after": after}).first()
+        return None if row is None else _unblob(connection, [_event(row)])[0]
+
+    calls = latest("tool_call")
+    paused = None if calls is None else latest("paused", after=calls.seq)
+    return OpenTurn(
+        turns=turns,
+        messages=[_message(row) for row in tail],
+        started_at=None if calls is None else calls.at,
+        paused_on=[] if paused is None else list(paused.data["approvals"]),
+    )
+
+
+def claim(
+    connection: Connection,
+    run_id: str,
+    *,
+    owner: str,
+    now: datetime,
+    lease: timedelta,
+    agent: str | None = None,
+    root: bool = False,
+) -> RunRecord | None:
+    """`RunStore.claim_run` inside the caller's transaction (of `agent`'s runs only, if given;
+    only a root run, not a sub-agent's, with `root`): the run as claimed, or None. The record
+    carries no parent."""
+    row = connection.execute(
+        _claim(agent=agent is not None, root=root),
+        {
+            "rid": run_id,
+            "now": to_micros(now),
+            "w_agent": agent,
+            "v_owner": owner,
+            "v_lease_until": to_micros(now + lease),
+        },
+    ).first()
+    return None if row is None else _run_record(row, parent=None)
+
+
+def read_run(connection: Connection, run_id: str) -> RunRecord | None:
+    row = connection.execute(_runs_query().where(schema.runs.c.id == run_id)).first()
+    return None if row is None else _run_record(row)
+
+
+def write_run(connection: Connection, write: RunWrite) -> list[StoredEvent]:
+    """Do `write` inside the caller's transaction. Raises `ConflictError` when its owner no
+    longer holds the run or one of its ancestors (a lease ran out and another worker took it
+    over): the late writer must stop."""
+    values: dict[str, Any] = {"updated_at": to_micros(write.at)}
+    lease_until = None if write.lease_until is None else to_micros(write.lease_until)
+    if lease_until is not None:
+        values["lease_until"] = lease_until
+    if write.status is not None:
+        values["status"] = write.status
+        if write.status != "running":
+            values |= {"lease_owner": None, "lease_until": None}
+    run_id, owner = write.run_id, write.owner
+    if write.ancestors:
+        # Lock the tree's rows in id order, as every writer does: a sub-agent and the runs
+        # above it, written at once, never wait on each other in a circle.
+        connection.execute(_LOCK_TREE, {"ids": [run_id, *write.ancestors]}).all()
+    added_messages, added_events = len(write.messages), len(write.events)
+    changed = connection.execute(
+        _update_run(frozenset(values)),
+        {f"v_{name}": value for name, value in values.items()}
+        | {"rid": run_id, "o": owner, "m": added_messages, "e": added_events},
+    ).first()
+    if changed is None:
+        raise ConflictError(f"run {run_id!r} is no longer held by this worker ({owner!r})")
+    first = (changed.message_seq - added_messages + 1, changed.event_seq - added_events + 1)
+    if write.ancestors:
+        # The runs above keep working (a sub-agent's pause does not pause them yet): their
+        # leases are renewed whatever happens to this one.
+        renewed = connection.execute(
+            _RENEW_ANCESTORS,
+            {
+                "ids": list(write.ancestors),
+                "o": owner,
+                "v_lease_until": lease_until,
+                "v_updated_at": values["updated_at"],
+            },
+        )
+        if renewed.rowcount != len(set(write.ancestors)):
+            raise ConflictError(
+                f"run {run_id!r} works for a run no longer held by this worker ({owner!r})"
+            )
+    return _append(connection, run_id, write.at, write.messages, write.events, first=first)
+
+
 def append_events(
     connection: Connection, run_id: str, at: datetime, events: Sequence[tuple[str, dict[str, Any]]]
-) -> list[StoredEvent]:
-    """Append events to a run's log inside the caller's transaction."""
-    return _append(connection, run_id, at, (), events)
+) -> list[StoredEvent] | None:
+    """Append events to a run's log inside the caller's transaction (None: no such run)."""
+    last = connection.execute(_BUMP_EVENTS, {"rid": run_id, "n": len(events)}).scalar()
+    if last is None:
+        return None
+    return _append(connection, run_id, at, (), events, first=(0, last - len(events) + 1))
 
 
 def _append(
@@ -428,31 +619,29 @@ def _append(
     at: datetime,
     messages: Sequence[dict[str, Any]],
     events: Sequence[tuple[str, dict[str, Any]]],
+    *,
+    first: tuple[int, int],
 ) -> list[StoredEvent]:
+    """Insert the messages and events numbered from `first` (the run's counters were moved on
+    by the caller, in the same transaction)."""
+    first_message, first_event = first
     if messages:
-        last = connection.execute(
-            select(func.coalesce(func.max(schema.messages.c.seq), 0)).where(
-                schema.messages.c.run_id == run_id
-            )
-        ).scalar_one()
         connection.execute(
-            insert(schema.messages),
+            _INSERT_MESSAGES,
             [
-                {"run_id": run_id, "seq": last + i, "role": m["role"], **_stored(connection, m)}
-                for i, m in enumerate(messages, start=1)
+                {"run_id": run_id, "seq": first_message + i, "role": m["role"]}
+                | _stored(connection, m)
+                for i, m in enumerate(messages)
             ],
         )
     stored: list[StoredEvent] = []
     if events:
-        last = connection.execute(
-            select(func.coalesce(func.max(schema.events.c.seq), 0)).where(
-                schema.events.c.run_id == run_id
+        for i, (kind, data) in enumerate(events):
+            stored.append(
+                StoredEvent(run_id=run_id, seq=first_event + i, at=at, type=kind, data=data)
             )
-        ).scalar_one()
-        for i, (kind, data) in enumerate(events, start=1):
-            stored.append(StoredEvent(run_id=run_id, seq=last + i, at=at, type=kind, data=data))
         connection.execute(
-            insert(schema.events),
+            _INSERT_EVENTS,
             [
                 {
                     "run_id": e.run_id,
@@ -467,14 +656,21 @@ def _append(
     return stored
 
 
-def _events(connection: Connection, run_id: str, *, after: int) -> list[StoredEvent]:
+def _events(
+    connection: Connection, run_id: str, *, after: int, limit: int | None = None
+) -> list[StoredEvent]:
     table = schema.events
     rows = connection.execute(
         select(table)
         .where(and_(table.c.run_id == run_id, table.c.seq > after))
         .order_by(table.c.seq)
+        .limit(limit)
     ).all()
-    events = [_event(row) for row in rows]
+    return _unblob(connection, [_event(row) for row in rows])
+
+
+def _unblob(connection: Connection, events: list[StoredEvent]) -> list[StoredEvent]:
+    """The events with the data of large ones read back from their blobs."""
     refs = {e.data[_BLOB] for e in events if set(e.data) == {_BLOB}}
     if not refs:
         return events
@@ -497,7 +693,18 @@ def _runs_query() -> Any:
     )
 
 
-def _run_record(row: Any) -> RunRecord:
+def _run_record(row: Any, *, parent: Any = True) -> RunRecord:
+    """The record of a `runs` row; with `parent=None`, of a row read without its link."""
+    if parent is None:
+        return RunRecord(
+            id=row.id,
+            thread_id=row.thread_id,
+            agent=row.agent,
+            status=row.status,
+            started_by=row.started_by,
+            lease_owner=row.lease_owner,
+            version=row.version,
+        )
     return RunRecord(
         id=row.id,
         thread_id=row.thread_id,

@@ -143,6 +143,10 @@ runs = Table(
     Column("created_at", BigInteger, nullable=False),
     Column("updated_at", BigInteger, nullable=False),
     Column("version", Integer, nullable=False),
+    # Since version 2: the last message's and event's numbers, bumped by each append, so an
+    # append learns where to write from the update it makes anyway.
+    Column("message_seq", BigInteger, nullable=False, server_default="0"),
+    Column("event_seq", BigInteger, nullable=False, server_default="0"),
     Index("runs_thread", "thread_id"),
     Index("runs_status", "status"),
 )

@@ -13,8 +13,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import Callable, Sequence
-from datetime import datetime
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from sqlalchemy import Row, and_, bindparam, insert, select, text, update
@@ -22,10 +23,19 @@ from sqlalchemy.engine import Connection, Engine
 
 from signoff.errors import ConflictError, NotFoundError, StoreError
 from signoff.store import schema
-from signoff.store.base import AuditRecord, DecisionPlan
+from signoff.store.base import AuditRecord, DecisionPlan, HoldPlan
 from signoff.store.migrations import LATEST, migrate, schema_version
 from signoff.store.runner import Runner
-from signoff.store.runs import RunStore, append_events
+from signoff.store.runs import (
+    ResumedTurn,
+    RunStore,
+    StoredEvent,
+    append_events,
+    claim,
+    read_run,
+    read_turn,
+    write_run,
+)
 from signoff.store.times import from_micros, to_micros
 from signoff.types import (
     Approval,
@@ -65,6 +75,36 @@ _INSERT_AUDIT = insert(schema.audit)
 _LOCK_AUDIT_HEAD = select(_head.c.seq, _head.c.hash).where(_head.c.id == 1).with_for_update()
 _UPDATE_AUDIT_HEAD = update(_head).where(_head.c.id == 1)
 _NOTIFY = text("SELECT pg_notify(:channel, :id)")
+_GRANTS_FOR_TOOLS = (
+    select(schema.grants)
+    .where(
+        and_(
+            schema.grants.c.revoked_at.is_(None),
+            schema.grants.c.tool.in_(bindparam("tools", expanding=True)),
+        )
+    )
+    .order_by(schema.grants.c.created_at)
+)
+# A turn's own approvals: ids begin with their millisecond, so `lowest` makes it an index range.
+_TURN_APPROVALS = (
+    select(_approvals)
+    .where(
+        and_(
+            _approvals.c.run_id == bindparam("root"),
+            _approvals.c.id >= bindparam("lowest"),
+            _approvals.c.agent == bindparam("path"),
+            _approvals.c.requested_at >= bindparam("since"),
+        )
+    )
+    .order_by(_approvals.c.id)
+)
+_TURN_LEDGER = select(schema.ledger.c.key).where(
+    and_(
+        schema.ledger.c.run_id == bindparam("rid"),
+        schema.ledger.c.started_at >= bindparam("since"),
+    )
+)
+_SUBRUN = select(schema.subruns).where(schema.subruns.c.run_id == bindparam("rid"))
 
 
 def _json(value: Any) -> str:
@@ -97,11 +137,17 @@ class SQLStore(RunStore):
         """PostgreSQL tells other processes of decisions; SQLite waiters poll."""
         return self.engine.dialect.name == "postgresql"
 
-    async def run(self, work: Callable[[Connection], T], *, write: bool = True) -> T:
-        """Run `work` as one transaction: committed if it returns, rolled back if it raises."""
+    async def run(
+        self, work: Callable[[Connection], T], *, write: bool = True, durable: bool = True
+    ) -> T:
+        """Run `work` as one transaction: committed if it returns, rolled back if it raises.
+
+        A write that need not survive a crash on its own (`durable=False`: a claim, which the
+        next durable write of the same worker makes durable with it, and which is harmless to
+        lose) skips the wait for the disk."""
         if self._closed:
             raise StoreError(f"the store at {self.engine.url.render_as_string()!r} is closed")
-        return await self.runner.run(work, write=write)
+        return await self.runner.run(work, write=write, durable=durable)
 
     async def listen(self, callback: Callable[[str], None]) -> None:
         """Call `callback(approval_id)` whenever any process decides an approval (PostgreSQL).
@@ -210,6 +256,92 @@ class SQLStore(RunStore):
         rows = await self.run(lambda c: c.execute(query).all(), write=False)
         return [_approval(row) for row in rows]
 
+    async def hold(
+        self, tools: Collection[str], plan: Callable[[list[Grant]], HoldPlan]
+    ) -> tuple[HoldPlan, list[StoredEvent]]:
+        """Read the grants in force for `tools`, let `plan` judge the calls by them, and write
+        the approvals, audit entries and run write it returns — one transaction."""
+        names = sorted(tools)
+
+        def work(connection: Connection) -> tuple[HoldPlan, list[StoredEvent]]:
+            rows = connection.execute(_GRANTS_FOR_TOOLS, {"tools": names})
+            decided = plan([_grant(row) for row in rows])
+            if decided.approvals:
+                connection.execute(_INSERT_APPROVAL, [_approval_row(a) for a in decided.approvals])
+            _append_audit(connection, decided.audit)
+            stored = [] if decided.write is None else write_run(connection, decided.write)
+            return decided, stored
+
+        result: tuple[HoldPlan, list[StoredEvent]] = await self.run(work)
+        return result
+
+    async def resume_turn(
+        self,
+        run_id: str,
+        *,
+        agent: str,
+        path: str,
+        root_id: str,
+        owner: str,
+        now: datetime,
+        lease: timedelta,
+    ) -> ResumedTurn | None:
+        """Claim the run for `owner` and read what resuming it needs, in one transaction: its
+        open turn, the approvals it waits or waited on, the calls already started. None when
+        the run is not paused and its lease has not run out.
+
+        Raises `NotFoundError` for no such run, `ConflictError` when it is another agent's, or a
+        sub-agent's run resumed as a root (`root_id` is not its own)."""
+
+        def work(connection: Connection) -> ResumedTurn | None:
+            as_root = root_id == run_id
+            claimed = claim(
+                connection, run_id, owner=owner, now=now, lease=lease, agent=agent, root=as_root
+            )
+            if claimed is None:  # say why, when it is not only "not now"
+                record = read_run(connection, run_id)
+                if record is None:
+                    raise NotFoundError(f"no run with id {run_id!r}")
+                if record.parent_id is not None and as_root:
+                    raise ConflictError(
+                        f"run {run_id!r} is a sub-agent's run; resume its root run, which "
+                        "resumes it"
+                    )
+                if record.agent != agent:
+                    raise ConflictError(
+                        f"run {run_id!r} belongs to agent {record.agent!r}, not {agent!r}"
+                    )
+                return None
+            if not as_root:
+                link = connection.execute(_SUBRUN, {"rid": run_id}).one()
+                claimed = replace(claimed, parent_id=link.parent_id, parent_key=link.parent_key)
+            turn = read_turn(connection, run_id)
+            own: list[Approval] = []
+            begun: set[str] = set()
+            if turn.started_at is not None:
+                since = to_micros(turn.started_at)
+                window = {"root": root_id, "lowest": f"{since // 1000:012x}", "path": path}
+                own = [
+                    _approval(row)
+                    for row in connection.execute(_TURN_APPROVALS, window | {"since": since})
+                ]
+                begun = set(
+                    connection.execute(_TURN_LEDGER, {"rid": run_id, "since": since}).scalars()
+                )
+            # What the last pause waited on: mostly the run's own, read already.
+            known = {a.id: a for a in own}
+            missing = [i for i in turn.paused_on if i not in known]
+            if missing:
+                rows = connection.execute(_SELECT_APPROVALS, {"ids": missing}).all()
+                known |= {a.id: a for a in _in_order(rows, missing)}
+            listed = [known[i] for i in turn.paused_on]
+            return ResumedTurn(record=claimed, turn=turn, listed=listed, own=own, begun=begun)
+
+        # Losing the claim in a crash is harmless (the run is claimable again), and the worker's
+        # next write — durable, before any tool runs — makes it durable anyway.
+        result: ResumedTurn | None = await self.run(work, durable=False)
+        return result
+
     async def decide(
         self, approval_ids: Sequence[str], plan: Callable[[list[Approval]], DecisionPlan]
     ) -> DecisionPlan:
@@ -270,13 +402,7 @@ class SQLStore(RunStore):
         self, *, tool: str | None = None, tools: Sequence[str] | None = None
     ) -> list[Grant]:
         """Grants in force (not revoked), oldest first; for one tool, or any of `tools`."""
-        table = schema.grants
-        query = select(table).where(table.c.revoked_at.is_(None))
-        if tool is not None:
-            query = query.where(table.c.tool == tool)
-        if tools is not None:
-            query = query.where(table.c.tool.in_(list(tools)))
-        query = query.order_by(table.c.created_at)
+        query = _grants_query(tool=tool, tools=tools)
         rows = await self.run(lambda c: c.execute(query).all(), write=False)
         return [_grant(row) for row in rows]
 
@@ -378,18 +504,10 @@ def _log_decisions(connection: Connection, approvals: Sequence[Approval]) -> Non
     wanted = sorted({a.run_id for a in approvals if a.run_id is not None})
     if not wanted:
         return
-    runs = schema.runs
-    # Lock the runs in id order, as a runner's append does: one writer at a time per run's log.
-    found = set(
-        connection.execute(
-            select(runs.c.id).where(runs.c.id.in_(wanted)).order_by(runs.c.id).with_for_update()
-        ).scalars()
-    )
+    # In id order, as a runner's writes lock runs: each append locks its run's row first.
     for run_id in wanted:
-        if run_id not in found:
-            continue
         decided = [a for a in approvals if a.run_id == run_id]
-        append_events(
+        append_events(  # nothing for a run that is not the runtime's
             connection,
             run_id,
             max(a.decided_at or a.requested_at for a in decided),
@@ -518,6 +636,16 @@ def _grant_row(grant: Grant) -> dict[str, Any]:
         "created_by": grant.created_by,
         "created_at": to_micros(grant.created_at),
     }
+
+
+def _grants_query(*, tool: str | None = None, tools: Sequence[str] | None = None) -> Any:
+    table = schema.grants
+    query = select(table).where(table.c.revoked_at.is_(None))
+    if tool is not None:
+        query = query.where(table.c.tool == tool)
+    if tools is not None:
+        query = query.where(table.c.tool.in_(list(tools)))
+    return query.order_by(table.c.created_at)
 
 
 def _grant(row: Row[Any]) -> Grant:

@@ -45,9 +45,17 @@ def sqlite_runner(url: str) -> ThreadRunner:
     def _begin(connection: Connection) -> None:
         # A write transaction takes the write lock when it begins: two writers that both read
         # first would otherwise deadlock when both try to upgrade.
-        if connection.get_execution_options().get("signoff_read"):
+        options = connection.get_execution_options()
+        if options.get("signoff_read"):
             connection.exec_driver_sql("BEGIN")
-        else:
-            connection.exec_driver_sql("BEGIN IMMEDIATE")
+            return
+        # A write that need not be durable on its own skips the fsync at its commit; in WAL mode
+        # the next durable commit syncs it with its own frames. (Set between transactions only.)
+        level = "NORMAL" if options.get("signoff_relaxed") else "FULL"
+        info = connection.connection.info
+        if info.get("signoff_synchronous", "FULL") != level:
+            connection.exec_driver_sql(f"PRAGMA synchronous={level}")
+            info["signoff_synchronous"] = level
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
 
     return ThreadRunner(engine)
