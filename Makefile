@@ -52,6 +52,7 @@ typecheck: install
 bench: install
 	$(BIN)/python bench/policy.py
 	$(BIN)/python bench/approvals.py
+	$(BIN)/python bench/pause_resume.py
 
 demo: install
 	$(BIN)/signoff demo

@@ -9,11 +9,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from signoff import Approve, Edit, InvalidEditError, Policy
+from signoff import Approve, ConflictError, Edit, InvalidEditError, Policy
 from signoff.agent import Agent, ModelTurn, Runner
 from signoff.agent.mcp import MCPServer
 from signoff.gate import Gate
@@ -131,6 +132,35 @@ def test_read_only_and_idempotent_hints_make_a_tool_safe_to_repeat():
     assert MCPTool(client, "s", listed(read_only=True)).idempotent  # type: ignore[arg-type]
     assert MCPTool(client, "s", listed(idempotent=True)).idempotent  # type: ignore[arg-type]
     assert not MCPTool(client, "s", listed()).idempotent  # type: ignore[arg-type]
+
+
+async def test_a_call_to_a_closed_server_is_not_started_and_its_approval_is_not_used(
+    store: SQLStore, sandbox: Path
+):
+    target = sandbox / "late.txt"
+    model = ScriptedModel(
+        [
+            ModelTurn(tool_calls=(call("write_file", path=str(target), content="x"),)),
+            ModelTurn(text="done"),
+        ]
+    )
+    async with filesystem(sandbox) as fs:
+        tools = list(fs.tools)
+        runner = Runner(Agent(name="files", model=model, tools=tools), Gate(POLICY, store))
+        events = await collect(runner.start("t1", "write late.txt"))
+    [held] = of(events, "approval_requested")
+    await runner.gate.decide(str(held["approval_id"]), Approve(), actor="al")
+    with pytest.raises(ConflictError, match="cannot be run now"):
+        await collect(runner.resume(events[0].run_id))
+    assert await store.ledger_start(  # nothing was started under the approval
+        str(held["approval_id"]),
+        run_id="r",
+        call_id="c",
+        tool="t",
+        digest="d",
+        at=datetime.now(UTC),
+    ) == (None, [])
+    assert not target.exists()
 
 
 def test_a_server_needs_a_command_or_a_url():

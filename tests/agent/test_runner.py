@@ -663,3 +663,57 @@ async def test_workers_resume_a_run_once_its_batch_is_decided_and_only_one_runs_
     ]
     assert len(model.requests) == 2
     assert [e.type for e in await store.run_events(run_id)].count("resumed") == 1
+
+
+async def test_a_tool_that_runs_longer_than_the_lease_keeps_its_run(store: SQLStore):
+    started, release = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def migrate() -> str:
+        """A long job."""
+        started.set()
+        await release.wait()
+        return "migrated"
+
+    model = ScriptedModel([ModelTurn(tool_calls=(call("migrate"),)), ModelTurn(text="ok")])
+    policy = Policy.from_dict({"default": "allow"})
+    agent = Agent(name="ops", model=model, tools=[migrate])
+    busy = Runner(agent, Gate(policy, store), lease=timedelta(milliseconds=150))
+    run = asyncio.create_task(collect(busy.start("t1", "migrate")))
+    await started.wait()
+    await asyncio.sleep(0.5)  # three leases: the heartbeat has renewed it meanwhile
+    run_id = await only_run(store)
+    assert not await store.claim_run(
+        run_id, owner="thief", now=datetime.now(UTC), lease=timedelta(minutes=1)
+    )
+    assert await store.ready_runs("ops", now=datetime.now(UTC)) == []
+    release.set()
+    events = await run
+    assert events[-1].type == "completed"
+
+
+async def test_when_one_call_of_a_batch_fails_the_others_are_stopped(store: SQLStore):
+    stopped = asyncio.Event()
+
+    @tool
+    async def slow() -> str:
+        """Takes a while."""
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            stopped.set()
+            raise
+        return "done"
+
+    @tool
+    async def dies() -> str:
+        """The worker dies in it."""
+        await asyncio.sleep(0.05)
+        raise Crash
+
+    model = ScriptedModel([ModelTurn(tool_calls=(call("slow"), call("dies")))])
+    agent = Agent(name="ops", model=model, tools=[slow, dies])
+    runner = Runner(agent, Gate(Policy.from_dict({"default": "allow"}), store))
+    with pytest.raises(Crash):
+        await collect(runner.start("t1", "go"))
+    assert stopped.is_set()  # nothing of the run goes on behind the caller's back

@@ -87,6 +87,8 @@ class MCPServer:
         traceback: TracebackType | None,
     ) -> None:
         stack, self._stack = self._stack, None
+        for tool in self.tools:
+            tool.available = False
         self.tools = []
         if stack is not None:
             await stack.aclose()

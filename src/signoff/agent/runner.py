@@ -16,10 +16,10 @@ import json
 import logging
 import os
 from collections import defaultdict
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Coroutine, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, TypeVar
 
 from signoff.agent.model import (
     Message,
@@ -50,6 +50,7 @@ __all__ = ["Agent", "RunEvent", "Runner", "TextDelta"]
 LEASE = timedelta(minutes=5)
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,11 +95,13 @@ class Agent:
         """Every tool on offer to the model: the agent's tools, then its sub-agents."""
         return [t.spec for t in self.tools] + [_subagent_spec(a) for a in self.subagents]
 
-    def schemas(self) -> dict[str, dict[str, Any]]:
-        """The argument schemas of every tool in the agent's tree, by tool name."""
-        found = {s.name: s.parameters for s in self.specs}
+    def schemas(self, path: str | None = None) -> dict[str, dict[str, dict[str, Any]]]:
+        """The argument schemas of the tools of every agent in the tree, by agent path (this
+        agent's is `path`, its name by default), then by tool name."""
+        path = path or self.name
+        found = {path: {s.name: s.parameters for s in self.specs}}
         for agent in self.subagents:
-            found |= agent.schemas()
+            found |= agent.schemas(f"{path}/{agent.name}")
         return found
 
 
@@ -141,7 +144,8 @@ class Runner:
         self.stream_text = stream_text
         """Stream the model's text as `TextDelta`s when the model can stream."""
         # Edits of this agent's calls are checked against its tools' schemas.
-        gate.register_schemas(agent.schemas())
+        for path, schemas in agent.schemas().items():
+            gate.register_schemas(schemas, agent=path)
         self.owner = owner or f"{os.getpid()}-{new_id()[-8:]}"
         """Who holds a run's lease while working on it: this process and this runner."""
 
@@ -195,7 +199,7 @@ class Runner:
         async for event in self._run(scope, turn):
             yield event
 
-    async def work(self, *, poll_interval: float = 1.0) -> None:
+    async def work(self, *, poll_interval: float = 1.0, concurrency: int = 32) -> None:
         """Resume this agent's runs as they become ready, until cancelled: a paused run once
         its last held call is decided (or expires), a run whose worker died once its lease
         runs out. Several workers, in one process or many sharing the database, may work the
@@ -203,7 +207,8 @@ class Runner:
 
         Decisions taken through this worker's gate wake it at once, and so do decisions taken
         in other processes on PostgreSQL; otherwise it looks every `poll_interval` seconds.
-        What a resumed run does is in its log (`store.run_events`)."""
+        At most `concurrency` runs go on at once. What a resumed run does is in its log
+        (`store.run_events`)."""
         await self.gate.listen()
         busy: dict[str, asyncio.Task[bool]] = {}
         try:
@@ -217,6 +222,8 @@ class Runner:
                         logger.exception("finding ready runs failed; trying again")
                         ready = []
                     for run_id in ready:
+                        if len(busy) >= concurrency:
+                            break  # the rest wait for the next round
                         if run_id not in busy:  # runs go on side by side, each once
                             task = asyncio.create_task(self.resume_ready(run_id))
                             busy[run_id] = task
@@ -226,8 +233,10 @@ class Runner:
                             await decided.wait()
         finally:
             # A run left mid-way is taken over by another worker once its lease runs out.
-            for task in busy.values():
+            tasks = list(busy.values())
+            for task in tasks:
                 task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
     async def resume_ready(self, run_id: str) -> bool:
         """Resume the run to its next pause or its end, if it is still ready and this worker
@@ -237,7 +246,7 @@ class Runner:
                 pass
         except ConflictError:
             return False  # another worker took it, or it is not ready after all
-        except SignoffError:
+        except Exception:  # a worker outlives any one run's trouble; the run is taken over
             logger.exception("resuming run %s failed; it will be taken over", run_id)
             return False
         return True
@@ -388,8 +397,8 @@ class Runner:
         elif len(runnable) > 1 and scope.pending():
             log += await self._append(scope)  # before calls that run side by side
         if runnable:
-            executed = await asyncio.gather(
-                *(self._execute(scope, c, key=keys[c.id], log=log) for c in runnable)
+            executed = await _all(
+                [self._execute(scope, c, key=keys[c.id], log=log) for c in runnable]
             )
             for call, result in zip(runnable, executed, strict=True):
                 if isinstance(result, _Suspended):
@@ -428,6 +437,9 @@ class Runner:
         tool = scope.agent.tool(call.name)
         if tool is None and sub is None:  # pragma: no cover - _settle answers unknown tools
             raise AssertionError(f"unknown tool {call.name!r} reached execution")
+        if tool is not None and not tool.available:
+            # Leave the call unstarted: a worker that can run it takes the run over.
+            raise ConflictError(f"tool {call.name!r} cannot be run now; the call was not started")
         rerun = sub is not None or (tool is not None and tool.idempotent)
         write = self._write(scope)  # anything not yet written goes first
         started: dict[str, object] = {"call_id": call.id, "tool": call.name, "key": key}
@@ -458,8 +470,35 @@ class Runner:
         if previous is not None and not rerun:
             text = "This call started before a crash and its outcome is unknown; it was not re-run."
             return _tool_message(call, _status("unknown", text))
-        result = await tool.invoke(args, key=key)
+        async with self._heartbeat(scope):
+            result = await tool.invoke(args, key=key)
         return await self._finish(scope, call, key, result, log)
+
+    @contextlib.asynccontextmanager
+    async def _heartbeat(self, scope: _Scope) -> AsyncIterator[None]:
+        """While a tool runs, renew the run's lease (and the runs above it) every third of the
+        lease: a call that runs longer than the lease is not taken for a dead worker's."""
+
+        every = self.lease.total_seconds() / 3
+        if every <= 0:  # a zero lease is never held: nothing to keep
+            yield
+            return
+
+        async def beat() -> None:
+            while True:
+                await asyncio.sleep(max(every, 0.01))
+                try:
+                    await self._store(self._write(scope))
+                except SignoffError:
+                    logger.exception("renewing the lease of run %s failed", scope.record.id)
+
+        task = asyncio.create_task(beat())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     async def _finish(
         self, scope: _Scope, call: ToolCall, key: str, result: ToolResult, log: list[RunEvent]
@@ -754,6 +793,21 @@ def _answer(approval: Approval) -> dict[str, object]:
         case _:
             text = "This call was cancelled; it did not run."
             return _tool_message(approval.call, _status(approval.status, text))
+
+
+async def _all(steps: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
+    """Run the steps side by side; if one fails, stop the others before raising its error, so
+    that nothing of the run goes on behind the caller's back."""
+    if len(steps) == 1:
+        return [await steps[0]]
+    tasks = [asyncio.create_task(step) for step in steps]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 def _forget(busy: dict[str, asyncio.Task[bool]], run_id: str, _: object) -> None:

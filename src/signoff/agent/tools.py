@@ -38,6 +38,10 @@ class ToolResult:
 class Tool:
     """A callable the agent may call; its calls go through the policy first."""
 
+    available = True
+    """Whether a call can be started now (an MCP server's tool is not once its server is
+    closed): the runtime starts nothing it cannot run, so no approval is used up for nothing."""
+
     def __init__(
         self,
         function: Callable[..., Any],

@@ -95,7 +95,7 @@ class Gate:
         self.store = store
         self.notifier = notifier or Notifier()
         self._lookup_schema = _schema_lookup(schemas)
-        self._registered: dict[str, Mapping[str, Any]] = {}
+        self._registered: dict[tuple[str | None, str], Mapping[str, Any]] = {}
         self._now = clock or (lambda: datetime.now(UTC))
         # Without cross-process notifications a waiter polls; with them, polling is a safety net.
         self._poll = (
@@ -103,13 +103,20 @@ class Gate:
         )
         self._listening = False
 
-    def register_schemas(self, schemas: Mapping[str, Mapping[str, Any]]) -> None:
-        """Tool schemas to check edits against, by tool name (a runner registers its tools')."""
-        self._registered.update(schemas)
+    def register_schemas(
+        self, schemas: Mapping[str, Mapping[str, Any]], *, agent: str | None = None
+    ) -> None:
+        """Tool schemas to check edits against, by tool name: for the calls of the agent at
+        path `agent`, or of any agent (a runner registers each of its agents' tools')."""
+        self._registered.update({(agent, name): schema for name, schema in schemas.items()})
 
     def _schema(self, call: ToolCall) -> Mapping[str, Any] | None:
         found = self._lookup_schema(call)
-        return found if found is not None else self._registered.get(call.name)
+        if found is not None:
+            return found
+        return self._registered.get((call.agent, call.name)) or self._registered.get(
+            (None, call.name)
+        )
 
     # -- judging ---------------------------------------------------------------------------
 
