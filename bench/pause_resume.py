@@ -93,6 +93,14 @@ signoff commits the call's ledger entry first (at most once); LangGraph stores t
 list in every checkpoint (``SqliteSaver`` keeps channel values inline; the beta
 ``DeltaChannel``, which would store deltas, is not its default and is not used here).
 
+**A model that takes 50 ms.** After the instant model, signoff's pause runs with the CPU's caches
+still full of the history just read for it, so at N = 10,000 each of its statements runs slower,
+though none depends on N. To tell work done on the history from such cache and idle effects, the
+bench also times signoff's pause, after everything else and in the same cycle, with a model whose
+every turn first awaits ``asyncio.sleep(0.05)`` (the time still noted just before it returns),
+at N = 10 and 10,000 (`SLOW_MODEL_CYCLES`); a pause that grew with N there too would be work on
+the history. The targets do not judge it.
+
 Both connections use ``synchronous=FULL`` (signoff's setting; the SQLite default, which
 LangGraph keeps). Missed targets are printed as MISSED; the exit status is 0 all the same.
 ``bench/results/pause_resume.json`` keeps every figure and ``docs/images/pause_resume.png``
@@ -159,6 +167,11 @@ CYCLES: Final[dict[System, dict[int, int]]] = {
 }
 WARMUP: Final = 5
 """Untimed cycles before the timed ones, per system and size."""
+SLOW_MODEL_S: Final = 0.05
+"""The model's latency per turn in the extra measurement of signoff's pause."""
+SLOW_MODEL_CYCLES: Final = {10: 40, 10_000: 16}
+"""Timed cycles of that measurement, by history size (a cycle at N=10,000 takes 0.5 s)."""
+SLOW_MODEL_WARMUP: Final = 3
 MESSAGE_BYTES: Final = 500
 """About the canonical-JSON size of each history message."""
 TOOL: Final = "send_report"
@@ -536,13 +549,17 @@ class Side:
 
 
 class ClockedModel:
-    """This cycle's `ScriptedModel`, noting the time just before each turn returns."""
+    """This cycle's `ScriptedModel`, noting the time just before each turn returns; with a
+    `delay_s`, each turn first awaits ``asyncio.sleep(delay_s)`` (a model's latency)."""
 
-    def __init__(self, probe: Probe) -> None:
+    def __init__(self, probe: Probe, delay_s: float = 0.0) -> None:
         self.probe = probe
+        self.delay_s = delay_s
         self.script = ScriptedModel([])
 
     async def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelTurn:
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
         turn = await self.script.complete(messages, tools)
         self.probe.model_returned.append(time.perf_counter())
         return turn
@@ -567,9 +584,20 @@ async def prepopulate(store: SQLStore, thread_id: str, history: list[dict[str, A
     await store.create_run(record, at=now, lease_until=now, messages=history)
 
 
-async def bench_signoff(folder: Path, size: int, talk: Conversation) -> Side:
+async def bench_signoff(
+    folder: Path,
+    size: int,
+    talk: Conversation,
+    *,
+    cycles: int | None = None,
+    warmup: int = WARMUP,
+    model_delay_s: float = 0.0,
+) -> Side:
+    """signoff's cycle at history size `size`: `cycles` timed cycles (by default those of
+    `CYCLES`) after `warmup` untimed ones, with a model taking `model_delay_s` per turn."""
     started = time.perf_counter()
-    database = folder / f"signoff-{size}.db"
+    slow = f"-model-{model_delay_s * 1000:g}ms" if model_delay_s else ""
+    database = folder / f"signoff-{size}{slow}.db"
     tally = Tally()
     probe = Probe(database=database, tally=tally)
 
@@ -579,7 +607,7 @@ async def bench_signoff(folder: Path, size: int, talk: Conversation) -> Side:
         probe.on_tool()
         return f"sent {subject!r} to {to}"
 
-    model = ClockedModel(probe)
+    model = ClockedModel(probe, model_delay_s)
     pauses: list[float] = []
     resumes: list[float] = []
     decides: list[float] = []
@@ -588,7 +616,7 @@ async def bench_signoff(folder: Path, size: int, talk: Conversation) -> Side:
     prepare = 0.0
     last = Frames(pages=0, distinct_pages=0, commits=0)
     added = new_messages_bytes(talk.question)
-    cycles = CYCLES["signoff"][size]
+    cycles = CYCLES["signoff"][size] if cycles is None else cycles
 
     def before_cursor_execute(
         _conn: Any, _cursor: Any, statement: str, parameters: Any, _context: Any, many: bool
@@ -606,7 +634,7 @@ async def bench_signoff(folder: Path, size: int, talk: Conversation) -> Side:
         )
         checkpointer = sqlite3.connect(database, isolation_level=None)
         try:
-            for i in range(WARMUP + cycles):
+            for i in range(warmup + cycles):
                 thread_id = f"thread-{size}-{i}"
                 t = time.perf_counter()
                 await prepopulate(store, thread_id, talk.ours)
@@ -638,7 +666,7 @@ async def bench_signoff(folder: Path, size: int, talk: Conversation) -> Side:
                 kinds = [e.type async for e in runner.resume(run_id)]
                 assert kinds[-1] == "completed", kinds
                 assert probe.wal_at_tool >= wal_decided, "the tool did not run"
-                if i < WARMUP:
+                if i < warmup:
                     continue
                 [model_returned, _] = probe.model_returned
                 pauses.append(paused_at - model_returned)
@@ -664,7 +692,7 @@ async def bench_signoff(folder: Path, size: int, talk: Conversation) -> Side:
         written=written(sizes, added, last),
         logical=logical(bound, added),
         decide=latency(decides),
-        prepare_s=round(prepare / (WARMUP + cycles), 4),
+        prepare_s=round(prepare / (warmup + cycles), 4),
         seconds=round(time.perf_counter() - started, 1),
     )
 
@@ -952,6 +980,36 @@ def size_table(result: Size) -> Table:
     return table
 
 
+@dataclass(frozen=True, kw_only=True)
+class SlowModel:
+    """signoff's pause with a model that takes `SLOW_MODEL_S` per turn, at one history size."""
+
+    history: int
+    cycles: int
+    pause: Latency
+    seconds: float
+
+
+def slow_model_table(slow: Sequence[SlowModel], results: Sequence[Size]) -> Table:
+    instant = {r.history: r.signoff.pause for r in results}
+    table = Table(
+        title=f"signoff: pause p50/p99 with a model that takes {SLOW_MODEL_S * 1000:g} ms "
+        f"(every turn awaits asyncio.sleep({SLOW_MODEL_S:g}))"
+    )
+    for header in ("N", "cycles", "pause p50 (ms)", "pause p99 (ms)", "instant model: p50 / p99"):
+        table.add_column(header, justify="right")
+    for s in slow:
+        fast = instant[s.history]
+        table.add_row(
+            f"{s.history:,}",
+            str(s.cycles),
+            ms(s.pause.p50_ms),
+            ms(s.pause.p99_ms),
+            f"{ms(fast.p50_ms)} / {ms(fast.p99_ms)}",
+        )
+    return table
+
+
 def tables_table(results: Sequence[Size]) -> Table:
     """The logical bytes of each system's p50 cycle, by table, with the write statements."""
     table = Table(title="Values bound per cycle by table, the p50 cycle: bytes (write statements)")
@@ -1106,11 +1164,13 @@ def main() -> None:
         f"SQLite {sqlite3.sqlite_version}; load average {load_before[0]:.2f}"
     )
     results: list[Size] = []
+    slow: list[SlowModel] = []
+    talks: dict[int, Conversation] = {}
     with tempfile.TemporaryDirectory(prefix="signoff-bench-") as name:
         folder = Path(name)
         synchronous = synchronous_settings(folder)
         for size in SIZES:
-            talk = conversation(size)
+            talk = talks[size] = conversation(size)
             ours = asyncio.run(bench_signoff(folder, size, talk))
             console.print(f"  N={size:,}: signoff ({ours.seconds:.0f} s)", style="dim")
             theirs = bench_langgraph(folder, size, talk)
@@ -1122,6 +1182,24 @@ def main() -> None:
                     signoff=ours,
                     langgraph=theirs,
                 )
+            )
+        for size, cycles in SLOW_MODEL_CYCLES.items():
+            side = asyncio.run(
+                bench_signoff(
+                    folder,
+                    size,
+                    talks[size],
+                    cycles=cycles,
+                    warmup=SLOW_MODEL_WARMUP,
+                    model_delay_s=SLOW_MODEL_S,
+                )
+            )
+            console.print(
+                f"  N={size:,}: signoff, model {SLOW_MODEL_S * 1000:g} ms ({side.seconds:.0f} s)",
+                style="dim",
+            )
+            slow.append(
+                SlowModel(history=size, cycles=cycles, pause=side.pause, seconds=side.seconds)
             )
     for result in results:
         console.print(size_table(result))
@@ -1142,6 +1220,7 @@ def main() -> None:
         f"LangGraph {synchronous['langgraph']} (2 = FULL)",
         style="dim",
     )
+    console.print(slow_model_table(slow, results))
     goals = targets(results)
     print_targets(console, goals)
     plot(results, PLOT)
@@ -1167,6 +1246,14 @@ def main() -> None:
             "synchronous": synchronous,
         },
         "sizes": [asdict(r) for r in results],
+        "signoff_pause_with_slow_model": {
+            "what": "signoff's pause (model returns → paused and durable), same cycle, with a "
+            "model whose every turn awaits asyncio.sleep(model_delay_s) before returning; not "
+            "judged by the targets",
+            "model_delay_s": SLOW_MODEL_S,
+            "warmup": SLOW_MODEL_WARMUP,
+            "sizes": [asdict(s) for s in slow],
+        },
         "targets": [asdict(goal) for goal in goals],
         "load_average": {"before": load_before, "after": os.getloadavg()},
         "wall_time_s": round(wall_s, 1),
