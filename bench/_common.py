@@ -15,12 +15,38 @@ from rich.table import Table
 
 from signoff import __version__
 
-__all__ = ["Target", "environment", "percentile", "print_targets", "wide_console"]
+__all__ = [
+    "Latency",
+    "Target",
+    "environment",
+    "latency",
+    "percentile",
+    "print_targets",
+    "wide_console",
+]
 
 
 def percentile(ordered: Sequence[float], q: float) -> float:
     """The nearest-rank `q` quantile of already sorted samples."""
     return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Latency:
+    p50_ms: float
+    p99_ms: float
+    max_ms: float
+    samples: int
+
+
+def latency(seconds: Sequence[float]) -> Latency:
+    """p50, p99 and the maximum of samples in seconds, in milliseconds."""
+    ordered = sorted(seconds)
+
+    def rank(q: float) -> float:
+        return round(percentile(ordered, q) * 1_000, 4)
+
+    return Latency(p50_ms=rank(0.50), p99_ms=rank(0.99), max_ms=rank(1.0), samples=len(ordered))
 
 
 @dataclass(frozen=True, kw_only=True)

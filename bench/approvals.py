@@ -53,7 +53,7 @@ from rich.console import Console
 from rich.table import Table
 from sqlalchemy import event
 
-from _common import Target, environment, percentile, print_targets, wide_console
+from _common import Latency, Target, environment, latency, print_targets, wide_console
 from signoff import Approval, Approve, Policy, ToolCall, __version__
 from signoff.gate import Gate
 from signoff.gate.ids import new_id
@@ -125,23 +125,6 @@ POLICY: Final = Policy.from_dict(
 
 
 # -- measuring -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, kw_only=True)
-class Latency:
-    p50_ms: float
-    p99_ms: float
-    max_ms: float
-    samples: int
-
-
-def latency(seconds: Sequence[float]) -> Latency:
-    ordered = sorted(seconds)
-
-    def rank(q: float) -> float:
-        return round(percentile(ordered, q) * 1_000, 4)
-
-    return Latency(p50_ms=rank(0.50), p99_ms=rank(0.99), max_ms=rank(1.0), samples=len(ordered))
 
 
 async def timed(action: Callable[[], Awaitable[object]], count: int, warmup: int) -> Latency:

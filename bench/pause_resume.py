@@ -146,7 +146,7 @@ from langgraph.types import Command, interrupt
 from rich.table import Table
 from sqlalchemy import event
 
-from _common import Target, environment, percentile, print_targets, wide_console
+from _common import Latency, Target, environment, latency, percentile, print_targets, wide_console
 from signoff import Approve, Policy, __version__, tool
 from signoff.agent import Agent, ModelTurn, Runner
 from signoff.agent.model import Message, ToolSpec, message_to_dict
@@ -453,23 +453,6 @@ class Probe:
         self.wal_at_tool = wal_size(self.database)
         if self.tally is not None:
             self.logical_at_tool = self.tally.snapshot()
-
-
-@dataclass(frozen=True, kw_only=True)
-class Latency:
-    p50_ms: float
-    p99_ms: float
-    max_ms: float
-    samples: int
-
-
-def latency(seconds: Sequence[float]) -> Latency:
-    ordered = sorted(seconds)
-
-    def rank(q: float) -> float:
-        return round(percentile(ordered, q) * 1_000, 4)
-
-    return Latency(p50_ms=rank(0.50), p99_ms=rank(0.99), max_ms=rank(1.0), samples=len(ordered))
 
 
 @dataclass(frozen=True, kw_only=True)
