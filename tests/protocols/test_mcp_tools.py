@@ -16,8 +16,8 @@ import pytest
 
 from signoff import Approve, ConflictError, Edit, InvalidEditError, Policy
 from signoff.agent import Agent, ModelTurn, Runner
-from signoff.agent.mcp import MCPServer
 from signoff.gate import Gate
+from signoff.protocols.mcp import MCPServer
 from signoff.store import SQLStore
 from signoff.testing import ScriptedModel, call
 from tests.agent.test_runner import collect, of
@@ -120,7 +120,7 @@ async def test_a_server_error_is_an_error_result_and_the_run_goes_on(
 def test_read_only_and_idempotent_hints_make_a_tool_safe_to_repeat():
     from types import SimpleNamespace
 
-    from signoff.agent.mcp import MCPTool
+    from signoff.protocols.mcp import MCPTool
 
     def listed(**hints: bool) -> SimpleNamespace:
         annotations = SimpleNamespace(
