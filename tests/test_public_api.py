@@ -15,7 +15,7 @@ def test_all_is_sorted_and_complete():
         assert hasattr(signoff, name), name
     public = {name for name in vars(signoff) if not name.startswith("_")} - {
         "errors", "policy", "types", "version", "PackageNotFoundError", "cli", "importlib",
-        "TYPE_CHECKING", "Any", "gate", "store", "agent", "testing",
+        "TYPE_CHECKING", "Any", "gate", "store", "agent", "testing", "protocols",
     }  # fmt: skip
     assert public <= set(signoff.__all__)
 
