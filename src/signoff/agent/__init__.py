@@ -1,7 +1,8 @@
 """signoff's own agent runtime: models, tools, and the loop that pauses for people."""
 
+from signoff.agent.agent import Agent
 from signoff.agent.model import Message, Model, ModelTurn, StreamingModel, ToolSpec, TurnDelta
-from signoff.agent.runner import Agent, RunEvent, Runner, TextDelta
+from signoff.agent.runner import RunEvent, Runner, TextDelta
 from signoff.agent.tools import Tool, ToolResult, tool
 
 __all__ = [

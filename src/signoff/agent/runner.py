@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import logging
 import os
 from collections import defaultdict
@@ -21,16 +20,23 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, TypeAlias, TypeVar
 
+from signoff.agent.agent import Agent
 from signoff.agent.model import (
     Message,
-    Model,
     ModelTurn,
     StreamingModel,
-    ToolSpec,
     message_from_dict,
     message_to_dict,
 )
-from signoff.agent.tools import Tool, ToolResult
+from signoff.agent.results import (
+    answer,
+    approval_data,
+    blocked_result,
+    call_data,
+    status_result,
+    tool_message,
+)
+from signoff.agent.tools import ToolResult
 from signoff.errors import ConflictError, SignoffError
 from signoff.gate import CheckContext, Gate, Outcome
 from signoff.gate.ids import new_id
@@ -43,66 +49,14 @@ from signoff.store.runs import (
     RunWrite,
     StoredEvent,
 )
-from signoff.types import Approval, Respond, ToolCall, Verdict
+from signoff.types import Approval, ToolCall
 
-__all__ = ["Agent", "RunEvent", "Runner", "TextDelta"]
+__all__ = ["RunEvent", "Runner", "TextDelta"]
 
 LEASE = timedelta(minutes=5)
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, kw_only=True)
-class Agent:
-    """A model with tools, instructions, and agents it may hand work to.
-
-    A sub-agent is offered to the model as a tool named after it, taking one string `input`.
-    Its calls carry the agent path (``coordinator/researcher``), so the policy's ``agents:``
-    section for that path applies to them; when one is held, the approval surfaces on the root
-    run and the whole tree pauses.
-    """
-
-    name: str
-    model: Model
-    tools: Sequence[Tool] = ()
-    instructions: str = ""
-    description: str = ""
-    """What the agent does, for a parent agent's model deciding whether to call it."""
-    subagents: Sequence[Agent] = ()
-    max_turns: int = 50
-    """Model turns per run before it fails: a loop that never ends is a bug, not a plan."""
-    _by_name: dict[str, Tool] = field(init=False, repr=False, compare=False)
-    _subagents: dict[str, Agent] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        if "/" in self.name or not self.name:
-            raise ValueError(f"an agent's name must be non-empty and without '/': {self.name!r}")
-        object.__setattr__(self, "_by_name", {t.name: t for t in self.tools})
-        object.__setattr__(self, "_subagents", {a.name: a for a in self.subagents})
-        both = sorted(set(self._by_name) & set(self._subagents))
-        if both:
-            raise ValueError(f"agent {self.name!r}: {both} name both a tool and a sub-agent")
-
-    def tool(self, name: str) -> Tool | None:
-        return self._by_name.get(name)
-
-    def subagent(self, name: str) -> Agent | None:
-        return self._subagents.get(name)
-
-    @property
-    def specs(self) -> list[ToolSpec]:
-        """Every tool on offer to the model: the agent's tools, then its sub-agents."""
-        return [t.spec for t in self.tools] + [_subagent_spec(a) for a in self.subagents]
-
-    def schemas(self, path: str | None = None) -> dict[str, dict[str, dict[str, Any]]]:
-        """The argument schemas of the tools of every agent in the tree, by agent path (this
-        agent's is `path`, its name by default), then by tool name."""
-        path = path or self.name
-        found = {path: {s.name: s.parameters for s in self.specs}}
-        for agent in self.subagents:
-            found |= agent.schemas(f"{path}/{agent.name}")
-        return found
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -317,7 +271,7 @@ class Runner:
             events: list[tuple[str, dict[str, object]]] = []
             if reply.text:
                 events.append(("text", {"text": reply.text}))
-            events += [("tool_call", _call_data(c)) for c in calls_made]
+            events += [("tool_call", call_data(c)) for c in calls_made]
             if calls_made:
                 # Written with the turn's first step (its calls held, or started): one commit.
                 scope.pending_messages.append(message_to_dict(said))
@@ -353,7 +307,7 @@ class Runner:
                 # Nothing to approve: the call could never run.
                 names = sorted(s.name for s in agent.specs)
                 text = f"unknown tool {call.name!r}; the tools are {names}"
-                results[call.id] = _tool_message(call, ToolResult(content=text, is_error=True))
+                results[call.id] = tool_message(call, ToolResult(content=text, is_error=True))
         open_calls = [c for c in turn.calls if c.id not in results]
         keys = {c.id: f"{record.id}:{turn.number}:{c.id}" for c in open_calls}
         keys |= {c.id: turn.approvals[c.id].id for c in open_calls if c.id in turn.approvals}
@@ -368,7 +322,7 @@ class Runner:
             elif approval.pending:  # pragma: no cover - resuming waits for every decision
                 held.append(approval)
             else:
-                results[call.id] = _answer(approval)
+                results[call.id] = answer(approval)
         settled = False
         if fresh:
             context = CheckContext(
@@ -416,7 +370,7 @@ class Runner:
         worker died in between) and the pause itself when so."""
         unlisted = [a for a in turn.waiting if a.id not in turn.listed]
         events: list[tuple[str, dict[str, object]]] = [
-            ("approval_requested", _approval_data(a)) for a in unlisted
+            ("approval_requested", approval_data(a)) for a in unlisted
         ]
         if unlisted:
             events.append(("paused", {"approvals": [a.id for a in turn.waiting]}))
@@ -432,7 +386,7 @@ class Runner:
         args: object = call.args
         if not isinstance(args, dict):
             text = f"the arguments are not a JSON object: {args!r}; the call did not run"
-            return _tool_message(call, ToolResult(content=text, is_error=True))
+            return tool_message(call, ToolResult(content=text, is_error=True))
         sub = scope.agent.subagent(call.name)
         tool = scope.agent.tool(call.name)
         if tool is None and sub is None:  # pragma: no cover - _settle answers unknown tools
@@ -469,7 +423,7 @@ class Runner:
         assert tool is not None
         if previous is not None and not rerun:
             text = "This call started before a crash and its outcome is unknown; it was not re-run."
-            return _tool_message(call, _status("unknown", text))
+            return tool_message(call, status_result("unknown", text))
         async with self._heartbeat(scope):
             result = await tool.invoke(args, key=key)
         return await self._finish(scope, call, key, result, log)
@@ -503,7 +457,7 @@ class Runner:
     async def _finish(
         self, scope: _Scope, call: ToolCall, key: str, result: ToolResult, log: list[RunEvent]
     ) -> dict[str, object]:
-        message = _tool_message(call, result)
+        message = tool_message(call, result)
         finished = {"call_id": call.id, "tool": call.name, "is_error": result.is_error}
         write = _plus(self._write(scope), [("tool_finished", finished)])
         log += await self.store.ledger_finish(key, result=message, at=write.at, write=write)
@@ -743,7 +697,7 @@ def _tally(
     return (
         [o.call for o in outcomes if o.kind == "run"],
         {
-            o.call.id: _tool_message(o.call, _blocked(o.verdict))
+            o.call.id: tool_message(o.call, blocked_result(o.verdict))
             for o in outcomes
             if o.kind == "block"
         },
@@ -761,7 +715,7 @@ def _closing(
     approvals and the pause, if any."""
     ordered = [results[c.id] for c in turn.calls if c.id in results]
     events: list[tuple[str, dict[str, object]]] = [("tool_result", r) for r in ordered]
-    events += [("approval_requested", _approval_data(a)) for a in held]
+    events += [("approval_requested", approval_data(a)) for a in held]
     if held:
         events.append(("paused", {"approvals": [a.id for a in held]}))
     return replace(
@@ -774,25 +728,6 @@ def _closing(
 
 def _plus(write: RunWrite, events: Sequence[tuple[str, dict[str, object]]]) -> RunWrite:
     return replace(write, events=[*write.events, *events])
-
-
-def _answer(approval: Approval) -> dict[str, object]:
-    """The tool result for a call decided not to run: what the decision says."""
-    decision = approval.decision
-    match approval.status:
-        case "responded":
-            assert isinstance(decision, Respond)  # a responded approval carries its text
-            return _tool_message(approval.call, ToolResult(content=decision.content))
-        case "rejected":
-            reason = getattr(decision, "reason", "") or "no reason given"
-            text = f"The user rejected this call: {reason}. Do not retry it."
-            return _tool_message(approval.call, _status("rejected", text))
-        case "expired":
-            text = "Nobody decided on this call in time; it did not run."
-            return _tool_message(approval.call, _status("expired", text))
-        case _:
-            text = "This call was cancelled; it did not run."
-            return _tool_message(approval.call, _status(approval.status, text))
 
 
 async def _all(steps: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
@@ -828,19 +763,6 @@ def _in_order(log: Sequence[RunEvent]) -> list[RunEvent]:
     return ordered
 
 
-def _subagent_spec(agent: Agent) -> ToolSpec:
-    return ToolSpec(
-        name=agent.name,
-        description=agent.description or agent.instructions or f"Hand a task to {agent.name}.",
-        parameters={
-            "type": "object",
-            "properties": {"input": {"type": "string", "description": "The task, in words."}},
-            "required": ["input"],
-            "additionalProperties": False,
-        },
-    )
-
-
 def _server(agent: Agent, call: ToolCall) -> str | None:
     """The MCP server a call goes to, as the policy's ``servers:`` sections match it."""
     tool = agent.tool(call.name)
@@ -856,42 +778,3 @@ def _outcome(scope: _Scope) -> ToolResult:
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-def _tool_message(call: ToolCall, result: ToolResult) -> dict[str, object]:
-    message = Message(role="tool", content=result.content, tool_call_id=call.id, name=call.name)
-    data = message_to_dict(message)
-    if result.is_error:
-        data["is_error"] = True
-    return data
-
-
-def _status(status: str, message: str) -> ToolResult:
-    return ToolResult(content=json.dumps({"status": status, "message": message}))
-
-
-def _blocked(verdict: Verdict) -> ToolResult:
-    return _status("blocked", f"The policy blocked this call: {verdict.reason}. Do not retry it.")
-
-
-def _call_data(call: ToolCall) -> dict[str, object]:
-    return {
-        "id": call.id,
-        "name": call.name,
-        "args": call.args,
-        "server": call.server,
-        "agent": call.agent,
-    }
-
-
-def _approval_data(approval: Approval) -> dict[str, object]:
-    return {
-        "approval_id": approval.id,
-        "call_id": approval.call.id,
-        "tool": approval.call.name,
-        "args": approval.call.args,
-        "agent": approval.call.agent,
-        "rule": approval.rule,
-        "reason": approval.reason,
-        "expires_at": None if approval.expires_at is None else approval.expires_at.isoformat(),
-    }

@@ -1,0 +1,79 @@
+"""What the model and the run's log are told of each call: its result as a tool message, the
+words for a rejection, an expiry or a block (ARCHITECTURE §3), and the data of its events."""
+
+from __future__ import annotations
+
+import json
+
+from signoff.agent.model import Message, message_to_dict
+from signoff.agent.tools import ToolResult
+from signoff.types import Approval, Respond, ToolCall, Verdict
+
+__all__ = [
+    "answer",
+    "approval_data",
+    "blocked_result",
+    "call_data",
+    "status_result",
+    "tool_message",
+]
+
+
+def answer(approval: Approval) -> dict[str, object]:
+    """The tool result for a call decided not to run: what the decision says."""
+    decision = approval.decision
+    match approval.status:
+        case "responded":
+            assert isinstance(decision, Respond)  # a responded approval carries its text
+            return tool_message(approval.call, ToolResult(content=decision.content))
+        case "rejected":
+            reason = getattr(decision, "reason", "") or "no reason given"
+            text = f"The user rejected this call: {reason}. Do not retry it."
+            return tool_message(approval.call, status_result("rejected", text))
+        case "expired":
+            text = "Nobody decided on this call in time; it did not run."
+            return tool_message(approval.call, status_result("expired", text))
+        case _:
+            text = "This call was cancelled; it did not run."
+            return tool_message(approval.call, status_result(approval.status, text))
+
+
+def tool_message(call: ToolCall, result: ToolResult) -> dict[str, object]:
+    message = Message(role="tool", content=result.content, tool_call_id=call.id, name=call.name)
+    data = message_to_dict(message)
+    if result.is_error:
+        data["is_error"] = True
+    return data
+
+
+def status_result(status: str, message: str) -> ToolResult:
+    return ToolResult(content=json.dumps({"status": status, "message": message}))
+
+
+def blocked_result(verdict: Verdict) -> ToolResult:
+    return status_result(
+        "blocked", f"The policy blocked this call: {verdict.reason}. Do not retry it."
+    )
+
+
+def call_data(call: ToolCall) -> dict[str, object]:
+    return {
+        "id": call.id,
+        "name": call.name,
+        "args": call.args,
+        "server": call.server,
+        "agent": call.agent,
+    }
+
+
+def approval_data(approval: Approval) -> dict[str, object]:
+    return {
+        "approval_id": approval.id,
+        "call_id": approval.call.id,
+        "tool": approval.call.name,
+        "args": approval.call.args,
+        "agent": approval.call.agent,
+        "rule": approval.rule,
+        "reason": approval.reason,
+        "expires_at": None if approval.expires_at is None else approval.expires_at.isoformat(),
+    }
