@@ -1,0 +1,336 @@
+"""The HTTP API of ARCHITECTURE §7: runs, their events (SSE), approvals and decisions, audit.
+
+Every error is JSON naming the problem — 400, 401, 403, 404, 409 or 422 — never a 500 for bad
+input. The decider of a decision is the authenticated principal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator, Mapping
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import Depends, FastAPI, Header, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from signoff.errors import (
+    ApprovalTimeout,
+    ConflictError,
+    ForbiddenError,
+    InvalidDecisionError,
+    InvalidEditError,
+    NotFoundError,
+    SignoffError,
+)
+from signoff.server.auth import Auth
+from signoff.server.service import Principal, Service
+from signoff.types import Approval, Approve, Decision, Edit, Reject, Respond, Scope, ToolCall
+
+__all__ = ["create_app"]
+
+_PHRASES = {401: "Unauthorized", 404: "NotFound", 405: "MethodNotAllowed"}
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StartRun(_Body):
+    agent: str = Field(min_length=1)
+    input: str
+
+
+class Always(_Body):
+    scope: Literal["run", "thread", "agent", "global"]
+    with_args: bool = False
+
+
+class DecisionBody(_Body):
+    kind: Literal["approve", "edit", "respond", "reject"]
+    args: dict[str, Any] | None = None
+    content: str | None = None
+    reason: str | None = None
+    always: Always | None = None
+
+    def decision(self) -> Decision:
+        """The decision, or `InvalidDecisionError` naming the field that is missing."""
+        match self.kind:
+            case "approve":
+                scope = self.always
+                always = (
+                    None if scope is None else Scope(kind=scope.scope, with_args=scope.with_args)
+                )
+                return Approve(always=always)
+            case "edit":
+                if self.args is None:
+                    raise InvalidDecisionError("an edit needs 'args': the arguments to run with")
+                return Edit(args=self.args)
+            case "respond":
+                if self.content is None:
+                    raise InvalidDecisionError("a response needs 'content': the text to return")
+                return Respond(content=self.content)
+            case _:
+                return Reject(reason=self.reason or "")
+
+
+class Decisions(_Body):
+    decisions: dict[str, DecisionBody] = Field(min_length=1)
+
+
+async def _principal(request: Request) -> Principal:
+    auth: Auth = request.app.state.auth
+    return await auth.principal(request)
+
+
+Who = Annotated[Principal, Depends(_principal)]
+"""The request's authenticated principal (or 401)."""
+
+
+def create_app(service: Service, auth: Auth) -> FastAPI:
+    """The API over `service`; its workers run for the app's lifetime."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        async with service.running():
+            yield
+
+    app = FastAPI(title="signoff", version=_version(), lifespan=lifespan)
+    app.state.auth = auth
+    _errors(app)
+
+    @app.get("/v1/health")
+    async def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/v1/agents")
+    async def agents(_: Who) -> dict[str, Any]:
+        engine = service.gate.engine
+        return {
+            "items": [
+                {
+                    "name": agent.name,
+                    "description": agent.description,
+                    "tools": [
+                        {
+                            "name": spec.name,
+                            "description": spec.description,
+                            "parameters": spec.parameters,
+                            "verdict": _verdict(
+                                engine.evaluate(
+                                    ToolCall(id="", name=spec.name, args={}, agent=agent.name)
+                                )
+                            ),
+                        }
+                        for spec in agent.specs
+                    ],
+                }
+                for agent in service.agents
+            ]
+        }
+
+    @app.post("/v1/threads/{thread_id}/runs", status_code=201)
+    async def start_run(
+        thread_id: str,
+        body: StartRun,
+        who: Who,
+        wait: Annotated[float, Query(ge=0, le=60)] = 0,
+    ) -> dict[str, Any]:
+        """Start a run of `agent` on the thread; with `wait`, answer once it pauses or ends
+        (or after that many seconds)."""
+        run_id = await service.start_run(
+            body.agent, thread_id, body.input, started_by=who.name, wait=wait
+        )
+        return await _run(service, run_id)
+
+    @app.get("/v1/runs/{run_id}")
+    async def get_run(run_id: str, _: Who) -> dict[str, Any]:
+        return await _run(service, run_id)
+
+    @app.get("/v1/runs/{run_id}/events")
+    async def run_events(
+        run_id: str,
+        _: Who,
+        last_event_id: Annotated[int | None, Header(ge=0)] = None,
+        after: Annotated[int, Query(ge=0)] = 0,
+    ) -> StreamingResponse:
+        """The run's events as server-sent events, from the start or after `Last-Event-ID`,
+        live until the run ends."""
+        await service.store.get_run(run_id)  # 404 before the stream starts
+        events = service.follow(run_id, after=last_event_id or after)
+
+        async def stream() -> AsyncIterator[str]:
+            async for event in events:
+                data = {"run_id": event.run_id, "seq": event.seq, "at": _iso(event.at)}
+                data |= {"type": event.type, "data": event.data}
+                yield f"id: {event.seq}\nevent: {event.type}\ndata: {json.dumps(data)}\n\n"
+
+        return StreamingResponse(stream(), media_type="text/event-stream")
+
+    @app.get("/v1/approvals")
+    async def list_approvals(
+        _: Who,
+        status: str | None = None,
+        run_id: str | None = None,
+        agent: str | None = None,
+        tool: str | None = None,
+        cursor: str | None = None,
+        limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    ) -> dict[str, Any]:
+        """Newest first; `next` is the cursor of the next page, or null."""
+        page = await service.store.list_approvals(
+            status=status, run_id=run_id, agent=agent, tool=tool, before=cursor, limit=limit
+        )
+        return {
+            "items": [_approval(a) for a in page],
+            "next": page[-1].id if len(page) == limit else None,
+        }
+
+    @app.get("/v1/approvals/{approval_id}")
+    async def get_approval(
+        approval_id: str, _: Who, wait: Annotated[float, Query(ge=0, le=300)] = 0
+    ) -> dict[str, Any]:
+        """The approval; with `wait`, once it is decided or that many seconds have passed."""
+        approval = await service.store.get_approval(approval_id)
+        if approval.pending and wait > 0:
+            with contextlib.suppress(ApprovalTimeout):
+                approval = await service.gate.wait(approval_id, timeout=wait)
+        return _approval(approval)
+
+    @app.post("/v1/approvals/{approval_id}/decision")
+    async def decide(approval_id: str, body: DecisionBody, who: Who) -> dict[str, Any]:
+        approval = await service.gate.decide(
+            approval_id, body.decision(), actor=who.name, roles=who.roles
+        )
+        return _approval(approval)
+
+    @app.post("/v1/approvals/decisions")
+    async def decide_batch(body: Decisions, who: Who) -> dict[str, Any]:
+        """Several decisions, all or nothing ("Approve All" is every id with approve)."""
+        decided = await service.gate.decide_batch(
+            {i: d.decision() for i, d in body.decisions.items()}, actor=who.name, roles=who.roles
+        )
+        return {"items": [_approval(a) for a in decided]}
+
+    @app.get("/v1/audit")
+    async def audit(
+        _: Who,
+        after: Annotated[int, Query(ge=0)] = 0,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    ) -> dict[str, Any]:
+        entries = await service.store.audit_log(after=after, limit=limit)
+        return {
+            "items": [
+                {
+                    "seq": e.seq,
+                    "at": _iso(e.at),
+                    "actor": e.actor,
+                    "action": e.action,
+                    "subject": e.subject,
+                    "data": e.data,
+                    "hash": e.hash,
+                }
+                for e in entries
+            ],
+            "next": entries[-1].seq if len(entries) == limit else None,
+        }
+
+    @app.get("/v1/audit/verify")
+    async def verify(_: Who) -> dict[str, Any]:
+        broken = await service.store.verify_audit()
+        return {"ok": broken is None, "first_bad_entry": broken}
+
+    return app
+
+
+def _errors(app: FastAPI) -> None:
+    statuses: Mapping[type[SignoffError], int] = {
+        NotFoundError: 404,
+        ConflictError: 409,
+        ForbiddenError: 403,
+        InvalidEditError: 422,
+        InvalidDecisionError: 422,
+    }
+
+    @app.exception_handler(SignoffError)
+    async def signoff_error(_: Request, exc: SignoffError) -> JSONResponse:
+        status = next((s for kind, s in statuses.items() if isinstance(exc, kind)), 400)
+        body: dict[str, Any] = {"error": type(exc).__name__, "detail": str(exc)}
+        if isinstance(exc, InvalidEditError):
+            body |= {"path": exc.path, "schema_path": exc.schema_path}
+        return JSONResponse(body, status_code=status)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        detail: Any = exc.detail  # ours are dicts already; Starlette's own are words
+        body = detail if isinstance(detail, dict) else {"error": "", "detail": str(detail)}
+        body["error"] = body["error"] or _PHRASES.get(exc.status_code, "Error")
+        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = [
+            {"field": ".".join(str(p) for p in e["loc"]), "problem": e["msg"]} for e in exc.errors()
+        ]
+        detail = "; ".join(f"{p['field']}: {p['problem']}" for p in problems)
+        return JSONResponse(
+            {"error": "InvalidRequest", "detail": detail, "problems": problems}, status_code=422
+        )
+
+
+async def _run(service: Service, run_id: str) -> dict[str, Any]:
+    record = await service.store.get_run(run_id)
+    pending = await service.store.list_approvals(status="pending", run_id=run_id, limit=500)
+    return {
+        "id": record.id,
+        "thread_id": record.thread_id,
+        "agent": record.agent,
+        "status": record.status,
+        "started_by": record.started_by,
+        "messages": await service.store.run_messages(run_id),
+        "pending_approvals": [a.id for a in pending],
+    }
+
+
+def _approval(approval: Approval) -> dict[str, Any]:
+    from signoff.types import decision_to_dict
+
+    call = approval.call
+    return {
+        "id": approval.id,
+        "run_id": approval.run_id,
+        "thread_id": approval.thread_id,
+        "call_id": call.id,
+        "tool": call.name,
+        "args": call.args,
+        "server": call.server,
+        "agent": call.agent,
+        "status": approval.status,
+        "rule": approval.rule,
+        "reason": approval.reason,
+        "approvers": list(approval.approvers),
+        "requested_by": approval.requested_by,
+        "requested_at": _iso(approval.requested_at),
+        "expires_at": None if approval.expires_at is None else _iso(approval.expires_at),
+        "decided_by": approval.decided_by,
+        "decided_at": None if approval.decided_at is None else _iso(approval.decided_at),
+        "decision": None if approval.decision is None else decision_to_dict(approval.decision),
+    }
+
+
+def _verdict(verdict: Any) -> dict[str, Any]:
+    return {"kind": verdict.kind, "rule": verdict.rule, "reason": verdict.reason}
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat()
+
+
+def _version() -> str:
+    import signoff
+
+    return signoff.__version__

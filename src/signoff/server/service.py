@@ -1,0 +1,121 @@
+"""What one server process runs: the store, the gate, a runner per agent, and their workers.
+
+Every replica on the same database runs the same service: runs are claimed by compare-and-set,
+so a run started on one replica can be approved on another and resumes exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+
+from signoff.agent import Agent, Runner
+from signoff.errors import ConflictError, NotFoundError
+from signoff.gate import Gate
+from signoff.store import Store
+from signoff.store.runs import StoredEvent
+
+__all__ = ["Principal", "Service"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Principal:
+    """Who a request comes from: the decider of whatever it decides."""
+
+    name: str
+    roles: frozenset[str] = frozenset()
+
+
+@dataclass(kw_only=True)
+class Service:
+    store: Store
+    gate: Gate
+    agents: Sequence[Agent]
+    poll_interval: float = 0.25
+    """How often readers of a run's log look for new events when nothing woke them."""
+    runners: dict[str, Runner] = field(init=False)
+    _tasks: set[asyncio.Task[None]] = field(init=False, default_factory=set)
+
+    def __post_init__(self) -> None:
+        names = [a.name for a in self.agents]
+        if len(set(names)) != len(names):
+            raise ValueError(f"two agents share a name: {names}")
+        self.runners = {a.name: Runner(a, self.gate) for a in self.agents}
+
+    def runner(self, agent: str) -> Runner:
+        try:
+            return self.runners[agent]
+        except KeyError:
+            raise NotFoundError(
+                f"no agent named {agent!r}; the agents are {sorted(self.runners)}"
+            ) from None
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[Service]:
+        """Run the workers (one per agent, resuming decided runs) and the expiry sweeper for
+        as long as the block lasts."""
+        workers = [asyncio.create_task(r.work()) for r in self.runners.values()]
+        workers.append(asyncio.create_task(self.gate.run_sweeper()))
+        try:
+            yield self
+        finally:
+            for task in [*workers, *self._tasks]:
+                task.cancel()
+            await asyncio.gather(*workers, *self._tasks, return_exceptions=True)
+
+    async def start_run(
+        self, agent: str, thread_id: str, input: str, *, started_by: str, wait: float = 0
+    ) -> str:
+        """Start a run and let it go on in the background; return its id once it is stored.
+        With `wait`, return when it pauses or ends, or after `wait` seconds."""
+        stream = self.runner(agent).start(thread_id, input, started_by=started_by)
+        first = await anext(stream)
+        done = asyncio.Event()
+
+        async def go_on() -> None:
+            try:
+                async for _ in stream:
+                    pass
+            except ConflictError:
+                pass  # another worker took it over: it goes on there
+            except Exception:
+                logger.exception("run %s failed in the background", first.run_id)
+            finally:
+                done.set()
+
+        task = asyncio.create_task(go_on())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        if wait > 0:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(wait):
+                    await done.wait()
+        return first.run_id
+
+    async def follow(self, run_id: str, *, after: int = 0) -> AsyncIterator[StoredEvent]:
+        """The run's events after `after`, then each new one as it is written, until the run
+        has ended and every event was sent. Decisions taken in this process wake it at once;
+        otherwise it looks every `poll_interval` seconds."""
+        from signoff.gate.notifier import ANY
+
+        await self.store.get_run(run_id)  # NotFoundError before anything is streamed
+        with self.gate.notifier.subscription(ANY) as woken:
+            while True:
+                woken.clear()
+                events = await self.store.run_events(run_id, after=after)
+                for event in events:
+                    after = event.seq
+                    yield event
+                if not events and (await self.store.get_run(run_id)).status in (
+                    "completed",
+                    "failed",
+                ):
+                    return
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self.poll_interval):
+                        await woken.wait()

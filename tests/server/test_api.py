@@ -1,0 +1,339 @@
+"""The HTTP API in-process (httpx over ASGI) and, for live streams, a real uvicorn server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from signoff import Policy
+from signoff.agent import Agent, ModelTurn, tool
+from signoff.gate import Gate
+from signoff.server import Auth, Principal, Service, create_app
+from signoff.store import SQLStore
+from signoff.testing import ScriptedModel, call
+
+POLICY = Policy.from_dict(
+    {
+        "rules": [
+            {"allow": "list_pods"},
+            {"ask": ["delete_pod", "scale"]},
+            {"ask": "drain_node", "approvers": ["ops"]},
+        ]
+    }
+)
+deleted: list[str] = []
+
+
+@tool
+def list_pods() -> list[str]:
+    """List the pods."""
+    return ["nginx-123", "web-1"]
+
+
+@tool
+def delete_pod(name: str) -> str:
+    """Delete a pod."""
+    deleted.append(name)
+    return f"deleted {name}"
+
+
+@tool
+def scale(name: str, replicas: int) -> str:
+    """Scale a deployment."""
+    return f"scaled {name} to {replicas}"
+
+
+@tool
+def drain_node(name: str) -> str:
+    """Drain a node (ops only)."""
+    return f"drained {name}"
+
+
+@pytest.fixture(autouse=True)
+def clear() -> None:
+    deleted.clear()
+
+
+TOKENS = {
+    "alice-token": Principal(name="alice", roles=frozenset({"ops"})),
+    "bob-token": Principal(name="bob"),
+}
+
+
+def service(store: SQLStore, turns: list[Any]) -> Service:
+    agent = Agent(
+        name="ops", model=ScriptedModel(turns), tools=[list_pods, delete_pod, scale, drain_node]
+    )
+    return Service(store=store, gate=Gate(POLICY, store), agents=[agent], poll_interval=0.05)
+
+
+@pytest.fixture
+def api(store: SQLStore) -> Callable[[list[Any]], Any]:
+    """An API client over a fresh service whose ops agent plays `turns`; as alice."""
+
+    @asynccontextmanager_
+    async def make(turns: list[Any], token: str | None = "alice-token") -> AsyncIterator[Any]:
+        app = create_app(service(store, turns), Auth(tokens=TOKENS))
+        headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(
+                transport=transport, base_url="http://signoff", headers=headers
+            ) as client:
+                yield client
+
+    return make
+
+
+def asynccontextmanager_(function: Any) -> Any:
+    import contextlib
+
+    return contextlib.asynccontextmanager(function)
+
+
+async def until(client: httpx.AsyncClient, run_id: str, status: str) -> dict[str, Any]:
+    async with asyncio.timeout(10):
+        while True:
+            run: dict[str, Any] = (await client.get(f"/v1/runs/{run_id}")).json()
+            if run["status"] == status:
+                return run
+            await asyncio.sleep(0.02)
+
+
+DELETE_THEN_DONE = [
+    ModelTurn(tool_calls=(call("list_pods"), call("delete_pod", name="nginx-123"))),
+    ModelTurn(text="nginx-123 is gone."),
+]
+
+
+async def test_a_run_pauses_is_approved_over_http_and_the_worker_finishes_it(api: Any):
+    async with api(DELETE_THEN_DONE) as client:
+        response = await client.post(
+            "/v1/threads/t1/runs", params={"wait": 5}, json={"agent": "ops", "input": "go"}
+        )
+        assert response.status_code == 201
+        run = response.json()
+        assert (run["status"], run["agent"], run["started_by"]) == ("paused", "ops", "alice")
+        [pending] = run["pending_approvals"]
+
+        listed = (await client.get("/v1/approvals", params={"status": "pending"})).json()
+        [item] = listed["items"]
+        assert listed["next"] is None
+        assert (item["id"], item["tool"], item["args"]) == (
+            pending,
+            "delete_pod",
+            {"name": "nginx-123"},
+        )
+        assert (item["run_id"], item["agent"], item["status"]) == (run["id"], "ops", "pending")
+
+        decided = await client.post(f"/v1/approvals/{pending}/decision", json={"kind": "approve"})
+        assert decided.status_code == 200
+        assert (decided.json()["status"], decided.json()["decided_by"]) == ("approved", "alice")
+        done = await until(client, run["id"], "completed")
+        assert deleted == ["nginx-123"]
+        assert done["messages"][-1] == {"role": "assistant", "content": "nginx-123 is gone."}
+        # The same decision again is a no-op; a different one is a conflict.
+        again = await client.post(f"/v1/approvals/{pending}/decision", json={"kind": "approve"})
+        assert again.status_code == 200
+        other = await client.post(
+            f"/v1/approvals/{pending}/decision", json={"kind": "reject", "reason": "no"}
+        )
+        assert other.status_code == 409
+        assert other.json()["error"] == "ConflictError"
+        assert deleted == ["nginx-123"]
+
+
+async def test_bad_requests_get_json_errors_naming_the_problem(api: Any):
+    turns = [ModelTurn(tool_calls=(call("scale", name="web", replicas=2),)), ModelTurn(text="ok")]
+    async with api(turns) as client:
+        run = (
+            await client.post(
+                "/v1/threads/t1/runs", params={"wait": 5}, json={"agent": "ops", "input": "go"}
+            )
+        ).json()
+        [pending] = run["pending_approvals"]
+        cases = [
+            (await client.post(f"/v1/approvals/{pending}/decision", json={"kind": "maybe"}),
+             422, "body.kind"),
+            (await client.post(f"/v1/approvals/{pending}/decision", json={"kind": "edit"}),
+             422, "needs 'args'"),
+            (await client.post(f"/v1/approvals/{pending}/decision",
+                               json={"kind": "edit", "args": {"name": "web", "replicas": "x"}}),
+             422, "/replicas"),
+            (await client.post("/v1/approvals/nope/decision", json={"kind": "approve"}),
+             404, "nope"),
+            (await client.post("/v1/threads/t2/runs", json={"agent": "ghost", "input": "x"}),
+             404, "no agent named 'ghost'"),
+            (await client.post("/v1/threads/t2/runs", json={"input": "x"}), 422, "body.agent"),
+            (await client.get("/v1/runs/nope"), 404, "nope"),
+            (await client.get("/v1/approvals", params={"limit": 0}), 422, "query.limit"),
+            (await client.post("/v1/approvals/decisions", json={"decisions": {}}), 422,
+             "body.decisions"),
+            (await client.get("/v1/nowhere"), 404, "Not Found"),
+        ]  # fmt: skip
+        for response, status, words in cases:
+            assert response.status_code == status, response.text
+            body = response.json()
+            assert words in body["detail"], body
+            assert body["error"]
+        bad_edit = cases[2][0].json()
+        assert bad_edit["schema_path"] == "properties/replicas/type"
+        still = (await client.get(f"/v1/approvals/{pending}")).json()
+        assert still["status"] == "pending"  # nothing half-done by the bad requests
+
+
+async def test_without_a_known_token_nothing_is_served_and_roles_are_enforced(api: Any):
+    turns = [ModelTurn(tool_calls=(call("drain_node", name="n1"),)), ModelTurn(text="ok")]
+    async with api(turns, token=None) as anonymous:
+        refused = await anonymous.get("/v1/approvals")
+        assert refused.status_code == 401
+        assert refused.headers["www-authenticate"] == "Bearer"
+        assert refused.json() == {
+            "error": "Unauthorized", "detail": "send 'Authorization: Bearer <token>'",
+        }  # fmt: skip
+        wrong = await anonymous.get("/v1/approvals", headers={"Authorization": "Bearer guess"})
+        assert wrong.status_code == 401
+        assert (await anonymous.get("/v1/health")).status_code == 200
+
+        alice = {"Authorization": "Bearer alice-token"}
+        run = (
+            await anonymous.post(
+                "/v1/threads/t1/runs",
+                params={"wait": 5},
+                json={"agent": "ops", "input": "drain n1"},
+                headers=alice,
+            )
+        ).json()
+        [pending] = run["pending_approvals"]
+        bob = {"Authorization": "Bearer bob-token"}
+        forbidden = await anonymous.post(
+            f"/v1/approvals/{pending}/decision", json={"kind": "approve"}, headers=bob
+        )
+        assert forbidden.status_code == 403
+        assert "needs one of the roles ['ops']" in forbidden.json()["detail"]
+        allowed = await anonymous.post(
+            f"/v1/approvals/{pending}/decision", json={"kind": "approve"}, headers=alice
+        )
+        assert allowed.json()["decided_by"] == "alice"
+
+
+async def test_approve_all_decides_a_batch_at_once_and_a_long_poll_sees_it(api: Any):
+    turns = [
+        ModelTurn(tool_calls=tuple(call("delete_pod", name=n) for n in ("a", "b", "c"))),
+        ModelTurn(text="all three gone"),
+    ]
+    async with api(turns) as client:
+        run = (
+            await client.post(
+                "/v1/threads/t1/runs", params={"wait": 5}, json={"agent": "ops", "input": "go"}
+            )
+        ).json()
+        ids = run["pending_approvals"]
+        assert len(ids) == 3
+        waiting = asyncio.create_task(client.get(f"/v1/approvals/{ids[0]}", params={"wait": 10}))
+        await asyncio.sleep(0.1)
+        assert not waiting.done()
+        batch = await client.post(
+            "/v1/approvals/decisions", json={"decisions": {i: {"kind": "approve"} for i in ids}}
+        )
+        assert [a["status"] for a in batch.json()["items"]] == ["approved"] * 3
+        assert (await waiting).json()["status"] == "approved"
+        await until(client, run["id"], "completed")
+        assert sorted(deleted) == ["a", "b", "c"]
+
+
+async def test_agents_list_their_tools_with_schemas_and_verdicts(api: Any):
+    async with api([]) as client:
+        [ops] = (await client.get("/v1/agents")).json()["items"]
+        tools = {t["name"]: t for t in ops["tools"]}
+        assert tools["list_pods"]["verdict"]["kind"] == "allow"
+        assert tools["delete_pod"]["verdict"]["kind"] == "ask"
+        assert tools["scale"]["parameters"]["properties"]["replicas"]["type"] == "integer"
+
+
+async def test_audit_lists_the_decisions_and_verifies(api: Any):
+    async with api(DELETE_THEN_DONE) as client:
+        run = (
+            await client.post(
+                "/v1/threads/t1/runs", params={"wait": 5}, json={"agent": "ops", "input": "go"}
+            )
+        ).json()
+        [pending] = run["pending_approvals"]
+        await client.post(
+            f"/v1/approvals/{pending}/decision", json={"kind": "reject", "reason": "not today"}
+        )
+        entries = (await client.get("/v1/audit")).json()["items"]
+        decision = [e for e in entries if e["action"] == "decision"]
+        assert decision and decision[-1]["actor"] == "alice"
+        assert (await client.get("/v1/audit/verify")).json() == {
+            "ok": True,
+            "first_bad_entry": None,
+        }
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def test_a_live_event_stream_resumes_after_last_event_id_and_shows_the_decision(
+    store: SQLStore,
+):
+    app = create_app(service(store, DELETE_THEN_DONE), Auth(tokens=TOKENS))
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    serving = asyncio.create_task(server.serve())
+    headers = {"Authorization": "Bearer alice-token"}
+    try:
+        async with (
+            asyncio.timeout(20),
+            httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", headers=headers) as client,
+        ):
+            while not server.started:
+                await asyncio.sleep(0.01)
+            run = (
+                await client.post(
+                    "/v1/threads/t1/runs", params={"wait": 5}, json={"agent": "ops", "input": "go"}
+                )
+            ).json()
+            seen: list[dict[str, Any]] = []
+            async with client.stream("GET", f"/v1/runs/{run['id']}/events") as stream:
+                lines = stream.aiter_lines()
+                async for line in lines:
+                    if line.startswith("data: "):
+                        seen.append(json.loads(line[6:]))
+                        if seen[-1]["type"] == "paused":
+                            break
+                # Live: the decision and the rest arrive on the open stream.
+                [pending] = run["pending_approvals"]
+                await client.post(f"/v1/approvals/{pending}/decision", json={"kind": "approve"})
+                async for line in lines:
+                    if line.startswith("data: "):
+                        seen.append(json.loads(line[6:]))
+            types = [e["type"] for e in seen]
+            assert types[0] == "run_started"
+            assert types.index("paused") < types.index("decision") < types.index("resumed")
+            assert types[-1] == "completed"
+            assert [e["seq"] for e in seen] == list(range(1, len(seen) + 1))
+            # Reconnecting with Last-Event-ID gives only what came after.
+            middle = seen[len(seen) // 2]["seq"]
+            async with client.stream(
+                "GET", f"/v1/runs/{run['id']}/events", headers={"Last-Event-ID": str(middle)}
+            ) as again:
+                rest = [
+                    json.loads(line[6:])
+                    async for line in again.aiter_lines()
+                    if line.startswith("data: ")
+                ]
+            assert [e["seq"] for e in rest] == [e["seq"] for e in seen if e["seq"] > middle]
+    finally:
+        server.should_exit = True
+        await serving
