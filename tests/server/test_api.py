@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 from collections.abc import AsyncIterator, Callable
@@ -75,11 +76,15 @@ def service(store: SQLStore, turns: list[Any]) -> Service:
 
 
 @pytest.fixture
-def api(store: SQLStore) -> Callable[[list[Any]], Any]:
+def api(
+    store: SQLStore,
+) -> Callable[..., contextlib.AbstractAsyncContextManager[httpx.AsyncClient]]:
     """An API client over a fresh service whose ops agent plays `turns`; as alice."""
 
-    @asynccontextmanager_
-    async def make(turns: list[Any], token: str | None = "alice-token") -> AsyncIterator[Any]:
+    @contextlib.asynccontextmanager
+    async def make(
+        turns: list[Any], token: str | None = "alice-token"
+    ) -> AsyncIterator[httpx.AsyncClient]:
         app = create_app(service(store, turns), Auth(tokens=TOKENS))
         headers = {} if token is None else {"Authorization": f"Bearer {token}"}
         async with app.router.lifespan_context(app):
@@ -90,12 +95,6 @@ def api(store: SQLStore) -> Callable[[list[Any]], Any]:
                 yield client
 
     return make
-
-
-def asynccontextmanager_(function: Any) -> Any:
-    import contextlib
-
-    return contextlib.asynccontextmanager(function)
 
 
 async def until(client: httpx.AsyncClient, run_id: str, status: str) -> dict[str, Any]:
