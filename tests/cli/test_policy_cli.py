@@ -141,7 +141,7 @@ def test_explain_needs_exactly_one_of_tool_or_calls():
 
 
 def test_demo_prints_the_verdict_table_of_the_bundled_example():
-    code, out, _ = run("demo")
+    code, out, _ = run("demo", "--explain")
     assert code == 0
     assert "14 sample tool calls against the example policy (10 rules, default ask" in out
     verdicts = {

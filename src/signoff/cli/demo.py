@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from importlib.resources import as_file, files
+from pathlib import Path
+from typing import Annotated
+
+import typer
 
 from signoff.cli.policy import explain_table, load_calls, table_console
 from signoff.policy import Policy, PolicyEngine
@@ -10,7 +16,45 @@ from signoff.policy import Policy, PolicyEngine
 __all__ = ["demo"]
 
 
-def demo() -> None:
+def demo(
+    host: Annotated[str, typer.Option(help="Address to listen on (loopback only).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on; 0 picks a free one.")] = 8000,
+    data_dir: Annotated[
+        Path | None,
+        typer.Option(help="Folder of the demo's database and sandbox [default: user data dir]."),
+    ] = None,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="Only print the example policy's verdict table.")
+    ] = False,
+) -> None:
+    """Run the server with two demo agents (files, ops) on SQLite; no config needed."""
+    if explain:
+        explain_example()
+        return
+    from signoff.demo import default_data_dir, serve_demo
+
+    folder = data_dir or default_data_dir()
+    console = table_console()
+
+    def ready(url: str) -> None:
+        console.print(f"[bold]signoff demo[/] on {url}  (data in {folder})")
+        console.print(
+            f"  start a run:  curl -s -X POST {url}/v1/threads/t1/runs?wait=5 "
+            """-H 'content-type: application/json' """
+            """-d '{"agent": "ops", "input": "list pods then delete nginx-123"}'"""
+        )
+        console.print(f"  pending:      curl -s {url}/v1/approvals?status=pending")
+        console.print(
+            f"  approve:      curl -s -X POST {url}/v1/approvals/ID/decision "
+            """-H 'content-type: application/json' -d '{"kind": "approve"}'"""
+        )
+        console.print(f"  API docs:     {url}/docs   (Ctrl+C stops)")
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve_demo(host=host, port=port, data_dir=folder, ready=ready))
+
+
+def explain_example() -> None:
     """Explain the bundled example policy over sample tool calls, as a verdict table."""
     examples = files("signoff") / "examples"
     with (

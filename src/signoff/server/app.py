@@ -103,6 +103,10 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
     app.state.auth = auth
     _errors(app)
 
+    @app.get("/", include_in_schema=False)
+    async def root() -> dict[str, str]:
+        return {"name": "signoff", "api": "/v1", "openapi": "/openapi.json", "docs": "/docs"}
+
     @app.get("/v1/health")
     async def health() -> dict[str, str]:
         return {"status": "ok"}

@@ -1,0 +1,64 @@
+"""`signoff demo`: the server with two demo agents, on SQLite in a data folder, no config."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from importlib.resources import as_file, files
+from pathlib import Path
+
+from signoff.demo.agents import demo_agents
+from signoff.errors import MissingExtraError
+from signoff.demo.model import demo_model
+
+__all__ = ["default_data_dir", "serve_demo"]
+
+
+def default_data_dir() -> Path:
+    """Where the demo keeps its database and sandbox: ``$XDG_DATA_HOME/signoff/demo``."""
+    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(base) / "signoff" / "demo"
+
+
+async def serve_demo(
+    *, host: str, port: int, data_dir: Path, ready: Callable[[str], None] = print
+) -> None:
+    """Serve the demo until interrupted; `ready` gets the URL once it listens. Without
+    authentication: `host` must be a loopback address."""
+    try:
+        import uvicorn
+    except ImportError:
+        raise MissingExtraError("signoff demo", "server") from None
+
+    from signoff.gate import Gate
+    from signoff.policy import Policy
+    from signoff.server import Auth, Service, create_app
+    from signoff.server.auth import is_loopback
+    from signoff.store import open_store
+
+    if not is_loopback(host):
+        raise ValueError(f"the demo has no authentication and serves loopback only, not {host!r}")
+    data_dir.mkdir(parents=True, exist_ok=True)
+    database = data_dir / "signoff.db"
+    with as_file(files("signoff") / "examples" / "demo-policy.yaml") as path:
+        policy = Policy.from_file(path)
+    async with open_store(f"sqlite:///{database}") as store:
+        agents = demo_agents(data_dir, database, demo_model())
+        service = Service(store=store, gate=Gate(policy, store), agents=agents)
+        app = create_app(service, Auth.none(roles=["admin"]))
+        server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+
+        async def announce() -> None:
+            while not server.started:
+                if server.should_exit:
+                    return
+                await asyncio.sleep(0.02)
+            bound = server.servers[0].sockets[0].getsockname()[1]
+            ready(f"http://{host}:{bound}")
+
+        watcher = asyncio.create_task(announce())
+        try:
+            await server.serve()
+        finally:
+            watcher.cancel()

@@ -1,0 +1,172 @@
+"""The demo's two agents, with real tools kept to the demo's data folder.
+
+- ``files`` reads, writes and deletes files in a sandbox folder; writing and deleting ask.
+- ``ops`` runs a small simulated cluster kept in the demo's SQLite database: listing pods and
+  reading logs are allowed, deleting a pod and scaling a deployment ask, ``admin_*`` is denied.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from signoff.agent import Agent, Model, Tool, tool
+
+__all__ = ["SAMPLE_FILES", "cluster_pods", "demo_agents"]
+
+SAMPLE_FILES = {
+    "notes.txt": "Buy milk.\nCall the plumber about the kitchen sink.\n",
+    "todo.md": "- [ ] renew the TLS certificate\n- [x] rotate the API keys\n",
+}
+_DEPLOYMENTS = {"nginx": 2, "web": 3, "redis": 1}
+
+
+def demo_agents(data_dir: Path, database: Path, model: Model) -> list[Agent]:
+    """The files agent on `data_dir/sandbox` and the ops agent on a cluster in `database`."""
+    sandbox = data_dir / "sandbox"
+    if not sandbox.exists():
+        sandbox.mkdir(parents=True)
+        for name, text in SAMPLE_FILES.items():
+            (sandbox / name).write_text(text)
+    _seed_cluster(database)
+    return [
+        Agent(
+            name="files",
+            model=model,
+            tools=_file_tools(sandbox),
+            description="Reads and writes files in the demo's sandbox folder.",
+            instructions="You manage files in a sandbox folder. Use relative paths.",
+        ),
+        Agent(
+            name="ops",
+            model=model,
+            tools=_ops_tools(database),
+            description="Operates a small (simulated) Kubernetes cluster.",
+            instructions="You operate a Kubernetes cluster. Check before you change anything.",
+        ),
+    ]
+
+
+def _file_tools(sandbox: Path) -> list[Tool]:
+    def inside(path: str) -> Path:
+        target = (sandbox / path).resolve()
+        if not target.is_relative_to(sandbox.resolve()):
+            raise PermissionError(f"{path!r} is outside the sandbox")
+        return target
+
+    @tool
+    def list_files() -> list[str]:
+        """List the files in the sandbox."""
+        return sorted(str(p.relative_to(sandbox)) for p in sandbox.rglob("*") if p.is_file())
+
+    @tool
+    def read_file(path: str) -> str:
+        """Read a file of the sandbox."""
+        return inside(path).read_text()
+
+    @tool
+    def write_file(path: str, content: str) -> str:
+        """Write (or overwrite) a file of the sandbox."""
+        target = inside(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content)
+        return f"wrote {len(content)} characters to {path}"
+
+    @tool
+    def delete_file(path: str) -> str:
+        """Delete a file of the sandbox."""
+        inside(path).unlink()
+        return f"deleted {path}"
+
+    return [list_files, read_file, write_file, delete_file]
+
+
+def _ops_tools(database: Path) -> list[Tool]:
+    @tool
+    def list_pods(namespace: str = "default") -> list[dict[str, str]]:
+        """List the pods of a namespace, with their status."""
+        return [{"name": name, "status": "Running"} for name in cluster_pods(database)]
+
+    @tool
+    def get_logs(name: str, lines: int = 5) -> str:
+        """The last lines of a pod's log."""
+        if name not in cluster_pods(database):
+            raise LookupError(f"no pod named {name!r}")
+        return "\n".join(f"{name}: request {i} served in {3 + i % 7} ms" for i in range(lines))
+
+    @tool
+    def delete_pod(name: str) -> str:
+        """Delete a pod (its deployment starts a new one later, not in this demo)."""
+        with _cluster(database) as cluster:
+            pods = cluster["pods"]
+            if name not in pods:
+                raise LookupError(f"no pod named {name!r}")
+            pods.remove(name)
+        return f"pod {name} deleted"
+
+    @tool
+    def scale_deployment(name: str, replicas: int) -> str:
+        """Set the number of replicas of a deployment."""
+        if not 0 <= replicas <= 50:
+            raise ValueError("replicas must be between 0 and 50")
+        with _cluster(database) as cluster:
+            pods = [p for p in cluster["pods"] if not p.startswith(f"{name}-")]
+            if len(pods) == len(cluster["pods"]) and name not in _DEPLOYMENTS:
+                raise LookupError(f"no deployment named {name!r}")
+            cluster["pods"] = pods + [f"{name}-{100 + i}" for i in range(replicas)]
+        return f"deployment {name} scaled to {replicas}"
+
+    @tool
+    def admin_reset_cluster() -> str:
+        """Reset the whole cluster (the policy denies it)."""
+        with _cluster(database) as cluster:
+            cluster["pods"] = []
+        return "cluster reset"
+
+    return [list_pods, get_logs, delete_pod, scale_deployment, admin_reset_cluster]
+
+
+def cluster_pods(database: Path) -> list[str]:
+    """The simulated cluster's pods, as the demo's database keeps them."""
+    with _cluster(database) as cluster:
+        return list(cluster["pods"])
+
+
+class _cluster:
+    """The cluster's state, read and written back in one transaction of the demo database."""
+
+    def __init__(self, database: Path) -> None:
+        self.connection = sqlite3.connect(database, timeout=30, isolation_level=None)
+
+    def __enter__(self) -> dict[str, list[str]]:
+        self.connection.execute("BEGIN IMMEDIATE")
+        row = self.connection.execute("SELECT state FROM demo_cluster WHERE id = 1").fetchone()
+        state: dict[str, list[str]] = json.loads(row[0])
+        self.state = state
+        return state
+
+    def __exit__(self, kind: object, *_: object) -> None:
+        try:
+            if kind is None:
+                self.connection.execute(
+                    "UPDATE demo_cluster SET state = ? WHERE id = 1", (json.dumps(self.state),)
+                )
+                self.connection.execute("COMMIT")
+            else:
+                self.connection.execute("ROLLBACK")
+        finally:
+            self.connection.close()
+
+
+def _seed_cluster(database: Path) -> None:
+    pods = [f"{name}-{123 + i}" for name, count in _DEPLOYMENTS.items() for i in range(count)]
+    with sqlite3.connect(database, timeout=30) as connection:
+        connection.execute(
+            "CREATE TABLE IF NOT EXISTS demo_cluster (id INTEGER PRIMARY KEY, state TEXT NOT NULL)"
+        )
+        connection.execute(
+            "INSERT OR IGNORE INTO demo_cluster (id, state) VALUES (1, ?)",
+            (json.dumps({"pods": pods}),),
+        )
+    connection.close()

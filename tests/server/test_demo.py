@@ -1,0 +1,99 @@
+"""`signoff demo` as a user runs it: a real server process with the two demo agents."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from signoff.demo.agents import cluster_pods
+
+
+@pytest.fixture
+async def demo(tmp_path: Path) -> AsyncIterator[tuple[httpx.AsyncClient, Path]]:
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "SIGNOFF_MODEL")}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "signoff", "demo", "--port", "0", "--data-dir", str(tmp_path),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=env,
+    )  # fmt: skip
+    assert process.stdout is not None
+    try:
+        async with asyncio.timeout(30):
+            first = (await process.stdout.readline()).decode()
+        found = re.search(r"http://127\.0\.0\.1:\d+", first)
+        assert found, first
+        async with httpx.AsyncClient(base_url=found.group(0), timeout=20) as client:
+            yield client, tmp_path
+    finally:
+        process.send_signal(signal.SIGINT)
+        async with asyncio.timeout(20):
+            await process.wait()
+
+
+async def run(client: httpx.AsyncClient, agent: str, text: str) -> dict[str, Any]:
+    response = await client.post(
+        "/v1/threads/" + agent + str(id(text)) + "/runs",
+        params={"wait": 10},
+        json={"agent": agent, "input": text},
+    )
+    assert response.status_code == 201, response.text
+    result: dict[str, Any] = response.json()
+    return result
+
+
+async def until_done(client: httpx.AsyncClient, run_id: str) -> dict[str, Any]:
+    async with asyncio.timeout(20):
+        while True:
+            result: dict[str, Any] = (await client.get(f"/v1/runs/{run_id}")).json()
+            if result["status"] in ("completed", "failed"):
+                return result
+            await asyncio.sleep(0.05)
+
+
+async def test_the_ops_agent_lists_asks_before_deleting_and_refuses_admin(
+    demo: tuple[httpx.AsyncClient, Path],
+):
+    client, folder = demo
+    paused = await run(client, "ops", "list pods then delete nginx-123")
+    assert paused["status"] == "paused"
+    assert "(scripted demo model)" in paused["messages"][1]["content"]  # it says what it is
+    assert "nginx-123" in paused["messages"][2]["content"]  # list_pods ran already
+    assert "nginx-123" in cluster_pods(folder / "signoff.db")  # nothing deleted yet
+    [pending] = paused["pending_approvals"]
+    decided = await client.post(f"/v1/approvals/{pending}/decision", json={"kind": "approve"})
+    assert decided.json()["decided_by"] == "local"
+    done = await until_done(client, paused["id"])
+    assert done["status"] == "completed"
+    assert "pod nginx-123 deleted" in done["messages"][-1]["content"]
+    assert "nginx-123" not in cluster_pods(folder / "signoff.db")
+
+    refused = await run(client, "ops", "reset the cluster")
+    assert refused["status"] == "completed"
+    blocked = json.loads(refused["messages"][2]["content"])
+    assert blocked["status"] == "blocked"
+    assert cluster_pods(folder / "signoff.db")  # still there
+
+
+async def test_the_files_agent_writes_what_the_person_edited(
+    demo: tuple[httpx.AsyncClient, Path],
+):
+    client, folder = demo
+    paused = await run(client, "files", "read notes.txt then write Hello there to hello.txt")
+    assert "Buy milk." in paused["messages"][2]["content"]
+    [pending] = paused["pending_approvals"]
+    edited = {"path": "hello.txt", "content": "Hello, edited."}
+    await client.post(f"/v1/approvals/{pending}/decision", json={"kind": "edit", "args": edited})
+    done = await until_done(client, paused["id"])
+    assert done["status"] == "completed"
+    assert (folder / "sandbox" / "hello.txt").read_text() == "Hello, edited."
+    escape = await run(client, "files", "read ../signoff.db")
+    assert "outside the sandbox" in escape["messages"][2]["content"]
