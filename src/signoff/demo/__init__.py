@@ -9,8 +9,8 @@ from importlib.resources import as_file, files
 from pathlib import Path
 
 from signoff.demo.agents import demo_agents
-from signoff.errors import MissingExtraError
 from signoff.demo.model import demo_model
+from signoff.errors import MissingExtraError
 
 __all__ = ["default_data_dir", "serve_demo"]
 
