@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from signoff.cli.policy import explain_table, load_calls, table_console
+from signoff.errors import MissingExtraError
 from signoff.policy import Policy, PolicyEngine
 
 __all__ = ["demo"]
@@ -31,7 +32,17 @@ def demo(
     if explain:
         explain_example()
         return
-    from signoff.demo import default_data_dir, serve_demo
+    try:
+        from signoff.demo import default_data_dir, serve_demo
+        from signoff.server.auth import is_loopback
+    except ImportError:
+        raise MissingExtraError("signoff demo", "server") from None
+
+    if not is_loopback(host):
+        raise typer.BadParameter(
+            f"the demo has no authentication and serves loopback only, not {host!r}",
+            param_hint="--host",
+        )
 
     folder = data_dir or default_data_dir()
     console = table_console()

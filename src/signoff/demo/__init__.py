@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Callable
 from importlib.resources import as_file, files
@@ -27,17 +26,16 @@ async def serve_demo(
     """Serve the demo until interrupted; `ready` gets the URL once it listens. Without
     authentication: `host` must be a loopback address."""
     try:
-        import uvicorn
+        from signoff.server import Auth, Service, create_app
+        from signoff.server.run import run_app
     except ImportError:
         raise MissingExtraError("signoff demo", "server") from None
-
     from signoff.gate import Gate
     from signoff.policy import Policy
-    from signoff.server import Auth, Service, create_app
     from signoff.server.auth import is_loopback
     from signoff.store import open_store
 
-    if not is_loopback(host):
+    if not is_loopback(host):  # the command says so first; this is for callers from Python
         raise ValueError(f"the demo has no authentication and serves loopback only, not {host!r}")
     data_dir.mkdir(parents=True, exist_ok=True)
     database = data_dir / "signoff.db"
@@ -47,18 +45,4 @@ async def serve_demo(
         agents = demo_agents(data_dir, database, demo_model())
         service = Service(store=store, gate=Gate(policy, store), agents=agents)
         app = create_app(service, Auth.none(roles=["admin"]))
-        server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
-
-        async def announce() -> None:
-            while not server.started:
-                if server.should_exit:
-                    return
-                await asyncio.sleep(0.02)
-            bound = server.servers[0].sockets[0].getsockname()[1]
-            ready(f"http://{host}:{bound}")
-
-        watcher = asyncio.create_task(announce())
-        try:
-            await server.serve()
-        finally:
-            watcher.cancel()
+        await run_app(app, host=host, port=port, ready=ready)

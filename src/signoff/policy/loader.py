@@ -98,14 +98,14 @@ def load_data(data: Any, *, source: str | None = None, text: str | None = None) 
     with paused_gc():
         builder.document({} if data is None else data)
     if builder.reader.problems:
-        raise PolicyError(_locate(builder.reader.problems, source, text))
+        raise PolicyError(locate(builder.reader.problems, source, text))
     policy = Policy(
         rules=tuple(builder.rules),
         default=builder.default,
         section_defaults=tuple(builder.section_defaults),
         version="",
         source=source,
-        warnings=tuple(_locate(builder.reader.warnings, source, text)),
+        warnings=tuple(locate(builder.reader.warnings, source, text)),
     )
     with paused_gc():
         return replace(policy, version=_version(policy))
@@ -519,7 +519,7 @@ def _is_dcaf_server(value: Any) -> bool:
     )
 
 
-def _locate(recorded: list[Recorded], source: str | None, text: str | None) -> list[Problem]:
+def locate(recorded: list[Recorded], source: str | None, text: str | None) -> list[Problem]:
     locator = Locator(text) if text is not None and recorded else None
     problems = []
     for item in recorded:

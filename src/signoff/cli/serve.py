@@ -1,0 +1,68 @@
+"""``signoff serve --config FILE``: the API over the config's database and policy."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from signoff.errors import MissingExtraError
+
+__all__ = ["serve"]
+
+
+def serve(
+    config: Annotated[
+        Path, typer.Option(help="The config file: database, auth and the policy, in YAML.")
+    ],
+    agents: Annotated[
+        list[str] | None,
+        typer.Option("--agents", help="The agents to run, as module:attribute (repeat for more)."),
+    ] = None,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on; 0 picks a free one.")] = 8000,
+    no_auth: Annotated[
+        bool,
+        typer.Option("--no-auth", help="Serve everyone as the local user (loopback only)."),
+    ] = False,
+) -> None:
+    """Serve the API: runs, approvals, decisions, audit."""
+    try:
+        from signoff.server import Auth, Service, create_app
+        from signoff.server.auth import is_loopback
+        from signoff.server.config import load_config
+        from signoff.server.run import import_agents, run_app
+    except ImportError:
+        raise MissingExtraError("signoff serve", "server") from None
+    from signoff.gate import Gate
+    from signoff.store import open_store
+
+    settings = load_config(config)
+    if no_auth and not is_loopback(host):
+        raise typer.BadParameter(
+            f"--no-auth serves loopback only, not {host!r}", param_hint="--host"
+        )
+    if not no_auth and not settings.tokens:
+        raise typer.BadParameter(
+            f"{config} configures no tokens (auth.tokens); add some, or use --no-auth on loopback",
+            param_hint="--config",
+        )
+    try:
+        loaded = [a for spec in agents or () for a in import_agents(spec)]
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--agents") from None
+    auth = Auth.none(roles=["admin"]) if no_auth else Auth(tokens=settings.tokens)
+
+    async def main() -> None:
+        async with open_store(settings.database) as store:
+            service = Service(store=store, gate=Gate(settings.policy, store), agents=loaded)
+            app = create_app(service, auth)
+            await run_app(
+                app, host=host, port=port, ready=lambda url: typer.echo(f"signoff on {url}")
+            )
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(main())

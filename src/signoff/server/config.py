@@ -1,0 +1,115 @@
+"""The config file `signoff serve` reads: the policy (ARCHITECTURE §4) plus the server's own
+keys, in one YAML document; every mistake is reported with its file, line and column.
+
+```yaml
+database: postgresql://signoff@db/signoff     # default: sqlite:///signoff.db
+auth:
+  tokens:
+    - principal: olga
+      roles: [ops, admin]
+      token_env: SIGNOFF_TOKEN_OLGA              # the token itself stays out of the file
+default: ask
+rules:
+  - ask: delete_pod
+```
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from signoff.errors import PolicyError, Problem
+from signoff.policy import Policy
+from signoff.policy.loader import load_data, locate
+from signoff.policy.reader import Reader
+from signoff.policy.source import parse_text
+from signoff.server.service import Principal
+
+__all__ = ["ServerConfig", "load_config"]
+
+_AUTH_KEYS = frozenset({"tokens"})
+_TOKEN_KEYS = frozenset({"principal", "roles", "token", "token_env"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerConfig:
+    database: str | None
+    """The store's URL; None for the default (``SIGNOFF_DATABASE_URL``, else a SQLite file)."""
+    policy: Policy
+    tokens: dict[str, Principal]
+    """Bearer token → principal; empty when the file configures no authentication."""
+
+
+def load_config(path: Path) -> ServerConfig:
+    """Read and check the config file; `PolicyError` lists every problem with its place."""
+    source = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PolicyError(
+            [Problem(message=f"cannot read the config: {exc}", source=source)]
+        ) from None
+    data = parse_text(text, source=source, json_only=path.suffix == ".json")
+    reader = Reader()
+    top = reader.mapping({} if data is None else data, (), "the config") or {}
+    database = None
+    if "database" in top:
+        database = reader.string(top["database"], ("database",), "database")
+    tokens = _tokens(reader, top.get("auth"))
+    problems = locate(reader.problems, source, text)
+    try:
+        policy = load_data(data, source=source, text=text)
+    except PolicyError as exc:
+        problems += exc.problems
+    if problems:
+        raise PolicyError(sorted(problems, key=lambda p: (p.line or 0, p.column or 0)))
+    return ServerConfig(database=database, policy=policy, tokens=tokens)
+
+
+def _tokens(reader: Reader, auth: Any) -> dict[str, Principal]:
+    if auth is None:
+        return {}
+    section = reader.mapping(auth, ("auth",), "auth")
+    if section is None:
+        return {}
+    reader.keys(section, ("auth",), _AUTH_KEYS, "auth")
+    entries = section.get("tokens", [])
+    if not isinstance(entries, list):
+        reader.error(("auth", "tokens"), "auth.tokens must be a list of tokens")
+        return {}
+    tokens: dict[str, Principal] = {}
+    for index, entry in enumerate(entries):
+        where = ("auth", "tokens", index)
+        item = reader.mapping(entry, where, "a token")
+        if item is None:
+            continue
+        reader.keys(item, where, _TOKEN_KEYS, "a token")
+        name = reader.string(item.get("principal"), (*where, "principal"), "principal")
+        roles = reader.strings(item.get("roles", []), (*where, "roles"), "roles", allow_empty=True)
+        token = _secret(reader, item, where)
+        if name is None or roles is None or token is None:
+            continue
+        if token in tokens:
+            reader.error(where, f"this token is also {tokens[token].name!r}'s")
+            continue
+        tokens[token] = Principal(name=name, roles=frozenset(roles))
+    return tokens
+
+
+def _secret(reader: Reader, item: dict[str, Any], where: tuple[Any, ...]) -> str | None:
+    if ("token" in item) == ("token_env" in item):
+        reader.error(where, "give either 'token_env' (an environment variable) or 'token'")
+        return None
+    if "token" in item:
+        return reader.string(item["token"], (*where, "token"), "token")
+    variable = reader.string(item["token_env"], (*where, "token_env"), "token_env")
+    if variable is None:
+        return None
+    value = os.environ.get(variable)
+    if not value:
+        reader.error((*where, "token_env"), f"the environment variable {variable} is not set")
+        return None
+    return value

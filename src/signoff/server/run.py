@@ -1,0 +1,54 @@
+"""Serving an app with uvicorn inside the caller's event loop, announcing its URL when ready."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import FastAPI
+
+from signoff.agent import Agent
+
+__all__ = ["import_agents", "run_app"]
+
+
+async def run_app(app: FastAPI, *, host: str, port: int, ready: Callable[[str], None]) -> None:
+    """Serve `app` until interrupted; `ready` gets the URL once it listens (port 0 picks one)."""
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+
+    async def announce() -> None:
+        while not server.started:
+            if server.should_exit:
+                return
+            await asyncio.sleep(0.02)
+        bound = server.servers[0].sockets[0].getsockname()[1]
+        ready(f"http://{host}:{bound}")
+
+    watcher = asyncio.create_task(announce())
+    try:
+        await server.serve()
+    finally:
+        watcher.cancel()
+
+
+def import_agents(spec: str) -> list[Agent]:
+    """The agents that ``module:attribute`` names: an `Agent`, a list of them, or a function
+    returning either."""
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"{spec!r}: name the agents as module:attribute")
+    try:
+        found: Any = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"{spec!r}: {exc}") from None
+    if callable(found) and not isinstance(found, Agent):
+        found = found()
+    agents = [found] if isinstance(found, Agent) else list(found)
+    wrong = [a for a in agents if not isinstance(a, Agent)]
+    if wrong:
+        raise ValueError(f"{spec!r} gives {wrong[0]!r}, not an Agent")
+    return agents
