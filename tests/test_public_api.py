@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from types import ModuleType
 
 import signoff
 
@@ -13,9 +14,10 @@ def test_all_is_sorted_and_complete():
     assert signoff.__all__ == sorted(signoff.__all__)
     for name in signoff.__all__:
         assert hasattr(signoff, name), name
-    public = {name for name in vars(signoff) if not name.startswith("_")} - {
-        "errors", "policy", "types", "version", "PackageNotFoundError", "cli", "importlib",
-        "TYPE_CHECKING", "Any", "gate", "store", "agent", "testing", "protocols",
+    # Submodules appear as attributes once anything imported them: they are not the API.
+    modules = {name for name, value in vars(signoff).items() if isinstance(value, ModuleType)}
+    public = {name for name in vars(signoff) if not name.startswith("_")} - modules - {
+        "version", "PackageNotFoundError", "TYPE_CHECKING", "Any",
     }  # fmt: skip
     assert public <= set(signoff.__all__)
 
