@@ -97,3 +97,29 @@ async def test_the_files_agent_writes_what_the_person_edited(
     assert (folder / "sandbox" / "hello.txt").read_text() == "Hello, edited."
     escape = await run(client, "files", "read ../signoff.db")
     assert "outside the sandbox" in escape["messages"][2]["content"]
+
+
+async def test_a_person_approves_from_the_shell_through_the_server(
+    demo: tuple[httpx.AsyncClient, Path],
+):
+    client, folder = demo
+    paused = await run(client, "files", "delete todo.md")
+    [pending] = paused["pending_approvals"]
+    approve = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "signoff", "approve", pending, "--server", str(client.base_url),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await approve.communicate()
+    assert approve.returncode == 0, err.decode()
+    assert out.decode() == f"{pending}: approved by local (delete_file)\n"
+    done = await until_done(client, paused["id"])
+    assert done["status"] == "completed"
+    assert not (folder / "sandbox" / "todo.md").exists()
+    again = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "signoff", "reject", pending, "--reason", "late",
+        "--server", str(client.base_url),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    _, err = await again.communicate()
+    assert again.returncode == 1
+    assert "409" in err.decode()

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 
 import signoff
-from signoff.cli import audit, demo, policy, serve
+from signoff.cli import audit, decide, demo, policy, serve
 from signoff.errors import SignoffError
 
 __all__ = ["app", "main"]
@@ -26,6 +26,8 @@ app.add_typer(policy.app, name="policy")
 app.add_typer(audit.app, name="audit")
 app.command("demo")(demo.demo)
 app.command("serve")(serve.serve)
+app.command("approve")(decide.approve)
+app.command("reject")(decide.reject)
 
 
 def _version(value: bool) -> None:

@@ -1,0 +1,143 @@
+"""``signoff approve ID`` and ``signoff reject ID --reason TEXT``: decide from a shell, through
+a server (``--server URL --token T``) or straight on a database (``--database URL``)."""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import os
+from typing import Annotated, Any
+
+import typer
+
+from signoff.errors import ConflictError, ForbiddenError, NotFoundError, SignoffError
+from signoff.types import Approve, Decision, Reject, Scope, decision_to_dict
+
+__all__ = ["approve", "reject"]
+
+Server = Annotated[
+    str | None,
+    typer.Option(
+        help="A signoff server to decide through [env: SIGNOFF_SERVER].", show_default=False
+    ),
+]
+Token = Annotated[
+    str | None, typer.Option(help="Its bearer token [env: SIGNOFF_TOKEN].", show_default=False)
+]
+Database = Annotated[
+    str | None,
+    typer.Option(
+        help="Decide straight on this database instead [env: SIGNOFF_DATABASE_URL].",
+        show_default=False,
+    ),
+]
+Actor = Annotated[
+    str | None,
+    typer.Option("--as", help="Who decides, on a database [default: your user name]."),
+]
+Roles = Annotated[
+    list[str] | None, typer.Option("--role", help="A role of the decider, on a database.")
+]
+
+
+def approve(
+    approval_id: Annotated[str, typer.Argument(help="The approval's id.", metavar="ID")],
+    always: Annotated[
+        str | None,
+        typer.Option(
+            help="Also let identical calls through from now on: run, thread, agent, global."
+        ),
+    ] = None,
+    server: Server = None,
+    token: Token = None,
+    database: Database = None,
+    actor: Actor = None,
+    role: Roles = None,
+) -> None:
+    """Approve a held call: the run resumes and the call runs, once."""
+    if always not in (None, "run", "thread", "agent", "global"):
+        raise typer.BadParameter("one of run, thread, agent, global", param_hint="--always")
+    decision = Approve(always=None if always is None else Scope(kind=always))  # type: ignore[arg-type]
+    _decide(approval_id, decision, server, token, database, actor, role)
+
+
+def reject(
+    approval_id: Annotated[str, typer.Argument(help="The approval's id.", metavar="ID")],
+    reason: Annotated[str, typer.Option(help="Why: the agent's model reads it.")],
+    server: Server = None,
+    token: Token = None,
+    database: Database = None,
+    actor: Actor = None,
+    role: Roles = None,
+) -> None:
+    """Reject a held call with a reason: it never runs, and the model is told why."""
+    _decide(approval_id, Reject(reason=reason), server, token, database, actor, role)
+
+
+def _decide(
+    approval_id: str,
+    decision: Decision,
+    server: str | None,
+    token: str | None,
+    database: str | None,
+    actor: str | None,
+    roles: list[str] | None,
+) -> None:
+    server = server or os.environ.get("SIGNOFF_SERVER")
+    database = database or os.environ.get("SIGNOFF_DATABASE_URL")
+    if server:
+        result = _through_server(
+            server, token or os.environ.get("SIGNOFF_TOKEN"), approval_id, decision
+        )
+    elif database:
+        result = asyncio.run(
+            _on_database(database, approval_id, decision, actor or getpass.getuser(), roles or [])
+        )
+    else:
+        raise typer.BadParameter(
+            "give --server URL (with --token) or --database URL", param_hint="--server"
+        )
+    typer.echo(f"{result['id']}: {result['status']} by {result['decided_by']} ({result['tool']})")
+
+
+def _through_server(
+    server: str, token: str | None, approval_id: str, decision: Decision
+) -> dict[str, Any]:
+    import httpx
+
+    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+    try:
+        response = httpx.post(
+            f"{server.rstrip('/')}/v1/approvals/{approval_id}/decision",
+            json=decision_to_dict(decision),
+            headers=headers,
+            timeout=30,
+        )
+    except httpx.HTTPError as exc:
+        raise SignoffError(f"cannot reach {server}: {exc}") from None
+    body: dict[str, Any] = response.json()
+    if response.status_code == 200:
+        return body
+    kind = {404: NotFoundError, 409: ConflictError, 403: ForbiddenError}.get(
+        response.status_code, SignoffError
+    )
+    raise kind(f"{server} said {response.status_code}: {body.get('detail', body)}")
+
+
+async def _on_database(
+    url: str, approval_id: str, decision: Decision, actor: str, roles: list[str]
+) -> dict[str, Any]:
+    from signoff.gate import Gate
+    from signoff.policy import Policy
+    from signoff.store import open_store
+
+    async with open_store(url, migrate=False) as store:
+        # Deciding needs no policy but an edit's re-check; an approve or reject has none.
+        gate = Gate(Policy.from_dict({}), store)
+        approval = await gate.decide(approval_id, decision, actor=actor, roles=roles)
+    return {
+        "id": approval.id,
+        "status": approval.status,
+        "decided_by": approval.decided_by,
+        "tool": approval.call.name,
+    }
