@@ -336,3 +336,67 @@ async def test_a_live_event_stream_resumes_after_last_event_id_and_shows_the_dec
     finally:
         server.should_exit = True
         await serving
+
+
+async def test_the_all_runs_stream_shows_every_runs_events_live_and_resumes(store: SQLStore):
+    turns = [
+        ModelTurn(tool_calls=(call("delete_pod", name="x"),)),
+        ModelTurn(text="x is gone"),
+    ]
+    app = create_app(service(store, turns), Auth(tokens=TOKENS))
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    serving = asyncio.create_task(server.serve())
+    headers = {"Authorization": "Bearer alice-token"}
+    try:
+        async with (
+            asyncio.timeout(20),
+            httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", headers=headers) as client,
+        ):
+            while not server.started:
+                await asyncio.sleep(0.01)
+            ids: list[str] = []
+            seen: list[dict[str, Any]] = []
+            async with client.stream("GET", "/v1/events") as stream:
+                lines = stream.aiter_lines()
+                assert (await anext(lines)).startswith(":")  # open before any event
+                run = (
+                    await client.post(
+                        "/v1/threads/t1/runs",
+                        params={"wait": 5},
+                        json={"agent": "ops", "input": "go"},
+                    )
+                ).json()
+                [pending] = run["pending_approvals"]
+                await client.post(f"/v1/approvals/{pending}/decision", json={"kind": "approve"})
+                async for line in lines:
+                    if line.startswith("id: "):
+                        ids.append(line[4:])
+                    if line.startswith("data: "):
+                        seen.append(json.loads(line[6:]))
+                        if seen[-1]["type"] == "completed":
+                            break
+            assert {e["run_id"] for e in seen} == {run["id"]}
+            types = [e["type"] for e in seen]
+            assert types[0] == "run_started"
+            assert types.index("paused") < types.index("decision") < types.index("completed")
+            assert [e["seq"] for e in seen] == list(
+                range(1, len(seen) + 1)
+            )  # none lost, none twice
+            # Resuming after an id gives what followed it, and only that.
+            async with client.stream(
+                "GET", "/v1/events", headers={"Last-Event-ID": ids[2]}
+            ) as again:
+                rest: list[int] = []
+                async for line in again.aiter_lines():
+                    if line.startswith("data: "):
+                        rest.append(json.loads(line[6:])["seq"])
+                        if len(rest) == len(seen) - 3:
+                            break
+            assert rest == [e["seq"] for e in seen[3:]]
+            bad = await client.get("/v1/events", headers={"Last-Event-ID": "nonsense"})
+            assert bad.status_code == 400
+            assert bad.json()["error"] == "InvalidRequest"
+    finally:
+        server.should_exit = True
+        await serving

@@ -255,7 +255,7 @@ async def test_migrating_from_every_earlier_version_reaches_the_current_schema(
     expected = {t.name: {c.name for c in t.columns} for t in schema.metadata.sorted_tables}
     assert found == expected
     declared = {str(i.name) for t in schema.metadata.sorted_tables for i in t.indexes}
-    assert found_indexes >= declared | {"messages_by_role", "events_by_type"}
+    assert found_indexes >= declared | {"messages_by_role", "events_by_type", "events_by_time"}
 
 
 async def test_an_unreachable_database_is_a_store_error_that_hides_the_password():

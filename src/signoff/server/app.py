@@ -9,10 +9,10 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import AsyncIterator, Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import Depends, FastAPI, Header, Query, Request
+from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
@@ -29,6 +29,8 @@ from signoff.errors import (
 )
 from signoff.server.auth import Auth
 from signoff.server.service import Principal, Service
+from signoff.store.runs import StoredEvent
+from signoff.store.times import from_micros, to_micros
 from signoff.types import Approval, Approve, Decision, Edit, Reject, Respond, Scope, ToolCall
 
 __all__ = ["create_app"]
@@ -169,9 +171,37 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
 
         async def stream() -> AsyncIterator[str]:
             async for event in events:
-                data = {"run_id": event.run_id, "seq": event.seq, "at": _iso(event.at)}
-                data |= {"type": event.type, "data": event.data}
-                yield f"id: {event.seq}\nevent: {event.type}\ndata: {json.dumps(data)}\n\n"
+                yield _sse(event, str(event.seq))
+
+        return StreamingResponse(stream(), media_type="text/event-stream")
+
+    @app.get("/v1/events")
+    async def all_events(
+        _: Who,
+        last_event_id: Annotated[str | None, Header()] = None,
+        since: datetime | None = None,
+    ) -> StreamingResponse:
+        """Every run's events as server-sent events, live: from now on, from `since`, or after
+        `Last-Event-ID` (an id of this stream: ``<micros>.<run id>.<number>``). For inboxes."""
+        after = None
+        if last_event_id is not None:
+            try:
+                micros, run_id, seq = last_event_id.split(".")
+                after = (from_micros(int(micros)), run_id, int(seq))
+                since = after[0]
+            except ValueError:
+                detail = f"Last-Event-ID {last_event_id!r} is not an id of this stream"
+                raise HTTPException(
+                    400, detail={"error": "InvalidRequest", "detail": detail}
+                ) from None
+        if since is not None and since.tzinfo is None:
+            since = since.replace(tzinfo=UTC)  # a time without a zone is UTC
+        events = service.follow_all(since=since, after=after)
+
+        async def stream() -> AsyncIterator[str]:
+            yield ": every run's events\n\n"  # the stream is open before the first event
+            async for event in events:
+                yield _sse(event, f"{to_micros(event.at)}.{event.run_id}.{event.seq}")
 
         return StreamingResponse(stream(), media_type="text/event-stream")
 
@@ -324,6 +354,12 @@ def _approval(approval: Approval) -> dict[str, Any]:
         "decided_at": None if approval.decided_at is None else _iso(approval.decided_at),
         "decision": None if approval.decision is None else decision_to_dict(approval.decision),
     }
+
+
+def _sse(event: StoredEvent, event_id: str) -> str:
+    data = {"run_id": event.run_id, "seq": event.seq, "at": _iso(event.at)}
+    data |= {"type": event.type, "data": event.data}
+    return f"id: {event_id}\nevent: {event.type}\ndata: {json.dumps(data)}\n\n"
 
 
 def _verdict(verdict: Any) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 
 from signoff.agent import Agent, Runner
 from signoff.errors import ConflictError, NotFoundError
@@ -18,7 +19,10 @@ from signoff.gate import Gate
 from signoff.store import Store
 from signoff.store.runs import StoredEvent
 
-__all__ = ["Principal", "Service"]
+__all__ = ["LOOK_BACK", "Principal", "Service"]
+
+LOOK_BACK = timedelta(seconds=2)
+"""How far behind its newest event a reader of every run's events looks again."""
 
 logger = logging.getLogger(__name__)
 
@@ -96,6 +100,37 @@ class Service:
                 async with asyncio.timeout(wait):
                     await done.wait()
         return first.run_id
+
+    async def follow_all(
+        self,
+        *,
+        since: datetime | None = None,
+        after: tuple[datetime, str, int] | None = None,
+    ) -> AsyncIterator[StoredEvent]:
+        """Every run's events from `since` (default: from now on), as they are written, until
+        cancelled; with `after` (time, run id, number: a reader's last event), only those that
+        come after it. Each read looks back `LOOK_BACK` behind the newest event sent, because
+        writers' clocks and commit order do not quite agree, and skips what it sent already:
+        nothing is lost nor sent twice."""
+        from signoff.gate.notifier import ANY
+
+        cursor = since or datetime.now(UTC)
+        sent: dict[tuple[str, int], datetime] = {}
+        with self.gate.notifier.subscription(ANY) as woken:
+            while True:
+                woken.clear()
+                for event in await self.store.events_since(cursor - LOOK_BACK):
+                    key = (event.run_id, event.seq)
+                    if key in sent or (after is not None and (event.at, *key) <= after):
+                        continue
+                    sent[key] = event.at
+                    cursor = max(cursor, event.at)
+                    yield event
+                horizon = cursor - LOOK_BACK
+                sent = {k: at for k, at in sent.items() if at >= horizon}
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self.poll_interval):
+                        await woken.wait()
 
     async def follow(self, run_id: str, *, after: int = 0) -> AsyncIterator[StoredEvent]:
         """The run's events after `after`, then each new one as it is written, until the run

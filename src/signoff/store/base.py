@@ -175,6 +175,8 @@ class Store(Protocol):
 
     async def run_events(self, run_id: str, *, after: int = 0) -> list[StoredEvent]: ...
 
+    async def events_since(self, at: datetime, *, limit: int = 1000) -> list[StoredEvent]: ...
+
     async def ledger_start(
         self,
         key: str,

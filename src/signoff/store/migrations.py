@@ -78,10 +78,11 @@ def _v1(connection: Connection) -> None:
 
 def _v2(connection: Connection) -> None:
     """Sub-agents' runs linked to their parent's call; a run's last turn found by index; each
-    run's message and event numbers kept on the run."""
+    run's message and event numbers kept on the run; every run's events in time order."""
     schema.subruns.create(connection)
     connection.execute(text("CREATE INDEX messages_by_role ON messages (run_id, role, seq)"))
     connection.execute(text("CREATE INDEX events_by_type ON events (run_id, type, seq)"))
+    connection.execute(text("CREATE INDEX events_by_time ON events (at, run_id, seq)"))
     for column, table in (("message_seq", "messages"), ("event_seq", "events")):
         connection.execute(text(f"ALTER TABLE runs ADD COLUMN {column} BIGINT NOT NULL DEFAULT 0"))
         connection.execute(

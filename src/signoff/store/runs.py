@@ -409,6 +409,22 @@ class RunStore:
         )
         return result
 
+    async def events_since(self, at: datetime, *, limit: int = 1000) -> list[StoredEvent]:
+        """Every run's events written at or after `at`, oldest first (ties by run and number):
+        the feed of an inbox. Writers' clocks and commits do not keep strict time order, so a
+        reader looks back a little and skips what it has seen (see `Service.follow_all`)."""
+        table = schema.events
+        query = (
+            select(table)
+            .where(table.c.at >= to_micros(at))
+            .order_by(table.c.at, table.c.run_id, table.c.seq)
+            .limit(limit)
+        )
+        result: list[StoredEvent] = await self.run(
+            lambda c: _unblob(c, [_event(row) for row in c.execute(query)]), write=False
+        )
+        return result
+
     async def ledger_start(
         self,
         key: str,

@@ -161,9 +161,10 @@ messages = Table(
     Column("blob", String(64)),
 )
 
-# Since version 2, `messages` has an index on (run_id, role, seq) and `events` one on
-# (run_id, type, seq): resuming finds a run's last model turn without reading its history. They
-# are created by migration 2 only (declared here, migration 1 would build them too).
+# Since version 2, `messages` has an index on (run_id, role, seq) and `events` ones on
+# (run_id, type, seq) and (at, run_id, seq): resuming finds a run's last model turn without
+# reading its history, and an inbox follows every run's events in time order. They are created
+# by migration 2 only (declared here, migration 1 would build them too).
 
 subruns = Table(
     "subruns",
