@@ -400,3 +400,24 @@ async def test_the_all_runs_stream_shows_every_runs_events_live_and_resumes(stor
     finally:
         server.should_exit = True
         await serving
+
+
+async def test_the_policy_in_force_and_what_it_would_say_of_a_call(api: Any):
+    async with api([]) as client:
+        policy = (await client.get("/v1/policy")).json()
+        assert policy["version"] == POLICY.version
+        assert policy["default"] == "ask"
+        assert policy["rules"][0] == {"id": "rules[0]", "allow": ["list_pods"]}
+        explained = await client.post(
+            "/v1/policy/explain", json={"tool": "drain_node", "args": {"name": "n1"}}
+        )
+        assert explained.json() == {
+            "kind": "ask",
+            "rule": "rules[2]",
+            "reason": explained.json()["reason"],
+            "shadowed": [],
+        }
+        assert "drain_node" in explained.json()["reason"]
+        missing = await client.post("/v1/policy/explain", json={"args": {}})
+        assert missing.status_code == 422
+        assert "body.tool" in missing.json()["detail"]

@@ -80,6 +80,13 @@ class DecisionBody(_Body):
                 return Reject(reason=self.reason or "")
 
 
+class ExplainBody(_Body):
+    tool: str = Field(min_length=1)
+    args: dict[str, Any] = Field(default_factory=dict)
+    server: str | None = None
+    agent: str | None = None
+
+
 class Decisions(_Body):
     decisions: dict[str, DecisionBody] = Field(min_length=1)
 
@@ -249,6 +256,27 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
             {i: d.decision() for i, d in body.decisions.items()}, actor=who.name, roles=who.roles
         )
         return {"items": [_approval(a) for a in decided]}
+
+    @app.get("/v1/policy")
+    async def policy(_: Who) -> dict[str, Any]:
+        """The policy in force: its version, default and rules, as a file would write them."""
+        engine = service.gate.engine
+        current = engine.policy
+        return {
+            "version": current.version,
+            "source": current.source,
+            "default": current.default,
+            "rules": [rule.to_dict() for rule in current.rules],
+        }
+
+    @app.post("/v1/policy/explain")
+    async def explain(body: ExplainBody, _: Who) -> dict[str, Any]:
+        """The verdict a call would get, the rule that decides it and the rules it shadows."""
+        call = ToolCall(id="", name=body.tool, args=body.args, server=body.server, agent=body.agent)
+        explanation = service.gate.engine.explain(call)
+        return _verdict(explanation.verdict) | {
+            "shadowed": [rule.id for rule in explanation.shadowed]
+        }
 
     @app.get("/v1/audit")
     async def audit(
