@@ -35,6 +35,8 @@ from signoff.types import Approval, Approve, Decision, Edit, Reject, Respond, Sc
 
 __all__ = ["create_app"]
 
+_MAX_SEQ = 2**62
+"""The largest sequence number a request may name: the databases' integers stop at 2**63."""
 _PHRASES = {401: "Unauthorized", 404: "NotFound", 405: "MethodNotAllowed"}
 
 
@@ -168,8 +170,8 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
     async def run_events(
         run_id: str,
         _: Who,
-        last_event_id: Annotated[int | None, Header(ge=0)] = None,
-        after: Annotated[int, Query(ge=0)] = 0,
+        last_event_id: Annotated[int | None, Header(ge=0, le=_MAX_SEQ)] = None,
+        after: Annotated[int, Query(ge=0, le=_MAX_SEQ)] = 0,
     ) -> StreamingResponse:
         """The run's events as server-sent events, from the start or after `Last-Event-ID`,
         live until the run ends."""
@@ -281,7 +283,7 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
     @app.get("/v1/audit")
     async def audit(
         _: Who,
-        after: Annotated[int, Query(ge=0)] = 0,
+        after: Annotated[int, Query(ge=0, le=_MAX_SEQ)] = 0,
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     ) -> dict[str, Any]:
         entries = await service.store.audit_log(after=after, limit=limit)
