@@ -421,3 +421,105 @@ async def test_the_policy_in_force_and_what_it_would_say_of_a_call(api: Any):
         missing = await client.post("/v1/policy/explain", json={"args": {}})
         assert missing.status_code == 422
         assert "body.tool" in missing.json()["detail"]
+
+
+async def test_the_websocket_pushes_requests_and_takes_decisions(store: SQLStore):
+    import websockets
+    from websockets.typing import Subprotocol
+
+    app = create_app(service(store, DELETE_THEN_DONE), Auth(tokens=TOKENS))
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    serving = asyncio.create_task(server.serve())
+    try:
+        async with asyncio.timeout(20):
+            while not server.started:
+                await asyncio.sleep(0.01)
+            url = f"ws://127.0.0.1:{port}/v1/ws"
+            with pytest.raises(websockets.exceptions.ConnectionClosed) as refused:
+                async with websockets.connect(
+                    url, subprotocols=[Subprotocol("signoff.bearer"), Subprotocol("guess")]
+                ) as bad:
+                    await bad.recv()
+            assert refused.value.rcvd is not None and refused.value.rcvd.code == 4401
+
+            # A browser offers the token as a subprotocol: it cannot set headers.
+            async with (
+                websockets.connect(
+                    url, subprotocols=[Subprotocol("signoff.bearer"), Subprotocol("alice-token")]
+                ) as socket,
+                httpx.AsyncClient(
+                    base_url=f"http://127.0.0.1:{port}",
+                    headers={"Authorization": "Bearer alice-token"},
+                ) as client,
+            ):
+                hello = json.loads(await socket.recv())
+                assert (hello["type"], hello["principal"], hello["pending"]) == (
+                    "hello",
+                    "alice",
+                    [],
+                )
+                await client.post("/v1/threads/t1/runs", json={"agent": "ops", "input": "go"})
+
+                received: list[dict[str, Any]] = []  # in order; taken ones are removed
+
+                async def next_matching(test: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+                    """The first message, received or to come, that passes `test`: events are
+                    pushed all along, so answers and events interleave."""
+                    while True:
+                        for message in received:
+                            if test(message):
+                                received.remove(message)
+                                return message
+                        received.append(json.loads(await socket.recv()))
+
+                async def next_message(kind: str) -> dict[str, Any]:
+                    return await next_matching(lambda m: m["type"] == kind)
+
+                async def next_event(kind: str) -> dict[str, Any]:
+                    message = await next_matching(
+                        lambda m: m["type"] == "event" and m["event"]["type"] == kind
+                    )
+                    event: dict[str, Any] = message["event"]
+                    return event
+
+                requested = await next_event("approval_requested")
+                approval_id = requested["data"]["approval_id"]
+                assert requested["data"]["tool"] == "delete_pod"
+
+                await socket.send(
+                    json.dumps(
+                        {
+                            "type": "decide",
+                            "id": approval_id,
+                            "decision": {"kind": "maybe"},
+                            "request_id": 1,
+                        }
+                    )
+                )
+                error = await next_message("error")
+                assert (error["type"], error["request_id"]) == ("error", 1)
+                assert "decision.kind" in error["detail"]
+
+                await socket.send(
+                    json.dumps(
+                        {
+                            "type": "decide",
+                            "id": approval_id,
+                            "decision": {"kind": "approve"},
+                            "request_id": 2,
+                        }
+                    )
+                )
+                answer = await next_message("decided")
+                assert answer["request_id"] == 2
+                assert (answer["approval"]["status"], answer["approval"]["decided_by"]) == (
+                    "approved", "alice",
+                )  # fmt: skip
+                decision = await next_event("decision")
+                assert decision["data"]["approval_id"] == approval_id
+                await next_event("completed")
+            assert deleted == ["nginx-123"]
+    finally:
+        server.should_exit = True
+        await serving

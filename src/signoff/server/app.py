@@ -7,15 +7,13 @@ input. The decider of a decision is the authenticated principal.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request
+from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request, WebSocket
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from signoff.errors import (
@@ -29,68 +27,25 @@ from signoff.errors import (
 )
 from signoff.server.auth import Auth
 from signoff.server.service import Principal, Service
-from signoff.store.runs import StoredEvent
+from signoff.server.shapes import (
+    DecisionBody,
+    Decisions,
+    ExplainBody,
+    StartRun,
+    approval_json,
+    iso,
+    sse,
+    verdict_json,
+)
+from signoff.server.ws import websocket_channel
 from signoff.store.times import from_micros, to_micros
-from signoff.types import Approval, Approve, Decision, Edit, Reject, Respond, Scope, ToolCall
+from signoff.types import ToolCall
 
 __all__ = ["create_app"]
 
 _MAX_SEQ = 2**62
 """The largest sequence number a request may name: the databases' integers stop at 2**63."""
 _PHRASES = {401: "Unauthorized", 404: "NotFound", 405: "MethodNotAllowed"}
-
-
-class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class StartRun(_Body):
-    agent: str = Field(min_length=1)
-    input: str
-
-
-class Always(_Body):
-    scope: Literal["run", "thread", "agent", "global"]
-    with_args: bool = False
-
-
-class DecisionBody(_Body):
-    kind: Literal["approve", "edit", "respond", "reject"]
-    args: dict[str, Any] | None = None
-    content: str | None = None
-    reason: str | None = None
-    always: Always | None = None
-
-    def decision(self) -> Decision:
-        """The decision, or `InvalidDecisionError` naming the field that is missing."""
-        match self.kind:
-            case "approve":
-                scope = self.always
-                always = (
-                    None if scope is None else Scope(kind=scope.scope, with_args=scope.with_args)
-                )
-                return Approve(always=always)
-            case "edit":
-                if self.args is None:
-                    raise InvalidDecisionError("an edit needs 'args': the arguments to run with")
-                return Edit(args=self.args)
-            case "respond":
-                if self.content is None:
-                    raise InvalidDecisionError("a response needs 'content': the text to return")
-                return Respond(content=self.content)
-            case _:
-                return Reject(reason=self.reason or "")
-
-
-class ExplainBody(_Body):
-    tool: str = Field(min_length=1)
-    args: dict[str, Any] = Field(default_factory=dict)
-    server: str | None = None
-    agent: str | None = None
-
-
-class Decisions(_Body):
-    decisions: dict[str, DecisionBody] = Field(min_length=1)
 
 
 async def _principal(request: Request) -> Principal:
@@ -135,7 +90,7 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
                             "name": spec.name,
                             "description": spec.description,
                             "parameters": spec.parameters,
-                            "verdict": _verdict(
+                            "verdict": verdict_json(
                                 engine.evaluate(
                                     ToolCall(id="", name=spec.name, args={}, agent=agent.name)
                                 )
@@ -180,7 +135,7 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
 
         async def stream() -> AsyncIterator[str]:
             async for event in events:
-                yield _sse(event, str(event.seq))
+                yield sse(event, str(event.seq))
 
         return StreamingResponse(stream(), media_type="text/event-stream")
 
@@ -210,7 +165,7 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
         async def stream() -> AsyncIterator[str]:
             yield ": every run's events\n\n"  # the stream is open before the first event
             async for event in events:
-                yield _sse(event, f"{to_micros(event.at)}.{event.run_id}.{event.seq}")
+                yield sse(event, f"{to_micros(event.at)}.{event.run_id}.{event.seq}")
 
         return StreamingResponse(stream(), media_type="text/event-stream")
 
@@ -229,7 +184,7 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
             status=status, run_id=run_id, agent=agent, tool=tool, before=cursor, limit=limit
         )
         return {
-            "items": [_approval(a) for a in page],
+            "items": [approval_json(a) for a in page],
             "next": page[-1].id if len(page) == limit else None,
         }
 
@@ -242,14 +197,14 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
         if approval.pending and wait > 0:
             with contextlib.suppress(ApprovalTimeout):
                 approval = await service.gate.wait(approval_id, timeout=wait)
-        return _approval(approval)
+        return approval_json(approval)
 
     @app.post("/v1/approvals/{approval_id}/decision")
     async def decide(approval_id: str, body: DecisionBody, who: Who) -> dict[str, Any]:
         approval = await service.gate.decide(
             approval_id, body.decision(), actor=who.name, roles=who.roles
         )
-        return _approval(approval)
+        return approval_json(approval)
 
     @app.post("/v1/approvals/decisions")
     async def decide_batch(body: Decisions, who: Who) -> dict[str, Any]:
@@ -257,7 +212,7 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
         decided = await service.gate.decide_batch(
             {i: d.decision() for i, d in body.decisions.items()}, actor=who.name, roles=who.roles
         )
-        return {"items": [_approval(a) for a in decided]}
+        return {"items": [approval_json(a) for a in decided]}
 
     @app.get("/v1/policy")
     async def policy(_: Who) -> dict[str, Any]:
@@ -276,9 +231,14 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
         """The verdict a call would get, the rule that decides it and the rules it shadows."""
         call = ToolCall(id="", name=body.tool, args=body.args, server=body.server, agent=body.agent)
         explanation = service.gate.engine.explain(call)
-        return _verdict(explanation.verdict) | {
+        return verdict_json(explanation.verdict) | {
             "shadowed": [rule.id for rule in explanation.shadowed]
         }
+
+    @app.websocket("/v1/ws")
+    async def ws(socket: WebSocket) -> None:
+        """Approval requests and decisions pushed live; decisions taken (see `server.ws`)."""
+        await websocket_channel(socket, service, auth)
 
     @app.get("/v1/audit")
     async def audit(
@@ -291,7 +251,7 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
             "items": [
                 {
                     "seq": e.seq,
-                    "at": _iso(e.at),
+                    "at": iso(e.at),
                     "actor": e.actor,
                     "action": e.action,
                     "subject": e.subject,
@@ -358,46 +318,6 @@ async def _run(service: Service, run_id: str) -> dict[str, Any]:
         "messages": await service.store.run_messages(run_id),
         "pending_approvals": [a.id for a in pending],
     }
-
-
-def _approval(approval: Approval) -> dict[str, Any]:
-    from signoff.types import decision_to_dict
-
-    call = approval.call
-    return {
-        "id": approval.id,
-        "run_id": approval.run_id,
-        "thread_id": approval.thread_id,
-        "call_id": call.id,
-        "tool": call.name,
-        "args": call.args,
-        "server": call.server,
-        "agent": call.agent,
-        "status": approval.status,
-        "rule": approval.rule,
-        "reason": approval.reason,
-        "approvers": list(approval.approvers),
-        "requested_by": approval.requested_by,
-        "requested_at": _iso(approval.requested_at),
-        "expires_at": None if approval.expires_at is None else _iso(approval.expires_at),
-        "decided_by": approval.decided_by,
-        "decided_at": None if approval.decided_at is None else _iso(approval.decided_at),
-        "decision": None if approval.decision is None else decision_to_dict(approval.decision),
-    }
-
-
-def _sse(event: StoredEvent, event_id: str) -> str:
-    data = {"run_id": event.run_id, "seq": event.seq, "at": _iso(event.at)}
-    data |= {"type": event.type, "data": event.data}
-    return f"id: {event_id}\nevent: {event.type}\ndata: {json.dumps(data)}\n\n"
-
-
-def _verdict(verdict: Any) -> dict[str, Any]:
-    return {"kind": verdict.kind, "rule": verdict.rule, "reason": verdict.reason}
-
-
-def _iso(moment: datetime) -> str:
-    return moment.isoformat()
 
 
 def _version() -> str:

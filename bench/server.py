@@ -1,0 +1,661 @@
+"""The server over real HTTP: decisions per second under concurrent clients, and how soon a
+decision reaches a run's event stream, on SQLite and on PostgreSQL.
+
+Run it with ``make bench``. Each backend gets a fresh database: a SQLite file in a temporary
+folder, and a new ``signoff_bench_<random>`` database on this machine's PostgreSQL server
+(``SIGNOFF_BENCH_POSTGRES``, by default ``postgresql://postgres@127.0.0.1:5432/test``), dropped
+at the end.
+
+**The server** runs in a child process (this file with ``--serve``): it opens the store, makes
+``Gate(policy, store)`` (``ask`` for ``send_email`` and ``delete_pod``, both for the ``ops``
+role), holds the approvals of the first part through ``gate.check`` (100 calls a transaction,
+untimed), then serves ``create_app(Service(...), Auth(tokens=...))`` with ``uvicorn.Server`` on
+127.0.0.1, an ephemeral port, as ``signoff serve`` does (``run_app``'s configuration; the lock
+installs neither uvloop nor httptools, so that is the asyncio loop and h11). It prints its URL
+and the held ids, and stops gracefully when its stdin closes. The load comes from this process.
+A separate process rather than a thread, because this machine has 2 cores: in one process the
+clients (httpx parses every response in Python) and the server would share one GIL and take
+turns, and the client's CPU would show up as server latency; in two processes each can have a
+core. PostgreSQL's backends share the same two cores. The server's CPU time (from
+``/proc/PID/stat``) and this process's are reported per decision, to show which side was busy.
+
+**Deciding over HTTP.** 50 clients on one ``httpx.AsyncClient`` (50 keep-alive connections,
+bearer token), each taking the next held id and sending
+``POST /v1/approvals/{id}/decision`` ``{"kind": "approve"}``, every id once. A round of
+`DECIDE_WARMUP` decisions opens the connections and is not counted; then `DECIDES` decisions are
+timed, each from just before the request to its parsed 200 (checked: ``decided_by`` is the
+token's principal). Decisions per second are the timed decisions over the round's wall time.
+The same then runs with one client (`SERIAL_DECIDES` decisions after `SERIAL_WARMUP`), so the
+latency under 50 clients can be told apart from waiting in line (by Little's law, 50 clients at
+R decisions/s wait about 50/R s per request).
+
+**Decision → SSE event.** An ``Agent`` named ``ops`` with a ``ScriptedModel`` (a call of
+``delete_pod``, then text) and the ``delete_pod`` tool. For each sample, on a fresh conversation
+thread: ``POST /v1/threads/{thread}/runs?wait=10`` answers once the run pauses on the held call;
+a reader follows ``GET /v1/runs/{id}/events`` (on its own connection) until the ``paused`` event
+has arrived, so it is live; after a random pause of up to one ``poll_interval`` (so the decision
+falls anywhere in the reader's cycle), the decision is POSTed; the figure is from just before the
+POST to the ``decision`` event arriving on the stream (checked: it names the held approval). The
+reader goes on until the run's ``completed`` event (the worker resumed it and the tool ran), also
+reported, then closes the stream. `SSE_WARMUP` samples are not counted.
+
+A reader of ``/v1/runs/{id}/events`` (``Service.follow``) looks for new events every
+``poll_interval`` (0.25 s by default) unless woken in-process: a decision taken through the
+same ``Service``'s gate wakes it at once, which is the case here (one server process). Decisions
+taken on another replica wake it only on PostgreSQL (LISTEN/NOTIFY), otherwise at its next poll;
+the events a resumed run writes (``resumed``, ``completed``) wake nobody and arrive at the next
+poll, which the decision → ``completed`` figure shows.
+
+Targets (none are set by the issue; these are soft goals): decide p50 at most 20 ms under 50
+concurrent clients; decision → SSE event p50 at most 300 ms. Missed targets are printed as
+MISSED; the exit status is 0 all the same. ``bench/results/server.json`` keeps every figure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.util
+import json
+import os
+import platform
+import random
+import secrets
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Final, Literal
+
+import asyncpg
+import httpx
+import uvicorn
+from rich.console import Console
+from rich.table import Table
+
+from _common import Latency, Target, environment, latency, print_targets, wide_console
+from signoff import Policy, ToolCall, __version__, tool
+from signoff.agent import Agent, Message, ModelTurn
+from signoff.gate import Gate
+from signoff.server import Auth, Principal, Service, create_app
+from signoff.store import open_store
+from signoff.testing import ScriptedModel, call
+
+BackendName = Literal["sqlite", "postgresql"]
+
+SEED: Final = 7
+PG_ADMIN: Final = os.environ.get(
+    "SIGNOFF_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test"
+)
+CONCURRENCY: Final = 50
+DECIDE_WARMUP: Final = 200
+DECIDES: Final = 2_000
+SERIAL_WARMUP: Final = 20
+SERIAL_DECIDES: Final = 300
+HOLDS: Final = DECIDE_WARMUP + DECIDES + SERIAL_WARMUP + SERIAL_DECIDES
+SSE_WARMUP: Final = 3
+SSE_SAMPLES: Final = 50
+POLL_INTERVAL_S: Final = 0.25
+"""``Service.poll_interval``'s default, which the bench leaves as it is."""
+STEP_TIMEOUT_S: Final = 10.0
+ACTOR: Final = "bench"
+ROLE: Final = "ops"
+SERVE: Final = "--serve"
+TOKEN_ENV: Final = "SIGNOFF_BENCH_TOKEN"
+HOST: Final = "127.0.0.1"
+RESULTS: Final = Path(__file__).resolve().parent / "results" / "server.json"
+
+POLICY: Final = Policy.from_dict(
+    {
+        "default": "allow",
+        "rules": [{"ask": ["send_email", "delete_pod"], "approvers": [ROLE]}],
+    }
+)
+HTTP_IMPLEMENTATION: Final = "httptools" if importlib.util.find_spec("httptools") else "h11"
+
+
+# -- the server (the child process) ----------------------------------------------------------
+
+
+@tool
+def delete_pod(name: str) -> str:
+    """Delete a pod."""
+    return f"deleted {name}"
+
+
+def scripted_turn(messages: Sequence[Message]) -> ModelTurn:
+    """Asked to delete a pod: call ``delete_pod`` with the last word; given its result: done."""
+    last = messages[-1]
+    if last.role == "tool":
+        return ModelTurn(text=f"(scripted) {last.content}.")
+    return ModelTurn(tool_calls=(call("delete_pod", name=last.content.rsplit(" ", 1)[-1]),))
+
+
+def ops_agent() -> Agent:
+    turns = 2 * (SSE_WARMUP + SSE_SAMPLES) + 10  # two turns a run; runs go one at a time
+    return Agent(name="ops", model=ScriptedModel([scripted_turn] * turns), tools=[delete_pod])
+
+
+def email(i: int) -> ToolCall:
+    return ToolCall(
+        id=f"call-{i}",
+        name="send_email",
+        args={"to": f"user{i}@example.com", "subject": "Quarterly report", "body": "Attached."},
+        agent="assistant",
+    )
+
+
+async def hold_many(gate: Gate, count: int) -> list[str]:
+    """`count` pending approvals, created 100 to a transaction."""
+    ids: list[str] = []
+    for start in range(0, count, 100):
+        calls = [email(i) for i in range(start, min(count, start + 100))]
+        ids += [o.approval.id for o in await gate.check(calls) if o.approval is not None]
+    return ids
+
+
+async def serve(url: str, holds: int) -> None:
+    """Hold `holds` approvals, serve the API on an ephemeral loopback port, print the URL and
+    the held ids as one JSON line, and stop when stdin closes."""
+    token = os.environ[TOKEN_ENV]
+    async with open_store(url) as store:
+        gate = Gate(POLICY, store)
+        ids = await hold_many(gate, holds)
+        service = Service(store=store, gate=gate, agents=[ops_agent()])
+        auth = Auth(tokens={token: Principal(name=ACTOR, roles=frozenset({ROLE}))})
+        app = create_app(service, auth)
+        # The configuration of signoff.server.run.run_app, with a way to stop without signals.
+        server = uvicorn.Server(uvicorn.Config(app, host=HOST, port=0, log_level="warning"))
+        loop = asyncio.get_running_loop()
+
+        def stop_at_eof() -> None:
+            sys.stdin.buffer.read()
+            loop.call_soon_threadsafe(setattr, server, "should_exit", True)
+
+        threading.Thread(target=stop_at_eof, daemon=True).start()
+
+        async def announce() -> None:
+            while not server.started:
+                if server.should_exit:
+                    return
+                await asyncio.sleep(0.02)
+            port = server.servers[0].sockets[0].getsockname()[1]
+            ready = {"url": f"http://{HOST}:{port}", "ids": ids}
+            sys.stdout.write(json.dumps(ready) + "\n")
+            sys.stdout.flush()
+
+        watcher = asyncio.create_task(announce())
+        try:
+            await server.serve()
+        finally:
+            watcher.cancel()
+
+
+# -- the client (this process) ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Served:
+    url: str
+    token: str
+    pid: int
+    ids: list[str]
+
+    def client(self, connections: int) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            base_url=self.url,
+            headers={"Authorization": f"Bearer {self.token}"},
+            limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
+            timeout=30,
+            trust_env=False,  # loopback: no proxy from the environment
+        )
+
+
+@contextlib.asynccontextmanager
+async def served(url: str) -> AsyncIterator[Served]:
+    """The server on `url`'s database in a child process, for as long as the block lasts."""
+    token = secrets.token_urlsafe(24)
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(Path(__file__).resolve()),
+        SERVE,
+        url,
+        str(HOLDS),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env={**os.environ, TOKEN_ENV: token},
+        limit=2**22,  # the ready line carries every held id
+    )
+    stdin, stdout = child.stdin, child.stdout
+    assert stdin is not None and stdout is not None
+    try:
+        line = await asyncio.wait_for(stdout.readline(), 120)
+        if not line:
+            raise RuntimeError("the server process did not start (see its errors above)")
+        ready = json.loads(line)
+        yield Served(url=ready["url"], token=token, pid=child.pid, ids=ready["ids"])
+    finally:
+        stdin.close()
+        try:
+            status = await asyncio.wait_for(child.wait(), 30)
+        except TimeoutError:
+            child.kill()
+            await child.wait()
+            raise
+    if status != 0:
+        raise RuntimeError(f"the server process exited with status {status}")
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User and system CPU time of process `pid` so far (Linux), or None."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Decides:
+    clients: int
+    decisions_per_s: float
+    latency: Latency
+    server_cpu_ms: float | None
+    """The server process's CPU time per decision, mean."""
+    client_cpu_ms: float
+    """This process's CPU time per decision, mean."""
+
+
+async def decide_all(client: httpx.AsyncClient, ids: Sequence[str], clients: int) -> list[float]:
+    """Approve every id once, `clients` requests at a time; each request's seconds."""
+    clock = time.perf_counter
+    pending = iter(ids)
+    timings: list[float] = []
+
+    async def one_client() -> None:
+        for approval_id in pending:
+            start = clock()
+            response = await client.post(
+                f"/v1/approvals/{approval_id}/decision", json={"kind": "approve"}
+            )
+            decided = response.json()
+            timings.append(clock() - start)
+            if response.status_code != 200 or decided.get("decided_by") != ACTOR:
+                raise RuntimeError(f"deciding {approval_id}: {response.status_code} {decided}")
+
+    await asyncio.gather(*(one_client() for _ in range(clients)))
+    return timings
+
+
+async def bench_decides(served: Served, ids: Sequence[str], clients: int, warmup: int) -> Decides:
+    """Decide the first `warmup` ids untimed, then the rest timed."""
+    async with served.client(clients) as client:
+        await decide_all(client, ids[:warmup], clients)
+        timed = ids[warmup:]
+        server_cpu, cpu, wall = cpu_seconds(served.pid), time.process_time(), time.perf_counter()
+        timings = await decide_all(client, timed, clients)
+        wall = time.perf_counter() - wall
+        cpu = time.process_time() - cpu
+        server_after = cpu_seconds(served.pid)
+    return Decides(
+        clients=clients,
+        decisions_per_s=round(len(timed) / wall, 1),
+        latency=latency(timings),
+        server_cpu_ms=(
+            None
+            if server_cpu is None or server_after is None
+            else round((server_after - server_cpu) * 1_000 / len(timed), 3)
+        ),
+        client_cpu_ms=round(cpu * 1_000 / len(timed), 3),
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Streams:
+    decision_to_event: Latency
+    """From just before the decision's POST to its ``decision`` event on the run's stream."""
+    post: Latency
+    """The decision's POST alone."""
+    decision_to_completed: Latency
+    """From just before the decision's POST to the resumed run's ``completed`` event."""
+    start_run: Latency
+    """``POST /v1/threads/{thread}/runs?wait=10`` until it answers with the run paused."""
+
+
+async def follow(
+    client: httpx.AsyncClient, run_id: str, held: str, live: asyncio.Future[None]
+) -> tuple[float, float]:
+    """Read the run's SSE stream: resolve `live` at its ``paused`` event; return when the
+    ``decision`` event of `held` and the ``completed`` event arrived."""
+    clock = time.perf_counter
+    decision_at: float | None = None
+    kind, data = "", ""
+    try:
+        async with client.stream("GET", f"/v1/runs/{run_id}/events") as response:
+            if response.status_code != 200:
+                raise RuntimeError(f"following run {run_id}: {response.status_code}")
+            async for line in response.aiter_lines():
+                if line.startswith("event: "):
+                    kind = line.removeprefix("event: ")
+                elif line.startswith("data: "):
+                    data = line.removeprefix("data: ")
+                elif not line and kind:
+                    arrived = clock()
+                    if kind == "paused" and not live.done():
+                        live.set_result(None)
+                    elif kind == "decision" and decision_at is None:
+                        if json.loads(data)["data"]["approval_id"] != held:
+                            raise RuntimeError(f"run {run_id}: a decision on another approval")
+                        decision_at = arrived
+                    elif kind == "completed":
+                        if decision_at is None:
+                            raise RuntimeError(f"run {run_id} completed without its decision event")
+                        return decision_at, arrived
+                    elif kind == "failed":
+                        raise RuntimeError(f"run {run_id} failed: {data}")
+                    kind, data = "", ""
+        raise RuntimeError(f"the stream of run {run_id} ended before the run completed")
+    except Exception as exc:
+        if not live.done():
+            live.set_exception(exc)
+        raise
+
+
+async def stream_sample(
+    client: httpx.AsyncClient, reader: httpx.AsyncClient, name: str, rng: random.Random
+) -> tuple[float, float, float, float]:
+    """One run paused, followed, decided: (start run, decision → event, POST, → completed)."""
+    clock = time.perf_counter
+    started = clock()
+    response = await client.post(
+        f"/v1/threads/{name}/runs",
+        params={"wait": STEP_TIMEOUT_S},
+        json={"agent": "ops", "input": f"delete {name}"},
+    )
+    start_run = clock() - started
+    run = response.json()
+    if response.status_code != 201 or run["status"] != "paused":
+        raise RuntimeError(f"starting a run: {response.status_code} {run}")
+    [held] = run["pending_approvals"]
+    live: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    following = asyncio.create_task(follow(reader, run["id"], held, live))
+    try:
+        await asyncio.wait_for(live, STEP_TIMEOUT_S)  # the reader's error, if it failed first
+        await asyncio.sleep(rng.uniform(0, POLL_INTERVAL_S))
+        t0 = clock()
+        decided = await client.post(f"/v1/approvals/{held}/decision", json={"kind": "approve"})
+        posted = clock() - t0
+        if decided.status_code != 200:
+            raise RuntimeError(f"deciding {held}: {decided.status_code} {decided.text}")
+        decision_at, completed_at = await asyncio.wait_for(following, STEP_TIMEOUT_S)
+    finally:
+        following.cancel()
+        await asyncio.gather(following, return_exceptions=True)
+    return start_run, decision_at - t0, posted, completed_at - t0
+
+
+async def bench_streams(served: Served, backend: BackendName, rng: random.Random) -> Streams:
+    samples: list[tuple[float, float, float, float]] = []
+    async with served.client(4) as client, served.client(4) as reader:
+        for i in range(SSE_WARMUP + SSE_SAMPLES):
+            name = f"bench-{backend}-{i}-{uuid.uuid4().hex[:8]}"
+            sample = await stream_sample(client, reader, name, rng)
+            if i >= SSE_WARMUP:
+                samples.append(sample)
+    start_run, to_event, post, to_completed = zip(*samples, strict=True)
+    return Streams(
+        decision_to_event=latency(to_event),
+        post=latency(post),
+        decision_to_completed=latency(to_completed),
+        start_run=latency(start_run),
+    )
+
+
+# -- one backend -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class BackendResult:
+    backend: BackendName
+    concurrent: Decides
+    serial: Decides
+    streams: Streams
+    seconds: float
+
+
+async def bench_backend(backend: BackendName, url: str, console: Console) -> BackendResult:
+    started = time.perf_counter()
+    rng = random.Random(f"{SEED}-{backend}")
+
+    def progress(what: str) -> None:
+        console.print(f"  {backend}: {what} ({time.perf_counter() - started:.0f} s)", style="dim")
+
+    async with served(url) as server:
+        if len(server.ids) != HOLDS:
+            raise RuntimeError(f"the server held {len(server.ids)} approvals, not {HOLDS}")
+        progress(f"serving at {server.url} with {HOLDS:,} pending approvals")
+        rng.shuffle(server.ids)
+        concurrent_ids = server.ids[: DECIDE_WARMUP + DECIDES]
+        serial_ids = server.ids[DECIDE_WARMUP + DECIDES :]
+        concurrent = await bench_decides(server, concurrent_ids, CONCURRENCY, DECIDE_WARMUP)
+        progress(f"{DECIDES:,} decisions, {CONCURRENCY} clients")
+        serial = await bench_decides(server, serial_ids, 1, SERIAL_WARMUP)
+        progress(f"{SERIAL_DECIDES:,} decisions, 1 client")
+        streams = await bench_streams(server, backend, rng)
+        progress(f"{SSE_SAMPLES} decisions followed on a run's event stream")
+    return BackendResult(
+        backend=backend,
+        concurrent=concurrent,
+        serial=serial,
+        streams=streams,
+        seconds=round(time.perf_counter() - started, 1),
+    )
+
+
+async def bench_sqlite(console: Console) -> BackendResult:
+    with tempfile.TemporaryDirectory(prefix="signoff-bench-") as folder:
+        path = Path(folder) / "signoff.db"
+        return await bench_backend("sqlite", f"sqlite:///{path}", console)
+
+
+async def bench_postgres(console: Console) -> BackendResult | None:
+    try:
+        admin = await asyncpg.connect(PG_ADMIN, timeout=3)
+    except (OSError, asyncpg.PostgresError) as exc:
+        console.print(f"[bold red]PostgreSQL is not reachable at {PG_ADMIN}: {exc}[/]")
+        return None
+    name = f"signoff_bench_{uuid.uuid4().hex[:12]}"
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+        base = PG_ADMIN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://")
+        return await bench_backend("postgresql", f"{base}/{name}", console)
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
+
+
+# -- reporting -------------------------------------------------------------------------------
+
+
+def target(
+    name: str, goal_ms: float, result: BackendResult | None, pick: Callable[[BackendResult], float]
+) -> Target:
+    if result is None:
+        return Target(name=name, goal=f"<= {goal_ms:g} ms", value="—", status="not measured")
+    value = pick(result)
+    return Target(
+        name=name,
+        goal=f"<= {goal_ms:g} ms",
+        value=f"{value:.1f} ms",
+        status="met" if value <= goal_ms else "MISSED",
+    )
+
+
+def targets(sqlite: BackendResult, postgres: BackendResult | None) -> list[Target]:
+    goals: list[Target] = []
+    for label, result in (("SQLite", sqlite), ("PostgreSQL", postgres)):
+        goals.append(
+            target(
+                f"decide p50, {CONCURRENCY} clients, {label}",
+                20,
+                result,
+                lambda r: r.concurrent.latency.p50_ms,
+            )
+        )
+    for label, result in (("SQLite", sqlite), ("PostgreSQL", postgres)):
+        goals.append(
+            target(
+                f"decision → SSE event p50, {label}",
+                300,
+                result,
+                lambda r: r.streams.decision_to_event.p50_ms,
+            )
+        )
+    return goals
+
+
+def ms(value: float) -> str:
+    return f"{value:,.1f}" if value >= 100 else f"{value:.3f}" if value < 1 else f"{value:.2f}"
+
+
+def side_by_side(
+    title: str,
+    rows: Sequence[tuple[str, Callable[[BackendResult], Latency]]],
+    results: Sequence[BackendResult | None],
+) -> Table:
+    table = Table(title=title)
+    table.add_column("")
+    for name, style in (("SQLite", "green"), ("PostgreSQL", "cyan")):
+        for stat in ("p50", "p99", "n"):
+            table.add_column(f"{name}\n{stat}", justify="right", style=style)
+    for label, pick in rows:
+        cells: list[str] = []
+        for result in results:
+            if result is None:
+                cells += ["—"] * 3
+            else:
+                figure = pick(result)
+                cells += [ms(figure.p50_ms), ms(figure.p99_ms), f"{figure.samples:,}"]
+        table.add_row(label, *cells)
+    return table
+
+
+def report(
+    console: Console,
+    sqlite: BackendResult,
+    postgres: BackendResult | None,
+    goals: Sequence[Target],
+) -> None:
+    both = (sqlite, postgres)
+    console.print(
+        side_by_side(
+            "POST /v1/approvals/{id}/decision over loopback HTTP, per request (ms)",
+            [
+                (f"{CONCURRENCY} concurrent clients", lambda r: r.concurrent.latency),
+                ("1 client", lambda r: r.serial.latency),
+            ],
+            both,
+        )
+    )
+    throughput = Table(title="Decisions per second, and CPU per decision (ms, mean)")
+    throughput.add_column("")
+    throughput.add_column("SQLite", justify="right", style="green")
+    throughput.add_column("PostgreSQL", justify="right", style="cyan")
+    rounds: list[tuple[str, Callable[[BackendResult], Decides]]] = [
+        (f"{CONCURRENCY} clients", lambda r: r.concurrent),
+        ("1 client", lambda r: r.serial),
+    ]
+    for label, pick in rounds:
+        shown: list[tuple[str, Callable[[Decides], str]]] = [
+            ("decisions/s", lambda d: f"{d.decisions_per_s:,.0f}"),
+            (
+                "server process CPU",
+                lambda d: "—" if d.server_cpu_ms is None else ms(d.server_cpu_ms),
+            ),
+            ("client process CPU", lambda d: ms(d.client_cpu_ms)),
+        ]
+        for what, show in shown:
+            throughput.add_row(
+                f"{label}: {what}", *(show(pick(r)) if r is not None else "—" for r in both)
+            )
+    console.print(throughput)
+    console.print(
+        side_by_side(
+            "A paused run followed on GET /v1/runs/{id}/events (ms)",
+            [
+                ("decision POSTed → decision event", lambda r: r.streams.decision_to_event),
+                ("decision POST alone", lambda r: r.streams.post),
+                ("decision POSTed → completed event", lambda r: r.streams.decision_to_completed),
+                ("POST runs?wait → paused run", lambda r: r.streams.start_run),
+            ],
+            both,
+        )
+    )
+    console.print(
+        f"  the reader polls every poll_interval ({POLL_INTERVAL_S} s) unless woken in-process; "
+        "decisions through the same server wake it, a resumed run's own events do not",
+        style="dim",
+    )
+    print_targets(console, goals)
+
+
+async def run(console: Console) -> tuple[BackendResult, BackendResult | None]:
+    sqlite = await bench_sqlite(console)
+    postgres = await bench_postgres(console)
+    return sqlite, postgres
+
+
+def main() -> None:
+    console = wide_console()
+    started = time.perf_counter()
+    console.print(
+        f"signoff {__version__}, Python {platform.python_version()} on {platform.machine()} "
+        f"({os.cpu_count()} CPUs); uvicorn {uvicorn.__version__} ({HTTP_IMPLEMENTATION}), "
+        f"httpx {httpx.__version__}; SQLite {sqlite3.sqlite_version}; PostgreSQL at {PG_ADMIN}"
+    )
+    sqlite, postgres = asyncio.run(run(console))
+    goals = targets(sqlite, postgres)
+    report(console, sqlite, postgres, goals)
+    wall_s = time.perf_counter() - started
+
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    results = {
+        **environment("server"),
+        "cpu_count": os.cpu_count(),
+        "sqlite_version": sqlite3.sqlite_version,
+        "uvicorn_version": uvicorn.__version__,
+        "http_implementation": HTTP_IMPLEMENTATION,
+        "httpx_version": httpx.__version__,
+        "config": {
+            "seed": SEED,
+            "server": "child process, uvicorn on loopback, asyncio loop",
+            "concurrency": CONCURRENCY,
+            "decide_warmup": DECIDE_WARMUP,
+            "decides": DECIDES,
+            "serial_decides": SERIAL_DECIDES,
+            "sse_warmup": SSE_WARMUP,
+            "sse_samples": SSE_SAMPLES,
+            "poll_interval_s": POLL_INTERVAL_S,
+        },
+        "backends": {
+            "sqlite": asdict(sqlite),
+            "postgresql": None if postgres is None else asdict(postgres),
+        },
+        "targets": [asdict(goal) for goal in goals],
+        "wall_time_s": round(wall_s, 1),
+    }
+    RESULTS.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    console.print(f"wall time {wall_s:.1f} s; results in {RESULTS}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == [SERVE]:
+        asyncio.run(serve(sys.argv[2], int(sys.argv[3])))
+    else:
+        main()

@@ -1,0 +1,136 @@
+"""The shapes of the API: request bodies, checked by pydantic, and the JSON of approvals and
+events, shared by the REST, SSE and WebSocket channels."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from signoff.errors import InvalidDecisionError
+from signoff.store.runs import StoredEvent
+from signoff.types import (
+    Approval,
+    Approve,
+    Decision,
+    Edit,
+    Reject,
+    Respond,
+    Scope,
+    decision_to_dict,
+)
+
+__all__ = [
+    "Always",
+    "DecisionBody",
+    "Decisions",
+    "ExplainBody",
+    "StartRun",
+    "approval_json",
+    "event_json",
+    "iso",
+    "sse",
+    "verdict_json",
+]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StartRun(_Body):
+    agent: str = Field(min_length=1)
+    input: str
+
+
+class Always(_Body):
+    scope: Literal["run", "thread", "agent", "global"]
+    with_args: bool = False
+
+
+class DecisionBody(_Body):
+    kind: Literal["approve", "edit", "respond", "reject"]
+    args: dict[str, Any] | None = None
+    content: str | None = None
+    reason: str | None = None
+    always: Always | None = None
+
+    def decision(self) -> Decision:
+        """The decision, or `InvalidDecisionError` naming the field that is missing."""
+        match self.kind:
+            case "approve":
+                scope = self.always
+                always = (
+                    None if scope is None else Scope(kind=scope.scope, with_args=scope.with_args)
+                )
+                return Approve(always=always)
+            case "edit":
+                if self.args is None:
+                    raise InvalidDecisionError("an edit needs 'args': the arguments to run with")
+                return Edit(args=self.args)
+            case "respond":
+                if self.content is None:
+                    raise InvalidDecisionError("a response needs 'content': the text to return")
+                return Respond(content=self.content)
+            case _:
+                return Reject(reason=self.reason or "")
+
+
+class ExplainBody(_Body):
+    tool: str = Field(min_length=1)
+    args: dict[str, Any] = Field(default_factory=dict)
+    server: str | None = None
+    agent: str | None = None
+
+
+class Decisions(_Body):
+    decisions: dict[str, DecisionBody] = Field(min_length=1)
+
+
+def approval_json(approval: Approval) -> dict[str, Any]:
+    call = approval.call
+    return {
+        "id": approval.id,
+        "run_id": approval.run_id,
+        "thread_id": approval.thread_id,
+        "call_id": call.id,
+        "tool": call.name,
+        "args": call.args,
+        "server": call.server,
+        "agent": call.agent,
+        "status": approval.status,
+        "rule": approval.rule,
+        "reason": approval.reason,
+        "approvers": list(approval.approvers),
+        "requested_by": approval.requested_by,
+        "requested_at": iso(approval.requested_at),
+        "expires_at": None if approval.expires_at is None else iso(approval.expires_at),
+        "decided_by": approval.decided_by,
+        "decided_at": None if approval.decided_at is None else iso(approval.decided_at),
+        "decision": None if approval.decision is None else decision_to_dict(approval.decision),
+    }
+
+
+def event_json(event: StoredEvent) -> dict[str, Any]:
+    return {
+        "run_id": event.run_id,
+        "seq": event.seq,
+        "at": iso(event.at),
+        "type": event.type,
+        "data": event.data,
+    }
+
+
+def sse(event: StoredEvent, event_id: str) -> str:
+    """The event as one server-sent event."""
+    return f"id: {event_id}\nevent: {event.type}\ndata: {json.dumps(event_json(event))}\n\n"
+
+
+def verdict_json(verdict: Any) -> dict[str, Any]:
+    return {"kind": verdict.kind, "rule": verdict.rule, "reason": verdict.reason}
+
+
+def iso(moment: datetime) -> str:
+    return moment.isoformat()

@@ -1,0 +1,122 @@
+"""``WS /v1/ws``: approval requests and decisions pushed as they happen, decisions taken back
+(seed 004's WebSocket channel).
+
+The client authenticates with ``Authorization: Bearer TOKEN``, or — browsers cannot set headers
+on a WebSocket — by offering the subprotocols ``signoff.bearer`` and the token. Then:
+
+- the server sends ``{"type": "hello", "principal", "pending": [APPROVAL, ...]}``, then
+  ``{"type": "event", "event": {run_id, seq, at, type, data}}`` for every run's
+  ``approval_requested``, ``decision``, ``paused``, ``resumed``, ``completed`` and ``failed``;
+- the client sends ``{"type": "decide", "id": APPROVAL_ID, "decision": {"kind", ...},
+  "request_id"?}`` and gets ``{"type": "decided", "request_id", "approval"}`` or
+  ``{"type": "error", "request_id", "error", "detail"}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from fastapi import WebSocket, WebSocketDisconnect
+from pydantic import ValidationError
+
+from signoff.errors import SignoffError
+from signoff.server.auth import Auth
+from signoff.server.service import Principal, Service
+from signoff.server.shapes import DecisionBody, approval_json, event_json
+
+__all__ = ["PUSHED", "websocket_channel"]
+
+PUSHED = frozenset({"approval_requested", "decision", "paused", "resumed", "completed", "failed"})
+_SUBPROTOCOL = "signoff.bearer"
+
+
+async def websocket_channel(socket: WebSocket, service: Service, auth: Auth) -> None:
+    principal, subprotocol = await _authenticate(socket, auth)
+    if principal is None:
+        # Accepted, then closed with a code a client can read (a refused handshake is a bare 403).
+        await socket.accept()
+        await socket.close(code=4401, reason="unauthorized: send a known bearer token")
+        return
+    await socket.accept(subprotocol=subprotocol)
+    pending = await service.store.list_approvals(status="pending", limit=500)
+    await socket.send_json(
+        {
+            "type": "hello",
+            "principal": principal.name,
+            "pending": [approval_json(a) for a in pending],
+        }
+    )
+
+    async def push() -> None:
+        async for event in service.follow_all():
+            if event.type in PUSHED:
+                await socket.send_json({"type": "event", "event": event_json(event)})
+
+    pusher = asyncio.create_task(push())
+    try:
+        while True:
+            message: Any = await socket.receive_json()
+            request_id = message.get("request_id") if isinstance(message, dict) else None
+            try:
+                if not isinstance(message, dict) or message.get("type") != "decide":
+                    raise _Refused("InvalidRequest", 'send {"type": "decide", "id", "decision"}')
+                body = DecisionBody.model_validate(message.get("decision"))
+                approval = await service.gate.decide(
+                    str(message.get("id")),
+                    body.decision(),
+                    actor=principal.name,
+                    roles=principal.roles,
+                )
+            except ValidationError as exc:
+                problems = "; ".join(
+                    f"decision.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()
+                )
+                await _error(socket, request_id, "InvalidRequest", problems)
+            except _Refused as exc:
+                await _error(socket, request_id, exc.error, exc.detail)
+            except SignoffError as exc:
+                await _error(socket, request_id, type(exc).__name__, str(exc))
+            else:
+                await socket.send_json(
+                    {
+                        "type": "decided",
+                        "request_id": request_id,
+                        "approval": approval_json(approval),
+                    }
+                )
+    except WebSocketDisconnect:
+        pass
+    finally:
+        pusher.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await pusher
+
+
+async def _authenticate(socket: WebSocket, auth: Auth) -> tuple[Principal | None, str | None]:
+    if auth.anonymous is not None:
+        return auth.anonymous, None
+    offered = socket.scope.get("subprotocols") or []
+    token = None
+    if _SUBPROTOCOL in offered:
+        rest = [p for p in offered if p != _SUBPROTOCOL]
+        token = rest[0] if rest else None
+    header = socket.headers.get("authorization", "")
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() == "bearer" and value:
+        token = value.strip()
+    principal = None if token is None else auth.find(token)
+    return principal, _SUBPROTOCOL if _SUBPROTOCOL in offered else None
+
+
+async def _error(socket: WebSocket, request_id: Any, error: str, detail: str) -> None:
+    await socket.send_json(
+        {"type": "error", "request_id": request_id, "error": error, "detail": detail}
+    )
+
+
+class _Refused(Exception):
+    def __init__(self, error: str, detail: str) -> None:
+        super().__init__(detail)
+        self.error, self.detail = error, detail
