@@ -33,6 +33,7 @@ __all__ = [
     "ToolCall",
     "Verdict",
     "VerdictKind",
+    "approval_to_dict",
     "canonical_json",
     "decision_from_dict",
     "decision_to_dict",
@@ -312,3 +313,32 @@ class Grant:
                 return context.thread_id is not None and context.thread_id == self.subject
             case "run":
                 return context.run_id is not None and context.run_id == self.subject
+
+
+def approval_to_dict(approval: Approval) -> dict[str, Any]:
+    """The approval as JSON-ready data, as the API and every channel show it."""
+    call = approval.call
+
+    def iso(moment: datetime | None) -> str | None:
+        return None if moment is None else moment.isoformat()
+
+    return {
+        "id": approval.id,
+        "run_id": approval.run_id,
+        "thread_id": approval.thread_id,
+        "call_id": call.id,
+        "tool": call.name,
+        "args": call.args,
+        "server": call.server,
+        "agent": call.agent,
+        "status": approval.status,
+        "rule": approval.rule,
+        "reason": approval.reason,
+        "approvers": list(approval.approvers),
+        "requested_by": approval.requested_by,
+        "requested_at": iso(approval.requested_at),
+        "expires_at": iso(approval.expires_at),
+        "decided_by": approval.decided_by,
+        "decided_at": iso(approval.decided_at),
+        "decision": None if approval.decision is None else decision_to_dict(approval.decision),
+    }

@@ -11,9 +11,9 @@ from typing import Annotated, Any
 import typer
 
 from signoff.errors import ConflictError, ForbiddenError, NotFoundError, SignoffError
-from signoff.types import Approve, Decision, Reject, Scope, decision_to_dict
+from signoff.types import Approve, Decision, Reject, Scope, approval_to_dict, decision_to_dict
 
-__all__ = ["approve", "reject"]
+__all__ = ["approve", "on_database", "reject", "through_server"]
 
 Server = Annotated[
     str | None,
@@ -86,12 +86,12 @@ def _decide(
     server = server or os.environ.get("SIGNOFF_SERVER")
     database = database or os.environ.get("SIGNOFF_DATABASE_URL")
     if server:
-        result = _through_server(
+        result = through_server(
             server, token or os.environ.get("SIGNOFF_TOKEN"), approval_id, decision
         )
     elif database:
         result = asyncio.run(
-            _on_database(database, approval_id, decision, actor or getpass.getuser(), roles or [])
+            on_database(database, approval_id, decision, actor or getpass.getuser(), roles or [])
         )
     else:
         raise typer.BadParameter(
@@ -100,7 +100,7 @@ def _decide(
     typer.echo(f"{result['id']}: {result['status']} by {result['decided_by']} ({result['tool']})")
 
 
-def _through_server(
+def through_server(
     server: str, token: str | None, approval_id: str, decision: Decision
 ) -> dict[str, Any]:
     import httpx
@@ -124,7 +124,7 @@ def _through_server(
     raise kind(f"{server} said {response.status_code}: {body.get('detail', body)}")
 
 
-async def _on_database(
+async def on_database(
     url: str, approval_id: str, decision: Decision, actor: str, roles: list[str]
 ) -> dict[str, Any]:
     from signoff.gate import Gate
@@ -135,9 +135,4 @@ async def _on_database(
         # Deciding needs no policy but an edit's re-check; an approve or reject has none.
         gate = Gate(Policy.from_dict({}), store)
         approval = await gate.decide(approval_id, decision, actor=actor, roles=roles)
-    return {
-        "id": approval.id,
-        "status": approval.status,
-        "decided_by": approval.decided_by,
-        "tool": approval.call.name,
-    }
+    return approval_to_dict(approval)

@@ -12,14 +12,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from signoff.errors import InvalidDecisionError
 from signoff.store.runs import StoredEvent
 from signoff.types import (
-    Approval,
     Approve,
     Decision,
     Edit,
     Reject,
     Respond,
     Scope,
-    decision_to_dict,
+    approval_to_dict,
 )
 
 __all__ = [
@@ -89,28 +88,8 @@ class Decisions(_Body):
     decisions: dict[str, DecisionBody] = Field(min_length=1)
 
 
-def approval_json(approval: Approval) -> dict[str, Any]:
-    call = approval.call
-    return {
-        "id": approval.id,
-        "run_id": approval.run_id,
-        "thread_id": approval.thread_id,
-        "call_id": call.id,
-        "tool": call.name,
-        "args": call.args,
-        "server": call.server,
-        "agent": call.agent,
-        "status": approval.status,
-        "rule": approval.rule,
-        "reason": approval.reason,
-        "approvers": list(approval.approvers),
-        "requested_by": approval.requested_by,
-        "requested_at": iso(approval.requested_at),
-        "expires_at": None if approval.expires_at is None else iso(approval.expires_at),
-        "decided_by": approval.decided_by,
-        "decided_at": None if approval.decided_at is None else iso(approval.decided_at),
-        "decision": None if approval.decision is None else decision_to_dict(approval.decision),
-    }
+approval_json = approval_to_dict
+"""The approval as every channel shows it."""
 
 
 def event_json(event: StoredEvent) -> dict[str, Any]:
