@@ -53,6 +53,7 @@ bench: install
 	$(BIN)/python bench/policy.py
 	$(BIN)/python bench/approvals.py
 	$(BIN)/python bench/pause_resume.py
+	$(BIN)/python bench/server.py
 
 demo: install
 	$(BIN)/signoff demo

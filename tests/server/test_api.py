@@ -483,6 +483,9 @@ async def test_the_websocket_pushes_requests_and_takes_decisions(store: SQLStore
                     event: dict[str, Any] = message["event"]
                     return event
 
+                await socket.send("not json")
+                garbled = await next_message("error")
+                assert (garbled["error"], garbled["request_id"]) == ("InvalidRequest", None)
                 requested = await next_event("approval_requested")
                 approval_id = requested["data"]["approval_id"]
                 assert requested["data"]["tool"] == "delete_pod"
@@ -523,3 +526,62 @@ async def test_the_websocket_pushes_requests_and_takes_decisions(store: SQLStore
     finally:
         server.should_exit = True
         await serving
+
+
+async def test_a_burst_of_events_larger_than_a_page_reaches_the_all_runs_reader(store: SQLStore):
+    from datetime import UTC, datetime
+
+    from signoff.store.runs import RunRecord
+
+    svc = service(store, [])
+    start = datetime.now(UTC)
+    record = RunRecord(
+        id="burst", thread_id="b", agent="ops", status="running", started_by=None,
+        lease_owner="w", version=1,
+    )  # fmt: skip
+    await store.create_run(record, at=start, lease_until=start)
+    burst = [("text", {"n": i}) for i in range(1100)]
+    await store.append_to_run("burst", at=start, events=burst, owner="w", lease_until=start)
+    got: list[int] = []
+
+    async def read() -> None:
+        async for event in svc.follow_all(since=start):
+            got.append(event.seq)
+            if len(got) == 1101:
+                return
+
+    reader = asyncio.create_task(read())
+    await asyncio.sleep(0.3)
+    later = datetime.now(UTC)
+    await store.append_to_run(
+        "burst", at=later, events=[("text", {})], owner="w", lease_until=later
+    )
+    async with asyncio.timeout(10):
+        await reader
+    assert got == list(range(1, 1102))  # every one, once, in order
+
+
+async def test_without_authentication_another_origin_is_refused(store: SQLStore):
+    app = create_app(service(store, []), Auth.none(roles=["admin"]))
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(
+            transport=transport, base_url="http://127.0.0.1:8000"
+        ) as client:
+            assert (await client.get("/v1/approvals")).status_code == 200  # a tool: no Origin
+            same = await client.get("/v1/approvals", headers={"Origin": "http://127.0.0.1:8000"})
+            assert same.status_code == 200
+            evil = await client.post(
+                "/v1/threads/t/runs",
+                json={"agent": "ops", "input": "x"},
+                headers={"Origin": "https://evil.example"},
+            )
+            assert evil.status_code == 403
+            assert evil.json()["error"] == "Forbidden"
+
+
+async def test_odd_stream_ids_and_times_are_answered_not_crashed(api: Any):
+    async with api([]) as client:
+        huge = await client.get("/v1/events", headers={"Last-Event-ID": "99999999999999999999.r.1"})
+        assert huge.status_code == 400
+        assert "not an id of this stream" in huge.json()["detail"]

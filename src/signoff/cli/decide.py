@@ -115,7 +115,10 @@ def through_server(
         )
     except httpx.HTTPError as exc:
         raise SignoffError(f"cannot reach {server}: {exc}") from None
-    body: dict[str, Any] = response.json()
+    try:
+        body: dict[str, Any] = response.json()
+    except ValueError:
+        body = {"detail": response.text[:200]}  # a proxy's page, not the API's answer
     if response.status_code == 200:
         return body
     kind = {404: NotFoundError, 409: ConflictError, 403: ForbiddenError}.get(

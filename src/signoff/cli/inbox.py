@@ -134,17 +134,20 @@ class Inbox:
             table.add_row(
                 str(number),
                 item["id"][-8:],
-                item["tool"],
+                escape(item["tool"]),
                 escape(arguments if len(arguments) <= 60 else arguments[:57] + "..."),
-                item.get("agent") or "",
-                item.get("rule") or "default",
+                escape(item.get("agent") or ""),
+                escape(item.get("rule") or "default"),
                 item.get("expires_at") or "",
             )
         self.console.print(table)
 
     def pick(self, which: str) -> dict[str, Any]:
-        if which.isdigit() and 1 <= int(which) <= len(self.items):
-            return self.items[int(which) - 1]
+        """By its number in the list as last shown, or by the start or end of its id."""
+        if which.isdigit() and len(which) <= 4:
+            if 1 <= int(which) <= len(self.items):
+                return self.items[int(which) - 1]
+            raise SignoffError(f"no #{which} in the list; see `list`")
         found = [
             i
             for i in self.items
@@ -157,10 +160,10 @@ class Inbox:
     def decide(self, item: dict[str, Any], decision: Decision) -> None:
         decided = self.backend.decide(item["id"], decision)
         self.console.print(
-            f"{decided['id'][-8:]} {item['tool']}: [bold]{decided['status']}[/] "
+            f"{decided['id'][-8:]} {escape(item['tool'])}: [bold]{decided['status']}[/] "
             f"by {escape(str(decided['decided_by']))}"
         )
-        self.items = [i for i in self.items if i["id"] != item["id"]]
+        self.list()  # numbers change as items go: show the ones that now hold
 
 
 def _arguments(text: str) -> dict[str, Any]:

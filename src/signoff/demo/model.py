@@ -77,7 +77,8 @@ def _calls(request: str, offered: set[str]) -> list[ToolCall]:
             if tool in offered and match is not None:
                 args: dict[str, object] = dict(match.groupdict())
                 if "replicas" in args:
-                    args["replicas"] = int(str(args["replicas"]))
+                    digits = str(args["replicas"])
+                    args["replicas"] = int(digits) if len(digits) <= 6 else 10**6
                 calls.append(ToolCall(id=f"call_{index}_{tool}", name=tool, args=args))
                 break
     return calls

@@ -7,6 +7,7 @@ input. The decider of a decision is the authenticated principal.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, datetime
 from typing import Annotated, Any
@@ -68,6 +69,8 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
     app = FastAPI(title="signoff", version=_version(), lifespan=lifespan)
     app.state.auth = auth
     _errors(app)
+    if auth.anonymous is not None:
+        app.add_middleware(_SameOrigin)
 
     @app.get("/", include_in_schema=False)
     async def root() -> dict[str, str]:
@@ -153,7 +156,7 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
                 micros, run_id, seq = last_event_id.split(".")
                 after = (from_micros(int(micros)), run_id, int(seq))
                 since = after[0]
-            except ValueError:
+            except (ValueError, OverflowError, OSError):
                 detail = f"Last-Event-ID {last_event_id!r} is not an id of this stream"
                 raise HTTPException(
                     400, detail={"error": "InvalidRequest", "detail": detail}
@@ -269,6 +272,38 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
         return {"ok": broken is None, "first_bad_entry": broken}
 
     return app
+
+
+class _SameOrigin:
+    """Without authentication, refuse requests a web page of another origin makes: browsers
+    send them (a WebSocket, a form post) with the local user's rights. Tools without a browser
+    send no ``Origin``."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] in ("http", "websocket"):
+            headers = dict(scope.get("headers") or [])
+            origin = headers.get(b"origin", b"").decode(errors="replace")
+            host = headers.get(b"host", b"").decode(errors="replace")
+            if origin and origin.partition("://")[2] != host:
+                if scope["type"] == "websocket":
+                    await send({"type": "websocket.close", "code": 4403})
+                    return
+                body = json.dumps(
+                    {"error": "Forbidden", "detail": f"requests from {origin} are not served"}
+                ).encode()
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 403,
+                        "headers": [(b"content-type", b"application/json")],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
 
 
 def _errors(app: FastAPI) -> None:

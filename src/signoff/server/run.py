@@ -18,7 +18,11 @@ async def run_app(app: FastAPI, *, host: str, port: int, ready: Callable[[str], 
     """Serve `app` until interrupted; `ready` gets the URL once it listens (port 0 picks one)."""
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+    # Event streams never end by themselves: on shutdown they get a moment, then are closed.
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=2
+    )
+    server = uvicorn.Server(config)
 
     async def announce() -> None:
         while not server.started:
@@ -45,9 +49,12 @@ def import_agents(spec: str) -> list[Agent]:
         found: Any = getattr(importlib.import_module(module_name), attribute)
     except (ImportError, AttributeError) as exc:
         raise ValueError(f"{spec!r}: {exc}") from None
-    if callable(found) and not isinstance(found, Agent):
-        found = found()
-    agents = [found] if isinstance(found, Agent) else list(found)
+    try:
+        if callable(found) and not isinstance(found, Agent):
+            found = found()
+        agents = [found] if isinstance(found, Agent) else list(found)
+    except Exception as exc:  # the user's code: say what it did, not where
+        raise ValueError(f"{spec!r}: {type(exc).__name__}: {exc}") from None
     wrong = [a for a in agents if not isinstance(a, Agent)]
     if wrong:
         raise ValueError(f"{spec!r} gives {wrong[0]!r}, not an Agent")

@@ -23,6 +23,9 @@ __all__ = ["LOOK_BACK", "Principal", "Service"]
 
 LOOK_BACK = timedelta(seconds=2)
 """How far behind its newest event a reader of every run's events looks again."""
+PAGE = 1000
+"""The events_since page a reader of every run's events reads at a time (its default)."""
+_EARLIEST = datetime(1970, 1, 1, tzinfo=UTC) + LOOK_BACK
 
 logger = logging.getLogger(__name__)
 
@@ -114,18 +117,24 @@ class Service:
         nothing is lost nor sent twice."""
         from signoff.gate.notifier import ANY
 
-        cursor = since or datetime.now(UTC)
+        cursor = max(since or datetime.now(UTC), _EARLIEST)
         sent: dict[tuple[str, int], datetime] = {}
         with self.gate.notifier.subscription(ANY) as woken:
             while True:
                 woken.clear()
-                for event in await self.store.events_since(cursor - LOOK_BACK):
-                    key = (event.run_id, event.seq)
-                    if key in sent or (after is not None and (event.at, *key) <= after):
-                        continue
-                    sent[key] = event.at
-                    cursor = max(cursor, event.at)
-                    yield event
+                page: tuple[datetime, str, int] | None = None
+                while True:  # every page since the look-back, however many were written
+                    events = await self.store.events_since(cursor - LOOK_BACK, after=page)
+                    for event in events:
+                        key = (event.run_id, event.seq)
+                        page = (event.at, *key)
+                        if key in sent or (after is not None and page <= after):
+                            continue
+                        sent[key] = event.at
+                        cursor = max(cursor, event.at)
+                        yield event
+                    if len(events) < PAGE:
+                        break
                 horizon = cursor - LOOK_BACK
                 sent = {k: at for k, at in sent.items() if at >= horizon}
                 with contextlib.suppress(TimeoutError):
@@ -142,14 +151,14 @@ class Service:
         with self.gate.notifier.subscription(ANY) as woken:
             while True:
                 woken.clear()
+                # The status first: a run that ends after it was read still gets its events
+                # read, and the stream ends on the next round.
+                ended = (await self.store.get_run(run_id)).status in ("completed", "failed")
                 events = await self.store.run_events(run_id, after=after)
                 for event in events:
                     after = event.seq
                     yield event
-                if not events and (await self.store.get_run(run_id)).status in (
-                    "completed",
-                    "failed",
-                ):
+                if not events and ended:
                     return
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(self.poll_interval):

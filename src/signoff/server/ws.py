@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from typing import Any
 
 from fastapi import WebSocket, WebSocketDisconnect
@@ -57,9 +58,16 @@ async def websocket_channel(socket: WebSocket, service: Service, auth: Auth) -> 
     pusher = asyncio.create_task(push())
     try:
         while True:
-            message: Any = await socket.receive_json()
-            request_id = message.get("request_id") if isinstance(message, dict) else None
+            frame = await socket.receive()
+            if frame["type"] == "websocket.disconnect":
+                break
+            request_id = None
             try:
+                try:
+                    message: Any = json.loads(frame.get("text") or "")
+                except ValueError:
+                    raise _Refused("InvalidRequest", "send JSON text frames") from None
+                request_id = message.get("request_id") if isinstance(message, dict) else None
                 if not isinstance(message, dict) or message.get("type") != "decide":
                     raise _Refused("InvalidRequest", 'send {"type": "decide", "id", "decision"}')
                 body = DecisionBody.model_validate(message.get("decision"))

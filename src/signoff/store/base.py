@@ -175,7 +175,13 @@ class Store(Protocol):
 
     async def run_events(self, run_id: str, *, after: int = 0) -> list[StoredEvent]: ...
 
-    async def events_since(self, at: datetime, *, limit: int = 1000) -> list[StoredEvent]: ...
+    async def events_since(
+        self,
+        at: datetime,
+        *,
+        after: tuple[datetime, str, int] | None = None,
+        limit: int = 1000,
+    ) -> list[StoredEvent]: ...
 
     async def ledger_start(
         self,

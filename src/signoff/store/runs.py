@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal, TypeAlias
 
-from sqlalchemy import and_, bindparam, func, insert, or_, select, update
+from sqlalchemy import and_, bindparam, func, insert, literal, or_, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
@@ -409,17 +409,26 @@ class RunStore:
         )
         return result
 
-    async def events_since(self, at: datetime, *, limit: int = 1000) -> list[StoredEvent]:
-        """Every run's events written at or after `at`, oldest first (ties by run and number):
-        the feed of an inbox. Writers' clocks and commits do not keep strict time order, so a
-        reader looks back a little and skips what it has seen (see `Service.follow_all`)."""
+    async def events_since(
+        self,
+        at: datetime,
+        *,
+        after: tuple[datetime, str, int] | None = None,
+        limit: int = 1000,
+    ) -> list[StoredEvent]:
+        """Every run's events written at or after `at` (and, with `after`, past that event:
+        a page's last), oldest first, ties by run and number: the feed of an inbox. Writers'
+        clocks and commits do not keep strict time order, so a reader looks back a little and
+        skips what it has seen (see `Service.follow_all`)."""
         table = schema.events
-        query = (
-            select(table)
-            .where(table.c.at >= to_micros(at))
-            .order_by(table.c.at, table.c.run_id, table.c.seq)
-            .limit(limit)
-        )
+        query = select(table).where(table.c.at >= to_micros(at))
+        if after is not None:
+            moment, run_id, seq = after
+            query = query.where(
+                tuple_(table.c.at, table.c.run_id, table.c.seq)
+                > tuple_(literal(to_micros(moment)), literal(run_id), literal(seq))
+            )
+        query = query.order_by(table.c.at, table.c.run_id, table.c.seq).limit(limit)
         result: list[StoredEvent] = await self.run(
             lambda c: _unblob(c, [_event(row) for row in c.execute(query)]), write=False
         )
