@@ -196,8 +196,9 @@ class Runner:
         """Resume the run to its next pause or its end, if it is still ready and this worker
         claims it first. Returns whether it did."""
         try:
-            async for _ in self.resume(run_id):
-                pass
+            async for event in self.resume(run_id):
+                # Readers of run logs in this process (event streams) look at once.
+                self.gate.notifier.notify(event.run_id)
         except ConflictError:
             return False  # another worker took it, or it is not ready after all
         except Exception:  # a worker outlives any one run's trouble; the run is taken over

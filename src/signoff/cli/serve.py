@@ -58,7 +58,12 @@ def serve(
 
     async def main() -> None:
         async with open_store(settings.database) as store:
-            service = Service(store=store, gate=Gate(settings.policy, store), agents=loaded)
+            service = Service(
+                store=store,
+                gate=Gate(settings.policy, store),
+                agents=loaded,
+                policy_document=settings.document,
+            )
             app = create_app(service, auth)
             await run_app(
                 app, host=host, port=port, ready=lambda url: typer.echo(f"signoff on {url}")

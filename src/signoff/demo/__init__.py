@@ -7,6 +7,8 @@ from collections.abc import Callable
 from importlib.resources import as_file, files
 from pathlib import Path
 
+import yaml
+
 from signoff.demo.agents import demo_agents
 from signoff.demo.model import demo_model
 from signoff.errors import MissingExtraError
@@ -41,8 +43,11 @@ async def serve_demo(
     database = data_dir / "signoff.db"
     with as_file(files("signoff") / "examples" / "demo-policy.yaml") as path:
         policy = Policy.from_file(path)
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
     async with open_store(f"sqlite:///{database}") as store:
         agents = demo_agents(data_dir, database, demo_model())
-        service = Service(store=store, gate=Gate(policy, store), agents=agents)
+        service = Service(
+            store=store, gate=Gate(policy, store), agents=agents, policy_document=document
+        )
         app = create_app(service, Auth.none(roles=["admin"]))
         await run_app(app, host=host, port=port, ready=ready)

@@ -24,6 +24,7 @@ from signoff.errors import (
     InvalidDecisionError,
     InvalidEditError,
     NotFoundError,
+    PolicyError,
     SignoffError,
 )
 from signoff.server.auth import Auth
@@ -32,7 +33,9 @@ from signoff.server.shapes import (
     DecisionBody,
     Decisions,
     ExplainBody,
+    PolicyBody,
     StartRun,
+    ToggleBody,
     approval_json,
     iso,
     sse,
@@ -219,15 +222,33 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
 
     @app.get("/v1/policy")
     async def policy(_: Who) -> dict[str, Any]:
-        """The policy in force: its version, default and rules, as a file would write them."""
-        engine = service.gate.engine
-        current = engine.policy
-        return {
-            "version": current.version,
-            "source": current.source,
-            "default": current.default,
-            "rules": [rule.to_dict() for rule in current.rules],
-        }
+        """The policy in force: its version, default and rules as a file would write them, and
+        the document it was written as (null when it was given in code: not editable)."""
+        return _policy(service)
+
+    @app.put("/v1/policy")
+    async def put_policy(body: PolicyBody, who: Who) -> dict[str, Any]:
+        """Put a new policy in force (the admin role): a new version, audited, on every
+        replica. A document with mistakes gets 422 listing each of them."""
+        _admin(who)
+        await service.set_policy(body.document, actor=who.name)
+        return _policy(service)
+
+    @app.put("/v1/policy/tools/{tool}")
+    async def toggle(tool: str, body: ToggleBody, who: Who) -> dict[str, Any]:
+        """Allow, ask or deny one tool ("Require approval?"): the document's ``tools:`` toggle
+        for it, as a new policy version (the admin role). Rules that name the tool still
+        apply as the policy's precedence says; `POST /v1/policy/explain` shows the outcome."""
+        _admin(who)
+        if service.policy_document is None:
+            raise ConflictError("this server's policy was given in code: it cannot be edited here")
+        document = json.loads(json.dumps(service.policy_document))  # a copy to change
+        tools = document.setdefault("tools", {})
+        if not isinstance(tools, dict):
+            raise ConflictError("the policy's 'tools' section is not a mapping")
+        tools[tool] = {"verdict": body.verdict}
+        await service.set_policy(document, actor=who.name)
+        return _policy(service)
 
     @app.post("/v1/policy/explain")
     async def explain(body: ExplainBody, _: Who) -> dict[str, Any]:
@@ -274,6 +295,22 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
     return app
 
 
+def _admin(who: Principal) -> None:
+    if "admin" not in who.roles:
+        raise ForbiddenError(f"{who.name!r} may not change the policy: it needs the admin role")
+
+
+def _policy(service: Service) -> dict[str, Any]:
+    current = service.gate.engine.policy
+    return {
+        "version": current.version,
+        "source": current.source,
+        "default": current.default,
+        "rules": [rule.to_dict() for rule in current.rules],
+        "document": service.policy_document,
+    }
+
+
 class _SameOrigin:
     """Without authentication, refuse requests a web page of another origin makes: browsers
     send them (a WebSocket, a form post) with the local user's rights. Tools without a browser
@@ -309,6 +346,7 @@ class _SameOrigin:
 def _errors(app: FastAPI) -> None:
     statuses: Mapping[type[SignoffError], int] = {
         NotFoundError: 404,
+        PolicyError: 422,
         ConflictError: 409,
         ForbiddenError: 403,
         InvalidEditError: 422,
@@ -321,6 +359,8 @@ def _errors(app: FastAPI) -> None:
         body: dict[str, Any] = {"error": type(exc).__name__, "detail": str(exc)}
         if isinstance(exc, InvalidEditError):
             body |= {"path": exc.path, "schema_path": exc.schema_path}
+        if isinstance(exc, PolicyError):
+            body["problems"] = [{"path": p.path, "problem": p.message} for p in exc.problems]
         return JSONResponse(body, status_code=status)
 
     @app.exception_handler(StarletteHTTPException)

@@ -31,6 +31,7 @@ from signoff.server.service import Principal
 __all__ = ["ServerConfig", "load_config"]
 
 _AUTH_KEYS = frozenset({"tokens"})
+_SERVER_KEYS = frozenset({"database", "auth", "gateway"})
 _TOKEN_KEYS = frozenset({"principal", "roles", "token", "token_env"})
 
 
@@ -39,6 +40,8 @@ class ServerConfig:
     database: str | None
     """The store's URL; None for the default (``SIGNOFF_DATABASE_URL``, else a SQLite file)."""
     policy: Policy
+    document: dict[str, Any]
+    """The policy's part of the file, as written: what editing through the API starts from."""
     tokens: dict[str, Principal]
     """Bearer token → principal; empty when the file configures no authentication."""
 
@@ -66,7 +69,8 @@ def load_config(path: Path) -> ServerConfig:
         problems += exc.problems
     if problems:
         raise PolicyError(sorted(problems, key=lambda p: (p.line or 0, p.column or 0)))
-    return ServerConfig(database=database, policy=policy, tokens=tokens)
+    document = {k: v for k, v in top.items() if k not in _SERVER_KEYS}
+    return ServerConfig(database=database, policy=policy, document=document, tokens=tokens)
 
 
 def _tokens(reader: Reader, auth: Any) -> dict[str, Principal]:

@@ -12,11 +12,13 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from signoff.agent import Agent, Runner
 from signoff.errors import ConflictError, NotFoundError
 from signoff.gate import Gate
-from signoff.store import Store
+from signoff.policy import Policy, PolicyEngine
+from signoff.store import AuditRecord, Store
 from signoff.store.runs import StoredEvent
 
 __all__ = ["LOOK_BACK", "Principal", "Service"]
@@ -43,8 +45,13 @@ class Service:
     store: Store
     gate: Gate
     agents: Sequence[Agent]
+    policy_document: dict[str, Any] | None = None
+    """The policy as written (a file's data): what editing through the API changes. Without
+    it the policy cannot be edited."""
     poll_interval: float = 0.25
     """How often readers of a run's log look for new events when nothing woke them."""
+    policy_interval: float = 2.0
+    """How often a replica looks for a policy changed through another one."""
     runners: dict[str, Runner] = field(init=False)
     _tasks: set[asyncio.Task[None]] = field(init=False, default_factory=set)
 
@@ -66,14 +73,58 @@ class Service:
     async def running(self) -> AsyncIterator[Service]:
         """Run the workers (one per agent, resuming decided runs) and the expiry sweeper for
         as long as the block lasts."""
+        await self._adopt_policy()
         workers = [asyncio.create_task(r.work()) for r in self.runners.values()]
         workers.append(asyncio.create_task(self.gate.run_sweeper()))
+        workers.append(asyncio.create_task(self._follow_policy()))
         try:
             yield self
         finally:
             for task in [*workers, *self._tasks]:
                 task.cancel()
             await asyncio.gather(*workers, *self._tasks, return_exceptions=True)
+
+    async def set_policy(self, document: dict[str, Any], *, actor: str) -> Policy:
+        """Put `document` in force as a new policy version, audited, on every replica (each
+        picks it up within `policy_interval`). Raises `PolicyError` naming every mistake."""
+        policy = Policy.from_dict(document, source="the policy document")
+        now = datetime.now(UTC)
+        previous = self.gate.engine.version
+        record = AuditRecord(
+            actor=actor, action="policy", subject=policy.version,
+            data={"previous": previous}, at=now,
+        )  # fmt: skip
+        await self.store.save_policy(policy.version, document, actor=actor, at=now, audit=[record])
+        self._install(policy, document)
+        return policy
+
+    def _install(self, policy: Policy, document: dict[str, Any]) -> None:
+        self.gate.engine = PolicyEngine(policy)
+        self.policy_document = document
+
+    async def _adopt_policy(self) -> None:
+        """On start: a policy document never saved before (a new or changed config file) is put
+        in force; otherwise the latest saved one (edits made through the API) stays."""
+        if self.policy_document is not None and not await self.store.known_policy(
+            self.gate.engine.version
+        ):
+            await self.set_policy(self.policy_document, actor="config")
+            return
+        await self._load_latest()
+
+    async def _load_latest(self) -> None:
+        latest = await self.store.latest_policy()
+        if latest is not None and latest[0] != self.gate.engine.version:
+            version, document = latest
+            self._install(Policy.from_dict(document, source=f"policy version {version}"), document)
+
+    async def _follow_policy(self) -> None:
+        while True:
+            await asyncio.sleep(self.policy_interval)
+            try:
+                await self._load_latest()
+            except Exception:
+                logger.exception("reading the latest policy failed; trying again")
 
     async def start_run(
         self, agent: str, thread_id: str, input: str, *, started_by: str, wait: float = 0
@@ -86,8 +137,8 @@ class Service:
 
         async def go_on() -> None:
             try:
-                async for _ in stream:
-                    pass
+                async for event in stream:
+                    self.gate.notifier.notify(event.run_id)  # wake this process's readers
             except ConflictError:
                 pass  # another worker took it over: it goes on there
             except Exception:

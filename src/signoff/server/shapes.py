@@ -26,7 +26,9 @@ __all__ = [
     "DecisionBody",
     "Decisions",
     "ExplainBody",
+    "PolicyBody",
     "StartRun",
+    "ToggleBody",
     "approval_json",
     "event_json",
     "iso",
@@ -82,6 +84,15 @@ class ExplainBody(_Body):
     args: dict[str, Any] = Field(default_factory=dict)
     server: str | None = None
     agent: str | None = None
+
+
+class PolicyBody(_Body):
+    document: dict[str, Any]
+    """The whole policy, as a file would write it (JSON for YAML)."""
+
+
+class ToggleBody(_Body):
+    verdict: Literal["allow", "ask", "deny"]
 
 
 class Decisions(_Body):

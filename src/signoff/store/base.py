@@ -118,6 +118,20 @@ class Store(Protocol):
 
     async def due_for_expiry(self, now: datetime, *, limit: int = 500) -> list[Approval]: ...
 
+    async def save_policy(
+        self,
+        version: str,
+        document: dict[str, Any],
+        *,
+        actor: str,
+        at: datetime,
+        audit: Sequence[AuditRecord] = (),
+    ) -> None: ...
+
+    async def known_policy(self, version: str) -> bool: ...
+
+    async def latest_policy(self) -> tuple[str, dict[str, Any]] | None: ...
+
     async def list_grants(
         self, *, tool: str | None = None, tools: Sequence[str] | None = None
     ) -> list[Grant]: ...

@@ -19,6 +19,8 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from sqlalchemy import Row, and_, bindparam, insert, select, text, update
+from sqlalchemy.dialects import postgresql as pg_dialect
+from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import Connection, Engine
 
 from signoff.errors import ConflictError, NotFoundError, StoreError
@@ -395,6 +397,58 @@ class SQLStore(RunStore):
         )
         rows = await self.run(lambda c: c.execute(query).all(), write=False)
         return [_approval(row) for row in rows]
+
+    # -- policy versions -------------------------------------------------------------------
+
+    async def save_policy(
+        self,
+        version: str,
+        document: dict[str, Any],
+        *,
+        actor: str,
+        at: datetime,
+        audit: Sequence[AuditRecord] = (),
+    ) -> None:
+        """Make `document` (whose policy has `version`) the latest policy, with its audit
+        entries, in one transaction; a version seen before becomes the latest again."""
+        table = schema.policy_versions
+        values = {
+            "version": version,
+            "created_at": to_micros(at),
+            "created_by": actor,
+            "document": _json(document),
+        }
+
+        def work(connection: Connection) -> None:
+            dialect = pg_dialect if connection.dialect.name == "postgresql" else sqlite_dialect
+            statement = dialect.insert(table).values(values)
+            connection.execute(
+                statement.on_conflict_do_update(
+                    index_elements=[table.c.version],
+                    set_={"created_at": values["created_at"], "created_by": actor},
+                )
+            )
+            _append_audit(connection, audit)
+
+        await self.run(work)
+
+    async def known_policy(self, version: str) -> bool:
+        """Whether a policy of this version was ever saved."""
+        table = schema.policy_versions
+        query = select(table.c.version).where(table.c.version == version)
+        found = await self.run(lambda c: c.execute(query).first(), write=False)
+        return found is not None
+
+    async def latest_policy(self) -> tuple[str, dict[str, Any]] | None:
+        """The version and document of the latest saved policy, if any."""
+        table = schema.policy_versions
+        query = (
+            select(table.c.version, table.c.document)
+            .order_by(table.c.created_at.desc(), table.c.version)
+            .limit(1)
+        )
+        row = await self.run(lambda c: c.execute(query).first(), write=False)
+        return None if row is None else (row.version, json.loads(row.document))
 
     # -- grants ----------------------------------------------------------------------------
 
