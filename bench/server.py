@@ -45,9 +45,9 @@ reported, then closes the stream. `SSE_WARMUP` samples are not counted.
 A reader of ``/v1/runs/{id}/events`` (``Service.follow``) looks for new events every
 ``poll_interval`` (0.25 s by default) unless woken in-process: a decision taken through the
 same ``Service``'s gate wakes it at once, which is the case here (one server process). Decisions
-taken on another replica wake it only on PostgreSQL (LISTEN/NOTIFY), otherwise at its next poll;
-the events a resumed run writes (``resumed``, ``completed``) wake nobody and arrive at the next
-poll, which the decision → ``completed`` figure shows.
+taken on another replica wake it only on PostgreSQL (LISTEN/NOTIFY), otherwise at its next poll.
+The events of a run resumed in the same process (``resumed``, ``completed``) wake it too; those
+of a run resumed on another replica arrive at its next poll.
 
 Targets (none are set by the issue; these are soft goals): decide p50 at most 20 ms under 50
 concurrent clients; decision → SSE event p50 at most 300 ms. Missed targets are printed as
@@ -604,7 +604,7 @@ def report(
     )
     console.print(
         f"  the reader polls every poll_interval ({POLL_INTERVAL_S} s) unless woken in-process; "
-        "decisions through the same server wake it, a resumed run's own events do not",
+        "decisions and runs in the same server wake it; another replica's runs do not",
         style="dim",
     )
     print_targets(console, goals)
