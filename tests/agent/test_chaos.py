@@ -57,8 +57,9 @@ async def torment(
             line = await asyncio.wait_for(zygote.stdout.readline(), 30)
             while line.strip() == b"all done":  # a child outran its killer and finished it all
                 line = await asyncio.wait_for(zygote.stdout.readline(), 30)
-            word, pid = line.split()
-            assert word == b"ready"
+            words = line.split()
+            assert len(words) == 2 and words[0] == b"ready", f"a worker said {line!r}"
+            pid = words[1]
             await asyncio.sleep(rng.uniform(0, longest))
             try:
                 os.kill(int(pid), signal.SIGKILL)

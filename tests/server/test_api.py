@@ -311,9 +311,16 @@ async def test_a_live_event_stream_resumes_after_last_event_id_and_shows_the_dec
                         seen.append(json.loads(line[6:]))
                         if seen[-1]["type"] == "paused":
                             break
-                # Live: the decision and the rest arrive on the open stream.
+                # Live: the decision and the rest arrive on the open stream, and a long-poll
+                # over the same server answers as soon as it is taken.
                 [pending] = run["pending_approvals"]
+                polling = asyncio.create_task(
+                    client.get(f"/v1/approvals/{pending}", params={"wait": 10})
+                )
+                await asyncio.sleep(0.1)
+                assert not polling.done()
                 await client.post(f"/v1/approvals/{pending}/decision", json={"kind": "approve"})
+                assert (await polling).json()["status"] == "approved"
                 async for line in lines:
                     if line.startswith("data: "):
                         seen.append(json.loads(line[6:]))

@@ -116,7 +116,7 @@ def test_no_generated_request_gets_a_server_error(live: tuple[str, dict[str, Any
 
             probe()
     assert failures == []
-    assert sent >= EXAMPLES * len(operations) * 0.5, statuses
+    assert sent >= (1000 if os.environ.get("CI") else 200), (sent, statuses)
     assert {200, 404, 422} <= set(statuses), statuses  # it reached the handlers, and past them
 
 

@@ -444,6 +444,11 @@ class Runner:
                 await asyncio.sleep(max(every, 0.01))
                 try:
                     await self._store(self._write(scope))
+                except ConflictError:
+                    # Another worker took the run over: the call's result will not be recorded
+                    # by this one (its next write fails the same way).
+                    logger.warning("run %s was taken over while a tool ran", scope.record.id)
+                    return
                 except SignoffError:
                     logger.exception("renewing the lease of run %s failed", scope.record.id)
 
