@@ -11,6 +11,7 @@ row, and the other sees that it lost.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 from collections.abc import Callable, Collection, Sequence
@@ -125,6 +126,7 @@ class SQLStore(RunStore):
         self.runner = runner
         self.url = url
         self._listener: Any = None
+        self._connecting: asyncio.Future[None] | None = None
         self._callbacks: list[Callable[[str], None]] = []
         self._closed = False
         self._listening = asyncio.Lock()
@@ -162,12 +164,28 @@ class SQLStore(RunStore):
         async with self._listening:  # several gates may start listening at once
             if self._listener is not None:
                 return
-            import asyncpg
+            if self._connecting is None:
+                self._connecting = asyncio.ensure_future(self._open_listener())
+            # Shielded: a caller cancelled mid-connect leaves the connection to the store,
+            # which closes it, instead of dropping it open.
+            try:
+                await asyncio.shield(self._connecting)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                self._connecting = None  # the next caller tries again
+                raise
 
-            url = self.engine.url.set(drivername="postgresql")
-            listener = await asyncpg.connect(url.render_as_string(hide_password=False))
-            await listener.add_listener(_CHANNEL, self._dispatch)
-            self._listener = listener
+    async def _open_listener(self) -> None:
+        import asyncpg
+
+        url = self.engine.url.set(drivername="postgresql")
+        listener = await asyncpg.connect(url.render_as_string(hide_password=False))
+        if self._closed:
+            await listener.close()
+            return
+        self._listener = listener
+        await listener.add_listener(_CHANNEL, self._dispatch)
 
     def _dispatch(self, _connection: Any, _pid: int, _channel: str, payload: str) -> None:
         for callback in self._callbacks:
@@ -199,6 +217,9 @@ class SQLStore(RunStore):
         if self._closed:
             return
         self._closed = True
+        if self._connecting is not None:
+            with contextlib.suppress(Exception):
+                await self._connecting
         if self._listener is not None:
             await self._listener.close()
             self._listener = None
