@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 import platform
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from rich.console import Console
 from rich.table import Table
@@ -20,8 +20,10 @@ __all__ = [
     "Target",
     "environment",
     "latency",
+    "ms",
     "percentile",
     "print_targets",
+    "side_by_side",
     "wide_console",
 ]
 
@@ -85,3 +87,34 @@ def environment(benchmark: str) -> dict[str, Any]:
         "platform_machine": platform.machine(),
         "platform": platform.platform(),
     }
+
+
+def ms(value: float) -> str:
+    """Milliseconds with the digits that matter."""
+    return f"{value:,.1f}" if value >= 100 else f"{value:.3f}" if value < 1 else f"{value:.2f}"
+
+
+R = TypeVar("R")
+
+
+def side_by_side(
+    title: str,
+    rows: Sequence[tuple[str, Callable[[R], Latency]]],
+    results: Sequence[R | None],
+) -> Table:
+    """p50, p99 and n of each row, SQLite's results beside PostgreSQL's (None: not run)."""
+    table = Table(title=title)
+    table.add_column("")
+    for name, style in (("SQLite", "green"), ("PostgreSQL", "cyan")):
+        for stat in ("p50", "p99", "n"):
+            table.add_column(f"{name}\n{stat}", justify="right", style=style)
+    for label, pick in rows:
+        cells: list[str] = []
+        for result in results:
+            if result is None:
+                cells += ["—"] * 3
+            else:
+                figure = pick(result)
+                cells += [ms(figure.p50_ms), ms(figure.p99_ms), f"{figure.samples:,}"]
+        table.add_row(label, *cells)
+    return table

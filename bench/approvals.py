@@ -53,7 +53,16 @@ from rich.console import Console
 from rich.table import Table
 from sqlalchemy import event
 
-from _common import Latency, Target, environment, latency, print_targets, wide_console
+from _common import (
+    Latency,
+    Target,
+    environment,
+    latency,
+    ms,
+    print_targets,
+    side_by_side,
+    wide_console,
+)
 from signoff import Approval, Approve, Policy, ToolCall, __version__
 from signoff.gate import Gate
 from signoff.gate.ids import new_id
@@ -676,32 +685,6 @@ def targets(sqlite: BackendResult, postgres: BackendResult | None) -> list[Targe
             lambda r: r.listing.filtered.p99_ms,
         ),
     ]
-
-
-def ms(value: float) -> str:
-    return f"{value:,.1f}" if value >= 100 else f"{value:.3f}" if value < 1 else f"{value:.2f}"
-
-
-def side_by_side(
-    title: str,
-    rows: Sequence[tuple[str, Callable[[BackendResult], Latency]]],
-    results: Sequence[BackendResult | None],
-) -> Table:
-    table = Table(title=title)
-    table.add_column("")
-    for name, style in (("SQLite", "green"), ("PostgreSQL", "cyan")):
-        for stat in ("p50", "p99", "n"):
-            table.add_column(f"{name}\n{stat}", justify="right", style=style)
-    for label, pick in rows:
-        cells: list[str] = []
-        for result in results:
-            if result is None:
-                cells += ["—"] * 3
-            else:
-                figure = pick(result)
-                cells += [ms(figure.p50_ms), ms(figure.p99_ms), f"{figure.samples:,}"]
-        table.add_row(label, *cells)
-    return table
 
 
 def report(

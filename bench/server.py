@@ -82,7 +82,16 @@ import uvicorn
 from rich.console import Console
 from rich.table import Table
 
-from _common import Latency, Target, environment, latency, print_targets, wide_console
+from _common import (
+    Latency,
+    Target,
+    environment,
+    latency,
+    ms,
+    print_targets,
+    side_by_side,
+    wide_console,
+)
 from signoff import Policy, ToolCall, __version__, tool
 from signoff.agent import Agent, Message, ModelTurn
 from signoff.gate import Gate
@@ -523,32 +532,6 @@ def targets(sqlite: BackendResult, postgres: BackendResult | None) -> list[Targe
             )
         )
     return goals
-
-
-def ms(value: float) -> str:
-    return f"{value:,.1f}" if value >= 100 else f"{value:.3f}" if value < 1 else f"{value:.2f}"
-
-
-def side_by_side(
-    title: str,
-    rows: Sequence[tuple[str, Callable[[BackendResult], Latency]]],
-    results: Sequence[BackendResult | None],
-) -> Table:
-    table = Table(title=title)
-    table.add_column("")
-    for name, style in (("SQLite", "green"), ("PostgreSQL", "cyan")):
-        for stat in ("p50", "p99", "n"):
-            table.add_column(f"{name}\n{stat}", justify="right", style=style)
-    for label, pick in rows:
-        cells: list[str] = []
-        for result in results:
-            if result is None:
-                cells += ["—"] * 3
-            else:
-                figure = pick(result)
-                cells += [ms(figure.p50_ms), ms(figure.p99_ms), f"{figure.samples:,}"]
-        table.add_row(label, *cells)
-    return table
 
 
 def report(
