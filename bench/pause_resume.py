@@ -146,7 +146,16 @@ from langgraph.types import Command, interrupt
 from rich.table import Table
 from sqlalchemy import event
 
-from _common import Latency, Target, environment, latency, percentile, print_targets, wide_console
+from _common import (
+    Latency,
+    Target,
+    environment,
+    latency,
+    ms,
+    percentile,
+    print_targets,
+    wide_console,
+)
 from signoff import Approve, Policy, __version__, tool
 from signoff.agent import Agent, ModelTurn, Runner
 from signoff.agent.model import Message, ToolSpec, message_to_dict
@@ -906,10 +915,6 @@ class Size:
     new_messages_bytes: int
     signoff: Side
     langgraph: Side
-
-
-def ms(value: float) -> str:
-    return f"{value:,.1f}" if value >= 100 else f"{value:.3f}" if value < 1 else f"{value:.2f}"
 
 
 def kb(value: float) -> str:
