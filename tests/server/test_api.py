@@ -592,3 +592,13 @@ async def test_odd_stream_ids_and_times_are_answered_not_crashed(api: Any):
         huge = await client.get("/v1/events", headers={"Last-Event-ID": "99999999999999999999.r.1"})
         assert huge.status_code == 400
         assert "not an id of this stream" in huge.json()["detail"]
+        # A NUL is refused the same way on SQLite and PostgreSQL (one would keep it, one fail).
+        for nul in (
+            await client.get("/v1/runs/a%00b"),
+            await client.get("/v1/approvals?tool=x%00"),
+        ):
+            assert nul.status_code == 400
+            assert nul.json() == {
+                "error": "InvalidRequest",
+                "detail": "NUL characters are not allowed",
+            }

@@ -52,6 +52,12 @@ def test_every_mistake_of_a_config_is_named_with_its_line_and_column(
 ):
     monkeypatch.delenv("SIGNOFF_TEST_UNSET", raising=False)
     path = tmp_path / "bad.yaml"
+    url_path = tmp_path / "url.yaml"
+    url_path.write_text("rules: []\ndatabase: not a url\n")
+    with pytest.raises(
+        PolicyError, match=r"url\.yaml:2:11: database: database must be a database URL"
+    ):
+        load_config(url_path)
     path.write_text(
         "database: 7\n"
         "auth:\n"

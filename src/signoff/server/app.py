@@ -72,6 +72,7 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
     app = FastAPI(title="signoff", version=_version(), lifespan=lifespan)
     app.state.auth = auth
     _errors(app)
+    app.add_middleware(_NoNul)
     if auth.anonymous is not None:
         app.add_middleware(_SameOrigin)
 
@@ -327,20 +328,40 @@ class _SameOrigin:
             if origin and origin.partition("://")[2] != host:
                 if scope["type"] == "websocket":
                     await send({"type": "websocket.close", "code": 4403})
-                    return
-                body = json.dumps(
-                    {"error": "Forbidden", "detail": f"requests from {origin} are not served"}
-                ).encode()
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 403,
-                        "headers": [(b"content-type", b"application/json")],
-                    }
-                )
-                await send({"type": "http.response.body", "body": body})
+                else:
+                    await _refuse(send, 403, "Forbidden", f"requests from {origin} are not served")
                 return
         await self.app(scope, receive, send)
+
+
+class _NoNul:
+    """A NUL character in a path or query is refused up front: SQLite would store it and
+    PostgreSQL refuse it, and no id of signoff's has one."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and (
+            "\x00" in scope.get("path", "")
+            or b"%00" in scope.get("query_string", b"")
+            or b"\x00" in scope.get("query_string", b"")
+        ):
+            await _refuse(send, 400, "InvalidRequest", "NUL characters are not allowed")
+            return
+        await self.app(scope, receive, send)
+
+
+async def _refuse(send: Any, status: int, error: str, detail: str) -> None:
+    body = json.dumps({"error": error, "detail": detail}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json")],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 def _errors(app: FastAPI) -> None:

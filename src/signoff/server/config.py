@@ -61,6 +61,9 @@ def load_config(path: Path) -> ServerConfig:
     database = None
     if "database" in top:
         database = reader.string(top["database"], ("database",), "database")
+        if database is not None and not _url(database):
+            reader.error(("database",), f"database must be a database URL, not {database!r}")
+            database = None
     tokens = _tokens(reader, top.get("auth"))
     problems = locate(reader.problems, source, text)
     try:
@@ -71,6 +74,17 @@ def load_config(path: Path) -> ServerConfig:
         raise PolicyError(sorted(problems, key=lambda p: (p.line or 0, p.column or 0)))
     document = {k: v for k, v in top.items() if k not in _SERVER_KEYS}
     return ServerConfig(database=database, policy=policy, document=document, tokens=tokens)
+
+
+def _url(text: str) -> bool:
+    from sqlalchemy import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        make_url(text)
+    except ArgumentError:
+        return False
+    return True
 
 
 def _tokens(reader: Reader, auth: Any) -> dict[str, Principal]:
