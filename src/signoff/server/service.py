@@ -26,7 +26,7 @@ __all__ = ["LOOK_BACK", "Principal", "Service"]
 LOOK_BACK = timedelta(seconds=2)
 """How far behind its newest event a reader of every run's events looks again."""
 PAGE = 1000
-"""The events_since page a reader of every run's events reads at a time (its default)."""
+"""How many events a reader of every run's events reads at a time."""
 _EARLIEST = datetime(1970, 1, 1, tzinfo=UTC) + LOOK_BACK
 
 logger = logging.getLogger(__name__)
@@ -175,7 +175,9 @@ class Service:
                 woken.clear()
                 page: tuple[datetime, str, int] | None = None
                 while True:  # every page since the look-back, however many were written
-                    events = await self.store.events_since(cursor - LOOK_BACK, after=page)
+                    events = await self.store.events_since(
+                        cursor - LOOK_BACK, after=page, limit=PAGE
+                    )
                     for event in events:
                         key = (event.run_id, event.seq)
                         page = (event.at, *key)
