@@ -277,6 +277,24 @@ async def test_audit_lists_the_decisions_and_verifies(api: Any):
         }
 
 
+@contextlib.asynccontextmanager
+async def live_server(store: SQLStore, turns: list[Any]) -> AsyncIterator[int]:
+    """A real uvicorn server over a fresh service on a free loopback port, until the block ends."""
+    app = create_app(service(store, turns), Auth(tokens=TOKENS))
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="error")
+    )
+    serving = asyncio.create_task(server.serve())
+    try:
+        async with asyncio.timeout(10):
+            while not server.started:
+                await asyncio.sleep(0.01)
+        yield server.config.port
+    finally:
+        server.should_exit = True
+        await serving
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -286,63 +304,54 @@ def free_port() -> int:
 async def test_a_live_event_stream_resumes_after_last_event_id_and_shows_the_decision(
     store: SQLStore,
 ):
-    app = create_app(service(store, DELETE_THEN_DONE), Auth(tokens=TOKENS))
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
-    serving = asyncio.create_task(server.serve())
     headers = {"Authorization": "Bearer alice-token"}
-    try:
-        async with (
-            asyncio.timeout(20),
-            httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", headers=headers) as client,
-        ):
-            while not server.started:
-                await asyncio.sleep(0.01)
-            run = (
-                await client.post(
-                    "/v1/threads/t1/runs", params={"wait": 5}, json={"agent": "ops", "input": "go"}
-                )
-            ).json()
-            seen: list[dict[str, Any]] = []
-            async with client.stream("GET", f"/v1/runs/{run['id']}/events") as stream:
-                lines = stream.aiter_lines()
-                async for line in lines:
-                    if line.startswith("data: "):
-                        seen.append(json.loads(line[6:]))
-                        if seen[-1]["type"] == "paused":
-                            break
-                # Live: the decision and the rest arrive on the open stream, and a long-poll
-                # over the same server answers as soon as it is taken.
-                [pending] = run["pending_approvals"]
-                polling = asyncio.create_task(
-                    client.get(f"/v1/approvals/{pending}", params={"wait": 10})
-                )
-                await asyncio.sleep(0.1)
-                assert not polling.done()
-                await client.post(f"/v1/approvals/{pending}/decision", json={"kind": "approve"})
-                assert (await polling).json()["status"] == "approved"
-                async for line in lines:
-                    if line.startswith("data: "):
-                        seen.append(json.loads(line[6:]))
-            types = [e["type"] for e in seen]
-            assert types[0] == "run_started"
-            assert types.index("paused") < types.index("decision") < types.index("resumed")
-            assert types[-1] == "completed"
-            assert [e["seq"] for e in seen] == list(range(1, len(seen) + 1))
-            # Reconnecting with Last-Event-ID gives only what came after.
-            middle = seen[len(seen) // 2]["seq"]
-            async with client.stream(
-                "GET", f"/v1/runs/{run['id']}/events", headers={"Last-Event-ID": str(middle)}
-            ) as again:
-                rest = [
-                    json.loads(line[6:])
-                    async for line in again.aiter_lines()
-                    if line.startswith("data: ")
-                ]
-            assert [e["seq"] for e in rest] == [e["seq"] for e in seen if e["seq"] > middle]
-    finally:
-        server.should_exit = True
-        await serving
+    async with (
+        live_server(store, DELETE_THEN_DONE) as port,
+        asyncio.timeout(20),
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", headers=headers) as client,
+    ):
+        run = (
+            await client.post(
+                "/v1/threads/t1/runs", params={"wait": 5}, json={"agent": "ops", "input": "go"}
+            )
+        ).json()
+        seen: list[dict[str, Any]] = []
+        async with client.stream("GET", f"/v1/runs/{run['id']}/events") as stream:
+            lines = stream.aiter_lines()
+            async for line in lines:
+                if line.startswith("data: "):
+                    seen.append(json.loads(line[6:]))
+                    if seen[-1]["type"] == "paused":
+                        break
+            # Live: the decision and the rest arrive on the open stream, and a long-poll
+            # over the same server answers as soon as it is taken.
+            [pending] = run["pending_approvals"]
+            polling = asyncio.create_task(
+                client.get(f"/v1/approvals/{pending}", params={"wait": 10})
+            )
+            await asyncio.sleep(0.1)
+            assert not polling.done()
+            await client.post(f"/v1/approvals/{pending}/decision", json={"kind": "approve"})
+            assert (await polling).json()["status"] == "approved"
+            async for line in lines:
+                if line.startswith("data: "):
+                    seen.append(json.loads(line[6:]))
+        types = [e["type"] for e in seen]
+        assert types[0] == "run_started"
+        assert types.index("paused") < types.index("decision") < types.index("resumed")
+        assert types[-1] == "completed"
+        assert [e["seq"] for e in seen] == list(range(1, len(seen) + 1))
+        # Reconnecting with Last-Event-ID gives only what came after.
+        middle = seen[len(seen) // 2]["seq"]
+        async with client.stream(
+            "GET", f"/v1/runs/{run['id']}/events", headers={"Last-Event-ID": str(middle)}
+        ) as again:
+            rest = [
+                json.loads(line[6:])
+                async for line in again.aiter_lines()
+                if line.startswith("data: ")
+            ]
+        assert [e["seq"] for e in rest] == [e["seq"] for e in seen if e["seq"] > middle]
 
 
 async def test_the_all_runs_stream_shows_every_runs_events_live_and_resumes(store: SQLStore):
@@ -350,63 +359,50 @@ async def test_the_all_runs_stream_shows_every_runs_events_live_and_resumes(stor
         ModelTurn(tool_calls=(call("delete_pod", name="x"),)),
         ModelTurn(text="x is gone"),
     ]
-    app = create_app(service(store, turns), Auth(tokens=TOKENS))
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
-    serving = asyncio.create_task(server.serve())
     headers = {"Authorization": "Bearer alice-token"}
-    try:
-        async with (
-            asyncio.timeout(20),
-            httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", headers=headers) as client,
-        ):
-            while not server.started:
-                await asyncio.sleep(0.01)
-            ids: list[str] = []
-            seen: list[dict[str, Any]] = []
-            async with client.stream("GET", "/v1/events") as stream:
-                lines = stream.aiter_lines()
-                assert (await anext(lines)).startswith(":")  # open before any event
-                run = (
-                    await client.post(
-                        "/v1/threads/t1/runs",
-                        params={"wait": 5},
-                        json={"agent": "ops", "input": "go"},
-                    )
-                ).json()
-                [pending] = run["pending_approvals"]
-                await client.post(f"/v1/approvals/{pending}/decision", json={"kind": "approve"})
-                async for line in lines:
-                    if line.startswith("id: "):
-                        ids.append(line[4:])
-                    if line.startswith("data: "):
-                        seen.append(json.loads(line[6:]))
-                        if seen[-1]["type"] == "completed":
-                            break
-            assert {e["run_id"] for e in seen} == {run["id"]}
-            types = [e["type"] for e in seen]
-            assert types[0] == "run_started"
-            assert types.index("paused") < types.index("decision") < types.index("completed")
-            assert [e["seq"] for e in seen] == list(
-                range(1, len(seen) + 1)
-            )  # none lost, none twice
-            # Resuming after an id gives what followed it, and only that.
-            async with client.stream(
-                "GET", "/v1/events", headers={"Last-Event-ID": ids[2]}
-            ) as again:
-                rest: list[int] = []
-                async for line in again.aiter_lines():
-                    if line.startswith("data: "):
-                        rest.append(json.loads(line[6:])["seq"])
-                        if len(rest) == len(seen) - 3:
-                            break
-            assert rest == [e["seq"] for e in seen[3:]]
-            bad = await client.get("/v1/events", headers={"Last-Event-ID": "nonsense"})
-            assert bad.status_code == 400
-            assert bad.json()["error"] == "InvalidRequest"
-    finally:
-        server.should_exit = True
-        await serving
+    async with (
+        live_server(store, turns) as port,
+        asyncio.timeout(20),
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", headers=headers) as client,
+    ):
+        ids: list[str] = []
+        seen: list[dict[str, Any]] = []
+        async with client.stream("GET", "/v1/events") as stream:
+            lines = stream.aiter_lines()
+            assert (await anext(lines)).startswith(":")  # open before any event
+            run = (
+                await client.post(
+                    "/v1/threads/t1/runs",
+                    params={"wait": 5},
+                    json={"agent": "ops", "input": "go"},
+                )
+            ).json()
+            [pending] = run["pending_approvals"]
+            await client.post(f"/v1/approvals/{pending}/decision", json={"kind": "approve"})
+            async for line in lines:
+                if line.startswith("id: "):
+                    ids.append(line[4:])
+                if line.startswith("data: "):
+                    seen.append(json.loads(line[6:]))
+                    if seen[-1]["type"] == "completed":
+                        break
+        assert {e["run_id"] for e in seen} == {run["id"]}
+        types = [e["type"] for e in seen]
+        assert types[0] == "run_started"
+        assert types.index("paused") < types.index("decision") < types.index("completed")
+        assert [e["seq"] for e in seen] == list(range(1, len(seen) + 1))  # none lost, none twice
+        # Resuming after an id gives what followed it, and only that.
+        async with client.stream("GET", "/v1/events", headers={"Last-Event-ID": ids[2]}) as again:
+            rest: list[int] = []
+            async for line in again.aiter_lines():
+                if line.startswith("data: "):
+                    rest.append(json.loads(line[6:])["seq"])
+                    if len(rest) == len(seen) - 3:
+                        break
+        assert rest == [e["seq"] for e in seen[3:]]
+        bad = await client.get("/v1/events", headers={"Last-Event-ID": "nonsense"})
+        assert bad.status_code == 400
+        assert bad.json()["error"] == "InvalidRequest"
 
 
 async def test_the_policy_in_force_and_what_it_would_say_of_a_call(api: Any):
@@ -434,14 +430,8 @@ async def test_the_websocket_pushes_requests_and_takes_decisions(store: SQLStore
     import websockets
     from websockets.typing import Subprotocol
 
-    app = create_app(service(store, DELETE_THEN_DONE), Auth(tokens=TOKENS))
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
-    serving = asyncio.create_task(server.serve())
-    try:
+    async with live_server(store, DELETE_THEN_DONE) as port:
         async with asyncio.timeout(20):
-            while not server.started:
-                await asyncio.sleep(0.01)
             url = f"ws://127.0.0.1:{port}/v1/ws"
             with pytest.raises(websockets.exceptions.ConnectionClosed) as refused:
                 async with websockets.connect(
@@ -530,9 +520,6 @@ async def test_the_websocket_pushes_requests_and_takes_decisions(store: SQLStore
                 assert decision["data"]["approval_id"] == approval_id
                 await next_event("completed")
             assert deleted == ["nginx-123"]
-    finally:
-        server.should_exit = True
-        await serving
 
 
 async def test_a_burst_of_events_larger_than_a_page_reaches_the_all_runs_reader(store: SQLStore):

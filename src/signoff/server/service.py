@@ -17,6 +17,7 @@ from typing import Any
 from signoff.agent import Agent, Runner
 from signoff.errors import ConflictError, NotFoundError
 from signoff.gate import Gate
+from signoff.gate.notifier import ANY
 from signoff.policy import Policy, PolicyEngine
 from signoff.store import AuditRecord, Store
 from signoff.store.runs import StoredEvent
@@ -166,8 +167,6 @@ class Service:
         come after it. Each read looks back `LOOK_BACK` behind the newest event sent, because
         writers' clocks and commit order do not quite agree, and skips what it sent already:
         nothing is lost nor sent twice."""
-        from signoff.gate.notifier import ANY
-
         cursor = max(since or datetime.now(UTC), _EARLIEST)
         sent: dict[tuple[str, int], datetime] = {}
         with self.gate.notifier.subscription(ANY) as woken:
@@ -198,8 +197,6 @@ class Service:
         """The run's events after `after`, then each new one as it is written, until the run
         has ended and every event was sent. Decisions taken in this process wake it at once;
         otherwise it looks every `poll_interval` seconds."""
-        from signoff.gate.notifier import ANY
-
         await self.store.get_run(run_id)  # NotFoundError before anything is streamed
         with self.gate.notifier.subscription(ANY) as woken:
             while True:
