@@ -32,6 +32,8 @@ class ScriptedModel:
     resuming a paused run did not ask it again.
     """
 
+    label = "scripted model (tests)"
+
     def __init__(self, turns: Sequence[Step], *, chunk: int = 8) -> None:
         self._turns = list(turns)
         self._chunk = chunk

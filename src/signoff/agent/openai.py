@@ -34,6 +34,8 @@ class OpenAIChatModel:
             # A local server needs no key, but the SDK insists on one.
             client = AsyncOpenAI(base_url=base_url, api_key=api_key or "not-needed")
         self.model = model
+        self.label = model
+        """What the web inbox shows as the agent's model."""
         self.client = client
         self.options = options
 

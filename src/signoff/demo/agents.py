@@ -2,7 +2,9 @@
 
 - ``files`` reads, writes and deletes files in a sandbox folder; writing and deleting ask.
 - ``ops`` runs a small simulated cluster kept in the demo's SQLite database: listing pods and
-  reading logs are allowed, deleting a pod and scaling a deployment ask, ``admin_*`` is denied.
+  reading logs are allowed, deleting a pod, scaling and deploying ask, ``admin_*`` is denied.
+  ``deploy`` takes nested arguments (an enum, a list of objects, a boolean, an object), so its
+  edit form in the web inbox shows every kind of field.
 """
 
 from __future__ import annotations
@@ -10,6 +12,9 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from signoff.agent import Agent, Model, Tool, tool
 
@@ -20,6 +25,22 @@ SAMPLE_FILES = {
     "todo.md": "- [ ] renew the TLS certificate\n- [x] rotate the API keys\n",
 }
 _DEPLOYMENTS = {"nginx": 2, "web": 3, "redis": 1}
+
+Replicas = Annotated[int, Field(ge=0, le=50, description="How many pods, 0 to 50.")]
+
+
+class EnvVar(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: Annotated[str, Field(min_length=1, pattern="^[A-Z_][A-Z0-9_]*$")]
+    value: str
+
+
+class Resources(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    cpu: Annotated[str, Field(description='CPU per pod, like "250m" or "1".')]
+    memory_mb: Annotated[int, Field(ge=64, le=65536)]
 
 
 def demo_agents(data_dir: Path, database: Path, model: Model) -> list[Agent]:
@@ -106,10 +127,8 @@ def _ops_tools(database: Path) -> list[Tool]:
         return f"pod {name} deleted"
 
     @tool
-    def scale_deployment(name: str, replicas: int) -> str:
+    def scale_deployment(name: str, replicas: Replicas) -> str:
         """Set the number of replicas of a deployment."""
-        if not 0 <= replicas <= 50:
-            raise ValueError("replicas must be between 0 and 50")
         with _cluster(database) as cluster:
             pods = [p for p in cluster["pods"] if not p.startswith(f"{name}-")]
             if len(pods) == len(cluster["pods"]) and name not in _DEPLOYMENTS:
@@ -118,13 +137,32 @@ def _ops_tools(database: Path) -> list[Tool]:
         return f"deployment {name} scaled to {replicas}"
 
     @tool
+    def deploy(
+        name: Annotated[str, Field(min_length=1, pattern="^[a-z0-9-]+$")],
+        image: Annotated[str, Field(min_length=1)],
+        replicas: Replicas = 1,
+        strategy: Literal["rolling", "recreate"] = "rolling",
+        env: list[EnvVar] | None = None,
+        dry_run: bool = False,
+        resources: Resources | None = None,
+    ) -> str:
+        """Deploy an image as a deployment of `replicas` pods."""
+        if dry_run:
+            return f"dry run: {name} ({image}) would get {replicas} pods, {strategy} update"
+        with _cluster(database) as cluster:
+            pods = [p for p in cluster["pods"] if not p.startswith(f"{name}-")]
+            cluster["pods"] = pods + [f"{name}-{200 + i}" for i in range(replicas)]
+        settings = f", {len(env or [])} environment variables" if env else ""
+        return f"deployed {image} as {name}: {replicas} pods, {strategy} update{settings}"
+
+    @tool
     def admin_reset_cluster() -> str:
         """Reset the whole cluster (the policy denies it)."""
         with _cluster(database) as cluster:
             cluster["pods"] = []
         return "cluster reset"
 
-    return [list_pods, get_logs, delete_pod, scale_deployment, admin_reset_cluster]
+    return [list_pods, get_logs, delete_pod, scale_deployment, deploy, admin_reset_cluster]
 
 
 def cluster_pods(database: Path) -> list[str]:

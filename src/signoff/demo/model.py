@@ -2,8 +2,8 @@
 it is scripted. A real model takes its place when ``SIGNOFF_MODEL`` or ``OPENAI_BASE_URL`` is set.
 
 It understands, joined by "then", "and" or commas: "list pods", "logs of NAME", "delete
-NAME", "scale NAME to N", "reset the cluster" (denied); "list files", "read PATH", "write TEXT
-to PATH", "delete PATH".
+NAME", "scale NAME to N", "deploy IMAGE", "reset the cluster" (denied); "list files", "read
+PATH", "write TEXT to PATH", "delete PATH".
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         ("get_logs", r"^(?:get |show |read )?(?:the )?logs? (?:of |for )?(?P<name>\S+)$"),
         ("scale_deployment", r"^scale (?P<name>\S+) to (?P<replicas>\d+)$"),
         ("admin_reset_cluster", r"^reset(?: the)? cluster$"),
+        ("deploy", r"^deploy (?P<image>(?P<name>[a-z0-9-]+)\S*)$"),
         ("list_files", r"^(?:list|show)(?: the)? files$"),
         ("read_file", r"^(?:read|show|open) (?P<path>\S+)$"),
         ("write_file", r"^write (?P<content>.+) (?:to|into) (?P<path>\S+)$"),
@@ -39,6 +40,9 @@ _SPLIT = re.compile(r"\s*(?:,|;|\bthen\b|\band\b)\s*", re.IGNORECASE)
 
 class ScriptedDemoModel:
     """Plain requests in, tool calls out; after the tools, a summary of their results."""
+
+    label = "scripted demo model (offline, not an LLM)"
+    """What the web inbox shows as the agent's model."""
 
     async def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelTurn:
         last = messages[-1] if messages else Message(role="user")

@@ -17,6 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from signoff.agent import Agent
 from signoff.errors import (
     ApprovalTimeout,
     ConflictError,
@@ -41,7 +42,9 @@ from signoff.server.shapes import (
     sse,
     verdict_json,
 )
+from signoff.server.web import mount_web
 from signoff.server.ws import websocket_channel
+from signoff.store.runs import RunRecord
 from signoff.store.times import from_micros, to_micros
 from signoff.types import ToolCall
 
@@ -76,39 +79,26 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
     if auth.anonymous is not None:
         app.add_middleware(_SameOrigin)
 
-    @app.get("/", include_in_schema=False)
-    async def root() -> dict[str, str]:
-        return {"name": "signoff", "api": "/v1", "openapi": "/openapi.json", "docs": "/docs"}
+    mount_web(app)
 
     @app.get("/v1/health")
     async def health() -> dict[str, str]:
         return {"status": "ok"}
 
+    @app.get("/v1/me")
+    async def me(who: Who) -> dict[str, Any]:
+        """Who the request is, with which roles; `authenticated` is false without tokens."""
+        return {
+            "name": who.name,
+            "roles": sorted(who.roles),
+            "authenticated": auth.anonymous is None,
+        }
+
     @app.get("/v1/agents")
     async def agents(_: Who) -> dict[str, Any]:
-        engine = service.gate.engine
-        return {
-            "items": [
-                {
-                    "name": agent.name,
-                    "description": agent.description,
-                    "tools": [
-                        {
-                            "name": spec.name,
-                            "description": spec.description,
-                            "parameters": spec.parameters,
-                            "verdict": verdict_json(
-                                engine.evaluate(
-                                    ToolCall(id="", name=spec.name, args={}, agent=agent.name)
-                                )
-                            ),
-                        }
-                        for spec in agent.specs
-                    ],
-                }
-                for agent in service.agents
-            ]
-        }
+        """Every agent that runs here, with its model, its tools (their argument schemas and
+        the verdict a call with no arguments gets) and its sub-agents, each by path."""
+        return {"items": [_agent_json(service, agent, agent.name) for agent in service.agents]}
 
     @app.post("/v1/threads/{thread_id}/runs", status_code=201)
     async def start_run(
@@ -123,6 +113,21 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
             body.agent, thread_id, body.input, started_by=who.name, wait=wait
         )
         return await _run(service, run_id)
+
+    @app.get("/v1/runs")
+    async def list_runs(
+        _: Who,
+        agent: str | None = None,
+        status: str | None = None,
+        cursor: str | None = None,
+        limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    ) -> dict[str, Any]:
+        """Runs, newest first, without their messages; `next` is the next page's cursor."""
+        page = await service.store.list_runs(agent=agent, status=status, before=cursor, limit=limit)
+        return {
+            "items": [_run_summary(r) for r in page],
+            "next": page[-1].id if len(page) == limit else None,
+        }
 
     @app.get("/v1/runs/{run_id}")
     async def get_run(run_id: str, _: Who) -> dict[str, Any]:
@@ -236,18 +241,21 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
         return _policy(service)
 
     @app.put("/v1/policy/tools/{tool}")
-    async def toggle(tool: str, body: ToggleBody, who: Who) -> dict[str, Any]:
-        """Allow, ask or deny one tool ("Require approval?"): the document's ``tools:`` toggle
-        for it, as a new policy version (the admin role). Rules that name the tool still
-        apply as the policy's precedence says; `POST /v1/policy/explain` shows the outcome."""
+    async def toggle(
+        tool: str, body: ToggleBody, who: Who, agent: str | None = None
+    ) -> dict[str, Any]:
+        """Allow, ask or deny one tool ("Require approval?"): the ``tools:`` toggle for it —
+        of the agent's section with `agent`, else of the whole policy — as a new policy
+        version (the admin role). Rules that name the tool still apply as the policy's
+        precedence says; `POST /v1/policy/explain` shows the outcome."""
         _admin(who)
         if service.policy_document is None:
             raise ConflictError("this server's policy was given in code: it cannot be edited here")
         document = json.loads(json.dumps(service.policy_document))  # a copy to change
-        tools = document.setdefault("tools", {})
-        if not isinstance(tools, dict):
-            raise ConflictError("the policy's 'tools' section is not a mapping")
-        tools[tool] = {"verdict": body.verdict}
+        section = document
+        if agent is not None:
+            section = _section(_section(document, "agents"), agent)
+        _toggle(_section(section, "tools"), tool, body.verdict)
         await service.set_policy(document, actor=who.name)
         return _policy(service)
 
@@ -294,6 +302,48 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
         return {"ok": broken is None, "first_bad_entry": broken}
 
     return app
+
+
+def _agent_json(service: Service, agent: Agent, path: str) -> dict[str, Any]:
+    engine = service.gate.engine
+    model = agent.model
+    return {
+        "name": agent.name,
+        "path": path,
+        "description": agent.description,
+        "model": getattr(model, "label", None) or type(model).__name__,
+        "tools": [
+            {
+                "name": spec.name,
+                "description": spec.description,
+                "parameters": spec.parameters,
+                "verdict": verdict_json(
+                    engine.evaluate(ToolCall(id="", name=spec.name, args={}, agent=path))
+                ),
+            }
+            for spec in agent.specs
+        ],
+        "subagents": [_agent_json(service, a, f"{path}/{a.name}") for a in agent.subagents],
+    }
+
+
+def _section(document: dict[str, Any], key: str) -> dict[str, Any]:
+    """The mapping under `key`, made when missing; 409 when it is something else."""
+    section = document.setdefault(key, {})
+    if not isinstance(section, dict):
+        raise ConflictError(f"the policy's {key!r} section is not a mapping")
+    return section
+
+
+def _toggle(tools: dict[str, Any], tool: str, verdict: str) -> None:
+    """Set the tool's toggle to `verdict`, keeping what else it says (a timeout, approvers)."""
+    toggle = tools.get(tool)
+    kept = (
+        {k: v for k, v in toggle.items() if k not in ("verdict", "require_approval")}
+        if isinstance(toggle, dict)
+        else {}
+    )
+    tools[tool] = {"verdict": verdict, **kept}
 
 
 def _admin(who: Principal) -> None:
@@ -405,14 +455,22 @@ def _errors(app: FastAPI) -> None:
 async def _run(service: Service, run_id: str) -> dict[str, Any]:
     record = await service.store.get_run(run_id)
     pending = await service.store.list_approvals(status="pending", run_id=run_id, limit=500)
+    return _run_summary(record) | {
+        "messages": await service.store.run_messages(run_id),
+        "pending_approvals": [a.id for a in pending],
+    }
+
+
+def _run_summary(record: RunRecord) -> dict[str, Any]:
     return {
         "id": record.id,
         "thread_id": record.thread_id,
         "agent": record.agent,
         "status": record.status,
         "started_by": record.started_by,
-        "messages": await service.store.run_messages(run_id),
-        "pending_approvals": [a.id for a in pending],
+        "parent_id": record.parent_id,
+        "created_at": None if record.created_at is None else iso(record.created_at),
+        "updated_at": None if record.updated_at is None else iso(record.updated_at),
     }
 
 

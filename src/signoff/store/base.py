@@ -177,6 +177,15 @@ class Store(Protocol):
 
     async def get_run(self, run_id: str) -> RunRecord: ...
 
+    async def list_runs(
+        self,
+        *,
+        agent: str | None = None,
+        status: str | None = None,
+        before: str | None = None,
+        limit: int = 50,
+    ) -> list[RunRecord]: ...
+
     async def ready_runs(self, agent: str, *, now: datetime, limit: int = 100) -> list[str]: ...
 
     async def child_run(self, parent_id: str, parent_key: str) -> RunRecord | None: ...

@@ -169,6 +169,8 @@ class RunRecord:
     """For a sub-agent's run: the run whose call it answers."""
     parent_key: str | None = None
     """For a sub-agent's run: the ledger key of that call."""
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -334,6 +336,31 @@ class RunStore:
         if record is None:
             raise NotFoundError(f"no run with id {run_id!r}")
         return record
+
+    async def list_runs(
+        self,
+        *,
+        agent: str | None = None,
+        status: str | None = None,
+        before: str | None = None,
+        limit: int = 50,
+    ) -> list[RunRecord]:
+        """Runs, newest first (by start, then id), after the run `before` when given;
+        sub-agents' runs included (they have a `parent_id`)."""
+        runs = schema.runs
+        query = _runs_query()
+        if agent is not None:
+            query = query.where(runs.c.agent == agent)
+        if status is not None:
+            query = query.where(runs.c.status == status)
+        if before is not None:
+            anchor = select(runs.c.created_at).where(runs.c.id == before).scalar_subquery()
+            query = query.where(
+                tuple_(runs.c.created_at, runs.c.id) < tuple_(anchor, literal(before))
+            )
+        query = query.order_by(runs.c.created_at.desc(), runs.c.id.desc()).limit(limit)
+        rows = await self.run(lambda c: c.execute(query).all(), write=False)
+        return [_run_record(row) for row in rows]
 
     async def ready_runs(self, agent: str, *, now: datetime, limit: int = 100) -> list[str]:
         """Root runs of the agent that a worker may resume now, oldest first: paused with
@@ -740,6 +767,8 @@ def _run_record(row: Any, *, parent: Any = True) -> RunRecord:
         version=row.version,
         parent_id=row.parent_id,
         parent_key=row.parent_key,
+        created_at=from_micros(row.created_at),
+        updated_at=from_micros(row.updated_at),
     )
 
 

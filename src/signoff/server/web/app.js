@@ -1,0 +1,168 @@
+// The web inbox: sign in (a bearer token, when the server asks for one), then route between the
+// inbox, the runs, a run, the policy and the audit pages. Keyboard: Enter approves the selected
+// card, Ctrl/Cmd+E edits it, J/K or the arrow keys move the selection, Esc closes a dialog.
+
+import { ApiError, get, token } from "./api.js";
+import { approve, editDialog } from "./cards.js";
+import { clear, h, timeLeft } from "./dom.js";
+import { auditPage } from "./audit.js";
+import { inbox } from "./inbox.js";
+import { policyPage } from "./policy.js";
+import { runView } from "./run.js";
+import { runs } from "./runs.js";
+
+const main = document.getElementById("main");
+const app = {
+  me: null,
+  agents: [],
+  schemaFor(agentPath, tool) {
+    const agent = app.agents.find((a) => a.path === agentPath);
+    const found = agent?.tools.find((t) => t.name === tool);
+    if (found) return found.parameters;
+    for (const other of app.agents) {
+      const match = other.tools.find((t) => t.name === tool);
+      if (match) return match.parameters;
+    }
+    return null;
+  },
+  async reloadAgents() {
+    const flat = [];
+    const walk = (agent) => {
+      flat.push(agent);
+      agent.subagents.forEach(walk);
+    };
+    (await get("/agents")).items.forEach(walk);
+    app.agents = flat;
+  },
+  cardsChanged() {
+    select(selected() || pendingCards()[0] || null, { scroll: false });
+  },
+};
+
+let leave = () => {};
+
+async function start() {
+  try {
+    app.me = await get("/me");
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 401) return signIn(error.message);
+    return clear(main, h("p.form-error", { role: "alert" }, `The server did not answer: ${error.message}`));
+  }
+  await app.reloadAgents();
+  clear(
+    document.getElementById("who"),
+    app.me.name,
+    app.me.authenticated ? h("button.link", { type: "button", onclick: signOut }, "sign out") : null,
+  );
+  const scripted = [...new Set(app.agents.map((a) => a.model).filter((m) => /scripted/i.test(m)))];
+  const banner = document.getElementById("banner");
+  banner.hidden = !scripted.length;
+  clear(banner, scripted.length ? `Demo: the agents run a ${scripted.join(", ")}; it follows simple patterns. Set SIGNOFF_MODEL and OPENAI_BASE_URL for a real model.` : null);
+  window.addEventListener("hashchange", route);
+  route();
+}
+
+function signIn(problem) {
+  const input = h("input", { type: "password", name: "token", required: true, autocomplete: "off", "aria-label": "token" });
+  const form = h(
+    "form.sign-in",
+    {},
+    h("h1", {}, "Sign in"),
+    h("p", {}, "This server needs a bearer token (see `auth:` in its config). It is kept in this tab only."),
+    token.get() ? h("p.form-error", { role: "alert" }, problem) : null,
+    input,
+    h("button.primary", { type: "submit" }, "Sign in"),
+  );
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    token.set(input.value.trim());
+    start();
+  });
+  clear(main, form);
+  input.focus();
+}
+
+function signOut() {
+  token.clear();
+  location.reload();
+}
+
+function route() {
+  leave();
+  document.getElementById("dialog").close();
+  const [path, search] = (location.hash.replace(/^#/, "") || "/").split("?");
+  const params = new URLSearchParams(search || "");
+  const parts = path.split("/").filter(Boolean);
+  for (const link of document.querySelectorAll("nav a")) {
+    link.classList.toggle("active", link.dataset.page === (parts[0] || "inbox"));
+  }
+  const pages = {
+    inbox: () => inbox(main, app, params),
+    runs: () => (parts[1] ? runView(main, app, decodeURIComponent(parts[1])) : runs(main, app)),
+    policy: () => policyPage(main, app),
+    audit: () => auditPage(main, app),
+  };
+  const page = pages[parts[0] || "inbox"] || pages.inbox;
+  leave = page() || (() => {});
+  document.title = `signoff — ${parts[0] || "inbox"}`;
+}
+
+// The selected card: the one the keyboard acts on.
+function pendingCards() {
+  return [...main.querySelectorAll("article.approval.status-pending")];
+}
+
+function selected() {
+  const card = main.querySelector("article.approval.selected");
+  return card && card.isConnected && card.classList.contains("status-pending") ? card : null;
+}
+
+function select(card, { scroll = true } = {}) {
+  for (const other of main.querySelectorAll("article.approval.selected")) {
+    if (other !== card) other.classList.remove("selected");
+  }
+  if (!card) return;
+  card.classList.add("selected");
+  if (scroll) {
+    card.focus({ preventScroll: true });
+    card.scrollIntoView({ block: "nearest" });
+  }
+}
+
+main.addEventListener("click", (event) => {
+  const card = event.target.closest("article.approval.status-pending");
+  if (card) select(card, { scroll: false });
+});
+
+document.addEventListener("keydown", (event) => {
+  if (document.getElementById("dialog").open || event.isComposing) return;
+  const typing = event.target.closest?.("input, textarea, select, button, a, [contenteditable]");
+  const card = selected();
+  if ((event.ctrlKey || event.metaKey) && event.key.toLowerCase() === "e") {
+    if (!card) return;
+    event.preventDefault(); // not the browser's own search shortcut
+    editDialog(card, card._approval, card._context);
+    return;
+  }
+  if (typing && !event.target.matches("article")) return;
+  if (event.key === "Enter" && card && !event.ctrlKey && !event.metaKey && !event.altKey) {
+    event.preventDefault();
+    approve(card, card._approval, card._context);
+  } else if (event.key === "ArrowDown" || event.key === "j" || event.key === "ArrowUp" || event.key === "k") {
+    const cards = pendingCards();
+    if (!cards.length) return;
+    event.preventDefault();
+    const step = event.key === "ArrowDown" || event.key === "j" ? 1 : -1;
+    const at = cards.indexOf(card);
+    select(cards[(at + step + cards.length) % cards.length]);
+  }
+});
+
+// Deadlines count down.
+setInterval(() => {
+  for (const left of main.querySelectorAll(".deadline[data-expires-at]")) {
+    left.textContent = timeLeft(left.dataset.expiresAt);
+  }
+}, 1000);
+
+start();

@@ -1,0 +1,93 @@
+// The audit page: the decision history — who, what, when, reason, edited arguments — newest
+// first, every other entry (verdicts, grants, policy changes) a filter away, and Verify, which
+// checks the hash chain of the whole log on the server.
+
+import { get } from "./api.js";
+import { clear, h, jsonView, when } from "./dom.js";
+
+const PAGE = 1000;
+const MOST = 20000;
+
+export function auditPage(main) {
+  const body = h("tbody");
+  const verdict = h("div.verify-result", { id: "verify-result", "aria-live": "polite" });
+  const verify = h("button.primary", { type: "button", id: "verify" }, "Verify the chain");
+  const kinds = h(
+    "select",
+    { "aria-label": "entries to show" },
+    h("option", { value: "decision" }, "decisions"),
+    h("option", { value: "" }, "everything"),
+    ["verdict", "grant", "revoke", "policy"].map((k) => h("option", { value: k }, `${k}s`)),
+  );
+  const note = h("p.muted");
+  clear(
+    main,
+    h("h1", {}, "Audit"),
+    h("div.filters", {}, kinds, verify, verdict),
+    note,
+    h(
+      "table.audit",
+      {},
+      h("thead", {}, h("tr", {}, ["#", "When", "Who", "What", "Tool", "Details"].map((t) => h("th", {}, t)))),
+      body,
+    ),
+  );
+
+  let entries = [];
+  const show = () => {
+    const wanted = kinds.value;
+    const shown = entries.filter((e) => !wanted || e.action === wanted).reverse();
+    clear(body, shown.map(row));
+    if (!shown.length) clear(body, h("tr", {}, h("td", { colSpan: 6 }, "No entries.")));
+  };
+  kinds.addEventListener("change", show);
+  verify.addEventListener("click", async () => {
+    clear(verdict, "checking…");
+    const result = await get("/audit/verify");
+    clear(
+      verdict,
+      result.ok
+        ? h("span.badge.status-approved", {}, `intact: ${entries.length} entries chain`)
+        : h("span.badge.status-rejected", {}, `broken at entry ${result.first_bad_entry}`),
+    );
+  });
+
+  (async () => {
+    entries = [];
+    for (let after = 0; entries.length < MOST; ) {
+      const page = await get(`/audit?after=${after}&limit=${PAGE}`);
+      entries.push(...page.items);
+      if (page.next === null) break;
+      after = page.next;
+    }
+    note.textContent = entries.length >= MOST ? `The first ${MOST} entries.` : "";
+    show();
+  })();
+  return () => {};
+}
+
+function row(entry) {
+  const data = entry.data || {};
+  const decision = data.decision || {};
+  const details = [];
+  if (entry.action === "decision") {
+    details.push(h("span.badge", { className: `badge status-${data.status}` }, data.status));
+    if (decision.reason) details.push(h("div.decision-reason", {}, `Reason: ${decision.reason}`));
+    if (decision.content) details.push(h("div", {}, `Response: ${decision.content}`));
+    if (decision.args) details.push(h("div", {}, "Edited arguments:"), jsonView(decision.args));
+    if (decision.always) details.push(h("div", {}, `Always, for this ${decision.always.scope}`));
+    if (data.run_id) details.push(h("a", { href: `#/runs/${encodeURIComponent(data.run_id)}` }, "run"));
+  } else {
+    details.push(h("details", {}, h("summary", {}, data.verdict || data.reason || "data"), jsonView(data)));
+  }
+  return h(
+    "tr",
+    { dataset: { seq: String(entry.seq), action: entry.action } },
+    h("td.mono", {}, String(entry.seq)),
+    h("td", {}, when(entry.at)),
+    h("td", {}, entry.actor),
+    h("td", {}, entry.action),
+    h("td", {}, data.tool || ""),
+    h("td", {}, details),
+  );
+}

@@ -1,0 +1,327 @@
+// An approval as a card: the tool, its arguments, who asks under which rule, its status badge,
+// and — while it is pending — the decisions: approve, edit, respond, reject (with a few seconds
+// to undo), approve always for a scope. The inbox and the run view both show these.
+
+import { ApiError, post } from "./api.js";
+import { h, clear, jsonView, notify, timeLeft, when } from "./dom.js";
+import { schemaForm } from "./schemaform.js";
+
+export const UNDO_SECONDS = 5;
+
+const LABELS = {
+  pending: "pending",
+  approved: "approved",
+  edited: "edited",
+  responded: "responded",
+  rejected: "rejected",
+  expired: "expired",
+  cancelled: "cancelled",
+  blocked: "blocked",
+  allowed: "ran (allowed)",
+  running: "running",
+};
+
+// Rejections waiting out their undo window, by approval id: {reason, deadline, timer}.
+const rejecting = new Map();
+
+export function badge(status) {
+  return h(`span.badge.status-${status}`, { dataset: { status } }, LABELS[status] || status);
+}
+
+// context: {schemaFor(agent, tool) -> schema|null, changed() -> refresh, showRun: bool}
+export function approvalCard(approval, context) {
+  const card = h("article.card.approval", {
+    dataset: { approvalId: approval.id, status: approval.status, tool: approval.tool },
+    tabIndex: -1,
+  });
+  fill(card, approval, context);
+  return card;
+}
+
+// Redraw `card` for `approval` (its new status after a decision or an event).
+export function fill(card, approval, context) {
+  card.dataset.status = approval.status;
+  card.className = `card approval status-${approval.status}`;
+  card._approval = approval; // what the keyboard shortcuts act on
+  card._context = context;
+  const left = approval.status === "pending" ? timeLeft(approval.expires_at) : null;
+  clear(
+    card,
+    h(
+      "header",
+      {},
+      h("span.tool", {}, approval.tool),
+      approval.server ? h("span.server", {}, `on ${approval.server}`) : null,
+      badge(approval.status),
+      left ? h("span.deadline", { dataset: { expiresAt: approval.expires_at } }, left) : null,
+    ),
+    h(
+      "div.meta",
+      {},
+      h("span", {}, "agent ", h("b.agent", {}, approval.agent || "—")),
+      h("span", {}, "rule ", h("code.rule", {}, approval.rule || "default")),
+      approval.reason ? h("span.reason", {}, approval.reason) : null,
+      h("span", {}, `asked ${when(approval.requested_at)}`),
+      context.showRun
+        ? h("a.run-link", { href: `#/runs/${encodeURIComponent(approval.run_id)}` }, "open run")
+        : null,
+    ),
+    jsonView(approval.args),
+    decided(approval),
+    approval.status === "pending" ? actions(card, approval, context) : null,
+  );
+}
+
+function decided(approval) {
+  const d = approval.decision;
+  if (!d) return null;
+  const by = approval.decided_by ? ` by ${approval.decided_by}` : "";
+  const parts = [h("div", {}, `${LABELS[approval.status] || approval.status}${by}, ${when(approval.decided_at)}`)];
+  if (d.reason) parts.push(h("div.decision-reason", {}, `Reason: ${d.reason}`));
+  if (d.content) parts.push(h("div.decision-content", {}, `Response: ${d.content}`));
+  if (d.args) parts.push(h("div", {}, "Ran with:"), jsonView(d.args));
+  if (d.always) parts.push(h("div", {}, `Always, for this ${d.always.scope}${d.always.with_args ? " with these arguments" : ""}`));
+  return h("div.decision", {}, parts);
+}
+
+function actions(card, approval, context) {
+  const waiting = rejecting.get(approval.id);
+  if (waiting) return undoBar(card, approval, context, waiting);
+  const button = (action, text, onclick, title) =>
+    h(`button.${action === "approve" ? "primary" : action === "reject" ? "danger" : "secondary"}`, {
+      type: "button",
+      dataset: { action },
+      title,
+      onclick,
+    }, text);
+  return h(
+    "div.actions",
+    {},
+    button("approve", "Approve", () => approve(card, approval, context), "Approve (Enter)"),
+    button("edit", "Edit", () => editDialog(card, approval, context), "Edit the arguments (Ctrl/Cmd+E)"),
+    button("respond", "Respond", () => respondDialog(card, approval, context), "Answer the agent with text instead"),
+    button("reject", "Reject", () => rejectDialog(card, approval, context), "Reject with a reason"),
+    button("always", "Approve always…", () => alwaysDialog(card, approval, context), "Approve this and later calls like it"),
+  );
+}
+
+async function send(card, approval, context, body) {
+  try {
+    const updated = await post(`/approvals/${encodeURIComponent(approval.id)}/decision`, body);
+    fill(card, updated, context);
+    context.changed();
+    return null;
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 409) {
+      notify(`Already decided elsewhere: ${error.message}`, "error");
+      context.changed();
+      return null;
+    }
+    return error;
+  }
+}
+
+export async function approve(card, approval, context, always = null) {
+  const error = await send(card, approval, context, always ? { kind: "approve", always } : { kind: "approve" });
+  if (error) notify(error.message, "error");
+  return error;
+}
+
+// "Approve All": every pending call of the turn at once (all or nothing).
+export async function approveAll(approvals, context) {
+  const decisions = Object.fromEntries(approvals.map((a) => [a.id, { kind: "approve" }]));
+  try {
+    await post("/approvals/decisions", { decisions });
+  } catch (error) {
+    notify(error.message, "error");
+  }
+  context.changed();
+}
+
+function undoBar(card, approval, context, waiting) {
+  const seconds = Math.max(0, Math.ceil((waiting.deadline - Date.now()) / 1000));
+  const count = h("span.countdown", {}, `Rejecting in ${seconds}s`);
+  const tick = setInterval(() => {
+    if (!card.isConnected || !rejecting.has(approval.id)) return clearInterval(tick);
+    const left = Math.max(0, Math.ceil((waiting.deadline - Date.now()) / 1000));
+    count.textContent = `Rejecting in ${left}s`;
+  }, 250);
+  return h(
+    "div.actions.undo",
+    { role: "status" },
+    count,
+    waiting.reason ? h("span.reason", {}, `“${waiting.reason}”`) : null,
+    h("button.primary", { type: "button", dataset: { action: "undo" }, onclick: () => {
+      clearTimeout(waiting.timer);
+      rejecting.delete(approval.id);
+      fill(card, approval, context);
+      notify("Rejection undone");
+    } }, "Undo"),
+    h("button.secondary", { type: "button", dataset: { action: "send-now" }, onclick: () => {
+      clearTimeout(waiting.timer);
+      waiting.fire();
+    } }, "Send now"),
+  );
+}
+
+function reject(card, approval, context, reason) {
+  const waiting = { reason, deadline: Date.now() + UNDO_SECONDS * 1000 };
+  waiting.fire = async () => {
+    rejecting.delete(approval.id);
+    const error = await send(card, approval, context, { kind: "reject", reason });
+    if (error) {
+      notify(error.message, "error");
+      fill(card, approval, context);
+    }
+  };
+  waiting.timer = setTimeout(waiting.fire, UNDO_SECONDS * 1000);
+  rejecting.set(approval.id, waiting);
+  fill(card, approval, context);
+}
+
+// The one <dialog> of the page, filled for each use. Esc closes it (the browser's own).
+function dialog(title, body, submitText, onSubmit, { danger = false } = {}) {
+  const box = document.getElementById("dialog");
+  const problem = h("div.form-error", { role: "alert", hidden: true });
+  const submit = h(`button.${danger ? "danger" : "primary"}`, { type: "submit", dataset: { action: "submit" } }, submitText);
+  const form = h(
+    "form.dialog-form",
+    { method: "dialog" },
+    h("h2", {}, title),
+    body,
+    problem,
+    h(
+      "div.dialog-actions",
+      {},
+      h("button.secondary", { type: "button", dataset: { action: "cancel" }, onclick: () => box.close() }, "Cancel"),
+      submit,
+    ),
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    problem.hidden = true;
+    submit.disabled = true;
+    try {
+      const message = await onSubmit();
+      if (message) {
+        problem.textContent = message;
+        problem.hidden = false;
+      } else {
+        box.close();
+      }
+    } finally {
+      submit.disabled = false;
+    }
+  });
+  clear(box, form);
+  box.showModal();
+  return form;
+}
+
+export function editDialog(card, approval, context) {
+  const schema = context.schemaFor(approval.agent, approval.tool);
+  const form = schema ? schemaForm(schema, approval.args) : null;
+  const raw = h("textarea.raw-json", { rows: 14, spellcheck: false, "aria-label": "arguments as JSON" });
+  const rawPane = h("div.raw-pane", { hidden: Boolean(form) }, raw);
+  const formPane = form ? h("div.form-pane", {}, form.element) : null;
+  let mode = form ? "form" : "raw";
+  raw.value = JSON.stringify(approval.args, null, 2);
+  const tabs = form
+    ? h(
+        "div.tabs",
+        { role: "tablist" },
+        h("button.tab.active", { type: "button", dataset: { tab: "form" }, onclick: () => switchTo("form") }, "Form"),
+        h("button.tab", { type: "button", dataset: { tab: "raw" }, onclick: () => switchTo("raw") }, "Raw JSON"),
+      )
+    : h("p.help", {}, "No schema is known for this tool: edit the arguments as JSON.");
+  let current = form;
+  function switchTo(next) {
+    if (next === mode) return;
+    if (next === "raw") {
+      raw.value = JSON.stringify(current.read(), null, 2);
+    } else {
+      let parsed;
+      try {
+        parsed = JSON.parse(raw.value);
+      } catch (error) {
+        return notify(`Not JSON: ${error.message}`, "error");
+      }
+      current = schemaForm(schema, parsed);
+      clear(formPane, current.element);
+    }
+    mode = next;
+    rawPane.hidden = mode !== "raw";
+    formPane.hidden = mode !== "form";
+    for (const tab of tabs.querySelectorAll(".tab")) tab.classList.toggle("active", tab.dataset.tab === mode);
+  }
+  dialog(
+    `Edit ${approval.tool}`,
+    h("div.edit-body", {}, tabs, formPane, rawPane),
+    "Run with these arguments",
+    async () => {
+      let args;
+      if (mode === "raw") {
+        try {
+          args = JSON.parse(raw.value);
+        } catch (error) {
+          return `Not JSON: ${error.message}`;
+        }
+      } else {
+        current.clearErrors();
+        args = current.read();
+      }
+      const error = await send(card, approval, context, { kind: "edit", args });
+      if (!error) return null;
+      const body = error.body || {};
+      if (mode === "form" && body.path !== undefined) current.showError(body.path, body.detail);
+      return body.schema_path ? `${body.detail}` : error.message;
+    },
+  );
+}
+
+export function respondDialog(card, approval, context) {
+  const text = h("textarea", { name: "content", rows: 5, required: true, "aria-label": "response", placeholder: "What the agent gets back instead of running the tool" });
+  dialog(`Respond instead of running ${approval.tool}`, h("label", {}, "Your answer to the agent", text), "Send response", async () => {
+    const error = await send(card, approval, context, { kind: "respond", content: text.value });
+    return error ? error.message : null;
+  });
+  text.focus();
+}
+
+export function rejectDialog(card, approval, context) {
+  const text = h("textarea", { name: "reason", rows: 3, "aria-label": "reason", placeholder: "Why not — the agent is told" });
+  dialog(`Reject ${approval.tool}`, h("label", {}, "Reason", text), "Reject", async () => {
+    reject(card, approval, context, text.value.trim());
+    return null;
+  }, { danger: true });
+  text.focus();
+}
+
+export function alwaysDialog(card, approval, context) {
+  const scopes = [
+    ["run", "this run"],
+    ["thread", "this conversation (thread)"],
+    ["agent", `agent ${approval.agent || ""}`.trim()],
+    ["global", "everywhere"],
+  ];
+  const radios = scopes.map(([scope, text], i) =>
+    h("label.choice", {}, h("input", { type: "radio", name: "scope", value: scope, checked: i === 0 }), ` ${text}`),
+  );
+  const withArgs = h("input", { type: "checkbox", name: "with_args" });
+  dialog(
+    `Approve ${approval.tool} always`,
+    h(
+      "div",
+      {},
+      h("p.help", {}, "Later calls the same rule asks about run without asking, within:"),
+      h("fieldset.scopes", {}, radios),
+      h("label.choice", {}, withArgs, " only with exactly these arguments"),
+    ),
+    "Approve always",
+    async () => {
+      const scope = document.querySelector("#dialog input[name=scope]:checked").value;
+      const error = await approve(card, approval, context, { scope, with_args: withArgs.checked });
+      return error ? error.message : null;
+    },
+  );
+}

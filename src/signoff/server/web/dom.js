@@ -1,0 +1,124 @@
+// Building the page: elements from plain data (text is always text, never HTML), and the
+// formats every page shares.
+
+// h("button.primary", {onclick, title: "..."}, "Approve"): a tag with classes, attributes
+// (functions are listeners, booleans toggle, `dataset` and `hidden` as expected), children.
+export function h(spec, attributes = {}, ...children) {
+  const [tag, ...classes] = spec.split(".");
+  const element = document.createElement(tag || "div");
+  if (classes.length) element.classList.add(...classes);
+  for (const [name, value] of Object.entries(attributes || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (typeof value === "function") element.addEventListener(name.replace(/^on/, ""), value);
+    else if (name === "dataset") Object.assign(element.dataset, value);
+    else if (value === true) element.setAttribute(name, "");
+    else if (name in element && name !== "list" && name !== "form") element[name] = value;
+    else element.setAttribute(name, value);
+  }
+  append(element, children);
+  return element;
+}
+
+function append(element, children) {
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    element.append(child instanceof Node ? child : String(child));
+  }
+}
+
+export function clear(element, ...children) {
+  element.replaceChildren();
+  append(element, children);
+  return element;
+}
+
+export const MASK = "••••••";
+const LONG = 160;
+
+// Arguments as pretty JSON: long strings collapsed behind "show all", values the server
+// redacted shown as masked.
+export function jsonView(value) {
+  return h("pre.json", {}, render(value, ""));
+}
+
+function render(value, indent) {
+  if (value === null) return h("span.j-null", {}, "null");
+  if (Array.isArray(value)) {
+    if (!value.length) return "[]";
+    const inner = indent + "  ";
+    return [
+      "[\n",
+      value.map((item, i) => [inner, render(item, inner), i < value.length - 1 ? ",\n" : "\n"]),
+      indent,
+      "]",
+    ];
+  }
+  if (typeof value === "object") {
+    const entries = Object.entries(value);
+    if (!entries.length) return "{}";
+    const inner = indent + "  ";
+    return [
+      "{\n",
+      entries.map(([key, item], i) => [
+        inner,
+        h("span.j-key", {}, JSON.stringify(key)),
+        ": ",
+        render(item, inner),
+        i < entries.length - 1 ? ",\n" : "\n",
+      ]),
+      indent,
+      "}",
+    ];
+  }
+  if (typeof value === "string") {
+    if (value === MASK) return h("span.j-masked", { title: "redacted by the server" }, MASK);
+    const text = JSON.stringify(value);
+    if (text.length <= LONG) return h("span.j-string", {}, text);
+    const shown = h("span.j-string", {}, text.slice(0, LONG - 20) + "…");
+    const toggle = h("button.link.j-more", { type: "button" }, `show all ${text.length} characters`);
+    toggle.addEventListener("click", () => {
+      const full = shown.textContent.endsWith("…");
+      shown.textContent = full ? text : text.slice(0, LONG - 20) + "…";
+      toggle.textContent = full ? "show less" : `show all ${text.length} characters`;
+    });
+    return [shown, " ", toggle];
+  }
+  return h(`span.j-${typeof value}`, {}, JSON.stringify(value));
+}
+
+export function when(iso) {
+  if (!iso) return "";
+  const date = new Date(iso);
+  return date.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "medium" });
+}
+
+// "4m 12s left", "expired"; null without a deadline.
+export function timeLeft(iso, now = Date.now()) {
+  if (!iso) return null;
+  const seconds = Math.round((new Date(iso).getTime() - now) / 1000);
+  if (seconds <= 0) return "expired";
+  const d = Math.floor(seconds / 86400);
+  const hours = Math.floor((seconds % 86400) / 3600);
+  const m = Math.floor((seconds % 3600) / 60);
+  const s = seconds % 60;
+  if (d) return `${d}d ${hours}h left`;
+  if (hours) return `${hours}h ${m}m left`;
+  if (m) return `${m}m ${s}s left`;
+  return `${s}s left`;
+}
+
+// A message in the page's notice area, gone after a while.
+export function notify(text, kind = "info") {
+  const area = document.getElementById("notices");
+  const note = h(`div.notice.${kind}`, { role: kind === "error" ? "alert" : "status" }, text);
+  area.append(note);
+  setTimeout(() => note.remove(), kind === "error" ? 8000 : 4000);
+}
+
+export function debounce(fn, ms) {
+  let timer = null;
+  return (...args) => {
+    clearTimeout(timer);
+    timer = setTimeout(() => fn(...args), ms);
+  };
+}

@@ -1,0 +1,91 @@
+// The inbox: every pending approval across runs and agents, newest first, filtered by agent,
+// tool and run, live through the event stream of every run.
+
+import { follow, get, query } from "./api.js";
+import { approvalCard, fill } from "./cards.js";
+import { clear, debounce, h } from "./dom.js";
+import { chatBox } from "./runs.js";
+
+const REFRESHING = new Set(["approval_requested", "decision", "paused", "resumed", "completed", "failed"]);
+
+export function inbox(main, app, params) {
+  const filters = { agent: params.get("agent") || "", tool: params.get("tool") || "", run_id: params.get("run") || "" };
+  const list = h("section.cards", { "aria-live": "polite", id: "inbox-list" });
+  const count = h("span.count", { id: "inbox-count" });
+  const cards = new Map();
+  const context = { schemaFor: app.schemaFor, changed: () => refresh(), showRun: true };
+
+  const agentSelect = h(
+    "select",
+    { name: "agent", "aria-label": "agent" },
+    h("option", { value: "" }, "all agents"),
+    app.agents.map((a) => h("option", { value: a.path, selected: a.path === filters.agent }, a.path)),
+  );
+  const tools = [...new Set(app.agents.flatMap((a) => a.tools.map((t) => t.name)))].sort();
+  const toolSelect = h(
+    "select",
+    { name: "tool", "aria-label": "tool" },
+    h("option", { value: "" }, "all tools"),
+    tools.map((t) => h("option", { value: t, selected: t === filters.tool }, t)),
+  );
+  const runInput = h("input", { name: "run", type: "search", placeholder: "run id", value: filters.run_id, "aria-label": "run" });
+  const onFilter = () => {
+    filters.agent = agentSelect.value;
+    filters.tool = toolSelect.value;
+    filters.run_id = runInput.value.trim();
+    const shown = query({ agent: filters.agent, tool: filters.tool, run: filters.run_id });
+    history.replaceState(null, "", `#/${shown}`);
+    refresh();
+  };
+  agentSelect.addEventListener("change", onFilter);
+  toolSelect.addEventListener("change", onFilter);
+  runInput.addEventListener("change", onFilter);
+
+  clear(
+    main,
+    h("h1", {}, "Inbox ", count),
+    h("div.filters", {}, agentSelect, toolSelect, runInput),
+    list,
+    h("h2", {}, "Start a run"),
+    chatBox(app),
+  );
+
+  let generation = 0;
+  async function refresh() {
+    const mine = ++generation;
+    const page = await get(`/approvals${query({ status: "pending", limit: 500, agent: filters.agent, tool: filters.tool, run_id: filters.run_id })}`);
+    if (mine !== generation) return; // a newer refresh is on its way
+    const seen = new Set();
+    const ordered = page.items.map((approval) => {
+      seen.add(approval.id);
+      let card = cards.get(approval.id);
+      if (!card) {
+        card = approvalCard(approval, context);
+        cards.set(approval.id, card);
+      } else if (card.dataset.status !== approval.status) {
+        fill(card, approval, context);
+      }
+      return card;
+    });
+    for (const [id, card] of cards) {
+      if (!seen.has(id)) {
+        card.remove();
+        cards.delete(id);
+      }
+    }
+    ordered.forEach((card, i) => {
+      if (list.children[i] !== card) list.insertBefore(card, list.children[i] || null);
+    });
+    count.textContent = `(${page.items.length} pending)`;
+    if (!page.items.length) clear(list, h("p.empty", {}, "Nothing is waiting for you."));
+    else list.querySelector("p.empty")?.remove();
+    app.cardsChanged();
+  }
+
+  const soon = debounce(refresh, 20);
+  const stop = follow("/events", (event) => {
+    if (REFRESHING.has(event.type)) soon();
+  }, { onOpen: soon });
+  refresh();
+  return stop;
+}

@@ -1,0 +1,122 @@
+// The policy page: every agent's tools with a "Require approval?" switch and allow / ask / deny,
+// the rule that decides each, and an explain box for a tool with arguments. Changes need the
+// admin role; each is a new, audited policy version.
+
+import { get, post, put, query } from "./api.js";
+import { clear, h, jsonView, notify } from "./dom.js";
+
+export function policyPage(main, app) {
+  const summary = h("div.policy-summary");
+  const tables = h("div.policy-agents");
+  const editable = app.me.roles.includes("admin");
+  clear(
+    main,
+    h("h1", {}, "Policy"),
+    summary,
+    editable ? null : h("p.notice.info", {}, `You (${app.me.name}) can read the policy; changing it needs the admin role.`),
+    tables,
+    h("h2", {}, "Explain a call"),
+    explainBox(app),
+  );
+
+  async function refresh() {
+    const [policy] = await Promise.all([get("/policy"), app.reloadAgents()]);
+    const canEdit = editable && policy.document !== null;
+    clear(
+      summary,
+      h("span", {}, "version ", h("code", { id: "policy-version" }, policy.version)),
+      h("span", {}, ` · default: ${policy.default}`),
+      policy.source ? h("span", {}, ` · from ${policy.source}`) : null,
+      policy.document === null ? h("span.muted", {}, " · given in code: not editable here") : null,
+    );
+    clear(tables, app.agents.map((agent) => agentTable(agent, canEdit, refresh)));
+  }
+  refresh();
+  return () => {};
+}
+
+function agentTable(agent, canEdit, refresh) {
+  return h(
+    "section.policy-agent",
+    { dataset: { agent: agent.path } },
+    h("h2", {}, agent.path, h("span.muted", {}, ` — ${agent.description || ""}`)),
+    h(
+      "table.tools",
+      {},
+      h("thead", {}, h("tr", {}, ["Tool", "Require approval?", "Verdict", "Decided by"].map((t) => h("th", {}, t)))),
+      h("tbody", {}, agent.tools.map((tool) => toolRow(agent, tool, canEdit, refresh))),
+    ),
+  );
+}
+
+function toolRow(agent, tool, canEdit, refresh) {
+  const verdict = tool.verdict.kind;
+  const change = async (next) => {
+    try {
+      await put(`/policy/tools/${encodeURIComponent(tool.name)}${query({ agent: agent.path })}`, { verdict: next });
+      notify(`${agent.path}/${tool.name}: ${next}`);
+    } catch (error) {
+      notify(error.message, "error");
+    }
+    await refresh();
+  };
+  const toggle = h("input.switch", {
+    type: "checkbox",
+    role: "switch",
+    checked: verdict === "ask",
+    disabled: !canEdit || verdict === "deny",
+    "aria-label": `require approval for ${tool.name}`,
+    title: verdict === "deny" ? "denied: choose a verdict instead" : "ask a person before each call",
+  });
+  toggle.addEventListener("change", () => change(toggle.checked ? "ask" : "allow"));
+  const select = h(
+    "select.verdict",
+    { disabled: !canEdit, "aria-label": `verdict for ${tool.name}` },
+    ["allow", "ask", "deny"].map((kind) => h("option", { value: kind, selected: kind === verdict }, kind)),
+  );
+  select.addEventListener("change", () => change(select.value));
+  return h(
+    "tr",
+    { dataset: { tool: tool.name, verdict } },
+    h("td", {}, h("b", {}, tool.name), h("div.help", {}, tool.description || "")),
+    h("td", {}, h("label.switch-label", {}, toggle, h("span.slider"))),
+    h("td", {}, h(`span.badge.verdict-${verdict}`, {}, verdict)),
+    h("td", {}, h("code.rule", {}, tool.verdict.rule || "default"), tool.verdict.reason ? h("div.help", {}, tool.verdict.reason) : null),
+  );
+}
+
+function explainBox(app) {
+  const agent = h(
+    "select",
+    { name: "agent", "aria-label": "agent" },
+    app.agents.map((a) => h("option", { value: a.path }, a.path)),
+  );
+  const tool = h("input", { name: "tool", type: "text", required: true, placeholder: "tool name", list: "explain-tools", "aria-label": "tool" });
+  const names = [...new Set(app.agents.flatMap((a) => a.tools.map((t) => t.name)))];
+  const datalist = h("datalist", { id: "explain-tools" }, names.map((n) => h("option", { value: n })));
+  const args = h("textarea", { name: "args", rows: 3, placeholder: '{"path": "notes.txt"}', "aria-label": "arguments" });
+  const out = h("div.explanation", { id: "explanation", "aria-live": "polite" });
+  const form = h("form.explain", {}, agent, tool, datalist, args, h("button.primary", { type: "submit" }, "Explain"), out);
+  form.setAttribute("novalidate", "");
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    let parsed = {};
+    try {
+      parsed = args.value.trim() ? JSON.parse(args.value) : {};
+    } catch (error) {
+      return clear(out, h("p.form-error", { role: "alert" }, `Arguments are not JSON: ${error.message}`));
+    }
+    try {
+      const result = await post("/policy/explain", { tool: tool.value, agent: agent.value, args: parsed });
+      clear(
+        out,
+        h("p", {}, h(`span.badge.verdict-${result.kind}`, {}, result.kind), " by ", h("code.rule", {}, result.rule || "default")),
+        result.reason ? h("p.help", {}, result.reason) : null,
+        result.shadowed.length ? h("p.help", {}, "Also matched, but not deciding: ", result.shadowed.join(", ")) : null,
+      );
+    } catch (error) {
+      clear(out, h("p.form-error", { role: "alert" }, error.message), error.body?.problems ? jsonView(error.body.problems) : null);
+    }
+  });
+  return form;
+}

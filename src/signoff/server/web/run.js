@@ -1,0 +1,124 @@
+// A run: its conversation, each tool call a card whose badge reads pending / approved / edited /
+// responded / rejected / expired / blocked / ran, "Approve All" over a turn's pending calls, and
+// the run's events keeping it live. Everything is rebuilt from the server, so a reload shows
+// exactly the same state.
+
+import { follow, get, query } from "./api.js";
+import { approvalCard, approveAll, badge, fill } from "./cards.js";
+import { clear, debounce, h, jsonView } from "./dom.js";
+import { chatBox } from "./runs.js";
+
+export function runView(main, app, runId) {
+  const header = h("div.run-header");
+  const conversation = h("section.conversation", { id: "conversation" });
+  const footer = h("div.run-footer");
+  const cards = new Map(); // approval id -> card, kept across refreshes
+  const context = { schemaFor: app.schemaFor, changed: () => soon(), showRun: false };
+  clear(main, header, conversation, footer);
+
+  let generation = 0;
+  async function refresh() {
+    const mine = ++generation;
+    const [run, approvals] = await Promise.all([
+      get(`/runs/${encodeURIComponent(runId)}`),
+      get(`/approvals${query({ run_id: runId, limit: 500 })}`),
+    ]);
+    if (mine !== generation) return;
+    const byCall = new Map(approvals.items.map((a) => [a.call_id, a]));
+    const results = new Map(
+      run.messages.filter((m) => m.role === "tool").map((m) => [m.tool_call_id, m]),
+    );
+    const agent = app.agents.find((a) => a.path === run.agent);
+    clear(
+      header,
+      h("h1", {}, `Run of `, h("span.agent", {}, run.agent), " ", h(`span.badge.run-${run.status}`, { id: "run-status" }, run.status)),
+      h(
+        "div.meta",
+        {},
+        h("span", {}, "model ", h("b.model", {}, agent ? agent.model : "?")),
+        h("span", {}, "thread ", h("code", {}, run.thread_id)),
+        run.started_by ? h("span", {}, `started by ${run.started_by}`) : null,
+        h("span", {}, `started ${new Date(run.created_at).toLocaleString()}`),
+        run.parent_id ? h("a", { href: `#/runs/${encodeURIComponent(run.parent_id)}` }, "parent run") : null,
+      ),
+    );
+    const seen = new Set();
+    clear(
+      conversation,
+      run.messages
+        .filter((m) => m.role !== "tool" && m.role !== "system")
+        .map((message) => turn(message, byCall, results, cards, seen, context)),
+    );
+    for (const id of cards.keys()) if (!seen.has(id)) cards.delete(id);
+    const ended = run.status === "completed" || run.status === "failed";
+    clear(footer, ended && !run.parent_id ? chatBox(app, { agent: run.agent, thread: run.thread_id }) : null);
+    app.cardsChanged();
+  }
+
+  const soon = debounce(refresh, 15);
+  const stop = follow(`/runs/${encodeURIComponent(runId)}/events`, () => soon(), { once: true });
+  refresh().catch((error) => clear(conversation, h("p.form-error", { role: "alert" }, error.message)));
+  return stop;
+}
+
+function turn(message, byCall, results, cards, seen, context) {
+  const who = message.role === "user" ? "user" : "assistant";
+  const calls = message.tool_calls || [];
+  const pending = calls.map((c) => byCall.get(c.id)).filter((a) => a && a.status === "pending");
+  return h(
+    `div.message.${who}`,
+    {},
+    message.content ? h("div.bubble", {}, h("span.who", {}, who === "user" ? "you" : "agent"), message.content) : null,
+    pending.length > 1
+      ? h(
+          "button.primary.approve-all",
+          { type: "button", dataset: { action: "approve-all" }, onclick: () => approveAll(pending, context) },
+          `Approve All (${pending.length})`,
+        )
+      : null,
+    calls.map((call) => toolCard(call, byCall.get(call.id), results.get(call.id), cards, seen, context)),
+  );
+}
+
+function toolCard(call, approval, result, cards, seen, context) {
+  let card;
+  if (approval) {
+    seen.add(approval.id);
+    card = cards.get(approval.id);
+    if (!card) {
+      card = approvalCard(approval, context);
+      cards.set(approval.id, card);
+    } else if (card.dataset.status !== approval.status) {
+      fill(card, approval, context);
+    }
+  } else {
+    const status = result ? (blocked(result) ? "blocked" : "allowed") : "running";
+    card = h(
+      `article.card.tool.status-${status}`,
+      { dataset: { callId: call.id, status, tool: call.name } },
+      h("header", {}, h("span.tool", {}, call.name), badge(status)),
+      jsonView(call.args),
+    );
+  }
+  card.querySelector(".result")?.remove();
+  if (result) card.append(resultView(result));
+  return card;
+}
+
+function blocked(result) {
+  try {
+    return JSON.parse(result.content).status === "blocked";
+  } catch {
+    return false;
+  }
+}
+
+function resultView(message) {
+  let body = message.content;
+  try {
+    body = jsonView(JSON.parse(message.content));
+  } catch {
+    body = h("pre.text", {}, message.content);
+  }
+  return h(`div.result${message.is_error ? ".error" : ""}`, {}, h("div.label", {}, message.is_error ? "Error" : "Result"), body);
+}

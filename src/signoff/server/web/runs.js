@@ -1,0 +1,85 @@
+// The runs page (newest first) and the chat box that starts a run on any agent.
+
+import { follow, get, post, query } from "./api.js";
+import { clear, debounce, h, notify, when } from "./dom.js";
+
+export function chatBox(app, { agent = null, thread = null } = {}) {
+  const roots = app.agents.filter((a) => !a.path.includes("/"));
+  const select = h(
+    "select",
+    { name: "agent", "aria-label": "agent to run", disabled: Boolean(agent) },
+    roots.map((a) => h("option", { value: a.path, selected: a.path === agent }, `${a.path} — ${a.model}`)),
+  );
+  const input = h("textarea", {
+    name: "input",
+    rows: 2,
+    required: true,
+    placeholder: thread ? "Continue this conversation…" : 'Ask an agent, e.g. "list pods then delete nginx-7d4b9"',
+    "aria-label": "message",
+  });
+  const send = h("button.primary", { type: "submit" }, thread ? "Send" : "Start run");
+  const form = h("form.chat", {}, select, input, send);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    if (!input.value.trim()) return;
+    send.disabled = true;
+    try {
+      const threadId = thread || newThreadId();
+      const run = await post(`/threads/${encodeURIComponent(threadId)}/runs`, { agent: select.value, input: input.value });
+      input.value = "";
+      location.hash = `#/runs/${encodeURIComponent(run.id)}`;
+    } catch (error) {
+      notify(error.message, "error");
+    } finally {
+      send.disabled = false;
+    }
+  });
+  // Enter sends, Shift+Enter is a new line.
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      form.requestSubmit();
+    }
+  });
+  return form;
+}
+
+// crypto.randomUUID needs a secure context; a server on a LAN address over HTTP is not one.
+function newThreadId() {
+  const bytes = crypto.getRandomValues(new Uint8Array(12));
+  return `web-${[...bytes].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
+}
+
+export function runs(main, app) {
+  const body = h("tbody");
+  clear(
+    main,
+    h("h1", {}, "Runs"),
+    chatBox(app),
+    h("table.runs", {}, h("thead", {}, h("tr", {}, ["Started", "Agent", "Status", "Thread", "By"].map((t) => h("th", {}, t)))), body),
+  );
+  async function refresh() {
+    const page = await get(`/runs${query({ limit: 100 })}`);
+    clear(
+      body,
+      page.items.map((run) =>
+        h(
+          "tr",
+          { dataset: { runId: run.id } },
+          h("td", {}, h("a", { href: `#/runs/${encodeURIComponent(run.id)}` }, when(run.created_at))),
+          h("td", {}, run.agent, run.parent_id ? h("span.muted", {}, " (sub-agent)") : null),
+          h("td", {}, h(`span.badge.run-${run.status}`, {}, run.status)),
+          h("td.mono", {}, run.thread_id),
+          h("td", {}, run.started_by || ""),
+        ),
+      ),
+    );
+    if (!page.items.length) clear(body, h("tr", {}, h("td", { colSpan: 5 }, "No runs yet.")));
+  }
+  const soon = debounce(refresh, 50);
+  const stop = follow("/events", (event) => {
+    if (["paused", "completed", "failed", "resumed", "text"].includes(event.type)) soon();
+  });
+  refresh();
+  return stop;
+}

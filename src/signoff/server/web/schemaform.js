@@ -1,0 +1,239 @@
+// A form generated from a tool's JSON schema: strings, numbers, integers, booleans, enums,
+// arrays, nested objects, optional (nullable) values; anything else edits as raw JSON. The
+// server validates; its errors come back with a JSON-pointer path shown next to that field.
+
+import { h } from "./dom.js";
+
+// An editor for `value` under `schema`: {element, read() -> value (undefined: leave out),
+// showError(path, message) -> whether a field took it, clearErrors()}.
+export function schemaForm(schema, value) {
+  const root = schema || {};
+  const fields = new Map(); // JSON pointer -> error element
+  const editor = build(root, root, value, "", fields, { label: null, required: true });
+  return {
+    element: h("div.schema-form", {}, editor.element),
+    read: () => editor.read(),
+    showError(path, message) {
+      const key = path && path !== "/" ? path : "";
+      // The nearest field at or above the path takes it.
+      for (let at = key; ; at = at.slice(0, Math.max(0, at.lastIndexOf("/")))) {
+        const slot = fields.get(at);
+        if (slot) {
+          slot.textContent = message;
+          slot.hidden = false;
+          slot.closest(".field")?.classList.add("invalid");
+          return true;
+        }
+        if (!at) return false;
+      }
+    },
+    clearErrors() {
+      for (const slot of fields.values()) {
+        slot.hidden = true;
+        slot.textContent = "";
+        slot.closest(".field")?.classList.remove("invalid");
+      }
+    },
+  };
+}
+
+function resolve(root, schema) {
+  let found = schema || {};
+  for (let depth = 0; found.$ref && depth < 32; depth++) {
+    const path = found.$ref.replace(/^#\//, "").split("/");
+    let target = root;
+    for (const part of path) target = target?.[part.replaceAll("~1", "/").replaceAll("~0", "~")];
+    const { $ref, ...rest } = found;
+    found = { ...(target || {}), ...rest };
+  }
+  return found;
+}
+
+// `X | None`: {anyOf: [X, {type: "null"}]} → X, nullable.
+function unwrapNullable(root, schema) {
+  const options = schema.anyOf || schema.oneOf;
+  if (options && options.length === 2) {
+    const other = options.filter((o) => resolve(root, o).type !== "null");
+    if (other.length === 1) {
+      const { anyOf, oneOf, ...rest } = schema;
+      return { schema: { ...resolve(root, other[0]), ...rest }, nullable: true };
+    }
+  }
+  return { schema, nullable: schema.type === "null" };
+}
+
+function kindOf(schema) {
+  if (Array.isArray(schema.enum)) return "enum";
+  if ("const" in schema) return "const";
+  const type = Array.isArray(schema.type) ? schema.type.filter((t) => t !== "null") : [schema.type];
+  if (type.length !== 1) return "json";
+  if (type[0] === "object" && schema.properties) return "object";
+  if (["string", "integer", "number", "boolean", "array"].includes(type[0])) return type[0];
+  return "json";
+}
+
+function build(root, rawSchema, value, path, fields, { label, required, description }) {
+  const resolved = resolve(root, rawSchema);
+  const { schema, nullable } = unwrapNullable(root, resolved);
+  const kind = kindOf(schema);
+  const error = h("div.field-error", { role: "alert", hidden: true });
+  fields.set(path, error);
+  const inner = editorFor(kind, root, schema, value, path, fields);
+  const title = label ?? schema.title ?? "";
+  const help = description ?? schema.description;
+  let present = value !== undefined && value !== null;
+  let include = null;
+  if (label !== null && (!required || nullable)) {
+    // An optional value: left out (or null) unless ticked.
+    include = h("input.include", {
+      type: "checkbox",
+      checked: present,
+      title: nullable ? "give a value (unticked: null)" : "give a value (unticked: left out)",
+      "aria-label": `set ${title}`,
+    });
+    include.addEventListener("change", () => {
+      present = include.checked;
+      inner.element.classList.toggle("unset", !present);
+    });
+    inner.element.classList.toggle("unset", !present);
+  }
+  const element = h(
+    `div.field.kind-${kind}`,
+    { dataset: { path } },
+    label === null
+      ? null
+      : h(
+          "label.field-label",
+          {},
+          include,
+          h("span.name", {}, title),
+          required ? h("span.required", { title: "required" }, "*") : null,
+        ),
+    help ? h("div.help", {}, help) : null,
+    inner.element,
+    error,
+  );
+  return {
+    element,
+    read() {
+      if (include && !include.checked) return nullable && value === null ? null : undefined;
+      return inner.read();
+    },
+  };
+}
+
+function editorFor(kind, root, schema, value, path, fields) {
+  const id = `f${path.replaceAll("/", "-") || "-root"}`;
+  switch (kind) {
+    case "object": {
+      const required = new Set(schema.required || []);
+      const children = Object.entries(schema.properties).map(([name, child]) => [
+        name,
+        build(root, child, value?.[name], `${path}/${name}`, fields, {
+          label: name,
+          required: required.has(name),
+          description: resolve(root, child).description,
+        }),
+      ]);
+      const known = new Set(Object.keys(schema.properties));
+      const extra = Object.entries(value && typeof value === "object" ? value : {}).filter(
+        ([k]) => !known.has(k),
+      );
+      return {
+        element: h("fieldset.object", { id }, children.map(([, c]) => c.element)),
+        read() {
+          const out = Object.fromEntries(extra); // keys the form does not know are kept
+          for (const [name, child] of children) {
+            const got = child.read();
+            if (got !== undefined) out[name] = got;
+          }
+          return out;
+        },
+      };
+    }
+    case "array": {
+      const items = schema.items || {};
+      const list = h("ol.array-items");
+      const rows = [];
+      const add = (item) => {
+        const index = rows.length;
+        const child = build(root, items, item, `${path}/${index}`, fields, {
+          label: `item ${index + 1}`,
+          required: true,
+        });
+        const row = h("li.array-item", {}, child.element);
+        const remove = h("button.link.remove", { type: "button", title: "remove this item" }, "remove");
+        remove.addEventListener("click", () => {
+          rows.splice(rows.indexOf(entry), 1);
+          row.remove();
+        });
+        row.append(remove);
+        const entry = { child, row };
+        rows.push(entry);
+        list.append(row);
+      };
+      (Array.isArray(value) ? value : []).forEach(add);
+      const more = h("button.secondary.add", { type: "button" }, "+ add item");
+      more.addEventListener("click", () => add(undefined));
+      return {
+        element: h("div.array", { id }, list, more),
+        read: () => rows.map(({ child }) => child.read()).map((v) => (v === undefined ? null : v)),
+      };
+    }
+    case "enum":
+    case "const": {
+      const options = kind === "enum" ? schema.enum : [schema.const];
+      const select = h(
+        "select",
+        { id },
+        options.map((option, i) =>
+          h("option", { value: String(i), selected: JSON.stringify(option) === JSON.stringify(value) }, String(option)),
+        ),
+      );
+      return { element: select, read: () => options[Number(select.value)] };
+    }
+    case "boolean": {
+      const box = h("input", { id, type: "checkbox", checked: value === true });
+      return { element: box, read: () => box.checked };
+    }
+    case "integer":
+    case "number": {
+      const input = h("input", {
+        id,
+        type: "number",
+        step: kind === "integer" ? "1" : "any",
+        value: typeof value === "number" ? String(value) : "",
+      });
+      if (schema.minimum !== undefined) input.min = String(schema.minimum);
+      if (schema.maximum !== undefined) input.max = String(schema.maximum);
+      return {
+        element: input,
+        // What was typed goes to the server as typed: it says what is wrong with it.
+        read: () => (input.value === "" ? undefined : Number(input.value)),
+      };
+    }
+    case "string": {
+      const text = typeof value === "string" ? value : value === undefined ? "" : JSON.stringify(value);
+      const long = text.length > 60 || text.includes("\n");
+      const input = long
+        ? h("textarea", { id, rows: Math.min(12, text.split("\n").length + 1), value: text })
+        : h("input", { id, type: "text", value: text });
+      if (schema.pattern) input.placeholder = schema.pattern;
+      return { element: input, read: () => input.value };
+    }
+    default: {
+      const area = h("textarea.raw", { id, rows: 4, value: value === undefined ? "" : JSON.stringify(value, null, 2) });
+      return {
+        element: area,
+        read() {
+          if (!area.value.trim()) return undefined;
+          try {
+            return JSON.parse(area.value);
+          } catch {
+            return area.value; // the server names what is wrong
+          }
+        },
+      };
+    }
+  }
+}
