@@ -137,7 +137,7 @@ main.addEventListener("click", (event) => {
 document.addEventListener("keydown", (event) => {
   if (document.getElementById("dialog").open || event.isComposing) return;
   const typing = event.target.closest?.("input, textarea, select, button, a, [contenteditable]");
-  const card = selected();
+  const card = selected() || pendingCards()[0] || null; // a decided card hands on at once
   if ((event.ctrlKey || event.metaKey) && event.key.toLowerCase() === "e") {
     if (!card) return;
     event.preventDefault(); // not the browser's own search shortcut

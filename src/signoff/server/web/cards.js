@@ -186,7 +186,9 @@ function dialog(title, body, submitText, onSubmit, { danger = false } = {}) {
   const submit = h(`button.${danger ? "danger" : "primary"}`, { type: "submit", dataset: { action: "submit" } }, submitText);
   const form = h(
     "form.dialog-form",
-    { method: "dialog" },
+    // The server checks the values (and says what is wrong); the browser's own bubbles would
+    // stop an out-of-range number before the server could name the rule it breaks.
+    { method: "dialog", noValidate: true },
     h("h2", {}, title),
     body,
     problem,
@@ -282,6 +284,7 @@ export function editDialog(card, approval, context) {
 export function respondDialog(card, approval, context) {
   const text = h("textarea", { name: "content", rows: 5, required: true, "aria-label": "response", placeholder: "What the agent gets back instead of running the tool" });
   dialog(`Respond instead of running ${approval.tool}`, h("label", {}, "Your answer to the agent", text), "Send response", async () => {
+    if (!text.value.trim()) return "Write the answer the agent gets.";
     const error = await send(card, approval, context, { kind: "respond", content: text.value });
     return error ? error.message : null;
   });

@@ -78,24 +78,26 @@ function build(root, rawSchema, value, path, fields, { label, required, descript
   const kind = kindOf(schema);
   const error = h("div.field-error", { role: "alert", hidden: true });
   fields.set(path, error);
-  const inner = editorFor(kind, root, schema, value, path, fields);
+  const shown = value === undefined && !nullable ? schema.default ?? resolved.default : value;
+  const inner = editorFor(kind, root, schema, shown, path, fields);
   const title = label ?? schema.title ?? "";
   const help = description ?? schema.description;
-  let present = value !== undefined && value !== null;
+  // A nullable value, or an optional object or list, is built only when ticked; another
+  // optional value is sent when it was given or the person changed it (its default shows).
+  const given = value !== undefined && value !== null;
   let include = null;
-  if (label !== null && (!required || nullable)) {
-    // An optional value: left out (or null) unless ticked.
+  let touched = false;
+  inner.element.addEventListener("input", () => (touched = true));
+  inner.element.addEventListener("change", () => (touched = true));
+  if (label !== null && (nullable || (!required && (kind === "object" || kind === "array")))) {
     include = h("input.include", {
       type: "checkbox",
-      checked: present,
+      checked: given,
       title: nullable ? "give a value (unticked: null)" : "give a value (unticked: left out)",
       "aria-label": `set ${title}`,
     });
-    include.addEventListener("change", () => {
-      present = include.checked;
-      inner.element.classList.toggle("unset", !present);
-    });
-    inner.element.classList.toggle("unset", !present);
+    include.addEventListener("change", () => inner.element.classList.toggle("unset", !include.checked));
+    inner.element.classList.toggle("unset", !given);
   }
   const element = h(
     `div.field.kind-${kind}`,
@@ -117,6 +119,7 @@ function build(root, rawSchema, value, path, fields, { label, required, descript
     element,
     read() {
       if (include && !include.checked) return nullable && value === null ? null : undefined;
+      if (!include && !required && value === undefined && !touched) return undefined;
       return inner.read();
     },
   };

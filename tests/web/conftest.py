@@ -1,0 +1,115 @@
+"""Browser tests of the web inbox: real Chromium (the machine's, never a downloaded one) driven
+by Playwright, against a real ``signoff demo`` process.
+
+Set ``SIGNOFF_CHROMIUM`` to another Chromium binary; ``SIGNOFF_SCREENSHOTS=1`` also saves each
+page to ``docs/images/`` (``make screenshots``). Without Chromium these tests are skipped —
+except under CI, where a missing browser fails them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
+
+ROOT = Path(__file__).resolve().parents[2]
+IMAGES = ROOT / "docs" / "images"
+FLAGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def chromium() -> str:
+    found = os.environ.get("SIGNOFF_CHROMIUM") or shutil.which("chromium")
+    if found:
+        return found
+    if os.environ.get("CI"):
+        pytest.fail("Chromium is missing: .ci/run installs Debian's chromium package")
+    pytest.skip("no Chromium on this machine (Debian: apt-get install chromium)")
+
+
+@pytest.fixture(scope="module")
+def demo_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real `signoff demo` on a free port, with its own data folder, for the module."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "SIGNOFF_MODEL")}
+    folder = tmp_path_factory.mktemp("demo")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "signoff", "demo", "--port", "0", "--data-dir", str(folder)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+    )  # fmt: skip
+    assert process.stdout is not None
+    try:
+        first = process.stdout.readline()
+        found = re.search(r"http://127\.0\.0\.1:\d+", first)
+        assert found, first + process.stdout.read()
+        yield found.group(0)
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=20)
+        process.stdout.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    path = chromium()
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=path, args=FLAGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def context(browser: Browser) -> Iterator[BrowserContext]:
+    """A fresh browser profile for the test; any script error or CSP violation on any of its
+    pages fails the test."""
+    made = browser.new_context(viewport={"width": 1200, "height": 900})
+    problems: list[str] = []
+
+    def watch(page: Page) -> None:
+        page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+        page.on(
+            "console",
+            lambda message: problems.append(f"console: {message.text}")
+            if message.type == "error" and not _refused_request(message.text)
+            else None,
+        )
+
+    made.on("page", watch)
+    yield made
+    made.close()
+    assert not problems, problems
+
+
+@pytest.fixture
+def page(context: BrowserContext) -> Page:
+    return context.new_page()
+
+
+def _refused_request(text: str) -> bool:
+    """Chromium logs every 4xx answer as an error; the tests provoke some on purpose (an
+    invalid edit gets 422) and check what the page shows instead."""
+    return re.match(r"Failed to load resource: the server responded with a status of 4\d\d", text) is not None
+
+
+def screenshot(page: Page, name: str) -> None:
+    """Save the page to docs/images/web-<name>.png when asked (`make screenshots`)."""
+    if os.environ.get("SIGNOFF_SCREENSHOTS"):
+        IMAGES.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(IMAGES / f"web-{name}.png"), full_page=True)
+
+

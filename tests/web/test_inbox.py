@@ -1,0 +1,357 @@
+"""The web inbox in real Chromium against a real `signoff demo`: the flows a person takes."""
+
+from __future__ import annotations
+
+import re
+import statistics
+from typing import Any
+
+import httpx
+from playwright.sync_api import BrowserContext, Locator, Page, expect
+
+from tests.web.conftest import screenshot
+
+TIMEOUT = 15_000
+
+
+def start_run(page: Page, url: str, agent: str, text: str) -> str:
+    """Start a run from the inbox's chat box; the page moves to the run. Its id."""
+    page.goto(f"{url}/#/")
+    page.select_option("form.chat select", agent)
+    page.fill("form.chat textarea", text)
+    page.press("form.chat textarea", "Enter")
+    page.wait_for_url(re.compile(r"#/runs/\w+"), timeout=TIMEOUT)
+    return page.url.rsplit("/", 1)[1]
+
+
+def card(page: Page, tool: str) -> Locator:
+    return page.locator(f"article[data-tool={tool}]")
+
+
+def api(url: str, method: str, path: str, **kwargs: Any) -> Any:
+    response = httpx.request(method, f"{url}/v1{path}", timeout=10, **kwargs)
+    assert response.is_success, response.text
+    return response.json()
+
+
+def test_edit_refused_by_the_schema_shows_the_error_then_a_valid_edit_runs(
+    page: Page, demo_url: str
+):
+    run_id = start_run(page, demo_url, "ops", "scale web to 3")
+    scale = card(page, "scale_deployment")
+    expect(scale.locator(".badge")).to_have_text("pending", timeout=TIMEOUT)
+    expect(page.locator("#run-status")).to_have_text("paused")
+    screenshot(page, "run")
+
+    scale.locator("button[data-action=edit]").click()
+    dialog = page.locator("dialog#dialog")
+    replicas = dialog.locator("[data-path='/replicas'] input")
+    expect(replicas).to_have_value("3")
+    replicas.fill("500")
+    dialog.locator("button[data-action=submit]").click()
+    error = dialog.locator("[data-path='/replicas'] .field-error")
+    expect(error).to_be_visible()
+    expect(error).to_contain_text("500")
+    expect(dialog.locator(".form-error")).to_contain_text("maximum")
+    screenshot(page, "edit-error")
+
+    replicas.fill("4")
+    dialog.locator("button[data-action=submit]").click()
+    expect(dialog).to_be_hidden()
+    expect(scale.locator(".badge")).to_have_text("edited", timeout=TIMEOUT)
+    expect(scale.locator("button")).to_have_count(0)
+    expect(scale.locator(".result")).to_contain_text("deployment web scaled to 4", timeout=TIMEOUT)
+    expect(page.locator("#run-status")).to_have_text("completed", timeout=TIMEOUT)
+    expect(page.locator(".message.assistant .bubble").last).to_contain_text("Done")
+    decided = api(demo_url, "GET", f"/approvals?run_id={run_id}")["items"][0]
+    assert decided["status"] == "edited"
+    assert decided["decision"] == {"kind": "edit", "args": {"name": "web", "replicas": 4}}
+
+
+def test_the_form_covers_enums_booleans_arrays_and_nested_objects(page: Page, demo_url: str):
+    run_id = start_run(page, demo_url, "ops", "deploy shop:1.2")
+    deploy = card(page, "deploy")
+    deploy.locator("button[data-action=edit]").click()
+    dialog = page.locator("dialog#dialog")
+    expect(dialog.locator("[data-path='/strategy'] select")).to_have_value("0")  # rolling
+    dialog.locator("[data-path='/strategy'] select").select_option(label="recreate")
+    dialog.locator("[data-path='/dry_run'] input[type=checkbox]").check()
+    env = dialog.locator("[data-path='/env']")
+    env.locator("input.include").check()
+    env.locator("button.add").click()
+    dialog.locator("[data-path='/env/0/name'] input").fill("log level")  # not a variable name
+    dialog.locator("[data-path='/env/0/value'] input").fill("debug")
+    resources = dialog.locator("[data-path='/resources']")
+    resources.locator("input.include").first.check()
+    dialog.locator("[data-path='/resources/cpu'] input").fill("250m")
+    dialog.locator("[data-path='/resources/memory_mb'] input").fill("512")
+    screenshot(page, "edit-form")
+    dialog.locator("button[data-action=submit]").click()
+    expect(dialog.locator("[data-path='/env/0/name'] .field-error")).to_contain_text("log level")
+
+    dialog.locator("[data-path='/env/0/name'] input").fill("LOG_LEVEL")
+    dialog.locator("button[data-action=submit]").click()
+    expect(dialog).to_be_hidden()
+    expect(deploy.locator(".badge")).to_have_text("edited", timeout=TIMEOUT)
+    expect(deploy.locator(".result")).to_contain_text("dry run", timeout=TIMEOUT)
+    decided = api(demo_url, "GET", f"/approvals?run_id={run_id}")["items"][0]
+    assert decided["decision"]["args"] == {
+        "name": "shop",
+        "image": "shop:1.2",
+        "strategy": "recreate",
+        "env": [{"name": "LOG_LEVEL", "value": "debug"}],
+        "dry_run": True,
+        "resources": {"cpu": "250m", "memory_mb": 512},
+    }
+
+
+def test_raw_json_edit_round_trips_with_the_form(page: Page, demo_url: str):
+    start_run(page, demo_url, "files", "write hello to greeting.txt")
+    write = card(page, "write_file")
+    write.locator("button[data-action=edit]").click()
+    dialog = page.locator("dialog#dialog")
+    dialog.locator("[data-path='/content'] input").fill("hello, world")
+    dialog.locator("button[data-tab=raw]").click()
+    raw = dialog.locator("textarea.raw-json")
+    expect(raw).to_have_value(re.compile(r'"content": "hello, world"'))
+    raw.fill('{"path": "greeting.txt", "content": "hi from JSON"}')
+    dialog.locator("button[data-tab=form]").click()
+    expect(dialog.locator("[data-path='/content'] input")).to_have_value("hi from JSON")
+    dialog.locator("button[data-tab=raw]").click()
+    raw.fill('{"path": "greeting.txt", "content": 5}')  # the server refuses a number
+    dialog.locator("button[data-action=submit]").click()
+    expect(dialog.locator(".form-error")).to_contain_text("/content")
+    raw.fill('{"path": "greeting.txt", "content": "hi from JSON"}')
+    dialog.locator("button[data-action=submit]").click()
+    expect(write.locator(".badge")).to_have_text("edited", timeout=TIMEOUT)
+    expect(write.locator(".result")).to_contain_text("greeting.txt", timeout=TIMEOUT)
+
+
+def test_approve_all_decides_a_batch_of_three_at_once(page: Page, demo_url: str):
+    run_id = start_run(
+        page, demo_url, "ops", "list pods then delete nginx-123 and scale redis to 2 and deploy api:7"
+    )
+    expect(page.locator("article.approval.status-pending")).to_have_count(3, timeout=TIMEOUT)
+    expect(card(page, "list_pods").locator(".badge")).to_have_text("ran (allowed)")
+    approve_all = page.locator("button[data-action=approve-all]")
+    expect(approve_all).to_have_text("Approve All (3)")
+    approve_all.click()
+    expect(page.locator("article.approval.status-approved")).to_have_count(3, timeout=TIMEOUT)
+    expect(approve_all).to_have_count(0)
+    expect(page.locator("#run-status")).to_have_text("completed", timeout=TIMEOUT)
+    statuses = {a["tool"]: a["status"] for a in api(demo_url, "GET", f"/approvals?run_id={run_id}")["items"]}
+    assert statuses == {"delete_pod": "approved", "scale_deployment": "approved", "deploy": "approved"}
+
+
+def test_reject_with_a_reason_and_the_model_replies_with_it(page: Page, demo_url: str):
+    start_run(page, demo_url, "ops", "delete nginx-124")
+    delete = card(page, "delete_pod")
+    delete.locator("button[data-action=reject]").click()
+    page.fill("dialog#dialog textarea", "not during business hours")
+    page.click("dialog#dialog button[data-action=submit]")
+    expect(delete.locator(".actions.undo .countdown")).to_contain_text("Rejecting in")
+    screenshot(page, "undo")
+    delete.locator("button[data-action=send-now]").click()
+    expect(delete.locator(".badge")).to_have_text("rejected", timeout=TIMEOUT)
+    expect(delete).to_contain_text("Reason: not during business hours")
+    expect(page.locator("#run-status")).to_have_text("completed", timeout=TIMEOUT)
+    reply = page.locator(".message.assistant .bubble").last
+    expect(reply).to_contain_text("The user rejected this call: not during business hours")
+
+
+def test_undo_keeps_the_call_pending_and_nothing_is_sent(page: Page, demo_url: str):
+    run_id = start_run(page, demo_url, "files", "delete todo.md")
+    delete = card(page, "delete_file")
+    delete.locator("button[data-action=reject]").click()
+    page.fill("dialog#dialog textarea", "oops")
+    page.click("dialog#dialog button[data-action=submit]")
+    delete.locator("button[data-action=undo]").click()
+    expect(delete.locator("button[data-action=approve]")).to_be_visible()
+    page.wait_for_timeout(6_000)  # past the undo window: still nothing sent
+    expect(delete.locator(".badge")).to_have_text("pending")
+    pending = api(demo_url, "GET", f"/approvals?run_id={run_id}")["items"]
+    assert [a["status"] for a in pending] == ["pending"]
+    delete.locator("button[data-action=approve]").click()
+    expect(delete.locator(".badge")).to_have_text("approved", timeout=TIMEOUT)
+
+
+def test_a_reload_rebuilds_the_same_cards(page: Page, demo_url: str):
+    run_id = start_run(page, demo_url, "ops", "delete web-123 and scale nginx to 1")
+    expect(page.locator("article.approval.status-pending")).to_have_count(2, timeout=TIMEOUT)
+    card(page, "delete_pod").locator("button[data-action=approve]").click()
+    expect(card(page, "delete_pod").locator(".badge")).to_have_text("approved")
+
+    page.reload()
+    expect(card(page, "delete_pod").locator(".badge")).to_have_text("approved", timeout=TIMEOUT)
+    expect(card(page, "delete_pod").locator("button")).to_have_count(0)
+    scale = card(page, "scale_deployment")
+    expect(scale.locator(".badge")).to_have_text("pending")
+    expect(scale.locator("button[data-action]")).to_have_count(5)
+    expect(page.locator("#run-status")).to_have_text("paused")
+    assert page.url.endswith(run_id)
+
+
+def test_a_decision_in_one_tab_updates_the_others_live(context: BrowserContext, demo_url: str):
+    deciding, watching, inbox = context.new_page(), context.new_page(), context.new_page()
+    text = ", ".join(f"scale web to {n}" for n in range(1, 6))
+    run_id = start_run(deciding, demo_url, "ops", text)
+    watching.goto(f"{demo_url}/#/runs/{run_id}")
+    inbox.goto(f"{demo_url}/#/?run={run_id}")
+    expect(inbox.locator("article.approval")).to_have_count(5, timeout=TIMEOUT)
+    screenshot(inbox, "inbox")
+    delays = []
+    for remaining in range(4, -1, -1):
+        target = deciding.locator("article.approval.status-pending").first
+        approval_id = target.get_attribute("data-approval-id")
+        watching.evaluate(WATCH, approval_id)
+        deciding.evaluate(CLICK_TIME)
+        target.locator("button[data-action=approve]").click()
+        watching.wait_for_function("() => window.__decidedAt !== undefined", timeout=TIMEOUT)
+        clicked = deciding.evaluate("() => window.__clickedAt")
+        delays.append(watching.evaluate("() => window.__decidedAt") - clicked)
+        other = watching.locator(f"article[data-approval-id='{approval_id}']")
+        expect(other.locator(".badge")).to_have_text("approved")
+        expect(other.locator("button")).to_have_count(0)
+        expect(inbox.locator("article.approval")).to_have_count(remaining, timeout=TIMEOUT)
+    expect(watching.locator("#run-status")).to_have_text("completed", timeout=TIMEOUT)
+    print(
+        f"\ndecision click -> badge in another tab: median {statistics.median(delays):.1f} ms, "
+        f"max {max(delays):.1f} ms over {len(delays)} decisions"
+    )
+    assert all(d > 0 for d in delays)
+
+
+WATCH = """id => {
+  delete window.__decidedAt;
+  const decided = () => {
+    const card = document.querySelector(`article[data-approval-id="${id}"]`);
+    return card && card.dataset.status !== "pending";
+  };
+  const observer = new MutationObserver(() => {
+    if (decided()) { window.__decidedAt = performance.timeOrigin + performance.now(); observer.disconnect(); }
+  });
+  observer.observe(document.body, {subtree: true, childList: true, attributes: true});
+}"""
+CLICK_TIME = """() => document.addEventListener("click", () => {
+  window.__clickedAt = performance.timeOrigin + performance.now();
+}, {capture: true, once: true})"""
+
+
+def test_keyboard_enter_approves_ctrl_e_edits_escape_closes(page: Page, demo_url: str):
+    start_run(page, demo_url, "ops", "scale web to 2 and scale redis to 3")
+    expect(page.locator("article.approval.status-pending")).to_have_count(2, timeout=TIMEOUT)
+    first, second = page.locator("article.approval").nth(0), page.locator("article.approval").nth(1)
+    expect(first).to_have_class(re.compile(r"\bselected\b"))
+    page.keyboard.press("j")
+    expect(second).to_have_class(re.compile(r"\bselected\b"))
+    page.keyboard.press("Control+e")
+    dialog = page.locator("dialog#dialog")
+    expect(dialog).to_be_visible()
+    expect(dialog.locator("h2")).to_have_text("Edit scale_deployment")
+    expect(dialog.locator("[data-path='/replicas'] input")).to_have_value("3")
+    page.keyboard.press("Escape")
+    expect(dialog).to_be_hidden()
+    page.keyboard.press("Enter")
+    expect(second.locator(".badge")).to_have_text("approved", timeout=TIMEOUT)
+    expect(first.locator(".badge")).to_have_text("pending")
+    page.keyboard.press("Enter")  # the selection moved to the one left
+    expect(first.locator(".badge")).to_have_text("approved", timeout=TIMEOUT)
+
+
+def test_respond_and_approve_always_for_a_scope(page: Page, demo_url: str):
+    run_id = start_run(page, demo_url, "files", "write a to a.txt then write b to b.txt")
+    first, second = page.locator("article.approval").nth(0), page.locator("article.approval").nth(1)
+    first.locator("button[data-action=respond]").click()
+    page.fill("dialog#dialog textarea", "I wrote it myself.")
+    page.click("dialog#dialog button[data-action=submit]")
+    expect(first.locator(".badge")).to_have_text("responded", timeout=TIMEOUT)
+    second.locator("button[data-action=always]").click()
+    page.check("dialog#dialog input[value=thread]")
+    page.click("dialog#dialog button[data-action=submit]")
+    expect(second.locator(".badge")).to_have_text("approved", timeout=TIMEOUT)
+    expect(second).to_contain_text("Always, for this thread")
+    expect(page.locator("#run-status")).to_have_text("completed", timeout=TIMEOUT)
+    thread = api(demo_url, "GET", f"/runs/{run_id}")["thread_id"]
+
+    # The grant covers the thread: the next write on it runs without asking.
+    page.fill(".run-footer form.chat textarea", "write c to c.txt")
+    page.press(".run-footer form.chat textarea", "Enter")
+    page.wait_for_url(re.compile(r"#/runs/(?!" + run_id + r")\w+"), timeout=TIMEOUT)
+    expect(card(page, "write_file").locator(".badge")).to_have_text("ran (allowed)", timeout=TIMEOUT)
+    assert api(demo_url, "GET", f"/runs/{page.url.rsplit('/', 1)[1]}")["thread_id"] == thread
+
+
+def test_the_policy_switch_changes_the_next_run(page: Page, demo_url: str):
+    page.goto(f"{demo_url}/#/policy")
+    row = page.locator("section[data-agent=ops] tr[data-tool=get_logs]")
+    expect(row).to_have_attribute("data-verdict", "allow", timeout=TIMEOUT)
+    expect(row.locator("code.rule")).to_have_text("agents.ops.tools.get_logs")
+    denied = page.locator("section[data-agent=ops] tr[data-tool=admin_reset_cluster]")
+    expect(denied.locator("input[role=switch]")).to_be_disabled()
+    expect(denied.locator("code.rule")).to_have_text("agents.ops.rules[0]")
+    version = page.locator("#policy-version").inner_text()
+    row.locator("input[role=switch]").click()  # require approval
+    expect(row).to_have_attribute("data-verdict", "ask", timeout=TIMEOUT)
+    expect(page.locator("#policy-version")).not_to_have_text(version)
+    screenshot(page, "policy")
+
+    page.fill("form.explain input[name=tool]", "get_logs")
+    page.select_option("form.explain select", "ops")
+    page.fill("form.explain textarea", '{"name": "web-123"}')
+    page.click("form.explain button")
+    expect(page.locator("#explanation")).to_contain_text("ask by agents.ops.tools.get_logs")
+
+    start_run(page, demo_url, "ops", "logs of redis-123")
+    expect(card(page, "get_logs").locator(".badge")).to_have_text("pending", timeout=TIMEOUT)
+    card(page, "get_logs").locator("button[data-action=approve]").click()
+
+    page.goto(f"{demo_url}/#/policy")
+    row.locator("input[role=switch]").click()  # back to allow
+    expect(row).to_have_attribute("data-verdict", "allow", timeout=TIMEOUT)
+    start_run(page, demo_url, "ops", "logs of redis-123")
+    expect(card(page, "get_logs").locator(".badge")).to_have_text("ran (allowed)", timeout=TIMEOUT)
+    entries = api(demo_url, "GET", "/audit?limit=1000")["items"]
+    changes = [e for e in entries if e["action"] == "policy" and e["actor"] == "local"]
+    assert len(changes) >= 2  # each switch is a new, audited version
+
+
+def test_the_audit_page_shows_decisions_and_verifies_the_chain(page: Page, demo_url: str):
+    start_run(page, demo_url, "files", "delete notes.txt")
+    delete = card(page, "delete_file")
+    delete.locator("button[data-action=reject]").click()
+    page.fill("dialog#dialog textarea", "keep the notes")
+    page.click("dialog#dialog button[data-action=submit]")
+    delete.locator("button[data-action=send-now]").click()
+    expect(delete.locator(".badge")).to_have_text("rejected", timeout=TIMEOUT)
+
+    page.goto(f"{demo_url}/#/audit")
+    newest = page.locator("table.audit tbody tr").first
+    expect(newest).to_have_attribute("data-action", "decision", timeout=TIMEOUT)
+    expect(newest).to_contain_text("local")
+    expect(newest).to_contain_text("delete_file")
+    expect(newest).to_contain_text("Reason: keep the notes")
+    page.click("#verify")
+    expect(page.locator("#verify-result")).to_contain_text("intact", timeout=TIMEOUT)
+    screenshot(page, "audit")
+
+
+def test_the_inbox_filters_by_agent_and_tool_and_shows_the_scripted_model(
+    page: Page, demo_url: str
+):
+    start_run(page, demo_url, "files", "delete todo.md")
+    files_run = page.url.rsplit("/", 1)[1]
+    start_run(page, demo_url, "ops", "delete redis-123")
+    page.goto(f"{demo_url}/#/")
+    expect(page.locator("#banner")).to_contain_text("scripted demo model")
+    expect(page.locator(f"article.approval >> text=delete_file").first).to_be_visible(timeout=TIMEOUT)
+    page.select_option(".filters select[name=agent]", "ops")
+    expect(page.locator("article.approval[data-tool=delete_file]")).to_have_count(0)
+    expect(page.locator("article.approval[data-tool=delete_pod]").first).to_be_visible()
+    page.select_option(".filters select[name=agent]", "")
+    page.select_option(".filters select[name=tool]", "delete_file")
+    expect(page.locator("article.approval[data-tool=delete_pod]")).to_have_count(0)
+    page.fill(".filters input[name=run]", files_run)
+    page.press(".filters input[name=run]", "Enter")
+    expect(page.locator("article.approval")).to_have_count(1)
+    expect(page.locator("article.approval .agent")).to_have_text("files")
+    expect(page.locator("article.approval .rule")).to_have_text("agents.files.tools.delete_file")
