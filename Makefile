@@ -13,7 +13,7 @@ JS_STAMP := $(JS)/node_modules/.package-lock.json
 export UV_PYTHON_DOWNLOADS := never
 export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 
-.PHONY: install test pytest lint format typecheck bench demo lock clean
+.PHONY: install test pytest lint format typecheck bench demo lock clean chromium screenshots
 
 install: $(STAMP)
 
@@ -30,8 +30,21 @@ $(STAMP): pyproject.toml requirements.lock | $(UV)
 
 test: lint typecheck pytest
 
-pytest: install $(JS_STAMP)
+pytest: install $(JS_STAMP) chromium
 	$(BIN)/pytest
+
+# The browser tests drive Debian's Chromium (Playwright cannot download a browser here). Installed
+# when missing and this user may; otherwise those tests are skipped (and fail under CI).
+chromium:
+	@command -v chromium >/dev/null || { \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; \
+		elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then \
+			sudo apt-get update -qq && sudo apt-get install -y -qq chromium; \
+		else echo "chromium is not installed: the browser tests will be skipped"; fi; }
+
+# Save each page of the web inbox to docs/images/ (the README shows them).
+screenshots: install chromium
+	SIGNOFF_SCREENSHOTS=1 $(BIN)/pytest tests/web -q
 
 # The real npm peers the tests drive, pinned by tests/js/package-lock.json.
 $(JS_STAMP): $(JS)/package.json $(JS)/package-lock.json

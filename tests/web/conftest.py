@@ -84,9 +84,11 @@ def context(browser: Browser) -> Iterator[BrowserContext]:
         page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
         page.on(
             "console",
-            lambda message: problems.append(f"console: {message.text}")
-            if message.type == "error" and not _refused_request(message.text)
-            else None,
+            lambda message: (
+                problems.append(f"console: {message.text}")
+                if message.type == "error" and not _refused_request(message.text)
+                else None
+            ),
         )
 
     made.on("page", watch)
@@ -103,7 +105,10 @@ def page(context: BrowserContext) -> Page:
 def _refused_request(text: str) -> bool:
     """Chromium logs every 4xx answer as an error; the tests provoke some on purpose (an
     invalid edit gets 422) and check what the page shows instead."""
-    return re.match(r"Failed to load resource: the server responded with a status of 4\d\d", text) is not None
+    return (
+        re.match(r"Failed to load resource: the server responded with a status of 4\d\d", text)
+        is not None
+    )
 
 
 def screenshot(page: Page, name: str) -> None:
@@ -111,5 +116,3 @@ def screenshot(page: Page, name: str) -> None:
     if os.environ.get("SIGNOFF_SCREENSHOTS"):
         IMAGES.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(IMAGES / f"web-{name}.png"), full_page=True)
-
-

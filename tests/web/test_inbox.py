@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 from playwright.sync_api import BrowserContext, Locator, Page, expect
 
+from signoff.server.redact import MASK
 from tests.web.conftest import screenshot
 
 TIMEOUT = 15_000
@@ -94,12 +95,14 @@ def test_the_form_covers_enums_booleans_arrays_and_nested_objects(page: Page, de
     expect(dialog).to_be_hidden()
     expect(deploy.locator(".badge")).to_have_text("edited", timeout=TIMEOUT)
     expect(deploy.locator(".result")).to_contain_text("dry run", timeout=TIMEOUT)
+    # The demo redacts environment values: they never reach the browser, even once decided.
+    expect(deploy.locator(".decision .j-masked")).to_have_text(MASK)
     decided = api(demo_url, "GET", f"/approvals?run_id={run_id}")["items"][0]
     assert decided["decision"]["args"] == {
         "name": "shop",
         "image": "shop:1.2",
         "strategy": "recreate",
-        "env": [{"name": "LOG_LEVEL", "value": "debug"}],
+        "env": [{"name": "LOG_LEVEL", "value": MASK}],
         "dry_run": True,
         "resources": {"cpu": "250m", "memory_mb": 512},
     }
@@ -129,7 +132,10 @@ def test_raw_json_edit_round_trips_with_the_form(page: Page, demo_url: str):
 
 def test_approve_all_decides_a_batch_of_three_at_once(page: Page, demo_url: str):
     run_id = start_run(
-        page, demo_url, "ops", "list pods then delete nginx-123 and scale redis to 2 and deploy api:7"
+        page,
+        demo_url,
+        "ops",
+        "list pods then delete nginx-123 and scale redis to 2 and deploy api:7",
     )
     expect(page.locator("article.approval.status-pending")).to_have_count(3, timeout=TIMEOUT)
     expect(card(page, "list_pods").locator(".badge")).to_have_text("ran (allowed)")
@@ -139,8 +145,14 @@ def test_approve_all_decides_a_batch_of_three_at_once(page: Page, demo_url: str)
     expect(page.locator("article.approval.status-approved")).to_have_count(3, timeout=TIMEOUT)
     expect(approve_all).to_have_count(0)
     expect(page.locator("#run-status")).to_have_text("completed", timeout=TIMEOUT)
-    statuses = {a["tool"]: a["status"] for a in api(demo_url, "GET", f"/approvals?run_id={run_id}")["items"]}
-    assert statuses == {"delete_pod": "approved", "scale_deployment": "approved", "deploy": "approved"}
+    statuses = {
+        a["tool"]: a["status"] for a in api(demo_url, "GET", f"/approvals?run_id={run_id}")["items"]
+    }
+    assert statuses == {
+        "delete_pod": "approved",
+        "scale_deployment": "approved",
+        "deploy": "approved",
+    }
 
 
 def test_reject_with_a_reason_and_the_model_replies_with_it(page: Page, demo_url: str):
@@ -277,7 +289,9 @@ def test_respond_and_approve_always_for_a_scope(page: Page, demo_url: str):
     page.fill(".run-footer form.chat textarea", "write c to c.txt")
     page.press(".run-footer form.chat textarea", "Enter")
     page.wait_for_url(re.compile(r"#/runs/(?!" + run_id + r")\w+"), timeout=TIMEOUT)
-    expect(card(page, "write_file").locator(".badge")).to_have_text("ran (allowed)", timeout=TIMEOUT)
+    expect(card(page, "write_file").locator(".badge")).to_have_text(
+        "ran (allowed)", timeout=TIMEOUT
+    )
     assert api(demo_url, "GET", f"/runs/{page.url.rsplit('/', 1)[1]}")["thread_id"] == thread
 
 
@@ -310,6 +324,19 @@ def test_the_policy_switch_changes_the_next_run(page: Page, demo_url: str):
     expect(row).to_have_attribute("data-verdict", "allow", timeout=TIMEOUT)
     start_run(page, demo_url, "ops", "logs of redis-123")
     expect(card(page, "get_logs").locator(".badge")).to_have_text("ran (allowed)", timeout=TIMEOUT)
+
+    page.goto(f"{demo_url}/#/policy")
+    row.locator("select.verdict").select_option("deny")
+    expect(row).to_have_attribute("data-verdict", "deny", timeout=TIMEOUT)
+    expect(row.locator("input[role=switch]")).to_be_disabled()
+    start_run(page, demo_url, "ops", "logs of redis-123")
+    expect(card(page, "get_logs").locator(".badge")).to_have_text("blocked", timeout=TIMEOUT)
+    expect(card(page, "get_logs").locator(".result")).to_contain_text(
+        "The policy blocked this call"
+    )
+    page.goto(f"{demo_url}/#/policy")
+    row.locator("select.verdict").select_option("allow")
+    expect(row).to_have_attribute("data-verdict", "allow", timeout=TIMEOUT)
     entries = api(demo_url, "GET", "/audit?limit=1000")["items"]
     changes = [e for e in entries if e["action"] == "policy" and e["actor"] == "local"]
     assert len(changes) >= 2  # each switch is a new, audited version
@@ -343,7 +370,9 @@ def test_the_inbox_filters_by_agent_and_tool_and_shows_the_scripted_model(
     start_run(page, demo_url, "ops", "delete redis-123")
     page.goto(f"{demo_url}/#/")
     expect(page.locator("#banner")).to_contain_text("scripted demo model")
-    expect(page.locator(f"article.approval >> text=delete_file").first).to_be_visible(timeout=TIMEOUT)
+    expect(page.locator(f"article.approval >> text=delete_file").first).to_be_visible(
+        timeout=TIMEOUT
+    )
     page.select_option(".filters select[name=agent]", "ops")
     expect(page.locator("article.approval[data-tool=delete_file]")).to_have_count(0)
     expect(page.locator("article.approval[data-tool=delete_pod]").first).to_be_visible()
@@ -355,3 +384,13 @@ def test_the_inbox_filters_by_agent_and_tool_and_shows_the_scripted_model(
     expect(page.locator("article.approval")).to_have_count(1)
     expect(page.locator("article.approval .agent")).to_have_text("files")
     expect(page.locator("article.approval .rule")).to_have_text("agents.files.tools.delete_file")
+    expect(page.locator("article.approval .deadline")).to_have_count(0)  # no timeout: no clock
+
+    # delete_pod's rule gives an hour: its card counts down.
+    page.select_option(".filters select[name=tool]", "delete_pod")
+    page.fill(".filters input[name=run]", "")
+    page.press(".filters input[name=run]", "Enter")
+    deadline = page.locator("article.approval[data-tool=delete_pod] .deadline").first
+    expect(deadline).to_have_text(re.compile(r"^59m \d+s left$"))
+    first = deadline.inner_text()
+    expect(deadline).not_to_have_text(first, timeout=3_000)

@@ -34,6 +34,7 @@ def serve(
         from signoff.server import Auth, Service, create_app
         from signoff.server.auth import is_loopback
         from signoff.server.config import load_config
+        from signoff.server.redact import Redaction
         from signoff.server.run import import_agents, run_app
     except ImportError:
         raise MissingExtraError("signoff serve", "server") from None
@@ -63,6 +64,7 @@ def serve(
                 gate=Gate(settings.policy, store),
                 agents=loaded,
                 policy_document=settings.document,
+                redaction=Redaction(settings.redact),
             )
             app = create_app(service, auth)
             await run_app(

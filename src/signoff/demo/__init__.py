@@ -13,7 +13,11 @@ from signoff.demo.agents import demo_agents
 from signoff.demo.model import demo_model
 from signoff.errors import MissingExtraError
 
-__all__ = ["default_data_dir", "serve_demo"]
+__all__ = ["DEMO_REDACT", "default_data_dir", "serve_demo"]
+
+DEMO_REDACT = ("**.password", "**.*token*", "**.*secret*", "**.api_key", "env.*.value")
+"""Argument paths the demo's API shows masked: secrets, and the values of environment variables
+(``deploy``'s ``env``), which often hold them."""
 
 
 def default_data_dir() -> Path:
@@ -35,6 +39,7 @@ async def serve_demo(
     from signoff.gate import Gate
     from signoff.policy import Policy
     from signoff.server.auth import is_loopback
+    from signoff.server.redact import Redaction
     from signoff.store import open_store
 
     if not is_loopback(host):  # the command says so first; this is for callers from Python
@@ -47,7 +52,11 @@ async def serve_demo(
     async with open_store(f"sqlite:///{database}") as store:
         agents = demo_agents(data_dir, database, demo_model())
         service = Service(
-            store=store, gate=Gate(policy, store), agents=agents, policy_document=document
+            store=store,
+            gate=Gate(policy, store),
+            agents=agents,
+            policy_document=document,
+            redaction=Redaction(DEMO_REDACT),
         )
         app = create_app(service, Auth.none(roles=["admin"]))
         await run_app(app, host=host, port=port, ready=ready)

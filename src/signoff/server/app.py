@@ -38,6 +38,7 @@ from signoff.server.shapes import (
     StartRun,
     ToggleBody,
     approval_json,
+    event_json,
     iso,
     sse,
     verdict_json,
@@ -73,6 +74,7 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
             yield
 
     app = FastAPI(title="signoff", version=_version(), lifespan=lifespan)
+    show = service.redaction.tree  # every call's arguments leave masked where configured
     app.state.auth = auth
     _errors(app)
     app.add_middleware(_NoNul)
@@ -147,7 +149,7 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
 
         async def stream() -> AsyncIterator[str]:
             async for event in events:
-                yield sse(event, str(event.seq))
+                yield sse(show(event_json(event)), event.type, str(event.seq))
 
         return StreamingResponse(stream(), media_type="text/event-stream")
 
@@ -177,7 +179,8 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
         async def stream() -> AsyncIterator[str]:
             yield ": every run's events\n\n"  # the stream is open before the first event
             async for event in events:
-                yield sse(event, f"{to_micros(event.at)}.{event.run_id}.{event.seq}")
+                event_id = f"{to_micros(event.at)}.{event.run_id}.{event.seq}"
+                yield sse(show(event_json(event)), event.type, event_id)
 
         return StreamingResponse(stream(), media_type="text/event-stream")
 
@@ -196,7 +199,7 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
             status=status, run_id=run_id, agent=agent, tool=tool, before=cursor, limit=limit
         )
         return {
-            "items": [approval_json(a) for a in page],
+            "items": [show(approval_json(a)) for a in page],
             "next": page[-1].id if len(page) == limit else None,
         }
 
@@ -209,22 +212,20 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
         if approval.pending and wait > 0:
             with contextlib.suppress(ApprovalTimeout):
                 approval = await service.gate.wait(approval_id, timeout=wait)
-        return approval_json(approval)
+        return show(approval_json(approval))
 
     @app.post("/v1/approvals/{approval_id}/decision")
     async def decide(approval_id: str, body: DecisionBody, who: Who) -> dict[str, Any]:
-        approval = await service.gate.decide(
-            approval_id, body.decision(), actor=who.name, roles=who.roles
-        )
-        return approval_json(approval)
+        decision = await service.unmasked(approval_id, body.decision())
+        approval = await service.gate.decide(approval_id, decision, actor=who.name, roles=who.roles)
+        return show(approval_json(approval))
 
     @app.post("/v1/approvals/decisions")
     async def decide_batch(body: Decisions, who: Who) -> dict[str, Any]:
         """Several decisions, all or nothing ("Approve All" is every id with approve)."""
-        decided = await service.gate.decide_batch(
-            {i: d.decision() for i, d in body.decisions.items()}, actor=who.name, roles=who.roles
-        )
-        return {"items": [approval_json(a) for a in decided]}
+        decisions = {i: await service.unmasked(i, d.decision()) for i, d in body.decisions.items()}
+        decided = await service.gate.decide_batch(decisions, actor=who.name, roles=who.roles)
+        return {"items": [show(approval_json(a)) for a in decided]}
 
     @app.get("/v1/policy")
     async def policy(_: Who) -> dict[str, Any]:
@@ -288,7 +289,7 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
                     "actor": e.actor,
                     "action": e.action,
                     "subject": e.subject,
-                    "data": e.data,
+                    "data": show(e.data),
                     "hash": e.hash,
                 }
                 for e in entries
@@ -456,7 +457,7 @@ async def _run(service: Service, run_id: str) -> dict[str, Any]:
     record = await service.store.get_run(run_id)
     pending = await service.store.list_approvals(status="pending", run_id=run_id, limit=500)
     return _run_summary(record) | {
-        "messages": await service.store.run_messages(run_id),
+        "messages": service.redaction.tree(await service.store.run_messages(run_id)),
         "pending_approvals": [a.id for a in pending],
     }
 

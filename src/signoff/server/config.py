@@ -8,6 +8,7 @@ auth:
     - principal: olga
       roles: [ops, admin]
       token_env: SIGNOFF_TOKEN_OLGA              # the token itself stays out of the file
+redact: ["**.password", "**.*token*"]          # argument paths the API shows masked
 default: ask
 rules:
   - ask: delete_pod
@@ -26,12 +27,13 @@ from signoff.policy import Policy
 from signoff.policy.loader import load_data, locate
 from signoff.policy.reader import Reader
 from signoff.policy.source import parse_text
+from signoff.server.redact import Redaction
 from signoff.server.service import Principal
 
 __all__ = ["ServerConfig", "load_config"]
 
 _AUTH_KEYS = frozenset({"tokens"})
-_SERVER_KEYS = frozenset({"database", "auth", "gateway"})
+_SERVER_KEYS = frozenset({"database", "auth", "gateway", "redact"})
 _TOKEN_KEYS = frozenset({"principal", "roles", "token", "token_env"})
 
 
@@ -44,6 +46,8 @@ class ServerConfig:
     """The policy's part of the file, as written: what editing through the API starts from."""
     tokens: dict[str, Principal]
     """Bearer token → principal; empty when the file configures no authentication."""
+    redact: tuple[str, ...] = ()
+    """Argument paths shown masked (see `signoff.server.redact`)."""
 
 
 def load_config(path: Path) -> ServerConfig:
@@ -65,6 +69,7 @@ def load_config(path: Path) -> ServerConfig:
             reader.error(("database",), f"database must be a database URL, not {database!r}")
             database = None
     tokens = _tokens(reader, top.get("auth"))
+    redact = _redact(reader, top.get("redact", []))
     problems = locate(reader.problems, source, text)
     try:
         policy = load_data(data, source=source, text=text)
@@ -73,7 +78,20 @@ def load_config(path: Path) -> ServerConfig:
     if problems:
         raise PolicyError(sorted(problems, key=lambda p: (p.line or 0, p.column or 0)))
     document = {k: v for k, v in top.items() if k not in _SERVER_KEYS}
-    return ServerConfig(database=database, policy=policy, document=document, tokens=tokens)
+    return ServerConfig(
+        database=database, policy=policy, document=document, tokens=tokens, redact=redact
+    )
+
+
+def _redact(reader: Reader, value: Any) -> tuple[str, ...]:
+    patterns = reader.strings(value, ("redact",), "redact", allow_empty=True) or ()
+    for index, pattern in enumerate(patterns):
+        try:
+            Redaction([pattern])
+        except ValueError as exc:
+            reader.error(("redact", index) if isinstance(value, list) else ("redact",), str(exc))
+            return ()
+    return patterns
 
 
 def _url(text: str) -> bool:

@@ -19,8 +19,10 @@ from signoff.errors import ConflictError, NotFoundError
 from signoff.gate import Gate
 from signoff.gate.notifier import ANY
 from signoff.policy import Policy, PolicyEngine
+from signoff.server.redact import Redaction
 from signoff.store import AuditRecord, Store
 from signoff.store.runs import StoredEvent
+from signoff.types import Decision, Edit
 
 __all__ = ["LOOK_BACK", "Principal", "Service"]
 
@@ -53,6 +55,8 @@ class Service:
     """How often readers of a run's log look for new events when nothing woke them."""
     policy_interval: float = 2.0
     """How often a replica looks for a policy changed through another one."""
+    redaction: Redaction = field(default_factory=Redaction)
+    """Arguments masked in everything the API sends (the config's ``redact:``)."""
     runners: dict[str, Runner] = field(init=False)
     _tasks: set[asyncio.Task[None]] = field(init=False, default_factory=set)
 
@@ -61,6 +65,13 @@ class Service:
         if len(set(names)) != len(names):
             raise ValueError(f"two agents share a name: {names}")
         self.runners = {a.name: Runner(a, self.gate) for a in self.agents}
+
+    async def unmasked(self, approval_id: str, decision: Decision) -> Decision:
+        """The decision with each redacted value an edit left masked put back as it was."""
+        if not isinstance(decision, Edit) or not self.redaction:
+            return decision
+        approval = await self.store.get_approval(approval_id)
+        return Edit(args=self.redaction.restore(decision.args, approval.call.args))
 
     def runner(self, agent: str) -> Runner:
         try:

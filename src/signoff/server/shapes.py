@@ -113,9 +113,9 @@ def event_json(event: StoredEvent) -> dict[str, Any]:
     }
 
 
-def sse(event: StoredEvent, event_id: str) -> str:
-    """The event as one server-sent event."""
-    return f"id: {event_id}\nevent: {event.type}\ndata: {json.dumps(event_json(event))}\n\n"
+def sse(data: dict[str, Any], kind: str, event_id: str) -> str:
+    """One server-sent event."""
+    return f"id: {event_id}\nevent: {kind}\ndata: {json.dumps(data)}\n\n"
 
 
 def verdict_json(verdict: Any) -> dict[str, Any]:

@@ -46,14 +46,15 @@ async def websocket_channel(socket: WebSocket, service: Service, auth: Auth) -> 
         {
             "type": "hello",
             "principal": principal.name,
-            "pending": [approval_json(a) for a in pending],
+            "pending": [service.redaction.tree(approval_json(a)) for a in pending],
         }
     )
 
     async def push() -> None:
         async for event in service.follow_all():
             if event.type in PUSHED:
-                await socket.send_json({"type": "event", "event": event_json(event)})
+                shown = service.redaction.tree(event_json(event))
+                await socket.send_json({"type": "event", "event": shown})
 
     pusher = asyncio.create_task(push())
     try:
@@ -71,9 +72,10 @@ async def websocket_channel(socket: WebSocket, service: Service, auth: Auth) -> 
                 if not isinstance(message, dict) or message.get("type") != "decide":
                     raise _Refused("InvalidRequest", 'send {"type": "decide", "id", "decision"}')
                 body = DecisionBody.model_validate(message.get("decision"))
+                approval_id = str(message.get("id"))
                 approval = await service.gate.decide(
-                    str(message.get("id")),
-                    body.decision(),
+                    approval_id,
+                    await service.unmasked(approval_id, body.decision()),
                     actor=principal.name,
                     roles=principal.roles,
                 )
@@ -91,7 +93,7 @@ async def websocket_channel(socket: WebSocket, service: Service, auth: Auth) -> 
                     {
                         "type": "decided",
                         "request_id": request_id,
-                        "approval": approval_json(approval),
+                        "approval": service.redaction.tree(approval_json(approval)),
                     }
                 )
     except WebSocketDisconnect:

@@ -84,6 +84,14 @@ export function inbox(main, app, params) {
 
   const soon = debounce(refresh, 20);
   const stop = follow("/events", (event) => {
+    if (event.type === "decision") {
+      // Decided (here or elsewhere): out of the inbox at once, before the refresh.
+      const card = cards.get(event.data.data.approval_id);
+      if (card) {
+        card.remove();
+        cards.delete(event.data.data.approval_id);
+      }
+    }
     if (REFRESHING.has(event.type)) soon();
   }, { onOpen: soon });
   refresh();

@@ -39,7 +39,7 @@ function agentTable(agent, canEdit, refresh) {
   return h(
     "section.policy-agent",
     { dataset: { agent: agent.path } },
-    h("h2", {}, agent.path, h("span.muted", {}, ` — ${agent.description || ""}`)),
+    h("h2", {}, agent.path, agent.description ? h("span.muted", {}, ` — ${agent.description}`) : null),
     h(
       "table.tools",
       {},
@@ -80,7 +80,7 @@ function toolRow(agent, tool, canEdit, refresh) {
     { dataset: { tool: tool.name, verdict } },
     h("td", {}, h("b", {}, tool.name), h("div.help", {}, tool.description || "")),
     h("td", {}, h("label.switch-label", {}, toggle, h("span.slider"))),
-    h("td", {}, h(`span.badge.verdict-${verdict}`, {}, verdict)),
+    h("td", {}, h(`span.badge.verdict-${verdict}`, {}, verdict), " ", select),
     h("td", {}, h("code.rule", {}, tool.verdict.rule || "default"), tool.verdict.reason ? h("div.help", {}, tool.verdict.reason) : null),
   );
 }

@@ -56,9 +56,20 @@ export function runView(main, app, runId) {
   }
 
   const soon = debounce(refresh, 15);
-  const stop = follow(`/runs/${encodeURIComponent(runId)}/events`, () => soon(), { once: true });
+  const stop = follow(`/runs/${encodeURIComponent(runId)}/events`, (event) => {
+    if (event.type === "decision") decidedElsewhere(cards, event.data, context);
+    soon();
+  }, { once: true });
   refresh().catch((error) => clear(conversation, h("p.form-error", { role: "alert" }, error.message)));
   return stop;
+}
+
+// A decision event carries the new status: the card shows it at once, before the refresh.
+function decidedElsewhere(cards, event, context) {
+  const card = cards.get(event.data.approval_id);
+  if (!card || card.dataset.status === event.data.status) return;
+  const { status, decision, decided_by } = event.data;
+  fill(card, { ...card._approval, status, decision, decided_by, decided_at: event.at }, context);
 }
 
 function turn(message, byCall, results, cards, seen, context) {

@@ -1,0 +1,104 @@
+"""Arguments the API never shows (ARCHITECTURE §8): tokens, passwords, whatever the config's
+``redact:`` names. Masked in every call's arguments the server sends out — approvals, run
+messages, events, audit entries — and put back when an edit sends the mask unchanged, so a
+person edits the rest of a call without seeing (or losing) its secret.
+
+A pattern is a dotted path into the arguments: ``password`` (a top-level key),
+``headers.authorization``, ``env.*.value`` (``*`` is any one key or list index, or part of one:
+``*token*``), ``**.api_key`` (``**`` is any depth, none included). Keys match without regard to
+case.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, cast
+
+__all__ = ["MASK", "Redaction"]
+
+_Data = TypeVar("_Data")
+
+MASK = "••••••"
+"""What a redacted value is shown as (the web inbox greys it)."""
+
+
+@dataclass(frozen=True)
+class Redaction:
+    patterns: Sequence[str] = ()
+    _compiled: tuple[tuple[str, ...], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        compiled = []
+        for pattern in self.patterns:
+            parts = tuple(part.lower() for part in pattern.split("."))
+            if not pattern or any(not part for part in parts):
+                raise ValueError(f"a redact pattern is a dotted path like 'a.b', not {pattern!r}")
+            compiled.append(parts)
+        object.__setattr__(self, "_compiled", tuple(compiled))
+
+    def __bool__(self) -> bool:
+        return bool(self._compiled)
+
+    def hidden(self, path: Sequence[str]) -> bool:
+        """Whether the value at `path` (keys and list indices) is redacted."""
+        lowered = [step.lower() for step in path]
+        return any(_matches(pattern, lowered) for pattern in self._compiled)
+
+    def args(self, value: Any, path: tuple[str, ...] = ()) -> Any:
+        """A copy of call arguments with each redacted value masked."""
+        if path and self.hidden(path):
+            return MASK
+        if isinstance(value, dict):
+            return {k: self.args(v, (*path, str(k))) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.args(v, (*path, str(i))) for i, v in enumerate(value)]
+        return value
+
+    def tree(self, data: _Data) -> _Data:
+        """A copy of API data with the arguments of every call in it masked: the value of each
+        ``args`` key that holds an object, at any depth."""
+        return cast(_Data, self._tree(data)) if self._compiled else data
+
+    def _tree(self, data: Any) -> Any:
+        if isinstance(data, dict):
+            return {
+                k: self.args(v) if k == "args" and isinstance(v, dict) else self._tree(v)
+                for k, v in data.items()
+            }
+        if isinstance(data, list):
+            return [self._tree(v) for v in data]
+        return data
+
+    def restore(self, edited: Any, original: Any, path: tuple[str, ...] = ()) -> Any:
+        """Edited arguments with each mask left unchanged at a redacted path replaced by the
+        original value there (a mask where the original had nothing stays a mask)."""
+        if isinstance(edited, str) and edited == MASK and path and self.hidden(path):
+            found, value = _at(original, path)
+            return value if found else edited
+        if isinstance(edited, dict):
+            return {k: self.restore(v, original, (*path, str(k))) for k, v in edited.items()}
+        if isinstance(edited, list):
+            return [self.restore(v, original, (*path, str(i))) for i, v in enumerate(edited)]
+        return edited
+
+
+def _matches(pattern: Sequence[str], path: Sequence[str]) -> bool:
+    if not pattern:
+        return not path
+    head, rest = pattern[0], pattern[1:]
+    if head == "**":
+        return any(_matches(rest, path[skip:]) for skip in range(len(path) + 1))
+    return bool(path) and fnmatch.fnmatchcase(path[0], head) and _matches(rest, path[1:])
+
+
+def _at(value: Any, path: Iterable[str]) -> tuple[bool, Any]:
+    for step in path:
+        if isinstance(value, dict) and step in value:
+            value = value[step]
+        elif isinstance(value, list) and step.isdigit() and int(step) < len(value):
+            value = value[int(step)]
+        else:
+            return False, None
+    return True, value

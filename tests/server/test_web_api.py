@@ -1,0 +1,232 @@
+"""What the web inbox needs of the server: its files under a CSP, who the user is, runs newest
+first, agents with their models, per-agent switches, and redacted arguments — in-process."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+
+from signoff import Policy
+from signoff.agent import Agent, ModelTurn, tool
+from signoff.gate import Gate
+from signoff.server import Auth, Principal, Service, create_app
+from signoff.server.redact import MASK, Redaction
+from signoff.server.web import CSP
+from signoff.store import SQLStore
+from signoff.testing import ScriptedModel, call
+from tests.server.test_api import until
+
+TOKENS = {
+    "admin-token": Principal(name="ada", roles=frozenset({"admin"})),
+    "viewer-token": Principal(name="vic"),
+}
+DOCUMENT = {"agents": {"ops": {"tools": {"login": "ask", "status": "allow"}}}}
+used: list[dict[str, Any]] = []
+
+
+@tool
+def login(user: str, password: str, headers: dict[str, str]) -> str:
+    """Log in somewhere."""
+    used.append({"user": user, "password": password, "headers": headers})
+    return f"logged in as {user}"
+
+
+@tool
+def status() -> str:
+    """How things are."""
+    return "fine"
+
+
+@contextlib.asynccontextmanager
+async def client_for(
+    store: SQLStore, turns: list[Any], token: str = "admin-token"
+) -> AsyncIterator[httpx.AsyncClient]:
+    agent = Agent(name="ops", model=ScriptedModel(turns), tools=[login, status])
+    service = Service(
+        store=store,
+        gate=Gate(Policy.from_dict(DOCUMENT), store),
+        agents=[agent],
+        policy_document=DOCUMENT,
+        redaction=Redaction(["password", "headers.*auth*"]),
+        poll_interval=0.05,
+    )
+    app = create_app(service, Auth(tokens=TOKENS))
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        headers = {"Authorization": f"Bearer {token}"}
+        async with httpx.AsyncClient(
+            transport=transport, base_url="http://signoff", headers=headers
+        ) as client:
+            yield client
+
+
+LOGIN = [
+    ModelTurn(
+        tool_calls=(
+            call(
+                "login",
+                user="ada",
+                password="hunter2",
+                headers={"Authorization": "Bearer s3cret", "Accept": "text/plain"},
+            ),
+        )
+    ),
+    ModelTurn(text="done"),
+]
+
+
+async def test_the_page_and_its_files_come_with_a_csp_and_nothing_else_is_served(
+    store: SQLStore,
+):
+    async with client_for(store, []) as client:
+        page = await client.get("/", headers={"Authorization": ""})  # the page needs no token
+        assert page.status_code == 200
+        assert page.headers["content-type"] == "text/html; charset=utf-8"
+        assert page.headers["content-security-policy"] == CSP
+        assert "script-src 'self'" in CSP and "'unsafe-inline'" not in CSP
+        assert page.headers["x-content-type-options"] == "nosniff"
+        assert '<script type="module" src="/ui/app.js">' in page.text
+        script = await client.get("/ui/app.js")
+        assert script.headers["content-type"] == "text/javascript; charset=utf-8"
+        assert "import" in script.text
+        for name in ["../app.py", "..%2Fapp.py", "missing.js", "web.py", ".hidden.js"]:
+            assert (await client.get(f"/ui/{name}")).status_code == 404, name
+        assert "set-cookie" not in page.headers
+
+
+async def test_me_says_who_and_with_which_roles(store: SQLStore):
+    async with client_for(store, [], token="viewer-token") as client:
+        assert (await client.get("/v1/me")).json() == {
+            "name": "vic",
+            "roles": [],
+            "authenticated": True,
+        }
+        anonymous = await client.get("/v1/me", headers={"Authorization": ""})
+        assert anonymous.status_code == 401
+
+
+async def test_agents_show_their_model_tools_and_verdicts(store: SQLStore):
+    async with client_for(store, []) as client:
+        [ops] = (await client.get("/v1/agents")).json()["items"]
+    assert (ops["name"], ops["path"], ops["model"], ops["subagents"]) == (
+        "ops",
+        "ops",
+        "scripted model (tests)",
+        [],
+    )
+    verdicts = {t["name"]: (t["verdict"]["kind"], t["verdict"]["rule"]) for t in ops["tools"]}
+    assert verdicts == {
+        "login": ("ask", "agents.ops.tools.login"),
+        "status": ("allow", "agents.ops.tools.status"),
+    }
+
+
+async def test_runs_are_listed_newest_first_with_a_cursor(store: SQLStore):
+    turns = [ModelTurn(text="one"), ModelTurn(text="two"), ModelTurn(text="three")]
+    async with client_for(store, turns) as client:
+        ids = []
+        for n in range(3):
+            started = await client.post(
+                f"/v1/threads/t{n}/runs", params={"wait": 5}, json={"agent": "ops", "input": "hi"}
+            )
+            ids.append(started.json()["id"])
+        first = (await client.get("/v1/runs", params={"limit": 2})).json()
+        assert [r["id"] for r in first["items"]] == [ids[2], ids[1]]
+        assert first["items"][0]["status"] == "completed"
+        assert first["items"][0]["created_at"] is not None
+        rest = (await client.get("/v1/runs", params={"cursor": first["next"]})).json()
+        assert [r["id"] for r in rest["items"]] == [ids[0]]
+        assert rest["next"] is None
+        by_status = (await client.get("/v1/runs", params={"status": "paused"})).json()
+        assert by_status["items"] == []
+
+
+async def test_a_switch_for_one_agent_changes_its_verdict_and_needs_admin(store: SQLStore):
+    async with client_for(store, [], token="viewer-token") as viewer:
+        refused = await viewer.put("/v1/policy/tools/status?agent=ops", json={"verdict": "ask"})
+        assert refused.status_code == 403
+    async with client_for(store, []) as client:
+        changed = await client.put("/v1/policy/tools/status?agent=ops", json={"verdict": "ask"})
+        assert changed.status_code == 200, changed.text
+        assert changed.json()["document"]["agents"]["ops"]["tools"]["status"] == {"verdict": "ask"}
+        explained = await client.post(
+            "/v1/policy/explain", json={"tool": "status", "agent": "ops", "args": {}}
+        )
+        assert (explained.json()["kind"], explained.json()["rule"]) == (
+            "ask",
+            "agents.ops.tools.status",
+        )
+        audit = (await client.get("/v1/audit")).json()["items"]
+        assert [(e["actor"], e["action"]) for e in audit if e["action"] == "policy"][-1] == (
+            "ada",
+            "policy",
+        )
+
+
+async def test_redacted_arguments_are_masked_everywhere_and_an_edit_keeps_them(
+    store: SQLStore,
+):
+    used.clear()
+    async with client_for(store, LOGIN) as client:
+        run = (
+            await client.post(
+                "/v1/threads/t/runs", params={"wait": 5}, json={"agent": "ops", "input": "go"}
+            )
+        ).json()
+        [approval_id] = run["pending_approvals"]
+        masked = {
+            "user": "ada",
+            "password": MASK,
+            "headers": {"Authorization": MASK, "Accept": "text/plain"},
+        }
+        approval = (await client.get(f"/v1/approvals/{approval_id}")).json()
+        assert approval["args"] == masked
+        assert run["messages"][-1]["tool_calls"][0]["args"] == masked
+        # The person changes the user and leaves the masked values as they are.
+        edited = await client.post(
+            f"/v1/approvals/{approval_id}/decision",
+            json={"kind": "edit", "args": masked | {"user": "root"}},
+        )
+        assert edited.status_code == 200, edited.text
+        assert edited.json()["decision"]["args"]["password"] == MASK
+        await until(client, run["id"], "completed")
+        # The whole log, once the run is over (over ASGI a stream arrives when it ends).
+        events = (await client.get(f"/v1/runs/{run['id']}/events")).text
+        assert "event: approval_requested" in events and "event: decision" in events
+        assert "hunter2" not in events and "s3cret" not in events
+        messages = json.dumps((await client.get(f"/v1/runs/{run['id']}")).json())
+        assert "hunter2" not in messages and "s3cret" not in messages
+        audit = (await client.get("/v1/audit", params={"limit": 1000})).text
+        assert "hunter2" not in audit and "s3cret" not in audit
+    assert used == [
+        {
+            "user": "root",
+            "password": "hunter2",
+            "headers": {"Authorization": "Bearer s3cret", "Accept": "text/plain"},
+        }
+    ]
+
+
+def test_redaction_patterns():
+    redaction = Redaction(["**.password", "env.*.value", "*token*"])
+    assert redaction.hidden(["password"])
+    assert redaction.hidden(["db", "main", "Password"])
+    assert redaction.hidden(["env", "0", "value"])
+    assert not redaction.hidden(["env", "0", "name"])
+    assert redaction.hidden(["api_token"])
+    assert not redaction.hidden(["nested", "api_token"])
+    assert redaction.args({"env": [{"name": "A", "value": "b"}], "x": 1}) == {
+        "env": [{"name": "A", "value": MASK}],
+        "x": 1,
+    }
+    # A mask where the original had nothing stays what it is; an unmasked value is the edit's.
+    assert redaction.restore({"password": MASK}, {}) == {"password": MASK}
+    assert redaction.restore({"password": "new"}, {"password": "old"}) == {"password": "new"}
+    assert not Redaction()
+    with pytest.raises(ValueError, match="dotted path"):
+        Redaction(["a..b"])

@@ -1,0 +1,104 @@
+"""The web inbox of `signoff serve` with tokens: sign in with a bearer token kept in the tab
+(never a cookie), sent in a header on every request; a viewer cannot flip policy switches."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Page, Request, expect
+
+from tests.web.conftest import ROOT
+
+CONFIG = """\
+database: sqlite:///{folder}/signoff.db
+auth:
+  tokens:
+    - {{principal: ada, roles: [admin], token_env: SIGNOFF_TEST_ADMIN}}
+    - {{principal: vic, roles: [], token_env: SIGNOFF_TEST_VIEWER}}
+agents:
+  ops:
+    tools:
+      delete_pod: ask
+"""
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    folder = tmp_path_factory.mktemp("serve")
+    config = folder / "signoff.yaml"
+    config.write_text(CONFIG.format(folder=folder))
+    env = os.environ | {
+        "SIGNOFF_TEST_ADMIN": "admin-t0ken",
+        "SIGNOFF_TEST_VIEWER": "viewer-t0ken",
+        "SIGNOFF_TEST_SIDE_FILE": str(folder / "side.txt"),
+        "PYTHONPATH": str(ROOT),
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "signoff", "serve", "--config", str(config), "--port", "0",
+         "--agents", "tests.server.serve_agents:agents"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+    )  # fmt: skip
+    assert process.stdout is not None
+    try:
+        first = process.stdout.readline()
+        found = re.search(r"http://127\.0\.0\.1:\d+", first)
+        assert found, first + process.stdout.read()
+        yield found.group(0)
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=20)
+        process.stdout.close()
+
+
+def test_sign_in_keeps_the_token_in_a_header_never_a_cookie(page: Page, served: str):
+    seen: list[Request] = []
+    page.on("request", lambda request: seen.append(request) if "/v1/" in request.url else None)
+    page.goto(served)
+    form = page.locator("form.sign-in")
+    expect(form).to_be_visible()
+    form.locator("input").fill("wrong")
+    form.locator("button").click()
+    expect(page.locator("form.sign-in .form-error")).to_contain_text("the token is not known")
+    page.locator("form.sign-in input").fill("admin-t0ken")
+    page.locator("form.sign-in button").click()
+    expect(page.locator("#who")).to_contain_text("ada")
+    expect(page.locator("h1")).to_contain_text("Inbox")
+    expect(page.locator("#banner")).to_be_hidden()  # a real server: no scripted-model label
+
+    page.select_option("form.chat select", "ops")
+    page.fill("form.chat textarea", "delete nginx-1")
+    page.press("form.chat textarea", "Enter")
+    card = page.locator("article[data-tool=delete_pod]")
+    card.locator("button[data-action=approve]").click()
+    expect(card.locator(".badge")).to_have_text("approved", timeout=15_000)
+    expect(page.locator("#run-status")).to_have_text("completed", timeout=15_000)
+
+    assert page.context.cookies() == []
+    signed = [r for r in seen if r.headers.get("authorization") == "Bearer admin-t0ken"]
+    assert len(signed) >= 5
+    assert all("t0ken" not in r.url for r in seen)
+    assert {r.url.split("/v1/")[1].split("?")[0] for r in signed} >= {"me", "agents", "approvals"}
+
+    page.reload()  # the tab keeps its token
+    expect(page.locator("#who")).to_contain_text("ada")
+    page.locator("#who button").click()  # sign out
+    expect(page.locator("form.sign-in")).to_be_visible()
+
+
+def test_a_viewer_reads_the_policy_but_cannot_change_it(page: Page, served: str):
+    page.goto(served)
+    page.locator("form.sign-in input").fill("viewer-t0ken")
+    page.locator("form.sign-in button").click()
+    expect(page.locator("#who")).to_contain_text("vic")
+    page.goto(f"{served}/#/policy")
+    row = page.locator("section[data-agent=ops] tr[data-tool=delete_pod]")
+    expect(row).to_have_attribute("data-verdict", "ask")
+    expect(row.locator("input[role=switch]")).to_be_disabled()
+    expect(row.locator("select.verdict")).to_be_disabled()
+    expect(page.locator("main")).to_contain_text("changing it needs the admin role")
