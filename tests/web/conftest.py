@@ -16,6 +16,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
@@ -74,7 +75,7 @@ def browser() -> Iterator[Browser]:
 
 
 @pytest.fixture
-def context(browser: Browser) -> Iterator[BrowserContext]:
+def context(browser: Browser, request: pytest.FixtureRequest) -> Iterator[BrowserContext]:
     """A fresh browser profile for the test; any script error or CSP violation on any of its
     pages fails the test."""
     made = browser.new_context(viewport={"width": 1200, "height": 900})
@@ -93,8 +94,20 @@ def context(browser: Browser) -> Iterator[BrowserContext]:
 
     made.on("page", watch)
     yield made
+    if getattr(request.node, "failed", False):  # what the pages said, for the report
+        for index, page in enumerate(made.pages):
+            notices = page.locator("#notices").inner_text() if page.url != "about:blank" else ""
+            print(f"page {index} at {page.url}: notices {notices!r}; problems {problems}")
     made.close()
     assert not problems, problems
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.when == "call" and report.failed:
+        item.failed = True  # type: ignore[attr-defined]
+    return report
 
 
 @pytest.fixture

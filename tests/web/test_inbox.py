@@ -240,7 +240,10 @@ WATCH = """id => {
     return card && card.dataset.status !== "pending";
   };
   const observer = new MutationObserver(() => {
-    if (decided()) { window.__decidedAt = performance.timeOrigin + performance.now(); observer.disconnect(); }
+    if (decided()) {
+      window.__decidedAt = performance.timeOrigin + performance.now();
+      observer.disconnect();
+    }
   });
   observer.observe(document.body, {subtree: true, childList: true, attributes: true});
 }"""
@@ -370,9 +373,8 @@ def test_the_inbox_filters_by_agent_and_tool_and_shows_the_scripted_model(
     start_run(page, demo_url, "ops", "delete redis-123")
     page.goto(f"{demo_url}/#/")
     expect(page.locator("#banner")).to_contain_text("scripted demo model")
-    expect(page.locator(f"article.approval >> text=delete_file").first).to_be_visible(
-        timeout=TIMEOUT
-    )
+    files_card = page.locator("article.approval[data-tool=delete_file]").first
+    expect(files_card).to_be_visible(timeout=TIMEOUT)
     page.select_option(".filters select[name=agent]", "ops")
     expect(page.locator("article.approval[data-tool=delete_file]")).to_have_count(0)
     expect(page.locator("article.approval[data-tool=delete_pod]").first).to_be_visible()

@@ -112,6 +112,7 @@ export function notify(text, kind = "info") {
   const area = document.getElementById("notices");
   const note = h(`div.notice.${kind}`, { role: kind === "error" ? "alert" : "status" }, text);
   area.append(note);
+  if (kind === "error") console.warn(`signoff: ${text}`); // kept in the console's history
   setTimeout(() => note.remove(), kind === "error" ? 8000 : 4000);
 }
 
