@@ -80,6 +80,7 @@ def context(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Browse
     pages fails the test."""
     made = browser.new_context(viewport={"width": 1200, "height": 900})
     problems: list[str] = []
+    said: list[str] = []  # the rest of the console, shown when the test fails
 
     def watch(page: Page) -> None:
         page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
@@ -88,16 +89,14 @@ def context(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Browse
             lambda message: (
                 problems.append(f"console: {message.text}")
                 if message.type == "error" and not _refused_request(message.text)
-                else None
+                else said.append(message.text)
             ),
         )
 
     made.on("page", watch)
     yield made
-    if getattr(request.node, "failed", False):  # what the pages said, for the report
-        for index, page in enumerate(made.pages):
-            notices = page.locator("#notices").inner_text() if page.url != "about:blank" else ""
-            print(f"page {index} at {page.url}: notices {notices!r}; problems {problems}")
+    if getattr(request.node, "failed", False):
+        print("the pages' console:", *said, sep="\n  ")
     made.close()
     assert not problems, problems
 
