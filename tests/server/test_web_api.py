@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -13,8 +14,10 @@ import pytest
 
 from signoff import Policy
 from signoff.agent import Agent, ModelTurn, tool
+from signoff.errors import PolicyError
 from signoff.gate import Gate
 from signoff.server import Auth, Principal, Service, create_app
+from signoff.server.config import load_config
 from signoff.server.redact import MASK, Redaction
 from signoff.server.web import CSP
 from signoff.store import SQLStore
@@ -230,3 +233,13 @@ def test_redaction_patterns():
     assert not Redaction()
     with pytest.raises(ValueError, match="dotted path"):
         Redaction(["a..b"])
+
+
+def test_the_config_names_the_paths_to_redact(tmp_path: Path):
+    config = tmp_path / "signoff.yaml"
+    config.write_text('redact: ["**.password", "headers.authorization"]\nrules:\n  - ask: x\n')
+    assert load_config(config).redact == ("**.password", "headers.authorization")
+    config.write_text("redact:\n  - ok\n  - a..b\nrules:\n  - ask: x\n")
+    with pytest.raises(PolicyError) as raised:
+        load_config(config)
+    assert str(raised.value).startswith(f"{config}:3:5: redact[1]: a redact pattern is a dotted")

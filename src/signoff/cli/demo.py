@@ -49,6 +49,7 @@ def demo(
 
     def ready(url: str) -> None:
         console.print(f"[bold]signoff demo[/] on {url}  (data in {folder})")
+        console.print(f"  web inbox:    {url}/   (open it in a browser)")
         console.print(
             f"  start a run:  curl -s -X POST {url}/v1/threads/t1/runs?wait=5 "
             """-H 'content-type: application/json' """

@@ -47,7 +47,7 @@ export function auditPage(main) {
     clear(
       verdict,
       result.ok
-        ? h("span.badge.status-approved", {}, `intact: ${entries.length} entries chain`)
+        ? h("span.badge.status-approved", {}, "intact: no entry was changed or removed")
         : h("span.badge.status-rejected", {}, `broken at entry ${result.first_bad_entry}`),
     );
   });

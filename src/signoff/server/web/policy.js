@@ -70,7 +70,7 @@ function toolRow(agent, tool, canEdit, refresh) {
   });
   toggle.addEventListener("change", () => change(toggle.checked ? "ask" : "allow"));
   const select = h(
-    "select.verdict",
+    `select.verdict.verdict-${verdict}`,
     { disabled: !canEdit, "aria-label": `verdict for ${tool.name}` },
     ["allow", "ask", "deny"].map((kind) => h("option", { value: kind, selected: kind === verdict }, kind)),
   );
@@ -80,7 +80,7 @@ function toolRow(agent, tool, canEdit, refresh) {
     { dataset: { tool: tool.name, verdict } },
     h("td", {}, h("b", {}, tool.name), h("div.help", {}, tool.description || "")),
     h("td", {}, h("label.switch-label", {}, toggle, h("span.slider"))),
-    h("td", {}, h(`span.badge.verdict-${verdict}`, {}, verdict), " ", select),
+    h("td.verdict", {}, select),
     h("td", {}, h("code.rule", {}, tool.verdict.rule || "default"), tool.verdict.reason ? h("div.help", {}, tool.verdict.reason) : null),
   );
 }
