@@ -67,6 +67,7 @@ bench: install
 	$(BIN)/python bench/approvals.py
 	$(BIN)/python bench/pause_resume.py
 	$(BIN)/python bench/server.py
+	$(BIN)/python bench/inbox.py
 
 demo: install
 	$(BIN)/signoff demo
