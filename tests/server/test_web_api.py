@@ -7,10 +7,11 @@ import contextlib
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import httpx
 import pytest
+from pydantic import Field
 
 from signoff import Policy
 from signoff.agent import Agent, ModelTurn, tool
@@ -28,7 +29,7 @@ TOKENS = {
     "admin-token": Principal(name="ada", roles=frozenset({"admin"})),
     "viewer-token": Principal(name="vic"),
 }
-DOCUMENT = {"agents": {"ops": {"tools": {"login": "ask", "status": "allow"}}}}
+DOCUMENT = {"agents": {"ops": {"tools": {"login": "ask", "connect": "ask", "status": "allow"}}}}
 used: list[dict[str, Any]] = []
 
 
@@ -37,6 +38,12 @@ def login(user: str, password: str, headers: dict[str, str]) -> str:
     """Log in somewhere."""
     used.append({"user": user, "password": password, "headers": headers})
     return f"logged in as {user}"
+
+
+@tool
+def connect(host: str, token: Annotated[str, Field(pattern="^tok-")]) -> str:
+    """Connect with a token."""
+    return f"connected to {host}"
 
 
 @tool
@@ -49,13 +56,13 @@ def status() -> str:
 async def client_for(
     store: SQLStore, turns: list[Any], token: str = "admin-token"
 ) -> AsyncIterator[httpx.AsyncClient]:
-    agent = Agent(name="ops", model=ScriptedModel(turns), tools=[login, status])
+    agent = Agent(name="ops", model=ScriptedModel(turns), tools=[login, connect, status])
     service = Service(
         store=store,
         gate=Gate(Policy.from_dict(DOCUMENT), store),
         agents=[agent],
         policy_document=DOCUMENT,
-        redaction=Redaction(["password", "headers.*auth*"]),
+        redaction=Redaction(["password", "headers.*auth*", "token"]),
         poll_interval=0.05,
     )
     app = create_app(service, Auth(tokens=TOKENS))
@@ -125,6 +132,7 @@ async def test_agents_show_their_model_tools_and_verdicts(store: SQLStore):
     verdicts = {t["name"]: (t["verdict"]["kind"], t["verdict"]["rule"]) for t in ops["tools"]}
     assert verdicts == {
         "login": ("ask", "agents.ops.tools.login"),
+        "connect": ("ask", "agents.ops.tools.connect"),
         "status": ("allow", "agents.ops.tools.status"),
     }
 
@@ -147,6 +155,8 @@ async def test_runs_are_listed_newest_first_with_a_cursor(store: SQLStore):
         assert rest["next"] is None
         by_status = (await client.get("/v1/runs", params={"status": "paused"})).json()
         assert by_status["items"] == []
+        unknown = await client.get("/v1/runs", params={"cursor": "no-such-run"})
+        assert unknown.status_code == 404
 
 
 async def test_a_switch_for_one_agent_changes_its_verdict_and_needs_admin(store: SQLStore):
@@ -169,6 +179,19 @@ async def test_a_switch_for_one_agent_changes_its_verdict_and_needs_admin(store:
             "ada",
             "policy",
         )
+        # A switch made against an older version is refused: another change came first.
+        stale = await client.put(
+            "/v1/policy/tools/status?agent=ops", json={"verdict": "allow", "version": "0" * 16}
+        )
+        assert stale.status_code == 409
+        assert "reload" in stale.json()["detail"]
+        current = (await client.get("/v1/policy")).json()["version"]
+        fresh = await client.put(
+            "/v1/policy/tools/status?agent=ops", json={"verdict": "allow", "version": current}
+        )
+        assert fresh.status_code == 200
+        nobody = await client.put("/v1/policy/tools/status?agent=nobody", json={"verdict": "ask"})
+        assert nobody.status_code == 404
 
 
 async def test_redacted_arguments_are_masked_everywhere_and_an_edit_keeps_them(
@@ -204,8 +227,12 @@ async def test_redacted_arguments_are_masked_everywhere_and_an_edit_keeps_them(
         assert "hunter2" not in events and "s3cret" not in events
         messages = json.dumps((await client.get(f"/v1/runs/{run['id']}")).json())
         assert "hunter2" not in messages and "s3cret" not in messages
-        audit = (await client.get("/v1/audit", params={"limit": 1000})).text
-        assert "hunter2" not in audit and "s3cret" not in audit
+        audit = (await client.get("/v1/audit", params={"limit": 1000})).json()
+        assert "hunter2" not in json.dumps(audit) and "s3cret" not in json.dumps(audit)
+        # The digests hash the arguments (a guessable secret could be found from them).
+        assert all(e["hash"] is None for e in audit["items"])
+        assert not any("digest" in e["data"] for e in audit["items"])
+        assert audit["length"] == audit["items"][-1]["seq"]
     assert used == [
         {
             "user": "root",
@@ -243,3 +270,54 @@ def test_the_config_names_the_paths_to_redact(tmp_path: Path):
     with pytest.raises(PolicyError) as raised:
         load_config(config)
     assert str(raised.value).startswith(f"{config}:3:5: redact[1]: a redact pattern is a dotted")
+
+
+async def test_an_edit_the_schema_refuses_does_not_quote_a_redacted_value(store: SQLStore):
+    turns = [ModelTurn(tool_calls=(call("connect", host="db", token="s3cret-value"),))]
+    async with client_for(store, turns) as client:
+        run = (
+            await client.post(
+                "/v1/threads/t/runs", params={"wait": 5}, json={"agent": "ops", "input": "go"}
+            )
+        ).json()
+        [approval_id] = run["pending_approvals"]
+        # The host changes; the masked token is kept, and the original breaks the pattern.
+        refused = await client.post(
+            f"/v1/approvals/{approval_id}/decision",
+            json={"kind": "edit", "args": {"host": "db2", "token": MASK}},
+        )
+        assert refused.status_code == 422
+        body = refused.json()
+        assert "s3cret" not in refused.text
+        assert body["path"] == "/token"
+        assert body["schema_path"] == "properties/token/pattern"
+        assert "redacted" in body["detail"]
+        # An error elsewhere is shown as the schema says it.
+        other = await client.post(
+            f"/v1/approvals/{approval_id}/decision",
+            json={"kind": "edit", "args": {"host": 5, "token": "tok-new"}},
+        )
+        assert other.status_code == 422
+        assert "5 is not of type 'string'" in other.json()["detail"]
+
+
+def test_masks_in_a_list_that_changed_length_cannot_be_put_back():
+    redaction = Redaction(["env.*.value"])
+    original = {"env": [{"name": "A", "value": "a"}, {"name": "B", "value": "b"}]}
+    kept = {"env": [{"name": "A", "value": MASK}, {"name": "B", "value": MASK}]}
+    assert redaction.restore(kept, original) == original
+    with pytest.raises(ValueError, match="/env: the list holds redacted values"):
+        redaction.restore({"env": [{"name": "B", "value": MASK}]}, original)
+    # Retyped values need nothing from the original.
+    retyped = {"env": [{"name": "B", "value": "new"}]}
+    assert redaction.restore(retyped, original) == retyped
+
+
+def test_arguments_that_are_not_an_object_are_masked_whole():
+    redaction = Redaction(["password"])
+    assert redaction.tree({"args": '{"password": "x"'}) == {"args": MASK}
+    assert redaction.tree({"args": ["x"]}) == {"args": MASK}
+    assert redaction.tree({"args": None, "decision": {"kind": "approve"}}) == {
+        "args": None,
+        "decision": {"kind": "approve"},
+    }

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -54,6 +54,8 @@ __all__ = ["create_app"]
 _MAX_SEQ = 2**62
 """The largest sequence number a request may name: the databases' integers stop at 2**63."""
 _PHRASES = {401: "Unauthorized", 404: "NotFound", 405: "MethodNotAllowed"}
+_DIGESTS = frozenset({"digest", "decided_digest", "args_digest"})
+"""Audit data that hashes a call's arguments."""
 
 
 async def _principal(request: Request) -> Principal:
@@ -125,6 +127,8 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
         limit: Annotated[int, Query(ge=1, le=500)] = 50,
     ) -> dict[str, Any]:
         """Runs, newest first, without their messages; `next` is the next page's cursor."""
+        if cursor is not None:
+            await service.store.get_run(cursor)  # 404 for a cursor that names no run
         page = await service.store.list_runs(agent=agent, status=status, before=cursor, limit=limit)
         return {
             "items": [_run_summary(r) for r in page],
@@ -216,15 +220,16 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
 
     @app.post("/v1/approvals/{approval_id}/decision")
     async def decide(approval_id: str, body: DecisionBody, who: Who) -> dict[str, Any]:
-        decision = await service.unmasked(approval_id, body.decision())
-        approval = await service.gate.decide(approval_id, decision, actor=who.name, roles=who.roles)
+        approval = await service.decide(
+            approval_id, body.decision(), actor=who.name, roles=who.roles
+        )
         return show(approval_json(approval))
 
     @app.post("/v1/approvals/decisions")
     async def decide_batch(body: Decisions, who: Who) -> dict[str, Any]:
         """Several decisions, all or nothing ("Approve All" is every id with approve)."""
-        decisions = {i: await service.unmasked(i, d.decision()) for i, d in body.decisions.items()}
-        decided = await service.gate.decide_batch(decisions, actor=who.name, roles=who.roles)
+        decisions = {i: d.decision() for i, d in body.decisions.items()}
+        decided = await service.decide_batch(decisions, actor=who.name, roles=who.roles)
         return {"items": [show(approval_json(a)) for a in decided]}
 
     @app.get("/v1/policy")
@@ -238,7 +243,8 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
         """Put a new policy in force (the admin role): a new version, audited, on every
         replica. A document with mistakes gets 422 listing each of them."""
         _admin(who)
-        await service.set_policy(body.document, actor=who.name)
+        async with service.policy_lock:
+            await service.set_policy(body.document, actor=who.name)
         return _policy(service)
 
     @app.put("/v1/policy/tools/{tool}")
@@ -250,14 +256,22 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
         version (the admin role). Rules that name the tool still apply as the policy's
         precedence says; `POST /v1/policy/explain` shows the outcome."""
         _admin(who)
-        if service.policy_document is None:
-            raise ConflictError("this server's policy was given in code: it cannot be edited here")
-        document = json.loads(json.dumps(service.policy_document))  # a copy to change
-        section = document
-        if agent is not None:
-            section = _section(_section(document, "agents"), agent)
-        _toggle(_section(section, "tools"), tool, body.verdict)
-        await service.set_policy(document, actor=who.name)
+        if agent is not None and agent not in _paths(service.agents):
+            raise NotFoundError(f"no agent {agent!r}; the agents are {_paths(service.agents)}")
+        async with service.policy_lock:  # two switches at once: both changes are kept
+            current = service.gate.engine.version
+            if body.version is not None and body.version != current:
+                raise ConflictError(
+                    f"the policy changed (version {current}, not {body.version}): reload it"
+                )
+            if service.policy_document is None:
+                raise ConflictError("this server's policy was given in code: it cannot be edited")
+            document = json.loads(json.dumps(service.policy_document))  # a copy to change
+            section = document
+            if agent is not None:
+                section = _section(_section(document, "agents"), agent)
+            _toggle(_section(section, "tools"), tool, body.verdict)
+            await service.set_policy(document, actor=who.name)
         return _policy(service)
 
     @app.post("/v1/policy/explain")
@@ -280,8 +294,13 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
         after: Annotated[int, Query(ge=0, le=_MAX_SEQ)] = 0,
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     ) -> dict[str, Any]:
+        """Entries in order after `after`; `length` is the log's. With redaction configured,
+        the calls' digests and the entries' hashes are left out: they are hashes of the
+        arguments, and a guessable secret could be found from them."""
         entries = await service.store.audit_log(after=after, limit=limit)
+        hide = bool(service.redaction)
         return {
+            "length": await service.store.audit_length(),
             "items": [
                 {
                     "seq": e.seq,
@@ -289,8 +308,10 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
                     "actor": e.actor,
                     "action": e.action,
                     "subject": e.subject,
-                    "data": show(e.data),
-                    "hash": e.hash,
+                    "data": {
+                        k: v for k, v in show(e.data).items() if not hide or k not in _DIGESTS
+                    },
+                    "hash": None if hide else e.hash,
                 }
                 for e in entries
             ],
@@ -326,6 +347,15 @@ def _agent_json(service: Service, agent: Agent, path: str) -> dict[str, Any]:
         ],
         "subagents": [_agent_json(service, a, f"{path}/{a.name}") for a in agent.subagents],
     }
+
+
+def _paths(agents: Sequence[Agent], parent: str = "") -> list[str]:
+    """The path of every agent in the trees."""
+    found = []
+    for agent in agents:
+        path = f"{parent}{agent.name}"
+        found += [path, *_paths(agent.subagents, f"{path}/")]
+    return found
 
 
 def _section(document: dict[str, Any], key: str) -> dict[str, Any]:

@@ -63,25 +63,62 @@ class Redaction:
 
     def _tree(self, data: Any) -> Any:
         if isinstance(data, dict):
-            return {
-                k: self.args(v) if k == "args" and isinstance(v, dict) else self._tree(v)
-                for k, v in data.items()
-            }
+            return {k: self._args(v) if k == "args" else self._tree(v) for k, v in data.items()}
         if isinstance(data, list):
             return [self._tree(v) for v in data]
         return data
 
+    def _args(self, value: Any) -> Any:
+        """Arguments that are not an object (a model's unparsable text, a list) are masked
+        whole: what they hold cannot be told apart."""
+        if isinstance(value, dict):
+            return self.args(value)
+        return value if value is None else MASK
+
     def restore(self, edited: Any, original: Any, path: tuple[str, ...] = ()) -> Any:
         """Edited arguments with each mask left unchanged at a redacted path replaced by the
-        original value there (a mask where the original had nothing stays a mask)."""
+        original value there (a mask where the original had nothing stays a mask). Raises
+        `ValueError` for a list that holds masks and no longer has the original's length:
+        which value belongs where cannot be known."""
         if isinstance(edited, str) and edited == MASK and path and self.hidden(path):
             found, value = _at(original, path)
             return value if found else edited
         if isinstance(edited, dict):
             return {k: self.restore(v, original, (*path, str(k))) for k, v in edited.items()}
         if isinstance(edited, list):
+            found, before = _at(original, path)
+            if self.masks(edited, path) and not (
+                found and isinstance(before, list) and len(before) == len(edited)
+            ):
+                where = "/" + "/".join(path)
+                raise ValueError(
+                    f"{where}: the list holds redacted values and its length changed; "
+                    "give those values again"
+                )
             return [self.restore(v, original, (*path, str(i))) for i, v in enumerate(edited)]
         return edited
+
+    def masks(self, value: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+        """The paths under `path` where `value` holds the mask at a redacted path."""
+        if isinstance(value, str):
+            return [path] if value == MASK and path and self.hidden(path) else []
+        if isinstance(value, dict):
+            items: Iterable[tuple[str, Any]] = ((str(k), v) for k, v in value.items())
+        elif isinstance(value, list):
+            items = ((str(i), v) for i, v in enumerate(value))
+        else:
+            return []
+        return [found for key, item in items for found in self.masks(item, (*path, key))]
+
+    def secrets(self, value: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+        """The redacted paths in `value` (not looking below one)."""
+        if path and self.hidden(path):
+            return [path]
+        if isinstance(value, dict):
+            return [p for k, v in value.items() for p in self.secrets(v, (*path, str(k)))]
+        if isinstance(value, list):
+            return [p for i, v in enumerate(value) for p in self.secrets(v, (*path, str(i)))]
+        return []
 
 
 def _matches(pattern: Sequence[str], path: Sequence[str]) -> bool:

@@ -9,20 +9,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from signoff.agent import Agent, Runner
-from signoff.errors import ConflictError, NotFoundError
+from signoff.errors import ConflictError, InvalidDecisionError, InvalidEditError, NotFoundError
 from signoff.gate import Gate
 from signoff.gate.notifier import ANY
 from signoff.policy import Policy, PolicyEngine
 from signoff.server.redact import Redaction
 from signoff.store import AuditRecord, Store
 from signoff.store.runs import StoredEvent
-from signoff.types import Decision, Edit
+from signoff.types import Approval, Decision, Edit
 
 __all__ = ["LOOK_BACK", "Principal", "Service"]
 
@@ -57,6 +57,8 @@ class Service:
     """How often a replica looks for a policy changed through another one."""
     redaction: Redaction = field(default_factory=Redaction)
     """Arguments masked in everything the API sends (the config's ``redact:``)."""
+    policy_lock: asyncio.Lock = field(init=False, default_factory=asyncio.Lock)
+    """Held while a change to the policy document is read, made and saved."""
     runners: dict[str, Runner] = field(init=False)
     _tasks: set[asyncio.Task[None]] = field(init=False, default_factory=set)
 
@@ -66,12 +68,54 @@ class Service:
             raise ValueError(f"two agents share a name: {names}")
         self.runners = {a.name: Runner(a, self.gate) for a in self.agents}
 
-    async def unmasked(self, approval_id: str, decision: Decision) -> Decision:
+    async def decide(
+        self, approval_id: str, decision: Decision, *, actor: str, roles: Iterable[str]
+    ) -> Approval:
+        """`Gate.decide`, for a decision from outside: an edit's masks put back first, and an
+        edit the schema refuses reported without the redacted values it holds."""
+        decision = await self._unmasked(approval_id, decision)
+        try:
+            return await self.gate.decide(approval_id, decision, actor=actor, roles=roles)
+        except InvalidEditError as exc:
+            raise self._hidden(exc, [decision]) from None
+
+    async def decide_batch(
+        self, decisions: Mapping[str, Decision], *, actor: str, roles: Iterable[str]
+    ) -> list[Approval]:
+        """`Gate.decide_batch`, as `decide` takes one."""
+        unmasked = {i: await self._unmasked(i, d) for i, d in decisions.items()}
+        try:
+            return await self.gate.decide_batch(unmasked, actor=actor, roles=roles)
+        except InvalidEditError as exc:
+            raise self._hidden(exc, list(unmasked.values())) from None
+
+    async def _unmasked(self, approval_id: str, decision: Decision) -> Decision:
         """The decision with each redacted value an edit left masked put back as it was."""
         if not isinstance(decision, Edit) or not self.redaction:
             return decision
         approval = await self.store.get_approval(approval_id)
-        return Edit(args=self.redaction.restore(decision.args, approval.call.args))
+        try:
+            return Edit(args=self.redaction.restore(decision.args, approval.call.args))
+        except ValueError as exc:
+            raise InvalidDecisionError(str(exc)) from None
+
+    def _hidden(self, error: InvalidEditError, decisions: list[Decision]) -> InvalidEditError:
+        """The error, or — when the value it names holds a redacted one, or lies in one —
+        the same error without the value (a schema's message quotes it)."""
+        where = () if error.path in ("", "/") else tuple(error.path.split("/")[1:])
+        for decision in decisions:
+            if not isinstance(decision, Edit):
+                continue
+            for secret in self.redaction.secrets(decision.args):
+                shorter = min(len(secret), len(where))
+                if secret[:shorter] == where[:shorter]:
+                    return InvalidEditError(
+                        "the value there does not fit the tool's schema (not shown: it holds "
+                        "a redacted value)",
+                        path=error.path,
+                        schema_path=error.schema_path,
+                    )
+        return error
 
     def runner(self, agent: str) -> Runner:
         try:

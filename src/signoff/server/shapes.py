@@ -93,6 +93,8 @@ class PolicyBody(_Body):
 
 class ToggleBody(_Body):
     verdict: Literal["allow", "ask", "deny"]
+    version: str | None = None
+    """The policy version the change was made against: another change since gets 409."""
 
 
 class Decisions(_Body):

@@ -73,9 +73,9 @@ async def websocket_channel(socket: WebSocket, service: Service, auth: Auth) -> 
                     raise _Refused("InvalidRequest", 'send {"type": "decide", "id", "decision"}')
                 body = DecisionBody.model_validate(message.get("decision"))
                 approval_id = str(message.get("id"))
-                approval = await service.gate.decide(
+                approval = await service.decide(
                     approval_id,
-                    await service.unmasked(approval_id, body.decision()),
+                    body.decision(),
                     actor=principal.name,
                     roles=principal.roles,
                 )

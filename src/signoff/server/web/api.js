@@ -1,6 +1,8 @@
 // The /v1 API and its server-sent events. The bearer token lives in this tab's session storage
 // and travels in the Authorization header only; never a cookie, never a URL.
 
+import { notify } from "./dom.js";
+
 const TOKEN_KEY = "signoff.token";
 
 export class ApiError extends Error {
@@ -41,6 +43,16 @@ export async function api(method, path, body) {
   return data;
 }
 
+// A POST that outlives the page (the browser sends it as the tab closes); no answer is read.
+export function sendOnLeaving(path, body) {
+  fetch(`/v1${path}`, {
+    method: "POST",
+    headers: headers({ "Content-Type": "application/json" }),
+    body: JSON.stringify(body),
+    keepalive: true,
+  }).catch(() => {});
+}
+
 export const get = (path) => api("GET", path);
 export const post = (path, body) => api("POST", path, body);
 export const put = (path, body) => api("PUT", path, body);
@@ -54,7 +66,7 @@ export function query(params) {
 // gets {id, type, data}. A broken stream reconnects after a second from the last id; a stream
 // the server ends is over when `once` (a run's events end with the run), else reconnected.
 // Returns a function that stops it.
-export function follow(path, onEvent, { once = false, onOpen = () => {} } = {}) {
+export function follow(path, onEvent, { once = false, onOpen = () => {}, onGiveUp = giveUp } = {}) {
   const abort = new AbortController();
   let lastId = null;
   (async () => {
@@ -76,13 +88,19 @@ export function follow(path, onEvent, { once = false, onOpen = () => {} } = {}) 
         ended = true;
       } catch (error) {
         if (abort.signal.aborted) return;
-        if (error instanceof ApiError && error.status < 500 && error.status !== 429) return;
+        if (error instanceof ApiError && error.status < 500 && error.status !== 429) {
+          return onGiveUp(error);
+        }
       }
       if (ended && once) return;
       await new Promise((resolve) => setTimeout(resolve, 1000));
     }
   })();
   return () => abort.abort();
+}
+
+function giveUp(error) {
+  notify(`Live updates stopped (HTTP ${error.status}): reload the page.`, "error");
 }
 
 async function* parse(body) {

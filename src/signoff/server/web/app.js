@@ -109,12 +109,12 @@ function route() {
 
 // The selected card: the one the keyboard acts on.
 function pendingCards() {
-  return [...main.querySelectorAll("article.approval.status-pending")];
+  return [...main.querySelectorAll("article.approval.status-pending:not(.rejecting)")];
 }
 
 function selected() {
   const card = main.querySelector("article.approval.selected");
-  return card && card.isConnected && card.classList.contains("status-pending") ? card : null;
+  return card && pendingCards().includes(card) ? card : null;
 }
 
 function select(card, { scroll = true } = {}) {
@@ -136,16 +136,18 @@ main.addEventListener("click", (event) => {
 
 document.addEventListener("keydown", (event) => {
   if (document.getElementById("dialog").open || event.isComposing) return;
-  const typing = event.target.closest?.("input, textarea, select, button, a, [contenteditable]");
+  // In a field, keys are the field's (Ctrl+E included: the end of the line on a Mac).
+  if (event.target.closest?.("input, textarea, select, button, a, [contenteditable]")) return;
   const card = selected() || pendingCards()[0] || null; // a decided card hands on at once
-  if ((event.ctrlKey || event.metaKey) && event.key.toLowerCase() === "e") {
+  const modified = event.ctrlKey || event.metaKey || event.altKey;
+  if ((event.ctrlKey || event.metaKey) && !event.altKey && event.key.toLowerCase() === "e") {
     if (!card) return;
     event.preventDefault(); // not the browser's own search shortcut
     editDialog(card, card._approval, card._context);
     return;
   }
-  if (typing && !event.target.matches("article")) return;
-  if (event.key === "Enter" && card && !event.ctrlKey && !event.metaKey && !event.altKey) {
+  if (modified) return;
+  if (event.key === "Enter" && card) {
     event.preventDefault();
     approve(card, card._approval, card._context);
   } else if (event.key === "ArrowDown" || event.key === "j" || event.key === "ArrowUp" || event.key === "k") {

@@ -3,7 +3,7 @@
 // checks the hash chain of the whole log on the server.
 
 import { get } from "./api.js";
-import { clear, h, jsonView, when } from "./dom.js";
+import { clear, h, jsonView, notify, when } from "./dom.js";
 
 const PAGE = 1000;
 const MOST = 20000;
@@ -43,7 +43,13 @@ export function auditPage(main) {
   kinds.addEventListener("change", show);
   verify.addEventListener("click", async () => {
     clear(verdict, "checking…");
-    const result = await get("/audit/verify");
+    let result;
+    try {
+      result = await get("/audit/verify");
+    } catch (error) {
+      clear(verdict, h("span.form-error", { role: "alert" }, error.message));
+      return;
+    }
     clear(
       verdict,
       result.ok
@@ -53,16 +59,18 @@ export function auditPage(main) {
   });
 
   (async () => {
+    // The newest entries: numbered from 1, so the last MOST start after length - MOST.
+    const { length } = await get("/audit?limit=1");
     entries = [];
-    for (let after = 0; entries.length < MOST; ) {
+    for (let after = Math.max(0, length - MOST); ; ) {
       const page = await get(`/audit?after=${after}&limit=${PAGE}`);
       entries.push(...page.items);
       if (page.next === null) break;
       after = page.next;
     }
-    note.textContent = entries.length >= MOST ? `The first ${MOST} entries.` : "";
+    note.textContent = length > MOST ? `The newest ${MOST} of ${length} entries.` : "";
     show();
-  })();
+  })().catch((error) => notify(`The audit log did not load: ${error.message}`, "error"));
   return () => {};
 }
 

@@ -2,7 +2,7 @@
 // and — while it is pending — the decisions: approve, edit, respond, reject (with a few seconds
 // to undo), approve always for a scope. The inbox and the run view both show these.
 
-import { ApiError, post } from "./api.js";
+import { ApiError, post, sendOnLeaving } from "./api.js";
 import { h, clear, jsonView, notify, timeLeft, when } from "./dom.js";
 import { schemaForm } from "./schemaform.js";
 
@@ -40,8 +40,12 @@ export function approvalCard(approval, context) {
 
 // Redraw `card` for `approval` (its new status after a decision or an event).
 export function fill(card, approval, context) {
+  const selected = card.classList.contains("selected");
   card.dataset.status = approval.status;
   card.className = `card approval status-${approval.status}`;
+  // A rejection in its undo window is not pending any more for the keyboard.
+  card.classList.toggle("rejecting", rejecting.has(approval.id));
+  card.classList.toggle("selected", selected);
   card._approval = approval; // what the keyboard shortcuts act on
   card._context = context;
   const left = approval.status === "pending" ? timeLeft(approval.expires_at) : null;
@@ -122,6 +126,7 @@ async function send(card, approval, context, body) {
 }
 
 export async function approve(card, approval, context, always = null) {
+  if (rejecting.has(approval.id)) return null; // Undo first
   const error = await send(card, approval, context, always ? { kind: "approve", always } : { kind: "approve" });
   if (error) notify(error.message, "error");
   return error;
@@ -165,7 +170,7 @@ function undoBar(card, approval, context, waiting) {
 }
 
 function reject(card, approval, context, reason) {
-  const waiting = { reason, deadline: Date.now() + UNDO_SECONDS * 1000 };
+  const waiting = { reason, approvalId: approval.id, deadline: Date.now() + UNDO_SECONDS * 1000 };
   waiting.fire = async () => {
     rejecting.delete(approval.id);
     const error = await send(card, approval, context, { kind: "reject", reason });
@@ -178,6 +183,18 @@ function reject(card, approval, context, reason) {
   rejecting.set(approval.id, waiting);
   fill(card, approval, context);
 }
+
+// Closing the tab does not undo a rejection: what is still waiting is sent as the page goes.
+addEventListener("pagehide", () => {
+  for (const waiting of rejecting.values()) {
+    clearTimeout(waiting.timer);
+    sendOnLeaving(`/approvals/${encodeURIComponent(waiting.approvalId)}/decision`, {
+      kind: "reject",
+      reason: waiting.reason,
+    });
+  }
+  rejecting.clear();
+});
 
 // The one <dialog> of the page, filled for each use. Esc closes it (the browser's own).
 function dialog(title, body, submitText, onSubmit, { danger = false } = {}) {
@@ -221,8 +238,14 @@ function dialog(title, body, submitText, onSubmit, { danger = false } = {}) {
 }
 
 export function editDialog(card, approval, context) {
+  if (rejecting.has(approval.id)) return;
   const schema = context.schemaFor(approval.agent, approval.tool);
-  const form = schema ? schemaForm(schema, approval.args) : null;
+  let form = null;
+  try {
+    form = schema ? schemaForm(schema, approval.args) : null;
+  } catch (error) {
+    console.warn(`signoff: no form for ${approval.tool}'s schema (${error.message}); raw JSON`);
+  }
   const raw = h("textarea.raw-json", { rows: 14, spellcheck: false, "aria-label": "arguments as JSON" });
   const rawPane = h("div.raw-pane", { hidden: Boolean(form) }, raw);
   const formPane = form ? h("div.form-pane", {}, form.element) : null;
@@ -235,7 +258,7 @@ export function editDialog(card, approval, context) {
         h("button.tab.active", { type: "button", dataset: { tab: "form" }, onclick: () => switchTo("form") }, "Form"),
         h("button.tab", { type: "button", dataset: { tab: "raw" }, onclick: () => switchTo("raw") }, "Raw JSON"),
       )
-    : h("p.help", {}, "No schema is known for this tool: edit the arguments as JSON.");
+    : h("p.help", {}, "No form for this tool's arguments: edit them as JSON.");
   let current = form;
   function switchTo(next) {
     if (next === mode) return;

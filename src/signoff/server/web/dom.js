@@ -116,6 +116,11 @@ export function notify(text, kind = "info") {
   setTimeout(() => note.remove(), kind === "error" ? 8000 : 4000);
 }
 
+// `load` with its failures told to the person rather than lost.
+export function guarded(load, what) {
+  return () => load().catch((error) => notify(`${what}: ${error.message}`, "error"));
+}
+
 export function debounce(fn, ms) {
   let timer = null;
   return (...args) => {

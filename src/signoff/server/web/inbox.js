@@ -3,7 +3,7 @@
 
 import { follow, get, query } from "./api.js";
 import { approvalCard, fill } from "./cards.js";
-import { clear, debounce, h } from "./dom.js";
+import { clear, debounce, guarded, h } from "./dom.js";
 import { chatBox } from "./runs.js";
 
 const REFRESHING = new Set(["approval_requested", "decision", "paused", "resumed", "completed", "failed"]);
@@ -51,7 +51,8 @@ export function inbox(main, app, params) {
   );
 
   let generation = 0;
-  async function refresh() {
+  const refresh = guarded(load, "The inbox did not load");
+  async function load() {
     const mine = ++generation;
     const page = await get(`/approvals${query({ status: "pending", limit: 500, agent: filters.agent, tool: filters.tool, run_id: filters.run_id })}`);
     if (mine !== generation) return; // a newer refresh is on its way

@@ -29,13 +29,14 @@ export function policyPage(main, app) {
       policy.source ? h("span", {}, ` · from ${policy.source}`) : null,
       policy.document === null ? h("span.muted", {}, " · given in code: not editable here") : null,
     );
-    clear(tables, app.agents.map((agent) => agentTable(agent, canEdit, refresh)));
+    const context = { canEdit, version: policy.version, refresh };
+    clear(tables, app.agents.map((agent) => agentTable(agent, context)));
   }
-  refresh();
+  refresh().catch((error) => notify(`The policy did not load: ${error.message}`, "error"));
   return () => {};
 }
 
-function agentTable(agent, canEdit, refresh) {
+function agentTable(agent, context) {
   return h(
     "section.policy-agent",
     { dataset: { agent: agent.path } },
@@ -44,21 +45,26 @@ function agentTable(agent, canEdit, refresh) {
       "table.tools",
       {},
       h("thead", {}, h("tr", {}, ["Tool", "Require approval?", "Verdict", "Decided by"].map((t) => h("th", {}, t)))),
-      h("tbody", {}, agent.tools.map((tool) => toolRow(agent, tool, canEdit, refresh))),
+      h("tbody", {}, agent.tools.map((tool) => toolRow(agent, tool, context))),
     ),
   );
 }
 
-function toolRow(agent, tool, canEdit, refresh) {
+function toolRow(agent, tool, { canEdit, version, refresh }) {
   const verdict = tool.verdict.kind;
   const change = async (next) => {
+    // One change at a time, made against the version on screen (409 if another came first).
+    for (const control of document.querySelectorAll(".policy-agents input, .policy-agents select")) {
+      control.disabled = true;
+    }
     try {
-      await put(`/policy/tools/${encodeURIComponent(tool.name)}${query({ agent: agent.path })}`, { verdict: next });
+      const path = `/policy/tools/${encodeURIComponent(tool.name)}${query({ agent: agent.path })}`;
+      await put(path, { verdict: next, version });
       notify(`${agent.path}/${tool.name}: ${next}`);
     } catch (error) {
       notify(error.message, "error");
     }
-    await refresh();
+    await refresh().catch((error) => notify(error.message, "error"));
   };
   const toggle = h("input.switch", {
     type: "checkbox",

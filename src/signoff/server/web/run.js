@@ -5,7 +5,7 @@
 
 import { follow, get, query } from "./api.js";
 import { approvalCard, approveAll, badge, fill } from "./cards.js";
-import { clear, debounce, h, jsonView } from "./dom.js";
+import { clear, debounce, guarded, h, jsonView } from "./dom.js";
 import { chatBox } from "./runs.js";
 
 export function runView(main, app, runId) {
@@ -17,7 +17,8 @@ export function runView(main, app, runId) {
   clear(main, header, conversation, footer);
 
   let generation = 0;
-  async function refresh() {
+  const refresh = guarded(load, "The run did not load");
+  async function load() {
     const mine = ++generation;
     const [run, approvals] = await Promise.all([
       get(`/runs/${encodeURIComponent(runId)}`),
@@ -60,7 +61,7 @@ export function runView(main, app, runId) {
     if (event.type === "decision") decidedElsewhere(cards, event.data, context);
     soon();
   }, { once: true });
-  refresh().catch((error) => clear(conversation, h("p.form-error", { role: "alert" }, error.message)));
+  refresh();
   return stop;
 }
 

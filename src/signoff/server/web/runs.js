@@ -1,7 +1,7 @@
 // The runs page (newest first) and the chat box that starts a run on any agent.
 
 import { follow, get, post, query } from "./api.js";
-import { clear, debounce, h, notify, when } from "./dom.js";
+import { clear, debounce, guarded, h, notify, when } from "./dom.js";
 
 export function chatBox(app, { agent = null, thread = null } = {}) {
   const roots = app.agents.filter((a) => !a.path.includes("/"));
@@ -58,7 +58,8 @@ export function runs(main, app) {
     chatBox(app),
     h("table.runs", {}, h("thead", {}, h("tr", {}, ["Started", "Agent", "Status", "Thread", "By"].map((t) => h("th", {}, t)))), body),
   );
-  async function refresh() {
+  const refresh = guarded(load, "The runs did not load");
+  async function load() {
     const page = await get(`/runs${query({ limit: 100 })}`);
     clear(
       body,

@@ -2,14 +2,16 @@
 // arrays, nested objects, optional (nullable) values; anything else edits as raw JSON. The
 // server validates; its errors come back with a JSON-pointer path shown next to that field.
 
-import { h } from "./dom.js";
+import { MASK, h } from "./dom.js";
+
+const DEEPEST = 8; // a schema that nests deeper (or refers to itself) edits as JSON below this
 
 // An editor for `value` under `schema`: {element, read() -> value (undefined: leave out),
 // showError(path, message) -> whether a field took it, clearErrors()}.
 export function schemaForm(schema, value) {
   const root = schema || {};
   const fields = new Map(); // JSON pointer -> error element
-  const editor = build(root, root, value, "", fields, { label: null, required: true });
+  const editor = build(root, root, value, "", fields, { label: null, required: true, depth: 0 });
   return {
     element: h("div.schema-form", {}, editor.element),
     read: () => editor.read(),
@@ -72,14 +74,18 @@ function kindOf(schema) {
   return "json";
 }
 
-function build(root, rawSchema, value, path, fields, { label, required, description }) {
+function build(root, rawSchema, value, path, fields, { label, required, description, depth }) {
   const resolved = resolve(root, rawSchema);
   const { schema, nullable } = unwrapNullable(root, resolved);
-  const kind = kindOf(schema);
+  const masked = value === MASK;
+  const kind = masked && kindOf(schema) !== "string" ? "masked" : depth > DEEPEST ? "json" : kindOf(schema);
   const error = h("div.field-error", { role: "alert", hidden: true });
   fields.set(path, error);
   const shown = value === undefined && !nullable ? schema.default ?? resolved.default : value;
-  const inner = editorFor(kind, root, schema, shown, path, fields);
+  const inner =
+    kind === "masked"
+      ? keptSecret(root, schema, path, fields, depth)
+      : editorFor(kind, root, schema, shown, path, fields, depth);
   const title = label ?? schema.title ?? "";
   const help = description ?? schema.description;
   // A nullable value, or an optional object or list, is built only when ticked; another
@@ -118,14 +124,31 @@ function build(root, rawSchema, value, path, fields, { label, required, descript
   return {
     element,
     read() {
-      if (include && !include.checked) return nullable && value === null ? null : undefined;
+      if (include && !include.checked) {
+        // Unticked: null where null is allowed and the key must be there or was; else left out.
+        return nullable && (required || value !== undefined) ? null : undefined;
+      }
       if (!include && !required && value === undefined && !touched) return undefined;
       return inner.read();
     },
   };
 }
 
-function editorFor(kind, root, schema, value, path, fields) {
+// A redacted value that is not text: kept as it is (the server puts the original back) unless
+// the person chooses to replace it.
+function keptSecret(root, schema, path, fields, depth) {
+  const kept = h("span.j-masked", { title: "redacted: the original is kept" }, MASK);
+  let replacement = null;
+  const replace = h("button.link", { type: "button" }, "replace");
+  const element = h("div.kept", {}, kept, " ", replace);
+  replace.addEventListener("click", () => {
+    replacement = editorFor(kindOf(schema), root, schema, undefined, path, fields, depth);
+    element.replaceChildren(replacement.element);
+  });
+  return { element, read: () => (replacement ? replacement.read() : MASK) };
+}
+
+function editorFor(kind, root, schema, value, path, fields, depth) {
   const id = `f${path.replaceAll("/", "-") || "-root"}`;
   switch (kind) {
     case "object": {
@@ -136,6 +159,7 @@ function editorFor(kind, root, schema, value, path, fields) {
           label: name,
           required: required.has(name),
           description: resolve(root, child).description,
+          depth: depth + 1,
         }),
       ]);
       const known = new Set(Object.keys(schema.properties));
@@ -157,31 +181,29 @@ function editorFor(kind, root, schema, value, path, fields) {
     case "array": {
       const items = schema.items || {};
       const list = h("ol.array-items");
-      const rows = [];
-      const add = (item) => {
-        const index = rows.length;
-        const child = build(root, items, item, `${path}/${index}`, fields, {
-          label: `item ${index + 1}`,
-          required: true,
+      let rows = [];
+      // Rows are numbered by position: removing one renumbers the rest, so an error the
+      // server names by index lands on the row now at that index.
+      const draw = (values) => {
+        for (const key of [...fields.keys()]) if (key.startsWith(`${path}/`)) fields.delete(key);
+        rows = values.map((item, index) => {
+          const child = build(root, items, item, `${path}/${index}`, fields, {
+            label: `item ${index + 1}`,
+            required: true,
+            depth: depth + 1,
+          });
+          const remove = h("button.link.remove", { type: "button", title: "remove this item" }, "remove");
+          remove.addEventListener("click", () => draw(current().filter((_, i) => i !== index)));
+          return { child, row: h("li.array-item", {}, child.element, remove) };
         });
-        const row = h("li.array-item", {}, child.element);
-        const remove = h("button.link.remove", { type: "button", title: "remove this item" }, "remove");
-        remove.addEventListener("click", () => {
-          rows.splice(rows.indexOf(entry), 1);
-          row.remove();
-        });
-        row.append(remove);
-        const entry = { child, row };
-        rows.push(entry);
-        list.append(row);
+        list.replaceChildren(...rows.map((r) => r.row));
       };
-      (Array.isArray(value) ? value : []).forEach(add);
+      const current = () => rows.map(({ child }) => child.read());
+      const read = () => current().map((v) => (v === undefined ? null : v));
+      draw(Array.isArray(value) ? value : []);
       const more = h("button.secondary.add", { type: "button" }, "+ add item");
-      more.addEventListener("click", () => add(undefined));
-      return {
-        element: h("div.array", { id }, list, more),
-        read: () => rows.map(({ child }) => child.read()).map((v) => (v === undefined ? null : v)),
-      };
+      more.addEventListener("click", () => draw([...current(), undefined]));
+      return { element: h("div.array", { id }, list, more), read };
     }
     case "enum":
     case "const": {
@@ -216,7 +238,7 @@ function editorFor(kind, root, schema, value, path, fields) {
       };
     }
     case "string": {
-      const text = typeof value === "string" ? value : value === undefined ? "" : JSON.stringify(value);
+      const text = typeof value === "string" ? value : value == null ? "" : JSON.stringify(value);
       const long = text.length > 60 || text.includes("\n");
       const input = long
         ? h("textarea", { id, rows: Math.min(12, text.split("\n").length + 1), value: text })
