@@ -316,7 +316,8 @@ def test_masks_in_a_list_that_changed_length_cannot_be_put_back():
 def test_arguments_that_are_not_an_object_are_masked_whole():
     redaction = Redaction(["password"])
     assert redaction.tree({"args": '{"password": "x"'}) == {"args": MASK}
-    assert redaction.tree({"args": ["x"]}) == {"args": MASK}
+    listed: dict[str, Any] = {"args": ["x"]}
+    assert redaction.tree(listed) == {"args": MASK}
     assert redaction.tree({"args": None, "decision": {"kind": "approve"}}) == {
         "args": None,
         "decision": {"kind": "approve"},
