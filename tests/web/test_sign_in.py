@@ -23,8 +23,11 @@ auth:
     - {{principal: vic, roles: [], token_env: SIGNOFF_TEST_VIEWER}}
 agents:
   ops:
-    tools:
-      delete_pod: ask
+    rules:
+      - ask: delete_pod
+        when: {{name: {{glob: "short-*"}}}}
+        timeout: 2s
+      - ask: delete_pod
 """
 
 
@@ -102,3 +105,18 @@ def test_a_viewer_reads_the_policy_but_cannot_change_it(page: Page, served: str)
     expect(row.locator("input[role=switch]")).to_be_disabled()
     expect(row.locator("select.verdict")).to_be_disabled()
     expect(page.locator("main")).to_contain_text("changing it needs the admin role")
+
+
+def test_a_call_nobody_decides_in_time_expires_on_screen(page: Page, served: str):
+    page.goto(served)
+    page.locator("form.sign-in input").fill("viewer-t0ken")
+    page.locator("form.sign-in button").click()
+    page.select_option("form.chat select", "ops")
+    page.fill("form.chat textarea", "delete short-lived")
+    page.press("form.chat textarea", "Enter")
+    card = page.locator("article[data-tool=delete_pod]")
+    expect(card.locator(".deadline")).to_have_text(re.compile(r"^[12]s left$"), timeout=15_000)
+    expect(card.locator(".badge")).to_have_text("expired", timeout=15_000)
+    expect(card.locator("button")).to_have_count(0)
+    expect(page.locator("#run-status")).to_have_text("completed", timeout=15_000)
+    expect(page.locator(".message.assistant .bubble").last).to_contain_text("did not run")
