@@ -251,6 +251,13 @@ def test_a_decision_in_one_tab_updates_the_others_live(context: BrowserContext, 
     assert all(d > 0 for d in delays)
 
 
+FOCUS = """() => {
+  const at = document.activeElement;
+  const selected = document.querySelector("article.selected");
+  return `focus on ${at.tagName}.${at.className} ${at.dataset?.approvalId || ""}; ` +
+    `selected ${selected?.dataset.approvalId} (${selected?.className}); ` +
+    `dialog open ${document.getElementById("dialog").open}`;
+}"""
 WATCH = """id => {
   delete window.__decidedAt;
   const decided = () => {
@@ -284,8 +291,9 @@ def test_keyboard_enter_approves_ctrl_e_edits_escape_closes(page: Page, demo_url
     expect(dialog.locator("[data-path='/replicas'] input")).to_have_value("3")
     page.keyboard.press("Escape")
     expect(dialog).to_be_hidden()
+    focused = page.evaluate(FOCUS)  # what Enter goes to, should this fail
     page.keyboard.press("Enter")
-    expect(second.locator(".badge")).to_have_text("approved", timeout=TIMEOUT)
+    expect(second.locator(".badge"), focused).to_have_text("approved", timeout=TIMEOUT)
     expect(first.locator(".badge")).to_have_text("pending")
     page.keyboard.press("Enter")  # the selection moved to the one left
     expect(first.locator(".badge")).to_have_text("approved", timeout=TIMEOUT)
