@@ -197,8 +197,13 @@ addEventListener("pagehide", () => {
 });
 
 // The one <dialog> of the page, filled for each use. Esc closes it (the browser's own).
-function dialog(title, body, submitText, onSubmit, { danger = false } = {}) {
+// Closed, it hands the keyboard back to `card` (where Enter and Ctrl/Cmd+E act), whatever the
+// page redrew meanwhile.
+function dialog(card, title, body, submitText, onSubmit, { danger = false } = {}) {
   const box = document.getElementById("dialog");
+  box.onclose = () => {
+    if (card.isConnected) card.focus({ preventScroll: true });
+  };
   const problem = h("div.form-error", { role: "alert", hidden: true });
   const submit = h(`button.${danger ? "danger" : "primary"}`, { type: "submit", dataset: { action: "submit" } }, submitText);
   const form = h(
@@ -280,6 +285,7 @@ export function editDialog(card, approval, context) {
     for (const tab of tabs.querySelectorAll(".tab")) tab.classList.toggle("active", tab.dataset.tab === mode);
   }
   dialog(
+    card,
     `Edit ${approval.tool}`,
     h("div.edit-body", {}, tabs, formPane, rawPane),
     "Run with these arguments",
@@ -306,7 +312,7 @@ export function editDialog(card, approval, context) {
 
 export function respondDialog(card, approval, context) {
   const text = h("textarea", { name: "content", rows: 5, required: true, "aria-label": "response", placeholder: "What the agent gets back instead of running the tool" });
-  dialog(`Respond instead of running ${approval.tool}`, h("label", {}, "Your answer to the agent", text), "Send response", async () => {
+  dialog(card, `Respond instead of running ${approval.tool}`, h("label", {}, "Your answer to the agent", text), "Send response", async () => {
     if (!text.value.trim()) return "Write the answer the agent gets.";
     const error = await send(card, approval, context, { kind: "respond", content: text.value });
     return error ? error.message : null;
@@ -316,7 +322,7 @@ export function respondDialog(card, approval, context) {
 
 export function rejectDialog(card, approval, context) {
   const text = h("textarea", { name: "reason", rows: 3, "aria-label": "reason", placeholder: "Why not — the agent is told" });
-  dialog(`Reject ${approval.tool}`, h("label", {}, "Reason", text), "Reject", async () => {
+  dialog(card, `Reject ${approval.tool}`, h("label", {}, "Reason", text), "Reject", async () => {
     reject(card, approval, context, text.value.trim());
     return null;
   }, { danger: true });
@@ -335,6 +341,7 @@ export function alwaysDialog(card, approval, context) {
   );
   const withArgs = h("input", { type: "checkbox", name: "with_args" });
   dialog(
+    card,
     `Approve ${approval.tool} always`,
     h(
       "div",
