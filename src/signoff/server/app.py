@@ -76,7 +76,7 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
             yield
 
     app = FastAPI(title="signoff", version=_version(), lifespan=lifespan)
-    show = service.redaction.tree  # every call's arguments leave masked where configured
+    show = service.redaction.tree  # every call's arguments go out masked where configured
     app.state.auth = auth
     _errors(app)
     app.add_middleware(_NoNul)
