@@ -8,6 +8,7 @@ except under CI, where a missing browser fails them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -49,8 +50,15 @@ def demo_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real `signoff demo` on a free port, with its own data folder, for the module."""
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "SIGNOFF_MODEL")}
     folder = tmp_path_factory.mktemp("demo")
+    with serving(["demo", "--data-dir", str(folder)], env) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def serving(arguments: list[str], env: dict[str, str]) -> Iterator[str]:
+    """`signoff ARGUMENTS --port 0` as a process, until the block ends; its URL."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "signoff", "demo", "--port", "0", "--data-dir", str(folder)],
+        [sys.executable, "-m", "signoff", *arguments, "--port", "0"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
     )  # fmt: skip
     assert process.stdout is not None

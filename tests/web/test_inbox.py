@@ -220,6 +220,13 @@ def test_a_reload_rebuilds_the_same_cards(page: Page, demo_url: str):
     expect(page.locator("#run-status")).to_have_text("paused")
     assert page.url.endswith(run_id)
 
+    page.goto(f"{demo_url}/#/runs")  # the runs page lists it, newest first, with its status
+    newest = page.locator("table.runs tbody tr").first
+    expect(newest).to_have_attribute("data-run-id", run_id, timeout=TIMEOUT)
+    expect(newest).to_contain_text("paused")
+    newest.locator("a").click()
+    expect(card(page, "scale_deployment").locator(".badge")).to_have_text("pending")
+
 
 def test_a_decision_in_one_tab_updates_the_others_live(context: BrowserContext, demo_url: str):
     deciding, watching, inbox = context.new_page(), context.new_page(), context.new_page()
@@ -403,6 +410,7 @@ def test_the_inbox_filters_by_agent_and_tool_and_shows_the_scripted_model(
     expect(files_card).to_be_visible(timeout=TIMEOUT)
     page.select_option(".filters select[name=agent]", "ops")
     expect(page.locator("article.approval[data-tool=delete_file]")).to_have_count(0)
+    assert page.url.endswith("#/?agent=ops")  # a filtered inbox can be bookmarked
     expect(page.locator("article.approval[data-tool=delete_pod]").first).to_be_visible()
     page.select_option(".filters select[name=agent]", "")
     page.select_option(".filters select[name=tool]", "delete_file")

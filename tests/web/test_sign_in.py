@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import os
 import re
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Page, Request, expect
 
-from tests.web.conftest import ROOT
+from tests.web.conftest import ROOT, serving
 
 CONFIG = """\
 database: sqlite:///{folder}/signoff.db
@@ -42,21 +39,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "SIGNOFF_TEST_SIDE_FILE": str(folder / "side.txt"),
         "PYTHONPATH": str(ROOT),
     }
-    process = subprocess.Popen(
-        [sys.executable, "-m", "signoff", "serve", "--config", str(config), "--port", "0",
-         "--agents", "tests.server.serve_agents:agents"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-    )  # fmt: skip
-    assert process.stdout is not None
-    try:
-        first = process.stdout.readline()
-        found = re.search(r"http://127\.0\.0\.1:\d+", first)
-        assert found, first + process.stdout.read()
-        yield found.group(0)
-    finally:
-        process.send_signal(signal.SIGINT)
-        process.wait(timeout=20)
-        process.stdout.close()
+    agents = "tests.server.serve_agents:agents"
+    with serving(["serve", "--config", str(config), "--agents", agents], env) as url:
+        yield url
 
 
 def test_sign_in_keeps_the_token_in_a_header_never_a_cookie(page: Page, served: str):
