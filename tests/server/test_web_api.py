@@ -54,7 +54,7 @@ def status() -> str:
 
 @contextlib.asynccontextmanager
 async def client_for(
-    store: SQLStore, turns: list[Any], token: str = "admin-token"
+    store: SQLStore, turns: list[Any], token: str = "admin-token", policy_interval: float = 2.0
 ) -> AsyncIterator[httpx.AsyncClient]:
     agent = Agent(name="ops", model=ScriptedModel(turns), tools=[login, connect, status])
     service = Service(
@@ -64,6 +64,7 @@ async def client_for(
         policy_document=DOCUMENT,
         redaction=Redaction(["password", "headers.*auth*", "token"]),
         poll_interval=0.05,
+        policy_interval=policy_interval,
     )
     app = create_app(service, Auth(tokens=TOKENS))
     async with app.router.lifespan_context(app):
@@ -322,3 +323,20 @@ def test_arguments_that_are_not_an_object_are_masked_whole():
         "args": None,
         "decision": {"kind": "approve"},
     }
+
+
+async def test_a_switch_on_a_replica_that_missed_a_change_is_refused(store: SQLStore):
+    """Two replicas on one database; the second has not yet picked up the first's change (it
+    looks every `policy_interval`): its switch, made from an older copy, would undo it."""
+    async with (
+        client_for(store, []) as first,
+        client_for(store, [], policy_interval=3600) as second,  # it will not look in time
+    ):
+        made = await first.put("/v1/policy/tools/status?agent=ops", json={"verdict": "deny"})
+        assert made.status_code == 200
+        stale = await second.put("/v1/policy/tools/login?agent=ops", json={"verdict": "allow"})
+        assert stale.status_code == 409, stale.text
+        assert "reload it" in stale.json()["detail"]
+        saved = await store.latest_policy()
+        assert saved is not None
+        assert saved[1]["agents"]["ops"]["tools"]["status"] == {"verdict": "deny"}

@@ -271,7 +271,8 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
             if agent is not None:
                 section = _section(_section(document, "agents"), agent)
             _toggle(_section(section, "tools"), tool, body.verdict)
-            await service.set_policy(document, actor=who.name)
+            # Saved only if no replica saved another version since this one's copy was made.
+            await service.set_policy(document, actor=who.name, replaces=current)
         return _policy(service)
 
     @app.post("/v1/policy/explain")

@@ -140,9 +140,12 @@ class Service:
                 task.cancel()
             await asyncio.gather(*workers, *self._tasks, return_exceptions=True)
 
-    async def set_policy(self, document: dict[str, Any], *, actor: str) -> Policy:
+    async def set_policy(
+        self, document: dict[str, Any], *, actor: str, replaces: str | None = None
+    ) -> Policy:
         """Put `document` in force as a new policy version, audited, on every replica (each
-        picks it up within `policy_interval`). Raises `PolicyError` naming every mistake."""
+        picks it up within `policy_interval`). Raises `PolicyError` naming every mistake, and
+        with `replaces`, `ConflictError` unless that is still the latest saved version."""
         policy = Policy.from_dict(document, source="the policy document")
         now = datetime.now(UTC)
         previous = self.gate.engine.version
@@ -150,7 +153,9 @@ class Service:
             actor=actor, action="policy", subject=policy.version,
             data={"previous": previous}, at=now,
         )  # fmt: skip
-        await self.store.save_policy(policy.version, document, actor=actor, at=now, audit=[record])
+        await self.store.save_policy(
+            policy.version, document, actor=actor, at=now, audit=[record], replaces=replaces
+        )
         self._install(policy, document)
         return policy
 

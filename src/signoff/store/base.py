@@ -126,6 +126,7 @@ class Store(Protocol):
         actor: str,
         at: datetime,
         audit: Sequence[AuditRecord] = (),
+        replaces: str | None = None,
     ) -> None: ...
 
     async def known_policy(self, version: str) -> bool: ...

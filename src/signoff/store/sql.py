@@ -429,9 +429,12 @@ class SQLStore(RunStore):
         actor: str,
         at: datetime,
         audit: Sequence[AuditRecord] = (),
+        replaces: str | None = None,
     ) -> None:
         """Make `document` (whose policy has `version`) the latest policy, with its audit
-        entries, in one transaction; a version seen before becomes the latest again."""
+        entries, in one transaction; a version seen before becomes the latest again. With
+        `replaces`, only if that is still the latest version (`ConflictError` otherwise): a
+        change made from a copy of it loses nothing made meanwhile, on any replica."""
         table = schema.policy_versions
         values = {
             "version": version,
@@ -441,6 +444,14 @@ class SQLStore(RunStore):
         }
 
         def work(connection: Connection) -> None:
+            if replaces is not None:
+                connection.execute(_LOCK_AUDIT_HEAD).one()  # policy writers take turns
+                latest = connection.execute(_LATEST_POLICY).scalar()
+                if latest is not None and latest != replaces:
+                    raise ConflictError(
+                        f"the policy changed (it is version {latest} now, not {replaces}): "
+                        "reload it and make the change again"
+                    )
             dialect = pg_dialect if connection.dialect.name == "postgresql" else sqlite_dialect
             statement = dialect.insert(table).values(values)
             connection.execute(
@@ -602,6 +613,13 @@ def _decision_event(approval: Approval) -> dict[str, Any]:
         "args": approval.call.args,
         "decided_by": approval.decided_by,
     }
+
+
+_LATEST_POLICY = (
+    select(schema.policy_versions.c.version)
+    .order_by(schema.policy_versions.c.created_at.desc(), schema.policy_versions.c.version)
+    .limit(1)
+)
 
 
 def _append_audit(connection: Connection, records: Sequence[AuditRecord]) -> None:
