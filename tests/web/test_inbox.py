@@ -430,3 +430,27 @@ def test_the_inbox_filters_by_agent_and_tool_and_shows_the_scripted_model(
     expect(deadline).to_have_text(re.compile(r"^59m \d+s left$"))
     first = deadline.inner_text()
     expect(deadline).not_to_have_text(first, timeout=3_000)
+
+
+def test_a_sub_agents_held_call_shows_on_the_run_that_handed_it_over(page: Page, demo_url: str):
+    run_id = start_run(page, demo_url, "ops", "ask db to drop table sessions")
+    handed = card(page, "db")  # the ops agent's call of its sub-agent, running meanwhile
+    expect(handed.locator(".badge")).to_have_text("running", timeout=TIMEOUT)
+    held = page.locator("#subagents article[data-tool=drop_table]")
+    expect(held.locator(".badge")).to_have_text("pending", timeout=TIMEOUT)
+    expect(held.locator(".agent")).to_have_text("ops/db")
+    expect(held.locator(".rule")).to_have_text("agents.ops/db.tools.drop_table")
+    expect(page.locator("#run-status")).to_have_text("paused")
+    held.locator("button[data-action=approve]").click()
+    expect(held.locator(".badge")).to_have_text("approved", timeout=TIMEOUT)
+    expect(handed.locator(".badge")).to_have_text("ran (allowed)", timeout=TIMEOUT)
+    expect(handed.locator(".result")).to_contain_text("table sessions dropped")
+    expect(page.locator("#run-status")).to_have_text("completed", timeout=TIMEOUT)
+
+    # The sub-agent's own run shows the same call, decided, in its conversation.
+    child = next(r for r in api(demo_url, "GET", "/runs")["items"] if r["parent_id"] == run_id)
+    page.goto(f"{demo_url}/#/runs/{child['id']}")
+    expect(page.locator("h1 .agent")).to_have_text("ops/db", timeout=TIMEOUT)
+    expect(card(page, "drop_table").locator(".badge")).to_have_text("approved")
+    expect(card(page, "drop_table").locator(".result")).to_contain_text("table sessions dropped")
+    expect(page.locator("#subagents article")).to_have_count(0)

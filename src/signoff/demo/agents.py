@@ -4,7 +4,9 @@
 - ``ops`` runs a small simulated cluster kept in the demo's SQLite database: listing pods and
   reading logs are allowed, deleting a pod, scaling and deploying ask, ``admin_*`` is denied.
   ``deploy`` takes nested arguments (an enum, a list of objects, a boolean, an object), so its
-  edit form in the web inbox shows every kind of field.
+  edit form in the web inbox shows every kind of field. Its sub-agent ``db`` runs the cluster's
+  database: listing tables is allowed, dropping one asks — under the path ``ops/db``, and the
+  approval surfaces on the ops run that handed the work over.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ SAMPLE_FILES = {
     "todo.md": "- [ ] renew the TLS certificate\n- [x] rotate the API keys\n",
 }
 _DEPLOYMENTS = {"nginx": 2, "web": 3, "redis": 1}
+_TABLES = ("users", "orders", "sessions", "audit_trail")
 
 Replicas = Annotated[int, Field(ge=0, le=50, description="How many pods, 0 to 50.")]
 
@@ -63,6 +66,14 @@ def demo_agents(data_dir: Path, database: Path, model: Model) -> list[Agent]:
             name="ops",
             model=model,
             tools=_ops_tools(database),
+            subagents=[
+                Agent(
+                    name="db",
+                    model=model,
+                    tools=_db_tools(database),
+                    description="Runs the cluster's database: lists and drops its tables.",
+                )
+            ],
             description="Operates a small (simulated) Kubernetes cluster.",
             instructions="You operate a Kubernetes cluster. Check before you change anything.",
         ),
@@ -163,6 +174,26 @@ def _ops_tools(database: Path) -> list[Tool]:
         return "cluster reset"
 
     return [list_pods, get_logs, delete_pod, scale_deployment, deploy, admin_reset_cluster]
+
+
+def _db_tools(database: Path) -> list[Tool]:
+    @tool
+    def list_tables() -> list[str]:
+        """The database's tables."""
+        with _cluster(database) as cluster:
+            return list(cluster.setdefault("tables", list(_TABLES)))
+
+    @tool
+    def drop_table(name: str) -> str:
+        """Drop a table, with everything in it."""
+        with _cluster(database) as cluster:
+            tables = cluster.setdefault("tables", list(_TABLES))
+            if name not in tables:
+                raise LookupError(f"no table named {name!r}")
+            tables.remove(name)
+        return f"table {name} dropped"
+
+    return [list_tables, drop_table]
 
 
 def cluster_pods(database: Path) -> list[str]:

@@ -2,8 +2,9 @@
 it is scripted. A real model takes its place when ``SIGNOFF_MODEL`` or ``OPENAI_BASE_URL`` is set.
 
 It understands, joined by "then", "and" or commas: "list pods", "logs of NAME", "delete
-NAME", "scale NAME to N", "deploy IMAGE", "reset the cluster" (denied); "list files", "read
-PATH", "write TEXT to PATH", "delete PATH".
+NAME", "scale NAME to N", "deploy IMAGE", "reset the cluster" (denied), "ask db to drop table
+NAME" (ops hands it to its db sub-agent); "list files", "read PATH", "write TEXT to PATH", "delete
+PATH".
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         ("scale_deployment", r"^scale (?P<name>\S+) to (?P<replicas>\d+)$"),
         ("admin_reset_cluster", r"^reset(?: the)? cluster$"),
         ("deploy", r"^deploy (?P<image>(?P<name>[a-z0-9-]+)\S*)$"),
+        ("db", r"^ask (?:the )?db to (?P<input>.+)$"),
+        ("list_tables", r"^(?:list|show)(?: the)? tables$"),
+        ("drop_table", r"^drop(?: the)? table (?P<name>\S+)$"),
         ("list_files", r"^(?:list|show)(?: the)? files$"),
         ("read_file", r"^(?:read|show|open) (?P<path>\S+)$"),
         ("write_file", r"^write (?P<content>.+) (?:to|into) (?P<path>\S+)$"),

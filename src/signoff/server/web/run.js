@@ -11,28 +11,46 @@ import { chatBox } from "./runs.js";
 export function runView(main, app, runId) {
   const header = h("div.run-header");
   const conversation = h("section.conversation", { id: "conversation" });
+  const deeper = h("section.subagents", { id: "subagents" });
   const footer = h("div.run-footer");
   const cards = new Map(); // approval id -> card, kept across refreshes
   const context = { schemaFor: app.schemaFor, changed: () => soon(), showRun: false };
-  clear(main, header, conversation, footer);
+  clear(main, header, conversation, deeper, footer);
+
+  // A sub-agent's approvals belong to the root run of its tree, under the agent's path: where
+  // this run sits in its tree is found once (it never changes).
+  let place = null;
+  async function locate(run) {
+    let root = run;
+    let path = run.agent;
+    while (root.parent_id) {
+      root = await get(`/runs/${encodeURIComponent(root.parent_id)}`);
+      path = `${root.agent}/${path}`;
+    }
+    return { root: root.id, path };
+  }
 
   let generation = 0;
   const refresh = guarded(load, "The run did not load");
   async function load() {
     const mine = ++generation;
+    const reading = get(`/runs/${encodeURIComponent(runId)}`);
+    place = place || (await locate(await reading));
     const [run, approvals] = await Promise.all([
-      get(`/runs/${encodeURIComponent(runId)}`),
-      get(`/approvals${query({ run_id: runId, limit: 500 })}`),
+      reading,
+      get(`/approvals${query({ run_id: place.root, limit: 500 })}`),
     ]);
     if (mine !== generation) return;
-    const byCall = new Map(approvals.items.map((a) => [a.call_id, a]));
+    const below = approvals.items.filter((a) => a.agent?.startsWith(`${place.path}/`));
+    const own = approvals.items.filter((a) => a.agent === place.path || (!a.agent && !run.parent_id));
+    const byCall = new Map(own.map((a) => [a.call_id, a]));
     const results = new Map(
       run.messages.filter((m) => m.role === "tool").map((m) => [m.tool_call_id, m]),
     );
-    const agent = app.agents.find((a) => a.path === run.agent);
+    const agent = app.agents.find((a) => a.path === place.path);
     clear(
       header,
-      h("h1", {}, `Run of `, h("span.agent", {}, run.agent), " ", h(`span.badge.run-${run.status}`, { id: "run-status" }, run.status)),
+      h("h1", {}, `Run of `, h("span.agent", {}, place.path), " ", h(`span.badge.run-${run.status}`, { id: "run-status" }, run.status)),
       h(
         "div.meta",
         {},
@@ -49,6 +67,19 @@ export function runView(main, app, runId) {
       run.messages
         .filter((m) => m.role !== "tool" && m.role !== "system")
         .map((message) => turn(message, byCall, results, cards, seen, context)),
+    );
+    const pending = below.filter((a) => a.status === "pending");
+    clear(
+      deeper,
+      below.length ? h("h2", {}, "Calls of its sub-agents") : null,
+      pending.length > 1
+        ? h(
+            "button.primary.approve-all",
+            { type: "button", dataset: { action: "approve-all" }, onclick: () => approveAll(pending, context) },
+            `Approve All (${pending.length})`,
+          )
+        : null,
+      below.map((approval) => keptCard(approval, cards, seen, context)),
     );
     for (const id of cards.keys()) if (!seen.has(id)) cards.delete(id);
     const ended = run.status === "completed" || run.status === "failed";
@@ -92,17 +123,23 @@ function turn(message, byCall, results, cards, seen, context) {
   );
 }
 
+// The approval's card: the one already on the page (its state kept), updated, or a new one.
+function keptCard(approval, cards, seen, context) {
+  seen.add(approval.id);
+  let card = cards.get(approval.id);
+  if (!card) {
+    card = approvalCard(approval, context);
+    cards.set(approval.id, card);
+  } else if (card.dataset.status !== approval.status) {
+    fill(card, approval, context);
+  }
+  return card;
+}
+
 function toolCard(call, approval, result, cards, seen, context) {
   let card;
   if (approval) {
-    seen.add(approval.id);
-    card = cards.get(approval.id);
-    if (!card) {
-      card = approvalCard(approval, context);
-      cards.set(approval.id, card);
-    } else if (card.dataset.status !== approval.status) {
-      fill(card, approval, context);
-    }
+    card = keptCard(approval, cards, seen, context);
   } else {
     const status = result ? (blocked(result) ? "blocked" : "allowed") : "running";
     card = h(
