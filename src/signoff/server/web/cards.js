@@ -38,6 +38,30 @@ export function approvalCard(approval, context) {
   return card;
 }
 
+// The approval's card from `cards` (by id, kept across refreshes so its state survives),
+// redrawn if its status changed, or a new one; its id goes into `seen`.
+export function keptCard(approval, cards, seen, context) {
+  seen.add(approval.id);
+  let card = cards.get(approval.id);
+  if (!card) {
+    card = approvalCard(approval, context);
+    cards.set(approval.id, card);
+  } else if (card.dataset.status !== approval.status) {
+    fill(card, approval, context);
+  }
+  return card;
+}
+
+// "Approve All (N)" over several pending approvals; nothing for fewer than two.
+export function approveAllButton(pending, context) {
+  if (pending.length < 2) return null;
+  return h(
+    "button.primary.approve-all",
+    { type: "button", dataset: { action: "approve-all" }, onclick: () => approveAll(pending, context) },
+    `Approve All (${pending.length})`,
+  );
+}
+
 // Redraw `card` for `approval` (its new status after a decision or an event).
 export function fill(card, approval, context) {
   const selected = card.classList.contains("selected");

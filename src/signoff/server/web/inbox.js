@@ -2,7 +2,7 @@
 // tool and run, live through the event stream of every run.
 
 import { follow, get, query } from "./api.js";
-import { approvalCard, fill } from "./cards.js";
+import { keptCard } from "./cards.js";
 import { clear, debounce, guarded, h } from "./dom.js";
 import { chatBox } from "./runs.js";
 
@@ -57,17 +57,7 @@ export function inbox(main, app, params) {
     const page = await get(`/approvals${query({ status: "pending", limit: 500, agent: filters.agent, tool: filters.tool, run_id: filters.run_id })}`);
     if (mine !== generation) return; // a newer refresh is on its way
     const seen = new Set();
-    const ordered = page.items.map((approval) => {
-      seen.add(approval.id);
-      let card = cards.get(approval.id);
-      if (!card) {
-        card = approvalCard(approval, context);
-        cards.set(approval.id, card);
-      } else if (card.dataset.status !== approval.status) {
-        fill(card, approval, context);
-      }
-      return card;
-    });
+    const ordered = page.items.map((approval) => keptCard(approval, cards, seen, context));
     for (const [id, card] of cards) {
       if (!seen.has(id)) {
         card.remove();

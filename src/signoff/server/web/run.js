@@ -4,7 +4,7 @@
 // exactly the same state.
 
 import { follow, get, query } from "./api.js";
-import { approvalCard, approveAll, badge, fill } from "./cards.js";
+import { approveAllButton, badge, fill, keptCard } from "./cards.js";
 import { clear, debounce, guarded, h, jsonView } from "./dom.js";
 import { chatBox } from "./runs.js";
 
@@ -72,13 +72,7 @@ export function runView(main, app, runId) {
     clear(
       deeper,
       below.length ? h("h2", {}, "Calls of its sub-agents") : null,
-      pending.length > 1
-        ? h(
-            "button.primary.approve-all",
-            { type: "button", dataset: { action: "approve-all" }, onclick: () => approveAll(pending, context) },
-            `Approve All (${pending.length})`,
-          )
-        : null,
+      approveAllButton(pending, context),
       below.map((approval) => keptCard(approval, cards, seen, context)),
     );
     for (const id of cards.keys()) if (!seen.has(id)) cards.delete(id);
@@ -112,28 +106,9 @@ function turn(message, byCall, results, cards, seen, context) {
     `div.message.${who}`,
     {},
     message.content ? h("div.bubble", {}, h("span.who", {}, who === "user" ? "you" : "agent"), message.content) : null,
-    pending.length > 1
-      ? h(
-          "button.primary.approve-all",
-          { type: "button", dataset: { action: "approve-all" }, onclick: () => approveAll(pending, context) },
-          `Approve All (${pending.length})`,
-        )
-      : null,
+    approveAllButton(pending, context),
     calls.map((call) => toolCard(call, byCall.get(call.id), results.get(call.id), cards, seen, context)),
   );
-}
-
-// The approval's card: the one already on the page (its state kept), updated, or a new one.
-function keptCard(approval, cards, seen, context) {
-  seen.add(approval.id);
-  let card = cards.get(approval.id);
-  if (!card) {
-    card = approvalCard(approval, context);
-    cards.set(approval.id, card);
-  } else if (card.dataset.status !== approval.status) {
-    fill(card, approval, context);
-  }
-  return card;
 }
 
 function toolCard(call, approval, result, cards, seen, context) {
