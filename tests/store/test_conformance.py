@@ -272,3 +272,19 @@ async def test_an_aiosqlite_url_names_the_same_sqlite_database(tmp_path: Path):
         await store.create_approvals([approval("a1")])
     async with open_store(f"sqlite:///{path}") as store:
         assert (await store.get_approval("a1")).id == "a1"
+
+
+async def test_a_note_is_kept_once_per_key_and_read_back_in_time_order(store: SQLStore):
+    early, late = datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 2, tzinfo=UTC)
+    assert await store.add_note("a2a", "task-1", "m2", {"said": "later"}, at=late)
+    assert await store.add_note("a2a", "task-1", "m1", {"said": "first", "n": [1, 2]}, at=early)
+    # The same key again keeps the first note: a client's retried message is not kept twice.
+    assert not await store.add_note("a2a", "task-1", "m1", {"said": "changed"}, at=late)
+    assert await store.add_note("a2a", "task-2", "m1", {"said": "elsewhere"}, at=early)
+    assert await store.add_note("agui", "task-1", "m1", {"said": "another channel"}, at=early)
+    notes = await store.notes("a2a", "task-1")
+    assert [(n.key, n.at, n.data) for n in notes] == [
+        ("m1", early, {"said": "first", "n": [1, 2]}),
+        ("m2", late, {"said": "later"}),
+    ]
+    assert await store.notes("a2a", "task-3") == []

@@ -12,6 +12,7 @@ from signoff.types import Approval, AuditEntry, Grant
 if TYPE_CHECKING:
     from signoff.store.runs import (
         LedgerEntry,
+        Note,
         OpenTurn,
         ResumedTurn,
         RunRecord,
@@ -183,6 +184,7 @@ class Store(Protocol):
         *,
         agent: str | None = None,
         status: str | None = None,
+        thread_id: str | None = None,
         before: str | None = None,
         limit: int = 50,
     ) -> list[RunRecord]: ...
@@ -196,6 +198,12 @@ class Store(Protocol):
     async def run_messages(self, run_id: str) -> list[dict[str, Any]]: ...
 
     async def thread_messages(self, thread_id: str) -> list[dict[str, Any]]: ...
+
+    async def add_note(
+        self, channel: str, subject: str, key: str, data: dict[str, Any], *, at: datetime
+    ) -> bool: ...
+
+    async def notes(self, channel: str, subject: str) -> list[Note]: ...
 
     async def run_events(self, run_id: str, *, after: int = 0) -> list[StoredEvent]: ...
 

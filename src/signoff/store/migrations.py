@@ -93,7 +93,12 @@ def _v2(connection: Connection) -> None:
         )
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2]
+def _v3(connection: Connection) -> None:
+    """Channels' notes about their own subjects (an A2A task's messages as received)."""
+    schema.notes.create(connection)
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2, _v3]
 LATEST = len(MIGRATIONS)
 
 

@@ -26,6 +26,7 @@ from signoff.types import Approval, canonical_json
 
 __all__ = [
     "LedgerEntry",
+    "Note",
     "OpenTurn",
     "ResumedTurn",
     "RunRecord",
@@ -106,6 +107,10 @@ _FINISH = (
 )
 _START = {
     name: dialect.insert(_ledger).on_conflict_do_nothing()
+    for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))
+}
+_ADD_NOTE = {
+    name: dialect.insert(schema.notes).on_conflict_do_nothing()
     for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))
 }
 
@@ -230,6 +235,15 @@ class ResumedTurn:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Note:
+    """What a channel keeps about one of its subjects (see `RunStore.add_note`)."""
+
+    key: str
+    at: datetime
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
 class LedgerEntry:
     key: str
     status: Literal["started", "finished"]
@@ -342,6 +356,7 @@ class RunStore:
         *,
         agent: str | None = None,
         status: str | None = None,
+        thread_id: str | None = None,
         before: str | None = None,
         limit: int = 50,
     ) -> list[RunRecord]:
@@ -351,6 +366,8 @@ class RunStore:
         query = _runs_query()
         if agent is not None:
             query = query.where(runs.c.agent == agent)
+        if thread_id is not None:
+            query = query.where(runs.c.thread_id == thread_id)
         if status is not None:
             query = query.where(runs.c.status == status)
         if before is not None:
@@ -429,6 +446,38 @@ class RunStore:
         )
         rows = await self.run(lambda c: c.execute(query).all(), write=False)
         return [_message(row) for row in rows]
+
+    async def add_note(
+        self, channel: str, subject: str, key: str, data: dict[str, Any], *, at: datetime
+    ) -> bool:
+        """Keep `data` under (channel, subject, key) — a channel's own record of something,
+        such as the message an A2A client sent to a task. False when that key is taken: the
+        first note stays as it was."""
+        row = {
+            "channel": channel,
+            "subject": subject,
+            "key": key,
+            "at": to_micros(at),
+            "data": canonical_json(data).decode(),
+        }
+
+        def work(connection: Connection) -> bool:
+            statement = _ADD_NOTE[connection.dialect.name]
+            return bool(connection.execute(statement, row).rowcount == 1)
+
+        added: bool = await self.run(work)
+        return added
+
+    async def notes(self, channel: str, subject: str) -> list[Note]:
+        """The channel's notes about `subject`, oldest first."""
+        table = schema.notes
+        query = (
+            select(table)
+            .where(and_(table.c.channel == channel, table.c.subject == subject))
+            .order_by(table.c.at, table.c.key)
+        )
+        rows = await self.run(lambda c: c.execute(query).all(), write=False)
+        return [Note(key=r.key, at=from_micros(r.at), data=json.loads(r.data)) for r in rows]
 
     async def run_events(self, run_id: str, *, after: int = 0) -> list[StoredEvent]:
         result: list[StoredEvent] = await self.run(

@@ -28,6 +28,7 @@ __all__ = [
     "ledger",
     "messages",
     "metadata",
+    "notes",
     "policy_versions",
     "runs",
     "schema_version",
@@ -206,3 +207,15 @@ policy_versions = Table(
     Column("created_by", Text, nullable=False),
     Column("document", Text, nullable=False),
 )
+
+notes = Table(
+    "notes",
+    metadata,
+    Column("channel", String(16), primary_key=True),
+    Column("subject", String(200), primary_key=True),
+    Column("key", String(200), primary_key=True),
+    Column("at", BigInteger, nullable=False),
+    Column("data", Text, nullable=False),
+)
+"""Since version 3: what a channel keeps about a subject of its own, beside the run log — the
+messages an A2A client sent to a task, as it sent them. One row per (channel, subject, key)."""
