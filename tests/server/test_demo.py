@@ -123,3 +123,46 @@ async def test_a_person_approves_from_the_shell_through_the_server(
     _, err = await again.communicate()
     assert again.returncode == 1
     assert "409" in err.decode()
+
+
+def documented(name: str) -> Any:
+    """The JSON block named `name` in docs/a2a.md."""
+    text = (Path(__file__).resolve().parents[2] / "docs/a2a.md").read_text(encoding="utf-8")
+    found = re.search(rf"<!-- example: {name} -->\n```json\n(.*?)```", text, re.S)
+    assert found, name
+    return json.loads(found.group(1))
+
+
+def like(shown: Any, real: Any, where: str = "") -> None:
+    """`real` is what the docs show: the same keys and items, where ``…`` stands for anything
+    and a text ending in ``…`` for any text that begins the same."""
+    if isinstance(shown, str) and shown.endswith("…"):
+        if shown != "…":
+            assert isinstance(real, str) and real.startswith(shown[:-1]), (where, real)
+        return
+    if isinstance(shown, dict):
+        assert isinstance(real, dict) and sorted(shown) == sorted(real), (where, real)
+        for key, value in shown.items():
+            like(value, real[key], f"{where}.{key}")
+    elif isinstance(shown, list):
+        assert isinstance(real, list) and len(shown) == len(real), (where, real)
+        for n, (value, item) in enumerate(zip(shown, real, strict=True)):
+            like(value, item, f"{where}[{n}]")
+    else:
+        assert shown == real, (where, shown, real)
+
+
+async def test_the_a2a_exchange_of_the_docs_is_what_the_demo_answers(
+    demo: tuple[httpx.AsyncClient, Path],
+):
+    client, _ = demo
+    headers = {"A2A-Version": "1.0"}
+    asked = await client.post("/a2a/ops", json=documented("a2a-send"), headers=headers)
+    like(documented("a2a-input-required"), asked.json())
+    decision = json.loads(
+        json.dumps(documented("a2a-decide")).replace(
+            "TASK_ID", asked.json()["result"]["task"]["id"]
+        )
+    )
+    done = await client.post("/a2a/ops", json=decision, headers=headers)
+    like(documented("a2a-completed"), done.json())

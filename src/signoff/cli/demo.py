@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 from importlib.resources import as_file, files
 from pathlib import Path
 from typing import Annotated
@@ -60,6 +61,8 @@ def demo(
             f"  approve:      curl -s -X POST {url}/v1/approvals/ID/decision "
             """-H 'content-type: application/json' -d '{"kind": "approve"}'"""
         )
+        if importlib.util.find_spec("a2a") is not None:  # the a2a extra is installed
+            console.print(f"  A2A agents:   {url}/a2a/ops/.well-known/agent-card.json (and files)")
         console.print(f"  API docs:     {url}/docs   (Ctrl+C stops)")
 
     with contextlib.suppress(KeyboardInterrupt):

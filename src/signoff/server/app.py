@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any
@@ -53,6 +54,7 @@ __all__ = ["create_app"]
 
 _MAX_SEQ = 2**62
 """The largest sequence number a request may name: the databases' integers stop at 2**63."""
+logger = logging.getLogger(__name__)
 _PHRASES = {401: "Unauthorized", 404: "NotFound", 405: "MethodNotAllowed"}
 _DIGESTS = frozenset({"digest", "decided_digest", "args_digest"})
 """Audit data that hashes a call's arguments."""
@@ -83,6 +85,7 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
     if auth.anonymous is not None:
         app.add_middleware(_SameOrigin)
 
+    _mount_a2a(app, service, auth)
     mount_web(app)
 
     @app.get("/v1/health")
@@ -325,6 +328,18 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
         return {"ok": broken is None, "first_bad_entry": broken}
 
     return app
+
+
+def _mount_a2a(app: FastAPI, service: Service, auth: Auth) -> None:
+    """Serve the agents over A2A too, when a2a-sdk is installed (the ``a2a`` extra)."""
+    try:
+        from signoff.protocols.a2a import mount_a2a
+    except ImportError as exc:
+        if exc.name is None or not exc.name.startswith(("a2a", "google")):
+            raise
+        logger.info("A2A is not served: install it with pip install 'signoff[a2a]'")
+        return
+    mount_a2a(app, service, auth)
 
 
 def _agent_json(service: Service, agent: Agent, path: str) -> dict[str, Any]:

@@ -1,0 +1,512 @@
+"""One signoff agent behind a2a-sdk's `RequestHandler`: the JSON-RPC and REST bindings of the SDK
+call it, and it answers from signoff's own store.
+
+A message without a task starts a run (the task); a message on a task that waits for input
+decides its held calls (see `hitl`); everything a client reads — a task, a stream, a list — is
+the run's log read by `TaskView`. Nothing lives only in memory: after a restart, or on another
+replica, the same task is read from the same database, and a decision taken in the web inbox
+or the CLI moves the task on for every A2A subscriber, because it is in the log they follow.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+from a2a.server.context import ServerCallContext
+from a2a.server.events.event_queue import Event
+from a2a.server.request_handlers.request_handler import RequestHandler
+from a2a.types import (
+    AgentCard,
+    Artifact,
+    CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
+    GetExtendedAgentCardRequest,
+    GetTaskPushNotificationConfigRequest,
+    GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse,
+    ListTasksRequest,
+    ListTasksResponse,
+    Message,
+    Role,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskPushNotificationConfig,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
+from a2a.utils.errors import (
+    ContentTypeNotSupportedError,
+    ExtendedAgentCardNotConfiguredError,
+    InvalidParamsError,
+    InvalidRequestError,
+    PushNotificationNotSupportedError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+from a2a.utils.proto_utils import validate_proto_required_fields
+from a2a.utils.task import (
+    apply_history_length,
+    decode_page_token,
+    encode_page_token,
+    validate_history_length,
+    validate_page_size,
+)
+from google.protobuf.json_format import MessageToDict, ParseDict
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from signoff.errors import (
+    ConflictError,
+    ForbiddenError,
+    InvalidDecisionError,
+    InvalidEditError,
+    NotFoundError,
+)
+from signoff.gate.ids import new_id
+from signoff.protocols.a2a.hitl import (
+    LateDecision,
+    PayloadError,
+    Pending,
+    is_decision,
+    read_decisions,
+)
+from signoff.protocols.a2a.tasks import (
+    DECISION,
+    MARK,
+    State,
+    TaskView,
+    Update,
+    answer_artifact,
+)
+from signoff.server.service import Principal, Service
+from signoff.store.runs import RunRecord
+
+__all__ = ["PRINCIPAL", "SignoffRequestHandler"]
+
+PRINCIPAL = "signoff.principal"
+"""Where the call context's state holds the request's authenticated principal."""
+CHANNEL = "a2a"
+"""The store's notes of this channel: the messages clients sent to each task, as sent."""
+SENT = "a2a.sent"
+"""Notes of which task a client's first message (by its id) started: a retry starts none."""
+_PAGE = 50
+_STATES: dict[State, TaskState] = {
+    "working": TaskState.TASK_STATE_WORKING,
+    "input-required": TaskState.TASK_STATE_INPUT_REQUIRED,
+    "completed": TaskState.TASK_STATE_COMPLETED,
+    "failed": TaskState.TASK_STATE_FAILED,
+}
+
+logger = logging.getLogger(__name__)
+
+
+class SignoffRequestHandler(RequestHandler):
+    """The A2A server of one agent, over the service that runs it."""
+
+    def __init__(self, service: Service, agent: str) -> None:
+        self.service = service
+        self.agent = agent
+        self.store = service.store
+
+    # -- messages ----------------------------------------------------------------------------
+
+    async def on_message_send(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> Task | Message:
+        """Start or continue the task; answer once it waits for input or is done (or at once
+        with ``returnImmediately``)."""
+        with _translated():
+            validate_proto_required_fields(params)
+            validate_history_length(params.configuration)
+            run_id = await self._accept(params.message, _principal(context))
+            if not params.configuration.return_immediately:
+                async for _ in self._events(run_id, stop_at_input=True):
+                    pass
+            task, _ = await self._task(run_id)
+            return apply_history_length(task, params.configuration)
+
+    async def on_message_send_stream(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event, None]:
+        """Start or continue the task; stream it until it waits for input or is done."""
+        with _translated():
+            validate_proto_required_fields(params)
+            validate_history_length(params.configuration)
+            run_id = await self._accept(params.message, _principal(context))
+        async for event in self._events(run_id, stop_at_input=True):
+            if isinstance(event, Task):
+                event = apply_history_length(event, params.configuration)
+            yield event
+
+    async def on_subscribe_to_task(
+        self, params: SubscribeToTaskRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event, None]:
+        """The task now, then what happens to it until it next waits for input or is done — a
+        task waiting now streams on once a decision is taken, wherever it is taken."""
+        with _translated():
+            validate_proto_required_fields(params)
+            run = await self._run(params.id)
+            if run.status in ("completed", "failed"):
+                raise UnsupportedOperationError(
+                    f"task {run.id} is {run.status}: nothing more will happen to it"
+                )
+        async for event in self._events(run.id, stop_at_input=False):
+            yield event
+
+    # -- reading tasks -----------------------------------------------------------------------
+
+    async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
+        with _translated():
+            validate_proto_required_fields(params)
+            validate_history_length(params)
+            run = await self._run(params.id)
+            task, _ = await self._task(run.id)
+            return apply_history_length(task, params)
+
+    async def on_list_tasks(
+        self, params: ListTasksRequest, context: ServerCallContext
+    ) -> ListTasksResponse:
+        """The agent's tasks, newest first; filtered by context (thread) and state."""
+        with _translated():
+            validate_history_length(params)
+            size = params.page_size if params.HasField("page_size") else _PAGE
+            validate_page_size(size)
+            status = _RUN_STATUS.get(params.status) if params.status else None
+            if params.status and status is None:
+                raise InvalidParamsError(
+                    f"tasks are never {TaskState.Name(params.status)} here; filter by working, "
+                    "input-required, completed or failed"
+                )
+            before = None
+            if params.page_token:
+                try:
+                    before = decode_page_token(params.page_token)
+                    await self._run(before)
+                except (ValueError, TaskNotFoundError):
+                    raise InvalidParamsError(
+                        f"pageToken {params.page_token!r} is not one this server gave"
+                    ) from None
+            runs = await self.store.list_runs(
+                agent=self.agent,
+                status=status,
+                thread_id=params.context_id or None,
+                before=before,
+                limit=size + 1,
+            )
+            page = [r for r in runs[:size] if r.parent_id is None]
+            after = (
+                params.status_timestamp_after.ToDatetime(UTC)
+                if params.HasField("status_timestamp_after")
+                else None
+            )
+            tasks = []
+            for record in page:
+                if (
+                    after is not None
+                    and record.updated_at is not None
+                    and record.updated_at < after
+                ):
+                    continue
+                task, _ = await self._task(record.id)
+                if not params.include_artifacts:
+                    task.ClearField("artifacts")
+                tasks.append(apply_history_length(task, params))
+            return ListTasksResponse(
+                tasks=tasks,
+                next_page_token=encode_page_token(runs[size - 1].id) if len(runs) > size else "",
+                page_size=size,
+                total_size=len(tasks),
+            )
+
+    async def on_cancel_task(
+        self, params: CancelTaskRequest, context: ServerCallContext
+    ) -> Task | None:
+        with _translated():
+            run = await self._run(params.id)
+            raise TaskNotCancelableError(
+                f"task {run.id} cannot be cancelled: signoff runs end by themselves. To stop "
+                "one waiting for input, reject its calls (a message with "
+                '{"decision_type": "deny", "reason": ...})'
+            )
+
+    # -- what this server does not offer -----------------------------------------------------
+
+    async def on_create_task_push_notification_config(
+        self, params: TaskPushNotificationConfig, context: ServerCallContext
+    ) -> TaskPushNotificationConfig:
+        raise PushNotificationNotSupportedError
+
+    async def on_get_task_push_notification_config(
+        self, params: GetTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> TaskPushNotificationConfig:
+        raise PushNotificationNotSupportedError
+
+    async def on_list_task_push_notification_configs(
+        self, params: ListTaskPushNotificationConfigsRequest, context: ServerCallContext
+    ) -> ListTaskPushNotificationConfigsResponse:
+        raise PushNotificationNotSupportedError
+
+    async def on_delete_task_push_notification_config(
+        self, params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> None:
+        raise PushNotificationNotSupportedError
+
+    async def on_get_extended_agent_card(
+        self, params: GetExtendedAgentCardRequest, context: ServerCallContext
+    ) -> AgentCard:
+        raise ExtendedAgentCardNotConfiguredError
+
+    # -- the work ----------------------------------------------------------------------------
+
+    async def _accept(self, message: Message, who: Principal) -> str:
+        """Take a client's message: a new task's input, or the decision a task waits for.
+        Returns the task's (run's) id."""
+        sent = MessageToDict(message)
+        parts: list[dict[str, Any]] = sent.get("parts", [])
+        if message.role != Role.ROLE_USER:
+            raise InvalidParamsError("message.role must be ROLE_USER")
+        if not parts:
+            raise InvalidParamsError("message.parts is empty: say something")
+        if message.task_id:
+            return await self._continue(message.task_id, sent, who)
+        if any(is_decision(p.get("data")) for p in parts):
+            raise InvalidParamsError(
+                "a decision goes to the task that waits for it: set message.taskId"
+            )
+        earlier = [
+            n for n in await self.store.notes(SENT, self.agent) if n.key == message.message_id
+        ]
+        if earlier:  # the client sent this very message before: its task, not a second one
+            return str(earlier[0].data["task"])
+        text = _input(parts)
+        thread = message.context_id or new_id()
+        if len(thread) > 200:
+            raise InvalidParamsError("message.contextId is longer than 200 characters")
+        try:
+            run_id = await self.service.start_run(self.agent, thread, text, started_by=who.name)
+        except ConflictError as exc:
+            raise InvalidRequestError(
+                f"context {thread!r} has a task still going: {exc}. Decide or wait for it, "
+                "or start a new context"
+            ) from None
+        run = await self.store.get_run(run_id)
+        at = run.created_at or datetime.now(UTC)
+        sent |= {"taskId": run_id, "contextId": thread}
+        await self.store.add_note(CHANNEL, run_id, message.message_id, {"message": sent}, at=at)
+        await self.store.add_note(SENT, self.agent, message.message_id, {"task": run_id}, at=at)
+        return run_id
+
+    async def _continue(self, task_id: str, sent: dict[str, Any], who: Principal) -> str:
+        """A message on an existing task: the decision on the calls it holds."""
+        run = await self._run(task_id)
+        if sent.get("contextId") not in (None, "", run.thread_id):
+            raise InvalidParamsError(
+                f"message.contextId {sent['contextId']!r} is not task {run.id}'s "
+                f"context ({run.thread_id!r})"
+            )
+        notes = await self.store.notes(CHANNEL, run.id)
+        if any(n.key == sent["messageId"] for n in notes):
+            return run.id  # the same message again (a retry): taken already
+        pending = await self.store.list_approvals(status="pending", run_id=run.id, limit=500)
+        if run.status != "paused" or not pending:
+            state = "working" if run.status in ("running", "paused") else run.status
+            raise InvalidRequestError(
+                f"task {run.id} is {state}, not waiting for input: a decision now comes too "
+                "late, and a new request goes in a new message without taskId (same contextId "
+                "to continue the conversation)"
+            )
+        events = await self.store.run_events(run.id)
+        view = self._view(run)
+        for event in events:
+            view.see(event)
+        shown = [
+            Pending(
+                approval_id=a.id,
+                call_id=a.call.id,
+                tool=a.call.name,
+                args=self.service.redaction.args(a.call.args),
+                agent=a.call.agent,
+                rule=a.rule,
+                reason=a.reason,
+                expires_at=None if a.expires_at is None else a.expires_at.isoformat(),
+            )
+            for a in pending
+        ]
+        held = [i for i in view.requested if i not in {a.id for a in pending}]
+        decided = {a.id: a.status for a in await self.store.get_approvals(held)}
+        try:
+            decisions = read_decisions(
+                sent["parts"], shown, decided=decided, form_id=view.form_id or ""
+            )
+        except LateDecision as exc:
+            raise InvalidRequestError(str(exc), data=exc.data) from None
+        except PayloadError as exc:
+            raise InvalidParamsError(str(exc), data=exc.data or None) from None
+        at = datetime.now(UTC)
+        try:
+            await self.service.decide_batch(decisions, actor=who.name, roles=who.roles)
+        except InvalidEditError as exc:
+            raise InvalidParamsError(
+                f"the edited arguments do not fit the tool's schema at {exc.path or '/'}: {exc}",
+                data={"path": exc.path, "schemaPath": exc.schema_path},
+            ) from None
+        except ConflictError as exc:
+            raise InvalidRequestError(f"{exc}; nothing changed") from None
+        sent.setdefault("metadata", {})[MARK] = DECISION
+        sent["contextId"] = run.thread_id
+        await self.store.add_note(CHANNEL, run.id, sent["messageId"], {"message": sent}, at=at)
+        return run.id
+
+    async def _events(self, run_id: str, *, stop_at_input: bool) -> AsyncIterator[Event]:
+        """The task now, then its updates as the run's log grows, until it is done — or, with
+        `stop_at_input`, waits for input."""
+        task, view = await self._task(run_id)
+        yield task
+        state = task.status.state
+        if state in (TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED) or (
+            stop_at_input and state == TaskState.TASK_STATE_INPUT_REQUIRED
+        ):
+            return
+        async for event in self.service.follow(run_id, after=view.last_seq):
+            update = view.see(event)
+            if update is None:
+                continue
+            if update.state == "completed" and view.answer is not None:
+                yield TaskArtifactUpdateEvent(
+                    task_id=run_id,
+                    context_id=view.context_id,
+                    artifact=ParseDict(answer_artifact(run_id, view.answer), Artifact()),
+                    last_chunk=True,
+                )
+            yield TaskStatusUpdateEvent(
+                task_id=run_id, context_id=view.context_id, status=_status(update, event.at)
+            )
+            if update.ends:
+                return
+
+    async def _task(self, run_id: str) -> tuple[Task, TaskView]:
+        """The task as stored now: the run's log read through, and the messages clients sent."""
+        run = await self.store.get_run(run_id)
+        view = self._view(run)
+        history: dict[str, tuple[datetime, int, dict[str, Any]]] = {}
+        for note in await self.store.notes(CHANNEL, run.id):
+            message = note.data["message"]
+            history.setdefault(message["messageId"], (note.at, -1, message))
+        updates: list[Update] = []
+        for event in await self.store.run_events(run.id):
+            update = view.see(event)
+            if update is None:
+                continue
+            updates.append(update)
+            if update.message is not None:
+                history.setdefault(
+                    update.message["messageId"], (event.at, event.seq, update.message)
+                )
+        # The state is the log's, read with the history: the run's status row may be ahead.
+        state, message = view.state, None
+        if state == "input-required":
+            pending = await self.store.list_approvals(status="pending", run_id=run.id, limit=1)
+            # Decided meanwhile, the run is about to go on (its decisions are in the log next).
+            state, message = ("input-required", view.request) if pending else ("working", None)
+        elif state == "completed":
+            message = view.answer
+        elif state == "failed":
+            message = view.failure
+        ordered = [m for _, _, m in sorted(history.values(), key=lambda item: item[:2])]
+        task: dict[str, Any] = {
+            "id": run.id,
+            "contextId": run.thread_id,
+            "history": ordered,
+            "metadata": {"agent": run.agent, "startedBy": run.started_by},
+        }
+        if state == "completed" and view.answer is not None:
+            task["artifacts"] = [answer_artifact(run.id, view.answer)]
+        built = ParseDict(task, Task())
+        built.status.CopyFrom(_status(Update(state=state, message=message), run.updated_at))
+        return built, view
+
+    async def _run(self, task_id: str) -> RunRecord:
+        """The run of one of this agent's tasks, or `TaskNotFoundError`."""
+        try:
+            run = await self.store.get_run(task_id)
+        except NotFoundError:
+            raise TaskNotFoundError(f"no task {task_id!r}") from None
+        if run.agent != self.agent or run.parent_id is not None:
+            raise TaskNotFoundError(f"no task {task_id!r} of agent {self.agent!r}")
+        return run
+
+    def _view(self, run: RunRecord) -> TaskView:
+        return TaskView(
+            run_id=run.id,
+            agent=run.agent,
+            context_id=run.thread_id,
+            redaction=self.service.redaction,
+        )
+
+
+_RUN_STATUS: dict[int, str] = {
+    TaskState.TASK_STATE_WORKING: "running",
+    TaskState.TASK_STATE_INPUT_REQUIRED: "paused",
+    TaskState.TASK_STATE_COMPLETED: "completed",
+    TaskState.TASK_STATE_FAILED: "failed",
+}
+
+
+def _status(update: Update, at: datetime | None) -> TaskStatus:
+    status = TaskStatus(state=_STATES[update.state])
+    if update.message is not None:
+        status.message.CopyFrom(ParseDict(update.message, Message()))
+    if at is not None:
+        stamp = Timestamp()
+        stamp.FromDatetime(at)
+        status.timestamp.CopyFrom(stamp)
+    return status
+
+
+def _input(parts: list[dict[str, Any]]) -> str:
+    """The run's input from a message's parts: its texts, and its data parts as JSON."""
+    pieces: list[str] = []
+    for part in parts:
+        if "text" in part:
+            pieces.append(part["text"])
+        elif "data" in part:
+            pieces.append(json.dumps(part["data"], ensure_ascii=False))
+        else:
+            raise ContentTypeNotSupportedError(
+                "signoff agents read text and data parts; a file or URL part is not read"
+            )
+    text = "\n".join(pieces).strip()
+    if not text:
+        raise InvalidParamsError("the message says nothing: its text parts are empty")
+    return text
+
+
+def _principal(context: ServerCallContext) -> Principal:
+    principal = context.state.get(PRINCIPAL)
+    if not isinstance(principal, Principal):  # the routes authenticate every request first
+        raise InvalidRequestError("the request is not authenticated")
+    return principal
+
+
+@contextlib.contextmanager
+def _translated() -> Iterator[None]:
+    """signoff's errors as A2A's."""
+    try:
+        yield
+    except NotFoundError as exc:
+        raise TaskNotFoundError(str(exc)) from None
+    except ForbiddenError as exc:
+        raise InvalidRequestError(f"not allowed: {exc}") from None
+    except InvalidEditError as exc:
+        raise InvalidParamsError(str(exc), data={"path": exc.path}) from None
+    except (ConflictError, InvalidDecisionError) as exc:
+        raise InvalidRequestError(str(exc)) from None

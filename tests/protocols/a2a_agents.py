@@ -1,0 +1,106 @@
+"""The agent the A2A tests talk to, in-process or through `signoff serve --agents
+tests.protocols.a2a_agents:agents`. Its model keeps no state of its own, so a restarted server
+plays the same part; its tools write each call they really make to the file named by
+SIGNOFF_TEST_SIDE_FILE, so a test counts executions in any process.
+
+- "delete A" calls delete_pod(A) (asks);
+- "delete A and B" calls list_pods (allowed), delete_pod(A) and delete_pod(B) (both ask);
+- "scale A to N" calls scale(A, N) (asks; replicas is an integer from 0 to 50);
+- after tool results it says ``done:`` and each result; anything else gets ``hello``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field
+
+from signoff import Policy
+from signoff.agent import Agent, Message, ModelTurn, ToolSpec, tool
+from signoff.types import ToolCall
+
+POLICY = Policy.from_dict(
+    {"rules": [{"allow": "list_pods"}, {"ask": ["delete_pod", "scale"], "timeout": "1h"}]}
+)
+CONFIG_RULES = """\
+rules:
+  - allow: list_pods
+  - ask: [delete_pod, scale]
+    timeout: 1h
+"""
+
+
+def _record(line: str) -> None:
+    with Path(os.environ["SIGNOFF_TEST_SIDE_FILE"]).open("a") as side:
+        side.write(line + "\n")
+
+
+@tool
+def list_pods() -> list[str]:
+    """List the pods."""
+    _record("list_pods")
+    return ["web-1", "web-2", "db-0"]
+
+
+@tool
+def delete_pod(name: str) -> str:
+    """Delete a pod."""
+    _record(f"delete_pod {name}")
+    return f"deleted {name}"
+
+
+@tool
+def scale(name: str, replicas: Annotated[int, Field(ge=0, le=50)]) -> str:
+    """Scale a deployment."""
+    _record(f"scale {name} {replicas}")
+    return f"scaled {name} to {replicas}"
+
+
+class Model:
+    label = "scripted model (A2A tests)"
+
+    async def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelTurn:
+        last = messages[-1]
+        if last.role == "tool":
+            results: list[str] = []
+            for message in reversed(messages):
+                if message.role != "tool":
+                    break
+                results.insert(0, message.content)
+            return ModelTurn(text="done: " + " | ".join(results))
+        words = last.content
+        if found := re.fullmatch(r"delete (\S+) and (\S+)", words):
+            first, second = found.groups()
+            return ModelTurn(
+                text="Looking first.",
+                tool_calls=(
+                    ToolCall(id="c-list", name="list_pods", args={}),
+                    ToolCall(id=f"c-{first}", name="delete_pod", args={"name": first}),
+                    ToolCall(id=f"c-{second}", name="delete_pod", args={"name": second}),
+                ),
+            )
+        if found := re.fullmatch(r"delete (\S+)", words):
+            name = found.group(1)
+            return ModelTurn(
+                tool_calls=(ToolCall(id="c-1", name="delete_pod", args={"name": name}),)
+            )
+        if found := re.fullmatch(r"scale (\S+) to (\d+)", words):
+            name, replicas = found.group(1), int(found.group(2))
+            args = {"name": name, "replicas": replicas}
+            return ModelTurn(tool_calls=(ToolCall(id="c-1", name="scale", args=args),))
+        return ModelTurn(text="hello")
+
+
+def agents() -> list[Agent]:
+    return [
+        Agent(
+            name="ops",
+            description="Looks after the cluster's pods.",
+            model=Model(),
+            tools=[list_pods, delete_pod, scale],
+        )
+    ]

@@ -1,0 +1,670 @@
+"""signoff's agents over A2A, driven by real clients: a2a-sdk's Python client (JSON-RPC and REST
+bindings), @a2a-js/sdk in Node, and raw A2A 0.3 JSON-RPC as kagent's UI sends it — against a real
+uvicorn server, and a `signoff serve` process restarted while a task waits."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import signal
+import socket
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from a2a.client import Client, ClientConfig, ClientFactory
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    Message,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+    TaskState,
+)
+from a2a.utils.errors import (
+    InvalidParamsError,
+    InvalidRequestError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+from google.protobuf.json_format import MessageToDict, ParseDict
+
+from signoff.gate import Gate
+from signoff.protocols.a2a import EXTENSION
+from signoff.server import Auth, Principal, Service, create_app
+from signoff.server.redact import MASK, Redaction
+from signoff.store import SQLStore
+from tests.protocols.a2a_agents import CONFIG_RULES, POLICY, agents
+
+ROOT = Path(__file__).resolve().parents[2]
+TOKENS = {
+    "alice-token": Principal(name="alice", roles=frozenset({"ops"})),
+    "bob-token": Principal(name="bob"),
+}
+
+
+@pytest.fixture
+def side(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The file the agent's tools write each real execution to."""
+    path = tmp_path / "side.txt"
+    path.touch()
+    monkeypatch.setenv("SIGNOFF_TEST_SIDE_FILE", str(path))
+    return path
+
+
+def ran(side: Path) -> list[str]:
+    return side.read_text().splitlines()
+
+
+@contextlib.asynccontextmanager
+async def serving(
+    store: SQLStore, *, redaction: Redaction | None = None
+) -> AsyncIterator[tuple[str, Service]]:
+    """`create_app` on a real uvicorn server on a free loopback port."""
+    service = Service(
+        store=store,
+        gate=Gate(POLICY, store),
+        agents=agents(),
+        poll_interval=0.05,
+        redaction=redaction or Redaction(),
+    )
+    app = create_app(service, Auth(tokens=TOKENS))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    running = asyncio.create_task(server.serve())
+    try:
+        async with asyncio.timeout(10):
+            while not server.started:
+                await asyncio.sleep(0.01)
+        yield f"http://127.0.0.1:{port}", service
+    finally:
+        server.should_exit = True
+        await running
+
+
+@contextlib.asynccontextmanager
+async def connect(
+    url: str, *, binding: str = "JSONRPC", token: str = "alice-token", streaming: bool = True
+) -> AsyncIterator[Client]:
+    """a2a-sdk's client for the ops agent, from its card."""
+    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
+        config = ClientConfig(
+            httpx_client=http, streaming=streaming, supported_protocol_bindings=[binding]
+        )
+        client = await ClientFactory(config).create_from_url(f"{url}/a2a/ops")
+        yield client
+
+
+_sent = 0
+
+
+def message(
+    text: str | None = None, *, data: Any = None, task: str | None = None, id: str | None = None
+) -> SendMessageRequest:
+    global _sent
+    _sent += 1
+    part: dict[str, Any] = {"text": text} if text is not None else {"data": data}
+    body: dict[str, Any] = {
+        "messageId": id or f"m-{os.getpid()}-{_sent}",
+        "role": "ROLE_USER",
+        "parts": [part],
+    }
+    if task is not None:
+        body["taskId"] = task
+    return SendMessageRequest(message=ParseDict(body, Message()))
+
+
+async def send(client: Client, request: SendMessageRequest) -> list[dict[str, Any]]:
+    """Every event the client gets for the request, as JSON."""
+    return [MessageToDict(event) async for event in client.send_message(request)]
+
+
+def states(events: list[dict[str, Any]]) -> list[str]:
+    found = []
+    for event in events:
+        status = (event.get("task") or event.get("statusUpdate") or {}).get("status")
+        if status:
+            found.append(status["state"].removeprefix("TASK_STATE_").lower())
+    return found
+
+
+def last_status(events: list[dict[str, Any]]) -> dict[str, Any]:
+    return next(
+        (e.get("task") or e["statusUpdate"])["status"]
+        for e in reversed(events)
+        if "task" in e or "statusUpdate" in e
+    )
+
+
+def task_id(events: list[dict[str, Any]]) -> str:
+    first = events[0]
+    return str(first["task"]["id"] if "task" in first else first["statusUpdate"]["taskId"])
+
+
+def data_parts(status_or_message: dict[str, Any]) -> list[dict[str, Any]]:
+    message = status_or_message.get("message", status_or_message)
+    return [p for p in message.get("parts", []) if "data" in p]
+
+
+def words(status_or_message: dict[str, Any]) -> str:
+    message = status_or_message.get("message", status_or_message)
+    return "".join(p.get("text", "") for p in message.get("parts", []))
+
+
+def listing(status: dict[str, Any]) -> list[dict[str, Any]]:
+    [part] = [p for p in data_parts(status) if p["data"].get("type") == "signoff.approvals"]
+    approvals: list[dict[str, Any]] = part["data"]["approvals"]
+    return approvals
+
+
+async def get_task(client: Client, id: str, **fields: Any) -> dict[str, Any]:
+    return MessageToDict(await client.get_task(GetTaskRequest(id=id, **fields)))
+
+
+# -- the agent card ---------------------------------------------------------------------------
+
+
+async def test_the_card_is_public_advertises_both_bindings_and_the_hitl_extension(
+    store: SQLStore, side: Path
+):
+    async with serving(store) as (url, _), httpx.AsyncClient(base_url=url) as http:
+        card = (await http.get("/a2a/ops/.well-known/agent-card.json")).json()
+        assert card["name"] == "ops"
+        assert card["description"] == "Looks after the cluster's pods."
+        assert {
+            (i["protocolBinding"], i["protocolVersion"], i["url"])
+            for i in card["supportedInterfaces"]
+        } == {
+            ("JSONRPC", "1.0", f"{url}/a2a/ops"),
+            ("HTTP+JSON", "1.0", f"{url}/a2a/ops"),
+            ("JSONRPC", "0.3", f"{url}/a2a/ops"),
+        }
+        assert card["capabilities"]["streaming"] is True
+        [extension] = card["capabilities"]["extensions"]
+        assert extension["uri"] == EXTENSION
+        assert "adk_request_confirmation" in extension["params"]["requestParts"]
+        assert "a2a.hitl.formResponse" in extension["params"]["decisionParts"]
+        assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "Bearer"
+        assert card["skills"][0]["tags"] == ["delete_pod", "list_pods", "scale"]
+        # Everything but the card needs the token.
+        for method, path in (("POST", "/a2a/ops"), ("POST", "/a2a/ops/message:send"),
+                             ("GET", "/a2a/ops/tasks/x")):  # fmt: skip
+            refused = await http.request(method, path, json={})
+            assert refused.status_code == 401, (method, path, refused.text)
+            assert refused.headers["www-authenticate"] == "Bearer"
+        assert (await http.get("/a2a/nobody/.well-known/agent-card.json")).status_code == 404
+
+
+# -- ask, decide, complete ----------------------------------------------------------------------
+
+
+async def test_python_client_approves_a_held_call_and_the_task_completes(
+    store: SQLStore, side: Path
+):
+    async with serving(store) as (url, _), connect(url) as client:
+        asked = await send(client, message("delete web-1"))
+        assert states(asked)[-1] == "input_required"
+        status = last_status(asked)
+        assert "delete_pod" in words(status) and "approval" in words(status)
+        [held] = listing(status)
+        assert (held["tool"], held["args"], held["rule"], held["callId"]) == (
+            "delete_pod", {"name": "web-1"}, "rules[1]", "c-1",
+        )  # fmt: skip
+        assert held["expiresAt"] is not None  # the rule's 1h timeout
+        kinds = {p["metadata"]["type"]: p for p in data_parts(status)}
+        confirmation = kinds["function_call"]
+        assert confirmation["data"]["name"] == "adk_request_confirmation"
+        assert confirmation["data"]["args"]["originalFunctionCall"] == {
+            "name": "delete_pod", "args": {"name": "web-1"}, "id": "c-1",
+        }  # fmt: skip
+        assert confirmation["metadata"]["is_long_running"] is True
+        form = kinds["a2a.hitl.form"]["data"]
+        assert form["type"] == "a2a.hitl.form"
+        assert [f["name"] for f in form["fields"]] == [
+            held["approvalId"],
+            f"{held['approvalId']}.reason",
+        ]
+        assert ran(side) == []  # held: not run
+
+        task = task_id(asked)
+        done = await send(client, message(data={"decision_type": "approve"}, task=task))
+        assert states(done)[0] == "working" and states(done)[-1] == "completed"
+        [artifact] = [e["artifactUpdate"]["artifact"] for e in done if "artifactUpdate" in e]
+        assert artifact["parts"] == [{"text": "done: deleted web-1"}]
+        assert ran(side) == ["delete_pod web-1"]
+
+        stored = await get_task(client, task)
+        assert stored["status"]["state"] == "TASK_STATE_COMPLETED"
+        assert words(stored["status"]) == "done: deleted web-1"
+        marks = [m.get("metadata", {}).get("signoff.hitl") for m in stored["history"]]
+        # The request, the client's decision and the agent's record of it: marked for a UI.
+        assert marks.count("request") == 1 and marks.count("decision") == 2
+        decided = [m for m in stored["history"] if m["role"] == "ROLE_AGENT"
+                   and m.get("metadata", {}).get("signoff.hitl") == "decision"]  # fmt: skip
+        [record] = [p["data"] for p in data_parts(decided[0])]
+        assert (record["decision_type"], record["status"], record["decidedBy"]) == (
+            "approve", "approved", "alice",
+        )  # fmt: skip
+        # The history is the task from the start: the user's words first.
+        assert stored["history"][0]["role"] == "ROLE_USER"
+        assert words(stored["history"][0]) == "delete web-1"
+
+
+async def test_a_rejection_with_a_reason_reaches_the_model_over_rest(store: SQLStore, side: Path):
+    async with (
+        serving(store) as (url, _),
+        connect(url, binding="HTTP+JSON", streaming=False) as client,
+    ):
+        [asked] = await send(client, message("delete web-2"))
+        assert asked["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        reason = "web-2 serves live traffic"
+        [done] = await send(
+            client,
+            message(data={"decision_type": "deny", "reason": reason}, task=asked["task"]["id"]),
+        )
+        assert done["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        reply = words(done["task"]["status"])
+        assert reason in reply and "Do not retry it" in reply
+        results = [
+            p["data"]["response"]["result"]
+            for m in done["task"]["history"]
+            for p in data_parts(m)
+            if p.get("metadata", {}).get("type") == "function_response"
+        ]
+        assert results[0]["status"] == "rejected"  # kagent's isHitlRejection reads this
+        assert ran(side) == []
+
+
+async def test_a_mixed_batch_takes_per_call_decisions_by_approval_or_call_id(
+    store: SQLStore, side: Path
+):
+    async with serving(store) as (url, _), connect(url) as client:
+        asked = await send(client, message("delete web-3 and web-4"))
+        assert ran(side) == ["list_pods"]  # allowed: it ran at once
+        first, second = listing(last_status(asked))
+        decisions = {
+            first["approvalId"]: {"kind": "approve"},
+            second["callId"]: {"kind": "reject", "reason": "keep web-4"},
+        }
+        done = await send(client, message(data={"decisions": decisions}, task=task_id(asked)))
+        assert states(done)[-1] == "completed"
+        reply = words(last_status(done))
+        assert "deleted web-3" in reply and "keep web-4" in reply
+        assert ran(side) == ["list_pods", "delete_pod web-3"]
+
+
+async def test_an_adr_0012_form_response_decides_the_batch(store: SQLStore, side: Path):
+    async with serving(store) as (url, _), connect(url) as client:
+        asked = await send(client, message("delete a and b"))
+        [form] = [
+            p["data"]
+            for p in data_parts(last_status(asked))
+            if p["data"].get("type") == "a2a.hitl.form"
+        ]
+        first, second = (f["name"] for f in form["fields"] if "." not in f["name"])
+        response = {
+            "type": "a2a.hitl.formResponse",
+            "formId": form["formId"],
+            "values": {first: "approve", second: "reject", f"{second}.reason": "not b"},
+        }
+        done = await send(client, message(data=response, task=task_id(asked)))
+        assert states(done)[-1] == "completed"
+        assert "not b" in words(last_status(done))
+        assert ran(side) == ["list_pods", "delete_pod a"]
+
+
+async def test_an_edit_runs_the_edited_call_and_one_the_schema_refuses_changes_nothing(
+    store: SQLStore, side: Path
+):
+    async with serving(store) as (url, _), connect(url) as client:
+        asked = await send(client, message("scale web to 3"))
+        [held] = listing(last_status(asked))
+        task = task_id(asked)
+        too_many = {held["approvalId"]: {"kind": "edit", "args": {"name": "web", "replicas": 99}}}
+        with pytest.raises(InvalidParamsError) as refused:
+            await send(client, message(data={"decisions": too_many}, task=task))
+        assert "/replicas" in refused.value.message
+        assert (await get_task(client, task))["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        fine = {held["approvalId"]: {"kind": "edit", "args": {"name": "web", "replicas": 5}}}
+        done = await send(client, message(data={"decisions": fine}, task=task))
+        assert states(done)[-1] == "completed"
+        assert ran(side) == ["scale web 5"]
+
+
+# -- refusals ----------------------------------------------------------------------------------
+
+
+async def test_malformed_partial_and_late_decisions_are_refused_and_change_nothing(
+    store: SQLStore, side: Path
+):
+    async with serving(store) as (url, _), connect(url, streaming=False) as client:
+        [asked] = await send(client, message("delete x and y"))
+        task = asked["task"]["id"]
+        first, second = listing(asked["task"]["status"])
+        refusals: list[tuple[SendMessageRequest, str]] = [
+            (message("yes please", task=task), "waits for a decision on 2 tool calls"),
+            (message(data={"decision_type": "maybe"}, task=task), "must be 'approve' or 'deny'"),
+            (
+                message(data={"decisions": {first["approvalId"]: "approve"}}, task=task),
+                f"left out: {second['approvalId']} (delete_pod)",
+            ),
+            (
+                message(data={"decisions": {"nope": "approve"}}, task=task),
+                "this task holds no call nope",
+            ),
+            (
+                message(data={"decisions": {first["approvalId"]: {"kind": "edit"}}}, task=task),
+                "an edit needs 'args'",
+            ),
+            (
+                message(
+                    data={"type": "a2a.hitl.formResponse", "formId": "old", "values": {}},
+                    task=task,
+                ),
+                'formId "old" is not the form this task waits on',
+            ),
+            (message(data={"decision_type": "approve"}), "set message.taskId"),
+        ]
+        for request, expected in refusals:
+            with pytest.raises(InvalidParamsError) as refused:
+                await send(client, request)
+            assert expected in refused.value.message, refused.value.message
+            stored = await get_task(client, task)
+            assert stored["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        assert ran(side) == ["list_pods"]
+        with pytest.raises(TaskNotFoundError):
+            await send(client, message(data={"decision_type": "approve"}, task="no-such-task"))
+
+        decision = message(data={"decision_type": "approve"}, task=task, id="the-decision")
+        [done] = await send(client, decision)
+        assert done["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        # The very same message again (a client's retry) is taken once: no error, no change.
+        [again] = await send(client, decision)
+        assert again["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        # Another decision, late, is refused.
+        with pytest.raises(InvalidRequestError) as late:
+            await send(client, message(data={"decision_type": "deny"}, task=task))
+        assert "not waiting for input" in late.value.message
+        assert sorted(ran(side)) == ["delete_pod x", "delete_pod y", "list_pods"]  # side by side
+        with pytest.raises(TaskNotCancelableError):
+            await client.cancel_task(CancelTaskRequest(id=task))
+
+
+async def test_a_second_task_in_a_context_that_waits_is_refused(store: SQLStore, side: Path):
+    async with serving(store) as (url, _), connect(url, streaming=False) as client:
+        first = message("delete p")
+        first.message.context_id = "ctx-1"
+        [asked] = await send(client, first)
+        second = message("delete q")
+        second.message.context_id = "ctx-1"
+        with pytest.raises(InvalidRequestError, match="has a task still going"):
+            await send(client, second)
+        assert asked["task"]["contextId"] == "ctx-1"
+
+
+# -- decisions elsewhere, subscribers, listing ----------------------------------------------------
+
+
+async def test_a_decision_in_the_inbox_moves_the_task_on_for_a2a_subscribers(
+    store: SQLStore, side: Path
+):
+    async with serving(store) as (url, _), connect(url) as client:
+        asked = await send(client, message("delete web-7"))
+        task = task_id(asked)
+        [held] = listing(last_status(asked))
+        seen: list[dict[str, Any]] = []
+
+        async def subscribe() -> None:
+            async for event in client.subscribe(SubscribeToTaskRequest(id=task)):
+                seen.append(MessageToDict(event))
+
+        subscriber = asyncio.create_task(subscribe())
+        async with asyncio.timeout(10):
+            while not seen:  # the subscription has the task as it stands
+                await asyncio.sleep(0.02)
+        assert states(seen) == ["input_required"]
+        async with httpx.AsyncClient(
+            base_url=url, headers={"Authorization": "Bearer bob-token"}
+        ) as inbox:
+            decided = await inbox.post(
+                f"/v1/approvals/{held['approvalId']}/decision", json={"kind": "approve"}
+            )
+            assert decided.status_code == 200, decided.text
+        async with asyncio.timeout(10):
+            await subscriber
+        assert states(seen)[-1] == "completed"
+        records = [
+            p["data"]
+            for e in seen
+            if "statusUpdate" in e and "message" in e["statusUpdate"]["status"]
+            for p in data_parts(e["statusUpdate"]["status"])
+            if p["data"].get("type") == "signoff.decision"
+        ]
+        assert [(r["decidedBy"], r["status"]) for r in records] == [("bob", "approved")]
+        assert ran(side) == ["delete_pod web-7"]
+        with pytest.raises(UnsupportedOperationError, match=r"is completed"):
+            async for _ in client.subscribe(SubscribeToTaskRequest(id=task)):
+                pass
+
+
+async def test_tasks_are_listed_by_context_and_read_with_a_short_history(
+    store: SQLStore, side: Path
+):
+    async with serving(store) as (url, _), connect(url, streaming=False) as client:
+        ids = []
+        for n, context in enumerate(["ctx-a", "ctx-b", "ctx-a"]):
+            request = message(f"hi {n}")
+            request.message.context_id = context
+            [done] = await send(client, request)
+            ids.append(done["task"]["id"])
+        page = MessageToDict(await client.list_tasks(ListTasksRequest(context_id="ctx-a")))
+        assert [t["id"] for t in page["tasks"]] == [ids[2], ids[0]]  # newest first
+        first = MessageToDict(await client.list_tasks(ListTasksRequest(page_size=1)))
+        assert [t["id"] for t in first["tasks"]] == [ids[2]]
+        rest = MessageToDict(
+            await client.list_tasks(
+                ListTasksRequest(page_size=5, page_token=first["nextPageToken"])
+            )
+        )
+        assert [t["id"] for t in rest["tasks"]] == [ids[1], ids[0]]
+        done_only = await client.list_tasks(
+            ListTasksRequest(status=TaskState.TASK_STATE_COMPLETED, context_id="ctx-b")
+        )
+        assert [t.id for t in done_only.tasks] == [ids[1]]
+        short = await get_task(client, ids[0], history_length=1)
+        assert [words(m) for m in short["history"]] == ["hello"]
+        assert words(short["status"]) == "hello"
+
+
+async def test_redacted_arguments_are_masked_in_what_a2a_shows(store: SQLStore, side: Path):
+    async with serving(store, redaction=Redaction(["name"])) as (url, _), connect(url) as client:
+        asked = await send(client, message("delete secret-pod"))
+        status = last_status(asked)
+        stored = await get_task(client, task_id(asked))
+        said = [m for m in stored["history"] if m["role"] == "ROLE_AGENT"]
+        assert said and "secret-pod" not in json.dumps(said)  # only the user's own words have it
+        [held] = listing(status)
+        assert held["args"] == {"name": MASK}
+        # An edit that keeps the mask runs with the original value.
+        keep = {held["approvalId"]: {"kind": "edit", "args": {"name": MASK}}}
+        done = await send(client, message(data={"decisions": keep}, task=task_id(asked)))
+        assert states(done)[-1] == "completed"
+        assert ran(side) == ["delete_pod secret-pod"]
+
+
+# -- kagent's UI speaks A2A 0.3 ------------------------------------------------------------------
+
+
+async def test_kagent_ui_payloads_over_a2a_0_3_json_rpc(store: SQLStore, side: Path):
+    """The exact shapes of seed 000: ``message/send``, ``kind: data`` parts, the
+    ``adk_request_confirmation`` part of the input-required status, the decision part."""
+
+    async def rpc(http: httpx.AsyncClient, method: str, params: dict[str, Any]) -> Any:
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        answer = (await http.post("/a2a/ops", json=body)).json()
+        assert "error" not in answer, answer
+        return answer["result"]
+
+    async with (
+        serving(store) as (url, _),
+        httpx.AsyncClient(
+            base_url=url, headers={"Authorization": "Bearer alice-token"}, timeout=30
+        ) as http,
+    ):
+        task = await rpc(http, "message/send", {"message": {
+            "kind": "message", "messageId": "k1", "role": "user",
+            "parts": [{"kind": "text", "text": "delete web-8"}],
+        }})  # fmt: skip
+        assert task["status"]["state"] == "input-required"
+        [confirmation] = [
+            p for p in task["status"]["message"]["parts"]
+            if p["kind"] == "data" and p["data"].get("name") == "adk_request_confirmation"
+        ]  # fmt: skip
+        assert confirmation["metadata"] == {"type": "function_call", "is_long_running": True}
+        original = confirmation["data"]["args"]["originalFunctionCall"]
+        assert (original["name"], original["args"]) == ("delete_pod", {"name": "web-8"})
+        done = await rpc(http, "message/send", {"message": {
+            "kind": "message", "messageId": "k2", "role": "user", "taskId": task["id"],
+            "parts": [{"kind": "data", "data": {"decision_type": "approve"}, "metadata": {}}],
+        }})  # fmt: skip
+        assert done["status"]["state"] == "completed"
+        # A reload rebuilds the cards from the history: the request, then the decision.
+        reloaded = await rpc(http, "tasks/get", {"id": task["id"]})
+        decisions = [
+            p["data"]["decision_type"]
+            for m in reloaded["history"]
+            for p in m["parts"]
+            if p["kind"] == "data" and "decision_type" in p["data"]
+        ]
+        assert decisions == ["approve", "approve"]  # the UI's message, and the agent's record
+        assert ran(side) == ["delete_pod web-8"]
+
+
+# -- @a2a-js/sdk --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
+async def test_the_javascript_client_asks_approves_rejects_and_decides_a_batch(
+    store: SQLStore, side: Path, binding: str
+):
+    async with serving(store) as (url, _):
+        report = await node_client(url, binding)
+    approve = report["approve"]
+    assert approve["asked"][-1] == "input-required"
+    [confirmation] = approve["confirmations"]
+    assert confirmation["data"]["args"]["originalFunctionCall"]["args"] == {"name": "web-1"}
+    assert confirmation["metadata"]["is_long_running"] is True
+    assert approve["decided"][-1] == "completed" and approve["finalState"] == "completed"
+    assert approve["answer"] == ["done: deleted web-1"]
+    assert approve["historyMarks"].count("request") == 1
+    assert report["reject"] == {
+        "asked": "input-required",
+        "decided": "completed",
+        "reply": report["reject"]["reply"],
+    }
+    assert "web-2 serves live traffic" in report["reject"]["reply"]
+    batch = report["batch"]
+    assert batch["held"] == [["delete_pod", "web-3"], ["delete_pod", "web-4"]]
+    assert batch["decided"][-1] == "completed"
+    assert "deleted web-3" in batch["reply"] and "keep web-4" in batch["reply"]
+    partial = report["partial"]
+    assert partial["state"] == "input-required"
+    assert "left out" in partial["error"]["message"]
+    assert ran(side) == ["delete_pod web-1", "list_pods", "delete_pod web-3", "list_pods"]
+
+
+# -- a restart while a task waits ----------------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def serve_process(config: Path, side: Path) -> AsyncIterator[str]:
+    env = os.environ | {
+        "SIGNOFF_TEST_TOKEN": "alice-token",
+        "SIGNOFF_TEST_SIDE_FILE": str(side),
+        "PYTHONPATH": str(ROOT),
+    }
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "signoff", "serve", "--config", str(config),
+        "--agents", "tests.protocols.a2a_agents:agents", "--port", "0",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=env,
+    )  # fmt: skip
+    assert process.stdout is not None
+    try:
+        async with asyncio.timeout(30):
+            first = (await process.stdout.readline()).decode()
+        found = re.search(r"http://127\.0\.0\.1:\d+", first)
+        assert found, first + (await process.stdout.read()).decode()
+        yield found.group(0)
+    finally:
+        if process.returncode is None:
+            process.send_signal(signal.SIGINT)
+            async with asyncio.timeout(20):
+                await process.wait()
+
+
+async def node_client(url: str, *arguments: str) -> Any:
+    """What tests/js/a2a_client.mjs (@a2a-js/sdk) printed, run against `url`."""
+    node = await asyncio.create_subprocess_exec(
+        "node", str(ROOT / "tests/js/a2a_client.mjs"), url, "alice-token", *arguments,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    async with asyncio.timeout(60):
+        out, err = await node.communicate()
+    assert node.returncode == 0, err.decode()
+    return json.loads(out)
+
+
+async def test_tasks_waiting_for_input_survive_a_server_restart(tmp_path: Path, side: Path):
+    """Both clients start a task, the server stops, a new process on the same database serves
+    the tasks, and each client approves its own."""
+    config = tmp_path / "signoff.yaml"
+    config.write_text(
+        f"database: sqlite:///{tmp_path / 'a2a.db'}\n"
+        "auth:\n  tokens:\n    - principal: alice\n      token_env: SIGNOFF_TEST_TOKEN\n"
+        + CONFIG_RULES
+    )
+    async with serve_process(config, side) as url, connect(url) as client:
+        asked = await send(client, message("delete web-9"))
+        task = task_id(asked)
+        assert states(asked)[-1] == "input_required"
+        js = await node_client(url, "JSONRPC", "ask", "delete web-10")
+        assert js["states"][-1] == "input-required"
+    async with serve_process(config, side) as url, connect(url) as client:
+        stored = await get_task(client, task)
+        assert stored["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        [held] = listing(stored["status"])
+        assert held["args"] == {"name": "web-9"}
+        done = await send(client, message(data={"decision_type": "approve"}, task=task))
+        assert states(done)[-1] == "completed"
+        assert words(last_status(done)) == "done: deleted web-9"
+        js_done = await node_client(url, "HTTP+JSON", "approve", js["taskId"])
+        assert js_done["before"] == "input-required"
+        assert js_done["states"][-1] == "completed"
+        assert js_done["reply"] == "done: deleted web-10"
+    assert ran(side) == ["delete_pod web-9", "delete_pod web-10"]
+
+
+async def test_the_blocking_send_with_return_immediately_answers_before_the_run_is_done(
+    store: SQLStore, side: Path
+):
+    async with serving(store) as (url, _), connect(url, streaming=False) as client:
+        request = message("delete web-10")
+        request.configuration.CopyFrom(SendMessageConfiguration(return_immediately=True))
+        [answer] = await send(client, request)
+        assert answer["task"]["status"]["state"] in (
+            "TASK_STATE_WORKING", "TASK_STATE_INPUT_REQUIRED",
+        )  # fmt: skip
+        stored = await get_task(client, answer["task"]["id"])
+        assert stored["history"][0]["parts"] == [{"text": "delete web-10"}]

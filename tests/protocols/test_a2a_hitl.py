@@ -1,0 +1,151 @@
+"""The A2A decision vocabularies, read without a server: what each accepts and the words of each
+refusal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from signoff.protocols.a2a.hitl import (
+    LateDecision,
+    PayloadError,
+    Pending,
+    read_decisions,
+    request_parts,
+)
+from signoff.types import Approve, Edit, Reject, Respond, Scope
+
+A = Pending(
+    approval_id="ap-a", call_id="c-a", tool="delete_pod", args={"name": "a"}, agent="ops",
+    rule="rules[0]", reason="deleting is forever", expires_at="2026-11-23T10:00:00+00:00",
+)  # fmt: skip
+B = Pending(
+    approval_id="ap-b", call_id="c-b", tool="scale", args={"name": "b", "replicas": 3},
+    agent="ops/db", rule=None, reason="approval required: scale", expires_at=None,
+)  # fmt: skip
+
+
+def read(data: Any, *, decided: dict[str, str] | None = None, form: str = "f-1") -> Any:
+    return read_decisions([{"data": data}], [A, B], decided=decided or {}, form_id=form)
+
+
+def test_the_request_says_it_in_words_a_listing_kagent_calls_and_a_form():
+    text, listing, confirm_a, confirm_b, form = request_parts([A, B], agent="ops", form_id="f-1")
+    assert text["text"].startswith("ops wants to make 2 tool calls that need your approval:")
+    assert (
+        '1. delete_pod(name="a") — rule rules[0]: deleting is forever (until 2026-11-23'
+        in (text["text"])
+    )
+    assert [a["approvalId"] for a in listing["data"]["approvals"]] == ["ap-a", "ap-b"]
+    assert listing["data"]["approvals"][1]["agent"] == "ops/db"
+    assert confirm_a == {
+        "data": {
+            "name": "adk_request_confirmation",
+            "id": "ap-a",
+            "args": {
+                "originalFunctionCall": {"name": "delete_pod", "args": {"name": "a"}, "id": "c-a"},
+                "toolConfirmation": {
+                    "hint": "deleting is forever",
+                    "confirmed": False,
+                    "payload": None,
+                },
+            },
+        },
+        "metadata": {"type": "function_call", "is_long_running": True},
+    }
+    assert confirm_b["data"]["args"]["originalFunctionCall"]["id"] == "c-b"
+    assert form["data"]["formId"] == "f-1" and form["data"]["title"] == "Approve 2 tool calls?"
+    assert [f["name"] for f in form["data"]["fields"]] == [
+        "ap-a",
+        "ap-a.reason",
+        "ap-b",
+        "ap-b.reason",
+    ]
+
+
+def test_kagent_decides_the_whole_batch():
+    assert read({"decision_type": "approve"}) == {"ap-a": Approve(), "ap-b": Approve()}
+    assert read({"decision_type": "deny", "reason": "no"}) == {
+        "ap-a": Reject(reason="no"), "ap-b": Reject(reason="no"),
+    }  # fmt: skip
+    assert read({"decision_type": "deny"}) == {"ap-a": Reject(reason=""), "ap-b": Reject(reason="")}
+
+
+def test_per_call_decisions_take_every_kind_by_approval_or_call_id():
+    decided = read(
+        {
+            "decisions": {
+                "ap-a": {"kind": "approve", "always": {"scope": "thread"}},
+                "c-b": {"kind": "edit", "args": {"name": "b", "replicas": 4}},
+            }
+        }
+    )
+    assert decided == {
+        "ap-a": Approve(always=Scope(kind="thread")),
+        "ap-b": Edit(args={"name": "b", "replicas": 4}),
+    }
+    answered = {"ap-a": "approve", "ap-b": {"kind": "respond", "content": "4"}}
+    assert read({"decisions": answered}) == {
+        "ap-a": Approve(), "ap-b": Respond(content="4"),
+    }  # fmt: skip
+
+
+def test_a_form_response_takes_choices_and_reasons():
+    values = {"ap-a": "approve", "ap-b": "reject", "ap-b.reason": "too many", "ap-a.reason": ""}
+    assert read({"type": "a2a.hitl.formResponse", "formId": "f-1", "values": values}) == {
+        "ap-a": Approve(), "ap-b": Reject(reason="too many"),
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [
+        ({"say": "yes"}, "this task waits for a decision on 2 tool calls: ap-a (delete_pod), ap-b"),
+        ({"decision_type": "ok"}, "decision_type must be 'approve' or 'deny', not \"ok\""),
+        ({"decision_type": "deny", "reason": 7}, "'reason' must be a string"),
+        ({"decisions": []}, "'decisions' must be an object"),
+        ({"decisions": {"ap-a": "approve"}}, "left out: ap-b (scale)"),
+        (
+            {"decisions": {"ap-a": "maybe", "ap-b": "approve"}},
+            'decisions.ap-a: "maybe" is not one of',
+        ),
+        (
+            {"decisions": {"ap-a": {"kind": "respond"}, "ap-b": "approve"}},
+            "a response needs 'content'",
+        ),
+        (
+            {"decisions": {"ap-a": {"kind": "approve", "colour": 1}, "ap-b": "approve"}},
+            "decisions.ap-a.colour: Extra inputs are not permitted",
+        ),
+        ({"decisions": {"ap-a": "approve", "c-a": "reject", "ap-b": "approve"}}, "decided twice"),
+        (
+            {"decisions": {"ap-z": "approve", "ap-a": "approve", "ap-b": "approve"}},
+            "this task holds no call ap-z; it waits on ap-a, ap-b",
+        ),
+        ({"type": "a2a.hitl.formResponse", "formId": "f-0", "values": {}}, 'formId "f-0" is not'),
+        ({"type": "a2a.hitl.formResponse", "formId": "f-1"}, "needs 'values'"),
+        (
+            {"type": "a2a.hitl.formResponse", "formId": "f-1", "values": {"ap-a.reason": 3}},
+            "values.ap-a.reason must be a string",
+        ),
+    ],
+)
+def test_what_cannot_be_taken_is_refused_with_words_saying_why(data: Any, words: str):
+    with pytest.raises(PayloadError) as refused:
+        read(data)
+    assert words in str(refused.value)
+
+
+def test_two_decision_parts_are_one_too_many():
+    parts = [{"data": {"decision_type": "approve"}}, {"data": {"decision_type": "deny"}}]
+    with pytest.raises(PayloadError, match="send one decision part, not 2"):
+        read_decisions(parts, [A], decided={}, form_id="f")
+
+
+def test_a_decision_on_a_call_decided_already_is_late():
+    with pytest.raises(LateDecision) as late:
+        read({"decisions": {"ap-a": "approve", "ap-b": "approve", "ap-c": "reject"}},
+             decided={"ap-c": "approved"})  # fmt: skip
+    assert str(late.value) == "already decided, nothing changed: ap-c (approved)"
+    assert late.value.data == {"decided": ["ap-c"]}
