@@ -68,6 +68,7 @@ bench: install
 	$(BIN)/python bench/pause_resume.py
 	$(BIN)/python bench/server.py
 	$(BIN)/python bench/inbox.py
+	$(BIN)/python bench/a2a_roundtrip.py
 
 demo: install
 	$(BIN)/signoff demo

@@ -7,6 +7,7 @@ kagent's UI are served too). Every request but the card's carries the server's b
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from a2a.server.context import ServerCallContext
@@ -48,6 +49,7 @@ from signoff.server.service import Service
 __all__ = ["PREFIX", "agent_card", "mount_a2a"]
 
 PREFIX = "/a2a"
+_CARD = re.compile(rf"{PREFIX}/[^/]+{re.escape(AGENT_CARD_WELL_KNOWN_PATH)}")
 
 
 def mount_a2a(app: FastAPI, service: Service, auth: Auth) -> None:
@@ -174,8 +176,8 @@ class _Authenticated:
         path: str = scope.get("path", "")
         if (
             scope["type"] == "http"
-            and path.startswith(f"{PREFIX}/")
-            and not path.endswith(AGENT_CARD_WELL_KNOWN_PATH)
+            and (path == PREFIX or path.startswith(f"{PREFIX}/"))
+            and not _CARD.fullmatch(path)
         ):
             try:
                 scope[PRINCIPAL] = await self.auth.principal(Request(scope))
