@@ -200,7 +200,8 @@ async def test_the_card_is_public_advertises_both_bindings_and_the_hitl_extensio
         assert card["skills"][0]["tags"] == ["delete_pod", "list_pods", "scale"]
         # Everything but the card needs the token.
         for method, path in (("POST", "/a2a/ops"), ("POST", "/a2a/ops/message:send"),
-                             ("GET", "/a2a/ops/tasks/x")):  # fmt: skip
+                             ("GET", "/a2a/ops/tasks/x"),
+                             ("GET", "/a2a/ops/tasks/x/.well-known/agent-card.json")):  # fmt: skip
             refused = await http.request(method, path, json={})
             assert refused.status_code == 401, (method, path, refused.text)
             assert refused.headers["www-authenticate"] == "Bearer"
@@ -471,8 +472,10 @@ async def test_tasks_are_listed_by_context_and_read_with_a_short_history(
             ids.append(done["task"]["id"])
         page = MessageToDict(await client.list_tasks(ListTasksRequest(context_id="ctx-a")))
         assert [t["id"] for t in page["tasks"]] == [ids[2], ids[0]]  # newest first
+        assert page["totalSize"] == 2
         first = MessageToDict(await client.list_tasks(ListTasksRequest(page_size=1)))
         assert [t["id"] for t in first["tasks"]] == [ids[2]]
+        assert first["totalSize"] == 3  # over every page
         rest = MessageToDict(
             await client.list_tasks(
                 ListTasksRequest(page_size=5, page_token=first["nextPageToken"])
@@ -626,15 +629,53 @@ async def node_client(url: str, *arguments: str) -> Any:
     return json.loads(out)
 
 
-async def test_tasks_waiting_for_input_survive_a_server_restart(tmp_path: Path, side: Path):
-    """Both clients start a task, the server stops, a new process on the same database serves
-    the tasks, and each client approves its own."""
-    config = tmp_path / "signoff.yaml"
+def config_file(folder: Path, database: str) -> Path:
+    config = folder / "signoff.yaml"
     config.write_text(
-        f"database: sqlite:///{tmp_path / 'a2a.db'}\n"
+        f"database: {database}\n"
         "auth:\n  tokens:\n    - principal: alice\n      token_env: SIGNOFF_TEST_TOKEN\n"
         + CONFIG_RULES
     )
+    return config
+
+
+async def test_two_replicas_on_postgresql_serve_one_task(
+    postgres_url: str, tmp_path: Path, side: Path
+):
+    """Asked on one replica, followed there, decided over A2A on the other: the subscriber on
+    the first sees it complete, and the call ran once."""
+    config = config_file(tmp_path, postgres_url)
+    async with (
+        serve_process(config, side) as url_a,
+        serve_process(config, side) as url_b,
+        connect(url_a) as a,
+        connect(url_b) as b,
+    ):
+        asked = await send(a, message("delete web-11"))
+        task = task_id(asked)
+        seen: list[dict[str, Any]] = []
+
+        async def subscribe() -> None:
+            async for event in a.subscribe(SubscribeToTaskRequest(id=task)):
+                seen.append(MessageToDict(event))
+
+        subscriber = asyncio.create_task(subscribe())
+        async with asyncio.timeout(10):
+            while not seen:
+                await asyncio.sleep(0.02)
+        done = await send(b, message(data={"decision_type": "approve"}, task=task))
+        assert states(done)[-1] == "completed"
+        async with asyncio.timeout(10):
+            await subscriber
+        assert states(seen)[0] == "input_required" and states(seen)[-1] == "completed"
+        assert words(last_status(seen)) == "done: deleted web-11"
+    assert ran(side) == ["delete_pod web-11"]
+
+
+async def test_tasks_waiting_for_input_survive_a_server_restart(tmp_path: Path, side: Path):
+    """Both clients start a task, the server stops, a new process on the same database serves
+    the tasks, and each client approves its own."""
+    config = config_file(tmp_path, f"sqlite:///{tmp_path / 'a2a.db'}")
     async with serve_process(config, side) as url, connect(url) as client:
         asked = await send(client, message("delete web-9"))
         task = task_id(asked)

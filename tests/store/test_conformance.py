@@ -288,3 +288,31 @@ async def test_a_note_is_kept_once_per_key_and_read_back_in_time_order(store: SQ
         ("m2", late, {"said": "later"}),
     ]
     assert await store.notes("a2a", "task-3") == []
+
+
+async def test_runs_are_listed_and_counted_by_thread_state_root_and_update(store: SQLStore):
+    from signoff.store.runs import RunRecord
+
+    def run(id: str, thread: str, *, parent: str | None = None, done: bool = False) -> RunRecord:
+        return RunRecord(
+            id=id, thread_id=thread, agent="ops", status="completed" if done else "running",
+            started_by="alice",
+            lease_owner="w", version=1, parent_id=parent, parent_key=parent and f"{parent}:1:c",
+        )  # fmt: skip
+
+    for n, record in enumerate(
+        [run("r1", "t1", done=True), run("r2", "t2"), run("r3", "t1"), run("r4", "t9", parent="r3")]
+    ):
+        at = T0 + timedelta(seconds=n)
+        await store.create_run(record, at=at, lease_until=at + timedelta(minutes=5))
+    listed = await store.list_runs(agent="ops", thread_id="t1")
+    assert [r.id for r in listed] == ["r3", "r1"]
+    assert [r.id for r in await store.list_runs(roots=True)] == ["r3", "r2", "r1"]
+    assert await store.count_runs(roots=True) == 3
+    assert await store.count_runs() == 4
+    assert await store.count_runs(thread_id="t1", status="running") == 1
+    assert await store.count_runs(status="completed") == 1
+    assert await store.count_runs(status="paused") == 0
+    later = T0 + timedelta(seconds=1)
+    assert [r.id for r in await store.list_runs(updated_after=later)] == ["r4", "r3"]
+    assert await store.count_runs(updated_after=later, roots=True) == 1

@@ -185,9 +185,21 @@ class Store(Protocol):
         agent: str | None = None,
         status: str | None = None,
         thread_id: str | None = None,
+        roots: bool = False,
+        updated_after: datetime | None = None,
         before: str | None = None,
         limit: int = 50,
     ) -> list[RunRecord]: ...
+
+    async def count_runs(
+        self,
+        *,
+        agent: str | None = None,
+        status: str | None = None,
+        thread_id: str | None = None,
+        roots: bool = False,
+        updated_after: datetime | None = None,
+    ) -> int: ...
 
     async def ready_runs(self, agent: str, *, now: datetime, limit: int = 100) -> list[str]: ...
 

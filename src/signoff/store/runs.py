@@ -357,19 +357,22 @@ class RunStore:
         agent: str | None = None,
         status: str | None = None,
         thread_id: str | None = None,
+        roots: bool = False,
+        updated_after: datetime | None = None,
         before: str | None = None,
         limit: int = 50,
     ) -> list[RunRecord]:
         """Runs, newest first (by start, then id), after the run `before` when given;
-        sub-agents' runs included (they have a `parent_id`)."""
+        sub-agents' runs included (they have a `parent_id`) unless `roots`."""
         runs = schema.runs
-        query = _runs_query()
-        if agent is not None:
-            query = query.where(runs.c.agent == agent)
-        if thread_id is not None:
-            query = query.where(runs.c.thread_id == thread_id)
-        if status is not None:
-            query = query.where(runs.c.status == status)
+        query = _filtered(
+            _runs_query(),
+            agent=agent,
+            status=status,
+            thread_id=thread_id,
+            roots=roots,
+            updated_after=updated_after,
+        )
         if before is not None:
             anchor = select(runs.c.created_at).where(runs.c.id == before).scalar_subquery()
             query = query.where(
@@ -378,6 +381,29 @@ class RunStore:
         query = query.order_by(runs.c.created_at.desc(), runs.c.id.desc()).limit(limit)
         rows = await self.run(lambda c: c.execute(query).all(), write=False)
         return [_run_record(row) for row in rows]
+
+    async def count_runs(
+        self,
+        *,
+        agent: str | None = None,
+        status: str | None = None,
+        thread_id: str | None = None,
+        roots: bool = False,
+        updated_after: datetime | None = None,
+    ) -> int:
+        """How many runs `list_runs` with the same filters lists, over all its pages."""
+        runs, subruns = schema.runs, schema.subruns
+        linked = runs.outerjoin(subruns, subruns.c.run_id == runs.c.id)
+        query = _filtered(
+            select(func.count()).select_from(linked),
+            agent=agent,
+            status=status,
+            thread_id=thread_id,
+            roots=roots,
+            updated_after=updated_after,
+        )
+        count: int = await self.run(lambda c: c.execute(query).scalar_one(), write=False)
+        return count
 
     async def ready_runs(self, agent: str, *, now: datetime, limit: int = 100) -> list[str]:
         """Root runs of the agent that a worker may resume now, oldest first: paused with
@@ -785,6 +811,30 @@ def _unblob(connection: Connection, events: list[StoredEvent]) -> list[StoredEve
         else e
         for e in events
     ]
+
+
+def _filtered(
+    query: Any,
+    *,
+    agent: str | None,
+    status: str | None,
+    thread_id: str | None,
+    roots: bool,
+    updated_after: datetime | None,
+) -> Any:
+    """`query` over runs (and their parent links), narrowed by the filters given."""
+    runs, subruns = schema.runs, schema.subruns
+    if agent is not None:
+        query = query.where(runs.c.agent == agent)
+    if thread_id is not None:
+        query = query.where(runs.c.thread_id == thread_id)
+    if status is not None:
+        query = query.where(runs.c.status == status)
+    if roots:
+        query = query.where(subruns.c.run_id.is_(None))
+    if updated_after is not None:
+        query = query.where(runs.c.updated_at > to_micros(updated_after))
+    return query
 
 
 def _runs_query() -> Any:

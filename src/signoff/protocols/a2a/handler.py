@@ -195,27 +195,18 @@ class SignoffRequestHandler(RequestHandler):
                     raise InvalidParamsError(
                         f"pageToken {params.page_token!r} is not one this server gave"
                     ) from None
-            runs = await self.store.list_runs(
-                agent=self.agent,
-                status=status,
-                thread_id=params.context_id or None,
-                before=before,
-                limit=size + 1,
-            )
-            page = [r for r in runs[:size] if r.parent_id is None]
-            after = (
-                params.status_timestamp_after.ToDatetime(UTC)
+            filters: dict[str, Any] = {
+                "agent": self.agent,
+                "status": status,
+                "thread_id": params.context_id or None,
+                "roots": True,
+                "updated_after": params.status_timestamp_after.ToDatetime(UTC)
                 if params.HasField("status_timestamp_after")
-                else None
-            )
+                else None,
+            }
+            runs = await self.store.list_runs(**filters, before=before, limit=size + 1)
             tasks = []
-            for record in page:
-                if (
-                    after is not None
-                    and record.updated_at is not None
-                    and record.updated_at < after
-                ):
-                    continue
+            for record in runs[:size]:
                 task, _ = await self._task(record.id)
                 if not params.include_artifacts:
                     task.ClearField("artifacts")
@@ -224,7 +215,7 @@ class SignoffRequestHandler(RequestHandler):
                 tasks=tasks,
                 next_page_token=encode_page_token(runs[size - 1].id) if len(runs) > size else "",
                 page_size=size,
-                total_size=len(tasks),
+                total_size=await self.store.count_runs(**filters),
             )
 
     async def on_cancel_task(
