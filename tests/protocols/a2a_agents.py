@@ -6,11 +6,15 @@ SIGNOFF_TEST_SIDE_FILE, so a test counts executions in any process.
 - "delete A" calls delete_pod(A) (asks);
 - "delete A and B" calls list_pods (allowed), delete_pod(A) and delete_pod(B) (both ask);
 - "scale A to N" calls scale(A, N) (asks; replicas is an integer from 0 to 50);
+- "slowly delete A" thinks for a second first;
 - after tool results it says ``done:`` and each result; anything else gets ``hello``.
+
+A second agent, ``greeter``, has no tools and always says hello.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 from collections.abc import Sequence
@@ -73,6 +77,9 @@ class Model:
                 results.insert(0, message.content)
             return ModelTurn(text="done: " + " | ".join(results))
         words = last.content
+        if words.startswith("slowly "):
+            await asyncio.sleep(1.0)
+            words = words.removeprefix("slowly ")
         if found := re.fullmatch(r"delete (\S+) and (\S+)", words):
             first, second = found.groups()
             return ModelTurn(
@@ -102,5 +109,11 @@ def agents() -> list[Agent]:
             description="Looks after the cluster's pods.",
             model=Model(),
             tools=[list_pods, delete_pod, scale],
-        )
+        ),
+        Agent(name="greeter", model=Greeter()),
     ]
+
+
+class Greeter:
+    async def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelTurn:
+        return ModelTurn(text="hello")

@@ -96,14 +96,19 @@ async def serving(
 
 @contextlib.asynccontextmanager
 async def connect(
-    url: str, *, binding: str = "JSONRPC", token: str = "alice-token", streaming: bool = True
+    url: str,
+    *,
+    binding: str = "JSONRPC",
+    token: str = "alice-token",
+    streaming: bool = True,
+    agent: str = "ops",
 ) -> AsyncIterator[Client]:
-    """a2a-sdk's client for the ops agent, from its card."""
+    """a2a-sdk's client for an agent (ops by default), from its card."""
     async with httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
         config = ClientConfig(
             httpx_client=http, streaming=streaming, supported_protocol_bindings=[binding]
         )
-        client = await ClientFactory(config).create_from_url(f"{url}/a2a/ops")
+        client = await ClientFactory(config).create_from_url(f"{url}/a2a/{agent}")
         yield client
 
 
@@ -197,10 +202,10 @@ async def test_the_card_is_public_advertises_both_bindings_and_the_hitl_extensio
         assert "adk_request_confirmation" in extension["params"]["requestParts"]
         assert "a2a.hitl.formResponse" in extension["params"]["decisionParts"]
         assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "Bearer"
-        assert card["skills"][0]["tags"] == ["delete_pod", "list_pods", "scale"]
+        assert card["skills"][0]["tags"] == ["ops"]  # public: not the tools' names
         # Everything but the card needs the token.
         for method, path in (("POST", "/a2a/ops"), ("POST", "/a2a/ops/message:send"),
-                             ("GET", "/a2a/ops/tasks/x"),
+                             ("GET", "/a2a/ops/tasks/x"), ("POST", "/a2a/ops/v1/message:send"),
                              ("GET", "/a2a/ops/tasks/x/.well-known/agent-card.json")):  # fmt: skip
             refused = await http.request(method, path, json={})
             assert refused.status_code == 401, (method, path, refused.text)
@@ -701,11 +706,149 @@ async def test_the_blocking_send_with_return_immediately_answers_before_the_run_
     store: SQLStore, side: Path
 ):
     async with serving(store) as (url, _), connect(url, streaming=False) as client:
-        request = message("delete web-10")
+        request = message("slowly delete web-10")  # the model thinks for a second
         request.configuration.CopyFrom(SendMessageConfiguration(return_immediately=True))
         [answer] = await send(client, request)
-        assert answer["task"]["status"]["state"] in (
-            "TASK_STATE_WORKING", "TASK_STATE_INPUT_REQUIRED",
-        )  # fmt: skip
+        assert answer["task"]["status"]["state"] == "TASK_STATE_WORKING"
         stored = await get_task(client, answer["task"]["id"])
-        assert stored["history"][0]["parts"] == [{"text": "delete web-10"}]
+        assert stored["history"][0]["parts"] == [{"text": "slowly delete web-10"}]
+        # A blocking send on the same task's decision waits for the pause first.
+        async with asyncio.timeout(10):
+            while (await get_task(client, answer["task"]["id"]))["status"]["state"] != (
+                "TASK_STATE_INPUT_REQUIRED"
+            ):
+                await asyncio.sleep(0.05)
+
+
+# -- what the review found --------------------------------------------------------------------
+
+
+async def test_a_first_message_sent_again_is_the_same_task_and_a_reused_id_is_refused(
+    store: SQLStore, side: Path
+):
+    async with (
+        serving(store) as (url, _),
+        connect(url, streaming=False) as alice,
+        connect(url, streaming=False, token="bob-token") as bob,
+    ):
+        [first] = await send(alice, message("hello there", id="msg-1"))
+        [again] = await send(alice, message("hello there", id="msg-1"))
+        assert again["task"]["id"] == first["task"]["id"]
+        with pytest.raises(InvalidParamsError, match="already used for another message"):
+            await send(alice, message("delete web-1", id="msg-1"))
+        # Message ids are the sender's: bob's "msg-1" is a message of his own.
+        [bobs] = await send(bob, message("delete bobs-pod", id="msg-1"))
+        assert bobs["task"]["id"] != first["task"]["id"]
+        assert words(bobs["task"]["history"][0]) == "delete bobs-pod"
+        listed = await alice.list_tasks(ListTasksRequest())
+        assert listed.total_size == 2
+        with pytest.raises(InvalidParamsError, match="longer than 200"):
+            await send(alice, message("hi", id="x" * 201))
+        assert (await alice.list_tasks(ListTasksRequest())).total_size == 2
+
+
+async def test_part_of_a_batch_decided_in_the_inbox_leaves_the_task_waiting_for_the_rest(
+    store: SQLStore, side: Path
+):
+    async with serving(store) as (url, _), connect(url, streaming=False) as client:
+        [asked] = await send(client, message("delete c and d"))
+        task = asked["task"]["id"]
+        first, second = listing(asked["task"]["status"])
+        async with httpx.AsyncClient(
+            base_url=url, headers={"Authorization": "Bearer bob-token"}
+        ) as inbox:
+            decided = await inbox.post(
+                f"/v1/approvals/{first['approvalId']}/decision", json={"kind": "approve"}
+            )
+            assert decided.status_code == 200, decided.text
+        stored = await get_task(client, task)
+        assert stored["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        assert [a["approvalId"] for a in listing(stored["status"])] == [second["approvalId"]]
+        [form] = [
+            p["data"]
+            for p in data_parts(stored["status"])
+            if p["data"].get("type") == "a2a.hitl.form"
+        ]
+        assert [f["name"] for f in form["fields"]] == [
+            second["approvalId"], f"{second['approvalId']}.reason",
+        ]  # fmt: skip
+        # The first is decided: naming it again is late; the rest is decided as usual.
+        both = {first["approvalId"]: "approve", second["approvalId"]: "approve"}
+        with pytest.raises(InvalidRequestError, match="already decided"):
+            await send(client, message(data={"decisions": both}, task=task))
+        response = {
+            "type": "a2a.hitl.formResponse",
+            "formId": form["formId"],
+            "values": {second["approvalId"]: "reject", f"{second['approvalId']}.reason": "no"},
+        }
+        [done] = await send(client, message(data=response, task=task))
+        assert done["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        assert sorted(ran(side)) == ["delete_pod c", "list_pods"]
+
+
+async def test_a_context_of_another_agent_is_not_continued(store: SQLStore, side: Path):
+    async with (
+        serving(store) as (url, _),
+        connect(url, streaming=False) as ops,
+        connect(url, streaming=False, agent="greeter") as greeter,
+    ):
+        started = message("hi")
+        started.message.context_id = "ctx-ops"
+        await send(ops, started)
+        borrowed = message("hi")
+        borrowed.message.context_id = "ctx-ops"
+        with pytest.raises(InvalidParamsError, match="a conversation of another agent"):
+            await send(greeter, borrowed)
+        with pytest.raises(TaskNotFoundError):  # nor is another agent's task read
+            await greeter.get_task(GetTaskRequest(id=(await ops.list_tasks(
+                ListTasksRequest())).tasks[0].id))  # fmt: skip
+
+
+async def test_the_token_is_needed_when_the_app_is_mounted_under_a_prefix(
+    store: SQLStore, side: Path
+):
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    service = Service(store=store, gate=Gate(POLICY, store), agents=agents())
+    outer = Starlette(routes=[Mount("/signoff", app=create_app(service, Auth(tokens=TOKENS)))])
+    transport = httpx.ASGITransport(app=outer)
+    async with httpx.AsyncClient(transport=transport, base_url="http://signoff") as http:
+        card = await http.get("/signoff/a2a/ops/.well-known/agent-card.json")
+        assert card.status_code == 200
+        for method, path in (("GET", "/signoff/a2a/ops/tasks"), ("POST", "/signoff/a2a/ops")):
+            refused = await http.request(method, path, json={})
+            assert refused.status_code == 401, (path, refused.text)
+        listed = await http.get(
+            "/signoff/a2a/ops/tasks",
+            headers={"Authorization": "Bearer alice-token", "A2A-Version": "1.0"},
+        )
+        assert listed.status_code == 200, listed.text
+        assert listed.json()["tasks"] == []
+
+
+async def test_what_a_decision_edited_is_masked_for_everyone_reading_the_task(
+    store: SQLStore, side: Path
+):
+    async with (
+        serving(store, redaction=Redaction(["name"])) as (url, _),
+        connect(url) as alice,
+        connect(url, token="bob-token") as bob,
+    ):
+        asked = await send(alice, message("delete old-pod"))
+        [held] = listing(last_status(asked))
+        edited = {held["approvalId"]: {"kind": "edit", "args": {"name": "new-secret"}}}
+        done = await send(alice, message(data={"decisions": edited}, task=task_id(asked)))
+        assert states(done)[-1] == "completed"
+        assert ran(side) == ["delete_pod new-secret"]
+        seen_by_bob = await get_task(bob, task_id(asked))
+        decisions = [
+            m
+            for m in seen_by_bob["history"]
+            if m.get("metadata", {}).get("signoff.hitl") == "decision"
+        ]
+        # Alice's message and the agent's record of it; only what the tool said afterwards (its
+        # result, the model's words: not arguments) names the pod.
+        assert len(decisions) == 2 and "new-secret" not in json.dumps(decisions)
+        [sent] = [m for m in decisions if m["role"] == "ROLE_USER"]
+        assert sent["parts"][0]["data"]["decisions"][held["approvalId"]]["args"] == {"name": MASK}

@@ -149,3 +149,29 @@ def test_a_decision_on_a_call_decided_already_is_late():
              decided={"ap-c": "approved"})  # fmt: skip
     assert str(late.value) == "already decided, nothing changed: ap-c (approved)"
     assert late.value.data == {"decided": ["ap-c"]}
+
+
+def test_a_task_shows_arguments_masked_whole_when_they_are_not_an_object():
+    from datetime import UTC, datetime
+
+    from signoff.protocols.a2a.tasks import TaskView
+    from signoff.server.redact import MASK, Redaction
+    from signoff.store.runs import StoredEvent
+
+    at = datetime(2026, 11, 23, tzinfo=UTC)
+    raw = '{"name": "topsecret", '  # a model's unparsable arguments, kept as text
+    view = TaskView(run_id="r", agent="ops", context_id="t", redaction=Redaction(["token"]))
+    call = {"id": "c1", "name": "delete_pod", "args": raw, "server": None, "agent": "ops"}
+    held = {"approval_id": "a1", "call_id": "c1", "tool": "delete_pod", "args": raw,
+            "agent": "ops", "rule": None, "reason": "asks", "expires_at": None}  # fmt: skip
+    shown = [
+        view.see(StoredEvent(run_id="r", seq=n, at=at, type=kind, data=data))
+        for n, (kind, data) in enumerate(
+            [("tool_call", call), ("approval_requested", held), ("paused", {"approvals": ["a1"]})],
+            1,
+        )
+    ]
+    assert shown[1] is None and view.state == "input-required"
+    assert "topsecret" not in str([u.message for u in shown if u is not None])
+    assert shown[0] is not None and shown[0].message is not None
+    assert shown[0].message["parts"][0]["data"]["args"] == MASK

@@ -104,12 +104,17 @@ class Runner:
         """Who holds a run's lease while working on it: this process and this runner."""
 
     async def start(
-        self, thread_id: str, input: str, *, started_by: str | None = None
+        self,
+        thread_id: str,
+        input: str,
+        *,
+        started_by: str | None = None,
+        run_id: str | None = None,
     ) -> AsyncIterator[RunEvent]:
         """Start a run on the thread with a user message; stream its events until it pauses,
-        completes or fails."""
+        completes or fails. `run_id` names the run (a new id by default)."""
         record = RunRecord(
-            id=new_id(),
+            id=run_id or new_id(),
             thread_id=thread_id,
             agent=self.agent.name,
             status="running",

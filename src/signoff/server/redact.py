@@ -56,6 +56,11 @@ class Redaction:
             return [self.args(v, (*path, str(i))) for i, v in enumerate(value)]
         return value
 
+    def call_args(self, value: Any) -> Any:
+        """A call's arguments as every channel shows them: an object masked at the redacted
+        paths, anything else (a model's unparsable text) masked whole."""
+        return self._args(value) if self._compiled else value
+
     def tree(self, data: _Data) -> _Data:
         """A copy of API data with the arguments of every call in it masked: the value of each
         ``args`` key that holds an object, at any depth."""

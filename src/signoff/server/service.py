@@ -188,11 +188,19 @@ class Service:
                 logger.exception("reading the latest policy failed; trying again")
 
     async def start_run(
-        self, agent: str, thread_id: str, input: str, *, started_by: str, wait: float = 0
+        self,
+        agent: str,
+        thread_id: str,
+        input: str,
+        *,
+        started_by: str,
+        wait: float = 0,
+        run_id: str | None = None,
     ) -> str:
-        """Start a run and let it go on in the background; return its id once it is stored.
-        With `wait`, return when it pauses or ends, or after `wait` seconds."""
-        stream = self.runner(agent).start(thread_id, input, started_by=started_by)
+        """Start a run (named `run_id`, or a new id) and let it go on in the background; return
+        its id once it is stored. With `wait`, return when it pauses or ends, or after `wait`
+        seconds. A run id taken already is a `ConflictError`."""
+        stream = self.runner(agent).start(thread_id, input, started_by=started_by, run_id=run_id)
         first = await anext(stream)
         done = asyncio.Event()
 

@@ -18,6 +18,7 @@ from typing import Any, Literal, TypeAlias
 from sqlalchemy import and_, bindparam, func, insert, literal, or_, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
 
 from signoff.errors import ConflictError, NotFoundError
 from signoff.store import schema
@@ -289,7 +290,10 @@ class RunStore:
                     f"thread {record.thread_id!r} has an unfinished run {busy.id!r}; "
                     "resume it first"
                 )
-            connection.execute(_INSERT_RUN, row)
+            try:
+                connection.execute(_INSERT_RUN, row)
+            except IntegrityError:
+                raise ConflictError(f"a run {record.id!r} exists already") from None
             if record.parent_id is not None:
                 connection.execute(
                     _INSERT_SUBRUN,
@@ -494,14 +498,13 @@ class RunStore:
         added: bool = await self.run(work)
         return added
 
-    async def notes(self, channel: str, subject: str) -> list[Note]:
-        """The channel's notes about `subject`, oldest first."""
+    async def notes(self, channel: str, subject: str, *, key: str | None = None) -> list[Note]:
+        """The channel's notes about `subject`, oldest first; with `key`, that one (or none)."""
         table = schema.notes
-        query = (
-            select(table)
-            .where(and_(table.c.channel == channel, table.c.subject == subject))
-            .order_by(table.c.at, table.c.key)
-        )
+        query = select(table).where(and_(table.c.channel == channel, table.c.subject == subject))
+        if key is not None:
+            query = query.where(table.c.key == key)
+        query = query.order_by(table.c.at, table.c.key)
         rows = await self.run(lambda c: c.execute(query).all(), write=False)
         return [Note(key=r.key, at=from_micros(r.at), data=json.loads(r.data)) for r in rows]
 

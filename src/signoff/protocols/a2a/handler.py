@@ -11,9 +11,11 @@ or the CLI moves the task on for every A2A subscriber, because it is in the log 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -89,6 +91,7 @@ from signoff.protocols.a2a.tasks import (
 )
 from signoff.server.service import Principal, Service
 from signoff.store.runs import RunRecord
+from signoff.types import Approval
 
 __all__ = ["PRINCIPAL", "SignoffRequestHandler"]
 
@@ -97,8 +100,11 @@ PRINCIPAL = "signoff.principal"
 CHANNEL = "a2a"
 """The store's notes of this channel: the messages clients sent to each task, as sent."""
 SENT = "a2a.sent"
-"""Notes of which task a client's first message (by its id) started: a retry starts none."""
+"""Notes of the task each client's first message (by sender and message id) starts: a retry of
+the message starts none."""
 _PAGE = 50
+_LONGEST = 200
+"""The longest message or context id taken (the store's keys are no longer)."""
 _STATES: dict[State, TaskState] = {
     "working": TaskState.TASK_STATE_WORKING,
     "input-required": TaskState.TASK_STATE_INPUT_REQUIRED,
@@ -153,6 +159,7 @@ class SignoffRequestHandler(RequestHandler):
         """The task now, then what happens to it until it next waits for input or is done — a
         task waiting now streams on once a decision is taken, wherever it is taken."""
         with _translated():
+            _principal(context)
             validate_proto_required_fields(params)
             run = await self._run(params.id)
             if run.status in ("completed", "failed"):
@@ -166,6 +173,7 @@ class SignoffRequestHandler(RequestHandler):
 
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
         with _translated():
+            _principal(context)
             validate_proto_required_fields(params)
             validate_history_length(params)
             run = await self._run(params.id)
@@ -177,6 +185,7 @@ class SignoffRequestHandler(RequestHandler):
     ) -> ListTasksResponse:
         """The agent's tasks, newest first; filtered by context (thread) and state."""
         with _translated():
+            _principal(context)
             validate_history_length(params)
             size = params.page_size if params.HasField("page_size") else _PAGE
             validate_page_size(size)
@@ -222,6 +231,7 @@ class SignoffRequestHandler(RequestHandler):
         self, params: CancelTaskRequest, context: ServerCallContext
     ) -> Task | None:
         with _translated():
+            _principal(context)
             run = await self._run(params.id)
             raise TaskNotCancelableError(
                 f"task {run.id} cannot be cancelled: signoff runs end by themselves. To stop "
@@ -267,34 +277,68 @@ class SignoffRequestHandler(RequestHandler):
             raise InvalidParamsError("message.role must be ROLE_USER")
         if not parts:
             raise InvalidParamsError("message.parts is empty: say something")
+        for name, value in (("messageId", message.message_id), ("contextId", message.context_id)):
+            if len(value) > _LONGEST:
+                raise InvalidParamsError(f"message.{name} is longer than {_LONGEST} characters")
         if message.task_id:
             return await self._continue(message.task_id, sent, who)
         if any(is_decision(p.get("data")) for p in parts):
             raise InvalidParamsError(
                 "a decision goes to the task that waits for it: set message.taskId"
             )
-        earlier = [
-            n for n in await self.store.notes(SENT, self.agent) if n.key == message.message_id
-        ]
-        if earlier:  # the client sent this very message before: its task, not a second one
-            return str(earlier[0].data["task"])
         text = _input(parts)
         thread = message.context_id or new_id()
-        if len(thread) > 200:
-            raise InvalidParamsError("message.contextId is longer than 200 characters")
+        await self._check_context(thread)
+        # The message's id, reserved for the task it starts before the task exists: a retry of
+        # the same message (even one sent while the first is still being taken) finds it.
+        task_id = new_id()
+        sender = hashlib.sha256(f"{who.name}\n{message.message_id}".encode()).hexdigest()
+        at = datetime.now(UTC)
+        reserved = {"task": task_id, "parts": parts, "contextId": message.context_id}
+        if not await self.store.add_note(SENT, self.agent, sender, reserved, at=at):
+            [first] = await self.store.notes(SENT, self.agent, key=sender)
+            if first.data["parts"] != parts or first.data["contextId"] != message.context_id:
+                raise InvalidParamsError(
+                    f"messageId {message.message_id!r} was already used for another message: "
+                    "give each message its own id"
+                )
+            task_id = str(first.data["task"])
+            if await self._started(task_id):
+                return task_id  # the same message again: its task, not a second one
         try:
-            run_id = await self.service.start_run(self.agent, thread, text, started_by=who.name)
+            await self.service.start_run(
+                self.agent, thread, text, started_by=who.name, run_id=task_id
+            )
         except ConflictError as exc:
+            if await self._started(task_id):
+                return task_id  # a retry running beside the first started it meanwhile
             raise InvalidRequestError(
                 f"context {thread!r} has a task still going: {exc}. Decide or wait for it, "
                 "or start a new context"
             ) from None
-        run = await self.store.get_run(run_id)
-        at = run.created_at or datetime.now(UTC)
-        sent |= {"taskId": run_id, "contextId": thread}
-        await self.store.add_note(CHANNEL, run_id, message.message_id, {"message": sent}, at=at)
-        await self.store.add_note(SENT, self.agent, message.message_id, {"task": run_id}, at=at)
-        return run_id
+        run = await self.store.get_run(task_id)
+        sent |= {"taskId": task_id, "contextId": thread}
+        await self.store.add_note(
+            CHANNEL, task_id, message.message_id, {"message": sent}, at=run.created_at or at
+        )
+        return task_id
+
+    async def _started(self, task_id: str) -> bool:
+        try:
+            await self.store.get_run(task_id)
+        except NotFoundError:
+            return False
+        return True
+
+    async def _check_context(self, thread: str) -> None:
+        """A context is one agent's: another agent's conversation (or a sub-agent's) is not
+        continued from here."""
+        for latest in await self.store.list_runs(thread_id=thread, limit=1):
+            if latest.agent == self.agent and latest.parent_id is None:
+                return
+            raise InvalidParamsError(
+                f"contextId {thread!r} is a conversation of another agent; use another contextId"
+            )
 
     async def _continue(self, task_id: str, sent: dict[str, Any], who: Principal) -> str:
         """A message on an existing task: the decision on the calls it holds."""
@@ -304,8 +348,12 @@ class SignoffRequestHandler(RequestHandler):
                 f"message.contextId {sent['contextId']!r} is not task {run.id}'s "
                 f"context ({run.thread_id!r})"
             )
-        notes = await self.store.notes(CHANNEL, run.id)
-        if any(n.key == sent["messageId"] for n in notes):
+        for earlier in await self.store.notes(CHANNEL, run.id, key=sent["messageId"]):
+            if earlier.data["message"]["parts"] != _shown_parts(sent["parts"], self.service):
+                raise InvalidParamsError(
+                    f"messageId {sent['messageId']!r} was already used on this task for another "
+                    "message: give each message its own id"
+                )
             return run.id  # the same message again (a retry): taken already
         pending = await self.store.list_approvals(status="pending", run_id=run.id, limit=500)
         if run.status != "paused" or not pending:
@@ -319,19 +367,7 @@ class SignoffRequestHandler(RequestHandler):
         view = self._view(run)
         for event in events:
             view.see(event)
-        shown = [
-            Pending(
-                approval_id=a.id,
-                call_id=a.call.id,
-                tool=a.call.name,
-                args=self.service.redaction.args(a.call.args),
-                agent=a.call.agent,
-                rule=a.rule,
-                reason=a.reason,
-                expires_at=None if a.expires_at is None else a.expires_at.isoformat(),
-            )
-            for a in pending
-        ]
+        shown = [self._pending(a) for a in reversed(pending)]  # oldest first
         held = [i for i in view.requested if i not in {a.id for a in pending}]
         decided = {a.id: a.status for a in await self.store.get_approvals(held)}
         try:
@@ -350,8 +386,12 @@ class SignoffRequestHandler(RequestHandler):
                 f"the edited arguments do not fit the tool's schema at {exc.path or '/'}: {exc}",
                 data={"path": exc.path, "schemaPath": exc.schema_path},
             ) from None
-        except ConflictError as exc:
+        except InvalidDecisionError as exc:
+            raise InvalidParamsError(f"{exc}; nothing changed") from None
+        except (ConflictError, ForbiddenError) as exc:
             raise InvalidRequestError(f"{exc}; nothing changed") from None
+        # Kept as the history shows it to everyone: an edit's redacted values masked.
+        sent["parts"] = _shown_parts(sent["parts"], self.service)
         sent.setdefault("metadata", {})[MARK] = DECISION
         sent["contextId"] = run.thread_id
         await self.store.add_note(CHANNEL, run.id, sent["messageId"], {"message": sent}, at=at)
@@ -371,6 +411,9 @@ class SignoffRequestHandler(RequestHandler):
             update = view.see(event)
             if update is None:
                 continue
+            if event.type == "decision" and await self._waiting(run_id):
+                # Part of the batch decided elsewhere: the task still waits for the rest.
+                update = replace(update, state="input-required")
             if update.state == "completed" and view.answer is not None:
                 yield TaskArtifactUpdateEvent(
                     task_id=run_id,
@@ -388,31 +431,29 @@ class SignoffRequestHandler(RequestHandler):
         """The task as stored now: the run's log read through, and the messages clients sent."""
         run = await self.store.get_run(run_id)
         view = self._view(run)
-        history: dict[str, tuple[datetime, int, dict[str, Any]]] = {}
-        for note in await self.store.notes(CHANNEL, run.id):
-            message = note.data["message"]
-            history.setdefault(message["messageId"], (note.at, -1, message))
-        updates: list[Update] = []
+        # The clients' messages, then each event's: in time order, a client's first at a tie.
+        history = [(note.at, -1, note.data["message"]) for note in await self.store.notes(
+            CHANNEL, run.id
+        )]  # fmt: skip
         for event in await self.store.run_events(run.id):
             update = view.see(event)
-            if update is None:
-                continue
-            updates.append(update)
-            if update.message is not None:
-                history.setdefault(
-                    update.message["messageId"], (event.at, event.seq, update.message)
-                )
-        # The state is the log's, read with the history: the run's status row may be ahead.
+            if update is not None and update.message is not None:
+                history.append((event.at, event.seq, update.message))
+        # The state is the log's, read with the history (the run's row may be ahead of it),
+        # and the approvals': part of a batch decided elsewhere leaves the rest waiting.
         state, message = view.state, None
-        if state == "input-required":
-            pending = await self.store.list_approvals(status="pending", run_id=run.id, limit=1)
-            # Decided meanwhile, the run is about to go on (its decisions are in the log next).
-            state, message = ("input-required", view.request) if pending else ("working", None)
+        if state in ("working", "input-required"):
+            pending = await self.store.list_approvals(status="pending", run_id=run.id, limit=500)
+            if pending and (state == "input-required" or run.status == "paused"):
+                state = "input-required"
+                message = view.request_for([self._pending(a) for a in reversed(pending)])
+            else:  # decided meanwhile: the run is about to go on
+                state = "working"
         elif state == "completed":
             message = view.answer
         elif state == "failed":
             message = view.failure
-        ordered = [m for _, _, m in sorted(history.values(), key=lambda item: item[:2])]
+        ordered = [m for _, _, m in sorted(history, key=lambda item: item[:2])]
         task: dict[str, Any] = {
             "id": run.id,
             "contextId": run.thread_id,
@@ -434,6 +475,22 @@ class SignoffRequestHandler(RequestHandler):
         if run.agent != self.agent or run.parent_id is not None:
             raise TaskNotFoundError(f"no task {task_id!r} of agent {self.agent!r}")
         return run
+
+    async def _waiting(self, run_id: str) -> bool:
+        return bool(await self.store.list_approvals(status="pending", run_id=run_id, limit=1))
+
+    def _pending(self, approval: Approval) -> Pending:
+        """A held call as the task shows it."""
+        return Pending(
+            approval_id=approval.id,
+            call_id=approval.call.id,
+            tool=approval.call.name,
+            args=self.service.redaction.call_args(approval.call.args),
+            agent=approval.call.agent,
+            rule=approval.rule,
+            reason=approval.reason,
+            expires_at=None if approval.expires_at is None else approval.expires_at.isoformat(),
+        )
 
     def _view(self, run: RunRecord) -> TaskView:
         return TaskView(
@@ -461,6 +518,18 @@ def _status(update: Update, at: datetime | None) -> TaskStatus:
         stamp.FromDatetime(at)
         status.timestamp.CopyFrom(stamp)
     return status
+
+
+def _shown_parts(parts: list[dict[str, Any]], service: Service) -> list[dict[str, Any]]:
+    """A decision message's parts with the arguments of its edits masked where redacted."""
+    shown = []
+    for part in parts:
+        data = part.get("data")
+        if isinstance(data, dict) and isinstance(data.get("decisions"), dict):
+            decisions = service.redaction.tree(data["decisions"])
+            part = part | {"data": data | {"decisions": decisions}}
+        shown.append(part)
+    return shown
 
 
 def _input(parts: list[dict[str, Any]]) -> str:
@@ -499,5 +568,7 @@ def _translated() -> Iterator[None]:
         raise InvalidRequestError(f"not allowed: {exc}") from None
     except InvalidEditError as exc:
         raise InvalidParamsError(str(exc), data={"path": exc.path}) from None
-    except (ConflictError, InvalidDecisionError) as exc:
+    except InvalidDecisionError as exc:
+        raise InvalidParamsError(str(exc)) from None
+    except ConflictError as exc:
         raise InvalidRequestError(str(exc)) from None

@@ -92,7 +92,8 @@ def agent_card(agent: Agent, url: str, *, secured: bool) -> AgentCard:
     )
     card = AgentCard(
         name=agent.name,
-        description=agent.description or agent.instructions or f"The signoff agent {agent.name}.",
+        # Public: the agent's description, never its instructions (a system prompt).
+        description=agent.description or f"The signoff agent {agent.name}.",
         version=__version__,
         supported_interfaces=[
             AgentInterface(
@@ -134,8 +135,8 @@ def agent_card(agent: Agent, url: str, *, secured: bool) -> AgentCard:
             AgentSkill(
                 id=agent.name,
                 name=agent.name,
-                description=agent.description or agent.instructions or agent.name,
-                tags=sorted({spec.name for spec in agent.specs}),
+                description=agent.description or f"The signoff agent {agent.name}.",
+                tags=[agent.name],  # not its tools: the card is public, /v1/agents is not
             )
         ],
     )
@@ -174,6 +175,9 @@ class _Authenticated:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         path: str = scope.get("path", "")
+        root: str = scope.get("root_path", "")
+        if root and path.startswith(root):
+            path = path[len(root) :]  # as the router sees it: the app may be mounted under root
         if (
             scope["type"] == "http"
             and (path == PREFIX or path.startswith(f"{PREFIX}/"))

@@ -86,7 +86,7 @@ class TaskView:
                 call = {
                     "id": event.data["id"],
                     "name": event.data["name"],
-                    "args": self.redaction.args(event.data["args"]),
+                    "args": self.redaction.call_args(event.data["args"]),
                 }
                 part = {"data": call, "metadata": {"type": "function_call"}}
                 return Update(state="working", message=self._message(event, [part]))
@@ -99,8 +99,7 @@ class TaskView:
             case "paused":
                 held = [self.requested[i] for i in event.data["approvals"] if i in self.requested]
                 self.form_id = f"{self.run_id}.{event.seq}"
-                parts = request_parts(held, agent=self.agent, form_id=self.form_id)
-                self.request = self._message(event, parts, mark=REQUEST)
+                self.request = self._request(event.seq, held)
                 return Update(state="input-required", message=self.request, ends=True)
             case "decision":
                 data = event.data
@@ -124,11 +123,24 @@ class TaskView:
             case _:  # run_started, resumed, tool_started, tool_finished: nothing new to show
                 return None
 
+    def request_for(self, pending: list[Pending]) -> dict[str, Any]:
+        """The latest pause's request, listing only the calls still pending (some may have
+        been decided elsewhere since)."""
+        seq = int(self.form_id.rpartition(".")[2]) if self.form_id else self.last_seq
+        self.form_id = f"{self.run_id}.{seq}"
+        return self._request(seq, pending)
+
+    def _request(self, seq: int, pending: list[Pending]) -> dict[str, Any]:
+        assert self.form_id is not None
+        parts = request_parts(pending, agent=self.agent, form_id=self.form_id)
+        return self._message(seq, parts, mark=REQUEST)
+
     def _message(
-        self, event: StoredEvent, parts: list[dict[str, Any]], *, mark: str | None = None
+        self, event: StoredEvent | int, parts: list[dict[str, Any]], *, mark: str | None = None
     ) -> dict[str, Any]:
+        seq = event if isinstance(event, int) else event.seq
         return agent_message(
-            f"{self.run_id}-{event.seq}",
+            f"{self.run_id}-{seq}",
             task_id=self.run_id,
             context_id=self.context_id,
             parts=parts,
@@ -166,7 +178,7 @@ def _pending(data: dict[str, Any], redaction: Redaction) -> Pending:
         approval_id=data["approval_id"],
         call_id=data["call_id"],
         tool=data["tool"],
-        args=redaction.args(data["args"]),
+        args=redaction.call_args(data["args"]),
         agent=data.get("agent"),
         rule=data.get("rule"),
         reason=data.get("reason") or "",
