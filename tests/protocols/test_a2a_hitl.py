@@ -164,12 +164,12 @@ def test_a_task_shows_arguments_masked_whole_when_they_are_not_an_object():
     call = {"id": "c1", "name": "delete_pod", "args": raw, "server": None, "agent": "ops"}
     held = {"approval_id": "a1", "call_id": "c1", "tool": "delete_pod", "args": raw,
             "agent": "ops", "rule": None, "reason": "asks", "expires_at": None}  # fmt: skip
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("tool_call", call), ("approval_requested", held), ("paused", {"approvals": ["a1"]}),
+    ]  # fmt: skip
     shown = [
         view.see(StoredEvent(run_id="r", seq=n, at=at, type=kind, data=data))
-        for n, (kind, data) in enumerate(
-            [("tool_call", call), ("approval_requested", held), ("paused", {"approvals": ["a1"]})],
-            1,
-        )
+        for n, (kind, data) in enumerate(events, 1)
     ]
     assert shown[1] is None and view.state == "input-required"
     assert "topsecret" not in str([u.message for u in shown if u is not None])
