@@ -166,3 +166,31 @@ async def test_the_a2a_exchange_of_the_docs_is_what_the_demo_answers(
     )
     done = await client.post("/a2a/ops", json=decision, headers=headers)
     like(documented("a2a-completed"), done.json())
+
+
+async def test_a_sub_agents_held_call_waits_on_the_a2a_task_of_its_root_agent(
+    demo: tuple[httpx.AsyncClient, Path],
+):
+    client, _ = demo
+    headers = {"A2A-Version": "1.0"}
+
+    async def send(message: dict[str, Any]) -> dict[str, Any]:
+        body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
+        answer = (await client.post("/a2a/ops", json=body, headers=headers)).json()
+        task: dict[str, Any] = answer["result"]["task"]
+        return task
+
+    asked = await send(
+        {"messageId": "s-1", "role": "ROLE_USER", "parts": [{"text": "ask db to drop table users"}]}
+    )
+    assert asked["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    parts = asked["status"]["message"]["parts"]
+    assert 'drop_table(name="users") (by ops/db)' in parts[0]["text"]
+    [held] = parts[1]["data"]["approvals"]
+    assert (held["tool"], held["agent"]) == ("drop_table", "ops/db")
+    done = await send(
+        {"messageId": "s-2", "role": "ROLE_USER", "taskId": asked["id"],
+         "parts": [{"data": {"decisions": {held["approvalId"]: {"kind": "approve"}}}}]}
+    )  # fmt: skip
+    assert done["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert "users" in done["status"]["message"]["parts"][0]["text"]

@@ -522,14 +522,12 @@ def _status(update: Update, at: datetime | None) -> TaskStatus:
 
 def _shown_parts(parts: list[dict[str, Any]], service: Service) -> list[dict[str, Any]]:
     """A decision message's parts with the arguments of its edits masked where redacted."""
-    shown = []
-    for part in parts:
-        data = part.get("data")
-        if isinstance(data, dict) and isinstance(data.get("decisions"), dict):
-            decisions = service.redaction.tree(data["decisions"])
-            part = part | {"data": data | {"decisions": decisions}}
-        shown.append(part)
-    return shown
+    return [
+        part | {"data": service.redaction.tree(part["data"])}
+        if is_decision(part.get("data"))
+        else part
+        for part in parts
+    ]
 
 
 def _input(parts: list[dict[str, Any]]) -> str:

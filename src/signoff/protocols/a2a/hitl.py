@@ -332,7 +332,8 @@ def _words(pending: Sequence[Pending], *, agent: str) -> str:
     for n, p in enumerate(pending, 1):
         expiry = f" (until {p.expires_at})" if p.expires_at else ""
         rule = f"rule {p.rule}: " if p.rule else ""
-        lines.append(f"{n}. {p.tool}({_brief(p.args)}) — {rule}{p.reason}{expiry}")
+        by = f" (by {p.agent})" if p.agent and p.agent != agent else ""
+        lines.append(f"{n}. {p.tool}({_brief(p.args)}){by} — {rule}{p.reason}{expiry}")
     lines.append(
         "Approve or reject on this task: "
         '{"decision_type": "approve"} or {"decision_type": "deny", "reason": "..."} for all, '
