@@ -41,8 +41,8 @@ from signoff.errors import ConflictError, SignoffError
 from signoff.gate import CheckContext, Gate, Outcome
 from signoff.gate.ids import new_id
 from signoff.gate.notifier import ANY
+from signoff.store.ledger import LedgerEntry
 from signoff.store.runs import (
-    LedgerEntry,
     ResumedTurn,
     RunRecord,
     RunStatus,

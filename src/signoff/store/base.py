@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from signoff.types import Approval, AuditEntry, Grant
 
 if TYPE_CHECKING:
+    from signoff.store.ledger import LedgerEntry
+    from signoff.store.notes import Note
     from signoff.store.runs import (
-        LedgerEntry,
-        Note,
         OpenTurn,
         ResumedTurn,
         RunRecord,

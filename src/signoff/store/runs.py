@@ -1,4 +1,5 @@
-"""Runs, their messages and events, and the ledger that makes tool execution exactly-once.
+"""Runs, their messages and events (the ledger that makes tool execution exactly-once is in
+`signoff.store.ledger`).
 
 Pausing appends: the new messages and events are inserted after the run's last ones, and the
 conversation is never rewritten, so a pause costs the same at 10 messages and at 10,000.
@@ -26,8 +27,6 @@ from signoff.store.times import from_micros, to_micros
 from signoff.types import Approval, canonical_json
 
 __all__ = [
-    "LedgerEntry",
-    "Note",
     "OpenTurn",
     "ResumedTurn",
     "RunRecord",
@@ -100,20 +99,6 @@ _LATEST = (
     .order_by(_events_t.c.seq.desc())
     .limit(1)
 )
-_LEDGER_ENTRY = select(_ledger).where(_ledger.c.key == bindparam("k"))
-_FINISH = (
-    update(_ledger)
-    .where(_ledger.c.key == bindparam("k"))
-    .values(status="finished", result=bindparam("v_result"), finished_at=bindparam("v_finished_at"))
-)
-_START = {
-    name: dialect.insert(_ledger).on_conflict_do_nothing()
-    for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))
-}
-_ADD_NOTE = {
-    name: dialect.insert(schema.notes).on_conflict_do_nothing()
-    for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))
-}
 
 
 @functools.cache
@@ -233,22 +218,6 @@ class ResumedTurn:
     worker requested and never logged)."""
     begun: set[str]
     """The ledger keys of the calls started since the turn began."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Note:
-    """What a channel keeps about one of its subjects (see `RunStore.add_note`)."""
-
-    key: str
-    at: datetime
-    data: dict[str, Any]
-
-
-@dataclass(frozen=True, kw_only=True)
-class LedgerEntry:
-    key: str
-    status: Literal["started", "finished"]
-    result: dict[str, Any] | None
 
 
 class RunStore:
@@ -477,37 +446,6 @@ class RunStore:
         rows = await self.run(lambda c: c.execute(query).all(), write=False)
         return [_message(row) for row in rows]
 
-    async def add_note(
-        self, channel: str, subject: str, key: str, data: dict[str, Any], *, at: datetime
-    ) -> bool:
-        """Keep `data` under (channel, subject, key) — a channel's own record of something,
-        such as the message an A2A client sent to a task. False when that key is taken: the
-        first note stays as it was."""
-        row = {
-            "channel": channel,
-            "subject": subject,
-            "key": key,
-            "at": to_micros(at),
-            "data": canonical_json(data).decode(),
-        }
-
-        def work(connection: Connection) -> bool:
-            statement = _ADD_NOTE[connection.dialect.name]
-            return bool(connection.execute(statement, row).rowcount == 1)
-
-        added: bool = await self.run(work)
-        return added
-
-    async def notes(self, channel: str, subject: str, *, key: str | None = None) -> list[Note]:
-        """The channel's notes about `subject`, oldest first; with `key`, that one (or none)."""
-        table = schema.notes
-        query = select(table).where(and_(table.c.channel == channel, table.c.subject == subject))
-        if key is not None:
-            query = query.where(table.c.key == key)
-        query = query.order_by(table.c.at, table.c.key)
-        rows = await self.run(lambda c: c.execute(query).all(), write=False)
-        return [Note(key=r.key, at=from_micros(r.at), data=json.loads(r.data)) for r in rows]
-
     async def run_events(self, run_id: str, *, after: int = 0) -> list[StoredEvent]:
         result: list[StoredEvent] = await self.run(
             lambda c: _events(c, run_id, after=after), write=False
@@ -538,62 +476,6 @@ class RunStore:
             lambda c: _unblob(c, [_event(row) for row in c.execute(query)]), write=False
         )
         return result
-
-    async def ledger_start(
-        self,
-        key: str,
-        *,
-        run_id: str,
-        call_id: str,
-        tool: str,
-        digest: str,
-        at: datetime,
-        then: Callable[[LedgerEntry | None], RunWrite | None] | None = None,
-    ) -> tuple[LedgerEntry | None, list[StoredEvent]]:
-        """Record that the call with this idempotency key is starting. Returns None when it is new,
-        or the existing entry when it was started (or finished) before; and the events of the
-        write `then` makes of that, in the same transaction."""
-
-        values = {
-            "key": key,
-            "run_id": run_id,
-            "call_id": call_id,
-            "tool": tool,
-            "digest": digest,
-            "status": "started",
-            "started_at": to_micros(at),
-        }
-
-        def work(connection: Connection) -> tuple[LedgerEntry | None, list[StoredEvent]]:
-            # Insert unless the key is there: of two racing starters exactly one inserts.
-            started = connection.execute(_START[connection.dialect.name], values)
-            entry = None
-            if started.rowcount != 1:
-                row = connection.execute(_LEDGER_ENTRY, {"k": key}).one()
-                result = None if row.result is None else json.loads(row.result)
-                entry = LedgerEntry(key=key, status=row.status, result=result)
-            write = None if then is None else then(entry)
-            return entry, [] if write is None else write_run(connection, write)
-
-        outcome: tuple[LedgerEntry | None, list[StoredEvent]] = await self.run(work)
-        return outcome
-
-    async def ledger_finish(
-        self, key: str, *, result: dict[str, Any], at: datetime, write: RunWrite | None = None
-    ) -> list[StoredEvent]:
-        """Record the call's result, with `write` in the same transaction."""
-        finish = {
-            "k": key,
-            "v_result": canonical_json(result).decode(),
-            "v_finished_at": to_micros(at),
-        }
-
-        def work(connection: Connection) -> list[StoredEvent]:
-            connection.execute(_FINISH, finish)
-            return [] if write is None else write_run(connection, write)
-
-        stored: list[StoredEvent] = await self.run(work)
-        return stored
 
 
 LARGE = 64 * 1024

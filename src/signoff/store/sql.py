@@ -27,7 +27,9 @@ from sqlalchemy.engine import Connection, Engine
 from signoff.errors import ConflictError, NotFoundError, StoreError
 from signoff.store import schema
 from signoff.store.base import AuditRecord, DecisionPlan, HoldPlan
+from signoff.store.ledger import LedgerStore
 from signoff.store.migrations import LATEST, migrate, schema_version
+from signoff.store.notes import NoteStore
 from signoff.store.runner import Runner
 from signoff.store.runs import (
     ResumedTurn,
@@ -119,7 +121,7 @@ def entry_hash(prev_hash: str, seq: int, record: AuditRecord) -> str:
     return hashlib.sha256(prev_hash.encode() + canonical_json(body)).hexdigest()
 
 
-class SQLStore(RunStore):
+class SQLStore(RunStore, LedgerStore, NoteStore):
     """Approvals, grants, the audit log, and the runtime's runs, in one SQL database."""
 
     def __init__(self, runner: Runner, *, url: str) -> None:

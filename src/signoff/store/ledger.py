@@ -1,0 +1,103 @@
+"""The ledger that makes tool execution exactly-once: a call's idempotency key is inserted
+before it runs (of two racing starters exactly one inserts), and its result recorded after —
+each in the same transaction as the run's write that goes with it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from sqlalchemy import bindparam, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection
+
+from signoff.store import schema
+from signoff.store.runs import RunWrite, StoredEvent, write_run
+from signoff.store.times import to_micros
+from signoff.types import canonical_json
+
+__all__ = ["LedgerEntry", "LedgerStore"]
+
+_ledger = schema.ledger
+_LEDGER_ENTRY = select(_ledger).where(_ledger.c.key == bindparam("k"))
+_FINISH = (
+    update(_ledger)
+    .where(_ledger.c.key == bindparam("k"))
+    .values(status="finished", result=bindparam("v_result"), finished_at=bindparam("v_finished_at"))
+)
+_START = {
+    name: dialect.insert(_ledger).on_conflict_do_nothing()
+    for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class LedgerEntry:
+    key: str
+    status: Literal["started", "finished"]
+    result: dict[str, Any] | None
+
+
+class LedgerStore:
+    """The ledger's half of the store; `SQLStore` provides `run`."""
+
+    run: Callable[..., Awaitable[Any]]
+
+    async def ledger_start(
+        self,
+        key: str,
+        *,
+        run_id: str,
+        call_id: str,
+        tool: str,
+        digest: str,
+        at: datetime,
+        then: Callable[[LedgerEntry | None], RunWrite | None] | None = None,
+    ) -> tuple[LedgerEntry | None, list[StoredEvent]]:
+        """Record that the call with this idempotency key is starting. Returns None when it is new,
+        or the existing entry when it was started (or finished) before; and the events of the
+        write `then` makes of that, in the same transaction."""
+
+        values = {
+            "key": key,
+            "run_id": run_id,
+            "call_id": call_id,
+            "tool": tool,
+            "digest": digest,
+            "status": "started",
+            "started_at": to_micros(at),
+        }
+
+        def work(connection: Connection) -> tuple[LedgerEntry | None, list[StoredEvent]]:
+            # Insert unless the key is there: of two racing starters exactly one inserts.
+            started = connection.execute(_START[connection.dialect.name], values)
+            entry = None
+            if started.rowcount != 1:
+                row = connection.execute(_LEDGER_ENTRY, {"k": key}).one()
+                result = None if row.result is None else json.loads(row.result)
+                entry = LedgerEntry(key=key, status=row.status, result=result)
+            write = None if then is None else then(entry)
+            return entry, [] if write is None else write_run(connection, write)
+
+        outcome: tuple[LedgerEntry | None, list[StoredEvent]] = await self.run(work)
+        return outcome
+
+    async def ledger_finish(
+        self, key: str, *, result: dict[str, Any], at: datetime, write: RunWrite | None = None
+    ) -> list[StoredEvent]:
+        """Record the call's result, with `write` in the same transaction."""
+        finish = {
+            "k": key,
+            "v_result": canonical_json(result).decode(),
+            "v_finished_at": to_micros(at),
+        }
+
+        def work(connection: Connection) -> list[StoredEvent]:
+            connection.execute(_FINISH, finish)
+            return [] if write is None else write_run(connection, write)
+
+        stored: list[StoredEvent] = await self.run(work)
+        return stored

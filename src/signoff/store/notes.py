@@ -1,0 +1,72 @@
+"""Channels' notes: what a channel keeps about a subject of its own beside the run log — the
+messages an A2A client sent to a task, as it sent them; the task a client's first message
+started. One note per (channel, subject, key), never rewritten."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection
+
+from signoff.store import schema
+from signoff.store.times import from_micros, to_micros
+from signoff.types import canonical_json
+
+__all__ = ["Note", "NoteStore"]
+
+_ADD_NOTE = {
+    name: dialect.insert(schema.notes).on_conflict_do_nothing()
+    for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Note:
+    """What a channel keeps about one of its subjects (see `NoteStore.add_note`)."""
+
+    key: str
+    at: datetime
+    data: dict[str, Any]
+
+
+class NoteStore:
+    """The notes' half of the store; `SQLStore` provides `run`."""
+
+    run: Callable[..., Awaitable[Any]]
+
+    async def add_note(
+        self, channel: str, subject: str, key: str, data: dict[str, Any], *, at: datetime
+    ) -> bool:
+        """Keep `data` under (channel, subject, key) — a channel's own record of something,
+        such as the message an A2A client sent to a task. False when that key is taken: the
+        first note stays as it was."""
+        row = {
+            "channel": channel,
+            "subject": subject,
+            "key": key,
+            "at": to_micros(at),
+            "data": canonical_json(data).decode(),
+        }
+
+        def work(connection: Connection) -> bool:
+            statement = _ADD_NOTE[connection.dialect.name]
+            return bool(connection.execute(statement, row).rowcount == 1)
+
+        added: bool = await self.run(work)
+        return added
+
+    async def notes(self, channel: str, subject: str, *, key: str | None = None) -> list[Note]:
+        """The channel's notes about `subject`, oldest first; with `key`, that one (or none)."""
+        table = schema.notes
+        query = select(table).where(and_(table.c.channel == channel, table.c.subject == subject))
+        if key is not None:
+            query = query.where(table.c.key == key)
+        query = query.order_by(table.c.at, table.c.key)
+        rows = await self.run(lambda c: c.execute(query).all(), write=False)
+        return [Note(key=r.key, at=from_micros(r.at), data=json.loads(r.data)) for r in rows]
