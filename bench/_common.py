@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import math
 import platform
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -23,6 +26,7 @@ __all__ = [
     "ms",
     "percentile",
     "print_targets",
+    "serve_until_stdin_closes",
     "side_by_side",
     "wide_console",
 ]
@@ -118,3 +122,36 @@ def side_by_side(
                 cells += [ms(figure.p50_ms), ms(figure.p99_ms), f"{figure.samples:,}"]
         table.add_row(label, *cells)
     return table
+
+
+async def serve_until_stdin_closes(
+    app: Any, *, host: str, port: int, ready: Callable[[int], dict[str, Any]]
+) -> None:
+    """Serve `app` with uvicorn as ``signoff serve`` does (``run_app``'s configuration) until this
+    process's stdin closes — a benchmark's server child stops when its parent lets go. Once it
+    listens, print ``ready(port)`` as one JSON line (port 0 picks one)."""
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+    loop = asyncio.get_running_loop()
+
+    def stop_at_eof() -> None:
+        sys.stdin.buffer.read()
+        loop.call_soon_threadsafe(setattr, server, "should_exit", True)
+
+    threading.Thread(target=stop_at_eof, daemon=True).start()
+
+    async def announce() -> None:
+        while not server.started:
+            if server.should_exit:
+                return
+            await asyncio.sleep(0.02)
+        bound = server.servers[0].sockets[0].getsockname()[1]
+        sys.stdout.write(json.dumps(ready(bound)) + "\n")
+        sys.stdout.flush()
+
+    watcher = asyncio.create_task(announce())
+    try:
+        await server.serve()
+    finally:
+        watcher.cancel()

@@ -35,7 +35,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import asdict
@@ -43,7 +42,6 @@ from pathlib import Path
 from typing import Any, Final
 
 import httpx
-import uvicorn
 from a2a.client import ClientConfig, ClientFactory
 from a2a.helpers.proto_helpers import new_task_from_user_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
@@ -68,7 +66,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from starlette.applications import Starlette
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import Latency, environment, latency, ms, wide_console
+from _common import Latency, environment, latency, ms, serve_until_stdin_closes, wide_console
 from signoff import Gate, Policy, ToolCall, tool
 from signoff.agent import Agent, ModelTurn, ToolSpec
 from signoff.agent import Message as ModelMessage
@@ -190,26 +188,7 @@ async def serve(kind: str) -> None:
         else:
             app, stack = await peer_app(Path(folder), url, durable=kind == SERVERS[1])
         async with stack:
-            server = uvicorn.Server(uvicorn.Config(app, host=HOST, port=port, log_level="warning"))
-            loop = asyncio.get_running_loop()
-
-            def stop_at_eof() -> None:
-                sys.stdin.buffer.read()
-                loop.call_soon_threadsafe(setattr, server, "should_exit", True)
-
-            threading.Thread(target=stop_at_eof, daemon=True).start()
-
-            async def announce() -> None:
-                while not server.started:
-                    await asyncio.sleep(0.02)
-                sys.stdout.write(json.dumps({"url": url}) + "\n")
-                sys.stdout.flush()
-
-            watcher = asyncio.create_task(announce())
-            try:
-                await server.serve()
-            finally:
-                watcher.cancel()
+            await serve_until_stdin_closes(app, host=HOST, port=port, ready=lambda _: {"url": url})
 
 
 # -- the client (this process) -----------------------------------------------------------------

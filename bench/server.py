@@ -68,7 +68,6 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -89,6 +88,7 @@ from _common import (
     latency,
     ms,
     print_targets,
+    serve_until_stdin_closes,
     side_by_side,
     wide_console,
 )
@@ -181,32 +181,12 @@ async def serve(url: str, holds: int) -> None:
         ids = await hold_many(gate, holds)
         service = Service(store=store, gate=gate, agents=[ops_agent()])
         auth = Auth(tokens={token: Principal(name=ACTOR, roles=frozenset({ROLE}))})
-        app = create_app(service, auth)
-        # The configuration of signoff.server.run.run_app, with a way to stop without signals.
-        server = uvicorn.Server(uvicorn.Config(app, host=HOST, port=0, log_level="warning"))
-        loop = asyncio.get_running_loop()
-
-        def stop_at_eof() -> None:
-            sys.stdin.buffer.read()
-            loop.call_soon_threadsafe(setattr, server, "should_exit", True)
-
-        threading.Thread(target=stop_at_eof, daemon=True).start()
-
-        async def announce() -> None:
-            while not server.started:
-                if server.should_exit:
-                    return
-                await asyncio.sleep(0.02)
-            port = server.servers[0].sockets[0].getsockname()[1]
-            ready = {"url": f"http://{HOST}:{port}", "ids": ids}
-            sys.stdout.write(json.dumps(ready) + "\n")
-            sys.stdout.flush()
-
-        watcher = asyncio.create_task(announce())
-        try:
-            await server.serve()
-        finally:
-            watcher.cancel()
+        await serve_until_stdin_closes(
+            create_app(service, auth),
+            host=HOST,
+            port=0,
+            ready=lambda port: {"url": f"http://{HOST}:{port}", "ids": ids},
+        )
 
 
 # -- the client (this process) ---------------------------------------------------------------

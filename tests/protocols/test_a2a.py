@@ -8,10 +8,7 @@ import asyncio
 import contextlib
 import json
 import os
-import re
-import signal
 import socket
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -44,6 +41,7 @@ from signoff.protocols.a2a import EXTENSION
 from signoff.server import Auth, Principal, Service, create_app
 from signoff.server.redact import MASK, Redaction
 from signoff.store import SQLStore
+from tests.processes import signoff_server
 from tests.protocols.a2a_agents import CONFIG_RULES, POLICY, agents
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -172,6 +170,21 @@ def listing(status: dict[str, Any]) -> list[dict[str, Any]]:
     [part] = [p for p in data_parts(status) if p["data"].get("type") == "signoff.approvals"]
     approvals: list[dict[str, Any]] = part["data"]["approvals"]
     return approvals
+
+
+async def subscribed(client: Client, task: str, seen: list[dict[str, Any]]) -> asyncio.Task[None]:
+    """A subscription to the task, in the background, adding each event to `seen`; returned
+    once the first (the task as it stands) has come."""
+
+    async def subscribe() -> None:
+        async for event in client.subscribe(SubscribeToTaskRequest(id=task)):
+            seen.append(MessageToDict(event))
+
+    subscriber = asyncio.create_task(subscribe())
+    async with asyncio.timeout(10):
+        while not seen:
+            await asyncio.sleep(0.02)
+    return subscriber
 
 
 async def get_task(client: Client, id: str, **fields: Any) -> dict[str, Any]:
@@ -431,15 +444,7 @@ async def test_a_decision_in_the_inbox_moves_the_task_on_for_a2a_subscribers(
         task = task_id(asked)
         [held] = listing(last_status(asked))
         seen: list[dict[str, Any]] = []
-
-        async def subscribe() -> None:
-            async for event in client.subscribe(SubscribeToTaskRequest(id=task)):
-                seen.append(MessageToDict(event))
-
-        subscriber = asyncio.create_task(subscribe())
-        async with asyncio.timeout(10):
-            while not seen:  # the subscription has the task as it stands
-                await asyncio.sleep(0.02)
+        subscriber = await subscribed(client, task, seen)
         assert states(seen) == ["input_required"]
         async with httpx.AsyncClient(
             base_url=url, headers={"Authorization": "Bearer bob-token"}
@@ -598,28 +603,17 @@ async def test_the_javascript_client_asks_approves_rejects_and_decides_a_batch(
 
 @contextlib.asynccontextmanager
 async def serve_process(config: Path, side: Path) -> AsyncIterator[str]:
+    """`signoff serve` on the config with the test agents; yields its URL."""
     env = os.environ | {
         "SIGNOFF_TEST_TOKEN": "alice-token",
         "SIGNOFF_TEST_SIDE_FILE": str(side),
         "PYTHONPATH": str(ROOT),
     }
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "signoff", "serve", "--config", str(config),
-        "--agents", "tests.protocols.a2a_agents:agents", "--port", "0",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=env,
-    )  # fmt: skip
-    assert process.stdout is not None
-    try:
-        async with asyncio.timeout(30):
-            first = (await process.stdout.readline()).decode()
-        found = re.search(r"http://127\.0\.0\.1:\d+", first)
-        assert found, first + (await process.stdout.read()).decode()
-        yield found.group(0)
-    finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGINT)
-            async with asyncio.timeout(20):
-                await process.wait()
+    async with signoff_server(
+        "serve", "--config", str(config), "--agents", "tests.protocols.a2a_agents:agents",
+        "--port", "0", env=env,
+    ) as (url, _):  # fmt: skip
+        yield url
 
 
 async def node_client(url: str, *arguments: str) -> Any:
@@ -659,15 +653,7 @@ async def test_two_replicas_on_postgresql_serve_one_task(
         asked = await send(a, message("delete web-11"))
         task = task_id(asked)
         seen: list[dict[str, Any]] = []
-
-        async def subscribe() -> None:
-            async for event in a.subscribe(SubscribeToTaskRequest(id=task)):
-                seen.append(MessageToDict(event))
-
-        subscriber = asyncio.create_task(subscribe())
-        async with asyncio.timeout(10):
-            while not seen:
-                await asyncio.sleep(0.02)
+        subscriber = await subscribed(a, task, seen)
         done = await send(b, message(data={"decision_type": "approve"}, task=task))
         assert states(done)[-1] == "completed"
         async with asyncio.timeout(10):

@@ -6,7 +6,6 @@ import asyncio
 import json
 import os
 import re
-import signal
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -16,27 +15,17 @@ import httpx
 import pytest
 
 from signoff.demo.agents import cluster_pods
+from tests.processes import signoff_server
 
 
 @pytest.fixture
 async def demo(tmp_path: Path) -> AsyncIterator[tuple[httpx.AsyncClient, Path]]:
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "SIGNOFF_MODEL")}
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "signoff", "demo", "--port", "0", "--data-dir", str(tmp_path),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=env,
-    )  # fmt: skip
-    assert process.stdout is not None
-    try:
-        async with asyncio.timeout(30):
-            first = (await process.stdout.readline()).decode()
-        found = re.search(r"http://127\.0\.0\.1:\d+", first)
-        assert found, first
-        async with httpx.AsyncClient(base_url=found.group(0), timeout=20) as client:
-            yield client, tmp_path
-    finally:
-        process.send_signal(signal.SIGINT)
-        async with asyncio.timeout(20):
-            await process.wait()
+    async with (
+        signoff_server("demo", "--port", "0", "--data-dir", str(tmp_path), env=env) as (url, _),
+        httpx.AsyncClient(base_url=url, timeout=20) as client,
+    ):
+        yield client, tmp_path
 
 
 async def run(client: httpx.AsyncClient, agent: str, text: str) -> dict[str, Any]:

@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
-import signal
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -19,6 +17,7 @@ import pytest
 
 from signoff.errors import PolicyError
 from signoff.server.config import load_config
+from tests.processes import signoff_server
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -107,23 +106,11 @@ def server(tmp_path: Path) -> Server:
             "SIGNOFF_TEST_SIDE_FILE": str(tmp_path / "side.txt"),
             "PYTHONPATH": str(ROOT),
         }
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "signoff", "serve", "--config", str(config),
-            "--agents", "tests.server.serve_agents:agents", "--port", "0", *extra,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=env,
-        )  # fmt: skip
-        assert process.stdout is not None
-        try:
-            async with asyncio.timeout(30):
-                first = (await process.stdout.readline()).decode()
-            found = re.search(r"http://127\.0\.0\.1:\d+", first)
-            assert found, first + (await process.stdout.read()).decode()
-            yield found.group(0), process
-        finally:
-            if process.returncode is None:
-                process.send_signal(signal.SIGINT)
-                async with asyncio.timeout(20):
-                    await process.wait()
+        async with signoff_server(
+            "serve", "--config", str(config), "--agents", "tests.server.serve_agents:agents",
+            "--port", "0", *extra, env=env,
+        ) as served:  # fmt: skip
+            yield served
 
     return start
 
