@@ -731,6 +731,11 @@ async def test_a_first_message_sent_again_is_the_same_task_and_a_reused_id_is_re
         with pytest.raises(InvalidParamsError, match="longer than 200"):
             await send(alice, message("hi", id="x" * 201))
         assert (await alice.list_tasks(ListTasksRequest())).total_size == 2
+        # Sent twice at once (a client retrying on a timeout): one task, one run.
+        twice = await asyncio.gather(*(send(alice, message("delete web-12", id="msg-2"))
+                                       for _ in range(2)))  # fmt: skip
+        assert twice[0][0]["task"]["id"] == twice[1][0]["task"]["id"]
+        assert (await alice.list_tasks(ListTasksRequest())).total_size == 3
 
 
 async def test_part_of_a_batch_decided_in_the_inbox_leaves_the_task_waiting_for_the_rest(
