@@ -85,7 +85,6 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
     if auth.anonymous is not None:
         app.add_middleware(_SameOrigin)
 
-    _mount_a2a(app, service, auth)
     mount_web(app)
 
     @app.get("/v1/health")
@@ -327,6 +326,7 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
         broken = await service.store.verify_audit()
         return {"ok": broken is None, "first_bad_entry": broken}
 
+    _mount_a2a(app, service, auth)  # after /v1: its routes are matched first
     return app
 
 
