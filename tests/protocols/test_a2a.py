@@ -8,14 +8,12 @@ import asyncio
 import contextlib
 import json
 import os
-import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from a2a.client import Client, ClientConfig, ClientFactory
 from a2a.types import (
     CancelTaskRequest,
@@ -38,58 +36,14 @@ from google.protobuf.json_format import MessageToDict, ParseDict
 
 from signoff.gate import Gate
 from signoff.protocols.a2a import EXTENSION
-from signoff.server import Auth, Principal, Service, create_app
+from signoff.server import Auth, Service, create_app
 from signoff.server.redact import MASK, Redaction
 from signoff.store import SQLStore
 from tests.processes import signoff_server
 from tests.protocols.a2a_agents import CONFIG_RULES, POLICY, agents
+from tests.protocols.live import TOKENS, ran, serving
 
 ROOT = Path(__file__).resolve().parents[2]
-TOKENS = {
-    "alice-token": Principal(name="alice", roles=frozenset({"ops"})),
-    "bob-token": Principal(name="bob"),
-}
-
-
-@pytest.fixture
-def side(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The file the agent's tools write each real execution to."""
-    path = tmp_path / "side.txt"
-    path.touch()
-    monkeypatch.setenv("SIGNOFF_TEST_SIDE_FILE", str(path))
-    return path
-
-
-def ran(side: Path) -> list[str]:
-    return side.read_text().splitlines()
-
-
-@contextlib.asynccontextmanager
-async def serving(
-    store: SQLStore, *, redaction: Redaction | None = None
-) -> AsyncIterator[tuple[str, Service]]:
-    """`create_app` on a real uvicorn server on a free loopback port."""
-    service = Service(
-        store=store,
-        gate=Gate(POLICY, store),
-        agents=agents(),
-        poll_interval=0.05,
-        redaction=redaction or Redaction(),
-    )
-    app = create_app(service, Auth(tokens=TOKENS))
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
-    running = asyncio.create_task(server.serve())
-    try:
-        async with asyncio.timeout(10):
-            while not server.started:
-                await asyncio.sleep(0.01)
-        yield f"http://127.0.0.1:{port}", service
-    finally:
-        server.should_exit = True
-        await running
 
 
 @contextlib.asynccontextmanager

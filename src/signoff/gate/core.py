@@ -110,6 +110,10 @@ class Gate:
         path `agent`, or of any agent (a runner registers each of its agents' tools')."""
         self._registered.update({(agent, name): schema for name, schema in schemas.items()})
 
+    def tool_schema(self, call: ToolCall) -> Mapping[str, Any] | None:
+        """The JSON schema an edit of `call` is checked against, if its tool has one."""
+        return self._schema(call)
+
     def _schema(self, call: ToolCall) -> Mapping[str, Any] | None:
         found = self._lookup_schema(call)
         if found is not None:

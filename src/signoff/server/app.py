@@ -326,20 +326,28 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
         broken = await service.store.verify_audit()
         return {"ok": broken is None, "first_bad_entry": broken}
 
-    _mount_a2a(app, service, auth)  # after /v1: its routes are matched first
+    _mount_protocols(app, service, auth)  # after /v1: its routes are matched first
     return app
 
 
-def _mount_a2a(app: FastAPI, service: Service, auth: Auth) -> None:
-    """Serve the agents over A2A too, when a2a-sdk is installed (the ``a2a`` extra)."""
+def _mount_protocols(app: FastAPI, service: Service, auth: Auth) -> None:
+    """Serve the agents over A2A and AG-UI too, each when its extra is installed."""
     try:
         from signoff.protocols.a2a import mount_a2a
     except ImportError as exc:
         if exc.name is None or not exc.name.startswith(("a2a", "google")):
             raise
         logger.info("A2A is not served: install it with pip install 'signoff[a2a]'")
-        return
-    mount_a2a(app, service, auth)
+    else:
+        mount_a2a(app, service, auth)
+    try:
+        from signoff.protocols.agui import mount_agui
+    except ImportError as exc:
+        if exc.name is None or not exc.name.startswith(("ag_ui", "jsonpatch", "a2a", "google")):
+            raise
+        logger.info("AG-UI is not served: install it with pip install 'signoff[ag-ui]'")
+    else:
+        mount_agui(app, service, auth)
 
 
 def _agent_json(service: Service, agent: Agent, path: str) -> dict[str, Any]:

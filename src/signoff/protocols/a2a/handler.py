@@ -88,6 +88,7 @@ from signoff.protocols.a2a.tasks import (
     TaskView,
     Update,
     answer_artifact,
+    task_state,
 )
 from signoff.server.service import Principal, Service
 from signoff.store.runs import RunRecord
@@ -444,11 +445,9 @@ class SignoffRequestHandler(RequestHandler):
         state, message = view.state, None
         if state in ("working", "input-required"):
             pending = await self.store.list_approvals(status="pending", run_id=run.id, limit=500)
-            if pending and (state == "input-required" or run.status == "paused"):
-                state = "input-required"
+            state = task_state(state, run.status, bool(pending))
+            if state == "input-required":
                 message = view.request_for([self._pending(a) for a in reversed(pending)])
-            else:  # decided meanwhile: the run is about to go on
-                state = "working"
         elif state == "completed":
             message = view.answer
         elif state == "failed":

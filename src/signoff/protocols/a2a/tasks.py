@@ -25,6 +25,7 @@ __all__ = [
     "Update",
     "agent_message",
     "answer_artifact",
+    "task_state",
 ]
 
 State = Literal["working", "input-required", "completed", "failed"]
@@ -146,6 +147,17 @@ class TaskView:
             parts=parts,
             metadata=None if mark is None else {MARK: mark},
         )
+
+
+def task_state(logged: State, run_status: str, waiting: bool) -> State:
+    """A task's state from its log's (`logged`), its run's status row and whether any of its
+    calls still waits: the log may lag the row, and part of a batch decided elsewhere leaves
+    the task waiting for the rest."""
+    if logged not in ("working", "input-required"):
+        return logged
+    if waiting and (logged == "input-required" or run_status == "paused"):
+        return "input-required"
+    return "working"
 
 
 def agent_message(

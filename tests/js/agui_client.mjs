@@ -1,0 +1,88 @@
+// signoff's AG-UI endpoint driven by the official client, @ag-ui/client's HttpAgent (which checks
+// the event stream as it applies it).
+//   node agui_client.mjs BASE_URL TOKEN THREAD_ID
+// Two turns with the "ops" agent of tests/protocols/a2a_agents.py: "delete a and b" is
+// interrupted twice, resumed with an approval and a rejection; "scale web to 3" is interrupted
+// and resumed with edited arguments. Prints what the client saw as one JSON object.
+import { HttpAgent } from "@ag-ui/client";
+
+const [base, token, threadId] = process.argv.slice(2);
+const agent = new HttpAgent({
+  url: `${base}/agui/ops`,
+  headers: { Authorization: `Bearer ${token}` },
+  threadId,
+});
+
+// One run: the event types in order, and how it finished.
+async function run(parameters = {}) {
+  const seen = { types: [], finished: undefined, error: undefined, activities: {} };
+  await agent.runAgent(parameters, {
+    onEvent({ event }) {
+      seen.types.push(event.type);
+    },
+    onRunFinishedEvent({ event }) {
+      seen.finished = event;
+    },
+    onRunErrorEvent({ event }) {
+      seen.error = event.message;
+    },
+  });
+  for (const message of agent.messages) {
+    if (message.role === "activity") seen.activities[message.id] = message.content;
+  }
+  return seen;
+}
+
+const say = (content) =>
+  agent.messages.push({ id: `u-${agent.messages.length}`, role: "user", content });
+
+const report = {};
+
+say("delete a and b");
+const asked = await run();
+const [first, second] = asked.finished.outcome.interrupts;
+const answered = await run({
+  resume: [
+    { interruptId: first.id, status: "resolved", payload: { approved: true } },
+    { interruptId: second.id, status: "resolved", payload: { approved: false, reason: "keep b" } },
+  ],
+});
+report.batch = {
+  asked: asked.types,
+  outcome: asked.finished.outcome.type,
+  interrupts: asked.finished.outcome.interrupts.map((i) => ({
+    id: i.id,
+    toolCallId: i.toolCallId,
+    tool: i.metadata.tool,
+    args: i.metadata.args,
+    schema: i.responseSchema,
+    expiresAt: i.expiresAt,
+  })),
+  answered: answered.types,
+  result: answered.finished.result,
+  activities: Object.values(answered.activities).map((a) => [a.stage, a.decision, a.tool]),
+};
+
+say("scale web to 3");
+const scaling = await run();
+const [held] = scaling.finished.outcome.interrupts;
+const edited = await run({
+  resume: [
+    {
+      interruptId: held.id,
+      status: "resolved",
+      payload: { approved: true, editedArgs: { name: "web", replicas: 5 } },
+    },
+  ],
+});
+report.edit = { outcome: scaling.finished.outcome.type, result: edited.finished.result };
+
+// Resuming an interrupt that was answered already is refused (and changes nothing).
+const again = await run({
+  resume: [{ interruptId: held.id, status: "resolved", payload: { approved: true } }],
+});
+report.replay = { types: again.types, error: again.error ?? null };
+
+report.state = agent.state;
+report.messages = agent.messages.map((m) => m.role);
+console.log(JSON.stringify(report));

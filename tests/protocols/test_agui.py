@@ -1,0 +1,269 @@
+"""AG-UI at ``POST /agui/{agent}`` against a real uvicorn server: the stream event by event, the
+state's JSON Patches checked against fresh snapshots, resumes that are refused, and the official
+client, @ag-ui/client's HttpAgent, through interrupt → resume with approve, edit and reject."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jsonpatch
+import pytest
+
+from signoff.protocols.agui import AguiAgent
+from signoff.server import Service
+from signoff.store import SQLStore
+from tests.protocols.live import ran, serving
+
+ROOT = Path(__file__).resolve().parents[2]
+ALICE = {"Authorization": "Bearer alice-token"}
+
+
+async def run(http: httpx.AsyncClient, body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The events of one AG-UI run, in order."""
+    events = []
+    async with http.stream("POST", "/agui/ops", json=body) as response:
+        assert response.status_code == 200, (await response.aread()).decode()
+        assert response.headers["content-type"].startswith("text/event-stream")
+        async for line in response.aiter_lines():
+            if line.startswith("data: "):
+                events.append(json.loads(line[6:]))
+    return events
+
+
+def turn(thread: str, run_id: str, text: str) -> dict[str, Any]:
+    return {
+        "threadId": thread,
+        "runId": run_id,
+        "messages": [{"id": f"{run_id}-u", "role": "user", "content": text}],
+    }
+
+
+def resume(thread: str, run_id: str, *entries: dict[str, Any]) -> dict[str, Any]:
+    return {"threadId": thread, "runId": run_id, "messages": [], "resume": list(entries)}
+
+
+def approve(interrupt: str, **payload: Any) -> dict[str, Any]:
+    return {"interruptId": interrupt, "status": "resolved", "payload": {"approved": True} | payload}
+
+
+def types(events: list[dict[str, Any]]) -> list[str]:
+    return [e["type"] for e in events]
+
+
+async def fresh(service: Service, thread: str) -> dict[str, Any]:
+    """The thread's state as a new run's STATE_SNAPSHOT would show it now."""
+    return await AguiAgent(service, "ops")._state(thread)
+
+
+class Shadow:
+    """What a client holds: the state from the snapshot, patched by each delta; each activity
+    from its snapshot, patched by each of its deltas."""
+
+    def __init__(self) -> None:
+        self.state: dict[str, Any] = {}
+        self.activities: dict[str, dict[str, Any]] = {}
+
+    def apply(self, events: list[dict[str, Any]]) -> None:
+        for event in events:
+            match event["type"]:
+                case "STATE_SNAPSHOT":
+                    self.state = copy.deepcopy(event["snapshot"])
+                case "STATE_DELTA":
+                    self.state = jsonpatch.apply_patch(self.state, event["delta"])
+                case "ACTIVITY_SNAPSHOT":
+                    self.activities[event["messageId"]] = copy.deepcopy(event["content"])
+                case "ACTIVITY_DELTA":
+                    self.activities[event["messageId"]] = jsonpatch.apply_patch(
+                        self.activities[event["messageId"]], event["patch"]
+                    )
+
+
+async def test_an_interrupt_and_its_resume_event_by_event(store: SQLStore, side: Path):
+    async with (
+        serving(store) as (url, service),
+        httpx.AsyncClient(base_url=url, headers=ALICE, timeout=30) as http,
+    ):
+        shadow = Shadow()
+        asked = await run(http, turn("t1", "r1", "delete a and b"))
+        assert types(asked) == [
+            "RUN_STARTED", "STATE_SNAPSHOT",
+            "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
+            *["TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END"] * 3,
+            "TOOL_CALL_RESULT",  # list_pods, allowed, ran at once
+            "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",  # the explanation
+            "ACTIVITY_SNAPSHOT", "ACTIVITY_SNAPSHOT", "STATE_DELTA", "RUN_FINISHED",
+        ]  # fmt: skip
+        assert asked[1]["snapshot"] == {"view": {"tasks": {}, "pendingInterrupts": {}}}
+        shadow.apply(asked)
+        assert shadow.state == await fresh(service, "t1")
+        finished = asked[-1]
+        assert finished["outcome"]["type"] == "interrupt"
+        first, second = finished["outcome"]["interrupts"]
+        [task] = shadow.state["view"]["tasks"]
+        assert (first["id"], second["id"]) == (f"hitl-{task}-1", f"hitl-{task}-2")
+        started = {
+            e["toolCallId"]: e["toolCallName"] for e in asked if e["type"] == "TOOL_CALL_START"
+        }
+        assert started[first["toolCallId"]] == started[second["toolCallId"]] == "delete_pod"
+        assert first["metadata"]["args"] == {"name": "a"}
+        assert first["expiresAt"] is not None  # the rule's 1h timeout
+        schema = first["responseSchema"]
+        assert schema["required"] == ["approved"]
+        assert set(schema["properties"]) == {"approved", "editedArgs", "reason", "response"}
+        assert schema["properties"]["editedArgs"]["properties"]["name"]["type"] == "string"
+        explanation = asked[-6]["delta"]
+        assert "delete_pod" in explanation and "need your approval" in explanation
+        assert shadow.state["view"]["tasks"][task] == {
+            "status": "input-required",
+            "lastRunId": "r1",
+            "lastInterruptId": second["id"],
+            "summaries": [],
+        }
+        assert set(shadow.state["view"]["pendingInterrupts"]) == {first["id"], second["id"]}
+        activity = shadow.activities[first["id"]]
+        assert (activity["stage"], activity["taskId"], activity["tool"]) == (
+            "awaiting_input", task, "delete_pod",
+        )  # fmt: skip
+        assert ran(side) == ["list_pods"]
+
+        answered = await run(
+            http,
+            resume("t1", "r2", approve(first["id"]), {
+                "interruptId": second["id"], "status": "resolved",
+                "payload": {"approved": False, "reason": "keep b"},
+            }),
+        )  # fmt: skip
+        assert types(answered) == [
+            "RUN_STARTED", "STATE_SNAPSHOT", "ACTIVITY_DELTA", "ACTIVITY_DELTA", "STATE_DELTA",
+            "TOOL_CALL_RESULT", "TOOL_CALL_RESULT",
+            "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
+            "ACTIVITY_DELTA", "ACTIVITY_DELTA", "STATE_DELTA", "RUN_FINISHED",
+        ]  # fmt: skip
+        shadow.apply(answered)
+        assert shadow.state == await fresh(service, "t1")
+        assert shadow.state["view"]["pendingInterrupts"] == {}
+        assert shadow.state["view"]["tasks"][task]["status"] == "completed"
+        assert shadow.state["view"]["tasks"][task]["lastRunId"] == "r2"
+        assert shadow.activities[first["id"]] | {"values": None} == shadow.activities[
+            first["id"]
+        ] | {"stage": "completed", "decision": "approved", "values": None}
+        assert shadow.activities[second["id"]]["decision"] == "rejected"
+        assert shadow.activities[second["id"]]["values"] == {"reason": "keep b"}
+        assert "keep b" in answered[-1]["result"] and "deleted a" in answered[-1]["result"]
+        assert sorted(ran(side)) == ["delete_pod a", "list_pods"]
+
+        # The same resume again is safe: nothing runs twice, the run ends as the task did.
+        again = await run(http, resume("t1", "r3", approve(first["id"]), approve(second["id"])))
+        assert types(again)[0] == "RUN_STARTED" and types(again)[-1] == "RUN_FINISHED"
+        assert sorted(ran(side)) == ["delete_pod a", "list_pods"]
+
+
+async def test_a_resume_that_misses_repeats_or_invents_an_interrupt_changes_nothing(
+    store: SQLStore, side: Path
+):
+    async with (
+        serving(store) as (url, service),
+        httpx.AsyncClient(base_url=url, headers=ALICE, timeout=30) as http,
+    ):
+        asked = await run(http, turn("t2", "r1", "delete x and y"))
+        first, second = (i["id"] for i in asked[-1]["outcome"]["interrupts"])
+        refusals = [
+            ([approve(first)], f"not answered: {second}"),
+            ([approve(first), approve(first), approve(second)], f"answered twice: {first}"),
+            ([approve(first), approve(second), approve("hitl-nope-1")], "hitl-nope-1"),
+            (
+                [approve(first), {"interruptId": second, "status": "resolved", "payload": {}}],
+                f"resume entry {second}: payload needs 'approved'",
+            ),
+            ([approve(first), approve(second, colour="red")], "unknown payload fields ['colour']"),
+        ]
+        for entries, words in refusals:
+            refused = await run(http, resume("t2", "rx", *entries))
+            assert types(refused) == ["RUN_STARTED", "RUN_ERROR"], refused
+            assert words in refused[-1]["message"], refused[-1]["message"]
+        # A new turn while the interrupts are open is refused too.
+        busy = await run(http, turn("t2", "ry", "hello"))
+        assert types(busy) == ["RUN_STARTED", "RUN_ERROR"]
+        assert first in busy[-1]["message"]
+        state = await fresh(service, "t2")
+        assert set(state["view"]["pendingInterrupts"]) == {first, second}
+        assert ran(side) == ["list_pods"]
+        # An edit the tool's schema refuses is refused as a whole, and nothing is decided.
+        asked_scale = await run(http, turn("t3", "s1", "scale web to 3"))
+        [held] = asked_scale[-1]["outcome"]["interrupts"]
+        too_many = approve(held["id"], editedArgs={"name": "web", "replicas": 99})
+        refused = await run(http, resume("t3", "s2", too_many))
+        assert types(refused)[-1] == "RUN_ERROR" and "/replicas" in refused[-1]["message"]
+        assert set((await fresh(service, "t3"))["view"]["pendingInterrupts"]) == {held["id"]}
+
+
+async def test_a_decision_in_the_inbox_is_what_the_next_run_on_the_thread_sees(
+    store: SQLStore, side: Path
+):
+    async with (
+        serving(store) as (url, service),
+        httpx.AsyncClient(base_url=url, headers=ALICE, timeout=30) as http,
+    ):
+        asked = await run(http, turn("t4", "r1", "delete web-1"))
+        [interrupt] = asked[-1]["outcome"]["interrupts"]
+        decided = await http.post(
+            f"/v1/approvals/{interrupt['metadata']['approvalId']}/decision",
+            json={"kind": "reject", "reason": "not now"},
+        )
+        assert decided.status_code == 200, decided.text
+        async with asyncio.timeout(10):
+            while (await fresh(service, "t4"))["view"]["tasks"][interrupt["metadata"]["taskId"]][
+                "status"
+            ] != "completed":
+                await asyncio.sleep(0.05)
+        nxt = await run(http, turn("t4", "r2", "hello"))
+        assert nxt[1]["snapshot"]["view"]["pendingInterrupts"] == {}
+        task = nxt[1]["snapshot"]["view"]["tasks"][interrupt["metadata"]["taskId"]]
+        assert task["summaries"] == ["delete_pod: rejected by alice"]
+        assert types(nxt)[-1] == "RUN_FINISHED"
+        assert ran(side) == []
+
+
+async def test_the_endpoint_needs_the_token_and_a_valid_input(store: SQLStore, side: Path):
+    async with serving(store) as (url, _), httpx.AsyncClient(base_url=url) as http:
+        body = turn("t5", "r1", "hello")
+        assert (await http.post("/agui/ops", json=body)).status_code == 401
+        bad = await http.post("/agui/ops", json={"threadId": "t5"}, headers=ALICE)
+        assert bad.status_code == 422
+        assert "runId" in bad.text or "run_id" in bad.text
+        unknown = await http.post("/agui/nobody", json=body, headers=ALICE)
+        assert unknown.status_code == 404
+
+
+@pytest.mark.parametrize("thread", ["js-thread"])
+async def test_the_ag_ui_client_runs_interrupts_and_resumes_with_approve_edit_and_reject(
+    store: SQLStore, side: Path, thread: str
+):
+    async with serving(store) as (url, service):
+        node = await asyncio.create_subprocess_exec(
+            "node", str(ROOT / "tests/js/agui_client.mjs"), url, "alice-token", thread,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        async with asyncio.timeout(60):
+            out, err = await node.communicate()
+        assert node.returncode == 0, err.decode()
+        report = json.loads(out)
+        # The state the client built from the snapshots and deltas is the server's.
+        assert report["state"] == await fresh(service, thread)
+    batch = report["batch"]
+    assert batch["outcome"] == "interrupt"
+    assert [(i["tool"], i["args"]) for i in batch["interrupts"]] == [
+        ("delete_pod", {"name": "a"}), ("delete_pod", {"name": "b"}),
+    ]  # fmt: skip
+    assert "keep b" in batch["result"] and "deleted a" in batch["result"]
+    assert sorted(batch["activities"]) == [
+        ["completed", "approved", "delete_pod"], ["completed", "rejected", "delete_pod"],
+    ]  # fmt: skip
+    assert report["edit"] == {"outcome": "interrupt", "result": "done: scaled web to 5"}
+    assert report["replay"]["error"] is None and report["replay"]["types"][-1] == "RUN_FINISHED"
+    assert sorted(ran(side)) == ["delete_pod a", "list_pods", "scale web 5"]
