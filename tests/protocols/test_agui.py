@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -161,6 +163,49 @@ async def test_an_interrupt_and_its_resume_event_by_event(store: SQLStore, side:
         again = await run(http, resume("t1", "r3", approve(first["id"]), approve(second["id"])))
         assert types(again)[0] == "RUN_STARTED" and types(again)[-1] == "RUN_FINISHED"
         assert sorted(ran(side)) == ["delete_pod a", "list_pods"]
+
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+
+
+def normalized(events: list[dict[str, Any]], task: str) -> list[dict[str, Any]]:
+    """The events with what differs between runs replaced: the task's id by ``<task>``, other
+    ids (approvals') by ``<id-N>`` in order of appearance, expiry times by ``<time>``."""
+    text = json.dumps(events).replace(task, "<task>")
+    ids: dict[str, str] = {}
+    text = re.sub(
+        r"\b[0-9a-f]{32}\b", lambda m: ids.setdefault(m.group(0), f"<id-{len(ids) + 1}>"), text
+    )
+    text = re.sub(r'"expiresAt": "[^"]*"', '"expiresAt": "<time>"', text)
+    text = re.sub(r"\(until [^)]*\)", "(until <time>)", text)
+    loaded: list[dict[str, Any]] = json.loads(text)
+    return loaded
+
+
+def matches_snapshot(name: str, events: list[dict[str, Any]]) -> None:
+    """`events` equal the stored stream `name` (written anew with SIGNOFF_UPDATE_SNAPSHOTS=1)."""
+    path = SNAPSHOTS / f"{name}.json"
+    if os.environ.get("SIGNOFF_UPDATE_SNAPSHOTS"):
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(json.dumps(events, indent=1, ensure_ascii=False) + "\n")
+    assert events == json.loads(path.read_text()), f"the stream differs from {path.name}"
+
+
+async def test_the_streams_of_an_interrupt_and_its_resume_are_the_stored_ones(
+    store: SQLStore, side: Path
+):
+    async with (
+        serving(store) as (url, _),
+        httpx.AsyncClient(base_url=url, headers=ALICE, timeout=30) as http,
+    ):
+        asked = await run(http, turn("t9", "r1", "delete a and b"))
+        first, second = (i["id"] for i in asked[-1]["outcome"]["interrupts"])
+        task = asked[-1]["outcome"]["interrupts"][0]["metadata"]["taskId"]
+        reject = {"interruptId": second, "status": "resolved",
+                  "payload": {"approved": False, "reason": "keep b"}}  # fmt: skip
+        answered = await run(http, resume("t9", "r2", approve(first), reject))
+    matches_snapshot("agui-interrupt", normalized(asked, task))
+    matches_snapshot("agui-resume", normalized(answered, task))
 
 
 async def test_a_resume_that_misses_repeats_or_invents_an_interrupt_changes_nothing(
