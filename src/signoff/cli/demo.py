@@ -63,6 +63,8 @@ def demo(
         )
         if importlib.util.find_spec("a2a") is not None:  # the a2a extra is installed
             console.print(f"  A2A agents:   {url}/a2a/ops/.well-known/agent-card.json (and files)")
+        if importlib.util.find_spec("ag_ui") is not None:  # the ag-ui extra is installed
+            console.print(f"  AG-UI:        POST {url}/agui/ops (and files)")
         console.print(f"  API docs:     {url}/docs   (Ctrl+C stops)")
 
     with contextlib.suppress(KeyboardInterrupt):
