@@ -57,3 +57,14 @@ def test_importing_signoff_for_its_policy_engine_loads_neither_the_store_nor_pyd
 def test_the_gate_the_store_and_tools_load_on_first_use():
     loaded = loaded_by("from signoff import Gate, open_store, tool")
     assert {"signoff.gate", "signoff.store", "signoff.agent", "sqlalchemy", "pydantic"} <= loaded
+
+
+def test_each_protocol_needs_only_its_own_sdk():
+    """AG-UI reads runs the way A2A does (its `hitl` and `tasks`), yet serves without a2a-sdk;
+    A2A serves without ag-ui-protocol."""
+    agui = loaded_by("import signoff.protocols.agui")
+    assert leaks(agui, ["a2a", "signoff.protocols.a2a.handler"]) == []
+    assert {"ag_ui", "jsonpatch"} <= agui
+    a2a = loaded_by("from signoff.protocols.a2a import mount_a2a")
+    assert leaks(a2a, ["ag_ui", "jsonpatch", "signoff.protocols.agui"]) == []
+    assert "a2a" in a2a

@@ -1,9 +1,11 @@
 // signoff's AG-UI endpoint driven by the official client, @ag-ui/client's HttpAgent (which checks
 // the event stream as it applies it).
 //   node agui_client.mjs BASE_URL TOKEN THREAD_ID
-// Two turns with the "ops" agent of tests/protocols/a2a_agents.py: "delete a and b" is
-// interrupted twice, resumed with an approval and a rejection; "scale web to 3" is interrupted
-// and resumed with edited arguments. Prints what the client saw as one JSON object.
+// Turns with the "ops" agent of tests/protocols/a2a_agents.py: "delete a and b" is interrupted
+// twice, resumed with an approval and a rejection; "scale web to 3" is interrupted and resumed
+// with edited arguments (then that resume is sent again); "delete z" is interrupted and decided
+// in the web inbox, and the client's next turn resumes it with new words. Prints what the client
+// saw as one JSON object.
 import { HttpAgent } from "@ag-ui/client";
 
 const [base, token, threadId] = process.argv.slice(2);
@@ -77,11 +79,39 @@ const edited = await run({
 });
 report.edit = { outcome: scaling.finished.outcome.type, result: edited.finished.result };
 
-// Resuming an interrupt that was answered already is refused (and changes nothing).
+// The same resume again is safe: nothing runs twice, the run ends as the task did.
 const again = await run({
   resume: [{ interruptId: held.id, status: "resolved", payload: { approved: true } }],
 });
 report.replay = { types: again.types, error: again.error ?? null };
+
+// Decided elsewhere: the inbox rejects the call while the client still holds its interrupt
+// open; its next turn (the client insists) resumes it, with the person's new words.
+say("delete z");
+const held2 = await run();
+const [open] = held2.finished.outcome.interrupts;
+const api = { Authorization: `Bearer ${token}`, "content-type": "application/json" };
+const decided = await fetch(`${base}/v1/approvals/${open.metadata.approvalId}/decision`, {
+  method: "POST",
+  headers: api,
+  body: JSON.stringify({ kind: "reject", reason: "not z" }),
+});
+if (!decided.ok) throw new Error(`the inbox decision failed: ${decided.status}`);
+for (let tries = 0; ; tries += 1) {
+  const task = await (await fetch(`${base}/v1/runs/${open.metadata.taskId}`, { headers: api })).json();
+  if (task.status === "completed") break;
+  if (tries > 200) throw new Error("the task did not complete");
+  await new Promise((resolve) => setTimeout(resolve, 50));
+}
+say("hello");
+const next = await run({
+  resume: [{ interruptId: open.id, status: "resolved", payload: { approved: true } }],
+});
+report.elsewhere = {
+  error: next.error ?? null,
+  result: next.finished?.result ?? null,
+  activity: next.activities[open.id],
+};
 
 report.state = agent.state;
 report.messages = agent.messages.map((m) => m.role);

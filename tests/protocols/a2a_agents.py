@@ -6,6 +6,7 @@ SIGNOFF_TEST_SIDE_FILE, so a test counts executions in any process.
 - "delete A" calls delete_pod(A) (asks);
 - "delete A and B" calls list_pods (allowed), delete_pod(A) and delete_pod(B) (both ask);
 - "scale A to N" calls scale(A, N) (asks; replicas is an integer from 0 to 50);
+- "delete A then B" calls delete_pod(A), and once it has the result, delete_pod(B);
 - "slowly delete A" thinks for a second first;
 - after tool results it says ``done:`` and each result; anything else gets ``hello``.
 
@@ -69,6 +70,12 @@ class Model:
 
     async def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelTurn:
         last = messages[-1]
+        asked = next(m.content for m in reversed(messages) if m.role == "user")
+        then = re.fullmatch(r"delete (\S+) then (\S+)", asked)
+        previous = messages[-2].tool_calls if len(messages) > 1 else ()
+        if last.role == "tool" and then and [c.id for c in previous] == ["c-1"]:
+            later = {"name": then.group(2)}  # the first is done: now the second
+            return ModelTurn(tool_calls=(ToolCall(id="c-2", name="delete_pod", args=later),))
         if last.role == "tool":
             results: list[str] = []
             for message in reversed(messages):
@@ -90,6 +97,9 @@ class Model:
                     ToolCall(id=f"c-{second}", name="delete_pod", args={"name": second}),
                 ),
             )
+        if then:
+            one = {"name": then.group(1)}
+            return ModelTurn(tool_calls=(ToolCall(id="c-1", name="delete_pod", args=one),))
         if found := re.fullmatch(r"delete (\S+)", words):
             name = found.group(1)
             return ModelTurn(

@@ -159,9 +159,18 @@ async def test_an_interrupt_and_its_resume_event_by_event(store: SQLStore, side:
         assert "keep b" in answered[-1]["result"] and "deleted a" in answered[-1]["result"]
         assert sorted(ran(side)) == ["delete_pod a", "list_pods"]
 
-        # The same resume again is safe: nothing runs twice, the run ends as the task did.
+        # The same resume again is safe: nothing runs twice, the run ends as the task did, and
+        # each activity is told the decision as it was taken.
         again = await run(http, resume("t1", "r3", approve(first["id"]), approve(second["id"])))
-        assert types(again)[0] == "RUN_STARTED" and types(again)[-1] == "RUN_FINISHED"
+        assert types(again) == [
+            "RUN_STARTED", "STATE_SNAPSHOT", "ACTIVITY_DELTA", "ACTIVITY_DELTA",
+            "STATE_DELTA",  # lastRunId
+            "RUN_FINISHED",
+        ]  # fmt: skip
+        assert again[-1]["result"] == answered[-1]["result"]
+        told = {e["messageId"]: e["patch"] for e in again if e["type"] == "ACTIVITY_DELTA"}
+        assert told[second["id"]][1]["value"] == "rejected"
+        assert told[second["id"]][2]["value"] == {"decidedBy": "alice", "reason": "keep b"}
         assert sorted(ran(side)) == ["delete_pod a", "list_pods"]
 
 
@@ -226,14 +235,20 @@ async def test_a_resume_that_misses_repeats_or_invents_an_interrupt_changes_noth
                 f"resume entry {second}: payload needs 'approved'",
             ),
             ([approve(first), approve(second, colour="red")], "unknown payload fields ['colour']"),
+            (
+                [approve(first), approve(second, editedArgs={"name": "y"}, response="no")],
+                "give editedArgs or response, not both",
+            ),
         ]
-        for entries, words in refusals:
-            refused = await run(http, resume("t2", "rx", *entries))
-            assert types(refused) == ["RUN_STARTED", "RUN_ERROR"], refused
+        for n, (entries, words) in enumerate(refusals):
+            refused = await run(http, resume("t2", f"rx{n}", *entries))
+            assert types(refused) == ["RUN_STARTED", "STATE_SNAPSHOT", "RUN_ERROR"], refused
             assert words in refused[-1]["message"], refused[-1]["message"]
+            # The snapshot shows the client what is still open.
+            assert set(refused[1]["snapshot"]["view"]["pendingInterrupts"]) == {first, second}
         # A new turn while the interrupts are open is refused too.
         busy = await run(http, turn("t2", "ry", "hello"))
-        assert types(busy) == ["RUN_STARTED", "RUN_ERROR"]
+        assert types(busy) == ["RUN_STARTED", "STATE_SNAPSHOT", "RUN_ERROR"]
         assert first in busy[-1]["message"]
         state = await fresh(service, "t2")
         assert set(state["view"]["pendingInterrupts"]) == {first, second}
@@ -311,4 +326,126 @@ async def test_the_ag_ui_client_runs_interrupts_and_resumes_with_approve_edit_an
     ]  # fmt: skip
     assert report["edit"] == {"outcome": "interrupt", "result": "done: scaled web to 5"}
     assert report["replay"]["error"] is None and report["replay"]["types"][-1] == "RUN_FINISHED"
+    elsewhere = report["elsewhere"]
+    assert elsewhere["error"] is None and elsewhere["result"] == "hello"
+    assert (elsewhere["activity"]["stage"], elsewhere["activity"]["decision"]) == (
+        "completed", "rejected",
+    )  # fmt: skip
+    assert elsewhere["activity"]["values"] == {"decidedBy": "alice", "reason": "not z"}
     assert sorted(ran(side)) == ["delete_pod a", "list_pods", "scale web 5"]
+
+
+async def test_respond_and_cancel_answer_interrupts_and_a_task_that_asks_again_interrupts_again(
+    store: SQLStore, side: Path
+):
+    async with (
+        serving(store) as (url, service),
+        httpx.AsyncClient(base_url=url, headers=ALICE, timeout=30) as http,
+    ):
+        asked = await run(http, turn("t6", "r1", "delete a and b"))
+        first, second = (i["id"] for i in asked[-1]["outcome"]["interrupts"])
+        cancelled = {"interruptId": second, "status": "cancelled"}
+        answered = await run(
+            http, resume("t6", "r2", approve(first, response="a is gone"), cancelled)
+        )
+        assert answered[-1]["type"] == "RUN_FINISHED"
+        assert "a is gone" in answered[-1]["result"]
+        assert "the interrupt was cancelled" in answered[-1]["result"]
+        decided = [e for e in answered if e["type"] == "ACTIVITY_DELTA" and len(e["patch"]) == 3]
+        assert [d["patch"][1]["value"] for d in decided] == ["provided", "rejected"]
+        assert ran(side) == ["list_pods"]  # neither delete ran
+
+        # "delete p then q": the second call is asked for only after the first has run.
+        shadow = Shadow()
+        one = await run(http, turn("t7", "s1", "delete p then q"))
+        shadow.apply(one)
+        [p] = one[-1]["outcome"]["interrupts"]
+        two = await run(http, resume("t7", "s2", approve(p["id"])))
+        shadow.apply(two)
+        assert two[-1]["outcome"]["type"] == "interrupt"
+        [q] = two[-1]["outcome"]["interrupts"]
+        assert q["id"].endswith("-2") and q["metadata"]["args"] == {"name": "q"}
+        # The first activity was done with before this run ended; the second was shown anew.
+        assert shadow.activities[p["id"]]["stage"] == "completed"
+        assert shadow.activities[q["id"]]["stage"] == "awaiting_input"
+        assert shadow.state == await fresh(service, "t7")
+        # Its calls streamed: q's call came in this run before its interrupt.
+        started = [e["toolCallId"] for e in two if e["type"] == "TOOL_CALL_START"]
+        assert started == [q["toolCallId"]]
+        # The first resume again names p only: q, open, is missing.
+        stale = await run(http, resume("t7", "s3", approve(p["id"])))
+        assert (
+            stale[-1]["type"] == "RUN_ERROR" and f"not answered: {q['id']}" in stale[-1]["message"]
+        )
+        three = await run(http, resume("t7", "s4", approve(q["id"])))
+        shadow.apply(three)
+        assert three[-1]["type"] == "RUN_FINISHED" and three[-1]["result"] == "done: deleted q"
+        assert shadow.state == await fresh(service, "t7")
+        assert ran(side) == ["list_pods", "delete_pod p", "delete_pod q"]
+
+
+async def test_decided_elsewhere_the_client_resumes_as_it_must_and_goes_on_with_its_new_words(
+    store: SQLStore, side: Path
+):
+    async with (
+        serving(store) as (url, service),
+        httpx.AsyncClient(base_url=url, headers=ALICE, timeout=30) as http,
+    ):
+        asked = await run(http, turn("t8", "r1", "delete c and d"))
+        c, d = asked[-1]["outcome"]["interrupts"]
+        inbox = {"Authorization": "Bearer bob-token"}
+        decided = await http.post(
+            f"/v1/approvals/{c['metadata']['approvalId']}/decision",
+            json={"kind": "approve"}, headers=inbox,
+        )  # fmt: skip
+        assert decided.status_code == 200
+        # Part decided in the inbox: the client answers both (as @ag-ui/client must); c's answer
+        # is taken as already given, d's decides d.
+        reject_d = {"interruptId": d["id"], "status": "resolved",
+                    "payload": {"approved": False, "reason": "keep d"}}  # fmt: skip
+        answered = await run(http, resume("t8", "r2", approve(c["id"]), reject_d))
+        told = {e["messageId"]: e["patch"] for e in answered if e["type"] == "ACTIVITY_DELTA"}
+        assert told[c["id"]][2]["value"] == {"decidedBy": "bob"}
+        assert answered[-1]["type"] == "RUN_FINISHED"
+        assert sorted(ran(side)) == ["delete_pod c", "list_pods"]
+
+        # All decided elsewhere, and the person said something new meanwhile: the resume
+        # acknowledges the decision, and the new words start the next task.
+        asked = await run(http, turn("t8", "r3", "delete e"))
+        [e] = asked[-1]["outcome"]["interrupts"]
+        decided = await http.post(
+            f"/v1/approvals/{e['metadata']['approvalId']}/decision",
+            json={"kind": "reject", "reason": "not e"}, headers=inbox,
+        )  # fmt: skip
+        async with asyncio.timeout(10):
+            while (await fresh(service, "t8"))["view"]["tasks"][e["metadata"]["taskId"]][
+                "status"
+            ] != "completed":
+                await asyncio.sleep(0.05)
+        body = resume("t8", "r4", approve(e["id"]))
+        body["messages"] = [{"id": "new-words", "role": "user", "content": "scale web to 2"}]
+        goes_on = await run(http, body)
+        told = {ev["messageId"]: ev["patch"] for ev in goes_on if ev["type"] == "ACTIVITY_DELTA"}
+        assert told[e["id"]][1]["value"] == "rejected"  # as bob decided, not as the client asked
+        assert goes_on[-1]["outcome"]["interrupts"][0]["metadata"]["tool"] == "scale"
+        assert "delete_pod e" not in ran(side)
+
+
+async def test_a_run_sent_twice_is_one_run_and_ids_are_checked(store: SQLStore, side: Path):
+    async with (
+        serving(store) as (url, service),
+        httpx.AsyncClient(base_url=url, headers=ALICE, timeout=30) as http,
+    ):
+        body = turn("t10", "r1", "delete w and z")
+        first, again = await run(http, body), await run(http, body)
+        assert first[-1]["outcome"] == again[-1]["outcome"]
+        assert ran(side) == ["list_pods"]  # once
+        assert len((await fresh(service, "t10"))["view"]["tasks"]) == 1
+        long = await run(http, turn("t10", "r" * 201, "hello"))
+        assert long[-1]["type"] == "RUN_ERROR" and "runId must have 1 to 200" in long[-1]["message"]
+        # A thread of another agent is not continued here.
+        greeted = await http.post("/agui/greeter", json=turn("t11", "g1", "hi"))
+        assert greeted.status_code == 200
+        borrowed = await run(http, turn("t11", "r2", "hello"))
+        assert borrowed[-1]["type"] == "RUN_ERROR"
+        assert "a conversation of another agent" in borrowed[-1]["message"]

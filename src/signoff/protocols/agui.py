@@ -19,6 +19,7 @@ applied to the snapshot always give what a new snapshot would.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -57,6 +58,7 @@ from signoff.errors import (
     InvalidEditError,
     NotFoundError,
 )
+from signoff.gate.ids import new_id
 from signoff.protocols.a2a.hitl import Pending, request_parts
 from signoff.protocols.a2a.tasks import TaskView, task_state
 from signoff.server.auth import Auth
@@ -66,10 +68,14 @@ from signoff.types import Approval, Approve, Decision, Edit, Reject, Respond
 
 __all__ = ["ACTIVITY", "CHANNEL", "AguiAgent", "interrupt_id", "mount_agui", "response_schema"]
 
+logger = logging.getLogger(__name__)
+
 ACTIVITY = "HITL_FORM"
 CHANNEL = "agui"
 """The store's notes of this channel: which task each AG-UI run of a thread started or resumed."""
 _DECIDED = {"approved": "approved", "edited": "approved", "responded": "provided"}
+_LONGEST = 200
+"""The longest thread or run id taken (the store's keys are no longer)."""
 
 
 def interrupt_id(task_id: str, n: int) -> str:
@@ -129,45 +135,74 @@ class AguiAgent:
 
     async def run(self, body: RunAgentInput, who: Principal) -> AsyncIterator[BaseEvent]:
         """The AG-UI events of one run: a new turn of the conversation, or the resume of the
-        task its last run left waiting."""
-        thread, run_id = body.thread_id, body.run_id
-        yield RunStartedEvent(thread_id=thread, run_id=run_id)
+        task its last run left waiting. Whatever goes wrong ends it with RUN_ERROR."""
+        yield RunStartedEvent(thread_id=body.thread_id, run_id=body.run_id)
         try:
-            await self._check_thread(thread)
-            # The state as the run finds it: what it changes comes as deltas.
-            state = await self._state(thread)
-            if body.resume:
-                task, decisions = await self._resumable(thread, body.resume)
-            else:
-                task, decisions = await self._start(thread, body, who), {}
-        except _Refused as refused:
+            async for event in self._run(body, who):
+                yield event
+        except _Refused as refused:  # raised before anything changed
             yield RunErrorEvent(message=str(refused), code=refused.code)
-            return
+        except Exception:
+            logger.exception("AG-UI run %s of thread %s failed", body.run_id, body.thread_id)
+            yield RunErrorEvent(message="the server failed on this run", code="internal_error")
+
+    async def _run(self, body: RunAgentInput, who: Principal) -> AsyncIterator[BaseEvent]:
+        thread, run_id = body.thread_id, body.run_id
+        for name, value in (("threadId", thread), ("runId", run_id)):
+            if not value or len(value) > _LONGEST:
+                raise _Refused(f"{name} must have 1 to {_LONGEST} characters", "invalid_input")
+        await self._check_thread(thread)
+        state = await self._state(thread)  # as the run finds it: what it changes comes as deltas
         yield StateSnapshotEvent(snapshot=state)
-        after = task.view.last_seq if body.resume else 0
-        if decisions:
-            try:
-                await self.service.decide_batch(
-                    {task.open[i].id: d for i, d in decisions.items()},
-                    actor=who.name,
-                    roles=who.roles,
-                )
-            except (InvalidEditError, InvalidDecisionError, ConflictError, ForbiddenError) as exc:
-                where = f" at {exc.path}" if isinstance(exc, InvalidEditError) else ""
-                yield RunErrorEvent(message=f"{exc}{where}; nothing changed", code="refused")
+        message_id, text = _last_user(body.messages)
+        planned: str | None = None
+        for taken in await self.store.notes(CHANNEL, thread, key=run_id):
+            planned = str(taken.data["task"])  # this very run again (a retry)
+            if await self._exists(planned):
+                retried = await self._read(planned)
+                async for event in self._stream(thread, state, retried, run_id=run_id, after=0):
+                    yield event
                 return
-            for interrupt, decision in decisions.items():
-                yield ActivityDeltaEvent(
-                    message_id=interrupt, activity_type=ACTIVITY, patch=_ops(_decided(decision))
-                )
-        await self.store.add_note(
-            CHANNEL, thread, run_id, {"task": task.run.id}, at=datetime.now(UTC)
-        )
-        if body.resume:  # the interrupts answered, the task going on
+        resolved: dict[str, Decision] = {}
+        task: _Task | None = None
+        after = 0
+        if body.resume:
+            task, resolved, settled = await self._resume(thread, body.resume, message_id, who)
+            after = task.view.last_seq
+            for interrupt, decision in resolved.items():
+                yield _activity_delta(interrupt, _decided(decision))
+            done = task.view.state in ("completed", "failed")
+            for interrupt, approval in settled.items():
+                yield _activity_delta(interrupt, _settled(approval, done=done))
+            if not task.open and done and self._new(message_id, await self._said(thread)):
+                task = None  # the interrupts were decided elsewhere; the new words go on
+        if task is None:
+            task = await self._start(thread, run_id, planned, message_id, text, who)
+            after = 0
+        else:
+            await self.store.add_note(
+                CHANNEL, thread, run_id, {"task": task.run.id, "message": message_id},
+                at=datetime.now(UTC),
+            )  # fmt: skip
             state, delta = await self._delta(thread, state)
             if delta:
                 yield StateDeltaEvent(delta=_ops(delta))
-        async for event in self._follow(task, after=after, run_id=run_id, resolved=decisions):
+        async for event in self._stream(
+            thread, state, task, run_id=run_id, after=after, resolved=resolved
+        ):
+            yield event
+
+    async def _stream(
+        self,
+        thread: str,
+        state: dict[str, Any],
+        task: _Task,
+        *,
+        run_id: str,
+        after: int,
+        resolved: dict[str, Decision] | None = None,
+    ) -> AsyncIterator[BaseEvent]:
+        async for event in self._follow(task, after=after, run_id=run_id, resolved=resolved or {}):
             if isinstance(event, StateDeltaEvent):
                 state, delta = await self._delta(thread, state)
                 if delta:
@@ -177,7 +212,17 @@ class AguiAgent:
 
     # -- starting and resuming ---------------------------------------------------------------
 
-    async def _start(self, thread: str, body: RunAgentInput, who: Principal) -> _Task:
+    async def _start(
+        self,
+        thread: str,
+        run_id: str,
+        planned: str | None,
+        message_id: str | None,
+        text: str,
+        who: Principal,
+    ) -> _Task:
+        """A new turn: the task started, its id reserved for this AG-UI run first (a retry of
+        the run streams the same task instead of starting another)."""
         latest = await self._latest(thread)
         if latest is not None and latest.open:
             raise _Refused(
@@ -185,45 +230,102 @@ class AguiAgent:
                 f"{', '.join(latest.open)}; answer each of them in resume[]",
                 "open_interrupts",
             )
-        text = _last_user_text(body.messages)
         if not text:
             raise _Refused("the input has no user message to run on", "no_input")
+        if planned is None:
+            planned = new_id()
+            mapping = {"task": planned, "message": message_id}
+            if not await self.store.add_note(
+                CHANNEL, thread, run_id, mapping, at=datetime.now(UTC)
+            ):
+                [taken] = await self.store.notes(CHANNEL, thread, key=run_id)
+                planned = str(taken.data["task"])  # a retry running beside this one
         try:
-            run_id = await self.service.start_run(self.agent, thread, text, started_by=who.name)
+            await self.service.start_run(
+                self.agent, thread, text, started_by=who.name, run_id=planned
+            )
         except ConflictError as exc:
-            raise _Refused(f"the thread has a run still going: {exc}", "busy") from None
-        return await self._read(run_id)
+            if not await self._exists(planned):
+                raise _Refused(f"the thread has a run still going: {exc}", "busy") from None
+        return await self._read(planned)
 
-    async def _resumable(
-        self, thread: str, resume: Sequence[ResumeEntry]
-    ) -> tuple[_Task, dict[str, Decision]]:
-        """The task `resume` answers and the decision for each of its open interrupts; or, for
-        a resume taken already (the same answers again), the task and no decisions."""
+    async def _resume(
+        self,
+        thread: str,
+        resume: Sequence[ResumeEntry],
+        message_id: str | None,
+        who: Principal,
+    ) -> tuple[_Task, dict[str, Decision], dict[str, Approval]]:
+        """Take `resume`: the task it answers (as it was before), the decisions taken on its
+        open interrupts, and the interrupts it names that were decided already (elsewhere, or
+        by this same resume sent before) — those it leaves as they were."""
         task = await self._latest(thread)
         if task is None:
             raise _Refused("the thread has no run to resume", "nothing_to_resume")
         named = [entry.interrupt_id for entry in resume]
         twice = sorted({i for i in named if named.count(i) > 1})
         unknown = [i for i in named if i not in task.ids.values()]
-        if twice or unknown:
-            problems = [f"answered twice: {', '.join(twice)}"] if twice else []
-            problems += [f"not interrupts of this thread: {', '.join(unknown)}"] if unknown else []
-            raise _Refused("; ".join(problems) + "; nothing changed", "invalid_resume")
         opened = task.open
-        if not opened:
-            return task, {}  # replayed: its decisions were taken; the run goes on as it did
-        late = [i for i in named if i not in opened]
         missing = [i for i in opened if i not in named]
-        if late or missing:
-            problems = [f"decided already: {', '.join(late)}"] if late else []
-            problems += [f"not answered: {', '.join(missing)}"] if missing else []
+        problems = [f"answered twice: {', '.join(twice)}"] if twice else []
+        if unknown:
+            problems.append(f"not interrupts of the thread's last task: {', '.join(unknown)}")
+        if missing:
+            problems.append(f"not answered: {', '.join(missing)}")
+        if problems:
             raise _Refused(
                 "resume[] must answer every open interrupt exactly once — "
                 + "; ".join(problems)
                 + "; nothing changed",
                 "invalid_resume",
             )
-        return task, {entry.interrupt_id: _decision(entry) for entry in resume}
+        decisions = {entry.interrupt_id: _decision(entry) for entry in resume}
+        if (
+            not opened
+            and task.view.state == "working"
+            and self._new(message_id, await self._said(thread))
+        ):
+            raise _Refused(
+                "the thread's task is still going (its interrupts were decided elsewhere): "
+                "send the new message once it has finished; nothing changed",
+                "busy",
+            )
+        by_id = {interrupt: approval for approval, interrupt in task.ids.items()}
+        settled = {i: a for a in task.decided for i in named if by_id.get(i) == a.id}
+        taking = {i: d for i, d in decisions.items() if i in opened}
+        if taking:
+            try:
+                await self.service.decide_batch(
+                    {opened[i].id: d for i, d in taking.items()}, actor=who.name, roles=who.roles
+                )
+            except InvalidEditError as exc:
+                raise _Refused(
+                    f"{exc} (at {exc.path or '/'}); nothing changed", "invalid_edit"
+                ) from None
+            except (InvalidDecisionError, ForbiddenError) as exc:
+                raise _Refused(f"{exc}; nothing changed", "refused") from None
+            except ConflictError:
+                # Decided meanwhile (the inbox, or this same resume sent twice at once).
+                now = await self._read(task.run.id)
+                if any(i in now.open for i in taking):
+                    raise
+                settled |= {i: a for a in now.decided for i in taking if by_id.get(i) == a.id}
+                taking = {}
+        return task, taking, settled
+
+    def _new(self, message_id: str | None, said: set[str]) -> bool:
+        """Whether the input's last user message is one no earlier run was given."""
+        return message_id is not None and message_id not in said
+
+    async def _said(self, thread: str) -> set[str]:
+        return {str(n.data.get("message")) for n in await self.store.notes(CHANNEL, thread)}
+
+    async def _exists(self, run_id: str) -> bool:
+        try:
+            await self.store.get_run(run_id)
+        except NotFoundError:
+            return False
+        return True
 
     async def _check_thread(self, thread: str) -> None:
         for latest in await self.store.list_runs(thread_id=thread, limit=1):
@@ -248,8 +350,11 @@ class AguiAgent:
                 yield out
             if event.type == "paused":
                 current = await self._read(task.run.id)
-                if not current.open:
-                    continue  # decided meanwhile: the run goes on
+                own = set(event.data["approvals"])
+                if not any(a.id in own for a in current.pending):
+                    continue  # decided meanwhile: the run went on (to this pause's end, or on)
+                for interrupt in resolved:  # what this run resumed is done with
+                    yield _activity_delta(interrupt, _COMPLETED)
                 yield TextMessageStartEvent(message_id=f"{task.run.id}-{event.seq}-ask")
                 words = _request_words(current, self.service)
                 yield TextMessageContentEvent(
@@ -283,11 +388,7 @@ class AguiAgent:
         self, task: _Task, view: TaskView, *, run_id: str, resolved: dict[str, Decision]
     ) -> Iterable[BaseEvent]:
         for interrupt in resolved:
-            yield ActivityDeltaEvent(
-                message_id=interrupt,
-                activity_type=ACTIVITY,
-                patch=_ops([{"op": "replace", "path": "/stage", "value": "completed"}]),
-            )
+            yield _activity_delta(interrupt, _COMPLETED)
         yield StateDeltaEvent(delta=[])
         if view.state == "failed":
             reason = "".join(p.get("text", "") for p in (view.failure or {}).get("parts", []))
@@ -360,8 +461,8 @@ class AguiAgent:
 
     # -- reading the store -------------------------------------------------------------------
 
-    async def _read(self, run_id: str) -> _Task:
-        run = await self.store.get_run(run_id)
+    async def _read(self, run_id: str, record: RunRecord | None = None) -> _Task:
+        run = record or await self.store.get_run(run_id)
         view = TaskView(
             run_id=run.id,
             agent=run.agent,
@@ -380,7 +481,7 @@ class AguiAgent:
         for run in await self.store.list_runs(
             thread_id=thread, agent=self.agent, roots=True, limit=1
         ):
-            return await self._read(run.id)
+            return await self._read(run.id, run)
         return None
 
     async def _state(self, thread: str) -> dict[str, Any]:
@@ -392,7 +493,7 @@ class AguiAgent:
         pending: dict[str, Any] = {}
         runs = await self.store.list_runs(thread_id=thread, agent=self.agent, roots=True)
         for run in reversed(runs):
-            task = await self._read(run.id)
+            task = await self._read(run.id, run)
             status = task_state(task.view.state, run.status, bool(task.pending))
             tasks[run.id] = {
                 "status": status,
@@ -437,6 +538,27 @@ def mount_agui(app: FastAPI, service: Service, auth: Auth) -> None:
         return StreamingResponse(stream(), media_type=encoder.get_content_type())
 
 
+_COMPLETED = [{"op": "replace", "path": "/stage", "value": "completed"}]
+
+
+def _activity_delta(interrupt: str, patch: list[dict[str, Any]]) -> ActivityDeltaEvent:
+    return ActivityDeltaEvent(message_id=interrupt, activity_type=ACTIVITY, patch=_ops(patch))
+
+
+def _settled(approval: Approval, *, done: bool) -> list[dict[str, Any]]:
+    """The activity's patch for a call decided before this run (elsewhere, or by the same
+    resume sent before): the decision as it was taken, and by whom."""
+    decision = approval.decision
+    values: dict[str, Any] = {"decidedBy": approval.decided_by}
+    if isinstance(decision, Reject):
+        values["reason"] = decision.reason
+    return [
+        {"op": "replace", "path": "/stage", "value": "completed" if done else "working"},
+        {"op": "add", "path": "/decision", "value": _DECIDED.get(approval.status, "rejected")},
+        {"op": "add", "path": "/values", "value": values},
+    ]
+
+
 def _ops(patch: list[dict[str, Any]]) -> Any:
     """A JSON Patch as plain operations (the event models validate them)."""
     return patch
@@ -457,7 +579,13 @@ def _decision(entry: ResumeEntry) -> Decision:
     if reason is not None and not isinstance(reason, str):
         raise _Refused(f"{where}: 'reason' must be a string", "invalid_resume")
     if not payload["approved"]:
+        if "editedArgs" in payload or "response" in payload:
+            raise _Refused(
+                f"{where}: editedArgs and response go with approved: true", "invalid_resume"
+            )
         return Reject(reason=reason or "")
+    if "response" in payload and "editedArgs" in payload:
+        raise _Refused(f"{where}: give editedArgs or response, not both", "invalid_resume")
     if "response" in payload:
         if not isinstance(payload["response"], str):
             raise _Refused(f"{where}: 'response' must be a string", "invalid_resume")
@@ -513,12 +641,14 @@ def _request_words(task: _Task, service: Service) -> str:
     return text.rsplit("\n", 1)[0]  # without the A2A reply instructions
 
 
-def _last_user_text(messages: Sequence[Any]) -> str:
+def _last_user(messages: Sequence[Any]) -> tuple[str | None, str]:
+    """The id and the words of the input's last user message (None and "" without one)."""
     for message in reversed(messages):
         if getattr(message, "role", None) != "user":
             continue
         content = message.content
         if isinstance(content, str):
-            return content.strip()
-        return " ".join(getattr(p, "text", "") for p in content if getattr(p, "text", None))
-    return ""
+            return message.id, content.strip()
+        words = " ".join(getattr(p, "text", "") for p in content if getattr(p, "text", None))
+        return message.id, words.strip()
+    return None, ""

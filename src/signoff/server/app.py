@@ -343,7 +343,7 @@ def _mount_protocols(app: FastAPI, service: Service, auth: Auth) -> None:
     try:
         from signoff.protocols.agui import mount_agui
     except ImportError as exc:
-        if exc.name is None or not exc.name.startswith(("ag_ui", "jsonpatch", "a2a", "google")):
+        if exc.name is None or not exc.name.startswith(("ag_ui", "jsonpatch")):
             raise
         logger.info("AG-UI is not served: install it with pip install 'signoff[ag-ui]'")
     else:
