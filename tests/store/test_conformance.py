@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import text
 
 from signoff import Approve, Edit, Grant, NotFoundError, Reject, Scope, ToolCall
-from signoff.errors import StoreError
+from signoff.errors import ConflictError, StoreError
 from signoff.store import AuditRecord, SQLStore, Store, open_store
 from signoff.store.migrations import LATEST
 from signoff.types import Approval
@@ -316,3 +316,18 @@ async def test_runs_are_listed_and_counted_by_thread_state_root_and_update(store
     later = T0 + timedelta(seconds=1)
     assert [r.id for r in await store.list_runs(updated_after=later)] == ["r4", "r3"]
     assert await store.count_runs(updated_after=later, roots=True) == 1
+
+
+async def test_a_run_exists_once_created(store: SQLStore):
+    from signoff.store.runs import RunRecord
+
+    assert not await store.run_exists("r-new")
+    record = RunRecord(
+        id="r-new", thread_id="t", agent="ops", status="running", started_by=None,
+        lease_owner="w", version=1,
+    )  # fmt: skip
+    await store.create_run(record, at=T0, lease_until=T0 + timedelta(minutes=5))
+    assert await store.run_exists("r-new")
+    again = replace(record, thread_id="t-other")  # on another thread too
+    with pytest.raises(ConflictError, match="exists already"):
+        await store.create_run(again, at=T0, lease_until=T0 + timedelta(minutes=5))

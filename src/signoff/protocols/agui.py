@@ -158,7 +158,7 @@ class AguiAgent:
         planned: str | None = None
         for taken in await self.store.notes(CHANNEL, thread, key=run_id):
             planned = str(taken.data["task"])  # this very run again (a retry)
-            if await self._exists(planned):
+            if await self.store.run_exists(planned):
                 retried = await self._read(planned)
                 async for event in self._stream(thread, state, retried, run_id=run_id, after=0):
                     yield event
@@ -245,7 +245,7 @@ class AguiAgent:
                 self.agent, thread, text, started_by=who.name, run_id=planned
             )
         except ConflictError as exc:
-            if not await self._exists(planned):
+            if not await self.store.run_exists(planned):
                 raise _Refused(f"the thread has a run still going: {exc}", "busy") from None
         return await self._read(planned)
 
@@ -319,13 +319,6 @@ class AguiAgent:
 
     async def _said(self, thread: str) -> set[str]:
         return {str(n.data.get("message")) for n in await self.store.notes(CHANNEL, thread)}
-
-    async def _exists(self, run_id: str) -> bool:
-        try:
-            await self.store.get_run(run_id)
-        except NotFoundError:
-            return False
-        return True
 
     async def _check_thread(self, thread: str) -> None:
         for latest in await self.store.list_runs(thread_id=thread, limit=1):

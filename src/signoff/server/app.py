@@ -7,6 +7,7 @@ input. The decider of a decision is the authenticated principal.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -330,24 +331,24 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
     return app
 
 
+_PROTOCOLS = (
+    # name, module and its mount function, the packages its extra installs, the extra
+    ("A2A", "signoff.protocols.a2a", "mount_a2a", ("a2a", "google"), "a2a"),
+    ("AG-UI", "signoff.protocols.agui", "mount_agui", ("ag_ui", "jsonpatch"), "ag-ui"),
+)
+
+
 def _mount_protocols(app: FastAPI, service: Service, auth: Auth) -> None:
     """Serve the agents over A2A and AG-UI too, each when its extra is installed."""
-    try:
-        from signoff.protocols.a2a import mount_a2a
-    except ImportError as exc:
-        if exc.name is None or not exc.name.startswith(("a2a", "google")):
-            raise
-        logger.info("A2A is not served: install it with pip install 'signoff[a2a]'")
-    else:
-        mount_a2a(app, service, auth)
-    try:
-        from signoff.protocols.agui import mount_agui
-    except ImportError as exc:
-        if exc.name is None or not exc.name.startswith(("ag_ui", "jsonpatch")):
-            raise
-        logger.info("AG-UI is not served: install it with pip install 'signoff[ag-ui]'")
-    else:
-        mount_agui(app, service, auth)
+    for name, module, function, packages, extra in _PROTOCOLS:
+        try:
+            mount = getattr(importlib.import_module(module), function)
+        except ImportError as exc:
+            if exc.name is None or not exc.name.startswith(packages):
+                raise
+            logger.info("%s is not served: install it with pip install 'signoff[%s]'", name, extra)
+            continue
+        mount(app, service, auth)
 
 
 def _agent_json(service: Service, agent: Agent, path: str) -> dict[str, Any]:

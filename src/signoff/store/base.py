@@ -179,6 +179,8 @@ class Store(Protocol):
 
     async def get_run(self, run_id: str) -> RunRecord: ...
 
+    async def run_exists(self, run_id: str) -> bool: ...
+
     async def list_runs(
         self,
         *,

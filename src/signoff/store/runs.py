@@ -324,6 +324,10 @@ class RunStore:
             raise NotFoundError(f"no run with id {run_id!r}")
         return record
 
+    async def run_exists(self, run_id: str) -> bool:
+        found: bool = await self.run(lambda c: read_run(c, run_id) is not None, write=False)
+        return found
+
     async def list_runs(
         self,
         *,

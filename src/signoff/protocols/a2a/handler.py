@@ -304,14 +304,14 @@ class SignoffRequestHandler(RequestHandler):
                     "give each message its own id"
                 )
             task_id = str(first.data["task"])
-            if await self._started(task_id):
+            if await self.store.run_exists(task_id):
                 return task_id  # the same message again: its task, not a second one
         try:
             await self.service.start_run(
                 self.agent, thread, text, started_by=who.name, run_id=task_id
             )
         except ConflictError as exc:
-            if await self._started(task_id):
+            if await self.store.run_exists(task_id):
                 return task_id  # a retry running beside the first started it meanwhile
             raise InvalidRequestError(
                 f"context {thread!r} has a task still going: {exc}. Decide or wait for it, "
@@ -323,13 +323,6 @@ class SignoffRequestHandler(RequestHandler):
             CHANNEL, task_id, message.message_id, {"message": sent}, at=run.created_at or at
         )
         return task_id
-
-    async def _started(self, task_id: str) -> bool:
-        try:
-            await self.store.get_run(task_id)
-        except NotFoundError:
-            return False
-        return True
 
     async def _check_context(self, thread: str) -> None:
         """A context is one agent's: another agent's conversation (or a sub-agent's) is not
