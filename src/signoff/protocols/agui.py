@@ -156,8 +156,10 @@ class AguiAgent:
         yield StateSnapshotEvent(snapshot=state)
         message_id, text = _last_user(body.messages)
         planned: str | None = None
-        for taken in await self.store.notes(CHANNEL, thread, key=run_id):
-            planned = str(taken.data["task"])  # this very run again (a retry)
+        # This very turn sent again (a retry; a resume sent again is taken as a resume).
+        retries = [] if body.resume else await self.store.notes(CHANNEL, thread, key=run_id)
+        for taken in retries:
+            planned = str(taken.data["task"])
             if await self.store.run_exists(planned):
                 retried = await self._read(planned)
                 async for event in self._stream(thread, state, retried, run_id=run_id, after=0):
