@@ -449,3 +449,21 @@ async def test_a_run_sent_twice_is_one_run_and_ids_are_checked(store: SQLStore, 
         borrowed = await run(http, turn("t11", "r2", "hello"))
         assert borrowed[-1]["type"] == "RUN_ERROR"
         assert "a conversation of another agent" in borrowed[-1]["message"]
+
+
+async def test_a_quiet_stream_sends_keep_alive_comments_between_events(
+    store: SQLStore, side: Path, monkeypatch: pytest.MonkeyPatch
+):
+    from signoff.protocols import agui
+
+    monkeypatch.setattr(agui, "KEEP_ALIVE", 0.2)
+    async with (
+        serving(store) as (url, _),
+        httpx.AsyncClient(base_url=url, headers=ALICE, timeout=30) as http,
+        http.stream("POST", "/agui/ops", json=turn("t12", "r1", "slowly delete web-1")) as response,
+    ):
+        lines = [line async for line in response.aiter_lines() if line]
+    # The model thinks for a second: comments keep the stream open meanwhile; events go on.
+    assert lines.count(": keep-alive") >= 3
+    events = [json.loads(line[6:]) for line in lines if line.startswith("data: ")]
+    assert types(events)[0] == "RUN_STARTED" and types(events)[-1] == "RUN_FINISHED"

@@ -18,6 +18,7 @@ applied to the snapshot always give what a new snapshot would.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Iterable, Sequence
@@ -70,6 +71,8 @@ __all__ = ["ACTIVITY", "CHANNEL", "AguiAgent", "interrupt_id", "mount_agui", "re
 
 logger = logging.getLogger(__name__)
 
+KEEP_ALIVE = 15.0
+"""Seconds without an event after which the stream sends a comment, to stay open."""
 ACTIVITY = "HITL_FORM"
 CHANNEL = "agui"
 """The store's notes of this channel: which task each AG-UI run of a thread started or resumed."""
@@ -526,11 +529,42 @@ def mount_agui(app: FastAPI, service: Service, auth: Auth) -> None:
         if endpoint is None:
             raise NotFoundError(f"no agent named {agent!r}; the agents are {sorted(endpoints)}")
 
-        async def stream() -> AsyncIterator[str]:
-            async for event in endpoint.run(body, who):
-                yield encoder.encode(event)
+        encoded = (encoder.encode(event) async for event in endpoint.run(body, who))
+        return StreamingResponse(
+            _kept_alive(encoded, every=KEEP_ALIVE), media_type=encoder.get_content_type()
+        )
 
-        return StreamingResponse(stream(), media_type=encoder.get_content_type())
+
+async def _kept_alive(lines: AsyncIterator[str], *, every: float) -> AsyncIterator[str]:
+    """`lines`, with an SSE comment whenever `every` seconds pass without one (a long tool call):
+    proxies that cut idle connections keep the stream, and clients ignore comments."""
+    queue: asyncio.Queue[str | None] = asyncio.Queue()
+
+    async def pump() -> None:
+        try:
+            async for line in lines:
+                await queue.put(line)
+        finally:
+            queue.put_nowait(None)
+
+    pumping = asyncio.create_task(pump())
+    getting: asyncio.Future[str | None] | None = None
+    try:
+        while True:
+            getting = getting or asyncio.ensure_future(queue.get())
+            done, _ = await asyncio.wait({getting}, timeout=every)
+            if not done:
+                yield ": keep-alive\n\n"
+                continue
+            line, getting = getting.result(), None
+            if line is None:
+                break
+            yield line
+        await pumping  # its failure, if it failed
+    finally:
+        for task in (pumping, getting):
+            if task is not None and not task.done():
+                task.cancel()
 
 
 _COMPLETED = [{"op": "replace", "path": "/stage", "value": "completed"}]
