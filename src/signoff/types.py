@@ -335,6 +335,7 @@ def approval_to_dict(approval: Approval) -> dict[str, Any]:
         "rule": approval.rule,
         "reason": approval.reason,
         "approvers": list(approval.approvers),
+        "origin": approval.origin,
         "requested_by": approval.requested_by,
         "requested_at": iso(approval.requested_at),
         "expires_at": iso(approval.expires_at),

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 
 import signoff
-from signoff.cli import audit, decide, demo, inbox, policy, serve
+from signoff.cli import audit, decide, demo, gateway, inbox, policy, serve
 from signoff.errors import SignoffError
 
 __all__ = ["app", "main"]
@@ -29,6 +29,7 @@ app.command("serve")(serve.serve)
 app.command("approve")(decide.approve)
 app.command("reject")(decide.reject)
 app.command("inbox")(inbox.inbox)
+app.command("mcp-gateway")(gateway.mcp_gateway)
 
 
 def _version(value: bool) -> None:

@@ -291,6 +291,17 @@ class Gate:
             raise ConflictError(f"approval {names} expired before this decision; it was not taken")
         return [results[i] for i in decisions]
 
+    @staticmethod
+    def may_decide(approval: Approval, *, actor: str, roles: Iterable[str] = ()) -> bool:
+        """Whether `actor` with `roles` may decide `approval`: its rule's approvers, and
+        self-approval where the rule forbids it."""
+        try:
+            _check_decider(approval.rule, approval.approvers, approval.forbid_self_approval,
+                           approval.requested_by, actor=actor, roles=frozenset(roles))  # fmt: skip
+        except ForbiddenError:
+            return False
+        return True
+
     def _authorize(
         self, approval: Approval, decision: Decision, *, actor: str, roles: frozenset[str]
     ) -> None:

@@ -121,6 +121,23 @@ class PolicyEngine:
                 return _granted(grant)
         return verdict
 
+    def fixed_verdict(
+        self, name: str, *, server: str | None = None, agent: str | None = None
+    ) -> Verdict | None:
+        """The verdict every call of this tool gets whatever its arguments, or None when the
+        arguments decide (a rule's `when`). Grants aside: they only turn an ask into an allow.
+        What the MCP gateway uses to hide the tools the policy always denies."""
+        candidates, default = self._cache.get((name, server, agent)) or self._lookup(
+            (name, server, agent)
+        )
+        conditional: set[str] = set()
+        for entry in candidates:
+            if entry.when:
+                conditional.add(entry.verdict.kind)
+                continue
+            return entry.verdict if conditional <= {entry.verdict.kind} else None
+        return default if conditional <= {default.kind} else None
+
     def explain(self, call: ToolCall, context: Context | None = None) -> Explanation:
         """The verdict (the same as `evaluate`), the deciding rule and the rules it shadowed."""
         verdict = self.evaluate(call, context)

@@ -122,7 +122,7 @@ class Reader:
             return None
         return cast(VerdictKind, value)
 
-    def duration(self, value: Any, path: Path) -> float | None:
+    def duration(self, value: Any, path: Path, what: str = "timeout") -> float | None:
         """Seconds, from a number or a text like ``30s``, ``5m``, ``1h30m``, ``2d``."""
         seconds: float | None = None
         if isinstance(value, int | float) and not isinstance(value, bool):
@@ -135,7 +135,7 @@ class Reader:
         if seconds is None or not 0 < seconds < float("inf"):
             self.error(
                 path,
-                f"timeout must be a positive number of seconds or a duration like '30s', '5m', "
+                f"{what} must be a positive number of seconds or a duration like '30s', '5m', "
                 f"'1h30m', '2d'; not {show(value)}",
             )
             return None

@@ -18,7 +18,7 @@ rules:
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from signoff.policy import Policy
 from signoff.policy.loader import load_data, locate
 from signoff.policy.reader import Reader
 from signoff.policy.source import parse_text
+from signoff.protocols.mcp.settings import GatewaySettings, UpstreamSpec, read_gateway, read_servers
 from signoff.server.redact import Redaction
 from signoff.server.service import Principal
 
@@ -48,6 +49,9 @@ class ServerConfig:
     """Bearer token → principal; empty when the file configures no authentication."""
     redact: tuple[str, ...] = ()
     """Argument paths shown masked (see `signoff.server.redact`)."""
+    servers: dict[str, UpstreamSpec] = field(default_factory=dict)
+    """The MCP servers the gateway reaches (those of ``servers:`` with a command or a url)."""
+    gateway: GatewaySettings = field(default_factory=GatewaySettings)
 
 
 def load_config(path: Path) -> ServerConfig:
@@ -70,6 +74,8 @@ def load_config(path: Path) -> ServerConfig:
             database = None
     tokens = _tokens(reader, top.get("auth"))
     redact = _redact(reader, top.get("redact", []))
+    servers = read_servers(reader, top.get("servers"))
+    gateway = read_gateway(reader, top.get("gateway"))
     problems = locate(reader.problems, source, text)
     try:
         policy = load_data(data, source=source, text=text)
@@ -79,7 +85,13 @@ def load_config(path: Path) -> ServerConfig:
         raise PolicyError(sorted(problems, key=lambda p: (p.line or 0, p.column or 0)))
     document = {k: v for k, v in top.items() if k not in _SERVER_KEYS}
     return ServerConfig(
-        database=database, policy=policy, document=document, tokens=tokens, redact=redact
+        database=database,
+        policy=policy,
+        document=document,
+        tokens=tokens,
+        redact=redact,
+        servers=servers,
+        gateway=gateway,
     )
 
 

@@ -14,7 +14,9 @@ from signoff.agent import Agent
 __all__ = ["import_agents", "run_app"]
 
 
-async def run_app(app: FastAPI, *, host: str, port: int, ready: Callable[[str], None]) -> None:
+async def run_app(
+    app: FastAPI | Any, *, host: str, port: int, ready: Callable[[str], None]
+) -> None:
     """Serve `app` until interrupted; `ready` gets the URL once it listens (port 0 picks one)."""
     import uvicorn
 

@@ -239,8 +239,21 @@ class Store(Protocol):
         digest: str,
         at: datetime,
         then: Callable[[LedgerEntry | None], RunWrite | None] | None = None,
+        audit: Sequence[AuditRecord] = (),
     ) -> tuple[LedgerEntry | None, list[StoredEvent]]: ...
 
     async def ledger_finish(
-        self, key: str, *, result: dict[str, Any], at: datetime, write: RunWrite | None = None
+        self,
+        key: str,
+        *,
+        result: dict[str, Any],
+        at: datetime,
+        write: RunWrite | None = None,
+        audit: Sequence[AuditRecord] = (),
     ) -> list[StoredEvent]: ...
+
+    async def unanswered_approval(
+        self, *, channel: str, subject: str, answer_prefix: str
+    ) -> Approval | None: ...
+
+    async def append_audit(self, records: Sequence[AuditRecord]) -> None: ...

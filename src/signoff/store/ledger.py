@@ -5,7 +5,7 @@ each in the same transaction as the run's write that goes with it."""
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -15,6 +15,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from signoff.store import schema
+from signoff.store.audit import append_audit
+from signoff.store.base import AuditRecord
 from signoff.store.runs import RunWrite, StoredEvent, write_run
 from signoff.store.times import to_micros
 from signoff.types import canonical_json
@@ -56,10 +58,11 @@ class LedgerStore:
         digest: str,
         at: datetime,
         then: Callable[[LedgerEntry | None], RunWrite | None] | None = None,
+        audit: Sequence[AuditRecord] = (),
     ) -> tuple[LedgerEntry | None, list[StoredEvent]]:
         """Record that the call with this idempotency key is starting. Returns None when it is new,
         or the existing entry when it was started (or finished) before; and the events of the
-        write `then` makes of that, in the same transaction."""
+        write `then` makes of that, in the same transaction — with `audit`, when it is new."""
 
         values = {
             "key": key,
@@ -79,6 +82,8 @@ class LedgerStore:
                 row = connection.execute(_LEDGER_ENTRY, {"k": key}).one()
                 result = None if row.result is None else json.loads(row.result)
                 entry = LedgerEntry(key=key, status=row.status, result=result)
+            else:
+                append_audit(connection, audit)
             write = None if then is None else then(entry)
             return entry, [] if write is None else write_run(connection, write)
 
@@ -86,9 +91,15 @@ class LedgerStore:
         return outcome
 
     async def ledger_finish(
-        self, key: str, *, result: dict[str, Any], at: datetime, write: RunWrite | None = None
+        self,
+        key: str,
+        *,
+        result: dict[str, Any],
+        at: datetime,
+        write: RunWrite | None = None,
+        audit: Sequence[AuditRecord] = (),
     ) -> list[StoredEvent]:
-        """Record the call's result, with `write` in the same transaction."""
+        """Record the call's result, with `write` and `audit` in the same transaction."""
         finish = {
             "k": key,
             "v_result": canonical_json(result).decode(),
@@ -97,6 +108,7 @@ class LedgerStore:
 
         def work(connection: Connection) -> list[StoredEvent]:
             connection.execute(_FINISH, finish)
+            append_audit(connection, audit)
             return [] if write is None else write_run(connection, write)
 
         stored: list[StoredEvent] = await self.run(work)

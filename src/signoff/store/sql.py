@@ -12,20 +12,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import json
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from sqlalchemy import Row, and_, bindparam, insert, select, text, update
+from sqlalchemy import Row, and_, bindparam, insert, literal, select, text, update
 from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import Connection, Engine
 
 from signoff.errors import ConflictError, NotFoundError, StoreError
 from signoff.store import schema
+from signoff.store.audit import LOCK_AUDIT_HEAD, append_audit, entry_hash
 from signoff.store.base import AuditRecord, DecisionPlan, HoldPlan
 from signoff.store.ledger import LedgerStore
 from signoff.store.migrations import LATEST, migrate, schema_version
@@ -60,7 +60,7 @@ T = TypeVar("T")
 _CHANNEL = "signoff_decisions"
 
 # Statements of the hot paths, built once: building a statement costs more than running it.
-_approvals, _head = schema.approvals, schema.audit_head
+_approvals = schema.approvals
 _INSERT_APPROVAL = insert(_approvals)
 _SELECT_APPROVALS = select(_approvals).where(_approvals.c.id.in_(bindparam("ids", expanding=True)))
 # Locked in id order, so concurrent batches over the same approvals never deadlock.
@@ -76,9 +76,6 @@ _UPDATE_DECISION = update(_approvals).where(
     _approvals.c.status == "pending",
 )
 _INSERT_GRANT = insert(schema.grants)
-_INSERT_AUDIT = insert(schema.audit)
-_LOCK_AUDIT_HEAD = select(_head.c.seq, _head.c.hash).where(_head.c.id == 1).with_for_update()
-_UPDATE_AUDIT_HEAD = update(_head).where(_head.c.id == 1)
 _NOTIFY = text("SELECT pg_notify(:channel, :id)")
 _GRANTS_FOR_TOOLS = (
     select(schema.grants)
@@ -114,11 +111,6 @@ _SUBRUN = select(schema.subruns).where(schema.subruns.c.run_id == bindparam("rid
 
 def _json(value: Any) -> str:
     return canonical_json(value).decode()
-
-
-def entry_hash(prev_hash: str, seq: int, record: AuditRecord) -> str:
-    body = [seq, to_micros(record.at), record.actor, record.action, record.subject, record.data]
-    return hashlib.sha256(prev_hash.encode() + canonical_json(body)).hexdigest()
 
 
 class SQLStore(RunStore, LedgerStore, NoteStore):
@@ -237,7 +229,7 @@ class SQLStore(RunStore, LedgerStore, NoteStore):
         def work(connection: Connection) -> None:
             if rows:
                 connection.execute(_INSERT_APPROVAL, rows)
-            _append_audit(connection, audit)
+            append_audit(connection, audit)
 
         await self.run(work)
 
@@ -281,6 +273,28 @@ class SQLStore(RunStore, LedgerStore, NoteStore):
         rows = await self.run(lambda c: c.execute(query).all(), write=False)
         return [_approval(row) for row in rows]
 
+    async def unanswered_approval(
+        self, *, channel: str, subject: str, answer_prefix: str
+    ) -> Approval | None:
+        """Of the approvals noted under `(channel, subject)` (each note's key is an approval's
+        id), the oldest that no ledger entry answers yet (its key is `answer_prefix` + the id):
+        what the MCP gateway's retried call waits on instead of asking again."""
+        notes, ledger, table = schema.notes, schema.ledger, schema.approvals
+        answered = select(ledger.c.key).where(ledger.c.key == literal(answer_prefix) + notes.c.key)
+        query = (
+            select(table)
+            .join(notes, notes.c.key == table.c.id)
+            .where(notes.c.channel == channel, notes.c.subject == subject, ~answered.exists())
+            .order_by(notes.c.at, notes.c.key)
+            .limit(1)
+        )
+        row = await self.run(lambda c: c.execute(query).first(), write=False)
+        return None if row is None else _approval(row)
+
+    async def append_audit(self, records: Sequence[AuditRecord]) -> None:
+        """Append audit entries that go with no other write of the store."""
+        await self.run(lambda c: append_audit(c, records))
+
     async def hold(
         self, tools: Collection[str], plan: Callable[[list[Grant]], HoldPlan]
     ) -> tuple[HoldPlan, list[StoredEvent]]:
@@ -293,7 +307,7 @@ class SQLStore(RunStore, LedgerStore, NoteStore):
             decided = plan([_grant(row) for row in rows])
             if decided.approvals:
                 connection.execute(_INSERT_APPROVAL, [_approval_row(a) for a in decided.approvals])
-            _append_audit(connection, decided.audit)
+            append_audit(connection, decided.audit)
             stored = [] if decided.write is None else write_run(connection, decided.write)
             return decided, stored
 
@@ -447,7 +461,7 @@ class SQLStore(RunStore, LedgerStore, NoteStore):
 
         def work(connection: Connection) -> None:
             if replaces is not None:
-                connection.execute(_LOCK_AUDIT_HEAD).one()  # policy writers take turns
+                connection.execute(LOCK_AUDIT_HEAD).one()  # policy writers take turns
                 latest = connection.execute(_LATEST_POLICY).scalar()
                 if latest is not None and latest != replaces:
                     raise ConflictError(
@@ -462,7 +476,7 @@ class SQLStore(RunStore, LedgerStore, NoteStore):
                     set_={"created_at": values["created_at"], "created_by": actor},
                 )
             )
-            _append_audit(connection, audit)
+            append_audit(connection, audit)
 
         await self.run(work)
 
@@ -507,7 +521,7 @@ class SQLStore(RunStore, LedgerStore, NoteStore):
         def work(connection: Connection) -> None:
             if connection.execute(revoke).rowcount != 1:
                 raise NotFoundError(f"no grant in force with id {grant_id!r}")
-            _append_audit(connection, audit)
+            append_audit(connection, audit)
 
         await self.run(work)
 
@@ -578,7 +592,7 @@ def _write(connection: Connection, plan: DecisionPlan, *, notify: bool) -> bool:
     if plan.grants:
         connection.execute(_INSERT_GRANT, [_grant_row(g) for g in plan.grants])
     _log_decisions(connection, [approval for approval, _ in plan.changes])
-    _append_audit(connection, plan.audit)
+    append_audit(connection, plan.audit)
     if notify:
         # Delivered on commit, to every listening process.
         for approval, _ in plan.changes:
@@ -622,34 +636,6 @@ _LATEST_POLICY = (
     .order_by(schema.policy_versions.c.created_at.desc(), schema.policy_versions.c.version)
     .limit(1)
 )
-
-
-def _append_audit(connection: Connection, records: Sequence[AuditRecord]) -> None:
-    """Chain `records` after the last entry, inside the caller's transaction. Locking the head
-    row serializes audit writers, so the chain never forks."""
-    if not records:
-        return
-    head = connection.execute(_LOCK_AUDIT_HEAD).one()
-    seq, prev = head.seq, head.hash
-    rows = []
-    for record in records:
-        seq += 1
-        digest = entry_hash(prev, seq, record)
-        rows.append(
-            {
-                "seq": seq,
-                "at": to_micros(record.at),
-                "actor": record.actor,
-                "action": record.action,
-                "subject": record.subject,
-                "data": _json(record.data),
-                "prev_hash": prev,
-                "hash": digest,
-            }
-        )
-        prev = digest
-    connection.execute(_INSERT_AUDIT, rows)
-    connection.execute(_UPDATE_AUDIT_HEAD, {"seq": seq, "hash": prev})
 
 
 def _approval_row(approval: Approval) -> dict[str, Any]:

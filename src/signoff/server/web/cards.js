@@ -63,6 +63,8 @@ export function approveAllButton(pending, context) {
 }
 
 // Redraw `card` for `approval` (its new status after a decision or an event).
+const ORIGINS = { "mcp-gateway": "MCP gateway", gate: "gate" };
+
 export function fill(card, approval, context) {
   const selected = card.classList.contains("selected");
   card.dataset.status = approval.status;
@@ -90,9 +92,11 @@ export function fill(card, approval, context) {
       h("span", {}, "rule ", h("code.rule", {}, approval.rule || "default")),
       approval.reason ? h("span.reason", {}, approval.reason) : null,
       h("span", {}, `asked ${when(approval.requested_at)}`),
-      context.showRun
+      context.showRun && approval.run_id
         ? h("a.run-link", { href: `#/runs/${encodeURIComponent(approval.run_id)}` }, "open run")
         : null,
+      // A call held by the MCP gateway belongs to no run: say whose call it is.
+      approval.run_id ? null : h("span.origin", {}, `from ${approval.requested_by || "—"} via the ${ORIGINS[approval.origin] || approval.origin}`),
     ),
     jsonView(approval.args),
     decided(approval),

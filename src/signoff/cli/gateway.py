@@ -1,0 +1,180 @@
+"""``signoff mcp-gateway --config FILE``: the config's MCP servers behind the policy, for any
+MCP client (over stdio, or streamable HTTP at ``/mcp``)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from signoff.errors import MissingExtraError
+
+if TYPE_CHECKING:
+    from signoff.protocols.mcp.gateway import Asker, Gateway
+    from signoff.server.auth import Auth
+    from signoff.server.config import ServerConfig
+
+__all__ = ["mcp_gateway"]
+
+PRINCIPAL = "signoff.principal"
+
+
+class Transport(StrEnum):
+    stdio = "stdio"
+    http = "http"
+
+
+def mcp_gateway(
+    config: Annotated[
+        Path, typer.Option(help="The config file: servers, policy, database, gateway, auth.")
+    ],
+    transport: Annotated[
+        Transport, typer.Option(help="stdio (an MCP client starts the gateway) or http.")
+    ] = Transport.stdio,
+    host: Annotated[str, typer.Option(help="Address to listen on (http).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on (http); 0 picks one.")] = 8080,
+    no_auth: Annotated[
+        bool,
+        typer.Option("--no-auth", help="Serve everyone as the local user (http, loopback only)."),
+    ] = False,
+) -> None:
+    """Front the config's MCP servers: allowed calls run, denied ones are refused, the rest
+    wait for a person (the inbox, or the MCP client's own dialog)."""
+    try:
+        from signoff.protocols.mcp.gateway import Gateway  # noqa: F401  (the mcp extra)
+        from signoff.server.auth import Auth, is_loopback
+        from signoff.server.config import load_config
+    except ImportError:
+        raise MissingExtraError("signoff mcp-gateway", "mcp,server") from None
+
+    settings = load_config(config)
+    if not settings.servers:
+        raise typer.BadParameter(
+            f"{config} names no MCP server to front: give a server under 'servers:' a "
+            "'command' (stdio) or a 'url' (streamable HTTP)",
+            param_hint="--config",
+        )
+    auth: Auth | None = None
+    if transport is Transport.http:
+        if no_auth and not is_loopback(host):
+            raise typer.BadParameter(
+                f"--no-auth serves loopback only, not {host!r}", param_hint="--host"
+            )
+        if not no_auth and not settings.tokens:
+            raise typer.BadParameter(
+                f"{config} configures no tokens (auth.tokens); add some, or use --no-auth on "
+                "loopback",
+                param_hint="--config",
+            )
+        auth = Auth.none() if no_auth else Auth(tokens=settings.tokens)
+    # stdout is the MCP channel over stdio: everything said goes to stderr.
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="signoff: %(message)s")
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_serve(settings, auth, host=host, port=port))
+
+
+async def _serve(settings: ServerConfig, auth: Auth | None, *, host: str, port: int) -> None:
+    from signoff.gate import Gate
+    from signoff.protocols.mcp.gateway import Gateway
+    from signoff.protocols.mcp.upstream import Upstream
+    from signoff.server.redact import Redaction
+    from signoff.server.service import Service
+    from signoff.store import open_store
+
+    key_env = settings.gateway.state_key_env
+    async with open_store(settings.database) as store:
+        gate = Gate(settings.policy, store)
+        # The Service keeps the policy in step with the API's edits, and expires approvals.
+        service = Service(store=store, gate=gate, agents=[], policy_document=settings.document)
+        gateway = Gateway(
+            gate,
+            [Upstream(spec) for spec in settings.servers.values()],
+            settings=settings.gateway,
+            asker=None if auth is None else _asker,
+            forwarded=_forwarded,
+            show_args=Redaction(settings.redact).call_args,
+            state_keys=[os.environ[key_env]] if key_env else None,
+        )
+        async with service.running(), gateway.running():
+            if auth is None:
+                await _stdio(gateway)
+            else:
+                await _http(gateway, auth, host=host, port=port)
+
+
+async def _stdio(gateway: Gateway) -> None:
+    from mcp.server.stdio import stdio_server
+
+    server = gateway.server
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+async def _http(gateway: Gateway, auth: Auth, *, host: str, port: int) -> None:
+    from signoff.server.run import run_app
+
+    app = gateway.server.streamable_http_app(streamable_http_path="/mcp", host=host)
+    await run_app(
+        _Authenticated(app, auth),
+        host=host,
+        port=port,
+        ready=lambda url: typer.echo(f"signoff MCP gateway on {url}/mcp", err=True),
+    )
+
+
+def _asker(request: Any) -> Asker:
+    from signoff.protocols.mcp.gateway import Asker
+
+    principal = None if request is None else request.scope.get(PRINCIPAL)
+    if principal is None:  # _Authenticated lets no request through without one
+        raise PermissionError("the request carries no principal")
+    return Asker(principal.name, principal.roles)
+
+
+def _forwarded(request: Any, upstream: Any) -> dict[str, str]:
+    """The client's headers the server's config lets through (none unless listed)."""
+    allowed = upstream.spec.allowed_headers
+    if request is None or not allowed:
+        return {}
+    return {name: value for name, value in request.headers.items() if name.lower() in allowed}
+
+
+class _Authenticated:
+    """Every request needs a known bearer token (401 otherwise); its principal is who asks."""
+
+    def __init__(self, app: Any, auth: Auth) -> None:
+        self.app = app
+        self.auth = auth
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        principal = self.auth.anonymous
+        if principal is None:
+            headers = dict(scope.get("headers") or [])
+            scheme, _, token = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
+            if scheme.lower() == "bearer" and token.strip():
+                principal = self.auth.find(token.strip())
+        if principal is None:
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"www-authenticate", b"Bearer"),
+                    ],
+                }
+            )
+            body = b'{"error": "Unauthorized", "detail": "send Authorization: Bearer <token>"}'
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app({**scope, PRINCIPAL: principal}, receive, send)

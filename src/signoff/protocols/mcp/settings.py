@@ -1,0 +1,210 @@
+"""What the MCP gateway reads from the config file: how to reach each server of ``servers:``
+and the ``gateway:`` section. Pure: it needs no `mcp`, so `signoff serve` checks these keys too.
+
+```yaml
+servers:
+  fs:
+    command: npx                        # a stdio server ...
+    args: ["-y", "@modelcontextprotocol/server-filesystem", "/srv/data"]
+    exclude_tools: ["*delete*"]         # (the tool filters are the policy's: see the loader)
+  github:
+    url: http://127.0.0.1:9000/mcp      # ... or a streamable-HTTP one
+    headers: {Authorization: "Bearer ${GITHUB_TOKEN}"}
+    allowed_headers: [X-Request-Id]     # taken from the client's request, passed upstream
+gateway:
+  wait: 30s
+  elicitation: true
+```
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from signoff.policy.reader import Reader
+from signoff.policy.source import Path
+
+__all__ = ["GatewaySettings", "UpstreamSpec", "read_gateway", "read_servers"]
+
+_GATEWAY_KEYS = frozenset(
+    {"wait", "elicitation", "name", "principal", "roles", "state_key_env", "progress_every"}
+)
+_HTTP_TRANSPORTS = frozenset({"http", "streamable-http", "streamable_http", "streamableHttp"})
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class UpstreamSpec:
+    """How the gateway reaches one MCP server."""
+
+    name: str
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    """Sent with every request to an HTTP server (``${VAR}`` read from the environment)."""
+    allowed_headers: tuple[str, ...] = ()
+    """Headers of the client's own request passed on upstream; none unless listed."""
+    prefix: str | None = None
+    """The prefix of its tools' names when the gateway fronts several servers."""
+    timeout: float | None = None
+    """How long one call upstream may take."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class GatewaySettings:
+    wait: float = 30.0
+    """How long a held call waits for a decision before answering "pending"."""
+    elicitation: bool = True
+    """Also ask through the client (MCP elicitation) when it supports it and the rule allows."""
+    name: str = "signoff"
+    principal: str | None = None
+    """Who asks, over stdio (HTTP clients are who their token says); default: the OS user."""
+    roles: tuple[str, ...] = ()
+    state_key_env: str | None = None
+    """The environment variable holding the key that seals 2026-07-28 request state, so a
+    retry is understood after a restart or by another replica; default: a key per process."""
+    progress_every: float = 5.0
+
+
+def read_servers(reader: Reader, value: Any) -> dict[str, UpstreamSpec]:
+    """The servers of ``servers:`` that say how to reach them (a section without ``command``
+    or ``url`` is only policy)."""
+    if value is None or not isinstance(value, dict):
+        return {}  # the policy loader reports what is wrong with the section itself
+    specs = {}
+    for name, body in value.items():
+        if not isinstance(body, dict) or ("command" not in body and "url" not in body):
+            continue
+        where: Path = ("servers", name)
+        spec = _server(reader, str(name), body, where)
+        if spec is not None:
+            specs[spec.name] = spec
+    return specs
+
+
+def _server(reader: Reader, name: str, body: dict[str, Any], where: Path) -> UpstreamSpec | None:
+    problems = len(reader.problems)
+    if not _NAME.match(name):
+        reader.error(
+            where,
+            f"a server the gateway connects to needs a plain name (letters, digits, _ and -), "
+            f"not {name!r}: its tools are offered as <name>_<tool>",
+            at_key=True,
+        )
+    if "command" in body and "url" in body:
+        reader.error(where, f"server {name!r}: give either 'command' or 'url', not both")
+        return None
+    transport = body.get("transport", body.get("transport_type"))
+    command = url = None
+    args: tuple[str, ...] = ()
+    if "command" in body:
+        command = reader.string(body["command"], (*where, "command"), "command")
+        args = (
+            reader.strings(body.get("args", []), (*where, "args"), "args", allow_empty=True) or ()
+        )
+        if transport is not None and transport != "stdio":
+            key = "transport" if "transport" in body else "transport_type"
+            reader.error((*where, key), f"a server with a command speaks stdio, not {transport!r}")
+    else:
+        url = reader.string(body["url"], (*where, "url"), "url")
+        if url is not None and not url.startswith(("http://", "https://")):
+            reader.error((*where, "url"), f"url must be an http:// or https:// URL, not {url!r}")
+        if "path" in body and url is not None:
+            path = reader.string(body["path"], (*where, "path"), "path")
+            url = url.rstrip("/") + "/" + (path or "").lstrip("/")
+        if transport is not None and transport not in _HTTP_TRANSPORTS:
+            key = "transport" if "transport" in body else "transport_type"
+            reader.error(
+                (*where, key),
+                f"the gateway reaches URLs over streamable HTTP, not {transport!r}"
+                + (" (the SSE transport is deprecated)" if transport == "sse" else ""),
+            )
+    env = _text_map(reader, body.get("env"), (*where, "env"), "env", expand=False)
+    headers = _text_map(reader, body.get("headers"), (*where, "headers"), "headers", expand=True)
+    cwd = reader.string(body["cwd"], (*where, "cwd"), "cwd") if "cwd" in body else None
+    allowed = reader.strings(
+        body.get("allowed_headers", []), (*where, "allowed_headers"), "allowed_headers",
+        allow_empty=True,
+    )  # fmt: skip
+    prefix = None
+    if "tool_name_prefix" in body:
+        prefix = reader.string(body["tool_name_prefix"], (*where, "tool_name_prefix"), "prefix")
+    timeout = None
+    if "timeout_seconds" in body:
+        timeout = reader.duration(body["timeout_seconds"], (*where, "timeout_seconds"))
+    if len(reader.problems) > problems:
+        return None
+    return UpstreamSpec(
+        name=name,
+        command=command,
+        args=args,
+        env=env,
+        cwd=cwd,
+        url=url,
+        headers=headers or {},
+        allowed_headers=tuple(h.lower() for h in allowed or ()),
+        prefix=prefix,
+        timeout=timeout,
+    )
+
+
+def _text_map(
+    reader: Reader, value: Any, where: Path, what: str, *, expand: bool
+) -> dict[str, str] | None:
+    if value is None:
+        return None
+    data = reader.mapping(value, where, what)
+    if data is None:
+        return None
+    out = {}
+    for key, item in data.items():
+        if isinstance(item, bool) or not isinstance(item, str | int | float):
+            reader.error((*where, key), f"{what} values must be text, not {item!r}")
+            continue
+        text = str(item)
+        if expand:
+            missing = [v for v in _VARIABLE.findall(text) if v not in os.environ]
+            if missing:
+                reader.error((*where, key), f"the environment variable {missing[0]} is not set")
+                continue
+            text = _VARIABLE.sub(lambda m: os.environ[m.group(1)], text)
+        out[key] = text
+    return out
+
+
+def read_gateway(reader: Reader, value: Any) -> GatewaySettings:
+    if value is None:
+        return GatewaySettings()
+    data = reader.mapping(value, ("gateway",), "gateway")
+    if data is None:
+        return GatewaySettings()
+    reader.keys(data, ("gateway",), _GATEWAY_KEYS, "gateway")
+    found: dict[str, Any] = {}
+    for key in ("wait", "progress_every"):
+        if key in data and (seconds := reader.duration(data[key], ("gateway", key), key)):
+            found[key] = seconds
+    if "elicitation" in data:
+        flag = reader.boolean(data["elicitation"], ("gateway", "elicitation"), "elicitation")
+        if flag is not None:
+            found["elicitation"] = flag
+    for key in ("name", "principal", "state_key_env"):
+        if key in data and (text := reader.string(data[key], ("gateway", key), key)):
+            found[key] = text
+    if "roles" in data:
+        found["roles"] = (
+            reader.strings(data["roles"], ("gateway", "roles"), "roles", allow_empty=True) or ()
+        )
+    key_env = found.get("state_key_env")
+    if key_env is not None and len(os.environ.get(key_env, "")) < 32:
+        reader.error(
+            ("gateway", "state_key_env"),
+            f"the environment variable {key_env} must hold a secret of at least 32 characters",
+        )
+    return GatewaySettings(**found)

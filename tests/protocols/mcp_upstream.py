@@ -1,0 +1,88 @@
+"""An MCP server (the official SDK's low-level server) for the gateway's tests, over stdio or
+streamable HTTP: ``python mcp_upstream.py stdio`` / ``python mcp_upstream.py http PORT``.
+
+- ``echo {text}`` answers the text, with `_meta` on the result and on its block;
+- ``headers`` answers the HTTP headers its request came with (JSON);
+- ``crash`` ends the process at once, mid-call;
+- ``count`` appends a line to the file ``$UPSTREAM_COUNT_FILE`` (how often a call really ran).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+from mcp import types
+from mcp.server.lowlevel import Server
+
+_META = {"io.example/secret-trace": "upstream-internal"}
+
+TOOLS = [
+    types.Tool(
+        name="echo",
+        description="Say the text back.",
+        input_schema={
+            "type": "object",
+            "properties": {"text": {"type": "string"}},
+            "required": ["text"],
+        },
+        meta=_META,
+    ),
+    types.Tool(name="headers", input_schema={"type": "object", "properties": {}}),
+    types.Tool(name="crash", input_schema={"type": "object", "properties": {}}),
+    types.Tool(
+        name="count",
+        input_schema={"type": "object", "properties": {"note": {"type": "string"}}},
+    ),
+]
+
+
+async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+    return types.ListToolsResult(tools=TOOLS)
+
+
+async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    args = params.arguments or {}
+    if params.name == "echo":
+        block = types.TextContent(type="text", text=str(args["text"]), _meta=_META)
+        return types.CallToolResult(content=[block], _meta=_META)
+    if params.name == "headers":
+        request = ctx.request
+        headers = {} if request is None else dict(request.headers)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=json.dumps(headers))]
+        )
+    if params.name == "crash":
+        os._exit(3)
+    if params.name == "count":
+        with open(os.environ["UPSTREAM_COUNT_FILE"], "a") as out:
+            out.write(f"{args.get('note', '')}\n")
+        return types.CallToolResult(content=[types.TextContent(type="text", text="counted")])
+    raise ValueError(f"no tool {params.name}")
+
+
+server = Server("upstream", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def main() -> None:
+    import anyio
+
+    if sys.argv[1] == "stdio":
+        from mcp.server.stdio import stdio_server
+
+        async def serve() -> None:
+            async with stdio_server() as (read, write):
+                await server.run(read, write, server.create_initialization_options())
+
+        anyio.run(serve)
+    else:
+        import uvicorn
+
+        app = server.streamable_http_app(streamable_http_path="/mcp")
+        uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,468 @@
+"""The MCP gateway end to end: the official `mcp` Python client starts ``signoff mcp-gateway``
+(a real process, over stdio or HTTP) in front of the npm reference filesystem server or the
+SDK server of `mcp_upstream.py`; decisions come through a real ``signoff serve``'s API, the
+client's own elicitation dialog, or the store."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+import yaml
+from mcp import Client, StdioServerParameters, types
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from tests.processes import signoff_server
+
+ROOT = Path(__file__).resolve().parents[2]
+FILESYSTEM = ROOT / "tests/js/node_modules/.bin/mcp-server-filesystem"
+UPSTREAM = Path(__file__).with_name("mcp_upstream.py")
+ALICE = {"Authorization": "Bearer alice-token"}
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> Path:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("buy milk\n")
+    (folder / "old.txt").write_text("old\n")
+    (folder / "secrets").mkdir()
+    return folder
+
+
+def config(tmp_path: Path, sandbox: Path, **extra: Any) -> Path:
+    """The issue's config: the filesystem server with its filters, an argument rule, the
+    gateway's wait; plus tokens for `signoff serve`'s API."""
+    document: dict[str, Any] = {
+        "database": f"sqlite+aiosqlite:///{tmp_path / 'signoff.db'}",
+        "auth": {
+            "tokens": [
+                {"principal": "alice", "roles": ["ops"], "token": "alice-token"},
+                {"principal": "dev", "token": "dev-token"},
+            ]
+        },
+        "servers": {
+            "fs": {
+                "command": str(FILESYSTEM),
+                "args": [str(sandbox)],
+                "exclude_tools": ["*delete*", "move_file"],
+                "auto_approve_tools": ["read_*", "list_*", "search_*"],
+            }
+        },
+        "rules": [{"deny": ["write_file"], "when": {"path": {"glob": f"{sandbox}/secrets/*"}}}],
+        "gateway": {"wait": "20s", "progress_every": "0.2s", "principal": "carol"},
+    }
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(document.get(key), dict):
+            document[key] = {**document[key], **value}
+        else:
+            document[key] = value
+    path = tmp_path / "signoff.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+def gateway(path: Path, **client: Any) -> Client:
+    """The official client, starting ``signoff mcp-gateway --config PATH`` over stdio."""
+    command = [str(Path(sys.executable)), "-m", "signoff", "mcp-gateway", "--config", str(path)]
+    params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
+    return Client(params, **client)
+
+
+@contextlib.asynccontextmanager
+async def api(path: Path) -> AsyncIterator[httpx.AsyncClient]:
+    """A real ``signoff serve`` on the same config (and so the same database)."""
+    serving = signoff_server("serve", "--config", str(path), "--port", "0")
+    async with serving as (url, _), httpx.AsyncClient(base_url=url, headers=ALICE) as http:
+        yield http
+
+
+async def pending(http: httpx.AsyncClient, count: int = 1) -> list[dict[str, Any]]:
+    """The pending approvals, once there are `count`."""
+    async with asyncio.timeout(20):
+        while True:
+            items = (await http.get("/v1/approvals", params={"status": "pending"})).json()["items"]
+            if len(items) >= count:
+                return items
+            await asyncio.sleep(0.05)
+
+
+def text(result: types.CallToolResult) -> str:
+    return "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
+
+
+# -- listing ---------------------------------------------------------------------------------
+
+
+async def test_tools_listed_without_the_excluded_ones(tmp_path: Path, sandbox: Path) -> None:
+    async with gateway(config(tmp_path, sandbox)) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert {"read_text_file", "list_directory", "write_file", "edit_file"} <= set(tools)
+        assert "move_file" not in tools  # excluded: not listed ...
+        assert not any("delete" in name for name in tools)
+        with pytest.raises(MCPError, match="Unknown tool: move_file"):  # ... nor callable
+            await client.call_tool("move_file", {"source": "a", "destination": "b"})
+        assert all(t.meta is None for t in tools.values())
+    assert (sandbox / "old.txt").exists()
+
+
+# -- the filesystem server, decisions through the API ---------------------------------------
+
+
+async def test_read_runs_and_write_waits_for_the_api(tmp_path: Path, sandbox: Path) -> None:
+    path = config(tmp_path, sandbox)
+    async with api(path) as http, gateway(path) as client:
+        read = await client.call_tool("read_text_file", {"path": str(sandbox / "notes.txt")})
+        assert text(read) == "buy milk\n" and not read.is_error
+        assert (await http.get("/v1/approvals")).json()["items"] == []  # nothing asked
+
+        target = str(sandbox / "todo.txt")
+        write = asyncio.create_task(
+            client.call_tool("write_file", {"path": target, "content": "call mum"})
+        )
+        [held] = await pending(http)
+        assert held["tool"] == "write_file" and held["server"] == "fs"
+        assert held["args"] == {"path": target, "content": "call mum"}
+        assert held["origin"] == "mcp-gateway" and held["requested_by"] == "carol"
+        assert held["run_id"] is None
+        assert not (sandbox / "todo.txt").exists()
+        decided = await http.post(f"/v1/approvals/{held['id']}/decision", json={"kind": "approve"})
+        assert decided.status_code == 200, decided.text
+        result = await write
+        assert not result.is_error and "Successfully wrote" in text(result)
+        assert (sandbox / "todo.txt").read_text() == "call mum"
+
+        # Used once: the same call again asks again.
+        again = asyncio.create_task(
+            client.call_tool("write_file", {"path": target, "content": "call mum"})
+        )
+        [second] = await pending(http)
+        assert second["id"] != held["id"]
+        await http.post(
+            f"/v1/approvals/{second['id']}/decision", json={"kind": "reject", "reason": "enough"}
+        )
+        rejected = await again
+        assert rejected.is_error
+        assert "rejected this call: enough" in text(rejected)
+
+        audit = (await http.get("/v1/audit")).json()["items"]
+        forwarded = [e for e in audit if e["action"] == "forward"]
+        assert [(e["subject"], e["data"]["tool"]) for e in forwarded] == [
+            (forwarded[0]["subject"], "read_text_file"),
+            (held["id"], "write_file"),
+        ]
+        assert all(e["actor"] == "carol" for e in forwarded)
+        assert (await http.get("/v1/audit/verify")).json()["ok"] is True
+
+
+async def test_an_edit_runs_the_edited_call(tmp_path: Path, sandbox: Path) -> None:
+    path = config(tmp_path, sandbox)
+    async with api(path) as http, gateway(path) as client:
+        asked = {"path": str(sandbox / "a.txt"), "content": "first draft"}
+        call = asyncio.create_task(client.call_tool("write_file", asked))
+        [held] = await pending(http)
+        edited = {"path": str(sandbox / "a.txt"), "content": "final"}
+        answer = await http.post(
+            f"/v1/approvals/{held['id']}/decision", json={"kind": "edit", "args": edited}
+        )
+        assert answer.status_code == 200, answer.text
+        assert not (await call).is_error
+        assert (sandbox / "a.txt").read_text() == "final"
+
+
+async def test_a_response_is_the_result(tmp_path: Path, sandbox: Path) -> None:
+    path = config(tmp_path, sandbox)
+    async with api(path) as http, gateway(path) as client:
+        call = asyncio.create_task(
+            client.call_tool("write_file", {"path": str(sandbox / "b.txt"), "content": "x"})
+        )
+        [held] = await pending(http)
+        await http.post(
+            f"/v1/approvals/{held['id']}/decision",
+            json={"kind": "respond", "content": "Written by hand instead."},
+        )
+        result = await call
+        assert text(result) == "Written by hand instead." and not result.is_error
+        assert not (sandbox / "b.txt").exists()
+
+
+async def test_an_argument_rule_denies_without_asking(tmp_path: Path, sandbox: Path) -> None:
+    path = config(tmp_path, sandbox)
+    async with gateway(path) as client:
+        secret = str(sandbox / "secrets" / "key.txt")
+        result = await client.call_tool("write_file", {"path": secret, "content": "x"})
+        assert result.is_error and "signoff blocked this call" in text(result)
+    assert not (sandbox / "secrets" / "key.txt").exists()
+
+
+# -- waiting, progress and retries -----------------------------------------------------------
+
+
+async def test_pending_then_a_retry_reuses_the_approval(tmp_path: Path, sandbox: Path) -> None:
+    path = config(tmp_path, sandbox, gateway={"wait": "1s"})
+    args = {"path": str(sandbox / "c.txt"), "content": "later"}
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def heard(value: float, total: float | None, message: str | None) -> None:
+        progress.append((value, total, message))
+
+    async with api(path) as http, gateway(path) as client:
+        first = await client.call_tool("write_file", args, progress_callback=heard)
+        assert not first.is_error
+        assert first.structured_content is not None
+        assert first.structured_content["status"] == "pending_approval"
+        approval_id = first.structured_content["approval_id"]
+        assert approval_id in text(first) and "Nothing ran" in text(first)
+        assert progress and all(total == 1.0 for _, total, _ in progress)
+        assert approval_id in (progress[0][2] or "")
+
+        second = await client.call_tool("write_file", args)  # the same call: the same approval
+        assert second.structured_content == first.structured_content
+        assert [a["id"] for a in await pending(http)] == [approval_id]
+
+        await http.post(f"/v1/approvals/{approval_id}/decision", json={"kind": "approve"})
+        third = await client.call_tool("write_file", args)  # decided meanwhile: it runs now
+        assert not third.is_error and "Successfully wrote" in text(third)
+        assert (sandbox / "c.txt").read_text() == "later"
+
+        fourth = await client.call_tool("write_file", args)  # used: a new approval
+        assert fourth.structured_content is not None
+        assert fourth.structured_content["approval_id"] != approval_id
+
+        other = await client.call_tool("write_file", {**args, "content": "other"})
+        assert other.structured_content is not None  # other arguments: another approval
+        assert other.structured_content["approval_id"] not in (
+            approval_id,
+            fourth.structured_content["approval_id"],
+        )
+
+
+async def test_approve_always_lets_identical_calls_through(tmp_path: Path, sandbox: Path) -> None:
+    path = config(tmp_path, sandbox)
+    args = {"path": str(sandbox / "d.txt"), "content": "same"}
+    async with api(path) as http, gateway(path) as client:
+        call = asyncio.create_task(client.call_tool("write_file", args))
+        [held] = await pending(http)
+        always = {"kind": "approve", "always": {"scope": "global", "with_args": True}}
+        await http.post(f"/v1/approvals/{held['id']}/decision", json=always)
+        assert not (await call).is_error
+        again = await client.call_tool("write_file", args)
+        assert not again.is_error and "Successfully wrote" in text(again)  # asked nobody
+        assert [a["id"] for a in (await http.get("/v1/approvals")).json()["items"]] == [held["id"]]
+
+
+# -- elicitation: the person at the client decides ---------------------------------------------
+
+
+def answering(decision: str, reason: str | None = None, *, log: list[str]) -> Any:
+    async def callback(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        log.append(params.message)
+        content = {"decision": decision} | ({"reason": reason} if reason else {})
+        return types.ElicitResult(action="accept", content=content)
+
+    return callback
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_elicitation_approves(tmp_path: Path, sandbox: Path, mode: str) -> None:
+    """2025-11-25 (`legacy`: elicitation/create mid-call) and 2026-07-28 (`auto`: an
+    input-required result, the answer sent with the retry)."""
+    path = config(tmp_path, sandbox)
+    asked: list[str] = []
+    callback = answering("approve", log=asked)
+    async with api(path) as http, gateway(path, mode=mode, elicitation_callback=callback) as client:
+        target = sandbox / "e.txt"
+        result = await client.call_tool("write_file", {"path": str(target), "content": mode})
+        assert not result.is_error, text(result)
+        assert target.read_text() == mode
+        [message] = asked
+        assert "write_file" in message and "e.txt" in message
+        [approval] = (await http.get("/v1/approvals")).json()["items"]
+        assert approval["status"] == "approved" and approval["decided_by"] == "carol"
+        assert approval["id"] in message
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_elicitation_rejects_with_a_reason(tmp_path: Path, sandbox: Path, mode: str) -> None:
+    path = config(tmp_path, sandbox)
+    callback = answering("reject", "wrong folder", log=[])
+    async with gateway(path, mode=mode, elicitation_callback=callback) as client:
+        target = sandbox / "f.txt"
+        result = await client.call_tool("write_file", {"path": str(target), "content": "x"})
+        assert result.is_error and "wrong folder" in text(result)
+        assert not target.exists()
+
+
+async def test_the_inbox_wins_over_an_open_dialog(tmp_path: Path, sandbox: Path) -> None:
+    """2025-11-25: the dialog is open in the client when a person approves in the inbox; the
+    inbox's decision stands, the dialog is withdrawn."""
+    path = config(tmp_path, sandbox)
+    opened = asyncio.Event()
+
+    async def slow(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        opened.set()
+        await asyncio.sleep(60)
+        return types.ElicitResult(action="accept", content={"decision": "reject"})
+
+    async with api(path) as http, gateway(path, mode="legacy", elicitation_callback=slow) as client:
+        target = sandbox / "g.txt"
+        call = asyncio.create_task(
+            client.call_tool("write_file", {"path": str(target), "content": "inbox"})
+        )
+        [held] = await pending(http)
+        await asyncio.wait_for(opened.wait(), 10)
+        await http.post(f"/v1/approvals/{held['id']}/decision", json={"kind": "approve"})
+        result = await asyncio.wait_for(call, 20)
+        assert not result.is_error and target.read_text() == "inbox"
+
+
+async def test_no_dialog_where_the_rule_forbids_self_approval(
+    tmp_path: Path, sandbox: Path
+) -> None:
+    rules = [{"ask": ["write_file"], "forbid_self_approval": True}]
+    path = config(tmp_path, sandbox, rules=rules, gateway={"wait": "1s"})
+    asked: list[str] = []
+    async with gateway(
+        path, mode="legacy", elicitation_callback=answering("approve", log=asked)
+    ) as c:
+        result = await c.call_tool("write_file", {"path": str(sandbox / "h.txt"), "content": "x"})
+        assert result.structured_content is not None
+        assert result.structured_content["status"] == "pending_approval"
+    assert asked == []  # carol may not approve her own call: only the inbox is asked
+
+
+async def test_request_state_is_sealed_and_bound(tmp_path: Path, sandbox: Path) -> None:
+    """2026-07-28, driven by hand: the state is opaque, and a forged or altered one refused."""
+    path = config(tmp_path, sandbox)
+    callback = answering("approve", log=[])
+    args = {"path": str(sandbox / "i.txt"), "content": "sealed"}
+    async with gateway(path, elicitation_callback=callback) as client:
+        first = await client.session.call_tool("write_file", args, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult)
+        assert first.request_state and "approval" not in first.request_state
+        assert list(first.input_requests or {}) == ["approval"]
+        approve = {"approval": types.ElicitResult(action="accept", content={"decision": "approve"})}
+        with pytest.raises(MCPError, match="Invalid or expired requestState"):
+            await client.session.call_tool(
+                "write_file", {**args, "content": "other"}, request_state=first.request_state,
+                input_responses=approve, allow_input_required=True,
+            )  # fmt: skip
+        with pytest.raises(MCPError, match="Invalid or expired requestState"):
+            await client.session.call_tool(
+                "write_file", args, request_state=first.request_state[:-4] + "AAAA",
+                input_responses=approve, allow_input_required=True,
+            )  # fmt: skip
+        assert not (sandbox / "i.txt").exists()
+        done = await client.session.call_tool(
+            "write_file", args, request_state=first.request_state, input_responses=approve,
+            allow_input_required=True,
+        )  # fmt: skip
+        assert isinstance(done, types.CallToolResult) and not done.is_error
+        assert (sandbox / "i.txt").read_text() == "sealed"
+
+
+# -- the SDK server behind: _meta, crashes, credentials ----------------------------------------
+
+
+def upstream_config(tmp_path: Path, server: dict[str, Any], **gateway_settings: Any) -> Path:
+    document = {
+        "database": f"sqlite+aiosqlite:///{tmp_path / 'signoff.db'}",
+        "auth": {"tokens": [{"principal": "dev", "token": "dev-token"}]},
+        "servers": {"up": {**server, "auto_approve_tools": ["*"]}},
+        "gateway": {"wait": "5s", **gateway_settings},
+    }
+    path = tmp_path / "upstream.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+async def test_upstream_meta_is_stripped(tmp_path: Path) -> None:
+    server = {"command": sys.executable, "args": [str(UPSTREAM), "stdio"]}
+    async with gateway(upstream_config(tmp_path, server)) as client:
+        [echo] = [t for t in (await client.list_tools()).tools if t.name == "echo"]
+        assert echo.meta is None
+        raw = await client.session.call_tool("echo", {"text": "hi"})
+        assert text(raw) == "hi"
+        dumped = json.dumps(raw.model_dump(mode="json", by_alias=True))
+        assert "secret-trace" not in dumped
+
+
+async def test_an_upstream_crash_is_an_error_and_the_gateway_reconnects(tmp_path: Path) -> None:
+    counted = tmp_path / "count.txt"
+    server = {
+        "command": sys.executable,
+        "args": [str(UPSTREAM), "stdio"],
+        "env": {"UPSTREAM_COUNT_FILE": str(counted)},  # the gateway's own environment stays
+    }
+    async with gateway(upstream_config(tmp_path, server)) as client:
+        assert text(await client.call_tool("count", {"note": "one"})) == "counted"
+        crashed = await client.call_tool("crash", {})
+        assert crashed.is_error and "'up'" in text(crashed)
+        # The gateway still serves, and reaches a new upstream process.
+        assert text(await client.call_tool("echo", {"text": "back"})) == "back"
+        assert text(await client.call_tool("count", {"note": "two"})) == "counted"
+    assert counted.read_text().splitlines() == ["one", "two"]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def http_upstream() -> Iterator[str]:
+    port = free_port()
+    process = subprocess.Popen([sys.executable, str(UPSTREAM), "http", str(port)])
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+                break
+            assert process.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+async def test_http_gateway_keeps_the_clients_credentials(
+    tmp_path: Path, http_upstream: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over HTTP: a token is needed; the client's Authorization never goes upstream; a
+    header listed in allowed_headers does, and the config's own headers always."""
+    monkeypatch.setenv("UPSTREAM_TOKEN", "upstream-secret")
+    server = {
+        "url": http_upstream,
+        "headers": {"X-Upstream-Key": "${UPSTREAM_TOKEN}"},
+        "allowed_headers": ["X-Request-Id"],
+    }
+    path = upstream_config(tmp_path, server)
+    arguments = ["mcp-gateway", "--config", str(path), "--transport", "http", "--port", "0"]
+    async with signoff_server(*arguments) as (url, _):
+        async with httpx.AsyncClient() as http:
+            refused = await http.post(f"{url}/mcp", json={})
+            assert refused.status_code == 401
+        headers = {"Authorization": "Bearer dev-token", "X-Request-Id": "r-1", "X-Other": "no"}
+        async with (
+            httpx2.AsyncClient(headers=headers) as sender,
+            Client(streamable_http_client(f"{url}/mcp", http_client=sender)) as client,
+        ):
+            seen = json.loads(text(await client.call_tool("headers", {})))
+    assert seen["x-upstream-key"] == "upstream-secret"
+    assert seen["x-request-id"] == "r-1"
+    assert "authorization" not in seen and "x-other" not in seen
