@@ -24,10 +24,12 @@ async def signoff_server(
     )  # fmt: skip
     assert process.stdout is not None
     try:
+        said: list[str] = []  # what comes before the URL (a child process's notices)
         async with asyncio.timeout(30):
-            first = (await process.stdout.readline()).decode()
-        found = re.search(r"http://127\.0\.0\.1:\d+", first)
-        assert found, first + (await process.stdout.read()).decode()
+            while not (found := re.search(r"http://127\.0\.0\.1:\d+", "".join(said[-1:]))):
+                line = (await process.stdout.readline()).decode()
+                assert line, "the process ended before serving:\n" + "".join(said)
+                said.append(line)
         yield found.group(0), process
     finally:
         if process.returncode is None:

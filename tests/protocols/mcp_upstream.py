@@ -20,15 +20,17 @@ from mcp.server.lowlevel import Server
 _META = {"io.example/secret-trace": "upstream-internal"}
 
 TOOLS = [
-    types.Tool(
-        name="echo",
-        description="Say the text back.",
-        input_schema={
-            "type": "object",
-            "properties": {"text": {"type": "string"}},
-            "required": ["text"],
-        },
-        meta=_META,
+    types.Tool.model_validate(
+        {
+            "name": "echo",
+            "description": "Say the text back.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"text": {"type": "string"}},
+                "required": ["text"],
+            },
+            "_meta": _META,
+        }
     ),
     types.Tool(name="headers", input_schema={"type": "object", "properties": {}}),
     types.Tool(name="crash", input_schema={"type": "object", "properties": {}}),

