@@ -292,3 +292,45 @@ def test_a_grant_covers_only_calls_the_rule_it_was_left_under_asks_about():
     assert e.evaluate(call("delete_pod", {"ns": "dev"}), context).kind == "allow"
     held = e.evaluate(call("delete_pod", {"ns": "prod"}), context)
     assert (held.kind, held.rule, held.approvers) == ("ask", "prod", ("ops",))
+
+
+def test_a_fixed_kind_is_one_no_arguments_can_change():
+    e = engine(
+        {
+            "default": "ask",
+            "servers": {
+                "fs": {"exclude_tools": ["*delete*", "move_file"], "auto_approve_tools": ["read_*"]}
+            },
+            "rules": [
+                {"deny": "write_file", "when": {"path": {"glob": "/secrets/*"}}},
+                {"ask": "read_secret", "when": {"path": {"glob": "/secrets/*"}}, "timeout": "1m"},
+                {"deny": "drop", "when": {"force": {"eq": True}}},
+                {"deny": "drop"},
+                {"allow": "peek", "when": {"n": {"lt": 3}}},
+            ],
+        }
+    )
+    kinds = {
+        (name, server): e.fixed_kind(name, server=server)
+        for name, server in [
+            ("delete_file", "fs"), ("move_file", "fs"), ("move_file", "other"),
+            ("read_text_file", "fs"), ("write_file", "fs"), ("read_secret", None),
+            ("drop", None), ("peek", None),
+        ]
+    }  # fmt: skip
+    assert kinds == {
+        ("delete_file", "fs"): "deny",
+        ("move_file", "fs"): "deny",
+        ("move_file", "other"): "ask",  # the default
+        ("read_text_file", "fs"): "allow",
+        ("write_file", "fs"): None,  # denied for some paths only
+        ("read_secret", None): "ask",  # asks either way (by a rule, or by the default)
+        ("drop", None): "deny",  # denied either way
+        ("peek", None): None,  # allowed for small n only
+    }
+    # A fixed kind is what evaluating the tool's calls gives, whatever the arguments.
+    for (name, server), kind in kinds.items():
+        where = {"server": server} if server else {}
+        for args in ({}, {"path": "/secrets/a", "force": True, "n": 1}):
+            if kind is not None:
+                assert e.evaluate(call(name, args, **where)).kind == kind

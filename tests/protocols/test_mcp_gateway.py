@@ -25,6 +25,11 @@ from mcp import Client, StdioServerParameters, types
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+from signoff import Approve, Policy
+from signoff.errors import PolicyError
+from signoff.gate import Gate
+from signoff.server.config import load_config
+from signoff.store import open_store
 from tests.processes import signoff_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -540,3 +545,180 @@ async def test_the_inspector_over_http(tmp_path: Path, sandbox: Path) -> None:
             "--method", "tools/list",
         )  # fmt: skip
     assert "write_file" in {tool["name"] for tool in listed["tools"]}
+
+
+# -- the config, and its mistakes --------------------------------------------------------------
+
+
+def test_the_gateways_config_is_read_with_the_policy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp-secret")
+    path = tmp_path / "gw.yaml"
+    path.write_text(
+        "servers:\n"
+        "  fs:\n"
+        "    command: npx\n"
+        '    args: ["-y", "@modelcontextprotocol/server-filesystem", "/srv/data"]\n'
+        '    exclude_tools: ["*delete*"]\n'
+        "  gh:\n"
+        "    url: http://127.0.0.1:9000\n"
+        "    path: /mcp\n"
+        "    transport_type: http\n"
+        '    headers: {Authorization: "Bearer ${GITHUB_TOKEN}"}\n'
+        "    allowed_headers: [X-Request-Id]\n"
+        "    tool_name_prefix: github\n"
+        "  filesystem: {tools: [read_file], require_approval: [read_file]}\n"
+        "gateway: {wait: 2m, elicitation: false, principal: carol, roles: [ops]}\n"
+    )
+    loaded = load_config(path)
+    assert sorted(loaded.servers) == ["fs", "gh"]  # `filesystem` is only policy
+    fs, gh = loaded.servers["fs"], loaded.servers["gh"]
+    assert (fs.command, fs.args) == (
+        "npx",
+        ("-y", "@modelcontextprotocol/server-filesystem", "/srv/data"),
+    )
+    assert gh.url == "http://127.0.0.1:9000/mcp" and gh.prefix == "github"
+    assert gh.headers == {"Authorization": "Bearer ghp-secret"}
+    assert gh.allowed_headers == ("x-request-id",)
+    settings = loaded.gateway
+    assert (settings.wait, settings.elicitation, settings.principal) == (120.0, False, "carol")
+    assert loaded.policy.rules[0].servers == ("fs",)  # the filters are policy rules
+
+
+def test_every_mistake_of_the_gateways_config_is_placed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SIGNOFF_TEST_UNSET", raising=False)
+    path = tmp_path / "bad.yaml"
+    path.write_text(
+        "servers:\n"
+        "  both: {command: x, url: http://a}\n"
+        "  old: {url: http://a/sse, transport: sse}\n"
+        "  ftp: {url: ftp://a}\n"
+        '  "fs*": {command: x}\n'
+        "  env: {url: http://a, headers: {A: '${SIGNOFF_TEST_UNSET}'}}\n"
+        "gateway:\n"
+        "  wait: soon\n"
+        "  elicit: true\n"
+    )
+    with pytest.raises(PolicyError) as caught:
+        load_config(path)
+    said = str(caught.value)
+    assert f"{path}:2:9: servers.both: server 'both': give either 'command' or 'url'" in said
+    assert f"{path}:3:39: servers.old.transport: the gateway reaches URLs over streamable" in said
+    assert f"{path}:4:14: servers.ftp.url: url must be an http:// or https:// URL" in said
+    assert f"{path}:5:3: servers.fs*: a server the gateway connects to needs a plain name" in said
+    assert (
+        f"{path}:6:37: servers.env.headers.A: the environment variable SIGNOFF_TEST_UNSET" in said
+    )
+    assert f"{path}:8:9: gateway.wait: wait must be a positive number of seconds" in said
+    assert (
+        f"{path}:9:3: gateway.elicit: unknown key 'elicit' in gateway; did you mean 'elicitation'?"
+        in said
+    )
+
+
+def test_the_gateway_needs_a_server_to_front(tmp_path: Path) -> None:
+    path = tmp_path / "none.yaml"
+    path.write_text("servers:\n  filesystem: {tools: [read_file]}\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "signoff", "mcp-gateway", "--config", str(path)],
+        capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "400"},
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "names no MCP server to front" in done.stderr
+
+
+# -- concurrency and replicas ------------------------------------------------------------------
+
+
+async def decide_in_store(url: str, decision: Any, count: int = 1) -> list[str]:
+    """Decide the pending approvals (once there are `count`) from this process, as the
+    inbox of another one would."""
+    async with open_store(url) as store:
+        gate = Gate(Policy.from_dict({}), store)
+        async with asyncio.timeout(20):
+            while len(held := await store.list_approvals(status="pending")) < count:
+                await asyncio.sleep(0.05)
+        for approval in held:
+            await gate.decide(approval.id, decision, actor="alice")
+        return [a.id for a in held]
+
+
+async def test_identical_calls_at_once_share_one_approval_and_run_once(tmp_path: Path) -> None:
+    counted = tmp_path / "count.txt"
+    server = {
+        "command": sys.executable,
+        "args": [str(UPSTREAM), "stdio"],
+        "env": {"UPSTREAM_COUNT_FILE": str(counted)},
+        "auto_approve_tools": [],
+    }
+    path = upstream_config(tmp_path, server, wait="20s")
+    document = yaml.safe_load(path.read_text())
+    document["servers"]["up"].pop("auto_approve_tools")
+    path.write_text(yaml.safe_dump(document))
+    async with gateway(path) as client:
+        calls = [asyncio.create_task(client.call_tool("count", {"note": "once"})) for _ in range(3)]
+        decided = await decide_in_store(document["database"], Approve())
+        results = await asyncio.gather(*calls)
+    assert len(decided) == 1
+    assert [text(r) for r in results] == ["counted"] * 3
+    assert counted.read_text().splitlines() == ["once"]
+
+
+async def test_replicas_on_postgresql_share_approvals_and_sealed_state(
+    tmp_path: Path, sandbox: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two HTTP gateways on one PostgreSQL: a retry on B reuses A's approval; a 2026-07-28
+    state sealed by A is understood by B (a shared key); a decision taken in another process
+    wakes the replica that holds the call."""
+    monkeypatch.setenv("SIGNOFF_TEST_STATE_KEY", "k" * 40)
+    gateway_settings = {"wait": "1s", "state_key_env": "SIGNOFF_TEST_STATE_KEY"}
+    path = config(tmp_path, sandbox, database=postgres_url, gateway=gateway_settings)
+    serve = ["mcp-gateway", "--config", str(path), "--transport", "http", "--port", "0"]
+    bearer = {"Authorization": "Bearer dev-token"}
+
+    @contextlib.asynccontextmanager
+    async def client(url: str, **options: Any) -> AsyncIterator[Client]:
+        async with (
+            httpx2.AsyncClient(headers=bearer) as sender,
+            Client(streamable_http_client(f"{url}/mcp", http_client=sender), **options) as c,
+        ):
+            yield c
+
+    async with signoff_server(*serve) as (a, _), signoff_server(*serve) as (b, _):
+        args = {"path": str(sandbox / "k.txt"), "content": "replicated"}
+        async with client(a) as on_a:
+            first = await on_a.call_tool("write_file", args)
+        assert first.structured_content is not None
+        approval_id = first.structured_content["approval_id"]
+        async with client(b) as on_b:
+            second = await on_b.call_tool("write_file", args)
+        assert second.structured_content == first.structured_content
+
+        callback = answering("approve", log=[])
+        async with client(a, elicitation_callback=callback) as on_a:
+            other = {"path": str(sandbox / "l.txt"), "content": "sealed on A"}
+            asked = await on_a.session.call_tool("write_file", other, allow_input_required=True)
+        assert isinstance(asked, types.InputRequiredResult)
+        approve: dict[str, Any] = {
+            "approval": types.ElicitResult(action="accept", content={"decision": "approve"})
+        }
+        async with client(b) as on_b:
+            done = await on_b.session.call_tool(
+                "write_file", other, request_state=asked.request_state, input_responses=approve,
+                allow_input_required=True,
+            )  # fmt: skip
+        assert isinstance(done, types.CallToolResult) and not done.is_error, done
+        assert (sandbox / "l.txt").read_text() == "sealed on A"
+
+        # The first call, retried on A while the decision comes from elsewhere.
+        async with client(a) as on_a:
+            retry = asyncio.create_task(on_a.call_tool("write_file", args))
+            async with open_store(postgres_url) as store:
+                await Gate(Policy.from_dict({}), store).decide(
+                    approval_id, Approve(), actor="alice"
+                )
+            result = await retry
+        assert not result.is_error and (sandbox / "k.txt").read_text() == "replicated"

@@ -331,3 +331,42 @@ async def test_a_run_exists_once_created(store: SQLStore):
     again = replace(record, thread_id="t-other")  # on another thread too
     with pytest.raises(ConflictError, match="exists already"):
         await store.create_run(again, at=T0, lease_until=T0 + timedelta(minutes=5))
+
+
+async def test_the_oldest_unanswered_approval_of_a_subject_is_found(store: SQLStore):
+    """The MCP gateway's retries: approvals noted under a subject, until the ledger answers."""
+    early, late = datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 2, tzinfo=UTC)
+    await store.create_approvals([approval("a1", run_id=None), approval("a2", run_id=None)])
+    assert not await store.unanswered_approval(channel="mcp", subject="s", answer_prefix="mcp:")
+    await store.add_note("mcp", "s", "a2", {}, at=late)
+    await store.add_note("mcp", "s", "a1", {}, at=early)
+    await store.add_note("mcp", "other", "a1", {}, at=early)
+    found = await store.unanswered_approval(channel="mcp", subject="s", answer_prefix="mcp:")
+    assert found is not None and found.id == "a1"
+    # Answered: its ledger entry (with its audit entry, in the same transaction).
+    entry, _ = await store.ledger_start(
+        "mcp:a1", run_id="mcp-gateway", call_id="call-a1", tool="delete_pod", digest="d", at=T0,
+        audit=[record("forward", "a1")],
+    )  # fmt: skip
+    assert entry is None
+    found = await store.unanswered_approval(channel="mcp", subject="s", answer_prefix="mcp:")
+    assert found is not None and found.id == "a2"
+    # Started again: the entry is there, and nothing more is audited.
+    again, _ = await store.ledger_start(
+        "mcp:a1", run_id="mcp-gateway", call_id="call-a1", tool="delete_pod", digest="d", at=T0,
+        audit=[record("forward", "a1")],
+    )  # fmt: skip
+    assert again is not None and again.status == "started"
+    await store.ledger_finish("mcp:a2", result={"x": 1}, at=T0)  # no entry: nothing changes
+    await store.ledger_start(
+        "mcp:a2", run_id="mcp-gateway", call_id="call-a2", tool="t", digest="d", at=T0
+    )
+    await store.ledger_finish("mcp:a2", result={"x": 1}, at=T0, audit=[record("result", "a2")])
+    assert await store.unanswered_approval(channel="mcp", subject="s", answer_prefix="mcp:") is None
+    assert [(e.action, e.subject) for e in await store.audit_log()] == [
+        ("forward", "a1"),
+        ("result", "a2"),
+    ]
+    assert await store.verify_audit() is None
+    await store.append_audit([record("forward", "c9")])
+    assert (await store.audit_log())[-1].subject == "c9"

@@ -19,7 +19,7 @@ from signoff.policy.conditions import Condition, NotJSONError, is_json
 from signoff.policy.glob import Glob, compile_glob
 from signoff.policy.model import Policy, Rule, SectionDefault
 from signoff.policy.source import paused_gc
-from signoff.types import Context, Grant, ToolCall, Verdict
+from signoff.types import Context, Grant, ToolCall, Verdict, VerdictKind
 
 __all__ = ["Explanation", "PolicyEngine"]
 
@@ -121,12 +121,12 @@ class PolicyEngine:
                 return _granted(grant)
         return verdict
 
-    def fixed_verdict(
+    def fixed_kind(
         self, name: str, *, server: str | None = None, agent: str | None = None
-    ) -> Verdict | None:
-        """The verdict every call of this tool gets whatever its arguments, or None when the
-        arguments decide (a rule's `when`). Grants aside: they only turn an ask into an allow.
-        What the MCP gateway uses to hide the tools the policy always denies."""
+    ) -> VerdictKind | None:
+        """Allow, ask or deny when every call of this tool gets it whatever its arguments;
+        None when the arguments decide (a rule's `when`). Grants aside: they only turn an ask
+        into an allow. What the MCP gateway hides tools by (those always denied)."""
         candidates, default = self._cache.get((name, server, agent)) or self._lookup(
             (name, server, agent)
         )
@@ -135,8 +135,8 @@ class PolicyEngine:
             if entry.when:
                 conditional.add(entry.verdict.kind)
                 continue
-            return entry.verdict if conditional <= {entry.verdict.kind} else None
-        return default if conditional <= {default.kind} else None
+            return entry.verdict.kind if conditional <= {entry.verdict.kind} else None
+        return default.kind if conditional <= {default.kind} else None
 
     def explain(self, call: ToolCall, context: Context | None = None) -> Explanation:
         """The verdict (the same as `evaluate`), the deciding rule and the rules it shadowed."""

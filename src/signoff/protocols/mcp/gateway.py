@@ -183,8 +183,7 @@ class Gateway:
         for upstream in self.upstreams.values():
             prefix = upstream.spec.prefix or (upstream.name if several else None)
             for tool in upstream.tools:
-                fixed = self.gate.engine.fixed_verdict(tool.name, server=upstream.name)
-                if fixed is not None and fixed.kind == "deny":
+                if self.gate.engine.fixed_kind(tool.name, server=upstream.name) == "deny":
                     continue
                 name = f"{prefix}_{tool.name}" if prefix else tool.name
                 if name in routes:
@@ -214,15 +213,13 @@ class Gateway:
         """The tool as the client sees it: its name here, none of the server's `_meta`, and
         no output schema when the gateway may answer for it (pending, a person's words)."""
         tool = route.tool
-        fixed = self.gate.engine.fixed_verdict(tool.name, server=route.upstream.name)
+        allowed = self.gate.engine.fixed_kind(tool.name, server=route.upstream.name) == "allow"
         return types.Tool(
             name=name,
             title=tool.title,
             description=tool.description,
             input_schema=tool.input_schema,
-            output_schema=tool.output_schema
-            if fixed is not None and fixed.kind == "allow"
-            else None,
+            output_schema=tool.output_schema if allowed else None,
             annotations=tool.annotations,
             icons=tool.icons,
         )
@@ -298,13 +295,20 @@ class Gateway:
     # -- asking the person at the client ---------------------------------------------------
 
     def _can_elicit(self, ctx: Any, approval: Approval, asker: Asker) -> bool:
-        if not self.settings.elicitation:
-            return False
+        """Whether to ask the person at the client: the client can show a form, and the
+        asker may decide this approval."""
         capabilities = ctx.session.client_capabilities
         elicitation = None if capabilities is None else capabilities.elicitation
         if elicitation is None or (elicitation.form is None and elicitation.url is not None):
             return False  # no elicitation, or URL mode only
-        return self.gate.may_decide(approval, actor=asker.name, roles=asker.roles)
+        return self._may_answer(approval, asker)
+
+    def _may_answer(self, approval: Approval, asker: Asker) -> bool:
+        """Whether the gateway takes the asker's own decision (the config allows it, and the
+        rule lets the asker decide)."""
+        return self.settings.elicitation and self.gate.may_decide(
+            approval, actor=asker.name, roles=asker.roles
+        )
 
     def _question(self, approval: Approval) -> str:
         call = approval.call
@@ -340,7 +344,7 @@ class Gateway:
         answer = (responses or {}).get(_INPUT)
         if answer is None:
             return approval
-        if not self._can_elicit(ctx, approval, asker):
+        if not self._may_answer(approval, asker):
             raise MCPError(INVALID_PARAMS, "this approval is not decided through the client")
         return await self._take(approval, _elicited(answer), asker)
 
@@ -416,11 +420,24 @@ class Gateway:
         self, ctx: Any, route: _Route, approval: Approval, asker: Asker
     ) -> types.CallToolResult:
         """The one answer to a decided approval: the approved call run once, or the reason
-        it was not."""
+        it was not. Identical calls waiting here on the same approval share it."""
         key = _ANSWER + approval.id
-        if key in self._running:  # the same approval's call is running here: its result
-            return await asyncio.shield(self._running[key])
-        result: types.CallToolResult | None = None
+        running = self._running.get(key)
+        if running is not None:
+            return await asyncio.shield(running)
+        future: asyncio.Future[types.CallToolResult] = asyncio.get_running_loop().create_future()
+        self._running[key] = future
+        result = _refused("the call did not finish")
+        try:
+            result = await self._settle(ctx, route, approval, asker, key)
+            return result
+        finally:
+            del self._running[key]
+            future.set_result(result)
+
+    async def _settle(
+        self, ctx: Any, route: _Route, approval: Approval, asker: Asker, key: str
+    ) -> types.CallToolResult:
         call = approval.call
         if approval.status in ("approved", "edited"):
             result = self._unfit(route, approval)
@@ -442,15 +459,7 @@ class Gateway:
                     "run again"
                 )
         if result is None:
-            future: asyncio.Future[types.CallToolResult] = (
-                asyncio.get_running_loop().create_future()
-            )
-            self._running[key] = future
-            try:
-                result = await self._send(ctx, route, call)
-            finally:
-                del self._running[key]
-                future.set_result(result or _refused("the call did not finish"))
+            result = await self._send(ctx, route, call)
         dumped = result.model_dump(mode="json", by_alias=True, exclude_none=True)
         await self.store.ledger_finish(key, result=dumped, at=_now())
         return result
