@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -722,3 +723,55 @@ async def test_replicas_on_postgresql_share_approvals_and_sealed_state(
                 )
             result = await retry
         assert not result.is_error and (sandbox / "k.txt").read_text() == "replicated"
+
+
+# -- docs/mcp-gateway.md -----------------------------------------------------------------------
+
+DOC = ROOT / "docs/mcp-gateway.md"
+
+
+def doc_json(name: str) -> Any:
+    found = re.search(rf"<!-- example: {name} -->\n```json\n(.*?)```", DOC.read_text(), re.S)
+    assert found, name
+    return json.loads(found.group(1))
+
+
+async def test_the_documented_client_configs_start_the_gateway(
+    tmp_path: Path, sandbox: Path
+) -> None:
+    """Each documented stdio entry, with `signoff` as this Python's and the config as the
+    test's, starts a gateway that lists the tools; the HTTP one names the endpoint and token."""
+    path = config(tmp_path, sandbox)
+    entries = [
+        doc_json("claude-desktop")["mcpServers"]["files"],
+        doc_json("cursor")["mcpServers"]["files"],
+        doc_json("vscode")["servers"]["files"],
+    ]
+    commands = {(e["command"], tuple(e["args"][:2])) for e in entries}
+    assert commands == {("signoff", ("mcp-gateway", "--config"))}
+    [(_, arguments)] = commands
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "signoff", *arguments, str(path)], env=dict(os.environ)
+    )
+    async with Client(params) as client:
+        assert "write_file" in {t.name for t in (await client.list_tools()).tools}
+    http = doc_json("vscode-http")
+    entry = http["servers"]["files"]
+    assert entry["type"] == "http" and entry["url"].endswith("/mcp")
+    assert entry["headers"]["Authorization"] == "Bearer ${input:signoff-token}"
+    assert http["inputs"][0]["id"] == "signoff-token"
+
+
+async def test_the_documented_pending_result_is_what_a_client_gets(
+    tmp_path: Path, sandbox: Path
+) -> None:
+    documented = doc_json("pending-result")
+    path = config(tmp_path, sandbox, gateway={"wait": "0.2s"})
+    async with gateway(path) as client:
+        got = await client.call_tool("write_file", {"path": str(sandbox / "m.txt"), "content": ""})
+    wire = got.model_dump(mode="json", by_alias=True, exclude_none=True)
+    assert set(documented) <= set(wire) and wire["isError"] is False
+    assert set(wire["structuredContent"]) == set(documented["structuredContent"])
+    assert wire["structuredContent"]["status"] == "pending_approval"
+    said, shown = wire["content"][0]["text"], documented["content"][0]["text"]
+    assert said.startswith(shown.split("(")[0]) and said.endswith(shown.split(")")[-1])
