@@ -69,6 +69,7 @@ bench: install
 	$(BIN)/python bench/server.py
 	$(BIN)/python bench/inbox.py
 	$(BIN)/python bench/a2a_roundtrip.py
+	$(BIN)/python bench/mcp_gateway.py
 
 demo: install
 	$(BIN)/signoff demo

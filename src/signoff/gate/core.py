@@ -137,11 +137,14 @@ class Gate:
         context: CheckContext | None = None,
         *,
         then: Callable[[list[Outcome]], RunWrite | None] | None = None,
+        also_audit: Callable[[list[Outcome]], list[AuditRecord]] | None = None,
     ) -> tuple[list[Outcome], list[StoredEvent]]:
         """`check`, with the run's step that goes with the outcomes (`then` makes it of them; it
         runs on the store's thread and must only compute) written in the same transaction:
         the grants read, the verdicts audited, the approvals created and the run's log
-        appended, for one commit. Returns the outcomes and the run's new events."""
+        appended, for one commit — and the audit entries `also_audit` makes of the outcomes
+        (the MCP gateway's record of the calls it forwards at once). Returns the outcomes and
+        the run's new events."""
         context = context or CheckContext()
         now = self._now()
         batch_id = new_id()
@@ -149,6 +152,8 @@ class Gate:
         def plan(grants: list[Grant]) -> HoldPlan:
             outcomes, held, audit = self._judge(calls, context, tuple(grants), now, batch_id)
             write = None if then is None else then(outcomes)
+            if also_audit is not None:
+                audit += also_audit(outcomes)
             return HoldPlan(approvals=held, audit=audit, write=write, outcomes=outcomes)
 
         decided, stored = await self.store.hold({call.name for call in calls}, plan)

@@ -42,7 +42,7 @@ from signoff.errors import (
     NotFoundError,
     SignoffError,
 )
-from signoff.gate import CheckContext, Gate
+from signoff.gate import CheckContext, Gate, Outcome
 from signoff.gate.edits import check_edit
 from signoff.gate.ids import new_id
 from signoff.protocols.mcp.settings import GatewaySettings
@@ -129,7 +129,7 @@ class Gateway:
         self._forwarded = forwarded or (lambda _request, _upstream: {})
         self._show = show_args
         self._routes: dict[str, _Route] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
         self._running: dict[str, asyncio.Future[types.CallToolResult]] = {}
         self.server: Server[Any] = Server(
             self.settings.name,
@@ -247,17 +247,17 @@ class Gateway:
         if params.request_state:
             approval = await self._from_state(params.request_state, asker, subject)
         if approval is None:
-            async with self._locks.setdefault(subject, asyncio.Lock()):
-                approval = await self.store.unanswered_approval(
-                    channel=_CHANNEL, subject=subject, answer_prefix=_ANSWER
-                )
+            async with self._exclusive(subject):
+                # Only a call the policy asks for can have an approval waiting (a grant only
+                # turns an ask into an allow): the others need not look.
+                if self.gate.engine.evaluate(call).kind == "ask":
+                    approval = await self.store.unanswered_approval(
+                        channel=_CHANNEL, subject=subject, answer_prefix=_ANSWER
+                    )
                 if approval is None:
-                    context = CheckContext(origin=ORIGIN, requested_by=asker.name)
-                    [outcome] = await self.gate.check([call], context)
+                    outcome = await self._judge(call, asker)
                     if outcome.kind == "run":
-                        return await self._forward(
-                            ctx, route, call, asker, rule=outcome.verdict.rule
-                        )
+                        return await self._send(ctx, route, call)
                     if outcome.kind == "block":
                         return _refused(f"signoff blocked this call: {outcome.verdict.reason}")
                     assert outcome.approval is not None  # a held call carries its approval
@@ -278,6 +278,37 @@ class Gateway:
         if approval.pending:
             return _pending(approval)
         return await self._answer(ctx, route, approval, asker)
+
+    @contextlib.asynccontextmanager
+    async def _exclusive(self, subject: str) -> AsyncIterator[None]:
+        """One call at a time per asker and exact call, while it finds or makes its approval
+        (in this process); the lock is dropped when nobody holds or awaits it."""
+        lock, users = self._locks.get(subject, (asyncio.Lock(), 0))
+        self._locks[subject] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[subject]
+            if users == 1:
+                del self._locks[subject]
+            else:
+                self._locks[subject] = (lock, users - 1)
+
+    async def _judge(self, call: ToolCall, asker: Asker) -> Outcome:
+        """The policy's verdict, audited; a call that runs at once is audited as forwarded in
+        the same transaction."""
+
+        def forwarded(outcomes: list[Outcome]) -> list[AuditRecord]:
+            return [
+                _forward_record(o.call, asker, approval=None, rule=o.verdict.rule)
+                for o in outcomes
+                if o.kind == "run"
+            ]
+
+        context = CheckContext(origin=ORIGIN, requested_by=asker.name)
+        [outcome], _ = await self.gate.hold([call], context, also_audit=forwarded)
+        return outcome
 
     async def _from_state(self, state: str, asker: Asker, subject: str) -> Approval:
         """The approval a 2026-07-28 retry names in its (unsealed) request state; it must be
@@ -476,13 +507,6 @@ class Gateway:
             except InvalidEditError as exc:
                 return _refused(f"the edited arguments do not fit the tool's schema: {exc}")
         return None
-
-    async def _forward(
-        self, ctx: Any, route: _Route, call: ToolCall, asker: Asker, *, rule: str | None
-    ) -> types.CallToolResult:
-        """Run an allowed call: audited, then sent."""
-        await self.store.append_audit([_forward_record(call, asker, approval=None, rule=rule)])
-        return await self._send(ctx, route, call)
 
     async def _send(self, ctx: Any, route: _Route, call: ToolCall) -> types.CallToolResult:
         headers = self._forwarded(ctx.request, route.upstream)
