@@ -190,6 +190,41 @@ async def test_an_edit_runs_the_edited_call(tmp_path: Path, sandbox: Path) -> No
         assert (sandbox / "a.txt").read_text() == "final"
 
 
+async def test_an_edit_that_breaks_the_tools_schema_is_refused(
+    tmp_path: Path, sandbox: Path
+) -> None:
+    """The inbox does not know an MCP tool's schema: the gateway checks the edit before it
+    forwards anything, and names where it breaks."""
+    path = config(tmp_path, sandbox)
+    async with api(path) as http, gateway(path) as client:
+        asked = {"path": str(sandbox / "n.txt"), "content": "draft"}
+        call = asyncio.create_task(client.call_tool("write_file", asked))
+        [held] = await pending(http)
+        edited = {"path": str(sandbox / "n.txt"), "content": 42}
+        await http.post(
+            f"/v1/approvals/{held['id']}/decision", json={"kind": "edit", "args": edited}
+        )
+        result = await call
+        assert result.is_error and "do not fit the tool's schema" in text(result)
+        assert "/content" in text(result)
+    assert not (sandbox / "n.txt").exists()
+
+
+async def test_an_expired_approval_is_an_error(tmp_path: Path, sandbox: Path) -> None:
+    rules = [{"ask": ["write_file"], "timeout": "1s"}]
+    path = config(tmp_path, sandbox, rules=rules, gateway={"wait": "10s"})
+    async with gateway(path) as client:
+        args = {"path": str(sandbox / "o.txt"), "content": "late"}
+        result = await client.call_tool("write_file", args)
+        assert result.is_error and "expired" in text(result)
+        again = await client.call_tool("write_file", args)  # answered: asks anew
+        assert again.is_error and "expired" in text(again)
+    async with open_store(yaml.safe_load(path.read_text())["database"]) as store:
+        statuses = [a.status for a in await store.list_approvals()]
+    assert statuses == ["expired", "expired"]
+    assert not (sandbox / "o.txt").exists()
+
+
 async def test_a_response_is_the_result(tmp_path: Path, sandbox: Path) -> None:
     path = config(tmp_path, sandbox)
     async with api(path) as http, gateway(path) as client:

@@ -40,7 +40,6 @@ from signoff.errors import (
     ConflictError,
     InvalidEditError,
     NotFoundError,
-    SignoffError,
 )
 from signoff.gate import CheckContext, Gate, Outcome
 from signoff.gate.edits import check_edit
@@ -427,10 +426,10 @@ class Gateway:
             answer = await ctx.session.elicit_form(
                 self._question(approval), _DECISION_SCHEMA, related_request_id=ctx.request_id
             )
-        except (MCPError, SignoffError, OSError) as exc:
+            decision = _elicited(answer)
+        except Exception as exc:  # the client's failure or odd answer: the inbox still decides
             logger.info("asking through the client failed (%s); waiting on the inbox", exc)
-            await asyncio.Event().wait()
-        decision = _elicited(answer)
+            decision = None
         if decision is None:
             await asyncio.Event().wait()  # dismissed: the inbox may still decide
         return await self._take(approval, decision, asker)
