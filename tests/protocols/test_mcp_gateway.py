@@ -31,6 +31,7 @@ from signoff.errors import PolicyError
 from signoff.gate import Gate
 from signoff.server.config import load_config
 from signoff.store import open_store
+from tests.cli.test_inbox_cli import Terminal
 from tests.processes import signoff_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -173,6 +174,28 @@ async def test_read_runs_and_write_waits_for_the_api(tmp_path: Path, sandbox: Pa
         ]
         assert all(e["actor"] == "carol" for e in forwarded)
         assert (await http.get("/v1/audit/verify")).json()["ok"] is True
+
+
+async def test_a_held_call_is_decided_in_the_terminal_inbox(tmp_path: Path, sandbox: Path) -> None:
+    path = config(tmp_path, sandbox)
+    database = yaml.safe_load(path.read_text())["database"]
+    async with gateway(path) as client:
+        call = asyncio.create_task(
+            client.call_tool("write_file", {"path": str(sandbox / "p.txt"), "content": "typed"})
+        )
+        terminal = Terminal("inbox", "--database", database, "--as", "olga")
+        shown = await asyncio.to_thread(terminal.until, "inbox> ")
+        async with asyncio.timeout(20):  # the call may reach the store after the inbox started
+            while "1 waiting" not in shown:
+                terminal.type("list")
+                shown = await asyncio.to_thread(terminal.until, "inbox> ")
+        assert "write_file" in shown and "carol (MCP)" in shown
+        terminal.type("approve 1")
+        assert "approved by olga" in await asyncio.to_thread(terminal.until, "inbox> ")
+        terminal.type("quit")
+        assert await asyncio.to_thread(terminal.close) == 0
+        assert not (await call).is_error
+    assert (sandbox / "p.txt").read_text() == "typed"
 
 
 async def test_an_edit_runs_the_edited_call(tmp_path: Path, sandbox: Path) -> None:

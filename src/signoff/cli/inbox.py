@@ -136,7 +136,7 @@ class Inbox:
                 item["id"][-8:],
                 escape(item["tool"]),
                 escape(arguments if len(arguments) <= 60 else arguments[:57] + "..."),
-                escape(item.get("agent") or ""),
+                escape(_who(item)),
                 escape(item.get("rule") or "default"),
                 item.get("expires_at") or "",
             )
@@ -232,3 +232,12 @@ class _DatabaseBackend:
         from signoff.cli.decide import on_database
 
         return asyncio.run(on_database(self.url, approval_id, decision, self.actor, self.roles))
+
+
+def _who(item: dict[str, Any]) -> str:
+    """The agent that asked; for a call held by the MCP gateway, who made it."""
+    if item.get("agent"):
+        return str(item["agent"])
+    if item.get("origin") == "mcp-gateway":
+        return f"{item.get('requested_by') or '?'} (MCP)"
+    return ""
