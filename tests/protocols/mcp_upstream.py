@@ -4,6 +4,7 @@ streamable HTTP: ``python mcp_upstream.py stdio`` / ``python mcp_upstream.py htt
 - ``echo {text}`` answers the text, with `_meta` on the result and on its block;
 - ``headers`` answers the HTTP headers its request came with (JSON);
 - ``crash`` ends the process at once, mid-call;
+- ``slow {note, seconds}`` sleeps, then counts as ``count`` does;
 - ``count`` appends a line to the file ``$UPSTREAM_COUNT_FILE`` (how often a call really ran).
 """
 
@@ -14,6 +15,7 @@ import os
 import sys
 from typing import Any
 
+import anyio
 from mcp import types
 from mcp.server.lowlevel import Server
 
@@ -33,6 +35,13 @@ TOOLS = [
         }
     ),
     types.Tool(name="headers", input_schema={"type": "object", "properties": {}}),
+    types.Tool(
+        name="slow",
+        input_schema={
+            "type": "object",
+            "properties": {"note": {"type": "string"}, "seconds": {"type": "number"}},
+        },
+    ),
     types.Tool(name="crash", input_schema={"type": "object", "properties": {}}),
     types.Tool(
         name="count",
@@ -49,7 +58,16 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
     args = params.arguments or {}
     if params.name == "echo":
         block = types.TextContent(type="text", text=str(args["text"]), _meta=_META)
-        return types.CallToolResult(content=[block], _meta=_META)
+        embedded = types.EmbeddedResource.model_validate(
+            {"type": "resource", "_meta": _META,
+             "resource": {"uri": "memo://echo", "text": str(args["text"]), "_meta": _META}}
+        )  # fmt: skip
+        return types.CallToolResult(content=[block, embedded], _meta=_META)
+    if params.name == "slow":
+        await anyio.sleep(float(args.get("seconds", 1)))
+        with open(os.environ["UPSTREAM_COUNT_FILE"], "a") as out:
+            out.write(f"{args.get('note', '')}\n")
+        return types.CallToolResult(content=[types.TextContent(type="text", text="slept")])
     if params.name == "headers":
         request = ctx.request
         headers = {} if request is None else dict(request.headers)
@@ -69,8 +87,6 @@ server = Server("upstream", on_list_tools=list_tools, on_call_tool=call_tool)
 
 
 def main() -> None:
-    import anyio
-
     if sys.argv[1] == "stdio":
         from mcp.server.stdio import stdio_server
 

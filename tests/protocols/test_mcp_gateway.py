@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +30,11 @@ from mcp.shared.exceptions import MCPError
 from signoff import Approve, Policy
 from signoff.errors import PolicyError
 from signoff.gate import Gate
+from signoff.protocols.mcp.gateway import Gateway
+from signoff.protocols.mcp.settings import GatewaySettings, UpstreamSpec
+from signoff.protocols.mcp.upstream import Upstream
 from signoff.server.config import load_config
-from signoff.store import open_store
+from signoff.store import SQLStore, open_store
 from tests.cli.test_inbox_cli import Terminal
 from tests.processes import signoff_server
 
@@ -377,11 +381,15 @@ async def test_the_inbox_wins_over_an_open_dialog(tmp_path: Path, sandbox: Path)
     """2025-11-25: the dialog is open in the client when a person approves in the inbox; the
     inbox's decision stands, the dialog is withdrawn."""
     path = config(tmp_path, sandbox)
-    opened = asyncio.Event()
+    opened, withdrawn = asyncio.Event(), asyncio.Event()
 
     async def slow(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         opened.set()
-        await asyncio.sleep(60)
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            withdrawn.set()
+            raise
         return types.ElicitResult(action="accept", content={"decision": "reject"})
 
     async with api(path) as http, gateway(path, mode="legacy", elicitation_callback=slow) as client:
@@ -394,6 +402,7 @@ async def test_the_inbox_wins_over_an_open_dialog(tmp_path: Path, sandbox: Path)
         await http.post(f"/v1/approvals/{held['id']}/decision", json={"kind": "approve"})
         result = await asyncio.wait_for(call, 20)
         assert not result.is_error and target.read_text() == "inbox"
+        await asyncio.wait_for(withdrawn.wait(), 10)
 
 
 async def test_no_dialog_where_the_rule_forbids_self_approval(
@@ -473,6 +482,7 @@ async def test_upstream_meta_is_stripped(tmp_path: Path) -> None:
         assert text(raw) == "hi"
         dumped = json.dumps(raw.model_dump(mode="json", by_alias=True))
         assert "secret-trace" not in dumped
+        assert [block.type for block in raw.content] == ["text", "resource"]  # all else kept
 
 
 async def test_an_upstream_crash_is_an_error_and_the_gateway_reconnects(tmp_path: Path) -> None:
@@ -630,7 +640,7 @@ def test_the_gateways_config_is_read_with_the_policy(
         "  filesystem: {tools: [read_file], require_approval: [read_file]}\n"
         "gateway: {wait: 2m, elicitation: false, principal: carol, roles: [ops]}\n"
     )
-    loaded = load_config(path)
+    loaded = load_config(path, gateway=True)
     assert sorted(loaded.servers) == ["fs", "gh"]  # `filesystem` is only policy
     fs, gh = loaded.servers["fs"], loaded.servers["gh"]
     assert (fs.command, fs.args) == (
@@ -657,12 +667,13 @@ def test_every_mistake_of_the_gateways_config_is_placed(
         "  ftp: {url: ftp://a}\n"
         '  "fs*": {command: x}\n'
         "  env: {url: http://a, headers: {A: '${SIGNOFF_TEST_UNSET}'}}\n"
+        "  cmd: {command: x, allowed_headers: [X-Id]}\n"
         "gateway:\n"
         "  wait: soon\n"
         "  elicit: true\n"
     )
     with pytest.raises(PolicyError) as caught:
-        load_config(path)
+        load_config(path, gateway=True)
     said = str(caught.value)
     assert f"{path}:2:9: servers.both: server 'both': give either 'command' or 'url'" in said
     assert f"{path}:3:39: servers.old.transport: the gateway reaches URLs over streamable" in said
@@ -671,7 +682,11 @@ def test_every_mistake_of_the_gateways_config_is_placed(
     assert (
         f"{path}:6:37: servers.env.headers.A: the environment variable SIGNOFF_TEST_UNSET" in said
     )
-    assert f"{path}:8:9: gateway.wait: wait must be a positive number of seconds" in said
+    assert (
+        f"{path}:7:20: servers.cmd.allowed_headers: allowed_headers is for a server reached by url"
+        in said
+    )
+    assert f"{path}:9:9: gateway.wait: wait must be a positive number of seconds" in said
     assert (
         f"{path}:9:3: gateway.elicit: unknown key 'elicit' in gateway; did you mean 'elicitation'?"
         in said
@@ -833,3 +848,154 @@ async def test_the_documented_pending_result_is_what_a_client_gets(
     assert wire["structuredContent"]["status"] == "pending_approval"
     said, shown = wire["content"][0]["text"], documented["content"][0]["text"]
     assert said.startswith(shown.split("(")[0]) and said.endswith(shown.split(")")[-1])
+
+
+# -- in one process: the gateway's own edges ---------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def in_process(
+    tmp_path: Path, **settings: Any
+) -> AsyncIterator[tuple[Gateway, Gate, SQLStore, Path]]:
+    """A `Gateway` over the SDK server of `mcp_upstream.py`, every tool asking; a client
+    connects to it in-process (`Client(gateway.server)`)."""
+    counted = tmp_path / "count.txt"
+    spec = UpstreamSpec(
+        name="up", command=sys.executable, args=(str(UPSTREAM), "stdio"),
+        env={"UPSTREAM_COUNT_FILE": str(counted)},
+    )  # fmt: skip
+    gateway_settings = replace(GatewaySettings(principal="carol", wait=1.0), **settings)
+    async with open_store(f"sqlite+aiosqlite:///{tmp_path / 'in-process.db'}") as store:
+        gate = Gate(Policy.from_dict({"rules": [{"ask": "*"}]}), store)
+        front = Gateway(gate, [Upstream(spec)], settings=gateway_settings)
+        async with front.running():
+            yield front, gate, store, counted
+
+
+def ran(counted: Path) -> list[str]:
+    return counted.read_text().splitlines() if counted.exists() else []
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_an_answer_the_gateway_never_asked_for_is_not_taken(
+    tmp_path: Path, mode: str
+) -> None:
+    """A client that sends its own "approve" with a first call (no request state, no form
+    shown) approves nothing."""
+    approve: dict[str, Any] = {
+        "approval": types.ElicitResult(action="accept", content={"decision": "approve"})
+    }
+    async with (
+        in_process(tmp_path) as (front, _, store, counted),
+        Client(front.server, mode=mode) as c,
+    ):
+        result = await c.session.call_tool(
+            "count", {"note": "self"}, input_responses=approve, allow_input_required=True
+        )
+        assert isinstance(result, types.CallToolResult)
+        assert result.structured_content is not None
+        assert result.structured_content["status"] == "pending_approval"
+        [held] = await store.list_approvals()
+        assert held.status == "pending"
+    assert ran(counted) == []
+
+
+async def test_an_approved_call_cut_off_midway_is_not_run_again(tmp_path: Path) -> None:
+    """The client goes away while the approved call runs upstream (as when a gateway stops):
+    a retry learns the outcome is unknown and does not run it again; the next retry asks
+    anew."""
+    async with in_process(tmp_path) as (front, _, store, counted):
+        args = {"note": "once", "seconds": 1.5}
+        async with Client(
+            front.server, mode="legacy", elicitation_callback=answering("approve", log=[])
+        ) as c:
+            call = asyncio.create_task(c.call_tool("slow", args))
+            async with asyncio.timeout(10):
+                while not (await store.list_approvals(status="approved")):
+                    await asyncio.sleep(0.05)
+            await asyncio.sleep(0.3)  # forwarded, and sleeping upstream
+            call.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await call
+        async with Client(front.server, mode="legacy") as c:
+            retry = await c.call_tool("slow", args)
+            assert retry.is_error and "outcome is unknown" in text(retry)
+            again = await c.call_tool("slow", args)
+            assert again.structured_content is not None  # answered: a new approval
+            assert again.structured_content["status"] == "pending_approval"
+        await asyncio.sleep(1.5)
+        assert ran(counted) == []  # the client's cancel reached the server; nothing ran it again
+        forwarded = [e for e in await store.audit_log() if e.action == "forward"]
+        assert len(forwarded) == 1
+
+
+async def test_a_cancelled_connect_leaves_no_server_running(tmp_path: Path) -> None:
+    marker = f"signoff-test-{tmp_path.name}"
+    slow_start = UpstreamSpec(
+        name="slow", command="bash",
+        args=("-c", f"sleep 1; exec {sys.executable} {UPSTREAM} stdio # {marker}"),
+    )  # fmt: skip
+    upstream = Upstream(slow_start)
+    connecting = asyncio.create_task(upstream.connect())
+    await asyncio.sleep(0.3)
+    connecting.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await connecting
+    await asyncio.sleep(1.5)  # past the server's start
+    assert not upstream.connected
+    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout
+    assert left == ""
+    await upstream.connect()  # and it connects again
+    assert {t.name for t in upstream.tools} >= {"echo", "count"}
+    await upstream.close()
+    assert subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout == ""
+
+
+async def test_two_gateways_asked_the_same_call_at_once_ask_once(tmp_path: Path) -> None:
+    """Claude Desktop and Cursor each start a gateway on one config: the same call from both at
+    the same moment is one approval."""
+    counted = tmp_path / "count.txt"
+    server = {
+        "command": sys.executable,
+        "args": [str(UPSTREAM), "stdio"],
+        "env": {"UPSTREAM_COUNT_FILE": str(counted)},
+    }
+    path = upstream_config(tmp_path, server, wait="20s")
+    document = yaml.safe_load(path.read_text())
+    document["servers"]["up"].pop("auto_approve_tools")
+    path.write_text(yaml.safe_dump(document))
+    async with gateway(path) as first, gateway(path) as second:
+        calls = [
+            asyncio.create_task(client.call_tool("count", {"note": "both"}))
+            for client in (first, second, first, second)
+        ]
+        decided = await decide_in_store(document["database"], Approve())
+        results = await asyncio.gather(*calls)
+    assert len(decided) == 1
+    assert [text(r) for r in results] == ["counted"] * 4
+    assert ran(counted) == ["both"]
+
+
+def test_serve_reads_a_config_whose_gateway_secrets_it_does_not_have(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SIGNOFF_TEST_UNSET", raising=False)
+    path = tmp_path / "shared.yaml"
+    path.write_text(
+        "servers:\n"
+        "  gh: {url: http://a/mcp, headers: {Authorization: 'Bearer ${SIGNOFF_TEST_UNSET}'}}\n"
+        "  fs: {command: x, env: {TOKEN: '${SIGNOFF_TEST_UNSET}'}}\n"
+        "gateway: {state_key_env: SIGNOFF_TEST_UNSET}\n"
+        "rules: [{ask: '*'}]\n"
+    )
+    served = load_config(path)  # signoff serve: never reaches those servers
+    assert served.servers["gh"].headers == {"Authorization": "Bearer ${SIGNOFF_TEST_UNSET}"}
+    with pytest.raises(PolicyError) as caught:
+        load_config(path, gateway=True)
+    said = str(caught.value)
+    assert f"{path}:2:" in said and "servers.gh.headers.Authorization" in said
+    assert "servers.fs.env.TOKEN" in said and "gateway.state_key_env" in said
+    monkeypatch.setenv("SIGNOFF_TEST_UNSET", "x" * 32)
+    fronted = load_config(path, gateway=True)
+    assert fronted.servers["gh"].headers == {"Authorization": "Bearer " + "x" * 32}
+    assert fronted.servers["fs"].env == {"TOKEN": "x" * 32}

@@ -13,6 +13,7 @@ from sqlalchemy import text
 from signoff import Approve, Edit, Grant, NotFoundError, Reject, Scope, ToolCall
 from signoff.errors import ConflictError, StoreError
 from signoff.store import AuditRecord, SQLStore, Store, open_store
+from signoff.store.ledger import LedgerEntry
 from signoff.store.migrations import LATEST
 from signoff.types import Approval
 
@@ -350,13 +351,22 @@ async def test_the_oldest_unanswered_approval_of_a_subject_is_found(store: SQLSt
     )  # fmt: skip
     assert entry is None
     found = await store.unanswered_approval(channel="mcp", subject="s", answer_prefix="mcp:")
+    assert found is not None and found.id == "a1"  # started, not finished: not answered yet
+    assert await store.count_answered(channel="mcp", subject="s", answer_prefix="mcp:") == 0
+    await store.ledger_finish("mcp:a1", result={"ran": True}, at=T0)
+    found = await store.unanswered_approval(channel="mcp", subject="s", answer_prefix="mcp:")
     assert found is not None and found.id == "a2"
+    assert await store.count_answered(channel="mcp", subject="s", answer_prefix="mcp:") == 1
+    assert (await store.ledger_entry("mcp:a1")) == LedgerEntry(
+        key="mcp:a1", status="finished", result={"ran": True}
+    )
+    assert await store.ledger_entry("mcp:none") is None
     # Started again: the entry is there, and nothing more is audited.
     again, _ = await store.ledger_start(
         "mcp:a1", run_id="mcp-gateway", call_id="call-a1", tool="delete_pod", digest="d", at=T0,
         audit=[record("forward", "a1")],
     )  # fmt: skip
-    assert again is not None and again.status == "started"
+    assert again is not None and again.status == "finished"
     await store.ledger_finish("mcp:a2", result={"x": 1}, at=T0)  # no entry: nothing changes
     await store.ledger_start(
         "mcp:a2", run_id="mcp-gateway", call_id="call-a2", tool="t", digest="d", at=T0

@@ -8,6 +8,7 @@ import contextlib
 import logging
 import os
 import sys
+from collections import OrderedDict
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -54,7 +55,7 @@ def mcp_gateway(
     except ImportError:
         raise MissingExtraError("signoff mcp-gateway", "mcp,server") from None
 
-    settings = load_config(config)
+    settings = load_config(config, gateway=True)
     if not settings.servers:
         raise typer.BadParameter(
             f"{config} names no MCP server to front: give a server under 'servers:' a "
@@ -147,34 +148,55 @@ def _forwarded(request: Any, upstream: Any) -> dict[str, str]:
 
 
 class _Authenticated:
-    """Every request needs a known bearer token (401 otherwise); its principal is who asks."""
+    """Every request needs a known bearer token (401 otherwise); its principal is who asks. A
+    session (``mcp-session-id``) belongs to the principal that opened it: another's token
+    cannot use it (404, as an unknown session)."""
+
+    SESSIONS = 10_000
+    """Sessions remembered (the oldest forgotten first; the SDK ends idle ones anyway)."""
 
     def __init__(self, app: Any, auth: Auth) -> None:
         self.app = app
         self.auth = auth
+        self.owners: OrderedDict[bytes, str] = OrderedDict()
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
+        if scope["type"] == "lifespan":
             await self.app(scope, receive, send)
             return
+        if scope["type"] != "http":
+            return  # no other kind of connection is served
+        headers = dict(scope.get("headers") or [])
         principal = self.auth.anonymous
         if principal is None:
-            headers = dict(scope.get("headers") or [])
             scheme, _, token = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
             if scheme.lower() == "bearer" and token.strip():
                 principal = self.auth.find(token.strip())
         if principal is None:
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 401,
-                    "headers": [
-                        (b"content-type", b"application/json"),
-                        (b"www-authenticate", b"Bearer"),
-                    ],
-                }
-            )
-            body = b'{"error": "Unauthorized", "detail": "send Authorization: Bearer <token>"}'
-            await send({"type": "http.response.body", "body": body})
+            await _answer(send, 401, b"send Authorization: Bearer <token>", bearer=True)
             return
-        await self.app({**scope, PRINCIPAL: principal}, receive, send)
+        session = headers.get(b"mcp-session-id")
+        if session is not None and self.owners.get(session, principal.name) != principal.name:
+            await _answer(send, 404, b"no such session")
+            return
+        owners = self.owners
+
+        async def remember(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                opened = dict(message.get("headers") or []).get(b"mcp-session-id")
+                if opened is not None and opened not in owners:
+                    owners[opened] = principal.name
+                    while len(owners) > self.SESSIONS:
+                        owners.popitem(last=False)
+            await send(message)
+
+        await self.app({**scope, PRINCIPAL: principal}, receive, remember)
+
+
+async def _answer(send: Any, status: int, detail: bytes, *, bearer: bool = False) -> None:
+    headers = [(b"content-type", b"application/json")]
+    if bearer:
+        headers.append((b"www-authenticate", b"Bearer"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    body = b'{"error": "' + (b"Unauthorized" if status == 401 else b"Not Found") + b'", '
+    await send({"type": "http.response.body", "body": body + b'"detail": "' + detail + b'"}'})

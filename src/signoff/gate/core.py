@@ -30,7 +30,7 @@ from signoff.gate.ids import new_id
 from signoff.gate.notifier import Notifier
 from signoff.policy import Policy, PolicyEngine
 from signoff.store import AuditRecord, DecisionPlan, Store
-from signoff.store.base import HoldPlan
+from signoff.store.base import HoldPlan, NoteRecord
 from signoff.store.runs import RunWrite, StoredEvent
 from signoff.types import (
     DECIDED_STATUS,
@@ -138,13 +138,15 @@ class Gate:
         *,
         then: Callable[[list[Outcome]], RunWrite | None] | None = None,
         also_audit: Callable[[list[Outcome]], list[AuditRecord]] | None = None,
+        notes: Callable[[list[Outcome]], list[NoteRecord]] | None = None,
     ) -> tuple[list[Outcome], list[StoredEvent]]:
         """`check`, with the run's step that goes with the outcomes (`then` makes it of them; it
         runs on the store's thread and must only compute) written in the same transaction:
         the grants read, the verdicts audited, the approvals created and the run's log
         appended, for one commit — and the audit entries `also_audit` makes of the outcomes
-        (the MCP gateway's record of the calls it forwards at once). Returns the outcomes and
-        the run's new events."""
+        (the MCP gateway's record of the calls it forwards at once) and the channel's `notes`
+        about them (an exclusive one taken already refuses the whole: `ConflictError`).
+        Returns the outcomes and the run's new events."""
         context = context or CheckContext()
         now = self._now()
         batch_id = new_id()
@@ -154,7 +156,8 @@ class Gate:
             write = None if then is None else then(outcomes)
             if also_audit is not None:
                 audit += also_audit(outcomes)
-            return HoldPlan(approvals=held, audit=audit, write=write, outcomes=outcomes)
+            kept = [] if notes is None else notes(outcomes)
+            return HoldPlan(approvals=held, audit=audit, write=write, outcomes=outcomes, notes=kept)
 
         decided, stored = await self.store.hold({call.name for call in calls}, plan)
         return list(decided.outcomes), stored

@@ -54,8 +54,10 @@ class ServerConfig:
     gateway: GatewaySettings = field(default_factory=GatewaySettings)
 
 
-def load_config(path: Path) -> ServerConfig:
-    """Read and check the config file; `PolicyError` lists every problem with its place."""
+def load_config(path: Path, *, gateway: bool = False) -> ServerConfig:
+    """Read and check the config file; `PolicyError` lists every problem with its place. For
+    the MCP gateway (`gateway`), the servers' ``${VAR}`` are read from the environment and
+    its state key checked there; other commands never reach those servers, nor need them."""
     source = str(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -74,8 +76,9 @@ def load_config(path: Path) -> ServerConfig:
             database = None
     tokens = _tokens(reader, top.get("auth"))
     redact = _redact(reader, top.get("redact", []))
-    servers = read_servers(reader, top.get("servers"))
-    gateway = read_gateway(reader, top.get("gateway"))
+    environment = os.environ if gateway else None
+    servers = read_servers(reader, top.get("servers"), environment=environment)
+    settings = read_gateway(reader, top.get("gateway"), environment=environment)
     problems = locate(reader.problems, source, text)
     try:
         policy = load_data(data, source=source, text=text)
@@ -91,7 +94,7 @@ def load_config(path: Path) -> ServerConfig:
         tokens=tokens,
         redact=redact,
         servers=servers,
-        gateway=gateway,
+        gateway=settings,
     )
 
 

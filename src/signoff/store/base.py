@@ -46,13 +46,28 @@ class DecisionPlan:
 
 
 @dataclass(frozen=True, kw_only=True)
+class NoteRecord:
+    """A channel's note to keep with a write (see `NoteStore.add_note`). An `exclusive` one
+    claims its key: when the key is taken, the whole write is refused (`ConflictError`)."""
+
+    channel: str
+    subject: str
+    key: str
+    data: dict[str, Any]
+    at: datetime
+    exclusive: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
 class HoldPlan:
     """What judging a batch of calls writes: the approvals of the held ones, the audit entries
-    of every verdict, and (for the runtime) the run's step that goes with them."""
+    of every verdict, and (for the runtime) the run's step that goes with them; (for a channel)
+    its notes about them."""
 
     approvals: Sequence[Approval] = ()
     audit: Sequence[AuditRecord] = ()
     write: RunWrite | None = None
+    notes: Sequence[NoteRecord] = ()
     outcomes: Sequence[Any] = ()
     """What the judge made of each call, for its caller."""
 
@@ -242,6 +257,8 @@ class Store(Protocol):
         audit: Sequence[AuditRecord] = (),
     ) -> tuple[LedgerEntry | None, list[StoredEvent]]: ...
 
+    async def ledger_entry(self, key: str) -> LedgerEntry | None: ...
+
     async def ledger_finish(
         self,
         key: str,
@@ -255,5 +272,7 @@ class Store(Protocol):
     async def unanswered_approval(
         self, *, channel: str, subject: str, answer_prefix: str
     ) -> Approval | None: ...
+
+    async def count_answered(self, *, channel: str, subject: str, answer_prefix: str) -> int: ...
 
     async def append_audit(self, records: Sequence[AuditRecord]) -> None: ...

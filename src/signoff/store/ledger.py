@@ -90,6 +90,19 @@ class LedgerStore:
         outcome: tuple[LedgerEntry | None, list[StoredEvent]] = await self.run(work)
         return outcome
 
+    async def ledger_entry(self, key: str) -> LedgerEntry | None:
+        """The entry with this idempotency key, if a call started under it."""
+
+        def work(connection: Connection) -> LedgerEntry | None:
+            row = connection.execute(_LEDGER_ENTRY, {"k": key}).first()
+            if row is None:
+                return None
+            result = None if row.result is None else json.loads(row.result)
+            return LedgerEntry(key=key, status=row.status, result=result)
+
+        entry: LedgerEntry | None = await self.run(work, write=False)
+        return entry
+
     async def ledger_finish(
         self,
         key: str,

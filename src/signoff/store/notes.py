@@ -15,10 +15,11 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from signoff.store import schema
+from signoff.store.base import NoteRecord
 from signoff.store.times import from_micros, to_micros
 from signoff.types import canonical_json
 
-__all__ = ["Note", "NoteStore"]
+__all__ = ["Note", "NoteStore", "add_note"]
 
 _ADD_NOTE = {
     name: dialect.insert(schema.notes).on_conflict_do_nothing()
@@ -46,19 +47,8 @@ class NoteStore:
         """Keep `data` under (channel, subject, key) — a channel's own record of something,
         such as the message an A2A client sent to a task. False when that key is taken: the
         first note stays as it was."""
-        row = {
-            "channel": channel,
-            "subject": subject,
-            "key": key,
-            "at": to_micros(at),
-            "data": canonical_json(data).decode(),
-        }
-
-        def work(connection: Connection) -> bool:
-            statement = _ADD_NOTE[connection.dialect.name]
-            return bool(connection.execute(statement, row).rowcount == 1)
-
-        added: bool = await self.run(work)
+        note = NoteRecord(channel=channel, subject=subject, key=key, data=data, at=at)
+        added: bool = await self.run(lambda connection: add_note(connection, note))
         return added
 
     async def notes(self, channel: str, subject: str, *, key: str | None = None) -> list[Note]:
@@ -70,3 +60,15 @@ class NoteStore:
         query = query.order_by(table.c.at, table.c.key)
         rows = await self.run(lambda c: c.execute(query).all(), write=False)
         return [Note(key=r.key, at=from_micros(r.at), data=json.loads(r.data)) for r in rows]
+
+
+def add_note(connection: Connection, note: NoteRecord) -> bool:
+    """Insert `note` unless its key is taken, in the caller's transaction: whether it was."""
+    row = {
+        "channel": note.channel,
+        "subject": note.subject,
+        "key": note.key,
+        "at": to_micros(note.at),
+        "data": canonical_json(note.data).decode(),
+    }
+    return bool(connection.execute(_ADD_NOTE[connection.dialect.name], row).rowcount == 1)

@@ -18,7 +18,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from sqlalchemy import Row, and_, bindparam, insert, literal, select, text, update
+from sqlalchemy import Row, and_, bindparam, func, insert, literal, select, text, update
 from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import Connection, Engine
@@ -29,7 +29,7 @@ from signoff.store.audit import LOCK_AUDIT_HEAD, append_audit, entry_hash
 from signoff.store.base import AuditRecord, DecisionPlan, HoldPlan
 from signoff.store.ledger import LedgerStore
 from signoff.store.migrations import LATEST, migrate, schema_version
-from signoff.store.notes import NoteStore
+from signoff.store.notes import NoteStore, add_note
 from signoff.store.runner import Runner
 from signoff.store.runs import (
     ResumedTurn,
@@ -277,10 +277,12 @@ class SQLStore(RunStore, LedgerStore, NoteStore):
         self, *, channel: str, subject: str, answer_prefix: str
     ) -> Approval | None:
         """Of the approvals noted under `(channel, subject)` (each note's key is an approval's
-        id), the oldest that no ledger entry answers yet (its key is `answer_prefix` + the id):
-        what the MCP gateway's retried call waits on instead of asking again."""
+        id), the oldest that no finished ledger entry answers yet (its key is `answer_prefix` +
+        the id): what the MCP gateway's retried call waits on instead of asking again."""
         notes, ledger, table = schema.notes, schema.ledger, schema.approvals
-        answered = select(ledger.c.key).where(ledger.c.key == literal(answer_prefix) + notes.c.key)
+        answered = select(ledger.c.key).where(
+            ledger.c.key == literal(answer_prefix) + notes.c.key, ledger.c.result.is_not(None)
+        )
         query = (
             select(table)
             .join(notes, notes.c.key == table.c.id)
@@ -290,6 +292,23 @@ class SQLStore(RunStore, LedgerStore, NoteStore):
         )
         row = await self.run(lambda c: c.execute(query).first(), write=False)
         return None if row is None else _approval(row)
+
+    async def count_answered(self, *, channel: str, subject: str, answer_prefix: str) -> int:
+        """How many of the approvals noted under `(channel, subject)` are answered (a finished
+        ledger entry under `answer_prefix` + the id): it only grows."""
+        notes, ledger = schema.notes, schema.ledger
+        query = (
+            select(func.count())
+            .select_from(notes)
+            .join(ledger, ledger.c.key == literal(answer_prefix) + notes.c.key)
+            .where(
+                notes.c.channel == channel,
+                notes.c.subject == subject,
+                ledger.c.result.is_not(None),
+            )
+        )
+        counted: int = await self.run(lambda c: c.execute(query).scalar_one(), write=False)
+        return counted
 
     async def append_audit(self, records: Sequence[AuditRecord]) -> None:
         """Append audit entries that go with no other write of the store."""
@@ -305,6 +324,11 @@ class SQLStore(RunStore, LedgerStore, NoteStore):
         def work(connection: Connection) -> tuple[HoldPlan, list[StoredEvent]]:
             rows = connection.execute(_GRANTS_FOR_TOOLS, {"tools": names})
             decided = plan([_grant(row) for row in rows])
+            for note in decided.notes:  # first: a claim that fails leaves nothing written
+                if not add_note(connection, note) and note.exclusive:
+                    raise ConflictError(
+                        f"{note.channel} note {note.key!r} about {note.subject!r} is taken"
+                    )
             if decided.approvals:
                 connection.execute(_INSERT_APPROVAL, [_approval_row(a) for a in decided.approvals])
             append_audit(connection, decided.audit)

@@ -32,7 +32,7 @@ from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from signoff.errors import (
@@ -47,6 +47,8 @@ from signoff.gate.ids import new_id
 from signoff.protocols.mcp.settings import GatewaySettings
 from signoff.protocols.mcp.upstream import Upstream, UpstreamError
 from signoff.store import AuditRecord, Store
+from signoff.store.base import NoteRecord
+from signoff.store.ledger import LedgerEntry
 from signoff.types import Approval, Approve, Decision, Reject, ToolCall, canonical_json
 
 __all__ = ["ORIGIN", "Asker", "Gateway"]
@@ -57,6 +59,9 @@ ORIGIN = "mcp-gateway"
 """The origin of the approvals the gateway asks for."""
 _CHANNEL = "mcp"
 """Notes: the approvals asked, under (asker, call digest), for a retried call to find."""
+_CLAIMS = "mcp.asked"
+"""Notes: the approval of a call asked after its n-th answered one, claimed once (by the
+gateway that asks for it)."""
 _ANSWER = "mcp:"
 """Ledger keys: the answer given to an approval's call."""
 _LEDGER_RUN = "mcp-gateway"
@@ -193,11 +198,13 @@ class Gateway:
         self._routes = routes
 
     async def _refresh(self) -> None:
-        for upstream in self.upstreams.values():
-            try:
-                await upstream.refresh()
-            except UpstreamError as exc:
-                logger.warning("%s; its tools are listed as it last listed them", exc)
+        upstreams = list(self.upstreams.values())
+        results = await asyncio.gather(*(u.refresh() for u in upstreams), return_exceptions=True)
+        for result in results:
+            if isinstance(result, UpstreamError):
+                logger.warning("%s; its tools are listed as it last listed them", result)
+            elif isinstance(result, BaseException):
+                raise result
         self._route()
 
     # -- listing ---------------------------------------------------------------------------
@@ -242,36 +249,22 @@ class Gateway:
             server=route.upstream.name,
         )
         subject = _subject(asker, call)
-        approval: Approval | None = None
+        answers: Mapping[str, Any] | None = None
         if params.request_state:
+            # A 2026-07-28 retry: the approval it names, and the answer to the form it was shown.
             approval = await self._from_state(params.request_state, asker, subject)
-        if approval is None:
-            async with self._exclusive(subject):
-                # Only a call the policy asks for can have an approval waiting (a grant only
-                # turns an ask into an allow): the others need not look.
-                if self.gate.engine.evaluate(call).kind == "ask":
-                    approval = await self.store.unanswered_approval(
-                        channel=_CHANNEL, subject=subject, answer_prefix=_ANSWER
-                    )
-                if approval is None:
-                    outcome = await self._judge(call, asker)
-                    if outcome.kind == "run":
-                        return await self._send(ctx, route, call)
-                    if outcome.kind == "block":
-                        return _refused(f"signoff blocked this call: {outcome.verdict.reason}")
-                    assert outcome.approval is not None  # a held call carries its approval
-                    approval = outcome.approval
-                    await self.store.add_note(
-                        _CHANNEL, subject, approval.id, {"tool": params.name}, at=_now()
-                    )
+            answers = params.input_responses
+        else:
+            found = await self._approval_for(call, asker, subject, params.name)
+            if isinstance(found, Outcome):
+                if found.kind == "run":
+                    return await self._send(ctx, route, call)
+                return _refused(f"signoff blocked this call: {found.verdict.reason}")
+            approval = found
+        if approval.pending and answers:
+            approval = await self._decide_in_client(approval, asker, answers)
         if approval.pending:
-            approval = await self._decide_in_client(ctx, approval, asker, params.input_responses)
-        if approval.pending:
-            if (
-                self._can_elicit(ctx, approval, asker)
-                and _modern(ctx)
-                and not params.input_responses
-            ):
+            if self._can_elicit(ctx, approval, asker) and _modern(ctx) and not answers:
                 return self._input_required(approval)
             approval = await self._wait(ctx, approval, asker)
         if approval.pending:
@@ -294,9 +287,42 @@ class Gateway:
             else:
                 self._locks[subject] = (lock, users - 1)
 
-    async def _judge(self, call: ToolCall, asker: Asker) -> Outcome:
-        """The policy's verdict, audited; a call that runs at once is audited as forwarded in
-        the same transaction."""
+    async def _approval_for(
+        self, call: ToolCall, asker: Asker, subject: str, name: str
+    ) -> Approval | Outcome:
+        """The approval the call waits on — the one asked before for the same call by the same
+        asker and not answered yet, or a new one — or, when the policy lets it run or blocks
+        it, that outcome."""
+        async with self._exclusive(subject):
+            for _ in range(5):
+                # Only a call the policy asks for can have an approval waiting (a grant only
+                # turns an ask into an allow): the others need not look.
+                if self.gate.engine.evaluate(call).kind == "ask":
+                    waiting = await self.store.unanswered_approval(
+                        channel=_CHANNEL, subject=subject, answer_prefix=_ANSWER
+                    )
+                    if waiting is not None:
+                        return waiting
+                # The claim is the count of this call's answered approvals: two gateways that
+                # both found none waiting claim the same one, and one of them asks.
+                answered = await self.store.count_answered(
+                    channel=_CHANNEL, subject=subject, answer_prefix=_ANSWER
+                )
+                try:
+                    outcome = await self._judge(call, asker, subject, name, claim=answered)
+                except ConflictError:
+                    continue  # another gateway asked for this very call meanwhile: wait on it
+                return outcome.approval if outcome.approval is not None else outcome
+        raise MCPError(INTERNAL_ERROR, "could not settle which approval this call waits on")
+
+    async def _judge(
+        self, call: ToolCall, asker: Asker, subject: str, name: str, *, claim: int
+    ) -> Outcome:
+        """The policy's verdict, audited; a call that runs at once is audited as forwarded,
+        and a held one noted for its retries to find, in the same transaction — with a note
+        claiming the approval that follows the `claim` answered ones, so that of two gateways
+        asking for it at once, one does (`ConflictError` for the other)."""
+        now = _now()
 
         def forwarded(outcomes: list[Outcome]) -> list[AuditRecord]:
             return [
@@ -305,8 +331,18 @@ class Gateway:
                 if o.kind == "run"
             ]
 
+        def noted(outcomes: list[Outcome]) -> list[NoteRecord]:
+            notes = []
+            for held in (o.approval for o in outcomes if o.approval is not None):
+                notes.append(NoteRecord(channel=_CLAIMS, subject=subject, key=str(claim),
+                                        data={"approval": held.id}, at=now,
+                                        exclusive=True))  # fmt: skip
+                notes.append(NoteRecord(channel=_CHANNEL, subject=subject, key=held.id,
+                                        data={"tool": name}, at=now))  # fmt: skip
+            return notes
+
         context = CheckContext(origin=ORIGIN, requested_by=asker.name)
-        [outcome], _ = await self.gate.hold([call], context, also_audit=forwarded)
+        [outcome], _ = await self.gate.hold([call], context, also_audit=forwarded, notes=noted)
         return outcome
 
     async def _from_state(self, state: str, asker: Asker, subject: str) -> Approval:
@@ -364,14 +400,11 @@ class Gateway:
         )
 
     async def _decide_in_client(
-        self,
-        ctx: Any,
-        approval: Approval,
-        asker: Asker,
-        responses: Mapping[str, Any] | None,
+        self, approval: Approval, asker: Asker, responses: Mapping[str, Any]
     ) -> Approval:
-        """Take the answer a 2026-07-28 client sent with its retry, if it sent one."""
-        answer = (responses or {}).get(_INPUT)
+        """Take the answer a 2026-07-28 client sent with its retry: only with the sealed state
+        of a form the gateway showed it (a first call's answers are never taken)."""
+        answer = responses.get(_INPUT)
         if answer is None:
             return approval
         if not self._may_answer(approval, asker):
@@ -474,25 +507,40 @@ class Gateway:
         else:
             result = _outcome(approval)
         forwarding = result is None
-        audit = [_forward_record(call, asker, approval=approval.id, rule=approval.rule)]
+        forward = [_forward_record(call, asker, approval=approval.id, rule=approval.rule)]
         entry, _ = await self.store.ledger_start(
             key, run_id=_LEDGER_RUN, call_id=call.id, tool=call.name, digest=call.digest,
-            at=_now(), audit=audit if forwarding else (),
+            at=_now(), audit=forward if forwarding else (),
         )  # fmt: skip
         if entry is not None:
+            # Started before: by another gateway now (its answer is coming), or by one that
+            # stopped during the call (no answer will come).
+            entry = await self._answered(key, entry)
             if entry.result is not None:
                 return types.CallToolResult.model_validate(entry.result)
             if not (forwarding and route.idempotent):
-                return _refused(
+                result = _refused(
                     f"the call approved by {approval.id} was started before (a gateway stopped "
-                    "during it, or another one runs it) and its outcome is unknown; it was not "
-                    "run again"
+                    "during it) and its outcome is unknown; it was not run again. Calling it "
+                    "again asks for a new approval."
                 )
+                await self.store.ledger_finish(key, result=_wire(result), at=_now())
+                return result
+        else:
+            forward = []
         if result is None:
             result = await self._send(ctx, route, call)
-        dumped = result.model_dump(mode="json", by_alias=True, exclude_none=True)
-        await self.store.ledger_finish(key, result=dumped, at=_now())
+        # A read-only or idempotent call started before is run again: audited as it goes.
+        await self.store.ledger_finish(key, result=_wire(result), at=_now(), audit=forward)
         return result
+
+    async def _answered(self, key: str, entry: LedgerEntry) -> LedgerEntry:
+        """The entry once it has its answer, or as it is after the gateway's wait."""
+        deadline = time.monotonic() + self.settings.wait
+        while entry.result is None and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+            entry = await self.store.ledger_entry(key) or entry
+        return entry
 
     def _unfit(self, route: _Route, approval: Approval) -> types.CallToolResult | None:
         """Why the approved call may not run now (the policy denies it since, or an edit does
@@ -520,14 +568,26 @@ class Gateway:
 
 
 def _clean(result: types.CallToolResult) -> types.CallToolResult:
-    """The upstream's result without its `_meta` (in the result or in its blocks)."""
-    content = [
-        block.model_copy(update={"meta": None}) if getattr(block, "meta", None) else block
-        for block in result.content
-    ]
-    return types.CallToolResult(
-        content=content, structured_content=result.structured_content, is_error=result.is_error
-    )
+    """The upstream's result without its `_meta`: of the result, of its blocks, and of what
+    they embed (a resource, an annotation). Structured content is the tool's own data: as is."""
+    content = [_without_meta(block.model_dump(mode="json", by_alias=True, exclude_none=True))
+               for block in result.content]  # fmt: skip
+    return types.CallToolResult.model_validate(
+        {"content": content, "structuredContent": result.structured_content,
+         "isError": result.is_error}
+    )  # fmt: skip
+
+
+def _without_meta(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_meta(v) for k, v in value.items() if k != "_meta"}
+    if isinstance(value, list):
+        return [_without_meta(v) for v in value]
+    return value
+
+
+def _wire(result: types.CallToolResult) -> dict[str, Any]:
+    return result.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 def _text(

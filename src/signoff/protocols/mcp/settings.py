@@ -19,8 +19,8 @@ gateway:
 
 from __future__ import annotations
 
-import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,9 +73,13 @@ class GatewaySettings:
     progress_every: float = 5.0
 
 
-def read_servers(reader: Reader, value: Any) -> dict[str, UpstreamSpec]:
+def read_servers(
+    reader: Reader, value: Any, *, environment: Mapping[str, str] | None = None
+) -> dict[str, UpstreamSpec]:
     """The servers of ``servers:`` that say how to reach them (a section without ``command``
-    or ``url`` is only policy)."""
+    or ``url`` is only policy). With `environment` (the gateway's), ``${VAR}`` in their
+    ``headers`` and ``env`` is read from it; without (``signoff serve``, which never reaches
+    them), only the shape is checked and the text kept as written."""
     if value is None or not isinstance(value, dict):
         return {}  # the policy loader reports what is wrong with the section itself
     specs = {}
@@ -83,13 +87,19 @@ def read_servers(reader: Reader, value: Any) -> dict[str, UpstreamSpec]:
         if not isinstance(body, dict) or ("command" not in body and "url" not in body):
             continue
         where: Path = ("servers", name)
-        spec = _server(reader, str(name), body, where)
+        spec = _server(reader, str(name), body, where, environment)
         if spec is not None:
             specs[spec.name] = spec
     return specs
 
 
-def _server(reader: Reader, name: str, body: dict[str, Any], where: Path) -> UpstreamSpec | None:
+def _server(
+    reader: Reader,
+    name: str,
+    body: dict[str, Any],
+    where: Path,
+    environment: Mapping[str, str] | None,
+) -> UpstreamSpec | None:
     problems = len(reader.problems)
     if not _NAME.match(name):
         reader.error(
@@ -112,6 +122,14 @@ def _server(reader: Reader, name: str, body: dict[str, Any], where: Path) -> Ups
         if transport is not None and transport != "stdio":
             key = "transport" if "transport" in body else "transport_type"
             reader.error((*where, key), f"a server with a command speaks stdio, not {transport!r}")
+        for key in ("headers", "allowed_headers", "path"):
+            if key in body:
+                reader.error(
+                    (*where, key),
+                    f"{key} is for a server reached by url; this one is started by a command "
+                    "(give it credentials in 'env')",
+                    at_key=True,
+                )
     else:
         url = reader.string(body["url"], (*where, "url"), "url")
         if url is not None and not url.startswith(("http://", "https://")):
@@ -126,8 +144,8 @@ def _server(reader: Reader, name: str, body: dict[str, Any], where: Path) -> Ups
                 f"the gateway reaches URLs over streamable HTTP, not {transport!r}"
                 + (" (the SSE transport is deprecated)" if transport == "sse" else ""),
             )
-    env = _text_map(reader, body.get("env"), (*where, "env"), "env", expand=False)
-    headers = _text_map(reader, body.get("headers"), (*where, "headers"), "headers", expand=True)
+    env = _text_map(reader, body.get("env"), (*where, "env"), "env", environment)
+    headers = _text_map(reader, body.get("headers"), (*where, "headers"), "headers", environment)
     cwd = reader.string(body["cwd"], (*where, "cwd"), "cwd") if "cwd" in body else None
     allowed = reader.strings(
         body.get("allowed_headers", []), (*where, "allowed_headers"), "allowed_headers",
@@ -156,7 +174,7 @@ def _server(reader: Reader, name: str, body: dict[str, Any], where: Path) -> Ups
 
 
 def _text_map(
-    reader: Reader, value: Any, where: Path, what: str, *, expand: bool
+    reader: Reader, value: Any, where: Path, what: str, environment: Mapping[str, str] | None
 ) -> dict[str, str] | None:
     if value is None:
         return None
@@ -169,17 +187,21 @@ def _text_map(
             reader.error((*where, key), f"{what} values must be text, not {item!r}")
             continue
         text = str(item)
-        if expand:
-            missing = [v for v in _VARIABLE.findall(text) if v not in os.environ]
+        if environment is not None:
+            missing = [v for v in _VARIABLE.findall(text) if v not in environment]
             if missing:
                 reader.error((*where, key), f"the environment variable {missing[0]} is not set")
                 continue
-            text = _VARIABLE.sub(lambda m: os.environ[m.group(1)], text)
+            text = _VARIABLE.sub(lambda m: environment[m.group(1)], text)
         out[key] = text
     return out
 
 
-def read_gateway(reader: Reader, value: Any) -> GatewaySettings:
+def read_gateway(
+    reader: Reader, value: Any, *, environment: Mapping[str, str] | None = None
+) -> GatewaySettings:
+    """The ``gateway:`` section; with `environment` (the gateway's own), its state key is
+    checked there too."""
     if value is None:
         return GatewaySettings()
     data = reader.mapping(value, ("gateway",), "gateway")
@@ -202,7 +224,7 @@ def read_gateway(reader: Reader, value: Any) -> GatewaySettings:
             reader.strings(data["roles"], ("gateway", "roles"), "roles", allow_empty=True) or ()
         )
     key_env = found.get("state_key_env")
-    if key_env is not None and len(os.environ.get(key_env, "")) < 32:
+    if environment is not None and key_env and len(environment.get(key_env, "")) < 32:
         reader.error(
             ("gateway", "state_key_env"),
             f"the environment variable {key_env} must hold a secret of at least 32 characters",

@@ -51,20 +51,27 @@ class Upstream:
 
     async def connect(self) -> None:
         """Connect (when not connected) and read the server's tools; `UpstreamError` if the
-        server cannot be reached."""
+        server cannot be reached within `CONNECT_TIMEOUT`."""
         async with self._lock:
-            if self._client is not None:
+            if self._client is not None and _alive(self._task):
                 return
+            await self._stop()
             ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
             self._task = asyncio.create_task(self._hold(ready), name=f"mcp upstream {self.name}")
             try:
                 async with asyncio.timeout(CONNECT_TIMEOUT):
                     client = await asyncio.shield(ready)
-                self.tools = await _list_tools(client)
-            except (TimeoutError, Exception) as exc:
-                await self._drop()
-                raise UpstreamError(f"cannot reach MCP server {self.name!r}: {_say(exc)}") from exc
-            self._client = client
+                    tools = await _list_tools(client)
+            except BaseException as exc:  # a failure, or the caller's cancel: stop it all
+                await asyncio.shield(self._stop())
+                if ready.done() and not ready.cancelled():
+                    ready.exception()  # seen: the error said below is this one
+                if isinstance(exc, Exception):
+                    raise UpstreamError(
+                        f"cannot reach MCP server {self.name!r}: {_say(exc)}"
+                    ) from exc
+                raise
+            self._client, self.tools = client, tools
 
     async def _hold(self, ready: asyncio.Future[Client]) -> None:
         """The connection's own task: open it, then hold it until it breaks or is closed."""
@@ -79,7 +86,8 @@ class Upstream:
                 ready.set_exception(UpstreamError(_say(exc)))
             logger.warning("MCP server %r went away: %s", self.name, _say(exc))
         finally:
-            self._client = None
+            if self._task is asyncio.current_task():  # not a newer connection's
+                self._client = None
             if not ready.done():
                 ready.set_exception(UpstreamError("the connection closed"))
 
@@ -120,15 +128,15 @@ class Upstream:
             except Exception as exc:
                 raise UpstreamError(f"MCP server {self.name!r}: {_say(exc)}") from exc
         await self.connect()
-        connected = self._client
+        connected, task = self._client, self._task
         if connected is None:
             raise UpstreamError(f"MCP server {self.name!r} went away")
         try:
             return await connected.call_tool(tool, args)
         except Exception as exc:
             closed = not isinstance(exc, MCPError) or exc.code == CONNECTION_CLOSED
-            if closed or not _alive(self._task):
-                await self._drop()
+            if closed or not _alive(task):
+                await self._drop(task)
                 raise UpstreamError(
                     f"MCP server {self.name!r} failed during the call: {_say(exc)}"
                 ) from exc
@@ -138,24 +146,32 @@ class Upstream:
     async def refresh(self) -> None:
         """Read the tools again (connecting first when needed)."""
         await self.connect()
-        client = self._client
-        if client is not None:
-            try:
+        client, task = self._client, self._task
+        if client is None:
+            return
+        try:
+            async with asyncio.timeout(CONNECT_TIMEOUT):
                 self.tools = await _list_tools(client)
-            except Exception as exc:
-                await self._drop()
-                raise UpstreamError(f"MCP server {self.name!r}: {_say(exc)}") from exc
+        except Exception as exc:
+            await self._drop(task)
+            raise UpstreamError(f"MCP server {self.name!r}: {_say(exc)}") from exc
 
-    async def _drop(self) -> None:
+    async def _drop(self, task: asyncio.Task[None] | None) -> None:
+        """Close the connection `task` holds, unless a newer one replaced it already."""
+        async with self._lock:
+            if self._task is task:
+                await self._stop()
+
+    async def _stop(self) -> None:
+        """Close the current connection (the lock held): its task ends, and its process."""
         task, self._task, self._client = self._task, None, None
         if task is not None and not task.done():
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            await asyncio.wait({task})  # a cancel of the caller's own still reaches it
 
     async def close(self) -> None:
         async with self._lock:
-            await self._drop()
+            await self._stop()
 
 
 def _alive(task: asyncio.Task[None] | None) -> bool:
