@@ -683,7 +683,7 @@ def test_every_mistake_of_the_gateways_config_is_placed(
         f"{path}:6:37: servers.env.headers.A: the environment variable SIGNOFF_TEST_UNSET" in said
     )
     assert (
-        f"{path}:7:20: servers.cmd.allowed_headers: allowed_headers is for a server reached by url"
+        f"{path}:7:21: servers.cmd.allowed_headers: allowed_headers is for a server reached by url"
         in said
     )
     assert f"{path}:9:9: gateway.wait: wait must be a positive number of seconds" in said
