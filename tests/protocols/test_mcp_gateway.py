@@ -688,7 +688,7 @@ def test_every_mistake_of_the_gateways_config_is_placed(
     )
     assert f"{path}:9:9: gateway.wait: wait must be a positive number of seconds" in said
     assert (
-        f"{path}:9:3: gateway.elicit: unknown key 'elicit' in gateway; did you mean 'elicitation'?"
+        f"{path}:10:3: gateway.elicit: unknown key 'elicit' in gateway; did you mean 'elicitation'?"
         in said
     )
 
