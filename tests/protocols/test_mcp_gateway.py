@@ -999,3 +999,25 @@ def test_serve_reads_a_config_whose_gateway_secrets_it_does_not_have(
     fronted = load_config(path, gateway=True)
     assert fronted.servers["gh"].headers == {"Authorization": "Bearer " + "x" * 32}
     assert fronted.servers["fs"].env == {"TOKEN": "x" * 32}
+
+
+async def test_an_http_session_is_its_principals_own(tmp_path: Path, sandbox: Path) -> None:
+    path = config(tmp_path, sandbox)
+    serve = ["mcp-gateway", "--config", str(path), "--transport", "http", "--port", "0"]
+    initialize = {
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "raw", "version": "1"}},
+    }  # fmt: skip
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+    accept = {"Accept": "application/json, text/event-stream"}
+    async with signoff_server(*serve) as (url, _), httpx.AsyncClient(timeout=30) as http:
+        dev = {**accept, "Authorization": "Bearer dev-token"}
+        opened = await http.post(f"{url}/mcp", json=initialize, headers=dev)
+        assert opened.status_code == 200, opened.text
+        session = {"mcp-session-id": opened.headers["mcp-session-id"]}
+        alice = {**accept, "Authorization": "Bearer alice-token", **session}
+        stolen = await http.post(f"{url}/mcp", json=listing, headers=alice)
+        assert stolen.status_code == 404
+        own = await http.post(f"{url}/mcp", json=listing, headers={**dev, **session})
+        assert own.status_code == 200 and "write_file" in own.text
