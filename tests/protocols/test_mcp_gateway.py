@@ -746,7 +746,7 @@ async def test_replicas_on_postgresql_share_approvals_and_sealed_state(
 ) -> None:
     """Two HTTP gateways on one PostgreSQL: a retry on B reuses A's approval; a 2026-07-28
     state sealed by A is understood by B (a shared key); a decision taken in another process
-    wakes the replica that holds the call."""
+    reaches the replica that holds the call."""
     monkeypatch.setenv("SIGNOFF_TEST_STATE_KEY", "k" * 40)
     gateway_settings = {"wait": "1s", "state_key_env": "SIGNOFF_TEST_STATE_KEY"}
     path = config(tmp_path, sandbox, database=postgres_url, gateway=gateway_settings)

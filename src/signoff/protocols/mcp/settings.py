@@ -154,6 +154,12 @@ def _server(
     prefix = None
     if "tool_name_prefix" in body:
         prefix = reader.string(body["tool_name_prefix"], (*where, "tool_name_prefix"), "prefix")
+        if prefix is not None and not _NAME.match(prefix):
+            reader.error(
+                (*where, "tool_name_prefix"),
+                f"tool_name_prefix must be letters, digits, _ and - (it begins tool names), "
+                f"not {prefix!r}",
+            )
     timeout = None
     if "timeout_seconds" in body:
         timeout = reader.duration(body["timeout_seconds"], (*where, "timeout_seconds"))
