@@ -74,7 +74,7 @@ class MCPServer:
             client = await stack.enter_async_context(Client(target))
             self.tools = [
                 MCPTool(client, self.name, listed, prefix=self.prefix)
-                for listed in await _list_tools(client)
+                for listed in await list_tools(client)
                 if self._offered(listed.name)
             ]
             self._stack = stack.pop_all()
@@ -137,7 +137,8 @@ class MCPTool(Tool):
         return f"MCPTool({self.name!r}, server={self.server!r}, idempotent={self.idempotent})"
 
 
-async def _list_tools(client: Client) -> list[Any]:
+async def list_tools(client: Client) -> list[Any]:
+    """Every tool the server lists, page after page."""
     listed: list[Any] = []
     cursor: str | None = None
     while True:

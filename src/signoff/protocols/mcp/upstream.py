@@ -18,6 +18,7 @@ from mcp_types import CONNECTION_CLOSED
 
 from signoff.errors import SignoffError
 from signoff.protocols.mcp.settings import UpstreamSpec
+from signoff.protocols.mcp.tools import list_tools as _list_tools
 
 __all__ = ["Upstream", "UpstreamError"]
 
@@ -176,17 +177,6 @@ class Upstream:
 
 def _alive(task: asyncio.Task[None] | None) -> bool:
     return task is not None and not task.done()
-
-
-async def _list_tools(client: Client) -> list[types.Tool]:
-    listed: list[types.Tool] = []
-    cursor: str | None = None
-    while True:
-        page = await client.list_tools(cursor=cursor)
-        listed += page.tools
-        cursor = page.next_cursor
-        if cursor is None:
-            return listed
 
 
 def _say(exc: BaseException) -> str:
