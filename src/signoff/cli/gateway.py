@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from signoff.cli.serve import checked_auth
 from signoff.errors import MissingExtraError
 
 if TYPE_CHECKING:
@@ -50,7 +51,6 @@ def mcp_gateway(
     wait for a person (the inbox, or the MCP client's own dialog)."""
     try:
         from signoff.protocols.mcp.gateway import Gateway  # noqa: F401  (the mcp extra)
-        from signoff.server.auth import Auth, is_loopback
         from signoff.server.config import load_config
     except ImportError:
         raise MissingExtraError("signoff mcp-gateway", "mcp,server") from None
@@ -64,17 +64,7 @@ def mcp_gateway(
         )
     auth: Auth | None = None
     if transport is Transport.http:
-        if no_auth and not is_loopback(host):
-            raise typer.BadParameter(
-                f"--no-auth serves loopback only, not {host!r}", param_hint="--host"
-            )
-        if not no_auth and not settings.tokens:
-            raise typer.BadParameter(
-                f"{config} configures no tokens (auth.tokens); add some, or use --no-auth on "
-                "loopback",
-                param_hint="--config",
-            )
-        auth = Auth.none() if no_auth else Auth(tokens=settings.tokens)
+        auth = checked_auth(config, settings.tokens, host=host, no_auth=no_auth)
     # stdout is the MCP channel over stdio: everything said goes to stderr.
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="signoff: %(message)s")
     with contextlib.suppress(KeyboardInterrupt):

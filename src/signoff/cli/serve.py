@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from signoff.errors import MissingExtraError
+
+if TYPE_CHECKING:
+    from signoff.server import Auth, Principal
 
 __all__ = ["serve"]
 
@@ -31,8 +35,7 @@ def serve(
 ) -> None:
     """Serve the API: runs, approvals, decisions, audit."""
     try:
-        from signoff.server import Auth, Service, create_app
-        from signoff.server.auth import is_loopback
+        from signoff.server import Service, create_app
         from signoff.server.config import load_config
         from signoff.server.redact import Redaction
         from signoff.server.run import import_agents, run_app
@@ -42,20 +45,11 @@ def serve(
     from signoff.store import open_store
 
     settings = load_config(config)
-    if no_auth and not is_loopback(host):
-        raise typer.BadParameter(
-            f"--no-auth serves loopback only, not {host!r}", param_hint="--host"
-        )
-    if not no_auth and not settings.tokens:
-        raise typer.BadParameter(
-            f"{config} configures no tokens (auth.tokens); add some, or use --no-auth on loopback",
-            param_hint="--config",
-        )
+    auth = checked_auth(config, settings.tokens, host=host, no_auth=no_auth, roles=["admin"])
     try:
         loaded = [a for spec in agents or () for a in import_agents(spec)]
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--agents") from None
-    auth = Auth.none(roles=["admin"]) if no_auth else Auth(tokens=settings.tokens)
 
     async def main() -> None:
         async with open_store(settings.database) as store:
@@ -73,3 +67,27 @@ def serve(
 
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(main())
+
+
+def checked_auth(
+    config: Path,
+    tokens: Mapping[str, Principal],
+    *,
+    host: str,
+    no_auth: bool,
+    roles: Sequence[str] = (),
+) -> Auth:
+    """The config's tokens; or, with ``--no-auth`` (on loopback only), everyone as the local
+    user with `roles`. A server without either does not start."""
+    from signoff.server.auth import Auth, is_loopback
+
+    if no_auth and not is_loopback(host):
+        raise typer.BadParameter(
+            f"--no-auth serves loopback only, not {host!r}", param_hint="--host"
+        )
+    if not no_auth and not tokens:
+        raise typer.BadParameter(
+            f"{config} configures no tokens (auth.tokens); add some, or use --no-auth on loopback",
+            param_hint="--config",
+        )
+    return Auth.none(roles=roles) if no_auth else Auth(tokens=tokens)

@@ -147,7 +147,7 @@ class Gateway:
             on_call_tool=self._call_tool,
         )
         security = (
-            RequestStateSecurity(keys=list(state_keys), ttl=3600.0, bind_principal=None)
+            RequestStateSecurity(keys=list(state_keys), ttl=3600.0)
             if state_keys
             else RequestStateSecurity.ephemeral(ttl=3600.0)
         )
