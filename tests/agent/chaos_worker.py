@@ -1,14 +1,19 @@
-"""A worker for the chaos test: starts, decides and resumes runs until every run is finished.
+"""A worker for the chaos test, which kills it at chosen points of a run's life.
 
-    python chaos_worker.py URL SIDE_FILE RUNS [--plant-bug] [--zygote]
+    python chaos_worker.py URL SIDE_FILE [--plant-bug]
 
-With ``--zygote`` it imports everything once and then forks a fresh worker for every ``spawn``
-line on its standard input, printing ``ready PID`` from the child: hundreds of workers can be
-killed in a minute without paying Python's start-up each time.
+It imports everything once, then reads commands on its standard input and forks a fresh worker
+for each, so that hundreds of workers cost no Python start-up each:
 
-It is killed with SIGKILL at random points and started again. Its tools write every execution to
-SIDE_FILE (`charge KEY` and `probe KEY` lines), so the test can count them afterwards. With
-`--plant-bug` the runner ignores the ledger, and the test must see the violations that causes.
+- ``POINT`` (one of `POINTS`): the worker decides and resumes whatever is unfinished, starting
+  new runs when nothing is, until it reaches POINT; there it prints ``at POINT PID`` and stops
+  itself (SIGSTOP), frozen exactly there for the test to SIGKILL. It prints ``missed POINT`` if
+  two fresh runs went by without reaching it, and ``crashed`` if it failed.
+- ``finish``: the worker brings every run to its end and prints ``all done``.
+
+Only one worker lives at a time. Its tools write every execution to SIDE_FILE (``charge KEY``
+and ``probe KEY`` lines) for the test to count. With ``--plant-bug`` the runner ignores its
+ledger, and the test must see the violations that causes.
 """
 
 from __future__ import annotations
@@ -18,9 +23,10 @@ import contextlib
 import os
 import signal
 import sys
-import time
+import threading
+import traceback
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -29,11 +35,29 @@ from signoff import Approve, ConflictError, Policy, tool
 from signoff.agent import Agent, Message, ModelTurn, Runner, ToolSpec
 from signoff.agent.tools import idempotency_key
 from signoff.gate import Gate
-from signoff.store import open_store
-from signoff.types import ToolCall
+from signoff.store import SQLStore, open_store
+from signoff.store.base import DecisionPlan
+from signoff.types import Approval, ToolCall
 
 POLICY = Policy.from_dict({"rules": [{"allow": "probe"}, {"ask": "charge"}]})
-LEASE = timedelta(milliseconds=300)
+# One worker lives at a time, and a live worker's writes are checked by owner, not by the clock:
+# a short lease only lets the next worker take over a dead one's run at once.
+LEASE = timedelta(milliseconds=20)
+
+POINTS = {
+    "holding": "inside the transaction that holds the turn's calls, before it commits",
+    "probe-started": "the probe's ledger entry is started; the probe has not run",
+    "probe-ran": "the probe ran; its ledger entry is not finished",
+    "probe-finished": "the probe's ledger entry is finished; the run is not paused yet",
+    "deciding": "inside the transaction that approves the charge, before it commits",
+    "decided": "the charge is approved; nobody has resumed the run",
+    "resume-claimed": "the run is claimed for resuming; nothing of it has run",
+    "charge-starting": "inside the transaction that starts the charge's ledger entry",
+    "charge-started": "the charge's ledger entry is started; the charge has not run",
+    "charge-ran": "the charge ran; its ledger entry is not finished",
+    "charge-finished": "the charge's ledger entry is finished; its result is not in the run",
+}
+"""Where a worker can be made to die, in the order a run passes them, and what is true there."""
 
 
 class Script:
@@ -50,7 +74,23 @@ class Script:
         )
 
 
-def tools(side: Path) -> list[object]:
+class Target:
+    """The point this worker dies at: the first time it gets there, it says so and stops."""
+
+    def __init__(self, point: str | None) -> None:
+        self.point = point
+
+    def reach(self, point: str) -> None:
+        if point == self.point:
+            print(f"at {point} {os.getpid()}", flush=True)
+            # Frozen here, every thread with it, until the test's SIGKILL lands. A stop sent
+            # from a thread other than the main one does not always hold on every kernel: the
+            # thread that got here waits all the same, and never goes past the point.
+            os.kill(os.getpid(), signal.SIGSTOP)
+            threading.Event().wait()
+
+
+def tools(side: Path, target: Target) -> list[object]:
     def record(kind: str) -> None:
         with side.open("a") as file:
             file.write(f"{kind} {idempotency_key()}\n")
@@ -61,76 +101,141 @@ def tools(side: Path) -> list[object]:
     def probe() -> str:
         """Read something (safe to repeat with the same key)."""
         record("probe")
+        target.reach("probe-ran")
         return "ok"
 
     @tool
     def charge(amount: int) -> str:
-        """Charge a card: must never run twice. It takes a moment, as real charges do."""
+        """Charge a card: must never run twice."""
         record("charge")
-        time.sleep(float(os.environ.get("CHAOS_CHARGE_SECONDS", "0.005")))
+        target.reach("charge-ran")
         return "charged"
 
     return [probe, charge]
 
 
-async def main(url: str, side: Path, runs: int, plant_bug: bool) -> None:
-    async with open_store(url) as store:
-        gate = Gate(POLICY, store)
-        agent = Agent(name="pay", model=Script(), tools=tools(side))  # type: ignore[arg-type]
-        runner = Runner(agent, gate, lease=LEASE)
+def instrument(store: SQLStore, target: Target, *, plant_bug: bool) -> None:
+    """Have the store tell `target` where the worker is: before, inside and after the
+    transactions that matter."""
+    hold, decide, resume_turn = store.hold, store.decide, store.resume_turn
+    ledger_start, ledger_finish = store.ledger_start, store.ledger_finish
+
+    def inside(point: str, plan: Callable[..., Any]) -> Callable[..., Any]:
+        def planned(*args: Any) -> Any:  # on the store's thread, the transaction open
+            made = plan(*args)
+            target.reach(point)
+            return made
+
+        return planned
+
+    async def held(tools: Any, plan: Callable[..., Any]) -> Any:
+        return await hold(tools, inside("holding", plan))
+
+    async def decided(
+        approval_ids: Sequence[str], plan: Callable[[list[Approval]], DecisionPlan]
+    ) -> DecisionPlan:
+        made = await decide(approval_ids, inside("deciding", plan))
+        target.reach("decided")
+        return made
+
+    async def resumed(run_id: str, **kwargs: Any) -> Any:
+        state = await resume_turn(run_id, **kwargs)
+        if state is not None:
+            target.reach("resume-claimed")
+        return state
+
+    async def started(key: str, *, tool: str, then: Any = None, **kwargs: Any) -> Any:
         if plant_bug:
             # The bug the harness must catch: every attempt runs the tool, ledger or not (each
             # attempt gets a key of its own, so no earlier start is ever found).
-            real_start = store.ledger_start
+            key = f"{key}:{uuid.uuid4()}"
+        if tool == "charge" and then is not None:
+            then = inside("charge-starting", then)
+        previous, stored = await ledger_start(key, tool=tool, then=then, **kwargs)
+        if previous is None:
+            target.reach(f"{tool}-started")
+        return previous, stored
 
-            async def ledgerless_start(key: str, **kwargs: Any) -> Any:
-                return await real_start(f"{key}:{uuid.uuid4()}", **kwargs)
+    async def finished(key: str, **kwargs: Any) -> Any:
+        stored = await ledger_finish(key, **kwargs)
+        # The probe runs unasked, keyed run:turn:call; the charge is keyed by its approval.
+        target.reach("probe-finished" if key.endswith(":p") else "charge-finished")
+        return stored
 
-            store.ledger_start = ledgerless_start  # type: ignore[method-assign]
-        print(f"ready {os.getpid()}", flush=True)
-        from sqlalchemy import select
+    store.hold = held  # type: ignore[method-assign]
+    store.decide = decided  # type: ignore[method-assign]
+    store.resume_turn = resumed  # type: ignore[method-assign]
+    store.ledger_start = started  # type: ignore[method-assign]
+    store.ledger_finish = finished  # type: ignore[method-assign]
 
-        from signoff.store import schema
 
+async def work(url: str, side: Path, target: Target, *, plant_bug: bool, runs: int = 2) -> str:
+    """Work until the target is reached (then never return), or until everything is finished
+    when there is none; start at most `runs` new runs. Returns what to tell the test."""
+    from sqlalchemy import select
+
+    from signoff.store import schema
+
+    point = target.point
+    async with open_store(url) as store:
+        instrument(store, target, plant_bug=plant_bug)
+        gate = Gate(POLICY, store)
+        agent = Agent(name="pay", model=Script(), tools=tools(side, target))  # type: ignore[arg-type]
+        runner = Runner(agent, gate, lease=LEASE)
+        fresh = 0
         while True:
             rows = await store.run(
                 lambda c: c.execute(select(schema.runs.c.id, schema.runs.c.status)).all(),
                 write=False,
             )
-            if len(rows) < runs:
+            unfinished = [r.id for r in rows if r.status in ("running", "paused")]
+            if not unfinished:
+                if fresh == runs:
+                    return "all done" if point is None else f"missed {point}"
+                fresh += 1
                 async for _ in runner.start(f"thread-{len(rows)}", "pay 5"):
                     pass
                 continue
             for approval in await store.list_approvals(status="pending"):
-                with contextlib.suppress(ConflictError):  # another worker decided it first
-                    await gate.decide(approval.id, Approve(), actor="chaos")
-            unfinished = [r.id for r in rows if r.status in ("running", "paused")]
-            if not unfinished:
-                print("all done", flush=True)
-                return
+                await gate.decide(approval.id, Approve(), actor="chaos")
             for run_id in unfinished:
                 try:
                     async for _ in runner.resume(run_id):
                         pass
                 except ConflictError:
-                    await asyncio.sleep(0.05)  # held by a live worker, or still waiting
+                    # The dead worker's lease has yet to run out (it is short).
+                    await asyncio.sleep(0.005)
 
 
-def zygote(url: str, side: Path, runs: int, plant_bug: bool) -> None:
+def serve(url: str, side: Path, plant_bug: bool) -> None:
+    """Fork a worker for every command on standard input."""
+    # One whole run on a scratch database first: what the first run imports and builds is
+    # then every worker's from the start.
+    scratch = side.with_name("warm-up")
+    scratch.mkdir(exist_ok=True)
+    asyncio.run(work(f"sqlite:///{scratch / 'warm.db'}", scratch / "side", Target(None),
+                     plant_bug=False, runs=1))  # fmt: skip
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped as they die
     for line in sys.stdin:
-        if line.strip() != "spawn":
+        command = line.strip()
+        if command not in (*POINTS, "finish") or os.fork() != 0:
             continue
-        if os.fork() == 0:
-            try:
-                asyncio.run(main(url, side, runs, plant_bug))
-            finally:
-                os._exit(0)
+        # A group of its own: were the zygote's group orphaned (as it may be without a
+        # terminal), a stopped member would get SIGHUP when any other member exits.
+        os.setpgid(0, 0)
+        said = "crashed"
+        try:
+            if command == "finish":
+                said = asyncio.run(work(url, side, Target(None), plant_bug=plant_bug, runs=0))
+            else:
+                said = asyncio.run(work(url, side, Target(command), plant_bug=plant_bug))
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            with contextlib.suppress(BaseException):
+                print(said, flush=True)
+            os._exit(0)
 
 
 if __name__ == "__main__":
-    url, side, runs = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
-    if "--zygote" in sys.argv:
-        zygote(url, side, runs, "--plant-bug" in sys.argv)
-    else:
-        asyncio.run(main(url, side, runs, "--plant-bug" in sys.argv))
+    serve(sys.argv[1], Path(sys.argv[2]), "--plant-bug" in sys.argv)

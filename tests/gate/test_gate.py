@@ -26,6 +26,8 @@ from signoff import (
 )
 from signoff.gate import CheckContext, Gate
 from signoff.store import SQLStore
+from tests.deadline import HANG
+from tests.gate.waiters import WatchedNotifier
 
 POLICY = Policy.from_dict(
     {
@@ -214,10 +216,10 @@ async def test_approve_always_for_a_run_needs_a_run(gate: Gate):
 async def test_wait_returns_when_someone_decides(gate: Gate):
     [outcome] = await gate.check([call("send_email")])
     assert outcome.approval is not None
-    waiter = asyncio.create_task(gate.wait(outcome.approval.id, timeout=5))
+    waiter = asyncio.create_task(gate.wait(outcome.approval.id, timeout=HANG))
     await asyncio.sleep(0)
     await gate.decide(outcome.approval.id, Reject(reason="spam"), actor="alice")
-    decided = await asyncio.wait_for(waiter, 5)
+    decided = await waiter
     assert decided.decision == Reject(reason="spam")
 
 
@@ -228,7 +230,7 @@ async def test_ask_maps_proceed_once_cancel_and_modify_to_decisions(gate: Gate):
         await gate.decide(pending[0].id, decision, actor="alice")
 
     for decision in (Approve(), Reject(reason="no"), Edit(args={"name": "x", "replicas": 2})):
-        asking = asyncio.create_task(gate.ask(call("scale", name="web", replicas=3), timeout=5))
+        asking = asyncio.create_task(gate.ask(call("scale", name="web", replicas=3), timeout=HANG))
         await answer(decision)
         assert await asking == decision
     assert await gate.ask(call("pods_list")) == Approve()
@@ -242,7 +244,7 @@ async def test_ask_times_out_and_a_rule_timeout_expires_the_approval(gate: Gate)
     [left] = await gate.store.list_approvals(status="pending")
     assert left.call.name == "send_email"  # the caller gave up; the approval still waits
     with pytest.raises(ApprovalTimeout, match="expired"):
-        await gate.ask(call("quick"), timeout=5)
+        await gate.ask(call("quick"), timeout=HANG)  # the rule's 0.2 s comes first
     [expired] = await gate.store.list_approvals(status="expired")
     assert expired.call.name == "quick"
     with pytest.raises(ConflictError, match="already expired"):
@@ -339,13 +341,15 @@ async def test_repeating_a_decision_still_needs_the_role_and_compares_as_json(ga
 
 
 async def test_a_waiter_is_woken_by_a_decision_in_this_process_not_by_polling(store: SQLStore):
-    gate = Gate(POLICY, store, poll_interval=60)
+    watched = WatchedNotifier()
+    gate = Gate(POLICY, store, notifier=watched, poll_interval=3600)
     [outcome] = await gate.check([call("send_email")])
     assert outcome.approval is not None
-    waiter = asyncio.create_task(gate.wait(outcome.approval.id))
-    await asyncio.sleep(0.05)
+    waiter = asyncio.create_task(gate.wait(outcome.approval.id, timeout=HANG))
+    async with asyncio.timeout(HANG):
+        await watched.parked.wait()  # it found the approval undecided
     await gate.decide(outcome.approval.id, Approve(), actor="alice")
-    decided = await asyncio.wait_for(waiter, 5)  # the poll would take a minute
+    decided = await waiter  # within HANG: the hourly poll never came
     assert decided.status == "approved"
 
 

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import sys
-import time
+from collections.abc import Callable, Sequence
 
 from signoff import Approve, ConflictError, Policy, Reject
 from signoff.gate import Gate
 from signoff.store import open_store
+from signoff.store.base import DecisionPlan
+from signoff.types import Approval
 
 POLICY = Policy.from_dict({"default": "ask"})
 
@@ -37,19 +41,36 @@ async def race(url: str, approval_id: str, tag: str, count: int) -> None:
 
 
 async def decide(url: str, approval_id: str) -> None:
-    """Approve one approval and print the wall-clock time just after it committed."""
+    """Approve one approval."""
     async with open_store(url, migrate=False) as store:
         await Gate(POLICY, store).decide(approval_id, Approve(), actor="process-b")
-        print(json.dumps({"committed_at": time.time()}), flush=True)
 
 
-async def decide_all(url: str) -> None:
-    """Approve every pending approval, one transaction each, printing progress (to be killed)."""
+async def decide_all(url: str, count: int) -> None:
+    """Approve `count` pending approvals, one transaction each, printing each id as it commits;
+    then stop (SIGSTOP) inside the next one's transaction, before it commits, and say so: to be
+    killed there."""
     async with open_store(url, migrate=False) as store:
         gate = Gate(POLICY, store)
-        for approval in await store.list_approvals(status="pending", limit=10_000):
+        pending = await store.list_approvals(status="pending", limit=10_000)
+        for approval in pending[:count]:
             await gate.decide(approval.id, Approve(), actor="doomed")
             print(approval.id, flush=True)
+        decide = store.decide
+
+        async def decide_and_stop(
+            approval_ids: Sequence[str], plan: Callable[[list[Approval]], DecisionPlan]
+        ) -> DecisionPlan:
+            def planned(current: list[Approval]) -> DecisionPlan:  # in the transaction
+                made = plan(current)
+                print("deciding", current[0].id, flush=True)
+                os.kill(os.getpid(), signal.SIGSTOP)
+                return made
+
+            return await decide(approval_ids, planned)
+
+        store.decide = decide_and_stop  # type: ignore[method-assign]
+        await gate.decide(pending[count].id, Approve(), actor="doomed")
 
 
 if __name__ == "__main__":
@@ -58,7 +79,7 @@ if __name__ == "__main__":
             asyncio.run(race(url, approval_id, tag, int(count)))
         case ["decide", url, approval_id]:
             asyncio.run(decide(url, approval_id))
-        case ["decide_all", url]:
-            asyncio.run(decide_all(url))
+        case ["decide_all", url, count]:
+            asyncio.run(decide_all(url, int(count)))
         case other:
             sys.exit(f"unknown command {other!r}")
