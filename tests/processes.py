@@ -1,15 +1,50 @@
-"""Real signoff server processes for the tests: ``python -m signoff serve|demo … --port 0``."""
+"""Real signoff processes for the tests: ``signoff_command()`` starts one; ``signoff_server``
+runs ``signoff serve|demo … --port 0`` for the length of a block."""
 
 from __future__ import annotations
 
 import asyncio
+import atexit
+import os
 import re
 import signal
+import subprocess
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from pathlib import Path
 
-__all__ = ["signoff_server"]
+__all__ = ["signoff_command", "signoff_server"]
+
+ZYGOTE = Path(__file__).with_name("zygote.py")
+_zygote: list[str] = []
+
+
+def signoff_command() -> list[str]:
+    """The command line of ``python -m signoff``, as the tests start it: a real process, but
+    forked from a zygote that has imported signoff once (tests/zygote.py), started on first
+    use and stopped with the test session. ``SIGNOFF_TEST_COLD=1`` starts each cold instead."""
+    if os.environ.get("SIGNOFF_TEST_COLD"):
+        return [sys.executable, "-m", "signoff"]
+    if not _zygote:
+        path = os.path.join(tempfile.mkdtemp(prefix="signoff-zygote-"), "socket")
+        zygote = subprocess.Popen(
+            [sys.executable, str(ZYGOTE), "serve", path],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        )  # fmt: skip
+        assert zygote.stdout is not None
+        said = zygote.stdout.readline()
+        zygote.stdout.close()
+        assert said == b"ready\n", f"the zygote said {said!r}"
+        atexit.register(_stop, zygote)
+        _zygote.append(path)
+    return [sys.executable, "-S", str(ZYGOTE), _zygote[0]]
+
+
+def _stop(zygote: subprocess.Popen[bytes]) -> None:
+    zygote.terminate()
+    zygote.wait()
 
 
 @asynccontextmanager
@@ -19,7 +54,7 @@ async def signoff_server(
     """Run ``python -m signoff ARGUMENTS`` (a command that serves and prints its URL first) for
     as long as the block lasts; yields the URL and the process. Stopped with SIGINT, as Ctrl+C."""
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "signoff", *arguments,
+        *signoff_command(), *arguments,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=env,
     )  # fmt: skip
     assert process.stdout is not None

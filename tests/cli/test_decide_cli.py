@@ -7,16 +7,16 @@ import asyncio
 import os
 import re
 import subprocess
-import sys
 
 from signoff import Policy, ToolCall
 from signoff.gate import Gate
 from signoff.store import open_store
+from tests.processes import signoff_command
 
 
 def signoff(*args: str) -> tuple[int, str, str]:
     result = subprocess.run(
-        [sys.executable, "-m", "signoff", *args],
+        [*signoff_command(), *args],
         capture_output=True,
         text=True,
         env={**os.environ, "COLUMNS": "200"},
@@ -67,7 +67,7 @@ def test_approve_needs_somewhere_to_decide():
         k: v for k, v in os.environ.items() if k not in ("SIGNOFF_SERVER", "SIGNOFF_DATABASE_URL")
     }
     result = subprocess.run(
-        [sys.executable, "-m", "signoff", "approve", "x"], capture_output=True, text=True, env=env,
+        [*signoff_command(), "approve", "x"], capture_output=True, text=True, env=env,
         check=False,
     )  # fmt: skip
     assert result.returncode == 2

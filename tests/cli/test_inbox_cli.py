@@ -7,12 +7,12 @@ import os
 import pty
 import select
 import subprocess
-import sys
 import time
 
 from signoff import Policy, ToolCall
 from signoff.gate import Gate
 from signoff.store import open_store
+from tests.processes import signoff_command
 
 
 async def held(url: str) -> list[str]:
@@ -36,7 +36,7 @@ class Terminal:
         self.master, slave = pty.openpty()
         env = {**os.environ, "COLUMNS": "140", "LINES": "40", "TERM": "dumb"}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "signoff", *args], stdin=slave, stdout=slave, stderr=slave,
+            [*signoff_command(), *args], stdin=slave, stdout=slave, stderr=slave,
             env=env, close_fds=True,
         )  # fmt: skip
         os.close(slave)

@@ -36,7 +36,7 @@ from signoff.protocols.mcp.upstream import Upstream
 from signoff.server.config import load_config
 from signoff.store import SQLStore, open_store
 from tests.cli.test_inbox_cli import Terminal
-from tests.processes import signoff_server
+from tests.processes import signoff_command, signoff_server
 
 ROOT = Path(__file__).resolve().parents[2]
 FILESYSTEM = ROOT / "tests/js/node_modules/.bin/mcp-server-filesystem"
@@ -88,7 +88,7 @@ def config(tmp_path: Path, sandbox: Path, **extra: Any) -> Path:
 
 def gateway(path: Path, **client: Any) -> Client:
     """The official client, starting ``signoff mcp-gateway --config PATH`` over stdio."""
-    command = [str(Path(sys.executable)), "-m", "signoff", "mcp-gateway", "--config", str(path)]
+    command = [*signoff_command(), "mcp-gateway", "--config", str(path)]
     params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
     return Client(params, **client)
 
@@ -588,7 +588,7 @@ async def test_the_inspector_lists_and_calls_through_the_gateway(
     tmp_path: Path, sandbox: Path
 ) -> None:
     path = config(tmp_path, sandbox, gateway={"wait": "1s"})
-    command = ["--", sys.executable, "-m", "signoff", "mcp-gateway", "--config", str(path)]
+    command = ["--", *signoff_command(), "mcp-gateway", "--config", str(path)]
     listed = await inspector("--method", "tools/list", *command)
     names = {tool["name"] for tool in listed["tools"]}
     assert {"read_text_file", "write_file", "list_directory"} <= names
@@ -697,7 +697,7 @@ def test_the_gateway_needs_a_server_to_front(tmp_path: Path) -> None:
     path = tmp_path / "none.yaml"
     path.write_text("servers:\n  filesystem: {tools: [read_file]}\n")
     done = subprocess.run(
-        [sys.executable, "-m", "signoff", "mcp-gateway", "--config", str(path)],
+        [*signoff_command(), "mcp-gateway", "--config", str(path)],
         capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "400"},
     )  # fmt: skip
     assert done.returncode == 2
@@ -823,8 +823,9 @@ async def test_the_documented_client_configs_start_the_gateway(
     commands = {(e["command"], tuple(e["args"][:2])) for e in entries}
     assert commands == {("signoff", ("mcp-gateway", "--config"))}
     [(_, arguments)] = commands
+    python, *signoff = signoff_command()
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "signoff", *arguments, str(path)], env=dict(os.environ)
+        command=python, args=[*signoff, *arguments, str(path)], env=dict(os.environ)
     )
     async with Client(params) as client:
         assert "write_file" in {t.name for t in (await client.list_tools()).tools}

@@ -6,7 +6,6 @@ import asyncio
 import json
 import os
 import re
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ import httpx
 import pytest
 
 from signoff.demo.agents import cluster_pods
-from tests.processes import signoff_server
+from tests.processes import signoff_command, signoff_server
 
 
 @pytest.fixture
@@ -95,7 +94,7 @@ async def test_a_person_approves_from_the_shell_through_the_server(
     paused = await run(client, "files", "delete todo.md")
     [pending] = paused["pending_approvals"]
     approve = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "signoff", "approve", pending, "--server", str(client.base_url),
+        *signoff_command(), "approve", pending, "--server", str(client.base_url),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     out, err = await approve.communicate()
@@ -105,7 +104,7 @@ async def test_a_person_approves_from_the_shell_through_the_server(
     assert done["status"] == "completed"
     assert not (folder / "sandbox" / "todo.md").exists()
     again = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "signoff", "reject", pending, "--reason", "late",
+        *signoff_command(), "reject", pending, "--reason", "late",
         "--server", str(client.base_url),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
@@ -17,7 +16,7 @@ import pytest
 
 from signoff.errors import PolicyError
 from signoff.server.config import load_config
-from tests.processes import signoff_server
+from tests.processes import signoff_command, signoff_server
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -157,7 +156,7 @@ async def test_serve_refuses_to_run_without_tokens_off_loopback(tmp_path: Path):
         (["--no-auth", "--host", "0.0.0.0"], "--no-auth serves loopback only"),
     ):
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "signoff", "serve", "--config", str(config), *extra,
+            *signoff_command(), "serve", "--config", str(config), *extra,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
         )  # fmt: skip
         out, _ = await process.communicate()

@@ -14,13 +14,14 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
+
+from tests.processes import signoff_command
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGES = ROOT / "docs" / "images"
@@ -58,7 +59,7 @@ def demo_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def serving(arguments: list[str], env: dict[str, str]) -> Iterator[str]:
     """`signoff ARGUMENTS --port 0` as a process, until the block ends; its URL."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "signoff", *arguments, "--port", "0"],
+        [*signoff_command(), *arguments, "--port", "0"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
     )  # fmt: skip
     assert process.stdout is not None
