@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from signoff.store import SQLStore, open_store
+from tests.deadline import HANG
 
 PG_ADMIN = os.environ.get("SIGNOFF_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -19,7 +20,7 @@ async def _postgres_available() -> bool:
     import asyncpg
 
     try:
-        connection = await asyncpg.connect(PG_ADMIN, timeout=3)
+        connection = await asyncpg.connect(PG_ADMIN, timeout=HANG)  # refused at once if down
     except (OSError, asyncpg.PostgresError):
         return False
     await connection.close()

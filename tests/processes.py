@@ -15,6 +15,8 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+from tests.deadline import HANG
+
 __all__ = ["signoff_command", "signoff_server"]
 
 ZYGOTE = Path(__file__).with_name("zygote.py")
@@ -60,7 +62,7 @@ async def signoff_server(
     assert process.stdout is not None
     try:
         said: list[str] = []  # what comes before the URL (a child process's notices)
-        async with asyncio.timeout(30):
+        async with asyncio.timeout(HANG):
             while not (found := re.search(r"http://127\.0\.0\.1:\d+", "".join(said[-1:]))):
                 line = (await process.stdout.readline()).decode()
                 assert line, "the process ended before serving:\n" + "".join(said)
@@ -69,5 +71,5 @@ async def signoff_server(
     finally:
         if process.returncode is None:
             process.send_signal(signal.SIGINT)
-            async with asyncio.timeout(20):
+            async with asyncio.timeout(HANG):
                 await process.wait()

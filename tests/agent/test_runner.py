@@ -16,6 +16,7 @@ from signoff.gate import Gate
 from signoff.store import SQLStore
 from signoff.store.runs import StoredEvent
 from signoff.testing import ScriptedModel, call
+from tests.deadline import HANG
 
 POLICY = Policy.from_dict(
     {
@@ -650,7 +651,7 @@ async def test_workers_resume_a_run_once_its_batch_is_decided_and_only_one_runs_
         await asyncio.sleep(0.3)
         assert (await store.get_run(run_id)).status == "paused"  # one call is still held
         await run.gate.decide(held[1]["approval_id"], Approve(), actor="alice")
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(HANG):
             while (await store.get_run(run_id)).status != "completed":
                 await asyncio.sleep(0.02)
     finally:
@@ -678,15 +679,23 @@ async def test_a_tool_that_runs_longer_than_the_lease_keeps_its_run(store: SQLSt
     model = ScriptedModel([ModelTurn(tool_calls=(call("migrate"),)), ModelTurn(text="ok")])
     policy = Policy.from_dict({"default": "allow"})
     agent = Agent(name="ops", model=model, tools=[migrate])
-    busy = Runner(agent, Gate(policy, store), lease=timedelta(milliseconds=150))
+    lease = timedelta(milliseconds=150)
+    busy = Runner(agent, Gate(policy, store), lease=lease)
     run = asyncio.create_task(collect(busy.start("t1", "migrate")))
     await started.wait()
-    await asyncio.sleep(0.5)  # three leases: the heartbeat has renewed it meanwhile
     run_id = await only_run(store)
-    assert not await store.claim_run(
-        run_id, owner="thief", now=datetime.now(UTC), lease=timedelta(minutes=1)
-    )
-    assert await store.ready_runs("ops", now=datetime.now(UTC)) == []
+    created = (await store.get_run(run_id)).created_at
+    assert created is not None
+    # The heartbeat writes the run three leases on (however long that takes this machine)...
+    async with asyncio.timeout(HANG):
+        while (written := (await store.get_run(run_id)).updated_at) is None or (
+            written < created + 3 * lease
+        ):
+            await asyncio.sleep(0.05)
+    # ...so when its first lease had long run out, nobody else may take the run.
+    then = created + 2 * lease
+    assert not await store.claim_run(run_id, owner="thief", now=then, lease=timedelta(minutes=1))
+    assert await store.ready_runs("ops", now=then) == []
     release.set()
     events = await run
     assert events[-1].type == "completed"

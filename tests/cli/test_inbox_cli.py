@@ -12,6 +12,7 @@ import time
 from signoff import Policy, ToolCall
 from signoff.gate import Gate
 from signoff.store import open_store
+from tests.deadline import HANG
 from tests.processes import signoff_command
 
 
@@ -42,7 +43,7 @@ class Terminal:
         os.close(slave)
         self.screen = ""
 
-    def until(self, text: str, timeout: float = 20) -> str:
+    def until(self, text: str, timeout: float = HANG) -> str:
         """Everything shown from now until `text` appears."""
         start, deadline = len(self.screen), time.monotonic() + timeout
         while text not in self.screen[start:]:

@@ -20,7 +20,9 @@ from signoff.policy.glob import check_glob
 from signoff.policy.source import format_path
 
 CI = bool(os.environ.get("CI"))
-EXAMPLES = 10_000 if CI else 400
+# The full run is CI's (CI=true there, with time to spare); `make test` on a developer's machine
+# samples the same space lighter, to keep the whole suite within minutes.
+EXAMPLES = 10_000 if CI else 150
 
 _CHARS = "ab_é日"
 

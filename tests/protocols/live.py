@@ -16,6 +16,7 @@ from signoff.gate import Gate
 from signoff.server import Auth, Principal, Service, create_app
 from signoff.server.redact import Redaction
 from signoff.store import SQLStore
+from tests.deadline import HANG
 from tests.protocols.a2a_agents import POLICY, agents
 
 __all__ = ["TOKENS", "ran", "serving", "side"]
@@ -58,7 +59,7 @@ async def serving(
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
     running = asyncio.create_task(server.serve())
     try:
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(HANG):
             while not server.started:
                 await asyncio.sleep(0.01)
         yield f"http://127.0.0.1:{port}", service

@@ -39,6 +39,7 @@ from signoff.protocols.a2a import EXTENSION
 from signoff.server import Auth, Service, create_app
 from signoff.server.redact import MASK, Redaction
 from signoff.store import SQLStore
+from tests.deadline import HANG
 from tests.processes import signoff_server
 from tests.protocols.a2a_agents import CONFIG_RULES, POLICY, agents
 from tests.protocols.live import TOKENS, ran, serving
@@ -56,7 +57,9 @@ async def connect(
     agent: str = "ops",
 ) -> AsyncIterator[Client]:
     """a2a-sdk's client for an agent (ops by default), from its card."""
-    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
+    async with httpx.AsyncClient(
+        headers={"Authorization": f"Bearer {token}"}, timeout=HANG
+    ) as http:
         config = ClientConfig(
             httpx_client=http, streaming=streaming, supported_protocol_bindings=[binding]
         )
@@ -135,7 +138,7 @@ async def subscribed(client: Client, task: str, seen: list[dict[str, Any]]) -> a
             seen.append(MessageToDict(event))
 
     subscriber = asyncio.create_task(subscribe())
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(HANG):
         while not seen:
             await asyncio.sleep(0.02)
     return subscriber
@@ -407,7 +410,7 @@ async def test_a_decision_in_the_inbox_moves_the_task_on_for_a2a_subscribers(
                 f"/v1/approvals/{held['approvalId']}/decision", json={"kind": "approve"}
             )
             assert decided.status_code == 200, decided.text
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(HANG):
             await subscriber
         assert states(seen)[-1] == "completed"
         records = [
@@ -487,7 +490,7 @@ async def test_kagent_ui_payloads_over_a2a_0_3_json_rpc(store: SQLStore, side: P
     async with (
         serving(store) as (url, _),
         httpx.AsyncClient(
-            base_url=url, headers={"Authorization": "Bearer alice-token"}, timeout=30
+            base_url=url, headers={"Authorization": "Bearer alice-token"}, timeout=HANG
         ) as http,
     ):
         task = await rpc(http, "message/send", {"message": {
@@ -576,7 +579,7 @@ async def node_client(url: str, *arguments: str) -> Any:
         "node", str(ROOT / "tests/js/a2a_client.mjs"), url, "alice-token", *arguments,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
-    async with asyncio.timeout(60):
+    async with asyncio.timeout(HANG):
         out, err = await node.communicate()
     assert node.returncode == 0, err.decode()
     return json.loads(out)
@@ -610,7 +613,7 @@ async def test_two_replicas_on_postgresql_serve_one_task(
         subscriber = await subscribed(a, task, seen)
         done = await send(b, message(data={"decision_type": "approve"}, task=task))
         assert states(done)[-1] == "completed"
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(HANG):
             await subscriber
         assert states(seen)[0] == "input_required" and states(seen)[-1] == "completed"
         assert words(last_status(seen)) == "done: deleted web-11"
@@ -653,7 +656,7 @@ async def test_the_blocking_send_with_return_immediately_answers_before_the_run_
         stored = await get_task(client, answer["task"]["id"])
         assert stored["history"][0]["parts"] == [{"text": "slowly delete web-10"}]
         # A blocking send on the same task's decision waits for the pause first.
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(HANG):
             while (await get_task(client, answer["task"]["id"]))["status"]["state"] != (
                 "TASK_STATE_INPUT_REQUIRED"
             ):

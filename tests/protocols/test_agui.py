@@ -19,6 +19,7 @@ import pytest
 from signoff.protocols.agui import AguiAgent
 from signoff.server import Service
 from signoff.store import SQLStore
+from tests.deadline import HANG
 from tests.protocols.live import ran, serving
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,7 +89,7 @@ class Shadow:
 async def test_an_interrupt_and_its_resume_event_by_event(store: SQLStore, side: Path):
     async with (
         serving(store) as (url, service),
-        httpx.AsyncClient(base_url=url, headers=ALICE, timeout=30) as http,
+        httpx.AsyncClient(base_url=url, headers=ALICE, timeout=HANG) as http,
     ):
         shadow = Shadow()
         asked = await run(http, turn("t1", "r1", "delete a and b"))
@@ -205,7 +206,7 @@ async def test_the_streams_of_an_interrupt_and_its_resume_are_the_stored_ones(
 ):
     async with (
         serving(store) as (url, _),
-        httpx.AsyncClient(base_url=url, headers=ALICE, timeout=30) as http,
+        httpx.AsyncClient(base_url=url, headers=ALICE, timeout=HANG) as http,
     ):
         asked = await run(http, turn("t9", "r1", "delete a and b"))
         first, second = (i["id"] for i in asked[-1]["outcome"]["interrupts"])
@@ -222,7 +223,7 @@ async def test_a_resume_that_misses_repeats_or_invents_an_interrupt_changes_noth
 ):
     async with (
         serving(store) as (url, service),
-        httpx.AsyncClient(base_url=url, headers=ALICE, timeout=30) as http,
+        httpx.AsyncClient(base_url=url, headers=ALICE, timeout=HANG) as http,
     ):
         asked = await run(http, turn("t2", "r1", "delete x and y"))
         first, second = (i["id"] for i in asked[-1]["outcome"]["interrupts"])
@@ -267,7 +268,7 @@ async def test_a_decision_in_the_inbox_is_what_the_next_run_on_the_thread_sees(
 ):
     async with (
         serving(store) as (url, service),
-        httpx.AsyncClient(base_url=url, headers=ALICE, timeout=30) as http,
+        httpx.AsyncClient(base_url=url, headers=ALICE, timeout=HANG) as http,
     ):
         asked = await run(http, turn("t4", "r1", "delete web-1"))
         [interrupt] = asked[-1]["outcome"]["interrupts"]
@@ -276,7 +277,7 @@ async def test_a_decision_in_the_inbox_is_what_the_next_run_on_the_thread_sees(
             json={"kind": "reject", "reason": "not now"},
         )
         assert decided.status_code == 200, decided.text
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(HANG):
             while (await fresh(service, "t4"))["view"]["tasks"][interrupt["metadata"]["taskId"]][
                 "status"
             ] != "completed":
@@ -309,7 +310,7 @@ async def test_the_ag_ui_client_runs_interrupts_and_resumes_with_approve_edit_an
             "node", str(ROOT / "tests/js/agui_client.mjs"), url, "alice-token", thread,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip
-        async with asyncio.timeout(60):
+        async with asyncio.timeout(HANG):
             out, err = await node.communicate()
         assert node.returncode == 0, err.decode()
         report = json.loads(out)
@@ -340,7 +341,7 @@ async def test_respond_and_cancel_answer_interrupts_and_a_task_that_asks_again_i
 ):
     async with (
         serving(store) as (url, service),
-        httpx.AsyncClient(base_url=url, headers=ALICE, timeout=30) as http,
+        httpx.AsyncClient(base_url=url, headers=ALICE, timeout=HANG) as http,
     ):
         asked = await run(http, turn("t6", "r1", "delete a and b"))
         first, second = (i["id"] for i in asked[-1]["outcome"]["interrupts"])
@@ -389,7 +390,7 @@ async def test_decided_elsewhere_the_client_resumes_as_it_must_and_goes_on_with_
 ):
     async with (
         serving(store) as (url, service),
-        httpx.AsyncClient(base_url=url, headers=ALICE, timeout=30) as http,
+        httpx.AsyncClient(base_url=url, headers=ALICE, timeout=HANG) as http,
     ):
         asked = await run(http, turn("t8", "r1", "delete c and d"))
         c, d = asked[-1]["outcome"]["interrupts"]
@@ -417,7 +418,7 @@ async def test_decided_elsewhere_the_client_resumes_as_it_must_and_goes_on_with_
             f"/v1/approvals/{e['metadata']['approvalId']}/decision",
             json={"kind": "reject", "reason": "not e"}, headers=inbox,
         )  # fmt: skip
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(HANG):
             while (await fresh(service, "t8"))["view"]["tasks"][e["metadata"]["taskId"]][
                 "status"
             ] != "completed":
@@ -434,7 +435,7 @@ async def test_decided_elsewhere_the_client_resumes_as_it_must_and_goes_on_with_
 async def test_a_run_sent_twice_is_one_run_and_ids_are_checked(store: SQLStore, side: Path):
     async with (
         serving(store) as (url, service),
-        httpx.AsyncClient(base_url=url, headers=ALICE, timeout=30) as http,
+        httpx.AsyncClient(base_url=url, headers=ALICE, timeout=HANG) as http,
     ):
         body = turn("t10", "r1", "delete w and z")
         first, again = await run(http, body), await run(http, body)
@@ -459,7 +460,7 @@ async def test_a_quiet_stream_sends_keep_alive_comments_between_events(
     monkeypatch.setattr(agui, "KEEP_ALIVE", 0.2)
     async with (
         serving(store) as (url, _),
-        httpx.AsyncClient(base_url=url, headers=ALICE, timeout=30) as http,
+        httpx.AsyncClient(base_url=url, headers=ALICE, timeout=HANG) as http,
         http.stream("POST", "/agui/ops", json=turn("t12", "r1", "slowly delete web-1")) as response,
     ):
         lines = [line async for line in response.aiter_lines() if line]

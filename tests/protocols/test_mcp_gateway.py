@@ -36,6 +36,7 @@ from signoff.protocols.mcp.upstream import Upstream
 from signoff.server.config import load_config
 from signoff.store import SQLStore, open_store
 from tests.cli.test_inbox_cli import Terminal
+from tests.deadline import HANG
 from tests.processes import signoff_command, signoff_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,7 +104,7 @@ async def api(path: Path) -> AsyncIterator[httpx.AsyncClient]:
 
 async def pending(http: httpx.AsyncClient, count: int = 1) -> list[dict[str, Any]]:
     """The pending approvals, once there are `count`."""
-    async with asyncio.timeout(20):
+    async with asyncio.timeout(HANG):
         while True:
             page = await http.get("/v1/approvals", params={"status": "pending"})
             items: list[dict[str, Any]] = page.json()["items"]
@@ -189,7 +190,7 @@ async def test_a_held_call_is_decided_in_the_terminal_inbox(tmp_path: Path, sand
         )
         terminal = Terminal("inbox", "--database", database, "--as", "olga")
         shown = await asyncio.to_thread(terminal.until, "inbox> ")
-        async with asyncio.timeout(20):  # the call may reach the store after the inbox started
+        async with asyncio.timeout(HANG):  # the call may reach the store after the inbox started
             while "1 waiting" not in shown:
                 terminal.type("list")
                 shown = await asyncio.to_thread(terminal.until, "inbox> ")
@@ -398,11 +399,11 @@ async def test_the_inbox_wins_over_an_open_dialog(tmp_path: Path, sandbox: Path)
             client.call_tool("write_file", {"path": str(target), "content": "inbox"})
         )
         [held] = await pending(http)
-        await asyncio.wait_for(opened.wait(), 10)
+        await asyncio.wait_for(opened.wait(), HANG)
         await http.post(f"/v1/approvals/{held['id']}/decision", json={"kind": "approve"})
-        result = await asyncio.wait_for(call, 20)
+        result = await asyncio.wait_for(call, HANG)
         assert not result.is_error and target.read_text() == "inbox"
-        await asyncio.wait_for(withdrawn.wait(), 10)
+        await asyncio.wait_for(withdrawn.wait(), HANG)
 
 
 async def test_no_dialog_where_the_rule_forbids_self_approval(
@@ -578,7 +579,7 @@ async def inspector(*arguments: str) -> Any:
         node_22(), str(INSPECTOR), "--cli", *arguments,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
-    async with asyncio.timeout(60):
+    async with asyncio.timeout(HANG):
         out, err = await process.communicate()
     assert process.returncode == 0, err.decode()
     return json.loads(out)
@@ -698,7 +699,7 @@ def test_the_gateway_needs_a_server_to_front(tmp_path: Path) -> None:
     path.write_text("servers:\n  filesystem: {tools: [read_file]}\n")
     done = subprocess.run(
         [*signoff_command(), "mcp-gateway", "--config", str(path)],
-        capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "400"},
+        capture_output=True, text=True, timeout=HANG, env={**os.environ, "COLUMNS": "400"},
     )  # fmt: skip
     assert done.returncode == 2
     assert "names no MCP server to front" in done.stderr
@@ -712,7 +713,7 @@ async def decide_in_store(url: str, decision: Any, count: int = 1) -> list[str]:
     inbox of another one would."""
     async with open_store(url) as store:
         gate = Gate(Policy.from_dict({}), store)
-        async with asyncio.timeout(20):
+        async with asyncio.timeout(HANG):
             while len(held := await store.list_approvals(status="pending")) < count:
                 await asyncio.sleep(0.05)
         for approval in held:
@@ -911,7 +912,7 @@ async def test_an_approved_call_cut_off_midway_is_not_run_again(tmp_path: Path) 
             front.server, mode="legacy", elicitation_callback=answering("approve", log=[])
         ) as c:
             call = asyncio.create_task(c.call_tool("slow", args))
-            async with asyncio.timeout(10):
+            async with asyncio.timeout(HANG):
                 while not (await store.list_approvals(status="approved")):
                     await asyncio.sleep(0.05)
             await asyncio.sleep(0.3)  # forwarded, and sleeping upstream
@@ -1012,7 +1013,7 @@ async def test_an_http_session_is_its_principals_own(tmp_path: Path, sandbox: Pa
     }  # fmt: skip
     listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
     accept = {"Accept": "application/json, text/event-stream"}
-    async with signoff_server(*serve) as (url, _), httpx.AsyncClient(timeout=30) as http:
+    async with signoff_server(*serve) as (url, _), httpx.AsyncClient(timeout=HANG) as http:
         dev = {**accept, "Authorization": "Bearer dev-token"}
         opened = await http.post(f"{url}/mcp", json=initialize, headers=dev)
         assert opened.status_code == 200, opened.text

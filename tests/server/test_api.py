@@ -19,6 +19,7 @@ from signoff.gate import Gate
 from signoff.server import Auth, Principal, Service, create_app
 from signoff.store import SQLStore
 from signoff.testing import ScriptedModel, call
+from tests.deadline import HANG
 
 POLICY = Policy.from_dict(
     {
@@ -98,7 +99,7 @@ def api(
 
 
 async def until(client: httpx.AsyncClient, run_id: str, status: str) -> dict[str, Any]:
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(HANG):
         while True:
             run: dict[str, Any] = (await client.get(f"/v1/runs/{run_id}")).json()
             if run["status"] == status:
@@ -286,7 +287,7 @@ async def live_server(store: SQLStore, turns: list[Any]) -> AsyncIterator[int]:
     )
     serving = asyncio.create_task(server.serve())
     try:
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(HANG):
             while not server.started:
                 await asyncio.sleep(0.01)
         yield server.config.port
@@ -307,7 +308,7 @@ async def test_a_live_event_stream_resumes_after_last_event_id_and_shows_the_dec
     headers = {"Authorization": "Bearer alice-token"}
     async with (
         live_server(store, DELETE_THEN_DONE) as port,
-        asyncio.timeout(20),
+        asyncio.timeout(HANG),
         httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", headers=headers) as client,
     ):
         run = (
@@ -362,7 +363,7 @@ async def test_the_all_runs_stream_shows_every_runs_events_live_and_resumes(stor
     headers = {"Authorization": "Bearer alice-token"}
     async with (
         live_server(store, turns) as port,
-        asyncio.timeout(20),
+        asyncio.timeout(HANG),
         httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", headers=headers) as client,
     ):
         ids: list[str] = []
@@ -431,7 +432,7 @@ async def test_the_websocket_pushes_requests_and_takes_decisions(store: SQLStore
     from websockets.typing import Subprotocol
 
     async with live_server(store, DELETE_THEN_DONE) as port:
-        async with asyncio.timeout(20):
+        async with asyncio.timeout(HANG):
             url = f"ws://127.0.0.1:{port}/v1/ws"
             with pytest.raises(websockets.exceptions.ConnectionClosed) as refused:
                 async with websockets.connect(
@@ -550,7 +551,7 @@ async def test_a_burst_of_events_larger_than_a_page_reaches_the_all_runs_reader(
     await store.append_to_run(
         "burst", at=later, events=[("text", {})], owner="w", lease_until=later
     )
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(HANG):
         await reader
     assert got == list(range(1, 1102))  # every one, once, in order
 

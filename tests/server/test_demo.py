@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from signoff.demo.agents import cluster_pods
+from tests.deadline import HANG
 from tests.processes import signoff_command, signoff_server
 
 
@@ -22,7 +23,7 @@ async def demo(tmp_path: Path) -> AsyncIterator[tuple[httpx.AsyncClient, Path]]:
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "SIGNOFF_MODEL")}
     async with (
         signoff_server("demo", "--port", "0", "--data-dir", str(tmp_path), env=env) as (url, _),
-        httpx.AsyncClient(base_url=url, timeout=20) as client,
+        httpx.AsyncClient(base_url=url, timeout=HANG) as client,
     ):
         yield client, tmp_path
 
@@ -39,7 +40,7 @@ async def run(client: httpx.AsyncClient, agent: str, text: str) -> dict[str, Any
 
 
 async def until_done(client: httpx.AsyncClient, run_id: str) -> dict[str, Any]:
-    async with asyncio.timeout(20):
+    async with asyncio.timeout(HANG):
         while True:
             result: dict[str, Any] = (await client.get(f"/v1/runs/{run_id}")).json()
             if result["status"] in ("completed", "failed"):

@@ -22,6 +22,7 @@ from signoff.gate import Gate
 from signoff.server import Auth, Principal, Service, create_app
 from signoff.store import open_store
 from signoff.testing import ScriptedModel, call
+from tests.deadline import HANG
 
 STREAMS = {"/v1/events", "/v1/runs/{run_id}/events"}  # live streams: not request/response
 HEADERS = {"Authorization": "Bearer fuzz"}
@@ -71,14 +72,15 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[s
 
     thread = threading.Thread(target=lambda: asyncio.run(main()), daemon=True)
     thread.start()
-    assert started.wait(30)
+    assert started.wait(HANG)
     yield f"http://127.0.0.1:{box['port']}", box["schema"]
     box["server"].should_exit = True
-    thread.join(30)
+    thread.join(HANG)
 
 
-EXAMPLES = 150 if os.environ.get("CI") else 40
-"""Per operation: over a thousand requests in all under CI."""
+EXAMPLES = 150 if os.environ.get("CI") else 25
+"""Per operation: over a thousand requests in all under CI (CI=true there, with time to spare);
+a developer's `make test` sends a few hundred, to keep the whole suite within minutes."""
 
 
 def test_no_generated_request_gets_a_server_error(live: tuple[str, dict[str, Any]]):
@@ -90,7 +92,7 @@ def test_no_generated_request_gets_a_server_error(live: tuple[str, dict[str, Any
     sent = 0
     statuses: dict[int, int] = {}
     failures: list[str] = []
-    with httpx.Client(base_url=base, headers=HEADERS, timeout=30) as client:
+    with httpx.Client(base_url=base, headers=HEADERS, timeout=HANG) as client:
         for operation in operations:
 
             @settings(
@@ -116,7 +118,7 @@ def test_no_generated_request_gets_a_server_error(live: tuple[str, dict[str, Any
 
             probe()
     assert failures == []
-    assert sent >= (1000 if os.environ.get("CI") else 200), (sent, statuses)
+    assert sent >= EXAMPLES * len(operations) // 2, (sent, statuses)
     assert {200, 404, 422} <= set(statuses), statuses  # it reached the handlers, and past them
 
 

@@ -15,6 +15,7 @@ from signoff.gate import Gate
 from signoff.server import Auth, Principal, Service, create_app
 from signoff.store import SQLStore
 from signoff.testing import ScriptedModel, call
+from tests.deadline import HANG
 
 DOCUMENT: dict[str, Any] = {"default": "ask", "rules": [{"allow": "list_pods"}]}
 TOKENS = {
@@ -107,7 +108,7 @@ async def test_every_replica_follows_a_change_and_a_restart_keeps_it(store: SQLS
     first, second = make_service(store), make_service(store)
     async with client_of(first, "admin-token") as a, client_of(second, "admin-token") as b:
         await a.put("/v1/policy/tools/delete_pod", json={"verdict": "deny"})
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(HANG):
             while (await b.post("/v1/policy/explain", json={"tool": "delete_pod"})).json()[
                 "kind"
             ] != "deny":

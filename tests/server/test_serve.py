@@ -16,6 +16,7 @@ import pytest
 
 from signoff.errors import PolicyError
 from signoff.server.config import load_config
+from tests.deadline import HANG
 from tests.processes import signoff_command, signoff_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -118,7 +119,7 @@ HEADERS = {"Authorization": "Bearer t0ken"}
 
 
 async def wait_for(client: httpx.AsyncClient, run_id: str, status: str) -> dict[str, Any]:
-    async with asyncio.timeout(20):
+    async with asyncio.timeout(HANG):
         while True:
             run: dict[str, Any] = (await client.get(f"/v1/runs/{run_id}")).json()
             if run["status"] == status:
@@ -196,7 +197,7 @@ async def test_two_replicas_on_postgresql_serve_as_one(
         following = asyncio.create_task(follow())
         await b.post(f"/v1/approvals/{held}/decision", json={"kind": "approve"})
         await wait_for(b, run["id"], "completed")
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(HANG):
             await following
         assert seen.index("decision") < seen.index("tool_finished") < seen.index("completed")
         assert len(side.read_text().splitlines()) == 1

@@ -21,9 +21,12 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
 
+from tests.deadline import HANG
 from tests.processes import signoff_command
 
 ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT = int(HANG * 1000)
+"""Milliseconds, as Playwright counts: how long a page may take to show something."""
 IMAGES = ROOT / "docs" / "images"
 FLAGS = [
     "--headless=new",
@@ -70,7 +73,7 @@ def serving(arguments: list[str], env: dict[str, str]) -> Iterator[str]:
         yield found.group(0)
     finally:
         process.send_signal(signal.SIGINT)
-        process.wait(timeout=20)
+        process.wait(timeout=HANG)
         process.stdout.close()
 
 

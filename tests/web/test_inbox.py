@@ -10,9 +10,8 @@ import httpx
 from playwright.sync_api import BrowserContext, Locator, Page, expect
 
 from signoff.server.redact import MASK
-from tests.web.conftest import screenshot
-
-TIMEOUT = 15_000
+from tests.deadline import HANG
+from tests.web.conftest import TIMEOUT, screenshot
 
 
 def start_run(page: Page, url: str, agent: str, text: str) -> str:
@@ -30,7 +29,7 @@ def card(page: Page, tool: str) -> Locator:
 
 
 def api(url: str, method: str, path: str, **kwargs: Any) -> Any:
-    response = httpx.request(method, f"{url}/v1{path}", timeout=10, **kwargs)
+    response = httpx.request(method, f"{url}/v1{path}", timeout=HANG, **kwargs)
     assert response.is_success, response.text
     return response.json()
 
@@ -429,7 +428,7 @@ def test_the_inbox_filters_by_agent_and_tool_and_shows_the_scripted_model(
     deadline = page.locator("article.approval[data-tool=delete_pod] .deadline").first
     expect(deadline).to_have_text(re.compile(r"^59m \d+s left$"))
     first = deadline.inner_text()
-    expect(deadline).not_to_have_text(first, timeout=3_000)
+    expect(deadline).not_to_have_text(first, timeout=TIMEOUT)  # it ticks
 
 
 def test_a_sub_agents_held_call_shows_on_the_run_that_handed_it_over(page: Page, demo_url: str):

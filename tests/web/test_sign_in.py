@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Page, Request, expect
 
-from tests.web.conftest import ROOT, serving
+from tests.web.conftest import ROOT, TIMEOUT, serving
 
 CONFIG = """\
 database: sqlite:///{folder}/signoff.db
@@ -64,8 +64,8 @@ def test_sign_in_keeps_the_token_in_a_header_never_a_cookie(page: Page, served: 
     page.press("form.chat textarea", "Enter")
     card = page.locator("article[data-tool=delete_pod]")
     card.locator("button[data-action=approve]").click()
-    expect(card.locator(".badge")).to_have_text("approved", timeout=15_000)
-    expect(page.locator("#run-status")).to_have_text("completed", timeout=15_000)
+    expect(card.locator(".badge")).to_have_text("approved", timeout=TIMEOUT)
+    expect(page.locator("#run-status")).to_have_text("completed", timeout=TIMEOUT)
 
     assert page.context.cookies() == []
     signed = [r for r in seen if r.headers.get("authorization") == "Bearer admin-t0ken"]
@@ -100,8 +100,8 @@ def test_a_call_nobody_decides_in_time_expires_on_screen(page: Page, served: str
     page.fill("form.chat textarea", "delete short-lived")
     page.press("form.chat textarea", "Enter")
     card = page.locator("article[data-tool=delete_pod]")
-    expect(card.locator(".deadline")).to_have_text(re.compile(r"^[12]s left$"), timeout=15_000)
-    expect(card.locator(".badge")).to_have_text("expired", timeout=15_000)
+    expect(card.locator(".deadline")).to_have_text(re.compile(r"^[12]s left$"), timeout=TIMEOUT)
+    expect(card.locator(".badge")).to_have_text("expired", timeout=TIMEOUT)
     expect(card.locator("button")).to_have_count(0)
-    expect(page.locator("#run-status")).to_have_text("completed", timeout=15_000)
+    expect(page.locator("#run-status")).to_have_text("completed", timeout=TIMEOUT)
     expect(page.locator(".message.assistant .bubble").last).to_contain_text("did not run")
