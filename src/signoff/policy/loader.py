@@ -488,7 +488,9 @@ class _Builder:
             assert scope.name is not None  # agent scopes are always named
             fields["agents"] = (scope.name,)
             fields["tier"] = 1
-        self.rules.append(Rule(id=rule_id, effect=effect, order=len(self.rules), **fields))
+        self.rules.append(
+            Rule(id=rule_id, effect=effect, order=len(self.rules), named=bool(explicit), **fields)
+        )
 
     def _map(self, value: Any, path: Path) -> dict[str, Any] | None:
         return self.reader.mapping(value, path, format_path(path) or "the policy")

@@ -12,7 +12,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request, WebSocket
 from fastapi.exceptions import RequestValidationError
@@ -24,6 +24,7 @@ from signoff.errors import (
     ApprovalTimeout,
     ConflictError,
     ForbiddenError,
+    InvalidArgumentsError,
     InvalidDecisionError,
     InvalidEditError,
     NotFoundError,
@@ -31,17 +32,22 @@ from signoff.errors import (
     SignoffError,
 )
 from signoff.server.auth import Auth
+from signoff.server.intake import BodyLimits, Intake
 from signoff.server.service import Principal, Service
 from signoff.server.shapes import (
     DecisionBody,
     Decisions,
     ExplainBody,
+    ExplainContext,
     PolicyBody,
     StartRun,
     ToggleBody,
     approval_json,
     event_json,
+    grant_json,
     iso,
+    previewed,
+    shown,
     sse,
     verdict_json,
 )
@@ -49,9 +55,11 @@ from signoff.server.web import mount_web
 from signoff.server.ws import websocket_channel
 from signoff.store.runs import RunRecord
 from signoff.store.times import from_micros, to_micros
-from signoff.types import ToolCall
+from signoff.types import Context, Grant, ToolCall
 
 __all__ = ["create_app"]
+
+T = TypeVar("T")
 
 _MAX_SEQ = 2**62
 """The largest sequence number a request may name: the databases' integers stop at 2**63."""
@@ -70,8 +78,9 @@ Who = Annotated[Principal, Depends(_principal)]
 """The request's authenticated principal (or 401)."""
 
 
-def create_app(service: Service, auth: Auth) -> FastAPI:
-    """The API over `service`; its workers run for the app's lifetime."""
+def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None) -> FastAPI:
+    """The API over `service`; its workers run for the app's lifetime. Request bodies are held
+    to `limits` (size and nesting), and read only once the token is known."""
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -79,9 +88,17 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
             yield
 
     app = FastAPI(title="signoff", version=_version(), lifespan=lifespan)
-    show = service.redaction.tree  # every call's arguments go out masked where configured
+    redaction = service.redaction
+
+    def show(data: T) -> T:  # whole: cut where it nests too deep, arguments masked
+        return shown(data, redaction)
+
+    def brief(data: dict[str, Any]) -> dict[str, Any]:  # in a listing: long arguments cut
+        return previewed(data, redaction)
+
     app.state.auth = auth
     _errors(app)
+    app.add_middleware(Intake, auth=auth, limits=limits or BodyLimits())
     app.add_middleware(_NoNul)
     if auth.anonymous is not None:
         app.add_middleware(_SameOrigin)
@@ -156,7 +173,7 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
 
         async def stream() -> AsyncIterator[str]:
             async for event in events:
-                yield sse(show(event_json(event)), event.type, str(event.seq))
+                yield sse(brief(event_json(event)), event.type, str(event.seq))
 
         return StreamingResponse(stream(), media_type="text/event-stream")
 
@@ -187,7 +204,7 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
             yield ": every run's events\n\n"  # the stream is open before the first event
             async for event in events:
                 event_id = f"{to_micros(event.at)}.{event.run_id}.{event.seq}"
-                yield sse(show(event_json(event)), event.type, event_id)
+                yield sse(brief(event_json(event)), event.type, event_id)
 
         return StreamingResponse(stream(), media_type="text/event-stream")
 
@@ -201,12 +218,13 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
         cursor: str | None = None,
         limit: Annotated[int, Query(ge=1, le=500)] = 100,
     ) -> dict[str, Any]:
-        """Newest first; `next` is the cursor of the next page, or null."""
+        """Newest first; `next` is the cursor of the next page, or null. Long arguments are
+        cut (``truncated``); `GET /v1/approvals/{id}` has them whole."""
         page = await service.store.list_approvals(
             status=status, run_id=run_id, agent=agent, tool=tool, before=cursor, limit=limit
         )
         return {
-            "items": [show(approval_json(a)) for a in page],
+            "items": [brief(approval_json(a)) for a in page],
             "next": page[-1].id if len(page) == limit else None,
         }
 
@@ -280,17 +298,65 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
 
     @app.post("/v1/policy/explain")
     async def explain(body: ExplainBody, _: Who) -> dict[str, Any]:
-        """The verdict a call would get, the rule that decides it and the rules it shadows."""
+        """The verdict a call would get, the rule that decides it and the rules it shadows;
+        the grant that would let it through (for the call's `context`), and why each other
+        grant of its tool would not."""
         call = ToolCall(id="", name=body.tool, args=body.args, server=body.server, agent=body.agent)
-        explanation = service.gate.engine.explain(call)
+        where = body.context or ExplainContext()
+        problem = service.gate.limits.problem(call.args)
+        if problem is not None:
+            raise InvalidArgumentsError(problem)
+        engine = service.gate.engine
+        grants = await service.store.list_grants(tool=body.tool)
+        context = Context(
+            run_id=where.run_id,
+            thread_id=where.thread_id,
+            requested_by=where.requested_by,
+            grants=tuple(grants),
+        )
+        explanation = engine.explain(call, context)
+        granted = explanation.grant
         return verdict_json(explanation.verdict) | {
-            "shadowed": [rule.id for rule in explanation.shadowed]
+            "shadowed": [rule.id for rule in explanation.shadowed],
+            "grant": None if granted is None else grant_json(granted, in_force=True),
+            "grants_passed_over": [
+                {"id": g.id, "granted_by": g.created_by, "scope": g.scope, "why": why}
+                for g, why in explanation.passed_over
+            ],
         }
+
+    @app.get("/v1/grants")
+    async def grants(_: Who, tool: str | None = None, revoked: bool = False) -> dict[str, Any]:
+        """Every grant in force, oldest first (with `revoked`, the revoked ones too): its
+        scope, tool, argument binding, who granted it and when, how often it was used, and
+        whether the rule it was given under is still the policy's (``stale`` otherwise: it
+        covers nothing)."""
+        found = await service.store.list_grants(tool=tool, revoked=revoked)
+        return {"items": await _grants_json(service, found)}
+
+    @app.get("/v1/grants/{grant_id}")
+    async def grant(grant_id: str, _: Who) -> dict[str, Any]:
+        [shown_grant] = await _grants_json(service, [await service.store.get_grant(grant_id)])
+        return shown_grant
+
+    @app.delete("/v1/grants/{grant_id}")
+    async def revoke(grant_id: str, who: Who) -> dict[str, Any]:
+        """Revoke a grant (its granter, or the admin role): no call passes under it once this
+        answers. Audited."""
+        found = await service.store.get_grant(grant_id)
+        if found.created_by != who.name and "admin" not in who.roles:
+            raise ForbiddenError(
+                f"{who.name!r} may not revoke {found.created_by!r}'s grant: it needs the admin role"
+            )
+        if found.revoked_at is None:
+            await service.gate.revoke_grant(grant_id, actor=who.name)
+        [revoked_grant] = await _grants_json(service, [await service.store.get_grant(grant_id)])
+        return revoked_grant
 
     @app.websocket("/v1/ws")
     async def ws(socket: WebSocket) -> None:
         """Approval requests and decisions pushed live; decisions taken (see `server.ws`)."""
-        await websocket_channel(socket, service, auth)
+        await websocket_channel(socket, service, auth, limits=limits or BodyLimits())
 
     @app.get("/v1/audit")
     async def audit(
@@ -349,6 +415,21 @@ def _mount_protocols(app: FastAPI, service: Service, auth: Auth) -> None:
             logger.info("%s is not served: install it with pip install 'signoff[%s]'", name, extra)
             continue
         mount(app, service, auth)
+
+
+async def _grants_json(service: Service, grants: Sequence[Grant]) -> list[dict[str, Any]]:
+    """The grants as the API lists them, each narrowed to arguments with those arguments (as
+    the approval that left it was decided; shown as every call's are)."""
+    engine = service.gate.engine
+    bound = [g.approval_id for g in grants if g.args_digest is not None and g.approval_id]
+    approvals = {a.id: a for a in await service.store.get_approvals(bound)} if bound else {}
+    items = []
+    for g in grants:
+        item = grant_json(g, in_force=engine.knows(g.rule_digest))
+        approval = approvals.get(g.approval_id or "")
+        item["args"] = None if approval is None else approval.call.args
+        items.append(shown(item, service.redaction))
+    return items
 
 
 def _agent_json(service: Service, agent: Agent, path: str) -> dict[str, Any]:
@@ -512,7 +593,7 @@ async def _run(service: Service, run_id: str) -> dict[str, Any]:
     record = await service.store.get_run(run_id)
     pending = await service.store.list_approvals(status="pending", run_id=run_id, limit=500)
     return _run_summary(record) | {
-        "messages": service.redaction.tree(await service.store.run_messages(run_id)),
+        "messages": shown(await service.store.run_messages(run_id), service.redaction),
         "pending_approvals": [a.id for a in pending],
     }
 

@@ -35,14 +35,19 @@ class Auth:
         """The request's principal, or 401."""
         if self.anonymous is not None:
             return self.anonymous
-        header = request.headers.get("authorization", "")
-        scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not token:
+        if _bearer(request.headers) is None:
             raise _unauthorized("send 'Authorization: Bearer <token>'")
-        principal = self.find(token.strip())
+        principal = self.identify(request.headers)
         if principal is None:
             raise _unauthorized("the token is not known")
         return principal
+
+    def identify(self, headers: Mapping[str, str]) -> Principal | None:
+        """The principal of a request with these headers (lower-case names), or None."""
+        if self.anonymous is not None:
+            return self.anonymous
+        token = _bearer(headers)
+        return None if token is None else self.find(token)
 
     def find(self, token: str) -> Principal | None:
         """The principal of a token, compared in constant time with every known one."""
@@ -51,6 +56,12 @@ class Auth:
             if hmac.compare_digest(known.encode(), token.encode()):
                 found = principal
         return found
+
+
+def _bearer(headers: Mapping[str, str]) -> str | None:
+    scheme, _, token = headers.get("authorization", "").partition(" ")
+    token = token.strip()
+    return token if scheme.lower() == "bearer" and token else None
 
 
 def is_loopback(host: str) -> bool:

@@ -70,6 +70,11 @@ class HoldPlan:
     notes: Sequence[NoteRecord] = ()
     outcomes: Sequence[Any] = ()
     """What the judge made of each call, for its caller."""
+    grants_used: Sequence[str] = ()
+    """The grants that let calls through, each counted once per call. One revoked meanwhile
+    makes the store judge the calls again, without it."""
+    at: datetime | None = None
+    """When the calls were judged: the grants' last use."""
 
 
 class Store(Protocol):
@@ -150,8 +155,14 @@ class Store(Protocol):
     async def latest_policy(self) -> tuple[str, dict[str, Any]] | None: ...
 
     async def list_grants(
-        self, *, tool: str | None = None, tools: Sequence[str] | None = None
+        self,
+        *,
+        tool: str | None = None,
+        tools: Sequence[str] | None = None,
+        revoked: bool = False,
     ) -> list[Grant]: ...
+
+    async def get_grant(self, grant_id: str) -> Grant: ...
 
     async def revoke_grant(
         self, grant_id: str, *, actor: str, at: datetime, audit: Sequence[AuditRecord] = ()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -76,6 +77,14 @@ _UPDATE_DECISION = update(_approvals).where(
     _approvals.c.status == "pending",
 )
 _INSERT_GRANT = insert(schema.grants)
+_USE_GRANT = (
+    update(schema.grants)
+    .where(schema.grants.c.id == bindparam("g_id"), schema.grants.c.revoked_at.is_(None))
+    .values(
+        uses=schema.grants.c.uses + bindparam("times"),
+        last_used_at=func.coalesce(bindparam("at"), schema.grants.c.last_used_at),
+    )
+)
 _NOTIFY = text("SELECT pg_notify(:channel, :id)")
 _GRANTS_FOR_TOOLS = (
     select(schema.grants)
@@ -322,8 +331,16 @@ class SQLStore(RunStore, LedgerStore, NoteStore):
         names = sorted(tools)
 
         def work(connection: Connection) -> tuple[HoldPlan, list[StoredEvent]]:
-            rows = connection.execute(_GRANTS_FOR_TOOLS, {"tools": names})
-            decided = plan([_grant(row) for row in rows])
+            revoked: set[str] = set()
+            while True:
+                rows = connection.execute(_GRANTS_FOR_TOOLS, {"tools": names})
+                decided = plan([g for g in map(_grant, rows) if g.id not in revoked])
+                lost = _count_uses(connection, decided)
+                if not lost:
+                    break
+                # Revoked while the calls were judged: judged again without it, so a revoke
+                # that returned lets nothing more through.
+                revoked |= lost
             for note in decided.notes:  # first: a claim that fails leaves nothing written
                 if not add_note(connection, note) and note.exclusive:
                     raise ConflictError(
@@ -525,12 +542,25 @@ class SQLStore(RunStore, LedgerStore, NoteStore):
     # -- grants ----------------------------------------------------------------------------
 
     async def list_grants(
-        self, *, tool: str | None = None, tools: Sequence[str] | None = None
+        self,
+        *,
+        tool: str | None = None,
+        tools: Sequence[str] | None = None,
+        revoked: bool = False,
     ) -> list[Grant]:
-        """Grants in force (not revoked), oldest first; for one tool, or any of `tools`."""
-        query = _grants_query(tool=tool, tools=tools)
+        """Grants in force, oldest first (with `revoked`, the revoked ones too); for one tool,
+        or any of `tools`."""
+        query = _grants_query(tool=tool, tools=tools, revoked=revoked)
         rows = await self.run(lambda c: c.execute(query).all(), write=False)
         return [_grant(row) for row in rows]
+
+    async def get_grant(self, grant_id: str) -> Grant:
+        """The grant with this id, in force or revoked; `NotFoundError` if there is none."""
+        query = select(schema.grants).where(schema.grants.c.id == grant_id)
+        row = await self.run(lambda c: c.execute(query).first(), write=False)
+        if row is None:
+            raise NotFoundError(f"no grant with id {grant_id!r}")
+        return _grant(row)
 
     async def revoke_grant(
         self, grant_id: str, *, actor: str, at: datetime, audit: Sequence[AuditRecord] = ()
@@ -598,6 +628,17 @@ class SQLStore(RunStore, LedgerStore, NoteStore):
 
 class _Lost(Exception):
     """A compare-and-set found the row changed: roll the transaction back."""
+
+
+def _count_uses(connection: Connection, plan: HoldPlan) -> set[str]:
+    """Count each grant's use by the plan's calls; return those found revoked (or gone)."""
+    lost = set()
+    at = None if plan.at is None else to_micros(plan.at)
+    for grant_id, times in Counter(plan.grants_used).items():
+        params = {"g_id": grant_id, "times": times, "at": at}
+        if connection.execute(_USE_GRANT, params).rowcount != 1:
+            lost.add(grant_id)
+    return lost
 
 
 def _in_order(rows: Sequence[Row[Any]], ids: list[str]) -> list[Approval]:
@@ -675,6 +716,7 @@ def _approval_row(approval: Approval) -> dict[str, Any]:
         "server": call.server,
         "agent": call.agent,
         "rule": approval.rule,
+        "rule_digest": approval.rule_digest,
         "reason": approval.reason,
         "requested_at": to_micros(approval.requested_at),
         "requested_by": approval.requested_by,
@@ -694,6 +736,9 @@ def _decision_values(approval: Approval) -> dict[str, Any]:
         "decided_at": None if decided_at is None else to_micros(decided_at),
         "decision": None if decision is None else _json(decision_to_dict(decision)),
         "args": _json(approval.call.args),
+        "requested_args": None
+        if approval.requested_args is None
+        else _json(approval.requested_args),
         "digest": approval.call.digest,
         "version": approval.version,
     }
@@ -714,6 +759,7 @@ def _approval(row: Row[Any]) -> Approval:
         thread_id=row.thread_id,
         origin=row.origin,
         rule=row.rule,
+        rule_digest=row.rule_digest,
         reason=row.reason,
         status=row.status,
         requested_at=from_micros(row.requested_at),
@@ -724,6 +770,7 @@ def _approval(row: Row[Any]) -> Approval:
         decided_by=row.decided_by,
         decided_at=None if row.decided_at is None else from_micros(row.decided_at),
         decision=None if row.decision is None else decision_from_dict(json.loads(row.decision)),
+        requested_args=None if row.requested_args is None else json.loads(row.requested_args),
         version=row.version,
     )
 
@@ -737,15 +784,22 @@ def _grant_row(grant: Grant) -> dict[str, Any]:
         "subject": grant.subject,
         "args_digest": grant.args_digest,
         "rule": grant.rule,
+        "rule_digest": grant.rule_digest,
         "approval_id": grant.approval_id,
         "created_by": grant.created_by,
+        "roles": _json(list(grant.roles)),
         "created_at": to_micros(grant.created_at),
+        "uses": grant.uses,
     }
 
 
-def _grants_query(*, tool: str | None = None, tools: Sequence[str] | None = None) -> Any:
+def _grants_query(
+    *, tool: str | None = None, tools: Sequence[str] | None = None, revoked: bool = False
+) -> Any:
     table = schema.grants
-    query = select(table).where(table.c.revoked_at.is_(None))
+    query = select(table)
+    if not revoked:
+        query = query.where(table.c.revoked_at.is_(None))
     if tool is not None:
         query = query.where(table.c.tool == tool)
     if tools is not None:
@@ -762,9 +816,15 @@ def _grant(row: Row[Any]) -> Grant:
         subject=row.subject,
         args_digest=row.args_digest,
         rule=row.rule,
+        rule_digest=row.rule_digest,
         approval_id=row.approval_id,
         created_by=row.created_by,
+        roles=tuple(json.loads(row.roles)),
         created_at=from_micros(row.created_at),
+        uses=row.uses,
+        last_used_at=None if row.last_used_at is None else from_micros(row.last_used_at),
+        revoked_by=row.revoked_by,
+        revoked_at=None if row.revoked_at is None else from_micros(row.revoked_at),
     )
 
 
