@@ -38,6 +38,7 @@ __all__ = [
     "canonical_json",
     "decision_from_dict",
     "decision_to_dict",
+    "grant_to_dict",
 ]
 
 VerdictKind: TypeAlias = Literal["allow", "ask", "deny"]
@@ -384,4 +385,28 @@ def approval_to_dict(approval: Approval) -> dict[str, Any]:
         "decided_by": approval.decided_by,
         "decided_at": iso(approval.decided_at),
         "decision": None if approval.decision is None else decision_to_dict(approval.decision),
+    }
+
+
+def grant_to_dict(grant: Grant, *, in_force: bool = True) -> dict[str, Any]:
+    """A grant as the API lists it; `in_force` whether the policy still has the rule it was
+    given under (else it covers nothing)."""
+    status = "revoked" if grant.revoked_at is not None else "active" if in_force else "stale"
+    return {
+        "id": grant.id,
+        "tool": grant.tool,
+        "server": grant.server,
+        "scope": grant.scope,
+        "subject": grant.subject,
+        "with_args": grant.args_digest is not None,
+        "rule": grant.rule,
+        "status": status,
+        "granted_by": grant.created_by,
+        "roles": list(grant.roles),
+        "granted_at": grant.created_at.isoformat(),
+        "approval_id": grant.approval_id,
+        "uses": grant.uses,
+        "last_used_at": None if grant.last_used_at is None else grant.last_used_at.isoformat(),
+        "revoked_by": grant.revoked_by,
+        "revoked_at": None if grant.revoked_at is None else grant.revoked_at.isoformat(),
     }

@@ -419,6 +419,8 @@ async def test_the_policy_in_force_and_what_it_would_say_of_a_call(api: Any):
             "rule": "rules[2]",
             "reason": explained.json()["reason"],
             "shadowed": [],
+            "grant": None,
+            "grants_passed_over": [],
         }
         assert "drain_node" in explained.json()["reason"]
         missing = await client.post("/v1/policy/explain", json={"args": {}})

@@ -17,11 +17,11 @@ from signoff.types import (
     Approve,
     Decision,
     Edit,
-    Grant,
     Reject,
     Respond,
     Scope,
     approval_to_dict,
+    grant_to_dict,
 )
 
 T = TypeVar("T")
@@ -177,28 +177,8 @@ def verdict_json(verdict: Any) -> dict[str, Any]:
     return {"kind": verdict.kind, "rule": verdict.rule, "reason": verdict.reason}
 
 
-def grant_json(grant: Grant, *, in_force: bool) -> dict[str, Any]:
-    """A grant as the API lists it; `in_force` whether the policy still has the rule it was
-    given under (else it covers nothing)."""
-    status = "revoked" if grant.revoked_at is not None else "active" if in_force else "stale"
-    return {
-        "id": grant.id,
-        "tool": grant.tool,
-        "server": grant.server,
-        "scope": grant.scope,
-        "subject": grant.subject,
-        "with_args": grant.args_digest is not None,
-        "rule": grant.rule,
-        "status": status,
-        "granted_by": grant.created_by,
-        "roles": list(grant.roles),
-        "granted_at": iso(grant.created_at),
-        "approval_id": grant.approval_id,
-        "uses": grant.uses,
-        "last_used_at": None if grant.last_used_at is None else iso(grant.last_used_at),
-        "revoked_by": grant.revoked_by,
-        "revoked_at": None if grant.revoked_at is None else iso(grant.revoked_at),
-    }
+grant_json = grant_to_dict
+"""A grant as every channel shows it."""
 
 
 def iso(moment: datetime) -> str:
