@@ -80,6 +80,22 @@ def test_every_mistake_of_a_config_is_named_with_its_line_and_column(
     assert any(line.startswith(f"{path}:9:") and "rules[0]" in line for line in lines)
 
 
+def test_the_config_sets_the_body_and_argument_limits_and_names_a_bad_one(tmp_path: Path):
+    path = tmp_path / "limits.yaml"
+    path.write_text("limits: {body: 2MiB, arguments: 512KB}\nrules: []\n")
+    config = load_config(path)
+    assert (config.body_bytes, config.argument_bytes) == (2 * 1024**2, 512_000)
+    path.write_text("rules: []\nlimits:\n  body: lots\n  argument: 1\n")
+    with pytest.raises(PolicyError) as caught:
+        load_config(path)
+    assert str(caught.value).splitlines() == [
+        f"{path}:3:9: limits.body: limits.body must be a positive number of bytes or a size "
+        "like '512KB', '16MiB'; not 'lots'",
+        f"{path}:4:3: limits.argument: unknown key 'argument' in limits; did you mean "
+        "'arguments'? (expected one of: arguments, body)",
+    ]
+
+
 def free_port() -> int:
     import socket
 

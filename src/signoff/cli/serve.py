@@ -37,11 +37,13 @@ def serve(
     try:
         from signoff.server import Service, create_app
         from signoff.server.config import load_config
+        from signoff.server.intake import BodyLimits
         from signoff.server.redact import Redaction
         from signoff.server.run import import_agents, run_app
     except ImportError:
         raise MissingExtraError("signoff serve", "server") from None
     from signoff.gate import Gate
+    from signoff.limits import ArgumentLimits
     from signoff.store import open_store
 
     settings = load_config(config)
@@ -53,16 +55,21 @@ def serve(
 
     async def main() -> None:
         async with open_store(settings.database) as store:
+            limits = ArgumentLimits(max_bytes=settings.argument_bytes)
             service = Service(
                 store=store,
-                gate=Gate(settings.policy, store),
+                gate=Gate(settings.policy, store, limits=limits),
                 agents=loaded,
                 policy_document=settings.document,
                 redaction=Redaction(settings.redact),
             )
-            app = create_app(service, auth)
+            app = create_app(service, auth, limits=BodyLimits(max_bytes=settings.body_bytes))
             await run_app(
-                app, host=host, port=port, ready=lambda url: typer.echo(f"signoff on {url}")
+                app,
+                host=host,
+                port=port,
+                ready=lambda url: typer.echo(f"signoff on {url}"),
+                max_message=settings.body_bytes,
             )
 
     with contextlib.suppress(KeyboardInterrupt):

@@ -24,7 +24,6 @@ from signoff.errors import (
     ApprovalTimeout,
     ConflictError,
     ForbiddenError,
-    InvalidArgumentsError,
     InvalidDecisionError,
     InvalidEditError,
     NotFoundError,
@@ -55,7 +54,7 @@ from signoff.server.web import mount_web
 from signoff.server.ws import websocket_channel
 from signoff.store.runs import RunRecord
 from signoff.store.times import from_micros, to_micros
-from signoff.types import Context, Grant, ToolCall
+from signoff.types import Context, Grant, ToolCall, Verdict
 
 __all__ = ["create_app"]
 
@@ -304,8 +303,9 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
         call = ToolCall(id="", name=body.tool, args=body.args, server=body.server, agent=body.agent)
         where = body.context or ExplainContext()
         problem = service.gate.limits.problem(call.args)
-        if problem is not None:
-            raise InvalidArgumentsError(problem)
+        if problem is not None:  # as the gate would: blocked before any rule is asked
+            blocked = Verdict(kind="deny", rule=None, reason=problem)
+            return verdict_json(blocked) | {"shadowed": [], "grant": None, "grants_passed_over": []}
         engine = service.gate.engine
         grants = await service.store.list_grants(tool=body.tool)
         context = Context(
