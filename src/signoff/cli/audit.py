@@ -1,7 +1,8 @@
 """``signoff audit verify``, ``signoff audit checkpoint`` and ``signoff audit list``.
 
-Exit statuses: 0 the log is intact, 1 it is not (the first fault is named), 2 the command
-cannot check it — a checkpoint that is not one, or whose signature the key does not match.
+Exit statuses of ``verify`` and ``checkpoint``: 0 the log is intact, 1 it is not (the first
+fault is named), 2 it cannot be checked — a checkpoint that is not one, or whose signature the
+key does not match, or a database that cannot be opened.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from signoff.errors import CheckpointError
+from signoff.errors import CheckpointError, StoreError
 from signoff.store import AuditReport, Checkpoint, open_store
 from signoff.store.checkpoint import KEY_VARIABLE, audit_key
 from signoff.types import AuditEntry
@@ -54,8 +55,10 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 @app.command()
 def verify(database: DatabaseOption = None, since: SinceOption = None) -> None:
-    """Check every entry's hash and link: exit 0, or 1 naming the first entry edited, removed
-    or out of place. Only with --since can it tell that the newest entries were cut off."""
+    """Check the chain: exit 0 intact, 1 naming the first fault, 2 for a bad checkpoint.
+
+    Without --since it cannot tell that the newest entries were cut off along with the head.
+    """
     checkpoint = _checkpoint(since)
     report = _check(database, checkpoint)
     if not report.ok:
@@ -68,8 +71,11 @@ def verify(database: DatabaseOption = None, since: SinceOption = None) -> None:
 
 @app.command()
 def checkpoint(database: DatabaseOption = None, since: SinceOption = None) -> None:
-    """Verify the log and print its head as a checkpoint, signed with SIGNOFF_AUDIT_KEY: keep
-    it outside the database, and check the log against it with `verify --since`."""
+    """Verify the log and print its head as a checkpoint to keep outside the database.
+
+    Signed with SIGNOFF_AUDIT_KEY when it is set; check the log against it with
+    `signoff audit verify --since CHECKPOINT`.
+    """
     previous = _checkpoint(since)
     key = _key()
     report = _check(database, previous)
@@ -102,8 +108,7 @@ def list_entries(
     limit: Annotated[int, typer.Option(min=1, help="How many entries to show.")] = 100,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
 ) -> None:
-    """Show audit entries in order: who did what, to what, when. A damaged entry shows what is
-    wrong with it."""
+    """Show audit entries in order: who did what, to what, when (or what is damaged)."""
 
     async def read() -> list[AuditEntry]:
         async with open_store(database, migrate=False) as store:
@@ -146,11 +151,16 @@ def list_entries(
 
 
 def _check(database: str | None, since: Checkpoint | None) -> AuditReport:
+    """The report; a database that cannot be opened is exit 2, so that 1 means a fault."""
+
     async def check() -> AuditReport:
         async with open_store(database, migrate=False) as store:
             return await store.verify_audit(since=since)
 
-    return asyncio.run(check())
+    try:
+        return asyncio.run(check())
+    except StoreError as exc:
+        _usage(exc)
 
 
 def _checkpoint(text: str | None) -> Checkpoint | None:
@@ -173,6 +183,6 @@ def _key() -> bytes | None:
         _usage(exc)
 
 
-def _usage(exc: CheckpointError) -> NoReturn:
+def _usage(exc: CheckpointError | StoreError) -> NoReturn:
     err.print(f"[bold red]error:[/] {escape(str(exc))}")
     raise typer.Exit(2)
