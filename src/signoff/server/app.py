@@ -52,6 +52,7 @@ from signoff.server.shapes import (
 )
 from signoff.server.web import mount_web
 from signoff.server.ws import websocket_channel
+from signoff.store.checkpoint import Checkpoint, audit_key
 from signoff.store.runs import RunRecord
 from signoff.store.times import from_micros, to_micros
 from signoff.types import Context, Grant, ToolCall, Verdict
@@ -366,7 +367,8 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
     ) -> dict[str, Any]:
         """Entries in order after `after`; `length` is the log's. With redaction configured,
         the calls' digests and the entries' hashes are left out: they are hashes of the
-        arguments, and a guessable secret could be found from them."""
+        arguments, and a guessable secret could be found from them. A damaged entry comes with
+        `problem` saying what is wrong, and whatever of it cannot be shown left out."""
         entries = await service.store.audit_log(after=after, limit=limit)
         hide = bool(service.redaction)
         return {
@@ -374,7 +376,7 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
             "items": [
                 {
                     "seq": e.seq,
-                    "at": iso(e.at),
+                    "at": None if e.at is None else iso(e.at),
                     "actor": e.actor,
                     "action": e.action,
                     "subject": e.subject,
@@ -382,6 +384,7 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
                         k: v for k, v in show(e.data).items() if not hide or k not in _DIGESTS
                     },
                     "hash": None if hide else e.hash,
+                    "problem": e.problem,
                 }
                 for e in entries
             ],
@@ -389,9 +392,24 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
         }
 
     @app.get("/v1/audit/verify")
-    async def verify(_: Who) -> dict[str, Any]:
-        broken = await service.store.verify_audit()
-        return {"ok": broken is None, "first_bad_entry": broken}
+    async def verify(_: Who, since: str | None = None) -> dict[str, Any]:
+        """Check the chain; with `since` (a checkpoint from ``signoff audit checkpoint``,
+        signed with this server's ``SIGNOFF_AUDIT_KEY``) also that no entry up to it was
+        removed or rewritten. A checkpoint that is not one, or is forged, is a 400."""
+        checkpoint = None
+        if since is not None:
+            checkpoint = Checkpoint.parse(since)
+            checkpoint.check(audit_key())
+        report = await service.store.verify_audit(since=checkpoint)
+        return {
+            "ok": report.ok,
+            "entries": report.entries,
+            "first_bad_entry": report.first_bad,
+            "reason": report.reason,
+            "checkpoint": None
+            if checkpoint is None
+            else {"entries": checkpoint.seq, "at": iso(checkpoint.at), "signed": checkpoint.signed},
+        }
 
     _mount_protocols(app, service, auth)  # after /v1: its routes are matched first
     return app

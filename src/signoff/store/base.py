@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from signoff.types import Approval, AuditEntry, Grant
 
 if TYPE_CHECKING:
+    from signoff.store.checkpoint import Checkpoint
     from signoff.store.ledger import LedgerEntry
     from signoff.store.notes import Note
     from signoff.store.runs import (
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
         RunWrite,
         StoredEvent,
     )
+    from signoff.store.verification import AuditReport
 
 __all__ = ["AuditRecord", "DecisionPlan", "HoldPlan", "Store"]
 
@@ -172,7 +174,9 @@ class Store(Protocol):
 
     async def audit_log(self, *, after: int = 0, limit: int = 1000) -> list[AuditEntry]: ...
 
-    async def verify_audit(self, *, batch: int = 5000) -> int | None: ...
+    async def verify_audit(
+        self, *, since: Checkpoint | None = None, batch: int = 5000
+    ) -> AuditReport: ...
 
     # -- the runtime's runs (see signoff.store.runs) --
 

@@ -26,8 +26,9 @@ from sqlalchemy.engine import Connection, Engine
 
 from signoff.errors import ConflictError, NotFoundError, StoreError
 from signoff.store import schema
-from signoff.store.audit import LOCK_AUDIT_HEAD, append_audit, entry_hash
+from signoff.store.audit import LOCK_AUDIT_HEAD, append_audit, read_length, read_log
 from signoff.store.base import AuditRecord, DecisionPlan, HoldPlan
+from signoff.store.checkpoint import Checkpoint
 from signoff.store.ledger import LedgerStore
 from signoff.store.migrations import LATEST, migrate, schema_version
 from signoff.store.notes import NoteStore, add_note
@@ -43,6 +44,7 @@ from signoff.store.runs import (
     write_run,
 )
 from signoff.store.times import from_micros, to_micros
+from signoff.store.verification import AuditReport, verify_chain
 from signoff.types import (
     Approval,
     AuditEntry,
@@ -582,48 +584,21 @@ class SQLStore(RunStore, LedgerStore, NoteStore):
     # -- audit -----------------------------------------------------------------------------
 
     async def audit_length(self) -> int:
-        """How many entries the chain says it has."""
-        return await self.run(
-            lambda c: int(c.execute(select(schema.audit_head.c.seq)).scalar_one()), write=False
-        )
+        """How many entries the head says the log has (with the head row missing or damaged,
+        the highest entry number)."""
+        return await self.run(read_length, write=False)
 
     async def audit_log(self, *, after: int = 0, limit: int = 1000) -> list[AuditEntry]:
-        table = schema.audit
-        query = select(table).where(table.c.seq > after).order_by(table.c.seq).limit(limit)
-        rows = await self.run(lambda c: c.execute(query).all(), write=False)
-        return [_audit(row) for row in rows]
+        """Entries after `after`, in order; a row that cannot be shown as written comes back
+        with its `problem` named, never as an exception."""
+        return await self.run(lambda c: read_log(c, after=after, limit=limit), write=False)
 
-    async def verify_audit(self, *, batch: int = 5000) -> int | None:
-        """The sequence number of the first entry that was edited, deleted or reordered, or None.
-
-        The head is read first and only the entries up to it are checked: entries appended while
-        verifying are left for the next run, never mistaken for a break.
-        """
-        head = await self.run(lambda c: c.execute(select(schema.audit_head)).one(), write=False)
-        prev, expected, after = "0" * 64, 1, 0
-        while after < head.seq:
-            entries = await self.audit_log(after=after, limit=min(batch, head.seq - after))
-            for entry in entries:
-                record = AuditRecord(
-                    actor=entry.actor,
-                    action=entry.action,
-                    subject=entry.subject,
-                    data=entry.data,
-                    at=entry.at,
-                )
-                if (
-                    entry.seq != expected
-                    or entry.prev_hash != prev
-                    or entry.hash != entry_hash(prev, entry.seq, record)
-                ):
-                    return expected if entry.seq != expected else entry.seq
-                prev, expected = entry.hash, expected + 1
-            if not entries:
-                break
-            after = entries[-1].seq
-        if head.seq != expected - 1 or head.hash != prev:
-            return expected  # entries were removed from the end
-        return None
+    async def verify_audit(
+        self, *, since: Checkpoint | None = None, batch: int = 5000
+    ) -> AuditReport:
+        """Check the hash chain, and with `since` that the log still holds the checkpoint's
+        entries unchanged; the report names the first fault (see `signoff.store.verification`)."""
+        return await verify_chain(self, since=since, batch=batch)
 
 
 class _Lost(Exception):
@@ -825,17 +800,4 @@ def _grant(row: Row[Any]) -> Grant:
         last_used_at=None if row.last_used_at is None else from_micros(row.last_used_at),
         revoked_by=row.revoked_by,
         revoked_at=None if row.revoked_at is None else from_micros(row.revoked_at),
-    )
-
-
-def _audit(row: Row[Any]) -> AuditEntry:
-    return AuditEntry(
-        seq=row.seq,
-        at=from_micros(row.at),
-        actor=row.actor,
-        action=row.action,
-        subject=row.subject,
-        data=json.loads(row.data),
-        prev_hash=row.prev_hash,
-        hash=row.hash,
     )
