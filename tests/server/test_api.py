@@ -173,6 +173,8 @@ async def test_bad_requests_get_json_errors_naming_the_problem(api: Any):
             (await client.post("/v1/threads/t2/runs", json={"input": "x"}), 422, "body.agent"),
             (await client.get("/v1/runs/nope"), 404, "nope"),
             (await client.get("/v1/approvals", params={"limit": 0}), 422, "query.limit"),
+            (await client.get("/v1/approvals", params={"short_id": "x", "tool": "scale"}), 400,
+             "short_id goes alone"),
             (await client.post("/v1/approvals/decisions", json={"decisions": {}}), 422,
              "body.decisions"),
             (await client.get("/v1/nowhere"), 404, "Not Found"),
@@ -246,6 +248,26 @@ async def test_approve_all_decides_a_batch_at_once_and_a_long_poll_sees_it(api: 
         assert (await waiting).json()["status"] == "approved"
         await until(client, run["id"], "completed")
         assert sorted(deleted) == ["a", "b", "c"]
+
+
+async def test_approvals_are_found_by_the_short_id_the_terminal_inbox_shows(api: Any):
+    turns = [
+        ModelTurn(tool_calls=tuple(call("delete_pod", name=n) for n in ("a", "b"))),
+        ModelTurn(text="both gone"),
+    ]
+    async with api(turns) as client:
+        run = (
+            await client.post(
+                "/v1/threads/t1/runs", params={"wait": 5}, json={"agent": "ops", "input": "go"}
+            )
+        ).json()
+        first, second = run["pending_approvals"]
+        found = (await client.get("/v1/approvals", params={"short_id": second[-8:]})).json()
+        assert ([a["id"] for a in found["items"]], found["next"]) == ([second], None)
+        whole = (await client.get("/v1/approvals", params={"short_id": first})).json()
+        assert [a["id"] for a in whole["items"]] == [first]
+        none = (await client.get("/v1/approvals", params={"short_id": "0" * 9})).json()
+        assert none == {"items": [], "next": None}
 
 
 async def test_agents_list_their_tools_with_schemas_and_verdicts(api: Any):

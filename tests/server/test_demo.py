@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from signoff.demo.agents import cluster_pods
+from tests.cli.test_inbox_cli import Terminal
 from tests.processes import signoff_server
 
 
@@ -95,7 +96,7 @@ async def test_a_person_approves_from_the_shell_through_the_server(
     paused = await run(client, "files", "delete todo.md")
     [pending] = paused["pending_approvals"]
     approve = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "signoff", "approve", pending, "--server", str(client.base_url),
+        sys.executable, "-m", "signoff", "approve", pending[-8:], "--server", str(client.base_url),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     out, err = await approve.communicate()
@@ -112,6 +113,24 @@ async def test_a_person_approves_from_the_shell_through_the_server(
     _, err = await again.communicate()
     assert again.returncode == 1
     assert "409" in err.decode()
+
+
+async def test_a_person_decides_in_the_terminal_inbox_through_the_server(
+    demo: tuple[httpx.AsyncClient, Path],
+):
+    client, folder = demo
+    paused = await run(client, "files", "delete todo.md")
+    [pending] = paused["pending_approvals"]
+    terminal = Terminal("inbox", "--server", str(client.base_url))
+    assert "1 waiting" in terminal.until("inbox> ")
+    terminal.type("approve 1")
+    assert f"#1 {pending[-8:]} delete_file: approved by local" in terminal.until("inbox> ")
+    terminal.type("approve 1")
+    assert "#1 (delete_file) was already approved by local" in terminal.until("inbox> ")
+    terminal.type("quit")
+    assert terminal.close() == 0
+    assert (await until_done(client, paused["id"]))["status"] == "completed"
+    assert not (folder / "sandbox" / "todo.md").exists()
 
 
 def documented(name: str) -> Any:

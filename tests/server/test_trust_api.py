@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, MutableMapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -162,13 +162,13 @@ async def test_a_stranger_s_body_is_never_read_and_a_big_one_is_refused_unread(s
     read: list[str] = []
 
     async def answer(headers: list[tuple[bytes, bytes]]) -> tuple[int, dict[str, Any]]:
-        async def receive() -> dict[str, Any]:
+        async def receive() -> MutableMapping[str, Any]:
             read.append("body")
             return {"type": "http.request", "body": b"{}" * 600, "more_body": False}
 
-        sent: list[dict[str, Any]] = []
+        sent: list[MutableMapping[str, Any]] = []
 
-        async def send(message: dict[str, Any]) -> None:
+        async def send(message: MutableMapping[str, Any]) -> None:
             sent.append(message)
 
         scope = {

@@ -72,6 +72,17 @@ async def test_listing_is_newest_first_filtered_and_paged(store: SQLStore):
     assert await store.list_approvals(status="approved") == []
 
 
+async def test_approvals_are_found_by_the_exact_end_of_their_id(store: SQLStore):
+    await store.create_approvals([approval(i) for i in ("a1-x_y", "a2-X_Y", "a3-x%y", "a4-zx_y")])
+    assert [a.id for a in await store.find_approvals("x_y")] == ["a4-zx_y", "a1-x_y"]
+    assert [a.id for a in await store.find_approvals("x_y", limit=1)] == ["a4-zx_y"]
+    assert [a.id for a in await store.find_approvals("X_Y")] == ["a2-X_Y"]  # case counts
+    assert [a.id for a in await store.find_approvals("%y")] == ["a3-x%y"]  # no wildcards
+    assert [a.id for a in await store.find_approvals("a1-x_y")] == ["a1-x_y"]  # a whole id
+    assert await store.find_approvals("0a1-x_y") == []
+    assert await store.find_approvals("_") == []
+
+
 async def test_a_decision_is_a_compare_and_set_on_the_version(store: SQLStore):
     pending = approval("a1")
     await store.create_approvals([pending])

@@ -217,9 +217,18 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
         tool: str | None = None,
         cursor: str | None = None,
         limit: Annotated[int, Query(ge=1, le=500)] = 100,
+        short_id: Annotated[str | None, Query(min_length=1)] = None,
     ) -> dict[str, Any]:
         """Newest first; `next` is the cursor of the next page, or null. Long arguments are
-        cut (``truncated``); `GET /v1/approvals/{id}` has them whole."""
+        cut (``truncated``); `GET /v1/approvals/{id}` has them whole. With `short_id`, only
+        the approvals whose id ends with it (the short id `signoff inbox` shows), on one page."""
+        if short_id is not None:
+            if (status, run_id, agent, tool, cursor) != (None,) * 5:
+                raise HTTPException(
+                    400, detail={"error": "InvalidRequest", "detail": "short_id goes alone"}
+                )
+            found = await service.store.find_approvals(short_id, limit=limit)
+            return {"items": [brief(approval_json(a)) for a in found], "next": None}
         page = await service.store.list_approvals(
             status=status, run_id=run_id, agent=agent, tool=tool, before=cursor, limit=limit
         )

@@ -284,6 +284,18 @@ class SQLStore(RunStore, LedgerStore, NoteStore):
         rows = await self.run(lambda c: c.execute(query).all(), write=False)
         return [_approval(row) for row in rows]
 
+    async def find_approvals(self, short_id: str, *, limit: int = 10) -> list[Approval]:
+        """The approvals whose id ends with `short_id`, newest first, at most `limit`: what a
+        short id (as `signoff inbox` shows) names. It reads the whole table: for a person's
+        lookup, not for a loop."""
+        table = schema.approvals
+        # An exact comparison of the id's tail, not LIKE: SQLite's LIKE ignores case, and the
+        # short id has no wildcards to escape this way.
+        tail = func.substr(table.c.id, func.length(table.c.id) - len(short_id) + 1)
+        query = select(table).where(tail == short_id).order_by(table.c.id.desc()).limit(limit)
+        rows = await self.run(lambda c: c.execute(query).all(), write=False)
+        return [_approval(row) for row in rows]
+
     async def unanswered_approval(
         self, *, channel: str, subject: str, answer_prefix: str
     ) -> Approval | None:
