@@ -9,6 +9,7 @@ auth:
       roles: [ops, admin]
       token_env: SIGNOFF_TOKEN_OLGA              # the token itself stays out of the file
 redact: ["**.password", "**.*token*"]          # argument paths the API shows masked
+allowed_hosts: [inbox.internal]                # Host names served besides localhost's
 default: ask
 rules:
   - ask: delete_pod
@@ -28,13 +29,14 @@ from signoff.policy.loader import load_data, locate
 from signoff.policy.reader import Reader
 from signoff.policy.source import parse_text
 from signoff.protocols.mcp.settings import GatewaySettings, UpstreamSpec, read_gateway, read_servers
+from signoff.server.auth import allowed_host
 from signoff.server.redact import Redaction
 from signoff.server.service import Principal
 
 __all__ = ["ServerConfig", "load_config"]
 
 _AUTH_KEYS = frozenset({"tokens"})
-_SERVER_KEYS = frozenset({"database", "auth", "gateway", "redact"})
+_SERVER_KEYS = frozenset({"database", "auth", "gateway", "redact", "allowed_hosts"})
 _TOKEN_KEYS = frozenset({"principal", "roles", "token", "token_env"})
 
 
@@ -52,6 +54,9 @@ class ServerConfig:
     servers: dict[str, UpstreamSpec] = field(default_factory=dict)
     """The MCP servers the gateway reaches (those of ``servers:`` with a command or a url)."""
     gateway: GatewaySettings = field(default_factory=GatewaySettings)
+    allowed_hosts: tuple[str, ...] = ()
+    """Hosts a request may name (its ``Host``) besides the loopback ones: without
+    authentication only those are served; with tokens, any host unless some are given."""
 
 
 def load_config(path: Path, *, gateway: bool = False) -> ServerConfig:
@@ -76,6 +81,7 @@ def load_config(path: Path, *, gateway: bool = False) -> ServerConfig:
             database = None
     tokens = _tokens(reader, top.get("auth"))
     redact = _redact(reader, top.get("redact", []))
+    hosts = _hosts(reader, top.get("allowed_hosts", []))
     environment = os.environ if gateway else None
     servers = read_servers(reader, top.get("servers"), environment=environment)
     settings = read_gateway(reader, top.get("gateway"), environment=environment)
@@ -95,6 +101,7 @@ def load_config(path: Path, *, gateway: bool = False) -> ServerConfig:
         redact=redact,
         servers=servers,
         gateway=settings,
+        allowed_hosts=hosts,
     )
 
 
@@ -107,6 +114,18 @@ def _redact(reader: Reader, value: Any) -> tuple[str, ...]:
             reader.error(("redact", index) if isinstance(value, list) else ("redact",), str(exc))
             return ()
     return patterns
+
+
+def _hosts(reader: Reader, value: Any) -> tuple[str, ...]:
+    names = reader.strings(value, ("allowed_hosts",), "allowed_hosts", allow_empty=True) or ()
+    hosts = []
+    for index, name in enumerate(names):
+        try:
+            hosts.append(allowed_host(name))
+        except ValueError as exc:
+            where = ("allowed_hosts", index) if isinstance(value, list) else ("allowed_hosts",)
+            reader.error(where, str(exc))
+    return tuple(hosts)
 
 
 def _url(text: str) -> bool:
