@@ -1,4 +1,5 @@
-"""Real signoff server processes for the tests: ``python -m signoff serve|demo … --port 0``."""
+"""Real signoff server processes for the tests: ``python -m signoff serve|demo … --port 0``; and
+a WebSocket handshake sent byte by byte, as a browser on any host would send it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 
-__all__ = ["signoff_server"]
+__all__ = ["signoff_server", "websocket_handshake"]
 
 
 @asynccontextmanager
@@ -36,3 +37,21 @@ async def signoff_server(
             process.send_signal(signal.SIGINT)
             async with asyncio.timeout(20):
                 await process.wait()
+
+
+async def websocket_handshake(port: int, host: str, origin: str | None = None) -> str:
+    """The status line that a WebSocket handshake on ``/v1/ws`` of the server on 127.0.0.1:`port`
+    gets, sent with `host` as its ``Host`` (and `origin` as its ``Origin``)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    lines = [
+        "GET /v1/ws HTTP/1.1", f"Host: {host}", "Upgrade: websocket", "Connection: Upgrade",
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version: 13",
+    ]  # fmt: skip
+    if origin is not None:
+        lines.append(f"Origin: {origin}")
+    writer.write(("\r\n".join(lines) + "\r\n\r\n").encode())
+    try:
+        async with asyncio.timeout(10):
+            return (await reader.readline()).decode().strip()
+    finally:
+        writer.close()

@@ -16,7 +16,7 @@ import pytest
 
 from signoff.demo.agents import cluster_pods
 from tests.cli.test_inbox_cli import Terminal
-from tests.processes import signoff_server
+from tests.processes import signoff_server, websocket_handshake
 
 
 @pytest.fixture
@@ -131,6 +131,42 @@ async def test_a_person_decides_in_the_terminal_inbox_through_the_server(
     assert terminal.close() == 0
     assert (await until_done(client, paused["id"]))["status"] == "completed"
     assert not (folder / "sandbox" / "todo.md").exists()
+
+
+async def test_a_page_on_a_rebound_dns_name_cannot_drive_the_demo(
+    demo: tuple[httpx.AsyncClient, Path],
+):
+    client, _ = demo
+    paused = await run(client, "ops", "list pods then delete nginx-123")
+    [pending] = paused["pending_approvals"]
+    port = client.base_url.port
+    assert port is not None
+    evil = {"Host": f"evil.example:{port}", "Origin": f"http://evil.example:{port}"}
+    decided = await client.post(
+        f"/v1/approvals/{pending}/decision", json={"kind": "approve"}, headers=evil
+    )
+    assert decided.status_code == 421
+    policy = await client.put("/v1/policy", json={"document": {"default": "allow"}}, headers=evil)
+    assert policy.status_code == 421
+    assert (await websocket_handshake(port, evil["Host"], evil["Origin"])).startswith(
+        "HTTP/1.1 403"
+    )
+    assert (await client.get(f"/v1/approvals/{pending}")).json()["status"] == "pending"
+    assert (
+        await client.get("/v1/health", headers={"Host": f"localhost:{port}"})
+    ).status_code == 200
+
+
+async def test_the_demo_refuses_an_allowed_host_that_is_not_a_host_name(tmp_path: Path):
+    for value, words in (("*", "'*' would let any web page"), ("a/b", "'a/b' is not a host")):
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "signoff", "demo", "--data-dir", str(tmp_path),
+            "--allowed-host", value,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        )  # fmt: skip
+        out, _ = await process.communicate()
+        assert process.returncode == 2
+        assert words in " ".join(out.decode().split()), out.decode()
 
 
 def documented(name: str) -> Any:

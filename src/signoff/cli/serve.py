@@ -32,6 +32,14 @@ def serve(
         bool,
         typer.Option("--no-auth", help="Serve everyone as the local user (loopback only)."),
     ] = False,
+    allowed_hosts: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allowed-host",
+            help="A Host name served besides localhost's, as allowed_hosts in the config "
+            "(repeat for more).",
+        ),
+    ] = None,
 ) -> None:
     """Serve the API: runs, approvals, decisions, audit."""
     try:
@@ -47,7 +55,14 @@ def serve(
     from signoff.store import open_store
 
     settings = load_config(config)
-    auth = checked_auth(config, settings.tokens, host=host, no_auth=no_auth, roles=["admin"])
+    auth = checked_auth(
+        config,
+        settings.tokens,
+        host=host,
+        no_auth=no_auth,
+        roles=["admin"],
+        hosts=[*settings.allowed_hosts, *(allowed_hosts or ())],
+    )
     try:
         loaded = [a for spec in agents or () for a in import_agents(spec)]
     except ValueError as exc:
@@ -83,9 +98,11 @@ def checked_auth(
     host: str,
     no_auth: bool,
     roles: Sequence[str] = (),
+    hosts: Sequence[str] = (),
 ) -> Auth:
     """The config's tokens; or, with ``--no-auth`` (on loopback only), everyone as the local
-    user with `roles`. A server without either does not start."""
+    user with `roles`. A server without either does not start. `hosts` are those served
+    besides the loopback names (every host is, with tokens and none given)."""
     from signoff.server.auth import Auth, is_loopback
 
     if no_auth and not is_loopback(host):
@@ -97,4 +114,9 @@ def checked_auth(
             f"{config} configures no tokens (auth.tokens); add some, or use --no-auth on loopback",
             param_hint="--config",
         )
-    return Auth.none(roles=roles) if no_auth else Auth(tokens=tokens)
+    try:
+        if no_auth:
+            return Auth.none(roles=roles, hosts=hosts)
+        return Auth(tokens=tokens, hosts=frozenset(hosts))
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--allowed-host") from None
