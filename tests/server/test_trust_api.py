@@ -309,3 +309,12 @@ async def test_a_websocket_frame_nested_100_000_deep_gets_an_error_and_the_socke
 @pytest.fixture(autouse=True)
 def clear() -> None:
     charged.clear()
+
+
+async def test_an_approval_id_with_a_nul_is_not_found_on_every_channel(store: SQLStore):
+    async with client(store) as http:
+        batch = await http.post(
+            "/v1/approvals/decisions", json={"decisions": {"a\x00b": {"kind": "approve"}}}
+        )
+    assert batch.status_code == 404, batch.text
+    assert batch.json()["detail"] == "no approval with id 'a\\x00b'"

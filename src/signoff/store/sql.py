@@ -249,7 +249,7 @@ class SQLStore(RunStore, LedgerStore, NoteStore):
         return approval
 
     async def get_approvals(self, approval_ids: Sequence[str]) -> list[Approval]:
-        ids = list(approval_ids)
+        ids = _known_ids(approval_ids, "approval")
         rows = await self.run(
             lambda c: c.execute(_SELECT_APPROVALS, {"ids": ids}).all(), write=False
         )
@@ -441,7 +441,7 @@ class SQLStore(RunStore, LedgerStore, NoteStore):
     ) -> DecisionPlan:
         """Read the approvals locked for one write transaction, let `plan` judge them, and write
         what it returns in that same transaction. If `plan` raises, nothing is written."""
-        ids = list(approval_ids)
+        ids = _known_ids(approval_ids, "approval")
         notify = self.notifies_across_processes
 
         def work(connection: Connection) -> DecisionPlan:
@@ -570,6 +570,7 @@ class SQLStore(RunStore, LedgerStore, NoteStore):
 
     async def get_grant(self, grant_id: str) -> Grant:
         """The grant with this id, in force or revoked; `NotFoundError` if there is none."""
+        _known_ids([grant_id], "grant")
         query = select(schema.grants).where(schema.grants.c.id == grant_id)
         row = await self.run(lambda c: c.execute(query).first(), write=False)
         if row is None:
@@ -579,6 +580,7 @@ class SQLStore(RunStore, LedgerStore, NoteStore):
     async def revoke_grant(
         self, grant_id: str, *, actor: str, at: datetime, audit: Sequence[AuditRecord] = ()
     ) -> None:
+        _known_ids([grant_id], "grant")
         table = schema.grants
         revoke = (
             update(table)
@@ -611,6 +613,15 @@ class SQLStore(RunStore, LedgerStore, NoteStore):
         """Check the hash chain, and with `since` that the log still holds the checkpoint's
         entries unchanged; the report names the first fault (see `signoff.store.verification`)."""
         return await verify_chain(self, since=since, batch=batch)
+
+
+def _known_ids(ids: Sequence[str], what: str) -> list[str]:
+    """`ids`, or `NotFoundError` for one that no row can have: a NUL character, which SQLite
+    would compare and PostgreSQL refuses with its own words, is in none of signoff's ids."""
+    for found in ids:
+        if "\x00" in found:
+            raise NotFoundError(f"no {what} with id {found!r}")
+    return list(ids)
 
 
 class _Lost(Exception):

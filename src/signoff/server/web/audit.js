@@ -3,7 +3,7 @@
 // checks the hash chain of the whole log on the server. A damaged entry says what is wrong.
 
 import { get } from "./api.js";
-import { clear, h, jsonView, notify, when } from "./dom.js";
+import { argsDiff, clear, h, jsonView, notify, when } from "./dom.js";
 
 const PAGE = 1000;
 const MOST = 20000;
@@ -84,7 +84,10 @@ function row(entry) {
     details.push(h("span.badge", { className: `badge status-${data.status}` }, data.status));
     if (decision.reason) details.push(h("div.decision-reason", {}, `Reason: ${decision.reason}`));
     if (decision.content) details.push(h("div", {}, `Response: ${decision.content}`));
-    if (decision.args) details.push(h("div", {}, "Edited arguments:"), jsonView(decision.args));
+    if (decision.args) {
+      // Kept since signoff stored both: the arguments requested, and those the edit ran with.
+      details.push(h("div", {}, "Edited arguments:"), data.args ? argsDiff(data.args, decision.args) : jsonView(decision.args));
+    }
     if (decision.always) details.push(h("div", {}, `Always, for this ${decision.always.scope}`));
     if (data.run_id) details.push(h("a", { href: `#/runs/${encodeURIComponent(data.run_id)}` }, "run"));
   } else {
