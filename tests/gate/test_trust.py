@@ -9,6 +9,7 @@ import pytest
 
 from signoff import (
     Approve,
+    Context,
     Edit,
     ForbiddenError,
     InvalidDecisionError,
@@ -91,14 +92,8 @@ async def test_a_grant_covers_nothing_once_its_rule_says_something_else(gate: Ga
     assert await kind(gate, charge(), by="carol") == "hold"
     [grant] = await gate.grants(tool="charge")
     assert not gate.engine.knows(grant.rule_digest)
-    problem = gate.engine.grant_problem(grant, charge(), gate_context(grant, by="carol"))
+    problem = gate.engine.grant_problem(grant, charge(), Context(requested_by="carol"))
     assert problem == "rule rules[1] changed since it was granted"
-
-
-def gate_context(grant: Any, *, by: str) -> Any:
-    from signoff import Context
-
-    return Context(requested_by=by, grants=(grant,))
 
 
 async def test_grants_count_their_uses_and_a_revoked_one_lets_nothing_more_through(gate: Gate):

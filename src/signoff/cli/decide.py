@@ -18,7 +18,15 @@ from signoff.cli.short_id import resolve
 from signoff.errors import ConflictError, ForbiddenError, NotFoundError, SignoffError
 from signoff.types import Approve, Decision, Reject, Scope, approval_to_dict, decision_to_dict
 
-__all__ = ["approve", "find_on_database", "from_server", "on_database", "reject", "through_server"]
+__all__ = [
+    "approve",
+    "find_on_database",
+    "from_server",
+    "on_database",
+    "on_server",
+    "reject",
+    "through_server",
+]
 
 Server = Annotated[
     str | None,
@@ -123,28 +131,35 @@ def from_server(
     server: str, token: str | None, path: str, params: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """What the server answers to `GET path`."""
-    import httpx
-
-    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
-    try:
-        response = httpx.get(
-            f"{server.rstrip('/')}{path}", params=params, headers=headers, timeout=30
-        )
-    except httpx.HTTPError as exc:
-        raise SignoffError(f"cannot reach {server}: {exc}") from None
-    return _answer(server, response)
+    return on_server(server, token, "GET", path, params=params)
 
 
 def through_server(
     server: str, token: str | None, approval_id: str, decision: Decision
 ) -> dict[str, Any]:
+    path = f"/v1/approvals/{approval_id}/decision"
+    return on_server(server, token, "POST", path, json=decision_to_dict(decision))
+
+
+def on_server(
+    server: str,
+    token: str | None,
+    method: str,
+    path: str,
+    *,
+    params: dict[str, Any] | None = None,
+    json: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The body of the server's 200 answer to `method path`; else the error its status says."""
     import httpx
 
     headers = {} if token is None else {"Authorization": f"Bearer {token}"}
     try:
-        response = httpx.post(
-            f"{server.rstrip('/')}/v1/approvals/{approval_id}/decision",
-            json=decision_to_dict(decision),
+        response = httpx.request(
+            method,
+            f"{server.rstrip('/')}{path}",
+            params=params,
+            json=json,
             headers=headers,
             timeout=30,
         )

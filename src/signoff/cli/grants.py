@@ -14,8 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from signoff.cli.decide import Actor, Database, Server, Token
-from signoff.errors import ConflictError, ForbiddenError, NotFoundError, SignoffError
+from signoff.cli.decide import Actor, Database, Server, Token, on_server
 from signoff.policy import Policy, PolicyEngine
 from signoff.types import Grant, grant_to_dict
 
@@ -41,7 +40,7 @@ def list_grants(
     server, database = _where(server, database)
     if server:
         query = {k: v for k, v in {"tool": tool, "revoked": revoked or None}.items() if v}
-        items = _call(server, token, "GET", "/v1/grants", params=query)["items"]
+        items = on_server(server, _token(token), "GET", "/v1/grants", params=query)["items"]
     else:
         assert database is not None  # _where checked
         items = asyncio.run(_listed(database, tool=tool, revoked=revoked))
@@ -80,11 +79,15 @@ def revoke(
     """Revoke a grant: no call passes under it from now on. Audited."""
     server, database = _where(server, database)
     if server:
-        shown = _call(server, token, "DELETE", f"/v1/grants/{grant_id}")
+        shown = on_server(server, _token(token), "DELETE", f"/v1/grants/{grant_id}")
     else:
         assert database is not None  # _where checked
         shown = asyncio.run(_revoked(database, grant_id, actor or getpass.getuser()))
     typer.echo(f"{shown['id']}: revoked by {shown['revoked_by']} ({shown['tool']})")
+
+
+def _token(token: str | None) -> str | None:
+    return token or os.environ.get("SIGNOFF_TOKEN")
 
 
 def _where(server: str | None, database: str | None) -> tuple[str | None, str | None]:
@@ -95,36 +98,6 @@ def _where(server: str | None, database: str | None) -> tuple[str | None, str | 
             "give --server URL (with --token) or --database URL", param_hint="--server"
         )
     return server, database
-
-
-def _call(
-    server: str,
-    token: str | None,
-    method: str,
-    path: str,
-    *,
-    params: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    import httpx
-
-    token = token or os.environ.get("SIGNOFF_TOKEN")
-    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
-    try:
-        response = httpx.request(
-            method, f"{server.rstrip('/')}{path}", params=params, headers=headers, timeout=30
-        )
-    except httpx.HTTPError as exc:
-        raise SignoffError(f"cannot reach {server}: {exc}") from None
-    try:
-        body: dict[str, Any] = response.json()
-    except ValueError:
-        body = {"detail": response.text[:200]}  # a proxy's page, not the API's answer
-    if response.status_code == 200:
-        return body
-    kind = {404: NotFoundError, 409: ConflictError, 403: ForbiddenError}.get(
-        response.status_code, SignoffError
-    )
-    raise kind(f"{server} said {response.status_code}: {body.get('detail', body)}")
 
 
 async def _listed(url: str, *, tool: str | None, revoked: bool) -> list[dict[str, Any]]:
