@@ -318,3 +318,16 @@ async def test_an_approval_id_with_a_nul_is_not_found_on_every_channel(store: SQ
         )
     assert batch.status_code == 404, batch.text
     assert batch.json()["detail"] == "no approval with id 'a\\x00b'"
+
+
+async def test_a_listing_leaves_out_arguments_too_many_to_list(store: SQLStore):
+    many = {"rows": [{"n": i} for i in range(20_000)]}
+    approval_id = await hold(store, ToolCall(id="c", name="charge", args=many))
+    async with client(store) as http:
+        [item] = (await http.get("/v1/approvals")).json()["items"]
+        whole = (await http.get(f"/v1/approvals/{approval_id}")).json()
+    assert item["truncated"] is True
+    assert item["args"].startswith("…(") and item["args"].endswith(
+        "bytes of arguments, not listed)"
+    )
+    assert whole["args"] == many

@@ -27,6 +27,8 @@ from signoff.types import (
 T = TypeVar("T")
 _ARGUMENTS = frozenset({"args", "requested_args"})
 """The keys that hold a call's arguments, wherever they are in the API's data."""
+PREVIEW_BYTES = 64 * 1024
+"""The most a listing shows of one call's arguments (as JSON, once long strings are cut)."""
 
 __all__ = [
     "Always",
@@ -141,6 +143,9 @@ def previewed(data: dict[str, Any], redaction: Redaction) -> dict[str, Any]:
         for key, value in item.items():
             if key in _ARGUMENTS:
                 value, shortened = clip(value, chars=PREVIEW_CHARS)
+                size = len(json.dumps(value))
+                if size > PREVIEW_BYTES:  # a great many short values: none of them listed
+                    value, shortened = f"…({size:,} bytes of arguments, not listed)", True
                 cut = cut or shortened
                 out[key] = value
             else:
