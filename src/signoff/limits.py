@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from itertools import accumulate
 from typing import Any, Final
 
 from signoff.errors import InvalidArgumentsError
@@ -115,17 +114,28 @@ def json_depth(value: Any, *, stop_after: int | None = None) -> int:
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BRACKETS = b"[]{}"
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in _BRACKETS)
-_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+_OPENING = frozenset(b"[{")
 
 
 def text_depth(text: bytes, *, stop_after: int) -> int:
     """How deep the JSON document `text` nests, read from its brackets without parsing it (a
     parser recurses, and gives up a few hundred levels down). At most a bound: a document with
-    fewer than `stop_after` opening brackets is not measured further."""
-    if text.count(b"[") + text.count(b"{") <= stop_after:
-        return min(stop_after, text.count(b"[") + text.count(b"{"))
+    fewer than `stop_after` opening brackets is not measured further, and counting stops once
+    past `stop_after`."""
+    opening = text.count(b"[") + text.count(b"{")
+    if opening <= stop_after:
+        return opening
     brackets = _STRING.sub(b"", text).translate(None, _NOT_BRACKETS)
-    return max(accumulate(_STEP[b] for b in brackets), default=0)
+    depth = deepest = 0
+    for bracket in brackets:
+        # Counted from zero up: a stray closing bracket (in YAML, one in a plain scalar)
+        # never lets the openings after it count for less.
+        depth = depth + 1 if bracket in _OPENING else max(0, depth - 1)
+        if depth > deepest:
+            deepest = depth
+            if deepest > stop_after:
+                break
+    return deepest
 
 
 def clip(value: Any, *, max_depth: int = MAX_DEPTH, chars: int | None = None) -> tuple[Any, bool]:

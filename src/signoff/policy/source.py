@@ -120,18 +120,24 @@ def _check_nesting(text: str, source: str | None) -> None:
             depth -= 1
 
 
-_INDENT = re.compile(r"^[ \t]*", re.MULTILINE)
-_DASHES = re.compile(rf"(?:[-?:][ \t]+){{{MAX_NESTING // 4}}}")
+# In block style a level needs a column of indentation, or an indicator on its line (``- ``,
+# ``? ``, a key's ``: ``, two levels for ``- key:``): 100 levels need one or the other in bulk.
+_DEEP_INDENT = re.compile(rf"^[ \t]{{{MAX_NESTING // 2 - 2}}}", re.MULTILINE)
+_DASHES = re.compile(rf"[-?:][ \t]+(?:[-?:][ \t]+){{{MAX_NESTING // 4 - 1}}}")
 
 
 def _maybe_deep(text: str) -> bool:
-    """Whether `text` might nest past `MAX_NESTING`: its brackets, its indentation or a run of
-    block indicators on one line (``- - - x``) say so. Never false for a deep document."""
-    if text_depth(text.encode(), stop_after=MAX_NESTING) > MAX_NESTING:
+    """Whether `text` might nest past `MAX_NESTING` (then `_check_nesting` reads its events,
+    which is exact): its brackets outside double-quoted scalars, counted from where they would
+    stand in flow style; deep indentation; or a run of block indicators on one line
+    (``- - - x``). A cheap look, not a parse: closing brackets inside single-quoted scalars
+    can hide nesting from it, which only a file's author can write (the API takes policies as
+    JSON, whose strings it sees)."""
+    if text.count("[") + text.count("{") > MAX_NESTING and (
+        text_depth(text.encode(), stop_after=MAX_NESTING) > MAX_NESTING
+    ):
         return True
-    if max(map(len, _INDENT.findall(text)), default=0) > MAX_NESTING // 4:
-        return True
-    return _DASHES.search(text) is not None
+    return _DEEP_INDENT.search(text) is not None or _DASHES.search(text) is not None
 
 
 class _DuplicateKey(ValueError):
