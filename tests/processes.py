@@ -1,5 +1,6 @@
 """Real signoff processes for the tests: ``signoff_command()`` starts one; ``signoff_server``
-runs ``signoff serve|demo … --port 0`` for the length of a block."""
+runs ``signoff serve|demo … --port 0`` for the length of a block; and a WebSocket handshake
+sent byte by byte, as a browser on any host would send it."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from tests.deadline import HANG
 
-__all__ = ["signoff_command", "signoff_server"]
+__all__ = ["signoff_command", "signoff_server", "websocket_handshake"]
 
 ZYGOTE = Path(__file__).with_name("zygote.py")
 _zygote: list[str] = []
@@ -73,3 +74,21 @@ async def signoff_server(
             process.send_signal(signal.SIGINT)
             async with asyncio.timeout(HANG):
                 await process.wait()
+
+
+async def websocket_handshake(port: int, host: str, origin: str | None = None) -> str:
+    """The status line that a WebSocket handshake on ``/v1/ws`` of the server on 127.0.0.1:`port`
+    gets, sent with `host` as its ``Host`` (and `origin` as its ``Origin``)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    lines = [
+        "GET /v1/ws HTTP/1.1", f"Host: {host}", "Upgrade: websocket", "Connection: Upgrade",
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version: 13",
+    ]  # fmt: skip
+    if origin is not None:
+        lines.append(f"Origin: {origin}")
+    writer.write(("\r\n".join(lines) + "\r\n\r\n").encode())
+    try:
+        async with asyncio.timeout(HANG):
+            return (await reader.readline()).decode().strip()
+    finally:
+        writer.close()

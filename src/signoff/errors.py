@@ -10,6 +10,7 @@
      ├── ForbiddenError         the actor may not take this decision
      ├── ApprovalTimeout        nobody decided within the time asked for
      ├── StoreError             the database cannot be reached, or holds no signoff schema
+     ├── CheckpointError        an audit checkpoint that is malformed, forged, or cannot be checked
      └── MissingExtraError      an optional part is used without its extra installed
 
 Messages name the offending value and say what to do about it. Mapping errors to HTTP statuses
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "ApprovalTimeout",
+    "CheckpointError",
     "ConflictError",
     "ForbiddenError",
     "InvalidArgumentsError",
@@ -107,6 +109,11 @@ class ApprovalTimeout(SignoffError, TimeoutError):
 
 class StoreError(SignoffError):
     """The database cannot be opened, or it holds no (or a newer) signoff schema."""
+
+
+class CheckpointError(SignoffError, ValueError):
+    """An audit checkpoint that is not one, whose signature does not match the key, or that
+    cannot be checked (signed, and no key is configured)."""
 
 
 class MissingExtraError(SignoffError, ImportError):

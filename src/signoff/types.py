@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Final, Literal, TypeAlias
 
@@ -34,9 +34,11 @@ __all__ = [
     "Verdict",
     "VerdictKind",
     "approval_to_dict",
+    "call_json",
     "canonical_json",
     "decision_from_dict",
     "decision_to_dict",
+    "grant_to_dict",
 ]
 
 VerdictKind: TypeAlias = Literal["allow", "ask", "deny"]
@@ -54,6 +56,8 @@ def canonical_json(value: Any) -> bytes:
         ).encode()
     except (TypeError, ValueError) as exc:  # UnicodeEncodeError (a lone surrogate) is a ValueError
         raise InvalidArgumentsError(f"value is not representable as JSON: {exc}") from exc
+    except RecursionError:
+        raise InvalidArgumentsError("value is nested too deep to write down as JSON") from None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,7 +78,12 @@ class ToolCall:
     @property
     def digest(self) -> str:
         """sha256 of the canonical JSON of ``[name, args, server]``: what an approval binds to."""
-        return hashlib.sha256(canonical_json([self.name, self.args, self.server])).hexdigest()
+        return hashlib.sha256(call_json(self)).hexdigest()
+
+
+def call_json(call: ToolCall) -> bytes:
+    """The bytes a call's digest hashes: the canonical JSON of ``[name, args, server]``."""
+    return canonical_json([call.name, call.args, call.server])
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,6 +102,9 @@ class Verdict:
     """Roles allowed to decide a held call; empty means anyone who may decide."""
     forbid_self_approval: bool = False
     """When true, the principal that started the run may not decide its calls."""
+    rule_digest: str | None = None
+    """A hash of what the deciding rule (or default) says, wherever it stands: a grant left
+    under an asked call binds to it, so an edited or replaced rule never inherits the grant."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -232,6 +244,8 @@ class Approval:
     origin: str = "gate"
     """Who holds the call: ``gate`` (in-process), ``runtime``, ``mcp-gateway``, ..."""
     rule: str | None
+    rule_digest: str | None = None
+    """What the rule that asked said when it asked (see `Verdict.rule_digest`)."""
     reason: str
     status: ApprovalStatus = "pending"
     requested_at: datetime
@@ -243,6 +257,9 @@ class Approval:
     decided_by: str | None = None
     decided_at: datetime | None = None
     decision: Decision | None = None
+    requested_args: dict[str, Any] | None = None
+    """The arguments the call was requested with, when an edit replaced them in `call`; None
+    when `call` runs as requested."""
     version: int = 1
     """Bumped by every change; a decision is a compare-and-set on it."""
 
@@ -250,29 +267,46 @@ class Approval:
     def pending(self) -> bool:
         return self.status == "pending"
 
+    @property
+    def requested_call(self) -> ToolCall:
+        """The call as it was requested, before any edit."""
+        if self.requested_args is None:
+            return self.call
+        return replace(self.call, args=self.requested_args)
+
 
 @dataclass(frozen=True, kw_only=True)
 class AuditEntry:
-    """One line of the hash-chained audit log."""
+    """One line of the hash-chained audit log, as stored. A row that cannot be shown as signoff
+    wrote it (tampered with, or damaged) comes back with `problem` saying why."""
 
     seq: int
-    at: datetime
+    at: datetime | None
+    """When; None when the stored time is not one (see `problem`)."""
     actor: str
     action: str
     """``verdict``, ``decision``, ``grant``, ``revoke``, ``expire``, ``policy``, ..."""
     subject: str
     """What the entry is about: an approval id, a grant id, a policy version."""
     data: dict[str, Any]
+    """The entry's details; empty when the stored data cannot be shown (see `problem`)."""
     prev_hash: str
     hash: str
+    problem: str | None = None
+    """Why the stored row cannot be shown as written, in words ("its data is not JSON"), or
+    None. Whether the log was tampered with is for ``Store.verify_audit`` to say."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class Context:
-    """Where a call is evaluated: its run and thread, and the grants that may let it through."""
+    """Where a call is evaluated: its run and thread, who asked, and the grants that may let
+    it through."""
 
     run_id: str | None = None
     thread_id: str | None = None
+    requested_by: str | None = None
+    """The principal that started the run: a grant never covers a call its granter could not
+    have approved, their own where the rule forbids self-approval included."""
     grants: tuple[Grant, ...] = ()
 
 
@@ -291,12 +325,23 @@ class Grant:
     args_digest: str | None = None
     """When set, only a call with this digest is covered (``Scope.with_args``)."""
     rule: str | None = None
-    """The rule that asked when it was granted: the grant covers only calls that rule asks
-    about, so it never carries an approval past a stricter rule's approvers."""
+    """The id of the rule that asked when it was granted: the grant covers only calls that
+    rule asks about, so it never carries an approval past a stricter rule's approvers."""
+    rule_digest: str | None = None
+    """What that rule said (`Verdict.rule_digest`): once the rule is edited or another takes
+    its place — its id may be only its position — the grant covers nothing. None on grants made
+    before signoff kept it: they cover nothing either."""
     approval_id: str | None = None
     """The approval whose decision left this grant."""
     created_by: str
+    roles: tuple[str, ...] = ()
+    """The granter's roles when they granted: the grant covers only calls they could approve."""
     created_at: datetime
+    uses: int = 0
+    """How many calls it let through."""
+    last_used_at: datetime | None = None
+    revoked_by: str | None = None
+    revoked_at: datetime | None = None
 
     def covers(self, call: ToolCall, context: Context) -> bool:
         """Whether this grant lets `call` through without asking, in `context`."""
@@ -316,7 +361,9 @@ class Grant:
 
 
 def approval_to_dict(approval: Approval) -> dict[str, Any]:
-    """The approval as JSON-ready data, as the API and every channel show it."""
+    """The approval as JSON-ready data, as the API and every channel show it: `args` are
+    those the call runs with, `requested_args` those it was requested with (they differ after
+    an edit)."""
     call = approval.call
 
     def iso(moment: datetime | None) -> str | None:
@@ -329,6 +376,8 @@ def approval_to_dict(approval: Approval) -> dict[str, Any]:
         "call_id": call.id,
         "tool": call.name,
         "args": call.args,
+        "requested_args": approval.requested_call.args,
+        "edited": approval.requested_args is not None,
         "server": call.server,
         "agent": call.agent,
         "status": approval.status,
@@ -342,4 +391,28 @@ def approval_to_dict(approval: Approval) -> dict[str, Any]:
         "decided_by": approval.decided_by,
         "decided_at": iso(approval.decided_at),
         "decision": None if approval.decision is None else decision_to_dict(approval.decision),
+    }
+
+
+def grant_to_dict(grant: Grant, *, in_force: bool = True) -> dict[str, Any]:
+    """A grant as the API lists it; `in_force` whether the policy still has the rule it was
+    given under (else it covers nothing)."""
+    status = "revoked" if grant.revoked_at is not None else "active" if in_force else "stale"
+    return {
+        "id": grant.id,
+        "tool": grant.tool,
+        "server": grant.server,
+        "scope": grant.scope,
+        "subject": grant.subject,
+        "with_args": grant.args_digest is not None,
+        "rule": grant.rule,
+        "status": status,
+        "granted_by": grant.created_by,
+        "roles": list(grant.roles),
+        "granted_at": grant.created_at.isoformat(),
+        "approval_id": grant.approval_id,
+        "uses": grant.uses,
+        "last_used_at": None if grant.last_used_at is None else grant.last_used_at.isoformat(),
+        "revoked_by": grant.revoked_by,
+        "revoked_at": None if grant.revoked_at is None else grant.revoked_at.isoformat(),
     }

@@ -7,10 +7,12 @@ import asyncio
 import os
 import re
 import subprocess
+from datetime import UTC, datetime
 
 from signoff import Policy, ToolCall
 from signoff.gate import Gate
 from signoff.store import open_store
+from signoff.types import Approval
 from tests.processes import signoff_command
 
 
@@ -53,6 +55,61 @@ def test_approve_and_reject_on_a_database_as_a_named_decider(store_url: str):
     )
     assert code == 1
     assert "already approved" in err or "conflict" in err.lower(), err
+
+
+def test_approve_and_reject_take_a_short_id_the_end_of_the_approval_s_id(store_url: str):
+    first, second = asyncio.run(held(store_url, 2))
+    decider = ("--database", store_url, "--as", "olga", "--role", "ops")
+    code, out, err = signoff("approve", first[-8:], *decider)
+    assert (code, out, err) == (0, f"{first}: approved by olga (delete_pod)\n", "")
+    code, out, err = signoff("reject", second[-12:], "--reason", "p1 serves traffic", *decider)
+    assert (code, out, err) == (0, f"{second}: rejected by olga (delete_pod)\n", "")
+
+
+# Two approvals whose ids end alike, as two made in different milliseconds may, once in 2**32.
+TWINS = ["0193aaaaaaaa" + "0" * 8 + "0000deadbeef", "0193bbbbbbbb" + "1" * 8 + "1111deadbeef"]
+
+
+async def twins(url: str) -> None:
+    approvals = [
+        Approval(
+            id=approval_id,
+            call=ToolCall(id=f"c{n}", name="delete_pod", args={"name": f"p{n}"}),
+            batch_id=f"b{n}",
+            rule="rules[0]",
+            reason="approval required: delete_pod",
+            requested_at=datetime.now(UTC),
+        )
+        for n, approval_id in enumerate(TWINS)
+    ]
+    async with open_store(url) as store:
+        await store.create_approvals(approvals)
+
+
+async def pending(url: str) -> list[str]:
+    async with open_store(url) as store:
+        return sorted(a.id for a in await store.list_approvals(status="pending"))
+
+
+def test_a_short_id_that_names_several_approvals_or_none_decides_nothing(store_url: str):
+    asyncio.run(twins(store_url))
+    database = ("--database", store_url, "--as", "olga")
+    code, out, err = signoff("approve", "deadbeef", *database)
+    assert (code, out) == (1, "")
+    assert (
+        f"'deadbeef' ends the ids of more than one approval: {TWINS[1]} (delete_pod, pending); "
+        f"{TWINS[0]} (delete_pod, pending). Give more of the id; nothing was decided"
+    ) in err
+    code, out, err = signoff("reject", "12345678", "--reason", "no", *database)
+    assert (code, out) == (1, "")
+    assert "no approval's id ends with '12345678'" in err
+    code, out, err = signoff("approve", "3", *database)  # an inbox number, out of the inbox
+    assert (code, out) == (1, "")
+    assert "'3' is too short to name an approval" in err
+    assert asyncio.run(pending(store_url)) == sorted(TWINS)
+    # One more character tells them apart.
+    code, out, err = signoff("approve", "1deadbeef", *database)
+    assert (code, out, err) == (0, f"{TWINS[1]}: approved by olga (delete_pod)\n", "")
 
 
 def test_the_rule_s_roles_hold_on_the_command_line_too(store_url: str):

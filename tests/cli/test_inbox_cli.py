@@ -5,29 +5,42 @@ from __future__ import annotations
 import asyncio
 import os
 import pty
+import re
 import select
 import subprocess
 import time
 
-from signoff import Policy, ToolCall
+from signoff import Approve, Policy, ToolCall
 from signoff.gate import Gate
 from signoff.store import open_store
 from tests.deadline import HANG
 from tests.processes import signoff_command
 
+POLICY = Policy.from_dict({"rules": [{"ask": "delete_pod", "approvers": ["ops"]}]})
+ROW = re.compile(r"│ (\d+) +│ (\w+) +│ delete_pod +│ \{\"name\": \"(\w+)\"\}")
 
-async def held(url: str) -> list[str]:
+
+async def held(url: str, *names: str) -> list[str]:
+    """Hold a `delete_pod` of each name, in one batch: the approvals' ids, in that order."""
+    calls = [ToolCall(id=f"c-{n}", name="delete_pod", args={"name": n}) for n in names]
     async with open_store(url) as store:
-        gate = Gate(
-            Policy.from_dict({"rules": [{"ask": "delete_pod", "approvers": ["ops"]}]}), store
-        )
-        calls = [ToolCall(id=f"c{i}", name="delete_pod", args={"name": f"p{i}"}) for i in range(3)]
-        return [o.approval.id for o in await gate.check(calls) if o.approval is not None]
+        return [o.approval.id for o in await Gate(POLICY, store).check(calls) if o.approval]
+
+
+async def approved_elsewhere(url: str, approval_id: str, actor: str) -> None:
+    async with open_store(url) as store:
+        await Gate(POLICY, store).decide(approval_id, Approve(), actor=actor, roles=["ops"])
 
 
 async def statuses(url: str, ids: list[str]) -> list[tuple[str, str | None, dict[str, object]]]:
     async with open_store(url) as store:
         return [(a.status, a.decided_by, a.call.args) for a in await store.get_approvals(ids)]
+
+
+def rows(screen: str) -> dict[int, tuple[str, str]]:
+    """The last table on the screen: each number's short id and pod name."""
+    table = screen.rpartition(" waiting")[2]
+    return {int(n): (short, name) for n, short, name in ROW.findall(table)}
 
 
 class Terminal:
@@ -67,33 +80,121 @@ class Terminal:
 
 
 def test_a_person_lists_approves_rejects_and_edits_in_the_terminal(store_url: str):
-    ids = asyncio.run(held(store_url))
+    ids = asyncio.run(held(store_url, "p0", "p1", "p2"))
     terminal = Terminal("inbox", "--database", store_url, "--as", "olga", "--role", "ops")
     shown = terminal.until("inbox> ")
     assert "3 waiting" in shown
-    assert shown.count("delete_pod") == 3
+    # Numbered in the order the calls came; each shows the end of its id.
+    assert rows(shown) == {n: (ids[n - 1][-8:], f"p{n - 1}") for n in (1, 2, 3)}
     terminal.type("approve 1")
-    assert "approved by olga" in terminal.until("inbox> ")
-    terminal.type("reject 1 p1 serves traffic")
+    assert "#1 " + ids[0][-8:] + " delete_pod: approved by olga" in terminal.until("inbox> ")
+    terminal.type("reject 2 p1 serves traffic")
     assert "rejected by olga" in terminal.until("inbox> ")
-    terminal.type("edit 1 {not json}")
+    terminal.type("edit 3 {not json}")
     assert "the arguments are not JSON" in terminal.until("inbox> ")
-    terminal.type('edit 1 {"name": "p9"}')
+    terminal.type('edit 3 {"name": "p9"}')
     assert "edited by olga" in terminal.until("inbox> ")
     terminal.type("list")
     assert "nothing waits for a decision" in terminal.until("inbox> ")
     terminal.type("quit")
     assert terminal.close() == 0
-    # Newest first: #1 was p2, then p1, then p0 (edited to p9).
     assert asyncio.run(statuses(store_url, ids)) == [
-        ("edited", "olga", {"name": "p9"}),
+        ("approved", "olga", {"name": "p0"}),
         ("rejected", "olga", {"name": "p1"}),
-        ("approved", "olga", {"name": "p2"}),
+        ("edited", "olga", {"name": "p9"}),
     ]
 
 
+def test_a_number_typed_from_the_table_before_a_decision_hits_the_call_it_showed(store_url: str):
+    """Issue 16 item 10: after #1 was decided, #2 from the old table hit the call that moved up."""
+    ids = asyncio.run(held(store_url, "p0", "p1", "p2", "p3"))
+    terminal = Terminal("inbox", "--database", store_url, "--as", "olga", "--role", "ops")
+    first = rows(terminal.until("inbox> "))
+    assert [name for _, name in first.values()] == ["p0", "p1", "p2", "p3"]
+    terminal.type("approve 1")
+    assert rows(terminal.until("inbox> ")) == {n: first[n] for n in (2, 3, 4)}
+    terminal.type("reject 2 p1 serves traffic")  # the person still reads the first table
+    after = terminal.until("inbox> ")
+    assert "#2 " + ids[1][-8:] + " delete_pod: rejected by olga" in after
+    assert rows(after) == {n: first[n] for n in (3, 4)}
+    terminal.type("respond 3 p2 is already gone")
+    assert "responded by olga" in terminal.until("inbox> ")
+    terminal.type("approve 1")
+    assert "error: #1 (delete_pod) was already approved by olga" in terminal.until("inbox> ")
+    terminal.type("reject 2 again")
+    assert "error: #2 (delete_pod) was already rejected by olga" in terminal.until("inbox> ")
+    terminal.type("quit")
+    assert terminal.close() == 0
+    assert asyncio.run(statuses(store_url, ids)) == [
+        ("approved", "olga", {"name": "p0"}),
+        ("rejected", "olga", {"name": "p1"}),
+        ("responded", "olga", {"name": "p2"}),
+        ("pending", None, {"name": "p3"}),
+    ]
+
+
+def test_a_number_whose_call_was_decided_elsewhere_is_refused_and_not_passed_on(store_url: str):
+    ids = asyncio.run(held(store_url, "p0", "p1", "p2"))
+    terminal = Terminal("inbox", "--database", store_url, "--as", "olga", "--role", "ops")
+    first = rows(terminal.until("inbox> "))
+    asyncio.run(approved_elsewhere(store_url, ids[0], "alice"))  # #1, in the web inbox say
+    terminal.type("reject 1 no")
+    assert "error: #1 (delete_pod) was already approved by alice" in terminal.until("inbox> ")
+    terminal.type("list")
+    assert rows(terminal.until("inbox> ")) == {n: first[n] for n in (2, 3)}
+    terminal.type("quit")
+    assert terminal.close() == 0
+    assert asyncio.run(statuses(store_url, ids)) == [
+        ("approved", "alice", {"name": "p0"}),
+        ("pending", None, {"name": "p1"}),
+        ("pending", None, {"name": "p2"}),
+    ]
+
+
+def test_calls_that_arrive_later_get_the_next_numbers_once_listed(store_url: str):
+    ids = asyncio.run(held(store_url, "p0", "p1"))
+    terminal = Terminal("inbox", "--database", store_url, "--as", "olga", "--role", "ops")
+    first = rows(terminal.until("inbox> "))
+    [late] = asyncio.run(held(store_url, "p2"))
+    terminal.type("approve 3")  # not listed yet: no number names it
+    assert "error: no #3 has been listed; see `list`" in terminal.until("inbox> ")
+    terminal.type("approve 1")
+    after = rows(terminal.until("inbox> "))  # the list after the decision shows the newcomer
+    assert after == {2: first[2], 3: (late[-8:], "p2")}
+    terminal.type(f"approve {late[-8:]}")  # the short id works as well as the number
+    assert "#3 " + late[-8:] + " delete_pod: approved by olga" in terminal.until("inbox> ")
+    terminal.type("show 3")
+    assert '"status": "approved"' in terminal.until("inbox> ")
+    terminal.type("quit")
+    assert terminal.close() == 0
+    assert [s for s, _, _ in asyncio.run(statuses(store_url, [*ids, late]))] == [
+        "approved",
+        "pending",
+        "approved",
+    ]
+
+
+def test_the_short_id_the_inbox_shows_is_what_approve_and_reject_take(store_url: str):
+    ids = asyncio.run(held(store_url, "p0", "p1"))
+    terminal = Terminal("inbox", "--database", store_url)
+    shown = rows(terminal.until("inbox> "))
+    terminal.type("quit")
+    assert terminal.close() == 0
+    (first, _), (second, _) = shown[1], shown[2]
+    decider = ("--database", store_url, "--as", "olga", "--role", "ops")
+    approved = signoff("approve", first, *decider)
+    assert approved == (0, f"{ids[0]}: approved by olga (delete_pod)\n")
+    rejected = signoff("reject", second, "--reason", "p1 serves traffic", *decider)
+    assert rejected == (0, f"{ids[1]}: rejected by olga (delete_pod)\n")
+
+
+def signoff(*args: str) -> tuple[int, str]:
+    done = subprocess.run([*signoff_command(), *args], capture_output=True, text=True, check=False)
+    return done.returncode, done.stdout + done.stderr
+
+
 def test_the_rule_s_roles_hold_in_the_terminal_too(store_url: str):
-    asyncio.run(held(store_url))
+    asyncio.run(held(store_url, "p0", "p1", "p2"))
     terminal = Terminal("inbox", "--database", store_url, "--as", "bob")
     terminal.until("inbox> ")
     terminal.type("approve 1")

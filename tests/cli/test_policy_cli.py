@@ -87,7 +87,22 @@ def test_explain_json_prints_one_object_with_verdict_rule_and_reason():
         "rule": "rules[2]",
         "reason": "approval required: write_file when path glob '/etc/**'",
         "shadowed": [],
+        "grant": None,
+        "grants_passed_over": [],
     }
+
+
+def test_explain_says_what_the_gate_does_with_arguments_nested_past_its_limit():
+    deep = "[" * 800 + "]" * 800
+    code, out, _ = run(
+        "policy", "explain", "-c", str(EXAMPLE), "-t", "write_file", "--args", f'{{"a": {deep}}}',
+        "--json",
+    )  # fmt: skip
+    assert code == 0
+    assert json.loads(out)["verdict"] == "deny"
+    assert "nested more than 64 levels deep" in json.loads(out)["reason"]
+    code, _, err = run("policy", "explain", "-c", str(EXAMPLE), "-t", "x", "--args", "[" * 5000)
+    assert code == 2 and "nested too deep to read" in err
 
 
 def test_explain_json_gives_a_null_rule_when_the_default_decides():

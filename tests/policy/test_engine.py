@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from signoff import Context, Grant, Policy, PolicyEngine, ToolCall
+from signoff.policy.model import default_digest
 
 
 def engine(data: dict[str, Any]) -> PolicyEngine:
@@ -131,11 +132,19 @@ def test_arguments_that_are_not_an_object_are_denied_where_a_deny_rule_might_app
     assert strict.evaluate(ToolCall(id="c", name="x", args=[])).kind == "deny"  # type: ignore[arg-type]
 
 
-def grant(scope: str, subject: str | None = None, **fields: Any) -> Grant:
+def grant(
+    scope: str, subject: str | None = None, *, under: PolicyEngine | None = None, **fields: Any
+) -> Grant:
+    """A grant by alice; `under` an engine, bound to its rule as that engine has it."""
+    rule = fields.pop("rule", "rules[0]")
+    digest = None
+    if under is not None:
+        digest = default_digest("ask") if rule is None else under.rule(rule).digest
     return Grant(
         id=f"g-{scope}",
         tool=fields.pop("tool", "send_email"),
-        rule=fields.pop("rule", "rules[0]"),
+        rule=rule,
+        rule_digest=digest,
         scope=scope,  # type: ignore[arg-type]
         subject=subject,
         created_by="alice",
@@ -146,7 +155,7 @@ def grant(scope: str, subject: str | None = None, **fields: Any) -> Grant:
 
 def test_a_grant_turns_an_ask_into_an_allow_within_its_scope():
     e = engine({"rules": [{"ask": "send_email"}]})
-    thread = Context(thread_id="t1", grants=(grant("thread", "t1"),))
+    thread = Context(thread_id="t1", grants=(grant("thread", "t1", under=e),))
     verdict = e.evaluate(call("send_email"), thread)
     assert (verdict.kind, verdict.rule) == ("allow", "grant:g-thread")
     assert verdict.reason == "approved always by alice for this thread"
@@ -165,7 +174,7 @@ def test_a_grant_never_overrides_a_deny_even_one_of_lower_priority():
             ]
         }
     )
-    context = Context(grants=(grant("global"),))
+    context = Context(grants=(grant("global", under=e),))
     assert e.evaluate(call("send_email", {"to": "a@us.com"}), context).kind == "allow"
     assert e.evaluate(call("send_email", {"to": "b@competitor.com"}), context).kind == "ask"
     denied = engine({"rules": [{"deny": "send_email"}]})
@@ -175,7 +184,7 @@ def test_a_grant_never_overrides_a_deny_even_one_of_lower_priority():
 def test_a_grant_narrowed_to_the_arguments_covers_only_that_exact_call():
     approved = call("send_email", {"to": "a@us.com"})
     e = engine({})
-    context = Context(grants=(grant("global", args_digest=approved.digest, rule=None),))
+    context = Context(grants=(grant("global", args_digest=approved.digest, rule=None, under=e),))
     assert e.evaluate(call("send_email", {"to": "a@us.com"}), context).kind == "allow"
     assert e.evaluate(call("send_email", {"to": "b@us.com"}), context).kind == "ask"
 
@@ -214,7 +223,8 @@ def test_explain_names_the_deciding_rule_and_the_rules_it_shadowed():
 
 def test_explain_shows_the_grant_that_let_a_call_through():
     e = engine({"rules": [{"ask": "send_email", "id": "mail"}]})
-    explanation = e.explain(call("send_email"), Context(grants=(grant("global", rule="mail"),)))
+    context = Context(grants=(grant("global", rule="mail", under=e),))
+    explanation = e.explain(call("send_email"), context)
     assert explanation.grant is not None and explanation.grant.id == "g-global"
     assert explanation.verdict.kind == "allow"
     assert [r.id for r in explanation.shadowed] == ["mail"]
@@ -272,10 +282,10 @@ def test_a_grant_never_covers_arguments_that_cannot_be_checked():
             ]
         }
     )
-    context = Context(grants=(grant("global", tool="pay"),))
+    context = Context(grants=(grant("global", tool="pay", under=e),))
     assert e.evaluate(call("pay", {"amount": 5}), context).kind == "allow"
     assert e.evaluate(call("pay", {"amount": float("nan")}), context).kind == "ask"
-    narrowed = Context(grants=(grant("global", tool="pay", args_digest="0" * 64),))
+    narrowed = Context(grants=(grant("global", tool="pay", args_digest="0" * 64, under=e),))
     assert e.evaluate(call("pay", {"amount": float("nan")}), narrowed).kind == "ask"
 
 
@@ -288,7 +298,9 @@ def test_a_grant_covers_only_calls_the_rule_it_was_left_under_asks_about():
             ]
         }
     )
-    context = Context(grants=(grant("global", tool="delete_pod", rule="any"),))
+    context = Context(
+        grants=(grant("global", tool="delete_pod", rule="any", roles=("dev",), under=e),)
+    )
     assert e.evaluate(call("delete_pod", {"ns": "dev"}), context).kind == "allow"
     held = e.evaluate(call("delete_pod", {"ns": "prod"}), context)
     assert (held.kind, held.rule, held.approvers) == ("ask", "prod", ("ops",))

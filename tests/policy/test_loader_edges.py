@@ -191,3 +191,36 @@ def test_a_thousand_problems_are_all_reported_with_their_lines():
     found = caught.value.problems
     assert len(found) == 1000
     assert [p.line for p in found] == list(range(2, 1002))
+
+
+FLOW = "rules:\n  - ask: x\n    when: {a: {eq: "  # 5 levels deep where the list begins
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        # YAML's C reader crashed the process on this one: the 96th bracket is the 101st level.
+        (FLOW + "[" * 100_000 + "]" * 100_000 + "}}\n", f"3:{len(FLOW.splitlines()[-1]) + 96}"),
+        ("rules:\n" + "".join("  " * i + "-\n" for i in range(1, 300)), "101:201"),
+        ("rules:\n  - " + "- " * 3000 + "x\n", "2:201"),
+    ],
+)
+def test_a_document_nested_past_100_levels_is_refused_at_its_line_and_column(text: str, where: str):
+    assert problems(text) == [f"p.yaml:{where}: the document is nested more than 100 levels deep"]
+
+
+def test_a_json_policy_too_deep_for_the_json_reader_is_refused_at_its_place(tmp_path: Path):
+    path = tmp_path / "deep.json"
+    head = '{"rules": [{"ask": "x", "when": {"a": {"eq": '  # 5 levels deep
+    path.write_text(head + "[" * 1500 + "]" * 1500 + "}}}]}")
+    with pytest.raises(PolicyError) as caught:
+        Policy.from_file(path)
+    where = f"1:{len(head) + 96}"
+    assert str(caught.value) == f"{path}:{where}: the document is nested more than 100 levels deep"
+
+
+def test_a_condition_value_nested_past_64_levels_is_refused_where_it_stands():
+    deep = "[" * 65 + "]" * 65
+    assert problems(f"rules:\n  - ask: x\n    when: {{a: {{eq: {deep}}}}}\n") == [
+        "p.yaml:3:20: rules[0].when.a.eq: 'eq' has a value nested more than 64 levels deep"
+    ]

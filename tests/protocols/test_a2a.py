@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import json
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +32,12 @@ from a2a.utils.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
+from a2a.utils.task import encode_page_token
 from google.protobuf.json_format import MessageToDict, ParseDict
 
 from signoff.gate import Gate
 from signoff.protocols.a2a import EXTENSION
+from signoff.protocols.a2a.handler import SENT
 from signoff.server import Auth, Service, create_app
 from signoff.server.redact import MASK, Redaction
 from signoff.store import SQLStore
@@ -376,6 +378,74 @@ async def test_malformed_partial_and_late_decisions_are_refused_and_change_nothi
         assert sorted(ran(side)) == ["delete_pod x", "delete_pod y", "list_pods"]  # side by side
         with pytest.raises(TaskNotCancelableError):
             await client.cancel_task(CancelTaskRequest(id=task))
+
+
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
+async def test_an_id_with_a_nul_character_is_invalid_params_and_nothing_is_written(
+    store: SQLStore, side: Path, binding: str
+):
+    """PostgreSQL keeps no NUL in text, SQLite would: both refuse such an id where it comes in,
+    naming the field, before the store sees it. Free text keeps its NUL (inside JSON)."""
+    async with (
+        serving(store) as (url, _),
+        connect(url, binding=binding) as client,
+    ):
+        in_context = message("hello")
+        in_context.message.context_id = "ctx\x00"
+        sends = [
+            (message("hello", id="m\x00"), "message.messageId has a NUL character"),
+            (in_context, "message.contextId has a NUL character"),
+            (message(data={"decision_type": "approve"}, task="t\x00"), "message.taskId has a NUL"),
+        ]
+        for request, expected in sends:
+            with pytest.raises(InvalidParamsError) as refused:
+                await send(client, request)
+            assert expected in refused.value.message, refused.value.message
+        if binding == "JSONRPC":  # REST puts these ids in the URL: a NUL there is refused up front
+            reads: list[tuple[Callable[[], Awaitable[Any]], str]] = [
+                (lambda: client.get_task(GetTaskRequest(id="t\x00")), "id has a NUL"),
+                (lambda: client.cancel_task(CancelTaskRequest(id="t\x00")), "id has a NUL"),
+                (
+                    lambda: client.list_tasks(ListTasksRequest(context_id="c\x00")),
+                    "contextId has a NUL character",
+                ),
+                (
+                    lambda: client.list_tasks(
+                        ListTasksRequest(page_token=encode_page_token("t\x00"))
+                    ),
+                    "is not one this server gave",
+                ),
+            ]
+            for call, expected in reads:
+                with pytest.raises(InvalidParamsError) as refused:
+                    await call()
+                assert expected in refused.value.message, refused.value.message
+            with pytest.raises(InvalidParamsError, match="id has a NUL character"):
+                async for _ in client.subscribe(SubscribeToTaskRequest(id="t\x00")):
+                    pass
+        assert await store.list_runs() == []
+        assert await store.notes(SENT, "ops") == []  # no message id reserved
+        done = await send(client, message("hello\x00there"))
+        assert states(done)[-1] == "completed"
+        assert words((await get_task(client, task_id(done)))["history"][0]) == "hello\x00there"
+
+
+async def test_an_a2a_0_3_message_with_a_nul_in_its_id_is_invalid_params(
+    store: SQLStore, side: Path
+):
+    async with (
+        serving(store) as (url, _),
+        httpx.AsyncClient(base_url=url, headers={"Authorization": "Bearer alice-token"}) as http,
+    ):
+        answer = await http.post("/a2a/ops", json={"jsonrpc": "2.0", "id": 1,
+            "method": "message/send", "params": {"message": {
+                "kind": "message", "messageId": "k\x00", "role": "user",
+                "parts": [{"kind": "text", "text": "hello"}],
+            }}})  # fmt: skip
+        error = answer.json()["error"]
+        assert error["code"] == -32602
+        assert "message.messageId has a NUL character" in error["message"]
+        assert await store.list_runs() == []
 
 
 async def test_a_second_task_in_a_context_that_waits_is_refused(store: SQLStore, side: Path):

@@ -16,7 +16,7 @@ import httpx
 import jsonpatch
 import pytest
 
-from signoff.protocols.agui import AguiAgent
+from signoff.protocols.agui import CHANNEL, AguiAgent
 from signoff.server import Service
 from signoff.store import SQLStore
 from tests.deadline import HANG
@@ -450,6 +450,32 @@ async def test_a_run_sent_twice_is_one_run_and_ids_are_checked(store: SQLStore, 
         borrowed = await run(http, turn("t11", "r2", "hello"))
         assert borrowed[-1]["type"] == "RUN_ERROR"
         assert "a conversation of another agent" in borrowed[-1]["message"]
+
+
+async def test_a_nul_character_in_an_id_ends_the_run_before_anything_is_read_or_written(
+    store: SQLStore, side: Path
+):
+    """PostgreSQL keeps no NUL in text, SQLite would: both refuse such an id alike, naming the
+    field. A NUL in the words (kept inside JSON) is no problem."""
+    async with (
+        serving(store) as (url, _),
+        httpx.AsyncClient(base_url=url, headers=ALICE, timeout=HANG) as http,
+    ):
+        for body, field in (
+            (turn("t\x00", "r1", "hello"), "threadId"),
+            (turn("t13", "r\x00", "hello"), "runId"),
+            (resume("t13", "r\x00", approve("hitl-x-1")), "runId"),
+        ):
+            refused = await run(http, body)
+            assert types(refused) == ["RUN_STARTED", "RUN_ERROR"], refused
+            assert refused[-1]["code"] == "invalid_input"
+            assert refused[-1]["message"].startswith(f"{field} has a NUL character")
+        assert await store.list_runs() == []
+        assert await store.notes(CHANNEL, "t13") == []
+        said = await run(http, turn("t13", "r1", "hello\x00there"))
+        assert types(said)[-1] == "RUN_FINISHED"
+        [task] = await store.list_runs(thread_id="t13")
+        assert (await store.run_messages(task.id))[0]["content"] == "hello\x00there"
 
 
 async def test_a_quiet_stream_sends_keep_alive_comments_between_events(

@@ -1023,3 +1023,29 @@ async def test_an_http_session_is_its_principals_own(tmp_path: Path, sandbox: Pa
         assert stolen.status_code == 404
         own = await http.post(f"{url}/mcp", json=listing, headers={**dev, **session})
         assert own.status_code == 200 and "write_file" in own.text
+
+
+async def test_the_http_gateway_refuses_deep_bodies_and_blocks_deep_arguments(
+    tmp_path: Path, sandbox: Path
+) -> None:
+    path = config(tmp_path, sandbox)
+    serve = ["mcp-gateway", "--config", str(path), "--transport", "http", "--port", "0"]
+    deep = b"[" * 100_000 + b"]" * 100_000
+    async with signoff_server(*serve) as (url, _), httpx.AsyncClient(timeout=HANG) as http:
+        stranger = await http.post(f"{url}/mcp", content=deep)
+        assert stranger.status_code == 401
+        dev = {"Authorization": "Bearer dev-token", "Content-Type": "application/json"}
+        nested = await http.post(f"{url}/mcp", content=deep, headers=dev)
+        assert nested.status_code == 400
+        assert "nested more than 72 levels deep" in nested.json()["detail"]
+        arguments: dict[str, Any] = {"path": str(sandbox / "x.txt"), "content": "x"}
+        for _ in range(64):
+            arguments = {"a": arguments}
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": "Bearer dev-token"}) as sender,
+            Client(streamable_http_client(f"{url}/mcp", http_client=sender)) as client,
+        ):
+            result = await client.call_tool("write_file", arguments)
+    assert result.is_error
+    assert "nested more than 64 levels deep" in text(result)
+    assert not (sandbox / "x.txt").exists()

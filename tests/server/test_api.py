@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import json
 import socket
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, MutableMapping
 from typing import Any
 
 import httpx
@@ -20,6 +20,7 @@ from signoff.server import Auth, Principal, Service, create_app
 from signoff.store import SQLStore
 from signoff.testing import ScriptedModel, call
 from tests.deadline import HANG
+from tests.processes import websocket_handshake
 
 POLICY = Policy.from_dict(
     {
@@ -174,6 +175,8 @@ async def test_bad_requests_get_json_errors_naming_the_problem(api: Any):
             (await client.post("/v1/threads/t2/runs", json={"input": "x"}), 422, "body.agent"),
             (await client.get("/v1/runs/nope"), 404, "nope"),
             (await client.get("/v1/approvals", params={"limit": 0}), 422, "query.limit"),
+            (await client.get("/v1/approvals", params={"short_id": "x", "tool": "scale"}), 400,
+             "short_id goes alone"),
             (await client.post("/v1/approvals/decisions", json={"decisions": {}}), 422,
              "body.decisions"),
             (await client.get("/v1/nowhere"), 404, "Not Found"),
@@ -249,6 +252,26 @@ async def test_approve_all_decides_a_batch_at_once_and_a_long_poll_sees_it(api: 
         assert sorted(deleted) == ["a", "b", "c"]
 
 
+async def test_approvals_are_found_by_the_short_id_the_terminal_inbox_shows(api: Any):
+    turns = [
+        ModelTurn(tool_calls=tuple(call("delete_pod", name=n) for n in ("a", "b"))),
+        ModelTurn(text="both gone"),
+    ]
+    async with api(turns) as client:
+        run = (
+            await client.post(
+                "/v1/threads/t1/runs", params={"wait": 5}, json={"agent": "ops", "input": "go"}
+            )
+        ).json()
+        first, second = run["pending_approvals"]
+        found = (await client.get("/v1/approvals", params={"short_id": second[-8:]})).json()
+        assert ([a["id"] for a in found["items"]], found["next"]) == ([second], None)
+        whole = (await client.get("/v1/approvals", params={"short_id": first})).json()
+        assert [a["id"] for a in whole["items"]] == [first]
+        none = (await client.get("/v1/approvals", params={"short_id": "0" * 9})).json()
+        assert none == {"items": [], "next": None}
+
+
 async def test_agents_list_their_tools_with_schemas_and_verdicts(api: Any):
     async with api([]) as client:
         [ops] = (await client.get("/v1/agents")).json()["items"]
@@ -272,10 +295,9 @@ async def test_audit_lists_the_decisions_and_verifies(api: Any):
         entries = (await client.get("/v1/audit")).json()["items"]
         decision = [e for e in entries if e["action"] == "decision"]
         assert decision and decision[-1]["actor"] == "alice"
-        assert (await client.get("/v1/audit/verify")).json() == {
-            "ok": True,
-            "first_bad_entry": None,
-        }
+        verified = (await client.get("/v1/audit/verify")).json()
+        assert (verified["ok"], verified["first_bad_entry"]) == (True, None)
+        assert verified["reason"].startswith(f"chain intact ({len(entries)} entries)")
 
 
 @contextlib.asynccontextmanager
@@ -420,6 +442,8 @@ async def test_the_policy_in_force_and_what_it_would_say_of_a_call(api: Any):
             "rule": "rules[2]",
             "reason": explained.json()["reason"],
             "shadowed": [],
+            "grant": None,
+            "grants_passed_over": [],
         }
         assert "drain_node" in explained.json()["reason"]
         missing = await client.post("/v1/policy/explain", json={"args": {}})
@@ -556,23 +580,183 @@ async def test_a_burst_of_events_larger_than_a_page_reaches_the_all_runs_reader(
     assert got == list(range(1, 1102))  # every one, once, in order
 
 
+@contextlib.asynccontextmanager
+async def local_server(
+    store: SQLStore, auth: Auth, turns: list[Any] = DELETE_THEN_DONE
+) -> AsyncIterator[Callable[..., httpx.AsyncClient]]:
+    """An app over a fresh service (its ops agent playing `turns`); yields a function that
+    makes a client of it as one host and origin sees it: ``client("evil.example:8000")``."""
+    app = create_app(service(store, turns), auth)
+    async with app.router.lifespan_context(app), contextlib.AsyncExitStack() as clients:
+
+        def client(host: str, origin: str | None = None) -> httpx.AsyncClient:
+            made = httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=app),
+                base_url=f"http://{host}",
+                headers={} if origin is None else {"Origin": origin},
+            )
+            clients.push_async_callback(made.aclose)
+            return made
+
+        yield client
+
+
 async def test_without_authentication_another_origin_is_refused(store: SQLStore):
-    app = create_app(service(store, []), Auth.none(roles=["admin"]))
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(
-            transport=transport, base_url="http://127.0.0.1:8000"
-        ) as client:
-            assert (await client.get("/v1/approvals")).status_code == 200  # a tool: no Origin
-            same = await client.get("/v1/approvals", headers={"Origin": "http://127.0.0.1:8000"})
-            assert same.status_code == 200
-            evil = await client.post(
+    async with local_server(store, Auth.none(roles=["admin"])) as client:
+        local = client("127.0.0.1:8000")
+        assert (await local.get("/v1/approvals")).status_code == 200  # a tool: no Origin
+        same = await local.get("/v1/approvals", headers={"Origin": "http://127.0.0.1:8000"})
+        assert same.status_code == 200
+        for origin in ("https://evil.example", "http://localhost:3000", "null"):
+            evil = await local.post(
                 "/v1/threads/t/runs",
                 json={"agent": "ops", "input": "x"},
-                headers={"Origin": "https://evil.example"},
+                headers={"Origin": origin},
             )
-            assert evil.status_code == 403
-            assert evil.json()["error"] == "Forbidden"
+            assert evil.status_code == 403, origin  # another local port is another origin too
+            assert evil.json() == {
+                "error": "Forbidden",
+                "detail": f"requests from {origin} are not served",
+            }
+
+
+async def test_without_authentication_a_rebound_dns_name_can_neither_decide_nor_set_the_policy(
+    store: SQLStore,
+):
+    """DNS rebinding: evil.example's page, its name pointed at 127.0.0.1 afterwards, is
+    same-origin with itself — Origin and Host agree — but the Host is not one this serves."""
+    async with local_server(store, Auth.none(roles=["admin"])) as client:
+        local = client("127.0.0.1:8000")
+        run = (
+            await local.post(
+                "/v1/threads/t1/runs", params={"wait": 5}, json={"agent": "ops", "input": "go"}
+            )
+        ).json()
+        [pending] = run["pending_approvals"]
+        before = (await local.get("/v1/policy")).json()
+        evil = client("evil.example:8000", origin="http://evil.example:8000")
+        decision = {"kind": "approve"}
+        attempts: list[tuple[str, str, Any]] = [
+            ("POST", f"/v1/approvals/{pending}/decision", decision),
+            ("POST", "/v1/approvals/decisions", {"decisions": {pending: decision}}),
+            ("PUT", "/v1/policy", {"document": {"default": "allow"}}),
+            ("PUT", "/v1/policy/tools/delete_pod", {"verdict": "allow"}),
+            ("GET", "/v1/approvals", None),
+            ("GET", "/", None),
+            ("POST", "/agui/ops", {"threadId": "t", "runId": "r", "messages": []}),
+            ("GET", "/a2a/ops/.well-known/agent-card.json", None),
+            ("POST", "/a2a/ops", {"jsonrpc": "2.0", "id": 1, "method": "ListTasks"}),
+        ]
+        for method, path, body in attempts:
+            refused = await evil.request(method, path, json=body)
+            assert refused.status_code == 421, (path, refused.text)
+            answer = refused.json()
+            assert answer["error"] == "MisdirectedRequest"
+            assert "'evil.example'" in answer["detail"] and "allowed_hosts" in answer["detail"]
+        assert (await local.get(f"/v1/approvals/{pending}")).json()["status"] == "pending"
+        assert (await local.get("/v1/policy")).json() == before
+        # The very same requests on a loopback name do what they say.
+        for method, path, body in attempts[:3:2]:
+            done = await local.request(method, path, json=body)
+            assert done.status_code == 200, (path, done.text)
+        assert (await local.get("/v1/policy")).json()["default"] == "allow"
+        # Loopback names are served, by any port; a name DNS answers for is not.
+        for host in ("localhost:8000", "127.0.0.1", "[::1]:9", "LOCALHOST:1", "127.0.0.2:80"):
+            assert (await client(host).get("/v1/health")).status_code == 200, host
+        for host in ("localhost.:8000", "app.localhost:8000", "0.0.0.0:8000", "10.0.0.1:8000"):
+            assert (await client(host).get("/v1/health")).status_code == 421, host
+
+
+async def test_without_authentication_a_request_without_a_proper_host_is_refused(store: SQLStore):
+    async with local_server(store, Auth.none()) as client:
+        local = client("127.0.0.1:8000")
+        for host in (None, "", "a@127.0.0.1", "127.0.0.1:x", "[::1"):
+            request = local.build_request("GET", "/v1/health")
+            del request.headers["host"]
+            if host is not None:
+                request.headers["host"] = host
+            refused = await local.send(request)
+            assert refused.status_code == 400, host
+            assert refused.json()["error"] == "InvalidRequest"
+
+
+async def test_a_host_the_config_allows_is_served_and_pages_on_it_are_same_origin(store: SQLStore):
+    async with local_server(store, Auth.none(hosts=["Inbox.Internal", "[fd00::5]"])) as client:
+        assert (await client("inbox.internal:8000").get("/v1/health")).status_code == 200
+        assert (await client("[fd00::5]:8000").get("/v1/health")).status_code == 200
+        assert (await client("localhost:8000").get("/v1/health")).status_code == 200
+        assert (await client("evil.example").get("/v1/health")).status_code == 421
+        # A proxy in front of a loopback server may rewrite Host: the page's origin is on an
+        # allowed host, and that is enough; a page on another local port still is not.
+        behind = client("127.0.0.1:8000", origin="https://inbox.internal")
+        assert (await behind.get("/v1/approvals")).status_code == 200
+        other = client("127.0.0.1:8000", origin="http://localhost:3000")
+        assert (await other.get("/v1/approvals")).status_code == 403
+
+
+async def test_with_tokens_any_host_is_served_unless_the_config_names_the_hosts(store: SQLStore):
+    token = {"Authorization": "Bearer alice-token"}
+    async with local_server(store, Auth(tokens=TOKENS)) as client:
+        evil = client("evil.example:8000", origin="http://evil.example:8000")
+        assert (await evil.get("/v1/approvals")).status_code == 401  # the token protects
+        assert (await evil.get("/v1/approvals", headers=token)).status_code == 200
+    async with local_server(
+        store, Auth(tokens=TOKENS, hosts=frozenset({"inbox.internal"}))
+    ) as client:
+        assert (await client("evil.example").get("/v1/approvals", headers=token)).status_code == 421
+        assert (
+            await client("inbox.internal").get("/v1/approvals", headers=token)
+        ).status_code == 200
+        assert (await client("localhost").get("/v1/approvals", headers=token)).status_code == 200
+
+
+async def test_without_authentication_a_rebound_dns_name_cannot_open_the_websocket(
+    store: SQLStore,
+):
+    app = create_app(service(store, []), Auth.none(roles=["admin"]))
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="error")
+    )
+    serving = asyncio.create_task(server.serve())
+    try:
+        async with asyncio.timeout(HANG):
+            while not server.started:
+                await asyncio.sleep(0.01)
+            port = server.config.port
+            rebound = f"evil.example:{port}"
+            assert (await websocket_handshake(port, rebound, f"http://{rebound}")).startswith(
+                "HTTP/1.1 403"
+            )
+            for host in (f"127.0.0.1:{port}", f"localhost:{port}"):
+                status = await websocket_handshake(port, host, f"http://{host}")
+                assert status.startswith("HTTP/1.1 101"), status
+    finally:
+        server.should_exit = True
+        await serving
+
+
+async def test_a_refused_websocket_is_closed_with_4000_plus_the_status(store: SQLStore):
+    app = create_app(service(store, []), Auth.none())
+    sent: list[MutableMapping[str, Any]] = []
+
+    async def receive() -> MutableMapping[str, Any]:
+        return {"type": "websocket.connect"}
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message)
+
+    for host, origin, code in (
+        (b"evil.example:8000", b"http://evil.example:8000", 4421),
+        (b"127.0.0.1:8000", b"http://evil.example", 4403),
+    ):
+        sent.clear()
+        scope = {
+            "type": "websocket", "path": "/v1/ws", "raw_path": b"/v1/ws", "query_string": b"",
+            "headers": [(b"host", host), (b"origin", origin)], "root_path": "", "scheme": "ws",
+            "subprotocols": [], "asgi": {"version": "3.0"}, "app": app,
+        }  # fmt: skip
+        await app(scope, receive, send)
+        assert sent == [{"type": "websocket.close", "code": code}]
 
 
 async def test_odd_stream_ids_and_times_are_answered_not_crashed(api: Any):

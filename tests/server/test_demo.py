@@ -14,8 +14,9 @@ import httpx
 import pytest
 
 from signoff.demo.agents import cluster_pods
+from tests.cli.test_inbox_cli import Terminal
 from tests.deadline import HANG
-from tests.processes import signoff_command, signoff_server
+from tests.processes import signoff_command, signoff_server, websocket_handshake
 
 
 @pytest.fixture
@@ -95,7 +96,7 @@ async def test_a_person_approves_from_the_shell_through_the_server(
     paused = await run(client, "files", "delete todo.md")
     [pending] = paused["pending_approvals"]
     approve = await asyncio.create_subprocess_exec(
-        *signoff_command(), "approve", pending, "--server", str(client.base_url),
+        *signoff_command(), "approve", pending[-8:], "--server", str(client.base_url),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     out, err = await approve.communicate()
@@ -112,6 +113,60 @@ async def test_a_person_approves_from_the_shell_through_the_server(
     _, err = await again.communicate()
     assert again.returncode == 1
     assert "409" in err.decode()
+
+
+async def test_a_person_decides_in_the_terminal_inbox_through_the_server(
+    demo: tuple[httpx.AsyncClient, Path],
+):
+    client, folder = demo
+    paused = await run(client, "files", "delete todo.md")
+    [pending] = paused["pending_approvals"]
+    terminal = Terminal("inbox", "--server", str(client.base_url))
+    assert "1 waiting" in terminal.until("inbox> ")
+    terminal.type("approve 1")
+    assert f"#1 {pending[-8:]} delete_file: approved by local" in terminal.until("inbox> ")
+    terminal.type("approve 1")
+    assert "#1 (delete_file) was already approved by local" in terminal.until("inbox> ")
+    terminal.type("quit")
+    assert terminal.close() == 0
+    assert (await until_done(client, paused["id"]))["status"] == "completed"
+    assert not (folder / "sandbox" / "todo.md").exists()
+
+
+async def test_a_page_on_a_rebound_dns_name_cannot_drive_the_demo(
+    demo: tuple[httpx.AsyncClient, Path],
+):
+    client, _ = demo
+    paused = await run(client, "ops", "list pods then delete nginx-123")
+    [pending] = paused["pending_approvals"]
+    port = client.base_url.port
+    assert port is not None
+    evil = {"Host": f"evil.example:{port}", "Origin": f"http://evil.example:{port}"}
+    decided = await client.post(
+        f"/v1/approvals/{pending}/decision", json={"kind": "approve"}, headers=evil
+    )
+    assert decided.status_code == 421
+    policy = await client.put("/v1/policy", json={"document": {"default": "allow"}}, headers=evil)
+    assert policy.status_code == 421
+    assert (await websocket_handshake(port, evil["Host"], evil["Origin"])).startswith(
+        "HTTP/1.1 403"
+    )
+    assert (await client.get(f"/v1/approvals/{pending}")).json()["status"] == "pending"
+    assert (
+        await client.get("/v1/health", headers={"Host": f"localhost:{port}"})
+    ).status_code == 200
+
+
+async def test_the_demo_refuses_an_allowed_host_that_is_not_a_host_name(tmp_path: Path):
+    for value, words in (("*", "'*' would let any web page"), ("a/b", "'a/b' is not a host")):
+        process = await asyncio.create_subprocess_exec(
+            *signoff_command(), "demo", "--data-dir", str(tmp_path),
+            "--allowed-host", value,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        )  # fmt: skip
+        out, _ = await process.communicate()
+        assert process.returncode == 2
+        assert words in " ".join(out.decode().split()), out.decode()
 
 
 def documented(name: str) -> Any:

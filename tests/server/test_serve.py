@@ -17,7 +17,7 @@ import pytest
 from signoff.errors import PolicyError
 from signoff.server.config import load_config
 from tests.deadline import HANG
-from tests.processes import signoff_command, signoff_server
+from tests.processes import signoff_command, signoff_server, websocket_handshake
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -78,6 +78,39 @@ def test_every_mistake_of_a_config_is_named_with_its_line_and_column(
     )
     assert any("unknown key 'tokn' in a token; did you mean 'token'?" in line for line in lines)
     assert any(line.startswith(f"{path}:9:") and "rules[0]" in line for line in lines)
+
+
+def test_the_config_sets_the_body_and_argument_limits_and_names_a_bad_one(tmp_path: Path):
+    path = tmp_path / "limits.yaml"
+    path.write_text("limits: {body: 2MiB, arguments: 512KB}\nrules: []\n")
+    config = load_config(path)
+    assert (config.body_bytes, config.argument_bytes) == (2 * 1024**2, 512_000)
+    path.write_text("rules: []\nlimits:\n  body: lots\n  argument: 1\n")
+    with pytest.raises(PolicyError) as caught:
+        load_config(path)
+    assert str(caught.value).splitlines() == [
+        f"{path}:3:9: limits.body: limits.body must be a positive number of bytes or a size "
+        "like '512KB', '16MiB'; not 'lots'",
+        f"{path}:4:3: limits.argument: unknown key 'argument' in limits; did you mean "
+        "'arguments'? (expected one of: arguments, body)",
+    ]
+
+
+def test_allowed_hosts_are_read_as_requests_name_them_and_mistakes_are_placed(tmp_path: Path):
+    path = tmp_path / "hosts.yaml"
+    path.write_text("allowed_hosts: [Inbox.Internal, '[FD00::5]', 10.0.0.7]\nrules: []\n")
+    assert load_config(path).allowed_hosts == ("inbox.internal", "fd00::5", "10.0.0.7")
+    assert "allowed_hosts" not in load_config(path).document  # the server's, not the policy's
+    path.write_text(
+        "rules: []\nallowed_hosts:\n  - ok.example\n  - https://inbox.internal\n  - '*'\n"
+    )
+    with pytest.raises(PolicyError) as caught:
+        load_config(path)
+    lines = str(caught.value).splitlines()
+    assert lines[0].startswith(
+        f"{path}:4:5: allowed_hosts[1]: 'https://inbox.internal' is not a host name"
+    ), lines
+    assert lines[1].startswith(f"{path}:5:5: allowed_hosts[2]: '*' would let any web page"), lines
 
 
 def free_port() -> int:
@@ -155,6 +188,8 @@ async def test_serve_refuses_to_run_without_tokens_off_loopback(tmp_path: Path):
     for extra, words in (
         ([], "configures no tokens"),
         (["--no-auth", "--host", "0.0.0.0"], "--no-auth serves loopback only"),
+        (["--no-auth", "--allowed-host", "*"], "'*' would let any web page"),
+        (["--no-auth", "--allowed-host", "http://x:80"], "'http://x:80' is not a host name"),
     ):
         process = await asyncio.create_subprocess_exec(
             *signoff_command(), "serve", "--config", str(config), *extra,
@@ -217,3 +252,53 @@ async def test_two_replicas_on_postgresql_serve_as_one(
         done = await wait_for(b, run["id"], "completed")
         assert done["messages"][-1]["content"] == "done: deleted web-2"
         assert [line.split()[1] for line in side.read_text().splitlines()] == ["web-1", "web-2"]
+
+
+async def test_serve_without_auth_answers_loopback_and_the_allowed_hosts_only(tmp_path: Path):
+    """A real `signoff serve --no-auth`: a page on a rebound DNS name, same-origin with itself,
+    can neither decide, nor set the policy, nor open the WebSocket."""
+    config = tmp_path / "open.yaml"
+    config.write_text(
+        f"database: sqlite:///{tmp_path / 'open.db'}\nallowed_hosts: [inbox.internal]\n"
+        "rules:\n  - ask: delete_pod\n"
+    )
+    env = os.environ | {
+        "SIGNOFF_TEST_SIDE_FILE": str(tmp_path / "side.txt"),
+        "PYTHONPATH": str(ROOT),
+    }
+    async with (
+        signoff_server(
+            "serve", "--config", str(config), "--agents", "tests.server.serve_agents:agents",
+            "--port", "0", "--no-auth", "--allowed-host", "tunnel.example", env=env,
+        ) as (url, _),
+        httpx.AsyncClient(base_url=url) as client,
+    ):  # fmt: skip
+        port = url.rsplit(":", 1)[1]
+        started = await client.post(
+            "/v1/threads/t/runs",
+            params={"wait": 10},
+            json={"agent": "ops", "input": "delete web-1"},
+        )
+        [held] = started.json()["pending_approvals"]
+        rebound = f"evil.example:{port}"
+        evil = {"Host": rebound, "Origin": f"http://{rebound}"}
+        for method, path, body in (
+            ("POST", f"/v1/approvals/{held}/decision", {"kind": "approve"}),
+            ("PUT", "/v1/policy", {"document": {"default": "allow"}}),
+        ):
+            refused = await client.request(method, path, json=body, headers=evil)
+            assert refused.status_code == 421, refused.text
+            assert "evil.example" in refused.json()["detail"]
+        assert (await websocket_handshake(int(port), rebound, evil["Origin"])).endswith(
+            "403 Forbidden"
+        )
+        assert (await client.get(f"/v1/approvals/{held}")).json()["status"] == "pending"
+        assert (await client.get("/v1/policy")).json()["default"] == "ask"
+        for name in ("inbox.internal", "tunnel.example", "localhost", "[::1]"):
+            page = {"Host": f"{name}:{port}", "Origin": f"http://{name}:{port}"}
+            assert (await client.get("/v1/approvals", headers=page)).status_code == 200, name
+        assert (await websocket_handshake(int(port), f"localhost:{port}")).startswith(
+            "HTTP/1.1 101"
+        )
+        decided = await client.post(f"/v1/approvals/{held}/decision", json={"kind": "approve"})
+        assert decided.json()["decided_by"] == "local"

@@ -60,6 +60,10 @@ def test_edit_refused_by_the_schema_shows_the_error_then_a_valid_edit_runs(
     expect(dialog).to_be_hidden()
     expect(scale.locator(".badge")).to_have_text("edited", timeout=TIMEOUT)
     expect(scale.locator("button")).to_have_count(0)
+    # Both argument sets stay: what the model asked for beside what ran.
+    changed = scale.locator(".args-diff tr[data-path='/replicas']")
+    expect(changed.locator("td.before")).to_have_text("3")
+    expect(changed.locator("td.after")).to_have_text("4")
     expect(scale.locator(".result")).to_contain_text("deployment web scaled to 4", timeout=TIMEOUT)
     expect(page.locator("#run-status")).to_have_text("completed", timeout=TIMEOUT)
     expect(page.locator(".message.assistant .bubble").last).to_contain_text("Done")
@@ -453,3 +457,55 @@ def test_a_sub_agents_held_call_shows_on_the_run_that_handed_it_over(page: Page,
     expect(card(page, "drop_table").locator(".badge")).to_have_text("approved")
     expect(card(page, "drop_table").locator(".result")).to_contain_text("table sessions dropped")
     expect(page.locator("#subagents article")).to_have_count(0)
+
+
+def test_a_grant_is_listed_shown_on_the_policy_page_and_revoked(page: Page, demo_url: str):
+    run_id = start_run(page, demo_url, "files", "write g to granted.txt")
+    write = card(page, "write_file")
+    write.locator("button[data-action=always]").click()
+    page.check("dialog#dialog input[value=thread]")
+    page.click("dialog#dialog button[data-action=submit]")
+    expect(page.locator("#run-status")).to_have_text("completed", timeout=TIMEOUT)
+    thread = api(demo_url, "GET", f"/runs/{run_id}")["thread_id"]
+    [grant] = [g for g in api(demo_url, "GET", "/grants")["items"] if g["subject"] == thread]
+
+    page.goto(f"{demo_url}/#/grants")
+    row = page.locator(f"tr[data-grant-id='{grant['id']}']")
+    expect(row).to_contain_text(f"thread {thread}")
+    expect(row).to_contain_text("in force")
+    expect(row).to_contain_text("local")
+    screenshot(page, "grants")
+    page.goto(f"{demo_url}/#/policy")
+    note = page.locator("[data-agent=files] tr[data-tool=write_file] .grant-note")
+    expect(note).to_contain_text("approved always", timeout=TIMEOUT)
+
+    page.goto(f"{demo_url}/#/grants")
+    row.locator("button[data-action=revoke]").click()
+    expect(row).to_have_count(0, timeout=TIMEOUT)
+    page.check("input[name=revoked]")
+    expect(row).to_have_attribute("data-status", "revoked", timeout=TIMEOUT)
+    expect(row.locator("td.status-revoked")).to_contain_text("by local")
+    [entry] = [
+        e for e in api(demo_url, "GET", "/audit?limit=1000")["items"] if e["subject"] == grant["id"]
+        and e["action"] == "revoke"
+    ]  # fmt: skip
+    assert entry["actor"] == "local"
+
+
+def test_long_arguments_are_cut_in_the_inbox_and_whole_when_shown_or_edited(
+    page: Page, demo_url: str
+):
+    text = "a" * 5000
+    start_run(page, demo_url, "files", f"write {text} to long.txt")
+    page.goto(f"{demo_url}/#/?tool=write_file")
+    pending = page.locator("#inbox-list article.approval", has_text="long.txt")
+    expect(pending.locator("button[data-action=whole]")).to_be_visible(timeout=TIMEOUT)
+    pending.locator("button[data-action=edit]").click()
+    content = page.locator("dialog#dialog [data-path='/content'] :is(input, textarea)")
+    expect(content).to_have_value(text)  # the whole text, not the listing's cut one
+    page.keyboard.press("Escape")
+    expect(pending.locator("button[data-action=whole]")).to_have_count(0)
+    pending.locator("button[data-action=reject]").click()
+    page.click("dialog#dialog button[data-action=submit]")
+    pending.locator("button[data-action=send-now]").click()
+    expect(pending).to_have_count(0, timeout=TIMEOUT)

@@ -269,8 +269,11 @@ class Runner:
                     yield event
                 return
             scope.turns += 1
+            # Arguments the gate cannot take are kept as the reason why (and blocked with it):
+            # a model's 100,000 levels of nesting would break every reader of the run.
+            admit = self.gate.limits.admit
             calls_made = [
-                replace(c, agent=scope.path, server=_server(agent, c))
+                replace(c, agent=scope.path, server=_server(agent, c), args=admit(c.args))
                 for c in _unique_ids(reply.tool_calls)
             ]
             said = Message(role="assistant", content=reply.text, tool_calls=tuple(calls_made))

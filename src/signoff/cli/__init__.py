@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 
 import signoff
-from signoff.cli import audit, decide, demo, gateway, inbox, policy, serve
+from signoff.cli import audit, decide, demo, gateway, grants, inbox, policy, serve
 from signoff.errors import SignoffError
 
 __all__ = ["app", "main"]
@@ -24,6 +24,7 @@ app = typer.Typer(
 )
 app.add_typer(policy.app, name="policy")
 app.add_typer(audit.app, name="audit")
+app.add_typer(grants.app, name="grants")
 app.command("demo")(demo.demo)
 app.command("serve")(serve.serve)
 app.command("approve")(decide.approve)

@@ -1,17 +1,25 @@
-"""``signoff audit verify`` and ``signoff audit list``."""
+"""``signoff audit verify``, ``signoff audit checkpoint`` and ``signoff audit list``.
+
+Exit statuses of ``verify`` and ``checkpoint``: 0 the log is intact, 1 it is not (the first
+fault is named), 2 it cannot be checked — a checkpoint that is not one, or whose signature the
+key does not match, or a database that cannot be opened.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from typing import Annotated
+from datetime import UTC, datetime
+from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from signoff.store import open_store
+from signoff.errors import CheckpointError, StoreError
+from signoff.store import AuditReport, Checkpoint, open_store
+from signoff.store.checkpoint import KEY_VARIABLE, audit_key
 from signoff.types import AuditEntry
 
 __all__ = ["app"]
@@ -27,25 +35,70 @@ DatabaseOption = Annotated[
         envvar="SIGNOFF_DATABASE_URL",
     ),
 ]
+SinceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--since",
+        metavar="CHECKPOINT",
+        help="A checkpoint printed by `signoff audit checkpoint`: prove that no entry up to it "
+        f"was removed or rewritten (a signed one needs {KEY_VARIABLE}).",
+    ),
+]
+_UNSIGNED = (
+    "the checkpoint is unsigned: it proves this only if it was kept where the database's "
+    f"writers cannot change it (set {KEY_VARIABLE} to sign checkpoints)"
+)
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 @app.command()
-def verify(database: DatabaseOption = None) -> None:
-    """Check every entry's hash: exit 0, or 1 naming the first entry edited or deleted."""
+def verify(database: DatabaseOption = None, since: SinceOption = None) -> None:
+    """Check the chain: exit 0 intact, 1 naming the first fault, 2 for a bad checkpoint.
 
-    async def check() -> tuple[int | None, int]:
-        async with open_store(database, migrate=False) as store:
-            return await store.verify_audit(), await store.audit_length()
-
-    broken, count = asyncio.run(check())
-    console = Console(highlight=False, soft_wrap=True)
-    if broken is not None:
-        Console(stderr=True, highlight=False, soft_wrap=True).print(
-            f"[bold red]broken[/] at entry {broken}: it or an entry before it was edited, "
-            "deleted or reordered"
-        )
+    Without --since it cannot tell that the newest entries were cut off along with the head.
+    """
+    checkpoint = _checkpoint(since)
+    report = _check(database, checkpoint)
+    if not report.ok:
+        err.print(f"[bold red]broken:[/] {escape(report.reason)}")
         raise typer.Exit(1)
-    console.print(f"[green]ok[/] {count} audit entries, chain intact")
+    out.print(f"[green]ok:[/] {escape(report.reason)}")
+    if checkpoint is not None and not checkpoint.signed:
+        err.print(f"[yellow]note:[/] {escape(_UNSIGNED)}")
+
+
+@app.command()
+def checkpoint(database: DatabaseOption = None, since: SinceOption = None) -> None:
+    """Verify the log and print its head as a checkpoint to keep outside the database.
+
+    Signed with SIGNOFF_AUDIT_KEY when it is set; check the log against it with
+    `signoff audit verify --since CHECKPOINT`.
+    """
+    previous = _checkpoint(since)
+    key = _key()
+    report = _check(database, previous)
+    if not report.ok:
+        err.print(f"[bold red]not checkpointed, the log is broken:[/] {escape(report.reason)}")
+        raise typer.Exit(1)
+    made = Checkpoint(
+        seq=report.entries, hash=report.last_hash, at=datetime.now(UTC).replace(microsecond=0)
+    )
+    if key is not None:
+        made = made.sign(key)
+    typer.echo(made.text())
+    entries = "1 entry" if report.entries == 1 else f"{report.entries} entries"
+    if key is not None:
+        err.print(
+            f"checkpoint of {entries}, signed with {KEY_VARIABLE}: keep it outside the database "
+            "and check the log with `signoff audit verify --since CHECKPOINT`"
+        )
+    else:
+        err.print(
+            f"[yellow]unsigned[/] checkpoint of {entries} ({KEY_VARIABLE} is not set): it proves "
+            "nothing unless kept where the database's writers cannot change it"
+        )
 
 
 @app.command("list")
@@ -55,7 +108,7 @@ def list_entries(
     limit: Annotated[int, typer.Option(min=1, help="How many entries to show.")] = 100,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
 ) -> None:
-    """Show audit entries in order: who did what, to what, when."""
+    """Show audit entries in order: who did what, to what, when (or what is damaged)."""
 
     async def read() -> list[AuditEntry]:
         async with open_store(database, migrate=False) as store:
@@ -68,12 +121,13 @@ def list_entries(
                 json.dumps(
                     {
                         "seq": entry.seq,
-                        "at": entry.at.isoformat(),
+                        "at": None if entry.at is None else entry.at.isoformat(),
                         "actor": entry.actor,
                         "action": entry.action,
                         "subject": entry.subject,
                         "data": entry.data,
                         "hash": entry.hash,
+                        "problem": entry.problem,
                     },
                     ensure_ascii=False,
                 )
@@ -85,10 +139,50 @@ def list_entries(
     for entry in entries:
         table.add_row(
             str(entry.seq),
-            entry.at.strftime("%Y-%m-%d %H:%M:%S"),
+            "?" if entry.at is None else entry.at.strftime("%Y-%m-%d %H:%M:%S"),
             escape(entry.actor),
-            entry.action,
+            escape(entry.action),
             escape(entry.subject),
-            escape(json.dumps(entry.data, ensure_ascii=False)),
+            f"[red]damaged: {escape(entry.problem)}[/]"
+            if entry.problem
+            else escape(json.dumps(entry.data, ensure_ascii=False)),
         )
     Console(highlight=False).print(table)
+
+
+def _check(database: str | None, since: Checkpoint | None) -> AuditReport:
+    """The report; a database that cannot be opened is exit 2, so that 1 means a fault."""
+
+    async def check() -> AuditReport:
+        async with open_store(database, migrate=False) as store:
+            return await store.verify_audit(since=since)
+
+    try:
+        return asyncio.run(check())
+    except StoreError as exc:
+        _usage(exc)
+
+
+def _checkpoint(text: str | None) -> Checkpoint | None:
+    """The checkpoint given, checked against the key; a usage error (exit 2) if it is not
+    one, or cannot be trusted."""
+    if text is None:
+        return None
+    try:
+        checkpoint = Checkpoint.parse(text)
+        checkpoint.check(audit_key())
+    except CheckpointError as exc:
+        _usage(exc)
+    return checkpoint
+
+
+def _key() -> bytes | None:
+    try:
+        return audit_key()
+    except CheckpointError as exc:
+        _usage(exc)
+
+
+def _usage(exc: CheckpointError | StoreError) -> NoReturn:
+    err.print(f"[bold red]error:[/] {escape(str(exc))}")
+    raise typer.Exit(2)

@@ -1,19 +1,32 @@
 """``signoff approve ID`` and ``signoff reject ID --reason TEXT``: decide from a shell, through
-a server (``--server URL --token T``) or straight on a database (``--database URL``)."""
+a server (``--server URL --token T``) or straight on a database (``--database URL``). ``ID`` is
+the approval's id or the short id ``signoff inbox`` shows (see `signoff.cli.short_id`)."""
 
 from __future__ import annotations
 
 import asyncio
 import getpass
 import os
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+if TYPE_CHECKING:
+    import httpx
+
+from signoff.cli.short_id import resolve
 from signoff.errors import ConflictError, ForbiddenError, NotFoundError, SignoffError
 from signoff.types import Approve, Decision, Reject, Scope, approval_to_dict, decision_to_dict
 
-__all__ = ["approve", "on_database", "reject", "through_server"]
+__all__ = [
+    "approve",
+    "find_on_database",
+    "from_server",
+    "on_database",
+    "on_server",
+    "reject",
+    "through_server",
+]
 
 Server = Annotated[
     str | None,
@@ -40,8 +53,14 @@ Roles = Annotated[
 ]
 
 
+ApprovalId = Annotated[
+    str,
+    typer.Argument(help="The approval's id, or the short id `signoff inbox` shows.", metavar="ID"),
+]
+
+
 def approve(
-    approval_id: Annotated[str, typer.Argument(help="The approval's id.", metavar="ID")],
+    approval_id: ApprovalId,
     always: Annotated[
         str | None,
         typer.Option(
@@ -62,7 +81,7 @@ def approve(
 
 
 def reject(
-    approval_id: Annotated[str, typer.Argument(help="The approval's id.", metavar="ID")],
+    approval_id: ApprovalId,
     reason: Annotated[str, typer.Option(help="Why: the agent's model reads it.")],
     server: Server = None,
     token: Token = None,
@@ -86,10 +105,18 @@ def _decide(
     server = server or os.environ.get("SIGNOFF_SERVER")
     database = database or os.environ.get("SIGNOFF_DATABASE_URL")
     if server:
-        result = through_server(
-            server, token or os.environ.get("SIGNOFF_TOKEN"), approval_id, decision
+        token = token or os.environ.get("SIGNOFF_TOKEN")
+        approval_id = resolve(
+            approval_id,
+            lambda short, limit: from_server(
+                server, token, "/v1/approvals", {"short_id": short, "limit": limit}
+            )["items"],
         )
+        result = through_server(server, token, approval_id, decision)
     elif database:
+        approval_id = resolve(
+            approval_id, lambda short, limit: asyncio.run(find_on_database(database, short, limit))
+        )
         result = asyncio.run(
             on_database(database, approval_id, decision, actor or getpass.getuser(), roles or [])
         )
@@ -100,21 +127,49 @@ def _decide(
     typer.echo(f"{result['id']}: {result['status']} by {result['decided_by']} ({result['tool']})")
 
 
+def from_server(
+    server: str, token: str | None, path: str, params: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """What the server answers to `GET path`."""
+    return on_server(server, token, "GET", path, params=params)
+
+
 def through_server(
     server: str, token: str | None, approval_id: str, decision: Decision
 ) -> dict[str, Any]:
+    path = f"/v1/approvals/{approval_id}/decision"
+    return on_server(server, token, "POST", path, json=decision_to_dict(decision))
+
+
+def on_server(
+    server: str,
+    token: str | None,
+    method: str,
+    path: str,
+    *,
+    params: dict[str, Any] | None = None,
+    json: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The body of the server's 200 answer to `method path`; else the error its status says."""
     import httpx
 
     headers = {} if token is None else {"Authorization": f"Bearer {token}"}
     try:
-        response = httpx.post(
-            f"{server.rstrip('/')}/v1/approvals/{approval_id}/decision",
-            json=decision_to_dict(decision),
+        response = httpx.request(
+            method,
+            f"{server.rstrip('/')}{path}",
+            params=params,
+            json=json,
             headers=headers,
             timeout=30,
         )
     except httpx.HTTPError as exc:
         raise SignoffError(f"cannot reach {server}: {exc}") from None
+    return _answer(server, response)
+
+
+def _answer(server: str, response: httpx.Response) -> dict[str, Any]:
+    """The body of a 200, or the error the status says."""
     try:
         body: dict[str, Any] = response.json()
     except ValueError:
@@ -125,6 +180,14 @@ def through_server(
         response.status_code, SignoffError
     )
     raise kind(f"{server} said {response.status_code}: {body.get('detail', body)}")
+
+
+async def find_on_database(url: str, short_id: str, limit: int) -> list[dict[str, Any]]:
+    """The approvals whose id ends with `short_id` (at most `limit`)."""
+    from signoff.store import open_store
+
+    async with open_store(url, migrate=False) as store:
+        return [approval_to_dict(a) for a in await store.find_approvals(short_id, limit=limit)]
 
 
 async def on_database(

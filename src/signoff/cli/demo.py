@@ -28,6 +28,13 @@ def demo(
     explain: Annotated[
         bool, typer.Option("--explain", help="Only print the example policy's verdict table.")
     ] = False,
+    allowed_hosts: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allowed-host",
+            help="A Host name served besides localhost's (a tunnel's; repeat for more).",
+        ),
+    ] = None,
 ) -> None:
     """Run the server with two demo agents (files, ops) on SQLite; no config needed."""
     if explain:
@@ -35,7 +42,7 @@ def demo(
         return
     try:
         from signoff.demo import default_data_dir, serve_demo
-        from signoff.server.auth import is_loopback
+        from signoff.server.auth import allowed_host, is_loopback
     except ImportError:
         raise MissingExtraError("signoff demo", "server") from None
 
@@ -44,6 +51,10 @@ def demo(
             f"the demo has no authentication and serves loopback only, not {host!r}",
             param_hint="--host",
         )
+    try:
+        hosts = [allowed_host(name) for name in allowed_hosts or ()]
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--allowed-host") from None
 
     folder = data_dir or default_data_dir()
     console = table_console()
@@ -68,7 +79,7 @@ def demo(
         console.print(f"  API docs:     {url}/docs   (Ctrl+C stops)")
 
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve_demo(host=host, port=port, data_dir=folder, ready=ready))
+        asyncio.run(serve_demo(host=host, port=port, data_dir=folder, ready=ready, hosts=hosts))
 
 
 def explain_example() -> None:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from signoff.protocols.mcp.gateway import Asker, Gateway
     from signoff.server.auth import Auth
     from signoff.server.config import ServerConfig
+    from signoff.server.intake import BodyLimits
 
 __all__ = ["mcp_gateway"]
 
@@ -73,15 +74,19 @@ def mcp_gateway(
 
 async def _serve(settings: ServerConfig, auth: Auth | None, *, host: str, port: int) -> None:
     from signoff.gate import Gate
+    from signoff.limits import ArgumentLimits
     from signoff.protocols.mcp.gateway import Gateway
     from signoff.protocols.mcp.upstream import Upstream
+    from signoff.server.intake import BodyLimits
     from signoff.server.redact import Redaction
     from signoff.server.service import Service
     from signoff.store import open_store
 
     key_env = settings.gateway.state_key_env
     async with open_store(settings.database) as store:
-        gate = Gate(settings.policy, store)
+        gate = Gate(
+            settings.policy, store, limits=ArgumentLimits(max_bytes=settings.argument_bytes)
+        )
         # The Service keeps the policy in step with the API's edits, and expires approvals.
         service = Service(store=store, gate=gate, agents=[], policy_document=settings.document)
         gateway = Gateway(
@@ -97,7 +102,8 @@ async def _serve(settings: ServerConfig, auth: Auth | None, *, host: str, port: 
             if auth is None:
                 await _stdio(gateway)
             else:
-                await _http(gateway, auth, host=host, port=port)
+                limits = BodyLimits(max_bytes=settings.body_bytes)
+                await _http(gateway, auth, limits, host=host, port=port)
 
 
 async def _stdio(gateway: Gateway) -> None:
@@ -108,12 +114,13 @@ async def _stdio(gateway: Gateway) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
-async def _http(gateway: Gateway, auth: Auth, *, host: str, port: int) -> None:
+async def _http(gateway: Gateway, auth: Auth, limits: BodyLimits, *, host: str, port: int) -> None:
+    from signoff.server.intake import Intake
     from signoff.server.run import run_app
 
     app = gateway.server.streamable_http_app(streamable_http_path="/mcp", host=host)
     await run_app(
-        _Authenticated(app, auth),
+        _Authenticated(Intake(app, auth=auth, limits=limits), auth),
         host=host,
         port=port,
         ready=lambda url: typer.echo(f"signoff MCP gateway on {url}/mcp", err=True),
@@ -157,11 +164,9 @@ class _Authenticated:
         if scope["type"] != "http":
             return  # no other kind of connection is served
         headers = dict(scope.get("headers") or [])
-        principal = self.auth.anonymous
-        if principal is None:
-            scheme, _, token = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
-            if scheme.lower() == "bearer" and token.strip():
-                principal = self.auth.find(token.strip())
+        principal = self.auth.identify(
+            {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in headers.items()}
+        )
         if principal is None:
             await _answer(send, 401, b"send Authorization: Bearer <token>", bearer=True)
             return

@@ -3,7 +3,11 @@ through a server (``--server URL --token T``) or straight on a database (``--dat
 
 Commands: ``list``; ``show N``; ``approve N [always run|thread|agent|global]``; ``reject N
 REASON``; ``edit N [JSON]`` (without JSON, ``$EDITOR`` opens the arguments); ``respond N TEXT``;
-``quit``. ``N`` is the number in the list, or the start of an approval's id.
+``quit``. ``N`` is a number from the list, or an approval's short id as shown.
+
+A number names one call for the whole session: a call keeps its number when others are decided
+or arrive, a new one gets the next number, and a number whose call was decided (here or
+elsewhere) is refused, never passed on. Numbers are given only to calls the list has shown.
 """
 
 from __future__ import annotations
@@ -23,8 +27,17 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from signoff.cli.decide import Actor, Database, Roles, Server, Token, through_server
-from signoff.errors import SignoffError
+from signoff.cli.decide import (
+    Actor,
+    Database,
+    Roles,
+    Server,
+    Token,
+    from_server,
+    through_server,
+)
+from signoff.cli.short_id import SHORTEST, resolve, shorten
+from signoff.errors import NotFoundError, SignoffError
 from signoff.types import Approve, Decision, Edit, Reject, Respond, Scope, approval_to_dict
 
 __all__ = ["inbox"]
@@ -37,6 +50,8 @@ HELP = (
 
 class Backend(Protocol):
     def pending(self) -> list[dict[str, Any]]: ...
+
+    def get(self, approval_id: str) -> dict[str, Any]: ...
 
     def decide(self, approval_id: str, decision: Decision) -> dict[str, Any]: ...
 
@@ -66,11 +81,15 @@ def inbox(
 class Inbox:
     def __init__(self, backend: Backend, console: Console, read: Callable[[str], str]) -> None:
         self.backend, self.console, self.read = backend, console, read
-        self.items: list[dict[str, Any]] = []
+        self.numbers: dict[str, int] = {}
+        """Each listed approval's number, for the whole session."""
+        self.listed: dict[int, dict[str, Any]] = {}
+        """Each number's approval, as last listed."""
+        self.short: dict[str, str] = {}
 
     def loop(self) -> None:
         self.list()
-        self.console.print(f"[dim]{escape(HELP)}[/]")
+        self.console.print(f"[dim]{escape(HELP)}\nN: a number or a short id from the list[/]")
         while True:
             try:
                 line = self.read("inbox> ").strip()
@@ -91,8 +110,8 @@ class Inbox:
             case "l" | "list":
                 self.list()
             case "s" | "show":
-                item = self.pick(rest)
-                self.console.print_json(json.dumps(item))
+                number = self.pick(rest)
+                self.console.print_json(json.dumps(self.backend.get(self.listed[number]["id"])))
             case "a" | "approve":
                 words = rest.split()
                 scope = None
@@ -102,38 +121,43 @@ class Inbox:
                     scope = Scope(kind=words[2])  # type: ignore[arg-type]
                 elif len(words) != 1:
                     raise SignoffError("approve N [always run|thread|agent|global]")
-                self.decide(self.pick(words[0]), Approve(always=scope))
+                self.decide(self.waiting(words[0]), Approve(always=scope))
             case "r" | "reject":
                 which, _, reason = rest.partition(" ")
                 if not reason.strip():
                     raise SignoffError("reject N REASON: the model reads the reason")
-                self.decide(self.pick(which), Reject(reason=reason.strip()))
+                self.decide(self.waiting(which), Reject(reason=reason.strip()))
             case "e" | "edit":
                 which, _, text = rest.partition(" ")
-                item = self.pick(which)
-                args = _arguments(text.strip() or _edited(item["args"]))
-                self.decide(item, Edit(args=args))
+                number = self.waiting(which)
+                args = _arguments(text.strip() or _edited(self.listed[number]["args"]))
+                self.decide(number, Edit(args=args))
             case "p" | "respond":
                 which, _, text = rest.partition(" ")
                 if not text.strip():
                     raise SignoffError("respond N TEXT: the text the agent gets instead")
-                self.decide(self.pick(which), Respond(content=text.strip()))
+                self.decide(self.waiting(which), Respond(content=text.strip()))
             case _:
                 raise SignoffError(f"unknown command {command!r}: {HELP}")
 
     def list(self) -> None:
-        self.items = self.backend.pending()
-        if not self.items:
+        """Show what waits now; a call not listed before gets the next number."""
+        pending = self.backend.pending()  # newest first
+        for item in reversed(pending):  # numbered in the order they came
+            number = self.numbers.setdefault(item["id"], len(self.numbers) + 1)
+            self.listed[number] = item
+        self.short = shorten(self.numbers)
+        if not pending:
             self.console.print("nothing waits for a decision")
             return
-        table = Table(title=f"{len(self.items)} waiting", title_justify="left")
+        table = Table(title=f"{len(pending)} waiting", title_justify="left")
         for header in ("#", "id", "tool", "arguments", "agent", "rule", "expires"):
             table.add_column(header)
-        for number, item in enumerate(self.items, start=1):
+        for item in sorted(pending, key=lambda i: self.numbers[i["id"]]):
             arguments = json.dumps(item["args"], ensure_ascii=False)
             table.add_row(
-                str(number),
-                item["id"][-8:],
+                str(self.numbers[item["id"]]),
+                self.short[item["id"]],
                 escape(item["tool"]),
                 escape(arguments if len(arguments) <= 60 else arguments[:57] + "..."),
                 escape(_who(item)),
@@ -142,28 +166,53 @@ class Inbox:
             )
         self.console.print(table)
 
-    def pick(self, which: str) -> dict[str, Any]:
-        """By its number in the list as last shown, or by the start or end of its id."""
-        if which.isdigit() and len(which) <= 4:
-            if 1 <= int(which) <= len(self.items):
-                return self.items[int(which) - 1]
-            raise SignoffError(f"no #{which} in the list; see `list`")
-        found = [
-            i
-            for i in self.items
-            if which and (i["id"].startswith(which) or i["id"].endswith(which))
-        ]
-        if len(found) != 1:
-            raise SignoffError(f"no single waiting approval is {which!r}; see `list`")
-        return found[0]
+    def pick(self, which: str) -> int:
+        """The number of the listed approval `which` names: a number, or a short id shown."""
+        which = which.removeprefix("#")
+        if not which:
+            raise SignoffError("which one? give its number; see `list`")
+        if which.isdigit() and len(which) < SHORTEST:
+            if int(which) not in self.listed:
+                raise SignoffError(f"no #{which} has been listed; see `list`")
+            return int(which)
 
-    def decide(self, item: dict[str, Any], decision: Decision) -> None:
+        def ending(short: str, limit: int) -> list[dict[str, Any]]:
+            return [item for item in self.listed.values() if item["id"].endswith(short)][:limit]
+
+        try:
+            approval_id = resolve(which, ending)
+        except NotFoundError:
+            raise SignoffError(f"no listed approval's id ends with {which!r}; see `list`") from None
+        if approval_id not in self.numbers:  # a whole id, of a call never listed here
+            raise SignoffError(f"{which!r} has not been listed; see `list`")
+        return self.numbers[approval_id]
+
+    def waiting(self, which: str) -> int:
+        """`pick`, refused unless the call still waits: a call decided meanwhile, here or
+        elsewhere, keeps its number and the number never moves on to another call."""
+        number = self.pick(which)
+        item = self.backend.get(self.listed[number]["id"])
+        self.listed[number] = item
+        if item["status"] != "pending":
+            raise SignoffError(_gone(number, item))
+        return number
+
+    def decide(self, number: int, decision: Decision) -> None:
+        item = self.listed[number]
         decided = self.backend.decide(item["id"], decision)
+        self.listed[number] = decided
         self.console.print(
-            f"{decided['id'][-8:]} {escape(item['tool'])}: [bold]{decided['status']}[/] "
-            f"by {escape(str(decided['decided_by']))}"
+            f"#{number} {self.short[item['id']]} {escape(item['tool'])}: "
+            f"[bold]{decided['status']}[/] by {escape(str(decided['decided_by']))}"
         )
-        self.list()  # numbers change as items go: show the ones that now hold
+        self.list()
+
+
+def _gone(number: int, item: dict[str, Any]) -> str:
+    what = f"#{number} ({item['tool']})"
+    if item["status"] in ("expired", "cancelled"):
+        return f"{what} is no longer pending: {item['status']}"
+    return f"{what} was already {item['status']} by {item['decided_by']}"
 
 
 def _arguments(text: str) -> dict[str, Any]:
@@ -196,20 +245,14 @@ class _ServerBackend:
         self.server, self.token = server.rstrip("/"), token
 
     def pending(self) -> list[dict[str, Any]]:
-        import httpx
-
-        headers = {} if self.token is None else {"Authorization": f"Bearer {self.token}"}
-        try:
-            response = httpx.get(
-                f"{self.server}/v1/approvals", params={"status": "pending", "limit": 500},
-                headers=headers, timeout=30,
-            )  # fmt: skip
-        except httpx.HTTPError as exc:
-            raise SignoffError(f"cannot reach {self.server}: {exc}") from None
-        if response.status_code != 200:
-            raise SignoffError(f"{self.server} said {response.status_code}: {response.text}")
-        items: list[dict[str, Any]] = response.json()["items"]
+        params = {"status": "pending", "limit": 500}
+        items: list[dict[str, Any]] = from_server(self.server, self.token, "/v1/approvals", params)[
+            "items"
+        ]
         return items
+
+    def get(self, approval_id: str) -> dict[str, Any]:
+        return from_server(self.server, self.token, f"/v1/approvals/{approval_id}")
 
     def decide(self, approval_id: str, decision: Decision) -> dict[str, Any]:
         return through_server(self.server, self.token, approval_id, decision)
@@ -225,6 +268,15 @@ class _DatabaseBackend:
         async def read() -> list[dict[str, Any]]:
             async with open_store(self.url, migrate=False) as store:
                 return [approval_to_dict(a) for a in await store.list_approvals(status="pending")]
+
+        return asyncio.run(read())
+
+    def get(self, approval_id: str) -> dict[str, Any]:
+        from signoff.store import open_store
+
+        async def read() -> dict[str, Any]:
+            async with open_store(self.url, migrate=False) as store:
+                return approval_to_dict(await store.get_approval(approval_id))
 
         return asyncio.run(read())
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,9 +14,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from signoff.errors import PolicyError, Problem
+from signoff.limits import ArgumentLimits
 from signoff.policy import Explanation, Policy, PolicyEngine
 from signoff.policy.source import Locator, format_path, parse_text
-from signoff.types import ToolCall
+from signoff.types import Context, Grant, ToolCall, Verdict, grant_to_dict
 
 __all__ = ["app", "explain_table", "load_calls", "table_console"]
 
@@ -64,8 +66,18 @@ def explain(
         Path | None, typer.Option(help="A YAML or JSON list of calls to explain as one table.")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    database: Annotated[
+        str | None,
+        typer.Option(help="Weigh the grants kept in this database (its URL) too."),
+    ] = None,
+    requested_by: Annotated[
+        str | None, typer.Option(help="Who asks for the call (with --database).")
+    ] = None,
+    thread: Annotated[str | None, typer.Option(help="The call's thread (with --database).")] = None,
+    run: Annotated[str | None, typer.Option(help="The call's run (with --database).")] = None,
 ) -> None:
-    """Print the verdict for a call (or a file of calls) and the rule that made it."""
+    """Print the verdict for a call (or a file of calls) and the rule that made it; with
+    --database, the grant that would let it through, or why each grant of its tool would not."""
     if (tool is None) == (calls is None):
         raise typer.BadParameter("give either --tool or --calls")
     engine = PolicyEngine(Policy.from_file(config))
@@ -74,12 +86,21 @@ def explain(
     else:
         assert tool is not None  # one of --tool and --calls is given, checked above
         batch = [ToolCall(id="cli", name=tool, server=server, agent=agent, args=_parse_args(args))]
-    explanations = [engine.explain(call) for call in batch]
+    grants = () if database is None else tuple(asyncio.run(_grants(database)))
+    context = Context(run_id=run, thread_id=thread, requested_by=requested_by, grants=grants)
+    explanations = [_explain(engine, call, context) for call in batch]
     if as_json:
         objects = [_as_json(e) for e in explanations]
         typer.echo(json.dumps(objects[0] if tool is not None else objects, ensure_ascii=False))
         return
-    table_console().print(explain_table(batch, explanations))
+    console = table_console()
+    console.print(explain_table(batch, explanations))
+    for call, explanation in zip(batch, explanations, strict=True):
+        for grant, why in explanation.passed_over:
+            console.print(
+                f"{escape(call.name)}: grant {escape(grant.id)} by {escape(grant.created_by)} "
+                f"({grant.scope}) does not apply: {escape(why)}"
+            )
 
 
 def table_console() -> Console:
@@ -168,13 +189,38 @@ def _parse_args(text: str) -> Any:
         raise typer.BadParameter(
             f"not valid JSON at column {exc.colno}: {exc.msg}", param_hint="'--args'"
         ) from None
+    except RecursionError:
+        raise typer.BadParameter("nested too deep to read", param_hint="'--args'") from None
+
+
+def _explain(engine: PolicyEngine, call: ToolCall, context: Context) -> Explanation:
+    """What the gate would make of `call`: blocked when its arguments are past the gate's
+    limits, else the policy's explanation."""
+    problem = ArgumentLimits().problem(call.args)
+    if problem is not None:
+        return Explanation(verdict=Verdict(kind="deny", rule=None, reason=problem), rule=None,
+                           shadowed=())  # fmt: skip
+    return engine.explain(call, context)
+
+
+async def _grants(url: str) -> list[Grant]:
+    from signoff.store import open_store
+
+    async with open_store(url, migrate=False) as store:
+        return await store.list_grants()
 
 
 def _as_json(explanation: Explanation) -> dict[str, Any]:
     verdict = explanation.verdict
+    granted = explanation.grant
     return {
         "verdict": verdict.kind,
         "rule": verdict.rule,
         "reason": verdict.reason,
         "shadowed": [rule.id for rule in explanation.shadowed],
+        "grant": None if granted is None else grant_to_dict(granted),
+        "grants_passed_over": [
+            {"id": g.id, "granted_by": g.created_by, "scope": g.scope, "why": why}
+            for g, why in explanation.passed_over
+        ],
     }

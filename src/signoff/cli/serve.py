@@ -32,20 +32,37 @@ def serve(
         bool,
         typer.Option("--no-auth", help="Serve everyone as the local user (loopback only)."),
     ] = False,
+    allowed_hosts: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allowed-host",
+            help="A Host name served besides localhost's, as allowed_hosts in the config "
+            "(repeat for more).",
+        ),
+    ] = None,
 ) -> None:
     """Serve the API: runs, approvals, decisions, audit."""
     try:
         from signoff.server import Service, create_app
         from signoff.server.config import load_config
+        from signoff.server.intake import BodyLimits
         from signoff.server.redact import Redaction
         from signoff.server.run import import_agents, run_app
     except ImportError:
         raise MissingExtraError("signoff serve", "server") from None
     from signoff.gate import Gate
+    from signoff.limits import ArgumentLimits
     from signoff.store import open_store
 
     settings = load_config(config)
-    auth = checked_auth(config, settings.tokens, host=host, no_auth=no_auth, roles=["admin"])
+    auth = checked_auth(
+        config,
+        settings.tokens,
+        host=host,
+        no_auth=no_auth,
+        roles=["admin"],
+        hosts=[*settings.allowed_hosts, *(allowed_hosts or ())],
+    )
     try:
         loaded = [a for spec in agents or () for a in import_agents(spec)]
     except ValueError as exc:
@@ -53,16 +70,21 @@ def serve(
 
     async def main() -> None:
         async with open_store(settings.database) as store:
+            limits = ArgumentLimits(max_bytes=settings.argument_bytes)
             service = Service(
                 store=store,
-                gate=Gate(settings.policy, store),
+                gate=Gate(settings.policy, store, limits=limits),
                 agents=loaded,
                 policy_document=settings.document,
                 redaction=Redaction(settings.redact),
             )
-            app = create_app(service, auth)
+            app = create_app(service, auth, limits=BodyLimits(max_bytes=settings.body_bytes))
             await run_app(
-                app, host=host, port=port, ready=lambda url: typer.echo(f"signoff on {url}")
+                app,
+                host=host,
+                port=port,
+                ready=lambda url: typer.echo(f"signoff on {url}"),
+                max_message=settings.body_bytes,
             )
 
     with contextlib.suppress(KeyboardInterrupt):
@@ -76,9 +98,11 @@ def checked_auth(
     host: str,
     no_auth: bool,
     roles: Sequence[str] = (),
+    hosts: Sequence[str] = (),
 ) -> Auth:
     """The config's tokens; or, with ``--no-auth`` (on loopback only), everyone as the local
-    user with `roles`. A server without either does not start."""
+    user with `roles`. A server without either does not start. `hosts` are those served
+    besides the loopback names (every host is, with tokens and none given)."""
     from signoff.server.auth import Auth, is_loopback
 
     if no_auth and not is_loopback(host):
@@ -90,4 +114,9 @@ def checked_auth(
             f"{config} configures no tokens (auth.tokens); add some, or use --no-auth on loopback",
             param_hint="--config",
         )
-    return Auth.none(roles=roles) if no_auth else Auth(tokens=tokens)
+    try:
+        if no_auth:
+            return Auth.none(roles=roles, hosts=hosts)
+        return Auth(tokens=tokens, hosts=frozenset(hosts))
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--allowed-host") from None

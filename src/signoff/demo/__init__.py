@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib.resources import as_file, files
 from pathlib import Path
 
@@ -27,10 +27,16 @@ def default_data_dir() -> Path:
 
 
 async def serve_demo(
-    *, host: str, port: int, data_dir: Path, ready: Callable[[str], None] = print
+    *,
+    host: str,
+    port: int,
+    data_dir: Path,
+    ready: Callable[[str], None] = print,
+    hosts: Sequence[str] = (),
 ) -> None:
     """Serve the demo until interrupted; `ready` gets the URL once it listens. Without
-    authentication: `host` must be a loopback address."""
+    authentication: `host` must be a loopback address, and requests must name a loopback
+    host or one of `hosts` (their ``Host``)."""
     try:
         from signoff.server import Auth, Service, create_app
         from signoff.server.run import run_app
@@ -58,5 +64,5 @@ async def serve_demo(
             policy_document=document,
             redaction=Redaction(DEMO_REDACT),
         )
-        app = create_app(service, Auth.none(roles=["admin"]))
+        app = create_app(service, Auth.none(roles=["admin"], hosts=hosts))
         await run_app(app, host=host, port=port, ready=ready)

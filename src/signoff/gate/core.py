@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -28,7 +29,9 @@ from signoff.errors import (
 from signoff.gate.edits import check_edit
 from signoff.gate.ids import new_id
 from signoff.gate.notifier import Notifier
+from signoff.limits import ArgumentLimits
 from signoff.policy import Policy, PolicyEngine
+from signoff.policy.engine import GRANTED
 from signoff.store import AuditRecord, DecisionPlan, Store
 from signoff.store.base import HoldPlan, NoteRecord
 from signoff.store.runs import RunWrite, StoredEvent
@@ -45,6 +48,7 @@ from signoff.types import (
     Respond,
     ToolCall,
     Verdict,
+    call_json,
     canonical_json,
     decision_to_dict,
 )
@@ -90,9 +94,13 @@ class Gate:
         notifier: Notifier | None = None,
         clock: Callable[[], datetime] | None = None,
         poll_interval: float = 0.5,
+        limits: ArgumentLimits | None = None,
     ) -> None:
         self.engine = policy if isinstance(policy, PolicyEngine) else PolicyEngine(policy)
         self.store = store
+        self.limits = limits or ArgumentLimits()
+        """How deep and big a call's arguments (and an edit's) may be: a call past them is
+        blocked, an edit past them refused."""
         self.notifier = notifier or Notifier()
         self._lookup_schema = _schema_lookup(schemas)
         self._registered: dict[tuple[str | None, str], Mapping[str, Any]] = {}
@@ -157,7 +165,20 @@ class Gate:
             if also_audit is not None:
                 audit += also_audit(outcomes)
             kept = [] if notes is None else notes(outcomes)
-            return HoldPlan(approvals=held, audit=audit, write=write, outcomes=outcomes, notes=kept)
+            used = [
+                o.verdict.rule.removeprefix(GRANTED)
+                for o in outcomes
+                if o.verdict.rule is not None and o.verdict.rule.startswith(GRANTED)
+            ]
+            return HoldPlan(
+                approvals=held,
+                audit=audit,
+                write=write,
+                outcomes=outcomes,
+                notes=kept,
+                grants_used=used,
+                at=now,
+            )
 
         decided, stored = await self.store.hold({call.name for call in calls}, plan)
         return list(decided.outcomes), stored
@@ -170,20 +191,23 @@ class Gate:
         now: datetime,
         batch_id: str,
     ) -> tuple[list[Outcome], list[Approval], list[AuditRecord]]:
-        policy_context = Context(run_id=context.run_id, thread_id=context.thread_id, grants=grants)
+        policy_context = Context(
+            run_id=context.run_id,
+            thread_id=context.thread_id,
+            requested_by=context.requested_by,
+            grants=grants,
+        )
         outcomes: list[Outcome] = []
         held: list[Approval] = []
         audit: list[AuditRecord] = []
         for call in calls:
-            digest: str | None
-            try:
-                digest = call.digest
+            digest, problem = self._admit(call)
+            if problem is None:
                 verdict = self.engine.evaluate(call, policy_context)
-            except InvalidArgumentsError as exc:
-                # Nothing can be approved that cannot be written down exactly.
-                digest = None
-                reason = f"the arguments are not JSON: {exc}"
-                verdict = Verdict(kind="deny", rule=None, reason=reason)
+            else:
+                # Nothing can be approved that cannot be written down exactly, nor stored in a
+                # form that breaks whoever reads it.
+                verdict = Verdict(kind="deny", rule=None, reason=problem)
             if verdict.kind == "allow":
                 outcomes.append(Outcome(call=call, kind="run", verdict=verdict))
                 continue
@@ -199,6 +223,7 @@ class Gate:
                     thread_id=context.thread_id,
                     origin=context.origin,
                     rule=verdict.rule,
+                    rule_digest=verdict.rule_digest,
                     reason=verdict.reason,
                     requested_at=now,
                     requested_by=context.requested_by,
@@ -232,6 +257,21 @@ class Gate:
             )
         return outcomes, held, audit
 
+    def _admit(self, call: ToolCall) -> tuple[str | None, str | None]:
+        """The call's digest, or why the gate cannot take its arguments: not JSON, nested too
+        deep, too big."""
+        problem = self.limits.problem(call.args)
+        if problem is not None:
+            return None, problem
+        try:
+            data = call_json(call)
+        except InvalidArgumentsError as exc:
+            return None, f"the arguments are not JSON: {exc}"
+        problem = self.limits.size_problem(len(data))
+        if problem is not None:
+            return None, problem
+        return hashlib.sha256(data).hexdigest(), None
+
     # -- deciding --------------------------------------------------------------------------
 
     async def decide(
@@ -251,7 +291,7 @@ class Gate:
         """Take several decisions all-or-nothing ("Approve All" is every id with `Approve()`)."""
         roles = frozenset(roles)
         for decision in decisions.values():
-            _check_decision(decision)
+            self._check_decision(decision)
         results: dict[str, Approval] = {}
         overdue: list[Approval] = []
 
@@ -286,7 +326,7 @@ class Gate:
                 results[approval.id] = decided
                 audit.append(_decision_record(approval, decided, actor=actor, at=now))
                 if isinstance(decision, Approve) and decision.always is not None:
-                    grant = _grant_for(decided, decision, actor=actor, at=now)
+                    grant = _grant_for(decided, decision, actor=actor, roles=roles, at=now)
                     grants.append(grant)
                     audit.append(_grant_record(grant, approval, actor=actor, at=now))
             return DecisionPlan(changes=changes, grants=grants, audit=audit)
@@ -323,6 +363,11 @@ class Gate:
                     f"approval {approval.id!r} belongs to no {scope}; approve always for "
                     "a scope it has"
                 )
+            if approval.rule_digest is None:
+                raise InvalidDecisionError(
+                    f"approval {approval.id!r} was asked before grants were bound to the rule "
+                    "that asks; approve it once"
+                )
         if isinstance(decision, Edit):
             edited = replace(approval.call, args=decision.args)
             check_edit(decision.args, self._schema(approval.call))
@@ -333,16 +378,32 @@ class Gate:
             _check_decider(verdict.rule, verdict.approvers, verdict.forbid_self_approval,
                            approval.requested_by, actor=actor, roles=roles)  # fmt: skip
 
+    def _check_decision(self, decision: object) -> Decision:
+        """A person's decision: approve, edit, respond or reject — expiry and cancelling are
+        not theirs to take — and an edit's arguments within the gate's limits."""
+        checked = _check_decision(decision)
+        if isinstance(checked, Edit):
+            if not isinstance(checked.args, dict):
+                raise InvalidDecisionError("an edit's arguments are a JSON object")
+            problem = self.limits.problem(checked.args)
+            if problem is None:
+                try:
+                    problem = self.limits.size_problem(len(canonical_json(checked.args)))
+                except InvalidArgumentsError as exc:
+                    problem = f"the edited arguments are not JSON: {exc}"
+            if problem is not None:
+                raise InvalidDecisionError(f"the edit is refused: {problem}")
+        return checked
+
     @staticmethod
     def _apply(approval: Approval, decision: Decision, *, actor: str, at: datetime) -> Approval:
-        call = (
-            replace(approval.call, args=decision.args)
-            if isinstance(decision, Edit)
-            else approval.call
-        )
+        call, requested = approval.call, approval.requested_args
+        if isinstance(decision, Edit):
+            call, requested = replace(call, args=decision.args), call.args
         return replace(
             approval,
             call=call,
+            requested_args=requested,
             status=DECIDED_STATUS[decision.kind],
             decision=decision,
             decided_by=actor,
@@ -515,21 +576,20 @@ def _same(a: Decision, b: Decision) -> bool:
 
 
 def _decision_record(before: Approval, after: Approval, *, actor: str, at: datetime) -> AuditRecord:
+    """The audit entry of a decision: for an edit both argument sets, as requested (`args`)
+    and as decided (in the decision)."""
     assert after.decision is not None  # only decided approvals are recorded
-    return AuditRecord(
-        actor=actor,
-        action="decision",
-        subject=before.id,
-        at=at,
-        data={
-            "status": after.status,
-            "decision": decision_to_dict(after.decision),
-            "tool": before.call.name,
-            "digest": before.call.digest,
-            "decided_digest": after.call.digest,
-            "run_id": before.run_id,
-        },
-    )
+    data: dict[str, Any] = {
+        "status": after.status,
+        "decision": decision_to_dict(after.decision),
+        "tool": before.call.name,
+        "digest": before.call.digest,
+        "decided_digest": after.call.digest,
+        "run_id": before.run_id,
+    }
+    if isinstance(after.decision, Edit):
+        data["args"] = before.call.args
+    return AuditRecord(actor=actor, action="decision", subject=before.id, at=at, data=data)
 
 
 def _grant_record(grant: Grant, approval: Approval, *, actor: str, at: datetime) -> AuditRecord:
@@ -543,12 +603,17 @@ def _grant_record(grant: Grant, approval: Approval, *, actor: str, at: datetime)
             "scope": grant.scope,
             "subject": grant.subject,
             "args_digest": grant.args_digest,
+            "rule": grant.rule,
+            "rule_digest": grant.rule_digest,
+            "roles": list(grant.roles),
             "approval": approval.id,
         },
     )
 
 
-def _grant_for(approval: Approval, decision: Approve, *, actor: str, at: datetime) -> Grant:
+def _grant_for(
+    approval: Approval, decision: Approve, *, actor: str, roles: frozenset[str], at: datetime
+) -> Grant:
     scope = decision.always
     assert scope is not None  # only approve-always leaves a grant
     subject = {
@@ -565,7 +630,9 @@ def _grant_for(approval: Approval, decision: Approve, *, actor: str, at: datetim
         subject=subject,
         args_digest=approval.call.digest if scope.with_args else None,
         rule=approval.rule,
+        rule_digest=approval.rule_digest,
         approval_id=approval.id,
         created_by=actor,
+        roles=tuple(sorted(roles)),
         created_at=at,
     )

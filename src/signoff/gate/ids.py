@@ -6,7 +6,10 @@ import os
 import threading
 import time
 
-__all__ = ["new_id"]
+__all__ = ["ID_LENGTH", "new_id"]
+
+ID_LENGTH = 32
+"""Characters of every id `new_id` makes."""
 
 _lock = threading.Lock()
 _last = (0, 0)

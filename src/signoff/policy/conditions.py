@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from signoff.limits import MAX_DEPTH, json_depth
 from signoff.policy.glob import check_glob
 
 __all__ = ["OPERATORS", "Condition", "NotJSONError", "compile_condition", "is_json", "parse_path"]
@@ -89,6 +90,8 @@ def parse_path(path: str) -> tuple[str, ...]:
 
 def compile_condition(path: str, operator: str, operand: Any) -> Condition:
     """Build one condition; raise ValueError naming what is wrong with the operand."""
+    if json_depth(operand, stop_after=MAX_DEPTH) > MAX_DEPTH:
+        raise ValueError(f"{operator!r} has a value nested more than {MAX_DEPTH} levels deep")
     if not is_json(operand):
         raise ValueError(
             f"{operator!r} needs a JSON value (text, number, true/false, null, list, mapping), "
@@ -150,16 +153,25 @@ _COMPARISONS: Final[dict[str, Callable[[Any, Any], bool]]] = {
 
 
 def is_json(value: Any) -> bool:
-    """Whether `value` is plain JSON: no NaN or infinity, no dates, sets or other objects."""
-    if value is None or isinstance(value, str | bool | int):
-        return True
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if isinstance(value, list):
-        return all(is_json(item) for item in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and is_json(v) for k, v in value.items())
-    return False
+    """Whether `value` is plain JSON: no NaN or infinity, no dates, sets or other objects.
+    Without recursion: any depth is checked safely."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if item is None or isinstance(item, str | bool | int):
+            continue
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return False
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            if not all(isinstance(k, str) for k in item):
+                return False
+            stack.extend(item.values())
+        else:
+            return False
+    return True
 
 
 def _is_number(value: Any) -> bool:

@@ -11,17 +11,20 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from signoff.errors import InvalidArgumentsError
 from signoff.policy.conditions import Condition, NotJSONError, is_json
 from signoff.policy.glob import Glob, compile_glob
-from signoff.policy.model import Policy, Rule, SectionDefault
+from signoff.policy.model import Policy, Rule, SectionDefault, default_digest
 from signoff.policy.source import paused_gc
 from signoff.types import Context, Grant, ToolCall, Verdict, VerdictKind
 
-__all__ = ["Explanation", "PolicyEngine"]
+__all__ = ["GRANTED", "Explanation", "PolicyEngine"]
+
+GRANTED = "grant:"
+"""How a verdict's rule names the grant that let a call through: ``grant:<id>``."""
 
 _EFFECT_RANK = {"deny": 0, "ask": 1, "allow": 2}
 _Key = tuple[str, str | None, str | None]
@@ -42,6 +45,9 @@ class Explanation:
     """Rules that also match the call but lost to `rule` by precedence."""
     grant: Grant | None = None
     """The grant that let an asked call through, if one did."""
+    passed_over: tuple[tuple[Grant, str], ...] = ()
+    """The other grants of the context for the call's tool, each with why it does not cover
+    the call."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +84,7 @@ class PolicyEngine:
         # Entries are built on first use: a lookup touches only the rules its name can match.
         self._entries: dict[int, _Entry] = {}
         self._rules = {rule.id: rule for rule in policy.rules}
+        self._digests: frozenset[str] | None = None
         with paused_gc():
             self._index = _NameIndex(
                 (i, compile_glob(p)) for i, rule in enumerate(ordered) for p in rule.tools
@@ -121,6 +128,30 @@ class PolicyEngine:
                 return _granted(grant)
         return verdict
 
+    def knows(self, rule_digest: str | None) -> bool:
+        """Whether a rule (or default) of this policy says what `rule_digest` hashes: a grant
+        bound to anything else covers nothing any more."""
+        if rule_digest is None:
+            return False
+        if self._digests is None:
+            self._digests = frozenset(
+                [r.digest for r in self.policy.rules]
+                + [d.digest for d in self.policy.section_defaults]
+                + [default_digest(self.policy.default)]
+            )
+        return rule_digest in self._digests
+
+    def grant_problem(self, grant: Grant, call: ToolCall, context: Context) -> str | None:
+        """Why `grant` does not let `call` through in `context`, in words; None when it does.
+        Says the same as `evaluate` decides."""
+        candidates, _ = self._cache.get((call.name, call.server, call.agent)) or self._lookup(
+            (call.name, call.server, call.agent)
+        )
+        asked = self.evaluate(call, replace(context, grants=()))
+        if asked.kind != "ask":
+            return f"the call is not asked about: the policy says {asked.kind}"
+        return _grant_problem(grant, call, context, candidates, asked)
+
     def fixed_kind(
         self, name: str, *, server: str | None = None, agent: str | None = None
     ) -> VerdictKind | None:
@@ -145,15 +176,22 @@ class PolicyEngine:
         args: object = call.args
         checkable = isinstance(args, dict) and is_json(args)
         matched = [e.rule for e in candidates if checkable and e.applies(args)]  # type: ignore[arg-type]
-        rule = self._rules.get(verdict.rule) if verdict.rule else None
         grant = None
-        if verdict.rule is not None and verdict.rule.startswith("grant:") and context is not None:
-            grant = next(g for g in context.grants if verdict.rule == f"grant:{g.id}")
+        passed_over: list[tuple[Grant, str]] = []
+        if context is not None:
+            for candidate in context.grants:
+                if verdict.rule == f"{GRANTED}{candidate.id}":
+                    grant = candidate
+                elif candidate.tool == call.name and candidate.server == call.server:
+                    why = self.grant_problem(candidate, call, context)
+                    passed_over.append((candidate, why or "another grant applies first"))
+        rule = self._rules.get(verdict.rule) if verdict.rule else None
         return Explanation(
             verdict=verdict,
             rule=rule,
             shadowed=tuple(r for r in matched if r is not rule),
             grant=grant,
+            passed_over=tuple(passed_over),
         )
 
     def _lookup(self, key: _Key) -> _Lookup:
@@ -186,6 +224,7 @@ class PolicyEngine:
             kind=self.policy.default,
             rule=None,
             reason=f"no rule matched; the policy's default is {self.policy.default}",
+            rule_digest=default_digest(self.policy.default),
         )
 
 
@@ -263,6 +302,7 @@ def _entry(rule: Rule) -> _Entry:
         timeout=rule.timeout,
         approvers=rule.approvers,
         forbid_self_approval=rule.forbid_self_approval,
+        rule_digest=rule.digest,
     )
     return _Entry(
         rule=rule,
@@ -299,6 +339,7 @@ def _section_default(section: SectionDefault) -> Verdict:
         kind=section.verdict,
         rule=section.id,
         reason=f"no rule matched; {section.kind} {section.pattern!r} defaults to {section.verdict}",
+        rule_digest=section.digest,
     )
 
 
@@ -319,27 +360,52 @@ def _fail_closed(candidates: Sequence[_Entry], default: Verdict) -> Verdict:
 def _covering_grant(
     call: ToolCall, context: Context, candidates: Sequence[_Entry], asked: Verdict
 ) -> Grant | None:
-    """A grant left under the rule that now asks about `call` and covering it — unless some deny
-    rule matches the call: grants never beat a deny.
+    """The first grant that lets the asked `call` through (see `_grant_problem`)."""
+    return next(
+        (g for g in context.grants if _grant_problem(g, call, context, candidates, asked) is None),
+        None,
+    )
 
-    Arguments that cannot be checked (not JSON) are never covered: the call keeps asking.
-    """
-    try:
-        grant = next(
-            (g for g in context.grants if g.rule == asked.rule and g.covers(call, context)), None
+
+def _grant_problem(
+    grant: Grant, call: ToolCall, context: Context, candidates: Sequence[_Entry], asked: Verdict
+) -> str | None:
+    """Why `grant` does not let the asked `call` through, or None when it does: it was left
+    under the very rule that asks now (what the rule says, and its id when the file names it: a
+    generated id only says where the rule stands, which a new rule shifts); it covers the call
+    and its scope; its granter could have approved the call (the rule's approvers,
+    self-approval); and no deny rule matches the call — grants never beat a deny. Arguments
+    that cannot be checked (not JSON) are never covered: the call keeps asking."""
+    if grant.tool != call.name or grant.server != call.server:
+        return "it is for another tool"
+    if grant.rule_digest is None:
+        return "it was granted before grants were bound to their rule"
+    if grant.rule_digest != asked.rule_digest:
+        if grant.rule == asked.rule:
+            return f"rule {grant.rule or 'default'} changed since it was granted"
+        asking = asked.rule or "the policy's default"
+        return f"it was granted under {grant.rule or 'the default'}, and {asking} asks now"
+    if asked.approvers and not set(grant.roles) & set(asked.approvers):
+        return (
+            f"{grant.created_by!r} has none of the roles {list(asked.approvers)!r} the rule needs"
         )
-        if grant is None or any(
-            e.rule.effect == "deny" and e.applies(call.args) for e in candidates
-        ):
-            return None
+    if asked.forbid_self_approval and grant.created_by == context.requested_by:
+        return f"{grant.created_by!r} asked for the call and the rule forbids self-approval"
+    try:
+        if not grant.covers(call, context):
+            if grant.args_digest is not None and grant.args_digest != call.digest:
+                return "it is for other arguments"
+            return f"the call is outside its scope ({grant.scope} {grant.subject!r})"
+        if any(e.rule.effect == "deny" and e.applies(call.args) for e in candidates):
+            return "a deny rule matches the call"
     except (NotJSONError, InvalidArgumentsError):
-        return None
-    return grant
+        return "the arguments cannot be checked"
+    return None
 
 
 def _granted(grant: Grant) -> Verdict:
     return Verdict(
         kind="allow",
-        rule=f"grant:{grant.id}",
+        rule=f"{GRANTED}{grant.id}",
         reason=f"approved always by {grant.created_by} for {_SCOPE_WORDS[grant.scope]}",
     )

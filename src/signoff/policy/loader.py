@@ -46,7 +46,7 @@ _SECTION_KEYS = frozenset(
     | _DCAF_KEYS
 )
 # Keys read by other parts of signoff (the store, the server, the MCP gateway).
-_OTHER_TOP_KEYS = frozenset({"database", "auth", "gateway", "redact"})
+_OTHER_TOP_KEYS = frozenset({"database", "auth", "gateway", "redact", "limits", "allowed_hosts"})
 _TOP_KEYS = _SECTION_KEYS | {"version", "servers", "agents"} | _OTHER_TOP_KEYS
 # How the MCP gateway reaches a server; the policy ignores them.
 _CONNECTION_KEYS = frozenset(
@@ -488,7 +488,9 @@ class _Builder:
             assert scope.name is not None  # agent scopes are always named
             fields["agents"] = (scope.name,)
             fields["tier"] = 1
-        self.rules.append(Rule(id=rule_id, effect=effect, order=len(self.rules), **fields))
+        self.rules.append(
+            Rule(id=rule_id, effect=effect, order=len(self.rules), named=bool(explicit), **fields)
+        )
 
     def _map(self, value: Any, path: Path) -> dict[str, Any] | None:
         return self.reader.mapping(value, path, format_path(path) or "the policy")

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
-from signoff.errors import Problem
+from signoff.errors import InvalidArgumentsError, Problem
 from signoff.policy.conditions import Condition
-from signoff.types import VerdictKind
+from signoff.types import VerdictKind, canonical_json
 
-__all__ = ["Policy", "Rule", "SectionDefault"]
+__all__ = ["Policy", "Rule", "SectionDefault", "default_digest"]
 
 SectionKind: TypeAlias = Literal["server", "agent"]
 
@@ -44,6 +46,18 @@ class Rule:
     """1 for rules of an ``agents:`` section: they come before global ask and allow rules."""
     order: int = 0
     """Position in the document, the last tie-breaker."""
+    named: bool = False
+    """Whether `id` was written in the file (else it says where the rule stands)."""
+
+    @cached_property
+    def digest(self) -> str:
+        """A hash of what the rule says, not of where it stands: its id only when written in
+        the file. A grant binds to it (`Verdict.rule_digest`)."""
+        content = self.to_dict()
+        if not self.named:
+            del content["id"]
+        content["tier"] = self.tier
+        return _digest(["rule", content])
 
     def to_dict(self) -> dict[str, Any]:
         """The rule in the unified format, as it would be written in a file."""
@@ -81,6 +95,24 @@ class SectionDefault:
     pattern: str
     """The server-name or agent-path glob of the section."""
     verdict: VerdictKind
+
+    @cached_property
+    def digest(self) -> str:
+        """A hash of what the section's default says (see `Rule.digest`)."""
+        return _digest(["section", self.kind, self.pattern, self.verdict])
+
+
+def default_digest(verdict: VerdictKind) -> str:
+    """The `Rule.digest` of a policy's own default."""
+    return _digest(["default", verdict])
+
+
+def _digest(content: Any) -> str:
+    try:
+        data = canonical_json(content)
+    except InvalidArgumentsError:  # an operand YAML read as a date: its text says it all
+        data = repr(content).encode()
+    return hashlib.sha256(data).hexdigest()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -20,6 +20,9 @@ __all__ = ["Reader", "Recorded", "show"]
 _VERDICTS: tuple[str, ...] = get_args(VerdictKind)
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_SIZE = re.compile(r"([0-9]{1,12})([KMG]i?B|B)?", re.IGNORECASE)
+_SIZES = {"b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "kib": 1024, "mib": 1024**2,
+          "gib": 1024**3}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,22 @@ class Reader:
             self.error(path, f"{what} must be an integer, not {show(value)}")
             return None
         return value
+
+    def size(self, value: Any, path: Path, what: str) -> int | None:
+        """Bytes, from a whole number or a text like ``512KB``, ``16MiB``, ``1GB``."""
+        found = None
+        if isinstance(value, int) and not isinstance(value, bool):
+            found = value
+        elif isinstance(value, str) and (match := _SIZE.fullmatch(value.replace(" ", ""))):
+            found = int(match.group(1)) * _SIZES[(match.group(2) or "b").lower()]
+        if found is None or found <= 0:
+            self.error(
+                path,
+                f"{what} must be a positive number of bytes or a size like '512KB', '16MiB'; "
+                f"not {show(value)}",
+            )
+            return None
+        return found
 
     def verdict(self, value: Any, path: Path, what: str) -> VerdictKind | None:
         if value not in _VERDICTS:

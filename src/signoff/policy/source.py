@@ -16,6 +16,7 @@ from typing import Any, TypeAlias
 import yaml
 
 from signoff.errors import PolicyError, Problem
+from signoff.limits import text_depth
 
 __all__ = ["Locator", "Path", "format_path", "parse_text", "paused_gc"]
 
@@ -24,6 +25,11 @@ Path: TypeAlias = tuple[Any, ...]
 
 _PLAIN_KEY = re.compile(r"[^.\[\] \"']+")
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+MAX_NESTING = 100
+"""Levels a policy or config document may nest: past this, readers recurse too deep (YAML's C
+reader crashes the process)."""
 
 
 class _StrictLoader(_Loader):  # type: ignore[valid-type,misc]
@@ -71,9 +77,10 @@ def parse_text(text: str, *, source: str | None, json_only: bool = False) -> Any
         except json.JSONDecodeError as exc:
             problem = Problem(message=exc.msg, source=source, line=exc.lineno, column=exc.colno)
             raise PolicyError([problem]) from None
-        except _DuplicateKey:
-            pass  # JSON is YAML: the YAML reader below finds where the duplicate stands
+        except (_DuplicateKey, RecursionError):
+            pass  # JSON is YAML: the YAML reader below finds where the problem stands
     try:
+        _check_nesting(text, source)
         with paused_gc():
             return yaml.load(text, Loader=_StrictLoader)
     except yaml.MarkedYAMLError as exc:
@@ -88,6 +95,49 @@ def parse_text(text: str, *, source: str | None, json_only: bool = False) -> Any
         raise PolicyError([problem]) from None
     except yaml.YAMLError as exc:
         raise PolicyError([Problem(message=str(exc), source=source)]) from None
+
+
+def _check_nesting(text: str, source: str | None) -> None:
+    """Refuse a document nested past `MAX_NESTING`, at the line and column where it goes past:
+    read as a flat stream of events (which nothing recurses over) when a quick look says it
+    might be that deep."""
+    if not _maybe_deep(text):
+        return
+    depth = 0
+    for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_NESTING:
+                mark = event.start_mark
+                problem = Problem(
+                    message=f"the document is nested more than {MAX_NESTING} levels deep",
+                    source=source,
+                    line=None if mark is None else mark.line + 1,
+                    column=None if mark is None else mark.column + 1,
+                )
+                raise PolicyError([problem])
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
+# In block style a level needs a column of indentation, or an indicator on its line (``- ``,
+# ``? ``, a key's ``: ``, two levels for ``- key:``): 100 levels need one or the other in bulk.
+_DEEP_INDENT = re.compile(rf"^[ \t]{{{MAX_NESTING // 2 - 2}}}", re.MULTILINE)
+_DASHES = re.compile(rf"[-?:][ \t]+(?:[-?:][ \t]+){{{MAX_NESTING // 4 - 1}}}")
+
+
+def _maybe_deep(text: str) -> bool:
+    """Whether `text` might nest past `MAX_NESTING` (then `_check_nesting` reads its events,
+    which is exact): its brackets outside double-quoted scalars, counted from where they would
+    stand in flow style; deep indentation; or a run of block indicators on one line
+    (``- - - x``). A cheap look, not a parse: closing brackets inside single-quoted scalars
+    can hide nesting from it, which only a file's author can write (the API takes policies as
+    JSON, whose strings it sees)."""
+    if text.count("[") + text.count("{") > MAX_NESTING and (
+        text_depth(text.encode(), stop_after=MAX_NESTING) > MAX_NESTING
+    ):
+        return True
+    return _DEEP_INDENT.search(text) is not None or _DASHES.search(text) is not None
 
 
 class _DuplicateKey(ValueError):

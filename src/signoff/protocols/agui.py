@@ -62,6 +62,7 @@ from signoff.errors import (
 from signoff.gate.ids import new_id
 from signoff.protocols.a2a.hitl import Pending, request_parts
 from signoff.protocols.a2a.tasks import TaskView, task_state
+from signoff.protocols.ids import id_problem
 from signoff.server.auth import Auth
 from signoff.server.service import Principal, Service
 from signoff.store.runs import RunRecord, StoredEvent
@@ -77,8 +78,6 @@ ACTIVITY = "HITL_FORM"
 CHANNEL = "agui"
 """The store's notes of this channel: which task each AG-UI run of a thread started or resumed."""
 _DECIDED = {"approved": "approved", "edited": "approved", "responded": "provided"}
-_LONGEST = 200
-"""The longest thread or run id taken (the store's keys are no longer)."""
 
 
 def interrupt_id(task_id: str, n: int) -> str:
@@ -152,8 +151,9 @@ class AguiAgent:
     async def _run(self, body: RunAgentInput, who: Principal) -> AsyncIterator[BaseEvent]:
         thread, run_id = body.thread_id, body.run_id
         for name, value in (("threadId", thread), ("runId", run_id)):
-            if not value or len(value) > _LONGEST:
-                raise _Refused(f"{name} must have 1 to {_LONGEST} characters", "invalid_input")
+            problem = id_problem(name, value, required=True)
+            if problem is not None:  # before the store reads anything with them
+                raise _Refused(problem, "invalid_input")
         await self._check_thread(thread)
         state = await self._state(thread)  # as the run finds it: what it changes comes as deltas
         yield StateSnapshotEvent(snapshot=state)

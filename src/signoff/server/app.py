@@ -12,7 +12,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request, WebSocket
 from fastapi.exceptions import RequestValidationError
@@ -30,28 +30,36 @@ from signoff.errors import (
     PolicyError,
     SignoffError,
 )
-from signoff.server.auth import Auth
+from signoff.server.auth import LOOPBACK_NAMES, Auth, host_name
+from signoff.server.intake import BodyLimits, Intake, refuse
 from signoff.server.service import Principal, Service
 from signoff.server.shapes import (
     DecisionBody,
     Decisions,
     ExplainBody,
+    ExplainContext,
     PolicyBody,
     StartRun,
     ToggleBody,
     approval_json,
     event_json,
+    grant_json,
     iso,
+    previewed,
+    shown,
     sse,
     verdict_json,
 )
 from signoff.server.web import mount_web
 from signoff.server.ws import websocket_channel
+from signoff.store.checkpoint import Checkpoint, audit_key
 from signoff.store.runs import RunRecord
 from signoff.store.times import from_micros, to_micros
-from signoff.types import ToolCall
+from signoff.types import Context, Grant, ToolCall, Verdict
 
 __all__ = ["create_app"]
+
+T = TypeVar("T")
 
 _MAX_SEQ = 2**62
 """The largest sequence number a request may name: the databases' integers stop at 2**63."""
@@ -70,8 +78,9 @@ Who = Annotated[Principal, Depends(_principal)]
 """The request's authenticated principal (or 401)."""
 
 
-def create_app(service: Service, auth: Auth) -> FastAPI:
-    """The API over `service`; its workers run for the app's lifetime."""
+def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None) -> FastAPI:
+    """The API over `service`; its workers run for the app's lifetime. Request bodies are held
+    to `limits` (size and nesting), and read only once the token is known."""
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -79,12 +88,22 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
             yield
 
     app = FastAPI(title="signoff", version=_version(), lifespan=lifespan)
-    show = service.redaction.tree  # every call's arguments go out masked where configured
+    redaction = service.redaction
+
+    def show(data: T) -> T:  # whole: cut where it nests too deep, arguments masked
+        return shown(data, redaction)
+
+    def brief(data: dict[str, Any]) -> dict[str, Any]:  # in a listing: long arguments cut
+        return previewed(data, redaction)
+
     app.state.auth = auth
     _errors(app)
+    app.add_middleware(Intake, auth=auth, limits=limits or BodyLimits())
     app.add_middleware(_NoNul)
     if auth.anonymous is not None:
-        app.add_middleware(_SameOrigin)
+        app.add_middleware(_SameOrigin, auth=auth)
+    if auth.checks_hosts:
+        app.add_middleware(_KnownHost, auth=auth)  # outermost: before anything else is read
 
     mount_web(app)
 
@@ -156,7 +175,7 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
 
         async def stream() -> AsyncIterator[str]:
             async for event in events:
-                yield sse(show(event_json(event)), event.type, str(event.seq))
+                yield sse(brief(event_json(event)), event.type, str(event.seq))
 
         return StreamingResponse(stream(), media_type="text/event-stream")
 
@@ -187,7 +206,7 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
             yield ": every run's events\n\n"  # the stream is open before the first event
             async for event in events:
                 event_id = f"{to_micros(event.at)}.{event.run_id}.{event.seq}"
-                yield sse(show(event_json(event)), event.type, event_id)
+                yield sse(brief(event_json(event)), event.type, event_id)
 
         return StreamingResponse(stream(), media_type="text/event-stream")
 
@@ -200,13 +219,23 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
         tool: str | None = None,
         cursor: str | None = None,
         limit: Annotated[int, Query(ge=1, le=500)] = 100,
+        short_id: Annotated[str | None, Query(min_length=1)] = None,
     ) -> dict[str, Any]:
-        """Newest first; `next` is the cursor of the next page, or null."""
+        """Newest first; `next` is the cursor of the next page, or null. Long arguments are
+        cut (``truncated``); `GET /v1/approvals/{id}` has them whole. With `short_id`, only
+        the approvals whose id ends with it (the short id `signoff inbox` shows), on one page."""
+        if short_id is not None:
+            if (status, run_id, agent, tool, cursor) != (None,) * 5:
+                raise HTTPException(
+                    400, detail={"error": "InvalidRequest", "detail": "short_id goes alone"}
+                )
+            found = await service.store.find_approvals(short_id, limit=limit)
+            return {"items": [brief(approval_json(a)) for a in found], "next": None}
         page = await service.store.list_approvals(
             status=status, run_id=run_id, agent=agent, tool=tool, before=cursor, limit=limit
         )
         return {
-            "items": [show(approval_json(a)) for a in page],
+            "items": [brief(approval_json(a)) for a in page],
             "next": page[-1].id if len(page) == limit else None,
         }
 
@@ -280,17 +309,66 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
 
     @app.post("/v1/policy/explain")
     async def explain(body: ExplainBody, _: Who) -> dict[str, Any]:
-        """The verdict a call would get, the rule that decides it and the rules it shadows."""
+        """The verdict a call would get, the rule that decides it and the rules it shadows;
+        the grant that would let it through (for the call's `context`), and why each other
+        grant of its tool would not."""
         call = ToolCall(id="", name=body.tool, args=body.args, server=body.server, agent=body.agent)
-        explanation = service.gate.engine.explain(call)
+        where = body.context or ExplainContext()
+        problem = service.gate.limits.problem(call.args)
+        if problem is not None:  # as the gate would: blocked before any rule is asked
+            blocked = Verdict(kind="deny", rule=None, reason=problem)
+            return verdict_json(blocked) | {"shadowed": [], "grant": None, "grants_passed_over": []}
+        engine = service.gate.engine
+        grants = await service.store.list_grants(tool=body.tool)
+        context = Context(
+            run_id=where.run_id,
+            thread_id=where.thread_id,
+            requested_by=where.requested_by,
+            grants=tuple(grants),
+        )
+        explanation = engine.explain(call, context)
+        granted = explanation.grant
         return verdict_json(explanation.verdict) | {
-            "shadowed": [rule.id for rule in explanation.shadowed]
+            "shadowed": [rule.id for rule in explanation.shadowed],
+            "grant": None if granted is None else grant_json(granted, in_force=True),
+            "grants_passed_over": [
+                {"id": g.id, "granted_by": g.created_by, "scope": g.scope, "why": why}
+                for g, why in explanation.passed_over
+            ],
         }
+
+    @app.get("/v1/grants")
+    async def grants(_: Who, tool: str | None = None, revoked: bool = False) -> dict[str, Any]:
+        """Every grant in force, oldest first (with `revoked`, the revoked ones too): its
+        scope, tool, argument binding, who granted it and when, how often it was used, and
+        whether the rule it was given under is still the policy's (``stale`` otherwise: it
+        covers nothing)."""
+        found = await service.store.list_grants(tool=tool, revoked=revoked)
+        return {"items": await _grants_json(service, found)}
+
+    @app.get("/v1/grants/{grant_id}")
+    async def grant(grant_id: str, _: Who) -> dict[str, Any]:
+        [shown_grant] = await _grants_json(service, [await service.store.get_grant(grant_id)])
+        return shown_grant
+
+    @app.delete("/v1/grants/{grant_id}")
+    async def revoke(grant_id: str, who: Who) -> dict[str, Any]:
+        """Revoke a grant (its granter, or the admin role): no call passes under it once this
+        answers. Audited."""
+        found = await service.store.get_grant(grant_id)
+        if found.created_by != who.name and "admin" not in who.roles:
+            raise ForbiddenError(
+                f"{who.name!r} may not revoke {found.created_by!r}'s grant: it needs the admin role"
+            )
+        if found.revoked_at is None:
+            await service.gate.revoke_grant(grant_id, actor=who.name)
+        [revoked_grant] = await _grants_json(service, [await service.store.get_grant(grant_id)])
+        return revoked_grant
 
     @app.websocket("/v1/ws")
     async def ws(socket: WebSocket) -> None:
         """Approval requests and decisions pushed live; decisions taken (see `server.ws`)."""
-        await websocket_channel(socket, service, auth)
+        await websocket_channel(socket, service, auth, limits=limits or BodyLimits())
 
     @app.get("/v1/audit")
     async def audit(
@@ -300,7 +378,8 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
     ) -> dict[str, Any]:
         """Entries in order after `after`; `length` is the log's. With redaction configured,
         the calls' digests and the entries' hashes are left out: they are hashes of the
-        arguments, and a guessable secret could be found from them."""
+        arguments, and a guessable secret could be found from them. A damaged entry comes with
+        `problem` saying what is wrong, and whatever of it cannot be shown left out."""
         entries = await service.store.audit_log(after=after, limit=limit)
         hide = bool(service.redaction)
         return {
@@ -308,7 +387,7 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
             "items": [
                 {
                     "seq": e.seq,
-                    "at": iso(e.at),
+                    "at": None if e.at is None else iso(e.at),
                     "actor": e.actor,
                     "action": e.action,
                     "subject": e.subject,
@@ -316,6 +395,7 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
                         k: v for k, v in show(e.data).items() if not hide or k not in _DIGESTS
                     },
                     "hash": None if hide else e.hash,
+                    "problem": e.problem,
                 }
                 for e in entries
             ],
@@ -323,9 +403,24 @@ def create_app(service: Service, auth: Auth) -> FastAPI:
         }
 
     @app.get("/v1/audit/verify")
-    async def verify(_: Who) -> dict[str, Any]:
-        broken = await service.store.verify_audit()
-        return {"ok": broken is None, "first_bad_entry": broken}
+    async def verify(_: Who, since: str | None = None) -> dict[str, Any]:
+        """Check the chain; with `since` (a checkpoint from ``signoff audit checkpoint``,
+        signed with this server's ``SIGNOFF_AUDIT_KEY``) also that no entry up to it was
+        removed or rewritten. A checkpoint that is not one, or is forged, is a 400."""
+        checkpoint = None
+        if since is not None:
+            checkpoint = Checkpoint.parse(since)
+            checkpoint.check(audit_key())
+        report = await service.store.verify_audit(since=checkpoint)
+        return {
+            "ok": report.ok,
+            "entries": report.entries,
+            "first_bad_entry": report.first_bad,
+            "reason": report.reason,
+            "checkpoint": None
+            if checkpoint is None
+            else {"entries": checkpoint.seq, "at": iso(checkpoint.at), "signed": checkpoint.signed},
+        }
 
     _mount_protocols(app, service, auth)  # after /v1: its routes are matched first
     return app
@@ -349,6 +444,21 @@ def _mount_protocols(app: FastAPI, service: Service, auth: Auth) -> None:
             logger.info("%s is not served: install it with pip install 'signoff[%s]'", name, extra)
             continue
         mount(app, service, auth)
+
+
+async def _grants_json(service: Service, grants: Sequence[Grant]) -> list[dict[str, Any]]:
+    """The grants as the API lists them, each narrowed to arguments with those arguments (as
+    the approval that left it was decided; shown as every call's are)."""
+    engine = service.gate.engine
+    bound = [g.approval_id for g in grants if g.args_digest is not None and g.approval_id]
+    approvals = {a.id: a for a in await service.store.get_approvals(bound)} if bound else {}
+    items = []
+    for g in grants:
+        item = grant_json(g, in_force=engine.knows(g.rule_digest))
+        approval = approvals.get(g.approval_id or "")
+        item["args"] = None if approval is None else approval.call.args
+        items.append(shown(item, service.redaction))
+    return items
 
 
 def _agent_json(service: Service, agent: Agent, path: str) -> dict[str, Any]:
@@ -418,24 +528,63 @@ def _policy(service: Service) -> dict[str, Any]:
     }
 
 
-class _SameOrigin:
-    """Without authentication, refuse requests a web page of another origin makes: browsers
-    send them (a WebSocket, a form post) with the local user's rights. Tools without a browser
-    send no ``Origin``."""
+class _KnownHost:
+    """Requests for a host the server does not answer to (`Auth.serves`) are refused: 421, a
+    WebSocket closed with 4421. Without authentication this is what stops DNS rebinding: a page
+    whose own DNS name an attacker points at 127.0.0.1 is same-origin with itself (its
+    ``Origin`` matches), but its requests name that host."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, auth: Auth) -> None:
         self.app = app
+        self.auth = auth
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] in ("http", "websocket"):
-            headers = dict(scope.get("headers") or [])
-            origin = headers.get(b"origin", b"").decode(errors="replace")
-            host = headers.get(b"host", b"").decode(errors="replace")
-            if origin and origin.partition("://")[2] != host:
-                if scope["type"] == "websocket":
-                    await send({"type": "websocket.close", "code": 4403})
-                else:
-                    await _refuse(send, 403, "Forbidden", f"requests from {origin} are not served")
+            header = _header(scope, b"host")
+            host = host_name(header)
+            refusal = None
+            if not header:
+                refusal = 400, "InvalidRequest", "the request has no Host header"
+            elif host is None:
+                refusal = 400, "InvalidRequest", f"Host {header!r} is not host[:port]"
+            elif not self.auth.serves(host):
+                refusal = 421, "MisdirectedRequest", _misdirected(host)
+            if refusal is not None:
+                await _refuse(scope, send, *refusal)
+                return
+        await self.app(scope, receive, send)
+
+
+def _misdirected(host: str) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return (
+        f"this server does not answer to the host {shown!r}: it answers to "
+        f"{', '.join(LOOPBACK_NAMES)} and the hosts its config's allowed_hosts names. To reach "
+        f"it as {shown}, add {shown!r} to allowed_hosts (or pass --allowed-host {shown})"
+    )
+
+
+class _SameOrigin:
+    """Without authentication, refuse requests a web page of another origin makes: browsers
+    send them (a WebSocket, a form post) with the local user's rights. Tools without a browser
+    send no ``Origin``. An origin is the request's own (its host and port are the ``Host``) or
+    one on a host the config allows (a proxy in front may rewrite ``Host``); a page on another
+    local port is another origin."""
+
+    def __init__(self, app: Any, auth: Auth) -> None:
+        self.app = app
+        self.auth = auth
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] in ("http", "websocket"):
+            origin = _header(scope, b"origin")
+            authority = origin.partition("://")[2]
+            if origin and not (
+                authority == _header(scope, b"host") or host_name(authority) in self.auth.hosts
+            ):
+                await _refuse(
+                    scope, send, 403, "Forbidden", f"requests from {origin} are not served"
+                )
                 return
         await self.app(scope, receive, send)
 
@@ -453,21 +602,23 @@ class _NoNul:
             or b"%00" in scope.get("query_string", b"")
             or b"\x00" in scope.get("query_string", b"")
         ):
-            await _refuse(send, 400, "InvalidRequest", "NUL characters are not allowed")
+            await _refuse(scope, send, 400, "InvalidRequest", "NUL characters are not allowed")
             return
         await self.app(scope, receive, send)
 
 
-async def _refuse(send: Any, status: int, error: str, detail: str) -> None:
-    body = json.dumps({"error": error, "detail": detail}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"application/json")],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+def _header(scope: Any, name: bytes) -> str:
+    """The request's header `name` (lower case), "" without one."""
+    value: bytes = dict(scope.get("headers") or []).get(name, b"")
+    return value.decode("latin-1").lower()
+
+
+async def _refuse(scope: Any, send: Any, status: int, error: str, detail: str) -> None:
+    """Answer with the error as JSON; a WebSocket is closed with 4000 + `status`."""
+    if scope["type"] == "websocket":
+        await send({"type": "websocket.close", "code": 4000 + status})
+        return
+    await refuse(send, status, error, detail)
 
 
 def _errors(app: FastAPI) -> None:
@@ -512,7 +663,7 @@ async def _run(service: Service, run_id: str) -> dict[str, Any]:
     record = await service.store.get_run(run_id)
     pending = await service.store.list_approvals(status="pending", run_id=run_id, limit=500)
     return _run_summary(record) | {
-        "messages": service.redaction.tree(await service.store.run_messages(run_id)),
+        "messages": shown(await service.store.run_messages(run_id), service.redaction),
         "pending_approvals": [a.id for a in pending],
     }
 

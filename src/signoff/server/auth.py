@@ -2,12 +2,18 @@
 
 Tokens are compared in constant time. The token travels in the ``Authorization`` header, never
 in a cookie or a URL.
+
+Without authentication, a request is answered only when its ``Host`` names this machine's
+loopback (``localhost``, ``127.0.0.1``, ``[::1]``; any port) or a host the config allows: a web
+page whose DNS name an attacker points at 127.0.0.1 (DNS rebinding) is same-origin with itself,
+and its requests carry its own name as ``Host``.
 """
 
 from __future__ import annotations
 
 import hmac
 import ipaddress
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -15,7 +21,10 @@ from fastapi import HTTPException, Request
 
 from signoff.server.service import Principal
 
-__all__ = ["Auth", "is_loopback"]
+__all__ = ["LOOPBACK_NAMES", "Auth", "allowed_host", "host_name", "is_loopback"]
+
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
+"""The loopback names a server without authentication answers to, as a browser writes them."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -24,25 +33,51 @@ class Auth:
     """Token → principal. Empty with `anonymous` set: no authentication."""
     anonymous: Principal | None = None
     """Who every request is without authentication (the demo's local user)."""
+    hosts: frozenset[str] = frozenset()
+    """Hosts (``allowed_hosts``) served besides the loopback ones; kept as `host_name` gives
+    them (ValueError for one that is not a host). With tokens and none given, every host is
+    served: the token is what protects."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "hosts", frozenset(allowed_host(h) for h in self.hosts))
 
     @classmethod
-    def none(cls, roles: Iterable[str] = ()) -> Auth:
+    def none(cls, roles: Iterable[str] = (), hosts: Iterable[str] = ()) -> Auth:
         """No authentication: every request is the local user, with `roles`. Only for a server
-        bound to loopback (`signoff serve --no-auth` refuses anything else)."""
-        return cls(tokens={}, anonymous=Principal(name="local", roles=frozenset(roles)))
+        bound to loopback (`signoff serve --no-auth` refuses anything else), and only for
+        requests whose ``Host`` is a loopback name or one of `hosts`."""
+        return cls(
+            tokens={},
+            anonymous=Principal(name="local", roles=frozenset(roles)),
+            hosts=frozenset(hosts),
+        )
+
+    @property
+    def checks_hosts(self) -> bool:
+        """Whether requests are answered only for some ``Host`` names (see `serves`)."""
+        return self.anonymous is not None or bool(self.hosts)
+
+    def serves(self, host: str) -> bool:
+        """Whether to answer a request whose ``Host`` names `host` (see `host_name`)."""
+        return not self.checks_hosts or is_loopback(host) or host in self.hosts
 
     async def principal(self, request: Request) -> Principal:
         """The request's principal, or 401."""
         if self.anonymous is not None:
             return self.anonymous
-        header = request.headers.get("authorization", "")
-        scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not token:
+        if _bearer(request.headers) is None:
             raise _unauthorized("send 'Authorization: Bearer <token>'")
-        principal = self.find(token.strip())
+        principal = self.identify(request.headers)
         if principal is None:
             raise _unauthorized("the token is not known")
         return principal
+
+    def identify(self, headers: Mapping[str, str]) -> Principal | None:
+        """The principal of a request with these headers (lower-case names), or None."""
+        if self.anonymous is not None:
+            return self.anonymous
+        token = _bearer(headers)
+        return None if token is None else self.find(token)
 
     def find(self, token: str) -> Principal | None:
         """The principal of a token, compared in constant time with every known one."""
@@ -53,13 +88,61 @@ class Auth:
         return found
 
 
+def _bearer(headers: Mapping[str, str]) -> str | None:
+    scheme, _, token = headers.get("authorization", "").partition(" ")
+    token = token.strip()
+    return token if scheme.lower() == "bearer" and token else None
+
+
 def is_loopback(host: str) -> bool:
+    """Whether `host` is ``localhost`` or a loopback address (``127.0.0.0/8``, ``::1``).
+    ``*.localhost`` is not: not every resolver keeps those names off DNS, and a name DNS
+    answers for can be pointed anywhere."""
     if host == "localhost":
         return True
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+_HOST = re.compile(r"(?:\[(?P<v6>[0-9a-f:.]+)\]|(?P<name>[a-z0-9_.-]+))(?::[0-9]{1,5})?")
+_LABEL = r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?"
+_NAME = re.compile(rf"(?=.{{1,253}}$){_LABEL}(?:\.{_LABEL})*")
+
+
+def host_name(header: str) -> str | None:
+    """The host a ``Host`` header names — lower case, without its port, an IPv6 address
+    without its brackets — or None when the header is no ``host[:port]``."""
+    found = _HOST.fullmatch(header.lower())
+    if found is None:
+        return None
+    if found["v6"] is None:
+        return str(found["name"])
+    try:
+        return str(ipaddress.IPv6Address(found["v6"]))
+    except ValueError:
+        return None
+
+
+def allowed_host(text: str) -> str:
+    """`text` — a DNS name or an IP address (IPv6 with or without brackets), alone — as
+    `host_name` gives it; ValueError saying what is wrong."""
+    if text == "*":
+        raise ValueError(
+            "'*' would let any web page reach the server through a DNS name of its own: "
+            "name the hosts, or configure auth.tokens"
+        )
+    try:
+        return str(ipaddress.ip_address(text.removeprefix("[").removesuffix("]")))
+    except ValueError:
+        pass
+    if _NAME.fullmatch(text.lower()):
+        return text.lower()
+    raise ValueError(
+        f"{text!r} is not a host name: give the name alone, such as inbox.internal "
+        "(no scheme, port or path: every port is served)"
+    )
 
 
 def _unauthorized(detail: str) -> HTTPException:

@@ -9,6 +9,8 @@ auth:
       roles: [ops, admin]
       token_env: SIGNOFF_TOKEN_OLGA              # the token itself stays out of the file
 redact: ["**.password", "**.*token*"]          # argument paths the API shows masked
+limits: {body: 16MiB, arguments: 8MiB}         # the biggest request body, a call's arguments
+allowed_hosts: [inbox.internal]                # Host names served besides localhost's
 default: ask
 rules:
   - ask: delete_pod
@@ -23,18 +25,22 @@ from pathlib import Path
 from typing import Any
 
 from signoff.errors import PolicyError, Problem
+from signoff.limits import MAX_ARGS_BYTES
 from signoff.policy import Policy
 from signoff.policy.loader import load_data, locate
 from signoff.policy.reader import Reader
 from signoff.policy.source import parse_text
 from signoff.protocols.mcp.settings import GatewaySettings, UpstreamSpec, read_gateway, read_servers
+from signoff.server.auth import allowed_host
+from signoff.server.intake import MAX_BODY
 from signoff.server.redact import Redaction
 from signoff.server.service import Principal
 
 __all__ = ["ServerConfig", "load_config"]
 
 _AUTH_KEYS = frozenset({"tokens"})
-_SERVER_KEYS = frozenset({"database", "auth", "gateway", "redact"})
+_SERVER_KEYS = frozenset({"database", "auth", "gateway", "redact", "limits", "allowed_hosts"})
+_LIMIT_KEYS = frozenset({"body", "arguments"})
 _TOKEN_KEYS = frozenset({"principal", "roles", "token", "token_env"})
 
 
@@ -52,6 +58,14 @@ class ServerConfig:
     servers: dict[str, UpstreamSpec] = field(default_factory=dict)
     """The MCP servers the gateway reaches (those of ``servers:`` with a command or a url)."""
     gateway: GatewaySettings = field(default_factory=GatewaySettings)
+    body_bytes: int = MAX_BODY
+    """The biggest request body (or WebSocket message) the server reads (``limits.body``)."""
+    argument_bytes: int = MAX_ARGS_BYTES
+    """The biggest arguments, as JSON, a call may have (``limits.arguments``): the gate blocks
+    a bigger call and refuses a bigger edit."""
+    allowed_hosts: tuple[str, ...] = ()
+    """Hosts a request may name (its ``Host``) besides the loopback ones: without
+    authentication only those are served; with tokens, any host unless some are given."""
 
 
 def load_config(path: Path, *, gateway: bool = False) -> ServerConfig:
@@ -76,6 +90,8 @@ def load_config(path: Path, *, gateway: bool = False) -> ServerConfig:
             database = None
     tokens = _tokens(reader, top.get("auth"))
     redact = _redact(reader, top.get("redact", []))
+    limits = _limits(reader, top.get("limits", {}))
+    hosts = _hosts(reader, top.get("allowed_hosts", []))
     environment = os.environ if gateway else None
     servers = read_servers(reader, top.get("servers"), environment=environment)
     settings = read_gateway(reader, top.get("gateway"), environment=environment)
@@ -95,7 +111,23 @@ def load_config(path: Path, *, gateway: bool = False) -> ServerConfig:
         redact=redact,
         servers=servers,
         gateway=settings,
+        **limits,
+        allowed_hosts=hosts,
     )
+
+
+def _limits(reader: Reader, value: Any) -> dict[str, int]:
+    section = reader.mapping(value, ("limits",), "limits")
+    if section is None:
+        return {}
+    reader.keys(section, ("limits",), _LIMIT_KEYS, "limits")
+    found: dict[str, int] = {}
+    for key, name in (("body", "body_bytes"), ("arguments", "argument_bytes")):
+        if key in section:
+            size = reader.size(section[key], ("limits", key), f"limits.{key}")
+            if size is not None:
+                found[name] = size
+    return found
 
 
 def _redact(reader: Reader, value: Any) -> tuple[str, ...]:
@@ -107,6 +139,18 @@ def _redact(reader: Reader, value: Any) -> tuple[str, ...]:
             reader.error(("redact", index) if isinstance(value, list) else ("redact",), str(exc))
             return ()
     return patterns
+
+
+def _hosts(reader: Reader, value: Any) -> tuple[str, ...]:
+    names = reader.strings(value, ("allowed_hosts",), "allowed_hosts", allow_empty=True) or ()
+    hosts = []
+    for index, name in enumerate(names):
+        try:
+            hosts.append(allowed_host(name))
+        except ValueError as exc:
+            where = ("allowed_hosts", index) if isinstance(value, list) else ("allowed_hosts",)
+            reader.error(where, str(exc))
+    return tuple(hosts)
 
 
 def _url(text: str) -> bool:

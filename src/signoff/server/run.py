@@ -10,19 +10,31 @@ from typing import Any
 from fastapi import FastAPI
 
 from signoff.agent import Agent
+from signoff.server.intake import MAX_BODY
 
 __all__ = ["import_agents", "run_app"]
 
 
 async def run_app(
-    app: FastAPI | Any, *, host: str, port: int, ready: Callable[[str], None]
+    app: FastAPI | Any,
+    *,
+    host: str,
+    port: int,
+    ready: Callable[[str], None],
+    max_message: int = MAX_BODY,
 ) -> None:
-    """Serve `app` until interrupted; `ready` gets the URL once it listens (port 0 picks one)."""
+    """Serve `app` until interrupted; `ready` gets the URL once it listens (port 0 picks one).
+    A WebSocket message bigger than `max_message` bytes closes its connection (code 1009)."""
     import uvicorn
 
     # Event streams never end by themselves: on shutdown they get a moment, then are closed.
     config = uvicorn.Config(
-        app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=2
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        timeout_graceful_shutdown=2,
+        ws_max_size=max_message,
     )
     server = uvicorn.Server(config)
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from signoff.errors import InvalidDecisionError
+from signoff.limits import PREVIEW_CHARS, clip
+from signoff.server.redact import Redaction
 from signoff.store.runs import StoredEvent
 from signoff.types import (
     Approve,
@@ -19,19 +21,30 @@ from signoff.types import (
     Respond,
     Scope,
     approval_to_dict,
+    grant_to_dict,
 )
+
+T = TypeVar("T")
+_ARGUMENTS = frozenset({"args", "requested_args"})
+"""The keys that hold a call's arguments, wherever they are in the API's data."""
+PREVIEW_BYTES = 64 * 1024
+"""The most a listing shows of one call's arguments (as JSON, once long strings are cut)."""
 
 __all__ = [
     "Always",
     "DecisionBody",
     "Decisions",
     "ExplainBody",
+    "ExplainContext",
     "PolicyBody",
     "StartRun",
     "ToggleBody",
     "approval_json",
     "event_json",
+    "grant_json",
     "iso",
+    "previewed",
+    "shown",
     "sse",
     "verdict_json",
 ]
@@ -84,6 +97,9 @@ class ExplainBody(_Body):
     args: dict[str, Any] = Field(default_factory=dict)
     server: str | None = None
     agent: str | None = None
+    context: ExplainContext | None = None
+    """The run, thread and requester the call would have: grants are weighed for it. Without
+    it, grants are weighed for a call of no run, thread or known requester."""
 
 
 class PolicyBody(_Body):
@@ -105,6 +121,48 @@ approval_json = approval_to_dict
 """The approval as every channel shows it."""
 
 
+def shown(data: T, redaction: Redaction) -> T:
+    """`data` as the API sends it whole: what nests too deep cut (it breaks JSON encoders), the
+    redacted arguments masked."""
+    clipped, _ = clip(data)
+    return redaction.tree(cast(T, clipped))
+
+
+def previewed(data: dict[str, Any], redaction: Redaction) -> dict[str, Any]:
+    """`data` as a listing sends it: `shown`, with the long strings of every call's arguments
+    cut too, and ``truncated`` saying whether anything was (the item's own page has it all)."""
+    clipped, cut = clip(data)
+
+    def walk(item: Any) -> Any:
+        nonlocal cut
+        if isinstance(item, list):
+            return [walk(v) for v in item]
+        if not isinstance(item, dict):
+            return item
+        out = {}
+        for key, value in item.items():
+            if key in _ARGUMENTS:
+                value, shortened = clip(value, chars=PREVIEW_CHARS)
+                size = len(json.dumps(value))
+                if size > PREVIEW_BYTES:  # a great many short values: none of them listed
+                    value, shortened = f"…({size:,} bytes of arguments, not listed)", True
+                cut = cut or shortened
+                out[key] = value
+            else:
+                out[key] = walk(value)
+        return out
+
+    return cast(dict[str, Any], redaction.tree(walk(clipped))) | {"truncated": cut}
+
+
+class ExplainContext(_Body):
+    """Where the explained call would be made, for the grants that could let it through."""
+
+    run_id: str | None = None
+    thread_id: str | None = None
+    requested_by: str | None = None
+
+
 def event_json(event: StoredEvent) -> dict[str, Any]:
     return {
         "run_id": event.run_id,
@@ -122,6 +180,10 @@ def sse(data: dict[str, Any], kind: str, event_id: str) -> str:
 
 def verdict_json(verdict: Any) -> dict[str, Any]:
     return {"kind": verdict.kind, "rule": verdict.rule, "reason": verdict.reason}
+
+
+grant_json = grant_to_dict
+"""A grant as every channel shows it."""
 
 
 def iso(moment: datetime) -> str:

@@ -24,8 +24,9 @@ from pydantic import ValidationError
 
 from signoff.errors import SignoffError
 from signoff.server.auth import Auth
+from signoff.server.intake import BodyLimits
 from signoff.server.service import Principal, Service
-from signoff.server.shapes import DecisionBody, approval_json, event_json
+from signoff.server.shapes import DecisionBody, approval_json, event_json, previewed, shown
 
 __all__ = ["PUSHED", "websocket_channel"]
 
@@ -33,7 +34,9 @@ PUSHED = frozenset({"approval_requested", "decision", "paused", "resumed", "comp
 _SUBPROTOCOL = "signoff.bearer"
 
 
-async def websocket_channel(socket: WebSocket, service: Service, auth: Auth) -> None:
+async def websocket_channel(
+    socket: WebSocket, service: Service, auth: Auth, *, limits: BodyLimits
+) -> None:
     principal, subprotocol = await _authenticate(socket, auth)
     if principal is None:
         # Accepted, then closed with a code a client can read (a refused handshake is a bare 403).
@@ -46,15 +49,15 @@ async def websocket_channel(socket: WebSocket, service: Service, auth: Auth) -> 
         {
             "type": "hello",
             "principal": principal.name,
-            "pending": [service.redaction.tree(approval_json(a)) for a in pending],
+            "pending": [previewed(approval_json(a), service.redaction) for a in pending],
         }
     )
 
     async def push() -> None:
         async for event in service.follow_all():
             if event.type in PUSHED:
-                shown = service.redaction.tree(event_json(event))
-                await socket.send_json({"type": "event", "event": shown})
+                brief = previewed(event_json(event), service.redaction)
+                await socket.send_json({"type": "event", "event": brief})
 
     pusher = asyncio.create_task(push())
     try:
@@ -64,9 +67,13 @@ async def websocket_channel(socket: WebSocket, service: Service, auth: Auth) -> 
                 break
             request_id = None
             try:
+                text = frame.get("text") or ""
+                problem = limits.problem(text.encode())
+                if problem is not None:
+                    raise _Refused("InvalidRequest", f"{problem}; it was not read")
                 try:
-                    message: Any = json.loads(frame.get("text") or "")
-                except ValueError:
+                    message: Any = json.loads(text)
+                except (ValueError, RecursionError):
                     raise _Refused("InvalidRequest", "send JSON text frames") from None
                 request_id = message.get("request_id") if isinstance(message, dict) else None
                 if not isinstance(message, dict) or message.get("type") != "decide":
@@ -93,7 +100,7 @@ async def websocket_channel(socket: WebSocket, service: Service, auth: Auth) -> 
                     {
                         "type": "decided",
                         "request_id": request_id,
-                        "approval": service.redaction.tree(approval_json(approval)),
+                        "approval": shown(approval_json(approval), service.redaction),
                     }
                 )
     except WebSocketDisconnect:

@@ -11,10 +11,22 @@ from sqlalchemy.exc import ArgumentError, DBAPIError
 
 from signoff.errors import StoreError
 from signoff.store.base import AuditRecord, DecisionPlan, Store
+from signoff.store.checkpoint import Checkpoint
 from signoff.store.runner import Runner
 from signoff.store.sql import SQLStore
+from signoff.store.verification import AuditReport
 
-__all__ = ["DEFAULT_URL", "AuditRecord", "DecisionPlan", "SQLStore", "Store", "open_store", "shown"]
+__all__ = [
+    "DEFAULT_URL",
+    "AuditRecord",
+    "AuditReport",
+    "Checkpoint",
+    "DecisionPlan",
+    "SQLStore",
+    "Store",
+    "open_store",
+    "shown",
+]
 
 DEFAULT_URL = "sqlite:///signoff.db"
 

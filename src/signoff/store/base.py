@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from signoff.types import Approval, AuditEntry, Grant
 
 if TYPE_CHECKING:
+    from signoff.store.checkpoint import Checkpoint
     from signoff.store.ledger import LedgerEntry
     from signoff.store.notes import Note
     from signoff.store.runs import (
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
         RunWrite,
         StoredEvent,
     )
+    from signoff.store.verification import AuditReport
 
 __all__ = ["AuditRecord", "DecisionPlan", "HoldPlan", "Store"]
 
@@ -70,6 +72,11 @@ class HoldPlan:
     notes: Sequence[NoteRecord] = ()
     outcomes: Sequence[Any] = ()
     """What the judge made of each call, for its caller."""
+    grants_used: Sequence[str] = ()
+    """The grants that let calls through, each counted once per call. One revoked meanwhile
+    makes the store judge the calls again, without it."""
+    at: datetime | None = None
+    """When the calls were judged: the grants' last use."""
 
 
 class Store(Protocol):
@@ -103,6 +110,8 @@ class Store(Protocol):
         before: str | None = None,
         limit: int = 100,
     ) -> list[Approval]: ...
+
+    async def find_approvals(self, short_id: str, *, limit: int = 10) -> list[Approval]: ...
 
     async def hold(
         self, tools: Collection[str], plan: Callable[[list[Grant]], HoldPlan]
@@ -150,8 +159,14 @@ class Store(Protocol):
     async def latest_policy(self) -> tuple[str, dict[str, Any]] | None: ...
 
     async def list_grants(
-        self, *, tool: str | None = None, tools: Sequence[str] | None = None
+        self,
+        *,
+        tool: str | None = None,
+        tools: Sequence[str] | None = None,
+        revoked: bool = False,
     ) -> list[Grant]: ...
+
+    async def get_grant(self, grant_id: str) -> Grant: ...
 
     async def revoke_grant(
         self, grant_id: str, *, actor: str, at: datetime, audit: Sequence[AuditRecord] = ()
@@ -161,7 +176,9 @@ class Store(Protocol):
 
     async def audit_log(self, *, after: int = 0, limit: int = 1000) -> list[AuditEntry]: ...
 
-    async def verify_audit(self, *, batch: int = 5000) -> int | None: ...
+    async def verify_audit(
+        self, *, since: Checkpoint | None = None, batch: int = 5000
+    ) -> AuditReport: ...
 
     # -- the runtime's runs (see signoff.store.runs) --
 

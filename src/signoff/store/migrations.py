@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     Column,
     Connection,
     Index,
@@ -67,12 +68,69 @@ _v1_runs = Table(
 )
 
 
+# `approvals` and `grants` as version 1 built them (migration 4 added columns to both).
+_v1_approvals = Table(
+    "approvals",
+    MetaData(),
+    Column("id", String(40), primary_key=True),
+    Column("batch_id", String(40), nullable=False),
+    Column("run_id", Text),
+    Column("thread_id", Text),
+    Column("origin", Text, nullable=False),
+    Column("call_id", Text, nullable=False),
+    Column("tool", Text, nullable=False),
+    Column("server", Text),
+    Column("agent", Text),
+    Column("args", Text, nullable=False),
+    Column("digest", String(64), nullable=False),
+    Column("rule", Text),
+    Column("reason", Text, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("requested_at", BigInteger, nullable=False),
+    Column("requested_by", Text),
+    Column("expires_at", BigInteger),
+    Column("approvers", Text, nullable=False),
+    Column("forbid_self_approval", Boolean, nullable=False),
+    Column("decided_by", Text),
+    Column("decided_at", BigInteger),
+    Column("decision", Text),
+    Column("version", Integer, nullable=False),
+    Index("approvals_status_id", "status", "id"),
+    Index("approvals_status_tool_id", "status", "tool", "id"),
+    Index("approvals_status_agent_id", "status", "agent", "id"),
+    Index("approvals_run_id", "run_id", "id"),
+    Index("approvals_batch", "batch_id"),
+    Index("approvals_expiry", "status", "expires_at"),
+    Index("approvals_digest", "digest", "status"),
+)
+
+_v1_grants = Table(
+    "grants",
+    MetaData(),
+    Column("id", String(40), primary_key=True),
+    Column("tool", Text, nullable=False),
+    Column("server", Text),
+    Column("scope", String(16), nullable=False),
+    Column("subject", Text),
+    Column("args_digest", String(64)),
+    Column("rule", Text),
+    Column("approval_id", String(40)),
+    Column("created_by", Text, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("revoked_by", Text),
+    Column("revoked_at", BigInteger),
+    Index("grants_tool", "tool", "revoked_at"),
+)
+_FROZEN = frozenset({"runs", "approvals", "grants"})
+
+
 def _v1(connection: Connection) -> None:
     tables = [
-        t for t in schema.metadata.sorted_tables if t.name in _V1_TABLES and t is not schema.runs
+        t for t in schema.metadata.sorted_tables if t.name in _V1_TABLES and t.name not in _FROZEN
     ]
     schema.metadata.create_all(connection, tables=tables)
-    _v1_runs.create(connection)
+    for table in (_v1_runs, _v1_approvals, _v1_grants):
+        table.create(connection)
     connection.execute(insert(schema.audit_head).values(id=1, seq=0, hash="0" * 64))
 
 
@@ -98,7 +156,21 @@ def _v3(connection: Connection) -> None:
     schema.notes.create(connection)
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2, _v3]
+def _v4(connection: Connection) -> None:
+    """Grants bound to what their rule says and to their granter's roles, and counted; an
+    approval keeps what its rule said and the arguments it was requested with."""
+    for statement in (
+        "ALTER TABLE approvals ADD COLUMN rule_digest VARCHAR(64)",
+        "ALTER TABLE approvals ADD COLUMN requested_args TEXT",
+        "ALTER TABLE grants ADD COLUMN rule_digest VARCHAR(64)",
+        "ALTER TABLE grants ADD COLUMN roles TEXT NOT NULL DEFAULT '[]'",
+        "ALTER TABLE grants ADD COLUMN uses BIGINT NOT NULL DEFAULT 0",
+        "ALTER TABLE grants ADD COLUMN last_used_at BIGINT",
+    ):
+        connection.execute(text(statement))
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2, _v3, _v4]
 LATEST = len(MIGRATIONS)
 
 

@@ -69,6 +69,10 @@ approvals = Table(
     Column("decided_at", BigInteger),
     Column("decision", Text),
     Column("version", Integer, nullable=False),
+    # Since version 4: what the asking rule said (a grant binds to it), and the arguments as
+    # requested when an edit replaced them in `args`.
+    Column("rule_digest", String(64)),
+    Column("requested_args", Text),
     # Listing is newest first, and ids are time-ordered: each index ends in `id` so a page is a
     # plain index range, never a sort of every matching row.
     Index("approvals_status_id", "status", "id"),
@@ -95,6 +99,11 @@ grants = Table(
     Column("created_at", BigInteger, nullable=False),
     Column("revoked_by", Text),
     Column("revoked_at", BigInteger),
+    # Since version 4: what its rule said, the granter's roles, and how often it was used.
+    Column("rule_digest", String(64)),
+    Column("roles", Text, nullable=False, server_default="[]"),
+    Column("uses", BigInteger, nullable=False, server_default="0"),
+    Column("last_used_at", BigInteger),
     Index("grants_tool", "tool", "revoked_at"),
 )
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -25,8 +26,9 @@ from sqlalchemy.engine import Connection, Engine
 
 from signoff.errors import ConflictError, NotFoundError, StoreError
 from signoff.store import schema
-from signoff.store.audit import LOCK_AUDIT_HEAD, append_audit, entry_hash
+from signoff.store.audit import LOCK_AUDIT_HEAD, append_audit, read_length, read_log
 from signoff.store.base import AuditRecord, DecisionPlan, HoldPlan
+from signoff.store.checkpoint import Checkpoint
 from signoff.store.ledger import LedgerStore
 from signoff.store.migrations import LATEST, migrate, schema_version
 from signoff.store.notes import NoteStore, add_note
@@ -42,6 +44,7 @@ from signoff.store.runs import (
     write_run,
 )
 from signoff.store.times import from_micros, to_micros
+from signoff.store.verification import AuditReport, verify_chain
 from signoff.types import (
     Approval,
     AuditEntry,
@@ -76,6 +79,14 @@ _UPDATE_DECISION = update(_approvals).where(
     _approvals.c.status == "pending",
 )
 _INSERT_GRANT = insert(schema.grants)
+_USE_GRANT = (
+    update(schema.grants)
+    .where(schema.grants.c.id == bindparam("g_id"), schema.grants.c.revoked_at.is_(None))
+    .values(
+        uses=schema.grants.c.uses + bindparam("times"),
+        last_used_at=func.coalesce(bindparam("at"), schema.grants.c.last_used_at),
+    )
+)
 _NOTIFY = text("SELECT pg_notify(:channel, :id)")
 _GRANTS_FOR_TOOLS = (
     select(schema.grants)
@@ -238,7 +249,7 @@ class SQLStore(RunStore, LedgerStore, NoteStore):
         return approval
 
     async def get_approvals(self, approval_ids: Sequence[str]) -> list[Approval]:
-        ids = list(approval_ids)
+        ids = _known_ids(approval_ids, "approval")
         rows = await self.run(
             lambda c: c.execute(_SELECT_APPROVALS, {"ids": ids}).all(), write=False
         )
@@ -270,6 +281,18 @@ class SQLStore(RunStore, LedgerStore, NoteStore):
         if before is not None:
             query = query.where(table.c.id < before)
         query = query.order_by(table.c.id.desc()).limit(limit)
+        rows = await self.run(lambda c: c.execute(query).all(), write=False)
+        return [_approval(row) for row in rows]
+
+    async def find_approvals(self, short_id: str, *, limit: int = 10) -> list[Approval]:
+        """The approvals whose id ends with `short_id`, newest first, at most `limit`: what a
+        short id (as `signoff inbox` shows) names. It reads the whole table: for a person's
+        lookup, not for a loop."""
+        table = schema.approvals
+        # An exact comparison of the id's tail, not LIKE: SQLite's LIKE ignores case, and the
+        # short id has no wildcards to escape this way.
+        tail = func.substr(table.c.id, func.length(table.c.id) - len(short_id) + 1)
+        query = select(table).where(tail == short_id).order_by(table.c.id.desc()).limit(limit)
         rows = await self.run(lambda c: c.execute(query).all(), write=False)
         return [_approval(row) for row in rows]
 
@@ -322,8 +345,16 @@ class SQLStore(RunStore, LedgerStore, NoteStore):
         names = sorted(tools)
 
         def work(connection: Connection) -> tuple[HoldPlan, list[StoredEvent]]:
-            rows = connection.execute(_GRANTS_FOR_TOOLS, {"tools": names})
-            decided = plan([_grant(row) for row in rows])
+            revoked: set[str] = set()
+            while True:
+                rows = connection.execute(_GRANTS_FOR_TOOLS, {"tools": names})
+                decided = plan([g for g in map(_grant, rows) if g.id not in revoked])
+                lost = _count_uses(connection, decided)
+                if not lost:
+                    break
+                # Revoked while the calls were judged: judged again without it, so a revoke
+                # that returned lets nothing more through.
+                revoked |= lost
             for note in decided.notes:  # first: a claim that fails leaves nothing written
                 if not add_note(connection, note) and note.exclusive:
                     raise ConflictError(
@@ -410,7 +441,7 @@ class SQLStore(RunStore, LedgerStore, NoteStore):
     ) -> DecisionPlan:
         """Read the approvals locked for one write transaction, let `plan` judge them, and write
         what it returns in that same transaction. If `plan` raises, nothing is written."""
-        ids = list(approval_ids)
+        ids = _known_ids(approval_ids, "approval")
         notify = self.notifies_across_processes
 
         def work(connection: Connection) -> DecisionPlan:
@@ -525,16 +556,31 @@ class SQLStore(RunStore, LedgerStore, NoteStore):
     # -- grants ----------------------------------------------------------------------------
 
     async def list_grants(
-        self, *, tool: str | None = None, tools: Sequence[str] | None = None
+        self,
+        *,
+        tool: str | None = None,
+        tools: Sequence[str] | None = None,
+        revoked: bool = False,
     ) -> list[Grant]:
-        """Grants in force (not revoked), oldest first; for one tool, or any of `tools`."""
-        query = _grants_query(tool=tool, tools=tools)
+        """Grants in force, oldest first (with `revoked`, the revoked ones too); for one tool,
+        or any of `tools`."""
+        query = _grants_query(tool=tool, tools=tools, revoked=revoked)
         rows = await self.run(lambda c: c.execute(query).all(), write=False)
         return [_grant(row) for row in rows]
+
+    async def get_grant(self, grant_id: str) -> Grant:
+        """The grant with this id, in force or revoked; `NotFoundError` if there is none."""
+        _known_ids([grant_id], "grant")
+        query = select(schema.grants).where(schema.grants.c.id == grant_id)
+        row = await self.run(lambda c: c.execute(query).first(), write=False)
+        if row is None:
+            raise NotFoundError(f"no grant with id {grant_id!r}")
+        return _grant(row)
 
     async def revoke_grant(
         self, grant_id: str, *, actor: str, at: datetime, audit: Sequence[AuditRecord] = ()
     ) -> None:
+        _known_ids([grant_id], "grant")
         table = schema.grants
         revoke = (
             update(table)
@@ -552,52 +598,45 @@ class SQLStore(RunStore, LedgerStore, NoteStore):
     # -- audit -----------------------------------------------------------------------------
 
     async def audit_length(self) -> int:
-        """How many entries the chain says it has."""
-        return await self.run(
-            lambda c: int(c.execute(select(schema.audit_head.c.seq)).scalar_one()), write=False
-        )
+        """How many entries the head says the log has (with the head row missing or damaged,
+        the highest entry number)."""
+        return await self.run(read_length, write=False)
 
     async def audit_log(self, *, after: int = 0, limit: int = 1000) -> list[AuditEntry]:
-        table = schema.audit
-        query = select(table).where(table.c.seq > after).order_by(table.c.seq).limit(limit)
-        rows = await self.run(lambda c: c.execute(query).all(), write=False)
-        return [_audit(row) for row in rows]
+        """Entries after `after`, in order; a row that cannot be shown as written comes back
+        with its `problem` named, never as an exception."""
+        return await self.run(lambda c: read_log(c, after=after, limit=limit), write=False)
 
-    async def verify_audit(self, *, batch: int = 5000) -> int | None:
-        """The sequence number of the first entry that was edited, deleted or reordered, or None.
+    async def verify_audit(
+        self, *, since: Checkpoint | None = None, batch: int = 5000
+    ) -> AuditReport:
+        """Check the hash chain, and with `since` that the log still holds the checkpoint's
+        entries unchanged; the report names the first fault (see `signoff.store.verification`)."""
+        return await verify_chain(self, since=since, batch=batch)
 
-        The head is read first and only the entries up to it are checked: entries appended while
-        verifying are left for the next run, never mistaken for a break.
-        """
-        head = await self.run(lambda c: c.execute(select(schema.audit_head)).one(), write=False)
-        prev, expected, after = "0" * 64, 1, 0
-        while after < head.seq:
-            entries = await self.audit_log(after=after, limit=min(batch, head.seq - after))
-            for entry in entries:
-                record = AuditRecord(
-                    actor=entry.actor,
-                    action=entry.action,
-                    subject=entry.subject,
-                    data=entry.data,
-                    at=entry.at,
-                )
-                if (
-                    entry.seq != expected
-                    or entry.prev_hash != prev
-                    or entry.hash != entry_hash(prev, entry.seq, record)
-                ):
-                    return expected if entry.seq != expected else entry.seq
-                prev, expected = entry.hash, expected + 1
-            if not entries:
-                break
-            after = entries[-1].seq
-        if head.seq != expected - 1 or head.hash != prev:
-            return expected  # entries were removed from the end
-        return None
+
+def _known_ids(ids: Sequence[str], what: str) -> list[str]:
+    """`ids`, or `NotFoundError` for one that no row can have: a NUL character, which SQLite
+    would compare and PostgreSQL refuses with its own words, is in none of signoff's ids."""
+    for found in ids:
+        if "\x00" in found:
+            raise NotFoundError(f"no {what} with id {found!r}")
+    return list(ids)
 
 
 class _Lost(Exception):
     """A compare-and-set found the row changed: roll the transaction back."""
+
+
+def _count_uses(connection: Connection, plan: HoldPlan) -> set[str]:
+    """Count each grant's use by the plan's calls; return those found revoked (or gone)."""
+    lost = set()
+    at = None if plan.at is None else to_micros(plan.at)
+    for grant_id, times in Counter(plan.grants_used).items():
+        params = {"g_id": grant_id, "times": times, "at": at}
+        if connection.execute(_USE_GRANT, params).rowcount != 1:
+            lost.add(grant_id)
+    return lost
 
 
 def _in_order(rows: Sequence[Row[Any]], ids: list[str]) -> list[Approval]:
@@ -675,6 +714,7 @@ def _approval_row(approval: Approval) -> dict[str, Any]:
         "server": call.server,
         "agent": call.agent,
         "rule": approval.rule,
+        "rule_digest": approval.rule_digest,
         "reason": approval.reason,
         "requested_at": to_micros(approval.requested_at),
         "requested_by": approval.requested_by,
@@ -694,6 +734,9 @@ def _decision_values(approval: Approval) -> dict[str, Any]:
         "decided_at": None if decided_at is None else to_micros(decided_at),
         "decision": None if decision is None else _json(decision_to_dict(decision)),
         "args": _json(approval.call.args),
+        "requested_args": None
+        if approval.requested_args is None
+        else _json(approval.requested_args),
         "digest": approval.call.digest,
         "version": approval.version,
     }
@@ -714,6 +757,7 @@ def _approval(row: Row[Any]) -> Approval:
         thread_id=row.thread_id,
         origin=row.origin,
         rule=row.rule,
+        rule_digest=row.rule_digest,
         reason=row.reason,
         status=row.status,
         requested_at=from_micros(row.requested_at),
@@ -724,6 +768,7 @@ def _approval(row: Row[Any]) -> Approval:
         decided_by=row.decided_by,
         decided_at=None if row.decided_at is None else from_micros(row.decided_at),
         decision=None if row.decision is None else decision_from_dict(json.loads(row.decision)),
+        requested_args=None if row.requested_args is None else json.loads(row.requested_args),
         version=row.version,
     )
 
@@ -737,15 +782,22 @@ def _grant_row(grant: Grant) -> dict[str, Any]:
         "subject": grant.subject,
         "args_digest": grant.args_digest,
         "rule": grant.rule,
+        "rule_digest": grant.rule_digest,
         "approval_id": grant.approval_id,
         "created_by": grant.created_by,
+        "roles": _json(list(grant.roles)),
         "created_at": to_micros(grant.created_at),
+        "uses": grant.uses,
     }
 
 
-def _grants_query(*, tool: str | None = None, tools: Sequence[str] | None = None) -> Any:
+def _grants_query(
+    *, tool: str | None = None, tools: Sequence[str] | None = None, revoked: bool = False
+) -> Any:
     table = schema.grants
-    query = select(table).where(table.c.revoked_at.is_(None))
+    query = select(table)
+    if not revoked:
+        query = query.where(table.c.revoked_at.is_(None))
     if tool is not None:
         query = query.where(table.c.tool == tool)
     if tools is not None:
@@ -762,20 +814,13 @@ def _grant(row: Row[Any]) -> Grant:
         subject=row.subject,
         args_digest=row.args_digest,
         rule=row.rule,
+        rule_digest=row.rule_digest,
         approval_id=row.approval_id,
         created_by=row.created_by,
+        roles=tuple(json.loads(row.roles)),
         created_at=from_micros(row.created_at),
-    )
-
-
-def _audit(row: Row[Any]) -> AuditEntry:
-    return AuditEntry(
-        seq=row.seq,
-        at=from_micros(row.at),
-        actor=row.actor,
-        action=row.action,
-        subject=row.subject,
-        data=json.loads(row.data),
-        prev_hash=row.prev_hash,
-        hash=row.hash,
+        uses=row.uses,
+        last_used_at=None if row.last_used_at is None else from_micros(row.last_used_at),
+        revoked_by=row.revoked_by,
+        revoked_at=None if row.revoked_at is None else from_micros(row.revoked_at),
     )

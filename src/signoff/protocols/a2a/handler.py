@@ -90,6 +90,7 @@ from signoff.protocols.a2a.tasks import (
     answer_artifact,
     task_state,
 )
+from signoff.protocols.ids import id_problem
 from signoff.server.service import Principal, Service
 from signoff.store.runs import RunRecord
 from signoff.types import Approval
@@ -104,8 +105,6 @@ SENT = "a2a.sent"
 """Notes of the task each client's first message (by sender and message id) starts: a retry of
 the message starts none."""
 _PAGE = 50
-_LONGEST = 200
-"""The longest message or context id taken (the store's keys are no longer)."""
 _STATES: dict[State, TaskState] = {
     "working": TaskState.TASK_STATE_WORKING,
     "input-required": TaskState.TASK_STATE_INPUT_REQUIRED,
@@ -162,6 +161,7 @@ class SignoffRequestHandler(RequestHandler):
         with _translated():
             _principal(context)
             validate_proto_required_fields(params)
+            _check_id("id", params.id)
             run = await self._run(params.id)
             if run.status in ("completed", "failed"):
                 raise UnsupportedOperationError(
@@ -177,6 +177,7 @@ class SignoffRequestHandler(RequestHandler):
             _principal(context)
             validate_proto_required_fields(params)
             validate_history_length(params)
+            _check_id("id", params.id)
             run = await self._run(params.id)
             task, _ = await self._task(run.id)
             return apply_history_length(task, params)
@@ -190,6 +191,7 @@ class SignoffRequestHandler(RequestHandler):
             validate_history_length(params)
             size = params.page_size if params.HasField("page_size") else _PAGE
             validate_page_size(size)
+            _check_id("contextId", params.context_id)
             status = _RUN_STATUS.get(params.status) if params.status else None
             if params.status and status is None:
                 raise InvalidParamsError(
@@ -200,6 +202,8 @@ class SignoffRequestHandler(RequestHandler):
             if params.page_token:
                 try:
                     before = decode_page_token(params.page_token)
+                    if id_problem("pageToken", before) is not None:
+                        raise ValueError(before)  # no token of ours: not for the store
                     await self._run(before)
                 except (ValueError, TaskNotFoundError):
                     raise InvalidParamsError(
@@ -233,6 +237,7 @@ class SignoffRequestHandler(RequestHandler):
     ) -> Task | None:
         with _translated():
             _principal(context)
+            _check_id("id", params.id)
             run = await self._run(params.id)
             raise TaskNotCancelableError(
                 f"task {run.id} cannot be cancelled: signoff runs end by themselves. To stop "
@@ -278,9 +283,12 @@ class SignoffRequestHandler(RequestHandler):
             raise InvalidParamsError("message.role must be ROLE_USER")
         if not parts:
             raise InvalidParamsError("message.parts is empty: say something")
-        for name, value in (("messageId", message.message_id), ("contextId", message.context_id)):
-            if len(value) > _LONGEST:
-                raise InvalidParamsError(f"message.{name} is longer than {_LONGEST} characters")
+        for name, value in (
+            ("messageId", message.message_id),
+            ("contextId", message.context_id),
+            ("taskId", message.task_id),
+        ):
+            _check_id(f"message.{name}", value)
         if message.task_id:
             return await self._continue(message.task_id, sent, who)
         if any(is_decision(p.get("data")) for p in parts):
@@ -538,6 +546,13 @@ def _input(parts: list[dict[str, Any]]) -> str:
     if not text:
         raise InvalidParamsError("the message says nothing: its text parts are empty")
     return text
+
+
+def _check_id(name: str, value: str) -> None:
+    """`InvalidParamsError` for an id the store cannot take (see `signoff.protocols.ids`)."""
+    problem = id_problem(name, value)
+    if problem is not None:
+        raise InvalidParamsError(problem)
 
 
 def _principal(context: ServerCallContext) -> Principal:

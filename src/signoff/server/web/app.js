@@ -1,11 +1,12 @@
 // The web inbox: sign in (a bearer token, when the server asks for one), then route between the
-// inbox, the runs, a run, the policy and the audit pages. Keyboard: Enter approves the selected
+// inbox, the runs, a run, the policy, the grants and the audit pages. Keyboard: Enter approves the selected
 // card, Ctrl/Cmd+E edits it, J/K or the arrow keys move the selection, Esc closes a dialog.
 
 import { ApiError, get, token } from "./api.js";
 import { approve, editDialog } from "./cards.js";
 import { clear, h, timeLeft } from "./dom.js";
 import { auditPage } from "./audit.js";
+import { grantsPage } from "./grants.js";
 import { inbox } from "./inbox.js";
 import { policyPage } from "./policy.js";
 import { runView } from "./run.js";
@@ -100,6 +101,7 @@ function route() {
     inbox: () => inbox(main, app, params),
     runs: () => (parts[1] ? runView(main, app, decodeURIComponent(parts[1])) : runs(main, app)),
     policy: () => policyPage(main, app),
+    grants: () => grantsPage(main, app, params),
     audit: () => auditPage(main, app),
   };
   const page = pages[parts[0] || "inbox"] || pages.inbox;

@@ -1,9 +1,9 @@
 // The audit page: the decision history — who, what, when, reason, edited arguments — newest
 // first, every other entry (verdicts, grants, policy changes) a filter away, and Verify, which
-// checks the hash chain of the whole log on the server.
+// checks the hash chain of the whole log on the server. A damaged entry says what is wrong.
 
 import { get } from "./api.js";
-import { clear, h, jsonView, notify, when } from "./dom.js";
+import { argsDiff, clear, h, jsonView, notify, when } from "./dom.js";
 
 const PAGE = 1000;
 const MOST = 20000;
@@ -50,11 +50,12 @@ export function auditPage(main) {
       clear(verdict, h("span.form-error", { role: "alert" }, error.message));
       return;
     }
+    // The server's words: what was found, and — without a checkpoint — what cannot be proven.
     clear(
       verdict,
       result.ok
-        ? h("span.badge.status-approved", {}, "intact: no entry was changed or removed")
-        : h("span.badge.status-rejected", {}, `broken at entry ${result.first_bad_entry}`),
+        ? h("span.badge.status-approved", {}, result.reason)
+        : h("span.badge.status-rejected", {}, `broken: ${result.reason}`),
     );
   });
 
@@ -78,11 +79,15 @@ function row(entry) {
   const data = entry.data || {};
   const decision = data.decision || {};
   const details = [];
+  if (entry.problem) details.push(h("div.form-error", {}, `Damaged: ${entry.problem}`));
   if (entry.action === "decision") {
     details.push(h("span.badge", { className: `badge status-${data.status}` }, data.status));
     if (decision.reason) details.push(h("div.decision-reason", {}, `Reason: ${decision.reason}`));
     if (decision.content) details.push(h("div", {}, `Response: ${decision.content}`));
-    if (decision.args) details.push(h("div", {}, "Edited arguments:"), jsonView(decision.args));
+    if (decision.args) {
+      // Kept since signoff stored both: the arguments requested, and those the edit ran with.
+      details.push(h("div", {}, "Edited arguments:"), data.args ? argsDiff(data.args, decision.args) : jsonView(decision.args));
+    }
     if (decision.always) details.push(h("div", {}, `Always, for this ${decision.always.scope}`));
     if (data.run_id) details.push(h("a", { href: `#/runs/${encodeURIComponent(data.run_id)}` }, "run"));
   } else {

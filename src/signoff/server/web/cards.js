@@ -2,8 +2,8 @@
 // and — while it is pending — the decisions: approve, edit, respond, reject (with a few seconds
 // to undo), approve always for a scope. The inbox and the run view both show these.
 
-import { ApiError, post, sendOnLeaving } from "./api.js";
-import { h, clear, jsonView, notify, timeLeft, when } from "./dom.js";
+import { ApiError, get, post, sendOnLeaving } from "./api.js";
+import { argsDiff, h, clear, jsonView, notify, timeLeft, when } from "./dom.js";
 import { schemaForm } from "./schemaform.js";
 
 export const UNDO_SECONDS = 5;
@@ -99,6 +99,7 @@ export function fill(card, approval, context) {
       approval.run_id ? null : h("span.origin", {}, `from ${approval.requested_by || "—"} via the ${ORIGINS[approval.origin] || approval.origin}`),
     ),
     jsonView(approval.args),
+    approval.truncated ? wholeLink(card, approval, context) : null,
     decided(approval),
     approval.status === "pending" ? actions(card, approval, context) : null,
   );
@@ -111,9 +112,29 @@ function decided(approval) {
   const parts = [h("div", {}, `${LABELS[approval.status] || approval.status}${by}, ${when(approval.decided_at)}`)];
   if (d.reason) parts.push(h("div.decision-reason", {}, `Reason: ${d.reason}`));
   if (d.content) parts.push(h("div.decision-content", {}, `Response: ${d.content}`));
-  if (d.args) parts.push(h("div", {}, "Ran with:"), jsonView(d.args));
+  if (approval.edited) {
+    // Both argument sets are kept: what the model asked for, and what ran.
+    parts.push(h("div", {}, "Edited: the arguments above ran, in place of the requested ones"), argsDiff(approval.requested_args, approval.args));
+  }
   if (d.always) parts.push(h("div", {}, `Always, for this ${d.always.scope}${d.always.with_args ? " with these arguments" : ""}`));
   return h("div.decision", {}, parts);
+}
+
+// A listing cuts long arguments: the whole approval is a click away (and an edit starts from it).
+function wholeLink(card, approval, context) {
+  const link = h("button.link.whole-args", { type: "button", dataset: { action: "whole" } }, "Long arguments are cut here: show them all");
+  link.addEventListener("click", async () => {
+    try {
+      fill(card, await whole(approval), context);
+    } catch (error) {
+      notify(error.message, "error");
+    }
+  });
+  return link;
+}
+
+async function whole(approval) {
+  return approval.truncated ? get(`/approvals/${encodeURIComponent(approval.id)}`) : approval;
 }
 
 function actions(card, approval, context) {
@@ -270,8 +291,17 @@ function dialog(card, title, body, submitText, onSubmit, { danger = false } = {}
   return form;
 }
 
-export function editDialog(card, approval, context) {
+export async function editDialog(card, approval, context) {
   if (rejecting.has(approval.id)) return;
+  if (approval.truncated) {
+    // Never edit from a cut copy: what is sent back would cut the arguments for real.
+    try {
+      approval = await whole(approval);
+    } catch (error) {
+      return notify(error.message, "error");
+    }
+    fill(card, approval, context);
+  }
   const schema = context.schemaFor(approval.agent, approval.tool);
   let form = null;
   try {
@@ -374,7 +404,7 @@ export function alwaysDialog(card, approval, context) {
     h(
       "div",
       {},
-      h("p.help", {}, "Later calls the same rule asks about run without asking, within:"),
+      h("p.help", {}, "Later calls the same rule asks about run without asking, within the scope below — never a call you could not approve yourself (your own, where the rule forbids self-approval), and none once the rule changes. Grants are listed, and revoked, on the Grants page."),
       h("fieldset.scopes", {}, radios),
       h("label.choice", {}, withArgs, " only with exactly these arguments"),
     ),

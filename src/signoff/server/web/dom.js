@@ -86,6 +86,28 @@ function render(value, indent) {
   return h(`span.j-${typeof value}`, {}, JSON.stringify(value));
 }
 
+// What an edit changed: one row per path whose value differs, requested then decided.
+export function argsDiff(before, after) {
+  const rows = [];
+  const walk = (a, b, path) => {
+    const plain = (v) => v === null || typeof v !== "object";
+    if (!plain(a) && !plain(b) && Array.isArray(a) === Array.isArray(b)) {
+      const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])];
+      for (const key of keys) walk(a[key], b[key], `${path}/${key}`);
+      return;
+    }
+    if (JSON.stringify(a) !== JSON.stringify(b)) rows.push([path || "/", a, b]);
+  };
+  walk(before ?? {}, after ?? {}, "");
+  const cell = (value) => (value === undefined ? h("span.muted", {}, "(none)") : jsonView(value));
+  return h(
+    "table.args-diff",
+    {},
+    h("thead", {}, h("tr", {}, h("th", {}, "argument"), h("th", {}, "requested"), h("th", {}, "ran with"))),
+    h("tbody", {}, rows.map(([path, a, b]) => h("tr", { dataset: { path } }, h("td.mono", {}, path), h("td.before", {}, cell(a)), h("td.after", {}, cell(b))))),
+  );
+}
+
 export function when(iso) {
   if (!iso) return "";
   const date = new Date(iso);

@@ -20,7 +20,7 @@ export function policyPage(main, app) {
   );
 
   async function refresh() {
-    const [policy] = await Promise.all([get("/policy"), app.reloadAgents()]);
+    const [policy, grants] = await Promise.all([get("/policy"), get("/grants"), app.reloadAgents()]);
     const canEdit = editable && policy.document !== null;
     clear(
       summary,
@@ -29,7 +29,12 @@ export function policyPage(main, app) {
       policy.source ? h("span", {}, ` · from ${policy.source}`) : null,
       policy.document === null ? h("span.muted", {}, " · given in code: not editable here") : null,
     );
-    const context = { canEdit, version: policy.version, refresh };
+    // The grants in force per tool: a tool that asks may still let calls through under them.
+    const granted = new Map();
+    for (const grant of grants.items.filter((g) => g.status === "active")) {
+      granted.set(grant.tool, [...(granted.get(grant.tool) || []), grant]);
+    }
+    const context = { canEdit, version: policy.version, refresh, granted };
     clear(tables, app.agents.map((agent) => agentTable(agent, context)));
   }
   refresh().catch((error) => notify(`The policy did not load: ${error.message}`, "error"));
@@ -50,7 +55,7 @@ function agentTable(agent, context) {
   );
 }
 
-function toolRow(agent, tool, { canEdit, version, refresh }) {
+function toolRow(agent, tool, { canEdit, version, refresh, granted }) {
   const verdict = tool.verdict.kind;
   const change = async (next) => {
     // One change at a time, made against the version on screen (409 if another came first).
@@ -87,7 +92,26 @@ function toolRow(agent, tool, { canEdit, version, refresh }) {
     h("td", {}, h("b", {}, tool.name), h("div.help", {}, tool.description || "")),
     h("td", {}, h("label.switch-label", {}, toggle, h("span.slider"))),
     h("td.verdict", {}, select),
-    h("td", {}, h("code.rule", {}, tool.verdict.rule || "default"), tool.verdict.reason ? h("div.help", {}, tool.verdict.reason) : null),
+    h(
+      "td",
+      {},
+      h("code.rule", {}, tool.verdict.rule || "default"),
+      tool.verdict.reason ? h("div.help", {}, tool.verdict.reason) : null,
+      grantNote(tool.name, granted.get(tool.name) || []),
+    ),
+  );
+}
+
+// "approved always: 2 grants (bob for all, …)": what lets calls through that the verdict asks about.
+function grantNote(tool, grants) {
+  if (!grants.length) return null;
+  const who = grants.slice(0, 2).map((g) => `${g.granted_by} for ${g.subject === null ? g.scope : `${g.scope} ${g.subject}`}`);
+  const more = grants.length > 2 ? `, +${grants.length - 2} more` : "";
+  return h(
+    "div.grant-note",
+    {},
+    h("a", { href: `#/grants?tool=${encodeURIComponent(tool)}` }, `approved always: ${grants.length} grant${grants.length > 1 ? "s" : ""}`),
+    ` (${who.join(", ")}${more})`,
   );
 }
 
@@ -119,6 +143,8 @@ function explainBox(app) {
         h("p", {}, h(`span.badge.verdict-${result.kind}`, {}, result.kind), " by ", h("code.rule", {}, result.rule || "default")),
         result.reason ? h("p.help", {}, result.reason) : null,
         result.shadowed.length ? h("p.help", {}, "Also matched, but not deciding: ", result.shadowed.join(", ")) : null,
+        result.grant ? h("p.help.explain-grant", {}, `Let through by the grant ${result.grant.granted_by} left (${result.grant.scope}); `, h("a", { href: `#/grants?tool=${encodeURIComponent(result.grant.tool)}` }, "see grants")) : null,
+        result.grants_passed_over.map((g) => h("p.help.explain-passed-over", {}, `Grant by ${g.granted_by} (${g.scope}) does not apply: ${g.why}`)),
       );
     } catch (error) {
       clear(out, h("p.form-error", { role: "alert" }, error.message), error.body?.problems ? jsonView(error.body.problems) : null);

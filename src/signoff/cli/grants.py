@@ -1,0 +1,133 @@
+"""``signoff grants list`` and ``signoff grants revoke ID``: the standing approvals "approve
+always" left, through a server (``--server URL --token T``) or straight on a database."""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import json
+import os
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from signoff.cli.decide import Actor, Database, Server, Token, on_server
+from signoff.policy import Policy, PolicyEngine
+from signoff.types import Grant, grant_to_dict
+
+if TYPE_CHECKING:
+    from signoff.store import Store
+
+__all__ = ["app"]
+
+app = typer.Typer(help="List and revoke the grants 'approve always' left.", no_args_is_help=True)
+
+
+@app.command("list")
+def list_grants(
+    tool: Annotated[str | None, typer.Option(help="Only this tool's grants.")] = None,
+    revoked: Annotated[bool, typer.Option("--all", help="Revoked grants too.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+    server: Server = None,
+    token: Token = None,
+    database: Database = None,
+) -> None:
+    """Show each grant: its scope, tool and argument binding, who granted it and when, how
+    often it let a call through, and whether it is still in force."""
+    server, database = _where(server, database)
+    if server:
+        query = {k: v for k, v in {"tool": tool, "revoked": revoked or None}.items() if v}
+        items = on_server(server, _token(token), "GET", "/v1/grants", params=query)["items"]
+    else:
+        assert database is not None  # _where checked
+        items = asyncio.run(_listed(database, tool=tool, revoked=revoked))
+    if as_json:
+        for item in items:
+            typer.echo(json.dumps(item, ensure_ascii=False))
+        return
+    console = Console(highlight=False, soft_wrap=True)
+    if not items:
+        console.print("No grants.")
+        return
+    table = Table("id", "tool", "scope", "arguments", "granted by", "when", "uses", "status")
+    for g in items:
+        scope = g["scope"] if g["subject"] is None else f"{g['scope']} {g['subject']}"
+        table.add_row(
+            escape(g["id"]),
+            escape(g["tool"] if g["server"] is None else f"{g['tool']} on {g['server']}"),
+            escape(scope),
+            "exactly as approved" if g["with_args"] else "any",
+            escape(g["granted_by"]),
+            g["granted_at"][:19].replace("T", " "),
+            str(g["uses"]),
+            g["status"],
+        )
+    console.print(table)
+
+
+@app.command()
+def revoke(
+    grant_id: Annotated[str, typer.Argument(help="The grant's id.", metavar="ID")],
+    server: Server = None,
+    token: Token = None,
+    database: Database = None,
+    actor: Actor = None,
+) -> None:
+    """Revoke a grant: no call passes under it from now on. Audited."""
+    server, database = _where(server, database)
+    if server:
+        shown = on_server(server, _token(token), "DELETE", f"/v1/grants/{grant_id}")
+    else:
+        assert database is not None  # _where checked
+        shown = asyncio.run(_revoked(database, grant_id, actor or getpass.getuser()))
+    typer.echo(f"{shown['id']}: revoked by {shown['revoked_by']} ({shown['tool']})")
+
+
+def _token(token: str | None) -> str | None:
+    return token or os.environ.get("SIGNOFF_TOKEN")
+
+
+def _where(server: str | None, database: str | None) -> tuple[str | None, str | None]:
+    server = server or os.environ.get("SIGNOFF_SERVER")
+    database = database or os.environ.get("SIGNOFF_DATABASE_URL")
+    if not server and not database:
+        raise typer.BadParameter(
+            "give --server URL (with --token) or --database URL", param_hint="--server"
+        )
+    return server, database
+
+
+async def _listed(url: str, *, tool: str | None, revoked: bool) -> list[dict[str, Any]]:
+    from signoff.store import open_store
+
+    async with open_store(url, migrate=False) as store:
+        grants = await store.list_grants(tool=tool, revoked=revoked)
+        engine = await _engine(store)
+    return [_grant(g, engine) for g in grants]
+
+
+async def _revoked(url: str, grant_id: str, actor: str) -> dict[str, Any]:
+    from signoff.gate import Gate
+    from signoff.store import open_store
+
+    async with open_store(url, migrate=False) as store:
+        found = await store.get_grant(grant_id)
+        if found.revoked_at is None:
+            await Gate(Policy.from_dict({}), store).revoke_grant(grant_id, actor=actor)
+        return _grant(await store.get_grant(grant_id), await _engine(store))
+
+
+async def _engine(store: Store) -> PolicyEngine | None:
+    """The policy the database's servers put in force last, if one was saved there."""
+    latest = await store.latest_policy()
+    if latest is None:
+        return None
+    version, document = latest
+    return PolicyEngine(Policy.from_dict(document, source=f"policy version {version}"))
+
+
+def _grant(grant: Grant, engine: PolicyEngine | None) -> dict[str, Any]:
+    return grant_to_dict(grant, in_force=engine is None or engine.knows(grant.rule_digest))
