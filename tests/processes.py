@@ -64,7 +64,7 @@ async def signoff_server(
     try:
         said: list[str] = []  # what comes before the URL (a child process's notices)
         async with asyncio.timeout(HANG):
-            while not (found := re.search(r"http://127\.0\.0\.1:\d+", "".join(said[-1:]))):
+            while not (found := re.search(r"http://127(?:\.\d+){3}:\d+", "".join(said[-1:]))):
                 line = (await process.stdout.readline()).decode()
                 assert line, "the process ended before serving:\n" + "".join(said)
                 said.append(line)

@@ -1049,3 +1049,24 @@ async def test_the_http_gateway_refuses_deep_bodies_and_blocks_deep_arguments(
     assert result.is_error
     assert "nested more than 64 levels deep" in text(result)
     assert not (sandbox / "x.txt").exists()
+
+
+async def test_without_auth_the_http_gateway_answers_only_its_own_hosts(
+    tmp_path: Path, sandbox: Path
+) -> None:
+    # On 127.0.0.2 the MCP SDK's own rebinding guard is off: the gateway's is what refuses.
+    path = config(tmp_path, sandbox, allowed_hosts=["mcp.internal"])
+    serve = [
+        "mcp-gateway", "--config", str(path), "--transport", "http", "--port", "0",
+        "--host", "127.0.0.2", "--no-auth",
+    ]  # fmt: skip
+    async with signoff_server(*serve) as (url, _), httpx.AsyncClient(timeout=HANG) as http:
+        port = url.rsplit(":", 1)[1]
+        listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+        evil = {"Host": f"evil.example:{port}", "Origin": f"http://evil.example:{port}"}
+        refused = await http.post(f"{url}/mcp", json=listing, headers=evil)
+        assert refused.status_code == 421
+        assert refused.json()["error"] == "MisdirectedRequest"
+        for host in (f"127.0.0.2:{port}", f"mcp.internal:{port}", f"localhost:{port}"):
+            served = await http.post(f"{url}/mcp", json=listing, headers={"Host": host})
+            assert served.status_code != 421, (host, served.text)

@@ -65,7 +65,9 @@ def mcp_gateway(
         )
     auth: Auth | None = None
     if transport is Transport.http:
-        auth = checked_auth(config, settings.tokens, host=host, no_auth=no_auth)
+        auth = checked_auth(
+            config, settings.tokens, host=host, no_auth=no_auth, hosts=settings.allowed_hosts
+        )
     # stdout is the MCP channel over stdio: everything said goes to stderr.
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="signoff: %(message)s")
     with contextlib.suppress(KeyboardInterrupt):
@@ -147,7 +149,9 @@ def _forwarded(request: Any, upstream: Any) -> dict[str, str]:
 class _Authenticated:
     """Every request needs a known bearer token (401 otherwise); its principal is who asks. A
     session (``mcp-session-id``) belongs to the principal that opened it: another's token
-    cannot use it (404, as an unknown session)."""
+    cannot use it (404, as an unknown session). Without authentication (or with
+    ``allowed_hosts``), a request for a host the gateway does not answer to is refused (421):
+    a page whose DNS name was pointed at this machine names its own host."""
 
     SESSIONS = 10_000
     """Sessions remembered (the oldest forgotten first; the SDK ends idle ones anyway)."""
@@ -164,6 +168,13 @@ class _Authenticated:
         if scope["type"] != "http":
             return  # no other kind of connection is served
         headers = dict(scope.get("headers") or [])
+        if self.auth.checks_hosts:
+            from signoff.server.auth import host_name
+
+            host = host_name(headers.get(b"host", b"").decode("latin-1"))
+            if host is None or not self.auth.serves(host):
+                await _answer(send, 421, b"this gateway does not answer to that host")
+                return
         principal = self.auth.identify(
             {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in headers.items()}
         )
@@ -193,5 +204,6 @@ async def _answer(send: Any, status: int, detail: bytes, *, bearer: bool = False
     if bearer:
         headers.append((b"www-authenticate", b"Bearer"))
     await send({"type": "http.response.start", "status": status, "headers": headers})
-    body = b'{"error": "' + (b"Unauthorized" if status == 401 else b"Not Found") + b'", '
+    error = {401: b"Unauthorized", 404: b"Not Found", 421: b"MisdirectedRequest"}[status]
+    body = b'{"error": "' + error + b'", '
     await send({"type": "http.response.body", "body": body + b'"detail": "' + detail + b'"}'})
