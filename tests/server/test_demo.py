@@ -133,6 +133,24 @@ async def test_a_person_decides_in_the_terminal_inbox_through_the_server(
     assert not (folder / "sandbox" / "todo.md").exists()
 
 
+async def test_an_edit_in_the_terminal_inbox_starts_from_the_whole_arguments(
+    demo: tuple[httpx.AsyncClient, Path], monkeypatch: pytest.MonkeyPatch
+):
+    client, _ = demo
+    text = "b" * 5000  # cut in the listing; the inbox reads the call again before deciding
+    paused = await run(client, "files", f"write {text} to whole.txt")
+    [pending] = paused["pending_approvals"]
+    monkeypatch.setenv("EDITOR", "true")  # leaves the arguments as they were given
+    terminal = Terminal("inbox", "--server", str(client.base_url))
+    terminal.until("inbox> ")
+    terminal.type(f"edit {pending[-8:]}")
+    assert "edited by local" in terminal.until("inbox> ")
+    terminal.type("quit")
+    assert terminal.close() == 0
+    decided = (await client.get(f"/v1/approvals/{pending}")).json()
+    assert decided["decision"]["args"] == {"path": "whole.txt", "content": text}
+
+
 async def test_a_page_on_a_rebound_dns_name_cannot_drive_the_demo(
     demo: tuple[httpx.AsyncClient, Path],
 ):
