@@ -67,13 +67,16 @@ class ArgumentLimits:
         """`args` if the gate can take them, else `refused` arguments saying why: what a
         runtime keeps of a call it got from a model, so that nothing it stores breaks a reader
         and the gate still blocks the call, with that reason."""
-        problem = self.problem(args)
-        if problem is None:
-            try:
-                problem = self.size_problem(len(canonical_json(args)))
-            except InvalidArgumentsError:
-                return args  # not JSON: the gate says so, and it is stored as text
+        try:
+            problem = self.check(args)
+        except InvalidArgumentsError:
+            return args  # not JSON: the gate says so, and it is stored as text
         return args if problem is None else refused(problem)
+
+    def check(self, args: Any) -> str | None:
+        """Why `args` is out of bounds (too deep, then too big), or None; raises
+        `InvalidArgumentsError` when they are not JSON."""
+        return self.problem(args) or self.size_problem(len(canonical_json(args)))
 
     def size_problem(self, size: int) -> str | None:
         if size > self.max_bytes:

@@ -9,6 +9,7 @@ import contextlib
 import json
 from collections.abc import AsyncIterator, MutableMapping
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -332,3 +333,29 @@ async def test_a_listing_leaves_out_arguments_too_many_to_list(store: SQLStore):
         "bytes of arguments, not listed)"
     )
     assert whole["args"] == many
+
+
+async def test_a_websocket_message_past_the_configured_body_limit_closes_its_connection(
+    tmp_path: Path,
+):
+    import websockets
+
+    from tests.processes import signoff_server
+
+    config = tmp_path / "signoff.yaml"
+    config.write_text(
+        f"database: sqlite:///{tmp_path / 'signoff.db'}\n"
+        "auth: {tokens: [{principal: bob, token: bob-token}]}\n"
+        "limits: {body: 1000}\n"
+        "rules: []\n"
+    )
+    serving = signoff_server("serve", "--config", str(config), "--port", "0")
+    async with serving as (url, _), asyncio.timeout(HANG):
+        headers = {"Authorization": "Bearer bob-token"}
+        socket_url = url.replace("http://", "ws://") + "/v1/ws"
+        async with websockets.connect(socket_url, additional_headers=headers) as socket:
+            assert json.loads(await socket.recv())["type"] == "hello"
+            await socket.send(json.dumps({"type": "decide", "pad": "x" * 2000}))
+            with pytest.raises(websockets.exceptions.ConnectionClosed) as closed:
+                await socket.recv()
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009

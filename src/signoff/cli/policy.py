@@ -17,7 +17,7 @@ from signoff.errors import PolicyError, Problem
 from signoff.limits import ArgumentLimits
 from signoff.policy import Explanation, Policy, PolicyEngine
 from signoff.policy.source import Locator, format_path, parse_text
-from signoff.types import Context, Grant, ToolCall, Verdict, grant_to_dict
+from signoff.types import Context, Grant, ToolCall
 
 __all__ = ["app", "explain_table", "load_calls", "table_console"]
 
@@ -88,7 +88,8 @@ def explain(
         batch = [ToolCall(id="cli", name=tool, server=server, agent=agent, args=_parse_args(args))]
     grants = () if database is None else tuple(asyncio.run(_grants(database)))
     context = Context(run_id=run, thread_id=thread, requested_by=requested_by, grants=grants)
-    explanations = [_explain(engine, call, context) for call in batch]
+    limits = ArgumentLimits()  # as the gate judges: arguments past them are blocked
+    explanations = [engine.explain(call, context, limits=limits) for call in batch]
     if as_json:
         objects = [_as_json(e) for e in explanations]
         typer.echo(json.dumps(objects[0] if tool is not None else objects, ensure_ascii=False))
@@ -193,16 +194,6 @@ def _parse_args(text: str) -> Any:
         raise typer.BadParameter("nested too deep to read", param_hint="'--args'") from None
 
 
-def _explain(engine: PolicyEngine, call: ToolCall, context: Context) -> Explanation:
-    """What the gate would make of `call`: blocked when its arguments are past the gate's
-    limits, else the policy's explanation."""
-    problem = ArgumentLimits().problem(call.args)
-    if problem is not None:
-        return Explanation(verdict=Verdict(kind="deny", rule=None, reason=problem), rule=None,
-                           shadowed=())  # fmt: skip
-    return engine.explain(call, context)
-
-
 async def _grants(url: str) -> list[Grant]:
     from signoff.store import open_store
 
@@ -212,15 +203,9 @@ async def _grants(url: str) -> list[Grant]:
 
 def _as_json(explanation: Explanation) -> dict[str, Any]:
     verdict = explanation.verdict
-    granted = explanation.grant
     return {
         "verdict": verdict.kind,
         "rule": verdict.rule,
         "reason": verdict.reason,
         "shadowed": [rule.id for rule in explanation.shadowed],
-        "grant": None if granted is None else grant_to_dict(granted),
-        "grants_passed_over": [
-            {"id": g.id, "granted_by": g.created_by, "scope": g.scope, "why": why}
-            for g, why in explanation.passed_over
-        ],
-    }
+    } | explanation.grants_json()

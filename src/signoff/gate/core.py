@@ -385,12 +385,10 @@ class Gate:
         if isinstance(checked, Edit):
             if not isinstance(checked.args, dict):
                 raise InvalidDecisionError("an edit's arguments are a JSON object")
-            problem = self.limits.problem(checked.args)
-            if problem is None:
-                try:
-                    problem = self.limits.size_problem(len(canonical_json(checked.args)))
-                except InvalidArgumentsError as exc:
-                    problem = f"the edited arguments are not JSON: {exc}"
+            try:
+                problem = self.limits.check(checked.args)
+            except InvalidArgumentsError as exc:
+                problem = f"the edited arguments are not JSON: {exc}"
             if problem is not None:
                 raise InvalidDecisionError(f"the edit is refused: {problem}")
         return checked

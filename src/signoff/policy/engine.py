@@ -12,14 +12,15 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from signoff.errors import InvalidArgumentsError
+from signoff.limits import ArgumentLimits
 from signoff.policy.conditions import Condition, NotJSONError, is_json
 from signoff.policy.glob import Glob, compile_glob
 from signoff.policy.model import Policy, Rule, SectionDefault, default_digest
 from signoff.policy.source import paused_gc
-from signoff.types import Context, Grant, ToolCall, Verdict, VerdictKind
+from signoff.types import Context, Grant, ToolCall, Verdict, VerdictKind, grant_to_dict
 
 __all__ = ["GRANTED", "Explanation", "PolicyEngine"]
 
@@ -48,6 +49,17 @@ class Explanation:
     passed_over: tuple[tuple[Grant, str], ...] = ()
     """The other grants of the context for the call's tool, each with why it does not cover
     the call."""
+
+    def grants_json(self) -> dict[str, Any]:
+        """``grant`` (the one that let the call through, or null) and ``grants_passed_over``
+        (each other one, with ``why`` not), as JSON-ready data."""
+        return {
+            "grant": None if self.grant is None else grant_to_dict(self.grant),
+            "grants_passed_over": [
+                {"id": g.id, "granted_by": g.created_by, "scope": g.scope, "why": why}
+                for g, why in self.passed_over
+            ],
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,8 +181,20 @@ class PolicyEngine:
             return entry.verdict.kind if conditional <= {entry.verdict.kind} else None
         return default.kind if conditional <= {default.kind} else None
 
-    def explain(self, call: ToolCall, context: Context | None = None) -> Explanation:
-        """The verdict (the same as `evaluate`), the deciding rule and the rules it shadowed."""
+    def explain(
+        self,
+        call: ToolCall,
+        context: Context | None = None,
+        *,
+        limits: ArgumentLimits | None = None,
+    ) -> Explanation:
+        """The verdict (the same as `evaluate`), the deciding rule and the rules it shadowed.
+        With `limits`, as the gate judges: arguments past them are blocked before any rule."""
+        problem = None if limits is None else limits.problem(call.args)
+        if problem is not None:
+            return Explanation(
+                verdict=Verdict(kind="deny", rule=None, reason=problem), rule=None, shadowed=()
+            )
         verdict = self.evaluate(call, context)
         candidates, _ = self._lookup((call.name, call.server, call.agent))
         args: object = call.args

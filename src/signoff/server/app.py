@@ -55,7 +55,7 @@ from signoff.server.ws import websocket_channel
 from signoff.store.checkpoint import Checkpoint, audit_key
 from signoff.store.runs import RunRecord
 from signoff.store.times import from_micros, to_micros
-from signoff.types import Context, Grant, ToolCall, Verdict
+from signoff.types import Context, Grant, ToolCall
 
 __all__ = ["create_app"]
 
@@ -314,11 +314,6 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
         grant of its tool would not."""
         call = ToolCall(id="", name=body.tool, args=body.args, server=body.server, agent=body.agent)
         where = body.context or ExplainContext()
-        problem = service.gate.limits.problem(call.args)
-        if problem is not None:  # as the gate would: blocked before any rule is asked
-            blocked = Verdict(kind="deny", rule=None, reason=problem)
-            return verdict_json(blocked) | {"shadowed": [], "grant": None, "grants_passed_over": []}
-        engine = service.gate.engine
         grants = await service.store.list_grants(tool=body.tool)
         context = Context(
             run_id=where.run_id,
@@ -326,16 +321,12 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
             requested_by=where.requested_by,
             grants=tuple(grants),
         )
-        explanation = engine.explain(call, context)
-        granted = explanation.grant
-        return verdict_json(explanation.verdict) | {
-            "shadowed": [rule.id for rule in explanation.shadowed],
-            "grant": None if granted is None else grant_json(granted, in_force=True),
-            "grants_passed_over": [
-                {"id": g.id, "granted_by": g.created_by, "scope": g.scope, "why": why}
-                for g, why in explanation.passed_over
-            ],
-        }
+        explanation = service.gate.engine.explain(call, context, limits=service.gate.limits)
+        return (
+            verdict_json(explanation.verdict)
+            | {"shadowed": [rule.id for rule in explanation.shadowed]}
+            | explanation.grants_json()
+        )
 
     @app.get("/v1/grants")
     async def grants(_: Who, tool: str | None = None, revoked: bool = False) -> dict[str, Any]:

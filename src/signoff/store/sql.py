@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -29,6 +28,7 @@ from signoff.store import schema
 from signoff.store.audit import LOCK_AUDIT_HEAD, append_audit, read_length, read_log
 from signoff.store.base import AuditRecord, DecisionPlan, HoldPlan
 from signoff.store.checkpoint import Checkpoint
+from signoff.store.grants import GrantStore, count_uses, in_force, insert_grants, known_ids
 from signoff.store.ledger import LedgerStore
 from signoff.store.migrations import LATEST, migrate, schema_version
 from signoff.store.notes import NoteStore, add_note
@@ -78,26 +78,7 @@ _UPDATE_DECISION = update(_approvals).where(
     _approvals.c.version == bindparam("b_version"),
     _approvals.c.status == "pending",
 )
-_INSERT_GRANT = insert(schema.grants)
-_USE_GRANT = (
-    update(schema.grants)
-    .where(schema.grants.c.id == bindparam("g_id"), schema.grants.c.revoked_at.is_(None))
-    .values(
-        uses=schema.grants.c.uses + bindparam("times"),
-        last_used_at=func.coalesce(bindparam("at"), schema.grants.c.last_used_at),
-    )
-)
 _NOTIFY = text("SELECT pg_notify(:channel, :id)")
-_GRANTS_FOR_TOOLS = (
-    select(schema.grants)
-    .where(
-        and_(
-            schema.grants.c.revoked_at.is_(None),
-            schema.grants.c.tool.in_(bindparam("tools", expanding=True)),
-        )
-    )
-    .order_by(schema.grants.c.created_at)
-)
 # A turn's own approvals: ids begin with their millisecond, so `lowest` makes it an index range.
 _TURN_APPROVALS = (
     select(_approvals)
@@ -124,7 +105,7 @@ def _json(value: Any) -> str:
     return canonical_json(value).decode()
 
 
-class SQLStore(RunStore, LedgerStore, NoteStore):
+class SQLStore(RunStore, LedgerStore, NoteStore, GrantStore):
     """Approvals, grants, the audit log, and the runtime's runs, in one SQL database."""
 
     def __init__(self, runner: Runner, *, url: str) -> None:
@@ -249,7 +230,7 @@ class SQLStore(RunStore, LedgerStore, NoteStore):
         return approval
 
     async def get_approvals(self, approval_ids: Sequence[str]) -> list[Approval]:
-        ids = _known_ids(approval_ids, "approval")
+        ids = known_ids(approval_ids, "approval")
         rows = await self.run(
             lambda c: c.execute(_SELECT_APPROVALS, {"ids": ids}).all(), write=False
         )
@@ -347,9 +328,8 @@ class SQLStore(RunStore, LedgerStore, NoteStore):
         def work(connection: Connection) -> tuple[HoldPlan, list[StoredEvent]]:
             revoked: set[str] = set()
             while True:
-                rows = connection.execute(_GRANTS_FOR_TOOLS, {"tools": names})
-                decided = plan([g for g in map(_grant, rows) if g.id not in revoked])
-                lost = _count_uses(connection, decided)
+                decided = plan([g for g in in_force(connection, names) if g.id not in revoked])
+                lost = count_uses(connection, decided)
                 if not lost:
                     break
                 # Revoked while the calls were judged: judged again without it, so a revoke
@@ -441,7 +421,7 @@ class SQLStore(RunStore, LedgerStore, NoteStore):
     ) -> DecisionPlan:
         """Read the approvals locked for one write transaction, let `plan` judge them, and write
         what it returns in that same transaction. If `plan` raises, nothing is written."""
-        ids = _known_ids(approval_ids, "approval")
+        ids = known_ids(approval_ids, "approval")
         notify = self.notifies_across_processes
 
         def work(connection: Connection) -> DecisionPlan:
@@ -553,48 +533,6 @@ class SQLStore(RunStore, LedgerStore, NoteStore):
         row = await self.run(lambda c: c.execute(query).first(), write=False)
         return None if row is None else (row.version, json.loads(row.document))
 
-    # -- grants ----------------------------------------------------------------------------
-
-    async def list_grants(
-        self,
-        *,
-        tool: str | None = None,
-        tools: Sequence[str] | None = None,
-        revoked: bool = False,
-    ) -> list[Grant]:
-        """Grants in force, oldest first (with `revoked`, the revoked ones too); for one tool,
-        or any of `tools`."""
-        query = _grants_query(tool=tool, tools=tools, revoked=revoked)
-        rows = await self.run(lambda c: c.execute(query).all(), write=False)
-        return [_grant(row) for row in rows]
-
-    async def get_grant(self, grant_id: str) -> Grant:
-        """The grant with this id, in force or revoked; `NotFoundError` if there is none."""
-        _known_ids([grant_id], "grant")
-        query = select(schema.grants).where(schema.grants.c.id == grant_id)
-        row = await self.run(lambda c: c.execute(query).first(), write=False)
-        if row is None:
-            raise NotFoundError(f"no grant with id {grant_id!r}")
-        return _grant(row)
-
-    async def revoke_grant(
-        self, grant_id: str, *, actor: str, at: datetime, audit: Sequence[AuditRecord] = ()
-    ) -> None:
-        _known_ids([grant_id], "grant")
-        table = schema.grants
-        revoke = (
-            update(table)
-            .where(and_(table.c.id == grant_id, table.c.revoked_at.is_(None)))
-            .values(revoked_by=actor, revoked_at=to_micros(at))
-        )
-
-        def work(connection: Connection) -> None:
-            if connection.execute(revoke).rowcount != 1:
-                raise NotFoundError(f"no grant in force with id {grant_id!r}")
-            append_audit(connection, audit)
-
-        await self.run(work)
-
     # -- audit -----------------------------------------------------------------------------
 
     async def audit_length(self) -> int:
@@ -615,28 +553,8 @@ class SQLStore(RunStore, LedgerStore, NoteStore):
         return await verify_chain(self, since=since, batch=batch)
 
 
-def _known_ids(ids: Sequence[str], what: str) -> list[str]:
-    """`ids`, or `NotFoundError` for one that no row can have: a NUL character, which SQLite
-    would compare and PostgreSQL refuses with its own words, is in none of signoff's ids."""
-    for found in ids:
-        if "\x00" in found:
-            raise NotFoundError(f"no {what} with id {found!r}")
-    return list(ids)
-
-
 class _Lost(Exception):
     """A compare-and-set found the row changed: roll the transaction back."""
-
-
-def _count_uses(connection: Connection, plan: HoldPlan) -> set[str]:
-    """Count each grant's use by the plan's calls; return those found revoked (or gone)."""
-    lost = set()
-    at = None if plan.at is None else to_micros(plan.at)
-    for grant_id, times in Counter(plan.grants_used).items():
-        params = {"g_id": grant_id, "times": times, "at": at}
-        if connection.execute(_USE_GRANT, params).rowcount != 1:
-            lost.add(grant_id)
-    return lost
 
 
 def _in_order(rows: Sequence[Row[Any]], ids: list[str]) -> list[Approval]:
@@ -652,8 +570,7 @@ def _write(connection: Connection, plan: DecisionPlan, *, notify: bool) -> bool:
         params = {**_decision_values(approval), "b_id": approval.id, "b_version": expected_version}
         if connection.execute(_UPDATE_DECISION, params).rowcount != 1:
             return False
-    if plan.grants:
-        connection.execute(_INSERT_GRANT, [_grant_row(g) for g in plan.grants])
+    insert_grants(connection, plan.grants)
     _log_decisions(connection, [approval for approval, _ in plan.changes])
     append_audit(connection, plan.audit)
     if notify:
@@ -770,57 +687,4 @@ def _approval(row: Row[Any]) -> Approval:
         decision=None if row.decision is None else decision_from_dict(json.loads(row.decision)),
         requested_args=None if row.requested_args is None else json.loads(row.requested_args),
         version=row.version,
-    )
-
-
-def _grant_row(grant: Grant) -> dict[str, Any]:
-    return {
-        "id": grant.id,
-        "tool": grant.tool,
-        "server": grant.server,
-        "scope": grant.scope,
-        "subject": grant.subject,
-        "args_digest": grant.args_digest,
-        "rule": grant.rule,
-        "rule_digest": grant.rule_digest,
-        "approval_id": grant.approval_id,
-        "created_by": grant.created_by,
-        "roles": _json(list(grant.roles)),
-        "created_at": to_micros(grant.created_at),
-        "uses": grant.uses,
-    }
-
-
-def _grants_query(
-    *, tool: str | None = None, tools: Sequence[str] | None = None, revoked: bool = False
-) -> Any:
-    table = schema.grants
-    query = select(table)
-    if not revoked:
-        query = query.where(table.c.revoked_at.is_(None))
-    if tool is not None:
-        query = query.where(table.c.tool == tool)
-    if tools is not None:
-        query = query.where(table.c.tool.in_(list(tools)))
-    return query.order_by(table.c.created_at)
-
-
-def _grant(row: Row[Any]) -> Grant:
-    return Grant(
-        id=row.id,
-        tool=row.tool,
-        server=row.server,
-        scope=row.scope,
-        subject=row.subject,
-        args_digest=row.args_digest,
-        rule=row.rule,
-        rule_digest=row.rule_digest,
-        approval_id=row.approval_id,
-        created_by=row.created_by,
-        roles=tuple(json.loads(row.roles)),
-        created_at=from_micros(row.created_at),
-        uses=row.uses,
-        last_used_at=None if row.last_used_at is None else from_micros(row.last_used_at),
-        revoked_by=row.revoked_by,
-        revoked_at=None if row.revoked_at is None else from_micros(row.revoked_at),
     )
