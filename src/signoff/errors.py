@@ -9,6 +9,8 @@
      ├── ConflictError          a different decision was already taken
      ├── ForbiddenError         the actor may not take this decision
      ├── ApprovalTimeout        nobody decided within the time asked for
+     ├── OutcomeUnknown         a call started once and its worker died: it is never run again
+     ├── ExecutionFailed        the one execution of a call raised; later callers get its message
      ├── StoreError             the database cannot be reached, or holds no signoff schema
      ├── CheckpointError        an audit checkpoint that is malformed, forged, or cannot be checked
      └── MissingExtraError      an optional part is used without its extra installed
@@ -25,12 +27,14 @@ __all__ = [
     "ApprovalTimeout",
     "CheckpointError",
     "ConflictError",
+    "ExecutionFailed",
     "ForbiddenError",
     "InvalidArgumentsError",
     "InvalidDecisionError",
     "InvalidEditError",
     "MissingExtraError",
     "NotFoundError",
+    "OutcomeUnknown",
     "PolicyError",
     "Problem",
     "SignoffError",
@@ -105,6 +109,16 @@ class ForbiddenError(SignoffError):
 
 class ApprovalTimeout(SignoffError, TimeoutError):
     """Nobody decided within the time the caller was willing to wait."""
+
+
+class OutcomeUnknown(SignoffError):
+    """A call was started under this key and its worker stopped before it recorded a result:
+    whether it ran is unknown, so it is not run again (unless declared idempotent)."""
+
+
+class ExecutionFailed(SignoffError):
+    """The one execution of a call raised: a later caller of the same key gets its message,
+    never a second execution."""
 
 
 class StoreError(SignoffError):

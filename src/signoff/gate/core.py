@@ -34,6 +34,7 @@ from signoff.policy import Policy, PolicyEngine
 from signoff.policy.engine import GRANTED
 from signoff.store import AuditRecord, DecisionPlan, Store
 from signoff.store.base import HoldPlan, NoteRecord
+from signoff.store.external import ExternalRecord
 from signoff.store.runs import RunWrite, StoredEvent
 from signoff.types import (
     DECIDED_STATUS,
@@ -79,7 +80,10 @@ class Outcome:
     kind: Literal["run", "block", "hold"]
     verdict: Verdict
     approval: Approval | None = None
-    """The pending approval, for a held call."""
+    """The pending approval, for a held call (decided already, when `recorded`)."""
+    recorded: bool = False
+    """For a call of another framework's run: it was judged before (a re-run, a retry,
+    another replica), and this is that verdict — its approval as it stands now."""
 
 
 class Gate:
@@ -147,6 +151,7 @@ class Gate:
         then: Callable[[list[Outcome]], RunWrite | None] | None = None,
         also_audit: Callable[[list[Outcome]], list[AuditRecord]] | None = None,
         notes: Callable[[list[Outcome]], list[NoteRecord]] | None = None,
+        keyed: bool = False,
     ) -> tuple[list[Outcome], list[StoredEvent]]:
         """`check`, with the run's step that goes with the outcomes (`then` makes it of them; it
         runs on the store's thread and must only compute) written in the same transaction:
@@ -154,13 +159,23 @@ class Gate:
         appended, for one commit — and the audit entries `also_audit` makes of the outcomes
         (the MCP gateway's record of the calls it forwards at once) and the channel's `notes`
         about them (an exclusive one taken already refuses the whole: `ConflictError`).
+        `keyed` keeps each verdict under the call's key (`hold_external`).
         Returns the outcomes and the run's new events."""
         context = context or CheckContext()
         now = self._now()
         batch_id = new_id()
+        keys = (
+            {c.id: external_key(context.origin, context.thread_id, c.id) for c in calls}
+            if keyed
+            else {}
+        )
 
-        def plan(grants: list[Grant]) -> HoldPlan:
-            outcomes, held, audit = self._judge(calls, context, tuple(grants), now, batch_id)
+        def plan(
+            grants: list[Grant], found: dict[str, tuple[ExternalRecord, Approval | None]]
+        ) -> HoldPlan:
+            outcomes, held, audit, records = self._judge(
+                calls, context, tuple(grants), now, batch_id, keys=keys, found=found
+            )
             write = None if then is None else then(outcomes)
             if also_audit is not None:
                 audit += also_audit(outcomes)
@@ -168,7 +183,9 @@ class Gate:
             used = [
                 o.verdict.rule.removeprefix(GRANTED)
                 for o in outcomes
-                if o.verdict.rule is not None and o.verdict.rule.startswith(GRANTED)
+                if o.verdict.rule is not None
+                and o.verdict.rule.startswith(GRANTED)
+                and not o.recorded
             ]
             return HoldPlan(
                 approvals=held,
@@ -178,10 +195,26 @@ class Gate:
                 notes=kept,
                 grants_used=used,
                 at=now,
+                external=records,
             )
 
-        decided, stored = await self.store.hold({call.name for call in calls}, plan)
+        decided, stored = await self.store.hold(
+            {call.name for call in calls}, plan, keys=list(keys.values())
+        )
         return list(decided.outcomes), stored
+
+    async def hold_external(
+        self, calls: Sequence[ToolCall], context: CheckContext
+    ) -> list[Outcome]:
+        """`check` for the calls of another framework's run (`context.origin`, its thread in
+        `context.thread_id`, each call's own id): each verdict is kept under the call's key, so
+        judging the same call again — a re-run node, a retry, another process — returns the
+        same outcome and the same approval, decided or not. A call id judged before with other
+        arguments is blocked: an approval covers the call it was asked for, never another."""
+        if context.thread_id is None:
+            raise InvalidDecisionError("an external call is judged within a thread: name it")
+        outcomes, _ = await self.hold(calls, context, keyed=True)
+        return outcomes
 
     def _judge(
         self,
@@ -190,7 +223,11 @@ class Gate:
         grants: tuple[Grant, ...],
         now: datetime,
         batch_id: str,
-    ) -> tuple[list[Outcome], list[Approval], list[AuditRecord]]:
+        *,
+        keys: Mapping[str, str] | None = None,
+        found: Mapping[str, tuple[ExternalRecord, Approval | None]] | None = None,
+    ) -> tuple[list[Outcome], list[Approval], list[AuditRecord], list[ExternalRecord]]:
+        keys, found = keys or {}, found or {}
         policy_context = Context(
             run_id=context.run_id,
             thread_id=context.thread_id,
@@ -200,14 +237,36 @@ class Gate:
         outcomes: list[Outcome] = []
         held: list[Approval] = []
         audit: list[AuditRecord] = []
+        records: list[ExternalRecord] = []
         for call in calls:
             digest, problem = self._admit(call)
+            key = keys.get(call.id)
+            if key is not None and key in found:
+                outcomes.append(_recorded(call, digest, *found[key]))
+                continue
             if problem is None:
                 verdict = self.engine.evaluate(call, policy_context)
             else:
                 # Nothing can be approved that cannot be written down exactly, nor stored in a
                 # form that breaks whoever reads it.
                 verdict = Verdict(kind="deny", rule=None, reason=problem)
+            if key is not None:
+                kind = {"allow": "run", "deny": "block", "ask": "hold"}[verdict.kind]
+                records.append(
+                    ExternalRecord(
+                        key=key,
+                        origin=context.origin,
+                        thread_id=context.thread_id or "",
+                        call_id=call.id,
+                        agent=call.agent,
+                        digest=digest or "",
+                        kind=kind,  # type: ignore[arg-type]
+                        rule=verdict.rule,
+                        reason=verdict.reason,
+                        approval_id=None,
+                        at=now,
+                    )  # fmt: skip
+                )
             if verdict.kind == "allow":
                 outcomes.append(Outcome(call=call, kind="run", verdict=verdict))
                 continue
@@ -236,6 +295,8 @@ class Gate:
                 held.append(approval)
                 outcomes.append(Outcome(call=call, kind="hold", verdict=verdict, approval=approval))
                 subject = approval.id
+                if key is not None:
+                    records[-1] = replace(records[-1], approval_id=approval.id)
             audit.append(
                 AuditRecord(
                     actor=context.requested_by or "agent",
@@ -252,10 +313,19 @@ class Gate:
                         "digest": digest,
                         "run_id": context.run_id,
                         "policy": self.engine.version,
-                    },
+                    }
+                    | (
+                        {}
+                        if key is None
+                        else {
+                            "origin": context.origin,
+                            "thread_id": context.thread_id,
+                            "call_id": call.id,
+                        }
+                    ),  # fmt: skip
                 )
             )
-        return outcomes, held, audit
+        return outcomes, held, audit, records
 
     def _admit(self, call: ToolCall) -> tuple[str | None, str | None]:
         """The call's digest, or why the gate cannot take its arguments: not JSON, nested too
@@ -510,6 +580,30 @@ class Gate:
         now = self._now()
         record = AuditRecord(actor=actor, action="revoke", subject=grant_id, at=now)
         await self.store.revoke_grant(grant_id, actor=actor, at=now, audit=[record])
+
+
+def external_key(origin: str, thread_id: str | None, call_id: str) -> str:
+    """The key a call of another framework's run is kept under: its origin, its thread and its
+    own id (hashed: ids of any length fit)."""
+    return hashlib.sha256(canonical_json([origin, thread_id, call_id])).hexdigest()
+
+
+def _recorded(
+    call: ToolCall, digest: str | None, record: ExternalRecord, approval: Approval | None
+) -> Outcome:
+    """The outcome of a call judged before, as it stands now."""
+    if record.digest != (digest or ""):
+        reason = (
+            f"call id {call.id!r} was judged before with other arguments; a call id names one "
+            "call, so this one is blocked"
+        )
+        verdict = Verdict(kind="deny", rule=None, reason=reason)
+        return Outcome(call=call, kind="block", verdict=verdict, recorded=True)
+    kind = {"run": "allow", "block": "deny", "hold": "ask"}[record.kind]
+    verdict = Verdict(kind=kind, rule=record.rule, reason=record.reason)  # type: ignore[arg-type]
+    if record.kind == "hold" and approval is None:  # pragma: no cover - written together
+        raise ConflictError(f"the approval of call {call.id!r} is missing")
+    return Outcome(call=call, kind=record.kind, verdict=verdict, approval=approval, recorded=True)
 
 
 def _check_decider(

@@ -11,6 +11,7 @@ from signoff.types import Approval, AuditEntry, Grant
 
 if TYPE_CHECKING:
     from signoff.store.checkpoint import Checkpoint
+    from signoff.store.external import ExternalRecord, LedgerClaim, Pause, PauseStatus
     from signoff.store.ledger import LedgerEntry
     from signoff.store.notes import Note
     from signoff.store.runs import (
@@ -77,6 +78,9 @@ class HoldPlan:
     makes the store judge the calls again, without it."""
     at: datetime | None = None
     """When the calls were judged: the grants' last use."""
+    external: Sequence[ExternalRecord] = ()
+    """Calls of another framework's run judged now, kept by key: one judged meanwhile by
+    another transaction makes the store judge the calls again, with its record."""
 
 
 class Store(Protocol):
@@ -114,7 +118,11 @@ class Store(Protocol):
     async def find_approvals(self, short_id: str, *, limit: int = 10) -> list[Approval]: ...
 
     async def hold(
-        self, tools: Collection[str], plan: Callable[[list[Grant]], HoldPlan]
+        self,
+        tools: Collection[str],
+        plan: Callable[[list[Grant], dict[str, tuple[ExternalRecord, Approval | None]]], HoldPlan],
+        *,
+        keys: Sequence[str] = (),
     ) -> tuple[HoldPlan, list[StoredEvent]]: ...
 
     async def resume_turn(
@@ -293,3 +301,48 @@ class Store(Protocol):
     async def count_answered(self, *, channel: str, subject: str, answer_prefix: str) -> int: ...
 
     async def append_audit(self, records: Sequence[AuditRecord]) -> None: ...
+
+    # -- other frameworks' runs (see signoff.store.external) --
+
+    async def external_calls(self, keys: Sequence[str]) -> dict[str, ExternalRecord]: ...
+
+    async def save_pause(
+        self,
+        *,
+        id: str,
+        origin: str,
+        thread_id: str,
+        agent: str | None,
+        data: dict[str, Any],
+        approvals: Sequence[str],
+        at: datetime,
+    ) -> Pause: ...
+
+    async def get_pause(self, pause_id: str) -> Pause | None: ...
+
+    async def ready_pauses(self, origin: str, *, now: datetime, limit: int = 100) -> list[str]: ...
+
+    async def claim_pause(
+        self, pause_id: str, *, owner: str, now: datetime, lease: timedelta
+    ) -> Pause | None: ...
+
+    async def release_pause(
+        self, pause_id: str, *, owner: str, status: PauseStatus, now: datetime
+    ) -> bool: ...
+
+    async def finish_pause(self, pause_id: str, *, now: datetime) -> None: ...
+
+    async def ledger_claim(
+        self,
+        key: str,
+        *,
+        owner: str,
+        now: datetime,
+        lease: timedelta,
+        takeover: bool,
+        tool: str = "",
+        digest: str = "",
+        run_id: str = "external",
+    ) -> LedgerClaim: ...
+
+    async def ledger_renew(self, key: str, *, owner: str, until: datetime) -> bool: ...

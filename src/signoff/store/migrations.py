@@ -121,7 +121,22 @@ _v1_grants = Table(
     Column("revoked_at", BigInteger),
     Index("grants_tool", "tool", "revoked_at"),
 )
-_FROZEN = frozenset({"runs", "approvals", "grants"})
+# `ledger` as version 1 built it (migration 5 added its owner and lease).
+_v1_ledger = Table(
+    "ledger",
+    MetaData(),
+    Column("key", Text, primary_key=True),
+    Column("run_id", String(40), nullable=False),
+    Column("call_id", Text, nullable=False),
+    Column("tool", Text, nullable=False),
+    Column("digest", String(64), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("result", Text),
+    Column("started_at", BigInteger, nullable=False),
+    Column("finished_at", BigInteger),
+    Index("ledger_run", "run_id"),
+)
+_FROZEN = frozenset({"runs", "approvals", "grants", "ledger"})
 
 
 def _v1(connection: Connection) -> None:
@@ -129,7 +144,7 @@ def _v1(connection: Connection) -> None:
         t for t in schema.metadata.sorted_tables if t.name in _V1_TABLES and t.name not in _FROZEN
     ]
     schema.metadata.create_all(connection, tables=tables)
-    for table in (_v1_runs, _v1_approvals, _v1_grants):
+    for table in (_v1_runs, _v1_approvals, _v1_grants, _v1_ledger):
         table.create(connection)
     connection.execute(insert(schema.audit_head).values(id=1, seq=0, hash="0" * 64))
 
@@ -170,7 +185,16 @@ def _v4(connection: Connection) -> None:
         connection.execute(text(statement))
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2, _v3, _v4]
+def _v5(connection: Connection) -> None:
+    """Other frameworks' runs: their judged calls by key, their pauses, and a ledger entry's
+    owner and lease (`Ledger.once`)."""
+    for table in (schema.external_calls, schema.pauses, schema.pause_approvals):
+        table.create(connection)
+    connection.execute(text("ALTER TABLE ledger ADD COLUMN owner TEXT"))
+    connection.execute(text("ALTER TABLE ledger ADD COLUMN lease_until BIGINT"))
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2, _v3, _v4, _v5]
 LATEST = len(MIGRATIONS)
 
 

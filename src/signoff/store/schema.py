@@ -24,11 +24,14 @@ __all__ = [
     "audit_head",
     "blobs",
     "events",
+    "external_calls",
     "grants",
     "ledger",
     "messages",
     "metadata",
     "notes",
+    "pause_approvals",
+    "pauses",
     "policy_versions",
     "runs",
     "schema_version",
@@ -197,6 +200,10 @@ ledger = Table(
     Column("result", Text),
     Column("started_at", BigInteger, nullable=False),
     Column("finished_at", BigInteger),
+    # Since version 5: who runs the call and until when their claim holds (`Ledger.once`), so a
+    # second caller can tell a call under way from one whose worker died.
+    Column("owner", Text),
+    Column("lease_until", BigInteger),
     Index("ledger_run", "run_id"),
 )
 
@@ -228,3 +235,49 @@ notes = Table(
 )
 """Since version 3: what a channel keeps about a subject of its own, beside the run log — the
 messages an A2A client sent to a task, as it sent them. One row per (channel, subject, key)."""
+
+external_calls = Table(
+    "external_calls",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("origin", String(40), nullable=False),
+    Column("thread_id", Text, nullable=False),
+    Column("call_id", Text, nullable=False),
+    Column("agent", Text),
+    Column("digest", String(64), nullable=False),
+    Column("kind", String(8), nullable=False),
+    Column("rule", Text),
+    Column("reason", Text, nullable=False),
+    Column("approval_id", String(40)),
+    Column("at", BigInteger, nullable=False),
+)
+"""Since version 5: every call of another framework's run the gate judged, by its key (a hash of
+origin, external thread and call id): judged again — a re-run node, a retry, another replica —
+it gets the same verdict and the same approval."""
+
+pauses = Table(
+    "pauses",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("origin", String(40), nullable=False),
+    Column("thread_id", Text, nullable=False),
+    Column("agent", Text),
+    Column("status", String(16), nullable=False),
+    Column("data", Text, nullable=False),
+    Column("lease_owner", Text),
+    Column("lease_until", BigInteger),
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+    Index("pauses_waiting", "origin", "status", "updated_at"),
+)
+"""Since version 5: another framework's run paused on held calls, with what its integration
+needs to resume it; a resumer claims it (lease) once every one of its approvals is decided."""
+
+pause_approvals = Table(
+    "pause_approvals",
+    metadata,
+    Column("pause_id", String(64), primary_key=True),
+    Column("approval_id", String(40), primary_key=True),
+    Index("pause_approvals_approval", "approval_id"),
+)

@@ -28,6 +28,7 @@ from signoff.store import schema
 from signoff.store.audit import LOCK_AUDIT_HEAD, append_audit, read_length, read_log
 from signoff.store.base import AuditRecord, DecisionPlan, HoldPlan
 from signoff.store.checkpoint import Checkpoint
+from signoff.store.external import ExternalRecord, ExternalStore, find_external, insert_external
 from signoff.store.grants import GrantStore, count_uses, in_force, insert_grants, known_ids
 from signoff.store.ledger import LedgerStore
 from signoff.store.migrations import LATEST, migrate, schema_version
@@ -105,7 +106,7 @@ def _json(value: Any) -> str:
     return canonical_json(value).decode()
 
 
-class SQLStore(RunStore, LedgerStore, NoteStore, GrantStore):
+class SQLStore(RunStore, LedgerStore, NoteStore, GrantStore, ExternalStore):
     """Approvals, grants, the audit log, and the runtime's runs, in one SQL database."""
 
     def __init__(self, runner: Runner, *, url: str) -> None:
@@ -319,16 +320,24 @@ class SQLStore(RunStore, LedgerStore, NoteStore, GrantStore):
         await self.run(lambda c: append_audit(c, records))
 
     async def hold(
-        self, tools: Collection[str], plan: Callable[[list[Grant]], HoldPlan]
+        self,
+        tools: Collection[str],
+        plan: Callable[[list[Grant], dict[str, tuple[ExternalRecord, Approval | None]]], HoldPlan],
+        *,
+        keys: Sequence[str] = (),
     ) -> tuple[HoldPlan, list[StoredEvent]]:
-        """Read the grants in force for `tools`, let `plan` judge the calls by them, and write
-        the approvals, audit entries and run write it returns — one transaction."""
+        """Read the grants in force for `tools` and what was judged before under `keys` (calls
+        of other frameworks' runs, with their approvals), let `plan` judge the calls by them,
+        and write the approvals, records, audit entries and run write it returns — one
+        transaction."""
         names = sorted(tools)
 
         def work(connection: Connection) -> tuple[HoldPlan, list[StoredEvent]]:
+            found = _judged_before(connection, keys)
             revoked: set[str] = set()
             while True:
-                decided = plan([g for g in in_force(connection, names) if g.id not in revoked])
+                grants = [g for g in in_force(connection, names) if g.id not in revoked]
+                decided = plan(grants, found)
                 lost = count_uses(connection, decided)
                 if not lost:
                     break
@@ -342,12 +351,19 @@ class SQLStore(RunStore, LedgerStore, NoteStore, GrantStore):
                     )
             if decided.approvals:
                 connection.execute(_INSERT_APPROVAL, [_approval_row(a) for a in decided.approvals])
+            if not insert_external(connection, decided.external):
+                raise _Lost  # judged meanwhile by another transaction: judge again with it
             append_audit(connection, decided.audit)
             stored = [] if decided.write is None else write_run(connection, decided.write)
             return decided, stored
 
-        result: tuple[HoldPlan, list[StoredEvent]] = await self.run(work)
-        return result
+        for _ in range(10):
+            try:
+                result: tuple[HoldPlan, list[StoredEvent]] = await self.run(work)
+            except _Lost:
+                continue
+            return result
+        raise ConflictError(f"the calls {list(keys)!r} kept being judged by others meanwhile")
 
     async def resume_turn(
         self,
@@ -555,6 +571,19 @@ class SQLStore(RunStore, LedgerStore, NoteStore, GrantStore):
 
 class _Lost(Exception):
     """A compare-and-set found the row changed: roll the transaction back."""
+
+
+def _judged_before(
+    connection: Connection, keys: Sequence[str]
+) -> dict[str, tuple[ExternalRecord, Approval | None]]:
+    records = find_external(connection, keys)
+    ids = [r.approval_id for r in records.values() if r.approval_id is not None]
+    rows = connection.execute(_SELECT_APPROVALS, {"ids": ids}).all() if ids else []
+    approvals = {row.id: _approval(row) for row in rows}
+    return {
+        key: (record, None if record.approval_id is None else approvals.get(record.approval_id))
+        for key, record in records.items()
+    }
 
 
 def _in_order(rows: Sequence[Row[Any]], ids: list[str]) -> list[Approval]:

@@ -1,0 +1,65 @@
+"""A synchronous facade over signoff's async core, safe with or without a running event loop.
+
+The store's connections belong to one event loop. A `Bridge` owns that loop — on a thread of its
+own, or an existing loop running elsewhere — and runs coroutines on it: `run` blocks the calling
+thread (a framework's synchronous `invoke`), `arun` awaits from any other loop (its `ainvoke`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+__all__ = ["Bridge"]
+
+T = TypeVar("T")
+
+
+class Bridge:
+    """Runs coroutines on one event loop for callers on any thread or loop."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        """With `loop` (already running on another thread), use it; else start one of our own
+        on a daemon thread."""
+        self._own = loop is None
+        self.loop = loop or asyncio.new_event_loop()
+        self._thread: threading.Thread | None = None
+        if self._own:
+            self._thread = threading.Thread(
+                target=self.loop.run_forever, name="signoff-bridge", daemon=True
+            )
+            self._thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run `coro` on the bridge's loop and wait for it, from synchronous code."""
+        if _running_loop() is self.loop:
+            coro.close()
+            raise RuntimeError(
+                "signoff's synchronous API was called from inside the event loop it runs on; "
+                "use the async API there (ainvoke, astream)"
+            )
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    async def arun(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Await `coro` on the bridge's loop from any loop (directly when it is this one)."""
+        if _running_loop() is self.loop:
+            return await coro
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
+
+    def close(self) -> None:
+        """Stop the bridge's own loop and thread (an existing loop is left running)."""
+        if not self._own or self.loop.is_closed():
+            return
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        if self._thread is not None:
+            self._thread.join()
+        self.loop.close()
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None

@@ -1,0 +1,343 @@
+"""The machinery every framework integration shares (ARCHITECTURE §6, "External runs").
+
+A framework keeps its own state (a checkpoint, a session, a run state); signoff keeps what it
+owns. `ExternalRuns` is what an integration holds: the gate that judges each call of the
+framework's run — kept by (origin, thread, call id), so a re-run node, a retry or another replica
+gets the same verdict and the same approval —, the pauses to resume once their calls are
+decided, the ledger that runs each approved call exactly once, and decisions taken the
+framework's way (a LangChain ``Command(resume=...)``) recorded as the integration's principal.
+It works from synchronous code and from any event loop (`Bridge`). A `Resumer` resumes the
+framework's paused runs as decisions arrive, on any number of replicas.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import functools
+import hashlib
+import logging
+import os
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterable,
+    Mapping,
+    Sequence,
+)
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+from signoff.errors import ConflictError, ForbiddenError, SignoffError
+from signoff.gate.bridge import Bridge
+from signoff.gate.core import CheckContext, Gate, Outcome, external_key
+from signoff.gate.ids import new_id
+from signoff.gate.notifier import ANY
+from signoff.gate.once import Claim, Ledger, Recorded
+from signoff.store.external import ExternalRecord, Pause
+from signoff.types import Approval, Decision, ToolCall, canonical_json
+
+__all__ = ["ExternalRuns", "Pause", "Resumer", "connect"]
+
+logger = logging.getLogger("signoff.external")
+T = TypeVar("T")
+
+LEASE = timedelta(minutes=5)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Held:
+    """A call of the framework's run as the gate judged it, and its approval as it stands."""
+
+    record: ExternalRecord
+    approval: Approval | None
+
+
+class ExternalRuns:
+    """signoff's gate, ledger and pauses for the runs of one framework (`origin`)."""
+
+    def __init__(
+        self,
+        gate: Gate,
+        *,
+        origin: str,
+        principal: str | None = None,
+        roles: Iterable[str] = (),
+        bridge: Bridge | None = None,
+        ledger: Ledger | None = None,
+    ) -> None:
+        """`principal` and `roles` are who decides when a decision arrives the framework's way
+        (a resume payload): the gate holds them to the same rules as anyone (approvers,
+        self-approval). Built inside a running loop, the bridge is that loop; else give one."""
+        self.gate = gate
+        self.store = gate.store
+        self.origin = origin
+        self.principal = principal or f"{origin}-resume"
+        self.roles = frozenset(roles)
+        if bridge is None:
+            try:
+                bridge = Bridge(asyncio.get_running_loop())
+            except RuntimeError:
+                raise SignoffError(
+                    "ExternalRuns needs the event loop its store runs on: build it inside that "
+                    "loop, pass bridge=, or use signoff.gate.external.connect()"
+                ) from None
+        self.bridge = bridge
+        self.ledger = ledger or Ledger(gate.store)
+        self._closers: list[Callable[[], Awaitable[None]]] = []
+
+    # -- judging ---------------------------------------------------------------------------
+
+    async def judge(
+        self, calls: Sequence[ToolCall], *, thread: str, requested_by: str | None = None
+    ) -> list[Outcome]:
+        """Judge the calls of one model turn (on the bridge's loop): run, block or hold — or, for
+        calls judged before, the same outcome with their approval as it stands now."""
+        context = CheckContext(thread_id=thread, requested_by=requested_by, origin=self.origin)
+        return await self.bridge.arun(self.gate.hold_external(calls, context))
+
+    async def held(self, thread: str, call_ids: Sequence[str]) -> dict[str, Held]:
+        """The calls of `thread` judged before, by call id, with their approvals now."""
+
+        async def read() -> dict[str, Held]:
+            keys = {self.key(thread, i): i for i in call_ids}
+            records = await self.store.external_calls(list(keys))
+            ids = [r.approval_id for r in records.values() if r.approval_id is not None]
+            approvals = {a.id: a for a in await self.store.get_approvals(ids)} if ids else {}
+            return {
+                keys[k]: Held(
+                    record=r,
+                    approval=None if r.approval_id is None else approvals.get(r.approval_id),
+                )
+                for k, r in records.items()
+            }
+
+        return await self.bridge.arun(read())
+
+    def key(self, thread: str, call_id: str) -> str:
+        """The key a call of this origin's `thread` is kept under (and run once under)."""
+        return external_key(self.origin, thread, call_id)
+
+    # -- deciding the framework's way ------------------------------------------------------
+
+    async def decide(self, decisions: Mapping[str, Decision]) -> dict[str, Approval]:
+        """Take decisions that arrived through the framework (a resume payload) as the
+        integration's principal, each compare-and-set: one taken elsewhere first stands, and
+        one this principal may not take is not taken. Returns every approval as it stands."""
+
+        async def take() -> dict[str, Approval]:
+            for approval_id, decision in decisions.items():
+                try:
+                    await self.gate.decide(
+                        approval_id, decision, actor=self.principal, roles=self.roles
+                    )
+                except ConflictError:
+                    pass  # decided elsewhere first: that decision stands
+                except ForbiddenError as exc:
+                    logger.warning("a decision sent through %s was not taken: %s",
+                                   self.origin, exc)  # fmt: skip
+            found = await self.store.get_approvals(list(decisions))
+            return {a.id: a for a in found}
+
+        return await self.bridge.arun(take())
+
+    # -- pauses ----------------------------------------------------------------------------
+
+    async def pause(
+        self,
+        *,
+        thread: str,
+        approvals: Sequence[str],
+        data: Mapping[str, Any],
+        agent: str | None = None,
+    ) -> Pause:
+        """Record that the run of `thread` waits on `approvals`, with what resuming it needs;
+        the same pause recorded again (a re-run, another process) is the same pause."""
+        pause_id = hashlib.sha256(
+            canonical_json([self.origin, thread, sorted(approvals)])
+        ).hexdigest()
+        return await self.bridge.arun(
+            self.store.save_pause(
+                id=pause_id,
+                origin=self.origin,
+                thread_id=thread,
+                agent=agent,
+                data=dict(data),
+                approvals=list(approvals),
+                at=_now(),
+            )  # fmt: skip
+        )
+
+    async def went_on(self, pause_id: str) -> None:
+        """The run went on past this pause: no resumer needs to resume it."""
+        await self.bridge.arun(self.store.finish_pause(pause_id, now=_now()))
+
+    # -- running once ----------------------------------------------------------------------
+
+    async def claim(
+        self, key: str, *, idempotent: bool = False, tool: str = "", digest: str = ""
+    ) -> Claim | Recorded:
+        """Claim `key` to run its call now, or get its recorded result (`Ledger.claim`)."""
+        return await self.bridge.arun(
+            self.ledger.claim(key, idempotent=idempotent, tool=tool, digest=digest)
+        )
+
+    async def finish(self, claim: Claim, value: Any) -> None:
+        await self.bridge.arun(claim.finish(value))
+
+    async def fail(self, claim: Claim, exc: BaseException) -> None:
+        await self.bridge.arun(claim.fail(exc))
+
+    # -- synchronous twins, for frameworks' sync paths -------------------------------------
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run one of this object's coroutines from synchronous code."""
+        return self.bridge.run(coro)
+
+    # -- lifetime --------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close what `connect` opened (the store, the bridge's own loop)."""
+        closers, self._closers = self._closers, []
+        for close in reversed(closers):
+            self.bridge.run(close())
+        self.bridge.close()
+
+
+def connect(
+    policy: Any,
+    *,
+    origin: str,
+    database: str | None = None,
+    principal: str | None = None,
+    roles: Iterable[str] = (),
+    schemas: Any = None,
+) -> ExternalRuns:
+    """Open signoff for a framework's synchronous or asynchronous code: the store at
+    `database` (or ``SIGNOFF_DATABASE_URL``, or ``signoff.db``) on a loop of its own, a gate over
+    `policy` (a `Policy`, a `PolicyEngine`, or a policy file's path). `close()` it when done."""
+    from signoff.policy import Policy
+    from signoff.store import open_store
+
+    if isinstance(policy, str | os.PathLike):
+        policy = Policy.from_file(policy)
+    bridge = Bridge()
+    opened = open_store(database)
+    try:
+        store = bridge.run(opened.__aenter__())
+    except BaseException:
+        bridge.close()
+        raise
+    gate = Gate(policy, store, schemas=schemas)
+    runs = ExternalRuns(gate, origin=origin, principal=principal, roles=roles, bridge=bridge)
+    runs._closers.append(lambda: opened.__aexit__(None, None, None))
+    return runs
+
+
+class Resumer:
+    """Resumes one framework's paused runs once every held call of a pause is decided, like
+    `Runner.work()` for signoff's own runs: woken by decisions (in this process at once, from
+    others through PostgreSQL's NOTIFY, or by polling), each pause claimed by one worker
+    (a lease) and handed to `resume`. Any number of replicas may work the same origin."""
+
+    def __init__(
+        self,
+        runs: ExternalRuns,
+        resume: Callable[[Pause], Awaitable[None]],
+        *,
+        lease: timedelta = LEASE,
+        owner: str | None = None,
+    ) -> None:
+        self.runs = runs
+        self.resume = resume
+        """Resume the framework's run of this pause (it must not raise for a run that went on
+        already: check, and return)."""
+        self.lease = lease
+        self.owner = owner or f"{os.getpid()}-{new_id()[-8:]}"
+
+    async def work(self, *, poll_interval: float = 1.0, concurrency: int = 8) -> None:
+        """Resume pauses as they become ready, until cancelled (on the bridge's loop)."""
+        await self.runs.bridge.arun(self._work(poll_interval, concurrency))
+
+    async def _work(self, poll_interval: float, concurrency: int) -> None:
+        gate, store = self.runs.gate, self.runs.store
+        await gate.listen()
+        busy: dict[str, asyncio.Task[bool]] = {}
+        try:
+            with gate.notifier.subscription(ANY) as decided:
+                while True:
+                    decided.clear()
+                    try:
+                        await gate.expire_due()
+                        ready = await store.ready_pauses(self.runs.origin, now=_now())
+                    except SignoffError:
+                        logger.exception("finding ready pauses failed; trying again")
+                        ready = []
+                    for pause_id in ready:
+                        if len(busy) >= concurrency:
+                            break
+                        if pause_id not in busy:
+                            task = asyncio.create_task(self.resume_ready(pause_id))
+                            busy[pause_id] = task
+                            task.add_done_callback(functools.partial(_forget, busy, pause_id))
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(poll_interval):
+                            await decided.wait()
+        finally:
+            tasks = list(busy.values())
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def resume_ready(self, pause_id: str) -> bool:
+        """Claim the pause and resume its run, if it is ready and nobody else has it. Returns
+        whether this worker resumed it. A resume that fails leaves the pause to be tried again."""
+        store = self.runs.store
+        pause = await store.claim_pause(pause_id, owner=self.owner, now=_now(), lease=self.lease)
+        if pause is None:
+            return False
+        try:
+            await self.resume(pause)
+        except Exception:  # a worker outlives one run's trouble; the pause is tried again
+            logger.exception("resuming %s pause %s failed", pause.origin, pause.id)
+            await store.release_pause(pause.id, owner=self.owner, status="waiting", now=_now())
+            return False
+        await store.release_pause(pause.id, owner=self.owner, status="done", now=_now())
+        self.runs.gate.notifier.notify(pause.id)
+        return True
+
+    @contextlib.asynccontextmanager
+    async def running(self, *, poll_interval: float = 1.0) -> AsyncIterator[Resumer]:
+        """Work in the background while the block runs."""
+        task = asyncio.ensure_future(self.work(poll_interval=poll_interval))
+        try:
+            yield self
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    def start(self, *, poll_interval: float = 1.0) -> Callable[[], None]:
+        """Work on the bridge's loop in the background, for synchronous apps; returns `stop`."""
+        future = asyncio.run_coroutine_threadsafe(
+            self._work(poll_interval, 8), self.runs.bridge.loop
+        )
+
+        def stop() -> None:
+            future.cancel()
+            with contextlib.suppress(concurrent.futures.CancelledError, TimeoutError):
+                future.exception(timeout=10)
+
+        return stop
+
+
+def _forget(busy: dict[str, asyncio.Task[bool]], key: str, _task: asyncio.Task[bool]) -> None:
+    busy.pop(key, None)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)

@@ -1,0 +1,194 @@
+"""Exactly-once execution over the ledger, for any caller: `await ledger.once(key, fn)`.
+
+ledger = Ledger(store)
+result = await ledger.once("langgraph:t1:call_7", lambda: send_email(...))
+
+The first caller of a key claims it in the database and runs `fn`, renewing its claim while
+`fn` runs; its result (any JSON value) is recorded. Every later caller — a re-run node, a
+resumed copy of the same saved state, another process — gets that recorded result without
+running anything. A caller that finds the key claimed by a live worker waits for its result.
+One whose worker died mid-call (its process gone, or its claim run out) raises `OutcomeUnknown`:
+whether the call happened is unknown, and it is never run again — unless `idempotent`, when the
+caller takes the key over and runs it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from signoff.errors import ExecutionFailed, OutcomeUnknown
+from signoff.gate.ids import new_id
+from signoff.store.base import Store
+from signoff.store.external import LedgerClaim
+
+__all__ = ["Claim", "Ledger", "Recorded"]
+
+_HOST = socket.gethostname()
+
+
+class Ledger:
+    """Runs each key's call at most once across processes and crashes (see the module)."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        lease: timedelta = timedelta(seconds=30),
+        poll_interval: float = 0.2,
+        owner: str | None = None,
+    ) -> None:
+        self.store = store
+        self.lease = lease
+        """How long a claim holds without renewal: a worker that stops renewing (a lost
+        machine) is taken for dead after it. A worker on this machine whose process is gone is
+        taken for dead at once."""
+        self.poll_interval = poll_interval
+        self.owner = owner or f"{_HOST}:{os.getpid()}:{new_id()[-8:]}"
+
+    async def once(
+        self,
+        key: str,
+        fn: Callable[[], Awaitable[Any]],
+        *,
+        idempotent: bool = False,
+        wait: float | None = None,
+        tool: str = "",
+        digest: str = "",
+    ) -> Any:
+        """Run `fn` once for `key`; return its result (a JSON value), or the one recorded.
+
+        Raises `OutcomeUnknown` for a key whose worker died mid-call (unless `idempotent`),
+        `ExecutionFailed` for one whose single execution raised (the first caller gets the
+        exception itself), and `TimeoutError` when a live worker has not finished within
+        `wait` seconds (None waits as long as it lives)."""
+        claim = await self.claim(key, idempotent=idempotent, wait=wait, tool=tool, digest=digest)
+        if isinstance(claim, Recorded):
+            return claim.value
+        try:
+            value = await fn()
+        except Exception as exc:
+            await claim.fail(exc)
+            raise
+        except BaseException:
+            await claim.abandon()  # cancelled midway: whether it ran is unknown
+            raise
+        await claim.finish(value)
+        return value
+
+    async def claim(
+        self,
+        key: str,
+        *,
+        idempotent: bool = False,
+        wait: float | None = None,
+        tool: str = "",
+        digest: str = "",
+    ) -> Claim | Recorded:
+        """`once` in two steps, for callers that run the call themselves (on another thread,
+        in another loop): the key claimed — run it, then `finish` — or its recorded result."""
+        deadline = None if wait is None else time.monotonic() + wait
+        while True:
+            now = _now()
+            found = await self.store.ledger_claim(
+                key, owner=self.owner, now=now, lease=self.lease, takeover=idempotent,
+                tool=tool, digest=digest,
+            )  # fmt: skip
+            if found.claimed:
+                return Claim(key, self, asyncio.create_task(self._renew(key)))
+            if found.status == "finished":
+                return Recorded(value=_recorded(key, found.result))
+            if not _alive(found, now):
+                if idempotent:
+                    continue  # its claim is out: the next round takes it over
+                raise OutcomeUnknown(
+                    f"the call under {key!r} was started by {found.owner or 'a worker'} that "
+                    "stopped before recording its result; whether it ran is unknown, so it is "
+                    "not run again"
+                )
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"the call under {key!r} is still running elsewhere")
+            await asyncio.sleep(self.poll_interval)
+
+    async def _renew(self, key: str) -> None:
+        every = max(self.lease.total_seconds() / 3, 0.05)
+        while True:
+            await asyncio.sleep(every)
+            with contextlib.suppress(Exception):  # a missed renewal only shortens the claim
+                await self.store.ledger_renew(key, owner=self.owner, until=_now() + self.lease)
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """The result recorded for a key by its one execution."""
+
+    value: Any
+
+
+class Claim:
+    """A key claimed to run its call now: `finish` with the result, or `fail` with the
+    exception the call raised. The claim is renewed until then."""
+
+    def __init__(self, key: str, ledger: Ledger, renewing: asyncio.Task[None]) -> None:
+        self.key = key
+        self._ledger = ledger
+        self._renewing = renewing
+
+    async def finish(self, value: Any) -> None:
+        await self._record({"value": value})
+
+    async def fail(self, exc: BaseException) -> None:
+        # It ran (or began to): a second caller gets this, never a second execution.
+        await self._record({"error": f"{type(exc).__name__}: {exc}"})
+
+    async def abandon(self) -> None:
+        """Stop renewing without a result: the key's outcome stays unknown."""
+        await self._stop()
+
+    async def _record(self, result: dict[str, Any]) -> None:
+        await self._stop()
+        await self._ledger.store.ledger_finish(self.key, result=result, at=_now())
+
+    async def _stop(self) -> None:
+        self._renewing.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._renewing
+
+
+def _recorded(key: str, result: dict[str, Any] | None) -> Any:
+    if result is None:  # pragma: no cover - finished entries carry their result
+        raise OutcomeUnknown(f"the call under {key!r} finished without a result")
+    if "error" in result:
+        raise ExecutionFailed(f"the one execution of the call under {key!r} failed: "
+                              f"{result['error']}")  # fmt: skip
+    if "value" not in result:
+        # Written by another writer of the ledger (signoff's runtime, the MCP gateway): as is.
+        return result
+    return result["value"]
+
+
+def _alive(claim: LedgerClaim, now: datetime) -> bool:
+    """Whether the worker that started the call may still be running it."""
+    if claim.owner is None or claim.lease_until is None or claim.lease_until <= now:
+        return False
+    host, _, rest = claim.owner.partition(":")
+    pid = rest.partition(":")[0]
+    if host == _HOST and pid.isdigit():
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return False  # on this machine, and gone
+        except PermissionError:
+            return True
+    return True
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)

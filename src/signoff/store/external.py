@@ -1,0 +1,374 @@
+"""Other frameworks' runs: the calls of theirs the gate judged (by key, so judging one again
+returns the same verdict and approval), the pauses their integrations resume once every held call
+is decided, and the ledger's claims for `Ledger.once` — each a compare-and-set, so any number of
+processes on one database agree."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from sqlalchemy import and_, bindparam, exists, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection
+
+from signoff.store import schema
+from signoff.store.times import from_micros, to_micros
+from signoff.types import canonical_json
+
+__all__ = [
+    "ExternalRecord",
+    "ExternalStore",
+    "LedgerClaim",
+    "Pause",
+    "PauseStatus",
+    "find_external",
+    "insert_external",
+]
+
+PauseStatus = Literal["waiting", "resuming", "done"]
+
+_calls = schema.external_calls
+_pauses = schema.pauses
+_links = schema.pause_approvals
+_ledger = schema.ledger
+
+
+def _insert_ignoring(table: Any) -> dict[str, Any]:
+    return {
+        name: dialect.insert(table).on_conflict_do_nothing()
+        for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))
+    }
+
+
+_INSERT_CALL = _insert_ignoring(_calls)
+_INSERT_PAUSE = _insert_ignoring(_pauses)
+_INSERT_LINK = _insert_ignoring(_links)
+_INSERT_LEDGER = _insert_ignoring(_ledger)
+_FIND_CALLS = select(_calls).where(_calls.c.key.in_(bindparam("keys", expanding=True)))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExternalRecord:
+    """How the gate judged one call of another framework's run, kept under the call's key."""
+
+    key: str
+    origin: str
+    thread_id: str
+    call_id: str
+    agent: str | None
+    digest: str
+    """The digest of the call as judged: the same call id with other arguments is not it."""
+    kind: Literal["run", "block", "hold"]
+    rule: str | None
+    reason: str
+    approval_id: str | None
+    at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class Pause:
+    """A run of another framework paused on held calls (see `signoff.gate.external`)."""
+
+    id: str
+    origin: str
+    thread_id: str
+    agent: str | None
+    status: PauseStatus
+    data: dict[str, Any]
+    """What the integration needs to resume the run (its thread's config, its interrupt)."""
+    approvals: tuple[str, ...]
+    attempts: int
+    created_at: datetime
+    updated_at: datetime
+    lease_owner: str | None = None
+    lease_until: datetime | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class LedgerClaim:
+    """What claiming a ledger key found: `claimed` (the caller runs the call now), or the entry
+    another caller made — finished with its result, or started by `owner` until `lease_until`."""
+
+    claimed: bool
+    status: Literal["started", "finished"]
+    result: dict[str, Any] | None
+    owner: str | None
+    lease_until: datetime | None
+
+
+def find_external(connection: Connection, keys: Sequence[str]) -> dict[str, ExternalRecord]:
+    """The records of the keys judged before, in the caller's transaction."""
+    if not keys:
+        return {}
+    rows = connection.execute(_FIND_CALLS, {"keys": list(keys)}).all()
+    return {row.key: _record(row) for row in rows}
+
+
+def insert_external(connection: Connection, records: Sequence[ExternalRecord]) -> bool:
+    """Insert the records, in the caller's transaction; False when another transaction judged
+    one of these keys first (the caller rolls back and judges again)."""
+    insert = _INSERT_CALL[connection.dialect.name]
+    for record in records:
+        row = {
+            "key": record.key,
+            "origin": record.origin,
+            "thread_id": record.thread_id,
+            "call_id": record.call_id,
+            "agent": record.agent,
+            "digest": record.digest,
+            "kind": record.kind,
+            "rule": record.rule,
+            "reason": record.reason,
+            "approval_id": record.approval_id,
+            "at": to_micros(record.at),
+        }
+        if connection.execute(insert, row).rowcount != 1:
+            return False
+    return True
+
+
+class ExternalStore:
+    """The external runs' half of the store; `SQLStore` provides `run`."""
+
+    run: Callable[..., Awaitable[Any]]
+
+    async def external_calls(self, keys: Sequence[str]) -> dict[str, ExternalRecord]:
+        """The calls judged under these keys."""
+        found: dict[str, ExternalRecord] = await self.run(
+            lambda c: find_external(c, keys), write=False
+        )
+        return found
+
+    # -- pauses ----------------------------------------------------------------------------
+
+    async def save_pause(
+        self,
+        *,
+        id: str,
+        origin: str,
+        thread_id: str,
+        agent: str | None,
+        data: dict[str, Any],
+        approvals: Sequence[str],
+        at: datetime,
+    ) -> Pause:
+        """Record the pause unless it is recorded already (the same run paused on the same
+        calls, by a re-run or another process); return it as stored."""
+        row = {
+            "id": id,
+            "origin": origin,
+            "thread_id": thread_id,
+            "agent": agent,
+            "status": "waiting",
+            "data": canonical_json(data).decode(),
+            "attempts": 0,
+            "created_at": to_micros(at),
+            "updated_at": to_micros(at),
+        }
+
+        def work(connection: Connection) -> Pause:
+            name = connection.dialect.name
+            if connection.execute(_INSERT_PAUSE[name], row).rowcount == 1 and approvals:
+                links = [{"pause_id": id, "approval_id": a} for a in approvals]
+                connection.execute(_INSERT_LINK[name], links)
+            return _read_pause(connection, id)
+
+        pause: Pause = await self.run(work)
+        return pause
+
+    async def get_pause(self, pause_id: str) -> Pause | None:
+        pause: Pause | None = await self.run(
+            lambda c: _read_pause(c, pause_id, missing_ok=True), write=False
+        )
+        return pause
+
+    async def ready_pauses(self, origin: str, *, now: datetime, limit: int = 100) -> list[str]:
+        """Pauses of `origin` a resumer may claim: waiting with none of their approvals pending,
+        or left resuming by a worker whose lease ran out. Oldest first."""
+        approvals = schema.approvals
+        pending = (
+            select(_links.c.approval_id)
+            .join(approvals, approvals.c.id == _links.c.approval_id)
+            .where(_links.c.pause_id == _pauses.c.id, approvals.c.status == "pending")
+        )
+        query = (
+            select(_pauses.c.id)
+            .where(
+                _pauses.c.origin == origin,
+                or_(
+                    and_(_pauses.c.status == "waiting", ~exists(pending)),
+                    and_(_pauses.c.status == "resuming", _pauses.c.lease_until < to_micros(now)),
+                ),
+            )
+            .order_by(_pauses.c.updated_at)
+            .limit(limit)
+        )
+        ids: list[str] = await self.run(lambda c: list(c.execute(query).scalars()), write=False)
+        return ids
+
+    async def claim_pause(
+        self, pause_id: str, *, owner: str, now: datetime, lease: timedelta
+    ) -> Pause | None:
+        """Take the pause for `owner` until `now + lease` if it is still claimable (waiting, or
+        its last claim ran out); None when another worker has it or it is done."""
+        claim = (
+            update(_pauses)
+            .where(
+                _pauses.c.id == pause_id,
+                or_(
+                    _pauses.c.status == "waiting",
+                    and_(_pauses.c.status == "resuming", _pauses.c.lease_until < to_micros(now)),
+                ),
+            )
+            .values(
+                status="resuming",
+                lease_owner=owner,
+                lease_until=to_micros(now + lease),
+                attempts=_pauses.c.attempts + 1,
+                updated_at=to_micros(now),
+            )
+        )
+
+        def work(connection: Connection) -> Pause | None:
+            if connection.execute(claim).rowcount != 1:
+                return None
+            return _read_pause(connection, pause_id)
+
+        pause: Pause | None = await self.run(work)
+        return pause
+
+    async def release_pause(
+        self, pause_id: str, *, owner: str, status: PauseStatus, now: datetime
+    ) -> bool:
+        """End `owner`'s claim: `done` (resumed), or `waiting` (to be tried again later)."""
+        query = (
+            update(_pauses)
+            .where(_pauses.c.id == pause_id, _pauses.c.lease_owner == owner)
+            .values(status=status, lease_owner=None, lease_until=None, updated_at=to_micros(now))
+        )
+        released: bool = await self.run(lambda c: c.execute(query).rowcount == 1)
+        return released
+
+    async def finish_pause(self, pause_id: str, *, now: datetime) -> None:
+        """Mark the pause done whoever holds it: its run went on past it (resumed by its own
+        code, or by the integration's re-entered hook)."""
+        query = (
+            update(_pauses)
+            .where(_pauses.c.id == pause_id, _pauses.c.status != "done")
+            .values(status="done", lease_owner=None, lease_until=None, updated_at=to_micros(now))
+        )
+        await self.run(lambda c: c.execute(query))
+
+    # -- the ledger's claims ---------------------------------------------------------------
+
+    async def ledger_claim(
+        self,
+        key: str,
+        *,
+        owner: str,
+        now: datetime,
+        lease: timedelta,
+        takeover: bool,
+        tool: str = "",
+        digest: str = "",
+        run_id: str = "external",
+    ) -> LedgerClaim:
+        """Claim the key for `owner`: a new key is theirs; a started one whose lease ran out is
+        theirs when `takeover` (an idempotent call re-run); otherwise what stands is returned."""
+        until = to_micros(now + lease)
+        row = {
+            "key": key,
+            "run_id": run_id,
+            "call_id": key,
+            "tool": tool,
+            "digest": digest,
+            "status": "started",
+            "started_at": to_micros(now),
+            "owner": owner,
+            "lease_until": until,
+        }
+        take = (
+            update(_ledger)
+            .where(
+                _ledger.c.key == key,
+                _ledger.c.status == "started",
+                or_(_ledger.c.lease_until.is_(None), _ledger.c.lease_until < to_micros(now)),
+            )
+            .values(owner=owner, lease_until=until, started_at=to_micros(now))
+        )
+
+        def work(connection: Connection) -> LedgerClaim:
+            if connection.execute(_INSERT_LEDGER[connection.dialect.name], row).rowcount == 1:
+                return LedgerClaim(claimed=True, status="started", result=None, owner=owner,
+                                   lease_until=from_micros(until))  # fmt: skip
+            found = connection.execute(select(_ledger).where(_ledger.c.key == key)).one()
+            if found.status == "started" and takeover and connection.execute(take).rowcount == 1:
+                return LedgerClaim(claimed=True, status="started", result=None, owner=owner,
+                                   lease_until=from_micros(until))  # fmt: skip
+            return LedgerClaim(
+                claimed=False,
+                status=found.status,
+                result=None if found.result is None else json.loads(found.result),
+                owner=found.owner,
+                lease_until=None if found.lease_until is None else from_micros(found.lease_until),
+            )
+
+        claim: LedgerClaim = await self.run(work)
+        return claim
+
+    async def ledger_renew(self, key: str, *, owner: str, until: datetime) -> bool:
+        """Extend `owner`'s claim on a started key; False when it is no longer theirs."""
+        query = (
+            update(_ledger)
+            .where(_ledger.c.key == key, _ledger.c.owner == owner, _ledger.c.status == "started")
+            .values(lease_until=to_micros(until))
+        )
+        renewed: bool = await self.run(lambda c: c.execute(query).rowcount == 1, durable=False)
+        return renewed
+
+
+def _record(row: Any) -> ExternalRecord:
+    return ExternalRecord(
+        key=row.key,
+        origin=row.origin,
+        thread_id=row.thread_id,
+        call_id=row.call_id,
+        agent=row.agent,
+        digest=row.digest,
+        kind=row.kind,
+        rule=row.rule,
+        reason=row.reason,
+        approval_id=row.approval_id,
+        at=from_micros(row.at),
+    )
+
+
+def _read_pause(connection: Connection, pause_id: str, *, missing_ok: bool = False) -> Any:
+    row = connection.execute(select(_pauses).where(_pauses.c.id == pause_id)).first()
+    if row is None:
+        if missing_ok:
+            return None
+        raise LookupError(f"no pause {pause_id!r}")  # pragma: no cover - read after its write
+    linked = connection.execute(
+        select(_links.c.approval_id)
+        .where(_links.c.pause_id == pause_id)
+        .order_by(_links.c.approval_id)
+    ).scalars()
+    return Pause(
+        id=row.id,
+        origin=row.origin,
+        thread_id=row.thread_id,
+        agent=row.agent,
+        status=row.status,
+        data=json.loads(row.data),
+        approvals=tuple(linked),
+        attempts=row.attempts,
+        created_at=from_micros(row.created_at),
+        updated_at=from_micros(row.updated_at),
+        lease_owner=row.lease_owner,
+        lease_until=None if row.lease_until is None else from_micros(row.lease_until),
+    )
