@@ -265,7 +265,7 @@ class Gate:
                         reason=verdict.reason,
                         approval_id=None,
                         at=now,
-                    )  # fmt: skip
+                    )
                 )
             if verdict.kind == "allow":
                 outcomes.append(Outcome(call=call, kind="run", verdict=verdict))
@@ -322,7 +322,7 @@ class Gate:
                             "thread_id": context.thread_id,
                             "call_id": call.id,
                         }
-                    ),  # fmt: skip
+                    ),
                 )
             )
         return outcomes, held, audit, records
@@ -380,9 +380,11 @@ class Gate:
                 overdue.extend(self._apply(a, Expired(), actor="signoff", at=now) for a in late)
                 return DecisionPlan(
                     changes=[(a, a.version - 1) for a in overdue],
-                    audit=[_decision_record(b, a, actor="signoff", at=now)
-                           for b, a in zip(late, overdue, strict=True)],
-                )  # fmt: skip
+                    audit=[
+                        _decision_record(b, a, actor="signoff", at=now)
+                        for b, a in zip(late, overdue, strict=True)
+                    ],
+                )
             for approval in current:
                 decision = decisions[approval.id]
                 _check_decider(approval.rule, approval.approvers, approval.forbid_self_approval,

@@ -169,7 +169,7 @@ class ExternalRuns:
                 data=dict(data),
                 approvals=list(approvals),
                 at=_now(),
-            )  # fmt: skip
+            )
         )
 
     async def went_on(self, pause_id: str) -> None:
