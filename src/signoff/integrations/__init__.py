@@ -1,0 +1,1 @@
+"""Framework integrations: one module per framework, each an optional extra (ARCHITECTURE §6)."""

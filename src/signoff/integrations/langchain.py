@@ -1,0 +1,231 @@
+"""LangChain v1 agents behind signoff: one middleware for ``create_agent``.
+
+    runs = connect("policy.yaml", origin="langgraph", database="sqlite:///signoff.db")
+    agent = create_agent(model, tools, middleware=[SignoffMiddleware(runs)],
+                         checkpointer=SqliteSaver(conn))
+
+Where `HumanInTheLoopMiddleware` asks by exact tool name, signoff's policy decides every call
+with its arguments, globs, servers and agent paths. After each model turn the calls are judged
+together: denied ones get a blocked result (never run); allowed ones run in the tools step,
+once, through signoff's ledger; asked ones become approvals in signoff's store (the web inbox,
+the API, the terminal, Slack) and the agent interrupts once for all of them, after the allowed
+siblings have run. The run resumes — from `resumer`, or a ``Command(resume=...)`` sent the
+LangChain way — with the decisions read from signoff's store: approved and edited calls run
+(an edit checked by the tool's schema and the policy), a response is the tool's result, a
+rejection's reason reaches the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from signoff.errors import MissingExtraError, OutcomeUnknown
+from signoff.gate.external import ExternalRuns, connect
+from signoff.integrations.langgraph import (
+    ORIGIN,
+    AsyncHandler,
+    Handler,
+    LangGraphGate,
+    answer,
+    blocked,
+    resumer,
+    thread_of,
+    tool_schema,
+    unknown,
+)
+
+try:
+    from langchain.agents.middleware import AgentMiddleware, hook_config
+    from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.config import get_config
+    from langgraph.prebuilt.tool_node import ToolCallRequest
+    from langgraph.types import Command, interrupt
+except ImportError as exc:  # pragma: no cover - exercised without the extra installed
+    raise MissingExtraError(
+        "signoff.integrations.langchain needs LangChain: pip install 'signoff[langgraph]'"
+    ) from exc
+
+__all__ = ["ORIGIN", "SignoffMiddleware", "connect", "resumer"]
+
+
+class SignoffMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+    """signoff's policy, approvals, grants, ledger and audit for a ``create_agent`` agent."""
+
+    def __init__(
+        self,
+        runs: ExternalRuns,
+        *,
+        agent: str | None = None,
+        requested_by: str | Callable[[RunnableConfig], str | None] | None = None,
+    ) -> None:
+        """`runs` from `connect` (or an `ExternalRuns` over a gate of yours); `agent` the path
+        the policy's ``agents:`` section judges this agent's calls by (a sub-agent's
+        ``coordinator/researcher``); `requested_by` who starts its threads (default: the run
+        config's ``configurable.user_id``)."""
+        super().__init__()
+        self.signoff = LangGraphGate(runs, agent=agent, requested_by=requested_by)
+        self._schemas: set[str] = set()
+
+    @property
+    def name(self) -> str:
+        return f"signoff:{self.signoff.agent}" if self.signoff.agent else "signoff"
+
+    # -- after the model: judge the turn ---------------------------------------------------
+
+    def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        message = _last_ai(state["messages"])
+        if message is None:
+            return None
+        config = get_config()
+        held = self.signoff.runs.run(self.signoff.judge(message, config))
+        return _blocked(message, held, self.signoff, config)
+
+    async def aafter_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        message = _last_ai(state["messages"])
+        if message is None:
+            return None
+        config = get_config()
+        held = await self.signoff.judge(message, config)
+        return _blocked(message, held, self.signoff, config)
+
+    # -- the tools step: run once, or answer ----------------------------------------------
+
+    def wrap_tool_call(
+        self, request: ToolCallRequest, handler: Handler
+    ) -> ToolMessage | Command[Any]:
+        self._register(request)
+        try:
+            return self.signoff.execute(request, handler)
+        except OutcomeUnknown as exc:
+            return unknown(request.tool_call, self._key(request), exc)
+
+    async def awrap_tool_call(
+        self, request: ToolCallRequest, handler: AsyncHandler
+    ) -> ToolMessage | Command[Any]:
+        self._register(request)
+        try:
+            return await self.signoff.aexecute(request, handler)
+        except OutcomeUnknown as exc:
+            return unknown(request.tool_call, self._key(request), exc)
+
+    # -- before the next model turn: the turn's one interrupt ------------------------------
+
+    @hook_config(can_jump_to=["tools"])
+    def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        messages = state["messages"]
+        message = _last_ai(messages)
+        if message is None:
+            return None
+        gate, config = self.signoff, get_config()
+        answered = _answered(messages)
+        while True:
+            waiting, held = gate.runs.run(gate.pending(message, answered, config))
+            pending = [a for _, a in waiting if a.pending]
+            if not pending:
+                break
+            value = interrupt(gate.runs.run(gate.pause([a for _, a in waiting], pending, config)))
+            gate.runs.run(gate.take(value, pending))
+        gate.runs.run(gate.went_on([a for _, a in waiting], config))
+        return _settle(message, answered, waiting, held, gate, config)
+
+    @hook_config(can_jump_to=["tools"])
+    async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        messages = state["messages"]
+        message = _last_ai(messages)
+        if message is None:
+            return None
+        gate, config = self.signoff, get_config()
+        answered = _answered(messages)
+        while True:
+            waiting, held = await gate.pending(message, answered, config)
+            pending = [a for _, a in waiting if a.pending]
+            if not pending:
+                break
+            value = interrupt(await gate.pause([a for _, a in waiting], pending, config))
+            await gate.take(value, pending)
+        await gate.went_on([a for _, a in waiting], config)
+        return _settle(message, answered, waiting, held, gate, config)
+
+    # -- small things ----------------------------------------------------------------------
+
+    def _register(self, request: ToolCallRequest) -> None:
+        """Edits of this agent's calls are checked against its tools' schemas."""
+        tool = request.tool
+        if tool is None or tool.name in self._schemas:
+            return
+        schema = tool_schema(tool)
+        if schema is not None:
+            self.signoff.runs.gate.register_schemas({tool.name: schema}, agent=self.signoff.agent)
+        self._schemas.add(tool.name)
+
+    def _key(self, request: ToolCallRequest) -> str:
+        thread = thread_of(request.runtime.config)
+        return self.signoff.runs.key(thread, request.tool_call["id"] or "")
+
+
+def _last_ai(messages: list[AnyMessage]) -> AIMessage | None:
+    for message in reversed(messages):
+        if isinstance(message, AIMessage):
+            return message if message.tool_calls else None
+    return None
+
+
+def _answered(messages: list[AnyMessage]) -> set[str]:
+    """The ids of the calls that have a result after the last AI message."""
+    ids: set[str] = set()
+    for message in reversed(messages):
+        if isinstance(message, AIMessage):
+            break
+        if isinstance(message, ToolMessage):
+            ids.add(message.tool_call_id)
+    return ids
+
+
+def _blocked(
+    message: AIMessage, held: dict[str, Any], gate: LangGraphGate, config: RunnableConfig
+) -> dict[str, Any] | None:
+    """The results of the turn's denied calls: they never reach the tools step."""
+    thread = thread_of(config)
+    answers = [
+        blocked(call, held[call["id"] or ""].record.reason, gate.runs.key(thread, call["id"] or ""))
+        for call in message.tool_calls
+        if (call["id"] or "") in held and held[call["id"] or ""].record.kind == "block"
+    ]
+    return {"messages": answers} if answers else None
+
+
+def _settle(
+    message: AIMessage,
+    answered: set[str],
+    waiting: list[Any],
+    held: dict[str, Any],
+    gate: LangGraphGate,
+    config: RunnableConfig,
+) -> dict[str, Any] | None:
+    """Every call of the turn decided: the results of those that do not run, and back to the
+    tools step for those that do (approved, edited — or allowed ones a crash left unrun)."""
+    thread = thread_of(config)
+    answers = []
+    to_run = False
+    for call in message.tool_calls:
+        call_id = call["id"] or ""
+        if call_id in answered:
+            continue
+        found = held.get(call_id)
+        key = gate.runs.key(thread, call_id)
+        if found is None or found.record.kind == "run":
+            to_run = True
+        elif found.record.kind == "block":
+            answers.append(blocked(call, found.record.reason, key))
+        elif found.approval is not None and found.approval.status in ("approved", "edited"):
+            to_run = True
+        elif found.approval is not None:
+            answers.append(answer(call, found.approval, key))
+    if not answers and not to_run:
+        return None
+    update: dict[str, Any] = {"messages": answers} if answers else {}
+    if to_run:
+        update["jump_to"] = "tools"
+    return update

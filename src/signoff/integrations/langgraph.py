@@ -1,0 +1,688 @@
+"""LangGraph graphs behind signoff: a drop-in `ApprovalToolNode`, `gated` for any node, and
+`resumer` so a decision in any signoff channel resumes the thread (ARCHITECTURE §6).
+
+    runs = connect("policy.yaml", origin="langgraph", database="sqlite:///signoff.db")
+    builder.add_node("tools", ApprovalToolNode(tools, runs=runs))
+    graph = builder.compile(checkpointer=SqliteSaver(conn))
+    stop = resumer(graph, runs).start()          # decisions in the inbox resume the thread
+
+signoff's policy judges every call of a model turn with its arguments: allowed calls run, denied
+ones get a blocked result and never run, asked ones are held as approvals and the node interrupts
+once for all of them (the allowed siblings have run). LangGraph re-runs a node from its start when
+it resumes: every call is then judged again under its key — (thread, call id) — and gets the same
+verdict and approval, and every execution goes through signoff's ledger, so a tool runs once
+however often the node re-runs, or the same checkpoint is resumed, by any number of processes.
+The decision is read from signoff's store, never from the resume payload; a LangChain-style
+payload (``Command(resume={"decisions": [...]})``) is recorded as a decision of the integration's
+principal first, compare-and-set against one taken elsewhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from signoff.errors import (
+    ExecutionFailed,
+    InvalidDecisionError,
+    InvalidEditError,
+    MissingExtraError,
+    OutcomeUnknown,
+)
+from signoff.gate.edits import check_edit
+from signoff.gate.external import ExternalRuns, Held, Resumer, connect
+from signoff.gate.once import Claim, Recorded
+from signoff.limits import ArgumentLimits
+from signoff.types import Approval, Approve, Decision, Edit, Reject, Respond, ToolCall
+
+try:
+    from langchain_core.load import dumpd, load
+    from langchain_core.messages import AIMessage, ToolMessage, message_to_dict, messages_from_dict
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.config import get_config
+    from langgraph.prebuilt import ToolNode
+    from langgraph.prebuilt.tool_node import ToolCallRequest
+    from langgraph.types import Command, interrupt
+except ImportError as exc:  # pragma: no cover - exercised without the extra installed
+    raise MissingExtraError(
+        "signoff.integrations.langgraph needs LangGraph: pip install 'signoff[langgraph]'"
+    ) from exc
+
+__all__ = [
+    "ORIGIN",
+    "ApprovalToolNode",
+    "CallResult",
+    "LangGraphGate",
+    "connect",
+    "gated",
+    "resumer",
+]
+
+ORIGIN = "langgraph"
+MARK = "signoff"
+"""The key of signoff's part in an interrupt's value, and of the resumer's resume value."""
+_DECISIONS = ("approve", "edit", "reject", "respond")
+_LIMITS = ArgumentLimits()
+
+Handler = Callable[[ToolCallRequest], "ToolMessage | Command[Any]"]
+AsyncHandler = Callable[[ToolCallRequest], "Awaitable[ToolMessage | Command[Any]]"]
+
+
+class LangGraphGate:
+    """What the LangGraph and LangChain integrations share: judging a model turn's calls,
+    running each through the ledger, answering decided ones, and the one interrupt per turn."""
+
+    def __init__(
+        self,
+        runs: ExternalRuns,
+        *,
+        agent: str | None = None,
+        requested_by: str | Callable[[RunnableConfig], str | None] | None = None,
+    ) -> None:
+        """`agent` is the path the policy's ``agents:`` section judges these calls by
+        (``coordinator/researcher``); `requested_by` who started the thread (for rules that
+        forbid self-approval): a name, or read from the run's config."""
+        self.runs = runs
+        self.agent = agent
+        self._requested_by = requested_by
+
+    # -- judging ---------------------------------------------------------------------------
+
+    def requested_by(self, config: RunnableConfig) -> str | None:
+        if callable(self._requested_by):
+            return self._requested_by(config)
+        if self._requested_by is not None:
+            return self._requested_by
+        found = (config.get("configurable") or {}).get("user_id")
+        return found if isinstance(found, str) else None
+
+    def calls(self, message: AIMessage) -> list[ToolCall]:
+        return [
+            ToolCall(
+                id=c["id"] or "", name=c["name"], args=_LIMITS.admit(c["args"]), agent=self.agent
+            )  # fmt: skip
+            for c in message.tool_calls
+        ]
+
+    async def judge(self, message: AIMessage, config: RunnableConfig) -> dict[str, Held]:
+        """Judge the turn's calls (the same verdicts and approvals when judged before) and
+        return how each stands, by call id."""
+        thread = thread_of(config)
+        calls = self.calls(message)
+        if calls:
+            await self.runs.judge(calls, thread=thread, requested_by=self.requested_by(config))
+        return await self.runs.held(thread, [c.id for c in calls])
+
+    # -- one call --------------------------------------------------------------------------
+
+    def execute(self, request: ToolCallRequest, handler: Handler) -> ToolMessage | Command[Any]:
+        """Run (or answer) one call of the turn, synchronously: exactly once per call."""
+        runs = self.runs
+        plan = runs.run(self._plan(request))
+        if not isinstance(plan, _Run):
+            return plan
+        claim = runs.run(runs.claim(plan.key, idempotent=plan.idempotent, tool=plan.tool))
+        if isinstance(claim, Recorded):
+            return _restored(claim.value, plan)
+        try:
+            result = handler(plan.request)
+        except BaseException as exc:
+            runs.run(runs.fail(claim, exc))
+            raise
+        runs.run(runs.finish(claim, _record(result)))
+        return _restored(_record(result), plan)
+
+    async def aexecute(
+        self, request: ToolCallRequest, handler: AsyncHandler
+    ) -> ToolMessage | Command[Any]:
+        """`execute` for async graphs."""
+        runs = self.runs
+        plan = await self._plan(request)
+        if not isinstance(plan, _Run):
+            return plan
+        claim: Claim | Recorded = await runs.claim(
+            plan.key, idempotent=plan.idempotent, tool=plan.tool
+        )
+        if isinstance(claim, Recorded):
+            return _restored(claim.value, plan)
+        try:
+            result = await handler(plan.request)
+        except BaseException as exc:
+            await runs.fail(claim, exc)
+            raise
+        await runs.finish(claim, _record(result))
+        return _restored(_record(result), plan)
+
+    async def _plan(self, request: ToolCallRequest) -> _Run | ToolMessage | Command[Any]:
+        """What to do with one call: run it (as approved) or the message that answers it."""
+        config = request.runtime.config
+        thread = thread_of(config)
+        tool_call = request.tool_call
+        call_id = tool_call["id"] or ""
+        found = (await self.runs.held(thread, [call_id])).get(call_id)
+        if found is None:
+            # Not judged with its turn (another middleware's call, a state edited by hand):
+            # judged now, alone.
+            [call] = self.calls(AIMessage(content="", tool_calls=[tool_call]))
+            await self.runs.judge([call], thread=thread, requested_by=self.requested_by(config))
+            found = (await self.runs.held(thread, [call_id]))[call_id]
+        record, approval = found.record, found.approval
+        key = self.runs.key(thread, call_id)
+        idempotent = _idempotent(request)
+        if record.kind == "block":
+            return blocked(tool_call, record.reason, key)
+        if record.kind == "run":
+            if record.digest != ToolCall(id=call_id, name=tool_call["name"],
+                                         args=tool_call["args"]).digest:  # fmt: skip
+                return blocked(tool_call, "the call changed after it was judged", key)
+            return _Run(request=request, key=key, tool=tool_call["name"], edited=None,
+                        idempotent=idempotent)  # fmt: skip
+        assert approval is not None  # held calls carry their approval
+        if approval.pending:
+            return _DEFERRED
+        if approval.status not in ("approved", "edited"):
+            return answer(tool_call, approval, key)
+        edited = approval.call.args if approval.status == "edited" else None
+        if edited is not None:
+            problem = self._unfit(request, approval)
+            if problem is not None:
+                return blocked(tool_call, problem, key)
+            request = request.override(tool_call={**tool_call, "args": edited})
+        return _Run(request=request, key=key, tool=tool_call["name"], edited=edited,
+                    idempotent=idempotent)  # fmt: skip
+
+    def _unfit(self, request: ToolCallRequest, approval: Approval) -> str | None:
+        """Why the edited call may not run: its arguments break the tool's schema, or the
+        policy denies it now (both were checked when decided, where the decider knew them)."""
+        schema = tool_schema(request.tool)
+        try:
+            check_edit(approval.call.args, schema)
+        except InvalidEditError as exc:
+            return f"the edited arguments do not fit the tool's schema: {exc}"
+        verdict = self.runs.gate.engine.evaluate(approval.call)
+        if verdict.kind == "deny":
+            return f"the policy denies the edited call: {verdict.reason}"
+        return None
+
+    # -- the one interrupt of a turn -------------------------------------------------------
+
+    async def pending(
+        self, message: AIMessage, answered: set[str], config: RunnableConfig
+    ) -> tuple[list[tuple[dict[str, Any], Approval]], dict[str, Held]]:
+        """The turn's held calls still without a result, with their approvals, and how every
+        call without a result stands."""
+        thread = thread_of(config)
+        open_ids = [c["id"] or "" for c in message.tool_calls if c["id"] not in answered]
+        held = await self.runs.held(thread, open_ids)
+        waiting = [
+            (call, held[call["id"] or ""].approval)
+            for call in message.tool_calls
+            if (call["id"] or "") in held and held[call["id"] or ""].approval is not None
+        ]
+        return [(c, a) for c, a in waiting if a is not None], held
+
+    async def pause(
+        self, turn: Sequence[Approval], pending: Sequence[Approval], config: RunnableConfig
+    ) -> dict[str, Any]:
+        """Record the pause of the turn (all its held calls: the same pause however it is
+        re-entered) and make the interrupt's value for the `pending` ones: LangChain's
+        ``HITLRequest`` shape (Agent Inbox and LangGraph Studio show it), with signoff's part
+        under ``signoff``."""
+        configurable = config.get("configurable") or {}
+        pause = await self.runs.pause(
+            thread=thread_of(config),
+            approvals=[a.id for a in turn],
+            data={
+                "thread_id": thread_of(config),
+                "checkpoint_ns": configurable.get("checkpoint_ns", ""),
+            },  # fmt: skip
+            agent=self.agent,
+        )
+        return interrupt_value(pause.id, pending)
+
+    async def take(self, value: Any, approvals: Sequence[Approval]) -> None:
+        """Record the decisions a resume payload carries (LangChain's ``{"decisions": [...]}``
+        by position, or ``{approval id: decision}``) as the integration's principal; signoff's
+        own resume value carries none. Malformed payloads are refused, nothing taken."""
+        decisions = resume_decisions(value, approvals)
+        if decisions:
+            await self.runs.decide(decisions)
+
+    async def went_on(self, approvals: Sequence[Approval], config: RunnableConfig) -> None:
+        if approvals:
+            pause = await self.runs.pause(
+                thread=thread_of(config), approvals=[a.id for a in approvals], data={},
+                agent=self.agent,
+            )  # fmt: skip
+            await self.runs.went_on(pause.id)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Run:
+    request: ToolCallRequest
+    key: str
+    tool: str
+    edited: dict[str, Any] | None
+    idempotent: bool
+
+
+_DEFERRED: Command[Any] = Command(update={})
+"""A held call's placeholder in the tools step: its result comes after the decision."""
+
+
+# -- messages ------------------------------------------------------------------------------
+
+
+def message_id(key: str) -> str:
+    """The id of the message answering the call under `key`: the same however often the
+    answer is given, so LangGraph's message reducer replaces it instead of adding another."""
+    return f"signoff-{key[:32]}"
+
+
+def blocked(tool_call: Mapping[str, Any], reason: str, key: str) -> ToolMessage:
+    return ToolMessage(
+        id=message_id(key),
+        content=f"signoff blocked this call: {reason}. It did not run.",
+        name=tool_call["name"],
+        tool_call_id=tool_call["id"] or "",
+        status="error",
+    )
+
+
+def answer(tool_call: Mapping[str, Any], approval: Approval, key: str) -> ToolMessage:
+    """The result a decided call that does not run gives the model: the person's response,
+    or the rejection in the shape kagent uses (a normal result that says not to retry)."""
+    decision = approval.decision
+    if isinstance(decision, Respond):
+        content, status = decision.content, "success"
+    elif isinstance(decision, Reject):
+        reason = decision.reason or "no reason given"
+        content = json.dumps({"status": "rejected",
+                              "message": f"The user rejected this call: {reason}. "
+                                         "Do not retry it."})  # fmt: skip
+        status = "error"
+    elif approval.status == "expired":
+        content = json.dumps({"status": "expired",
+                              "message": "Nobody approved this call in time; it did not run."})  # fmt: skip
+        status = "error"
+    else:
+        content = json.dumps({"status": approval.status, "message": "This call did not run."})
+        status = "error"
+    return ToolMessage(id=message_id(key), content=content, name=tool_call["name"],
+                       tool_call_id=tool_call["id"] or "", status=status)  # fmt: skip
+
+
+def _record(result: ToolMessage | Command[Any]) -> dict[str, Any]:
+    """A tool's result as the ledger keeps it."""
+    if isinstance(result, ToolMessage):
+        return {"message": message_to_dict(result)}
+    if isinstance(result, Command) and isinstance(result.update, dict) and result.goto == ():
+        return {"command": dumpd(result.update)}
+    raise ExecutionFailed(
+        f"signoff can keep a tool's ToolMessage or Command(update=...) result, not {result!r}"
+    )
+
+
+def _restored(value: Any, plan: _Run) -> ToolMessage | Command[Any]:
+    """The recorded result as the tool node returns it, with the call's own message id (and a
+    note that a person edited the call)."""
+    if "message" in value:
+        [message] = messages_from_dict([value["message"]])
+        assert isinstance(message, ToolMessage)
+        return _marked(message, plan)
+    update = load(value["command"])
+    messages = [
+        _marked(m, plan) if isinstance(m, ToolMessage) else m for m in update.get("messages", [])
+    ]
+    return Command(update={**update, "messages": messages})
+
+
+def _marked(message: ToolMessage, plan: _Run) -> ToolMessage:
+    content = message.content
+    if plan.edited is not None and isinstance(content, str):
+        content = (
+            f"A person edited this call before it ran; it ran with the arguments "
+            f"{json.dumps(plan.edited, sort_keys=True)}.\n\n{content}"
+        )
+    return message.model_copy(update={"id": message_id(plan.key), "content": content})
+
+
+def unknown(tool_call: Mapping[str, Any], key: str, exc: OutcomeUnknown) -> ToolMessage:
+    return ToolMessage(id=message_id(key), content=f"signoff: {exc}", name=tool_call["name"],
+                       tool_call_id=tool_call["id"] or "", status="error")  # fmt: skip
+
+
+# -- interrupts and resume payloads --------------------------------------------------------
+
+
+def interrupt_value(pause_id: str, approvals: Sequence[Approval]) -> dict[str, Any]:
+    return {
+        "action_requests": [
+            {
+                "name": a.call.name,
+                "args": a.call.args,
+                "description": f"{a.reason} (signoff approval {a.id})",
+            }  # fmt: skip
+            for a in approvals
+        ],
+        "review_configs": [
+            {"action_name": a.call.name, "allowed_decisions": list(_DECISIONS)} for a in approvals
+        ],
+        MARK: {"pause": pause_id, "approvals": [a.id for a in approvals]},
+    }
+
+
+def resume_decisions(value: Any, approvals: Sequence[Approval]) -> dict[str, Decision]:
+    """The decisions a resume payload carries, by approval id; none for signoff's own.
+    Raises `InvalidDecisionError` naming the field that is wrong."""
+    if isinstance(value, Mapping) and MARK in value:
+        return {}
+    if isinstance(value, Mapping) and "decisions" in value:
+        listed = value["decisions"]
+        if not isinstance(listed, list):
+            raise InvalidDecisionError("resume: 'decisions' is a list, one per held call")
+        if len(listed) != len(approvals):
+            raise InvalidDecisionError(
+                f"resume: 'decisions' has {len(listed)} item(s) for {len(approvals)} held call(s)"
+            )
+        return {
+            a.id: _decision(d, f"decisions[{i}]", a)
+            for i, (a, d) in enumerate(zip(approvals, listed, strict=True))
+        }
+    if isinstance(value, Mapping):
+        ids = {a.id: a for a in approvals}
+        unknown_ids = [k for k in value if k not in ids]
+        if unknown_ids:
+            raise InvalidDecisionError(f"resume: {unknown_ids[0]!r} is not a held call's approval")
+        return {k: _decision(d, repr(k), ids[k]) for k, d in value.items()}
+    raise InvalidDecisionError(
+        "resume: send {'decisions': [...]} (one per held call, in order) or decide in signoff"
+    )
+
+
+def _decision(data: Any, where: str, approval: Approval) -> Decision:
+    if not isinstance(data, Mapping):
+        raise InvalidDecisionError(f"resume: {where} is an object with a 'type'")
+    problem = _LIMITS.problem(dict(data))
+    if problem is not None:
+        raise InvalidDecisionError(f"resume: {where}: {problem}")
+    kind = data.get("type")
+    if kind == "approve":
+        return Approve()
+    if kind == "edit":
+        action = data.get("edited_action")
+        args = action.get("args") if isinstance(action, Mapping) else None
+        if not isinstance(args, dict):
+            raise InvalidDecisionError(f"resume: {where}.edited_action.args is an object")
+        name = action.get("name", approval.call.name) if isinstance(action, Mapping) else None
+        if name != approval.call.name:
+            raise InvalidDecisionError(
+                f"resume: {where}.edited_action.name: an edit keeps the tool "
+                f"({approval.call.name!r}), not {name!r}"
+            )
+        return Edit(args=args)
+    if kind == "respond":
+        message = data.get("message")
+        if not isinstance(message, str) or not message.strip():
+            raise InvalidDecisionError(f"resume: {where}.message is the response's text")
+        return Respond(content=message)
+    if kind == "reject":
+        message = data.get("message", "")
+        if not isinstance(message, str):
+            raise InvalidDecisionError(f"resume: {where}.message is text")
+        return Reject(reason=message)
+    raise InvalidDecisionError(f"resume: {where}.type is one of {list(_DECISIONS)}, not {kind!r}")
+
+
+# -- small things --------------------------------------------------------------------------
+
+
+def thread_of(config: RunnableConfig) -> str:
+    thread = (config.get("configurable") or {}).get("thread_id")
+    if thread is None:
+        raise InvalidDecisionError(
+            "signoff holds calls per thread: run the graph with a checkpointer and "
+            "config={'configurable': {'thread_id': ...}}"
+        )
+    return str(thread)
+
+
+def tool_schema(tool: Any) -> dict[str, Any] | None:
+    """The JSON schema of a LangChain tool's arguments, as the model sees them."""
+    if tool is None:
+        return None
+    try:
+        schema = tool.tool_call_schema
+        if isinstance(schema, dict):
+            return schema
+        return dict(schema.model_json_schema())
+    except Exception:  # a tool without a usable schema: edits are checked by the policy only
+        return None
+
+
+def _idempotent(request: ToolCallRequest) -> bool:
+    metadata = getattr(request.tool, "metadata", None) or {}
+    return bool(metadata.get("idempotent") or metadata.get("read_only"))
+
+
+# -- the drop-in tool node -----------------------------------------------------------------
+
+
+class ApprovalToolNode(ToolNode):
+    """`ToolNode` with signoff in front: seed 002's approval node between agent and tools.
+
+    Judges all calls of the last AI message; runs the allowed ones (once, through the ledger);
+    answers the denied ones; holds the asked ones and interrupts once for all of them. On
+    resume the node re-runs: nothing runs twice, and decided calls run (approved, edited) or
+    are answered (responded, rejected)."""
+
+    def __init__(
+        self,
+        tools: Sequence[Any],
+        *,
+        runs: ExternalRuns,
+        agent: str | None = None,
+        requested_by: str | Callable[[RunnableConfig], str | None] | None = None,
+        name: str = "tools",
+        handle_tool_errors: Any = True,
+    ) -> None:
+        self.signoff = LangGraphGate(runs, agent=agent, requested_by=requested_by)
+        super().__init__(
+            list(tools),
+            name=name,
+            handle_tool_errors=handle_tool_errors,
+            wrap_tool_call=self._wrap,
+            awrap_tool_call=self._awrap,
+        )
+        for tool in self.tools_by_name.values():
+            schema = tool_schema(tool)
+            if schema is not None:
+                runs.gate.register_schemas({tool.name: schema}, agent=agent)
+
+    def _wrap(self, request: ToolCallRequest, handler: Handler) -> ToolMessage | Command[Any]:
+        try:
+            return self.signoff.execute(request, handler)
+        except OutcomeUnknown as exc:
+            return unknown(request.tool_call, self.signoff.runs.key(
+                thread_of(request.runtime.config), request.tool_call["id"] or ""), exc)  # fmt: skip
+
+    async def _awrap(
+        self, request: ToolCallRequest, handler: AsyncHandler
+    ) -> ToolMessage | Command[Any]:
+        try:
+            return await self.signoff.aexecute(request, handler)
+        except OutcomeUnknown as exc:
+            return unknown(request.tool_call, self.signoff.runs.key(
+                thread_of(request.runtime.config), request.tool_call["id"] or ""), exc)  # fmt: skip
+
+    def _func(self, input: Any, config: RunnableConfig, runtime: Any) -> Any:
+        message = _last_ai(input)
+        gate = self.signoff
+        if message is not None:
+            gate.runs.run(gate.judge(message, config))
+        output = super()._func(input, config, runtime)
+        if message is None:
+            return output
+        while True:
+            waiting, _ = gate.runs.run(gate.pending(message, set(), config))
+            pending = [a for _, a in waiting if a.pending]
+            if not pending:
+                break
+            turn = [a for _, a in waiting]
+            value = interrupt(gate.runs.run(gate.pause(turn, pending, config)))
+            gate.runs.run(gate.take(value, pending))
+            output = super()._func(input, config, runtime)
+        gate.runs.run(gate.went_on([a for _, a in waiting], config))
+        return _settled(output)
+
+    async def _afunc(self, input: Any, config: RunnableConfig, runtime: Any) -> Any:
+        message = _last_ai(input)
+        gate = self.signoff
+        if message is not None:
+            await gate.judge(message, config)
+        output = await super()._afunc(input, config, runtime)
+        if message is None:
+            return output
+        while True:
+            waiting, _ = await gate.pending(message, set(), config)
+            pending = [a for _, a in waiting if a.pending]
+            if not pending:
+                break
+            value = interrupt(await gate.pause([a for _, a in waiting], pending, config))
+            await gate.take(value, pending)
+            output = await super()._afunc(input, config, runtime)
+        await gate.went_on([a for _, a in waiting], config)
+        return _settled(output)
+
+
+def _last_ai(input: Any) -> AIMessage | None:
+    messages = input.get("messages") if isinstance(input, dict) else input
+    if not isinstance(messages, list):
+        messages = getattr(input, "messages", None) or []
+    for message in reversed(messages):
+        if isinstance(message, AIMessage):
+            return message if message.tool_calls else None
+    return None
+
+
+def _settled(output: Any) -> Any:
+    """The node's output without held calls' placeholders (none are left once decided)."""
+    if isinstance(output, list):
+        return [o for o in output if o is not _DEFERRED]
+    return output
+
+
+# -- a call inside any node ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class CallResult:
+    """What became of a call made with `gated`."""
+
+    status: Literal["ran", "responded", "rejected", "blocked", "expired", "cancelled"]
+    value: Any = None
+    """The function's result when it ran (its recorded result on a re-run)."""
+    message: str = ""
+    """The person's response, the rejection's reason, or why the call was blocked."""
+    args: dict[str, Any] | None = None
+    """The arguments it ran with (a person's edit included)."""
+
+
+def gated(
+    runs: ExternalRuns,
+    name: str,
+    args: dict[str, Any],
+    run: Callable[[dict[str, Any]], Any],
+    *,
+    id: str,
+    agent: str | None = None,
+    idempotent: bool = False,
+) -> CallResult:
+    """Call `run(args)` inside a LangGraph node, behind signoff: judged by the policy as tool
+    `name`; held calls interrupt the node, and on the re-run after the decision it runs with
+    the approved (or edited) arguments — exactly once however often the node re-runs. `id`
+    names the call within its node (a node making several calls gives each its own). The
+    result must be JSON. Raises `OutcomeUnknown` when a worker died inside the call."""
+    config = get_config()
+    configurable = config.get("configurable") or {}
+    call_id = f"{configurable.get('checkpoint_ns', '')}|{id}"
+    call = ToolCall(id=call_id, name=name, args=args, agent=agent)
+    thread = thread_of(config)
+    while True:
+        runs.run(runs.judge([call], thread=thread, requested_by=configurable.get("user_id")))
+        found = runs.run(runs.held(thread, [call_id]))[call_id]
+        record, approval = found.record, found.approval
+        if record.kind == "block":
+            return CallResult(status="blocked", message=record.reason)
+        if approval is not None and approval.pending:
+            gate = LangGraphGate(runs, agent=agent)
+            value = interrupt(runs.run(gate.pause([approval], [approval], config)))
+            runs.run(gate.take(value, [approval]))
+            continue
+        if approval is not None and approval.status not in ("approved", "edited"):
+            decision = approval.decision
+            text = getattr(decision, "content", None) or getattr(decision, "reason", "")
+            return CallResult(status=approval.status, message=text)  # type: ignore[arg-type]
+        final = approval.call.args if approval is not None else args
+        claim = runs.run(runs.claim(runs.key(thread, call_id), idempotent=idempotent, tool=name))
+        if isinstance(claim, Recorded):
+            return CallResult(status="ran", value=claim.value, args=final)
+        try:
+            value = run(final)
+        except BaseException as exc:
+            runs.run(runs.fail(claim, exc))
+            raise
+        runs.run(runs.finish(claim, value))
+        if approval is not None:
+            runs.run(LangGraphGate(runs, agent=agent).went_on([approval], config))
+        return CallResult(status="ran", value=value, args=final)
+
+
+# -- resuming from any channel -------------------------------------------------------------
+
+
+def resumer(graph: Any, runs: ExternalRuns, *, use_async: bool | None = None) -> Resumer:
+    """A `Resumer` that resumes `graph`'s paused threads once every held call of a pause is
+    decided — in the web inbox, the API, the terminal, Slack — with no code of the user's:
+    ``resumer(graph, runs).start()`` next to the app, or ``await ....work()`` in a task.
+    Synchronous graphs (a sync checkpointer: ``SqliteSaver``, ``PostgresSaver``) resume on a
+    worker thread; async ones (``AsyncSqliteSaver``, ``AsyncPostgresSaver``) on the loop."""
+    if use_async is None:
+        use_async = type(getattr(graph, "checkpointer", None)).__name__.startswith("Async")
+
+    async def resume(pause: Any) -> None:
+        config: RunnableConfig = {"configurable": {"thread_id": pause.thread_id}}
+        if use_async:
+            state = await graph.aget_state(config, subgraphs=True)
+        else:
+            state = await asyncio.to_thread(graph.get_state, config, subgraphs=True)
+        ids = [i.id for i in _interrupts(state) if _pause_of(i.value) == pause.id]
+        if not ids:
+            return  # the thread went on past this pause already
+        command = Command(resume={i: {MARK: {"pause": pause.id}} for i in ids})
+        if use_async:
+            await graph.ainvoke(command, config)
+        else:
+            await asyncio.to_thread(graph.invoke, command, config)
+
+    return Resumer(runs, resume)
+
+
+def _interrupts(state: Any) -> list[Any]:
+    found = list(getattr(state, "interrupts", ()) or ())
+    for task in getattr(state, "tasks", ()) or ():
+        found += list(getattr(task, "interrupts", ()) or ())
+        if getattr(task, "state", None) is not None and not isinstance(task.state, dict):
+            found += _interrupts(task.state)
+    seen: set[str] = set()
+    return [i for i in found if not (i.id in seen or seen.add(i.id))]
+
+
+def _pause_of(value: Any) -> str | None:
+    if isinstance(value, Mapping) and isinstance(value.get(MARK), Mapping):
+        pause = value[MARK].get("pause")
+        return pause if isinstance(pause, str) else None
+    return None

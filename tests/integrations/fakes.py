@@ -1,0 +1,81 @@
+"""Test doubles for the LangChain/LangGraph integration tests: a chat model that proposes the
+tool calls of a script, and tools that count every real execution in a side-effect file."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import BaseTool, StructuredTool
+
+
+class ScriptedChatModel(BaseChatModel):
+    """Turn n (the number of AI messages already in the conversation) proposes `script[n]`:
+    a list of tool calls ``(name, args)`` or a final text. Deterministic, offline; every call
+    is counted in `calls_file` when given (the model must not be called again on a resume)."""
+
+    script: list[Any]
+    calls_file: str | None = None
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:
+        return self
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        turn = sum(isinstance(m, AIMessage) for m in messages)
+        if self.calls_file is not None:
+            with open(self.calls_file, "a") as f:
+                f.write(f"{turn}\n")
+        step = self.script[turn] if turn < len(self.script) else "done"
+        if isinstance(step, str):
+            message = AIMessage(content=step)
+        else:
+            calls = [
+                {"name": name, "args": args, "id": f"call_{turn}_{i}", "type": "tool_call"}
+                for i, (name, args) in enumerate(step)
+            ]
+            message = AIMessage(content="", tool_calls=calls)
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def counting_tools(side_effects: Path) -> list[BaseTool]:
+    """send_email, charge, read_file: each real execution appends a line to `side_effects`."""
+
+    def record(line: str) -> None:
+        with side_effects.open("a") as f:
+            f.write(line + "\n")
+
+    def send_email(to: str, body: str = "") -> str:
+        """Send an email."""
+        record(f"send_email {to} {body}")
+        return f"sent to {to}"
+
+    def charge(amount: int, customer: str = "acme") -> str:
+        """Charge a customer."""
+        record(f"charge {amount} {customer}")
+        return f"charged {amount}"
+
+    def read_file(path: str) -> str:
+        """Read a file."""
+        record(f"read_file {path}")
+        return f"contents of {path}"
+
+    return [StructuredTool.from_function(f) for f in (send_email, charge, read_file)]
+
+
+def executions(side_effects: Path) -> list[str]:
+    return side_effects.read_text().splitlines() if side_effects.exists() else []
