@@ -13,10 +13,10 @@ import httpx
 import pytest
 from pydantic import Field
 
-from signoff import Policy
+from signoff import Policy, ToolCall
 from signoff.agent import Agent, ModelTurn, tool
 from signoff.errors import PolicyError
-from signoff.gate import Gate
+from signoff.gate import CheckContext, Gate
 from signoff.server import Auth, Principal, Service, create_app
 from signoff.server.config import load_config
 from signoff.server.redact import MASK, Redaction
@@ -340,3 +340,52 @@ async def test_a_switch_on_a_replica_that_missed_a_change_is_refused(store: SQLS
         saved = await store.latest_policy()
         assert saved is not None
         assert saved[1]["agents"]["ops"]["tools"]["status"] == {"verdict": "deny"}
+
+
+async def test_another_framework_s_approval_is_listed_with_its_origin_thread_and_agent(
+    store: SQLStore,
+):
+    """A LangGraph run's held call belongs to no run of signoff's: the API says whose it is, and
+    approving it always is possible for its thread, agent or everywhere, never for a run."""
+    email = ToolCall(
+        id="c1", name="send_email", args={"to": "bob@example.com"}, agent="coordinator/researcher"
+    )
+    context = CheckContext(origin="langgraph", thread_id="t-42", requested_by="alice")
+    [outcome] = await Gate(Policy.from_dict(DOCUMENT), store).hold_external([email], context)
+    assert outcome.approval is not None
+    approval_id = outcome.approval.id
+    whose = {
+        "id": approval_id,
+        "origin": "langgraph",
+        "run_id": None,
+        "thread_id": "t-42",
+        "call_id": "c1",
+        "agent": "coordinator/researcher",
+        "tool": "send_email",
+        "requested_by": "alice",
+        "status": "pending",
+    }
+    async with client_for(store, []) as client:
+        listed = (await client.get("/v1/approvals", params={"status": "pending"})).json()
+        one = (await client.get(f"/v1/approvals/{approval_id}")).json()
+        by_agent = await client.get("/v1/approvals", params={"agent": "coordinator/researcher"})
+        assert [{k: a[k] for k in whose} for a in listed["items"]] == [whose]
+        assert {k: one[k] for k in whose} == whose
+        assert [a["id"] for a in by_agent.json()["items"]] == [approval_id]
+
+        for_a_run = await client.post(
+            f"/v1/approvals/{approval_id}/decision",
+            json={"kind": "approve", "always": {"scope": "run"}},
+        )
+        assert for_a_run.status_code == 422
+        assert "belongs to no run" in for_a_run.json()["detail"]
+        for_the_thread = await client.post(
+            f"/v1/approvals/{approval_id}/decision",
+            json={"kind": "approve", "always": {"scope": "thread"}},
+        )
+        assert for_the_thread.status_code == 200, for_the_thread.text
+        decided = for_the_thread.json()
+        assert {k: decided[k] for k in whose} == whose | {"status": "approved"}
+        assert decided["decided_by"] == "ada"
+        [grant] = (await client.get("/v1/grants")).json()["items"]
+        assert (grant["scope"], grant["subject"], grant["tool"]) == ("thread", "t-42", "send_email")

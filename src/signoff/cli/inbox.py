@@ -151,7 +151,7 @@ class Inbox:
             self.console.print("nothing waits for a decision")
             return
         table = Table(title=f"{len(pending)} waiting", title_justify="left")
-        for header in ("#", "id", "tool", "arguments", "agent", "rule", "expires"):
+        for header in ("#", "id", "tool", "arguments", "from", "rule", "expires"):
             table.add_column(header)
         for item in sorted(pending, key=lambda i: self.numbers[i["id"]]):
             arguments = json.dumps(item["args"], ensure_ascii=False)
@@ -286,10 +286,29 @@ class _DatabaseBackend:
         return asyncio.run(on_database(self.url, approval_id, decision, self.actor, self.roles))
 
 
+FRAMEWORKS = {
+    "langgraph": "LangGraph",
+    "langchain": "LangChain",
+    "pydantic-ai": "Pydantic AI",
+    "openai-agents": "OpenAI Agents SDK",
+    "google-adk": "Google ADK",
+    "agno": "Agno",
+    "adalflow": "AdalFlow",
+}
+"""The frameworks whose runs hold their calls in signoff, by origin, as people name them."""
+_OWN = frozenset({"runtime", "gate", "mcp-gateway"})
+
+
 def _who(item: dict[str, Any]) -> str:
-    """The agent that asked; for a call held by the MCP gateway, who made it."""
+    """The agent that asked; for a call held by the MCP gateway, who made it; for another
+    framework's call, its thread and agent and the framework (an unknown origin as given)."""
+    origin = item.get("origin")
+    if origin is not None and origin not in _OWN:
+        parts = [f"thread {item['thread_id']}"] if item.get("thread_id") else []
+        parts += [f"agent {item['agent']}"] if item.get("agent") else []
+        return " · ".join([*parts, f"via {FRAMEWORKS.get(origin, origin)}"])
     if item.get("agent"):
         return str(item["agent"])
-    if item.get("origin") == "mcp-gateway":
+    if origin == "mcp-gateway":
         return f"{item.get('requested_by') or '?'} (MCP)"
     return ""

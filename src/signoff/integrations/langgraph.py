@@ -103,7 +103,7 @@ class LangGraphGate:
         return [
             ToolCall(
                 id=c["id"] or "", name=c["name"], args=_LIMITS.admit(c["args"]), agent=self.agent
-            )  # fmt: skip
+            )
             for c in message.tool_calls
         ]
 
@@ -238,7 +238,7 @@ class LangGraphGate:
             data={
                 "thread_id": thread_of(config),
                 "checkpoint_ns": configurable.get("checkpoint_ns", ""),
-            },  # fmt: skip
+            },
             agent=self.agent,
         )
         return interrupt_value(pause.id, pending)
@@ -254,9 +254,11 @@ class LangGraphGate:
     async def went_on(self, approvals: Sequence[Approval], config: RunnableConfig) -> None:
         if approvals:
             pause = await self.runs.pause(
-                thread=thread_of(config), approvals=[a.id for a in approvals], data={},
+                thread=thread_of(config),
+                approvals=[a.id for a in approvals],
+                data={},
                 agent=self.agent,
-            )  # fmt: skip
+            )
             await self.runs.went_on(pause.id)
 
 
@@ -305,8 +307,8 @@ def answer(tool_call: Mapping[str, Any], approval: Approval, key: str) -> ToolMe
                                          "Do not retry it."})  # fmt: skip
         status = "error"
     elif approval.status == "expired":
-        content = json.dumps({"status": "expired",
-                              "message": "Nobody approved this call in time; it did not run."})  # fmt: skip
+        expired = "Nobody approved this call in time; it did not run."
+        content = json.dumps({"status": "expired", "message": expired})
         status = "error"
     else:
         content = json.dumps({"status": approval.status, "message": "This call did not run."})
@@ -365,7 +367,7 @@ def interrupt_value(pause_id: str, approvals: Sequence[Approval]) -> dict[str, A
                 "name": a.call.name,
                 "args": a.call.args,
                 "description": f"{a.reason} (signoff approval {a.id})",
-            }  # fmt: skip
+            }
             for a in approvals
         ],
         "review_configs": [
