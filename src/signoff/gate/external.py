@@ -172,9 +172,14 @@ class ExternalRuns:
             )
         )
 
-    async def went_on(self, pause_id: str) -> None:
-        """The run went on past this pause: no resumer needs to resume it."""
-        await self.bridge.arun(self.store.finish_pause(pause_id, now=_now()))
+    async def went_on(self, approvals: Sequence[str]) -> None:
+        """The run went on past every pause on these approvals: no resumer needs to resume
+        them."""
+        await self.bridge.arun(self.store.finish_pauses(approvals, now=_now()))
+
+    async def open_pause(self, approvals: Sequence[str]) -> Pause | None:
+        """The newest pause not done on any of these approvals (the run's last interrupt)."""
+        return await self.bridge.arun(self.store.open_pause(approvals))
 
     # -- running once ----------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from signoff.integrations.langgraph import (
     LangGraphGate,
     answer,
     blocked,
+    response_schema,
     resumer,
     thread_of,
     tool_schema,
@@ -125,8 +126,9 @@ class SignoffMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             pending = [a for _, a in waiting if a.pending]
             if not pending:
                 break
-            value = interrupt(gate.runs.run(gate.pause([a for _, a in waiting], pending, config)))
-            gate.runs.run(gate.take(value, pending))
+            asked = gate.runs.run(gate.pause(pending, config))
+            value = interrupt(asked, response_schema=response_schema(len(asked["action_requests"])))
+            gate.runs.run(gate.take(value, [a for _, a in waiting]))
         gate.runs.run(gate.went_on([a for _, a in waiting], config))
         return _settle(message, answered, waiting, held, gate, config)
 
@@ -143,8 +145,9 @@ class SignoffMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             pending = [a for _, a in waiting if a.pending]
             if not pending:
                 break
-            value = interrupt(await gate.pause([a for _, a in waiting], pending, config))
-            await gate.take(value, pending)
+            asked = await gate.pause(pending, config)
+            value = interrupt(asked, response_schema=response_schema(len(asked["action_requests"])))
+            await gate.take(value, [a for _, a in waiting])
         await gate.went_on([a for _, a in waiting], config)
         return _settle(message, answered, waiting, held, gate, config)
 

@@ -23,7 +23,11 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, NotRequired, Union
+
+from annotated_types import Len
+from pydantic import Discriminator, StringConstraints
+from typing_extensions import TypedDict
 
 from signoff.errors import (
     ExecutionFailed,
@@ -58,6 +62,7 @@ __all__ = [
     "LangGraphGate",
     "connect",
     "gated",
+    "response_schema",
     "resumer",
 ]
 
@@ -224,42 +229,47 @@ class LangGraphGate:
         ]
         return [(c, a) for c, a in waiting if a is not None], held
 
-    async def pause(
-        self, turn: Sequence[Approval], pending: Sequence[Approval], config: RunnableConfig
-    ) -> dict[str, Any]:
-        """Record the pause of the turn (all its held calls: the same pause however it is
-        re-entered) and make the interrupt's value for the `pending` ones: LangChain's
+    async def pause(self, pending: Sequence[Approval], config: RunnableConfig) -> dict[str, Any]:
+        """Record the pause on the `pending` calls and make the interrupt's value: LangChain's
         ``HITLRequest`` shape (Agent Inbox and LangGraph Studio show it), with signoff's part
-        under ``signoff``."""
+        under ``signoff``. Re-entered (a re-run node on its way to the resume value), the open
+        pause that asked for them stands, with the calls it listed."""
         configurable = config.get("configurable") or {}
+        standing = await self.runs.open_pause([a.id for a in pending])
+        if standing is not None and {a.id for a in pending} <= set(standing.data.get("asked", [])):
+            asked = await self.runs.bridge.arun(
+                self.runs.store.get_approvals(standing.data["asked"])
+            )
+            return interrupt_value(standing.id, asked)
         pause = await self.runs.pause(
             thread=thread_of(config),
-            approvals=[a.id for a in turn],
+            approvals=[a.id for a in pending],
             data={
                 "thread_id": thread_of(config),
                 "checkpoint_ns": configurable.get("checkpoint_ns", ""),
+                "asked": [a.id for a in pending],
             },
             agent=self.agent,
         )
         return interrupt_value(pause.id, pending)
 
-    async def take(self, value: Any, approvals: Sequence[Approval]) -> None:
+    async def take(self, value: Any, turn: Sequence[Approval]) -> None:
         """Record the decisions a resume payload carries (LangChain's ``{"decisions": [...]}``
-        by position, or ``{approval id: decision}``) as the integration's principal; signoff's
-        own resume value carries none. Malformed payloads are refused, nothing taken."""
-        decisions = resume_decisions(value, approvals)
+        by position in the interrupt that asked, or ``{approval id: decision}``) as the
+        integration's principal; signoff's own resume value carries none. Malformed payloads
+        are refused, nothing taken."""
+        if isinstance(value, Mapping) and MARK in value:
+            return
+        pause = await self.runs.open_pause([a.id for a in turn])
+        by_id = {a.id: a for a in turn}
+        asked = [by_id[i] for i in (pause.data.get("asked", []) if pause else []) if i in by_id]
+        decisions = resume_decisions(value, asked or [a for a in turn if a.pending])
         if decisions:
             await self.runs.decide(decisions)
 
     async def went_on(self, approvals: Sequence[Approval], config: RunnableConfig) -> None:
         if approvals:
-            pause = await self.runs.pause(
-                thread=thread_of(config),
-                approvals=[a.id for a in approvals],
-                data={},
-                agent=self.agent,
-            )
-            await self.runs.went_on(pause.id)
+            await self.runs.went_on([a.id for a in approvals])
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -375,6 +385,47 @@ def interrupt_value(pause_id: str, approvals: Sequence[Approval]) -> dict[str, A
         ],
         MARK: {"pause": pause_id, "approvals": [a.id for a in approvals]},
     }
+
+
+class _Approve(TypedDict):
+    type: Literal["approve"]
+
+
+class _Action(TypedDict):
+    name: NotRequired[str]
+    args: dict[str, Any]
+
+
+class _Edit(TypedDict):
+    type: Literal["edit"]
+    edited_action: _Action
+
+
+class _Reject(TypedDict):
+    type: Literal["reject"]
+    message: NotRequired[str]
+
+
+class _Respond(TypedDict):
+    type: Literal["respond"]
+    message: Annotated[str, StringConstraints(min_length=1)]
+
+
+_OneDecision = Annotated[Union[_Approve, _Edit, _Reject, _Respond], Discriminator("type")]  # noqa: UP007
+
+
+class _Ours(TypedDict):
+    signoff: dict[str, Any]
+
+
+def response_schema(count: int) -> Any:
+    """What a resume of an interrupt asking `count` calls may carry: LangGraph checks it before
+    saving it, so a malformed payload is refused and the interrupt can be answered again."""
+
+    decisions = TypedDict(  # type: ignore[operator]
+        "Decisions", {"decisions": Annotated[list[_OneDecision], Len(count, count)]}
+    )
+    return Union[_Ours, decisions, dict[str, _OneDecision]]  # noqa: UP007
 
 
 def resume_decisions(value: Any, approvals: Sequence[Approval]) -> dict[str, Decision]:
@@ -533,9 +584,9 @@ class ApprovalToolNode(ToolNode):
             pending = [a for _, a in waiting if a.pending]
             if not pending:
                 break
-            turn = [a for _, a in waiting]
-            value = interrupt(gate.runs.run(gate.pause(turn, pending, config)))
-            gate.runs.run(gate.take(value, pending))
+            asked = gate.runs.run(gate.pause(pending, config))
+            value = interrupt(asked, response_schema=response_schema(len(asked["action_requests"])))
+            gate.runs.run(gate.take(value, [a for _, a in waiting]))
             output = super()._func(input, config, runtime)
         gate.runs.run(gate.went_on([a for _, a in waiting], config))
         return _settled(output)
@@ -553,8 +604,9 @@ class ApprovalToolNode(ToolNode):
             pending = [a for _, a in waiting if a.pending]
             if not pending:
                 break
-            value = interrupt(await gate.pause([a for _, a in waiting], pending, config))
-            await gate.take(value, pending)
+            asked = await gate.pause(pending, config)
+            value = interrupt(asked, response_schema=response_schema(len(asked["action_requests"])))
+            await gate.take(value, [a for _, a in waiting])
             output = await super()._afunc(input, config, runtime)
         await gate.went_on([a for _, a in waiting], config)
         return _settled(output)
@@ -621,7 +673,8 @@ def gated(
             return CallResult(status="blocked", message=record.reason)
         if approval is not None and approval.pending:
             gate = LangGraphGate(runs, agent=agent)
-            value = interrupt(runs.run(gate.pause([approval], [approval], config)))
+            value = interrupt(runs.run(gate.pause([approval], config)),
+                              response_schema=response_schema(1))  # fmt: skip
             runs.run(gate.take(value, [approval]))
             continue
         if approval is not None and approval.status not in ("approved", "edited"):

@@ -332,6 +332,10 @@ class Store(Protocol):
 
     async def finish_pause(self, pause_id: str, *, now: datetime) -> None: ...
 
+    async def open_pause(self, approval_ids: Sequence[str]) -> Pause | None: ...
+
+    async def finish_pauses(self, approval_ids: Sequence[str], *, now: datetime) -> None: ...
+
     async def ledger_claim(
         self,
         key: str,

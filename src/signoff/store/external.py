@@ -253,6 +253,37 @@ class ExternalStore:
         released: bool = await self.run(lambda c: c.execute(query).rowcount == 1)
         return released
 
+    async def open_pause(self, approval_ids: Sequence[str]) -> Pause | None:
+        """The newest pause not done that waits on any of these approvals."""
+        if not approval_ids:
+            return None
+        linked = select(_links.c.pause_id).where(_links.c.approval_id.in_(list(approval_ids)))
+        query = (
+            select(_pauses.c.id)
+            .where(_pauses.c.id.in_(linked), _pauses.c.status != "done")
+            .order_by(_pauses.c.created_at.desc(), _pauses.c.id)
+            .limit(1)
+        )
+
+        def work(connection: Connection) -> Pause | None:
+            found = connection.execute(query).scalar()
+            return None if found is None else _read_pause(connection, found)
+
+        pause: Pause | None = await self.run(work, write=False)
+        return pause
+
+    async def finish_pauses(self, approval_ids: Sequence[str], *, now: datetime) -> None:
+        """Mark done every pause that waits on any of these approvals: the run went on."""
+        if not approval_ids:
+            return
+        linked = select(_links.c.pause_id).where(_links.c.approval_id.in_(list(approval_ids)))
+        query = (
+            update(_pauses)
+            .where(_pauses.c.id.in_(linked), _pauses.c.status != "done")
+            .values(status="done", lease_owner=None, lease_until=None, updated_at=to_micros(now))
+        )
+        await self.run(lambda c: c.execute(query))
+
     async def finish_pause(self, pause_id: str, *, now: datetime) -> None:
         """Mark the pause done whoever holds it: its run went on past it (resumed by its own
         code, or by the integration's re-entered hook)."""

@@ -1,0 +1,366 @@
+"""LangChain v1 agents behind signoff: the real `create_agent`, its real checkpointers (SQLite
+and PostgreSQL), a scripted chat model, and tools that count every real execution."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.types import Command
+from pydantic import ValidationError
+
+from signoff import Approve, Edit, Reject, Respond, Scope
+from signoff.errors import ForbiddenError, InvalidEditError
+from signoff.gate.external import ExternalRuns
+from signoff.integrations.langgraph import resumer
+from tests.conftest import fresh_postgres_database
+from tests.deadline import HANG
+from tests.integrations.fakes import executions
+from tests.integrations.lc_app import HANG_FILE, build, checkpointer, open_runs
+
+ROOT = Path(__file__).parents[2]
+
+
+@dataclass
+class Harness:
+    database: str
+    checkpoints: str
+    side_effects: Path
+    model_calls: Path
+    runs: ExternalRuns
+    saver: Any
+
+    def agent(self, script: list[Any] | None = None) -> Any:
+        return build(self.runs, self.saver, self.side_effects, self.model_calls, script)
+
+    def model_turns(self) -> list[str]:
+        return self.model_calls.read_text().split() if self.model_calls.exists() else []
+
+    def pending(self) -> dict[str, Any]:
+        """Pending approvals by "tool args"."""
+        found = self.runs.run(self.runs.store.list_approvals(status="pending"))
+        return {f"{a.call.name} {json.dumps(a.call.args, sort_keys=True)}": a for a in found}
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def harness(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Harness]:
+    if request.param == "sqlite":
+        database, checkpoints = f"sqlite:///{tmp_path / 'signoff.db'}", str(tmp_path / "cp.db")
+        async for made in _harness(database, checkpoints, tmp_path):
+            yield made
+        return
+    async with fresh_postgres_database() as url:
+        plain = url.replace("postgresql+asyncpg://", "postgresql://")
+        async for made in _harness(url, plain, tmp_path):
+            yield made
+
+
+async def _harness(database: str, checkpoints: str, tmp_path: Path) -> AsyncIterator[Harness]:
+    runs = await asyncio.to_thread(open_runs, database)
+    try:
+        with checkpointer(checkpoints) as saver:
+            yield Harness(database, checkpoints, tmp_path / "side-effects.txt",
+                          tmp_path / "model-calls.txt", runs, saver)  # fmt: skip
+    finally:
+        await asyncio.to_thread(runs.close)
+
+
+CONFIG: dict[str, Any] = {"configurable": {"thread_id": "t-1", "user_id": "alice"}}
+
+
+def start(agent: Any, config: dict[str, Any] = CONFIG) -> dict[str, Any]:
+    result: dict[str, Any] = agent.invoke({"messages": [{"role": "user", "content": "go"}]}, config)
+    return result
+
+
+def resume(agent: Any, result: dict[str, Any], config: dict[str, Any] = CONFIG) -> dict[str, Any]:
+    [interrupt] = result["__interrupt__"]
+    pause = interrupt.value["signoff"]["pause"]
+    resumed: dict[str, Any] = agent.invoke(Command(resume={"signoff": {"pause": pause}}), config)
+    return resumed
+
+
+def tool_results(result: dict[str, Any]) -> dict[str, str]:
+    calls = {c["id"]: f"{c['name']} {json.dumps(c['args'], sort_keys=True)}"
+             for m in result["messages"] if isinstance(m, AIMessage) for c in m.tool_calls}  # fmt: skip
+    return {calls[m.tool_call_id]: str(m.content) for m in result["messages"]
+            if isinstance(m, ToolMessage)}  # fmt: skip
+
+
+def test_a_turn_runs_allowed_calls_blocks_denied_ones_and_interrupts_once_for_the_asked(
+    harness: Harness,
+) -> None:
+    result = start(harness.agent())
+
+    [interrupt] = result["__interrupt__"]
+    requests = interrupt.value["action_requests"]
+    assert [(r["name"], r["args"]) for r in requests] == [
+        ("send_email", {"to": "bob@example.com", "body": "hi"}),
+        ("charge", {"amount": 50}),
+    ]
+    assert set(interrupt.value["signoff"]["approvals"]) == {
+        a.id for a in harness.pending().values()
+    }
+    # The allowed sibling ran before the pause; the denied call never runs.
+    assert executions(harness.side_effects) == ["read_file report.txt"]
+    results = tool_results(result)
+    assert results['read_file {"path": "report.txt"}'] == "contents of report.txt"
+    assert results['charge {"amount": 5000}'].startswith("signoff blocked this call: denied")
+    assert harness.model_turns() == ["0"]
+    [approval, *_] = harness.pending().values()
+    assert (approval.origin, approval.thread_id, approval.requested_by) == (
+        "langgraph", "t-1", "alice")  # fmt: skip
+
+
+def test_each_decision_reaches_the_model_and_the_tools_run_once_however_often_it_resumes(
+    harness: Harness,
+) -> None:
+    agent = harness.agent()
+    result = start(agent)
+    pending = harness.pending()
+    gate = harness.runs.gate
+    harness.runs.run(gate.decide(pending['send_email {"body": "hi", "to": "bob@example.com"}'].id,
+                                 Edit(args={"to": "carol@example.com", "body": "hi"}),
+                                 actor="bob"))  # fmt: skip
+    harness.runs.run(gate.decide(pending['charge {"amount": 50}'].id,
+                                 Reject(reason="not this month"), actor="bob",
+                                 roles=["finance"]))  # fmt: skip
+
+    resumed = resume(agent, result)
+    again = resume(agent, result)  # the same checkpoint resumed twice
+
+    results = tool_results(resumed)
+    assert (
+        "it ran with the arguments" in results['send_email {"body": "hi", "to": "bob@example.com"}']
+    )
+    assert json.loads(results['charge {"amount": 50}']) == {
+        "status": "rejected",
+        "message": "The user rejected this call: not this month. Do not retry it.",
+    }
+    assert resumed["messages"][-1].content == "done"
+    assert executions(harness.side_effects) == ["read_file report.txt",
+                                                "send_email carol@example.com hi"]  # fmt: skip
+    assert tool_results(again) == results
+    # One model turn before the pause, one after: none on the way back in.
+    assert harness.model_turns().count("1") >= 1 and harness.model_turns()[0] == "0"
+    assert harness.model_turns().count("0") == 1
+
+
+def test_a_response_is_the_tools_result_and_approve_runs_as_proposed(harness: Harness) -> None:
+    agent = harness.agent()
+    result = start(agent)
+    pending = harness.pending()
+    harness.runs.run(harness.runs.gate.decide_batch(
+        {pending['send_email {"body": "hi", "to": "bob@example.com"}'].id: Approve(),
+         pending['charge {"amount": 50}'].id: Respond(content="already paid")},
+        actor="bob", roles=["finance"]))  # fmt: skip
+
+    results = tool_results(resume(agent, result))
+
+    assert (
+        results['send_email {"body": "hi", "to": "bob@example.com"}'] == "sent to bob@example.com"
+    )
+    assert results['charge {"amount": 50}'] == "already paid"
+    assert "charge 50 acme" not in executions(harness.side_effects)
+
+
+def test_approve_always_for_the_thread_lets_the_next_such_call_through(harness: Harness) -> None:
+    script = [[("send_email", {"to": "bob@example.com"})], [("send_email", {"to": "eve@x.org"})],
+              "done"]  # fmt: skip
+    agent = harness.agent(script)
+    result = start(agent)
+    [approval] = harness.pending().values()
+    harness.runs.run(harness.runs.gate.decide(approval.id, Approve(always=Scope(kind="thread")),
+                                              actor="bob"))  # fmt: skip
+
+    resumed = resume(agent, result)
+
+    assert "__interrupt__" not in resumed
+    assert executions(harness.side_effects) == ["send_email bob@example.com ",
+                                                "send_email eve@x.org "]  # fmt: skip
+    other = start(agent, {"configurable": {"thread_id": "t-2"}})
+    assert "__interrupt__" in other  # another thread still asks
+
+
+def test_an_edit_the_schema_refuses_or_the_policy_denies_is_not_taken(harness: Harness) -> None:
+    start(harness.agent())
+    charge = harness.pending()['charge {"amount": 50}']
+    gate = harness.runs.gate
+
+    with pytest.raises(InvalidEditError, match="amount"):
+        harness.runs.run(gate.decide(charge.id, Edit(args={"amount": "fifty"}), actor="bob",
+                                     roles=["finance"]))  # fmt: skip
+    with pytest.raises(ForbiddenError, match="denies the edited call"):
+        harness.runs.run(gate.decide(charge.id, Edit(args={"amount": 5000}), actor="bob",
+                                     roles=["finance"]))  # fmt: skip
+    assert harness.runs.run(harness.runs.store.get_approval(charge.id)).pending
+
+
+def test_a_langchain_style_resume_is_recorded_as_the_integrations_principal(
+    harness: Harness,
+) -> None:
+    agent = harness.agent()
+    start(agent)
+    pending = harness.pending()
+    # Decided in the inbox first: that decision stands against the payload's.
+    harness.runs.run(harness.runs.gate.decide(pending['charge {"amount": 50}'].id,
+                                              Reject(reason="inbox first"), actor="carol",
+                                              roles=["finance"]))  # fmt: skip
+    decisions = {"decisions": [{"type": "respond", "message": "emailed by hand"},
+                               {"type": "approve"}]}  # fmt: skip
+
+    resumed = agent.invoke(Command(resume=decisions), CONFIG)
+
+    results = tool_results(resumed)
+    assert results['send_email {"body": "hi", "to": "bob@example.com"}'] == "emailed by hand"
+    assert "inbox first" in results['charge {"amount": 50}']
+    email = harness.runs.run(harness.runs.store.get_approval(
+        pending['send_email {"body": "hi", "to": "bob@example.com"}'].id))  # fmt: skip
+    assert (email.status, email.decided_by) == ("responded", "studio")
+    audit = harness.runs.run(harness.runs.store.audit_log())
+    assert any(e.action == "decision" and e.actor == "studio" and e.subject == email.id
+               for e in audit)  # fmt: skip
+
+
+def test_a_malformed_resume_is_refused_and_decides_nothing(harness: Harness) -> None:
+    agent = harness.agent()
+    start(agent)
+
+    with pytest.raises(ValidationError, match=r"decisions\.1"):
+        agent.invoke(Command(resume={"decisions": [{"type": "approve"}, {"type": "yes"}]}), CONFIG)
+    with pytest.raises(ValidationError, match="at least 2 items"):
+        agent.invoke(Command(resume={"decisions": [{"type": "approve"}]}), CONFIG)
+    assert len(harness.pending()) == 2
+    assert executions(harness.side_effects) == ["read_file report.txt"]
+
+    # Refused payloads were not saved: the interrupt can still be answered.
+    good = {"decisions": [{"type": "reject", "message": "no"}, {"type": "reject"}]}
+    resumed = agent.invoke(Command(resume=good), CONFIG)
+    assert resumed["messages"][-1].content == "done"
+    assert executions(harness.side_effects) == ["read_file report.txt"]
+
+
+async def test_the_resumer_resumes_the_thread_when_a_decision_is_taken_elsewhere(
+    harness: Harness,
+) -> None:
+    agent = harness.agent()
+    await asyncio.to_thread(start, agent)
+    # Another process's gate (the server's): a store of its own on the same database.
+    inbox = await asyncio.to_thread(open_runs, harness.database)
+    try:
+        working = resumer(agent, harness.runs)
+        stop = working.start(poll_interval=0.05)
+        try:
+            pending = await asyncio.to_thread(harness.pending)
+            decisions = {a.id: Approve() for a in pending.values()}
+            await asyncio.to_thread(inbox.run, inbox.gate.decide_batch(
+                decisions, actor="bob", roles=["finance"]))  # fmt: skip
+            async with asyncio.timeout(HANG):
+                while "done" not in str(await asyncio.to_thread(_last_message, agent)):
+                    await asyncio.sleep(0.05)
+        finally:
+            await asyncio.to_thread(stop)
+    finally:
+        await asyncio.to_thread(inbox.close)
+    assert sorted(executions(harness.side_effects)) == sorted(
+        ["read_file report.txt", "send_email bob@example.com hi", "charge 50 acme"])  # fmt: skip
+
+
+def _last_message(agent: Any) -> Any:
+    return agent.get_state(CONFIG).values["messages"][-1].content
+
+
+# -- other processes -----------------------------------------------------------------------
+
+
+def worker(
+    harness: Harness, *action: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.integrations.lc_worker", harness.database,
+         harness.checkpoints, str(harness.side_effects), str(harness.model_calls), "t-1", *action],
+        cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def finished(process: subprocess.Popen[str]) -> None:
+    _out, err = process.communicate(timeout=HANG)
+    assert process.returncode == 0, err
+
+
+def test_two_processes_resuming_the_same_checkpoint_at_once_run_each_tool_once(
+    harness: Harness,
+) -> None:
+    result = start(harness.agent())
+    pending = harness.pending()
+    harness.runs.run(harness.runs.gate.decide_batch({a.id: Approve() for a in pending.values()},
+                                                    actor="bob", roles=["finance"]))  # fmt: skip
+    pause = result["__interrupt__"][0].value["signoff"]["pause"]
+
+    both = [worker(harness, "resume", pause), worker(harness, "resume", pause)]
+    for process in both:
+        finished(process)
+
+    assert sorted(executions(harness.side_effects)) == sorted(
+        ["read_file report.txt", "send_email bob@example.com hi", "charge 50 acme"])  # fmt: skip
+
+
+def test_a_worker_killed_inside_the_tool_leaves_the_call_unknown_and_it_is_not_run_again(
+    harness: Harness, tmp_path: Path
+) -> None:
+    result = start(harness.agent())
+    pending = harness.pending()
+    harness.runs.run(harness.runs.gate.decide_batch({a.id: Approve() for a in pending.values()},
+                                                    actor="bob", roles=["finance"]))  # fmt: skip
+    pause = result["__interrupt__"][0].value["signoff"]["pause"]
+    inside = tmp_path / "inside-the-tool"
+    victim = worker(harness, "resume", pause, env={HANG_FILE: str(inside)})
+    try:
+        _wait_for(inside, victim)
+    finally:
+        victim.send_signal(signal.SIGKILL)
+        victim.communicate()
+
+    finished(worker(harness, "resume", pause))
+
+    charges = [line for line in executions(harness.side_effects) if line.startswith("charge")]
+    assert charges == ["charge 50 acme"]
+    state = harness.agent().get_state(CONFIG).values["messages"]
+    [unknown] = [m for m in state if isinstance(m, ToolMessage) and "unknown" in str(m.content)]
+    assert "not run again" in str(unknown.content)
+
+
+def _wait_for(path: Path, process: subprocess.Popen[str]) -> None:
+    import time
+
+    deadline = time.monotonic() + HANG
+    while not path.exists():
+        assert process.poll() is None, process.communicate()[1]
+        assert time.monotonic() < deadline, "the worker never reached the tool"
+        time.sleep(0.02)
+
+
+def test_a_thread_started_in_one_process_is_resumed_by_another(harness: Harness) -> None:
+    finished(worker(harness, "start"))
+    pending = harness.pending()
+    assert len(pending) == 2
+    harness.runs.run(harness.runs.gate.decide_batch({a.id: Approve() for a in pending.values()},
+                                                    actor="bob", roles=["finance"]))  # fmt: skip
+    agent = harness.agent()
+    [interrupt] = agent.get_state(CONFIG).interrupts
+
+    finished(worker(harness, "resume", interrupt.value["signoff"]["pause"]))
+
+    assert agent.get_state(CONFIG).values["messages"][-1].content == "done"
+    assert harness.model_turns() == ["0", "1"]
