@@ -91,8 +91,8 @@ def resume(agent: Any, result: dict[str, Any], config: dict[str, Any] = CONFIG) 
 
 
 def tool_results(result: dict[str, Any]) -> dict[str, str]:
-    calls = {c["id"]: f"{c['name']} {json.dumps(c['args'], sort_keys=True)}"
-             for m in result["messages"] if isinstance(m, AIMessage) for c in m.tool_calls}  # fmt: skip
+    said = [c for m in result["messages"] if isinstance(m, AIMessage) for c in m.tool_calls]
+    calls = {c["id"]: f"{c['name']} {json.dumps(c['args'], sort_keys=True)}" for c in said}
     return {calls[m.tool_call_id]: str(m.content) for m in result["messages"]
             if isinstance(m, ToolMessage)}  # fmt: skip
 

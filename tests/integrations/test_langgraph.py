@@ -1,0 +1,144 @@
+"""LangGraph graphs behind signoff: the drop-in `ApprovalToolNode` (a sub-agent's judged by its
+own section of the policy) and `gated` inside any node, on a real graph and checkpointer."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import tools_condition
+from langgraph.types import Command
+
+from signoff import Approve, Edit, Policy, Reject
+from signoff.gate.external import ExternalRuns
+from signoff.integrations.langgraph import ApprovalToolNode, connect, gated
+from tests.integrations.fakes import ScriptedChatModel, counting_tools, executions
+
+POLICY = Policy.from_dict({
+    "default": "ask",
+    "rules": [{"allow": "read_file"}],
+    "agents": {"coordinator/researcher": {"default": "allow"}},
+})  # fmt: skip
+SCRIPT: list[Any] = [[("read_file", {"path": "a"}), ("send_email", {"to": "bob"})], "done"]
+
+
+@pytest.fixture
+def runs(tmp_path: Path) -> Iterator[ExternalRuns]:
+    opened = connect(POLICY, origin="langgraph", database=f"sqlite:///{tmp_path / 's.db'}")
+    yield opened
+    opened.close()
+
+
+def agent_graph(runs: ExternalRuns, fx: Path, *, agent: str | None, calls: Path) -> Any:
+    model = ScriptedChatModel(script=SCRIPT, calls_file=str(calls))
+    tools = counting_tools(fx)
+
+    def think(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("agent", think)
+    builder.add_node("tools", ApprovalToolNode(tools, runs=runs, agent=agent))
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", tools_condition)
+    builder.add_edge("tools", "agent")
+    return builder
+
+
+CONFIG: dict[str, Any] = {"configurable": {"thread_id": "t-1"}}
+
+
+def test_the_approval_tool_node_runs_allowed_calls_then_pauses_and_runs_the_decided_once(
+    runs: ExternalRuns, tmp_path: Path
+) -> None:
+    fx, calls = tmp_path / "fx", tmp_path / "calls"
+    graph = agent_graph(runs, fx, agent=None, calls=calls).compile(checkpointer=InMemorySaver())
+
+    paused = graph.invoke({"messages": [("user", "go")]}, CONFIG)
+
+    assert executions(fx) == ["read_file a"]
+    [interrupt] = paused["__interrupt__"]
+    [approval] = runs.run(runs.store.list_approvals(status="pending"))
+    runs.run(runs.gate.decide(approval.id, Edit(args={"to": "carol"}), actor="ann"))
+    command = Command(resume={"signoff": {"pause": interrupt.value["signoff"]["pause"]}})
+    done = graph.invoke(command, CONFIG)
+    graph.invoke(command, CONFIG)  # resumed again: nothing runs twice
+
+    assert executions(fx) == ["read_file a", "send_email carol "]
+    assert done["messages"][-1].content == "done"
+    results = [m for m in done["messages"] if isinstance(m, ToolMessage)]
+    assert len(results) == 2
+    assert calls.read_text().split() == ["0", "1"]
+
+
+def test_a_sub_agent_subgraph_is_judged_by_its_own_section_of_the_policy(
+    runs: ExternalRuns, tmp_path: Path
+) -> None:
+    fx = tmp_path / "fx"
+    researcher = agent_graph(runs, fx, agent="coordinator/researcher", calls=tmp_path / "c")
+    parent = StateGraph(MessagesState)
+    parent.add_node("researcher", researcher.compile())
+    parent.add_edge(START, "researcher")
+    graph = parent.compile(checkpointer=InMemorySaver())
+
+    done = graph.invoke({"messages": [("user", "go")]}, CONFIG)
+
+    # The researcher's section allows what the root policy would ask for.
+    assert "__interrupt__" not in done
+    assert sorted(executions(fx)) == ["read_file a", "send_email bob "]
+
+
+def test_gated_inside_a_node_holds_the_call_and_runs_it_once_after_approval(
+    runs: ExternalRuns, tmp_path: Path
+) -> None:
+    fx = tmp_path / "fx"
+
+    def charge(args: dict[str, Any]) -> str:
+        with fx.open("a") as f:
+            f.write(f"charge {args['amount']}\n")
+        return "ok"
+
+    def pay(state: MessagesState) -> dict[str, Any]:
+        result = gated(runs, "charge", {"amount": 40}, id="pay", run=charge)
+        return {
+            "messages": [AIMessage(content=f"{result.status}: {result.message or result.value}")]
+        }
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("pay", pay)
+    builder.add_edge(START, "pay")
+    graph = builder.compile(checkpointer=InMemorySaver())
+
+    paused = graph.invoke({"messages": [("user", "pay")]}, CONFIG)
+    [approval] = runs.run(runs.store.list_approvals(status="pending"))
+    assert (approval.call.name, approval.call.args) == ("charge", {"amount": 40})
+    runs.run(runs.gate.decide(approval.id, Approve(), actor="ann"))
+    pause = paused["__interrupt__"][0].value["signoff"]["pause"]
+    done = graph.invoke(Command(resume={"signoff": {"pause": pause}}), CONFIG)
+
+    assert done["messages"][-1].content == "ran: ok"
+    assert executions(fx) == ["charge 40"]
+
+
+def test_gated_returns_a_rejection_with_its_reason(runs: ExternalRuns, tmp_path: Path) -> None:
+    def pay(state: MessagesState) -> dict[str, Any]:
+        result = gated(runs, "charge", {"amount": 40}, id="pay", run=lambda args: "ran")
+        return {"messages": [AIMessage(content=f"{result.status}: {result.message}")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("pay", pay)
+    builder.add_edge(START, "pay")
+    graph = builder.compile(checkpointer=InMemorySaver())
+    paused = graph.invoke({"messages": [("user", "pay")]}, CONFIG)
+    [approval] = runs.run(runs.store.list_approvals(status="pending"))
+    runs.run(runs.gate.decide(approval.id, Reject(reason="over budget"), actor="ann"))
+
+    pause = paused["__interrupt__"][0].value["signoff"]["pause"]
+    done = graph.invoke(Command(resume={"signoff": {"pause": pause}}), CONFIG)
+
+    assert done["messages"][-1].content == "rejected: over budget"
