@@ -16,7 +16,7 @@ import signoff
 from signoff import Policy, PolicyEngine, ToolCall
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
 EXAMPLE_POLICY = Path(signoff.__file__).parent / "examples" / "policy.yaml"
 _BLOCK = re.compile(
     r"(?:<!-- example: (?P<name>[\w-]+) -->\n)?```(?P<lang>\w+)\n(?P<body>.*?)```", re.S
