@@ -88,7 +88,7 @@ class ExternalRuns:
                 ) from None
         self.bridge = bridge
         self.ledger = ledger or Ledger(gate.store)
-        self._closers: list[Callable[[], Awaitable[None]]] = []
+        self._closers: list[Callable[[], Coroutine[Any, Any, Any]]] = []
 
     # -- judging ---------------------------------------------------------------------------
 
@@ -229,7 +229,7 @@ def connect(
     from signoff.store import open_store
 
     if isinstance(policy, str | os.PathLike):
-        policy = Policy.from_file(policy)
+        policy = Policy.from_file(str(policy))
     bridge = Bridge()
     opened = open_store(database)
     try:

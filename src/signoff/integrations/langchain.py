@@ -44,14 +44,12 @@ try:
     from langgraph.prebuilt.tool_node import ToolCallRequest
     from langgraph.types import Command, interrupt
 except ImportError as exc:  # pragma: no cover - exercised without the extra installed
-    raise MissingExtraError(
-        "signoff.integrations.langchain needs LangChain: pip install 'signoff[langgraph]'"
-    ) from exc
+    raise MissingExtraError("signoff.integrations.langchain", "langgraph") from exc
 
 __all__ = ["ORIGIN", "SignoffMiddleware", "connect", "resumer"]
 
 
-class SignoffMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+class SignoffMiddleware(AgentMiddleware):
     """signoff's policy, approvals, grants, ledger and audit for a ``create_agent`` agent."""
 
     def __init__(

@@ -51,9 +51,7 @@ try:
     from langgraph.prebuilt.tool_node import ToolCallRequest
     from langgraph.types import Command, interrupt
 except ImportError as exc:  # pragma: no cover - exercised without the extra installed
-    raise MissingExtraError(
-        "signoff.integrations.langgraph needs LangGraph: pip install 'signoff[langgraph]'"
-    ) from exc
+    raise MissingExtraError("signoff.integrations.langgraph", "langgraph") from exc
 
 __all__ = [
     "ORIGIN",
@@ -216,13 +214,13 @@ class LangGraphGate:
 
     async def pending(
         self, message: AIMessage, answered: set[str], config: RunnableConfig
-    ) -> tuple[list[tuple[dict[str, Any], Approval]], dict[str, Held]]:
+    ) -> tuple[list[tuple[Any, Approval]], dict[str, Held]]:
         """The turn's held calls still without a result, with their approvals, and how every
         call without a result stands."""
         thread = thread_of(config)
         open_ids = [c["id"] or "" for c in message.tool_calls if c["id"] not in answered]
         held = await self.runs.held(thread, open_ids)
-        waiting = [
+        waiting: list[tuple[Any, Approval | None]] = [
             (call, held[call["id"] or ""].approval)
             for call in message.tool_calls
             if (call["id"] or "") in held and held[call["id"] or ""].approval is not None
@@ -422,10 +420,10 @@ def response_schema(count: int) -> Any:
     """What a resume of an interrupt asking `count` calls may carry: LangGraph checks it before
     saving it, so a malformed payload is refused and the interrupt can be answered again."""
 
-    decisions = TypedDict(  # type: ignore[operator]
+    Decisions = TypedDict(  # noqa: UP013 (built per count)
         "Decisions", {"decisions": Annotated[list[_OneDecision], Len(count, count)]}
     )
-    return Union[_Ours, decisions, dict[str, _OneDecision]]  # noqa: UP007
+    return Union[_Ours, Decisions, dict[str, _OneDecision]]  # noqa: UP007
 
 
 def resume_decisions(value: Any, approvals: Sequence[Approval]) -> dict[str, Decision]:
@@ -717,7 +715,7 @@ def resumer(graph: Any, runs: ExternalRuns, *, use_async: bool | None = None) ->
         ids = [i.id for i in _interrupts(state) if _pause_of(i.value) == pause.id]
         if not ids:
             return  # the thread went on past this pause already
-        command = Command(resume={i: {MARK: {"pause": pause.id}} for i in ids})
+        command: Command[Any] = Command(resume={i: {MARK: {"pause": pause.id}} for i in ids})
         if use_async:
             await graph.ainvoke(command, config)
         else:
@@ -732,8 +730,10 @@ def _interrupts(state: Any) -> list[Any]:
         found += list(getattr(task, "interrupts", ()) or ())
         if getattr(task, "state", None) is not None and not isinstance(task.state, dict):
             found += _interrupts(task.state)
-    seen: set[str] = set()
-    return [i for i in found if not (i.id in seen or seen.add(i.id))]
+    unique: dict[str, Any] = {}
+    for item in found:
+        unique.setdefault(item.id, item)
+    return list(unique.values())
 
 
 def _pause_of(value: Any) -> str | None:

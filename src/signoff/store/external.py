@@ -175,7 +175,9 @@ class ExternalStore:
             if connection.execute(_INSERT_PAUSE[name], row).rowcount == 1 and approvals:
                 links = [{"pause_id": id, "approval_id": a} for a in approvals]
                 connection.execute(_INSERT_LINK[name], links)
-            return _read_pause(connection, id)
+            stored = _read_pause(connection, id)
+            assert stored is not None  # read in the transaction that wrote it
+            return stored
 
         pause: Pause = await self.run(work)
         return pause
@@ -236,7 +238,7 @@ class ExternalStore:
         def work(connection: Connection) -> Pause | None:
             if connection.execute(claim).rowcount != 1:
                 return None
-            return _read_pause(connection, pause_id)
+            return _read_pause(connection, pause_id, missing_ok=True)
 
         pause: Pause | None = await self.run(work)
         return pause
@@ -378,7 +380,7 @@ def _record(row: Any) -> ExternalRecord:
     )
 
 
-def _read_pause(connection: Connection, pause_id: str, *, missing_ok: bool = False) -> Any:
+def _read_pause(connection: Connection, pause_id: str, *, missing_ok: bool = False) -> Pause | None:
     row = connection.execute(select(_pauses).where(_pauses.c.id == pause_id)).first()
     if row is None:
         if missing_ok:
