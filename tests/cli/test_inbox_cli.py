@@ -11,7 +11,7 @@ import subprocess
 import time
 
 from signoff import Approve, Policy, ToolCall
-from signoff.gate import Gate
+from signoff.gate import CheckContext, Gate
 from signoff.store import open_store
 from tests.deadline import HANG
 from tests.processes import signoff_command
@@ -203,3 +203,47 @@ def test_the_rule_s_roles_hold_in_the_terminal_too(store_url: str):
     assert '"status": "pending"' in terminal.until("inbox> ")
     terminal.type("quit")
     assert terminal.close() == 0
+
+
+async def held_elsewhere(url: str) -> list[str]:
+    """A LangGraph run's call, and one of a framework signoff has no name for: their ids."""
+    asked = [
+        (
+            ToolCall(
+                id="c1", name="send_email", args={"to": "bob"}, agent="coordinator/researcher"
+            ),
+            CheckContext(origin="langgraph", thread_id="t-42", requested_by="alice"),
+        ),
+        (
+            ToolCall(id="c1", name="send_email", args={"to": "eve"}),
+            CheckContext(origin="homegrown", thread_id="t-7"),
+        ),
+    ]
+    async with open_store(url) as store:
+        gate = Gate(POLICY, store)
+        held = [(await gate.hold_external([c], context))[0] for c, context in asked]
+    return [o.approval.id for o in held if o.approval]
+
+
+def test_another_framework_s_calls_show_their_thread_agent_and_origin(store_url: str):
+    ids = asyncio.run(held_elsewhere(store_url))
+    terminal = Terminal("inbox", "--database", store_url, "--as", "olga")
+    shown = terminal.until("inbox> ")
+    assert "2 waiting" in shown
+    table = shown.rpartition(" waiting")[2]
+    assert re.search(
+        r"│ 1 +│ " + ids[0][-8:] + r" +│ send_email +│ \{\"to\": \"bob\"\} +│ "
+        r"thread t-42 · agent coordinator/researcher · via LangGraph +│",
+        table,
+    ), table
+    assert re.search(r"│ 2 +│ " + ids[1][-8:] + r" +│ .* +│ thread t-7 · via homegrown +│", table)
+    terminal.type("approve 1 always run")
+    assert "belongs to no run" in terminal.until("inbox> ")
+    terminal.type("approve 1 always thread")
+    assert "#1 " + ids[0][-8:] + " send_email: approved by olga" in terminal.until("inbox> ")
+    terminal.type("quit")
+    assert terminal.close() == 0
+    assert asyncio.run(statuses(store_url, ids)) == [
+        ("approved", "olga", {"to": "bob"}),
+        ("pending", None, {"to": "eve"}),
+    ]

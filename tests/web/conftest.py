@@ -50,11 +50,16 @@ def chromium() -> str:
 
 
 @pytest.fixture(scope="module")
-def demo_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def demo_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The data folder of the module's demo: its database is ``signoff.db`` there."""
+    return tmp_path_factory.mktemp("demo")
+
+
+@pytest.fixture(scope="module")
+def demo_url(demo_folder: Path) -> Iterator[str]:
     """A real `signoff demo` on a free port, with its own data folder, for the module."""
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "SIGNOFF_MODEL")}
-    folder = tmp_path_factory.mktemp("demo")
-    with serving(["demo", "--data-dir", str(folder)], env) as url:
+    with serving(["demo", "--data-dir", str(demo_folder)], env) as url:
         yield url
 
 

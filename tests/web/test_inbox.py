@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import statistics
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from importlib.resources import as_file, files
+from pathlib import Path
 from typing import Any
 
 import httpx
 from playwright.sync_api import BrowserContext, Locator, Page, expect
 
+from signoff import Policy, ToolCall
+from signoff.gate import CheckContext, Gate
 from signoff.server.redact import MASK
+from signoff.store import open_store
 from tests.deadline import HANG
 from tests.web.conftest import TIMEOUT, screenshot
 
@@ -509,3 +517,102 @@ def test_long_arguments_are_cut_in_the_inbox_and_whole_when_shown_or_edited(
     page.click("dialog#dialog button[data-action=submit]")
     pending.locator("button[data-action=send-now]").click()
     expect(pending).to_have_count(0, timeout=TIMEOUT)
+
+
+def held_elsewhere(folder: Path, *asked: tuple[ToolCall, CheckContext]) -> list[str]:
+    """Each call held as another framework's run holds it, on the demo's own database (under
+    the demo's policy): the approvals' ids, in that order."""
+    with as_file(files("signoff") / "examples" / "demo-policy.yaml") as path:
+        policy = Policy.from_file(path)
+
+    async def hold() -> list[str]:
+        async with open_store(f"sqlite:///{folder / 'signoff.db'}") as store:
+            gate = Gate(policy, store)
+            outcomes = [(await gate.hold_external([c], context))[0] for c, context in asked]
+        return [o.approval.id for o in outcomes if o.approval]
+
+    # Playwright's own loop runs in this thread: the store's goes in another.
+    with ThreadPoolExecutor(1) as thread:
+        return thread.submit(asyncio.run, hold()).result()
+
+
+def test_another_framework_s_call_shows_whose_it_is_and_is_decided_from_its_card(
+    page: Page, demo_url: str, demo_folder: Path
+):
+    thread = f"t-{uuid.uuid4().hex[:8]}"
+    researcher = "coordinator/researcher"
+    email, note = held_elsewhere(
+        demo_folder,
+        (
+            ToolCall(id="c1", name="send_email", args={"to": "bob@example.com"}, agent=researcher),
+            CheckContext(origin="langgraph", thread_id=thread, requested_by="alice"),
+        ),
+        (
+            ToolCall(id="c2", name="post_note", args={"text": "hi"}),
+            CheckContext(origin="homegrown", thread_id=thread),
+        ),
+    )
+    page.goto(f"{demo_url}/#/")
+    shown = page.locator(f"article.approval[data-approval-id='{email}']")
+    expect(shown.locator(".origin")).to_have_text(
+        f"thread {thread} · agent {researcher} · via LangGraph", timeout=TIMEOUT
+    )
+    expect(shown.locator(".requested-by")).to_have_text("from alice")
+    expect(shown.locator("a.run-link")).to_have_count(0)  # it belongs to no run of signoff's
+    expect(shown.locator("a.approval-link")).to_have_attribute("href", f"#/approvals/{email}")
+    other = page.locator(f"article.approval[data-approval-id='{note}']")
+    expect(other.locator(".origin")).to_have_text(f"thread {thread} · via homegrown")
+    expect(other.locator("a.run-link")).to_have_count(0)
+
+    # Approve always: for its thread, its agent or everywhere — it has no run.
+    shown.locator("button[data-action=always]").click()
+    scopes = page.locator("dialog#dialog input[name=scope]")
+    expect(scopes).to_have_count(3)
+    assert [s.get_attribute("value") for s in scopes.all()] == ["thread", "agent", "global"]
+    page.check("dialog#dialog input[value=agent]")
+    page.click("dialog#dialog button[data-action=submit]")
+    expect(shown).to_have_count(0, timeout=TIMEOUT)  # decided: out of the inbox
+    decided = api(demo_url, "GET", f"/approvals/{email}")
+    assert (decided["status"], decided["decided_by"]) == ("approved", "local")
+    assert decided["decision"]["always"] == {"scope": "agent", "with_args": False}
+
+    # Its own page shows it, and it is decided there too.
+    other.locator("a.approval-link").click()
+    page.wait_for_url(f"**/#/approvals/{note}", timeout=TIMEOUT)
+    own = page.locator(f"#approval article.approval[data-approval-id='{note}']")
+    expect(own.locator(".badge")).to_have_text("pending", timeout=TIMEOUT)
+    expect(own.locator(".origin")).to_have_text(f"thread {thread} · via homegrown")
+    expect(own.locator("a")).to_have_count(0)  # no run to open, and it is its own page
+    own.locator("button[data-action=approve]").click()
+    expect(own.locator(".badge")).to_have_text("approved", timeout=TIMEOUT)
+    expect(own.locator("button")).to_have_count(0)
+    assert api(demo_url, "GET", f"/approvals/{note}")["status"] == "approved"
+
+
+def test_an_approval_s_own_page_shows_a_decision_taken_elsewhere(
+    page: Page, demo_url: str, demo_folder: Path
+):
+    thread = f"t-{uuid.uuid4().hex[:8]}"
+    [approval_id] = held_elsewhere(
+        demo_folder,
+        (
+            ToolCall(id="c1", name="send_email", args={"to": "carol@example.com"}, agent="triage"),
+            CheckContext(origin="openai-agents", thread_id=thread),
+        ),
+    )
+    page.goto(f"{demo_url}/#/approvals/{approval_id}")
+    own = page.locator(f"#approval article.approval[data-approval-id='{approval_id}']")
+    expect(own.locator(".badge")).to_have_text("pending", timeout=TIMEOUT)
+    expect(own.locator(".origin")).to_have_text(
+        f"thread {thread} · agent triage · via OpenAI Agents SDK"
+    )
+    # Decided in another channel (the terminal, Slack…): this page follows.
+    api(
+        demo_url,
+        "POST",
+        f"/approvals/{approval_id}/decision",
+        json={"kind": "reject", "reason": "not now"},
+    )
+    expect(own.locator(".badge")).to_have_text("rejected", timeout=TIMEOUT)
+    expect(own.locator(".decision-reason")).to_have_text("Reason: not now")
+    expect(own.locator("button")).to_have_count(0)

@@ -24,9 +24,10 @@ function headers(extra = {}) {
   return found ? { ...extra, Authorization: `Bearer ${found}` } : extra;
 }
 
-// A JSON request; an ApiError (with the server's JSON body) for anything but 2xx.
-export async function api(method, path, body) {
-  const init = { method, headers: headers(), cache: "no-store" };
+// A JSON request; an ApiError (with the server's JSON body) for anything but 2xx. `signal`
+// aborts it (a long poll the page no longer waits for).
+export async function api(method, path, body, { signal } = {}) {
+  const init = { method, headers: headers(), cache: "no-store", signal };
   if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
@@ -53,7 +54,7 @@ export function sendOnLeaving(path, body) {
   }).catch(() => {});
 }
 
-export const get = (path) => api("GET", path);
+export const get = (path, options) => api("GET", path, undefined, options);
 export const post = (path, body) => api("POST", path, body);
 export const put = (path, body) => api("PUT", path, body);
 

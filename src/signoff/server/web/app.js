@@ -1,8 +1,10 @@
 // The web inbox: sign in (a bearer token, when the server asks for one), then route between the
-// inbox, the runs, a run, the policy, the grants and the audit pages. Keyboard: Enter approves the selected
-// card, Ctrl/Cmd+E edits it, J/K or the arrow keys move the selection, Esc closes a dialog.
+// inbox, an approval, the runs, a run, the policy, the grants and the audit pages. Keyboard:
+// Enter approves the selected card, Ctrl/Cmd+E edits it, J/K or the arrow keys move the
+// selection, Esc closes a dialog.
 
 import { ApiError, get, token } from "./api.js";
+import { approvalPage } from "./approval.js";
 import { approve, editDialog } from "./cards.js";
 import { clear, h, timeLeft } from "./dom.js";
 import { auditPage } from "./audit.js";
@@ -94,11 +96,13 @@ function route() {
   const [path, search] = (location.hash.replace(/^#/, "") || "/").split("?");
   const params = new URLSearchParams(search || "");
   const parts = path.split("/").filter(Boolean);
+  const section = parts[0] === "approvals" ? "inbox" : parts[0] || "inbox"; // an approval: the inbox's
   for (const link of document.querySelectorAll("nav a")) {
-    link.classList.toggle("active", link.dataset.page === (parts[0] || "inbox"));
+    link.classList.toggle("active", link.dataset.page === section);
   }
   const pages = {
     inbox: () => inbox(main, app, params),
+    approvals: () => (parts[1] ? approvalPage(main, app, decodeURIComponent(parts[1])) : inbox(main, app, params)),
     runs: () => (parts[1] ? runView(main, app, decodeURIComponent(parts[1])) : runs(main, app)),
     policy: () => policyPage(main, app),
     grants: () => grantsPage(main, app, params),

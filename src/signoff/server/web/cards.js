@@ -28,10 +28,11 @@ export function badge(status) {
   return h(`span.badge.status-${status}`, { dataset: { status } }, LABELS[status] || status);
 }
 
-// context: {schemaFor(agent, tool) -> schema|null, changed() -> refresh, showRun: bool}
+// context: {schemaFor(agent, tool) -> schema|null, changed() -> refresh, showRun: bool (a link
+// to where the call belongs), own: bool (on the approval's own page)}
 export function approvalCard(approval, context) {
   const card = h("article.card.approval", {
-    dataset: { approvalId: approval.id, status: approval.status, tool: approval.tool },
+    dataset: { approvalId: approval.id, status: approval.status, tool: approval.tool, origin: approval.origin },
     tabIndex: -1,
   });
   fill(card, approval, context);
@@ -62,9 +63,25 @@ export function approveAllButton(pending, context) {
   );
 }
 
-// Redraw `card` for `approval` (its new status after a decision or an event).
-const ORIGINS = { "mcp-gateway": "MCP gateway", gate: "gate" };
+// Where a call held outside signoff's own runs comes from: the channels of signoff itself, and
+// the frameworks whose runs hold their calls here (an origin not listed shows as it is).
+const CHANNELS = { "mcp-gateway": "the MCP gateway", gate: "the gate" };
+const FRAMEWORKS = {
+  langgraph: "LangGraph",
+  langchain: "LangChain",
+  "pydantic-ai": "Pydantic AI",
+  "openai-agents": "OpenAI Agents SDK",
+  "google-adk": "Google ADK",
+  agno: "Agno",
+  adalflow: "AdalFlow",
+};
 
+// Another framework's call: no run of signoff's, but that framework's thread and agent.
+function external(approval) {
+  return approval.origin !== "runtime" && !(approval.origin in CHANNELS);
+}
+
+// Redraw `card` for `approval` (its new status after a decision or an event).
 export function fill(card, approval, context) {
   const selected = card.classList.contains("selected");
   card.dataset.status = approval.status;
@@ -88,21 +105,45 @@ export function fill(card, approval, context) {
     h(
       "div.meta",
       {},
-      h("span", {}, "agent ", h("b.agent", {}, approval.agent || "—")),
+      external(approval) ? null : h("span", {}, "agent ", h("b.agent", {}, approval.agent || "—")),
       h("span", {}, "rule ", h("code.rule", {}, approval.rule || "default")),
       approval.reason ? h("span.reason", {}, approval.reason) : null,
       h("span", {}, `asked ${when(approval.requested_at)}`),
-      context.showRun && approval.run_id
-        ? h("a.run-link", { href: `#/runs/${encodeURIComponent(approval.run_id)}` }, "open run")
-        : null,
-      // A call held by the MCP gateway belongs to no run: say whose call it is.
-      approval.run_id ? null : h("span.origin", {}, `from ${approval.requested_by || "—"} via the ${ORIGINS[approval.origin] || approval.origin}`),
+      origin(approval),
+      place(approval, context),
     ),
     jsonView(approval.args),
     approval.truncated ? wholeLink(card, approval, context) : null,
     decided(approval),
     approval.status === "pending" ? actions(card, approval, context) : null,
   );
+}
+
+// Whose call it is when no run of signoff's holds it: another framework's thread and agent, or
+// who made it through the MCP gateway (or the gate, in process).
+function origin(approval) {
+  if (external(approval)) {
+    return [
+      h(
+        "span.origin",
+        {},
+        approval.thread_id ? ["thread ", h("b.thread", {}, approval.thread_id), " · "] : null,
+        approval.agent ? ["agent ", h("b.agent", {}, approval.agent), " · "] : null,
+        `via ${FRAMEWORKS[approval.origin] || approval.origin}`,
+      ),
+      approval.requested_by ? h("span.requested-by", {}, `from ${approval.requested_by}`) : null,
+    ];
+  }
+  if (approval.run_id) return null;
+  return h("span.origin", {}, `from ${approval.requested_by || "—"} via ${CHANNELS[approval.origin] || approval.origin}`);
+}
+
+// Where to see more: the run that holds the call, or — when no run does — the approval's own page.
+function place(approval, context) {
+  if (!context.showRun) return null;
+  if (approval.run_id) return h("a.run-link", { href: `#/runs/${encodeURIComponent(approval.run_id)}` }, "open run");
+  if (context.own) return null;
+  return h("a.approval-link", { href: `#/approvals/${encodeURIComponent(approval.id)}` }, "open approval");
 }
 
 function decided(approval) {
@@ -388,12 +429,14 @@ export function rejectDialog(card, approval, context) {
 }
 
 export function alwaysDialog(card, approval, context) {
+  // Only the scopes the call has: another framework's call belongs to no run of signoff's, an
+  // MCP gateway's to no thread nor agent.
   const scopes = [
-    ["run", "this run"],
-    ["thread", "this conversation (thread)"],
-    ["agent", `agent ${approval.agent || ""}`.trim()],
+    approval.run_id ? ["run", "this run"] : null,
+    approval.thread_id ? ["thread", `this conversation (thread ${approval.thread_id})`] : null,
+    approval.agent ? ["agent", `agent ${approval.agent}`] : null,
     ["global", "everywhere"],
-  ];
+  ].filter(Boolean);
   const radios = scopes.map(([scope, text], i) =>
     h("label.choice", {}, h("input", { type: "radio", name: "scope", value: scope, checked: i === 0 }), ` ${text}`),
   );
