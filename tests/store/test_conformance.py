@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from signoff import Approve, Edit, Grant, NotFoundError, Reject, Scope, ToolCall
-from signoff.errors import ConflictError, StoreError
+from signoff import Approve, Edit, Expired, Grant, NotFoundError, Reject, Scope, ToolCall
+from signoff.errors import ConflictError, OutcomeUnknown, StoreError
+from signoff.gate.once import Ledger
 from signoff.store import AuditRecord, SQLStore, Store, open_store
+from signoff.store.external import Pause
 from signoff.store.ledger import LedgerEntry
 from signoff.store.migrations import LATEST
 from signoff.types import Approval
@@ -379,3 +381,194 @@ async def test_the_oldest_unanswered_approval_of_a_subject_is_found(store: SQLSt
     assert (await store.verify_audit()).ok
     await store.append_audit([record("forward", "c9")])
     assert (await store.audit_log())[-1].subject == "c9"
+
+
+# -- other frameworks' runs: their pauses and the ledger's claims ----------------------------
+
+
+async def pause(
+    store: SQLStore,
+    id: str = "p1",
+    approvals: tuple[str, ...] = ("a1", "a2"),
+    *,
+    origin: str = "langgraph",
+    data: dict[str, object] | None = None,
+    at: datetime = T0,
+) -> Pause:
+    return await store.save_pause(
+        id=id, origin=origin, thread_id="t1", agent="coordinator", data=data or {"step": 1},
+        approvals=list(approvals), at=at,
+    )  # fmt: skip
+
+
+def decided(original: Approval, status: str) -> tuple[Approval, int]:
+    decision = Approve() if status == "approved" else Expired()
+    changed = replace(original, status=status, decision=decision, decided_by="alice",  # type: ignore[arg-type]
+                      decided_at=T0, version=original.version + 1)  # fmt: skip
+    return changed, original.version
+
+
+async def test_a_pause_saved_twice_is_stored_once_as_first_saved(store: SQLStore):
+    first = await pause(store, approvals=("a2", "a1"))
+    again = await pause(store, approvals=("a1",), data={"step": 2}, at=T0 + timedelta(hours=1))
+    assert again == first == await store.get_pause("p1")
+    assert first == Pause(
+        id="p1", origin="langgraph", thread_id="t1", agent="coordinator", status="waiting",
+        data={"step": 1}, approvals=("a1", "a2"), attempts=0, created_at=T0, updated_at=T0,
+    )  # fmt: skip
+    assert await store.get_pause("nope") is None
+
+
+async def test_a_pause_is_ready_once_every_approval_is_decided_or_expired(store: SQLStore):
+    a1, a2 = approval("a1"), approval("a2")
+    await store.create_approvals([a1, a2])
+    await pause(store)
+    await pause(store, "p-adk", approvals=(), origin="google_adk")
+    assert await store.ready_pauses("langgraph", now=T0) == []
+    assert await store.save_decisions([decided(a1, "approved")])
+    assert await store.ready_pauses("langgraph", now=T0) == []
+    assert await store.save_decisions([decided(a2, "expired")])
+    assert await store.ready_pauses("langgraph", now=T0) == ["p1"]
+    assert await store.ready_pauses("google_adk", now=T0) == ["p-adk"]
+
+
+async def test_a_pause_is_not_claimed_while_one_of_its_approvals_is_pending(store: SQLStore):
+    a1, a2 = approval("a1"), approval("a2")
+    await store.create_approvals([a1, a2])
+    await pause(store)
+    await store.save_decisions([decided(a1, "approved")])
+    assert await store.claim_pause("p1", owner="a", now=T0, lease=timedelta(minutes=5)) is None
+    await store.save_decisions([decided(a2, "approved")])
+    claimed = await store.claim_pause("p1", owner="a", now=T0, lease=timedelta(minutes=5))
+    assert claimed is not None and claimed.attempts == 1
+
+
+async def test_a_pause_is_claimed_by_one_worker_until_its_lease_runs_out(store: SQLStore):
+    await pause(store, approvals=())
+    lease = timedelta(milliseconds=1)
+    claims = await asyncio.gather(
+        *(store.claim_pause("p1", owner=owner, now=T0, lease=lease) for owner in ("a", "b"))
+    )
+    [won] = [c for c in claims if c is not None]
+    assert (won.status, won.attempts, won.lease_until) == ("resuming", 1, T0 + lease)
+    assert won.lease_owner in ("a", "b")
+    assert await store.ready_pauses("langgraph", now=T0) == []
+    assert await store.claim_pause("p1", owner="c", now=T0, lease=lease) is None
+    later = T0 + timedelta(seconds=1)  # its lease ran out: its worker is taken for gone
+    assert await store.ready_pauses("langgraph", now=later) == ["p1"]
+    taken = await store.claim_pause("p1", owner="c", now=later, lease=timedelta(minutes=5))
+    assert taken is not None and (taken.lease_owner, taken.attempts) == ("c", 2)
+    # The first worker's claim is over: its release changes nothing.
+    assert not await store.release_pause("p1", owner=won.lease_owner, status="done", now=later)
+    stored = await store.get_pause("p1")
+    assert stored is not None and (stored.status, stored.lease_owner) == ("resuming", "c")
+
+
+async def test_a_pause_released_waiting_is_claimable_again(store: SQLStore):
+    await pause(store, approvals=())
+    lease = timedelta(minutes=5)
+    assert await store.claim_pause("p1", owner="a", now=T0, lease=lease) is not None
+    assert not await store.release_pause("p1", owner="b", status="waiting", now=T0)
+    assert await store.release_pause("p1", owner="a", status="waiting", now=T0)
+    stored = await store.get_pause("p1")
+    assert stored is not None
+    assert (stored.status, stored.lease_owner, stored.lease_until) == ("waiting", None, None)
+    assert await store.ready_pauses("langgraph", now=T0) == ["p1"]
+    again = await store.claim_pause("p1", owner="b", now=T0, lease=lease)
+    assert again is not None and again.attempts == 2
+    assert await store.release_pause("p1", owner="b", status="done", now=T0)
+    assert await store.ready_pauses("langgraph", now=T0 + timedelta(days=1)) == []
+    assert await store.claim_pause("p1", owner="c", now=T0 + timedelta(days=1), lease=lease) is None
+
+
+async def test_a_finished_pause_is_never_ready_nor_claimed_again(store: SQLStore):
+    await pause(store, approvals=())
+    lease = timedelta(milliseconds=1)
+    assert await store.claim_pause("p1", owner="a", now=T0, lease=lease) is not None
+    await store.finish_pause("p1", now=T0)  # whoever holds it: the run went on
+    later = T0 + timedelta(days=1)
+    assert await store.ready_pauses("langgraph", now=later) == []
+    assert await store.claim_pause("p1", owner="b", now=later, lease=lease) is None
+    assert not await store.release_pause("p1", owner="a", status="waiting", now=later)
+    again = await pause(store, approvals=())
+    assert (again.status, again.lease_owner) == ("done", None)
+
+
+async def test_the_open_pause_of_some_approvals_is_the_newest_not_done(store: SQLStore):
+    await pause(store, "p1", approvals=("a1",))
+    await pause(store, "p2", approvals=("a1", "a2"), at=T0 + timedelta(seconds=1))
+    assert await store.open_pause([]) is None
+    assert await store.open_pause(["a3"]) is None
+    assert [(await store.open_pause(ids)).id for ids in (["a1"], ["a2"])] == ["p2", "p2"]  # type: ignore[union-attr]
+    await store.finish_pauses(["a2"], now=T0)
+    found = await store.open_pause(["a1", "a2"])
+    assert found is not None and found.id == "p1"
+    await store.finish_pauses(["a1"], now=T0)
+    assert await store.open_pause(["a1", "a2"]) is None
+    assert [(await store.get_pause(p)).status for p in ("p1", "p2")] == ["done", "done"]  # type: ignore[union-attr]
+
+
+async def test_a_ledger_key_is_claimed_once_and_taken_over_only_once_its_lease_ran_out(
+    store: SQLStore,
+):
+    lease = timedelta(seconds=30)
+    claims = await asyncio.gather(
+        *(store.ledger_claim("k", owner=o, now=T0, lease=lease, takeover=False) for o in "ab")
+    )
+    [first] = [c for c in claims if c.claimed]
+    owner, other = (first.owner, "b" if first.owner == "a" else "a")
+    assert (first.status, first.lease_until) == ("started", T0 + lease)
+    assert owner is not None
+    soon, late = T0 + timedelta(seconds=1), T0 + timedelta(seconds=31)
+    for now, takeover in ((soon, False), (soon, True), (late, False)):
+        found = await store.ledger_claim("k", owner=other, now=now, lease=lease, takeover=takeover)
+        assert (found.claimed, found.status, found.owner) == (False, "started", owner)
+    until = T0 + timedelta(minutes=2)
+    assert await store.ledger_renew("k", owner=owner, until=until)
+    assert not await store.ledger_renew("k", owner=other, until=until)
+    held = await store.ledger_claim("k", owner=other, now=late, lease=lease, takeover=True)
+    assert (held.claimed, held.lease_until) == (False, until)
+    taken = await store.ledger_claim(
+        "k", owner=other, now=until + lease, lease=lease, takeover=True
+    )
+    assert (taken.claimed, taken.owner) == (True, other)
+    assert not await store.ledger_renew("k", owner=owner, until=until + lease)
+    await store.ledger_finish("k", result={"value": 1}, at=until + lease)
+    done = await store.ledger_claim("k", owner="c", now=until + lease * 9, lease=lease,
+                                    takeover=True)  # fmt: skip
+    assert (done.claimed, done.status, done.result) == (False, "finished", {"value": 1})
+    assert not await store.ledger_renew("k", owner=other, until=until + lease * 9)
+
+
+async def test_ledger_entries_written_before_version_5_are_read_after_migrating(store_url: str):
+    from signoff.store.migrations import migrate
+    from signoff.store.postgres import postgres_runner
+    from signoff.store.sqlite import sqlite_runner
+
+    runner = (
+        sqlite_runner(store_url) if store_url.startswith("sqlite") else postgres_runner(store_url)
+    )
+    bare = SQLStore(runner, url=store_url)
+    await bare.run(lambda c: migrate(c, target=4))
+    insert = text(
+        "INSERT INTO ledger (key, run_id, call_id, tool, digest, status, result, started_at) "
+        "VALUES (:key, 'r1', :key, 't', 'd', :status, :result, 0)"
+    )
+    await bare.run(lambda c: c.execute(insert, [
+        {"key": "finished", "status": "finished", "result": '{"content": "as written"}'},
+        {"key": "started", "status": "started", "result": None},
+    ]))  # fmt: skip
+    await bare.close()
+    async with open_store(store_url) as store:
+        ledger = Ledger(store)
+
+        async def never() -> None:
+            raise AssertionError("a recorded call ran again")
+
+        assert await ledger.once("finished", never) == {"content": "as written"}
+        with pytest.raises(OutcomeUnknown):
+            await ledger.once("started", never)
+        taken = await store.ledger_claim(
+            "started", owner="x", now=T0, lease=timedelta(seconds=1), takeover=True
+        )
+        assert taken.claimed

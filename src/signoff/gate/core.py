@@ -227,7 +227,9 @@ class Gate:
         keys: Mapping[str, str] | None = None,
         found: Mapping[str, tuple[ExternalRecord, Approval | None]] | None = None,
     ) -> tuple[list[Outcome], list[Approval], list[AuditRecord], list[ExternalRecord]]:
-        keys, found = keys or {}, found or {}
+        # What this batch judges joins what was judged before: a call id twice in one turn
+        # is one call.
+        keys, found = keys or {}, dict(found or {})
         policy_context = Context(
             run_id=context.run_id,
             thread_id=context.thread_id,
@@ -267,6 +269,7 @@ class Gate:
                         at=now,
                     )
                 )
+                found[key] = (records[-1], None)
             if verdict.kind == "allow":
                 outcomes.append(Outcome(call=call, kind="run", verdict=verdict))
                 continue
@@ -297,6 +300,7 @@ class Gate:
                 subject = approval.id
                 if key is not None:
                     records[-1] = replace(records[-1], approval_id=approval.id)
+                    found[key] = (records[-1], approval)
             audit.append(
                 AuditRecord(
                     actor=context.requested_by or "agent",

@@ -13,7 +13,6 @@ framework's paused runs as decisions arrive, on any number of replicas.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import functools
 import hashlib
@@ -327,15 +326,22 @@ class Resumer:
                 await task
 
     def start(self, *, poll_interval: float = 1.0) -> Callable[[], None]:
-        """Work on the bridge's loop in the background, for synchronous apps; returns `stop`."""
-        future = asyncio.run_coroutine_threadsafe(
-            self._work(poll_interval, 8), self.runs.bridge.loop
-        )
+        """Work on the bridge's loop in the background, for synchronous apps; returns `stop`,
+        which returns once the work — and any resume under way — has stopped (so the store can
+        be closed after it)."""
+
+        async def begin() -> asyncio.Task[None]:
+            return asyncio.create_task(self._work(poll_interval, 8))
+
+        task = self.runs.bridge.run(begin())
+
+        async def halt() -> None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
         def stop() -> None:
-            future.cancel()
-            with contextlib.suppress(concurrent.futures.CancelledError, TimeoutError):
-                future.exception(timeout=10)
+            self.runs.bridge.run(halt())
 
         return stop
 

@@ -32,6 +32,7 @@ from signoff.store.external import LedgerClaim
 __all__ = ["Claim", "Ledger", "Recorded"]
 
 _HOST = socket.gethostname()
+_TICK = timedelta(microseconds=1)
 
 
 class Ledger:
@@ -95,10 +96,15 @@ class Ledger:
         """`once` in two steps, for callers that run the call themselves (on another thread,
         in another loop): the key claimed — run it, then `finish` — or its recorded result."""
         deadline = None if wait is None else time.monotonic() + wait
+        dead_until: datetime | None = None
         while True:
             now = _now()
+            # The store takes over a claim whose lease ran out by `now`. One whose worker's
+            # process is gone while its lease still runs is taken over as of that lease's end:
+            # a compare-and-set on the lease seen, which a renewal or another taker moves on.
+            at = now if dead_until is None else max(now, dead_until)
             found = await self.store.ledger_claim(
-                key, owner=self.owner, now=now, lease=self.lease, takeover=idempotent,
+                key, owner=self.owner, now=at, lease=self.lease, takeover=idempotent,
                 tool=tool, digest=digest,
             )  # fmt: skip
             if found.claimed:
@@ -107,7 +113,9 @@ class Ledger:
                 return Recorded(value=_recorded(key, found.result))
             if not _alive(found, now):
                 if idempotent:
-                    continue  # its claim is out: the next round takes it over
+                    # Its worker is gone: the next round takes the key over.
+                    dead_until = None if found.lease_until is None else found.lease_until + _TICK
+                    continue
                 raise OutcomeUnknown(
                     f"the call under {key!r} was started by {found.owner or 'a worker'} that "
                     "stopped before recording its result; whether it ran is unknown, so it is "
@@ -149,8 +157,11 @@ class Claim:
         await self._record({"error": f"{type(exc).__name__}: {exc}"})
 
     async def abandon(self) -> None:
-        """Stop renewing without a result: the key's outcome stays unknown."""
+        """Stop renewing without a result: the key's outcome stays unknown — to whoever waits
+        on it, at once (the claim ends now, not when its lease would have run out)."""
         await self._stop()
+        with contextlib.suppress(Exception):  # unended, it runs out with its lease
+            await self._ledger.store.ledger_renew(self.key, owner=self._ledger.owner, until=_now())
 
     async def _record(self, result: dict[str, Any]) -> None:
         await self._stop()

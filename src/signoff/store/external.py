@@ -49,6 +49,12 @@ _INSERT_PAUSE = _insert_ignoring(_pauses)
 _INSERT_LINK = _insert_ignoring(_links)
 _INSERT_LEDGER = _insert_ignoring(_ledger)
 _FIND_CALLS = select(_calls).where(_calls.c.key.in_(bindparam("keys", expanding=True)))
+_PENDING = (
+    select(_links.c.approval_id)
+    .join(schema.approvals, schema.approvals.c.id == _links.c.approval_id)
+    .where(_links.c.pause_id == _pauses.c.id, schema.approvals.c.status == "pending")
+)
+"""A pause's approvals still pending (correlated to the pause of the enclosing statement)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -191,18 +197,12 @@ class ExternalStore:
     async def ready_pauses(self, origin: str, *, now: datetime, limit: int = 100) -> list[str]:
         """Pauses of `origin` a resumer may claim: waiting with none of their approvals pending,
         or left resuming by a worker whose lease ran out. Oldest first."""
-        approvals = schema.approvals
-        pending = (
-            select(_links.c.approval_id)
-            .join(approvals, approvals.c.id == _links.c.approval_id)
-            .where(_links.c.pause_id == _pauses.c.id, approvals.c.status == "pending")
-        )
         query = (
             select(_pauses.c.id)
             .where(
                 _pauses.c.origin == origin,
                 or_(
-                    and_(_pauses.c.status == "waiting", ~exists(pending)),
+                    and_(_pauses.c.status == "waiting", ~exists(_PENDING)),
                     and_(_pauses.c.status == "resuming", _pauses.c.lease_until < to_micros(now)),
                 ),
             )
@@ -215,14 +215,15 @@ class ExternalStore:
     async def claim_pause(
         self, pause_id: str, *, owner: str, now: datetime, lease: timedelta
     ) -> Pause | None:
-        """Take the pause for `owner` until `now + lease` if it is still claimable (waiting, or
-        its last claim ran out); None when another worker has it or it is done."""
+        """Take the pause for `owner` until `now + lease` if it is still claimable (waiting with
+        none of its approvals pending, or its last claim ran out); None when it is not ready,
+        another worker has it, or it is done."""
         claim = (
             update(_pauses)
             .where(
                 _pauses.c.id == pause_id,
                 or_(
-                    _pauses.c.status == "waiting",
+                    and_(_pauses.c.status == "waiting", ~exists(_PENDING)),
                     and_(_pauses.c.status == "resuming", _pauses.c.lease_until < to_micros(now)),
                 ),
             )
