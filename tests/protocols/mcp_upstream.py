@@ -4,7 +4,8 @@ streamable HTTP: ``python mcp_upstream.py stdio`` / ``python mcp_upstream.py htt
 - ``echo {text}`` answers the text, with `_meta` on the result and on its block;
 - ``headers`` answers the HTTP headers its request came with (JSON);
 - ``crash`` ends the process at once, mid-call;
-- ``slow {note, seconds}`` sleeps, then counts as ``count`` does;
+- ``slow {note, seconds}`` sleeps, then counts as ``count`` does; ``slow_idempotent`` too,
+  annotated idempotent;
 - ``count`` appends a line to the file ``$UPSTREAM_COUNT_FILE`` (how often a call really ran).
 """
 
@@ -42,6 +43,14 @@ TOOLS = [
             "properties": {"note": {"type": "string"}, "seconds": {"type": "number"}},
         },
     ),
+    types.Tool(
+        name="slow_idempotent",
+        input_schema={
+            "type": "object",
+            "properties": {"note": {"type": "string"}, "seconds": {"type": "number"}},
+        },
+        annotations=types.ToolAnnotations(idempotent_hint=True),
+    ),
     types.Tool(name="crash", input_schema={"type": "object", "properties": {}}),
     types.Tool(
         name="count",
@@ -63,7 +72,7 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
              "resource": {"uri": "memo://echo", "text": str(args["text"]), "_meta": _META}}
         )  # fmt: skip
         return types.CallToolResult(content=[block, embedded], _meta=_META)
-    if params.name == "slow":
+    if params.name in ("slow", "slow_idempotent"):
         await anyio.sleep(float(args.get("seconds", 1)))
         with open(os.environ["UPSTREAM_COUNT_FILE"], "a") as out:
             out.write(f"{args.get('note', '')}\n")

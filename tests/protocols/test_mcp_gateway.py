@@ -27,7 +27,7 @@ from mcp import Client, StdioServerParameters, types
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from signoff import Approve, Policy
+from signoff import Approve, Policy, Reject
 from signoff.errors import PolicyError
 from signoff.gate import Gate
 from signoff.protocols.mcp.gateway import Gateway
@@ -929,6 +929,84 @@ async def test_an_approved_call_cut_off_midway_is_not_run_again(tmp_path: Path) 
         assert ran(counted) == []  # the client's cancel reached the server; nothing ran it again
         forwarded = [e for e in await store.audit_log() if e.action == "forward"]
         assert len(forwarded) == 1
+
+
+async def forwards(store: SQLStore, count: int = 0) -> list[Any]:
+    """The `forward` entries of the audit log, once there are `count`."""
+    async with asyncio.timeout(HANG):
+        while len(found := [e for e in await store.audit_log() if e.action == "forward"]) < count:
+            await asyncio.sleep(0.05)
+    return found
+
+
+async def test_an_idempotent_call_cut_off_midway_runs_again_audited(tmp_path: Path) -> None:
+    """The same for a tool its server marks idempotent: the retry runs it again (audited again),
+    and the call after it asks anew."""
+    async with in_process(tmp_path) as (front, _, store, counted):
+        args = {"note": "again", "seconds": 1.0}
+        async with Client(
+            front.server, mode="legacy", elicitation_callback=answering("approve", log=[])
+        ) as c:
+            call = asyncio.create_task(c.call_tool("slow_idempotent", args))
+            await forwards(store, 1)
+            call.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await call
+        async with Client(front.server, mode="legacy") as c:
+            retry = await c.call_tool("slow_idempotent", args)
+            assert not retry.is_error and text(retry) == "slept"
+            again = await c.call_tool("slow_idempotent", args)
+            assert again.structured_content is not None
+            assert again.structured_content["status"] == "pending_approval"
+        assert ran(counted) == ["again"]  # the cut-off run never finished; the retry's did
+        assert len(await forwards(store)) == 2
+
+
+async def test_a_call_while_its_approved_twin_runs_elsewhere_waits_then_says_so(
+    tmp_path: Path,
+) -> None:
+    """Two gateways on one database: an identical call, made on the other while the approved
+    call runs, waits on that run up to its gateway's wait and says so; it runs nothing."""
+    async with in_process(tmp_path, wait=HANG) as (front, gate, store, counted):
+        spec = front.upstreams["up"].spec
+        other = Gateway(gate, [Upstream(spec)], settings=replace(front.settings, wait=0.2))
+        async with other.running(), Client(front.server) as on_a, Client(other.server) as on_b:
+            args = {"note": "long", "seconds": HANG}
+            first = asyncio.create_task(on_a.call_tool("slow", args))
+            async with asyncio.timeout(HANG):
+                while not (held := await store.list_approvals(status="pending")):
+                    await asyncio.sleep(0.05)
+            await gate.decide(held[0].id, Approve(), actor="alice")
+            await forwards(store, 1)
+            second = await on_b.call_tool("slow", args)
+            assert second.is_error and "is running for an identical call" in text(second)
+            assert held[0].id in text(second)
+            first.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await first
+        assert len(await forwards(store)) == 1
+    assert ran(counted) == []
+
+
+async def test_each_answered_approval_moves_the_same_call_on_to_a_new_one(tmp_path: Path) -> None:
+    """An identical call waits on the approval asked for it until that one is answered, then
+    asks anew: the ninth time as the first."""
+    async with (
+        in_process(tmp_path, wait=0.05) as (front, gate, _, counted),
+        Client(front.server) as c,
+    ):
+        asked: list[str] = []
+        for n in range(9):
+            first = await c.call_tool("count", {"note": "same"})
+            retry = await c.call_tool("count", {"note": "same"})
+            assert first.structured_content is not None
+            assert retry.structured_content == first.structured_content
+            asked.append(first.structured_content["approval_id"])
+            await gate.decide(asked[-1], Reject(reason=f"not now ({n})"), actor="alice")
+            answered = await c.call_tool("count", {"note": "same"})
+            assert answered.is_error and f"not now ({n})" in text(answered)
+        assert len(set(asked)) == 9
+    assert ran(counted) == []
 
 
 async def test_a_cancelled_connect_leaves_no_server_running(tmp_path: Path) -> None:

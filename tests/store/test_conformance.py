@@ -335,45 +335,32 @@ async def test_a_run_exists_once_created(store: SQLStore):
         await store.create_run(again, at=T0, lease_until=T0 + timedelta(minutes=5))
 
 
-async def test_the_oldest_unanswered_approval_of_a_subject_is_found(store: SQLStore):
-    """The MCP gateway's retries: approvals noted under a subject, until the ledger answers."""
-    early, late = datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 2, tzinfo=UTC)
-    await store.create_approvals([approval("a1", run_id=None), approval("a2", run_id=None)])
-    assert not await store.unanswered_approval(channel="mcp", subject="s", answer_prefix="mcp:")
-    await store.add_note("mcp", "s", "a2", {}, at=late)
-    await store.add_note("mcp", "s", "a1", {}, at=early)
-    await store.add_note("mcp", "other", "a1", {}, at=early)
-    found = await store.unanswered_approval(channel="mcp", subject="s", answer_prefix="mcp:")
-    assert found is not None and found.id == "a1"
-    # Answered: its ledger entry (with its audit entry, in the same transaction).
+async def test_a_ledger_entry_is_started_once_and_finished_with_its_audit(store: SQLStore):
+    """The runtime's ledger: an entry started once (with its audit entry, in the same
+    transaction), then finished with its result."""
     entry, _ = await store.ledger_start(
-        "mcp:a1", run_id="mcp-gateway", call_id="call-a1", tool="delete_pod", digest="d", at=T0,
+        "run:a1", run_id="r1", call_id="call-a1", tool="delete_pod", digest="d", at=T0,
         audit=[record("forward", "a1")],
     )  # fmt: skip
     assert entry is None
-    found = await store.unanswered_approval(channel="mcp", subject="s", answer_prefix="mcp:")
-    assert found is not None and found.id == "a1"  # started, not finished: not answered yet
-    assert await store.count_answered(channel="mcp", subject="s", answer_prefix="mcp:") == 0
-    await store.ledger_finish("mcp:a1", result={"ran": True}, at=T0)
-    found = await store.unanswered_approval(channel="mcp", subject="s", answer_prefix="mcp:")
-    assert found is not None and found.id == "a2"
-    assert await store.count_answered(channel="mcp", subject="s", answer_prefix="mcp:") == 1
-    assert (await store.ledger_entry("mcp:a1")) == LedgerEntry(
-        key="mcp:a1", status="finished", result={"ran": True}
+    assert await store.ledger_entry("run:a1") == LedgerEntry(
+        key="run:a1", status="started", result=None
     )
-    assert await store.ledger_entry("mcp:none") is None
+    await store.ledger_finish("run:a1", result={"ran": True}, at=T0)
+    assert (await store.ledger_entry("run:a1")) == LedgerEntry(
+        key="run:a1", status="finished", result={"ran": True}
+    )
+    assert await store.ledger_entry("run:none") is None
     # Started again: the entry is there, and nothing more is audited.
     again, _ = await store.ledger_start(
-        "mcp:a1", run_id="mcp-gateway", call_id="call-a1", tool="delete_pod", digest="d", at=T0,
+        "run:a1", run_id="r1", call_id="call-a1", tool="delete_pod", digest="d", at=T0,
         audit=[record("forward", "a1")],
     )  # fmt: skip
     assert again is not None and again.status == "finished"
-    await store.ledger_finish("mcp:a2", result={"x": 1}, at=T0)  # no entry: nothing changes
-    await store.ledger_start(
-        "mcp:a2", run_id="mcp-gateway", call_id="call-a2", tool="t", digest="d", at=T0
-    )
-    await store.ledger_finish("mcp:a2", result={"x": 1}, at=T0, audit=[record("result", "a2")])
-    assert await store.unanswered_approval(channel="mcp", subject="s", answer_prefix="mcp:") is None
+    await store.ledger_finish("run:a2", result={"x": 1}, at=T0)  # no entry: nothing changes
+    assert await store.ledger_entry("run:a2") is None
+    await store.ledger_start("run:a2", run_id="r1", call_id="call-a2", tool="t", digest="d", at=T0)
+    await store.ledger_finish("run:a2", result={"x": 1}, at=T0, audit=[record("result", "a2")])
     assert [(e.action, e.subject) for e in await store.audit_log()] == [
         ("forward", "a1"),
         ("result", "a2"),

@@ -158,8 +158,7 @@ class Gate:
         the grants read, the verdicts audited, the approvals created and the run's log
         appended, for one commit — and the audit entries `also_audit` makes of the outcomes
         (the MCP gateway's record of the calls it forwards at once) and the channel's `notes`
-        about them (an exclusive one taken already refuses the whole: `ConflictError`).
-        `keyed` keeps each verdict under the call's key (`hold_external`).
+        about them. `keyed` keeps each verdict under the call's key (`hold_external`).
         Returns the outcomes and the run's new events."""
         context = context or CheckContext()
         now = self._now()
@@ -204,16 +203,21 @@ class Gate:
         return list(decided.outcomes), stored
 
     async def hold_external(
-        self, calls: Sequence[ToolCall], context: CheckContext
+        self,
+        calls: Sequence[ToolCall],
+        context: CheckContext,
+        *,
+        also_audit: Callable[[list[Outcome]], list[AuditRecord]] | None = None,
     ) -> list[Outcome]:
         """`check` for the calls of another framework's run (`context.origin`, its thread in
         `context.thread_id`, each call's own id): each verdict is kept under the call's key, so
         judging the same call again — a re-run node, a retry, another process — returns the
         same outcome and the same approval, decided or not. A call id judged before with other
-        arguments is blocked: an approval covers the call it was asked for, never another."""
+        arguments is blocked: an approval covers the call it was asked for, never another.
+        `also_audit` as for `hold` (it sees the recorded outcomes too: `Outcome.recorded`)."""
         if context.thread_id is None:
             raise InvalidDecisionError("an external call is judged within a thread: name it")
-        outcomes, _ = await self.hold(calls, context, keyed=True)
+        outcomes, _ = await self.hold(calls, context, also_audit=also_audit, keyed=True)
         return outcomes
 
     def _judge(

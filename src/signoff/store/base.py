@@ -50,15 +50,13 @@ class DecisionPlan:
 
 @dataclass(frozen=True, kw_only=True)
 class NoteRecord:
-    """A channel's note to keep with a write (see `NoteStore.add_note`). An `exclusive` one
-    claims its key: when the key is taken, the whole write is refused (`ConflictError`)."""
+    """A channel's note to keep with a write (see `NoteStore.add_note`)."""
 
     channel: str
     subject: str
     key: str
     data: dict[str, Any]
     at: datetime
-    exclusive: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -293,12 +291,6 @@ class Store(Protocol):
         write: RunWrite | None = None,
         audit: Sequence[AuditRecord] = (),
     ) -> list[StoredEvent]: ...
-
-    async def unanswered_approval(
-        self, *, channel: str, subject: str, answer_prefix: str
-    ) -> Approval | None: ...
-
-    async def count_answered(self, *, channel: str, subject: str, answer_prefix: str) -> int: ...
 
     async def append_audit(self, records: Sequence[AuditRecord]) -> None: ...
 

@@ -18,7 +18,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from sqlalchemy import Row, and_, bindparam, func, insert, literal, select, text, update
+from sqlalchemy import Row, and_, bindparam, func, insert, select, text, update
 from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import Connection, Engine
@@ -278,43 +278,6 @@ class SQLStore(RunStore, LedgerStore, NoteStore, GrantStore, ExternalStore):
         rows = await self.run(lambda c: c.execute(query).all(), write=False)
         return [_approval(row) for row in rows]
 
-    async def unanswered_approval(
-        self, *, channel: str, subject: str, answer_prefix: str
-    ) -> Approval | None:
-        """Of the approvals noted under `(channel, subject)` (each note's key is an approval's
-        id), the oldest that no finished ledger entry answers yet (its key is `answer_prefix` +
-        the id): what the MCP gateway's retried call waits on instead of asking again."""
-        notes, ledger, table = schema.notes, schema.ledger, schema.approvals
-        answered = select(ledger.c.key).where(
-            ledger.c.key == literal(answer_prefix) + notes.c.key, ledger.c.result.is_not(None)
-        )
-        query = (
-            select(table)
-            .join(notes, notes.c.key == table.c.id)
-            .where(notes.c.channel == channel, notes.c.subject == subject, ~answered.exists())
-            .order_by(notes.c.at, notes.c.key)
-            .limit(1)
-        )
-        row = await self.run(lambda c: c.execute(query).first(), write=False)
-        return None if row is None else _approval(row)
-
-    async def count_answered(self, *, channel: str, subject: str, answer_prefix: str) -> int:
-        """How many of the approvals noted under `(channel, subject)` are answered (a finished
-        ledger entry under `answer_prefix` + the id): it only grows."""
-        notes, ledger = schema.notes, schema.ledger
-        query = (
-            select(func.count())
-            .select_from(notes)
-            .join(ledger, ledger.c.key == literal(answer_prefix) + notes.c.key)
-            .where(
-                notes.c.channel == channel,
-                notes.c.subject == subject,
-                ledger.c.result.is_not(None),
-            )
-        )
-        counted: int = await self.run(lambda c: c.execute(query).scalar_one(), write=False)
-        return counted
-
     async def append_audit(self, records: Sequence[AuditRecord]) -> None:
         """Append audit entries that go with no other write of the store."""
         await self.run(lambda c: append_audit(c, records))
@@ -344,11 +307,8 @@ class SQLStore(RunStore, LedgerStore, NoteStore, GrantStore, ExternalStore):
                 # Revoked while the calls were judged: judged again without it, so a revoke
                 # that returned lets nothing more through.
                 revoked |= lost
-            for note in decided.notes:  # first: a claim that fails leaves nothing written
-                if not add_note(connection, note) and note.exclusive:
-                    raise ConflictError(
-                        f"{note.channel} note {note.key!r} about {note.subject!r} is taken"
-                    )
+            for note in decided.notes:
+                add_note(connection, note)
             if decided.approvals:
                 connection.execute(_INSERT_APPROVAL, [_approval_row(a) for a in decided.approvals])
             if not insert_external(connection, decided.external):

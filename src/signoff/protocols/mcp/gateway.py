@@ -9,9 +9,11 @@ of progress, and, where the client can elicit and the rule lets the asker decide
 client too; the first decision wins. When its wait runs out the call answers "pending", and
 the same call again (same asker, tool and arguments) waits on that approval, not a new one.
 
-An approval answers one call: the ledger keeps, per approval, the answer given (the upstream's
-result, or the rejection), so the approved call runs exactly once, and after it an identical
-call asks again (unless an approve-always grant lets it through).
+The gateway is an origin of external calls like any framework's (ARCHITECTURE §6): an asker's
+exact call is a thread, its approvals are held by `Gate.hold_external` under ids counting them,
+and each approval is answered once through the `Ledger` (the upstream's result, or the
+rejection), so the approved call runs exactly once, and after it an identical call asks again
+(unless an approve-always grant lets it through).
 """
 
 from __future__ import annotations
@@ -23,32 +25,35 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+import anyio
 from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.exceptions import MCPError
-from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
+from mcp_types import INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from signoff.errors import (
     ApprovalTimeout,
     ConflictError,
+    ExecutionFailed,
     InvalidEditError,
     NotFoundError,
+    OutcomeUnknown,
 )
 from signoff.gate import CheckContext, Gate, Outcome
+from signoff.gate.core import external_key
 from signoff.gate.edits import check_edit
 from signoff.gate.ids import new_id
+from signoff.gate.once import Claim, Ledger, Recorded
 from signoff.protocols.mcp.settings import GatewaySettings
 from signoff.protocols.mcp.upstream import Upstream, UpstreamError
 from signoff.store import AuditRecord, Store
-from signoff.store.base import NoteRecord
-from signoff.store.ledger import LedgerEntry
 from signoff.types import Approval, Approve, Decision, Reject, ToolCall, canonical_json
 
 __all__ = ["ORIGIN", "Asker", "Gateway"]
@@ -56,15 +61,15 @@ __all__ = ["ORIGIN", "Asker", "Gateway"]
 logger = logging.getLogger("signoff.mcp.gateway")
 
 ORIGIN = "mcp-gateway"
-"""The origin of the approvals the gateway asks for."""
-_CHANNEL = "mcp"
-"""Notes: the approvals asked, under (asker, call digest), for a retried call to find."""
-_CLAIMS = "mcp.asked"
-"""Notes: the approval of a call asked after its n-th answered one, claimed once (by the
-gateway that asks for it)."""
+"""The origin of the approvals the gateway asks for; their thread is the asker's exact call."""
 _ANSWER = "mcp:"
-"""Ledger keys: the answer given to an approval's call."""
-_LEDGER_RUN = "mcp-gateway"
+"""Ledger keys: `_ANSWER + approval id` keeps the answer given to an approval's call, and
+that key + `_AGAIN` the one given instead when the approved call left none (cut off)."""
+_AGAIN = ":again"
+_BRACKETS = [2**k - 1 for k in range(48)]
+"""The call ids a thread's first read looks for (`Gateway._last_judged`)."""
+_READ = 64
+"""How many call ids each further read looks for."""
 _INPUT = "approval"
 """The key of the elicitation in a 2026-07-28 input-required result."""
 _DECISION_SCHEMA: dict[str, Any] = {
@@ -132,9 +137,8 @@ class Gateway:
         self._asker = asker or (lambda _request: local)
         self._forwarded = forwarded or (lambda _request, _upstream: {})
         self._show = show_args
+        self.ledger = Ledger(gate.store)
         self._routes: dict[str, _Route] = {}
-        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
-        self._running: dict[str, asyncio.Future[types.CallToolResult]] = {}
         self.server: Server[Any] = Server(
             self.settings.name,
             version=_version(),
@@ -255,11 +259,9 @@ class Gateway:
             approval = await self._from_state(params.request_state, asker, subject)
             answers = params.input_responses
         else:
-            found = await self._approval_for(call, asker, subject, params.name)
-            if isinstance(found, Outcome):
-                if found.kind == "run":
-                    return await self._send(ctx, route, call)
-                return _refused(f"signoff blocked this call: {found.verdict.reason}")
+            found = await self._approval_for(ctx, route, call, asker, subject)
+            if isinstance(found, types.CallToolResult):
+                return found
             approval = found
         if approval.pending and answers:
             approval = await self._decide_in_client(approval, asker, answers)
@@ -271,90 +273,83 @@ class Gateway:
             return _pending(approval)
         return await self._answer(ctx, route, approval, asker)
 
-    @contextlib.asynccontextmanager
-    async def _exclusive(self, subject: str) -> AsyncIterator[None]:
-        """One call at a time per asker and exact call, while it finds or makes its approval
-        (in this process); the lock is dropped when nobody holds or awaits it."""
-        lock, users = self._locks.get(subject, (asyncio.Lock(), 0))
-        self._locks[subject] = (lock, users + 1)
-        try:
-            async with lock:
-                yield
-        finally:
-            lock, users = self._locks[subject]
-            if users == 1:
-                del self._locks[subject]
-            else:
-                self._locks[subject] = (lock, users - 1)
-
     async def _approval_for(
-        self, call: ToolCall, asker: Asker, subject: str, name: str
-    ) -> Approval | Outcome:
+        self, ctx: Any, route: _Route, call: ToolCall, asker: Asker, subject: str
+    ) -> Approval | types.CallToolResult:
         """The approval the call waits on — the one asked before for the same call by the same
-        asker and not answered yet, or a new one — or, when the policy lets it run or blocks
-        it, that outcome."""
-        async with self._exclusive(subject):
-            for _ in range(5):
-                # Only a call the policy asks for can have an approval waiting (a grant only
-                # turns an ask into an allow): the others need not look.
-                if self.gate.engine.evaluate(call).kind == "ask":
-                    waiting = await self.store.unanswered_approval(
-                        channel=_CHANNEL, subject=subject, answer_prefix=_ANSWER
-                    )
-                    if waiting is not None:
-                        return waiting
-                # The claim is the count of this call's answered approvals: two gateways that
-                # both found none waiting claim the same one, and one of them asks.
-                answered = await self.store.count_answered(
-                    channel=_CHANNEL, subject=subject, answer_prefix=_ANSWER
-                )
-                try:
-                    outcome = await self._judge(call, asker, subject, name, claim=answered)
-                except ConflictError:
-                    continue  # another gateway asked for this very call meanwhile: wait on it
-                return outcome.approval if outcome.approval is not None else outcome
-        raise MCPError(INTERNAL_ERROR, "could not settle which approval this call waits on")
+        asker and not answered yet, or a new one — or the call's answer: its result when the
+        policy lets it run, why not when it blocks it, or the answer to an approval decided
+        before the call came and not answered yet.
 
-    async def _judge(
-        self, call: ToolCall, asker: Asker, subject: str, name: str, *, claim: int
-    ) -> Outcome:
-        """The policy's verdict, audited; a call that runs at once is audited as forwarded,
-        and a held one noted for its retries to find, in the same transaction — with a note
-        claiming the approval that follows the `claim` answered ones, so that of two gateways
-        asking for it at once, one does (`ConflictError` for the other)."""
-        now = _now()
+        An asker's exact call (`subject`) is a thread of external calls whose ids count its
+        approvals: "0" is the first call's, and "n+1" is judged once the call judged "n" is
+        answered (or was let through by a grant, or blocked). A retry finds the pending one
+        under its id, and the gate keeps one verdict per id: two gateways asking at once ask
+        once."""
+        judged = CheckContext(origin=ORIGIN, requested_by=asker.name)
+        forwarded = _forwarding(call, asker)
+        if self.gate.engine.evaluate(call).kind != "ask":
+            # Only a call the policy asks for can wait on an approval (a grant only turns an
+            # ask into an allow): the others are judged afresh, each time.
+            [outcome], _ = await self.gate.hold([call], judged, also_audit=forwarded)
+            return await self._judged(ctx, route, call, outcome)
+        thread = replace(judged, thread_id=subject)
+        number = await self._last_judged(subject)
+        while True:
+            [outcome] = await self.gate.hold_external(
+                [replace(call, id=str(number))], thread, also_audit=forwarded
+            )
+            if not outcome.recorded:
+                return await self._judged(ctx, route, call, outcome)
+            if outcome.approval is not None:
+                if outcome.approval.pending:
+                    return outcome.approval
+                answer = await self._settle(ctx, route, outcome.approval, asker, late=True)
+                if answer is not None:
+                    return answer
+            number += 1  # that one is done with: this call is the next
 
-        def forwarded(outcomes: list[Outcome]) -> list[AuditRecord]:
-            return [
-                _forward_record(o.call, asker, approval=None, rule=o.verdict.rule)
-                for o in outcomes
-                if o.kind == "run"
-            ]
+    async def _judged(
+        self, ctx: Any, route: _Route, call: ToolCall, outcome: Outcome
+    ) -> Approval | types.CallToolResult:
+        """What a call judged now comes to: its approval, or run (audited with its verdict),
+        or blocked."""
+        if outcome.approval is not None:
+            return outcome.approval
+        if outcome.kind == "run":
+            return await self._send(ctx, route, call)
+        return _refused(f"signoff blocked this call: {outcome.verdict.reason}")
 
-        def noted(outcomes: list[Outcome]) -> list[NoteRecord]:
-            notes = []
-            for held in (o.approval for o in outcomes if o.approval is not None):
-                notes.append(NoteRecord(channel=_CLAIMS, subject=subject, key=str(claim),
-                                        data={"approval": held.id}, at=now,
-                                        exclusive=True))  # fmt: skip
-                notes.append(NoteRecord(channel=_CHANNEL, subject=subject, key=held.id,
-                                        data={"tool": name}, at=now))  # fmt: skip
-            return notes
+    async def _last_judged(self, subject: str) -> int:
+        """The greatest call id judged in the subject's thread (0 when none). The ids are
+        judged in order, so those judged are 0 to n: a read of the ids 2**k - 1 brackets n,
+        and each further read narrows the bracket by `_READ`."""
 
-        context = CheckContext(origin=ORIGIN, requested_by=asker.name)
-        [outcome], _ = await self.gate.hold([call], context, also_audit=forwarded, notes=noted)
-        return outcome
+        def key(number: int) -> str:
+            return external_key(ORIGIN, subject, str(number))
+
+        async def greatest(numbers: Iterable[int], default: int) -> int:
+            keys = {key(n): n for n in numbers}
+            judged = await self.store.external_calls(list(keys))
+            return max((keys[k] for k in judged), default=default)
+
+        low = await greatest(_BRACKETS, 0)
+        high = 2 * low + 1  # the next of the 2**k - 1: not judged
+        while high - low > 1:
+            step = -(-(high - low) // _READ)
+            found = await greatest(range(low + step, high, step), low)
+            low, high = found, min(found + step, high)
+        return low
 
     async def _from_state(self, state: str, asker: Asker, subject: str) -> Approval:
         """The approval a 2026-07-28 retry names in its (unsealed) request state; it must be
         one the gateway asked for this asker and this call."""
         try:
-            approval_id = json.loads(state)["approval"]
-            approval = await self.store.get_approval(str(approval_id))
-            noted = await self.store.notes(_CHANNEL, subject, key=approval.id)
+            approval = await self.store.get_approval(str(json.loads(state)["approval"]))
+            asked = (approval.origin, approval.thread_id, approval.requested_by)
         except (ValueError, KeyError, TypeError, NotFoundError):
-            noted = []
-        if not noted or approval.requested_by != asker.name:
+            asked = None
+        if asked != (ORIGIN, subject, asker.name):
             raise MCPError(INVALID_PARAMS, "requestState names no approval of this call")
         return approval
 
@@ -482,65 +477,110 @@ class Gateway:
     async def _answer(
         self, ctx: Any, route: _Route, approval: Approval, asker: Asker
     ) -> types.CallToolResult:
-        """The one answer to a decided approval: the approved call run once, or the reason
-        it was not. Identical calls waiting here on the same approval share it."""
-        key = _ANSWER + approval.id
-        running = self._running.get(key)
-        if running is not None:
-            return await asyncio.shield(running)
-        future: asyncio.Future[types.CallToolResult] = asyncio.get_running_loop().create_future()
-        self._running[key] = future
-        result = _refused("the call did not finish")
-        try:
-            result = await self._settle(ctx, route, approval, asker, key)
-            return result
-        finally:
-            del self._running[key]
-            future.set_result(result)
+        """The one answer to a decided approval this call waited on: the approved call run
+        once, or the reason it was not. Every call waiting on the approval gets the same."""
+        answer = await self._settle(ctx, route, approval, asker, late=False)
+        assert answer is not None  # only a late call finds an approval answered before it
+        return answer
 
     async def _settle(
-        self, ctx: Any, route: _Route, approval: Approval, asker: Asker, key: str
-    ) -> types.CallToolResult:
-        call = approval.call
-        if approval.status in ("approved", "edited"):
-            result = self._unfit(route, approval)
-        else:
-            result = _outcome(approval)
-        forwarding = result is None
-        forward = [_forward_record(call, asker, approval=approval.id, rule=approval.rule)]
-        entry, _ = await self.store.ledger_start(
-            key, run_id=_LEDGER_RUN, call_id=call.id, tool=call.name, digest=call.digest,
-            at=_now(), audit=forward if forwarding else (),
-        )  # fmt: skip
-        if entry is not None:
-            # Started before: by another gateway now (its answer is coming), or by one that
-            # stopped during the call (no answer will come).
-            entry = await self._answered(key, entry)
-            if entry.result is not None:
-                return types.CallToolResult.model_validate(entry.result)
-            if not (forwarding and route.idempotent):
-                result = _refused(
-                    f"the call approved by {approval.id} was started before (a gateway stopped "
-                    "during it) and its outcome is unknown; it was not run again. Calling it "
-                    "again asks for a new approval."
-                )
-                await self.store.ledger_finish(key, result=_wire(result), at=_now())
-                return result
-        else:
-            forward = []
-        if result is None:
-            result = await self._send(ctx, route, call)
-        # A read-only or idempotent call started before is run again: audited as it goes.
-        await self.store.ledger_finish(key, result=_wire(result), at=_now(), audit=forward)
-        return result
+        self, ctx: Any, route: _Route, approval: Approval, asker: Asker, *, late: bool
+    ) -> types.CallToolResult | None:
+        """The answer to a decided approval, given once through the ledger: the call that
+        claims it gives it; the others get it, waiting up to the gateway's `wait` on one being
+        given elsewhere. When the approved call left no answer — cut off midway, or its gateway
+        gone — the answer is given under a second key: the call run again where the tool is
+        read-only or idempotent, else "outcome unknown".
 
-    async def _answered(self, key: str, entry: LedgerEntry) -> LedgerEntry:
-        """The entry once it has its answer, or as it is after the gateway's wait."""
-        deadline = time.monotonic() + self.settings.wait
-        while entry.result is None and time.monotonic() < deadline:
-            await asyncio.sleep(0.2)
-            entry = await self.store.ledger_entry(key) or entry
-        return entry
+        A `late` call found the approval decided when it came: None when the approval was
+        answered before then (the call asks anew)."""
+        key = _ANSWER + approval.id
+        try:
+            return await self._settle_under(key, ctx, route, approval, asker, late=late)
+        except (OutcomeUnknown, ExecutionFailed):
+            pass  # the approved call left no answer
+        try:
+            return await self._settle_under(
+                key + _AGAIN, ctx, route, approval, asker, late=late, again=True
+            )
+        except ExecutionFailed:  # cut off again: the approval is answered, its outcome unknown
+            return None if late else _unknown(approval)
+
+    async def _settle_under(
+        self,
+        key: str,
+        ctx: Any,
+        route: _Route,
+        approval: Approval,
+        asker: Asker,
+        *,
+        late: bool,
+        again: bool = False,
+    ) -> types.CallToolResult | None:
+        """The answer under one ledger key: given by this call when it claims the key, else
+        the one given. `OutcomeUnknown` or `ExecutionFailed` when none was."""
+        try:
+            found = await self._claim(key, again=again, late=late, call=approval.call)
+        except TimeoutError:
+            return _running(approval)
+        if found is None:
+            return None
+        if isinstance(found, Recorded):
+            return types.CallToolResult.model_validate(found.value)
+        return await self._give(ctx, route, approval, asker, found, again=again)
+
+    async def _claim(
+        self, key: str, *, again: bool, late: bool, call: ToolCall
+    ) -> Claim | Recorded | None:
+        """Claim `key` to give the answer, or get the one given (waiting up to the gateway's
+        `wait` on one being given); for a `late` call, None when it was given before. The
+        second key's claim is taken over from a gateway gone: giving it again is safe."""
+        if late:
+            try:
+                found = await self.ledger.claim(
+                    key, idempotent=again, wait=0, tool=call.name, digest=call.digest
+                )
+            except TimeoutError:
+                pass  # being given now: this call shares it
+            else:
+                return None if isinstance(found, Recorded) else found
+        return await self.ledger.claim(
+            key, idempotent=again, wait=self.settings.wait, tool=call.name, digest=call.digest
+        )
+
+    async def _give(
+        self,
+        ctx: Any,
+        route: _Route,
+        approval: Approval,
+        asker: Asker,
+        claim: Claim,
+        *,
+        again: bool,
+    ) -> types.CallToolResult:
+        """Give the answer under the claimed key: an approved call forwarded (audited first),
+        or why not — and `again`, only where the tool is read-only or idempotent."""
+        call = approval.call
+        try:
+            if approval.status in ("approved", "edited"):
+                result = self._unfit(route, approval)
+            else:
+                result = _outcome(approval)
+            if result is None and again and not route.idempotent:
+                result = _unknown(approval)
+            elif result is None:
+                forward = _forward_record(call, asker, approval=approval.id, rule=approval.rule)
+                await self.store.append_audit([forward])
+                result = await self._send(ctx, route, call)
+        except BaseException as exc:
+            # Cut off midway (the client went away) or broken: whether the call ran is unknown,
+            # and the next call to answer the approval says so at once (or runs it again).
+            with anyio.CancelScope(shield=True):
+                await claim.fail(exc)
+            raise
+        with anyio.CancelScope(shield=True):  # given: kept, even if the client goes now
+            await claim.finish(_wire(result))
+        return result
 
     def _unfit(self, route: _Route, approval: Approval) -> types.CallToolResult | None:
         """Why the approved call may not run now (the policy denies it since, or an edit does
@@ -604,6 +644,22 @@ def _refused(text: str) -> types.CallToolResult:
     return _text(text, error=True)
 
 
+def _unknown(approval: Approval) -> types.CallToolResult:
+    return _refused(
+        f"the call approved by {approval.id} was started before and cut off midway (its client "
+        "went away or its gateway stopped): its outcome is unknown, and it was not run again. "
+        "Calling it again asks for a new approval."
+    )
+
+
+def _running(approval: Approval) -> types.CallToolResult:
+    return _refused(
+        f"the call approved by {approval.id} is running for an identical call and has not "
+        "finished within the gateway's wait; its result goes to that call. Calling it again "
+        "waits on it while it runs, and asks anew once it has finished."
+    )
+
+
 def _pending(approval: Approval) -> types.CallToolResult:
     text = (
         f"Nothing ran yet: this call waits for a person's approval ({approval.id}"
@@ -661,6 +717,20 @@ def _elicited(answer: Any) -> Decision | None:
 def _subject(asker: Asker, call: ToolCall) -> str:
     """Who asked for which exact call: what a retry is recognized by."""
     return hashlib.sha256(f"{asker.name}\n{call.digest}".encode()).hexdigest()
+
+
+def _forwarding(call: ToolCall, asker: Asker) -> Callable[[list[Outcome]], list[AuditRecord]]:
+    """The `forward` entry of the call when the verdict judged now lets it run, audited with
+    that verdict."""
+
+    def forwarded(outcomes: list[Outcome]) -> list[AuditRecord]:
+        return [
+            _forward_record(call, asker, approval=None, rule=o.verdict.rule)
+            for o in outcomes
+            if o.kind == "run" and not o.recorded
+        ]
+
+    return forwarded
 
 
 def _forward_record(
