@@ -429,11 +429,15 @@ export function rejectDialog(card, approval, context) {
 }
 
 export function alwaysDialog(card, approval, context) {
-  // Only the scopes the call has: another framework's call belongs to no run of signoff's, an
-  // MCP gateway's to no thread nor agent.
+  // Only the scopes the call has: another framework's call belongs to no run of signoff's. An
+  // MCP gateway's "thread" is its asker's exact call (a hash), so it is named for what it covers.
+  const gateway = approval.origin === "mcp-gateway";
+  const thread = gateway
+    ? `this exact call, when ${approval.requested_by || "this caller"} makes it again`
+    : `this conversation (thread ${approval.thread_id})`;
   const scopes = [
     approval.run_id ? ["run", "this run"] : null,
-    approval.thread_id ? ["thread", `this conversation (thread ${approval.thread_id})`] : null,
+    approval.thread_id ? ["thread", thread] : null,
     approval.agent ? ["agent", `agent ${approval.agent}`] : null,
     ["global", "everywhere"],
   ].filter(Boolean);
