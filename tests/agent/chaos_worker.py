@@ -128,8 +128,8 @@ def instrument(store: SQLStore, target: Target, *, plant_bug: bool) -> None:
 
         return planned
 
-    async def held(tools: Any, plan: Callable[..., Any]) -> Any:
-        return await hold(tools, inside("holding", plan))
+    async def held(tools: Any, plan: Callable[..., Any], **kwargs: Any) -> Any:
+        return await hold(tools, inside("holding", plan), **kwargs)
 
     async def decided(
         approval_ids: Sequence[str], plan: Callable[[list[Approval]], DecisionPlan]

@@ -28,9 +28,11 @@ POLICY: dict[str, Any] = {
     ],
 }
 
-HANG_FILE = "SIGNOFF_TEST_HANG_IN_TOOL"
-"""When set, the `charge` tool records its execution, touches this file and hangs (for a test
-to kill the process inside the tool)."""
+HANG_IN_TOOL = "SIGNOFF_TEST_HANG_IN_TOOL"
+"""When set, the `charge` tool records its execution, says ``inside the tool`` on standard
+output and hangs (for a test to kill the process there)."""
+IDEMPOTENT = "SIGNOFF_TEST_IDEMPOTENT_CHARGE"
+"""When set, the `charge` tool is declared idempotent (its metadata)."""
 
 
 def policy() -> Policy:
@@ -62,22 +64,24 @@ def checkpointer(spec: str) -> Iterator[Any]:
 
 
 def tools(side_effects: Path) -> list[StructuredTool]:
-    found = counting_tools(side_effects)
-    hang = os.environ.get(HANG_FILE)
-    if hang is None:
-        return found  # type: ignore[return-value]
+    found: list[Any] = counting_tools(side_effects)
+    metadata = {"idempotent": True} if os.environ.get(IDEMPOTENT) else None
+    if os.environ.get(HANG_IN_TOOL) is None:
+        if metadata is not None:
+            found = [t.model_copy(update={"metadata": metadata}) if t.name == "charge" else t
+                     for t in found]  # fmt: skip
+        return found
 
     def charge(amount: int, customer: str = "acme") -> str:
         """Charge a customer."""
         with side_effects.open("a") as f:
             f.write(f"charge {amount} {customer}\n")
-        Path(hang).touch()
+        print("inside the tool", flush=True)
         while True:
             time.sleep(1)  # the test kills this process here
 
-    return [t for t in found if t.name != "charge"] + [  # type: ignore[return-value]
-        StructuredTool.from_function(charge)
-    ]
+    hanging = StructuredTool.from_function(charge, metadata=metadata)
+    return [t for t in found if t.name != "charge"] + [hanging]
 
 
 SCRIPT: list[Any] = [

@@ -3,11 +3,13 @@ own section of the policy) and `gated` inside any node, on a real graph and chec
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
@@ -16,7 +18,9 @@ from langgraph.types import Command
 
 from signoff import Approve, Edit, Policy, Reject
 from signoff.gate.external import ExternalRuns
-from signoff.integrations.langgraph import ApprovalToolNode, connect, gated
+from signoff.integrations.langchain import SignoffMiddleware
+from signoff.integrations.langgraph import ApprovalToolNode, connect, gated, resumer
+from tests.deadline import HANG
 from tests.integrations.fakes import ScriptedChatModel, counting_tools, executions
 
 POLICY = Policy.from_dict({
@@ -142,3 +146,27 @@ def test_gated_returns_a_rejection_with_its_reason(runs: ExternalRuns, tmp_path:
     done = graph.invoke(Command(resume={"signoff": {"pause": pause}}), CONFIG)
 
     assert done["messages"][-1].content == "rejected: over budget"
+
+
+async def test_an_async_agent_pauses_and_an_async_resumer_resumes_it(tmp_path: Path) -> None:
+    fx = tmp_path / "fx"
+    database = f"sqlite:///{tmp_path / 's.db'}"
+    runs = await asyncio.to_thread(connect, POLICY, origin="langgraph", database=database)
+    try:
+        model = ScriptedChatModel(script=SCRIPT)
+        agent = create_agent(model, counting_tools(fx), middleware=[SignoffMiddleware(runs)],
+                             checkpointer=InMemorySaver())  # fmt: skip
+
+        paused = await agent.ainvoke({"messages": [("user", "go")]}, CONFIG)
+
+        assert "__interrupt__" in paused
+        assert executions(fx) == ["read_file a"]
+        async with resumer(agent, runs, use_async=True).running(poll_interval=0.05):
+            [approval] = await runs.bridge.arun(runs.store.list_approvals(status="pending"))
+            await runs.bridge.arun(runs.gate.decide(approval.id, Approve(), actor="ann"))
+            async with asyncio.timeout(HANG):
+                while (await agent.aget_state(CONFIG)).values["messages"][-1].content != "done":
+                    await asyncio.sleep(0.05)
+        assert executions(fx) == ["read_file a", "send_email bob "]
+    finally:
+        await asyncio.to_thread(runs.close)

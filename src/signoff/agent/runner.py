@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import os
 from collections import defaultdict
@@ -40,7 +39,7 @@ from signoff.agent.tools import ToolResult
 from signoff.errors import ConflictError, SignoffError
 from signoff.gate import CheckContext, Gate, Outcome
 from signoff.gate.ids import new_id
-from signoff.gate.notifier import ANY
+from signoff.gate.worker import work_ready
 from signoff.store.ledger import LedgerEntry
 from signoff.store.runs import (
     ResumedTurn,
@@ -168,34 +167,14 @@ class Runner:
         in other processes on PostgreSQL; otherwise it looks every `poll_interval` seconds.
         At most `concurrency` runs go on at once. What a resumed run does is in its log
         (`store.run_events`)."""
-        await self.gate.listen()
-        busy: dict[str, asyncio.Task[bool]] = {}
-        try:
-            with self.gate.notifier.subscription(ANY) as decided:
-                while True:
-                    decided.clear()
-                    try:
-                        await self.gate.expire_due()
-                        ready = await self.store.ready_runs(self.agent.name, now=_now())
-                    except SignoffError:
-                        logger.exception("finding ready runs failed; trying again")
-                        ready = []
-                    for run_id in ready:
-                        if len(busy) >= concurrency:
-                            break  # the rest wait for the next round
-                        if run_id not in busy:  # runs go on side by side, each once
-                            task = asyncio.create_task(self.resume_ready(run_id))
-                            busy[run_id] = task
-                            task.add_done_callback(functools.partial(_forget, busy, run_id))
-                    with contextlib.suppress(TimeoutError):
-                        async with asyncio.timeout(poll_interval):
-                            await decided.wait()
-        finally:
-            # A run left mid-way is taken over by another worker once its lease runs out.
-            tasks = list(busy.values())
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+
+        async def ready() -> list[str]:
+            return await self.store.ready_runs(self.agent.name, now=_now())
+
+        # A run left mid-way when this stops is taken over by another worker once its lease
+        # runs out.
+        await work_ready(self.gate, ready, self.resume_ready, poll_interval=poll_interval,
+                         concurrency=concurrency)  # fmt: skip
 
     async def resume_ready(self, run_id: str) -> bool:
         """Resume the run to its next pause or its end, if it is still ready and this worker
@@ -757,10 +736,6 @@ async def _all(steps: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
-
-
-def _forget(busy: dict[str, asyncio.Task[bool]], run_id: str, _: object) -> None:
-    busy.pop(run_id, None)
 
 
 def _in_order(log: Sequence[RunEvent]) -> list[RunEvent]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import hashlib
 import logging
 import os
@@ -35,8 +34,8 @@ from signoff.errors import ConflictError, ForbiddenError, SignoffError
 from signoff.gate.bridge import Bridge
 from signoff.gate.core import CheckContext, Gate, Outcome, external_key
 from signoff.gate.ids import new_id
-from signoff.gate.notifier import ANY
 from signoff.gate.once import Claim, Ledger, Recorded
+from signoff.gate.worker import work_ready
 from signoff.store.external import ExternalRecord, Pause
 from signoff.types import Approval, Decision, ToolCall, canonical_json
 
@@ -268,34 +267,11 @@ class Resumer:
         await self.runs.bridge.arun(self._work(poll_interval, concurrency))
 
     async def _work(self, poll_interval: float, concurrency: int) -> None:
-        gate, store = self.runs.gate, self.runs.store
-        await gate.listen()
-        busy: dict[str, asyncio.Task[bool]] = {}
-        try:
-            with gate.notifier.subscription(ANY) as decided:
-                while True:
-                    decided.clear()
-                    try:
-                        await gate.expire_due()
-                        ready = await store.ready_pauses(self.runs.origin, now=_now())
-                    except SignoffError:
-                        logger.exception("finding ready pauses failed; trying again")
-                        ready = []
-                    for pause_id in ready:
-                        if len(busy) >= concurrency:
-                            break
-                        if pause_id not in busy:
-                            task = asyncio.create_task(self.resume_ready(pause_id))
-                            busy[pause_id] = task
-                            task.add_done_callback(functools.partial(_forget, busy, pause_id))
-                    with contextlib.suppress(TimeoutError):
-                        async with asyncio.timeout(poll_interval):
-                            await decided.wait()
-        finally:
-            tasks = list(busy.values())
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        async def ready() -> list[str]:
+            return await self.runs.store.ready_pauses(self.runs.origin, now=_now())
+
+        await work_ready(self.runs.gate, ready, self.resume_ready, poll_interval=poll_interval,
+                         concurrency=concurrency)  # fmt: skip
 
     async def resume_ready(self, pause_id: str) -> bool:
         """Claim the pause and resume its run, if it is ready and nobody else has it. Returns
@@ -344,10 +320,6 @@ class Resumer:
             self.runs.bridge.run(halt())
 
         return stop
-
-
-def _forget(busy: dict[str, asyncio.Task[bool]], key: str, _task: asyncio.Task[bool]) -> None:
-    busy.pop(key, None)
 
 
 def _now() -> datetime:

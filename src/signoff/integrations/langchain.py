@@ -29,7 +29,6 @@ from signoff.integrations.langgraph import (
     LangGraphGate,
     answer,
     blocked,
-    response_schema,
     resumer,
     thread_of,
     tool_schema,
@@ -42,7 +41,7 @@ try:
     from langchain_core.runnables import RunnableConfig
     from langgraph.config import get_config
     from langgraph.prebuilt.tool_node import ToolCallRequest
-    from langgraph.types import Command, interrupt
+    from langgraph.types import Command
 except ImportError as exc:  # pragma: no cover - exercised without the extra installed
     raise MissingExtraError("signoff.integrations.langchain", "langgraph") from exc
 
@@ -113,41 +112,21 @@ class SignoffMiddleware(AgentMiddleware):
 
     @hook_config(can_jump_to=["tools"])
     def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        messages = state["messages"]
-        message = _last_ai(messages)
+        message = _last_ai(state["messages"])
         if message is None:
             return None
-        gate, config = self.signoff, get_config()
-        answered = _answered(messages)
-        while True:
-            waiting, held = gate.runs.run(gate.pending(message, answered, config))
-            pending = [a for _, a in waiting if a.pending]
-            if not pending:
-                break
-            asked = gate.runs.run(gate.pause(pending, config))
-            value = interrupt(asked, response_schema=response_schema(len(asked["action_requests"])))
-            gate.runs.run(gate.take(value, [a for _, a in waiting]))
-        gate.runs.run(gate.went_on([a for _, a in waiting], config))
-        return _settle(message, answered, waiting, held, gate, config)
+        config, answered = get_config(), _answered(state["messages"])
+        held, _ = self.signoff.decide_turn(message, answered, config)
+        return _settle(message, answered, held, self.signoff, config)
 
     @hook_config(can_jump_to=["tools"])
     async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        messages = state["messages"]
-        message = _last_ai(messages)
+        message = _last_ai(state["messages"])
         if message is None:
             return None
-        gate, config = self.signoff, get_config()
-        answered = _answered(messages)
-        while True:
-            waiting, held = await gate.pending(message, answered, config)
-            pending = [a for _, a in waiting if a.pending]
-            if not pending:
-                break
-            asked = await gate.pause(pending, config)
-            value = interrupt(asked, response_schema=response_schema(len(asked["action_requests"])))
-            await gate.take(value, [a for _, a in waiting])
-        await gate.went_on([a for _, a in waiting], config)
-        return _settle(message, answered, waiting, held, gate, config)
+        config, answered = get_config(), _answered(state["messages"])
+        held, _ = await self.signoff.adecide_turn(message, answered, config)
+        return _settle(message, answered, held, self.signoff, config)
 
     # -- small things ----------------------------------------------------------------------
 
@@ -200,7 +179,6 @@ def _blocked(
 def _settle(
     message: AIMessage,
     answered: set[str],
-    waiting: list[Any],
     held: dict[str, Any],
     gate: LangGraphGate,
     config: RunnableConfig,

@@ -212,20 +212,47 @@ class LangGraphGate:
 
     # -- the one interrupt of a turn -------------------------------------------------------
 
-    async def pending(
+    def decide_turn(
         self, message: AIMessage, answered: set[str], config: RunnableConfig
-    ) -> tuple[list[tuple[Any, Approval]], dict[str, Held]]:
-        """The turn's held calls still without a result, with their approvals, and how every
-        call without a result stands."""
-        thread = thread_of(config)
+    ) -> tuple[dict[str, Held], bool]:
+        """Interrupt until every held call of the turn without a result is decided (once, for
+        all of them; again only if a resume payload left some undecided). Returns how each call
+        without a result stands, and whether the node was resumed from an interrupt here."""
+        runs, interrupted = self.runs, False
+        while True:
+            turn, held = runs.run(self._held(message, answered, config))
+            pending = [a for a in turn if a.pending]
+            if not pending:
+                runs.run(self._went_on(turn))
+                return held, interrupted
+            value = _interrupt(runs.run(self.pause(pending, config)))
+            runs.run(self.take(value, turn))
+            interrupted = True
+
+    async def adecide_turn(
+        self, message: AIMessage, answered: set[str], config: RunnableConfig
+    ) -> tuple[dict[str, Held], bool]:
+        """`decide_turn` for async graphs."""
+        interrupted = False
+        while True:
+            turn, held = await self._held(message, answered, config)
+            pending = [a for a in turn if a.pending]
+            if not pending:
+                await self._went_on(turn)
+                return held, interrupted
+            value = _interrupt(await self.pause(pending, config))
+            await self.take(value, turn)
+            interrupted = True
+
+    async def _held(
+        self, message: AIMessage, answered: set[str], config: RunnableConfig
+    ) -> tuple[list[Approval], dict[str, Held]]:
+        """The approvals of the turn's held calls without a result, in the turn's order, and
+        how every call without a result stands."""
         open_ids = [c["id"] or "" for c in message.tool_calls if c["id"] not in answered]
-        held = await self.runs.held(thread, open_ids)
-        waiting: list[tuple[Any, Approval | None]] = [
-            (call, held[call["id"] or ""].approval)
-            for call in message.tool_calls
-            if (call["id"] or "") in held and held[call["id"] or ""].approval is not None
-        ]
-        return [(c, a) for c, a in waiting if a is not None], held
+        held = await self.runs.held(thread_of(config), open_ids)
+        turn = [held[i].approval for i in open_ids if i in held]
+        return [a for a in turn if a is not None], held
 
     async def pause(self, pending: Sequence[Approval], config: RunnableConfig) -> dict[str, Any]:
         """Record the pause on the `pending` calls and make the interrupt's value: LangChain's
@@ -265,7 +292,7 @@ class LangGraphGate:
         if decisions:
             await self.runs.decide(decisions)
 
-    async def went_on(self, approvals: Sequence[Approval], config: RunnableConfig) -> None:
+    async def _went_on(self, approvals: Sequence[Approval]) -> None:
         if approvals:
             await self.runs.went_on([a.id for a in approvals])
 
@@ -366,6 +393,11 @@ def unknown(tool_call: Mapping[str, Any], key: str, exc: OutcomeUnknown) -> Tool
 
 
 # -- interrupts and resume payloads --------------------------------------------------------
+
+
+def _interrupt(asked: dict[str, Any]) -> Any:
+    """Interrupt the node with `asked`; on resume, the payload (checked by LangGraph first)."""
+    return interrupt(asked, response_schema=response_schema(len(asked["action_requests"])))
 
 
 def interrupt_value(pause_id: str, approvals: Sequence[Approval]) -> dict[str, Any]:
@@ -570,43 +602,22 @@ class ApprovalToolNode(ToolNode):
                 thread_of(request.runtime.config), request.tool_call["id"] or ""), exc)  # fmt: skip
 
     def _func(self, input: Any, config: RunnableConfig, runtime: Any) -> Any:
-        message = _last_ai(input)
-        gate = self.signoff
+        message, gate = _last_ai(input), self.signoff
         if message is not None:
             gate.runs.run(gate.judge(message, config))
+        # Allowed calls run (and decided ones, on a resume); held ones wait for the interrupt.
         output = super()._func(input, config, runtime)
-        if message is None:
-            return output
-        while True:
-            waiting, _ = gate.runs.run(gate.pending(message, set(), config))
-            pending = [a for _, a in waiting if a.pending]
-            if not pending:
-                break
-            asked = gate.runs.run(gate.pause(pending, config))
-            value = interrupt(asked, response_schema=response_schema(len(asked["action_requests"])))
-            gate.runs.run(gate.take(value, [a for _, a in waiting]))
-            output = super()._func(input, config, runtime)
-        gate.runs.run(gate.went_on([a for _, a in waiting], config))
+        if message is not None and gate.decide_turn(message, set(), config)[1]:
+            output = super()._func(input, config, runtime)  # decisions taken from the payload
         return _settled(output)
 
     async def _afunc(self, input: Any, config: RunnableConfig, runtime: Any) -> Any:
-        message = _last_ai(input)
-        gate = self.signoff
+        message, gate = _last_ai(input), self.signoff
         if message is not None:
             await gate.judge(message, config)
         output = await super()._afunc(input, config, runtime)
-        if message is None:
-            return output
-        while True:
-            waiting, _ = await gate.pending(message, set(), config)
-            pending = [a for _, a in waiting if a.pending]
-            if not pending:
-                break
-            asked = await gate.pause(pending, config)
-            value = interrupt(asked, response_schema=response_schema(len(asked["action_requests"])))
-            await gate.take(value, [a for _, a in waiting])
+        if message is not None and (await gate.adecide_turn(message, set(), config))[1]:
             output = await super()._afunc(input, config, runtime)
-        await gate.went_on([a for _, a in waiting], config)
         return _settled(output)
 
 
@@ -671,8 +682,7 @@ def gated(
             return CallResult(status="blocked", message=record.reason)
         if approval is not None and approval.pending:
             gate = LangGraphGate(runs, agent=agent)
-            value = interrupt(runs.run(gate.pause([approval], config)),
-                              response_schema=response_schema(1))  # fmt: skip
+            value = _interrupt(runs.run(gate.pause([approval], config)))
             runs.run(gate.take(value, [approval]))
             continue
         if approval is not None and approval.status not in ("approved", "edited"):
@@ -690,7 +700,7 @@ def gated(
             raise
         runs.run(runs.finish(claim, value))
         if approval is not None:
-            runs.run(LangGraphGate(runs, agent=agent).went_on([approval], config))
+            runs.run(runs.went_on([approval.id]))
         return CallResult(status="ran", value=value, args=final)
 
 
