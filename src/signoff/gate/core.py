@@ -33,7 +33,7 @@ from signoff.limits import ArgumentLimits
 from signoff.policy import Policy, PolicyEngine
 from signoff.policy.engine import GRANTED
 from signoff.store import AuditRecord, DecisionPlan, Store
-from signoff.store.base import HoldPlan, NoteRecord
+from signoff.store.base import HoldPlan
 from signoff.store.external import ExternalRecord
 from signoff.store.runs import RunWrite, StoredEvent
 from signoff.types import (
@@ -150,15 +150,14 @@ class Gate:
         *,
         then: Callable[[list[Outcome]], RunWrite | None] | None = None,
         also_audit: Callable[[list[Outcome]], list[AuditRecord]] | None = None,
-        notes: Callable[[list[Outcome]], list[NoteRecord]] | None = None,
         keyed: bool = False,
     ) -> tuple[list[Outcome], list[StoredEvent]]:
         """`check`, with the run's step that goes with the outcomes (`then` makes it of them; it
         runs on the store's thread and must only compute) written in the same transaction:
         the grants read, the verdicts audited, the approvals created and the run's log
         appended, for one commit — and the audit entries `also_audit` makes of the outcomes
-        (the MCP gateway's record of the calls it forwards at once) and the channel's `notes`
-        about them. `keyed` keeps each verdict under the call's key (`hold_external`).
+        (the MCP gateway's record of the calls it forwards at once). `keyed` keeps each
+        verdict under the call's key (`hold_external`).
         Returns the outcomes and the run's new events."""
         context = context or CheckContext()
         now = self._now()
@@ -178,7 +177,6 @@ class Gate:
             write = None if then is None else then(outcomes)
             if also_audit is not None:
                 audit += also_audit(outcomes)
-            kept = [] if notes is None else notes(outcomes)
             used = [
                 o.verdict.rule.removeprefix(GRANTED)
                 for o in outcomes
@@ -191,7 +189,6 @@ class Gate:
                 audit=audit,
                 write=write,
                 outcomes=outcomes,
-                notes=kept,
                 grants_used=used,
                 at=now,
                 external=records,

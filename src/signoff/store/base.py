@@ -62,13 +62,12 @@ class NoteRecord:
 @dataclass(frozen=True, kw_only=True)
 class HoldPlan:
     """What judging a batch of calls writes: the approvals of the held ones, the audit entries
-    of every verdict, and (for the runtime) the run's step that goes with them; (for a channel)
-    its notes about them."""
+    of every verdict, the records of other frameworks' calls, and (for the runtime) the run's
+    step that goes with them."""
 
     approvals: Sequence[Approval] = ()
     audit: Sequence[AuditRecord] = ()
     write: RunWrite | None = None
-    notes: Sequence[NoteRecord] = ()
     outcomes: Sequence[Any] = ()
     """What the judge made of each call, for its caller."""
     grants_used: Sequence[str] = ()

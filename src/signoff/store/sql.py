@@ -32,7 +32,7 @@ from signoff.store.external import ExternalRecord, ExternalStore, find_external,
 from signoff.store.grants import GrantStore, count_uses, in_force, insert_grants, known_ids
 from signoff.store.ledger import LedgerStore
 from signoff.store.migrations import LATEST, migrate, schema_version
-from signoff.store.notes import NoteStore, add_note
+from signoff.store.notes import NoteStore
 from signoff.store.runner import Runner
 from signoff.store.runs import (
     ResumedTurn,
@@ -307,8 +307,6 @@ class SQLStore(RunStore, LedgerStore, NoteStore, GrantStore, ExternalStore):
                 # Revoked while the calls were judged: judged again without it, so a revoke
                 # that returned lets nothing more through.
                 revoked |= lost
-            for note in decided.notes:
-                add_note(connection, note)
             if decided.approvals:
                 connection.execute(_INSERT_APPROVAL, [_approval_row(a) for a in decided.approvals])
             if not insert_external(connection, decided.external):
