@@ -161,6 +161,34 @@ def test_each_decision_reaches_the_model_and_the_tools_run_once_however_often_it
     assert harness.model_turns().count("0") == 1
 
 
+def test_a_turn_with_nothing_to_run_first_interrupts_straight_after_the_model(
+    harness: Harness,
+) -> None:
+    script = [[("send_email", {"to": "bob@example.com"}), ("charge", {"amount": 5000}),
+               ("charge", {"amount": 50})], "done"]  # fmt: skip
+    agent = harness.agent(script)
+    result = start(agent)
+
+    [interrupt] = result["__interrupt__"]
+    assert [r["name"] for r in interrupt.value["action_requests"]] == ["send_email", "charge"]
+    # No tools step on the way to the pause: it waits in the node after the model.
+    assert agent.get_state(CONFIG).next == ("signoff.after_model",)
+    assert executions(harness.side_effects) == []
+    decisions = {"decisions": [{"type": "approve"}, {"type": "reject", "message": "too early"}]}
+
+    resumed = agent.invoke(Command(resume=decisions), CONFIG)
+    again = agent.invoke(Command(resume=decisions), CONFIG)  # resumed twice
+
+    results = tool_results(resumed)
+    assert results['send_email {"to": "bob@example.com"}'] == "sent to bob@example.com"
+    assert results['charge {"amount": 5000}'].startswith("signoff blocked this call: denied")
+    assert "too early" in results['charge {"amount": 50}']
+    assert resumed["messages"][-1].content == "done"
+    assert tool_results(again) == results
+    assert executions(harness.side_effects) == ["send_email bob@example.com "]
+    assert harness.model_turns() == ["0", "1"]
+
+
 def test_a_response_is_the_tools_result_and_approve_runs_as_proposed(harness: Harness) -> None:
     agent = harness.agent()
     result = start(agent)

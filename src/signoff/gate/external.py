@@ -17,6 +17,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import threading
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -86,6 +87,7 @@ class ExternalRuns:
                 ) from None
         self.bridge = bridge
         self.ledger = ledger or Ledger(gate.store)
+        self._records = _Records()
         self._closers: list[Callable[[], Coroutine[Any, Any, Any]]] = []
 
     # -- judging ---------------------------------------------------------------------------
@@ -98,12 +100,32 @@ class ExternalRuns:
         context = CheckContext(thread_id=thread, requested_by=requested_by, origin=self.origin)
         return await self.bridge.arun(self.gate.hold_external(calls, context))
 
+    async def judged(
+        self, calls: Sequence[ToolCall], *, thread: str, requested_by: str | None = None
+    ) -> dict[str, Held]:
+        """`judge` the turn's calls, then `held` for them: how each stands, by call id."""
+
+        async def both() -> dict[str, Held]:
+            if calls:
+                await self.judge(calls, thread=thread, requested_by=requested_by)
+            return await self.held(thread, [c.id for c in calls])
+
+        return await self.bridge.arun(both())
+
     async def held(self, thread: str, call_ids: Sequence[str]) -> dict[str, Held]:
         """The calls of `thread` judged before, by call id, with their approvals now."""
+        known = self.known(thread, call_ids)
+        if known is not None:
+            return known
 
         async def read() -> dict[str, Held]:
             keys = {self.key(thread, i): i for i in call_ids}
-            records = await self.store.external_calls(list(keys))
+            records = self._records.get_many(keys)
+            missing = [k for k in keys if k not in records]
+            if missing:
+                found = await self.store.external_calls(missing)
+                self._records.add(found.values())
+                records.update(found)
             ids = [r.approval_id for r in records.values() if r.approval_id is not None]
             approvals = {a.id: a for a in await self.store.get_approvals(ids)} if ids else {}
             return {
@@ -115,6 +137,15 @@ class ExternalRuns:
             }
 
         return await self.bridge.arun(read())
+
+    def known(self, thread: str, call_ids: Sequence[str]) -> dict[str, Held] | None:
+        """How the calls stand, without the store, when this process saw every one judged and
+        none was held (a verdict to run or block never changes; an approval may): else None."""
+        keys = {self.key(thread, i): i for i in call_ids}
+        records = self._records.get_many(keys)
+        if len(records) < len(keys) or any(r.kind == "hold" for r in records.values()):
+            return None
+        return {keys[k]: Held(record=r, approval=None) for k, r in records.items()}
 
     def key(self, thread: str, call_id: str) -> str:
         """The key a call of this origin's `thread` is kept under (and run once under)."""
@@ -320,6 +351,28 @@ class Resumer:
             self.runs.bridge.run(halt())
 
         return stop
+
+
+class _Records:
+    """The verdicts this process has seen, by key, most recent kept (a verdict never changes:
+    a key is judged once, and judged again it is the same record)."""
+
+    LIMIT = 8_192
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_key: dict[str, ExternalRecord] = {}
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, ExternalRecord]:
+        with self._lock:
+            return {k: r for k in keys if (r := self._by_key.get(k)) is not None}
+
+    def add(self, records: Iterable[ExternalRecord]) -> None:
+        with self._lock:
+            for record in records:
+                self._by_key[record.key] = record
+            while len(self._by_key) > self.LIMIT:
+                del self._by_key[next(iter(self._by_key))]
 
 
 def _now() -> datetime:

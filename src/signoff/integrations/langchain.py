@@ -78,7 +78,10 @@ class SignoffMiddleware(AgentMiddleware):
             return None
         config = get_config()
         held = self.signoff.runs.run(self.signoff.judge(message, config))
-        return _blocked(message, held, self.signoff, config)
+        if not _waits_alone(held, message):
+            return _blocked(message, held, self.signoff, config)
+        held, _ = self.signoff.decide_turn(message, set(), config)
+        return _settle(message, set(), held, self.signoff, config, jump=False)
 
     async def aafter_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         message = _last_ai(state["messages"])
@@ -86,7 +89,10 @@ class SignoffMiddleware(AgentMiddleware):
             return None
         config = get_config()
         held = await self.signoff.judge(message, config)
-        return _blocked(message, held, self.signoff, config)
+        if not _waits_alone(held, message):
+            return _blocked(message, held, self.signoff, config)
+        held, _ = await self.signoff.adecide_turn(message, set(), config)
+        return _settle(message, set(), held, self.signoff, config, jump=False)
 
     # -- the tools step: run once, or answer ----------------------------------------------
 
@@ -163,6 +169,16 @@ def _answered(messages: list[AnyMessage]) -> set[str]:
     return ids
 
 
+def _waits_alone(held: dict[str, Any], message: AIMessage) -> bool:
+    """Whether the turn waits on a person and has nothing to run first: then it interrupts
+    straight after the model (its calls settled on the resume), not after a tools step and
+    before the next model turn, where a turn with allowed calls interrupts once they ran."""
+    found = [held.get(call["id"] or "") for call in message.tool_calls]
+    return all(h is not None and h.record.kind != "run" for h in found) and any(
+        h is not None and h.approval is not None and h.approval.pending for h in found
+    )
+
+
 def _blocked(
     message: AIMessage, held: dict[str, Any], gate: LangGraphGate, config: RunnableConfig
 ) -> dict[str, Any] | None:
@@ -182,9 +198,12 @@ def _settle(
     held: dict[str, Any],
     gate: LangGraphGate,
     config: RunnableConfig,
+    *,
+    jump: bool = True,
 ) -> dict[str, Any] | None:
     """Every call of the turn decided: the results of those that do not run, and back to the
-    tools step for those that do (approved, edited — or allowed ones a crash left unrun)."""
+    tools step for those that do (approved, edited — or allowed ones a crash left unrun).
+    Straight after the model (`jump` false) the tools step comes next anyway."""
     thread = thread_of(config)
     answers = []
     to_run = False
@@ -205,6 +224,6 @@ def _settle(
     if not answers and not to_run:
         return None
     update: dict[str, Any] = {"messages": answers} if answers else {}
-    if to_run:
+    if to_run and jump:
         update["jump_to"] = "tools"
-    return update
+    return update or None

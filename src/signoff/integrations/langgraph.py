@@ -113,21 +113,19 @@ class LangGraphGate:
     async def judge(self, message: AIMessage, config: RunnableConfig) -> dict[str, Held]:
         """Judge the turn's calls (the same verdicts and approvals when judged before) and
         return how each stands, by call id."""
-        thread = thread_of(config)
-        calls = self.calls(message)
-        if calls:
-            await self.runs.judge(calls, thread=thread, requested_by=self.requested_by(config))
-        return await self.runs.held(thread, [c.id for c in calls])
+        return await self.runs.judged(
+            self.calls(message), thread=thread_of(config), requested_by=self.requested_by(config)
+        )
 
     # -- one call --------------------------------------------------------------------------
 
     def execute(self, request: ToolCallRequest, handler: Handler) -> ToolMessage | Command[Any]:
         """Run (or answer) one call of the turn, synchronously: exactly once per call."""
         runs = self.runs
-        plan = runs.run(self._plan(request))
-        if not isinstance(plan, _Run):
-            return plan
-        claim = runs.run(runs.claim(plan.key, idempotent=plan.idempotent, tool=plan.tool))
+        started = runs.run(self._start(request))
+        if not isinstance(started, tuple):
+            return started
+        plan, claim = started
         if isinstance(claim, Recorded):
             return _restored(claim.value, plan)
         try:
@@ -143,12 +141,10 @@ class LangGraphGate:
     ) -> ToolMessage | Command[Any]:
         """`execute` for async graphs."""
         runs = self.runs
-        plan = await self._plan(request)
-        if not isinstance(plan, _Run):
-            return plan
-        claim: Claim | Recorded = await runs.claim(
-            plan.key, idempotent=plan.idempotent, tool=plan.tool
-        )
+        started = await runs.bridge.arun(self._start(request))
+        if not isinstance(started, tuple):
+            return started
+        plan, claim = started
         if isinstance(claim, Recorded):
             return _restored(claim.value, plan)
         try:
@@ -158,6 +154,16 @@ class LangGraphGate:
             raise
         await runs.finish(claim, _record(result))
         return _restored(_record(result), plan)
+
+    async def _start(
+        self, request: ToolCallRequest
+    ) -> ToolMessage | Command[Any] | tuple[_Run, Claim | Recorded]:
+        """`_plan`, and for a call to run, its claim (on the bridge's loop: one hop for both)."""
+        plan = await self._plan(request)
+        if not isinstance(plan, _Run):
+            return plan
+        runs = self.runs
+        return plan, await runs.claim(plan.key, idempotent=plan.idempotent, tool=plan.tool)
 
     async def _plan(self, request: ToolCallRequest) -> _Run | ToolMessage | Command[Any]:
         """What to do with one call: run it (as approved) or the message that answers it."""
@@ -219,14 +225,14 @@ class LangGraphGate:
         all of them; again only if a resume payload left some undecided). Returns how each call
         without a result stands, and whether the node was resumed from an interrupt here."""
         runs, interrupted = self.runs, False
+        known = self._known(message, answered, config)
+        if known is not None:
+            return known, False
         while True:
-            turn, held = runs.run(self._held(message, answered, config))
-            pending = [a for a in turn if a.pending]
-            if not pending:
-                runs.run(self._went_on(turn))
+            held, turn, asked = runs.run(self._stand(message, answered, config))
+            if asked is None:
                 return held, interrupted
-            value = _interrupt(runs.run(self.pause(pending, config)))
-            runs.run(self.take(value, turn))
+            runs.run(self.take(_interrupt(asked), turn))
             interrupted = True
 
     async def adecide_turn(
@@ -234,15 +240,34 @@ class LangGraphGate:
     ) -> tuple[dict[str, Held], bool]:
         """`decide_turn` for async graphs."""
         interrupted = False
+        known = self._known(message, answered, config)
+        if known is not None:
+            return known, False
         while True:
-            turn, held = await self._held(message, answered, config)
-            pending = [a for a in turn if a.pending]
-            if not pending:
-                await self._went_on(turn)
+            held, turn, asked = await self.runs.bridge.arun(self._stand(message, answered, config))
+            if asked is None:
                 return held, interrupted
-            value = _interrupt(await self.pause(pending, config))
-            await self.take(value, turn)
+            await self.take(_interrupt(asked), turn)
             interrupted = True
+
+    async def _stand(
+        self, message: AIMessage, answered: set[str], config: RunnableConfig
+    ) -> tuple[dict[str, Held], list[Approval], dict[str, Any] | None]:
+        """How the turn's calls without a result stand, their approvals, and — while some are
+        undecided — the pause's interrupt value (on the bridge's loop: one hop for all)."""
+        turn, held = await self._held(message, answered, config)
+        pending = [a for a in turn if a.pending]
+        if not pending:
+            await self._went_on(turn)
+            return held, turn, None
+        return held, turn, await self.pause(pending, config)
+
+    def _known(
+        self, message: AIMessage, answered: set[str], config: RunnableConfig
+    ) -> dict[str, Held] | None:
+        """How the turn's calls without a result stand, when none was held (`runs.known`)."""
+        open_ids = [c["id"] or "" for c in message.tool_calls if c["id"] not in answered]
+        return self.runs.known(thread_of(config), open_ids)
 
     async def _held(
         self, message: AIMessage, answered: set[str], config: RunnableConfig
@@ -675,8 +700,8 @@ def gated(
     call = ToolCall(id=call_id, name=name, args=args, agent=agent)
     thread = thread_of(config)
     while True:
-        runs.run(runs.judge([call], thread=thread, requested_by=configurable.get("user_id")))
-        found = runs.run(runs.held(thread, [call_id]))[call_id]
+        requested_by = configurable.get("user_id")
+        found = runs.run(runs.judged([call], thread=thread, requested_by=requested_by))[call_id]
         record, approval = found.record, found.approval
         if record.kind == "block":
             return CallResult(status="blocked", message=record.reason)
