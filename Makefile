@@ -83,6 +83,7 @@ bench: install
 	$(BIN)/python bench/inbox.py
 	$(BIN)/python bench/a2a_roundtrip.py
 	$(BIN)/python bench/mcp_gateway.py
+	$(BIN)/python bench/integrations.py
 
 demo: install
 	$(BIN)/signoff demo

@@ -11,9 +11,11 @@ its documentation says, ``connect(policy, origin="langgraph", database=...)``: i
 of its own, which the middleware calls from ``invoke``'s thread.
 
 **An allowed call.** ``create_agent(model, [lookup], checkpointer=...)``, and the same agent with
-``middleware=[SignoffMiddleware(runs)]`` under a policy that allows ``lookup``. A cycle is one
-``invoke`` on a new thread: a user message; the model answers with one call of ``lookup``; the
-tool runs; the model answers with text; the run ends. The two agents take turns, cycle by cycle.
+``middleware=[SignoffMiddleware(runs)]`` under a policy that allows ``lookup``; for scale, also
+with ``HumanInTheLoopMiddleware(interrupt_on={"lookup": False})``, which adds a node to the graph
+and nothing else. A cycle is one ``invoke`` on a new thread: a user message; the model answers
+with one call of ``lookup``; the tool runs; the model answers with text; the run ends. The agents
+take turns, each cycle in another order.
 Timed: the whole ``invoke``, and from the model returning its call to the tool's first line. The
 middleware's added latency per allowed call is the difference of the p50s: it judges the call
 (one transaction in signoff's store: the verdict kept under the call's key, the audit), runs it
@@ -184,6 +186,12 @@ def check(result: dict[str, Any], what: str) -> None:
         raise RuntimeError(f"{what}: the tool ran {CLOCK.executions} times, last {last!r}")
 
 
+def rotated(names: list[str], cycle: int) -> list[str]:
+    """The systems in another order each cycle: none always goes first (or after another)."""
+    shift = cycle % len(names)
+    return names[shift:] + names[:shift]
+
+
 def thread(name: str) -> RunnableConfig:
     return {"configurable": {"thread_id": f"{name}-{uuid.uuid4().hex[:12]}"}}
 
@@ -242,6 +250,7 @@ def bench_allowed(place: Place) -> dict[str, Allowed]:
     try:
         stacks: dict[str, list[AgentMiddleware]] = {
             "plain": [],
+            "hitl": [HumanInTheLoopMiddleware(interrupt_on={ALLOWED_TOOL: False})],
             "signoff": [SignoffMiddleware(runs)],
         }
         agents = {
@@ -251,8 +260,7 @@ def bench_allowed(place: Place) -> dict[str, Allowed]:
         invoke: dict[str, list[float]] = {name: [] for name in agents}
         to_tool: dict[str, list[float]] = {name: [] for name in agents}
         for cycle in range(WARMUP + ALLOWED_CYCLES):
-            names = list(agents) if cycle % 2 == 0 else list(reversed(agents))
-            for name in names:
+            for name in rotated(list(agents), cycle):
                 CLOCK.reset()
                 started = time.perf_counter()
                 result = agents[name].invoke(
@@ -307,8 +315,7 @@ def bench_held(place: Place, size: int) -> dict[str, Held]:
         }
         cycles = HELD_CYCLES[size]
         for cycle in range(WARMUP + cycles):
-            names = list(agents) if cycle % 2 == 0 else list(reversed(agents))
-            for name in names:
+            for name in rotated(list(agents), cycle):
                 agent, config = agents[name], thread(f"held-{name}")
                 agent.update_state(
                     config,
@@ -369,11 +376,16 @@ def times(ours: float, theirs: float) -> str:
 
 
 def allowed_table(result: BackendResult) -> Table:
-    plain, ours = result.allowed["plain"], result.allowed["signoff"]
+    plain, hitl, ours = (result.allowed[name] for name in ("plain", "hitl", "signoff"))
     table = Table(title=f"An allowed call, {result.backend}: one invoke (model → tool → model)")
     for header in ("", "invoke p50", "invoke p99", "model → tool p50", "model → tool p99"):
         table.add_column(header, justify="right" if header else "left")
-    for label, figure in (("create_agent", plain), ("+ SignoffMiddleware", ours)):
+    rows = (
+        ("create_agent", plain),
+        ("+ HITL middleware (not asking)", hitl),
+        ("+ SignoffMiddleware (allowed)", ours),
+    )
+    for label, figure in rows:
         table.add_row(
             label,
             ms(figure.invoke.p50_ms),
