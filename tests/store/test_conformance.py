@@ -559,3 +559,16 @@ async def test_ledger_entries_written_before_version_5_are_read_after_migrating(
             "started", owner="x", now=T0, lease=timedelta(seconds=1), takeover=True
         )
         assert taken.claimed
+
+
+async def test_a_history_grows_only_from_the_length_its_writer_read(store: SQLStore):
+    now = datetime.now(UTC)
+    assert await store.history("pydantic-ai", "t") == []
+    assert await store.append_history("pydantic-ai", "t", ["a", "b"], after=0, now=now)
+    # Two writers that read the same length: the first extends it, the second writes nothing.
+    assert await store.append_history("pydantic-ai", "t", ["c"], after=2, now=now)
+    assert not await store.append_history("pydantic-ai", "t", ["x", "y"], after=2, now=now)
+    assert not await store.append_history("pydantic-ai", "t", ["z"], after=5, now=now)
+    assert await store.history("pydantic-ai", "t") == ["a", "b", "c"]
+    assert await store.history("pydantic-ai", "other") == []
+    assert await store.history("langgraph", "t") == []

@@ -20,7 +20,6 @@ principal first, compare-and-set against one taken elsewhere.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, NotRequired, Union
@@ -39,6 +38,7 @@ from signoff.errors import (
 from signoff.gate.edits import check_edit
 from signoff.gate.external import ExternalRuns, Held, Resumer, connect
 from signoff.gate.once import Claim, Recorded
+from signoff.integrations._answers import answer_text, blocked_text, edited_text
 from signoff.limits import ArgumentLimits
 from signoff.types import Approval, Approve, Decision, Edit, Reject, Respond, ToolCall
 
@@ -347,7 +347,7 @@ def message_id(key: str) -> str:
 def blocked(tool_call: Mapping[str, Any], reason: str, key: str) -> ToolMessage:
     return ToolMessage(
         id=message_id(key),
-        content=f"signoff blocked this call: {reason}. It did not run.",
+        content=blocked_text(reason),
         name=tool_call["name"],
         tool_call_id=tool_call["id"] or "",
         status="error",
@@ -355,26 +355,11 @@ def blocked(tool_call: Mapping[str, Any], reason: str, key: str) -> ToolMessage:
 
 
 def answer(tool_call: Mapping[str, Any], approval: Approval, key: str) -> ToolMessage:
-    """The result a decided call that does not run gives the model: the person's response,
-    or the rejection in the shape kagent uses (a normal result that says not to retry)."""
-    decision = approval.decision
-    if isinstance(decision, Respond):
-        content, status = decision.content, "success"
-    elif isinstance(decision, Reject):
-        reason = decision.reason or "no reason given"
-        content = json.dumps({"status": "rejected",
-                              "message": f"The user rejected this call: {reason}. "
-                                         "Do not retry it."})  # fmt: skip
-        status = "error"
-    elif approval.status == "expired":
-        expired = "Nobody approved this call in time; it did not run."
-        content = json.dumps({"status": "expired", "message": expired})
-        status = "error"
-    else:
-        content = json.dumps({"status": approval.status, "message": "This call did not run."})
-        status = "error"
+    """The result a decided call that does not run gives the model (`answer_text`)."""
+    content, ok = answer_text(approval)
     return ToolMessage(id=message_id(key), content=content, name=tool_call["name"],
-                       tool_call_id=tool_call["id"] or "", status=status)  # fmt: skip
+                       tool_call_id=tool_call["id"] or "",
+                       status="success" if ok else "error")  # fmt: skip
 
 
 def _record(result: ToolMessage | Command[Any]) -> dict[str, Any]:
@@ -405,10 +390,7 @@ def _restored(value: Any, plan: _Run) -> ToolMessage | Command[Any]:
 def _marked(message: ToolMessage, plan: _Run) -> ToolMessage:
     content = message.content
     if plan.edited is not None and isinstance(content, str):
-        content = (
-            f"A person edited this call before it ran; it ran with the arguments "
-            f"{json.dumps(plan.edited, sort_keys=True)}.\n\n{content}"
-        )
+        content = edited_text(plan.edited, content)
     return message.model_copy(update={"id": message_id(plan.key), "content": content})
 
 

@@ -327,6 +327,12 @@ class Store(Protocol):
 
     async def finish_pauses(self, approval_ids: Sequence[str], *, now: datetime) -> None: ...
 
+    async def history(self, origin: str, thread_id: str) -> list[str]: ...
+
+    async def append_history(
+        self, origin: str, thread_id: str, items: Sequence[str], *, after: int, now: datetime
+    ) -> bool: ...
+
     async def ledger_claim(
         self,
         key: str,

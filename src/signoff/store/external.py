@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from sqlalchemy import and_, bindparam, exists, or_, select, update
+from sqlalchemy import and_, bindparam, exists, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
@@ -35,6 +35,7 @@ _calls = schema.external_calls
 _pauses = schema.pauses
 _links = schema.pause_approvals
 _ledger = schema.ledger
+_history = schema.external_history
 
 
 def _insert_ignoring(table: Any) -> dict[str, Any]:
@@ -48,6 +49,7 @@ _INSERT_CALL = _insert_ignoring(_calls)
 _INSERT_PAUSE = _insert_ignoring(_pauses)
 _INSERT_LINK = _insert_ignoring(_links)
 _INSERT_LEDGER = _insert_ignoring(_ledger)
+_INSERT_HISTORY = _insert_ignoring(_history)
 _FIND_CALLS = select(_calls).where(_calls.c.key.in_(bindparam("keys", expanding=True)))
 _PENDING = (
     select(_links.c.approval_id)
@@ -296,6 +298,49 @@ class ExternalStore:
             .values(status="done", lease_owner=None, lease_until=None, updated_at=to_micros(now))
         )
         await self.run(lambda c: c.execute(query))
+
+    # -- histories the framework leaves to the app -------------------------------------------
+
+    async def history(self, origin: str, thread_id: str) -> list[str]:
+        """The items appended to the thread's history, in order."""
+        query = (
+            select(_history.c.data)
+            .where(_history.c.origin == origin, _history.c.thread_id == thread_id)
+            .order_by(_history.c.seq)
+        )
+        items: list[str] = await self.run(lambda c: list(c.execute(query).scalars()), write=False)
+        return items
+
+    async def append_history(
+        self, origin: str, thread_id: str, items: Sequence[str], *, after: int, now: datetime
+    ) -> bool:
+        """Append `items` to a history its writer read `after` items long; False (nothing
+        written) when it has grown since — another writer extended it first."""
+        if not items:
+            return True
+        rows = [
+            {"origin": origin, "thread_id": thread_id, "seq": after + i, "data": item,
+             "at": to_micros(now)}
+            for i, item in enumerate(items)
+        ]  # fmt: skip
+        length = select(func.count()).where(
+            _history.c.origin == origin, _history.c.thread_id == thread_id
+        )
+        insert = _INSERT_HISTORY
+
+        def work(connection: Connection) -> bool:
+            if connection.execute(length).scalar_one() != after:
+                return False
+            statement = insert[connection.dialect.name]
+            # A concurrent writer that read the same length inserts the same first key: one wins.
+            if connection.execute(statement, rows[:1]).rowcount != 1:
+                return False
+            if rows[1:]:
+                connection.execute(statement, rows[1:])
+            return True
+
+        appended: bool = await self.run(work)
+        return appended
 
     # -- the ledger's claims ---------------------------------------------------------------
 

@@ -194,7 +194,12 @@ def _v5(connection: Connection) -> None:
     connection.execute(text("ALTER TABLE ledger ADD COLUMN lease_until BIGINT"))
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2, _v3, _v4, _v5]
+def _v6(connection: Connection) -> None:
+    """The histories of other frameworks' threads that signoff keeps (Pydantic AI)."""
+    schema.external_history.create(connection)
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2, _v3, _v4, _v5, _v6]
 LATEST = len(MIGRATIONS)
 
 

@@ -281,3 +281,16 @@ pause_approvals = Table(
     Column("approval_id", String(40), primary_key=True),
     Index("pause_approvals_approval", "approval_id"),
 )
+
+external_history = Table(
+    "external_history",
+    metadata,
+    Column("origin", String(40), primary_key=True),
+    Column("thread_id", Text, primary_key=True),
+    Column("seq", BigInteger, primary_key=True),
+    Column("data", Text, nullable=False),
+    Column("at", BigInteger, nullable=False),
+)
+"""Since version 6: the history of another framework's thread where the framework leaves it to
+the app (Pydantic AI's messages), appended in order — each append a compare-and-set on the
+length its writer read, so two resumers of one thread never both extend it."""

@@ -1,0 +1,389 @@
+"""Pydantic AI agents behind signoff: the agent as it is, run through `SignoffAgent`.
+
+    runs = connect("policy.yaml", origin="pydantic-ai", database="sqlite:///signoff.db")
+    agent = SignoffAgent(my_agent, runs)
+    result = await agent.run("Mail the notes to Bob", thread="notes-1")
+    # result.output: the agent's output, or DeferredToolRequests while calls wait for a person
+    ...                                   # decided in the web inbox, the API, the terminal
+    result = await agent.resume("notes-1")  # or agent.resumer().start() next to the app
+
+signoff's policy judges every tool call with its arguments (a capability's `wrap_tool_execute`,
+and `handle_deferred_tool_calls` for tools declared ``requires_approval=True``): allowed calls run
+once, through signoff's ledger; denied ones give the model `ToolDenied` with the reason; asked
+ones become approvals in signoff's store and the run ends with Pydantic AI's
+`DeferredToolRequests`. signoff keeps the thread's message history (appended, never rewritten)
+so that any process resumes it: the decisions are read from signoff's store, never from a
+payload — an approval runs the call, an edit runs it with the edited arguments (checked against
+the tool's schema and the policy), a response is the tool's result, a rejection's reason reaches
+the model. Resumed twice, by two processes at once, the tool still runs once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from signoff.errors import ConflictError, InvalidEditError, MissingExtraError, OutcomeUnknown
+from signoff.gate.edits import check_edit
+from signoff.gate.external import ExternalRuns, Held, Pause, Resumer, connect
+from signoff.gate.once import Recorded
+from signoff.integrations._answers import answer_text, blocked_text, edited_text
+from signoff.types import Approval, ToolCall
+
+try:
+    from pydantic_ai import Agent, ApprovalRequired, RunContext
+    from pydantic_ai.capabilities import AbstractCapability
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelMessagesTypeAdapter,
+        ModelRequest,
+        ModelResponse,
+        RetryPromptPart,
+        ToolCallPart,
+        ToolReturnPart,
+    )
+    from pydantic_ai.tools import (
+        DeferredToolRequests,
+        DeferredToolResults,
+        ToolApproved,
+        ToolDefinition,
+        ToolDenied,
+    )
+    from pydantic_core import to_json, to_jsonable_python
+except ImportError as exc:  # pragma: no cover - exercised without the extra installed
+    raise MissingExtraError("signoff.integrations.pydantic_ai", "pydantic-ai") from exc
+
+__all__ = ["ORIGIN", "SignoffAgent", "SignoffCapability", "connect"]
+
+ORIGIN = "pydantic-ai"
+
+Handler = Callable[[Any], Awaitable[Any]]
+
+
+class SignoffAgent:
+    """A Pydantic AI `Agent` with signoff's policy, approvals, grants, ledger and audit, and
+    its threads' histories kept in signoff's store."""
+
+    def __init__(
+        self,
+        agent: Agent[Any, Any],
+        runs: ExternalRuns,
+        *,
+        path: str | None = None,
+        requested_by: str | None = None,
+    ) -> None:
+        """`runs` from `connect(policy, origin="pydantic-ai", database=...)`; `path` the agent
+        path the policy's ``agents:`` section judges its calls by (default: the agent's name);
+        `requested_by` who starts its threads (a rule may forbid them approving their own)."""
+        self.agent = agent
+        self.runs = runs
+        self.path = path
+        self.requested_by = requested_by
+        self._schemas: set[tuple[str | None, str]] = set()
+
+    # -- running ---------------------------------------------------------------------------
+
+    async def run(self, prompt: str | None = None, *, thread: str, **kwargs: Any) -> Any:
+        """Run the agent on `thread`, with the thread's history so far; the new messages are
+        appended to it. Ends with the agent's output, or `DeferredToolRequests` while calls
+        wait for a person. `kwargs` go to `Agent.run` (deps, model_settings, ...)."""
+        items = await self.runs.bridge.arun(self.runs.store.history(ORIGIN, thread))
+        history = _messages(items)
+        if _open_calls(history):
+            raise ConflictError(
+                f"thread {thread!r} waits on calls a person has not all answered: resume it "
+                "(SignoffAgent.resume) once they are decided"
+            )
+        result = await self.agent.run(
+            prompt,
+            message_history=history or None,
+            capabilities=[SignoffCapability(self, thread)],
+            output_type=_with_deferred(self.agent.output_type),
+            **kwargs,
+        )
+        await self._keep(thread, len(items), result)
+        return result
+
+    async def resume(self, thread: str, **kwargs: Any) -> Any | None:
+        """Resume `thread` with the decisions signoff's store holds for its waiting calls (an
+        undecided one is asked again). None when nothing waits."""
+        items = await self.runs.bridge.arun(self.runs.store.history(ORIGIN, thread))
+        history = _messages(items)
+        waiting = _open_calls(history)
+        if not waiting:
+            return None
+        held = await self.runs.held(thread, [c.tool_call_id for c in waiting])
+        results = DeferredToolResults(
+            approvals={c.tool_call_id: _resume_value(held.get(c.tool_call_id)) for c in waiting}
+        )
+        result = await self.agent.run(
+            message_history=history,
+            deferred_tool_results=results,
+            capabilities=[SignoffCapability(self, thread)],
+            output_type=_with_deferred(self.agent.output_type),
+            **kwargs,
+        )
+        await self._keep(thread, len(items), result)
+        decided = [h.approval.id for h in held.values() if h.approval and not h.approval.pending]
+        if decided:
+            await self.runs.went_on(decided)
+        return result
+
+    def run_sync(self, prompt: str | None = None, *, thread: str, **kwargs: Any) -> Any:
+        """`run` from synchronous code (not inside a running event loop)."""
+        return asyncio.run(self.run(prompt, thread=thread, **kwargs))
+
+    def resume_sync(self, thread: str, **kwargs: Any) -> Any | None:
+        """`resume` from synchronous code (not inside a running event loop)."""
+        return asyncio.run(self.resume(thread, **kwargs))
+
+    def resumer(self) -> Resumer:
+        """A `Resumer` that resumes this agent's waiting threads once every call a pause waits
+        on is decided — in any channel, with no code of the user's: ``.start()`` it next to
+        the app, or ``await ....work()`` in a task."""
+
+        async def resume(pause: Pause) -> None:
+            await self.resume(pause.thread_id)
+
+        return Resumer(self.runs, resume)
+
+    async def _keep(self, thread: str, after: int, result: Any) -> None:
+        """Append the run's new messages to the thread's history; record the pause when the run
+        ended waiting on people."""
+        new = [to_json(m).decode() for m in result.new_messages()]
+        store, now = self.runs.store, _now()
+        if not await self.runs.bridge.arun(
+            store.append_history(ORIGIN, thread, new, after=after, now=now)
+        ):
+            raise ConflictError(
+                f"thread {thread!r} was extended by another run meanwhile; this run's messages "
+                "were not kept (its tools ran once all the same)"
+            )
+        output = result.output
+        if isinstance(output, DeferredToolRequests):
+            held = await self.runs.held(thread, [c.tool_call_id for c in output.approvals])
+            asked = [h.approval.id for h in held.values() if h.approval is not None]
+            if asked:
+                await self.runs.pause(
+                    thread=thread,
+                    approvals=asked,
+                    data={"thread_id": thread, "asked": asked},
+                    agent=self.path or self.agent.name,
+                )
+
+    # -- one call --------------------------------------------------------------------------
+
+    async def execute(
+        self,
+        thread: str,
+        ctx: RunContext[Any],
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: Any,
+        handler: Handler,
+    ) -> Any:
+        """Judge one call (or read how it was judged) and run it, answer it, or defer it."""
+        path = self.path or (ctx.agent.name if ctx.agent is not None else None)
+        self._register(tool_def, path)
+        proposed = ToolCall(
+            id=call.tool_call_id, name=call.tool_name, args=call.args_as_dict(), agent=path
+        )
+        found = None
+        if ctx.tool_call_approved:
+            # Resumed: the call was judged when it was proposed (its arguments may be edited).
+            found = (await self.runs.held(thread, [proposed.id])).get(proposed.id)
+        if found is None:
+            found = (
+                await self.runs.judged([proposed], thread=thread, requested_by=self.requested_by)
+            )[proposed.id]
+        return await self._act(thread, found, proposed, tool_def, args, handler)
+
+    async def settle(
+        self, thread: str, ctx: RunContext[Any], requests: DeferredToolRequests
+    ) -> DeferredToolResults | None:
+        """Judge the calls a tool deferred itself (``requires_approval=True``): allowed ones
+        go on to run (through `execute`), denied ones are answered, asked ones wait."""
+        path = self.path or (ctx.agent.name if ctx.agent is not None else None)
+        calls = [
+            ToolCall(id=c.tool_call_id, name=c.tool_name, args=c.args_as_dict(), agent=path)
+            for c in requests.approvals
+        ]
+        if not calls:
+            return None
+        held = await self.runs.judged(calls, thread=thread, requested_by=self.requested_by)
+        answers: dict[str, bool | ToolApproved | ToolDenied] = {}
+        for call in calls:
+            found = held[call.id]
+            if found.record.kind == "run":
+                answers[call.id] = True
+            elif found.record.kind == "block":
+                answers[call.id] = ToolDenied(blocked_text(found.record.reason))
+            elif found.approval is not None and not found.approval.pending:
+                answers[call.id] = _resume_value(found)
+        return DeferredToolResults(approvals=answers) if answers else None
+
+    async def _act(
+        self,
+        thread: str,
+        found: Held,
+        proposed: ToolCall,
+        tool_def: ToolDefinition,
+        args: Any,
+        handler: Handler,
+    ) -> Any:
+        record, approval = found.record, found.approval
+        key = self.runs.key(thread, proposed.id)
+        if record.kind == "block":
+            return ToolDenied(blocked_text(record.reason))
+        if record.kind == "run":
+            if record.digest != proposed.digest:
+                return ToolDenied(blocked_text("the call changed after it was judged"))
+            return await self._once(key, proposed, handler, args, edited=None)
+        assert approval is not None  # held calls carry their approval
+        if approval.pending:
+            raise ApprovalRequired(metadata={"signoff": {"approval": approval.id}})
+        if approval.status not in ("approved", "edited"):
+            text, ok = answer_text(approval)
+            return text if ok else ToolDenied(text)
+        # What runs is what the person approved, whatever the resume payload said.
+        if approval.status == "edited":
+            problem = self._unfit(approval, tool_def)
+            if problem is None and proposed.args != approval.call.args:
+                problem = "the resume did not carry the edited arguments"
+            if problem is not None:
+                return ToolDenied(blocked_text(problem))
+            return await self._once(key, proposed, handler, args, edited=approval.call.args)
+        if proposed.digest != record.digest:
+            return ToolDenied(blocked_text("the call changed after it was approved"))
+        return await self._once(key, proposed, handler, args, edited=None)
+
+    async def _once(
+        self,
+        key: str,
+        call: ToolCall,
+        handler: Handler,
+        args: Any,
+        *,
+        edited: dict[str, Any] | None,
+    ) -> Any:
+        """Run the call once under `key` (its recorded result when it ran before)."""
+        runs = self.runs
+        try:
+            claim = await runs.claim(key, tool=call.name)
+        except OutcomeUnknown as exc:
+            return ToolDenied(f"signoff: {exc}")
+        if isinstance(claim, Recorded):
+            value = claim.value.get("result")
+        else:
+            try:
+                value = await handler(args)
+            except BaseException as exc:
+                await runs.fail(claim, exc)
+                raise
+            await runs.finish(claim, {"result": to_jsonable_python(value)})
+        if edited is not None and isinstance(value, str):
+            return edited_text(edited, value)
+        return value
+
+    def _unfit(self, approval: Approval, tool_def: ToolDefinition) -> str | None:
+        """Why the edited call may not run: its arguments break the tool's schema, or the
+        policy denies it now."""
+        try:
+            check_edit(approval.call.args, tool_def.parameters_json_schema)
+        except InvalidEditError as exc:
+            return f"the edited arguments do not fit the tool's schema: {exc}"
+        verdict = self.runs.gate.engine.evaluate(approval.call)
+        if verdict.kind == "deny":
+            return f"the policy denies the edited call: {verdict.reason}"
+        return None
+
+    def _register(self, tool_def: ToolDefinition, path: str | None) -> None:
+        """Edits of this agent's calls are checked against its tools' schemas when decided."""
+        if (path, tool_def.name) in self._schemas:
+            return
+        schema = tool_def.parameters_json_schema
+        self.runs.gate.register_schemas({tool_def.name: schema}, agent=path)
+        self._schemas.add((path, tool_def.name))
+
+
+@dataclass
+class SignoffCapability(AbstractCapability[Any]):
+    """The hooks `SignoffAgent` adds to each run of its agent, for one thread."""
+
+    signoff: SignoffAgent
+    thread: str
+
+    async def wrap_tool_execute(
+        self,
+        ctx: RunContext[Any],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: Any,
+        handler: Handler,
+    ) -> Any:
+        return await self.signoff.execute(self.thread, ctx, call, tool_def, args, handler)
+
+    async def handle_deferred_tool_calls(
+        self, ctx: RunContext[Any], *, requests: DeferredToolRequests
+    ) -> DeferredToolResults | None:
+        return await self.signoff.settle(self.thread, ctx, requests)
+
+
+# -- small things ------------------------------------------------------------------------------
+
+
+def _resume_value(found: Held | None) -> bool | ToolApproved | ToolDenied:
+    """What a waiting call is resumed with. The hook reads the decision from the store again
+    and acts on that, so this only spares a tool call a rejection already answers."""
+    if found is None:
+        return ToolDenied(blocked_text("signoff holds no decision on this call"))
+    approval = found.approval
+    if found.record.kind == "block":
+        return ToolDenied(blocked_text(found.record.reason))
+    if approval is None or approval.pending or approval.status in ("approved", "responded"):
+        return True  # an undecided call is asked again
+    if approval.status == "edited":
+        return ToolApproved(override_args=approval.call.args)
+    text, _ = answer_text(approval)
+    return ToolDenied(text)
+
+
+def _with_deferred(output_type: Any) -> Any:
+    """The agent's output type, with `DeferredToolRequests` (a run ends with it while calls
+    wait for a person)."""
+    types = list(output_type) if isinstance(output_type, Sequence) else [output_type]
+    return types if DeferredToolRequests in types else [*types, DeferredToolRequests]
+
+
+def _messages(items: Sequence[str]) -> list[ModelMessage]:
+    if not items:
+        return []
+    return ModelMessagesTypeAdapter.validate_json("[" + ",".join(items) + "]")
+
+
+def _open_calls(history: Sequence[ModelMessage]) -> list[ToolCallPart]:
+    """The calls of the last model response that have no result yet (a run that ended waiting
+    on them)."""
+    answered: set[str] = set()
+    for message in reversed(history):
+        if isinstance(message, ModelRequest):
+            answered.update(
+                p.tool_call_id
+                for p in message.parts
+                if isinstance(p, ToolReturnPart | RetryPromptPart)
+            )
+        elif isinstance(message, ModelResponse):
+            return [
+                p
+                for p in message.parts
+                if isinstance(p, ToolCallPart) and p.tool_call_id not in answered
+            ]
+    return []
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)

@@ -1,0 +1,351 @@
+"""Pydantic AI agents behind signoff: the real `Agent`, its own `FunctionModel` (offline), signoff's
+store on SQLite and PostgreSQL, and tools that count every real execution in a side-effect file."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic_ai import Agent
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.tools import DeferredToolRequests
+
+from signoff import Approve, Edit, Policy, Reject, Respond, Scope
+from signoff.errors import ConflictError, ForbiddenError, InvalidEditError
+from signoff.gate.external import ExternalRuns
+from signoff.integrations.pydantic_ai import ORIGIN, SignoffAgent, connect
+from tests.conftest import fresh_postgres_database
+from tests.deadline import HANG
+
+POLICY = Policy.from_dict(
+    {
+        "default": "ask",
+        "rules": [
+            {"allow": "read_*"},
+            {"deny": "charge", "when": {"amount": {"gt": 1000}}},
+            {"ask": "charge", "approvers": ["finance"]},
+        ],
+    }
+)
+THREAD = "t-1"
+Script = list[list[tuple[str, dict[str, Any]]] | str]
+
+
+def scripted(script: Script, turns: list[int]) -> FunctionModel:
+    """Turn n (the number of model responses so far) proposes `script[n]`: tool calls or a text
+    that lists the tool results it was given. Every call of the model is noted in `turns`."""
+
+    def reply(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        turn = sum(isinstance(m, ModelResponse) for m in messages)
+        turns.append(turn)
+        step = script[turn] if turn < len(script) else "done"
+        if isinstance(step, str):
+            results = {
+                p.tool_call_id: str(p.content)
+                for m in messages
+                if isinstance(m, ModelRequest)
+                for p in m.parts
+                if isinstance(p, ToolReturnPart)
+            }
+            return ModelResponse(parts=[TextPart(f"{step} {json.dumps(results, sort_keys=True)}")])
+        return ModelResponse(
+            parts=[
+                ToolCallPart(name, args, tool_call_id=f"call_{turn}_{i}")
+                for i, (name, args) in enumerate(step)
+            ]
+        )
+
+    return FunctionModel(reply)
+
+
+def build(script: Script, side_effects: Path, turns: list[int]) -> Agent[None, str]:
+    agent = Agent(scripted(script, turns), name="assistant")
+
+    def record(line: str) -> None:
+        with side_effects.open("a") as f:
+            f.write(line + "\n")
+
+    @agent.tool_plain
+    def read_file(path: str) -> str:
+        """Read a file."""
+        record(f"read_file {path}")
+        return f"contents of {path}"
+
+    @agent.tool_plain
+    def send_email(to: str, body: str = "") -> str:
+        """Send an email."""
+        record(f"send_email {to} {body}")
+        return f"sent to {to}"
+
+    @agent.tool_plain
+    def charge(amount: int) -> str:
+        """Charge the customer."""
+        record(f"charge {amount}")
+        return f"charged {amount}"
+
+    @agent.tool_plain(requires_approval=True)
+    def read_secrets() -> str:
+        """Read the secrets (the tool itself asks for approval)."""
+        record("read_secrets")
+        return "the secrets"
+
+    return agent
+
+
+DEFAULT: Script = [
+    [
+        ("read_file", {"path": "report.txt"}),
+        ("send_email", {"to": "bob@example.com", "body": "hi"}),
+        ("charge", {"amount": 5000}),
+        ("charge", {"amount": 50}),
+    ],
+    "done",
+]
+
+
+@dataclass
+class Harness:
+    database: str
+    runs: ExternalRuns
+    side_effects: Path
+    turns: list[int]
+
+    def agent(self, script: Script = DEFAULT, runs: ExternalRuns | None = None) -> SignoffAgent:
+        built = build(script, self.side_effects, self.turns)
+        return SignoffAgent(built, runs or self.runs, requested_by="alice")
+
+    def executions(self) -> list[str]:
+        path = self.side_effects
+        return path.read_text().splitlines() if path.exists() else []
+
+    async def pending(self) -> dict[str, Any]:
+        found = await self.runs.bridge.arun(self.runs.store.list_approvals(status="pending"))
+        return {f"{a.call.name} {json.dumps(a.call.args, sort_keys=True)}": a for a in found}
+
+    async def decide(self, approval_id: str, decision: Any) -> None:
+        gate = self.runs.gate
+        await self.runs.bridge.arun(
+            gate.decide(approval_id, decision, actor="bob", roles=["finance"])
+        )
+
+
+def open_runs(database: str) -> ExternalRuns:
+    return connect(POLICY, origin=ORIGIN, database=database)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def harness(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Harness]:
+    if request.param == "sqlite":
+        database = f"sqlite:///{tmp_path / 'signoff.db'}"
+        runs = await asyncio.to_thread(open_runs, database)
+        try:
+            yield Harness(database, runs, tmp_path / "side-effects.txt", [])
+        finally:
+            await asyncio.to_thread(runs.close)
+        return
+    async with fresh_postgres_database() as url:
+        runs = await asyncio.to_thread(open_runs, url)
+        try:
+            yield Harness(url, runs, tmp_path / "side-effects.txt", [])
+        finally:
+            await asyncio.to_thread(runs.close)
+
+
+def said(result: Any) -> dict[str, str]:
+    """The tool results the model's last text listed, by call id."""
+    text = str(result.output)
+    found: dict[str, str] = json.loads(text[text.index("{") :])
+    return found
+
+
+async def test_allowed_calls_run_denied_ones_are_blocked_and_asked_ones_wait(
+    harness: Harness,
+) -> None:
+    result = await harness.agent().run("go", thread=THREAD)
+
+    assert isinstance(result.output, DeferredToolRequests)
+    assert [c.tool_call_id for c in result.output.approvals] == ["call_0_1", "call_0_3"]
+    assert harness.executions() == ["read_file report.txt"]
+    pending = await harness.pending()
+    assert set(pending) == {'send_email {"body": "hi", "to": "bob@example.com"}',
+                            'charge {"amount": 50}'}  # fmt: skip
+    approval = pending['charge {"amount": 50}']
+    assert (approval.origin, approval.thread_id, approval.requested_by, approval.call.agent) == (
+        ORIGIN, THREAD, "alice", "assistant")  # fmt: skip
+    # The thread waits: a new prompt is refused until its calls are answered.
+    with pytest.raises(ConflictError, match="resume it"):
+        await harness.agent().run("and another thing", thread=THREAD)
+
+
+async def test_each_decision_reaches_the_model_and_each_tool_runs_once(harness: Harness) -> None:
+    agent = harness.agent()
+    await agent.run("go", thread=THREAD)
+    pending = await harness.pending()
+    await harness.decide(pending['send_email {"body": "hi", "to": "bob@example.com"}'].id,
+                         Edit(args={"to": "carol@example.com", "body": "hi"}))  # fmt: skip
+    await harness.decide(pending['charge {"amount": 50}'].id, Reject(reason="not this month"))
+
+    result = await agent.resume(THREAD)
+
+    results = said(result)
+    assert results["call_0_0"] == "contents of report.txt"
+    assert "it ran with the arguments" in results["call_0_1"]
+    assert results["call_0_1"].endswith("sent to carol@example.com")
+    assert results["call_0_2"].startswith("signoff blocked this call: denied")
+    assert json.loads(results["call_0_3"]) == {
+        "status": "rejected",
+        "message": "The user rejected this call: not this month. Do not retry it.",
+    }
+    assert harness.executions() == ["read_file report.txt", "send_email carol@example.com hi"]
+    assert await agent.resume(THREAD) is None  # nothing waits any more
+    assert harness.turns == [0, 1]  # no model call on the way back in
+
+
+async def test_a_response_is_the_tools_result_and_approve_runs_as_proposed(
+    harness: Harness,
+) -> None:
+    agent = harness.agent()
+    await agent.run("go", thread=THREAD)
+    pending = await harness.pending()
+    await harness.decide(pending['charge {"amount": 50}'].id, Respond(content="already paid"))
+    await harness.decide(
+        pending['send_email {"body": "hi", "to": "bob@example.com"}'].id, Approve()
+    )
+
+    results = said(await agent.resume(THREAD))
+
+    assert results["call_0_3"] == "already paid"
+    assert results["call_0_1"] == "sent to bob@example.com"
+    assert "charge 50" not in harness.executions()
+
+
+async def test_an_undecided_call_is_asked_again_and_the_decided_one_runs(
+    harness: Harness,
+) -> None:
+    agent = harness.agent()
+    await agent.run("go", thread=THREAD)
+    pending = await harness.pending()
+    await harness.decide(pending['charge {"amount": 50}'].id, Approve())
+
+    again = await agent.resume(THREAD)
+
+    assert again is not None and isinstance(again.output, DeferredToolRequests)
+    assert [c.tool_call_id for c in again.output.approvals] == ["call_0_1"]
+    assert harness.executions() == ["read_file report.txt", "charge 50"]
+    await harness.decide(
+        pending['send_email {"body": "hi", "to": "bob@example.com"}'].id, Approve()
+    )
+    assert said(await agent.resume(THREAD))["call_0_1"] == "sent to bob@example.com"
+    assert harness.executions() == ["read_file report.txt", "charge 50",
+                                    "send_email bob@example.com hi"]  # fmt: skip
+
+
+async def test_the_same_pause_resumed_by_two_at_once_runs_each_tool_once(
+    harness: Harness,
+) -> None:
+    other = await asyncio.to_thread(open_runs, harness.database)  # another replica's store
+    try:
+        await harness.agent().run("go", thread=THREAD)
+        for approval in (await harness.pending()).values():
+            await harness.decide(approval.id, Approve())
+
+        outcomes = await asyncio.gather(
+            harness.agent().resume(THREAD),
+            harness.agent(runs=other).resume(THREAD),
+            return_exceptions=True,
+        )
+    finally:
+        await asyncio.to_thread(other.close)
+
+    # Both runs saw the tools' results; one kept its messages, the other was told it lost.
+    kept = [o for o in outcomes if not isinstance(o, BaseException)]
+    lost = [o for o in outcomes if isinstance(o, ConflictError)]
+    assert len(kept) + len(lost) == 2 and kept, outcomes
+    assert sorted(harness.executions()) == sorted(
+        ["read_file report.txt", "send_email bob@example.com hi", "charge 50"]
+    )
+
+
+async def test_an_edit_the_schema_refuses_or_the_policy_denies_is_not_taken(
+    harness: Harness,
+) -> None:
+    await harness.agent().run("go", thread=THREAD)
+    charge = (await harness.pending())['charge {"amount": 50}']
+
+    with pytest.raises(InvalidEditError, match="amount"):
+        await harness.decide(charge.id, Edit(args={"amount": "fifty"}))
+    with pytest.raises(ForbiddenError, match="denies the edited call"):
+        await harness.decide(charge.id, Edit(args={"amount": 5000}))
+    assert (await harness.pending())['charge {"amount": 50}'].pending
+
+
+async def test_approve_always_for_the_thread_lets_the_next_such_call_through(
+    harness: Harness,
+) -> None:
+    script: Script = [[("send_email", {"to": "bob@example.com"})], "sent",
+                      [("send_email", {"to": "eve@x.org"})], "sent again"]  # fmt: skip
+    agent = harness.agent(script)
+    await agent.run("go", thread=THREAD)
+    [approval] = (await harness.pending()).values()
+    await harness.decide(approval.id, Approve(always=Scope(kind="thread")))
+    await agent.resume(THREAD)
+
+    again = await agent.run("once more", thread=THREAD)
+
+    assert str(again.output).startswith("sent again")
+    assert harness.executions() == ["send_email bob@example.com ", "send_email eve@x.org "]
+    other = await harness.agent(script).run("go", thread="t-2")
+    assert isinstance(other.output, DeferredToolRequests)  # another thread still asks
+
+
+async def test_a_tool_that_asks_for_approval_itself_is_judged_by_the_policy(
+    harness: Harness,
+) -> None:
+    agent = harness.agent([[("read_secrets", {})], "done"])
+
+    result = await agent.run("go", thread=THREAD)
+
+    # The policy allows read_*: the tool's own requires_approval is answered by it.
+    assert said(result)["call_0_0"] == "the secrets"
+    assert harness.executions() == ["read_secrets"]
+
+
+async def test_the_resumer_resumes_the_thread_when_a_decision_is_taken_elsewhere(
+    harness: Harness,
+) -> None:
+    agent = harness.agent()
+    await agent.run("go", thread=THREAD)
+    inbox = await asyncio.to_thread(open_runs, harness.database)  # the server's store
+    stop = agent.resumer().start(poll_interval=0.05)
+    try:
+        for approval in (await harness.pending()).values():
+            await inbox.bridge.arun(
+                inbox.gate.decide(approval.id, Approve(), actor="bob", roles=["finance"])
+            )
+        async with asyncio.timeout(HANG):
+            while "done" not in (await history(harness))[-1]:
+                await asyncio.sleep(0.05)
+    finally:
+        await asyncio.to_thread(stop)
+        await asyncio.to_thread(inbox.close)
+    assert harness.turns == [0, 1]
+    assert sorted(harness.executions()) == sorted(
+        ["read_file report.txt", "send_email bob@example.com hi", "charge 50"]
+    )
+
+
+async def history(harness: Harness) -> list[str]:
+    return await harness.runs.bridge.arun(harness.runs.store.history(ORIGIN, THREAD))
