@@ -31,9 +31,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
-from signoff.errors import ConflictError, ForbiddenError, SignoffError
+from signoff.errors import ConflictError, ForbiddenError, InvalidEditError, SignoffError
 from signoff.gate.bridge import Bridge
 from signoff.gate.core import CheckContext, Gate, Outcome, external_key
+from signoff.gate.edits import check_edit
 from signoff.gate.ids import new_id
 from signoff.gate.once import Claim, Ledger, Recorded
 from signoff.gate.worker import work_ready
@@ -146,6 +147,18 @@ class ExternalRuns:
         if len(records) < len(keys) or any(r.kind == "hold" for r in records.values()):
             return None
         return {keys[k]: Held(record=r, approval=None) for k, r in records.items()}
+
+    def unfit(self, approval: Approval, schema: Mapping[str, Any] | None) -> str | None:
+        """Why an edited call may not run now: its arguments break the tool's `schema`, or the
+        policy denies it (both were checked when decided, where the decider knew them)."""
+        try:
+            check_edit(approval.call.args, schema)
+        except InvalidEditError as exc:
+            return f"the edited arguments do not fit the tool's schema: {exc}"
+        verdict = self.gate.engine.evaluate(approval.call)
+        if verdict.kind == "deny":
+            return f"the policy denies the edited call: {verdict.reason}"
+        return None
 
     def key(self, thread: str, call_id: str) -> str:
         """The key a call of this origin's `thread` is kept under (and run once under)."""

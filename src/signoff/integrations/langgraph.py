@@ -31,11 +31,9 @@ from typing_extensions import TypedDict
 from signoff.errors import (
     ExecutionFailed,
     InvalidDecisionError,
-    InvalidEditError,
     MissingExtraError,
     OutcomeUnknown,
 )
-from signoff.gate.edits import check_edit
 from signoff.gate.external import ExternalRuns, Held, Resumer, connect
 from signoff.gate.once import Claim, Recorded
 from signoff.integrations._answers import answer_text, blocked_text, edited_text
@@ -196,25 +194,12 @@ class LangGraphGate:
             return answer(tool_call, approval, key)
         edited = approval.call.args if approval.status == "edited" else None
         if edited is not None:
-            problem = self._unfit(request, approval)
+            problem = self.runs.unfit(approval, tool_schema(request.tool))
             if problem is not None:
                 return blocked(tool_call, problem, key)
             request = request.override(tool_call={**tool_call, "args": edited})
         return _Run(request=request, key=key, tool=tool_call["name"], edited=edited,
                     idempotent=idempotent)  # fmt: skip
-
-    def _unfit(self, request: ToolCallRequest, approval: Approval) -> str | None:
-        """Why the edited call may not run: its arguments break the tool's schema, or the
-        policy denies it now (both were checked when decided, where the decider knew them)."""
-        schema = tool_schema(request.tool)
-        try:
-            check_edit(approval.call.args, schema)
-        except InvalidEditError as exc:
-            return f"the edited arguments do not fit the tool's schema: {exc}"
-        verdict = self.runs.gate.engine.evaluate(approval.call)
-        if verdict.kind == "deny":
-            return f"the policy denies the edited call: {verdict.reason}"
-        return None
 
     # -- the one interrupt of a turn -------------------------------------------------------
 

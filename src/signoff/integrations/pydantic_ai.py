@@ -26,12 +26,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from signoff.errors import ConflictError, InvalidEditError, MissingExtraError, OutcomeUnknown
-from signoff.gate.edits import check_edit
+from signoff.errors import ConflictError, MissingExtraError, OutcomeUnknown
 from signoff.gate.external import ExternalRuns, Held, Pause, Resumer, connect
 from signoff.gate.once import Recorded
 from signoff.integrations._answers import answer_text, blocked_text, edited_text
-from signoff.types import Approval, ToolCall
+from signoff.types import ToolCall
 
 try:
     from pydantic_ai import Agent, ApprovalRequired, RunContext
@@ -186,7 +185,7 @@ class SignoffAgent:
         handler: Handler,
     ) -> Any:
         """Judge one call (or read how it was judged) and run it, answer it, or defer it."""
-        path = self.path or (ctx.agent.name if ctx.agent is not None else None)
+        path = self._path(ctx)
         self._register(tool_def, path)
         proposed = ToolCall(
             id=call.tool_call_id, name=call.tool_name, args=call.args_as_dict(), agent=path
@@ -206,7 +205,7 @@ class SignoffAgent:
     ) -> DeferredToolResults | None:
         """Judge the calls a tool deferred itself (``requires_approval=True``): allowed ones
         go on to run (through `execute`), denied ones are answered, asked ones wait."""
-        path = self.path or (ctx.agent.name if ctx.agent is not None else None)
+        path = self._path(ctx)
         calls = [
             ToolCall(id=c.tool_call_id, name=c.tool_name, args=c.args_as_dict(), agent=path)
             for c in requests.approvals
@@ -250,7 +249,7 @@ class SignoffAgent:
             return text if ok else ToolDenied(text)
         # What runs is what the person approved, whatever the resume payload said.
         if approval.status == "edited":
-            problem = self._unfit(approval, tool_def)
+            problem = self.runs.unfit(approval, tool_def.parameters_json_schema)
             if problem is None and proposed.args != approval.call.args:
                 problem = "the resume did not carry the edited arguments"
             if problem is not None:
@@ -288,17 +287,9 @@ class SignoffAgent:
             return edited_text(edited, value)
         return value
 
-    def _unfit(self, approval: Approval, tool_def: ToolDefinition) -> str | None:
-        """Why the edited call may not run: its arguments break the tool's schema, or the
-        policy denies it now."""
-        try:
-            check_edit(approval.call.args, tool_def.parameters_json_schema)
-        except InvalidEditError as exc:
-            return f"the edited arguments do not fit the tool's schema: {exc}"
-        verdict = self.runs.gate.engine.evaluate(approval.call)
-        if verdict.kind == "deny":
-            return f"the policy denies the edited call: {verdict.reason}"
-        return None
+    def _path(self, ctx: RunContext[Any]) -> str | None:
+        """The agent path its calls are judged by: the one given, else the agent's name."""
+        return self.path or (ctx.agent.name if ctx.agent is not None else None)
 
     def _register(self, tool_def: ToolDefinition, path: str | None) -> None:
         """Edits of this agent's calls are checked against its tools' schemas when decided."""
