@@ -233,6 +233,28 @@ class ExternalRuns:
             self.ledger.claim(key, idempotent=idempotent, tool=tool, digest=digest)
         )
 
+    async def once(
+        self,
+        key: str,
+        fn: Callable[[], Awaitable[Any]],
+        *,
+        tool: str = "",
+        idempotent: bool = False,
+    ) -> Any:
+        """Run `fn` (on the caller's loop, unlike `Ledger.once`) once under `key` and record
+        what it returns (a JSON value); the recorded value when it ran before. Raises
+        `OutcomeUnknown` when a worker died inside it (unless `idempotent`)."""
+        claim = await self.claim(key, idempotent=idempotent, tool=tool)
+        if isinstance(claim, Recorded):
+            return claim.value
+        try:
+            value = await fn()
+        except BaseException as exc:
+            await self.fail(claim, exc)
+            raise
+        await self.finish(claim, value)
+        return value
+
     async def finish(self, claim: Claim, value: Any) -> None:
         await self.bridge.arun(claim.finish(value))
 

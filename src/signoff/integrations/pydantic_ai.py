@@ -28,7 +28,6 @@ from typing import Any
 
 from signoff.errors import ConflictError, MissingExtraError, OutcomeUnknown
 from signoff.gate.external import ExternalRuns, Held, Pause, Resumer, connect
-from signoff.gate.once import Recorded
 from signoff.integrations._answers import answer_text, blocked_text, edited_text
 from signoff.types import ToolCall
 
@@ -269,20 +268,14 @@ class SignoffAgent:
         edited: dict[str, Any] | None,
     ) -> Any:
         """Run the call once under `key` (its recorded result when it ran before)."""
-        runs = self.runs
+
+        async def execute() -> Any:
+            return {"result": to_jsonable_python(await handler(args))}
+
         try:
-            claim = await runs.claim(key, tool=call.name)
+            value = (await self.runs.once(key, execute, tool=call.name))["result"]
         except OutcomeUnknown as exc:
             return ToolDenied(f"signoff: {exc}")
-        if isinstance(claim, Recorded):
-            value = claim.value.get("result")
-        else:
-            try:
-                value = await handler(args)
-            except BaseException as exc:
-                await runs.fail(claim, exc)
-                raise
-            await runs.finish(claim, {"result": to_jsonable_python(value)})
         if edited is not None and isinstance(value, str):
             return edited_text(edited, value)
         return value

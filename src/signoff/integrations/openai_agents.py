@@ -1,0 +1,434 @@
+"""OpenAI Agents SDK agents behind signoff: the agent as it is, run through `SignoffAgent`.
+
+    runs = connect("policy.yaml", origin="openai-agents", database="sqlite:///signoff.db")
+    agent = SignoffAgent(my_agent, runs)
+    result = await agent.run("Mail the notes to Bob", thread="notes-1")
+    # result.final_output, or result.interruptions while calls wait for a person
+    ...                                   # decided in the web inbox, the API, the terminal
+    result = await agent.resume("notes-1")  # or agent.resumer().start() next to the app
+
+Each run wraps the agent's function tools and its MCP servers' tools — and those of every agent
+it hands off to — so that signoff's policy judges every call with its arguments (the tool's
+``needs_approval``): allowed calls run once, through signoff's ledger; denied ones give the model
+the reason; asked ones become approvals in signoff's store and the run ends with the SDK's
+interruptions. signoff keeps the thread (its conversation, appended; a paused run's `RunState`)
+so that any process resumes it with the decisions read from signoff's store: an approval runs
+the call, an edit runs it with the edited arguments (checked against the tool's schema and the
+policy), a response is the tool's result, a rejection's reason reaches the model — what the SDK
+itself cannot do (it has no edit, and answers only with a rejection). Approve-always is a
+signoff grant, so it holds across runs and threads as its scope says. Resumed twice, by two
+processes at once, each tool still runs once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from signoff.errors import ConflictError, MissingExtraError, OutcomeUnknown, SignoffError
+from signoff.gate.external import ExternalRuns, Held, Pause, Resumer, connect
+from signoff.integrations._answers import answer_text, blocked_text, edited_text
+from signoff.types import ToolCall
+
+try:
+    from agents import Agent, FunctionTool, Handoff, RunContextWrapper, Runner, RunState
+    from agents.items import ToolApprovalItem
+    from agents.result import RunResult, RunResultStreaming
+    from agents.stream_events import StreamEvent
+    from agents.tool_context import ToolContext
+    from pydantic_core import to_jsonable_python
+except ImportError as exc:  # pragma: no cover - exercised without the extra installed
+    raise MissingExtraError("signoff.integrations.openai_agents", "openai-agents") from exc
+
+__all__ = ["ORIGIN", "SignoffAgent", "connect"]
+
+ORIGIN = "openai-agents"
+
+Invoke = Callable[[ToolContext[Any], str], Awaitable[Any]]
+
+
+class SignoffAgent:
+    """An OpenAI Agents SDK `Agent` with signoff's policy, approvals, grants, ledger and
+    audit, and its threads kept in signoff's store."""
+
+    def __init__(
+        self,
+        agent: Agent[Any],
+        runs: ExternalRuns,
+        *,
+        path: str | None = None,
+        requested_by: str | None = None,
+        idempotent: Iterable[str] = (),
+    ) -> None:
+        """`runs` from `connect(policy, origin="openai-agents", database=...)`; `path` the agent
+        path the policy's ``agents:`` section judges its calls by (default: the agent's name;
+        an agent it hands off to is judged as ``path/its-name``); `requested_by` who starts its
+        threads (a rule may forbid them approving their own); `idempotent` the tools safe to run
+        again when a worker died inside them (any other is then ``unknown``, not re-run)."""
+        self.agent = agent
+        self.runs = runs
+        self.path = path or agent.name
+        self.requested_by = requested_by
+        self.idempotent = frozenset(idempotent)
+        self._schemas: set[tuple[str, str]] = set()
+
+    # -- running ---------------------------------------------------------------------------
+
+    async def run(self, input: str | list[Any], *, thread: str, **kwargs: Any) -> RunResult:
+        """Run the agent on `thread`: its conversation so far, then `input`; what the run adds
+        is appended to it. Ends with the agent's output, or with `interruptions` while calls
+        wait for a person. `kwargs` go to `Runner.run` (context, max_turns, run_config, ...)."""
+        entries, conversation, _ = await self._thread(thread, waiting=False)
+        wrapping = _Wrapping(self, thread, kwargs.get("context"))
+        wrapped = await wrapping.root()
+        result = await Runner.run(wrapped, [*conversation, *_items(input)], **kwargs)
+        kept: RunResult = await self._settle(wrapping, entries, conversation, result, kwargs)
+        return kept
+
+    async def resume(self, thread: str, **kwargs: Any) -> RunResult | None:
+        """Resume `thread` with the decisions signoff's store holds for its waiting calls (an
+        undecided one waits on). None when nothing waits, or nothing it waits on is decided.
+        `context` (when the run's context could not be kept) and `kwargs` go to the SDK."""
+        entries, conversation, paused = await self._thread(thread, waiting=True)
+        if paused is None:
+            return None
+        context = kwargs.pop("context", None)
+        wrapping = _Wrapping(self, thread, context)
+        wrapped = await wrapping.root()
+        state = await RunState.from_json(wrapped, paused, context_override=context)
+        held = await self._judged(wrapping, state.get_interruptions())
+        decided = _answer(state, held)
+        if not decided:
+            return None
+        result = await Runner.run(wrapped, state, **kwargs)
+        kept: RunResult = await self._settle(wrapping, entries, conversation, result, kwargs)
+        await self.runs.went_on(decided)
+        return kept
+
+    async def stream(
+        self, input: str | list[Any], *, thread: str, **kwargs: Any
+    ) -> AsyncIterator[StreamEvent]:
+        """`run`, streamed: the SDK's events as they come (`Runner.run_streamed`); the thread
+        is kept once the stream ends, as `run` keeps it."""
+        entries, conversation, _ = await self._thread(thread, waiting=False)
+        wrapping = _Wrapping(self, thread, kwargs.get("context"))
+        wrapped = await wrapping.root()
+        streamed = Runner.run_streamed(wrapped, [*conversation, *_items(input)], **kwargs)
+        async for event in streamed.stream_events():
+            yield event
+        await self._settle(wrapping, entries, conversation, streamed, kwargs)
+
+    def run_sync(self, input: str | list[Any], *, thread: str, **kwargs: Any) -> RunResult:
+        """`run` from synchronous code (not inside a running event loop)."""
+        return asyncio.run(self.run(input, thread=thread, **kwargs))
+
+    def resume_sync(self, thread: str, **kwargs: Any) -> RunResult | None:
+        """`resume` from synchronous code (not inside a running event loop)."""
+        return asyncio.run(self.resume(thread, **kwargs))
+
+    def resumer(self) -> Resumer:
+        """A `Resumer` that resumes this agent's waiting threads once every call a pause waits
+        on is decided — in any channel, with no code of the user's: ``.start()`` it next to
+        the app, or ``await ....work()`` in a task."""
+
+        async def resume(pause: Pause) -> None:
+            await self.resume(pause.thread_id)
+
+        return Resumer(self.runs, resume)
+
+    async def _thread(
+        self, thread: str, *, waiting: bool
+    ) -> tuple[list[str], list[Any], dict[str, Any] | None]:
+        """The thread's entries, its conversation, and the `RunState` of its run that waits on
+        people — which takes no new input (`waiting` False) until it is resumed.
+
+        Each entry is ``{"item": ...}`` (one input item of the conversation) or ``{"state":
+        ...}`` (a paused run's state, the conversation so far inside it)."""
+        entries = await self.runs.bridge.arun(self.runs.store.history(ORIGIN, thread))
+        parsed = [json.loads(e) for e in entries]
+        paused = parsed[-1]["state"] if parsed and "state" in parsed[-1] else None
+        if paused is not None and not waiting:
+            raise ConflictError(
+                f"thread {thread!r} waits on calls a person has not all answered: resume it "
+                "(SignoffAgent.resume) once they are decided"
+            )
+        return entries, [e["item"] for e in parsed if "item" in e], paused
+
+    async def _settle(
+        self,
+        wrapping: _Wrapping,
+        entries: Sequence[str],
+        conversation: Sequence[Any],
+        result: RunResult | RunResultStreaming,
+        kwargs: dict[str, Any],
+    ) -> Any:
+        """Go on while every call the run stopped on is answered without a person (a verdict
+        the SDK could not ask for, a grant given meanwhile); then keep what the run added."""
+        thread, wrapped = wrapping.thread, await wrapping.root()
+        held: dict[str, Held] = {}
+        while result.interruptions:
+            held = await self._judged(wrapping, result.interruptions)
+            if any(h.approval is not None and h.approval.pending for h in held.values()):
+                break
+            state = result.to_state()
+            _answer(state, held)
+            kwargs = {k: v for k, v in kwargs.items() if k != "context"}
+            result = await Runner.run(wrapped, state, **kwargs)
+        if result.interruptions:
+            new = [json.dumps({"state": result.to_state().to_json()})]
+        else:
+            added = result.to_input_list()[len(conversation) :]
+            new = [json.dumps({"item": to_jsonable_python(item)}) for item in added]
+        store = self.runs.store
+        if not await self.runs.bridge.arun(
+            store.append_history(ORIGIN, thread, new, after=len(entries), now=_now())
+        ):
+            raise ConflictError(
+                f"thread {thread!r} was extended by another run meanwhile; this run was not "
+                "kept (its tools ran once all the same)"
+            )
+        if result.interruptions:
+            asked = [h.approval.id for h in held.values() if h.approval is not None]
+            await self.runs.pause(
+                thread=thread,
+                approvals=asked,
+                data={"thread_id": thread, "asked": asked},
+                agent=self.path,
+            )
+        return result
+
+    async def _judged(
+        self, wrapping: _Wrapping, items: Sequence[ToolApprovalItem]
+    ) -> dict[str, Held]:
+        """How each call the run stopped on stands, by call id (judged now when the SDK
+        stopped on it without asking the tool: arguments it could not read, say)."""
+        calls = [wrapping.proposed(item) for item in items]
+        return await self.runs.judged(
+            calls, thread=wrapping.thread, requested_by=self.requested_by
+        )
+
+    # -- one call --------------------------------------------------------------------------
+
+    async def asks(self, thread: str, call: ToolCall) -> bool:
+        """The tool's ``needs_approval``: judge the call; True when it waits for a person."""
+        found = (await self.runs.judged([call], thread=thread, requested_by=self.requested_by))[
+            call.id
+        ]
+        return found.record.kind == "hold"
+
+    async def execute(
+        self,
+        thread: str,
+        ctx: ToolContext[Any],
+        raw: str,
+        proposed: ToolCall,
+        schema: dict[str, Any],
+        invoke: Invoke,
+    ) -> Any:
+        """Run one call as it was judged and decided, or answer it."""
+        found = (await self.runs.held(thread, [proposed.id])).get(proposed.id)
+        if found is None:  # the SDK ran it without asking the tool first
+            found = (
+                await self.runs.judged([proposed], thread=thread, requested_by=self.requested_by)
+            )[proposed.id]
+        record, approval = found.record, found.approval
+        if record.kind == "block":
+            return blocked_text(record.reason)
+        if record.kind == "run":
+            if record.digest != proposed.digest:
+                return blocked_text("the call changed after it was judged")
+            return await self._once(thread, ctx, proposed, raw, invoke, edited=None)
+        assert approval is not None  # held calls carry their approval
+        if approval.pending:
+            return blocked_text("it waits for a person's decision")
+        if approval.status not in ("approved", "edited"):
+            return answer_text(approval)[0]
+        # What runs is what the person approved: the arguments the model proposed, or the
+        # person's edit of them (the SDK cannot change a call's arguments; the tool is invoked
+        # with the edit, and the model is told).
+        if approval.status == "edited":
+            problem = self.runs.unfit(approval, schema)
+            if problem is not None:
+                return blocked_text(problem)
+            edit = approval.call.args
+            return await self._once(thread, ctx, proposed, json.dumps(edit), invoke, edited=edit)
+        if proposed.digest != record.digest:
+            return blocked_text("the call changed after it was approved")
+        return await self._once(thread, ctx, proposed, raw, invoke, edited=None)
+
+    async def _once(
+        self,
+        thread: str,
+        ctx: ToolContext[Any],
+        call: ToolCall,
+        raw: str,
+        invoke: Invoke,
+        *,
+        edited: dict[str, Any] | None,
+    ) -> Any:
+        """Invoke the tool once under the call's key (its recorded result when it ran)."""
+
+        async def execute() -> Any:
+            return {"result": to_jsonable_python(await invoke(ctx, raw))}
+
+        key = self.runs.key(thread, call.id)
+        idempotent = call.name in self.idempotent
+        try:
+            value = await self.runs.once(key, execute, tool=call.name, idempotent=idempotent)
+        except OutcomeUnknown as exc:
+            return f"signoff: {exc}"
+        result = value["result"]
+        if edited is not None and isinstance(result, str):
+            return edited_text(edited, result)
+        return result
+
+    def register(self, path: str, name: str, schema: dict[str, Any]) -> None:
+        """Edits of this agent's calls are checked against its tools' schemas when decided."""
+        if (path, name) not in self._schemas:
+            self.runs.gate.register_schemas({name: schema}, agent=path)
+            self._schemas.add((path, name))
+
+
+class _Wrapping:
+    """The agent graph of one run on one thread: every agent reachable by handoffs, cloned with
+    its function tools and MCP tools wrapped (the policy decides ``needs_approval``; signoff
+    runs the call). Each agent's path is the chain of handoffs that first reaches it."""
+
+    def __init__(self, owner: SignoffAgent, thread: str, context: Any) -> None:
+        self.owner = owner
+        self.thread = thread
+        self.context = RunContextWrapper(context=context)
+        self.clones: dict[int, Agent[Any]] = {}
+        self._root: Agent[Any] | None = None
+        self.tools: dict[tuple[str, str], tuple[str, str | None, str]] = {}
+        """(agent name, tool name) → (the call's name, its MCP server, its agent path)."""
+
+    async def root(self) -> Agent[Any]:
+        if self._root is None:
+            self._root = await self._agent(self.owner.agent, self.owner.path)
+        return self._root
+
+    async def _agent(self, agent: Agent[Any], path: str) -> Agent[Any]:
+        if id(agent) in self.clones:
+            return self.clones[id(agent)]
+        clone = agent.clone(mcp_servers=[])
+        self.clones[id(agent)] = clone  # before its handoffs: they may lead back to it
+        tools = list(agent.tools)
+        if agent.mcp_servers:
+            tools += await agent.get_mcp_tools(self.context)
+        clone.tools = [self._tool(clone, tool, path) for tool in tools]
+        clone.handoffs = [await self._handoff(h, path) for h in agent.handoffs]
+        return clone
+
+    async def _handoff(self, handoff: Agent[Any] | Handoff[Any, Any], path: str) -> Any:
+        if isinstance(handoff, Agent):
+            return await self._agent(handoff, f"{path}/{handoff.name}")
+        reference = getattr(handoff, "_agent_ref", None)
+        target = reference() if callable(reference) else None
+        if not isinstance(target, Agent):
+            raise SignoffError(
+                f"the handoff to {handoff.agent_name!r} does not say which agent it leads to: "
+                "signoff cannot put its policy in front of that agent's tools"
+            )
+        clone = await self._agent(target, f"{path}/{target.name}")
+        original = handoff.on_invoke_handoff
+
+        async def invoke(ctx: RunContextWrapper[Any], raw: str) -> Agent[Any]:
+            await original(ctx, raw)  # the handoff's own callback (its on_handoff)
+            return clone
+
+        wrapped = dataclasses.replace(handoff, on_invoke_handoff=invoke)
+        wrapped._agent_ref = weakref.ref(clone)
+        return wrapped
+
+    def _tool(self, agent: Agent[Any], tool: Any, path: str) -> Any:
+        if not isinstance(tool, FunctionTool):
+            return tool  # hosted tools run at the model's provider; others ask on their own
+        binding = getattr(tool, "_mcp_tool_binding", None)
+        server, name = (binding[0], binding[1]) if binding else (None, tool.name)
+        self.tools[(agent.name, tool.name)] = (name, server, path)
+        owner, thread, invoke = self.owner, self.thread, tool.on_invoke_tool
+        schema = tool.params_json_schema
+        owner.register(path, name, schema)
+
+        def proposed(call_id: str, args: dict[str, Any]) -> ToolCall:
+            return ToolCall(id=call_id, name=name, args=args, server=server, agent=path)
+
+        async def needs_approval(_ctx: Any, params: dict[str, Any], call_id: str) -> bool:
+            return await owner.asks(thread, proposed(call_id, params))
+
+        async def on_invoke_tool(ctx: ToolContext[Any], raw: str) -> Any:
+            args = _object(raw)
+            if args is None:
+                return blocked_text("its arguments are not a JSON object")
+            call = proposed(ctx.tool_call_id, args)
+            return await owner.execute(thread, ctx, raw, call, schema, invoke)
+
+        return dataclasses.replace(
+            tool, needs_approval=needs_approval, on_invoke_tool=on_invoke_tool
+        )
+
+    def proposed(self, item: ToolApprovalItem) -> ToolCall:
+        """The call an interruption stands for, as the wrapped tool proposes it."""
+        tool = item.tool_name or ""
+        name, server, path = self.tools.get(
+            (item.agent.name, tool), (tool, None, f"{self.owner.path}/{item.agent.name}")
+        )
+        return ToolCall(
+            id=item.call_id or "",
+            name=name,
+            args=_object(item.arguments or "{}") or {"arguments": item.arguments},
+            server=server,
+            agent=path,
+        )
+
+
+# -- small things ------------------------------------------------------------------------------
+
+
+def _answer(state: RunState[Any, Any], held: dict[str, Held]) -> list[str]:
+    """Approve or reject, in `state`, each call it waits on that is answered; the approvals
+    decided. An approved, edited or responded call is approved in the SDK: the wrapped tool
+    runs it as decided, or gives the person's response as its result."""
+    decided: list[str] = []
+    for item in state.get_interruptions():
+        found = held.get(item.call_id or "")
+        if found is None:
+            state.reject(item, rejection_message=blocked_text("signoff holds no such call"))
+            continue
+        record, approval = found.record, found.approval
+        if record.kind == "run":
+            state.approve(item)
+        elif record.kind == "block":
+            state.reject(item, rejection_message=blocked_text(record.reason))
+        elif approval is not None and not approval.pending:
+            decided.append(approval.id)
+            if approval.status in ("approved", "edited", "responded"):
+                state.approve(item)
+            else:
+                state.reject(item, rejection_message=answer_text(approval)[0])
+    return decided
+
+
+def _items(input: str | list[Any]) -> list[Any]:
+    if isinstance(input, str):
+        return [{"role": "user", "content": input}]
+    return list(input)
+
+
+def _object(raw: str) -> dict[str, Any] | None:
+    """Arguments as the model gave them, when they are a JSON object."""
+    try:
+        value = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
