@@ -351,3 +351,18 @@ async def test_the_resumer_resumes_the_thread_when_a_decision_is_taken_elsewhere
 
 async def history(harness: Harness) -> list[str]:
     return await harness.runs.bridge.arun(harness.runs.store.history(ORIGIN, THREAD))
+
+
+async def test_a_streamed_run_pauses_and_resumes_the_same_way(harness: Harness) -> None:
+    agent = harness.agent()
+
+    nodes = [type(node).__name__ async for node in agent.stream("go", thread=THREAD)]
+
+    assert "CallToolsNode" in nodes
+    assert harness.executions() == ["read_file report.txt"]
+    assert len(await harness.pending()) == 2
+    for approval in (await harness.pending()).values():
+        await harness.decide(approval.id, Approve())
+    results = said(await agent.resume(THREAD))
+    assert results["call_0_3"] == "charged 50"
+    assert harness.turns == [0, 1]

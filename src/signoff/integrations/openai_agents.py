@@ -283,9 +283,12 @@ class SignoffAgent:
         except OutcomeUnknown as exc:
             return f"signoff: {exc}"
         result = value["result"]
-        if edited is not None and isinstance(result, str):
-            return edited_text(edited, result)
-        return result
+        if edited is None:
+            return result
+        if isinstance(result, list):  # content parts (an MCP tool's): the note comes first
+            note = edited_text(edited, "").rstrip()
+            return [{"type": "text", "text": note}, *result]
+        return edited_text(edited, result if isinstance(result, str) else json.dumps(result))
 
     def register(self, path: str, name: str, schema: dict[str, Any]) -> None:
         """Edits of this agent's calls are checked against its tools' schemas when decided."""

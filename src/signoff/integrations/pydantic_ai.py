@@ -21,7 +21,7 @@ the model. Resumed twice, by two processes at once, the tool still runs once.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -88,13 +88,7 @@ class SignoffAgent:
         """Run the agent on `thread`, with the thread's history so far; the new messages are
         appended to it. Ends with the agent's output, or `DeferredToolRequests` while calls
         wait for a person. `kwargs` go to `Agent.run` (deps, model_settings, ...)."""
-        items = await self.runs.bridge.arun(self.runs.store.history(ORIGIN, thread))
-        history = _messages(items)
-        if _open_calls(history):
-            raise ConflictError(
-                f"thread {thread!r} waits on calls a person has not all answered: resume it "
-                "(SignoffAgent.resume) once they are decided"
-            )
+        items, history = await self._history(thread)
         result = await self.agent.run(
             prompt,
             message_history=history or None,
@@ -104,6 +98,25 @@ class SignoffAgent:
         )
         await self._keep(thread, len(items), result)
         return result
+
+    async def stream(
+        self, prompt: str | None = None, *, thread: str, **kwargs: Any
+    ) -> AsyncIterator[Any]:
+        """`run`, node by node (`Agent.iter`: model requests and responses, tool calls as they
+        come; stream a node's tokens with its ``.stream(run.ctx)``); the thread is kept once the
+        run ends, as `run` keeps it."""
+        items, history = await self._history(thread)
+        async with self.agent.iter(
+            prompt,
+            message_history=history or None,
+            capabilities=[SignoffCapability(self, thread)],
+            output_type=_with_deferred(self.agent.output_type),
+            **kwargs,
+        ) as run:
+            async for node in run:
+                yield node
+            assert run.result is not None  # the run ended
+            await self._keep(thread, len(items), run.result)
 
     async def resume(self, thread: str, **kwargs: Any) -> Any | None:
         """Resume `thread` with the decisions signoff's store holds for its waiting calls (an
@@ -129,6 +142,18 @@ class SignoffAgent:
         if decided:
             await self.runs.went_on(decided)
         return result
+
+    async def _history(self, thread: str) -> tuple[list[str], list[ModelMessage]]:
+        """The thread's history (kept items and messages), refused while it waits on people:
+        it takes no new prompt until it is resumed."""
+        items = await self.runs.bridge.arun(self.runs.store.history(ORIGIN, thread))
+        history = _messages(items)
+        if _open_calls(history):
+            raise ConflictError(
+                f"thread {thread!r} waits on calls a person has not all answered: resume it "
+                "(SignoffAgent.resume) once they are decided"
+            )
+        return items, history
 
     def run_sync(self, prompt: str | None = None, *, thread: str, **kwargs: Any) -> Any:
         """`run` from synchronous code (not inside a running event loop)."""

@@ -1,0 +1,443 @@
+"""OpenAI Agents SDK agents behind signoff: the real `Agent` and `Runner`, a `Model` of the SDK's
+interface that plays a script (offline), signoff's store on SQLite and PostgreSQL, tools that
+count every real execution in a side-effect file, and worker processes that resume, race and
+die."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agents import set_tracing_disabled
+from agents.mcp import MCPServerStdio
+
+from signoff import Approve, Edit, Reject, Respond, Scope
+from signoff.errors import ConflictError, ForbiddenError, InvalidEditError
+from signoff.gate.external import ExternalRuns
+from signoff.integrations.openai_agents import ORIGIN, SignoffAgent
+from tests.conftest import fresh_postgres_database
+from tests.deadline import HANG
+from tests.integrations.oa_app import (
+    DEFAULT,
+    HANG_IN_TOOL,
+    THREAD,
+    Played,
+    Script,
+    build,
+    open_runs,
+    signoff_agent,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+UPSTREAM = ROOT / "tests" / "protocols" / "mcp_upstream.py"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def no_tracing() -> Iterator[None]:
+    set_tracing_disabled(True)  # offline: the SDK would export traces to OpenAI
+    yield
+    set_tracing_disabled(False)
+
+
+@dataclass
+class Harness:
+    database: str
+    runs: ExternalRuns
+    side_effects: Path
+    calls: Path
+
+    def agent(self, script: Script = DEFAULT, runs: ExternalRuns | None = None,
+              **kwargs: Any) -> SignoffAgent:  # fmt: skip
+        return signoff_agent(runs or self.runs, script, self.side_effects, self.calls, **kwargs)
+
+    def executions(self) -> list[str]:
+        return _lines(self.side_effects)
+
+    def model_turns(self) -> list[str]:
+        return _lines(self.calls)
+
+    async def pending(self) -> dict[str, Any]:
+        found = await self.runs.bridge.arun(self.runs.store.list_approvals(status="pending"))
+        return {f"{a.call.name} {json.dumps(a.call.args, sort_keys=True)}": a for a in found}
+
+    async def decide(self, approval_id: str, decision: Any) -> None:
+        gate = self.runs.gate
+        await self.runs.bridge.arun(
+            gate.decide(approval_id, decision, actor="bob", roles=["finance"])
+        )
+
+    async def approve_all(self) -> None:
+        for approval in (await self.pending()).values():
+            await self.decide(approval.id, Approve())
+
+    async def history(self, thread: str = THREAD) -> list[str]:
+        return await self.runs.bridge.arun(self.runs.store.history(ORIGIN, thread))
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def harness(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Harness]:
+    if request.param == "sqlite":
+        database = f"sqlite:///{tmp_path / 'signoff.db'}"
+        runs = await asyncio.to_thread(open_runs, database)
+        try:
+            yield Harness(database, runs, tmp_path / "side-effects.txt", tmp_path / "calls.txt")
+        finally:
+            await asyncio.to_thread(runs.close)
+        return
+    async with fresh_postgres_database() as url:
+        runs = await asyncio.to_thread(open_runs, url)
+        try:
+            yield Harness(url, runs, tmp_path / "side-effects.txt", tmp_path / "calls.txt")
+        finally:
+            await asyncio.to_thread(runs.close)
+
+
+def said(result: Any) -> dict[str, Any]:
+    """The tool results the model's last text listed, by call id."""
+    text = str(result.final_output)
+    found: dict[str, Any] = json.loads(text[text.index("{") :])
+    return found
+
+
+async def test_allowed_calls_run_denied_ones_are_blocked_and_asked_ones_wait(
+    harness: Harness,
+) -> None:
+    result = await harness.agent().run("go", thread=THREAD)
+
+    assert result.final_output is None
+    assert [i.call_id for i in result.interruptions] == ["call_0_1", "call_0_3"]
+    assert harness.executions() == ["read_file report.txt"]
+    pending = await harness.pending()
+    assert set(pending) == {'send_email {"body": "hi", "to": "bob@example.com"}',
+                            'charge {"amount": 50}'}  # fmt: skip
+    approval = pending['charge {"amount": 50}']
+    assert (approval.origin, approval.thread_id, approval.requested_by, approval.call.agent) == (
+        ORIGIN, THREAD, "alice", "assistant")  # fmt: skip
+    # The thread waits: a new input is refused until its calls are answered.
+    with pytest.raises(ConflictError, match="resume it"):
+        await harness.agent().run("and another thing", thread=THREAD)
+
+
+async def test_each_decision_reaches_the_model_and_each_tool_runs_once(harness: Harness) -> None:
+    agent = harness.agent()
+    await agent.run("go", thread=THREAD)
+    pending = await harness.pending()
+    await harness.decide(pending['send_email {"body": "hi", "to": "bob@example.com"}'].id,
+                         Edit(args={"to": "carol@example.com", "body": "hi"}))  # fmt: skip
+    await harness.decide(pending['charge {"amount": 50}'].id, Reject(reason="not this month"))
+
+    result = await agent.resume(THREAD)
+
+    assert result is not None
+    results = said(result)
+    assert results["call_0_0"] == "contents of report.txt"
+    assert "it ran with the arguments" in results["call_0_1"]
+    assert results["call_0_1"].endswith("sent to carol@example.com")
+    assert results["call_0_2"].startswith("signoff blocked this call: denied")
+    assert json.loads(results["call_0_3"]) == {
+        "status": "rejected",
+        "message": "The user rejected this call: not this month. Do not retry it.",
+    }
+    assert harness.executions() == ["read_file report.txt", "send_email carol@example.com hi"]
+    assert await agent.resume(THREAD) is None  # nothing waits any more
+    assert harness.model_turns() == ["0", "1"]  # no model call on the way back in
+
+
+async def test_a_response_is_the_tools_result_and_approve_runs_as_proposed(
+    harness: Harness,
+) -> None:
+    agent = harness.agent()
+    await agent.run("go", thread=THREAD)
+    pending = await harness.pending()
+    await harness.decide(pending['charge {"amount": 50}'].id, Respond(content="already paid"))
+    await harness.decide(
+        pending['send_email {"body": "hi", "to": "bob@example.com"}'].id, Approve()
+    )
+
+    results = said(await agent.resume(THREAD))
+
+    assert results["call_0_3"] == "already paid"
+    assert results["call_0_1"] == "sent to bob@example.com"
+    assert "charge 50" not in harness.executions()
+
+
+async def test_an_undecided_call_waits_on_and_the_decided_one_runs(harness: Harness) -> None:
+    agent = harness.agent()
+    await agent.run("go", thread=THREAD)
+    pending = await harness.pending()
+    assert await agent.resume(THREAD) is None  # nothing decided: nothing to go on with
+    await harness.decide(pending['charge {"amount": 50}'].id, Approve())
+
+    again = await agent.resume(THREAD)
+
+    assert again is not None
+    assert [i.call_id for i in again.interruptions] == ["call_0_1"]
+    assert harness.executions() == ["read_file report.txt", "charge 50"]
+    await harness.decide(
+        pending['send_email {"body": "hi", "to": "bob@example.com"}'].id, Approve()
+    )
+    assert said(await agent.resume(THREAD))["call_0_1"] == "sent to bob@example.com"
+    assert harness.executions() == ["read_file report.txt", "charge 50",
+                                    "send_email bob@example.com hi"]  # fmt: skip
+    assert harness.model_turns() == ["0", "1"]
+
+
+async def test_the_same_pause_resumed_by_two_at_once_runs_each_tool_once(
+    harness: Harness,
+) -> None:
+    other = await asyncio.to_thread(open_runs, harness.database)  # another replica's store
+    try:
+        await harness.agent().run("go", thread=THREAD)
+        await harness.approve_all()
+
+        outcomes = await asyncio.gather(
+            harness.agent().resume(THREAD),
+            harness.agent(runs=other).resume(THREAD),
+            return_exceptions=True,
+        )
+    finally:
+        await asyncio.to_thread(other.close)
+
+    # One resume extended the thread; the other lost the race to keep its run (ConflictError),
+    # or found nothing waiting once the first had finished (None).
+    kept = [o for o in outcomes if o is not None and not isinstance(o, BaseException)]
+    lost = [o for o in outcomes if o is None or isinstance(o, ConflictError)]
+    assert (len(kept), len(lost)) == (1, 1), outcomes
+    assert sum('"text": "done' in entry for entry in await harness.history()) == 1
+    assert sorted(harness.executions()) == sorted(
+        ["read_file report.txt", "send_email bob@example.com hi", "charge 50"]
+    )
+
+
+async def test_an_edit_the_schema_refuses_or_the_policy_denies_is_not_taken(
+    harness: Harness,
+) -> None:
+    await harness.agent().run("go", thread=THREAD)
+    charge = (await harness.pending())['charge {"amount": 50}']
+
+    with pytest.raises(InvalidEditError, match="amount"):
+        await harness.decide(charge.id, Edit(args={"amount": "fifty"}))
+    with pytest.raises(ForbiddenError, match="denies the edited call"):
+        await harness.decide(charge.id, Edit(args={"amount": 5000}))
+    assert (await harness.pending())['charge {"amount": 50}'].pending
+
+
+async def test_approve_always_for_the_thread_lets_the_next_such_call_through(
+    harness: Harness,
+) -> None:
+    script: Script = [[("send_email", {"to": "bob@example.com"})], "sent",
+                      [("send_email", {"to": "eve@x.org"})], "sent again"]  # fmt: skip
+    agent = harness.agent(script)
+    await agent.run("go", thread=THREAD)
+    [approval] = (await harness.pending()).values()
+    await harness.decide(approval.id, Approve(always=Scope(kind="thread")))
+    await agent.resume(THREAD)
+
+    again = await agent.run("once more", thread=THREAD)
+
+    assert str(again.final_output).startswith("sent again")
+    assert harness.executions() == ["send_email bob@example.com ", "send_email eve@x.org "]
+    other = await harness.agent(script).run("go", thread="t-2")
+    assert [i.call_id for i in other.interruptions] == ["call_0_0"]  # another thread asks
+
+
+async def test_a_tool_that_asks_for_approval_itself_is_judged_by_the_policy(
+    harness: Harness,
+) -> None:
+    result = await harness.agent([[("read_secrets", {})], "done"]).run("go", thread=THREAD)
+
+    # The policy allows read_*: the tool's own needs_approval=True gives way to it.
+    assert said(result)["call_0_0"] == "the secrets"
+    assert harness.executions() == ["read_secrets"]
+
+
+async def test_an_agent_handed_off_to_is_judged_by_its_own_path(harness: Harness) -> None:
+    script: Script = [[("transfer_to_billing", {})],
+                      [("charge", {"amount": 70}), ("send_email", {"to": "bob@example.com"})],
+                      "billed"]  # fmt: skip
+    agent = harness.agent(script, billing=True)
+
+    result = await agent.run("go", thread=THREAD)
+
+    # assistant/billing's own section allows charge; its email still asks.
+    assert harness.executions() == ["charge 70"]
+    [email] = (await harness.pending()).values()
+    assert (email.call.name, email.call.agent) == ("send_email", "assistant/billing")
+    assert [i.call_id for i in result.interruptions] == ["call_1_1"]
+    await harness.decide(email.id, Approve())
+
+    resumed = await agent.resume(THREAD)
+
+    assert resumed is not None and resumed.last_agent.name == "billing"
+    assert said(resumed)["call_1_1"] == "sent to bob@example.com"
+    assert harness.executions() == ["charge 70", "send_email bob@example.com "]
+
+
+async def test_a_streamed_run_pauses_and_resumes_the_same_way(harness: Harness) -> None:
+    agent = harness.agent()
+
+    kinds = [event.type async for event in agent.stream("go", thread=THREAD)]
+
+    assert "run_item_stream_event" in kinds
+    assert harness.executions() == ["read_file report.txt"]
+    assert len(await harness.pending()) == 2
+    await harness.approve_all()
+    results = said(await agent.resume(THREAD))
+    assert results["call_0_3"] == "charged 50"
+    assert sorted(harness.executions()) == sorted(
+        ["read_file report.txt", "send_email bob@example.com hi", "charge 50"]
+    )
+
+
+async def test_an_mcp_servers_tools_are_judged_with_their_server(
+    harness: Harness, tmp_path: Path
+) -> None:
+    counted = tmp_path / "upstream-count.txt"
+    server = MCPServerStdio(
+        {"command": sys.executable, "args": [str(UPSTREAM), "stdio"],
+         "env": {**os.environ, "UPSTREAM_COUNT_FILE": str(counted)}},
+        name="upstream", client_session_timeout_seconds=HANG,
+    )  # fmt: skip
+    script: Script = [[("echo", {"text": "hello"}), ("count", {})], "done"]
+    async with server:
+        agent = build(script, harness.side_effects, harness.calls)
+        agent.mcp_servers = [server]
+        signoff = SignoffAgent(agent, harness.runs)
+
+        result = await signoff.run("go", thread=THREAD)
+
+        pending = await harness.pending()
+        assert {(a.call.name, a.call.server) for a in pending.values()} == {
+            ("echo", "upstream"), ("count", "upstream")}  # fmt: skip
+        assert [i.call_id for i in result.interruptions] == ["call_0_0", "call_0_1"]
+        await harness.decide(pending['echo {"text": "hello"}'].id, Edit(args={"text": "bye"}))
+        await harness.decide(pending["count {}"].id, Approve())
+        resumed = await signoff.resume(THREAD)
+        assert await signoff.resume(THREAD) is None
+
+    # The model sees the upstream's content parts, after a note that a person edited the call.
+    note, echoed, *_ = [part["text"] for part in said(resumed)["call_0_0"]]
+    assert "it ran with the arguments" in note and echoed == "bye"
+    assert len(_lines(counted)) == 1  # the upstream's count ran once
+
+
+async def test_the_resumer_resumes_the_thread_when_a_decision_is_taken_elsewhere(
+    harness: Harness,
+) -> None:
+    agent = harness.agent()
+    await agent.run("go", thread=THREAD)
+    inbox = await asyncio.to_thread(open_runs, harness.database)  # the server's store
+    stop = agent.resumer().start(poll_interval=0.05)
+    try:
+        for approval in (await harness.pending()).values():
+            await inbox.bridge.arun(
+                inbox.gate.decide(approval.id, Approve(), actor="bob", roles=["finance"])
+            )
+        async with asyncio.timeout(HANG):
+            while '"text": "done' not in (await harness.history())[-1]:
+                await asyncio.sleep(0.05)
+    finally:
+        await asyncio.to_thread(stop)
+        await asyncio.to_thread(inbox.close)
+    assert harness.model_turns() == ["0", "1"]
+    assert sorted(harness.executions()) == sorted(
+        ["read_file report.txt", "send_email bob@example.com hi", "charge 50"]
+    )
+
+
+# -- other processes -----------------------------------------------------------------------
+
+
+def worker(harness: Harness, action: str, env: dict[str, str] | None = None
+           ) -> subprocess.Popen[str]:  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.integrations.oa_worker", harness.database,
+         str(harness.side_effects), str(harness.calls), THREAD, action],
+        cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+async def finished(process: subprocess.Popen[str]) -> None:
+    _out, err = await asyncio.to_thread(process.communicate, timeout=HANG)
+    assert process.returncode == 0, err
+
+
+async def test_a_thread_started_in_one_process_is_resumed_by_two_others_at_once(
+    harness: Harness,
+) -> None:
+    await finished(worker(harness, "start"))
+    assert len(await harness.pending()) == 2
+    await harness.approve_all()
+
+    both = [worker(harness, "resume"), worker(harness, "resume")]
+    outcomes = [await asyncio.to_thread(p.communicate, timeout=HANG) for p in both]
+
+    # One kept the thread; the other lost the race to keep it, or found nothing waiting.
+    assert sorted(p.returncode for p in both) in ([0, 0], [0, 1]), outcomes
+    assert '"text": "done' in (await harness.history())[-1]
+    assert sorted(harness.executions()) == sorted(
+        ["read_file report.txt", "send_email bob@example.com hi", "charge 50"]
+    )
+
+
+async def test_a_worker_killed_inside_the_tool_leaves_the_call_unknown_and_not_run_again(
+    harness: Harness,
+) -> None:
+    await killed_inside_the_charge(harness)
+
+    await finished(worker(harness, "resume"))
+
+    assert [e for e in harness.executions() if e.startswith("charge")] == ["charge 50"]
+    entries = await harness.history()
+    assert '"text": "done' in entries[-1]
+    assert "not run again" in said_in(entries[-1])["call_0_3"]
+
+
+async def test_an_idempotent_tool_whose_worker_was_killed_inside_it_runs_again_once(
+    harness: Harness,
+) -> None:
+    await killed_inside_the_charge(harness, {"IDEMPOTENT": "1"})
+
+    await finished(worker(harness, "resume", env={"IDEMPOTENT": "1"}))
+
+    charges = [e for e in harness.executions() if e.startswith("charge")]
+    assert charges == ["charge 50", "charge 50"]  # the killed one, and its re-run
+    assert said_in((await harness.history())[-1])["call_0_3"] == "charged 50"
+
+
+async def killed_inside_the_charge(harness: Harness, env: dict[str, str] | None = None) -> None:
+    """Start the thread, approve its calls, and resume it in a worker that is SIGKILLed
+    inside `charge`."""
+    await harness.agent().run("go", thread=THREAD)
+    await harness.approve_all()
+    victim = worker(harness, "resume", env={HANG_IN_TOOL: "1", **(env or {})})
+    try:
+        assert victim.stdout is not None
+        line = await asyncio.to_thread(victim.stdout.readline)  # EOF if it died before
+        assert line == "inside the tool\n", victim.communicate()[1]
+    finally:
+        victim.send_signal(signal.SIGKILL)
+        await asyncio.to_thread(victim.communicate)
+
+
+def said_in(entry: str) -> dict[str, str]:
+    """The tool results listed by the model's text in a thread's last entry."""
+    [part] = json.loads(entry)["item"]["content"]
+    text: str = part["text"]
+    found: dict[str, str] = json.loads(text[text.index("{") :])
+    return found
+
