@@ -18,8 +18,9 @@ from tests.integrations.oa_app import DEFAULT, open_runs, signoff_agent
 async def work(database: str, side_effects: str, calls: str, thread: str, action: str) -> None:
     runs = await asyncio.to_thread(open_runs, database)
     try:
+        idempotent = ["charge"] if os.environ.get("IDEMPOTENT") else []
         agent = signoff_agent(runs, DEFAULT, Path(side_effects), Path(calls),
-                              idempotent=["charge"] if os.environ.get("IDEMPOTENT") else [])  # fmt: skip
+                              idempotent=idempotent)  # fmt: skip
         if action == "start":
             await agent.run("go", thread=thread)
         else:

@@ -30,7 +30,6 @@ from tests.integrations.oa_app import (
     DEFAULT,
     HANG_IN_TOOL,
     THREAD,
-    Played,
     Script,
     build,
     open_runs,
@@ -440,4 +439,3 @@ def said_in(entry: str) -> dict[str, str]:
     text: str = part["text"]
     found: dict[str, str] = json.loads(text[text.index("{") :])
     return found
-

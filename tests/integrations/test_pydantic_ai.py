@@ -1,119 +1,32 @@
 """Pydantic AI agents behind signoff: the real `Agent`, its own `FunctionModel` (offline), signoff's
-store on SQLite and PostgreSQL, and tools that count every real execution in a side-effect file."""
+store on SQLite and PostgreSQL, tools that count every real execution in a side-effect file, and
+worker processes that resume, race and die."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic_ai import Agent
-from pydantic_ai.messages import (
-    ModelMessage,
-    ModelRequest,
-    ModelResponse,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-)
-from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import DeferredToolRequests
 
-from signoff import Approve, Edit, Policy, Reject, Respond, Scope
+from signoff import Approve, Edit, Reject, Respond, Scope
 from signoff.errors import ConflictError, ForbiddenError, InvalidEditError
 from signoff.gate.external import ExternalRuns
-from signoff.integrations.pydantic_ai import ORIGIN, SignoffAgent, connect
+from signoff.integrations.pydantic_ai import ORIGIN, SignoffAgent
 from tests.conftest import fresh_postgres_database
 from tests.deadline import HANG
+from tests.integrations.pa_app import DEFAULT, HANG_IN_TOOL, THREAD, Script, build, open_runs
 
-POLICY = Policy.from_dict(
-    {
-        "default": "ask",
-        "rules": [
-            {"allow": "read_*"},
-            {"deny": "charge", "when": {"amount": {"gt": 1000}}},
-            {"ask": "charge", "approvers": ["finance"]},
-        ],
-    }
-)
-THREAD = "t-1"
-Script = list[list[tuple[str, dict[str, Any]]] | str]
-
-
-def scripted(script: Script, turns: list[int]) -> FunctionModel:
-    """Turn n (the number of model responses so far) proposes `script[n]`: tool calls or a text
-    that lists the tool results it was given. Every call of the model is noted in `turns`."""
-
-    def reply(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        turn = sum(isinstance(m, ModelResponse) for m in messages)
-        turns.append(turn)
-        step = script[turn] if turn < len(script) else "done"
-        if isinstance(step, str):
-            results = {
-                p.tool_call_id: str(p.content)
-                for m in messages
-                if isinstance(m, ModelRequest)
-                for p in m.parts
-                if isinstance(p, ToolReturnPart)
-            }
-            return ModelResponse(parts=[TextPart(f"{step} {json.dumps(results, sort_keys=True)}")])
-        return ModelResponse(
-            parts=[
-                ToolCallPart(name, args, tool_call_id=f"call_{turn}_{i}")
-                for i, (name, args) in enumerate(step)
-            ]
-        )
-
-    return FunctionModel(reply)
-
-
-def build(script: Script, side_effects: Path, turns: list[int]) -> Agent[None, str]:
-    agent = Agent(scripted(script, turns), name="assistant")
-
-    def record(line: str) -> None:
-        with side_effects.open("a") as f:
-            f.write(line + "\n")
-
-    @agent.tool_plain
-    def read_file(path: str) -> str:
-        """Read a file."""
-        record(f"read_file {path}")
-        return f"contents of {path}"
-
-    @agent.tool_plain
-    def send_email(to: str, body: str = "") -> str:
-        """Send an email."""
-        record(f"send_email {to} {body}")
-        return f"sent to {to}"
-
-    @agent.tool_plain
-    def charge(amount: int) -> str:
-        """Charge the customer."""
-        record(f"charge {amount}")
-        return f"charged {amount}"
-
-    @agent.tool_plain(requires_approval=True)
-    def read_secrets() -> str:
-        """Read the secrets (the tool itself asks for approval)."""
-        record("read_secrets")
-        return "the secrets"
-
-    return agent
-
-
-DEFAULT: Script = [
-    [
-        ("read_file", {"path": "report.txt"}),
-        ("send_email", {"to": "bob@example.com", "body": "hi"}),
-        ("charge", {"amount": 5000}),
-        ("charge", {"amount": 50}),
-    ],
-    "done",
-]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass
@@ -121,15 +34,18 @@ class Harness:
     database: str
     runs: ExternalRuns
     side_effects: Path
-    turns: list[int]
+    calls: Path
 
     def agent(self, script: Script = DEFAULT, runs: ExternalRuns | None = None) -> SignoffAgent:
-        built = build(script, self.side_effects, self.turns)
+        built = build(script, self.side_effects, self.calls)
         return SignoffAgent(built, runs or self.runs, requested_by="alice")
 
+    def turns(self) -> list[int]:
+        """The model's turns played, in order."""
+        return [int(t) for t in _lines(self.calls)]
+
     def executions(self) -> list[str]:
-        path = self.side_effects
-        return path.read_text().splitlines() if path.exists() else []
+        return _lines(self.side_effects)
 
     async def pending(self) -> dict[str, Any]:
         found = await self.runs.bridge.arun(self.runs.store.list_approvals(status="pending"))
@@ -142,26 +58,26 @@ class Harness:
         )
 
 
-def open_runs(database: str) -> ExternalRuns:
-    return connect(POLICY, origin=ORIGIN, database=database)
-
-
 @pytest.fixture(params=["sqlite", "postgres"])
 async def harness(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Harness]:
     if request.param == "sqlite":
         database = f"sqlite:///{tmp_path / 'signoff.db'}"
         runs = await asyncio.to_thread(open_runs, database)
         try:
-            yield Harness(database, runs, tmp_path / "side-effects.txt", [])
+            yield Harness(database, runs, tmp_path / "side-effects.txt", tmp_path / "calls.txt")
         finally:
             await asyncio.to_thread(runs.close)
         return
     async with fresh_postgres_database() as url:
         runs = await asyncio.to_thread(open_runs, url)
         try:
-            yield Harness(url, runs, tmp_path / "side-effects.txt", [])
+            yield Harness(url, runs, tmp_path / "side-effects.txt", tmp_path / "calls.txt")
         finally:
             await asyncio.to_thread(runs.close)
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
 
 
 def said(result: Any) -> dict[str, str]:
@@ -211,7 +127,7 @@ async def test_each_decision_reaches_the_model_and_each_tool_runs_once(harness: 
     }
     assert harness.executions() == ["read_file report.txt", "send_email carol@example.com hi"]
     assert await agent.resume(THREAD) is None  # nothing waits any more
-    assert harness.turns == [0, 1]  # no model call on the way back in
+    assert harness.turns() == [0, 1]  # no model call on the way back in
 
 
 async def test_a_response_is_the_tools_result_and_approve_runs_as_proposed(
@@ -343,7 +259,7 @@ async def test_the_resumer_resumes_the_thread_when_a_decision_is_taken_elsewhere
     finally:
         await asyncio.to_thread(stop)
         await asyncio.to_thread(inbox.close)
-    assert harness.turns == [0, 1]
+    assert harness.turns() == [0, 1]
     assert sorted(harness.executions()) == sorted(
         ["read_file report.txt", "send_email bob@example.com hi", "charge 50"]
     )
@@ -365,4 +281,63 @@ async def test_a_streamed_run_pauses_and_resumes_the_same_way(harness: Harness) 
         await harness.decide(approval.id, Approve())
     results = said(await agent.resume(THREAD))
     assert results["call_0_3"] == "charged 50"
-    assert harness.turns == [0, 1]
+    assert harness.turns() == [0, 1]
+
+
+# -- other processes -----------------------------------------------------------------------
+
+
+def worker(harness: Harness, action: str, env: dict[str, str] | None = None
+           ) -> subprocess.Popen[str]:  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.integrations.pa_worker", harness.database,
+         str(harness.side_effects), str(harness.calls), THREAD, action],
+        cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+async def finished(process: subprocess.Popen[str]) -> None:
+    _out, err = await asyncio.to_thread(process.communicate, timeout=HANG)
+    assert process.returncode == 0, err
+
+
+async def test_a_thread_started_in_one_process_is_resumed_by_two_others_at_once(
+    harness: Harness,
+) -> None:
+    await finished(worker(harness, "start"))
+    assert len(await harness.pending()) == 2
+    for approval in (await harness.pending()).values():
+        await harness.decide(approval.id, Approve())
+
+    both = [worker(harness, "resume"), worker(harness, "resume")]
+    outcomes = [await asyncio.to_thread(p.communicate, timeout=HANG) for p in both]
+
+    # One kept the thread; the other lost the race to keep it, or found nothing waiting.
+    assert sorted(p.returncode for p in both) in ([0, 0], [0, 1]), outcomes
+    assert "done" in (await history(harness))[-1]
+    assert sorted(harness.executions()) == sorted(
+        ["read_file report.txt", "send_email bob@example.com hi", "charge 50"]
+    )
+
+
+async def test_a_worker_killed_inside_the_tool_leaves_the_call_unknown_and_not_run_again(
+    harness: Harness,
+) -> None:
+    await harness.agent().run("go", thread=THREAD)
+    for approval in (await harness.pending()).values():
+        await harness.decide(approval.id, Approve())
+    victim = worker(harness, "resume", env={HANG_IN_TOOL: "1"})
+    try:
+        assert victim.stdout is not None
+        line = await asyncio.to_thread(victim.stdout.readline)  # EOF if it died before
+        assert line == "inside the tool\n", victim.communicate()[1]
+    finally:
+        victim.send_signal(signal.SIGKILL)
+        await asyncio.to_thread(victim.communicate)
+
+    await finished(worker(harness, "resume"))
+
+    assert [e for e in harness.executions() if e.startswith("charge")] == ["charge 50"]
+    last = (await history(harness))[-1]
+    assert "done" in last and "not run again" in last

@@ -208,9 +208,7 @@ class SignoffAgent:
         """How each call the run stopped on stands, by call id (judged now when the SDK
         stopped on it without asking the tool: arguments it could not read, say)."""
         calls = [wrapping.proposed(item) for item in items]
-        return await self.runs.judged(
-            calls, thread=wrapping.thread, requested_by=self.requested_by
-        )
+        return await self.runs.judged(calls, thread=wrapping.thread, requested_by=self.requested_by)
 
     # -- one call --------------------------------------------------------------------------
 
