@@ -84,6 +84,7 @@ bench: install
 	$(BIN)/python bench/a2a_roundtrip.py
 	$(BIN)/python bench/mcp_gateway.py
 	$(BIN)/python bench/integrations.py
+	$(BIN)/python bench/frameworks.py
 
 demo: install
 	$(BIN)/signoff demo
