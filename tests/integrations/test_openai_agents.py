@@ -20,15 +20,17 @@ import pytest
 from agents import set_tracing_disabled
 from agents.mcp import MCPServerStdio
 
-from signoff import Approve, Edit, Reject, Respond, Scope
+from signoff import Approve, Edit, Policy, Reject, Respond, Scope
 from signoff.errors import ConflictError, ForbiddenError, InvalidEditError
 from signoff.gate.external import ExternalRuns
 from signoff.integrations.openai_agents import ORIGIN, SignoffAgent
 from tests.conftest import fresh_postgres_database
 from tests.deadline import HANG
+from tests.integrations.inbox import inbox_api
 from tests.integrations.oa_app import (
     DEFAULT,
     HANG_IN_TOOL,
+    POLICY,
     THREAD,
     Script,
     build,
@@ -354,6 +356,30 @@ async def test_the_resumer_resumes_the_thread_when_a_decision_is_taken_elsewhere
     assert harness.model_turns() == ["0", "1"]
     assert sorted(harness.executions()) == sorted(
         ["read_file report.txt", "send_email bob@example.com hi", "charge 50"]
+    )
+
+
+async def test_a_decision_taken_through_the_inbox_api_resumes_the_run(harness: Harness) -> None:
+    agent = harness.agent()
+    await agent.run("go", thread=THREAD)
+    stop = agent.resumer().start(poll_interval=0.05)
+    try:
+        async with inbox_api(harness.database, Policy.from_dict(POLICY)) as api:
+            listed = (await api.get("/v1/approvals", params={"status": "pending"})).json()
+            by_tool = {a["tool"]: a["id"] for a in listed["items"]}
+            edit = {"kind": "edit", "args": {"to": "carol@example.com", "body": "hi"}}
+            for approval, body in ((by_tool["send_email"], edit),
+                                   (by_tool["charge"], {"kind": "approve"})):  # fmt: skip
+                answer = await api.post(f"/v1/approvals/{approval}/decision", json=body)
+                assert answer.status_code == 200, answer.text
+            async with asyncio.timeout(HANG):
+                while '"text": "done' not in (await harness.history())[-1]:
+                    await asyncio.sleep(0.05)
+    finally:
+        await asyncio.to_thread(stop)
+    assert harness.model_turns() == ["0", "1"]
+    assert sorted(harness.executions()) == sorted(
+        ["read_file report.txt", "send_email carol@example.com hi", "charge 50"]
     )
 
 

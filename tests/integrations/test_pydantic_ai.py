@@ -24,7 +24,16 @@ from signoff.gate.external import ExternalRuns
 from signoff.integrations.pydantic_ai import ORIGIN, SignoffAgent
 from tests.conftest import fresh_postgres_database
 from tests.deadline import HANG
-from tests.integrations.pa_app import DEFAULT, HANG_IN_TOOL, THREAD, Script, build, open_runs
+from tests.integrations.inbox import inbox_api
+from tests.integrations.pa_app import (
+    DEFAULT,
+    HANG_IN_TOOL,
+    POLICY,
+    THREAD,
+    Script,
+    build,
+    open_runs,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -282,6 +291,30 @@ async def test_a_streamed_run_pauses_and_resumes_the_same_way(harness: Harness) 
     results = said(await agent.resume(THREAD))
     assert results["call_0_3"] == "charged 50"
     assert harness.turns() == [0, 1]
+
+
+async def test_a_decision_taken_through_the_inbox_api_resumes_the_run(harness: Harness) -> None:
+    agent = harness.agent()
+    await agent.run("go", thread=THREAD)
+    stop = agent.resumer().start(poll_interval=0.05)
+    try:
+        async with inbox_api(harness.database, POLICY) as api:
+            listed = (await api.get("/v1/approvals", params={"status": "pending"})).json()
+            by_tool = {a["tool"]: a["id"] for a in listed["items"]}
+            edit = {"kind": "edit", "args": {"to": "carol@example.com", "body": "hi"}}
+            for approval, body in ((by_tool["send_email"], edit),
+                                   (by_tool["charge"], {"kind": "approve"})):  # fmt: skip
+                answer = await api.post(f"/v1/approvals/{approval}/decision", json=body)
+                assert answer.status_code == 200, answer.text
+            async with asyncio.timeout(HANG):
+                while "done" not in (await history(harness))[-1]:
+                    await asyncio.sleep(0.05)
+    finally:
+        await asyncio.to_thread(stop)
+    assert harness.turns() == [0, 1]
+    assert sorted(harness.executions()) == sorted(
+        ["read_file report.txt", "send_email carol@example.com hi", "charge 50"]
+    )
 
 
 # -- other processes -----------------------------------------------------------------------

@@ -102,8 +102,8 @@ class SignoffAgent:
         wrapped = await wrapping.root()
         state = await RunState.from_json(wrapped, paused, context_override=context)
         held = await self._judged(wrapping, state.get_interruptions())
-        decided = _answer(state, held)
-        if not decided:
+        answered, decided = _answer(state, held, wrapping)
+        if not answered:
             return None
         result = await Runner.run(wrapped, state, **kwargs)
         kept: RunResult = await self._settle(wrapping, entries, conversation, result, kwargs)
@@ -176,7 +176,7 @@ class SignoffAgent:
             if any(h.approval is not None and h.approval.pending for h in held.values()):
                 break
             state = result.to_state()
-            _answer(state, held)
+            _answer(state, held, wrapping)
             kwargs = {k: v for k, v in kwargs.items() if k != "context"}
             result = await Runner.run(wrapped, state, **kwargs)
         if result.interruptions:
@@ -307,7 +307,10 @@ class _Wrapping:
         self.clones: dict[int, Agent[Any]] = {}
         self._root: Agent[Any] | None = None
         self.tools: dict[tuple[str, str], tuple[str, str | None, str]] = {}
-        """(agent name, tool name) → (the call's name, its MCP server, its agent path)."""
+        """(agent name, tool name) → (the call's name, its MCP server, its agent path), for
+        the tools signoff wrapped."""
+        self.paths: dict[str, str] = {}
+        """agent name → its path."""
 
     async def root(self) -> Agent[Any]:
         if self._root is None:
@@ -319,6 +322,7 @@ class _Wrapping:
             return self.clones[id(agent)]
         clone = agent.clone(mcp_servers=[])
         self.clones[id(agent)] = clone  # before its handoffs: they may lead back to it
+        self.paths.setdefault(agent.name, path)
         tools = list(agent.tools)
         if agent.mcp_servers:
             tools += await agent.get_mcp_tools(self.context)
@@ -374,12 +378,16 @@ class _Wrapping:
             tool, needs_approval=needs_approval, on_invoke_tool=on_invoke_tool
         )
 
+    def wrapped(self, item: ToolApprovalItem) -> bool:
+        """Whether the call an interruption stands for is of a tool signoff wrapped."""
+        return (item.agent.name, item.tool_name or "") in self.tools
+
     def proposed(self, item: ToolApprovalItem) -> ToolCall:
-        """The call an interruption stands for, as the wrapped tool proposes it."""
+        """The call an interruption stands for, as the wrapped tool proposes it (a tool signoff
+        did not wrap — a shell, computer or hosted MCP tool asking on its own — by its name)."""
         tool = item.tool_name or ""
-        name, server, path = self.tools.get(
-            (item.agent.name, tool), (tool, None, f"{self.owner.path}/{item.agent.name}")
-        )
+        path = self.paths.get(item.agent.name, f"{self.owner.path}/{item.agent.name}")
+        name, server, path = self.tools.get((item.agent.name, tool), (tool, None, path))
         return ToolCall(
             id=item.call_id or "",
             name=name,
@@ -392,28 +400,40 @@ class _Wrapping:
 # -- small things ------------------------------------------------------------------------------
 
 
-def _answer(state: RunState[Any, Any], held: dict[str, Held]) -> list[str]:
-    """Approve or reject, in `state`, each call it waits on that is answered; the approvals
-    decided. An approved, edited or responded call is approved in the SDK: the wrapped tool
-    runs it as decided, or gives the person's response as its result."""
-    decided: list[str] = []
+def _answer(
+    state: RunState[Any, Any], held: dict[str, Held], wrapping: _Wrapping
+) -> tuple[int, list[str]]:
+    """Approve or reject, in `state`, each call it waits on that is answered: how many were,
+    and the approvals decided among them. A wrapped tool's approved, edited or responded call
+    is approved in the SDK: the wrapper runs it as decided, or gives the person's response as
+    its result. A tool signoff did not wrap runs only as proposed: an edit or a response of its
+    call reaches the model as a rejection's text (the SDK's one way to answer it)."""
+    answered, decided = 0, []
     for item in state.get_interruptions():
         found = held.get(item.call_id or "")
-        if found is None:
+        record = found.record if found is not None else None
+        approval = found.approval if found is not None else None
+        if record is None:
             state.reject(item, rejection_message=blocked_text("signoff holds no such call"))
-            continue
-        record, approval = found.record, found.approval
-        if record.kind == "run":
+        elif record.kind == "run":
             state.approve(item)
         elif record.kind == "block":
             state.reject(item, rejection_message=blocked_text(record.reason))
-        elif approval is not None and not approval.pending:
+        elif approval is None or approval.pending:
+            continue  # waits on
+        else:
             decided.append(approval.id)
-            if approval.status in ("approved", "edited", "responded"):
+            if approval.status == "approved" or (
+                approval.status in ("edited", "responded") and wrapping.wrapped(item)
+            ):
                 state.approve(item)
+            elif approval.status == "edited":
+                problem = "a person edited it, and signoff cannot change this tool's arguments"
+                state.reject(item, rejection_message=blocked_text(problem))
             else:
                 state.reject(item, rejection_message=answer_text(approval)[0])
-    return decided
+        answered += 1
+    return answered, decided
 
 
 def _items(input: str | list[Any]) -> list[Any]:
