@@ -7,11 +7,12 @@ from __future__ import annotations
 import json
 import os
 import time
+import uuid
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from agents import Agent, Model, ModelResponse, Usage, function_tool
+from agents import Agent, Model, ModelResponse, Usage, function_tool, handoff
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 from signoff import Policy
@@ -56,15 +57,20 @@ class Played(Model):
     """A model that plays `script` by the conversation it is given (so any process, resuming
     any thread, gets the same answer), noting each turn it plays in `calls`."""
 
-    def __init__(self, script: Script, calls: Path) -> None:
+    def __init__(self, script: Script, calls: Path, *, fresh_ids: bool = False) -> None:
         self.script = script
         self.calls = calls
+        self.fresh_ids = fresh_ids
+        """Call ids made unique by each process (as a hosted model's are), not by the turn only."""
 
     def output(self, input: str | list[Any]) -> list[Any]:
         items = [{"role": "user", "content": input}] if isinstance(input, str) else input
         turn = sum(
             _field(i, "role") == "assistant"
-            or (_field(i, "type") == "function_call" and str(_field(i, "call_id")).endswith("_0"))
+            or (
+                _field(i, "type") == "function_call"
+                and str(_field(i, "call_id")).split("-")[0].endswith("_0")
+            )
             for i in items
         )
         with self.calls.open("a") as f:
@@ -77,8 +83,9 @@ class Played(Model):
                 if _field(i, "type") == "function_call_output"
             }
             return [assistant_message(f"{step} {json.dumps(results, sort_keys=True)}")]
+        fresh = f"-{uuid.uuid4().hex[:8]}" if self.fresh_ids else ""
         return [
-            function_call(name, args, call_id=f"call_{turn}_{n}")
+            function_call(name, args, call_id=f"call_{turn}_{n}{fresh}")
             for n, (name, args) in enumerate(step)
         ]
 
@@ -98,8 +105,10 @@ def _field(item: Any, name: str) -> Any:
     return item.get(name) if isinstance(item, dict) else getattr(item, name, None)
 
 
-def build(script: Script, side_effects: Path, calls: Path, *, billing: bool = False) -> Agent[Any]:
-    """The assistant (and, with `billing`, a billing agent it can hand off to)."""
+def build(script: Script, side_effects: Path, calls: Path, *, billing: bool = False,
+          fresh_ids: bool = False, billing_filter: Any = None) -> Agent[Any]:  # fmt: skip
+    """The assistant (and, with `billing`, a billing agent it can hand off to, through a
+    handoff with `billing_filter` as its input filter when given)."""
 
     def record(line: str) -> None:
         with side_effects.open("a") as f:
@@ -133,20 +142,29 @@ def build(script: Script, side_effects: Path, calls: Path, *, billing: bool = Fa
         record("read_secrets")
         return "the secrets"
 
-    model = Played(script, calls)
+    @function_tool(failure_error_function=None)
+    def flaky(note: str) -> str:
+        """A tool whose failure ends the run (no error text for the model)."""
+        record(f"flaky {note}")
+        raise RuntimeError("the printer is on fire")
+
+    model = Played(script, calls, fresh_ids=fresh_ids)
     handoffs: Sequence[Any] = ()
     if billing:
-        handoffs = [Agent(name="billing", model=model, tools=[charge, send_email])]
+        biller = Agent(name="billing", model=model, tools=[charge, send_email])
+        handoffs = [
+            biller if billing_filter is None else handoff(biller, input_filter=billing_filter)
+        ]
     return Agent(
         name="assistant",
         model=model,
-        tools=[read_file, send_email, charge, read_secrets],
+        tools=[read_file, send_email, charge, read_secrets, flaky],
         handoffs=list(handoffs),
     )
 
 
 def signoff_agent(runs: ExternalRuns, script: Script, side_effects: Path, calls: Path,
                   **kwargs: Any) -> SignoffAgent:  # fmt: skip
-    billing = kwargs.pop("billing", False)
-    agent = build(script, side_effects, calls, billing=billing)
+    options = {k: kwargs.pop(k) for k in ("billing", "fresh_ids", "billing_filter") if k in kwargs}
+    agent = build(script, side_effects, calls, **options)
     return SignoffAgent(agent, runs, requested_by="alice", **kwargs)

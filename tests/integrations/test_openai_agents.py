@@ -6,6 +6,7 @@ die."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import signal
@@ -17,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agents import set_tracing_disabled
+from agents import Agent, HandoffInputData, set_tracing_disabled
 from agents.mcp import MCPServerStdio
+from pydantic_core import to_jsonable_python
 
 from signoff import Approve, Edit, Policy, Reject, Respond, Scope
-from signoff.errors import ConflictError, ForbiddenError, InvalidEditError
+from signoff.errors import ConflictError, ForbiddenError, InvalidEditError, SignoffError
 from signoff.gate.external import ExternalRuns
 from signoff.integrations.openai_agents import ORIGIN, SignoffAgent
 from tests.conftest import fresh_postgres_database
@@ -263,6 +265,88 @@ async def test_a_tool_that_asks_for_approval_itself_is_judged_by_the_policy(
     # The policy allows read_*: the tool's own needs_approval=True gives way to it.
     assert said(result)["call_0_0"] == "the secrets"
     assert harness.executions() == ["read_secrets"]
+
+
+async def test_a_call_with_empty_arguments_is_judged_as_no_arguments(harness: Harness) -> None:
+    result = await harness.agent([[("read_secrets", "")], "done"]).run("go", thread=THREAD)
+
+    # The SDK could not read "" and stopped on it; signoff judged it as {} (allowed) and went on.
+    assert said(result)["call_0_0"] == "the secrets"
+
+
+async def test_two_resumes_at_once_call_the_model_once_and_its_new_calls_run_once(
+    harness: Harness,
+) -> None:
+    # A hosted model's call ids differ in each process: after the resume, the model's new call
+    # would run once per resuming process if both went on.
+    script: Script = [[("send_email", {"to": "bob@example.com"})],
+                      [("read_file", {"path": "next.txt"})], "done"]  # fmt: skip
+    other = await asyncio.to_thread(open_runs, harness.database)
+    try:
+        await harness.agent(script, fresh_ids=True).run("go", thread=THREAD)
+        await harness.approve_all()
+
+        outcomes = await asyncio.gather(
+            harness.agent(script, fresh_ids=True).resume(THREAD),
+            harness.agent(script, runs=other, fresh_ids=True).resume(THREAD),
+        )
+    finally:
+        await asyncio.to_thread(other.close)
+
+    assert sum(o is not None for o in outcomes) == 1, outcomes
+    assert harness.executions() == ["send_email bob@example.com ", "read_file next.txt"]
+    assert harness.model_turns() == ["0", "1", "2"]
+
+
+async def test_a_tool_that_failed_is_not_run_again_and_the_thread_goes_on(
+    harness: Harness,
+) -> None:
+    agent = harness.agent([[("flaky", {"note": "q3"})], "done"])
+    await agent.run("go", thread=THREAD)
+    await harness.approve_all()
+    with pytest.raises(Exception, match="printer is on fire"):
+        await agent.resume(THREAD)  # the SDK ends the run with the tool's exception
+
+    again = await agent.resume(THREAD)
+
+    assert again is not None
+    assert "printer is on fire" in said(again)["call_0_0"]  # its one execution's error
+    assert harness.executions() == ["flaky q3"]
+
+
+async def test_an_agent_running_an_agent_with_tools_as_a_tool_is_refused(harness: Harness) -> None:
+    inner = build(DEFAULT, harness.side_effects, harness.calls)
+    outer = Agent(name="outer", model=inner.model, tools=[inner.as_tool("helper", "Helps.")])
+
+    with pytest.raises(SignoffError, match=r"Agent\.as_tool"):
+        await SignoffAgent(outer, harness.runs).run("go", thread=THREAD)
+    assert harness.executions() == []
+
+
+async def test_a_handoff_that_rewrites_the_conversation_keeps_it_whole(harness: Harness) -> None:
+    def without_the_user(data: HandoffInputData) -> HandoffInputData:
+        kept = [i for i in data.input_history if _role(i) != "user"]
+        return dataclasses.replace(data, input_history=tuple(kept))
+
+    script: Script = ["hello", [("transfer_to_billing", {})], [("charge", {"amount": 70})],
+                      "billed"]  # fmt: skip
+    agent = harness.agent(script, billing=True, billing_filter=without_the_user)
+    await agent.run("hi", thread=THREAD)
+
+    result = await agent.run("bill me", thread=THREAD)
+
+    # The handoff dropped what the users said from the conversation: the thread is kept as
+    # the run left it, not as what it had plus what the run added.
+    assert str(result.final_output).startswith("billed")
+    entries = [json.loads(e) for e in await harness.history()]
+    assert entries[-1]["conversation"] == to_jsonable_python(result.to_input_list())
+    assert not any(i.get("role") == "user" for i in entries[-1]["conversation"])
+    after = await agent.run("and then?", thread=THREAD)  # the thread goes on from there
+    assert str(after.final_output).startswith("done")
+
+
+def _role(item: Any) -> Any:
+    return item.get("role") if isinstance(item, dict) else None
 
 
 async def test_an_agent_handed_off_to_is_judged_by_its_own_path(harness: Harness) -> None:

@@ -249,8 +249,11 @@ class ExternalRuns:
             return claim.value
         try:
             value = await fn()
-        except BaseException as exc:
+        except Exception as exc:
             await self.fail(claim, exc)
+            raise
+        except BaseException:
+            await self.bridge.arun(claim.abandon())  # cancelled midway: whether it ran is unknown
             raise
         await self.finish(claim, value)
         return value

@@ -189,7 +189,13 @@ def _alive(claim: LedgerClaim, now: datetime) -> bool:
     """Whether the worker that started the call may still be running it."""
     if claim.owner is None or claim.lease_until is None or claim.lease_until <= now:
         return False
-    host, _, rest = claim.owner.partition(":")
+    return owner_alive(claim.owner)
+
+
+def owner_alive(owner: str) -> bool:
+    """Whether the process an owner string (``host:pid:...``, a `Ledger`'s) names may still
+    run: False only for a process of this machine that is gone."""
+    host, _, rest = owner.partition(":")
     pid = rest.partition(":")[0]
     if host == _HOST and pid.isdigit():
         try:

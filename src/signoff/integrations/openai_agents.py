@@ -27,18 +27,37 @@ import dataclasses
 import json
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
-from signoff.errors import ConflictError, MissingExtraError, OutcomeUnknown, SignoffError
+from signoff.errors import (
+    ConflictError,
+    ExecutionFailed,
+    MissingExtraError,
+    OutcomeUnknown,
+    SignoffError,
+)
 from signoff.gate.external import ExternalRuns, Held, Pause, Resumer, connect
 from signoff.integrations._answers import answer_text, blocked_text, edited_text
+from signoff.integrations._threads import busy, now, release, take, unmarked
 from signoff.types import ToolCall
 
 try:
-    from agents import Agent, FunctionTool, Handoff, RunContextWrapper, Runner, RunState
+    from agents import (
+        Agent,
+        ApplyPatchTool,
+        ComputerTool,
+        CustomTool,
+        FunctionTool,
+        Handoff,
+        LocalShellTool,
+        RunContextWrapper,
+        Runner,
+        RunState,
+        ShellTool,
+    )
     from agents.items import ToolApprovalItem
     from agents.result import RunResult, RunResultStreaming
+    from agents.sandbox import SandboxAgent
     from agents.stream_events import StreamEvent
     from agents.tool_context import ToolContext
     from pydantic_core import to_jsonable_python
@@ -87,7 +106,7 @@ class SignoffAgent:
         wrapping = _Wrapping(self, thread, kwargs.get("context"))
         wrapped = await wrapping.root()
         result = await Runner.run(wrapped, [*conversation, *_items(input)], **kwargs)
-        kept: RunResult = await self._settle(wrapping, entries, conversation, result, kwargs)
+        kept: RunResult = await self._settle(wrapping, len(entries), conversation, result, kwargs)
         return kept
 
     async def resume(self, thread: str, **kwargs: Any) -> RunResult | None:
@@ -95,18 +114,24 @@ class SignoffAgent:
         undecided one waits on). None when nothing waits, or nothing it waits on is decided.
         `context` (when the run's context could not be kept) and `kwargs` go to the SDK."""
         entries, conversation, paused = await self._thread(thread, waiting=True)
-        if paused is None:
-            return None
-        context = kwargs.pop("context", None)
-        wrapping = _Wrapping(self, thread, context)
-        wrapped = await wrapping.root()
-        state = await RunState.from_json(wrapped, paused, context_override=context)
-        held = await self._judged(wrapping, state.get_interruptions())
-        answered, decided = _answer(state, held, wrapping)
-        if not answered:
-            return None
-        result = await Runner.run(wrapped, state, **kwargs)
-        kept: RunResult = await self._settle(wrapping, entries, conversation, result, kwargs)
+        if paused is None or not await take(self.runs, ORIGIN, thread, entries):
+            return None  # nothing waits, or another process resumes it
+        after = len(entries) + 1
+        try:
+            context = kwargs.pop("context", None)
+            wrapping = _Wrapping(self, thread, context)
+            wrapped = await wrapping.root()
+            state = await RunState.from_json(wrapped, paused, context_override=context)
+            held = await self._judged(wrapping, state.get_interruptions())
+            answered, decided = _answer(state, held, wrapping)
+            if not answered:
+                await release(self.runs, ORIGIN, thread, after)
+                return None
+            result = await Runner.run(wrapped, state, **kwargs)
+            kept: RunResult = await self._settle(wrapping, after, conversation, result, kwargs)
+        except BaseException:
+            await release(self.runs, ORIGIN, thread, after)
+            raise
         await self.runs.went_on(decided)
         return kept
 
@@ -121,7 +146,7 @@ class SignoffAgent:
         streamed = Runner.run_streamed(wrapped, [*conversation, *_items(input)], **kwargs)
         async for event in streamed.stream_events():
             yield event
-        await self._settle(wrapping, entries, conversation, streamed, kwargs)
+        await self._settle(wrapping, len(entries), conversation, streamed, kwargs)
 
     def run_sync(self, input: str | list[Any], *, thread: str, **kwargs: Any) -> RunResult:
         """`run` from synchronous code (not inside a running event loop)."""
@@ -147,46 +172,57 @@ class SignoffAgent:
         """The thread's entries, its conversation, and the `RunState` of its run that waits on
         people — which takes no new input (`waiting` False) until it is resumed.
 
-        Each entry is ``{"item": ...}`` (one input item of the conversation) or ``{"state":
-        ...}`` (a paused run's state, the conversation so far inside it)."""
+        Each entry is ``{"item": ...}`` (one input item of the conversation), ``{"state": ...}``
+        (a paused run's state, the conversation so far inside it), ``{"conversation": [...]}``
+        (the whole conversation anew, after a run that rewrote it: a handoff's input filter),
+        or a resume mark."""
         entries = await self.runs.bridge.arun(self.runs.store.history(ORIGIN, thread))
-        parsed = [json.loads(e) for e in entries]
-        paused = parsed[-1]["state"] if parsed and "state" in parsed[-1] else None
+        if not waiting and busy(entries, now()):
+            raise ConflictError(f"thread {thread!r} is being resumed")
+        conversation: list[Any] = []
+        paused: dict[str, Any] | None = None
+        for entry in unmarked(entries):
+            parsed = json.loads(entry)
+            paused = parsed.get("state")
+            if "item" in parsed:
+                conversation.append(parsed["item"])
+            elif "conversation" in parsed:
+                conversation = list(parsed["conversation"])
         if paused is not None and not waiting:
             raise ConflictError(
                 f"thread {thread!r} waits on calls a person has not all answered: resume it "
                 "(SignoffAgent.resume) once they are decided"
             )
-        return entries, [e["item"] for e in parsed if "item" in e], paused
+        return entries, conversation, paused
 
     async def _settle(
         self,
         wrapping: _Wrapping,
-        entries: Sequence[str],
+        after: int,
         conversation: Sequence[Any],
         result: RunResult | RunResultStreaming,
         kwargs: dict[str, Any],
     ) -> Any:
         """Go on while every call the run stopped on is answered without a person (a verdict
-        the SDK could not ask for, a grant given meanwhile); then keep what the run added."""
+        the SDK could not ask for, a grant given meanwhile); then append what the run added to
+        the thread's `after` entries."""
         thread, wrapped = wrapping.thread, await wrapping.root()
         held: dict[str, Held] = {}
         while result.interruptions:
             held = await self._judged(wrapping, result.interruptions)
-            if any(h.approval is not None and h.approval.pending for h in held.values()):
-                break
             state = result.to_state()
-            _answer(state, held, wrapping)
+            answered, _ = _answer(state, held, wrapping)
+            if answered < len(result.interruptions):
+                break  # a call waits for a person
             kwargs = {k: v for k, v in kwargs.items() if k != "context"}
             result = await Runner.run(wrapped, state, **kwargs)
         if result.interruptions:
             new = [json.dumps({"state": result.to_state().to_json()})]
         else:
-            added = result.to_input_list()[len(conversation) :]
-            new = [json.dumps({"item": to_jsonable_python(item)}) for item in added]
+            new = _added(conversation, result.to_input_list())
         store = self.runs.store
         if not await self.runs.bridge.arun(
-            store.append_history(ORIGIN, thread, new, after=len(entries), now=_now())
+            store.append_history(ORIGIN, thread, new, after=after, now=now())
         ):
             raise ConflictError(
                 f"thread {thread!r} was extended by another run meanwhile; this run was not "
@@ -230,7 +266,12 @@ class SignoffAgent:
     ) -> Any:
         """Run one call as it was judged and decided, or answer it."""
         found = (await self.runs.held(thread, [proposed.id])).get(proposed.id)
-        if found is None:  # the SDK ran it without asking the tool first
+        if found is None:
+            # The SDK runs it without having asked the tool (an approval given outside signoff,
+            # an `on_approval` callback): it runs only where the policy allows it outright.
+            verdict = self.runs.gate.engine.evaluate(proposed)
+            if verdict.kind != "allow":
+                return blocked_text("the SDK ran it without signoff's policy asked first")
             found = (
                 await self.runs.judged([proposed], thread=thread, requested_by=self.requested_by)
             )[proposed.id]
@@ -278,7 +319,7 @@ class SignoffAgent:
         idempotent = call.name in self.idempotent
         try:
             value = await self.runs.once(key, execute, tool=call.name, idempotent=idempotent)
-        except OutcomeUnknown as exc:
+        except (OutcomeUnknown, ExecutionFailed) as exc:
             return f"signoff: {exc}"
         result = value["result"]
         if edited is None:
@@ -320,9 +361,17 @@ class _Wrapping:
     async def _agent(self, agent: Agent[Any], path: str) -> Agent[Any]:
         if id(agent) in self.clones:
             return self.clones[id(agent)]
+        if agent.name in self.paths:
+            # The SDK finds a paused run's agents by name: two would share one's tools.
+            raise SignoffError(f"two agents of this graph are named {agent.name!r}")
+        if isinstance(agent, SandboxAgent):
+            raise SignoffError(
+                f"{agent.name!r} is a SandboxAgent: its tools are added as it runs, where "
+                "signoff cannot put its policy in front of them"
+            )
         clone = agent.clone(mcp_servers=[])
         self.clones[id(agent)] = clone  # before its handoffs: they may lead back to it
-        self.paths.setdefault(agent.name, path)
+        self.paths[agent.name] = path
         tools = list(agent.tools)
         if agent.mcp_servers:
             tools += await agent.get_mcp_tools(self.context)
@@ -352,8 +401,29 @@ class _Wrapping:
         return wrapped
 
     def _tool(self, agent: Agent[Any], tool: Any, path: str) -> Any:
+        if isinstance(tool, ShellTool | ApplyPatchTool | CustomTool):
+            environment: Any = getattr(tool, "environment", None) or {}
+            if environment.get("type", "local") != "local":
+                return tool  # a shell hosted at the model's provider
+            # These run where the SDK runs them: each call stops the run for the policy (and a
+            # person) to answer — run as proposed, never edited.
+            return dataclasses.replace(tool, needs_approval=True, on_approval=None)
+        if isinstance(tool, LocalShellTool | ComputerTool):
+            raise SignoffError(
+                f"the tool {getattr(tool, 'name', type(tool).__name__)!r} of {agent.name!r} "
+                "runs without asking anyone: signoff cannot put its policy in front of it"
+            )
         if not isinstance(tool, FunctionTool):
-            return tool  # hosted tools run at the model's provider; others ask on their own
+            return tool  # hosted tools run at the model's provider
+        sub = getattr(tool, "_agent_instance", None)
+        if getattr(tool, "_is_agent_tool", False) and (
+            sub is None or sub.tools or sub.handoffs or sub.mcp_servers
+        ):
+            raise SignoffError(
+                f"the tool {tool.name!r} of {agent.name!r} runs an agent with tools of its own "
+                "(Agent.as_tool), whose calls signoff cannot put its policy in front of: hand "
+                "off to that agent instead"
+            )
         binding = getattr(tool, "_mcp_tool_binding", None)
         server, name = (binding[0], binding[1]) if binding else (None, tool.name)
         self.tools[(agent.name, tool.name)] = (name, server, path)
@@ -391,7 +461,7 @@ class _Wrapping:
         return ToolCall(
             id=item.call_id or "",
             name=name,
-            args=_object(item.arguments or "{}") or {"arguments": item.arguments},
+            args=_arguments(item.arguments),
             server=server,
             agent=path,
         )
@@ -442,6 +512,23 @@ def _items(input: str | list[Any]) -> list[Any]:
     return list(input)
 
 
+def _arguments(raw: str | None) -> dict[str, Any]:
+    """A call's arguments as the policy judges them: an object as such, anything else as the
+    text the model gave (a policy fails closed on it)."""
+    found = _object(raw or "")
+    return {"arguments": raw} if found is None else found
+
+
+def _added(conversation: Sequence[Any], everything: list[Any]) -> list[str]:
+    """The entries that bring the thread's `conversation` to `everything` a run ended with:
+    the new items, or — when the run rewrote what came before (a handoff's input filter) — the
+    whole conversation anew."""
+    jsonable = [to_jsonable_python(item) for item in everything]
+    if jsonable[: len(conversation)] == list(conversation):
+        return [json.dumps({"item": item}) for item in jsonable[len(conversation) :]]
+    return [json.dumps({"conversation": jsonable})]
+
+
 def _object(raw: str) -> dict[str, Any] | None:
     """Arguments as the model gave them, when they are a JSON object."""
     try:
@@ -449,7 +536,3 @@ def _object(raw: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)

@@ -23,12 +23,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
-from signoff.errors import ConflictError, MissingExtraError, OutcomeUnknown
+from signoff.errors import ConflictError, ExecutionFailed, MissingExtraError, OutcomeUnknown
 from signoff.gate.external import ExternalRuns, Held, Pause, Resumer, connect
 from signoff.integrations._answers import answer_text, blocked_text, edited_text
+from signoff.integrations._threads import busy, now, release, take, unmarked
 from signoff.types import ToolCall
 
 try:
@@ -124,20 +124,25 @@ class SignoffAgent:
         items = await self.runs.bridge.arun(self.runs.store.history(ORIGIN, thread))
         history = _messages(items)
         waiting = _open_calls(history)
-        if not waiting:
-            return None
-        held = await self.runs.held(thread, [c.tool_call_id for c in waiting])
-        results = DeferredToolResults(
-            approvals={c.tool_call_id: _resume_value(held.get(c.tool_call_id)) for c in waiting}
-        )
-        result = await self.agent.run(
-            message_history=history,
-            deferred_tool_results=results,
-            capabilities=[SignoffCapability(self, thread)],
-            output_type=_with_deferred(self.agent.output_type),
-            **kwargs,
-        )
-        await self._keep(thread, len(items), result)
+        if not waiting or not await take(self.runs, ORIGIN, thread, items):
+            return None  # nothing waits, or another process resumes it
+        after = len(items) + 1
+        try:
+            held = await self.runs.held(thread, [c.tool_call_id for c in waiting])
+            results = DeferredToolResults(
+                approvals={c.tool_call_id: _resume_value(held.get(c.tool_call_id)) for c in waiting}
+            )
+            result = await self.agent.run(
+                message_history=history,
+                deferred_tool_results=results,
+                capabilities=[SignoffCapability(self, thread)],
+                output_type=_with_deferred(self.agent.output_type),
+                **kwargs,
+            )
+            await self._keep(thread, after, result)
+        except BaseException:
+            await release(self.runs, ORIGIN, thread, after)
+            raise
         decided = [h.approval.id for h in held.values() if h.approval and not h.approval.pending]
         if decided:
             await self.runs.went_on(decided)
@@ -147,6 +152,8 @@ class SignoffAgent:
         """The thread's history (kept items and messages), refused while it waits on people:
         it takes no new prompt until it is resumed."""
         items = await self.runs.bridge.arun(self.runs.store.history(ORIGIN, thread))
+        if busy(items, now()):
+            raise ConflictError(f"thread {thread!r} is being resumed")
         history = _messages(items)
         if _open_calls(history):
             raise ConflictError(
@@ -177,9 +184,9 @@ class SignoffAgent:
         """Append the run's new messages to the thread's history; record the pause when the run
         ended waiting on people."""
         new = [to_json(m).decode() for m in result.new_messages()]
-        store, now = self.runs.store, _now()
+        store = self.runs.store
         if not await self.runs.bridge.arun(
-            store.append_history(ORIGIN, thread, new, after=after, now=now)
+            store.append_history(ORIGIN, thread, new, after=after, now=now())
         ):
             raise ConflictError(
                 f"thread {thread!r} was extended by another run meanwhile; this run's messages "
@@ -299,7 +306,7 @@ class SignoffAgent:
 
         try:
             value = (await self.runs.once(key, execute, tool=call.name))["result"]
-        except OutcomeUnknown as exc:
+        except (OutcomeUnknown, ExecutionFailed) as exc:
             return ToolDenied(f"signoff: {exc}")
         if edited is not None and isinstance(value, str):
             return edited_text(edited, value)
@@ -369,9 +376,10 @@ def _with_deferred(output_type: Any) -> Any:
 
 
 def _messages(items: Sequence[str]) -> list[ModelMessage]:
-    if not items:
+    messages = unmarked(items)
+    if not messages:
         return []
-    return ModelMessagesTypeAdapter.validate_json("[" + ",".join(items) + "]")
+    return ModelMessagesTypeAdapter.validate_json("[" + ",".join(messages) + "]")
 
 
 def _open_calls(history: Sequence[ModelMessage]) -> list[ToolCallPart]:
@@ -392,7 +400,3 @@ def _open_calls(history: Sequence[ModelMessage]) -> list[ToolCallPart]:
                 if isinstance(p, ToolCallPart) and p.tool_call_id not in answered
             ]
     return []
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
