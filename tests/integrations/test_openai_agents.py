@@ -9,7 +9,6 @@ import asyncio
 import dataclasses
 import json
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -26,8 +25,9 @@ from signoff import Approve, Edit, Policy, Reject, Respond, Scope
 from signoff.errors import ConflictError, ForbiddenError, InvalidEditError, SignoffError
 from signoff.gate.external import ExternalRuns
 from signoff.integrations.openai_agents import ORIGIN, SignoffAgent
-from tests.conftest import fresh_postgres_database
 from tests.deadline import HANG
+from tests.integrations import harness as harness_base
+from tests.integrations.harness import finished, killed_inside_the_tool, lines, opened
 from tests.integrations.inbox import inbox_api
 from tests.integrations.oa_app import (
     DEFAULT,
@@ -40,8 +40,7 @@ from tests.integrations.oa_app import (
     signoff_agent,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
-UPSTREAM = ROOT / "tests" / "protocols" / "mcp_upstream.py"
+UPSTREAM = harness_base.ROOT / "tests" / "protocols" / "mcp_upstream.py"
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -52,60 +51,19 @@ def no_tracing() -> Iterator[None]:
 
 
 @dataclass
-class Harness:
-    database: str
-    runs: ExternalRuns
-    side_effects: Path
-    calls: Path
-
+class Harness(harness_base.Harness):
     def agent(self, script: Script = DEFAULT, runs: ExternalRuns | None = None,
               **kwargs: Any) -> SignoffAgent:  # fmt: skip
         return signoff_agent(runs or self.runs, script, self.side_effects, self.calls, **kwargs)
-
-    def executions(self) -> list[str]:
-        return _lines(self.side_effects)
-
-    def model_turns(self) -> list[str]:
-        return _lines(self.calls)
-
-    async def pending(self) -> dict[str, Any]:
-        found = await self.runs.bridge.arun(self.runs.store.list_approvals(status="pending"))
-        return {f"{a.call.name} {json.dumps(a.call.args, sort_keys=True)}": a for a in found}
-
-    async def decide(self, approval_id: str, decision: Any) -> None:
-        gate = self.runs.gate
-        await self.runs.bridge.arun(
-            gate.decide(approval_id, decision, actor="bob", roles=["finance"])
-        )
-
-    async def approve_all(self) -> None:
-        for approval in (await self.pending()).values():
-            await self.decide(approval.id, Approve())
 
     async def history(self, thread: str = THREAD) -> list[str]:
         return await self.runs.bridge.arun(self.runs.store.history(ORIGIN, thread))
 
 
-def _lines(path: Path) -> list[str]:
-    return path.read_text().splitlines() if path.exists() else []
-
-
 @pytest.fixture(params=["sqlite", "postgres"])
 async def harness(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Harness]:
-    if request.param == "sqlite":
-        database = f"sqlite:///{tmp_path / 'signoff.db'}"
-        runs = await asyncio.to_thread(open_runs, database)
-        try:
-            yield Harness(database, runs, tmp_path / "side-effects.txt", tmp_path / "calls.txt")
-        finally:
-            await asyncio.to_thread(runs.close)
-        return
-    async with fresh_postgres_database() as url:
-        runs = await asyncio.to_thread(open_runs, url)
-        try:
-            yield Harness(url, runs, tmp_path / "side-effects.txt", tmp_path / "calls.txt")
-        finally:
-            await asyncio.to_thread(runs.close)
+    async with opened(request.param, tmp_path, open_runs) as found:
+        yield Harness(*found)
 
 
 def said(result: Any) -> dict[str, Any]:
@@ -156,7 +114,7 @@ async def test_each_decision_reaches_the_model_and_each_tool_runs_once(harness: 
     }
     assert harness.executions() == ["read_file report.txt", "send_email carol@example.com hi"]
     assert await agent.resume(THREAD) is None  # nothing waits any more
-    assert harness.model_turns() == ["0", "1"]  # no model call on the way back in
+    assert harness.turns() == [0, 1]  # no model call on the way back in
 
 
 async def test_a_response_is_the_tools_result_and_approve_runs_as_proposed(
@@ -195,7 +153,7 @@ async def test_an_undecided_call_waits_on_and_the_decided_one_runs(harness: Harn
     assert said(await agent.resume(THREAD))["call_0_1"] == "sent to bob@example.com"
     assert harness.executions() == ["read_file report.txt", "charge 50",
                                     "send_email bob@example.com hi"]  # fmt: skip
-    assert harness.model_turns() == ["0", "1"]
+    assert harness.turns() == [0, 1]
 
 
 async def test_the_same_pause_resumed_by_two_at_once_runs_each_tool_once(
@@ -295,7 +253,7 @@ async def test_two_resumes_at_once_call_the_model_once_and_its_new_calls_run_onc
 
     assert sum(o is not None for o in outcomes) == 1, outcomes
     assert harness.executions() == ["send_email bob@example.com ", "read_file next.txt"]
-    assert harness.model_turns() == ["0", "1", "2"]
+    assert harness.turns() == [0, 1, 2]
 
 
 async def test_a_tool_that_failed_is_not_run_again_and_the_thread_goes_on(
@@ -416,7 +374,7 @@ async def test_an_mcp_servers_tools_are_judged_with_their_server(
     # The model sees the upstream's content parts, after a note that a person edited the call.
     note, echoed, *_ = [part["text"] for part in said(resumed)["call_0_0"]]
     assert "it ran with the arguments" in note and echoed == "bye"
-    assert len(_lines(counted)) == 1  # the upstream's count ran once
+    assert len(lines(counted)) == 1  # the upstream's count ran once
 
 
 async def test_the_resumer_resumes_the_thread_when_a_decision_is_taken_elsewhere(
@@ -437,7 +395,7 @@ async def test_the_resumer_resumes_the_thread_when_a_decision_is_taken_elsewhere
     finally:
         await asyncio.to_thread(stop)
         await asyncio.to_thread(inbox.close)
-    assert harness.model_turns() == ["0", "1"]
+    assert harness.turns() == [0, 1]
     assert sorted(harness.executions()) == sorted(
         ["read_file report.txt", "send_email bob@example.com hi", "charge 50"]
     )
@@ -461,7 +419,7 @@ async def test_a_decision_taken_through_the_inbox_api_resumes_the_run(harness: H
                     await asyncio.sleep(0.05)
     finally:
         await asyncio.to_thread(stop)
-    assert harness.model_turns() == ["0", "1"]
+    assert harness.turns() == [0, 1]
     assert sorted(harness.executions()) == sorted(
         ["read_file report.txt", "send_email carol@example.com hi", "charge 50"]
     )
@@ -472,17 +430,7 @@ async def test_a_decision_taken_through_the_inbox_api_resumes_the_run(harness: H
 
 def worker(harness: Harness, action: str, env: dict[str, str] | None = None
            ) -> subprocess.Popen[str]:  # fmt: skip
-    return subprocess.Popen(
-        [sys.executable, "-m", "tests.integrations.oa_worker", harness.database,
-         str(harness.side_effects), str(harness.calls), THREAD, action],
-        cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-
-
-async def finished(process: subprocess.Popen[str]) -> None:
-    _out, err = await asyncio.to_thread(process.communicate, timeout=HANG)
-    assert process.returncode == 0, err
+    return harness_base.worker("tests.integrations.oa_worker", harness, THREAD, action, env)
 
 
 async def test_a_thread_started_in_one_process_is_resumed_by_two_others_at_once(
@@ -533,14 +481,7 @@ async def killed_inside_the_charge(harness: Harness, env: dict[str, str] | None 
     inside `charge`."""
     await harness.agent().run("go", thread=THREAD)
     await harness.approve_all()
-    victim = worker(harness, "resume", env={HANG_IN_TOOL: "1", **(env or {})})
-    try:
-        assert victim.stdout is not None
-        line = await asyncio.to_thread(victim.stdout.readline)  # EOF if it died before
-        assert line == "inside the tool\n", victim.communicate()[1]
-    finally:
-        victim.send_signal(signal.SIGKILL)
-        await asyncio.to_thread(victim.communicate)
+    await killed_inside_the_tool(worker(harness, "resume", env={HANG_IN_TOOL: "1", **(env or {})}))
 
 
 def said_in(entry: str) -> dict[str, str]:

@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,8 +19,9 @@ from signoff import Approve, Edit, Reject, Respond, Scope
 from signoff.errors import ConflictError, ForbiddenError, InvalidEditError
 from signoff.gate.external import ExternalRuns
 from signoff.integrations.pydantic_ai import ORIGIN, SignoffAgent
-from tests.conftest import fresh_postgres_database
 from tests.deadline import HANG
+from tests.integrations import harness as harness_base
+from tests.integrations.harness import finished, killed_inside_the_tool, opened
 from tests.integrations.inbox import inbox_api
 from tests.integrations.pa_app import (
     DEFAULT,
@@ -35,58 +33,18 @@ from tests.integrations.pa_app import (
     open_runs,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 @dataclass
-class Harness:
-    database: str
-    runs: ExternalRuns
-    side_effects: Path
-    calls: Path
-
+class Harness(harness_base.Harness):
     def agent(self, script: Script = DEFAULT, runs: ExternalRuns | None = None) -> SignoffAgent:
         built = build(script, self.side_effects, self.calls)
         return SignoffAgent(built, runs or self.runs, requested_by="alice")
 
-    def turns(self) -> list[int]:
-        """The model's turns played, in order."""
-        return [int(t) for t in _lines(self.calls)]
-
-    def executions(self) -> list[str]:
-        return _lines(self.side_effects)
-
-    async def pending(self) -> dict[str, Any]:
-        found = await self.runs.bridge.arun(self.runs.store.list_approvals(status="pending"))
-        return {f"{a.call.name} {json.dumps(a.call.args, sort_keys=True)}": a for a in found}
-
-    async def decide(self, approval_id: str, decision: Any) -> None:
-        gate = self.runs.gate
-        await self.runs.bridge.arun(
-            gate.decide(approval_id, decision, actor="bob", roles=["finance"])
-        )
-
 
 @pytest.fixture(params=["sqlite", "postgres"])
 async def harness(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Harness]:
-    if request.param == "sqlite":
-        database = f"sqlite:///{tmp_path / 'signoff.db'}"
-        runs = await asyncio.to_thread(open_runs, database)
-        try:
-            yield Harness(database, runs, tmp_path / "side-effects.txt", tmp_path / "calls.txt")
-        finally:
-            await asyncio.to_thread(runs.close)
-        return
-    async with fresh_postgres_database() as url:
-        runs = await asyncio.to_thread(open_runs, url)
-        try:
-            yield Harness(url, runs, tmp_path / "side-effects.txt", tmp_path / "calls.txt")
-        finally:
-            await asyncio.to_thread(runs.close)
-
-
-def _lines(path: Path) -> list[str]:
-    return path.read_text().splitlines() if path.exists() else []
+    async with opened(request.param, tmp_path, open_runs) as found:
+        yield Harness(*found)
 
 
 def said(result: Any) -> dict[str, str]:
@@ -286,8 +244,7 @@ async def test_a_streamed_run_pauses_and_resumes_the_same_way(harness: Harness) 
     assert "CallToolsNode" in nodes
     assert harness.executions() == ["read_file report.txt"]
     assert len(await harness.pending()) == 2
-    for approval in (await harness.pending()).values():
-        await harness.decide(approval.id, Approve())
+    await harness.approve_all()
     results = said(await agent.resume(THREAD))
     assert results["call_0_3"] == "charged 50"
     assert harness.turns() == [0, 1]
@@ -322,17 +279,7 @@ async def test_a_decision_taken_through_the_inbox_api_resumes_the_run(harness: H
 
 def worker(harness: Harness, action: str, env: dict[str, str] | None = None
            ) -> subprocess.Popen[str]:  # fmt: skip
-    return subprocess.Popen(
-        [sys.executable, "-m", "tests.integrations.pa_worker", harness.database,
-         str(harness.side_effects), str(harness.calls), THREAD, action],
-        cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-
-
-async def finished(process: subprocess.Popen[str]) -> None:
-    _out, err = await asyncio.to_thread(process.communicate, timeout=HANG)
-    assert process.returncode == 0, err
+    return harness_base.worker("tests.integrations.pa_worker", harness, THREAD, action, env)
 
 
 async def test_a_thread_started_in_one_process_is_resumed_by_two_others_at_once(
@@ -340,8 +287,7 @@ async def test_a_thread_started_in_one_process_is_resumed_by_two_others_at_once(
 ) -> None:
     await finished(worker(harness, "start"))
     assert len(await harness.pending()) == 2
-    for approval in (await harness.pending()).values():
-        await harness.decide(approval.id, Approve())
+    await harness.approve_all()
 
     both = [worker(harness, "resume"), worker(harness, "resume")]
     outcomes = [await asyncio.to_thread(p.communicate, timeout=HANG) for p in both]
@@ -358,16 +304,8 @@ async def test_a_worker_killed_inside_the_tool_leaves_the_call_unknown_and_not_r
     harness: Harness,
 ) -> None:
     await harness.agent().run("go", thread=THREAD)
-    for approval in (await harness.pending()).values():
-        await harness.decide(approval.id, Approve())
-    victim = worker(harness, "resume", env={HANG_IN_TOOL: "1"})
-    try:
-        assert victim.stdout is not None
-        line = await asyncio.to_thread(victim.stdout.readline)  # EOF if it died before
-        assert line == "inside the tool\n", victim.communicate()[1]
-    finally:
-        victim.send_signal(signal.SIGKILL)
-        await asyncio.to_thread(victim.communicate)
+    await harness.approve_all()
+    await killed_inside_the_tool(worker(harness, "resume", env={HANG_IN_TOOL: "1"}))
 
     await finished(worker(harness, "resume"))
 

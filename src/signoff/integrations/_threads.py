@@ -6,13 +6,14 @@ the model makes after the resume run once, whatever their ids."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from signoff.gate.external import LEASE, ExternalRuns
+from signoff.gate.external import LEASE, ExternalRuns, Pause, Resumer
 from signoff.gate.once import owner_alive
 
-__all__ = ["LEASE", "is_mark", "now", "release", "take", "unmarked"]
+__all__ = ["LEASE", "is_mark", "now", "release", "resumer", "take", "unmarked"]
 
 _MARK = "signoff.resume"
 
@@ -59,3 +60,13 @@ async def release(runs: ExternalRuns, origin: str, thread: str, after: int) -> N
     at = now()
     mark = json.dumps({_MARK: "released", "at": at.isoformat()})
     await runs.bridge.arun(runs.store.append_history(origin, thread, [mark], after=after, now=at))
+
+
+def resumer(runs: ExternalRuns, resume: Callable[[str], Awaitable[Any]]) -> Resumer:
+    """A `Resumer` that calls `resume(thread)` for each pause of `runs`' origin once every call
+    it waits on is decided."""
+
+    async def go_on(pause: Pause) -> None:
+        await resume(pause.thread_id)
+
+    return Resumer(runs, go_on)

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from signoff.errors import ConflictError, ExecutionFailed, MissingExtraError, OutcomeUnknown
-from signoff.gate.external import ExternalRuns, Held, Pause, Resumer, connect
+from signoff.gate.external import ExternalRuns, Held, Resumer, connect
 from signoff.integrations._answers import answer_text, blocked_text, edited_text
-from signoff.integrations._threads import busy, now, release, take, unmarked
+from signoff.integrations._threads import busy, now, release, resumer, take, unmarked
 from signoff.types import ToolCall
 
 try:
@@ -174,11 +174,7 @@ class SignoffAgent:
         """A `Resumer` that resumes this agent's waiting threads once every call a pause waits
         on is decided — in any channel, with no code of the user's: ``.start()`` it next to
         the app, or ``await ....work()`` in a task."""
-
-        async def resume(pause: Pause) -> None:
-            await self.resume(pause.thread_id)
-
-        return Resumer(self.runs, resume)
+        return resumer(self.runs, self.resume)
 
     async def _keep(self, thread: str, after: int, result: Any) -> None:
         """Append the run's new messages to the thread's history; record the pause when the run
