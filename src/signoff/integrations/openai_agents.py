@@ -283,6 +283,8 @@ class SignoffAgent:
             return blocked_text("it waits for a person's decision")
         if approval.status not in ("approved", "edited"):
             return answer_text(approval)[0]
+        if proposed.digest != record.digest:
+            return blocked_text("the call changed after it was asked about")
         # What runs is what the person approved: the arguments the model proposed, or the
         # person's edit of them (the SDK cannot change a call's arguments; the tool is invoked
         # with the edit, and the model is told).
@@ -292,8 +294,6 @@ class SignoffAgent:
                 return blocked_text(problem)
             edit = approval.call.args
             return await self._once(thread, ctx, proposed, json.dumps(edit), invoke, edited=edit)
-        if proposed.digest != record.digest:
-            return blocked_text("the call changed after it was approved")
         return await self._once(thread, ctx, proposed, raw, invoke, edited=None)
 
     async def _once(
