@@ -1,0 +1,319 @@
+"""Google ADK agents behind signoff: one plugin on the app's `Runner` (kagent's runtime).
+
+    runs = connect("policy.yaml", origin="google-adk", database="sqlite:///signoff.db")
+    signoff = SignoffPlugin(runs)
+    app = App(name="ops", root_agent=agent, plugins=[signoff])
+    runner = Runner(app=app, session_service=DatabaseSessionService(...))
+    ...                                   # a call waits: decided in the inbox, the API, the CLI
+    stop = signoff.resumer(runner).start()  # sends ADK the confirmation once it is decided
+
+signoff's policy judges every tool call of every agent of the runner with its arguments
+(``before_tool_callback``): allowed calls run once, through signoff's ledger; denied ones answer
+the model with the reason; asked ones become approvals in signoff's store and ADK's own pause, a
+``request_confirmation`` carrying the approval's id — the run stops there, no model call. When
+the confirmation comes back (from the resumer, or from any ADK client), ADK runs the call again:
+signoff reads the decision **from its store**, never from the confirmation's payload, and runs
+the call once (approved, or edited: checked against the tool's schema and the policy), or gives
+the person's response as its result, or the rejection with its reason. ADK re-runs a confirmed
+tool each time the confirmation arrives; the ledger keeps it to one execution.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from signoff.errors import ConflictError, ExecutionFailed, MissingExtraError, OutcomeUnknown
+from signoff.gate.external import ExternalRuns, Held, Pause, Resumer, connect
+from signoff.gate.once import Recorded
+from signoff.integrations._answers import answer_text, blocked_text, edited_text
+from signoff.types import Approve, Decision, Reject, ToolCall
+
+try:
+    from google.adk.agents.invocation_context import InvocationContext
+    from google.adk.events import Event
+    from google.adk.plugins.base_plugin import BasePlugin
+    from google.adk.runners import Runner
+    from google.adk.tools.base_tool import BaseTool
+    from google.adk.tools.tool_context import ToolContext
+    from google.genai import types
+    from pydantic_core import to_jsonable_python
+except ImportError as exc:  # pragma: no cover - exercised without the extra installed
+    raise MissingExtraError("signoff.integrations.google_adk", "google-adk") from exc
+
+__all__ = ["CONFIRMATION", "ORIGIN", "SignoffPlugin", "connect"]
+
+ORIGIN = "google-adk"
+CONFIRMATION = "adk_request_confirmation"
+"""The function call by which ADK pauses a run for a confirmation (and its response resumes it)."""
+
+
+class SignoffPlugin(BasePlugin):
+    """signoff's policy, approvals, grants, ledger and audit for every agent of an ADK runner."""
+
+    def __init__(
+        self,
+        runs: ExternalRuns,
+        *,
+        requested_by: str | None = None,
+        idempotent: Iterable[str] = (),
+    ) -> None:
+        """`runs` from `connect(policy, origin="google-adk", database=...)`; `requested_by` who
+        starts the sessions (a rule may forbid them approving their own; default: the session's
+        user); `idempotent` the tools safe to run again when a worker died inside them."""
+        super().__init__(name="signoff")
+        self.runs = runs
+        self.requested_by = requested_by
+        self.idempotent = frozenset(idempotent)
+        self._schemas: set[tuple[str, str]] = set()
+
+    # -- the calls -------------------------------------------------------------------------
+
+    async def before_tool_callback(
+        self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext
+    ) -> dict[str, Any] | None:
+        """Judge the call (or read how it was decided) and run it once, answer it, or pause."""
+        thread = tool_context.session.id
+        path = _path(tool_context)
+        schema = self._register(tool, path)
+        proposed = ToolCall(
+            id=tool_context.function_call_id or "", name=tool.name, args=tool_args, agent=path
+        )
+        found: Held | None = None
+        if tool_context.tool_confirmation is not None:
+            # Confirmed: the call was judged when it was proposed. What runs is what signoff's
+            # store says, whatever the confirmation carried.
+            found = (await self.runs.held(thread, [proposed.id])).get(proposed.id)
+        if found is None:
+            requested_by = self.requested_by or tool_context.user_id
+            found = (await self.runs.judged([proposed], thread=thread, requested_by=requested_by))[
+                proposed.id
+            ]
+        record, approval = found.record, found.approval
+        if record.kind == "block":
+            return {"error": blocked_text(record.reason)}
+        if record.digest != proposed.digest:
+            return {"error": blocked_text("the call changed after it was judged")}
+        if record.kind == "run":
+            return await self._once(thread, tool, tool_args, tool_context, edited=None)
+        assert approval is not None  # held calls carry their approval
+        if approval.pending:
+            tool_context.request_confirmation(
+                hint=f"signoff: {tool.name} waits for a person's decision ({approval.id})",
+                payload={"signoff": {"approval": approval.id}},
+            )
+            tool_context.actions.skip_summarization = True  # the run stops here: no model call
+            return {"status": "waiting for a person's decision", "approval": approval.id}
+        if approval.status == "edited":
+            problem = self.runs.unfit(approval, schema)
+            if problem is not None:
+                return {"error": blocked_text(problem)}
+            edit = approval.call.args
+            return await self._once(thread, tool, edit, tool_context, edited=edit)
+        if approval.status == "approved":
+            return await self._once(thread, tool, tool_args, tool_context, edited=None)
+        text, ok = answer_text(approval)
+        return {"result": text} if ok else {"error": text}
+
+    async def _once(
+        self,
+        thread: str,
+        tool: BaseTool,
+        args: dict[str, Any],
+        tool_context: ToolContext,
+        *,
+        edited: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        """Run the tool once under the call's key (its recorded result when it ran)."""
+
+        async def execute() -> Any:
+            return to_jsonable_python(await tool.run_async(args=args, tool_context=tool_context))
+
+        key = self.runs.key(thread, tool_context.function_call_id or "")
+        try:
+            result = await self.runs.once(
+                key, execute, tool=tool.name, idempotent=tool.name in self.idempotent
+            )
+        except (OutcomeUnknown, ExecutionFailed) as exc:
+            return {"error": f"signoff: {exc}"}
+        answer = result if isinstance(result, dict) else {"result": result}
+        if edited is not None:
+            note = edited_text(edited, "").rstrip()
+            return {"note": note, **answer}
+        return answer
+
+    def _register(self, tool: BaseTool, path: str) -> dict[str, Any] | None:
+        """The tool's parameters' schema; edits of its calls are checked against it."""
+        declaration = tool._get_declaration()
+        schema = declaration.parameters_json_schema if declaration is not None else None
+        if not isinstance(schema, dict):
+            return None
+        if (path, tool.name) not in self._schemas:
+            self.runs.gate.register_schemas({tool.name: schema}, agent=path)
+            self._schemas.add((path, tool.name))
+        return schema
+
+    # -- confirmations from ADK clients -----------------------------------------------------
+
+    async def on_user_message_callback(
+        self, *, invocation_context: InvocationContext, user_message: types.Content
+    ) -> types.Content | None:
+        """Confirmations sent by an ADK client (kagent's UI, ``adk web``) are decisions taken
+        the framework's way: recorded as the integration's principal, held to the policy's
+        rules like anyone's (``approvers``, self-approval). A confirmation of a call that still
+        waits for a decision is refused before ADK takes it — it would spend the confirmation,
+        and the call could never run."""
+        sent = {
+            p.function_response.id: p.function_response.response or {}
+            for p in user_message.parts or []
+            if p.function_response
+            and p.function_response.name == CONFIRMATION
+            and p.function_response.id
+        }
+        if not sent:
+            return None
+        asked = _asked(invocation_context, set(sent))
+        found = {a.id: a for a in await self.runs.bridge.arun(
+            self.runs.store.get_approvals(list(asked.values())))}  # fmt: skip
+        decisions: dict[str, Decision] = {}
+        for call_id, approval_id in asked.items():
+            approval = found.get(approval_id)
+            if approval is None or not approval.pending:
+                continue
+            answer = sent[call_id]
+            payload = answer.get("payload")
+            reason = payload.get("reason") if isinstance(payload, dict) else None
+            if answer.get("confirmed") is True:
+                decisions[approval_id] = Approve()
+            else:
+                decisions[approval_id] = Reject(reason=reason if isinstance(reason, str) else "")
+        if decisions:
+            taken = await self.runs.decide(decisions)
+            waiting = [a for a in decisions if taken.get(a) is None or taken[a].pending]
+            if waiting:
+                raise ConflictError(
+                    f"signoff: {len(waiting)} of the calls confirmed here wait for a decision "
+                    f"that {self.runs.principal!r} may not take ({', '.join(waiting)}); confirm "
+                    "them once they are decided"
+                )
+        # One invocation goes on from these confirmations: the same ones sent again (a second
+        # process, a client's retry) would call the model again, and its new calls would run
+        # once in each invocation.
+        once = self.runs.key(invocation_context.session.id, "confirmed:" + ",".join(sorted(asked)))
+        claim = await self.runs.claim(once, idempotent=True, tool=CONFIRMATION)
+        if isinstance(claim, Recorded):
+            raise ConflictError("signoff: these confirmations were sent already")
+        await self.runs.finish(claim, {"by": self.runs.ledger.owner})
+        # ADK runs the calls again only where confirmed; signoff's callback then runs, answers
+        # or refuses each as decided (a rejection with its reason, not ADK's own words).
+        return types.Content(
+            role=user_message.role,
+            parts=[
+                _confirmed(p) if p.function_response and p.function_response.id in asked else p
+                for p in user_message.parts or []
+            ],
+        )
+
+    # -- the pause -------------------------------------------------------------------------
+
+    async def on_event_callback(
+        self, *, invocation_context: InvocationContext, event: Event
+    ) -> Event | None:
+        """A confirmation ADK asks for: record the pause the resumer finds, with what resuming
+        it takes (the session, its user and app, the confirmation's call id)."""
+        asked = {
+            call.id: _approval(call.args)
+            for call in event.get_function_calls()
+            if call.name == CONFIRMATION and call.id and _approval(call.args)
+        }
+        if asked:
+            session = invocation_context.session
+            await self.runs.pause(
+                thread=session.id,
+                approvals=sorted(a for a in asked.values() if a),
+                data={
+                    "app": session.app_name,
+                    "user": session.user_id,
+                    "session": session.id,
+                    "confirmations": asked,
+                },
+                agent=getattr(invocation_context.agent, "name", None),
+            )
+        return None
+
+    def resumer(self, runner: Runner) -> Resumer:
+        """A `Resumer` that sends `runner` the confirmations of a paused session once every call
+        it waits on is decided — in any signoff channel."""
+
+        async def resume(pause: Pause) -> None:
+            data = pause.data
+            message = confirmations(data["confirmations"])
+            try:
+                async for _event in runner.run_async(
+                    user_id=data["user"], session_id=data["session"], new_message=message
+                ):
+                    pass
+            except RuntimeError as exc:  # ADK's wrapping of a plugin's error
+                if not isinstance(exc.__cause__, ConflictError) or "sent already" not in str(exc):
+                    raise
+                # Another process (or a client) sent them first: that invocation goes on.
+            await self.runs.went_on(list(data["confirmations"].values()))
+
+        return Resumer(self.runs, resume)
+
+
+def confirmations(asked: dict[str, str]) -> types.Content:
+    """The message that answers ADK's confirmations (by their call ids): ``confirmed`` so that
+    ADK runs each call again, which signoff then runs, answers or refuses as decided."""
+    return types.Content(
+        role="user",
+        parts=[
+            types.Part(
+                function_response=types.FunctionResponse(
+                    name=CONFIRMATION,
+                    id=call_id,
+                    response={"confirmed": True, "payload": {"signoff": {"approval": approval}}},
+                )
+            )
+            for call_id, approval in asked.items()
+        ],
+    )
+
+
+def _confirmed(part: types.Part) -> types.Part:
+    answer = part.function_response
+    assert answer is not None
+    payload = (answer.response or {}).get("payload")
+    return types.Part(
+        function_response=types.FunctionResponse(
+            name=answer.name, id=answer.id, response={"confirmed": True, "payload": payload}
+        )
+    )
+
+
+def _asked(invocation_context: InvocationContext, call_ids: set[str]) -> dict[str, str]:
+    """The signoff approvals the session's confirmation calls `call_ids` ask about."""
+    found: dict[str, str] = {}
+    for event in invocation_context.session.events:
+        for call in event.get_function_calls():
+            approval = _approval(call.args) if call.id in call_ids else None
+            if call.name == CONFIRMATION and call.id and approval:
+                found[call.id] = approval
+    return found
+
+
+def _approval(args: dict[str, Any] | None) -> str | None:
+    """The signoff approval a confirmation call asks about."""
+    payload = ((args or {}).get("toolConfirmation") or {}).get("payload") or {}
+    found = (payload.get("signoff") or {}).get("approval") if isinstance(payload, dict) else None
+    return found if isinstance(found, str) else None
+
+
+def _path(tool_context: ToolContext) -> str:
+    """The calling agent's path from the root (``coordinator/researcher``)."""
+    agent = getattr(getattr(tool_context, "_invocation_context", None), "agent", None)
+    names: list[str] = []
+    while agent is not None:
+        names.append(agent.name)
+        agent = agent.parent_agent
+    return "/".join(reversed(names)) or tool_context.agent_name

@@ -1,0 +1,310 @@
+"""Google ADK agents behind signoff: the real `LlmAgent`, `App`, `Runner` and SQLite session
+service, a `BaseLlm` that plays a script (offline), signoff's store on SQLite and PostgreSQL,
+tools that count every real execution in a side-effect file, and worker processes."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.adk.runners import Runner
+from google.genai import types
+
+from signoff import Approve, Edit, Policy, Reject, Respond, Scope
+from signoff.errors import ForbiddenError, InvalidEditError
+from signoff.gate.external import ExternalRuns
+from signoff.integrations.google_adk import CONFIRMATION, ORIGIN, SignoffPlugin, confirmations
+from tests.deadline import HANG
+from tests.integrations import harness as harness_base
+from tests.integrations.adk_app import (
+    APP,
+    DEFAULT,
+    POLICY,
+    USER,
+    Script,
+    build,
+    open_runs,
+    say,
+    user,
+)
+from tests.integrations.harness import finished, opened
+from tests.integrations.inbox import inbox_api
+
+
+@pytest.fixture(autouse=True, scope="module")
+def quiet() -> Iterator[None]:
+    # ADK warns at every model call that a scripted model reports no token usage.
+    logger = logging.getLogger("google_adk")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    yield
+    logger.setLevel(level)
+
+
+@dataclass
+class Harness(harness_base.Harness):
+    sessions: Path = Path()
+
+    def runner(self, script: Script = DEFAULT, runs: ExternalRuns | None = None
+               ) -> tuple[Runner, SignoffPlugin]:  # fmt: skip
+        return build(runs or self.runs, script, self.side_effects, self.calls, self.sessions)
+
+    async def start(self, runner: Runner) -> tuple[str, list[Any]]:
+        """A new session, told "go": its id and the run's events."""
+        session = await runner.session_service.create_session(app_name=APP, user_id=USER)
+        return session.id, await say(runner, session.id, user("go"))
+
+    async def confirmations(self) -> dict[str, str]:
+        """The confirmations ADK asked for, by call id: the approval each is about."""
+        found_all = await self.runs.bridge.arun(self.runs.store.list_approvals())
+        pause = await self.runs.open_pause([a.id for a in found_all])
+        assert pause is not None
+        found: dict[str, str] = pause.data["confirmations"]
+        return found
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def harness(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Harness]:
+    async with opened(request.param, tmp_path, open_runs) as found:
+        yield Harness(*found, sessions=tmp_path / "sessions.db")
+
+
+def results(events: list[Any]) -> dict[str, Any]:
+    """The tools' results in `events`, by call id."""
+    return {
+        p.function_response.id: p.function_response.response
+        for e in events
+        for p in (e.content.parts if e.content else None) or []
+        if p.function_response and p.function_response.name != CONFIRMATION
+    }
+
+
+def asked(events: list[Any]) -> list[str]:
+    """The calls ADK asked a confirmation for in `events`."""
+    return [
+        call.args["originalFunctionCall"]["id"]
+        for e in events
+        for call in e.get_function_calls()
+        if call.name == CONFIRMATION
+    ]
+
+
+def text(events: list[Any]) -> str:
+    return "".join(p.text or "" for e in events for p in (e.content.parts or []) if e.content)
+
+
+async def test_the_run_stops_at_the_asked_calls_and_the_model_is_not_called_again(
+    harness: Harness,
+) -> None:
+    runner, _ = harness.runner()
+    _, events = await harness.start(runner)
+
+    assert asked(events) == ["call_0_1", "call_0_3"]
+    found = results(events)
+    assert found["call_0_0"] == {"contents": "contents of report.txt"}
+    assert found["call_0_2"]["error"].startswith("signoff blocked this call: denied")
+    assert harness.executions() == ["read_file report.txt"]
+    assert harness.turns() == [0]  # the pause is the end of the run: no model call after it
+    pending = await harness.pending()
+    assert set(pending) == {'send_email {"body": "hi", "to": "bob@example.com"}',
+                            'charge {"amount": 50}'}  # fmt: skip
+    charge = pending['charge {"amount": 50}']
+    assert (charge.origin, charge.requested_by, charge.call.agent) == (ORIGIN, USER, "assistant")
+    await runner.close()
+
+
+async def test_each_decision_reaches_the_model_and_each_tool_runs_once(harness: Harness) -> None:
+    runner, _ = harness.runner()
+    session, _ = await harness.start(runner)
+    pending = await harness.pending()
+    await harness.decide(pending['send_email {"body": "hi", "to": "bob@example.com"}'].id,
+                         Edit(args={"to": "carol@example.com", "body": "hi"}))  # fmt: skip
+    await harness.decide(pending['charge {"amount": 50}'].id, Reject(reason="not this month"))
+
+    events = await say(runner, session, confirmations(await harness.confirmations()))
+
+    found = results(events)
+    assert found["call_0_1"]["sent"] == "carol@example.com"
+    assert "it ran with the arguments" in found["call_0_1"]["note"]
+    assert "The user rejected this call: not this month" in found["call_0_3"]["error"]
+    assert text(events).startswith("done")
+    assert harness.executions() == ["read_file report.txt", "send_email carol@example.com hi"]
+    assert harness.turns() == [0, 1]  # one model call, after the tools
+    await runner.close()
+
+
+async def test_a_response_is_the_tools_result_and_approve_runs_as_proposed(
+    harness: Harness,
+) -> None:
+    runner, _ = harness.runner()
+    session, _ = await harness.start(runner)
+    pending = await harness.pending()
+    await harness.decide(pending['charge {"amount": 50}'].id, Respond(content="already paid"))
+    await harness.decide(
+        pending['send_email {"body": "hi", "to": "bob@example.com"}'].id, Approve()
+    )
+
+    found = results(await say(runner, session, confirmations(await harness.confirmations())))
+
+    assert found["call_0_3"] == {"result": "already paid"}
+    assert found["call_0_1"] == {"sent": "bob@example.com"}
+    assert "charge 50" not in harness.executions()
+    await runner.close()
+
+
+async def test_a_clients_confirmation_is_a_decision_held_to_the_policys_rules(
+    harness: Harness,
+) -> None:
+    runner, _ = harness.runner()
+    session, _ = await harness.start(runner)
+    asked_for = await harness.confirmations()
+
+    # An ADK client (kagent's UI) confirms both calls: the email is approved as the
+    # integration's principal; the charge needs finance's approval, so the confirmation is
+    # refused before ADK spends it, and nothing runs.
+    with pytest.raises(RuntimeError, match="wait for a decision"):  # ADK wraps a plugin's error
+        await say(runner, session, confirmations(asked_for))
+
+    assert harness.executions() == ["read_file report.txt"]
+    assert list(await harness.pending()) == ['charge {"amount": 50}']
+    await harness.approve_all()  # finance approves the charge
+    found = results(await say(runner, session, confirmations(asked_for)))
+    assert found["call_0_1"] == {"sent": "bob@example.com"}
+    assert found["call_0_3"] == {"charged": 50}
+    assert harness.turns() == [0, 1]
+    await runner.close()
+
+
+async def test_a_clients_rejection_carries_its_reason_to_the_model(harness: Harness) -> None:
+    runner, _ = harness.runner([[("send_email", {"to": "bob@example.com"})], "done"])
+    session, _ = await harness.start(runner)
+    [(call_id, approval)] = (await harness.confirmations()).items()
+    answer = types.FunctionResponse(
+        name=CONFIRMATION,
+        id=call_id,
+        response={"confirmed": False, "payload": {"reason": "not to Bob"}},
+    )
+    rejection = types.Content(role="user", parts=[types.Part(function_response=answer)])
+
+    found = results(await say(runner, session, rejection))
+
+    assert "The user rejected this call: not to Bob" in found["call_0_0"]["error"]
+    [decided] = await harness.runs.bridge.arun(harness.runs.store.get_approvals([approval]))
+    assert (decided.status, decided.decided_by) == ("rejected", harness.runs.principal)
+    assert harness.executions() == []
+    await runner.close()
+
+
+async def test_the_same_confirmation_sent_twice_and_by_two_processes_runs_each_tool_once(
+    harness: Harness,
+) -> None:
+    other_runs = await asyncio.to_thread(open_runs, harness.database)  # another replica
+    try:
+        runner, _ = harness.runner()
+        session, _ = await harness.start(runner)
+        await harness.approve_all()
+        answer = confirmations(await harness.confirmations())
+        other, _ = harness.runner(runs=other_runs)
+
+        both = await asyncio.gather(say(runner, session, answer), say(other, session, answer),
+                                    return_exceptions=True)  # fmt: skip
+        with pytest.raises(RuntimeError, match="sent already"):
+            await say(runner, session, answer)  # and once more, later
+
+        # One invocation went on; the other was refused before ADK took its confirmations.
+        assert sorted(isinstance(b, RuntimeError) for b in both) == [False, True], both
+        assert harness.turns() == [0, 1]
+
+        assert sorted(harness.executions()) == sorted(
+            ["read_file report.txt", "send_email bob@example.com hi", "charge 50"]
+        )
+        await other.close()
+        await runner.close()
+    finally:
+        await asyncio.to_thread(other_runs.close)
+
+
+async def test_an_edit_the_schema_refuses_or_the_policy_denies_is_not_taken(
+    harness: Harness,
+) -> None:
+    runner, _ = harness.runner()
+    await harness.start(runner)
+    charge = (await harness.pending())['charge {"amount": 50}']
+
+    with pytest.raises(InvalidEditError, match="amount"):
+        await harness.decide(charge.id, Edit(args={"amount": "fifty"}))
+    with pytest.raises(ForbiddenError, match="denies the edited call"):
+        await harness.decide(charge.id, Edit(args={"amount": 5000}))
+    assert (await harness.pending())['charge {"amount": 50}'].pending
+    await runner.close()
+
+
+async def test_approve_always_for_the_session_lets_the_next_such_call_through(
+    harness: Harness,
+) -> None:
+    script: Script = [[("send_email", {"to": "bob@example.com"})], "sent",
+                      [("send_email", {"to": "eve@x.org"})], "sent again"]  # fmt: skip
+    runner, _ = harness.runner(script)
+    session, _ = await harness.start(runner)
+    [approval] = (await harness.pending()).values()
+    await harness.decide(approval.id, Approve(always=Scope(kind="thread")))
+    await say(runner, session, confirmations(await harness.confirmations()))
+
+    again = await say(runner, session, user("once more"))
+
+    assert text(again).startswith("sent again")
+    assert harness.executions() == ["send_email bob@example.com ", "send_email eve@x.org "]
+    _, other = await harness.start(runner)  # another session still asks
+    assert asked(other) == ["call_0_0"]
+    await runner.close()
+
+
+async def test_a_decision_taken_through_the_inbox_api_resumes_the_session(
+    harness: Harness,
+) -> None:
+    runner, plugin = harness.runner()
+    session, _ = await harness.start(runner)
+    stop = plugin.resumer(runner).start(poll_interval=0.05)
+    try:
+        async with inbox_api(harness.database, Policy.from_dict(POLICY)) as api:
+            listed = (await api.get("/v1/approvals", params={"status": "pending"})).json()
+            by_tool = {a["tool"]: a["id"] for a in listed["items"]}
+            edit = {"kind": "edit", "args": {"to": "carol@example.com", "body": "hi"}}
+            for approval, body in ((by_tool["send_email"], edit),
+                                   (by_tool["charge"], {"kind": "approve"})):  # fmt: skip
+                answer = await api.post(f"/v1/approvals/{approval}/decision", json=body)
+                assert answer.status_code == 200, answer.text
+            approvals = list(by_tool.values())
+            async with asyncio.timeout(HANG):  # until the resumer is done with the pause
+                while await harness.runs.open_pause(approvals) is not None:
+                    await asyncio.sleep(0.05)
+    finally:
+        await asyncio.to_thread(stop)
+    assert sorted(harness.executions()) == sorted(
+        ["read_file report.txt", "send_email carol@example.com hi", "charge 50"]
+    )
+    kept = await runner.session_service.get_session(app_name=APP, user_id=USER,
+                                                    session_id=session)  # fmt: skip
+    assert kept is not None and "done" in text(kept.events)
+    assert harness.turns() == [0, 1]
+    await runner.close()
+
+
+async def test_a_session_paused_in_one_process_is_resumed_by_another(harness: Harness) -> None:
+    runner, _ = harness.runner()
+    session, _ = await harness.start(runner)
+    await runner.close()
+    await harness.approve_all()
+
+    await finished(harness_base.worker("tests.integrations.adk_worker", harness, session,
+                                       str(harness.sessions)))  # fmt: skip
+
+    assert sorted(harness.executions()) == sorted(
+        ["read_file report.txt", "send_email bob@example.com hi", "charge 50"]
+    )
+    assert harness.turns() == [0, 1]
