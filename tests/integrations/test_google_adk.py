@@ -6,19 +6,33 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import sys
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from google.adk.agents import LlmAgent
+from google.adk.apps import App
 from google.adk.runners import Runner
+from google.adk.sessions.sqlite_session_service import SqliteSessionService
+from google.adk.tools.mcp_tool.mcp_session_manager import StdioConnectionParams
+from google.adk.tools.mcp_tool.mcp_toolset import McpToolset
 from google.genai import types
+from mcp import StdioServerParameters
 
 from signoff import Approve, Edit, Policy, Reject, Respond, Scope
 from signoff.errors import ForbiddenError, InvalidEditError
 from signoff.gate.external import ExternalRuns
-from signoff.integrations.google_adk import CONFIRMATION, ORIGIN, SignoffPlugin, confirmations
+from signoff.integrations.google_adk import (
+    CONFIRMATION,
+    ORIGIN,
+    SignoffPlugin,
+    confirmations,
+    connect,
+)
 from tests.deadline import HANG
 from tests.integrations import harness as harness_base
 from tests.integrations.adk_app import (
@@ -26,14 +40,17 @@ from tests.integrations.adk_app import (
     DEFAULT,
     POLICY,
     USER,
+    Played,
     Script,
     build,
     open_runs,
     say,
     user,
 )
-from tests.integrations.harness import finished, opened
+from tests.integrations.harness import finished, lines, opened
 from tests.integrations.inbox import inbox_api
+
+UPSTREAM = harness_base.ROOT / "tests" / "protocols" / "mcp_upstream.py"
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -308,3 +325,46 @@ async def test_a_session_paused_in_one_process_is_resumed_by_another(harness: Ha
         ["read_file report.txt", "send_email bob@example.com hi", "charge 50"]
     )
     assert harness.turns() == [0, 1]
+
+
+async def test_a_kagent_config_drives_the_plugin_for_an_mcp_toolset(
+    harness: Harness, tmp_path: Path
+) -> None:
+    # kagent's agent config, as signoff reads it: listed tools run, requireApproval asks, the
+    # rest of the server is denied.
+    kagent = Policy.from_dict({"servers": {"upstream": {
+        "toolNames": ["echo", "count"], "requireApproval": ["count"]}}})  # fmt: skip
+    counted = tmp_path / "upstream-count.txt"
+    toolset = McpToolset(connection_params=StdioConnectionParams(
+        server_params=StdioServerParameters(
+            command=sys.executable, args=[str(UPSTREAM), "stdio"],
+            env={**os.environ, "UPSTREAM_COUNT_FILE": str(counted)}),
+        timeout=HANG))  # fmt: skip
+    runs = await asyncio.to_thread(connect, kagent, origin=ORIGIN, database=harness.database)
+    script: Script = [[("echo", {"text": "hi"}), ("count", {}), ("headers", {})], "done"]
+    model = Played(script=script, calls=str(harness.calls))
+    agent = LlmAgent(name="k8s_agent", model=model, tools=[toolset])
+    plugin = SignoffPlugin(runs, servers={"upstream": toolset})
+    runner = Runner(app=App(name=APP, root_agent=agent, plugins=[plugin]),
+                    session_service=SqliteSessionService(str(harness.sessions)))  # fmt: skip
+    try:
+        session, events = await harness.start(runner)
+
+        found = results(events)
+        assert found["call_0_0"]["content"][0]["text"] == "hi"
+        assert found["call_0_2"]["error"].startswith("signoff blocked this call")
+        assert asked(events) == ["call_0_1"]
+        [count] = (await harness.pending()).values()
+        assert (count.call.name, count.call.server, count.call.agent) == (
+            "count", "upstream", "k8s_agent")  # fmt: skip
+        await harness.approve_all()
+
+        resumed = await say(runner, session, confirmations(await harness.confirmations()))
+
+        assert "done" in text(resumed)
+        assert len(lines(counted)) == 1  # the approved call ran once upstream
+        assert harness.turns() == [0, 1]  # the resume replayed the exact call, no model call
+    finally:
+        await runner.close()
+        await toolset.close()
+        await asyncio.to_thread(runs.close)

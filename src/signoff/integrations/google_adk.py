@@ -20,7 +20,7 @@ tool each time the confirmation arrives; the ledger keeps it to one execution.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from signoff.errors import ConflictError, ExecutionFailed, MissingExtraError, OutcomeUnknown
@@ -57,14 +57,22 @@ class SignoffPlugin(BasePlugin):
         *,
         requested_by: str | None = None,
         idempotent: Iterable[str] = (),
+        servers: Mapping[str, Any] | None = None,
     ) -> None:
         """`runs` from `connect(policy, origin="google-adk", database=...)`; `requested_by` who
         starts the sessions (a rule may forbid them approving their own; default: the session's
-        user); `idempotent` the tools safe to run again when a worker died inside them."""
+        user); `idempotent` the tools safe to run again when a worker died inside them;
+        `servers` names the agents' MCP toolsets (``{"filesystem": toolset}``), so that the
+        policy's ``servers:`` section — kagent's ``toolNames`` and ``requireApproval`` — judges
+        their tools by the MCP tool's own name."""
         super().__init__(name="signoff")
         self.runs = runs
         self.requested_by = requested_by
         self.idempotent = frozenset(idempotent)
+        self._servers = {
+            id(getattr(toolset, "_mcp_session_manager", toolset)): name
+            for name, toolset in (servers or {}).items()
+        }
         self._schemas: set[tuple[str, str]] = set()
 
     # -- the calls -------------------------------------------------------------------------
@@ -75,9 +83,14 @@ class SignoffPlugin(BasePlugin):
         """Judge the call (or read how it was decided) and run it once, answer it, or pause."""
         thread = tool_context.session.id
         path = _path(tool_context)
-        schema = self._register(tool, path)
+        name, server = self._named(tool)
+        schema = self._register(tool, name, path)
         proposed = ToolCall(
-            id=tool_context.function_call_id or "", name=tool.name, args=tool_args, agent=path
+            id=tool_context.function_call_id or "",
+            name=name,
+            args=tool_args,
+            server=server,
+            agent=path,
         )
         found: Held | None = None
         if tool_context.tool_confirmation is not None:
@@ -142,15 +155,23 @@ class SignoffPlugin(BasePlugin):
             return {"note": note, **answer}
         return answer
 
-    def _register(self, tool: BaseTool, path: str) -> dict[str, Any] | None:
+    def _named(self, tool: BaseTool) -> tuple[str, str | None]:
+        """The name the policy judges a tool's calls by, and its MCP server's when named."""
+        server = self._servers.get(id(getattr(tool, "_mcp_session_manager", None)))
+        raw = getattr(getattr(tool, "_mcp_tool", None), "name", None)
+        if server is None or not isinstance(raw, str):
+            return tool.name, None
+        return raw, server
+
+    def _register(self, tool: BaseTool, name: str, path: str) -> dict[str, Any] | None:
         """The tool's parameters' schema; edits of its calls are checked against it."""
         declaration = tool._get_declaration()
         schema = declaration.parameters_json_schema if declaration is not None else None
         if not isinstance(schema, dict):
             return None
-        if (path, tool.name) not in self._schemas:
-            self.runs.gate.register_schemas({tool.name: schema}, agent=path)
-            self._schemas.add((path, tool.name))
+        if (path, name) not in self._schemas:
+            self.runs.gate.register_schemas({name: schema}, agent=path)
+            self._schemas.add((path, name))
         return schema
 
     # -- confirmations from ADK clients -----------------------------------------------------
