@@ -121,11 +121,21 @@ def build(
                 time.sleep(1)  # the test kills this process here
         return {"charged": amount}
 
+    def read_secrets() -> dict[str, Any]:
+        """Read the secrets (the tool itself asks for a confirmation)."""
+        record("read_secrets")
+        return {"secrets": "the secrets"}
+
     model = Played(script=script, calls=str(calls))
     agent = LlmAgent(
         name="assistant",
         model=model,
-        tools=[FunctionTool(read_file), FunctionTool(send_email), FunctionTool(charge)],
+        tools=[
+            FunctionTool(read_file),
+            FunctionTool(send_email),
+            FunctionTool(charge),
+            FunctionTool(read_secrets, require_confirmation=True),
+        ],
     )
     plugin = SignoffPlugin(runs)
     app = App(name=APP, root_agent=agent, plugins=[plugin])

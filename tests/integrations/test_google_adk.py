@@ -281,6 +281,20 @@ async def test_approve_always_for_the_session_lets_the_next_such_call_through(
     await runner.close()
 
 
+async def test_a_tool_that_asks_for_a_confirmation_itself_is_judged_by_the_policy(
+    harness: Harness,
+) -> None:
+    runner, _ = harness.runner([[("read_secrets", {})], "done"])
+
+    _, events = await harness.start(runner)
+
+    # The policy allows read_*: the tool's own require_confirmation gives way to it.
+    assert results(events)["call_0_0"] == {"secrets": "the secrets"}
+    assert asked(events) == []
+    assert harness.executions() == ["read_secrets"]
+    await runner.close()
+
+
 async def test_a_decision_taken_through_the_inbox_api_resumes_the_session(
     harness: Harness,
 ) -> None:

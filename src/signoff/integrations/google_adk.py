@@ -35,6 +35,7 @@ try:
     from google.adk.plugins.base_plugin import BasePlugin
     from google.adk.runners import Runner
     from google.adk.tools.base_tool import BaseTool
+    from google.adk.tools.tool_confirmation import ToolConfirmation
     from google.adk.tools.tool_context import ToolContext
     from google.genai import types
     from pydantic_core import to_jsonable_python
@@ -140,7 +141,14 @@ class SignoffPlugin(BasePlugin):
         """Run the tool once under the call's key (its recorded result when it ran)."""
 
         async def execute() -> Any:
-            return to_jsonable_python(await tool.run_async(args=args, tool_context=tool_context))
+            # signoff decided: a tool that asks for a confirmation itself finds it given.
+            given = tool_context.tool_confirmation
+            tool_context.tool_confirmation = ToolConfirmation(hint="signoff", confirmed=True)
+            try:
+                result = await tool.run_async(args=args, tool_context=tool_context)
+            finally:
+                tool_context.tool_confirmation = given
+            return to_jsonable_python(result)
 
         key = self.runs.key(thread, tool_context.function_call_id or "")
         try:
