@@ -96,8 +96,15 @@ class Played(BaseLlm):
 
 
 def build(
-    runs: ExternalRuns, script: Script, side_effects: Path, calls: Path, sessions: Path
+    runs: ExternalRuns,
+    script: Script,
+    side_effects: Path,
+    calls: Path,
+    sessions: Path,
+    **options: Any,
 ) -> tuple[Runner, SignoffPlugin]:
+    """The assistant's runner, and its plugin (`options` for it)."""
+
     def record(line: str) -> None:
         with side_effects.open("a") as f:
             f.write(line + "\n")
@@ -137,7 +144,7 @@ def build(
             FunctionTool(read_secrets, require_confirmation=True),
         ],
     )
-    plugin = SignoffPlugin(runs)
+    plugin = SignoffPlugin(runs, **options)
     app = App(name=APP, root_agent=agent, plugins=[plugin])
     return Runner(app=app, session_service=SqliteSessionService(str(sessions))), plugin
 

@@ -67,9 +67,10 @@ def quiet() -> Iterator[None]:
 class Harness(harness_base.Harness):
     sessions: Path = Path()
 
-    def runner(self, script: Script = DEFAULT, runs: ExternalRuns | None = None
-               ) -> tuple[Runner, SignoffPlugin]:  # fmt: skip
-        return build(runs or self.runs, script, self.side_effects, self.calls, self.sessions)
+    def runner(self, script: Script = DEFAULT, runs: ExternalRuns | None = None,
+               **options: Any) -> tuple[Runner, SignoffPlugin]:  # fmt: skip
+        return build(runs or self.runs, script, self.side_effects, self.calls, self.sessions,
+                     **options)  # fmt: skip
 
     async def start(self, runner: Runner) -> tuple[str, list[Any]]:
         """A new session, told "go": its id and the run's events."""
@@ -174,17 +175,35 @@ async def test_a_response_is_the_tools_result_and_approve_runs_as_proposed(
     await runner.close()
 
 
-async def test_a_clients_confirmation_is_a_decision_held_to_the_policys_rules(
+async def test_a_clients_confirmation_decides_nothing_unless_client_decisions_are_on(
     harness: Harness,
 ) -> None:
     runner, _ = harness.runner()
     session, _ = await harness.start(runner)
+
+    # Refused before ADK takes (and spends) the confirmations: the calls wait for a decision.
+    with pytest.raises(RuntimeError, match="wait for a person's decision"):  # ADK wraps it
+        await say(runner, session, confirmations(await harness.confirmations()))
+
+    assert harness.executions() == ["read_file report.txt"]
+    assert len(await harness.pending()) == 2
+    await harness.approve_all()
+    found = results(await say(runner, session, confirmations(await harness.confirmations())))
+    assert found["call_0_3"] == {"charged": 50}
+    await runner.close()
+
+
+async def test_a_clients_confirmation_is_the_users_decision_held_to_the_policys_rules(
+    harness: Harness,
+) -> None:
+    runner, _ = harness.runner(client_decisions=True)
+    session, _ = await harness.start(runner)
     asked_for = await harness.confirmations()
 
-    # An ADK client (kagent's UI) confirms both calls: the email is approved as the
-    # integration's principal; the charge needs finance's approval, so the confirmation is
-    # refused before ADK spends it, and nothing runs.
-    with pytest.raises(RuntimeError, match="wait for a decision"):  # ADK wraps a plugin's error
+    # An ADK client (kagent's UI) confirms both calls: the email is approved as the session's
+    # user; the charge needs finance's approval, so the confirmations are refused before ADK
+    # spends them, and nothing runs.
+    with pytest.raises(RuntimeError, match="wait for a person's decision"):
         await say(runner, session, confirmations(asked_for))
 
     assert harness.executions() == ["read_file report.txt"]
@@ -194,11 +213,29 @@ async def test_a_clients_confirmation_is_a_decision_held_to_the_policys_rules(
     assert found["call_0_1"] == {"sent": "bob@example.com"}
     assert found["call_0_3"] == {"charged": 50}
     assert harness.turns() == [0, 1]
+    decided = await harness.runs.bridge.arun(harness.runs.store.list_approvals())
+    assert {a.call.name: a.decided_by for a in decided} == {"send_email": USER, "charge": "bob"}
     await runner.close()
 
 
+async def test_a_confirmation_that_leaves_a_call_of_the_pause_out_is_refused(
+    harness: Harness,
+) -> None:
+    runner, _ = harness.runner()
+    session, _ = await harness.start(runner)
+    await harness.approve_all()
+    [first, *_] = (await harness.confirmations()).items()
+
+    with pytest.raises(RuntimeError, match="every call of the pause"):
+        await say(runner, session, confirmations(dict([first])))
+
+    assert harness.executions() == ["read_file report.txt"]
+    assert harness.turns() == [0]  # the model was not called with a call still waiting
+
+
 async def test_a_clients_rejection_carries_its_reason_to_the_model(harness: Harness) -> None:
-    runner, _ = harness.runner([[("send_email", {"to": "bob@example.com"})], "done"])
+    runner, _ = harness.runner([[("send_email", {"to": "bob@example.com"})], "done"],
+                               client_decisions=True)  # fmt: skip
     session, _ = await harness.start(runner)
     [(call_id, approval)] = (await harness.confirmations()).items()
     answer = types.FunctionResponse(
@@ -212,7 +249,7 @@ async def test_a_clients_rejection_carries_its_reason_to_the_model(harness: Harn
 
     assert "The user rejected this call: not to Bob" in found["call_0_0"]["error"]
     [decided] = await harness.runs.bridge.arun(harness.runs.store.get_approvals([approval]))
-    assert (decided.status, decided.decided_by) == ("rejected", harness.runs.principal)
+    assert (decided.status, decided.decided_by) == ("rejected", USER)
     assert harness.executions() == []
     await runner.close()
 
@@ -228,14 +265,9 @@ async def test_the_same_confirmation_sent_twice_and_by_two_processes_runs_each_t
         answer = confirmations(await harness.confirmations())
         other, _ = harness.runner(runs=other_runs)
 
-        both = await asyncio.gather(say(runner, session, answer), say(other, session, answer),
-                                    return_exceptions=True)  # fmt: skip
-        with pytest.raises(RuntimeError, match="sent already"):
-            await say(runner, session, answer)  # and once more, later
-
-        # One invocation went on; the other was refused before ADK took its confirmations.
-        assert sorted(isinstance(b, RuntimeError) for b in both) == [False, True], both
-        assert harness.turns() == [0, 1]
+        await asyncio.gather(say(runner, session, answer), say(other, session, answer),
+                             return_exceptions=True)  # fmt: skip
+        await say(runner, session, answer)  # and once more, later: ADK drops a spent one
 
         assert sorted(harness.executions()) == sorted(
             ["read_file report.txt", "send_email bob@example.com hi", "charge 50"]

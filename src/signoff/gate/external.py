@@ -166,16 +166,20 @@ class ExternalRuns:
 
     # -- deciding the framework's way ------------------------------------------------------
 
-    async def decide(self, decisions: Mapping[str, Decision]) -> dict[str, Approval]:
+    async def decide(
+        self, decisions: Mapping[str, Decision], *, actor: str | None = None
+    ) -> dict[str, Approval]:
         """Take decisions that arrived through the framework (a resume payload) as the
-        integration's principal, each compare-and-set: one taken elsewhere first stands, and
-        one this principal may not take is not taken. Returns every approval as it stands."""
+        integration's principal — or as `actor`, with the principal's roles, when the framework
+        says who decided —, each compare-and-set: one taken elsewhere first stands, and one
+        this decider may not take (approvers, their own call) is not taken. Returns every
+        approval as it stands."""
 
         async def take() -> dict[str, Approval]:
             for approval_id, decision in decisions.items():
                 try:
                     await self.gate.decide(
-                        approval_id, decision, actor=self.principal, roles=self.roles
+                        approval_id, decision, actor=actor or self.principal, roles=self.roles
                     )
                 except ConflictError:
                     pass  # decided elsewhere first: that decision stands

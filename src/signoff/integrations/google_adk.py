@@ -14,18 +14,18 @@ the model with the reason; asked ones become approvals in signoff's store and AD
 the confirmation comes back (from the resumer, or from any ADK client), ADK runs the call again:
 signoff reads the decision **from its store**, never from the confirmation's payload, and runs
 the call once (approved, or edited: checked against the tool's schema and the policy), or gives
-the person's response as its result, or the rejection with its reason. ADK re-runs a confirmed
-tool each time the confirmation arrives; the ledger keeps it to one execution.
+the person's response as its result, or the rejection with its reason. ADK runs a confirmed tool
+again in each invocation that the confirmation reaches; the ledger keeps it to one execution.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from signoff.errors import ConflictError, ExecutionFailed, MissingExtraError, OutcomeUnknown
 from signoff.gate.external import ExternalRuns, Held, Pause, Resumer, connect
-from signoff.gate.once import Recorded
 from signoff.integrations._answers import answer_text, blocked_text, edited_text
 from signoff.types import Approve, Decision, Reject, ToolCall
 
@@ -44,6 +44,8 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra ins
 
 __all__ = ["CONFIRMATION", "ORIGIN", "SignoffPlugin", "connect"]
 
+logger = logging.getLogger("signoff.google_adk")
+
 ORIGIN = "google-adk"
 CONFIRMATION = "adk_request_confirmation"
 """The function call by which ADK pauses a run for a confirmation (and its response resumes it)."""
@@ -59,17 +61,21 @@ class SignoffPlugin(BasePlugin):
         requested_by: str | None = None,
         idempotent: Iterable[str] = (),
         servers: Mapping[str, Any] | None = None,
+        client_decisions: bool = False,
     ) -> None:
         """`runs` from `connect(policy, origin="google-adk", database=...)`; `requested_by` who
         starts the sessions (a rule may forbid them approving their own; default: the session's
         user); `idempotent` the tools safe to run again when a worker died inside them;
         `servers` names the agents' MCP toolsets (``{"filesystem": toolset}``), so that the
         policy's ``servers:`` section — kagent's ``toolNames`` and ``requireApproval`` — judges
-        their tools by the MCP tool's own name."""
+        their tools by the MCP tool's own name; `client_decisions` takes an ADK client's
+        answer to a confirmation (kagent's UI: approve, or reject with a reason) as the
+        session's user's decision — else only signoff's channels decide."""
         super().__init__(name="signoff")
         self.runs = runs
         self.requested_by = requested_by
         self.idempotent = frozenset(idempotent)
+        self.client_decisions = client_decisions
         self._servers = {
             id(getattr(toolset, "_mcp_session_manager", toolset)): name
             for name, toolset in (servers or {}).items()
@@ -82,7 +88,9 @@ class SignoffPlugin(BasePlugin):
         self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext
     ) -> dict[str, Any] | None:
         """Judge the call (or read how it was decided) and run it once, answer it, or pause."""
-        thread = tool_context.session.id
+        if tool.name == CONFIRMATION:  # ADK's to make, never a model's
+            return {"error": blocked_text("only ADK asks for a confirmation")}
+        thread = _thread(tool_context.session)
         path = _path(tool_context)
         name, server = self._named(tool)
         schema = self._register(tool, name, path)
@@ -113,11 +121,11 @@ class SignoffPlugin(BasePlugin):
         assert approval is not None  # held calls carry their approval
         if approval.pending:
             tool_context.request_confirmation(
-                hint=f"signoff: {tool.name} waits for a person's decision ({approval.id})",
+                hint=f"signoff: {tool.name} waits for a person's decision",
                 payload={"signoff": {"approval": approval.id}},
             )
             tool_context.actions.skip_summarization = True  # the run stops here: no model call
-            return {"status": "waiting for a person's decision", "approval": approval.id}
+            return {"status": "waiting for a person's decision"}
         if approval.status == "edited":
             problem = self.runs.unfit(approval, schema)
             if problem is not None:
@@ -187,11 +195,11 @@ class SignoffPlugin(BasePlugin):
     async def on_user_message_callback(
         self, *, invocation_context: InvocationContext, user_message: types.Content
     ) -> types.Content | None:
-        """Confirmations sent by an ADK client (kagent's UI, ``adk web``) are decisions taken
-        the framework's way: recorded as the integration's principal, held to the policy's
-        rules like anyone's (``approvers``, self-approval). A confirmation of a call that still
-        waits for a decision is refused before ADK takes it — it would spend the confirmation,
-        and the call could never run."""
+        """A message that answers signoff's confirmations goes on only when it answers every
+        call of the pause and each is decided — else ADK would spend the confirmations (a call
+        left waiting could never run) or call the model while calls wait. With
+        `client_decisions`, a client's answer (kagent's UI, ``adk web``) is first taken as the
+        session's user's decision, held to the policy's rules like anyone's."""
         sent = {
             p.function_response.id: p.function_response.response or {}
             for p in user_message.parts or []
@@ -199,40 +207,32 @@ class SignoffPlugin(BasePlugin):
             and p.function_response.name == CONFIRMATION
             and p.function_response.id
         }
-        if not sent:
+        asked = await self._asked(invocation_context, set(sent)) if sent else {}
+        if not asked:
             return None
-        asked = _asked(invocation_context, set(sent))
+        session = invocation_context.session
+        pause = await self.runs.open_pause(list(asked.values()))
+        missing = set(pause.data["confirmations"]) - set(asked) if pause is not None else set()
+        if missing:
+            raise ConflictError(
+                f"signoff: answer every call of the pause at once ({len(missing)} more)"
+            )
         found = {a.id: a for a in await self.runs.bridge.arun(
             self.runs.store.get_approvals(list(asked.values())))}  # fmt: skip
-        decisions: dict[str, Decision] = {}
-        for call_id, approval_id in asked.items():
-            approval = found.get(approval_id)
-            if approval is None or not approval.pending:
-                continue
-            answer = sent[call_id]
-            payload = answer.get("payload")
-            reason = payload.get("reason") if isinstance(payload, dict) else None
-            if answer.get("confirmed") is True:
-                decisions[approval_id] = Approve()
-            else:
-                decisions[approval_id] = Reject(reason=reason if isinstance(reason, str) else "")
-        if decisions:
-            taken = await self.runs.decide(decisions)
-            waiting = [a for a in decisions if taken.get(a) is None or taken[a].pending]
-            if waiting:
-                raise ConflictError(
-                    f"signoff: {len(waiting)} of the calls confirmed here wait for a decision "
-                    f"that {self.runs.principal!r} may not take ({', '.join(waiting)}); confirm "
-                    "them once they are decided"
-                )
-        # One invocation goes on from these confirmations: the same ones sent again (a second
-        # process, a client's retry) would call the model again, and its new calls would run
-        # once in each invocation.
-        once = self.runs.key(invocation_context.session.id, "confirmed:" + ",".join(sorted(asked)))
-        claim = await self.runs.claim(once, idempotent=True, tool=CONFIRMATION)
-        if isinstance(claim, Recorded):
-            raise ConflictError("signoff: these confirmations were sent already")
-        await self.runs.finish(claim, {"by": self.runs.ledger.owner})
+        undecided = [a for a in asked.values() if a not in found or found[a].pending]
+        if undecided and self.client_decisions:
+            decisions = {
+                approval: _decision(sent[call_id])
+                for call_id, approval in asked.items()
+                if approval in undecided
+            }
+            taken = await self.runs.decide(decisions, actor=session.user_id)
+            undecided = [a for a in undecided if a not in taken or taken[a].pending]
+        if undecided:
+            raise ConflictError(
+                f"signoff: {len(undecided)} of the calls answered here wait for a person's "
+                f"decision ({', '.join(undecided)}); answer them once they are decided"
+            )
         # ADK runs the calls again only where confirmed; signoff's callback then runs, answers
         # or refuses each as decided (a rejection with its reason, not ADK's own words).
         return types.Content(
@@ -243,23 +243,44 @@ class SignoffPlugin(BasePlugin):
             ],
         )
 
+    async def _asked(
+        self, invocation_context: InvocationContext, call_ids: set[str]
+    ) -> dict[str, str]:
+        """The signoff approvals that the session's confirmation calls `call_ids` ask about:
+        only calls ADK made for signoff's `request_confirmation` (never one a model wrote)."""
+        session = invocation_context.session
+        claimed: dict[str, tuple[str, str]] = {}
+        for event in session.events:
+            for call_id, (approval, original) in _confirmation_calls(event).items():
+                if call_id in call_ids:
+                    claimed[call_id] = (approval, original)
+        return await self._verified(_thread(session), claimed)
+
+    async def _verified(self, thread: str, claimed: dict[str, tuple[str, str]]) -> dict[str, str]:
+        """Of confirmation calls and the (approval, original call) each names, those whose
+        original call signoff holds under that approval."""
+        if not claimed:
+            return {}
+        held = await self.runs.held(thread, [original for _, original in claimed.values()])
+        return {
+            call_id: approval
+            for call_id, (approval, original) in claimed.items()
+            if original in held and held[original].record.approval_id == approval
+        }
+
     # -- the pause -------------------------------------------------------------------------
 
     async def on_event_callback(
         self, *, invocation_context: InvocationContext, event: Event
     ) -> Event | None:
         """A confirmation ADK asks for: record the pause the resumer finds, with what resuming
-        it takes (the session, its user and app, the confirmation's call id)."""
-        asked = {
-            call.id: _approval(call.args)
-            for call in event.get_function_calls()
-            if call.name == CONFIRMATION and call.id and _approval(call.args)
-        }
+        it takes (the session, its user and app, the confirmations' call ids)."""
+        session = invocation_context.session
+        asked = await self._verified(_thread(session), _confirmation_calls(event))
         if asked:
-            session = invocation_context.session
             await self.runs.pause(
-                thread=session.id,
-                approvals=sorted(a for a in asked.values() if a),
+                thread=_thread(session),
+                approvals=sorted(asked.values()),
                 data={
                     "app": session.app_name,
                     "user": session.user_id,
@@ -276,16 +297,18 @@ class SignoffPlugin(BasePlugin):
 
         async def resume(pause: Pause) -> None:
             data = pause.data
-            message = confirmations(data["confirmations"])
-            try:
+            session = await runner.session_service.get_session(
+                app_name=data["app"], user_id=data["user"], session_id=data["session"]
+            )
+            if session is not None:
+                message = confirmations(data["confirmations"])
                 async for _event in runner.run_async(
                     user_id=data["user"], session_id=data["session"], new_message=message
                 ):
                     pass
-            except RuntimeError as exc:  # ADK's wrapping of a plugin's error
-                if not isinstance(exc.__cause__, ConflictError) or "sent already" not in str(exc):
-                    raise
-                # Another process (or a client) sent them first: that invocation goes on.
+            else:  # not this runner's (an agent run as a tool keeps its session in memory)
+                logger.warning("no session %s of %s for the pause %s: not resumed",
+                               data["session"], data["app"], pause.id)  # fmt: skip
             await self.runs.went_on(list(data["confirmations"].values()))
 
         return Resumer(self.runs, resume)
@@ -320,15 +343,35 @@ def _confirmed(part: types.Part) -> types.Part:
     )
 
 
-def _asked(invocation_context: InvocationContext, call_ids: set[str]) -> dict[str, str]:
-    """The signoff approvals the session's confirmation calls `call_ids` ask about."""
-    found: dict[str, str] = {}
-    for event in invocation_context.session.events:
-        for call in event.get_function_calls():
-            approval = _approval(call.args) if call.id in call_ids else None
-            if call.name == CONFIRMATION and call.id and approval:
-                found[call.id] = approval
+def _confirmation_calls(event: Event) -> dict[str, tuple[str, str]]:
+    """The confirmation calls ADK made in `event` for signoff (long-running calls of its own,
+    whose payload names an approval): call id → (approval, the original call's id)."""
+    ours = set(event.long_running_tool_ids or ())
+    found: dict[str, tuple[str, str]] = {}
+    for call in event.get_function_calls():
+        approval = _approval(call.args)
+        original = ((call.args or {}).get("originalFunctionCall") or {}).get("id")
+        if call.name == CONFIRMATION and call.id in ours and approval and isinstance(original, str):
+            found[call.id] = (approval, original)
     return found
+
+
+def _decision(answer: dict[str, Any]) -> Decision:
+    """A client's answer to a confirmation, as a decision (a malformed one rejects)."""
+    try:
+        confirmation = ToolConfirmation.from_response_dict(answer)
+    except (ValueError, TypeError):
+        return Reject(reason="the confirmation could not be read")
+    if confirmation.confirmed:
+        return Approve()
+    payload = confirmation.payload
+    reason = payload.get("reason") if isinstance(payload, dict) else None
+    return Reject(reason=reason if isinstance(reason, str) else "")
+
+
+def _thread(session: Any) -> str:
+    """The signoff thread of an ADK session (ids are unique per app and user)."""
+    return f"{session.app_name}/{session.user_id}/{session.id}"
 
 
 def _approval(args: dict[str, Any] | None) -> str | None:
