@@ -25,32 +25,16 @@ from google.genai import types
 from signoff import Policy
 from signoff.gate.external import ExternalRuns
 from signoff.integrations.google_adk import ORIGIN, SignoffPlugin, connect
+from tests.integrations.harness import DEFAULT, HANG_IN_TOOL, POLICY
 
-POLICY: dict[str, Any] = {
-    "default": "ask",
-    "rules": [
-        {"allow": "read_*"},
-        {"deny": "charge", "when": {"amount": {"gt": 1000}}},
-        {"ask": "charge", "approvers": ["finance"]},
-    ],
-}
+__all__ = ["DEFAULT", "HANG_IN_TOOL", "POLICY", "build", "open_runs", "say", "user"]
+
 APP = "shop"
 USER = "alice"
-HANG_IN_TOOL = "SIGNOFF_TEST_HANG_IN_TOOL"
 
 Script = list[Any]
 """Turn n of a session (the model's answers so far) plays `script[n]`: tool calls
 ``(name, args)``, or a text, to which the model adds the tool results it was given."""
-
-DEFAULT: Script = [
-    [
-        ("read_file", {"path": "report.txt"}),
-        ("send_email", {"to": "bob@example.com", "body": "hi"}),
-        ("charge", {"amount": 5000}),
-        ("charge", {"amount": 50}),
-    ],
-    "done",
-]
 
 
 def open_runs(database: str) -> ExternalRuns:

@@ -22,6 +22,31 @@ from tests.conftest import fresh_postgres_database
 from tests.deadline import HANG
 
 ROOT = Path(__file__).resolve().parents[2]
+HANG_IN_TOOL = "SIGNOFF_TEST_HANG_IN_TOOL"
+"""When set, the `charge` tool of a test agent records its execution, says ``inside the tool``
+on standard output and hangs (for a test to kill the process there)."""
+
+POLICY: dict[str, Any] = {
+    "default": "ask",
+    "rules": [
+        {"allow": "read_*"},
+        {"deny": "charge", "when": {"amount": {"gt": 1000}}},
+        {"ask": "charge", "approvers": ["finance"]},
+    ],
+}
+"""The policy the framework tests share: reads run, a large charge is denied, a charge needs
+finance's approval, anything else asks."""
+
+DEFAULT: list[Any] = [
+    [
+        ("read_file", {"path": "report.txt"}),
+        ("send_email", {"to": "bob@example.com", "body": "hi"}),
+        ("charge", {"amount": 5000}),
+        ("charge", {"amount": 50}),
+    ],
+    "done",
+]
+"""The model's turns the framework tests play by default: one of each verdict, then text."""
 
 
 @dataclass

@@ -18,35 +18,21 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 from signoff import Policy
 from signoff.gate.external import ExternalRuns
 from signoff.integrations.openai_agents import ORIGIN, SignoffAgent, connect
+from tests.integrations.harness import DEFAULT, HANG_IN_TOOL
+from tests.integrations.harness import POLICY as RULES
+
+__all__ = ["DEFAULT", "HANG_IN_TOOL", "POLICY", "THREAD", "build", "open_runs"]
 
 POLICY: dict[str, Any] = {
-    "default": "ask",
-    "rules": [
-        {"allow": "read_*"},
-        {"deny": "charge", "when": {"amount": {"gt": 1000}}},
-        {"ask": "charge", "approvers": ["finance"]},
-    ],
+    **RULES,
     "agents": {"assistant/billing": {"rules": [{"allow": "charge"}]}},
 }
 THREAD = "t-1"
 
-HANG_IN_TOOL = "SIGNOFF_TEST_HANG_IN_TOOL"
-"""When set, the `charge` tool records its execution, says ``inside the tool`` on standard
-output and hangs (for a test to kill the process there)."""
 
 Script = list[Any]
 """Turn n of a thread (the model's answers so far) plays `script[n]`: a list of tool calls
 ``(name, args)``, or a text, to which the model adds the tool results it was given."""
-
-DEFAULT: Script = [
-    [
-        ("read_file", {"path": "report.txt"}),
-        ("send_email", {"to": "bob@example.com", "body": "hi"}),
-        ("charge", {"amount": 5000}),
-        ("charge", {"amount": 50}),
-    ],
-    "done",
-]
 
 
 def open_runs(database: str) -> ExternalRuns:

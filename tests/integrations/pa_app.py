@@ -24,21 +24,13 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from signoff import Policy
 from signoff.gate.external import ExternalRuns
 from signoff.integrations.pydantic_ai import ORIGIN, connect
+from tests.integrations.harness import DEFAULT, HANG_IN_TOOL
+from tests.integrations.harness import POLICY as RULES
 
-HANG_IN_TOOL = "SIGNOFF_TEST_HANG_IN_TOOL"
-"""When set, the `charge` tool records its execution, says ``inside the tool`` on standard
-output and hangs (for a test to kill the process there)."""
+__all__ = ["DEFAULT", "HANG_IN_TOOL", "POLICY", "THREAD", "build", "open_runs"]
 
-POLICY = Policy.from_dict(
-    {
-        "default": "ask",
-        "rules": [
-            {"allow": "read_*"},
-            {"deny": "charge", "when": {"amount": {"gt": 1000}}},
-            {"ask": "charge", "approvers": ["finance"]},
-        ],
-    }
-)
+
+POLICY = Policy.from_dict(RULES)
 THREAD = "t-1"
 Script = list[list[tuple[str, dict[str, Any]]] | str]
 
@@ -107,17 +99,6 @@ def build(script: Script, side_effects: Path, turns: Path) -> Agent[None, str]:
         return "the secrets"
 
     return agent
-
-
-DEFAULT: Script = [
-    [
-        ("read_file", {"path": "report.txt"}),
-        ("send_email", {"to": "bob@example.com", "body": "hi"}),
-        ("charge", {"amount": 5000}),
-        ("charge", {"amount": 50}),
-    ],
-    "done",
-]
 
 
 def open_runs(database: str) -> ExternalRuns:
