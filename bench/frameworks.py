@@ -1,5 +1,6 @@
-"""What signoff costs a Pydantic AI agent and an OpenAI Agents SDK agent, against each SDK's own
-approval path persisted to the same SQLite file, in the same run.
+"""What signoff costs a Pydantic AI agent, an OpenAI Agents SDK agent and a Google ADK agent,
+against each SDK's own approval path persisted to the same SQLite file (ADK: its SQLite session
+service, the same for both sides), in the same run.
 
 Run it with ``make bench``. signoff's side is opened as its documentation says,
 ``connect(policy, origin=..., database="sqlite:///<file>")`` (its store on a loop of its own),
@@ -33,6 +34,12 @@ plain agent keeps nothing. The agents take turns.
   (the decision read from signoff's store, the tool through the ledger, the model's last turn,
   the thread appended).
 
+- Google ADK's own path: ``send_report`` declared ``require_confirmation=True``; the session (N
+  events) in ADK's ``SqliteSessionService``. Pause: ``run_async`` until the confirmation call;
+  resume: the ``adk_request_confirmation`` response, the tool, the model's last turn. signoff's
+  side: the same runner with ``SignoffPlugin`` (and a policy that asks), resumed with the
+  confirmations its resumer sends.
+
 Every cycle checks what it measured: the tool ran exactly once and the run ended with the
 model's reply. Nothing here is a test: the figures depend on the machine and its load.
 ``bench/results/frameworks.json`` keeps them.
@@ -42,6 +49,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import platform
 import random
@@ -49,7 +57,7 @@ import sqlite3
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import asdict, dataclass
 from importlib.metadata import version
 from pathlib import Path
@@ -66,6 +74,17 @@ from agents import (
     set_tracing_disabled,
 )
 from agents.testing import assistant_message, function_call
+from google.adk.agents import LlmAgent
+from google.adk.apps import App
+from google.adk.events import Event
+from google.adk.models.base_llm import BaseLlm
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
+from google.adk.plugins.base_plugin import BasePlugin
+from google.adk.runners import Runner as AdkRunner
+from google.adk.sessions.sqlite_session_service import SqliteSessionService
+from google.adk.tools.function_tool import FunctionTool
+from google.genai import types
 from pydantic_ai import Agent as PAAgent
 from pydantic_ai.messages import (
     ModelMessage,
@@ -85,7 +104,7 @@ from rich.table import Table
 from _common import Latency, environment, latency, ms, wide_console
 from signoff import Approve, Policy, __version__
 from signoff.gate.external import ExternalRuns, connect
-from signoff.integrations import openai_agents, pydantic_ai
+from signoff.integrations import google_adk, openai_agents, pydantic_ai
 
 SEED: Final = 17
 SIZES: Final = (10, 100, 1_000)
@@ -129,6 +148,7 @@ class Kept:
     """What an app keeps to resume a run: one row per thread in the same SQLite file."""
 
     def __init__(self, path: Path) -> None:
+        self.path = path
         self.db = sqlite3.connect(path, isolation_level=None)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
@@ -294,6 +314,100 @@ def openai_sides(kept: Kept, database: str, allow: ExternalRuns, ask: ExternalRu
                  signoff_pause, signoff_resume, fill, ask)  # fmt: skip
 
 
+class AdkAnswering(BaseLlm):
+    """An ADK model: a call of the agent's tool, then text once its result is in."""
+
+    model: str = "answering"
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        last = llm_request.contents[-1]
+        if any(p.function_response for p in last.parts or []):
+            yield LlmResponse(content=types.Content(role="model", parts=[types.Part(text=REPLY)]))
+            return
+        name = next(iter(llm_request.tools_dict))
+        call = types.FunctionCall(id=uuid.uuid4().hex, name=name, args=ARGS[name])
+        yield LlmResponse(
+            content=types.Content(role="model", parts=[types.Part(function_call=call)])
+        )
+
+
+def adk_sides(kept: Kept, database: str, allow: ExternalRuns, ask: ExternalRuns) -> Sides:
+    sessions = SqliteSessionService(str(kept.path.with_name("adk-sessions.db")))
+    model = AdkAnswering()
+
+    def runner(tool: FunctionTool, *plugins: BasePlugin) -> AdkRunner:
+        agent = LlmAgent(name="assistant", model=model, tools=[tool])
+        app = App(name="bench", root_agent=agent, plugins=list(plugins))
+        return AdkRunner(app=app, session_service=sessions)
+
+    plain = runner(FunctionTool(lookup))
+    allowed = runner(FunctionTool(lookup), google_adk.SignoffPlugin(allow))
+    own = runner(FunctionTool(send_report, require_confirmation=True))
+    held = runner(FunctionTool(send_report), google_adk.SignoffPlugin(ask))
+    session_of: dict[str, str] = {}
+    waiting: dict[str, list[Any]] = {}
+
+    async def say(on: AdkRunner, thread: str, message: types.Content) -> list[Any]:
+        if thread not in session_of:
+            session = await sessions.create_session(app_name="bench", user_id="bench")
+            session_of[thread] = session.id
+        found = on.run_async(user_id="bench", session_id=session_of[thread], new_message=message)
+        return [event async for event in found]
+
+    def question() -> types.Content:
+        return types.Content(role="user", parts=[types.Part(text=QUESTION)])
+
+    def said(events: list[Any]) -> str:
+        return "".join(p.text or "" for e in events if e.content for p in e.content.parts or [])
+
+    def confirmations(events: list[Any]) -> list[Any]:
+        return [c for e in events for c in e.get_function_calls()
+                if c.name == google_adk.CONFIRMATION]  # fmt: skip
+
+    async def plain_allowed(thread: str) -> None:
+        check(said(await say(plain, thread, question())), "lookup")
+
+    async def run_allowed(thread: str) -> None:
+        check(said(await say(allowed, thread, question())), "lookup")
+
+    async def own_pause(thread: str) -> None:
+        waiting[thread] = confirmations(await say(own, thread, question()))
+        assert waiting[thread]
+
+    async def own_resume(thread: str) -> None:
+        [asked] = waiting.pop(thread)
+        answer = types.FunctionResponse(
+            name=google_adk.CONFIRMATION, id=asked.id, response={"confirmed": True}
+        )
+        message = types.Content(role="user", parts=[types.Part(function_response=answer)])
+        check(said(await say(own, thread, message)), "send_report")
+
+    async def signoff_pause(thread: str) -> None:
+        waiting[thread] = confirmations(await say(held, thread, question()))
+        assert waiting[thread]
+
+    async def signoff_resume(thread: str) -> None:
+        asked = {
+            c.id: c.args["toolConfirmation"]["payload"]["signoff"]["approval"]
+            for c in waiting.pop(thread)
+        }
+        message = google_adk.confirmations(asked)
+        check(said(await say(held, thread, message)), "send_report")
+
+    async def fill(thread: str, size: int, rng: random.Random) -> None:
+        session = await sessions.create_session(app_name="bench", user_id="bench")
+        session_of[thread] = session.id
+        for i in range(size):
+            author, role = ("user", "user") if i % 2 == 0 else ("assistant", "model")
+            content = types.Content(role=role, parts=[types.Part(text=filler(rng))])
+            await sessions.append_event(session, Event(author=author, content=content))
+
+    return Sides("Google ADK", plain_allowed, run_allowed, own_pause, own_resume,
+                 signoff_pause, signoff_resume, fill, ask)  # fmt: skip
+
+
 async def append(runs: ExternalRuns, origin: str, thread: str, items: list[str]) -> None:
     from datetime import UTC, datetime
 
@@ -375,7 +489,7 @@ def table(name: str, figures: Figures) -> Table:
     for header in ("the SDK's own", "signoff", ""):
         out.add_column(header, justify="right")
     added = f"+{ms(ours.p50_ms - plain.p50_ms)} ({times(ours.p50_ms, plain.p50_ms)})"
-    out.add_row("allowed call, plain agent / SignoffAgent",
+    out.add_row("allowed call, plain agent / through signoff",
                 f"{ms(plain.p50_ms)} ({ms(plain.p99_ms)})",
                 f"{ms(ours.p50_ms)} ({ms(ours.p99_ms)})", added)  # fmt: skip
     for size, sides in figures.held.items():
@@ -392,6 +506,8 @@ def table(name: str, figures: Figures) -> Table:
 
 async def main_async(console: Any) -> dict[str, Figures]:
     set_tracing_disabled(True)
+    # ADK warns at every model call that a scripted model reports no token usage.
+    logging.getLogger("google_adk").setLevel(logging.ERROR)
     rng = random.Random(SEED)
     results: dict[str, Figures] = {}
     with tempfile.TemporaryDirectory(prefix="signoff-bench-") as folder:
@@ -401,7 +517,7 @@ async def main_async(console: Any) -> dict[str, Figures]:
         ask = await asyncio.to_thread(connect, ASK, origin="bench-ask", database=database)
         kept = Kept(path)
         try:
-            for build in (pydantic_sides, openai_sides):
+            for build in (pydantic_sides, openai_sides, adk_sides):
                 sides = build(kept, database, allow, ask)
                 results[sides.name] = await bench(sides, rng, console)
         finally:

@@ -26,7 +26,15 @@ from signoff.integrations.langgraph import resumer
 from tests.conftest import fresh_postgres_database
 from tests.deadline import HANG
 from tests.integrations.fakes import executions
-from tests.integrations.lc_app import HANG_IN_TOOL, IDEMPOTENT, build, checkpointer, open_runs
+from tests.integrations.inbox import inbox_api
+from tests.integrations.lc_app import (
+    HANG_IN_TOOL,
+    IDEMPOTENT,
+    build,
+    checkpointer,
+    open_runs,
+    policy,
+)
 
 ROOT = Path(__file__).parents[2]
 
@@ -307,6 +315,30 @@ async def test_the_resumer_resumes_the_thread_when_a_decision_is_taken_elsewhere
         await asyncio.to_thread(inbox.close)
     assert sorted(executions(harness.side_effects)) == sorted(
         ["read_file report.txt", "send_email bob@example.com hi", "charge 50 acme"])  # fmt: skip
+
+
+async def test_a_decision_taken_through_the_inbox_api_resumes_the_thread(
+    harness: Harness,
+) -> None:
+    agent = harness.agent()
+    await asyncio.to_thread(start, agent)
+    stop = resumer(agent, harness.runs).start(poll_interval=0.05)
+    try:
+        async with inbox_api(harness.database, policy()) as api:
+            listed = (await api.get("/v1/approvals", params={"status": "pending"})).json()
+            by_tool = {a["tool"]: a["id"] for a in listed["items"]}
+            edit = {"kind": "edit", "args": {"to": "carol@example.com", "body": "hi"}}
+            for approval, body in ((by_tool["send_email"], edit),
+                                   (by_tool["charge"], {"kind": "approve"})):  # fmt: skip
+                answer = await api.post(f"/v1/approvals/{approval}/decision", json=body)
+                assert answer.status_code == 200, answer.text
+            async with asyncio.timeout(HANG):
+                while "done" not in str(await asyncio.to_thread(_last_message, agent)):
+                    await asyncio.sleep(0.05)
+    finally:
+        await asyncio.to_thread(stop)
+    assert sorted(executions(harness.side_effects)) == sorted(
+        ["read_file report.txt", "send_email carol@example.com hi", "charge 50 acme"])  # fmt: skip
 
 
 def _last_message(agent: Any) -> Any:
