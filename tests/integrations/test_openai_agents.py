@@ -17,8 +17,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agents import Agent, HandoffInputData, set_tracing_disabled
+from agents import (
+    Agent,
+    CustomTool,
+    HandoffInputData,
+    Model,
+    ModelResponse,
+    Usage,
+    set_tracing_disabled,
+)
 from agents.mcp import MCPServerStdio
+from agents.testing import assistant_message
+from openai.types.responses import ResponseCustomToolCall
 from pydantic_core import to_jsonable_python
 
 from signoff import Approve, Edit, Policy, Reject, Respond, Scope
@@ -270,6 +280,51 @@ async def test_a_tool_that_failed_is_not_run_again_and_the_thread_goes_on(
     assert again is not None
     assert "printer is on fire" in said(again)["call_0_0"]  # its one execution's error
     assert harness.executions() == ["flaky q3"]
+
+
+class Noting(Model):
+    """A model that calls the custom tool `note` with free text, then reports its result."""
+
+    async def get_response(self, system_instructions: Any, input: Any, *args: Any,
+                           **kwargs: Any) -> ModelResponse:  # fmt: skip
+        last = input[-1] if isinstance(input, list) and input else {}
+        if isinstance(last, dict) and last.get("type") == "custom_tool_call_output":
+            output = [assistant_message(f"done {last.get('output')}")]
+        else:
+            output = [ResponseCustomToolCall(type="custom_tool_call", call_id="c1", name="note",
+                                             input="buy milk")]  # fmt: skip
+        return ModelResponse(output=output, usage=Usage(), response_id=None)
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+
+@pytest.mark.parametrize(
+    ("decision", "said"),
+    [(Approve(), "noted buy milk"), (Respond(content="noted already"), "noted already"),
+     (Edit(args={"arguments": "buy oat milk"}), "cannot change this tool's arguments"),
+     (Reject(reason="no notes"), "no notes")],
+)  # fmt: skip
+async def test_a_custom_tool_stops_the_run_and_runs_only_as_proposed(
+    harness: Harness, decision: Any, said: str
+) -> None:
+    noted: list[str] = []
+
+    async def note(ctx: Any, text: str) -> str:
+        noted.append(text)
+        return f"noted {text}"
+
+    tool = CustomTool(name="note", description="Take a note.", on_invoke_tool=note)
+    agent = SignoffAgent(Agent(name="assistant", model=Noting(), tools=[tool]), harness.runs)
+    result = await agent.run("go", thread=THREAD)
+    assert [i.call_id for i in result.interruptions] == ["c1"]  # the policy asks about it
+    [approval] = (await harness.pending()).values()
+    await harness.decide(approval.id, decision)
+
+    resumed = await agent.resume(THREAD)
+
+    assert resumed is not None and said in str(resumed.final_output)
+    assert noted == (["buy milk"] if isinstance(decision, Approve) else [])
 
 
 async def test_an_agent_running_an_agent_with_tools_as_a_tool_is_refused(harness: Harness) -> None:
