@@ -13,7 +13,7 @@ from typing import Any
 from signoff.gate.external import LEASE, ExternalRuns, Pause, Resumer
 from signoff.gate.once import owner_alive
 
-__all__ = ["LEASE", "busy", "is_mark", "now", "release", "resumer", "take", "unmarked"]
+__all__ = ["busy", "now", "release", "resumer", "take", "unmarked"]
 
 _MARK = "signoff.resume"
 
