@@ -167,19 +167,24 @@ class ExternalRuns:
     # -- deciding the framework's way ------------------------------------------------------
 
     async def decide(
-        self, decisions: Mapping[str, Decision], *, actor: str | None = None
+        self,
+        decisions: Mapping[str, Decision],
+        *,
+        actor: str | None = None,
+        roles: Iterable[str] | None = None,
     ) -> dict[str, Approval]:
         """Take decisions that arrived through the framework (a resume payload) as the
-        integration's principal — or as `actor`, with the principal's roles, when the framework
-        says who decided —, each compare-and-set: one taken elsewhere first stands, and one
-        this decider may not take (approvers, their own call) is not taken. Returns every
-        approval as it stands."""
+        integration's principal — or as `actor` when the framework says who decided, with
+        `roles` (default: the principal's) —, each compare-and-set: one taken elsewhere first
+        stands, and one this decider may not take (approvers, their own call) is not taken.
+        Returns every approval as it stands."""
+        held_roles = self.roles if roles is None else frozenset(roles)
 
         async def take() -> dict[str, Approval]:
             for approval_id, decision in decisions.items():
                 try:
                     await self.gate.decide(
-                        approval_id, decision, actor=actor or self.principal, roles=self.roles
+                        approval_id, decision, actor=actor or self.principal, roles=held_roles
                     )
                 except ConflictError:
                     pass  # decided elsewhere first: that decision stands

@@ -1,0 +1,584 @@
+"""Agno agents behind signoff (DCAF's runtime): the agent as it is, run through `SignoffAgent`.
+
+    runs = connect("policy.yaml", origin="agno", database="sqlite:///signoff.db")
+    agent = SignoffAgent(Agent(model=..., tools=[...], db=SqliteDb(db_file="agno.db")), runs)
+    out = await agent.run("Delete the nginx-123 pod", session_id="ops-1")
+    # out.is_paused while calls wait for a person: decided in the inbox, the API, the terminal
+    out = await agent.resume("ops-1")     # or agent.resumer().start() next to the app
+
+signoff's policy judges every tool call of the agent with its arguments — its own tools and its
+`MCPTools` alike. A tool the policy may ask about is marked ``requires_confirmation`` for the
+call, so Agno pauses the run there and keeps it in the agent's `db`; a tool it always allows or
+always denies is not. At a pause signoff settles what it can itself — an allowed call goes on,
+a denied one is answered with the reason — and holds only the asked ones as approvals in its
+store. The run is continued only once every call of the pause is decided (Agno would reject an
+undecided one silently), and by one process at a time. Every call runs through signoff's ledger,
+exactly once, reading the decision **from signoff's store**, whoever confirmed it to Agno: an
+approval runs the call, an edit runs it with the edited arguments (checked against the tool's
+schema and the policy), a response is the tool's result, a rejection's reason reaches the model.
+
+`SignoffAgent.dcaf` takes DCAF's wire format: decisions as ``data.tool_calls[{id, execute,
+rejection_reason}]``, answered with ``has_pending_approvals``, ``is_complete`` and
+``pending_requirements[{requirement_id, tool_name, tool_args}]``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import os
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from signoff.errors import (
+    ConflictError,
+    ExecutionFailed,
+    MissingExtraError,
+    OutcomeUnknown,
+    SignoffError,
+)
+from signoff.gate.external import ExternalRuns, Pause, Resumer, connect
+from signoff.integrations._answers import answer_text, blocked_text, edited_text
+from signoff.integrations._threads import busy, now, release, take
+from signoff.types import Approve, Decision, Reject, ToolCall
+
+os.environ.setdefault("AGNO_TELEMETRY", "false")  # signoff's users opt in to Agno's, not we
+
+try:
+    from agno.agent import Agent
+    from agno.models.base import Model
+    from agno.models.response import ToolExecution
+    from agno.run.agent import RunOutput
+    from agno.run.base import RunStatus
+    from agno.run.requirement import RunRequirement
+    from agno.tools.function import Function, FunctionCall, ToolResult
+    from pydantic_core import to_jsonable_python
+except ImportError as exc:  # pragma: no cover - exercised without the extra installed
+    raise MissingExtraError("signoff.integrations.agno", "agno") from exc
+
+__all__ = ["ORIGIN", "DcafRequest", "SignoffAgent", "connect", "dcaf_answer"]
+
+ORIGIN = "agno"
+
+_MARK = "_signoff_agent"
+"""The attribute of a guarded model naming the `SignoffAgent` that guards it."""
+
+Answer = tuple[Literal["confirm", "reject"], str | None]
+
+
+class SignoffAgent:
+    """An Agno `Agent` with signoff's policy, approvals, grants, ledger and audit."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        runs: ExternalRuns,
+        *,
+        path: str | None = None,
+        requested_by: str | None = None,
+        idempotent: Iterable[str] = (),
+        servers: Mapping[str, Any] | None = None,
+    ) -> None:
+        """`runs` from `connect(policy, origin="agno", database=...)`; `agent` an Agno `Agent`
+        with a `Model` and a `db` (its paused runs are kept there, for any process to continue);
+        `path` the agent path the policy's ``agents:`` section judges its calls by (default:
+        the agent's name); `requested_by` who starts its sessions (default: the run's user);
+        `idempotent` the tools safe to run again when a worker died inside them; `servers`
+        names its `MCPTools` (``{"kubernetes": mcp_tools}``), so that the policy's ``servers:``
+        section judges their tools by the MCP tool's own name.
+
+        The agent's model is guarded in place: a run of the agent that does not go through
+        `SignoffAgent` still runs no call the policy does not allow — it stops where one waits."""
+        if not isinstance(agent.model, Model):
+            raise SignoffError(
+                "an Agno agent behind signoff needs a Model instance (agent.model), not "
+                f"{type(agent.model).__name__}"
+            )
+        if agent.db is None:
+            raise SignoffError(
+                "an Agno agent behind signoff needs a db (Agent(db=SqliteDb(...)) or "
+                "PostgresDb): its paused runs are kept there, for any process to continue"
+            )
+        self.agent = agent
+        self.runs = runs
+        self.path = path or agent.name
+        self.requested_by = requested_by
+        self.idempotent = frozenset(idempotent)
+        self._servers = dict(servers or {})
+        self._schemas: set[str] = set()
+        _guard(agent.model, self)
+
+    # -- running ---------------------------------------------------------------------------
+
+    async def run(
+        self, input: Any = None, *, session_id: str, user_id: str | None = None, **kwargs: Any
+    ) -> RunOutput:
+        """Run the agent on `session_id` (`Agent.arun`; `kwargs` go to it). Ends completed, or
+        paused (`RunOutput.is_paused`) while calls wait for a person: the session takes no new
+        input until it is resumed."""
+        entries = await self._entries(session_id)
+        if busy(entries, now()):
+            raise ConflictError(f"session {session_id!r} is being resumed")
+        if await self._paused(session_id) is not None:
+            raise ConflictError(
+                f"session {session_id!r} waits on calls a person has not all answered: resume "
+                "it (SignoffAgent.resume) once they are decided"
+            )
+        out = await self.agent.arun(input, session_id=session_id, user_id=user_id, **kwargs)
+        assert isinstance(out, RunOutput)  # not streamed
+        if not out.is_paused:
+            return out
+        _answers, waiting = await self._settle(out, session_id, user_id)
+        if waiting is None:  # nothing waits on a person: the run goes on at once
+            return await self.resume(session_id, run_id=out.run_id, **kwargs) or out
+        if waiting:
+            await self._pause(out, session_id, user_id, waiting)
+        return out
+
+    async def resume(
+        self, session_id: str, *, run_id: str | None = None, **kwargs: Any
+    ) -> RunOutput | None:
+        """Continue the session's paused run (or run `run_id`) with the decisions signoff's
+        store holds for its calls, once every one is decided — else the run as it stands, still
+        paused. None when nothing waits, or another process is continuing it."""
+        entries = await self._entries(session_id)
+        if not await take(self.runs, ORIGIN, session_id, entries):
+            return None
+        after = len(entries) + 1
+        decided: list[str] = []
+        try:
+            out = await self._paused(session_id, run_id)  # read after the mark: still paused?
+            while out is not None and out.is_paused:
+                user_id = out.user_id
+                answers, waiting = await self._settle(out, session_id, user_id)
+                if waiting is not None:
+                    if waiting:
+                        await self._pause(out, session_id, user_id, waiting)
+                    break
+                decided += await self._decided(session_id, out)
+                for requirement in out.active_requirements:
+                    verb, note = answers[requirement.id]
+                    if verb == "confirm":
+                        requirement.confirm()  # type: ignore[no-untyped-call]
+                    else:
+                        requirement.reject(note=note)
+                out = await self.agent.acontinue_run(
+                    run_id=out.run_id,
+                    session_id=session_id,
+                    user_id=user_id,
+                    requirements=out.requirements,
+                    **kwargs,
+                )
+        finally:
+            await release(self.runs, ORIGIN, session_id, after)
+        if decided:
+            await self.runs.went_on(decided)
+        return out
+
+    def run_sync(
+        self, input: Any = None, *, session_id: str, user_id: str | None = None, **kwargs: Any
+    ) -> RunOutput:
+        """`run` from synchronous code (not inside a running event loop)."""
+        return asyncio.run(self.run(input, session_id=session_id, user_id=user_id, **kwargs))
+
+    def resume_sync(self, session_id: str, **kwargs: Any) -> RunOutput | None:
+        """`resume` from synchronous code (not inside a running event loop)."""
+        return asyncio.run(self.resume(session_id, **kwargs))
+
+    def resumer(self) -> Resumer:
+        """A `Resumer` that continues this agent's paused runs once every call a pause waits on
+        is decided — in any channel, with no code of the user's: ``.start()`` it next to the
+        app, or ``await ....work()`` in a task."""
+
+        async def go_on(pause: Pause) -> None:
+            await self.resume(pause.thread_id, run_id=pause.data.get("run_id"))
+
+        return Resumer(self.runs, go_on)
+
+    # -- DCAF's wire format ----------------------------------------------------------------
+
+    async def dcaf(
+        self,
+        body: Mapping[str, Any] | DcafRequest,
+        *,
+        session_id: str,
+        user_id: str | None = None,
+        actor: str | None = None,
+        roles: Iterable[str] | None = None,
+    ) -> dict[str, Any]:
+        """Answer a DCAF client's request on `session_id`: while the session waits, the last
+        message's ``data.tool_calls`` decide its calls (``execute: true`` approves; ``false``
+        with a ``rejection_reason`` rejects; anything else leaves the call waiting), taken as
+        `actor` with `roles` — the person the app authenticated — or, without one, as the
+        integration's principal, through the same rules as any channel; else the last user
+        message starts a run. Answers with DCAF's ``AgentResponse`` (`dcaf_answer`). Raises
+        pydantic's `ValidationError` for a body that is not DCAF's (a 422 in a route)."""
+        request = body if isinstance(body, DcafRequest) else DcafRequest.model_validate(body)
+        paused = await self._paused(session_id)
+        if paused is None:
+            prompt = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
+            out = await self.run(prompt, session_id=session_id, user_id=user_id)
+            return await self._dcaf_answer(out, session_id)
+        wanted = request.decisions()
+        by_requirement = {r.id: r for r in paused.active_requirements}
+        calls = [
+            r.tool_execution.tool_call_id
+            for rid, r in by_requirement.items()
+            if rid in wanted and r.tool_execution is not None and r.tool_execution.tool_call_id
+        ]
+        held = await self.runs.held(session_id, calls)
+        decisions: dict[str, Decision] = {}
+        for rid, decision in wanted.items():
+            requirement = by_requirement.get(rid)
+            execution = requirement.tool_execution if requirement is not None else None
+            found = held.get(execution.tool_call_id or "") if execution is not None else None
+            if found is not None and found.approval is not None and found.approval.pending:
+                decisions[found.approval.id] = decision
+        if decisions:
+            await self.runs.decide(decisions, actor=actor, roles=roles)
+        resumed = await self.resume(session_id, run_id=paused.run_id)
+        if resumed is None:  # another process continues it: answer with the run as it stands
+            found = await self._run_output(session_id, paused.run_id) if paused.run_id else None
+            resumed = found or paused
+        return await self._dcaf_answer(resumed, session_id)
+
+    async def _dcaf_answer(self, out: RunOutput, session_id: str) -> dict[str, Any]:
+        """`dcaf_answer`, listing only the calls that wait on a person."""
+        if not out.is_paused:
+            return dcaf_answer(out, session_id)
+        answers, _waiting = await self._settle(out, session_id, out.user_id)
+        return dcaf_answer(out, session_id, waiting=[
+            r.id for r in out.active_requirements if r.needs_confirmation and r.id not in answers
+        ])  # fmt: skip
+
+    # -- pauses ----------------------------------------------------------------------------
+
+    async def _settle(
+        self, out: RunOutput, session_id: str, user_id: str | None
+    ) -> tuple[dict[str, Answer], list[str] | None]:
+        """Judge the calls the paused run waits on (or read how they were decided): what to
+        tell Agno of each requirement, by its id, and the approvals still undecided — None
+        when none is and the run can go on; [] when it waits on something that is not
+        signoff's (a user's input: answered through Agno)."""
+        pending = out.active_requirements
+        foreign = [r for r in pending if not r.needs_confirmation]
+        asked = [r for r in pending if r.needs_confirmation and r.tool_execution is not None]
+        calls = {r.id: self._call(_execution(r)) for r in asked}
+        held = await self.runs.judged(
+            list(calls.values()), thread=session_id, requested_by=self.requested_by or user_id
+        )
+        answers: dict[str, Answer] = {}
+        waiting: list[str] = []
+        for rid, call in calls.items():
+            found = held[call.id]
+            record, approval = found.record, found.approval
+            if record.kind == "block":
+                answers[rid] = ("reject", blocked_text(record.reason))
+            elif record.kind == "run":
+                answers[rid] = ("confirm", None)
+            elif approval is not None and approval.pending:
+                waiting.append(approval.id)
+            elif approval is not None and approval.status in ("approved", "edited", "responded"):
+                answers[rid] = ("confirm", None)  # the call itself reads what to do
+            elif approval is not None:
+                answers[rid] = ("reject", answer_text(approval)[0])
+        if foreign:
+            return answers, waiting
+        return answers, waiting or None
+
+    async def _pause(
+        self, out: RunOutput, session_id: str, user_id: str | None, waiting: list[str]
+    ) -> None:
+        await self.runs.pause(
+            thread=session_id,
+            approvals=waiting,
+            data={"session_id": session_id, "run_id": out.run_id, "user_id": user_id},
+            agent=self.path,
+        )
+
+    async def _decided(self, session_id: str, out: RunOutput) -> list[str]:
+        ids = [
+            r.tool_execution.tool_call_id
+            for r in out.active_requirements
+            if r.tool_execution is not None and r.tool_execution.tool_call_id
+        ]
+        held = await self.runs.held(session_id, ids)
+        return [h.approval.id for h in held.values() if h.approval and not h.approval.pending]
+
+    async def _paused(self, session_id: str, run_id: str | None = None) -> RunOutput | None:
+        """The session's paused run (`run_id`, or its last run), read from the agent's db."""
+        if run_id is not None:
+            out = await self._run_output(session_id, run_id)
+        else:
+            session = await self.agent.aget_session(session_id=session_id)
+            runs = (session.runs or []) if session is not None else []
+            out = runs[-1] if runs and isinstance(runs[-1], RunOutput) else None
+        return out if out is not None and out.status == RunStatus.paused else None
+
+    async def _run_output(self, session_id: str, run_id: str) -> RunOutput | None:
+        return await self.agent.aget_run_output(run_id=run_id, session_id=session_id)
+
+    async def _entries(self, session_id: str) -> list[str]:
+        return await self.runs.bridge.arun(self.runs.store.history(ORIGIN, session_id))
+
+    # -- one call --------------------------------------------------------------------------
+
+    def guarded(self, call: FunctionCall) -> FunctionCall:
+        """The call with a function of its own: confirmation asked where the policy may ask,
+        and an entrypoint that judges it and runs it once (`execute`)."""
+        function = call.function
+        name, server = self._named(function.name)
+        fixed = self.runs.gate.engine.fixed_kind(name, server=server, agent=self.path)
+        original = function.entrypoint
+        if original is None:
+            return call
+        self._register(function, name)
+        mine = function.model_copy()
+        mine.requires_confirmation = fixed not in ("allow", "deny")
+        if function.requires_user_input or function.external_execution:
+            # Agno would hand these to the caller to answer or to run: signoff cannot judge
+            # what runs then, so they run nowhere.
+            mine.requires_user_input = mine.external_execution = False
+            mine.requires_confirmation = False
+            original = _refused
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # Agno's synchronous run: no loop in this thread
+
+            @functools.wraps(original)
+            def entry_sync(*args: Any, **kwargs: Any) -> Any:
+                return asyncio.run(self.execute(call, original, args, kwargs))
+
+            mine.entrypoint = entry_sync
+        else:
+
+            @functools.wraps(original)
+            async def entry(*args: Any, **kwargs: Any) -> Any:
+                return await self.execute(call, original, args, kwargs)
+
+            mine.entrypoint = entry
+        call.function = mine
+        return call
+
+    async def execute(
+        self,
+        call: FunctionCall,
+        original: Callable[..., Any],
+        args: Sequence[Any],
+        kwargs: dict[str, Any],
+    ) -> Any:
+        """Judge one call (or read how it was decided) and run it once, or answer it."""
+        context = call.function._run_context
+        thread = context.session_id if context is not None else None
+        if thread is None or not call.call_id:
+            return blocked_text("a call outside a session, or without an id, is not run")
+        proposed = self._call_of(call.function.name, call.call_id, call.arguments or {})
+        schema = self._register(call.function, proposed.name)
+        requested_by = self.requested_by or (context.user_id if context is not None else None)
+        found = (await self.runs.judged([proposed], thread=thread, requested_by=requested_by))[
+            proposed.id
+        ]
+        record, approval = found.record, found.approval
+        key = self.runs.key(thread, proposed.id)
+        if record.kind == "block":
+            return blocked_text(record.reason)
+        if record.digest != proposed.digest:
+            return blocked_text("the call changed after it was judged")
+        if record.kind == "run" or (approval is not None and approval.status == "approved"):
+            return await self._once(key, proposed.name, original, args, kwargs)
+        assert approval is not None  # held calls carry their approval
+        if approval.pending:
+            return "signoff: this call waits for a person's decision; it did not run."
+        if approval.status == "edited":
+            problem = self.runs.unfit(approval, schema)
+            if problem is not None:
+                return blocked_text(problem)
+            edit = approval.call.args
+            injected = {k: v for k, v in kwargs.items() if k not in proposed.args}
+            value = await self._once(key, proposed.name, original, args, {**injected, **edit})
+            if isinstance(value, ToolResult):
+                return value.model_copy(update={"content": edited_text(edit, value.content)})
+            return edited_text(edit, value) if isinstance(value, str) else value
+        return answer_text(approval)[0]
+
+    async def _once(
+        self,
+        key: str,
+        tool: str,
+        original: Callable[..., Any],
+        args: Sequence[Any],
+        kwargs: dict[str, Any],
+    ) -> Any:
+        async def run() -> Any:
+            value = await _outcome(original(*args, **kwargs))
+            kind = "tool_result" if isinstance(value, ToolResult) else "result"
+            return {kind: to_jsonable_python(value, fallback=str)}
+
+        try:
+            value = await self.runs.once(key, run, tool=tool, idempotent=tool in self.idempotent)
+        except (OutcomeUnknown, ExecutionFailed) as exc:
+            return f"signoff: {exc}"
+        if "tool_result" in value:  # an MCP tool's, or one with media: kept as Agno's own
+            return ToolResult.model_validate(value["tool_result"])
+        return value["result"]
+
+    def _call(self, execution: ToolExecution) -> ToolCall:
+        return self._call_of(
+            execution.tool_name or "", execution.tool_call_id or "", execution.tool_args or {}
+        )
+
+    def _call_of(self, tool: str, call_id: str, args: dict[str, Any]) -> ToolCall:
+        name, server = self._named(tool)
+        return ToolCall(id=call_id, name=name, args=args, server=server, agent=self.path)
+
+    def _named(self, tool: str) -> tuple[str, str | None]:
+        """The tool's name and server as the policy judges it: an MCP tool of a named server
+        by its own name, any other by Agno's."""
+        for server, toolkit in self._servers.items():
+            if tool in (getattr(toolkit, "functions", None) or {}):
+                prefix = getattr(toolkit, "tool_name_prefix", None)
+                own = tool.removeprefix(f"{prefix}_") if prefix else tool
+                return own, server
+        return tool, None
+
+    def _register(self, function: Function, name: str) -> dict[str, Any] | None:
+        """Edits of the agent's calls are checked against its tools' schemas when decided (and
+        again before an edited call runs: it may have been decided elsewhere)."""
+        schema = function.parameters if isinstance(function.parameters, dict) else None
+        if schema is not None and name not in self._schemas:
+            self.runs.gate.register_schemas({name: schema}, agent=self.path)
+            self._schemas.add(name)
+        return schema
+
+
+# -- DCAF --------------------------------------------------------------------------------------
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="ignore", str_max_length=65_536)
+
+
+class DcafToolCall(_Strict):
+    id: str = Field(max_length=256)
+    execute: bool = False
+    rejection_reason: str | None = Field(default=None, max_length=4_096)
+
+
+class DcafData(_Strict):
+    tool_calls: list[DcafToolCall] = Field(default_factory=list, max_length=256)
+
+
+class DcafMessage(_Strict):
+    role: str = Field(default="user", max_length=32)
+    content: str = ""
+    data: DcafData | None = None
+
+
+class DcafRequest(_Strict):
+    """A DCAF client's request: its messages, the last of which may carry decisions."""
+
+    messages: list[DcafMessage] = Field(min_length=1, max_length=1_024)
+
+    def decisions(self) -> dict[str, Decision]:
+        """The decisions of the newest message that carries any, by requirement id."""
+        for message in reversed(self.messages):
+            calls = message.data.tool_calls if message.data is not None else []
+            found: dict[str, Decision] = {}
+            for call in calls:
+                if call.execute:
+                    found[call.id] = Approve()
+                elif call.rejection_reason:
+                    found[call.id] = Reject(reason=call.rejection_reason)
+            if found:
+                return found
+        return {}
+
+
+def dcaf_answer(
+    out: RunOutput, conversation_id: str, *, waiting: Collection[str] | None = None
+) -> dict[str, Any]:
+    """A run as DCAF's ``AgentResponse``: its text, the calls that wait (``data.tool_calls``
+    with ``execute: false``, and ``pending_requirements``; those of the requirement ids
+    `waiting`, or every one that asks for a confirmation), whether any waits, whether it is
+    complete."""
+    asked = [
+        r
+        for r in out.active_requirements
+        if r.needs_confirmation
+        and r.tool_execution is not None
+        and (waiting is None or r.id in waiting)
+    ]
+    pending = [
+        {
+            "requirement_id": r.id,
+            "tool_name": _execution(r).tool_name,
+            "tool_args": _execution(r).tool_args or {},
+        }
+        for r in asked
+    ]
+    has_pending = out.is_paused
+    return {
+        "conversation_id": conversation_id,
+        "text": out.content if isinstance(out.content, str) else None,
+        "data": {
+            "tool_calls": [
+                {
+                    "id": p["requirement_id"],
+                    "name": p["tool_name"],
+                    "input": p["tool_args"],
+                    "execute": False,
+                }
+                for p in pending
+            ]
+        },
+        "has_pending_approvals": has_pending,
+        "is_complete": out.status == RunStatus.completed and not has_pending,
+        "pending_requirements": pending,
+    }
+
+
+# -- small things ------------------------------------------------------------------------------
+
+
+def _guard(model: Model, signoff: SignoffAgent) -> None:
+    """Have `model` hand every call it runs — proposed in a turn, or confirmed on a continue —
+    to `signoff` first (on this instance: Agno asks the model for both)."""
+    cls = type(model)
+
+    def calls(assistant_message: Any, messages: Any, functions: Any = None) -> list[FunctionCall]:
+        found = cls.get_function_calls_to_run(model, assistant_message, messages, functions)
+        return [getattr(model, _MARK).guarded(c) for c in found]
+
+    def confirmed(tool_execution: ToolExecution, functions: Any = None) -> FunctionCall:
+        call = cls.get_function_call_to_run_from_tool_execution(model, tool_execution, functions)
+        return getattr(model, _MARK).guarded(call)  # type: ignore[no-any-return]
+
+    setattr(model, _MARK, signoff)
+    # A method of this instance only (mypy would refuse assigning to a method).
+    setattr(model, "get_function_calls_to_run", calls)  # noqa: B010
+    setattr(model, "get_function_call_to_run_from_tool_execution", confirmed)  # noqa: B010
+
+
+def _execution(requirement: RunRequirement) -> ToolExecution:
+    assert requirement.tool_execution is not None  # a confirmation is about a tool call
+    return requirement.tool_execution
+
+
+async def _outcome(value: Any) -> Any:
+    """What a tool gave: awaited, and a (async) generator's items joined as Agno joins them."""
+    if inspect.isawaitable(value):
+        value = await value
+    if inspect.isasyncgen(value):
+        return "".join([str(item) async for item in value])
+    if inspect.isgenerator(value):
+        return "".join(str(item) for item in value)
+    return value
+
+
+def _refused(*args: Any, **kwargs: Any) -> str:
+    return blocked_text(
+        "tools that wait for a user's input or run outside the agent are not run behind signoff"
+    )
