@@ -241,8 +241,8 @@ class SignoffAgent:
             await self.runs.decide(decisions, actor=actor, roles=roles)
         resumed = await self.resume(session_id, run_id=paused.run_id)
         if resumed is None:  # another process continues it: answer with the run as it stands
-            found = await self._run_output(session_id, paused.run_id) if paused.run_id else None
-            resumed = found or paused
+            latest = await self._run_output(session_id, paused.run_id) if paused.run_id else None
+            resumed = latest or paused
         return await self._dcaf_answer(resumed, session_id)
 
     async def _dcaf_answer(self, out: RunOutput, session_id: str) -> dict[str, Any]:
