@@ -1,0 +1,189 @@
+"""AdalFlow runners behind signoff: a `PermissionManager` backed by signoff's gate (seed 004).
+
+    runs = connect("policy.yaml", origin="adalflow", database="sqlite:///signoff.db")
+    permissions = SignoffPermissions(runs, agent="assistant", timeout=600)
+    runner = Runner(agent=agent, permission_manager=permissions)
+    result = await runner.acall(prompt_kwargs={"input_str": "Clean up the tmp folder"})
+
+Every tool call the runner makes is judged by signoff's policy with its arguments (not only by
+the tool's name): allowed calls run, denied ones are answered with the reason, asked ones become
+approvals in signoff's store — in the web inbox, the API, the terminal, every channel — while
+the runner waits for the decision (`timeout` seconds at most: the approval then expires). An
+approval runs the call (PROCEED_ONCE); approve-always is a signoff grant, so the next such call
+runs without asking (PROCEED_ALWAYS); an edit runs the call with the edited arguments, checked
+against the tool's schema and the policy (modify); a rejection (CANCEL) or a person's response
+reaches the model as the tool's result, with its reason. AdalFlow's streaming run emits its
+``agent.tool_permission_request`` event for each call the policy may ask about.
+
+The AdalFlow run itself is not durable: the framework keeps it in memory, so a process that
+stops loses the run (the approval stays in signoff's store, decided or not, and audited).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from signoff.errors import ApprovalTimeout, MissingExtraError
+from signoff.gate.external import ExternalRuns, connect
+from signoff.gate.ids import new_id
+from signoff.integrations._answers import answer_text, blocked_text
+from signoff.types import Approval, ToolCall
+
+try:
+    from adalflow.apps.permission_manager import PermissionManager
+    from adalflow.core.func_tool import FunctionTool
+    from adalflow.core.tool_manager import ToolManager
+    from adalflow.core.types import Function
+except ImportError as exc:  # pragma: no cover - exercised without the extra installed
+    raise MissingExtraError("signoff.integrations.adalflow", "adalflow") from exc
+
+__all__ = ["ANSWER", "ORIGIN", "SignoffPermissions", "connect"]
+
+ORIGIN = "adalflow"
+
+ANSWER = "signoff.answer"
+"""The tool, known to the runner's tool manager but never shown to the model, that gives the
+model signoff's answer to a call that does not run (a rejection's reason, a response)."""
+
+Verdict = tuple[bool, Function | None, str | None]
+
+
+class SignoffPermissions(PermissionManager):  # type: ignore[misc]
+    """AdalFlow's `PermissionManager`, deciding with signoff's policy, approvals and grants."""
+
+    def __init__(
+        self,
+        runs: ExternalRuns,
+        *,
+        agent: str | None = None,
+        thread: str | None = None,
+        requested_by: str | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        """`runs` from `connect(policy, origin="adalflow", database=...)`; `agent` the agent
+        path the policy's ``agents:`` section judges the calls by; `thread` what the approvals
+        are grouped by in the inbox (and a thread-scoped grant applies to; default: one of its
+        own); `requested_by` who runs the agent (a rule may forbid them approving their own);
+        `timeout` the seconds a call waits for a person at most (default: the rule's timeout,
+        or no limit) before its approval expires."""
+        super().__init__(approval_callback=None, approval_mode="default")
+        self.runs = runs
+        self.path = agent
+        self.thread = thread or f"adalflow-{new_id()}"
+        self.requested_by = requested_by
+        self.timeout = timeout
+        self._schemas: set[str] = set()
+
+    # -- AdalFlow's interface --------------------------------------------------------------
+
+    def set_tool_manager(self, tool_manager: ToolManager) -> None:
+        """The runner hands over its tool manager: signoff's answers become a tool of it that
+        the model is never shown, and its tools' schemas check edits."""
+        super().set_tool_manager(tool_manager)
+        tool_manager.context[ANSWER] = FunctionTool(_say)
+        for tool in tool_manager.tools:
+            definition = getattr(tool, "definition", None)
+            schema = _schema(definition)
+            if definition is not None and schema is not None:
+                self.runs.gate.register_schemas({definition.func_name: schema}, agent=self.path)
+                self._schemas.add(definition.func_name)
+
+    def is_approval_required(self, tool_name: str) -> bool:
+        """Whether a call of the tool may wait for a person: what AdalFlow's stream announces
+        with a permission request event. The call itself is judged with its arguments."""
+        fixed = self.runs.gate.engine.fixed_kind(tool_name, agent=self.path)
+        return fixed not in ("allow", "deny")
+
+    async def check_permission(self, func: Function) -> Verdict:
+        """Judge the call with its arguments; wait for a person where the policy asks. Returns
+        AdalFlow's (allowed, function to run, response): the call, the edited call, or
+        signoff's answer to a call that does not run."""
+        if func.name == ANSWER:  # signoff's to give, never the model's to call
+            return self._answer(func, blocked_text("this tool is not the model's to call"))
+        proposed = ToolCall(
+            id=func.id or new_id(), name=func.name, args=_args(func), agent=self.path
+        )
+        found = (
+            await self.runs.judged([proposed], thread=self.thread, requested_by=self.requested_by)
+        )[proposed.id]
+        record, approval = found.record, found.approval
+        if record.kind == "block":
+            return self._answer(func, blocked_text(record.reason))
+        if record.kind == "run":
+            return True, func, None
+        assert approval is not None  # held calls carry their approval
+        self.pending_approvals[proposed.id] = func
+        try:
+            if approval.pending:
+                approval = await self._wait(approval)
+        finally:
+            self.pending_approvals.pop(proposed.id, None)
+        if approval.status == "approved":
+            return True, func, None
+        if approval.status == "edited":
+            problem = self.runs.unfit(approval, self.runs.gate.tool_schema(approval.call))
+            if problem is not None:
+                return self._answer(func, blocked_text(problem))
+            edited = Function(id=func.id, thought=func.thought, name=func.name, args=[],
+                              kwargs=dict(approval.call.args))  # fmt: skip
+            return True, edited, None
+        return self._answer(func, answer_text(approval)[0])
+
+    # -- the rest --------------------------------------------------------------------------
+
+    async def _wait(self, approval: Approval) -> Approval:
+        """The approval once decided — or expired, after `timeout` seconds."""
+        gate = self.runs.gate
+        try:
+            return await self.runs.bridge.arun(gate.wait(approval.id, self.timeout))
+        except ApprovalTimeout:
+            [expired] = await self.runs.bridge.arun(gate.expire([approval]))
+            return expired  # or the decision that came first
+
+    @staticmethod
+    def _answer(func: Function, text: str) -> Verdict:
+        """Let the runner "run" signoff's answer in the call's place: the model reads it as
+        the call's result (AdalFlow's own refusal would say only that it was cancelled)."""
+        return True, Function(id=func.id, name=ANSWER, args=[], kwargs={"text": text}), text
+
+
+def _say(text: str) -> str:
+    """signoff's answer to a call that did not run as proposed."""
+    return text
+
+
+def _args(func: Function) -> dict[str, Any]:
+    """The call's arguments by name (positional ones, rare from a model, under ``args``)."""
+    kwargs = dict(func.kwargs or {})
+    if func.args:
+        kwargs["args"] = list(func.args)
+    return kwargs
+
+
+_JSON_TYPES = {"int": "integer", "float": "number", "str": "string", "bool": "boolean",
+               "list": "array", "tuple": "array", "dict": "object", "None": "null",
+               "NoneType": "null"}  # fmt: skip
+
+
+def _schema(definition: Any) -> dict[str, Any] | None:
+    """The tool's parameters as a JSON schema: AdalFlow writes Python's type names there
+    (``{"type": "int"}``); a type JSON schema has no name for constrains nothing."""
+    parameters = getattr(definition, "func_parameters", None)
+    return _json_schema(parameters) if isinstance(parameters, dict) else None
+
+
+def _json_schema(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_json_schema(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _json_schema(v) for k, v in node.items() if k != "type"}
+    kind = node.get("type")
+    if isinstance(kind, str):
+        base = kind.split("[", 1)[0].removeprefix("typing.")
+        named = _JSON_TYPES.get(base, _JSON_TYPES.get(base.lower()))
+        if kind in _JSON_TYPES.values() or kind == "array":
+            out["type"] = kind
+        elif named is not None:
+            out["type"] = named
+    return out

@@ -1,0 +1,197 @@
+"""AdalFlow runners behind signoff: the real `Agent` and `Runner`, a `ModelClient` playing a script
+(offline, with AdalFlow's cache outside the home folder), signoff's store on SQLite and
+PostgreSQL, tools that count every real execution — and the runner waiting, in memory, for a
+decision taken in signoff's store or its REST API."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from signoff import Approve, Edit, Reject, Respond, Scope
+from signoff.errors import ForbiddenError, InvalidEditError
+from signoff.types import Approval
+from tests.deadline import HANG
+from tests.integrations import harness as harness_base
+from tests.integrations.af_app import POLICY, Runner, Script, build, open_runs
+from tests.integrations.harness import opened
+from tests.integrations.inbox import inbox_api
+
+from signoff.integrations.adalflow import ANSWER, ORIGIN, SignoffPermissions  # isort: skip
+
+THREAD = "t-1"
+MIXED: Script = [("read_file", {"path": "report.txt"}), ("charge", {"amount": 5000}),
+                 ("charge", {"amount": 50}), "done"]  # fmt: skip
+
+
+@dataclass
+class Harness(harness_base.Harness):
+    folder: Path = Path()
+
+    def runner(self, script: Script = MIXED, timeout: float | None = None) -> Runner:
+        permissions = SignoffPermissions(self.runs, agent="assistant", thread=THREAD,
+                                         requested_by="alice", timeout=timeout)  # fmt: skip
+        return build(script, self.folder, permissions)
+
+    async def waiting(self) -> Approval:
+        """The approval a runner waits on, once it does."""
+        async with asyncio.timeout(HANG):
+            while not (found := list((await self.pending()).values())):
+                await asyncio.sleep(0.02)
+        [approval] = found
+        assert isinstance(approval, Approval)
+        return approval
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def harness(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Harness]:
+    async with opened(request.param, tmp_path, open_runs) as found:
+        yield Harness(*found, folder=tmp_path)
+
+
+def observed(result: Any) -> list[tuple[str, str]]:
+    """The runner's steps: each call's tool and what the model was told of it."""
+    return [(s.function.name, str(s.observation)) for s in result.step_history]
+
+
+async def test_allowed_calls_run_denied_ones_are_answered_and_an_asked_one_waits(
+    harness: Harness,
+) -> None:
+    run = asyncio.ensure_future(harness.runner().acall(prompt_kwargs={"input_str": "go"}))
+    approval = await harness.waiting()
+
+    assert (approval.origin, approval.thread_id, approval.requested_by, approval.call.agent) == (
+        ORIGIN, THREAD, "alice", "assistant")  # fmt: skip
+    assert approval.call.args == {"amount": 50}
+    assert not run.done() and harness.executions() == ["read_file report.txt"]
+    await harness.decide(approval.id, Approve())
+    result = await run
+
+    assert result.answer == "done"
+    assert observed(result) == [
+        ("read_file", "contents of report.txt"),
+        (
+            "charge",
+            "signoff blocked this call: denied: charge when amount gt 1000. It did not run.",
+        ),
+        ("charge", "charged 50"),
+    ]
+    assert harness.executions() == ["read_file report.txt", "charge 50"]
+
+
+async def test_a_rejections_reason_and_a_response_reach_the_model(harness: Harness) -> None:
+    script: Script = [("send_email", {"to": "bob@example.com"}), ("charge", {"amount": 50}), "done"]
+    run = asyncio.ensure_future(harness.runner(script).acall(prompt_kwargs={"input_str": "go"}))
+    await harness.decide((await harness.waiting()).id, Reject(reason="no mail today"))
+    await harness.decide((await harness.waiting()).id, Respond(content="already paid"))
+
+    steps = observed(await run)
+
+    assert json.loads(steps[0][1]) == {
+        "status": "rejected",
+        "message": "The user rejected this call: no mail today. Do not retry it.",
+    }
+    assert steps[1][1] == "already paid"
+    assert harness.executions() == []
+
+
+async def test_an_edit_runs_with_the_edited_arguments_and_a_bad_edit_is_refused(
+    harness: Harness,
+) -> None:
+    script: Script = [("charge", {"amount": 50}), "done"]
+    run = asyncio.ensure_future(harness.runner(script).acall(prompt_kwargs={"input_str": "go"}))
+    approval = await harness.waiting()
+
+    with pytest.raises(InvalidEditError, match="amount"):
+        await harness.decide(approval.id, Edit(args={"amount": "fifty"}))
+    with pytest.raises(ForbiddenError, match="denies the edited call"):
+        await harness.decide(approval.id, Edit(args={"amount": 5000}))
+    await harness.decide(approval.id, Edit(args={"amount": 40}))
+
+    assert observed(await run) == [("charge", "charged 40")]
+    assert harness.executions() == ["charge 40"]
+
+
+async def test_approve_always_is_a_grant_the_next_such_call_runs_under(harness: Harness) -> None:
+    script: Script = [("send_email", {"to": "bob@example.com"}),
+                      ("send_email", {"to": "eve@x.org"}), "done"]  # fmt: skip
+    run = asyncio.ensure_future(harness.runner(script).acall(prompt_kwargs={"input_str": "go"}))
+    await harness.decide((await harness.waiting()).id, Approve(always=Scope(kind="thread")))
+
+    await run
+
+    assert harness.executions() == ["send_email bob@example.com ", "send_email eve@x.org "]
+
+
+async def test_a_call_nobody_decides_in_time_expires_and_does_not_run(harness: Harness) -> None:
+    script: Script = [("charge", {"amount": 50}), "done"]
+
+    result = await harness.runner(script, timeout=0.01).acall(prompt_kwargs={"input_str": "go"})
+
+    [(_tool, said)] = observed(result)
+    assert json.loads(said)["status"] == "expired"
+    assert harness.executions() == []
+    expired = await harness.runs.bridge.arun(harness.runs.store.list_approvals(status="expired"))
+    assert [a.call.args for a in expired] == [{"amount": 50}]
+
+
+async def test_a_decision_through_the_rest_api_unblocks_the_waiting_runner(
+    harness: Harness,
+) -> None:
+    script: Script = [("charge", {"amount": 50}), "done"]
+    run = asyncio.ensure_future(harness.runner(script).acall(prompt_kwargs={"input_str": "go"}))
+    approval = await harness.waiting()
+
+    async with inbox_api(harness.database, POLICY) as api:
+        answer = await api.post(f"/v1/approvals/{approval.id}/decision",
+                                json={"kind": "reject", "reason": "wrong customer"})  # fmt: skip
+        assert answer.status_code == 200, answer.text
+        result = await run
+
+    assert "wrong customer" in observed(result)[0][1]
+    assert harness.executions() == []
+
+
+async def test_the_stream_announces_each_call_the_policy_may_ask_about(harness: Harness) -> None:
+    script: Script = [("read_file", {"path": "a"}), ("charge", {"amount": 50}), "done"]
+    stream = harness.runner(script).astream(prompt_kwargs={"input_str": "go"})
+    events: list[Any] = []
+
+    async def collect() -> None:
+        async for event in stream.stream_events():
+            events.append(event)
+
+    collecting = asyncio.ensure_future(collect())
+    await harness.decide((await harness.waiting()).id, Approve())
+    await collecting
+
+    asked = [e.item.data.tool_name for e in events
+             if getattr(e, "name", None) == "agent.tool_permission_request"]  # fmt: skip
+    assert asked == ["charge"]
+    assert harness.executions() == ["read_file a", "charge 50"]
+
+
+async def test_the_model_cannot_call_signoffs_own_answer_tool(harness: Harness) -> None:
+    script: Script = [(ANSWER, {"text": "approved by the boss"}), "done"]
+
+    result = await harness.runner(script).acall(prompt_kwargs={"input_str": "go"})
+
+    assert "not the model's to call" in observed(result)[0][1]
+
+
+async def test_the_synchronous_runner_is_judged_the_same_way(harness: Harness) -> None:
+    script: Script = [("read_file", {"path": "a"}), ("charge", {"amount": 5000}), "done"]
+
+    result = await asyncio.to_thread(harness.runner(script).call, {"input_str": "go"})
+
+    assert [said for _tool, said in observed(result)] == [
+        "contents of a",
+        "signoff blocked this call: denied: charge when amount gt 1000. It did not run.",
+    ]
+    assert harness.executions() == ["read_file a"]
