@@ -1,6 +1,6 @@
-"""What signoff costs a Pydantic AI agent, an OpenAI Agents SDK agent and a Google ADK agent,
-against each SDK's own approval path persisted to the same SQLite file (ADK: its SQLite session
-service, the same for both sides), in the same run.
+"""What signoff costs a Pydantic AI agent, an OpenAI Agents SDK agent, a Google ADK agent and an
+Agno agent, against each SDK's own approval path persisted to the same SQLite file (ADK: its
+SQLite session service; Agno: its ``SqliteDb``; the same for both sides), in the same run.
 
 Run it with ``make bench``. signoff's side is opened as its documentation says,
 ``connect(policy, origin=..., database="sqlite:///<file>")`` (its store on a loop of its own),
@@ -40,6 +40,13 @@ plain agent keeps nothing. The agents take turns.
   side: the same runner with ``SignoffPlugin`` (and a policy that asks), resumed with the
   confirmations its resumer sends.
 
+- Agno's own path: ``send_report`` declared ``@tool(requires_confirmation=True)``, the session
+  (one earlier run of N messages) in the agent's ``SqliteDb``. Pause: ``arun`` ending paused;
+  resume, as DCAF does in a later request: ``aget_run_output``, ``confirm()``, ``acontinue_run``.
+  signoff's side: ``SignoffAgent.run`` / ``SignoffAgent.resume`` on the same kind of agent and db.
+- AdalFlow keeps no run to pause (its held call waits in memory): only its allowed call is
+  measured, a plain ``Runner`` against one with ``SignoffPermissions``.
+
 Every cycle checks what it measured: the tool ran exactly once and the run ended with the
 model's reply. Nothing here is a test: the figures depend on the machine and its load.
 ``bench/results/frameworks.json`` keeps them.
@@ -74,6 +81,15 @@ from agents import (
     set_tracing_disabled,
 )
 from agents.testing import assistant_message, function_call
+from agno.agent import Agent as AgnoAgent
+from agno.db.sqlite import SqliteDb
+from agno.models.base import Model as AgnoModel
+from agno.models.message import Message as AgnoMessage
+from agno.models.response import ModelResponse as AgnoResponse
+from agno.run.agent import RunOutput as AgnoRun
+from agno.run.base import RunStatus
+from agno.session import AgentSession
+from agno.tools import tool as agno_tool
 from google.adk.agents import LlmAgent
 from google.adk.apps import App
 from google.adk.events import Event
@@ -104,7 +120,7 @@ from rich.table import Table
 from _common import Latency, environment, latency, ms, wide_console
 from signoff import Approve, Policy, __version__
 from signoff.gate.external import ExternalRuns, connect
-from signoff.integrations import google_adk, openai_agents, pydantic_ai
+from signoff.integrations import agno, google_adk, openai_agents, pydantic_ai
 
 SEED: Final = 17
 SIZES: Final = (10, 100, 1_000)
@@ -408,6 +424,97 @@ def adk_sides(kept: Kept, database: str, allow: ExternalRuns, ask: ExternalRuns)
                  signoff_pause, signoff_resume, fill, ask)  # fmt: skip
 
 
+@dataclass
+class AgnoAnswering(AgnoModel):
+    """An Agno model: a call of the agent's tool, then text once its result is in."""
+
+    id: str = "answering"
+
+    def _reply(self, messages: list[Any], tools: Any) -> AgnoResponse:
+        if messages and messages[-1].role == "tool":
+            return AgnoResponse(role="assistant", content=REPLY)
+        name = tools[0]["function"]["name"]
+        call = {"id": uuid.uuid4().hex, "type": "function",
+                "function": {"name": name, "arguments": json.dumps(ARGS[name])}}  # fmt: skip
+        return AgnoResponse(role="assistant", tool_calls=[call])
+
+    def invoke(self, messages: Any, *args: Any, tools: Any = None, **kwargs: Any) -> Any:
+        return self._reply(messages, tools)
+
+    async def ainvoke(self, messages: Any, *args: Any, tools: Any = None, **kwargs: Any) -> Any:
+        return self._reply(messages, tools)
+
+    def invoke_stream(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    def ainvoke_stream(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    def _parse_provider_response(self, response: Any, **kwargs: Any) -> Any:
+        return response
+
+    def _parse_provider_response_delta(self, response: Any) -> Any:
+        return response
+
+
+def agno_sides(kept: Kept, database: str, allow: ExternalRuns, ask: ExternalRuns) -> Sides:
+    db = SqliteDb(db_file=str(kept.path.with_name("agno.db")))
+
+    def agent(*tools: Any) -> AgnoAgent:
+        return AgnoAgent(id="assistant", name="assistant", model=AgnoAnswering(),
+                         tools=list(tools), db=db)  # fmt: skip
+
+    plain = agent(lookup)
+    allowed = agno.SignoffAgent(agent(lookup), allow)
+    own = agent(agno_tool(requires_confirmation=True)(send_report))
+    held = agno.SignoffAgent(agent(send_report), ask)
+    paused: dict[str, str] = {}
+
+    def said(out: Any) -> Any:
+        return out.content if out is not None and out.status == RunStatus.completed else None
+
+    async def plain_allowed(thread: str) -> None:
+        check(said(await plain.arun(QUESTION, session_id=thread)), "lookup")
+
+    async def run_allowed(thread: str) -> None:
+        check(said(await allowed.run(QUESTION, session_id=thread)), "lookup")
+
+    async def own_pause(thread: str) -> None:
+        out = await own.arun(QUESTION, session_id=thread)
+        assert out.is_paused and out.run_id is not None
+        paused[thread] = out.run_id
+
+    async def own_resume(thread: str) -> None:
+        # As DCAF resumes in a later request: the paused run read back, confirmed, continued.
+        run_id = paused.pop(thread)
+        out = await own.aget_run_output(run_id=run_id, session_id=thread)
+        assert out is not None
+        for requirement in out.active_requirements:
+            requirement.confirm()  # type: ignore[no-untyped-call]
+        done = await own.acontinue_run(run_id=run_id, session_id=thread,
+                                       requirements=out.requirements)  # fmt: skip
+        check(said(done), "send_report")
+
+    async def signoff_pause(thread: str) -> None:
+        assert (await held.run(QUESTION, session_id=thread)).is_paused
+
+    async def signoff_resume(thread: str) -> None:
+        check(said(await held.resume(thread)), "send_report")
+
+    async def fill(thread: str, size: int, rng: random.Random) -> None:
+        messages = [AgnoMessage(role="user" if i % 2 == 0 else "assistant", content=filler(rng))
+                    for i in range(size)]  # fmt: skip
+        run = AgnoRun(run_id=uuid.uuid4().hex, agent_id="assistant", session_id=thread,
+                      messages=messages, status=RunStatus.completed)  # fmt: skip
+        await asyncio.to_thread(
+            db.upsert_session, AgentSession(session_id=thread, agent_id="assistant", runs=[run])
+        )
+        await asyncio.to_thread(db.upsert_run, run, session_id=thread, run_index=0)
+
+    return Sides("Agno", plain_allowed, run_allowed, own_pause, own_resume,
+                 signoff_pause, signoff_resume, fill, ask)  # fmt: skip
+
+
 async def append(runs: ExternalRuns, origin: str, thread: str, items: list[str]) -> None:
     from datetime import UTC, datetime
 
@@ -439,14 +546,7 @@ async def timed(step: Step, thread: str) -> float:
 
 
 async def bench(sides: Sides, rng: random.Random, console: Any) -> Figures:
-    samples: dict[str, list[float]] = {"plain": [], "signoff": []}
-    for cycle in range(WARMUP + ALLOWED_CYCLES):
-        order = [("plain", sides.plain_allowed), ("signoff", sides.signoff_allowed)]
-        for name, step in order if cycle % 2 else order[::-1]:
-            took = await timed(step, f"allowed-{uuid.uuid4().hex}")
-            if cycle >= WARMUP:
-                samples[name].append(took)
-    allowed = {name: latency(values) for name, values in samples.items()}
+    allowed = await bench_allowed(sides.plain_allowed, sides.signoff_allowed)
     console.print(f"  {sides.name}: an allowed call, {ALLOWED_CYCLES} cycles each", style="dim")
     held: dict[int, dict[str, Latency]] = {}
     for size in SIZES:
@@ -476,6 +576,79 @@ async def decide_all(runs: ExternalRuns, thread: str) -> None:
             await runs.gate.decide(approval.id, Approve(), actor="bench")
 
     await runs.bridge.arun(decide())
+
+
+# -- AdalFlow: a permission manager, no pause to compare ---------------------------------------
+
+
+def adalflow_allowed(folder: Path, allow: ExternalRuns) -> tuple[Step, Step]:
+    """An allowed call through a plain AdalFlow `Runner` and through one with signoff's
+    `SignoffPermissions` (AdalFlow keeps no run to pause: its held call waits in memory)."""
+    import tiktoken.registry
+    from tiktoken.core import Encoding
+
+    try:  # AdalFlow loads this encoding at import, downloading it: offline, a byte-level one
+        tiktoken.get_encoding("cl100k_base")
+    except Exception:
+        tiktoken.registry.ENCODINGS["cl100k_base"] = Encoding(
+            name="cl100k_base", pat_str=r"\S+|\s+", special_tokens={"<|endoftext|>": 256},
+            mergeable_ranks={bytes([i]): i for i in range(256)},
+        )  # fmt: skip
+    from adalflow.components.agent.agent import Agent as AdalAgent
+    from adalflow.components.agent.runner import Runner as AdalRunner
+    from adalflow.core.func_tool import FunctionTool as AdalTool
+    from adalflow.core.model_client import ModelClient
+    from adalflow.core.types import GeneratorOutput
+
+    from signoff.integrations import adalflow
+
+    class Answering(ModelClient):  # type: ignore[misc]
+        """Step 0 calls ``lookup``; step 1 answers (each runner call starts at step 0)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.step = 0
+
+        def convert_inputs_to_api_kwargs(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            return {}
+
+        async def acall(self, *args: Any, **kwargs: Any) -> str:
+            self.step += 1
+            if self.step % 2:
+                return json.dumps({"name": "lookup", "kwargs": ARGS["lookup"],
+                                   "_is_answer_final": False})  # fmt: skip
+            return json.dumps({"name": "finish", "_is_answer_final": True, "_answer": REPLY})
+
+        def parse_chat_completion(self, completion: Any) -> Any:
+            return GeneratorOutput(raw_response=completion)
+
+    def runner(manager: Any) -> Any:
+        agent = AdalAgent(name="assistant", tools=[AdalTool(lookup)], model_client=Answering(),
+                          model_kwargs={"model": "answering"}, use_cache=False,
+                          cache_path=str(folder / "adalflow-cache"))  # fmt: skip
+        return AdalRunner(agent=agent, permission_manager=manager)
+
+    plain = runner(None)
+    guarded = runner(adalflow.SignoffPermissions(allow, agent="assistant"))
+
+    async def plain_allowed(thread: str) -> None:
+        check((await plain.acall(prompt_kwargs={"input_str": QUESTION})).answer, "lookup")
+
+    async def run_allowed(thread: str) -> None:
+        check((await guarded.acall(prompt_kwargs={"input_str": QUESTION})).answer, "lookup")
+
+    return plain_allowed, run_allowed
+
+
+async def bench_allowed(plain: Step, ours: Step) -> dict[str, Latency]:
+    samples: dict[str, list[float]] = {"plain": [], "signoff": []}
+    for cycle in range(WARMUP + ALLOWED_CYCLES):
+        order = [("plain", plain), ("signoff", ours)]
+        for name, step in order if cycle % 2 else order[::-1]:
+            took = await timed(step, f"allowed-{uuid.uuid4().hex}")
+            if cycle >= WARMUP:
+                samples[name].append(took)
+    return {name: latency(values) for name, values in samples.items()}
 
 
 def times(ours: float, theirs: float) -> str:
@@ -517,9 +690,13 @@ async def main_async(console: Any) -> dict[str, Figures]:
         ask = await asyncio.to_thread(connect, ASK, origin="bench-ask", database=database)
         kept = Kept(path)
         try:
-            for build in (pydantic_sides, openai_sides, adk_sides):
+            for build in (pydantic_sides, openai_sides, adk_sides, agno_sides):
                 sides = build(kept, database, allow, ask)
                 results[sides.name] = await bench(sides, rng, console)
+            # Last: AdalFlow patches asyncio for the whole process (nest_asyncio).
+            allowed = await bench_allowed(*adalflow_allowed(Path(folder), allow))
+            results["AdalFlow"] = Figures(allowed=allowed, held={})
+            console.print(f"  AdalFlow: an allowed call, {ALLOWED_CYCLES} cycles each", style="dim")
         finally:
             kept.db.close()
             await asyncio.to_thread(allow.close)
@@ -533,7 +710,8 @@ def main() -> None:
     load_before = os.getloadavg()
     console.print(
         f"signoff {__version__}, pydantic-ai {version('pydantic-ai-slim')}, openai-agents "
-        f"{version('openai-agents')}; Python {platform.python_version()}; SQLite "
+        f"{version('openai-agents')}, google-adk {version('google-adk')}, agno "
+        f"{version('agno')}; Python {platform.python_version()}; SQLite "
         f"{sqlite3.sqlite_version}; load average {load_before[0]:.2f}"
     )
     results = asyncio.run(main_async(console))
@@ -547,6 +725,8 @@ def main() -> None:
         "peer": {
             "pydantic-ai-slim": version("pydantic-ai-slim"),
             "openai-agents": version("openai-agents"),
+            "google-adk": version("google-adk"),
+            "agno": version("agno"),
             "idiom": "requires_approval / needs_approval, the run's history or RunState kept in "
             "a table of the same SQLite file (WAL, synchronous=FULL)",
         },

@@ -120,6 +120,10 @@ def test_every_python_example_runs(
     monkeypatch.setenv(
         "PATH", f"{ROOT / 'tests/js/node_modules/.bin'}{os.pathsep}{os.environ['PATH']}"
     )
+    if "adalflow" in body:
+        # AdalFlow downloads tiktoken's encoding at import: give it one offline (as a reader
+        # with a network would have it), before the example imports AdalFlow.
+        import tests.integrations.af_app  # noqa: F401
     exec(compile(body, f"{doc}:{name or 'python'}", "exec"), {})
 
 

@@ -33,7 +33,7 @@ try:
     from adalflow.apps.permission_manager import PermissionManager
     from adalflow.core.func_tool import FunctionTool
     from adalflow.core.tool_manager import ToolManager
-    from adalflow.core.types import Function
+    from adalflow.core.types import Function, FunctionRequest
 except ImportError as exc:  # pragma: no cover - exercised without the extra installed
     raise MissingExtraError("signoff.integrations.adalflow", "adalflow") from exc
 
@@ -112,7 +112,9 @@ class SignoffPermissions(PermissionManager):  # type: ignore[misc]
         if record.kind == "run":
             return True, func, None
         assert approval is not None  # held calls carry their approval
-        self.pending_approvals[proposed.id] = func
+        self.pending_approvals[proposed.id] = FunctionRequest(
+            id=proposed.id, tool_name=func.name, tool=func
+        )
         try:
             if approval.pending:
                 approval = await self._wait(approval)

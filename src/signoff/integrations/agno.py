@@ -131,7 +131,7 @@ class SignoffAgent:
         assert isinstance(out, RunOutput)  # not streamed
         if not out.is_paused:
             return out
-        _answers, waiting = await self._settle(out, session_id, user_id)
+        _answers, waiting, _decided = await self._settle(out, session_id, user_id)
         if waiting is None:  # nothing waits on a person: the run goes on at once
             return await self.resume(session_id, run_id=out.run_id, **kwargs) or out
         if waiting:
@@ -153,12 +153,12 @@ class SignoffAgent:
             out = await self._paused(session_id, run_id)  # read after the mark: still paused?
             while out is not None and out.is_paused:
                 user_id = out.user_id
-                answers, waiting = await self._settle(out, session_id, user_id)
+                answers, waiting, now_decided = await self._settle(out, session_id, user_id)
                 if waiting is not None:
                     if waiting:
                         await self._pause(out, session_id, user_id, waiting)
                     break
-                decided += await self._decided(session_id, out)
+                decided += now_decided
                 for requirement in out.active_requirements:
                     verb, note = answers[requirement.id]
                     if verb == "confirm":
@@ -249,7 +249,7 @@ class SignoffAgent:
         """`dcaf_answer`, listing only the calls that wait on a person."""
         if not out.is_paused:
             return dcaf_answer(out, session_id)
-        answers, _waiting = await self._settle(out, session_id, out.user_id)
+        answers, _waiting, _decided = await self._settle(out, session_id, out.user_id)
         return dcaf_answer(out, session_id, waiting=[
             r.id for r in out.active_requirements if r.needs_confirmation and r.id not in answers
         ])  # fmt: skip
@@ -258,11 +258,11 @@ class SignoffAgent:
 
     async def _settle(
         self, out: RunOutput, session_id: str, user_id: str | None
-    ) -> tuple[dict[str, Answer], list[str] | None]:
+    ) -> tuple[dict[str, Answer], list[str] | None, list[str]]:
         """Judge the calls the paused run waits on (or read how they were decided): what to
-        tell Agno of each requirement, by its id, and the approvals still undecided — None
-        when none is and the run can go on; [] when it waits on something that is not
-        signoff's (a user's input: answered through Agno)."""
+        tell Agno of each requirement, by its id; the approvals still undecided — None when
+        none is and the run can go on, [] when it waits on something that is not signoff's (a
+        user's input: answered through Agno); and the approvals decided."""
         pending = out.active_requirements
         foreign = [r for r in pending if not r.needs_confirmation]
         asked = [r for r in pending if r.needs_confirmation and r.tool_execution is not None]
@@ -272,6 +272,7 @@ class SignoffAgent:
         )
         answers: dict[str, Answer] = {}
         waiting: list[str] = []
+        decided = [h.approval.id for h in held.values() if h.approval and not h.approval.pending]
         for rid, call in calls.items():
             found = held[call.id]
             record, approval = found.record, found.approval
@@ -286,8 +287,8 @@ class SignoffAgent:
             elif approval is not None:
                 answers[rid] = ("reject", answer_text(approval)[0])
         if foreign:
-            return answers, waiting
-        return answers, waiting or None
+            return answers, waiting, decided
+        return answers, waiting or None, decided
 
     async def _pause(
         self, out: RunOutput, session_id: str, user_id: str | None, waiting: list[str]
@@ -298,15 +299,6 @@ class SignoffAgent:
             data={"session_id": session_id, "run_id": out.run_id, "user_id": user_id},
             agent=self.path,
         )
-
-    async def _decided(self, session_id: str, out: RunOutput) -> list[str]:
-        ids = [
-            r.tool_execution.tool_call_id
-            for r in out.active_requirements
-            if r.tool_execution is not None and r.tool_execution.tool_call_id
-        ]
-        held = await self.runs.held(session_id, ids)
-        return [h.approval.id for h in held.values() if h.approval and not h.approval.pending]
 
     async def _paused(self, session_id: str, run_id: str | None = None) -> RunOutput | None:
         """The session's paused run (`run_id`, or its last run), read from the agent's db."""
