@@ -73,7 +73,9 @@ class Scripted(ModelClient):  # type: ignore[misc]
             return json.dumps({"thought": "", "name": "finish", "kwargs": {},
                                "_is_answer_final": True, "_answer": step})  # fmt: skip
         name, kwargs = step
-        return json.dumps({"thought": "", "name": name, "kwargs": kwargs,
+        args = kwargs.get("__args__", [])  # a call with positional arguments
+        kwargs = {k: v for k, v in kwargs.items() if k != "__args__"}
+        return json.dumps({"thought": "", "name": name, "args": args, "kwargs": kwargs,
                            "_is_answer_final": False, "_answer": None})  # fmt: skip
 
     def call(self, api_kwargs: Any = None, model_type: Any = ModelType.UNDEFINED) -> str:

@@ -44,6 +44,9 @@ class Scripted(Model):
     provider: str = "signoff-tests"
     script: Script = field(default_factory=list)
     turns: Path | None = None
+    numbered: bool = False
+    """Number the calls of each response from 0 (``call_0``), as LiteLLM does when the
+    provider gives none: the same ids again in every response."""
 
     def _reply(self, messages: list[Message]) -> ModelResponse:
         turn = sum(m.role == "assistant" for m in messages)
@@ -57,7 +60,7 @@ class Scripted(Model):
                 role="assistant", content=f"{step} {json.dumps(results, sort_keys=True)}"
             )
         calls = [
-            {"id": f"call_{turn}_{i}", "type": "function",
+            {"id": f"call_{i}" if self.numbered else f"call_{turn}_{i}", "type": "function",
              "function": {"name": name, "arguments": json.dumps(args)}}
             for i, (name, args) in enumerate(step)
         ]  # fmt: skip

@@ -177,6 +177,18 @@ async def test_the_stream_announces_each_call_the_policy_may_ask_about(harness: 
     assert harness.executions() == ["read_file a", "charge 50"]
 
 
+async def test_positional_arguments_are_judged_by_their_names(harness: Harness) -> None:
+    script: Script = [("charge", {"__args__": [5000]}), ("charge", {"__args__": [1, 2, 3]}),
+                      "done"]  # fmt: skip
+
+    result = await harness.runner(script).acall(prompt_kwargs={"input_str": "go"})
+
+    [(_, denied), (_, unfit)] = observed(result)
+    assert denied.startswith("signoff blocked this call: denied: charge when amount gt 1000")
+    assert "do not fit the tool" in unfit
+    assert harness.executions() == []
+
+
 async def test_the_model_cannot_call_signoffs_own_answer_tool(harness: Harness) -> None:
     script: Script = [(ANSWER, {"text": "approved by the boss"}), "done"]
 

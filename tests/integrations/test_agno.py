@@ -16,9 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agno.exceptions import ModelProviderError
+from agno.models.fallback import FallbackConfig
 from agno.run.agent import RunOutput
 from agno.run.base import RunStatus
 from agno.tools.mcp import MCPTools
+from agno.tools.user_control_flow import UserControlFlowTools
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from pydantic import ValidationError
@@ -35,6 +38,7 @@ from tests.integrations.ag_app import (
     POLICY,
     SESSION,
     Script,
+    Scripted,
     build,
     open_runs,
 )
@@ -327,10 +331,85 @@ async def test_a_dcaf_decision_is_held_to_the_policys_rules_and_bad_bodies_are_r
 
     assert answer["has_pending_approvals"]
     assert "charge 50" not in harness.executions()
+    assert (await harness.pending())['charge {"amount": 50}'].pending  # not taken
+    with pytest.raises(ForbiddenError, match="actor"):  # a decision is someone's
+        await agent.dcaf({"messages": [{"data": {"tool_calls": [
+            {"id": charge["requirement_id"], "execute": True}]}}]}, session_id=SESSION)  # fmt: skip
     for bad in ({}, {"messages": []}, {"messages": [{"data": {"tool_calls": "all"}}]},
                 {"messages": [{"content": "x" * 70_000}]}):  # fmt: skip
         with pytest.raises(ValidationError):
             await agent.dcaf(bad, session_id=SESSION)
+
+
+async def test_dcaf_decisions_sent_again_after_the_run_ended_start_nothing(
+    harness: Harness,
+) -> None:
+    agent = harness.agent([[("send_email", {"to": "bob@example.com"})], "sent"])
+    first = await agent.dcaf({"messages": [{"content": "go"}]}, session_id=SESSION)
+    [waiting] = first["pending_requirements"]
+    approve = {"messages": [{"data": {"tool_calls": [
+        {"id": waiting["requirement_id"], "execute": True}]}}]}  # fmt: skip
+
+    done = await agent.dcaf(approve, session_id=SESSION, actor="bob")
+    again = await agent.dcaf(approve, session_id=SESSION, actor="bob")
+
+    assert done["is_complete"] and again == done
+    assert harness.turns() == [0, 1]  # the second answer called no model
+    assert harness.executions() == ["send_email bob@example.com "]
+
+
+# -- what would go around the guard ----------------------------------------------------------
+
+
+async def test_a_fallback_model_is_guarded_as_the_model_is(harness: Harness) -> None:
+    class Failing(Scripted):
+        async def ainvoke(self, *args: Any, **kwargs: Any) -> Any:
+            raise ModelProviderError("rate limited", status_code=429)
+
+    agent = build(DEFAULT, harness.side_effects, harness.calls)
+    agent.model = Failing(id="primary")
+    agent.fallback_config = FallbackConfig(on_error=[Scripted(script=DEFAULT)])
+
+    out = await SignoffAgent(agent, harness.runs).run("go", session_id=SESSION)
+
+    assert out.is_paused
+    assert harness.executions() == ["read_file report.txt"]
+    assert len(await harness.pending()) == 2
+
+
+async def test_what_signoff_cannot_judge_is_refused(harness: Harness) -> None:
+    refused: list[dict[str, Any]] = [
+        {"tools": [{"type": "web_search_preview"}]},
+        {"tools": [UserControlFlowTools()]},
+        {"fallback_models": ["openai:gpt-4o"]},
+    ]
+    for change in refused:
+        agent = build(DEFAULT, harness.side_effects, harness.calls)
+        for name, value in change.items():
+            if name == "fallback_models":
+                agent.fallback_config = FallbackConfig(on_error=value)
+            else:
+                agent.tools = [*(agent.tools or []), *value]  # type: ignore[misc]
+        with pytest.raises(SignoffError):
+            SignoffAgent(agent, harness.runs)
+
+
+async def test_calls_numbered_the_same_in_each_run_are_each_judged(harness: Harness) -> None:
+    script: Script = [[("send_email", {"to": "bob@example.com"})], "sent",
+                      [("send_email", {"to": "bob@example.com"})], "sent again"]  # fmt: skip
+    built = build(script, harness.side_effects, harness.calls)
+    built.model.numbered = True  # type: ignore[union-attr]
+    agent = SignoffAgent(built, harness.runs)
+    await agent.run("go", session_id=SESSION)
+    await harness.approve_all()
+    await agent.resume(SESSION)
+
+    again = await agent.run("the same again", session_id=SESSION)
+
+    # call_0 of the second run is a call of its own: asked again, not answered from the first.
+    assert again.is_paused
+    assert harness.executions() == ["send_email bob@example.com "]
+    assert len(await harness.pending()) == 1
 
 
 # -- MCP -------------------------------------------------------------------------------------

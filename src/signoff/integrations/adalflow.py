@@ -21,6 +21,7 @@ stops loses the run (the approval stays in signoff's store, decided or not, and 
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from signoff.errors import ApprovalTimeout, MissingExtraError
@@ -100,9 +101,12 @@ class SignoffPermissions(PermissionManager):  # type: ignore[misc]
         signoff's answer to a call that does not run."""
         if func.name == ANSWER:  # signoff's to give, never the model's to call
             return self._answer(func, blocked_text("this tool is not the model's to call"))
-        proposed = ToolCall(
-            id=func.id or new_id(), name=func.name, args=_args(func), agent=self.path
-        )
+        args = self._named_args(func)
+        if args is None:
+            return self._answer(func, blocked_text("its arguments do not fit the tool"))
+        # What runs is what was judged: the arguments by name.
+        func = Function(id=func.id, thought=func.thought, name=func.name, args=[], kwargs=args)
+        proposed = ToolCall(id=func.id or new_id(), name=func.name, args=args, agent=self.path)
         found = (
             await self.runs.judged([proposed], thread=self.thread, requested_by=self.requested_by)
         )[proposed.id]
@@ -133,6 +137,31 @@ class SignoffPermissions(PermissionManager):  # type: ignore[misc]
 
     # -- the rest --------------------------------------------------------------------------
 
+    def _named_args(self, func: Function) -> dict[str, Any] | None:
+        """The call's arguments by the tool's parameter names — positional ones too, so that
+        a rule on an argument sees it however the model passed it; None when they do not fit
+        the tool's signature."""
+        kwargs = dict(func.kwargs or {})
+        if not func.args:
+            return kwargs
+        tool = self.tool_manager.get_function_tool_by_name(func.name) if self.tool_manager else None
+        if tool is None:
+            return None
+        try:
+            bound = inspect.signature(tool.fn).bind(*func.args, **kwargs)
+        except (TypeError, ValueError):
+            return None
+        named: dict[str, Any] = {}
+        for name, value in bound.arguments.items():
+            kind = bound.signature.parameters[name].kind
+            if kind is inspect.Parameter.VAR_POSITIONAL:
+                return None  # a rule could not name them
+            if kind is inspect.Parameter.VAR_KEYWORD:
+                named.update(value)
+            else:
+                named[name] = value
+        return named
+
     async def _wait(self, approval: Approval) -> Approval:
         """The approval once decided — or expired, after `timeout` seconds."""
         gate = self.runs.gate
@@ -152,14 +181,6 @@ class SignoffPermissions(PermissionManager):  # type: ignore[misc]
 def _say(text: str) -> str:
     """signoff's answer to a call that did not run as proposed."""
     return text
-
-
-def _args(func: Function) -> dict[str, Any]:
-    """The call's arguments by name (positional ones, rare from a model, under ``args``)."""
-    kwargs = dict(func.kwargs or {})
-    if func.args:
-        kwargs["args"] = list(func.args)
-    return kwargs
 
 
 _JSON_TYPES = {"int": "integer", "float": "number", "str": "string", "bool": "boolean",

@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from signoff.errors import (
     ConflictError,
     ExecutionFailed,
+    ForbiddenError,
     MissingExtraError,
     OutcomeUnknown,
     SignoffError,
@@ -67,6 +68,13 @@ _MARK = "_signoff_agent"
 """The attribute of a guarded model naming the `SignoffAgent` that guards it."""
 
 Answer = tuple[Literal["confirm", "reject"], str | None]
+
+_REFUSED_TOOLKITS = {
+    "CodeMode": "its code calls the toolkits it wraps without the model, unjudged",
+    "UserControlFlowTools": "Agno pauses its calls for a user's input, which signoff cannot judge",
+    "UserFeedbackTools": "Agno pauses its calls for a user's answer, which signoff cannot judge",
+}
+"""Toolkits whose calls would run, or wait, around signoff's guard."""
 
 
 class SignoffAgent:
@@ -102,6 +110,28 @@ class SignoffAgent:
                 "an Agno agent behind signoff needs a db (Agent(db=SqliteDb(...)) or "
                 "PostgresDb): its paused runs are kept there, for any process to continue"
             )
+        for tool in agent.tools if isinstance(agent.tools, list) else []:
+            if isinstance(tool, dict):
+                raise SignoffError(
+                    "signoff cannot judge a tool the model's provider runs (a dict tool): "
+                    f"{str(tool)[:80]}"
+                )
+            if type(tool).__name__ in _REFUSED_TOOLKITS:
+                raise SignoffError(
+                    f"{type(tool).__name__} is not supported behind signoff: "
+                    f"{_REFUSED_TOOLKITS[type(tool).__name__]}"
+                )
+        fallback = agent.fallback_config
+        fallbacks = (
+            [*fallback.on_error, *fallback.on_rate_limit, *fallback.on_context_overflow]
+            if fallback is not None
+            else []
+        )
+        if any(not isinstance(m, Model) for m in fallbacks):
+            raise SignoffError(
+                "an Agno agent behind signoff needs Model instances as its fallback models "
+                "(each is guarded as its model is), not names"
+            )
         self.agent = agent
         self.runs = runs
         self.path = path or agent.name
@@ -109,7 +139,9 @@ class SignoffAgent:
         self.idempotent = frozenset(idempotent)
         self._servers = dict(servers or {})
         self._schemas: set[str] = set()
-        _guard(agent.model, self)
+        for model in [agent.model, *fallbacks]:
+            assert isinstance(model, Model)  # checked above
+            _guard(model, self)
 
     # -- running ---------------------------------------------------------------------------
 
@@ -194,7 +226,13 @@ class SignoffAgent:
         app, or ``await ....work()`` in a task."""
 
         async def go_on(pause: Pause) -> None:
-            await self.resume(pause.thread_id, run_id=pause.data.get("run_id"))
+            thread, run_id = pause.thread_id, pause.data.get("run_id")
+            if await self.resume(thread, run_id=run_id) is None and await self._paused(
+                thread, run_id
+            ):
+                # Another process holds the session: the pause is tried again (it may have
+                # read a call as undecided before its decision came).
+                raise ConflictError(f"session {thread!r} is being continued elsewhere")
 
         return Resumer(self.runs, go_on)
 
@@ -217,28 +255,32 @@ class SignoffAgent:
         message starts a run. Answers with DCAF's ``AgentResponse`` (`dcaf_answer`). Raises
         pydantic's `ValidationError` for a body that is not DCAF's (a 422 in a route)."""
         request = body if isinstance(body, DcafRequest) else DcafRequest.model_validate(body)
+        wanted = request.decisions()
+        if wanted and actor is None:
+            raise ForbiddenError("DCAF decisions are taken as a person: give the actor")
         paused = await self._paused(session_id)
         if paused is None:
+            if wanted:  # decisions sent again, or late: answer with the run as it stands
+                last = await self._last(session_id)
+                if last is not None:
+                    return await self._dcaf_answer(last, session_id)
             prompt = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
             out = await self.run(prompt, session_id=session_id, user_id=user_id)
             return await self._dcaf_answer(out, session_id)
-        wanted = request.decisions()
         by_requirement = {r.id: r for r in paused.active_requirements}
-        calls = [
-            r.tool_execution.tool_call_id
+        ids = {
+            rid: _call_id(paused.run_id or "", r.tool_execution.tool_call_id)
             for rid, r in by_requirement.items()
             if rid in wanted and r.tool_execution is not None and r.tool_execution.tool_call_id
-        ]
-        held = await self.runs.held(session_id, calls)
+        }
+        held = await self.runs.held(session_id, list(ids.values()))
         decisions: dict[str, Decision] = {}
         for rid, decision in wanted.items():
-            requirement = by_requirement.get(rid)
-            execution = requirement.tool_execution if requirement is not None else None
-            found = held.get(execution.tool_call_id or "") if execution is not None else None
+            found = held.get(ids.get(rid, ""))
             if found is not None and found.approval is not None and found.approval.pending:
                 decisions[found.approval.id] = decision
         if decisions:
-            await self.runs.decide(decisions, actor=actor, roles=roles)
+            await self.runs.decide(decisions, actor=actor, roles=roles or ())
         resumed = await self.resume(session_id, run_id=paused.run_id)
         if resumed is None:  # another process continues it: answer with the run as it stands
             latest = await self._run_output(session_id, paused.run_id) if paused.run_id else None
@@ -266,7 +308,7 @@ class SignoffAgent:
         pending = out.active_requirements
         foreign = [r for r in pending if not r.needs_confirmation]
         asked = [r for r in pending if r.needs_confirmation and r.tool_execution is not None]
-        calls = {r.id: self._call(_execution(r)) for r in asked}
+        calls = {r.id: self._call(out.run_id or "", _execution(r)) for r in asked}
         held = await self.runs.judged(
             list(calls.values()), thread=session_id, requested_by=self.requested_by or user_id
         )
@@ -274,6 +316,9 @@ class SignoffAgent:
         waiting: list[str] = []
         decided = [h.approval.id for h in held.values() if h.approval and not h.approval.pending]
         for rid, call in calls.items():
+            if call.id.endswith("/"):  # no call id: it cannot be kept once
+                answers[rid] = ("reject", blocked_text("a call without an id is not run"))
+                continue
             found = held[call.id]
             record, approval = found.record, found.approval
             if record.kind == "block":
@@ -302,13 +347,13 @@ class SignoffAgent:
 
     async def _paused(self, session_id: str, run_id: str | None = None) -> RunOutput | None:
         """The session's paused run (`run_id`, or its last run), read from the agent's db."""
-        if run_id is not None:
-            out = await self._run_output(session_id, run_id)
-        else:
-            session = await self.agent.aget_session(session_id=session_id)
-            runs = (session.runs or []) if session is not None else []
-            out = runs[-1] if runs and isinstance(runs[-1], RunOutput) else None
+        out = await (self._run_output(session_id, run_id) if run_id else self._last(session_id))
         return out if out is not None and out.status == RunStatus.paused else None
+
+    async def _last(self, session_id: str) -> RunOutput | None:
+        session = await self.agent.aget_session(session_id=session_id)
+        runs = (session.runs or []) if session is not None else []
+        return runs[-1] if runs and isinstance(runs[-1], RunOutput) else None
 
     async def _run_output(self, session_id: str, run_id: str) -> RunOutput | None:
         return await self.agent.aget_run_output(run_id=run_id, session_id=session_id)
@@ -330,6 +375,7 @@ class SignoffAgent:
         self._register(function, name)
         mine = function.model_copy()
         mine.requires_confirmation = fixed not in ("allow", "deny")
+        mine.cache_results = False  # a cached result would be served unjudged
         if function.requires_user_input or function.external_execution:
             # Agno would hand these to the caller to answer or to run: signoff cannot judge
             # what runs then, so they run nowhere.
@@ -365,9 +411,12 @@ class SignoffAgent:
         """Judge one call (or read how it was decided) and run it once, or answer it."""
         context = call.function._run_context
         thread = context.session_id if context is not None else None
-        if thread is None or not call.call_id:
-            return blocked_text("a call outside a session, or without an id, is not run")
-        proposed = self._call_of(call.function.name, call.call_id, call.arguments or {})
+        run_id = context.run_id if context is not None else None
+        if thread is None or not run_id or not call.call_id:
+            return blocked_text("a call outside a session's run, or without an id, is not run")
+        proposed = self._call_of(
+            call.function.name, _call_id(run_id, call.call_id), call.arguments or {}
+        )
         schema = self._register(call.function, proposed.name)
         requested_by = self.requested_by or (context.user_id if context is not None else None)
         found = (await self.runs.judged([proposed], thread=thread, requested_by=requested_by))[
@@ -417,9 +466,11 @@ class SignoffAgent:
             return ToolResult.model_validate(value["tool_result"])
         return value["result"]
 
-    def _call(self, execution: ToolExecution) -> ToolCall:
+    def _call(self, run_id: str, execution: ToolExecution) -> ToolCall:
         return self._call_of(
-            execution.tool_name or "", execution.tool_call_id or "", execution.tool_args or {}
+            execution.tool_name or "",
+            _call_id(run_id, execution.tool_call_id or ""),
+            execution.tool_args or {},
         )
 
     def _call_of(self, tool: str, call_id: str, args: dict[str, Any]) -> ToolCall:
@@ -552,6 +603,12 @@ def _guard(model: Model, signoff: SignoffAgent) -> None:
     # A method of this instance only (mypy would refuse assigning to a method).
     setattr(model, "get_function_calls_to_run", calls)  # noqa: B010
     setattr(model, "get_function_call_to_run_from_tool_execution", confirmed)  # noqa: B010
+
+
+def _call_id(run_id: str, call_id: str) -> str:
+    """A call's id as signoff keeps it: within its run (a provider that numbers the calls of
+    each response — LiteLLM's ``call_0`` — gives the same id again in the next run)."""
+    return f"{run_id}/{call_id}"
 
 
 def _execution(requirement: RunRequirement) -> ToolExecution:
