@@ -250,10 +250,11 @@ class SignoffAgent:
         """Answer a DCAF client's request on `session_id`: while the session waits, the last
         message's ``data.tool_calls`` decide its calls (``execute: true`` approves; ``false``
         with a ``rejection_reason`` rejects; anything else leaves the call waiting), taken as
-        `actor` with `roles` — the person the app authenticated — or, without one, as the
-        integration's principal, through the same rules as any channel; else the last user
-        message starts a run. Answers with DCAF's ``AgentResponse`` (`dcaf_answer`). Raises
-        pydantic's `ValidationError` for a body that is not DCAF's (a 422 in a route)."""
+        `actor` with `roles` — the person the app authenticated (`ForbiddenError` without
+        one) — through the same rules as any channel; else the last user message starts a
+        run; decisions that find nothing waiting start nothing. Answers with DCAF's
+        ``AgentResponse`` (`dcaf_answer`). Raises pydantic's `ValidationError` for a body
+        that is not DCAF's (a 422 in a route)."""
         request = body if isinstance(body, DcafRequest) else DcafRequest.model_validate(body)
         wanted = request.decisions()
         if wanted and actor is None:
@@ -308,17 +309,20 @@ class SignoffAgent:
         pending = out.active_requirements
         foreign = [r for r in pending if not r.needs_confirmation]
         asked = [r for r in pending if r.needs_confirmation and r.tool_execution is not None]
-        calls = {r.id: self._call(out.run_id or "", _execution(r)) for r in asked}
+        answers: dict[str, Answer] = {
+            r.id: ("reject", blocked_text("a call without an id is not run"))
+            for r in asked
+            if not (out.run_id and _execution(r).tool_call_id)  # it cannot be kept once
+        }
+        calls = {
+            r.id: self._call(out.run_id or "", _execution(r)) for r in asked if r.id not in answers
+        }
         held = await self.runs.judged(
             list(calls.values()), thread=session_id, requested_by=self.requested_by or user_id
         )
-        answers: dict[str, Answer] = {}
         waiting: list[str] = []
         decided = [h.approval.id for h in held.values() if h.approval and not h.approval.pending]
         for rid, call in calls.items():
-            if call.id.endswith("/"):  # no call id: it cannot be kept once
-                answers[rid] = ("reject", blocked_text("a call without an id is not run"))
-                continue
             found = held[call.id]
             record, approval = found.record, found.approval
             if record.kind == "block":
