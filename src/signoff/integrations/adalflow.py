@@ -73,7 +73,6 @@ class SignoffPermissions(PermissionManager):  # type: ignore[misc]
         self.thread = thread or f"adalflow-{new_id()}"
         self.requested_by = requested_by
         self.timeout = timeout
-        self._schemas: set[str] = set()
 
     # -- AdalFlow's interface --------------------------------------------------------------
 
@@ -87,7 +86,6 @@ class SignoffPermissions(PermissionManager):  # type: ignore[misc]
             schema = _schema(definition)
             if definition is not None and schema is not None:
                 self.runs.gate.register_schemas({definition.func_name: schema}, agent=self.path)
-                self._schemas.add(definition.func_name)
 
     def is_approval_required(self, tool_name: str) -> bool:
         """Whether a call of the tool may wait for a person: what AdalFlow's stream announces
