@@ -140,6 +140,13 @@ main.addEventListener("click", (event) => {
   if (card) select(card, { scroll: false });
 });
 
+// A closed dialog gives the keys back to the selected card: the browser would return focus to
+// what had it before, which a live update may have replaced (and Enter would then press a tab).
+document.getElementById("dialog").addEventListener("close", () => {
+  const card = selected();
+  if (card && !card.contains(document.activeElement)) card.focus({ preventScroll: true });
+});
+
 document.addEventListener("keydown", (event) => {
   if (document.getElementById("dialog").open || event.isComposing) return;
   // In a field, keys are the field's (Ctrl+E included: the end of the line on a Mac).
