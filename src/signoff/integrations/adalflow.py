@@ -182,8 +182,8 @@ def _say(text: str) -> str:
 
 
 _JSON_TYPES = {"int": "integer", "float": "number", "str": "string", "bool": "boolean",
-               "list": "array", "tuple": "array", "dict": "object", "None": "null",
-               "NoneType": "null"}  # fmt: skip
+               "list": "array", "tuple": "array", "dict": "object", "none": "null",
+               "nonetype": "null"}  # fmt: skip
 
 
 def _schema(definition: Any) -> dict[str, Any] | None:
@@ -201,10 +201,8 @@ def _json_schema(node: Any) -> Any:
     out = {k: _json_schema(v) for k, v in node.items() if k != "type"}
     kind = node.get("type")
     if isinstance(kind, str):
-        base = kind.split("[", 1)[0].removeprefix("typing.")
-        named = _JSON_TYPES.get(base, _JSON_TYPES.get(base.lower()))
-        if kind in _JSON_TYPES.values() or kind == "array":
-            out["type"] = kind
-        elif named is not None:
+        base = kind.split("[", 1)[0].removeprefix("typing.").lower()  # List[int] → list
+        named = kind if kind in _JSON_TYPES.values() else _JSON_TYPES.get(base)
+        if named is not None:
             out["type"] = named
     return out
