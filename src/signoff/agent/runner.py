@@ -39,6 +39,7 @@ from signoff.agent.tools import ToolResult
 from signoff.errors import ConflictError, SignoffError
 from signoff.gate import CheckContext, Gate, Outcome
 from signoff.gate.ids import new_id
+from signoff.gate.once import record_unknown
 from signoff.gate.worker import work_ready
 from signoff.store.ledger import LedgerEntry
 from signoff.store.runs import (
@@ -410,6 +411,9 @@ class Runner:
             return await self._delegate(scope, sub, call, args, key=key, log=log)
         assert tool is not None
         if previous is not None and not rerun:
+            await record_unknown(
+                self.store, key, tool=call.name, run_id=scope.record.id, call_id=call.id
+            )
             text = "This call started before a crash and its outcome is unknown; it was not re-run."
             return tool_message(call, status_result("unknown", text))
         async with self._heartbeat(scope):

@@ -13,6 +13,7 @@ import typer
 from signoff.errors import MissingExtraError
 
 if TYPE_CHECKING:
+    from signoff.notify import Notifications
     from signoff.server import Auth, Principal
 
 __all__ = ["serve"]
@@ -48,10 +49,12 @@ def serve(
         from signoff.server.intake import BodyLimits
         from signoff.server.redact import Redaction
         from signoff.server.run import import_agents, run_app
+        from signoff.server.shapes import approval_json, shown
     except ImportError:
         raise MissingExtraError("signoff serve", "server") from None
     from signoff.gate import Gate
     from signoff.limits import ArgumentLimits
+    from signoff.notify import Notifications
     from signoff.store import open_store
 
     settings = load_config(config)
@@ -71,24 +74,43 @@ def serve(
     async def main() -> None:
         async with open_store(settings.database) as store:
             limits = ArgumentLimits(max_bytes=settings.argument_bytes)
+            gate = Gate(settings.policy, store, limits=limits)
+            redaction = Redaction(settings.redact)
+            notifications = None
+            if settings.notify:
+                notifications = Notifications(
+                    store,
+                    settings.notify,
+                    notifier=gate.notifier,
+                    describe=lambda approval: shown(approval_json(approval), redaction),
+                )
             service = Service(
                 store=store,
-                gate=Gate(settings.policy, store, limits=limits),
+                gate=gate,
                 agents=loaded,
                 policy_document=settings.document,
-                redaction=Redaction(settings.redact),
+                redaction=redaction,
+                notifications=notifications,
             )
             app = create_app(service, auth, limits=BodyLimits(max_bytes=settings.body_bytes))
             await run_app(
                 app,
                 host=host,
                 port=port,
-                ready=lambda url: typer.echo(f"signoff on {url}"),
+                ready=lambda url: ready(url, notifications),
                 max_message=settings.body_bytes,
             )
 
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(main())
+
+
+def ready(url: str, notifications: Notifications | None) -> None:
+    """Say where the server listens; links in notifications point there unless the config's
+    ``notify.base_url`` names the address people reach it at."""
+    if notifications is not None and notifications.base_url is None:
+        notifications.base_url = url
+    typer.echo(f"signoff on {url}")
 
 
 def checked_auth(

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import logging
 import os
 import socket
 import time
@@ -24,12 +26,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from signoff.errors import ExecutionFailed, OutcomeUnknown
+from signoff.errors import ExecutionFailed, OutcomeUnknown, SignoffError
 from signoff.gate.ids import new_id
-from signoff.store.base import Store
+from signoff.store.base import AuditRecord, Store
 from signoff.store.external import LedgerClaim
 
-__all__ = ["Claim", "Ledger", "Recorded"]
+__all__ = ["Claim", "Ledger", "Recorded", "record_unknown"]
+
+logger = logging.getLogger(__name__)
 
 _HOST = socket.gethostname()
 _TICK = timedelta(microseconds=1)
@@ -116,6 +120,7 @@ class Ledger:
                     # Its worker is gone: the next round takes the key over.
                     dead_until = None if found.lease_until is None else found.lease_until + _TICK
                     continue
+                await record_unknown(self.store, key, tool=tool, owner=found.owner)
                 raise OutcomeUnknown(
                     f"the call under {key!r} was started by {found.owner or 'a worker'} that "
                     "stopped before recording its result; whether it ran is unknown, so it is "
@@ -205,6 +210,27 @@ def owner_alive(owner: str) -> bool:
         except PermissionError:
             return True
     return True
+
+
+async def record_unknown(
+    store: Store,
+    key: str,
+    *,
+    tool: str,
+    owner: str | None = None,
+    run_id: str | None = None,
+    call_id: str | None = None,
+) -> None:
+    """Audit, once per key, that the call under `key` may or may not have run: a person must
+    find out (the notifications tell of it). A store away now only loses this record; the
+    next caller that finds the key so records it."""
+    data = {"tool": tool, "key": key[:500], "owner": owner, "run_id": run_id, "call_id": call_id}
+    subject = hashlib.sha256(key.encode()).hexdigest()
+    record = AuditRecord(actor="signoff", action="unknown", subject=subject, at=_now(), data=data)
+    try:
+        await store.record_unknown(record)
+    except SignoffError:
+        logger.exception("recording the unknown outcome of %r failed", key)
 
 
 def _now() -> datetime:

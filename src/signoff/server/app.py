@@ -50,6 +50,7 @@ from signoff.server.shapes import (
     sse,
     verdict_json,
 )
+from signoff.server.slack import INTERACTIONS, mount_slack
 from signoff.server.web import mount_web
 from signoff.server.ws import websocket_channel
 from signoff.store.checkpoint import Checkpoint, audit_key
@@ -98,7 +99,9 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
 
     app.state.auth = auth
     _errors(app)
-    app.add_middleware(Intake, auth=auth, limits=limits or BodyLimits())
+    # A Slack interaction is authenticated by its signature, which its route checks.
+    signed = frozenset({INTERACTIONS}) if service.notifications is not None else frozenset()
+    app.add_middleware(Intake, auth=auth, limits=limits or BodyLimits(), signed=signed)
     app.add_middleware(_NoNul)
     if auth.anonymous is not None:
         app.add_middleware(_SameOrigin, auth=auth)
@@ -106,6 +109,11 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
         app.add_middleware(_KnownHost, auth=auth)  # outermost: before anything else is read
 
     mount_web(app)
+    if service.notifications is not None:
+        roles: dict[str, frozenset[str]] = {}
+        for principal in auth.tokens.values():
+            roles[principal.name] = roles.get(principal.name, frozenset()) | principal.roles
+        mount_slack(app, service, service.notifications, roles)
 
     @app.get("/v1/health")
     async def health() -> dict[str, str]:

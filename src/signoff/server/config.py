@@ -11,6 +11,7 @@ auth:
 redact: ["**.password", "**.*token*"]          # argument paths the API shows masked
 limits: {body: 16MiB, arguments: 8MiB}         # the biggest request body, a call's arguments
 allowed_hosts: [inbox.internal]                # Host names served besides localhost's
+notify: {webhooks: [{url: "https://hooks.example.com/signoff", secret_env: HOOK_SECRET}]}
 default: ask
 rules:
   - ask: delete_pod
@@ -26,6 +27,7 @@ from typing import Any
 
 from signoff.errors import PolicyError, Problem
 from signoff.limits import MAX_ARGS_BYTES
+from signoff.notify.settings import NotifySettings, read_notify
 from signoff.policy import Policy
 from signoff.policy.loader import load_data, locate
 from signoff.policy.reader import Reader
@@ -39,7 +41,9 @@ from signoff.server.service import Principal
 __all__ = ["ServerConfig", "load_config"]
 
 _AUTH_KEYS = frozenset({"tokens"})
-_SERVER_KEYS = frozenset({"database", "auth", "gateway", "redact", "limits", "allowed_hosts"})
+_SERVER_KEYS = frozenset(
+    {"database", "auth", "gateway", "redact", "limits", "allowed_hosts", "notify"}
+)
 _LIMIT_KEYS = frozenset({"body", "arguments"})
 _TOKEN_KEYS = frozenset({"principal", "roles", "token", "token_env"})
 
@@ -66,6 +70,8 @@ class ServerConfig:
     allowed_hosts: tuple[str, ...] = ()
     """Hosts a request may name (its ``Host``) besides the loopback ones: without
     authentication only those are served; with tokens, any host unless some are given."""
+    notify: NotifySettings = field(default_factory=NotifySettings)
+    """Who is told of requests and decisions (``notify:``; see `signoff.notify`)."""
 
 
 def load_config(path: Path, *, gateway: bool = False) -> ServerConfig:
@@ -95,6 +101,7 @@ def load_config(path: Path, *, gateway: bool = False) -> ServerConfig:
     environment = os.environ if gateway else None
     servers = read_servers(reader, top.get("servers"), environment=environment)
     settings = read_gateway(reader, top.get("gateway"), environment=environment)
+    notify = read_notify(reader, top.get("notify"))
     problems = locate(reader.problems, source, text)
     try:
         policy = load_data(data, source=source, text=text)
@@ -113,6 +120,7 @@ def load_config(path: Path, *, gateway: bool = False) -> ServerConfig:
         gateway=settings,
         **limits,
         allowed_hosts=hosts,
+        notify=notify,
     )
 
 

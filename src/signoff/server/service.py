@@ -18,6 +18,7 @@ from signoff.agent import Agent, Runner
 from signoff.errors import ConflictError, InvalidDecisionError, InvalidEditError, NotFoundError
 from signoff.gate import Gate
 from signoff.gate.notifier import ANY
+from signoff.notify import Notifications
 from signoff.policy import Policy, PolicyEngine
 from signoff.server.redact import Redaction
 from signoff.store import AuditRecord, Store
@@ -57,6 +58,8 @@ class Service:
     """How often a replica looks for a policy changed through another one."""
     redaction: Redaction = field(default_factory=Redaction)
     """Arguments masked in everything the API sends (the config's ``redact:``)."""
+    notifications: Notifications | None = None
+    """Who is told of requests and decisions (the config's ``notify:``), while it runs."""
     policy_lock: asyncio.Lock = field(init=False, default_factory=asyncio.Lock)
     """Held while a change to the policy document is read, made and saved."""
     runners: dict[str, Runner] = field(init=False)
@@ -127,14 +130,19 @@ class Service:
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[Service]:
-        """Run the workers (one per agent, resuming decided runs) and the expiry sweeper for
-        as long as the block lasts."""
+        """Run the workers (one per agent, resuming decided runs), the expiry sweeper and the
+        notifications for as long as the block lasts."""
         await self._adopt_policy()
         workers = [asyncio.create_task(r.work()) for r in self.runners.values()]
         workers.append(asyncio.create_task(self.gate.run_sweeper()))
         workers.append(asyncio.create_task(self._follow_policy()))
         try:
-            yield self
+            async with (
+                self.notifications.running()
+                if self.notifications is not None
+                else contextlib.nullcontext()
+            ):
+                yield self
         finally:
             for task in [*workers, *self._tasks]:
                 task.cancel()

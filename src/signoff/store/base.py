@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from signoff.store.external import ExternalRecord, LedgerClaim, Pause, PauseStatus
     from signoff.store.ledger import LedgerEntry
     from signoff.store.notes import Note
+    from signoff.store.outbox import Delivery, DeliveryStatus, NewDelivery, OutboxEvent
     from signoff.store.runs import (
         OpenTurn,
         ResumedTurn,
@@ -347,3 +348,37 @@ class Store(Protocol):
     ) -> LedgerClaim: ...
 
     async def ledger_renew(self, key: str, *, owner: str, until: datetime) -> bool: ...
+
+    # -- the notifications' outbox (signoff.store.outbox) --
+
+    async def outbox_events(self, *, limit: int = 500) -> tuple[int, int, list[OutboxEvent]]: ...
+
+    async def outbox_add(
+        self,
+        deliveries: Sequence[NewDelivery],
+        *,
+        cursor: int,
+        last: int,
+        ids: Callable[[], str],
+        at: datetime,
+    ) -> bool: ...
+
+    async def outbox_claim(
+        self, *, owner: str, now: datetime, lease: timedelta, limit: int = 20
+    ) -> list[Delivery]: ...
+
+    async def outbox_done(
+        self,
+        delivery_id: str,
+        *,
+        owner: str,
+        at: datetime,
+        error: str | None = None,
+        retry_at: datetime | None = None,
+    ) -> bool: ...
+
+    async def outbox(
+        self, *, status: DeliveryStatus | None = None, limit: int = 100
+    ) -> list[Delivery]: ...
+
+    async def record_unknown(self, record: AuditRecord) -> bool: ...

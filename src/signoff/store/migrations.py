@@ -199,7 +199,13 @@ def _v6(connection: Connection) -> None:
     schema.external_history.create(connection)
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2, _v3, _v4, _v5, _v6]
+def _v7(connection: Connection) -> None:
+    """The notifications' outbox: the audit entry they have read up to, and each delivery."""
+    schema.outbox_cursor.create(connection)
+    schema.outbox.create(connection)
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7]
 LATEST = len(MIGRATIONS)
 
 

@@ -30,6 +30,8 @@ __all__ = [
     "messages",
     "metadata",
     "notes",
+    "outbox",
+    "outbox_cursor",
     "pause_approvals",
     "pauses",
     "policy_versions",
@@ -294,3 +296,36 @@ external_history = Table(
 """Since version 6: the history of another framework's thread where the framework leaves it to
 the app (Pydantic AI's messages), appended in order — each append a compare-and-set on the
 length its writer read, so two resumers of one thread never both extend it."""
+
+outbox_cursor = Table(
+    "outbox_cursor",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("seq", BigInteger, nullable=False),
+)
+"""Since version 7: one row, the last audit entry the notifications have read. The audit log is
+the outbox's source: every request, decision and unknown outcome is written there in the
+transaction of the change, so no notification can be lost to a crash."""
+
+outbox = Table(
+    "outbox",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("sink", String(64), nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("event", String(16), nullable=False),
+    Column("subject", Text, nullable=False),
+    Column("data", Text, nullable=False),
+    Column("status", String(8), nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("next_at", BigInteger, nullable=False),
+    Column("lease_owner", Text),
+    Column("lease_until", BigInteger),
+    Column("error", Text),
+    Column("created_at", BigInteger, nullable=False),
+    Column("sent_at", BigInteger),
+    UniqueConstraint("sink", "seq", name="outbox_sink_seq"),
+    Index("outbox_due", "status", "next_at"),
+)
+"""Since version 7: one notification to send to one sink (a webhook, a Slack channel, a mail
+list) for one audit entry; claimed by one sender at a time (a lease), retried until sent."""

@@ -33,6 +33,7 @@ from signoff.store.grants import GrantStore, count_uses, in_force, insert_grants
 from signoff.store.ledger import LedgerStore
 from signoff.store.migrations import LATEST, migrate, schema_version
 from signoff.store.notes import NoteStore
+from signoff.store.outbox import OutboxStore
 from signoff.store.runner import Runner
 from signoff.store.runs import (
     ResumedTurn,
@@ -106,7 +107,7 @@ def _json(value: Any) -> str:
     return canonical_json(value).decode()
 
 
-class SQLStore(RunStore, LedgerStore, NoteStore, GrantStore, ExternalStore):
+class SQLStore(RunStore, LedgerStore, NoteStore, GrantStore, ExternalStore, OutboxStore):
     """Approvals, grants, the audit log, and the runtime's runs, in one SQL database."""
 
     def __init__(self, runner: Runner, *, url: str) -> None:

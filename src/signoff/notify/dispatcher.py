@@ -1,0 +1,233 @@
+"""The notifier: reads the audit log's events into the outbox, and sends what is due.
+
+Every replica runs one. Reading is a compare-and-set on the outbox's cursor, sending a claim
+with a lease (see `signoff.store.outbox`): each notification goes out from one replica, is
+tried again with a growing wait while its receiver is down, and survives restarts, since it
+waits in the database. A notification can still arrive twice — a sender that dies after its
+receiver took the request and before it recorded that — so it carries the same id on every
+attempt (the webhook's ``Signoff-Delivery``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+from collections.abc import AsyncIterator, Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+
+from signoff.errors import NotFoundError, SignoffError
+from signoff.gate.ids import new_id
+from signoff.gate.notifier import ANY, Notifier
+from signoff.notify.email import Email
+from signoff.notify.notice import Notice
+from signoff.notify.settings import NotifySettings
+from signoff.notify.slack import Slack
+from signoff.notify.transport import SendFailed, Sink
+from signoff.notify.webhook import Webhook
+from signoff.store.base import Store
+from signoff.store.outbox import Delivery, NewDelivery, OutboxEvent
+from signoff.store.times import from_micros
+from signoff.types import Approval, approval_to_dict
+
+__all__ = ["Notifications"]
+
+logger = logging.getLogger(__name__)
+
+Describe = Callable[[Approval], dict[str, Any]]
+
+
+class Notifications:
+    """Tell the configured sinks of requests, decisions, expiries and unknown outcomes."""
+
+    def __init__(
+        self,
+        store: Store,
+        settings: NotifySettings,
+        *,
+        base_url: str | None = None,
+        describe: Describe = approval_to_dict,
+        notifier: Notifier | None = None,
+        interval: float = 1.0,
+        lease: timedelta = timedelta(seconds=120),
+        http: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.base_url = (settings.base_url or base_url or "").rstrip("/") or None
+        """Links open ``<base_url>/approvals/<id>``; None: the notices carry no link."""
+        self.describe = describe
+        """The approval as a notice shows it: the API's shape, its arguments masked."""
+        self.notifier = notifier
+        self.interval = interval
+        """How often the outbox is read when nothing in this process woke the notifier."""
+        self.lease = lease
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{new_id()[-8:]}"
+        self._http = http or httpx.AsyncClient(follow_redirects=False)
+        self._own_http = http is None
+        self.sinks: dict[str, Sink] = {}
+        for hook in settings.webhooks:
+            self.sinks[hook.filters.name] = Webhook(hook, self._http)
+        for slack in settings.slack:
+            self.sinks[slack.filters.name] = Slack(slack, self._http)
+        for mail in settings.email:
+            self.sinks[mail.filters.name] = Email(mail)
+
+    def slack(self, name: str) -> Slack | None:
+        sink = self.sinks.get(name)
+        return sink if isinstance(sink, Slack) else None
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[Notifications]:
+        """Send for as long as the block lasts. The outbox's cursor is placed first, so every
+        event from then on is told."""
+        await self.store.outbox_events(limit=0)
+        task = asyncio.create_task(self.run())
+        try:
+            yield self
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            if self._own_http:
+                await self._http.aclose()
+
+    async def run(self) -> None:
+        woken = asyncio.Event()
+        with (
+            self.notifier.subscription(ANY)
+            if self.notifier is not None
+            else contextlib.nullcontext(woken)
+        ) as woken:
+            while True:
+                woken.clear()
+                try:
+                    await self.pump()
+                except SignoffError:
+                    logger.exception("sending notifications failed; trying again")
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self.interval):
+                        await woken.wait()
+
+    async def pump(self) -> int:
+        """Read every new event into the outbox, then send every due notification; return
+        how many were sent."""
+        while await self.fill():
+            pass
+        sent = 0
+        started = _now()  # what failed during this round waits for the next
+        while True:
+            claimed = await self.store.outbox_claim(owner=self.owner, now=started, lease=self.lease)
+            if not claimed:
+                return sent
+            # Sinks at once; each sink's in order, so a decision never arrives before its request.
+            by_sink: dict[str, list[Delivery]] = {}
+            for delivery in claimed:
+                by_sink.setdefault(delivery.sink, []).append(delivery)
+            results = await asyncio.gather(*(self._in_order(d) for d in by_sink.values()))
+            sent += sum(results)
+
+    async def _in_order(self, deliveries: Sequence[Delivery]) -> int:
+        return sum([await self._deliver(d) for d in deliveries])
+
+    async def fill(self, *, limit: int = 500) -> bool:
+        """Turn the next audit entries into deliveries; whether there may be more."""
+        cursor, last, events = await self.store.outbox_events(limit=limit)
+        if last == cursor:
+            return False
+        approvals = await self._approvals(events)
+        deliveries = [
+            NewDelivery(sink=name, event=event)
+            for event in events
+            for name, sink in self.sinks.items()
+            if _wanted(sink, event, approvals.get(event.subject))
+        ]
+        # Not moved: another replica read these; the next read goes on from where it left.
+        return await self.store.outbox_add(
+            deliveries, cursor=cursor, last=last, ids=new_id, at=_now()
+        )
+
+    async def _approvals(self, events: Sequence[OutboxEvent]) -> dict[str, Approval]:
+        ids = sorted({e.subject for e in events if e.kind != "unknown"})
+        found: dict[str, Approval] = {}
+        for approval_id in ids:
+            with contextlib.suppress(NotFoundError):
+                found[approval_id] = await self.store.get_approval(approval_id)
+        return found
+
+    async def _deliver(self, delivery: Delivery) -> bool:
+        sink = self.sinks.get(delivery.sink)
+        now = _now()
+        if sink is None:
+            await self.store.outbox_done(
+                delivery.id, owner=self.owner, at=now, error="this sink is no longer configured"
+            )
+            return False
+        try:
+            notice = await self._notice(delivery)
+            await sink.send(notice)
+        except SendFailed as exc:
+            attempts = delivery.attempts + 1
+            retry = exc.retry and attempts < self.settings.retry.attempts
+            wait = self.settings.retry.delay(attempts)
+            level = logging.INFO if retry else logging.WARNING
+            logger.log(level, "notifying %s of %s failed (attempt %d): %s",
+                       delivery.sink, delivery.kind, attempts, exc)  # fmt: skip
+            await self.store.outbox_done(
+                delivery.id, owner=self.owner, at=now, error=str(exc),
+                retry_at=now + timedelta(seconds=wait) if retry else None,
+            )  # fmt: skip
+            return False
+        await self.store.outbox_done(delivery.id, owner=self.owner, at=_now())
+        return True
+
+    async def _notice(self, delivery: Delivery) -> Notice:
+        event = delivery.data
+        data = event.get("data", {})
+        approval = None
+        if delivery.kind != "unknown":
+            with contextlib.suppress(NotFoundError):
+                approval = self.describe(await self.store.get_approval(delivery.subject))
+        tool = (approval or {}).get("tool") or data.get("tool") or "a tool call"
+        return Notice(
+            id=delivery.id,
+            kind=delivery.kind,
+            at=from_micros(event.get("at", 0)),
+            actor=str(event.get("actor", "signoff")),
+            tool=str(tool),
+            approval=approval,
+            data=data,
+            link=self._link(delivery, data),
+        )
+
+    def _link(self, delivery: Delivery, data: dict[str, Any]) -> str | None:
+        if self.base_url is None:
+            return None
+        if delivery.kind != "unknown":
+            return f"{self.base_url}/approvals/{delivery.subject}"
+        run_id = data.get("run_id")
+        return f"{self.base_url}/#/runs/{run_id}" if run_id else f"{self.base_url}/"
+
+
+def _wanted(sink: Sink, event: OutboxEvent, approval: Approval | None) -> bool:
+    facts: dict[str, Any] = (
+        {"agent": approval.call.agent, "tool": approval.call.name, "rule": approval.rule}
+        if approval is not None
+        else event.data
+    )
+    agent, tool, rule = (facts.get(k) for k in ("agent", "tool", "rule"))
+    return sink.filters.wants(
+        event.kind,
+        agent=agent if isinstance(agent, str) else None,
+        tool=tool if isinstance(tool, str) else None,
+        rule=rule if isinstance(rule, str) else None,
+    )
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)

@@ -1,0 +1,75 @@
+"""Email over SMTP: the notice as a plain-text message with an HTML twin, sent with STARTTLS
+(or SMTPS) and the account from the environment. Certificates are checked against the system's
+trust store (``SSL_CERT_FILE`` names another)."""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import smtplib
+import ssl
+from email.message import EmailMessage
+from email.utils import formatdate, make_msgid
+
+from signoff.notify.notice import Notice
+from signoff.notify.settings import EmailSettings
+from signoff.notify.transport import SendFailed
+
+__all__ = ["Email", "message"]
+
+
+def message(notice: Notice, settings: EmailSettings) -> EmailMessage:
+    mail = EmailMessage()
+    mail["Subject"] = f"[signoff] {notice.title}"
+    mail["From"] = settings.sender
+    mail["To"] = ", ".join(settings.to)
+    mail["Date"] = formatdate(localtime=False)
+    mail["Message-ID"] = make_msgid(idstring=notice.id, domain="signoff")
+    mail["X-Signoff-Event"] = notice.event
+    mail.set_content(notice.text())
+    rows = "".join(
+        f"<tr><th align='left' valign='top'>{html.escape(label)}</th>"
+        f"<td><pre style='margin:0;white-space:pre-wrap'>{html.escape(value)}</pre></td></tr>"
+        for label, value in notice.facts()
+    )
+    link = (
+        ""
+        if notice.link is None
+        else f"<p><a href='{html.escape(notice.link, quote=True)}'>Open it in signoff</a></p>"
+    )
+    mail.add_alternative(
+        f"<h2>{html.escape(notice.title)}</h2><table>{rows}</table>{link}", subtype="html"
+    )
+    return mail
+
+
+class Email:
+    """A sink that mails each notice to its recipients."""
+
+    def __init__(self, settings: EmailSettings) -> None:
+        self.settings = settings
+        self.filters = settings.filters
+
+    async def send(self, notice: Notice) -> None:
+        await asyncio.to_thread(self._send, message(notice, self.settings))
+
+    def _send(self, mail: EmailMessage) -> None:
+        settings = self.settings
+        try:
+            if settings.ssl:
+                client: smtplib.SMTP = smtplib.SMTP_SSL(
+                    settings.host, settings.port, timeout=settings.timeout,
+                    context=ssl.create_default_context(),
+                )  # fmt: skip
+            else:
+                client = smtplib.SMTP(settings.host, settings.port, timeout=settings.timeout)
+            with client:
+                if settings.starttls:
+                    client.starttls(context=ssl.create_default_context())
+                if settings.username is not None and settings.password is not None:
+                    client.login(settings.username, settings.password)
+                client.send_message(mail)
+        except (smtplib.SMTPAuthenticationError, smtplib.SMTPNotSupportedError) as exc:
+            raise SendFailed(f"{type(exc).__name__}: {exc}", retry=False) from None
+        except (smtplib.SMTPException, OSError) as exc:
+            raise SendFailed(f"{type(exc).__name__}: {exc}", retry=True) from None

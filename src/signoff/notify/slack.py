@@ -1,0 +1,241 @@
+"""Slack: the notice as a message (an incoming webhook, or a bot posting to a channel), with
+Approve / Reject buttons when the sink has a signing secret.
+
+A button press comes back as an interaction request, signed with the app's signing secret the
+way Slack signs every request: ``X-Slack-Signature: v0=<hex>``, the HMAC-SHA256 of
+``v0:<X-Slack-Request-Timestamp>:<body>``. `interaction` checks it (and the timestamp's age)
+before anything in the body is believed; the server turns the press into a decision by the
+principal the Slack user is mapped to, through the gate like any other.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+
+from signoff.notify.notice import Notice
+from signoff.notify.settings import SlackSettings
+from signoff.notify.transport import SendFailed, check_status
+
+__all__ = ["APPROVE", "REJECT", "BadRequest", "Press", "Slack", "blocks", "interaction", "sign"]
+
+APPROVE = "signoff.approve"
+REJECT = "signoff.reject"
+OPEN = "signoff.open"
+TOLERANCE = 300.0
+"""Seconds an interaction's timestamp may be away from now (Slack's own advice: 5 minutes)."""
+_MAX_PAYLOAD = 64 * 1024
+_TEXT = 2900  # a section's text holds 3,000 characters
+
+
+class BadRequest(ValueError):
+    """An interaction request that is not signed, too old, or not one signoff understands;
+    `status` is the HTTP answer (401 for the signature, 400 for the rest)."""
+
+    def __init__(self, message: str, *, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True, kw_only=True)
+class Press:
+    """A button pressed on a signoff message."""
+
+    sink: SlackSettings
+    """The sink whose signing secret signed it (its users map the presser)."""
+    user: str
+    """The Slack user id."""
+    user_name: str
+    action: str
+    approval_id: str
+    response_url: str | None
+    """Where the original message can be replaced; None when it is not Slack's (or the
+    sink's own API) address."""
+
+
+def sign(secret: str, body: bytes, *, timestamp: int) -> str:
+    mac = hmac.new(secret.encode(), f"v0:{timestamp}:".encode() + body, hashlib.sha256)
+    return "v0=" + mac.hexdigest()
+
+
+def interaction(
+    sinks: list[SlackSettings],
+    body: bytes,
+    *,
+    timestamp: str | None,
+    signature: str | None,
+    now: float | None = None,
+) -> Press | None:
+    """The button press that `body` reports, once its signature is checked against each sink
+    with a signing secret; None for an interaction that is not a signoff button (the link
+    button reports its clicks too). Raises `BadRequest`."""
+    if not timestamp or not signature or not timestamp.isdigit():
+        raise BadRequest("the request is not signed by Slack", status=401)
+    if abs((time.time() if now is None else now) - int(timestamp)) > TOLERANCE:
+        raise BadRequest("the request's timestamp is outside the replay window", status=401)
+    sink = next(
+        (
+            s
+            for s in sinks
+            if s.signing_secret is not None
+            and hmac.compare_digest(
+                sign(s.signing_secret, body, timestamp=int(timestamp)), signature
+            )
+        ),
+        None,
+    )
+    if sink is None:
+        raise BadRequest("the request's signature does not match", status=401)
+    if len(body) > _MAX_PAYLOAD:
+        raise BadRequest(f"the interaction is bigger than {_MAX_PAYLOAD:,} bytes")
+    try:
+        form = parse_qs(body.decode(), strict_parsing=True, max_num_fields=10)
+        payload = json.loads(form["payload"][0])
+        actions = payload["actions"]
+        user = payload["user"]
+        action = actions[0] if isinstance(actions, list) and actions else {}
+        action_id = action.get("action_id")
+        user_id = user["id"]
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
+        raise BadRequest("the body is not a Slack block_actions interaction") from None
+    if action_id not in (APPROVE, REJECT):
+        return None
+    value = action.get("value")
+    if not isinstance(value, str) or not value or not isinstance(user_id, str):
+        raise BadRequest("the button carries no approval id")
+    name = user.get("username") or user.get("name") or user_id
+    response_url = payload.get("response_url")
+    return Press(
+        sink=sink,
+        user=user_id,
+        user_name=str(name),
+        action=action_id,
+        approval_id=value,
+        response_url=response_url if _trusted(response_url, sink) else None,
+    )
+
+
+def blocks(notice: Notice, *, buttons: bool) -> list[dict[str, Any]]:
+    """The message's Block Kit blocks. Everything from the call is escaped: an argument can
+    neither ping a channel nor pass off a link as signoff's."""
+    out: list[dict[str, Any]] = [
+        {"type": "header", "text": {"type": "plain_text", "text": notice.title[:150]}}
+    ]
+    facts = notice.facts()
+    short = [(k, v) for k, v in facts if "\n" not in v and len(v) <= 200][:10]
+    if short:
+        fields = [{"type": "mrkdwn", "text": f"*{k}*\n{escape(v)}"} for k, v in short]
+        out.append({"type": "section", "fields": fields})
+    for label, value in facts:
+        if (label, value) in short:
+            continue
+        text = f"*{label}*\n```{escape(value)}```" if label == "Arguments" else escape(value)
+        if label != "Arguments":
+            text = f"*{label}*\n{text}"
+        out.append({"type": "section", "text": {"type": "mrkdwn", "text": text[:_TEXT]}})
+    elements: list[dict[str, Any]] = []
+    if buttons and notice.kind == "requested" and notice.approval is not None:
+        approval_id = notice.approval["id"]
+        elements += [
+            _button("Approve", APPROVE, approval_id, style="primary"),
+            _button("Reject", REJECT, approval_id, style="danger"),
+        ]
+    if notice.link:
+        elements.append(
+            {
+                "type": "button",
+                "action_id": OPEN,
+                "text": {"type": "plain_text", "text": "Open in signoff"},
+                "url": notice.link,
+            }
+        )
+    if elements:
+        out.append({"type": "actions", "block_id": "signoff", "elements": elements})
+    return out
+
+
+def escape(text: str) -> str:
+    """Slack's three control characters, escaped: ``<!channel>`` or ``<url|text>`` from a
+    call's arguments stay text."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+class Slack:
+    """A sink that posts each notice to Slack."""
+
+    def __init__(self, settings: SlackSettings, http: httpx.AsyncClient) -> None:
+        self.settings = settings
+        self.filters = settings.filters
+        self._http = http
+
+    async def send(self, notice: Notice) -> None:
+        settings = self.settings
+        message: dict[str, Any] = {
+            "text": escape(notice.title),
+            "blocks": blocks(notice, buttons=settings.signing_secret is not None),
+            "unfurl_links": False,
+        }
+        headers = {"Content-Type": "application/json; charset=utf-8"}
+        if settings.url is not None:
+            url = settings.url
+        else:
+            url = f"{settings.api_url}/chat.postMessage"
+            message["channel"] = settings.channel
+            headers["Authorization"] = f"Bearer {settings.token}"
+        try:
+            response = await self._http.post(
+                url, json=message, headers=headers, timeout=settings.timeout
+            )
+        except httpx.HTTPError as exc:
+            raise SendFailed(f"{type(exc).__name__}: {exc}", retry=True) from None
+        check_status(response)
+        if settings.url is None:
+            # The Web API answers 200 with {"ok": false, "error": ...} for its own refusals.
+            try:
+                answer = response.json()
+            except ValueError:
+                answer = {}
+            if not isinstance(answer, dict) or answer.get("ok") is not True:
+                error = answer.get("error") if isinstance(answer, dict) else None
+                raise SendFailed(
+                    f"Slack refused the message: {error}", retry=error == "ratelimited"
+                )
+
+    async def reply(self, press: Press, text: str, *, replace: bool) -> None:
+        """Tell Slack what became of a press: the message replaced by the outcome, or (when
+        nothing was decided) a note to the presser alone. Best effort: the decision stands."""
+        if press.response_url is None:
+            return
+        body = {"replace_original": replace, "response_type": "ephemeral", "text": escape(text)}
+        with contextlib.suppress(httpx.HTTPError):
+            await self._http.post(press.response_url, json=body, timeout=self.settings.timeout)
+
+
+def _button(text: str, action_id: str, value: str, *, style: str) -> dict[str, Any]:
+    return {
+        "type": "button",
+        "action_id": action_id,
+        "text": {"type": "plain_text", "text": text},
+        "style": style,
+        "value": value,
+    }
+
+
+def _trusted(url: object, sink: SlackSettings) -> bool:
+    """Whether a response URL is Slack's (or the sink's configured API's host): the reply goes
+    nowhere else, whatever a signed payload says."""
+    if not isinstance(url, str):
+        return False
+    parts = urlsplit(url)
+    if parts.scheme == "https" and parts.hostname == "hooks.slack.com":
+        return True
+    own = urlsplit(sink.api_url)
+    return (parts.scheme, parts.netloc) == (own.scheme, own.netloc)
