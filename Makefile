@@ -16,7 +16,7 @@ PYTEST := $(BIN)/pytest -n 2 --dist loadfile
 export UV_PYTHON_DOWNLOADS := never
 export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 
-.PHONY: install test pytest lint format typecheck bench demo lock clean chromium screenshots
+.PHONY: install test pytest lint format typecheck bench demo lock clean chromium screenshots dist
 
 install: $(STAMP)
 
@@ -92,6 +92,12 @@ demo: install
 lock: | $(UV)
 	$(UV) pip compile pyproject.toml --group dev --group bench --universal --generate-hashes \
 		--no-emit-index-url --no-header --python-version 3.11 -o requirements.lock
+
+# The wheel and the sdist in dist/, as a release would publish them (the wheel carries the web
+# inbox and the example policies): `pip install 'dist/signoff-0.1.0-py3-none-any.whl[server]'`.
+dist: | $(UV)
+	rm -rf dist
+	$(UV) build --out-dir dist
 
 clean:
 	rm -rf $(VENV) $(TOOLS) $(JS)/node_modules .pytest_cache .mypy_cache .ruff_cache .hypothesis
