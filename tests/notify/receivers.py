@@ -32,10 +32,16 @@ class Receiver:
     status: int = 200
     answer: Any = field(default_factory=dict)
     requests: list[Request] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    lock: threading.Condition = field(default_factory=threading.Condition)
 
     def taken(self) -> list[Request]:
         with self.lock:
+            return list(self.requests)
+
+    def wait_for(self, count: int, timeout: float) -> list[Request]:
+        """Block until `count` requests came (or `timeout` seconds: a hang); return them all."""
+        with self.lock:
+            self.lock.wait_for(lambda: len(self.requests) >= count, timeout)
             return list(self.requests)
 
 
@@ -58,6 +64,7 @@ def http_receiver(receiver: Receiver, port: int = 0) -> Iterator[str]:
                 receiver.requests.append(
                     Request(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
                 )
+                receiver.lock.notify_all()
                 status, answer = receiver.status, receiver.answer
             data = json.dumps(answer).encode()
             self.send_response(status)

@@ -138,7 +138,8 @@ async def test_a_receiver_down_for_a_while_gets_every_notification_once(store: S
     ids = [r.headers["signoff-delivery"] for r in receiver.taken()]
     assert len(ids) == len(set(ids)) == 4
     assert sorted(r.json()["event"] for r in receiver.taken()) == [
-        "approval.decided", *["approval.requested"] * 3
+        "approval.decided",
+        *["approval.requested"] * 3,
     ]
     assert {d.status for d in await store.outbox()} == {"sent"}
 
@@ -162,9 +163,7 @@ async def test_a_receiver_that_keeps_failing_is_given_up_after_the_attempts(stor
     gate = Gate(POLICY, store)
     receiver = Receiver(status=503)
     with http_receiver(receiver) as url:
-        settings = notify(
-            {"webhooks": [{"url": url}], "retry": {"attempts": 3, "backoff": "1ms"}}
-        )
+        settings = notify({"webhooks": [{"url": url}], "retry": {"attempts": 3, "backoff": "1ms"}})
         notifications = Notifications(store, settings)
         await store.outbox_events(limit=0)
         await gate.check([call("delete_pod", name="a")])

@@ -1,0 +1,203 @@
+"""Slack: the message a fake Slack API on loopback receives, and the signed button presses that
+decide through the server as the mapped principal — refused when unsigned, stale, unmapped or
+not the rule's approver."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+from urllib.parse import urlencode
+
+import httpx
+
+from signoff import Policy
+from signoff.gate import Gate
+from signoff.notify import Notifications
+from signoff.server import Auth, Principal, Service, create_app
+from signoff.store import SQLStore
+from signoff.testing import call
+from tests.notify.receivers import Receiver, http_receiver
+from tests.notify.test_outbox import notify
+
+POLICY = Policy.from_dict({"rules": [{"ask": "delete_pod", "approvers": ["ops"]}]})
+SIGNING = "slack-signing-secret"
+TOKENS = {
+    "olga-token": Principal(name="olga", roles=frozenset({"ops"})),
+    "bob-token": Principal(name="bob"),
+}
+
+
+@asynccontextmanager
+async def slack_app(store: SQLStore) -> AsyncIterator[tuple[Any, httpx.AsyncClient, Receiver]]:
+    """The server with a Slack sink whose API is a fake on loopback; yields the notifier, an
+    in-process client of the server (no token: Slack sends none), and the fake's record."""
+    fake = Receiver(answer={"ok": True, "ts": "1.2"})
+    with http_receiver(fake) as url:
+        settings = notify(
+            {
+                "base_url": "https://signoff.example",
+                "slack": [
+                    {
+                        "token": "xoxb-test",
+                        "channel": "#ops",
+                        "api_url": url,
+                        "signing_secret": SIGNING,
+                        "users": {
+                            "U1": "olga",
+                            "U2": "bob",
+                            "U3": {"principal": "carla", "roles": ["ops"]},
+                        },
+                    }
+                ],
+            }
+        )
+        notifications = Notifications(store, settings)
+        gate = Gate(POLICY, store)
+        service = Service(store=store, gate=gate, agents=[], notifications=notifications)
+        app = create_app(service, Auth(tokens=TOKENS))
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            yield (gate, notifications, url), client, fake
+
+
+def press(
+    action: str, approval_id: str, *, user: str, response_url: str, secret: str = SIGNING,
+    age: float = 0,
+) -> tuple[bytes, dict[str, str]]:  # fmt: skip
+    payload = {
+        "type": "block_actions",
+        "user": {"id": user, "username": user.lower()},
+        "actions": [{"action_id": action, "value": approval_id, "type": "button"}],
+        "response_url": response_url,
+    }
+    body = urlencode({"payload": json.dumps(payload)}).encode()
+    stamp = str(int(time.time() - age))
+    mac = hmac.new(secret.encode(), f"v0:{stamp}:".encode() + body, hashlib.sha256).hexdigest()
+    return body, {
+        "x-slack-request-timestamp": stamp,
+        "x-slack-signature": f"v0={mac}",
+        "content-type": "application/x-www-form-urlencoded",
+    }
+
+
+async def test_a_slack_message_shows_the_call_and_its_buttons_decide_as_the_mapped_user(
+    store: SQLStore,
+):
+    async with slack_app(store) as ((gate, notifications, url), client, fake):
+        await store.outbox_events(limit=0)
+        [held] = await gate.check(
+            [call("delete_pod", name="<!channel> <https://evil.example|click>")]
+        )
+        approval_id = held.approval.id
+        assert await notifications.pump() == 1
+        [posted] = fake.taken()
+        assert posted.path == "/chat.postMessage"
+        assert posted.headers["authorization"] == "Bearer xoxb-test"
+        message = posted.json()
+        assert message["channel"] == "#ops"
+        assert message["text"] == "Approval needed: delete_pod"
+        text = json.dumps(message["blocks"])
+        assert "&lt;!channel&gt; &lt;https://evil.example|click&gt;" in text
+        assert "<!channel>" not in text and "<https://evil" not in text
+        [actions] = [b for b in message["blocks"] if b["type"] == "actions"]
+        buttons = {e["action_id"]: e for e in actions["elements"]}
+        assert buttons["signoff.approve"]["value"] == approval_id
+        assert buttons["signoff.reject"]["value"] == approval_id
+        assert buttons["signoff.open"]["url"] == f"https://signoff.example/approvals/{approval_id}"
+
+        body, headers = press("signoff.approve", approval_id, user="U1",
+                              response_url=f"{url}/respond")  # fmt: skip
+        answer = await client.post("/v1/slack/interactions", content=body, headers=headers)
+        assert answer.status_code == 200, answer.text
+        assert answer.json() == {"decided": True, "status": "approved"}
+        approval = await store.get_approval(approval_id)
+        assert (approval.status, approval.decided_by) == ("approved", "olga")
+        [decided] = [e for e in await store.audit_log() if e.action == "decision"]
+        assert decided.actor == "olga"
+        reply = fake.taken()[-1]
+        assert reply.path == "/respond"
+        assert reply.json()["replace_original"] is True
+        assert "approved by olga" in reply.json()["text"]
+
+        assert await notifications.pump() == 1  # the decision is told too
+        assert fake.taken()[-1].json()["text"] == "delete_pod approved by olga"
+        [links] = [b for b in fake.taken()[-1].json()["blocks"] if b["type"] == "actions"]
+        assert [e["action_id"] for e in links["elements"]] == ["signoff.open"]  # no buttons
+
+
+async def test_a_reject_button_rejects_with_who_pressed_it(store: SQLStore):
+    async with slack_app(store) as ((gate, _, url), client, _fake):
+        [held] = await gate.check([call("delete_pod", name="a")])
+        body, headers = press("signoff.reject", held.approval.id, user="U3",
+                              response_url=f"{url}/respond")  # fmt: skip
+        answer = await client.post("/v1/slack/interactions", content=body, headers=headers)
+        assert answer.json() == {"decided": True, "status": "rejected"}
+        approval = await store.get_approval(held.approval.id)
+        assert approval.decided_by == "carla"
+        assert approval.decision.reason == "rejected in Slack by carla"  # type: ignore[union-attr]
+
+
+async def test_unsigned_stale_unmapped_and_unauthorized_presses_decide_nothing(store: SQLStore):
+    async with slack_app(store) as ((gate, _, url), client, fake):
+        [held] = await gate.check([call("delete_pod", name="a")])
+        approval_id = held.approval.id
+        respond = f"{url}/respond"
+
+        async def post(**kwargs: Any) -> httpx.Response:
+            body, headers = press("signoff.approve", approval_id, response_url=respond, **kwargs)
+            return await client.post("/v1/slack/interactions", content=body, headers=headers)
+
+        forged = await post(user="U1", secret="not the signing secret")
+        assert forged.status_code == 401
+        assert "signature does not match" in forged.json()["detail"]
+        stale = await post(user="U1", age=600)
+        assert stale.status_code == 401
+        assert "replay window" in stale.json()["detail"]
+        unsigned = await client.post(
+            "/v1/slack/interactions", content=b"payload=%7B%7D",
+            headers={"content-type": "application/x-www-form-urlencoded"},
+        )  # fmt: skip
+        assert unsigned.status_code == 401
+        stranger = await post(user="U9")
+        assert stranger.json()["decided"] is False
+        assert "not mapped to a signoff principal" in stranger.json()["detail"]
+        not_ops = await post(user="U2")
+        assert not_ops.json()["decided"] is False
+        assert "'bob' may not decide this" in not_ops.json()["detail"]
+        assert (await store.get_approval(approval_id)).status == "pending"
+        # Each refusal that reached a known sink was told to the presser alone.
+        replies = [r.json() for r in fake.taken() if r.path == "/respond"]
+        assert [r["replace_original"] for r in replies] == [False, False]
+
+
+async def test_a_reply_goes_only_to_slack_or_the_sinks_own_api(store: SQLStore):
+    elsewhere = Receiver()
+    async with slack_app(store) as ((gate, _, _url), client, fake):
+        with http_receiver(elsewhere) as other:
+            [held] = await gate.check([call("delete_pod", name="a")])
+            body, headers = press("signoff.approve", held.approval.id, user="U1",
+                                  response_url=f"{other}/steal")  # fmt: skip
+            answer = await client.post("/v1/slack/interactions", content=body, headers=headers)
+    assert answer.json()["decided"] is True
+    assert elsewhere.taken() == []
+    assert [r.path for r in fake.taken()] == []
+
+
+async def test_a_malformed_interaction_is_a_400_and_the_link_button_is_ignored(store: SQLStore):
+    async with slack_app(store) as ((gate, _, url), client, _fake):
+        [held] = await gate.check([call("delete_pod", name="a")])
+        body, headers = press("signoff.open", held.approval.id, user="U1", response_url=url)
+        ignored = await client.post("/v1/slack/interactions", content=body, headers=headers)
+        assert (ignored.status_code, ignored.json()) == (200, {})
+        junk = b"payload=not-json"
+        stamp = str(int(time.time()))
+        mac = hmac.new(SIGNING.encode(), f"v0:{stamp}:".encode() + junk, hashlib.sha256)
+        signed = {"x-slack-request-timestamp": stamp, "x-slack-signature": f"v0={mac.hexdigest()}"}
+        bad = await client.post("/v1/slack/interactions", content=junk, headers=signed)
+        assert bad.status_code == 400
+        assert (await store.get_approval(held.approval.id)).status == "pending"
