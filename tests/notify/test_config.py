@@ -126,3 +126,18 @@ async def test_signoff_serve_tells_a_webhook_of_a_request_and_its_decision(tmp_p
     assert body["approval"]["args"] == {"name": "web-1"}
     assert [r.json()["event"] for r in told] == ["approval.requested", "approval.decided"]
     assert told[1].json()["actor"] == "olga"
+
+
+def test_the_config_in_the_notifications_doc_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    text = (ROOT / "docs" / "notifications.md").read_text()
+    block = text.split("```yaml\n", 1)[1].split("```", 1)[0]
+    for name in ("SIGNOFF_WEBHOOK_SECRET", "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET",
+                 "SMTP_USERNAME", "SMTP_PASSWORD"):  # fmt: skip
+        monkeypatch.setenv(name, f"value-of-{name}")
+    path = tmp_path / "signoff.yaml"
+    path.write_text(block)
+    notify = load_config(path).notify
+    assert [s.filters.name for s in (*notify.webhooks, *notify.slack, *notify.email)] == [
+        "webhooks[0]", "slack[0]", "email[0]",
+    ]  # fmt: skip
+    assert notify.slack[0].users["U0456EFGH"].roles == frozenset({"ops"})
