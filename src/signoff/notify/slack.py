@@ -129,18 +129,22 @@ def blocks(notice: Notice, *, buttons: bool) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text", "text": notice.title[:150]}}
     ]
+    # Text from the call goes out as plain text (an `*_delete*` stays as written), or in a
+    # code block where nothing but a closing fence could end it, and none is left whole.
     facts = notice.facts()
     short = [(k, v) for k, v in facts if "\n" not in v and len(v) <= 200][:10]
     if short:
-        fields = [{"type": "mrkdwn", "text": f"*{k}*\n{escape(v)}"} for k, v in short]
+        fields = [{"type": "plain_text", "text": f"{k}:\n{v}", "emoji": False} for k, v in short]
         out.append({"type": "section", "fields": fields})
     for label, value in facts:
         if (label, value) in short:
             continue
-        text = f"*{label}*\n```{escape(value)}```" if label == "Arguments" else escape(value)
-        if label != "Arguments":
-            text = f"*{label}*\n{text}"
-        out.append({"type": "section", "text": {"type": "mrkdwn", "text": text[:_TEXT]}})
+        if label == "Arguments":
+            code = escape(value).replace("```", "`\u200b``")
+            text = {"type": "mrkdwn", "text": f"*{label}*\n```{code}```"[:_TEXT]}
+        else:
+            text = {"type": "plain_text", "text": f"{label}:\n{value}"[:_TEXT], "emoji": False}
+        out.append({"type": "section", "text": text})
     elements: list[dict[str, Any]] = []
     if buttons and notice.kind == "requested" and notice.approval is not None:
         approval_id = notice.approval["id"]
