@@ -218,7 +218,7 @@ async def test_a_tool_that_raises_gives_an_error_result_and_the_run_goes_on(stor
     )
     events = await collect(run.start("t1", "go"))
     assert events[-1].type == "completed"
-    assert [m.content for m in last_tool_results(model)] == ["RuntimeError: disk full"]
+    assert [m.content for m in last_tool_results(model)] == ["disk full"]
 
 
 async def test_approve_always_lets_the_next_identical_call_run_without_asking(store: SQLStore):

@@ -100,8 +100,32 @@ async def test_a_tool_that_raises_gives_an_error_result_and_the_run_goes_on():
         raise RuntimeError(reason)
 
     assert await explode.invoke({"reason": "disk full"}) == ToolResult(
-        content="RuntimeError: disk full", is_error=True
+        content="disk full", is_error=True
     )
+
+
+async def test_a_tool_s_exception_reaches_the_model_in_words_its_name_only_where_it_helps():
+    @tool
+    def fail(kind: str) -> str:
+        """Fail in the way asked."""
+        match kind:
+            case "lookup":
+                raise LookupError("There is no pod named 'nginx-123'.")
+            case "file":
+                open("/nonexistent/signoff/notes.txt")  # noqa: SIM115 (it raises)
+            case "key":
+                raise KeyError("replicas")
+        raise ValueError
+
+    said = {
+        kind: (await fail.invoke({"kind": kind})).content for kind in ("lookup", "file", "key", "")
+    }
+    assert said == {
+        "lookup": "There is no pod named 'nginx-123'.",
+        "file": "No such file or directory: '/nonexistent/signoff/notes.txt'",
+        "key": "fail failed: KeyError 'replicas'",
+        "": "fail failed (ValueError, with no message)",
+    }
 
 
 class Target(BaseModel):

@@ -84,7 +84,7 @@ class Tool:
             else:
                 result = await asyncio.to_thread(self.function, **kwargs)
         except Exception as exc:  # a tool's failure is a result for the model, not a crash
-            return ToolResult(content=f"{type(exc).__name__}: {exc}", is_error=True)
+            return ToolResult(content=_failure(self.name, exc), is_error=True)
         finally:
             _key.reset(token)
         return ToolResult(content=_as_text(result))
@@ -135,6 +135,20 @@ def _arguments_model(function: Callable[..., Any], name: str) -> type[BaseModel]
         default = ... if parameter.default is parameter.empty else parameter.default
         fields[parameter.name] = (annotation, default)
     return create_model(f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
+
+
+def _failure(name: str, exc: Exception) -> str:
+    """What the model reads of a tool's exception: the tool's own words, as its author wrote
+    them (``There is no pod named 'nginx-123'.``). The exception's name is added only where the
+    words alone say little: a ``KeyError``'s bare key, or no message at all."""
+    message = str(exc).strip()
+    if isinstance(exc, OSError) and exc.errno is not None:
+        message = message.removeprefix(f"[Errno {exc.errno}] ")  # the number says nothing
+    if not message:
+        return f"{name} failed ({type(exc).__name__}, with no message)"
+    if isinstance(exc, KeyError):
+        return f"{name} failed: KeyError {message}"
+    return message
 
 
 def _as_text(result: Any) -> str:
