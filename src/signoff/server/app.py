@@ -31,7 +31,7 @@ from signoff.errors import (
     SignoffError,
 )
 from signoff.server.auth import LOOPBACK_NAMES, Auth, host_name
-from signoff.server.intake import BodyLimits, Intake, refuse
+from signoff.server.intake import BodyLimits, Intake, refuse, validation_refusal
 from signoff.server.service import Principal, Service
 from signoff.server.shapes import (
     DecisionBody,
@@ -88,7 +88,10 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
         async with service.running():
             yield
 
-    app = FastAPI(title="signoff", version=_version(), lifespan=lifespan)
+    # No /docs or /redoc: their pages load from a CDN, blank offline. /openapi.json stays.
+    app = FastAPI(
+        title="signoff", version=_version(), lifespan=lifespan, docs_url=None, redoc_url=None
+    )
     redaction = service.redaction
 
     def show(data: T) -> T:  # whole: cut where it nests too deep, arguments masked
@@ -649,13 +652,8 @@ def _errors(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = [
-            {"field": ".".join(str(p) for p in e["loc"]), "problem": e["msg"]} for e in exc.errors()
-        ]
-        detail = "; ".join(f"{p['field']}: {p['problem']}" for p in problems)
-        return JSONResponse(
-            {"error": "InvalidRequest", "detail": detail, "problems": problems}, status_code=422
-        )
+        status, body = validation_refusal(exc.errors(), exc.body)
+        return JSONResponse(body, status_code=status)
 
 
 async def _run(service: Service, run_id: str) -> dict[str, Any]:

@@ -2,20 +2,21 @@
 never read at all), a size cap, and a nesting limit (a JSON parser recurses, and a few hundred
 levels down gives up with a 500; thousands down it drops the connection).
 
-Answers are JSON, like every error of the API: 401, 413 or 400, naming the limit.
+Answers are JSON, like every error of the API: 401, 413 or 400, naming the limit. And once the
+app has read a body: `validation_refusal`, what a body or parameters that fail validation get.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from signoff.limits import MAX_ARGS_BYTES, MAX_DEPTH, text_depth
 from signoff.server.auth import Auth
 
-__all__ = ["BODY_DEPTH", "MAX_BODY", "BodyLimits", "Intake", "refuse"]
+__all__ = ["BODY_DEPTH", "MAX_BODY", "BodyLimits", "Intake", "refuse", "validation_refusal"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -131,3 +132,25 @@ async def refuse(
     headers = [(b"content-type", b"application/json"), *extra]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
+
+
+def validation_refusal(
+    errors: Sequence[Mapping[str, Any]], body: object
+) -> tuple[int, dict[str, Any]]:
+    """The status and JSON answer for a request that fails validation (FastAPI's `errors`, and
+    the `body` it read): each problem with the field it is in (422); or, for a body that is not
+    JSON at all, where it stops being JSON (400) — its offset is no field."""
+    for error in errors:
+        if error.get("type") == "json_invalid":
+            where = error["loc"][-1]
+            words = error.get("ctx", {}).get("error") or "it cannot be read"
+            if isinstance(body, str) and isinstance(where, int):
+                line = body.count("\n", 0, where) + 1
+                column = where - body.rfind("\n", 0, where)
+                words = f"{words} at line {line} column {column}"
+            detail = f"the body is not valid JSON: {words}"
+            problems = [{"field": "body", "problem": f"not valid JSON: {words}"}]
+            return 400, {"error": "InvalidRequest", "detail": detail, "problems": problems}
+    problems = [{"field": ".".join(str(p) for p in e["loc"]), "problem": e["msg"]} for e in errors]
+    detail = "; ".join(f"{p['field']}: {p['problem']}" for p in problems)
+    return 422, {"error": "InvalidRequest", "detail": detail, "problems": problems}
