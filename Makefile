@@ -87,7 +87,7 @@ bench: install
 	$(BIN)/python bench/frameworks.py
 
 demo: install
-	$(BIN)/signoff demo
+	$(BIN)/signoff demo $(ARGS)
 
 lock: | $(UV)
 	$(UV) pip compile pyproject.toml --group dev --group bench --universal --generate-hashes \

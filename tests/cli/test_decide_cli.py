@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import subprocess
 from datetime import UTC, datetime
+from pathlib import Path
 
 from signoff import Policy, ToolCall
 from signoff.gate import Gate
@@ -119,14 +119,17 @@ def test_the_rule_s_roles_hold_on_the_command_line_too(store_url: str):
     assert "needs one of the roles ['ops']" in err
 
 
-def test_approve_needs_somewhere_to_decide():
+def test_approve_needs_somewhere_to_decide(tmp_path: Path):
     env = {
         k: v for k, v in os.environ.items() if k not in ("SIGNOFF_SERVER", "SIGNOFF_DATABASE_URL")
     }
+    env["XDG_DATA_HOME"] = str(tmp_path)  # no demo serves from there
     result = subprocess.run(
         [*signoff_command(), "approve", "x"], capture_output=True, text=True, env=env,
         check=False,
     )  # fmt: skip
-    assert result.returncode == 2
-    words = " ".join(re.sub(r"[│╭╮╰╯─]", " ", result.stderr).split())  # rich's box, undone
-    assert "give --server URL (with --token) or --database URL" in words
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (
+        "signoff approve: no server given and no demo running here: pass --server URL "
+        "(with --token) or --database URL, or start one with `signoff demo`\n"
+    )

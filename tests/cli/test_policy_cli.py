@@ -1,4 +1,4 @@
-"""`signoff policy check|explain`, `signoff demo` and `signoff --version`, as a user runs them."""
+"""`signoff policy check|explain` and `signoff --version`, as a user runs them."""
 
 from __future__ import annotations
 
@@ -153,22 +153,6 @@ def test_explain_needs_exactly_one_of_tool_or_calls():
     code, _, err = run("policy", "explain", "-c", str(EXAMPLE))
     assert code == 2
     assert "give either --tool or --calls" in err
-
-
-def test_demo_prints_the_verdict_table_of_the_bundled_example():
-    code, out, _ = run("demo", "--explain")
-    assert code == 0
-    assert "14 sample tool calls against the example policy (10 rules, default ask" in out
-    verdicts = {
-        line.split("│")[1].strip(): line.split("│")[5].strip()
-        for line in out.splitlines()
-        if line.startswith("│") and line.split("│")[1].strip()
-    }
-    assert verdicts["pod_delete"] == "deny"
-    assert verdicts["pods_list"] == "allow"
-    assert verdicts["send_email"] == "ask"
-    assert verdicts["move_file"] == "deny"
-    assert verdicts["web_fetch"] == "allow"
 
 
 def test_a_user_mistake_is_a_message_and_exit_1_never_a_traceback(bad_policy: Path):

@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import re
+import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import httpx
 import pytest
 
 from signoff.demo.agents import cluster_pods
+from signoff.demo.folder import ADDRESS
 from tests.cli.test_inbox_cli import Terminal
 from tests.deadline import HANG
 from tests.processes import signoff_command, signoff_server, websocket_handshake
@@ -149,6 +151,127 @@ async def test_an_edit_in_the_terminal_inbox_starts_from_the_whole_arguments(
     assert terminal.close() == 0
     decided = (await client.get(f"/v1/approvals/{pending}")).json()
     assert decided["decision"]["args"] == {"path": "whole.txt", "content": text}
+
+
+async def test_a_tool_s_failure_reaches_the_model_and_the_person_in_words(
+    demo: tuple[httpx.AsyncClient, Path],
+):
+    client, _ = demo
+    done = await run(client, "ops", "logs of nginx-999")
+    failed = done["messages"][2]
+    assert (failed["content"], failed["is_error"]) == ("There is no pod named 'nginx-999'.", True)
+    missing = await run(client, "files", "read nothing.txt")
+    assert missing["messages"][2]["content"] == "There is no file 'nothing.txt' in the sandbox."
+
+
+async def test_the_api_is_described_at_openapi_json_with_no_page_that_needs_a_cdn(
+    demo: tuple[httpx.AsyncClient, Path],
+):
+    client, _ = demo
+    assert (await client.get("/openapi.json")).json()["info"]["title"] == "signoff"
+    for page in ("/docs", "/redoc"):
+        assert (await client.get(page)).status_code == 404
+
+
+async def test_a_body_that_is_not_json_is_told_where_it_stops_being_json(
+    demo: tuple[httpx.AsyncClient, Path],
+):
+    client, _ = demo
+    answer = await client.post(
+        "/v1/threads/t/runs",
+        content=b'{\n  "agent": "ops",\n  "input": "list pods",\n}',
+        headers={"content-type": "application/json"},
+    )
+    assert answer.status_code == 400
+    assert answer.json()["detail"] == (
+        "the body is not valid JSON: Expecting property name enclosed in double quotes "
+        "at line 4 column 1"
+    )
+    wrong = await client.post("/v1/threads/t/runs", json={"agent": "ops", "input": 5})
+    assert wrong.status_code == 422  # JSON, with a field that is wrong: the field is named
+    assert wrong.json()["problems"][0]["field"] == "body.input"
+
+
+async def signoff_says(*args: str) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        *signoff_command(), *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await process.communicate()
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+async def test_approve_and_the_inbox_find_the_demo_running_here_with_no_flags(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    for name in ("SIGNOFF_SERVER", "SIGNOFF_TOKEN", "SIGNOFF_DATABASE_URL", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    address = tmp_path / "signoff" / "demo" / ADDRESS
+    async with (
+        signoff_server("demo", "--port", "0") as (url, _),
+        httpx.AsyncClient(base_url=url, timeout=HANG) as client,
+    ):
+        first, second = [
+            (await run(client, "files", f"delete {name}"))["pending_approvals"][0]
+            for name in ("todo.md", "notes.txt")
+        ]
+        code, out, err = await signoff_says("approve", first[-8:])
+        assert (code, out) == (0, f"{first}: approved by local (delete_file)\n")
+        assert err == (
+            f"signoff approve: through the demo at {url} (from {address}; "
+            "--server URL names another)\n"
+        )
+        terminal = Terminal("inbox")
+        shown = terminal.until("inbox> ")
+        assert f"signoff inbox: through the demo at {url}" in shown
+        assert "1 waiting" in shown
+        terminal.type("reject 1 keep my notes")
+        assert f"#1 {second[-8:]} delete_file: rejected by local" in terminal.until("inbox> ")
+        terminal.type("quit")
+        assert terminal.close() == 0
+    assert not address.exists()  # the demo stopped: it says so by removing its address
+    code, out, err = await signoff_says("approve", first[-8:])
+    assert (code, out) == (2, "")
+    assert err == (
+        "signoff approve: no server given and no demo running here: pass --server URL "
+        "(with --token) or --database URL, or start one with `signoff demo`\n"
+    )
+
+
+async def test_demo_reset_starts_afresh_and_says_what_it_removed(tmp_path: Path):
+    async with (
+        signoff_server("demo", "--port", "0", "--data-dir", str(tmp_path)) as (url, _),
+        httpx.AsyncClient(base_url=url, timeout=HANG) as client,
+    ):
+        paused = await run(client, "ops", "list pods then delete nginx-123")
+        await client.post(f"/v1/approvals/{paused['pending_approvals'][0]}/decision",
+                          json={"kind": "approve"})  # fmt: skip
+        assert (await until_done(client, paused["id"]))["status"] == "completed"
+    assert "nginx-123" not in cluster_pods(tmp_path / "signoff.db")
+
+    process = await asyncio.create_subprocess_exec(
+        *signoff_command(), "demo", "--reset", "--port", "0", "--data-dir", str(tmp_path),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    assert process.stdout is not None
+    try:
+        async with asyncio.timeout(HANG):
+            said = (await process.stdout.readline()).decode()
+            serving = (await process.stdout.readline()).decode()
+        assert said.startswith("signoff demo --reset: removed signoff.db")
+        assert said.endswith(f"sandbox/ (2 files) from {tmp_path}\n")
+        assert "signoff demo on http://127.0.0.1:" in serving
+        assert "nginx-123" in cluster_pods(tmp_path / "signoff.db")  # the cluster as it began
+        found = re.search(r"http://[\d.:]+", serving)
+        assert found is not None
+        async with httpx.AsyncClient(base_url=found.group(0), timeout=HANG) as client:
+            assert (await client.get("/v1/approvals")).json()["items"] == []
+    finally:
+        process.send_signal(signal.SIGINT)
+        async with asyncio.timeout(HANG):
+            await process.wait()
 
 
 async def test_a_page_on_a_rebound_dns_name_cannot_drive_the_demo(

@@ -3,19 +3,56 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer.core import TyperGroup, TyperOption
 
 import signoff
 from signoff.cli import audit, decide, demo, gateway, grants, inbox, policy, serve
 from signoff.errors import SignoffError
 
+if TYPE_CHECKING:
+    from typer._click import Command, Context, Parameter
+
 __all__ = ["app", "main"]
 
+
+class _Group(TyperGroup):
+    """The ``signoff`` group, which also keeps typer (0.29) from showing a flag as taking a
+    value (``--json <bool>``): in its own help, and in every command's under it, each resolved
+    through it before its options are parsed or shown."""
+
+    def get_params(self, ctx: Context) -> list[Parameter]:
+        params = super().get_params(ctx)
+        _show_no_value(params)
+        return params
+
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            _show_no_value_under(command, ctx)
+        return command
+
+
+def _show_no_value_under(command: Command, ctx: Context) -> None:
+    # The help option is made on first use and kept: made here, it is the one shown later.
+    _show_no_value([*command.params, command.get_help_option(ctx)])
+    for sub in getattr(command, "commands", {}).values():
+        _show_no_value_under(sub, ctx)
+
+
+def _show_no_value(params: Iterable[Parameter | None]) -> None:
+    for param in params:
+        if isinstance(param, TyperOption) and param.is_flag and param.metavar is None:
+            param.metavar = ""
+
+
 app = typer.Typer(
+    cls=_Group,
     name="signoff",
     help="Put a human between AI agents and their risky tool calls.",
     no_args_is_help=True,

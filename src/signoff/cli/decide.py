@@ -1,12 +1,12 @@
 """``signoff approve ID`` and ``signoff reject ID --reason TEXT``: decide from a shell, through
-a server (``--server URL --token T``) or straight on a database (``--database URL``). ``ID`` is
-the approval's id or the short id ``signoff inbox`` shows (see `signoff.cli.short_id`)."""
+a server (``--server URL --token T``) or straight on a database (``--database URL``); with
+neither, through the demo running on this machine. ``ID`` is the approval's id or the short id
+``signoff inbox`` shows (see `signoff.cli.short_id`)."""
 
 from __future__ import annotations
 
 import asyncio
 import getpass
-import os
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -14,6 +14,7 @@ import typer
 if TYPE_CHECKING:
     import httpx
 
+from signoff.cli.listen import stop
 from signoff.cli.short_id import resolve
 from signoff.errors import ConflictError, ForbiddenError, NotFoundError, SignoffError
 from signoff.types import Approve, Decision, Reject, Scope, approval_to_dict, decision_to_dict
@@ -26,27 +27,31 @@ __all__ = [
     "on_server",
     "reject",
     "through_server",
+    "where",
 ]
 
 Server = Annotated[
     str | None,
     typer.Option(
-        help="A signoff server to decide through [env: SIGNOFF_SERVER].", show_default=False
+        help="The URL of the signoff server to work through (default: the demo running here).",
+        envvar="SIGNOFF_SERVER",
+        show_default=False,
     ),
 ]
 Token = Annotated[
-    str | None, typer.Option(help="Its bearer token [env: SIGNOFF_TOKEN].", show_default=False)
+    str | None, typer.Option(help="Its bearer token.", envvar="SIGNOFF_TOKEN", show_default=False)
 ]
 Database = Annotated[
     str | None,
     typer.Option(
-        help="Decide straight on this database instead [env: SIGNOFF_DATABASE_URL].",
+        help="Work straight on this database instead (its URL).",
+        envvar="SIGNOFF_DATABASE_URL",
         show_default=False,
     ),
 ]
 Actor = Annotated[
     str | None,
-    typer.Option("--as", help="Who decides, on a database [default: your user name]."),
+    typer.Option("--as", help="Who decides, on a database (default: your user name)."),
 ]
 Roles = Annotated[
     list[str] | None, typer.Option("--role", help="A role of the decider, on a database.")
@@ -77,6 +82,7 @@ def approve(
     if always not in (None, "run", "thread", "agent", "global"):
         raise typer.BadParameter("one of run, thread, agent, global", param_hint="--always")
     decision = Approve(always=None if always is None else Scope(kind=always))  # type: ignore[arg-type]
+    server, database = where("approve", server, database)
     _decide(approval_id, decision, server, token, database, actor, role)
 
 
@@ -90,6 +96,7 @@ def reject(
     role: Roles = None,
 ) -> None:
     """Reject a held call with a reason: it never runs, and the model is told why."""
+    server, database = where("reject", server, database)
     _decide(approval_id, Reject(reason=reason), server, token, database, actor, role)
 
 
@@ -102,10 +109,7 @@ def _decide(
     actor: str | None,
     roles: list[str] | None,
 ) -> None:
-    server = server or os.environ.get("SIGNOFF_SERVER")
-    database = database or os.environ.get("SIGNOFF_DATABASE_URL")
     if server:
-        token = token or os.environ.get("SIGNOFF_TOKEN")
         approval_id = resolve(
             approval_id,
             lambda short, limit: from_server(
@@ -113,18 +117,40 @@ def _decide(
             )["items"],
         )
         result = through_server(server, token, approval_id, decision)
-    elif database:
+    else:
+        assert database is not None  # where() gave one or the other
         approval_id = resolve(
             approval_id, lambda short, limit: asyncio.run(find_on_database(database, short, limit))
         )
         result = asyncio.run(
             on_database(database, approval_id, decision, actor or getpass.getuser(), roles or [])
         )
-    else:
-        raise typer.BadParameter(
-            "give --server URL (with --token) or --database URL", param_hint="--server"
-        )
     typer.echo(f"{result['id']}: {result['status']} by {result['decided_by']} ({result['tool']})")
+
+
+def where(command: str, server: str | None, database: str | None) -> tuple[str | None, str | None]:
+    """The server or the database `command` works on: as given (an option, or its environment
+    variable); with neither, the demo serving from its default data folder, said on stderr;
+    with no demo serving either, one line on how to name one (status 2)."""
+    if server or database:
+        return server, database
+    from signoff.demo.folder import ADDRESS, default_data_dir, serving
+
+    folder = default_data_dir()
+    url = serving(folder)
+    if url is None:
+        stop(
+            command,
+            "no server given and no demo running here: pass --server URL (with --token) or "
+            "--database URL, or start one with `signoff demo`",
+            code=2,
+        )
+    typer.echo(
+        f"signoff {command}: through the demo at {url} (from {folder / ADDRESS}; "
+        "--server URL names another)",
+        err=True,
+    )
+    return url, None
 
 
 def from_server(

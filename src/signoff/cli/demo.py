@@ -1,4 +1,5 @@
-"""``signoff demo``: the bundled example policy, explained over a set of sample calls."""
+"""``signoff demo``: the server with the demo's two agents, on SQLite in a data folder; or, with
+``--explain``, the demo's policy explained over sample calls of its agents' tools."""
 
 from __future__ import annotations
 
@@ -10,12 +11,14 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
+from signoff.cli.listen import check_port, check_port_free
 from signoff.cli.policy import explain_table, load_calls, table_console
 from signoff.errors import MissingExtraError
 from signoff.policy import Policy, PolicyEngine
 
-__all__ = ["demo"]
+__all__ = ["demo", "explain_demo"]
 
 
 def demo(
@@ -23,10 +26,22 @@ def demo(
     port: Annotated[int, typer.Option(help="Port to listen on; 0 picks a free one.")] = 8000,
     data_dir: Annotated[
         Path | None,
-        typer.Option(help="Folder of the demo's database and sandbox [default: user data dir]."),
+        typer.Option(
+            help="Folder of the demo's database and sandbox (default: signoff/demo in the user "
+            "data folder, $XDG_DATA_HOME or ~/.local/share).",
+            show_default=False,
+        ),
     ] = None,
+    reset: Annotated[
+        bool,
+        typer.Option("--reset", help="Remove the demo's database and sandbox first: start afresh."),
+    ] = False,
     explain: Annotated[
-        bool, typer.Option("--explain", help="Only print the example policy's verdict table.")
+        bool,
+        typer.Option(
+            "--explain",
+            help="Only print the verdicts of the demo's policy on sample calls of its tools.",
+        ),
     ] = False,
     allowed_hosts: Annotated[
         list[str] | None,
@@ -38,10 +53,12 @@ def demo(
 ) -> None:
     """Run the server with two demo agents (files, ops) on SQLite; no config needed."""
     if explain:
-        explain_example()
+        explain_demo()
         return
+    check_port("demo", port)
     try:
         from signoff.demo import default_data_dir, serve_demo
+        from signoff.demo.folder import reset as reset_folder
         from signoff.server.auth import allowed_host, is_loopback
     except ImportError:
         raise MissingExtraError("signoff demo", "server") from None
@@ -55,12 +72,20 @@ def demo(
         hosts = [allowed_host(name) for name in allowed_hosts or ()]
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--allowed-host") from None
+    check_port_free("demo", host, port)
 
     folder = data_dir or default_data_dir()
     console = table_console()
+    if reset:
+        removed = reset_folder(folder)
+        said = f"removed {', '.join(removed)} from" if removed else "nothing to remove in"
+        console.print(
+            f"[bold]signoff demo --reset[/]: {said} {escape(str(folder))}", soft_wrap=True
+        )
+    inbox = "signoff inbox" if data_dir is None else "signoff inbox --server URL"
 
     def ready(url: str) -> None:
-        console.print(f"[bold]signoff demo[/] on {url}  (data in {folder})")
+        console.print(f"[bold]signoff demo[/] on {url}  (data in {escape(str(folder))})")
         console.print(f"  web inbox:    {url}/   (open it in a browser)")
         console.print(
             f"  start a run:  curl -s -X POST {url}/v1/threads/t1/runs?wait=5 "
@@ -72,33 +97,35 @@ def demo(
             f"  approve:      curl -s -X POST {url}/v1/approvals/ID/decision "
             """-H 'content-type: application/json' -d '{"kind": "approve"}'"""
         )
+        console.print(f"  or decide in a terminal: {inbox.replace('URL', url)}")
         if importlib.util.find_spec("a2a") is not None:  # the a2a extra is installed
             console.print(f"  A2A agents:   {url}/a2a/ops/.well-known/agent-card.json (and files)")
         if importlib.util.find_spec("ag_ui") is not None:  # the ag-ui extra is installed
             console.print(f"  AG-UI:        POST {url}/agui/ops (and files)")
-        console.print(f"  API docs:     {url}/docs   (Ctrl+C stops)")
+        console.print(f"  OpenAPI:      {url}/openapi.json   (Ctrl+C stops)")
 
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve_demo(host=host, port=port, data_dir=folder, ready=ready, hosts=hosts))
 
 
-def explain_example() -> None:
-    """Explain the bundled example policy over sample tool calls, as a verdict table."""
+def explain_demo() -> None:
+    """Explain the demo's own policy over sample calls of its agents' tools, as a table."""
     examples = files("signoff") / "examples"
     with (
-        as_file(examples / "policy.yaml") as policy_file,
-        as_file(examples / "calls.yaml") as calls,
+        as_file(examples / "demo-policy.yaml") as policy_file,
+        as_file(examples / "demo-calls.yaml") as calls,
     ):
         policy = Policy.from_file(policy_file)
         batch = load_calls(calls)
     engine = PolicyEngine(policy)
     console = table_console()
     console.print(
-        f"[bold]signoff demo[/]: {len(batch)} sample tool calls against the example policy "
-        f"({len(policy.rules)} rules, default {policy.default}, version {policy.version})"
+        f"[bold]signoff demo[/]: {len(batch)} sample calls of the demo agents' tools against "
+        f"the demo's policy ({len(policy.rules)} rules, default {policy.default}, "
+        f"version {policy.version})"
     )
     console.print(explain_table(batch, [engine.explain(call) for call in batch]))
     console.print(
-        "allow runs the call, ask holds it for a person, deny blocks it. "
-        "Try your own: signoff policy explain --config FILE --tool NAME --args JSON"
+        "allow runs the call, ask holds it for a person, deny blocks it. The running demo "
+        "explains any call too: POST /v1/policy/explain, or the policy page of the web inbox."
     )

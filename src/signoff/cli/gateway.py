@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from signoff.cli.listen import check_port, check_port_free
 from signoff.cli.serve import checked_auth
 from signoff.errors import MissingExtraError
 
@@ -50,6 +51,8 @@ def mcp_gateway(
 ) -> None:
     """Front the config's MCP servers: allowed calls run, denied ones are refused, the rest
     wait for a person (the inbox, or the MCP client's own dialog)."""
+    if transport is Transport.http:
+        check_port("mcp-gateway", port)
     try:
         from signoff.protocols.mcp.gateway import Gateway  # noqa: F401  (the mcp extra)
         from signoff.server.config import load_config
@@ -68,6 +71,7 @@ def mcp_gateway(
         auth = checked_auth(
             config, settings.tokens, host=host, no_auth=no_auth, hosts=settings.allowed_hosts
         )
+        check_port_free("mcp-gateway", host, port)
     # stdout is the MCP channel over stdio: everything said goes to stderr.
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="signoff: %(message)s")
     with contextlib.suppress(KeyboardInterrupt):

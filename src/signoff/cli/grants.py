@@ -1,12 +1,12 @@
 """``signoff grants list`` and ``signoff grants revoke ID``: the standing approvals "approve
-always" left, through a server (``--server URL --token T``) or straight on a database."""
+always" left, through a server (``--server URL --token T``) or straight on a database; with
+neither, through the demo running on this machine."""
 
 from __future__ import annotations
 
 import asyncio
 import getpass
 import json
-import os
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from signoff.cli.decide import Actor, Database, Server, Token, on_server
+from signoff.cli.decide import Actor, Database, Server, Token, on_server, where
 from signoff.policy import Policy, PolicyEngine
 from signoff.types import Grant, grant_to_dict
 
@@ -37,12 +37,12 @@ def list_grants(
 ) -> None:
     """Show each grant: its scope, tool and argument binding, who granted it and when, how
     often it let a call through, and whether it is still in force."""
-    server, database = _where(server, database)
+    server, database = where("grants list", server, database)
     if server:
         query = {k: v for k, v in {"tool": tool, "revoked": revoked or None}.items() if v}
-        items = on_server(server, _token(token), "GET", "/v1/grants", params=query)["items"]
+        items = on_server(server, token, "GET", "/v1/grants", params=query)["items"]
     else:
-        assert database is not None  # _where checked
+        assert database is not None  # where() gave one or the other
         items = asyncio.run(_listed(database, tool=tool, revoked=revoked))
     if as_json:
         for item in items:
@@ -77,27 +77,13 @@ def revoke(
     actor: Actor = None,
 ) -> None:
     """Revoke a grant: no call passes under it from now on. Audited."""
-    server, database = _where(server, database)
+    server, database = where("grants revoke", server, database)
     if server:
-        shown = on_server(server, _token(token), "DELETE", f"/v1/grants/{grant_id}")
+        shown = on_server(server, token, "DELETE", f"/v1/grants/{grant_id}")
     else:
-        assert database is not None  # _where checked
+        assert database is not None  # where() gave one or the other
         shown = asyncio.run(_revoked(database, grant_id, actor or getpass.getuser()))
     typer.echo(f"{shown['id']}: revoked by {shown['revoked_by']} ({shown['tool']})")
-
-
-def _token(token: str | None) -> str | None:
-    return token or os.environ.get("SIGNOFF_TOKEN")
-
-
-def _where(server: str | None, database: str | None) -> tuple[str | None, str | None]:
-    server = server or os.environ.get("SIGNOFF_SERVER")
-    database = database or os.environ.get("SIGNOFF_DATABASE_URL")
-    if not server and not database:
-        raise typer.BadParameter(
-            "give --server URL (with --token) or --database URL", param_hint="--server"
-        )
-    return server, database
 
 
 async def _listed(url: str, *, tool: str | None, revoked: bool) -> list[dict[str, Any]]:

@@ -1,5 +1,6 @@
 """``signoff inbox``: the pending approvals in a terminal, decided one command at a time,
-through a server (``--server URL --token T``) or straight on a database (``--database URL``).
+through a server (``--server URL --token T``) or straight on a database (``--database URL``);
+with neither, through the demo running on this machine.
 
 Commands: ``list``; ``show N``; ``approve N [always run|thread|agent|global]``; ``reject N
 REASON``; ``edit N [JSON]`` (without JSON, ``$EDITOR`` opens the arguments); ``respond N TEXT``;
@@ -22,7 +23,6 @@ import tempfile
 from collections.abc import Callable
 from typing import Any, Protocol
 
-import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -35,6 +35,7 @@ from signoff.cli.decide import (
     Token,
     from_server,
     through_server,
+    where,
 )
 from signoff.cli.short_id import SHORTEST, resolve, shorten
 from signoff.errors import NotFoundError, SignoffError
@@ -64,17 +65,13 @@ def inbox(
     role: Roles = None,
 ) -> None:
     """Decide pending approvals in the terminal, one command at a time."""
-    server = server or os.environ.get("SIGNOFF_SERVER")
-    database = database or os.environ.get("SIGNOFF_DATABASE_URL")
+    server, database = where("inbox", server, database)
     backend: Backend
     if server:
-        backend = _ServerBackend(server, token or os.environ.get("SIGNOFF_TOKEN"))
-    elif database:
-        backend = _DatabaseBackend(database, actor or getpass.getuser(), role or [])
+        backend = _ServerBackend(server, token)
     else:
-        raise typer.BadParameter(
-            "give --server URL (with --token) or --database URL", param_hint="--server"
-        )
+        assert database is not None  # where() gave one or the other
+        backend = _DatabaseBackend(database, actor or getpass.getuser(), role or [])
     Inbox(backend, Console(highlight=False), input).loop()
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from signoff.cli.listen import check_port, check_port_free
 from signoff.errors import MissingExtraError
 
 if TYPE_CHECKING:
@@ -43,6 +44,7 @@ def serve(
     ] = None,
 ) -> None:
     """Serve the API: runs, approvals, decisions, audit."""
+    check_port("serve", port)
     try:
         from signoff.server import Service, create_app
         from signoff.server.config import load_config
@@ -70,6 +72,7 @@ def serve(
         loaded = [a for spec in agents or () for a in import_agents(spec)]
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--agents") from None
+    check_port_free("serve", host, port)
 
     async def main() -> None:
         async with open_store(settings.database) as store:

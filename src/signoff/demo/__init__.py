@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from importlib.resources import as_file, files
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 import yaml
 
 from signoff.demo.agents import demo_agents
+from signoff.demo.folder import DATABASE, announce, default_data_dir, withdraw
 from signoff.demo.model import demo_model
 from signoff.errors import MissingExtraError
 
@@ -20,12 +20,6 @@ DEMO_REDACT = ("**.password", "**.*token*", "**.*secret*", "**.api_key", "env.*.
 (``deploy``'s ``env``), which often hold them."""
 
 
-def default_data_dir() -> Path:
-    """Where the demo keeps its database and sandbox: ``$XDG_DATA_HOME/signoff/demo``."""
-    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
-    return Path(base) / "signoff" / "demo"
-
-
 async def serve_demo(
     *,
     host: str,
@@ -34,9 +28,10 @@ async def serve_demo(
     ready: Callable[[str], None] = print,
     hosts: Sequence[str] = (),
 ) -> None:
-    """Serve the demo until interrupted; `ready` gets the URL once it listens. Without
-    authentication: `host` must be a loopback address, and requests must name a loopback
-    host or one of `hosts` (their ``Host``)."""
+    """Serve the demo until interrupted; `ready` gets the URL once it listens, and while it
+    serves, `data_dir` says where (`signoff.demo.folder.serving`). Without authentication:
+    `host` must be a loopback address, and requests must name a loopback host or one of
+    `hosts` (their ``Host``)."""
     try:
         from signoff.server import Auth, Service, create_app
         from signoff.server.run import run_app
@@ -51,7 +46,7 @@ async def serve_demo(
     if not is_loopback(host):  # the command says so first; this is for callers from Python
         raise ValueError(f"the demo has no authentication and serves loopback only, not {host!r}")
     data_dir.mkdir(parents=True, exist_ok=True)
-    database = data_dir / "signoff.db"
+    database = data_dir / DATABASE
     with as_file(files("signoff") / "examples" / "demo-policy.yaml") as path:
         policy = Policy.from_file(path)
         document = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -65,4 +60,12 @@ async def serve_demo(
             redaction=Redaction(DEMO_REDACT),
         )
         app = create_app(service, Auth.none(roles=["admin"], hosts=hosts))
-        await run_app(app, host=host, port=port, ready=ready)
+
+        def announced(url: str) -> None:
+            announce(data_dir, url)
+            ready(url)
+
+        try:
+            await run_app(app, host=host, port=port, ready=announced)
+        finally:
+            withdraw(data_dir)

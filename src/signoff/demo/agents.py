@@ -84,7 +84,13 @@ def _file_tools(sandbox: Path) -> list[Tool]:
     def inside(path: str) -> Path:
         target = (sandbox / path).resolve()
         if not target.is_relative_to(sandbox.resolve()):
-            raise PermissionError(f"{path!r} is outside the sandbox")
+            raise PermissionError(f"The path {path!r} is outside the sandbox.")
+        return target
+
+    def existing(path: str) -> Path:
+        target = inside(path)
+        if not target.is_file():
+            raise FileNotFoundError(f"There is no file {path!r} in the sandbox.")
         return target
 
     @tool
@@ -95,7 +101,7 @@ def _file_tools(sandbox: Path) -> list[Tool]:
     @tool
     def read_file(path: str) -> str:
         """Read a file of the sandbox."""
-        return inside(path).read_text()
+        return existing(path).read_text()
 
     @tool
     def write_file(path: str, content: str) -> str:
@@ -108,7 +114,7 @@ def _file_tools(sandbox: Path) -> list[Tool]:
     @tool
     def delete_file(path: str) -> str:
         """Delete a file of the sandbox."""
-        inside(path).unlink()
+        existing(path).unlink()
         return f"deleted {path}"
 
     return [list_files, read_file, write_file, delete_file]
@@ -124,7 +130,7 @@ def _ops_tools(database: Path) -> list[Tool]:
     def get_logs(name: str, lines: int = 5) -> str:
         """The last lines of a pod's log."""
         if name not in cluster_pods(database):
-            raise LookupError(f"no pod named {name!r}")
+            raise LookupError(f"There is no pod named {name!r}.")
         return "\n".join(f"{name}: request {i} served in {3 + i % 7} ms" for i in range(lines))
 
     @tool
@@ -133,7 +139,7 @@ def _ops_tools(database: Path) -> list[Tool]:
         with _cluster(database) as cluster:
             pods = cluster["pods"]
             if name not in pods:
-                raise LookupError(f"no pod named {name!r}")
+                raise LookupError(f"There is no pod named {name!r}.")
             pods.remove(name)
         return f"pod {name} deleted"
 
@@ -143,7 +149,7 @@ def _ops_tools(database: Path) -> list[Tool]:
         with _cluster(database) as cluster:
             pods = [p for p in cluster["pods"] if not p.startswith(f"{name}-")]
             if len(pods) == len(cluster["pods"]) and name not in _DEPLOYMENTS:
-                raise LookupError(f"no deployment named {name!r}")
+                raise LookupError(f"There is no deployment named {name!r}.")
             cluster["pods"] = pods + [f"{name}-{100 + i}" for i in range(replicas)]
         return f"deployment {name} scaled to {replicas}"
 
@@ -189,7 +195,7 @@ def _db_tools(database: Path) -> list[Tool]:
         with _cluster(database) as cluster:
             tables = cluster.setdefault("tables", list(_TABLES))
             if name not in tables:
-                raise LookupError(f"no table named {name!r}")
+                raise LookupError(f"There is no table named {name!r}.")
             tables.remove(name)
         return f"table {name} dropped"
 
