@@ -1,0 +1,49 @@
+"""Every command's ``--help`` says what its author wrote: no words eaten, no type on a flag."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+import typer
+from rich.text import Text
+from typer.testing import CliRunner
+
+from signoff.cli import app
+
+if TYPE_CHECKING:
+    from typer._click import Command
+
+runner = CliRunner()
+
+
+def commands(
+    command: Command, path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], Command]]:
+    """Each command under `command` (itself included), with its words on the command line."""
+    yield path, command
+    for name, sub in getattr(command, "commands", {}).items():
+        yield from commands(sub, (*path, name))
+
+
+ROOT = typer.main.get_command(app)
+EVERY = [pytest.param(path, id=" ".join(path) or "signoff") for path, _ in commands(ROOT)]
+
+
+@pytest.mark.parametrize("path", EVERY)
+def test_a_help_shows_no_value_type_on_a_flag_and_no_hole_in_its_words(path: tuple[str, ...]):
+    result = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "<bool>" not in result.output
+    words = " ".join(result.output.replace("│", " ").split())
+    assert not re.search(r"\s[.,;:)]", words), words  # "... decide through ." had lost a part
+
+
+@pytest.mark.parametrize("path", EVERY)
+def test_no_help_text_is_taken_for_markup(path: tuple[str, ...]):
+    command = dict(commands(ROOT))[path]
+    texts = [command.help or ""] + [getattr(p, "help", None) or "" for p in command.params]
+    for text in texts:
+        assert Text.from_markup(text).plain == text, f"rich would show {text!r} cut"
