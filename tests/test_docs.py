@@ -1,23 +1,22 @@
-"""Every example in the README and under docs/ runs, and says what it claims."""
+"""Every example in the README and under docs/ runs as written on a fresh clone, and says what
+it claims."""
 
 from __future__ import annotations
 
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-import signoff
 from signoff import Policy, PolicyEngine, ToolCall
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
-EXAMPLE_POLICY = Path(signoff.__file__).parent / "examples" / "policy.yaml"
 _BLOCK = re.compile(
     r"(?:<!-- example: (?P<name>[\w-]+) -->\n)?```(?P<lang>\w+)\n(?P<body>.*?)```", re.S
 )
@@ -109,17 +108,26 @@ def test_the_reference_examples_decide_as_documented():
     assert kind(sections, "shell") == "allow"
 
 
-@pytest.mark.parametrize(("doc", "name", "body"), blocks("python"))
-def test_every_python_example_runs(
+def numbered(found: list[tuple[str, str, str]]) -> list[Any]:
+    """`found` as test parameters named by document and example (or place in the document)."""
+    seen: dict[str, int] = {}
+    params: list[Any] = []
+    for doc, name, body in found:
+        seen[doc] = seen.get(doc, 0) + 1
+        params.append(pytest.param(doc, name, body, id=f"{doc}:{name or seen[doc]}"))
+    return params
+
+
+@pytest.mark.parametrize(("doc", "name", "body"), numbered(blocks("python")))
+def test_every_python_example_runs_as_written_from_an_empty_folder(
     doc: str, name: str, body: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    shutil.copy(EXAMPLE_POLICY, tmp_path / "signoff.yaml")
+    # A reader runs an example where they are, with what a fresh clone has: every file it
+    # reads, it writes first (or takes from the installed package); every program it starts
+    # is there without `make pytest` (no tests/js/node_modules on the PATH).
+    assert not any(tmp_path.iterdir())
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)  # examples use their scripted model
-    # The MCP example runs the reference filesystem server, installed here by `make pytest`.
-    monkeypatch.setenv(
-        "PATH", f"{ROOT / 'tests/js/node_modules/.bin'}{os.pathsep}{os.environ['PATH']}"
-    )
     if "adalflow" in body:
         # AdalFlow downloads tiktoken's encoding at import: give it one offline (as a reader
         # with a network would have it), before the example imports AdalFlow.
@@ -143,3 +151,15 @@ def test_the_readme_quickstart_commands_print_what_it_shows():
         follows = commands[i + 1] if i + 1 < len(commands) else ""
         if follows.startswith("# {"):
             assert result.stdout.strip() == follows[2:]
+
+
+def test_make_demo_passes_the_readme_s_args_to_signoff_demo():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    found = re.search(r'`make demo ARGS="([^"]+)"`', readme)
+    assert found, "the README's Quickstart shows how to pass options to the demo"
+    for args, command in ((found[1], f"signoff demo {found[1]}"), ("", "signoff demo")):
+        dry = subprocess.run(
+            ["make", "--dry-run", "--no-print-directory", "demo", f"ARGS={args}"],
+            cwd=ROOT, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        assert dry.stdout.splitlines()[-1].strip().endswith(command)
