@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -20,6 +21,7 @@ from signoff.gate import CheckContext, Gate
 from signoff.server import Auth, Principal, Service, create_app
 from signoff.server.config import load_config
 from signoff.server.redact import MASK, Redaction
+from signoff.server.shapes import INPUT_CHARS
 from signoff.server.web import CSP
 from signoff.store import SQLStore
 from signoff.testing import ScriptedModel, call
@@ -108,6 +110,29 @@ async def test_the_page_and_its_files_come_with_a_csp_and_nothing_else_is_served
         for name in ["../app.py", "..%2Fapp.py", "missing.js", "web.py", ".hidden.js"]:
             assert (await client.get(f"/ui/{name}")).status_code == 404, name
         assert "set-cookie" not in page.headers
+
+
+async def test_an_approval_s_own_page_is_the_page_with_the_same_headers_at_its_path(
+    store: SQLStore,
+):
+    """Notifications link to ``/approvals/<id>``: the page is served there (it asks the API for
+    the approval once signed in), and names its files and the API from the root, so they load
+    from that path as from ``/``."""
+    async with client_for(store, []) as client:
+        root = await client.get("/", headers={"Authorization": ""})
+        own = await client.get("/approvals/01anything", headers={"Authorization": ""})
+        assert own.status_code == 200
+        assert own.text == root.text
+        kept = ["content-type", "content-security-policy", "x-content-type-options",
+                "referrer-policy", "cache-control"]  # fmt: skip
+        assert {k: own.headers[k] for k in kept} == {k: root.headers[k] for k in kept}
+        addresses = re.findall(r'(?:src|href)="([^"]*)"', own.text)
+        assert addresses and all(a.startswith("/") for a in addresses), addresses
+        script = (await client.get("/ui/app.js")).text
+        assert "fetch(`/v1" in (await client.get("/ui/api.js")).text
+        assert 'from "./' in script  # modules import each other beside themselves: /ui/
+        assert (await client.get("/approvals")).status_code == 404
+        assert (await client.get("/approvals/a/b")).status_code == 404
 
 
 async def test_me_says_who_and_with_which_roles(store: SQLStore):
@@ -389,3 +414,39 @@ async def test_another_framework_s_approval_is_listed_with_its_origin_thread_and
         assert decided["decided_by"] == "ada"
         [grant] = (await client.get("/v1/grants")).json()["items"]
         assert (grant["scope"], grant["subject"], grant["tool"]) == ("thread", "t-42", "send_email")
+
+
+async def test_an_approval_says_what_the_user_asked_its_run_and_null_when_no_run_holds_it(
+    store: SQLStore,
+):
+    asked = "log in as ada, please. " + "Then more words. " * 200
+    cut = asked[: INPUT_CHARS - 1] + "…"
+    outside = ToolCall(id="c1", name="send_email", args={"to": "bob@example.com"})
+    [held] = await Gate(Policy.from_dict(DOCUMENT), store).hold_external(
+        [outside], CheckContext(origin="langgraph", thread_id="t-9")
+    )
+    assert held.approval is not None
+    async with client_for(store, LOGIN) as client:
+        run = (
+            await client.post(
+                "/v1/threads/t/runs", params={"wait": 5}, json={"agent": "ops", "input": asked}
+            )
+        ).json()
+        [approval_id] = run["pending_approvals"]
+        listed = (await client.get("/v1/approvals")).json()["items"]
+        assert {a["id"]: a["input"] for a in listed} == {approval_id: cut, held.approval.id: None}
+        by_short_id = await client.get("/v1/approvals", params={"short_id": approval_id[-6:]})
+        assert [a["input"] for a in by_short_id.json()["items"]] == [cut]
+        assert (await client.get(f"/v1/approvals/{approval_id}")).json()["input"] == cut
+        decided = await client.post(
+            f"/v1/approvals/{approval_id}/decision", json={"kind": "approve"}
+        )
+        assert decided.json()["input"] == cut
+        batch = await client.post(
+            "/v1/approvals/decisions",
+            json={"decisions": {held.approval.id: {"kind": "reject", "reason": "no"}}},
+        )
+        assert [a["input"] for a in batch.json()["items"]] == [None]
+    # One read answers for every run of a page; a run not found is left out.
+    assert await store.run_inputs([run["id"], "no-such-run"]) == {run["id"]: asked}
+    assert await store.run_inputs([]) == {}

@@ -56,7 +56,7 @@ from signoff.server.ws import websocket_channel
 from signoff.store.checkpoint import Checkpoint, audit_key
 from signoff.store.runs import RunRecord
 from signoff.store.times import from_micros, to_micros
-from signoff.types import Context, Grant, ToolCall
+from signoff.types import Approval, Context, Grant, ToolCall
 
 __all__ = ["create_app"]
 
@@ -99,6 +99,11 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
 
     def brief(data: dict[str, Any]) -> dict[str, Any]:  # in a listing: long arguments cut
         return previewed(data, redaction)
+
+    async def approvals_json(approvals: Sequence[Approval]) -> list[dict[str, Any]]:
+        """The approvals with what the user asked their runs, read at once for all of them."""
+        inputs = await service.store.run_inputs({a.run_id for a in approvals if a.run_id})
+        return [approval_json(a, inputs) for a in approvals]
 
     app.state.auth = auth
     _errors(app)
@@ -241,12 +246,12 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
                     400, detail={"error": "InvalidRequest", "detail": "short_id goes alone"}
                 )
             found = await service.store.find_approvals(short_id, limit=limit)
-            return {"items": [brief(approval_json(a)) for a in found], "next": None}
+            return {"items": [brief(a) for a in await approvals_json(found)], "next": None}
         page = await service.store.list_approvals(
             status=status, run_id=run_id, agent=agent, tool=tool, before=cursor, limit=limit
         )
         return {
-            "items": [brief(approval_json(a)) for a in page],
+            "items": [brief(a) for a in await approvals_json(page)],
             "next": page[-1].id if len(page) == limit else None,
         }
 
@@ -259,21 +264,23 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
         if approval.pending and wait > 0:
             with contextlib.suppress(ApprovalTimeout):
                 approval = await service.gate.wait(approval_id, timeout=wait)
-        return show(approval_json(approval))
+        [shown_approval] = await approvals_json([approval])
+        return show(shown_approval)
 
     @app.post("/v1/approvals/{approval_id}/decision")
     async def decide(approval_id: str, body: DecisionBody, who: Who) -> dict[str, Any]:
         approval = await service.decide(
             approval_id, body.decision(), actor=who.name, roles=who.roles
         )
-        return show(approval_json(approval))
+        [shown_approval] = await approvals_json([approval])
+        return show(shown_approval)
 
     @app.post("/v1/approvals/decisions")
     async def decide_batch(body: Decisions, who: Who) -> dict[str, Any]:
         """Several decisions, all or nothing ("Approve All" is every id with approve)."""
         decisions = {i: d.decision() for i, d in body.decisions.items()}
         decided = await service.decide_batch(decisions, actor=who.name, roles=who.roles)
-        return {"items": [show(approval_json(a)) for a in decided]}
+        return {"items": [show(a) for a in await approvals_json(decided)]}
 
     @app.get("/v1/policy")
     async def policy(_: Who) -> dict[str, Any]:

@@ -4,6 +4,7 @@ events, shared by the REST, SSE and WebSocket channels."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Literal, TypeVar, cast
 
@@ -14,6 +15,7 @@ from signoff.limits import PREVIEW_CHARS, clip
 from signoff.server.redact import Redaction
 from signoff.store.runs import StoredEvent
 from signoff.types import (
+    Approval,
     Approve,
     Decision,
     Edit,
@@ -31,6 +33,7 @@ PREVIEW_BYTES = 64 * 1024
 """The most a listing shows of one call's arguments (as JSON, once long strings are cut)."""
 
 __all__ = [
+    "INPUT_CHARS",
     "Always",
     "DecisionBody",
     "Decisions",
@@ -117,8 +120,22 @@ class Decisions(_Body):
     decisions: dict[str, DecisionBody] = Field(min_length=1)
 
 
-approval_json = approval_to_dict
-"""The approval as every channel shows it."""
+INPUT_CHARS = 1000
+"""The most an approval shows of what the user asked its run (the run's page has it all)."""
+
+
+def approval_json(approval: Approval, inputs: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The approval as every channel shows it. With `inputs` (what each run was started with,
+    by run id: `Store.run_inputs`), also `input`: what the user asked the approval's run, cut
+    to `INPUT_CHARS`, or null for a call no run of signoff's holds (the MCP gateway's, the
+    gate's, another framework's)."""
+    data = approval_to_dict(approval)
+    if inputs is not None:
+        asked = None if approval.run_id is None else inputs.get(approval.run_id)
+        if asked is not None and len(asked) > INPUT_CHARS:
+            asked = asked[: INPUT_CHARS - 1] + "…"
+        data["input"] = asked
+    return data
 
 
 def shown(data: T, redaction: Redaction) -> T:

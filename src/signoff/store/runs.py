@@ -11,7 +11,7 @@ import functools
 import hashlib
 import json
 import zlib
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal, TypeAlias
@@ -86,6 +86,17 @@ _TAIL = (
     .outerjoin(schema.blobs, schema.blobs.c.hash == _messages.c.blob)
     .where(and_(_messages.c.run_id == bindparam("rid"), _messages.c.seq >= bindparam("seq")))
     .order_by(_messages.c.seq)
+)
+_INPUTS = (
+    select(_messages.c.run_id, _messages.c.data, schema.blobs.c.data.label("blob_data"))
+    .outerjoin(schema.blobs, schema.blobs.c.hash == _messages.c.blob)
+    .where(
+        and_(
+            _messages.c.run_id.in_(bindparam("ids", expanding=True)),
+            _messages.c.seq == 1,
+            _messages.c.role == "user",
+        )
+    )
 )
 _LATEST = (
     select(_events_t)
@@ -436,6 +447,21 @@ class RunStore:
         )
         rows = await self.run(lambda c: c.execute(query).all(), write=False)
         return [_message(row) for row in rows]
+
+    async def run_inputs(self, run_ids: Collection[str]) -> dict[str, str]:
+        """What each run was started with (its first message: the user's), by run id, in one
+        read for a page of approvals; a run not found is left out."""
+        if not run_ids:
+            return {}
+        rows = await self.run(
+            lambda c: c.execute(_INPUTS, {"ids": sorted(set(run_ids))}).all(), write=False
+        )
+        inputs: dict[str, str] = {}
+        for row in rows:
+            content = _message(row).get("content")
+            if isinstance(content, str):
+                inputs[row.run_id] = content
+        return inputs
 
     async def thread_messages(self, thread_id: str) -> list[dict[str, Any]]:
         """Every message of the thread's runs, oldest first."""
