@@ -14,10 +14,12 @@ import re
 import shutil
 import signal
 import subprocess
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
 
@@ -145,3 +147,33 @@ def screenshot(page: Page, name: str) -> None:
     if os.environ.get("SIGNOFF_SCREENSHOTS"):
         IMAGES.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(IMAGES / f"web-{name}.png"), full_page=True)
+
+
+def api(url: str, method: str, path: str, **kwargs: Any) -> Any:
+    """The server's answer to a request of its API (which must succeed)."""
+    response = httpx.request(method, f"{url}/v1{path}", timeout=HANG, **kwargs)
+    assert response.is_success, response.text
+    return response.json()
+
+
+def held(
+    url: str, agent: str, text: str, headers: dict[str, str] | None = None
+) -> tuple[str, dict[str, str]]:
+    """Start a run of `agent` on a new thread with `text` and follow its events until it pauses:
+    its id, and its pending approvals' ids by the name their arguments give (a pod's, a
+    deployment's)."""
+    thread = f"t-{uuid.uuid4().hex[:8]}"
+    body = {"agent": agent, "input": text}
+    run = api(url, "POST", f"/threads/{thread}/runs", json=body, headers=headers)
+    path = f"{url}/v1/runs/{run['id']}/events"
+    with httpx.stream("GET", path, headers=headers, timeout=HANG) as events:
+        kind = None
+        for line in events.iter_lines():
+            if line.startswith("event: "):
+                kind = line.removeprefix("event: ")
+            elif line.startswith("data: ") and kind == "paused":
+                break
+            assert kind not in ("completed", "failed"), f"the run ended: {line}"
+    query = f"/approvals?run_id={run['id']}&status=pending"
+    pending = api(url, "GET", query, headers=headers)["items"]
+    return run["id"], {a["args"]["name"]: a["id"] for a in pending}

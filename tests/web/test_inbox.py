@@ -559,6 +559,7 @@ def test_another_framework_s_call_shows_whose_it_is_and_is_decided_from_its_card
     )
     expect(shown.locator(".requested-by")).to_have_text("from alice")
     expect(shown.locator("a.run-link")).to_have_count(0)  # it belongs to no run of signoff's
+    expect(shown.locator(".asked")).to_have_count(0)  # nor to what a user asked one
     expect(shown.locator("a.approval-link")).to_have_attribute("href", f"#/approvals/{email}")
     other = page.locator(f"article.approval[data-approval-id='{note}']")
     expect(other.locator(".origin")).to_have_text(f"thread {thread} · via homegrown")

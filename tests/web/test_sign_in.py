@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Page, Request, expect
 
-from tests.web.conftest import ROOT, TIMEOUT, serving
+from tests.web.conftest import ROOT, TIMEOUT, held, serving
 
 CONFIG = """\
 database: sqlite:///{folder}/signoff.db
@@ -105,3 +105,18 @@ def test_a_call_nobody_decides_in_time_expires_on_screen(page: Page, served: str
     expect(card.locator("button")).to_have_count(0)
     expect(page.locator("#run-status")).to_have_text("completed", timeout=TIMEOUT)
     expect(page.locator(".message.assistant .bubble").last).to_contain_text("did not run")
+
+
+def test_an_approval_s_own_page_signs_in_then_shows_it(page: Page, served: str):
+    headers = {"Authorization": "Bearer admin-t0ken"}
+    _, ids = held(served, "ops", "delete nginx-2", headers)
+    approval_id = ids["nginx-2"]
+    page.goto(f"{served}/approvals/{approval_id}")  # a notification's link, in a new tab
+    page.locator("form.sign-in input").fill("admin-t0ken")
+    page.locator("form.sign-in button").click()
+    own = page.locator(f"#approval article.approval[data-approval-id='{approval_id}']")
+    expect(own.locator(".badge")).to_have_text("pending", timeout=TIMEOUT)
+    expect(own.locator(".asked .input")).to_have_text("delete nginx-2")
+    expect(own.locator(".asked .asker")).to_have_text("ada")
+    own.locator("button[data-action=approve]").click()
+    expect(own.locator(".decision")).to_contain_text("approved by ada", timeout=TIMEOUT)

@@ -1,4 +1,5 @@
-"""The web inbox (ARCHITECTURE §7): static files shipped in the package, served at ``/``.
+"""The web inbox (ARCHITECTURE §7): static files shipped in the package, served at ``/`` (and at
+``/approvals/<id>``, an approval's own page).
 
 No build step: plain ES modules and one stylesheet. The page talks only to the ``/v1`` API and
 its server-sent events, with the bearer token in a header (kept in the tab's session storage,
@@ -37,10 +38,18 @@ _HEADERS = {
 
 
 def mount_web(app: FastAPI) -> None:
-    """Serve the page at ``/`` and its files under ``/ui/``."""
+    """Serve the page at ``/`` and at ``/approvals/<id>`` (an approval's own page, which
+    notifications link to), and its files under ``/ui/``. The page names its files and the API
+    from the root, so it works the same at either path."""
 
     @app.get("/", include_in_schema=False)
     async def page() -> Response:
+        return _file("index.html")
+
+    @app.get("/approvals/{approval_id}", include_in_schema=False)
+    async def approval_page(approval_id: str) -> Response:
+        # Whether the approval exists is the API's to say, to a signed-in page: the page shows
+        # "no such approval" itself.
         return _file("index.html")
 
     @app.get("/ui/{name}", include_in_schema=False)

@@ -90,27 +90,44 @@ function signOut() {
   location.reload();
 }
 
+// The page is served at / (each page at its #/ route) and at /approvals/ID: that approval's own
+// page, which notifications link to. Links name the root ("/#/runs"), so from an approval's page
+// they open the others at /; a #/ route typed after /approvals/ID goes there too.
+const OWN_PAGE = /^\/approvals\/([^/]+)\/?$/;
+
 function route() {
   leave();
+  leave = () => {};
   document.getElementById("dialog").close();
-  const [path, search] = (location.hash.replace(/^#/, "") || "/").split("?");
+  const own = location.pathname.match(OWN_PAGE);
+  if (own && location.hash.length > 1) return location.replace(`/${location.hash}`);
+  const [path, search] = own ? [`/approvals/${own[1]}`, ""] : (location.hash.replace(/^#/, "") || "/").split("?");
   const params = new URLSearchParams(search || "");
-  const parts = path.split("/").filter(Boolean);
+  const parts = path.split("/").filter(Boolean).map(decoded);
   const section = parts[0] === "approvals" ? "inbox" : parts[0] || "inbox"; // an approval: the inbox's
   for (const link of document.querySelectorAll("nav a")) {
     link.classList.toggle("active", link.dataset.page === section);
   }
   const pages = {
     inbox: () => inbox(main, app, params),
-    approvals: () => (parts[1] ? approvalPage(main, app, decodeURIComponent(parts[1])) : inbox(main, app, params)),
-    runs: () => (parts[1] ? runView(main, app, decodeURIComponent(parts[1])) : runs(main, app)),
+    approvals: () => (parts[1] ? approvalPage(main, app, parts[1]) : inbox(main, app, params)),
+    runs: () => (parts[1] ? runView(main, app, parts[1]) : runs(main, app)),
     policy: () => policyPage(main, app),
     grants: () => grantsPage(main, app, params),
     audit: () => auditPage(main, app),
   };
   const page = pages[parts[0] || "inbox"] || pages.inbox;
   leave = page() || (() => {});
-  document.title = `signoff — ${parts[0] || "inbox"}`;
+  document.title = `signoff — ${parts[0] === "approvals" && parts[1] ? "approval" : parts[0] || "inbox"}`;
+}
+
+// A path segment as it was written (one that is not valid percent-encoding stays as it is).
+function decoded(part) {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
 }
 
 // The selected card: the one the keyboard acts on.

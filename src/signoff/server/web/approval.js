@@ -1,16 +1,21 @@
-// An approval's own page (#/approvals/ID): its card whatever its status, decided from here and
-// redrawn when it is decided anywhere else. A call another framework's run holds (or the MCP
+// An approval's own page (/approvals/ID, where notifications link, or #/approvals/ID): its card
+// whatever its status — what the user asked, the call, who asks under which rule, the time left —
+// decided from here and redrawn when it is decided anywhere else; once decided, who decided
+// what, and the grant an "approve always" left. A call another framework's run holds (or the MCP
 // gateway) belongs to no run of signoff's: this page is where it is seen on its own.
 
-import { ApiError, get } from "./api.js";
+import { ApiError, get, query } from "./api.js";
 import { approvalCard, fill } from "./cards.js";
 import { clear, h, notify } from "./dom.js";
 
 const WAIT = 25; // seconds each long poll waits for a decision before asking again
 
+const GRANT_STATUS = { active: "in force", stale: "covers nothing: its rule changed", revoked: "revoked" };
+
 export function approvalPage(main, app, id) {
   const holder = h("section.cards", { id: "approval", "aria-live": "polite" });
-  clear(main, h("h1", {}, "Approval ", h("span.muted.mono", {}, id)), holder);
+  const grant = h("div.approval-grant", { id: "approval-grant", "aria-live": "polite" });
+  clear(main, h("h1", {}, "Approval ", h("span.muted.mono.approval-id", {}, id)), holder, grant);
   const stopped = new AbortController();
   const context = { schemaFor: app.schemaFor, changed: () => {}, showRun: true, own: true };
   let card = null;
@@ -23,6 +28,23 @@ export function approvalPage(main, app, id) {
       fill(card, approval, context);
     }
     app.cardsChanged();
+    if (approval.decision?.always && !grant.hasChildNodes()) {
+      showGrant(grant, approval).catch((error) => notify(`The grant did not load: ${error.message}`, "error"));
+    }
+  }
+
+  function missing() {
+    document.title = "signoff — no such approval";
+    clear(
+      main,
+      h("h1", {}, "No such approval"),
+      h(
+        "div.empty",
+        { id: "approval-missing", role: "alert" },
+        h("p", {}, "This server has no approval with the id ", h("code", {}, id), "."),
+        h("p", {}, "Check the link, or find the call in the ", h("a", { href: "/#/" }, "inbox"), "."),
+      ),
+    );
   }
 
   // Decisions on calls outside signoff's runs are in no run's event stream: the approval
@@ -37,10 +59,7 @@ export function approvalPage(main, app, id) {
         approval = await get(path, { signal: stopped.signal });
       } catch (error) {
         if (stopped.signal.aborted) return;
-        if (error instanceof ApiError && error.status === 404) {
-          clear(holder, h("p.empty", {}, error.message));
-          return;
-        }
+        if (error instanceof ApiError && error.status === 404) return missing();
         if (!failing) notify(`The approval did not load: ${error.message}`, "error");
         failing = true;
         await new Promise((resolve) => setTimeout(resolve, 1000));
@@ -53,4 +72,24 @@ export function approvalPage(main, app, id) {
     }
   })();
   return () => stopped.abort();
+}
+
+// The grant "approve always" left: its scope, arguments and whether it is still in force.
+async function showGrant(holder, approval) {
+  const page = await get(`/grants${query({ tool: approval.tool, revoked: "true" })}`);
+  const found = page.items.find((g) => g.approval_id === approval.id);
+  if (!found) return;
+  const scope = found.subject === null ? found.scope : `${found.scope} ${found.subject}`;
+  clear(
+    holder,
+    h(
+      "p.grant-note",
+      { dataset: { grantId: found.id, status: found.status } },
+      h("b", {}, "Grant left: "),
+      `${found.tool} for ${scope}, ${found.with_args ? "with exactly these arguments" : "any arguments"} — `,
+      h("span.grant-status", {}, GRANT_STATUS[found.status] || found.status),
+      `, ${found.uses ? `used ${found.uses === 1 ? "once" : `${found.uses} times`}` : "not used yet"}. `,
+      h("a", { href: `/#/grants?tool=${encodeURIComponent(found.tool)}` }, "See the grants"),
+    ),
+  );
 }

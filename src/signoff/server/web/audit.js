@@ -3,7 +3,17 @@
 // checks the hash chain of the whole log on the server. A damaged entry says what is wrong.
 
 import { get } from "./api.js";
-import { argsDiff, clear, h, jsonView, notify, when } from "./dom.js";
+import { argsDiff, clear, h, jsonView, labelCells, notify, when } from "./dom.js";
+
+// The entries other than decisions, each as the filter names them.
+const KINDS = {
+  verdict: "verdicts",
+  grant: "grants",
+  revoke: "revocations",
+  policy: "policy changes",
+  forward: "calls the MCP gateway forwarded",
+  unknown: "calls of unknown outcome",
+};
 
 const PAGE = 1000;
 const MOST = 20000;
@@ -17,21 +27,16 @@ export function auditPage(main) {
     { "aria-label": "entries to show" },
     h("option", { value: "decision" }, "decisions"),
     h("option", { value: "" }, "everything"),
-    ["verdict", "grant", "revoke", "policy"].map((k) => h("option", { value: k }, `${k}s`)),
+    Object.entries(KINDS).map(([kind, label]) => h("option", { value: kind }, label)),
   );
   const note = h("p.muted");
-  clear(
-    main,
-    h("h1", {}, "Audit"),
-    h("div.filters", {}, kinds, verify, verdict),
-    note,
-    h(
-      "table.audit",
-      {},
-      h("thead", {}, h("tr", {}, ["#", "When", "Who", "What", "Tool", "Details"].map((t) => h("th", {}, t)))),
-      body,
-    ),
+  const table = h(
+    "table.audit.stacked",
+    {},
+    h("thead", {}, h("tr", {}, ["#", "When", "Who", "What", "Tool", "Details"].map((t) => h("th", {}, t)))),
+    body,
   );
+  clear(main, h("h1", {}, "Audit"), h("div.filters", {}, kinds, verify, verdict), note, table);
 
   let entries = [];
   const show = () => {
@@ -39,6 +44,7 @@ export function auditPage(main) {
     const shown = entries.filter((e) => !wanted || e.action === wanted).reverse();
     clear(body, shown.map(row));
     if (!shown.length) clear(body, h("tr", {}, h("td", { colSpan: 6 }, "No entries.")));
+    labelCells(table);
   };
   kinds.addEventListener("change", show);
   verify.addEventListener("click", async () => {

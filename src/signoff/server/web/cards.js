@@ -1,6 +1,7 @@
-// An approval as a card: the tool, its arguments, who asks under which rule, its status badge,
-// and — while it is pending — the decisions: approve, edit, respond, reject (with a few seconds
-// to undo), approve always for a scope. The inbox and the run view both show these.
+// An approval as a card: the tool, what the user asked the run that makes the call, its
+// arguments, who asks under which rule, its status badge, and — while it is pending — the
+// decisions: approve, edit, respond, reject (with a few seconds to undo), approve always for a
+// scope. The inbox, the run view and the approval's own page show these.
 
 import { ApiError, get, post, sendOnLeaving } from "./api.js";
 import { argsDiff, h, clear, jsonView, notify, timeLeft, when } from "./dom.js";
@@ -109,9 +110,10 @@ export function fill(card, approval, context) {
       h("span", {}, "rule ", h("code.rule", {}, approval.rule || "default")),
       approval.reason ? h("span.reason", {}, approval.reason) : null,
       h("span", {}, `asked ${when(approval.requested_at)}`),
-      origin(approval),
+      origin(approval, context),
       place(approval, context),
     ),
+    context.showRun ? asked(approval) : null,
     jsonView(approval.args),
     approval.truncated ? wholeLink(card, approval, context) : null,
     decided(approval),
@@ -119,9 +121,23 @@ export function fill(card, approval, context) {
   );
 }
 
-// Whose call it is when no run of signoff's holds it: another framework's thread and agent, or
-// who made it through the MCP gateway (or the gate, in process).
-function origin(approval) {
+// What the user asked the run that made the call (where the run's conversation is not beside
+// the card): the person who started it, and their words.
+function asked(approval) {
+  if (!approval.input) return null;
+  return h(
+    "div.asked",
+    { title: approval.input },
+    h("span.asker", {}, approval.requested_by || "the user"),
+    " asked ",
+    h("q.input", {}, approval.input),
+  );
+}
+
+// Whose call it is: another framework's thread and agent, or who made it through the MCP
+// gateway (or the gate, in process); for a run's call, who started the run (unless the card
+// says it with what they asked, or shows the run itself).
+function origin(approval, context) {
   if (external(approval)) {
     return [
       h(
@@ -134,14 +150,17 @@ function origin(approval) {
       approval.requested_by ? h("span.requested-by", {}, `from ${approval.requested_by}`) : null,
     ];
   }
-  if (approval.run_id) return null;
+  if (approval.run_id) {
+    if (!context.showRun || approval.input || !approval.requested_by) return null; // said already
+    return h("span.requested-by", {}, `from ${approval.requested_by}`);
+  }
   return h("span.origin", {}, `from ${approval.requested_by || "—"} via ${CHANNELS[approval.origin] || approval.origin}`);
 }
 
 // Where to see more: the run that holds the call, or — when no run does — the approval's own page.
 function place(approval, context) {
   if (!context.showRun) return null;
-  if (approval.run_id) return h("a.run-link", { href: `#/runs/${encodeURIComponent(approval.run_id)}` }, "open run");
+  if (approval.run_id) return h("a.run-link", { href: `/#/runs/${encodeURIComponent(approval.run_id)}` }, "open run");
   if (context.own) return null;
   return h("a.approval-link", { href: `#/approvals/${encodeURIComponent(approval.id)}` }, "open approval");
 }

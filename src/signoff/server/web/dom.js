@@ -108,6 +108,17 @@ export function argsDiff(before, after) {
   );
 }
 
+// Each body cell of `table` named by its column's heading (`data-label`): on a narrow screen a
+// `table.stacked` shows each row as label and value pairs, one under the other.
+export function labelCells(table) {
+  const names = [...table.querySelectorAll("thead th")].map((th) => th.textContent);
+  for (const row of table.querySelectorAll("tbody tr")) {
+    [...row.cells].forEach((cell, i) => {
+      if (names[i] && cell.colSpan === 1) cell.dataset.label = names[i];
+    });
+  }
+}
+
 export function when(iso) {
   if (!iso) return "";
   const date = new Date(iso);

@@ -3,7 +3,7 @@
 // stands — and Revoke (for its granter, or the admin role). Revoking is audited.
 
 import { api, get, query } from "./api.js";
-import { clear, h, jsonView, notify, when } from "./dom.js";
+import { clear, h, jsonView, labelCells, notify, when } from "./dom.js";
 
 const STATUS = {
   active: "in force",
@@ -15,23 +15,25 @@ export function grantsPage(main, app, params) {
   const body = h("tbody");
   const withRevoked = h("input", { type: "checkbox", name: "revoked", checked: params.get("revoked") === "1" });
   const tool = params.get("tool") || "";
+  const table = h(
+    "table.grants.stacked",
+    {},
+    h("thead", {}, h("tr", {}, ["Tool", "Scope", "Arguments", "Granted by", "When", "Uses", "Status", ""].map((t) => h("th", {}, t)))),
+    body,
+  );
   clear(
     main,
     h("h1", {}, "Grants", tool ? h("span.muted", {}, ` for ${tool}`) : null),
     h("p.help", {}, "Left by “Approve always”: later calls the same rule asks about run without asking, within the grant's scope — never past a deny, never a call its granter could not approve."),
     h("div.filters", {}, h("label.choice", {}, withRevoked, " show revoked grants")),
-    h(
-      "table.grants",
-      {},
-      h("thead", {}, h("tr", {}, ["Tool", "Scope", "Arguments", "Granted by", "When", "Uses", "Status", ""].map((t) => h("th", {}, t)))),
-      body,
-    ),
+    table,
   );
 
   async function refresh() {
     const page = await get(`/grants${query({ tool, revoked: withRevoked.checked ? "true" : "" })}`);
     clear(body, page.items.map((grant) => row(grant, app, refresh)));
     if (!page.items.length) clear(body, h("tr", {}, h("td", { colSpan: 8 }, "No grants.")));
+    labelCells(table);
   }
   withRevoked.addEventListener("change", () => refresh().catch((error) => notify(error.message, "error")));
   refresh().catch((error) => notify(`The grants did not load: ${error.message}`, "error"));

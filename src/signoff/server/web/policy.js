@@ -90,10 +90,10 @@ function toolRow(agent, tool, { canEdit, version, refresh, granted }) {
     "tr",
     { dataset: { tool: tool.name, verdict } },
     h("td", {}, h("b", {}, tool.name), h("div.help", {}, tool.description || "")),
-    h("td", {}, h("label.switch-label", {}, toggle, h("span.slider"))),
+    h("td.require", {}, h("label.switch-label", {}, toggle, h("span.slider"))),
     h("td.verdict", {}, select),
     h(
-      "td",
+      "td.decided",
       {},
       h("code.rule", {}, tool.verdict.rule || "default"),
       tool.verdict.reason ? h("div.help", {}, tool.verdict.reason) : null,

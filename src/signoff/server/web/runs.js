@@ -3,6 +3,20 @@
 import { follow, get, post, query } from "./api.js";
 import { clear, debounce, guarded, h, notify, when } from "./dom.js";
 
+// What the demo's agents understand (their scripted model follows patterns): the box's example.
+const EXAMPLES = {
+  files: "list files then write hello to notes.txt",
+  ops: "list pods then delete nginx-7d4b9",
+};
+
+// The box's hint for the agent it will run: an example it understands, or what it does.
+function hint(agent) {
+  if (!agent) return "Ask an agent…";
+  const example = /scripted/i.test(agent.model) ? EXAMPLES[agent.path] : null;
+  if (example) return `Ask ${agent.path}, e.g. "${example}"`;
+  return agent.description ? `Ask ${agent.path} — ${agent.description}` : `Ask ${agent.path}…`;
+}
+
 export function chatBox(app, { agent = null, thread = null } = {}) {
   const roots = app.agents.filter((a) => !a.path.includes("/"));
   const select = h(
@@ -10,13 +24,14 @@ export function chatBox(app, { agent = null, thread = null } = {}) {
     { name: "agent", "aria-label": "agent to run", disabled: Boolean(agent) },
     roots.map((a) => h("option", { value: a.path, selected: a.path === agent }, `${a.path} — ${a.model}`)),
   );
-  const input = h("textarea", {
-    name: "input",
-    rows: 2,
-    required: true,
-    placeholder: thread ? "Continue this conversation…" : 'Ask an agent, e.g. "list pods then delete nginx-7d4b9"',
-    "aria-label": "message",
-  });
+  const input = h("textarea", { name: "input", rows: 2, required: true, "aria-label": "message" });
+  // The hint follows the agent chosen.
+  const chosen = () => roots.find((a) => a.path === select.value);
+  const retitle = () => {
+    input.placeholder = thread ? "Continue this conversation…" : hint(chosen());
+  };
+  select.addEventListener("change", retitle);
+  retitle();
   const send = h("button.primary", { type: "submit" }, thread ? "Send" : "Start run");
   const form = h("form.chat", {}, select, input, send);
   form.addEventListener("submit", async (event) => {
