@@ -124,6 +124,7 @@ async def test_signoff_serve_tells_a_webhook_of_a_request_and_its_decision(tmp_p
     assert body["event"] == "approval.requested"
     assert body["url"] == f"{url}/approvals/{held}"  # the server's own address
     assert body["approval"]["args"] == {"name": "web-1"}
+    assert body["approval"]["input"] == "delete web-1"  # what the user asked the run
     assert [r.json()["event"] for r in told] == ["approval.requested", "approval.decided"]
     assert told[1].json()["actor"] == "olga"
 

@@ -85,7 +85,9 @@ def serve(
                     store,
                     settings.notify,
                     notifier=gate.notifier,
-                    describe=lambda approval: shown(approval_json(approval), redaction),
+                    describe=lambda approval, inputs: shown(
+                        approval_json(approval, inputs), redaction
+                    ),
                 )
             service = Service(
                 store=store,

@@ -15,7 +15,7 @@ import contextlib
 import logging
 import os
 import socket
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -39,7 +39,14 @@ __all__ = ["Notifications"]
 
 logger = logging.getLogger(__name__)
 
-Describe = Callable[[Approval], dict[str, Any]]
+Describe = Callable[[Approval, Mapping[str, str]], dict[str, Any]]
+"""The approval as a notice shows it, given what its run was started with (by run id)."""
+
+
+def _plain(approval: Approval, inputs: Mapping[str, str]) -> dict[str, Any]:
+    data = approval_to_dict(approval)
+    data["input"] = None if approval.run_id is None else inputs.get(approval.run_id)
+    return data
 
 
 class Notifications:
@@ -51,7 +58,7 @@ class Notifications:
         settings: NotifySettings,
         *,
         base_url: str | None = None,
-        describe: Describe = approval_to_dict,
+        describe: Describe = _plain,
         notifier: Notifier | None = None,
         interval: float = 1.0,
         lease: timedelta = timedelta(seconds=120),
@@ -62,7 +69,8 @@ class Notifications:
         self.base_url = (settings.base_url or base_url or "").rstrip("/") or None
         """Links open ``<base_url>/approvals/<id>``; None: the notices carry no link."""
         self.describe = describe
-        """The approval as a notice shows it: the API's shape, its arguments masked."""
+        """The approval as a notice shows it: the API's shape (with ``input``, what the user
+        asked its run), its arguments masked."""
         self.notifier = notifier
         self.interval = interval
         """How often the outbox is read when nothing in this process woke the notifier."""
@@ -192,7 +200,9 @@ class Notifications:
         approval = None
         if delivery.kind != "unknown":
             with contextlib.suppress(NotFoundError):
-                approval = self.describe(await self.store.get_approval(delivery.subject))
+                found = await self.store.get_approval(delivery.subject)
+                inputs = {} if found.run_id is None else await self.store.run_inputs([found.run_id])
+                approval = self.describe(found, inputs)
         tool = (approval or {}).get("tool") or data.get("tool") or "a tool call"
         return Notice(
             id=delivery.id,

@@ -70,6 +70,8 @@ class Notice:
                 if self.data.get(key):
                     out.append((label, str(self.data[key])))
             return out
+        if approval.get("input"):
+            out.append(("Asked", _cut(str(approval["input"]), 300)))
         for key, label in (("agent", "Agent"), ("server", "MCP server")):
             if approval.get(key):
                 out.append((label, str(approval[key])))

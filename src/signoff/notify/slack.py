@@ -139,6 +139,7 @@ def blocks(notice: Notice, *, buttons: bool) -> list[dict[str, Any]]:
     for label, value in facts:
         if (label, value) in short:
             continue
+        text: dict[str, Any]
         if label == "Arguments":
             code = escape(value).replace("```", "`\u200b``")
             text = {"type": "mrkdwn", "text": f"*{label}*\n```{code}```"[:_TEXT]}
