@@ -138,7 +138,8 @@ def test_the_config_in_the_notifications_doc_loads(tmp_path: Path, monkeypatch: 
     path = tmp_path / "signoff.yaml"
     path.write_text(block)
     notify = load_config(path).notify
-    assert [s.filters.name for s in (*notify.webhooks, *notify.slack, *notify.email)] == [
+    sinks = [*notify.webhooks, *notify.slack, *notify.email]
+    assert [s.filters.name for s in sinks] == [  # type: ignore[attr-defined]
         "webhooks[0]", "slack[0]", "email[0]",
     ]  # fmt: skip
     assert notify.slack[0].users["U0456EFGH"].roles == frozenset({"ops"})

@@ -164,3 +164,19 @@ async def test_an_untrusted_certificate_is_refused_and_retried(store: SQLStore, 
     assert (delivery.status, delivery.attempts) == ("pending", 1)
     assert "CERTIFICATE_VERIFY_FAILED" in (delivery.error or "")
     assert mailbox.messages == []
+
+
+def test_a_line_break_in_a_tool_name_never_reaches_a_header():
+    from datetime import UTC, datetime
+
+    from signoff.notify.email import message
+    from signoff.notify.notice import Notice
+
+    settings = mail_settings(25, "x").email[0]
+    notice = Notice(
+        id="d1", kind="requested", at=datetime.now(UTC), actor="agent",
+        tool="delete_pod\r\nBcc: everyone@example.com", approval=None, data={}, link=None,
+    )  # fmt: skip
+    mail = message(notice, settings)
+    assert mail["Subject"] == "[signoff] Approval needed: delete_pod Bcc: everyone@example.com"
+    assert mail["Bcc"] is None

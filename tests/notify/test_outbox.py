@@ -233,3 +233,53 @@ def _now() -> Any:
     from datetime import UTC, datetime
 
     return datetime.now(UTC)
+
+
+async def test_a_notice_masks_what_the_config_redacts_in_both_argument_sets(store: SQLStore):
+    from signoff.server.redact import Redaction
+    from signoff.server.shapes import approval_json, shown
+
+    redaction = Redaction(["**.password"])
+    gate = Gate(Policy.from_dict({"rules": [{"ask": "login"}]}), store)
+    receiver = Receiver()
+    with http_receiver(receiver) as url:
+        notifications = Notifications(
+            store, hook(url),
+            describe=lambda approval, inputs: shown(approval_json(approval, inputs), redaction),
+        )  # fmt: skip
+        await store.outbox_events(limit=0)
+        await gate.check([call("login", user="olga", password="hunter2")])
+        assert await notifications.pump() == 1
+    [request] = receiver.taken()
+    assert b"hunter2" not in request.body
+    approval = request.json()["approval"]
+    assert approval["args"]["user"] == approval["requested_args"]["user"] == "olga"
+
+
+async def test_an_audit_row_signoff_never_wrote_is_skipped_and_what_follows_is_told(
+    store: SQLStore,
+):
+    from sqlalchemy import update
+
+    from signoff.store import schema
+
+    gate = Gate(POLICY, store)
+    receiver = Receiver()
+    with http_receiver(receiver) as url:
+        notifications = Notifications(store, hook(url))
+        await store.outbox_events(limit=0)
+        [bad] = await gate.check([call("delete_pod", name="tampered")])
+        last = await store.audit_length()
+        rewrite = update(schema.audit).where(schema.audit.c.seq == last)
+        await store.run(lambda c: c.execute(rewrite.values(data='{"verdict": "ask", "x": NaN}')))
+        await gate.check([call("delete_pod", name="after")])
+        await store.run(  # and a time no clock can show
+            lambda c: c.execute(
+                update(schema.audit).where(schema.audit.c.seq == last + 1).values(at=2**62)
+            )
+        )
+        [good] = await gate.check([call("delete_pod", name="told")])
+        assert good.approval is not None
+        assert await notifications.pump() == 1
+    assert [r.json()["approval"]["id"] for r in receiver.taken()] == [good.approval.id]
+    assert bad.approval is not None

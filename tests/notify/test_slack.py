@@ -67,12 +67,12 @@ async def slack_app(store: SQLStore) -> AsyncIterator[tuple[Any, httpx.AsyncClie
 
 def press(
     action: str, approval_id: str, *, user: str, response_url: str, secret: str = SIGNING,
-    age: float = 0,
+    age: float = 0, sink: str = "slack[0]",
 ) -> tuple[bytes, dict[str, str]]:  # fmt: skip
     payload = {
         "type": "block_actions",
         "user": {"id": user, "username": user.lower()},
-        "actions": [{"action_id": action, "value": approval_id, "type": "button"}],
+        "actions": [{"action_id": action, "value": f"{sink}|{approval_id}", "type": "button"}],
         "response_url": response_url,
     }
     body = urlencode({"payload": json.dumps(payload)}).encode()
@@ -106,8 +106,8 @@ async def test_a_slack_message_shows_the_call_and_its_buttons_decide_as_the_mapp
         assert "<!channel>" not in text and "<https://evil" not in text
         [actions] = [b for b in message["blocks"] if b["type"] == "actions"]
         buttons = {e["action_id"]: e for e in actions["elements"]}
-        assert buttons["signoff.approve"]["value"] == approval_id
-        assert buttons["signoff.reject"]["value"] == approval_id
+        assert buttons["signoff.approve"]["value"] == f"slack[0]|{approval_id}"
+        assert buttons["signoff.reject"]["value"] == f"slack[0]|{approval_id}"
         assert buttons["signoff.open"]["url"] == f"https://signoff.example/approvals/{approval_id}"
 
         body, headers = press("signoff.approve", approval_id, user="U1",
@@ -158,6 +158,15 @@ async def test_unsigned_stale_unmapped_and_unauthorized_presses_decide_nothing(s
         stale = await post(user="U1", age=600)
         assert stale.status_code == 401
         assert "replay window" in stale.json()["detail"]
+        odd_headers = {
+            b"x-slack-request-timestamp": "\u00b2".encode(),
+            b"x-slack-signature": b"\xe9",
+        }
+        # A digit that is not an ASCII one, a signature that is not ASCII: 401, never a 500.
+        odd = await client.post("/v1/slack/interactions", content=b"x", headers=odd_headers)
+        assert odd.status_code == 401
+        other_sink = await post(user="U1", sink="slack[7]")
+        assert other_sink.status_code == 401
         unsigned = await client.post(
             "/v1/slack/interactions", content=b"payload=%7B%7D",
             headers={"content-type": "application/x-www-form-urlencoded"},
@@ -201,3 +210,39 @@ async def test_a_malformed_interaction_is_a_400_and_the_link_button_is_ignored(s
         bad = await client.post("/v1/slack/interactions", content=junk, headers=signed)
         assert bad.status_code == 400
         assert (await store.get_approval(held.approval.id)).status == "pending"
+
+
+async def test_sinks_of_one_slack_app_map_the_presser_by_the_sink_that_posted(store: SQLStore):
+    fake = Receiver(answer={"ok": True})
+    with http_receiver(fake) as url:
+        common = {"token": "xoxb-test", "api_url": url, "signing_secret": SIGNING}
+        settings = notify(
+            {
+                "slack": [
+                    {**common, "name": "ops", "channel": "#ops",
+                     "users": {"U1": {"principal": "olga", "roles": ["ops"]}}},
+                    {**common, "name": "dev", "channel": "#dev", "users": {"U1": "dan"}},
+                ]
+            }
+        )  # fmt: skip
+        gate = Gate(POLICY, store)
+        service = Service(
+            store=store, gate=gate, agents=[], notifications=Notifications(store, settings)
+        )
+        app = create_app(service, Auth(tokens=TOKENS))
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://test"
+        ) as client:
+            [held] = await gate.check([call("delete_pod", name="a")])
+            assert held.approval is not None
+            # U1 is olga (ops) in #ops but dan (no roles) in #dev: a press on #dev's message
+            # is dan's, whatever #ops says.
+            body, headers = press("signoff.approve", held.approval.id, user="U1",
+                                  response_url=f"{url}/r", sink="dev")  # fmt: skip
+            dev = await client.post("/v1/slack/interactions", content=body, headers=headers)
+            assert dev.json()["decided"] is False
+            assert "'dan' may not decide this" in dev.json()["detail"]
+            body, headers = press("signoff.approve", held.approval.id, user="U1",
+                                  response_url=f"{url}/r", sink="ops")  # fmt: skip
+            ops = await client.post("/v1/slack/interactions", content=body, headers=headers)
+            assert ops.json() == {"decided": True, "status": "approved"}

@@ -15,13 +15,14 @@ import contextlib
 import logging
 import os
 import socket
+import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 
-from signoff.errors import NotFoundError, SignoffError
+from signoff.errors import NotFoundError
 from signoff.gate.ids import new_id
 from signoff.gate.notifier import ANY, Notifier
 from signoff.notify.email import Email
@@ -38,6 +39,9 @@ from signoff.types import Approval, approval_to_dict
 __all__ = ["Notifications"]
 
 logger = logging.getLogger(__name__)
+
+CLAIM = 10
+"""Deliveries claimed at a time."""
 
 Describe = Callable[[Approval, Mapping[str, str]], dict[str, Any]]
 """The approval as a notice shows it, given what its run was started with (by run id)."""
@@ -61,7 +65,7 @@ class Notifications:
         describe: Describe = _plain,
         notifier: Notifier | None = None,
         interval: float = 1.0,
-        lease: timedelta = timedelta(seconds=120),
+        lease: timedelta | None = None,
         http: httpx.AsyncClient | None = None,
     ) -> None:
         self.store = store
@@ -74,7 +78,14 @@ class Notifications:
         self.notifier = notifier
         self.interval = interval
         """How often the outbox is read when nothing in this process woke the notifier."""
-        self.lease = lease
+        timeouts = [
+            *(hook.timeout for hook in settings.webhooks),
+            *(slack.timeout for slack in settings.slack),
+            *(mail.timeout for mail in settings.email),
+        ]
+        self.lease = lease or timedelta(seconds=max(120.0, 2 * CLAIM * max(timeouts, default=0)))
+        """How long a claimed batch is this sender's: past what its sends may take, however
+        slow each receiver is (each send is held to its sink's timeout)."""
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{new_id()[-8:]}"
         self._http = http or httpx.AsyncClient(follow_redirects=False)
         self._own_http = http is None
@@ -116,7 +127,7 @@ class Notifications:
                 woken.clear()
                 try:
                     await self.pump()
-                except SignoffError:
+                except Exception:  # the database away, or a bug: never the end of notifying
                     logger.exception("sending notifications failed; trying again")
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(self.interval):
@@ -130,7 +141,10 @@ class Notifications:
         sent = 0
         started = _now()  # what failed during this round waits for the next
         while True:
-            claimed = await self.store.outbox_claim(owner=self.owner, now=started, lease=self.lease)
+            claimed = await self.store.outbox_claim(
+                owner=self.owner, now=_now(), due=started, lease=self.lease,
+                sinks=list(self.sinks), limit=CLAIM,
+            )  # fmt: skip
             if not claimed:
                 return sent
             # Sinks at once; each sink's in order, so a decision never arrives before its request.
@@ -141,7 +155,15 @@ class Notifications:
             sent += sum(results)
 
     async def _in_order(self, deliveries: Sequence[Delivery]) -> int:
-        return sum([await self._deliver(d) for d in deliveries])
+        # A delivery whose claim may have run out (slow receivers before it) is left for the
+        # next round: another sender may have it by now.
+        until = time.monotonic() + self.lease.total_seconds() * 0.8
+        sent = 0
+        for delivery in deliveries:
+            if time.monotonic() >= until:
+                break
+            sent += await self._deliver(delivery)
+        return sent
 
     async def fill(self, *, limit: int = 500) -> bool:
         """Turn the next audit entries into deliveries; whether there may be more."""
@@ -169,17 +191,15 @@ class Notifications:
         return found
 
     async def _deliver(self, delivery: Delivery) -> bool:
-        sink = self.sinks.get(delivery.sink)
-        now = _now()
-        if sink is None:
-            await self.store.outbox_done(
-                delivery.id, owner=self.owner, at=now, error="this sink is no longer configured"
-            )
-            return False
+        sink = self.sinks[delivery.sink]  # only this sender's sinks are claimed
         try:
             notice = await self._notice(delivery)
             await sink.send(notice)
-        except SendFailed as exc:
+        except Exception as exc:
+            if not isinstance(exc, SendFailed):  # a bug, or data no sink can send: given up
+                logger.exception("notifying %s of %s failed", delivery.sink, delivery.kind)
+                exc = SendFailed(f"{type(exc).__name__}: {exc}", retry=False)
+            now = _now()
             attempts = delivery.attempts + 1
             retry = exc.retry and attempts < self.settings.retry.attempts
             wait = self.settings.retry.delay(attempts)
@@ -231,12 +251,20 @@ def _wanted(sink: Sink, event: OutboxEvent, approval: Approval | None) -> bool:
         else event.data
     )
     agent, tool, rule = (facts.get(k) for k in ("agent", "tool", "rule"))
+    if event.kind == "unknown":
+        # The ledger knows the tool, not the agent or rule: a call that may have run twice, or
+        # not at all, is told to every sink that hears of unknown outcomes of that tool.
+        return sink.filters.wants("unknown", agent=None, tool=_text(tool), rule=None, loose=True)
     return sink.filters.wants(
         event.kind,
-        agent=agent if isinstance(agent, str) else None,
-        tool=tool if isinstance(tool, str) else None,
-        rule=rule if isinstance(rule, str) else None,
+        agent=_text(agent),
+        tool=_text(tool),
+        rule=_text(rule),
     )
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _now() -> datetime:

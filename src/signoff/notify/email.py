@@ -20,7 +20,8 @@ __all__ = ["Email", "message"]
 
 def message(notice: Notice, settings: EmailSettings) -> EmailMessage:
     mail = EmailMessage()
-    mail["Subject"] = f"[signoff] {notice.title}"
+    # A tool's name is anyone's text: no line break may reach a header.
+    mail["Subject"] = " ".join(f"[signoff] {notice.title}".split())
     mail["From"] = settings.sender
     mail["To"] = ", ".join(settings.to)
     mail["Date"] = formatdate(localtime=False)

@@ -80,12 +80,22 @@ class Filters:
     tools: tuple[str, ...] = ()
     rules: tuple[str, ...] = ()
 
-    def wants(self, kind: str, *, agent: str | None, tool: str | None, rule: str | None) -> bool:
+    def wants(
+        self,
+        kind: str,
+        *,
+        agent: str | None,
+        tool: str | None,
+        rule: str | None,
+        loose: bool = False,
+    ) -> bool:
+        """Whether to tell of this event; `loose`: the agent and rule are not known, and their
+        globs do not apply."""
         return (
             kind in self.events
-            and _any(self.agents, agent)
+            and (loose or _any(self.agents, agent))
             and _any(self.tools, tool)
-            and _any(self.rules, rule)
+            and (loose or _any(self.rules, rule))
         )
 
 
@@ -99,7 +109,7 @@ class Retry:
 
     def delay(self, attempts: int) -> float:
         """The wait after the `attempts`-th failed send."""
-        return float(min(self.backoff * 2 ** max(attempts - 1, 0), self.max_backoff))
+        return float(min(self.backoff * 2 ** min(max(attempts - 1, 0), 60), self.max_backoff))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -282,7 +292,7 @@ def _slack(
     reader: Reader, item: dict[str, Any], where: Path, filters: Filters, env: Mapping[str, str]
 ) -> SlackSettings | None:
     url = _secret(reader, item, where, "url", env, required=False)
-    if url is not None and _url(reader, url, (*where, "url"), "url") is None:
+    if url is not None and _url(reader, url, (*where, "url"), "url", secret=True) is None:
         url = None
     token = _secret(reader, item, where, "token", env, required=False)
     channel = None
@@ -351,6 +361,10 @@ def _email(
         reader.error((*where, "ssl"), "ssl (SMTPS) and starttls exclude each other")
     sender = reader.string(item.get("sender"), (*where, "sender"), "sender")
     to = reader.strings(item.get("to"), (*where, "to"), "to")
+    for key, found in (("sender", (sender,) if sender else ()), ("to", to or ())):
+        if any("\r" in a or "\n" in a or "@" not in a for a in found):
+            reader.error((*where, key), f"{key} must be email addresses, one per line")
+            return None
     username = _secret(reader, item, where, "username", env, required=False)
     password = _secret(reader, item, where, "password", env, required=False)
     if (username is None) != (password is None):
@@ -400,13 +414,18 @@ def _secret(
     return found
 
 
-def _url(reader: Reader, value: Any, where: Path, what: str) -> str | None:
+def _url(reader: Reader, value: Any, where: Path, what: str, *, secret: bool = False) -> str | None:
     text = reader.string(value, where, what)
     if text is None:
         return None
-    parts = urlsplit(text)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        reader.error(where, f"{what} must be an http(s) URL, not {text!r}")
+    try:
+        parts = urlsplit(text)
+        good = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:
+        good = False
+    if not good:
+        shown = "the value given" if secret else text
+        reader.error(where, f"{what} must be an http(s) URL, not {shown!r}")
         return None
     return text
 

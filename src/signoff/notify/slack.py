@@ -32,7 +32,8 @@ REJECT = "signoff.reject"
 OPEN = "signoff.open"
 TOLERANCE = 300.0
 """Seconds an interaction's timestamp may be away from now (Slack's own advice: 5 minutes)."""
-_MAX_PAYLOAD = 64 * 1024
+MAX_PAYLOAD = 64 * 1024
+"""The biggest interaction read: a button press is a few kilobytes."""
 _TEXT = 2900  # a section's text holds 3,000 characters
 
 
@@ -77,25 +78,27 @@ def interaction(
     """The button press that `body` reports, once its signature is checked against each sink
     with a signing secret; None for an interaction that is not a signoff button (the link
     button reports its clicks too). Raises `BadRequest`."""
-    if not timestamp or not signature or not timestamp.isdigit():
+    if (
+        not timestamp
+        or not signature
+        or not (timestamp.isascii() and timestamp.isdigit() and len(timestamp) <= 12)
+    ):
         raise BadRequest("the request is not signed by Slack", status=401)
     if abs((time.time() if now is None else now) - int(timestamp)) > TOLERANCE:
         raise BadRequest("the request's timestamp is outside the replay window", status=401)
-    sink = next(
-        (
-            s
-            for s in sinks
-            if s.signing_secret is not None
-            and hmac.compare_digest(
-                sign(s.signing_secret, body, timestamp=int(timestamp)), signature
-            )
-        ),
-        None,
-    )
-    if sink is None:
+    if len(body) > MAX_PAYLOAD:
+        raise BadRequest(f"the interaction is bigger than {MAX_PAYLOAD:,} bytes", status=413)
+    given = signature.encode("utf-8", "replace")
+    signed = [
+        s
+        for s in sinks
+        if s.signing_secret is not None
+        and hmac.compare_digest(
+            sign(s.signing_secret, body, timestamp=int(timestamp)).encode(), given
+        )
+    ]
+    if not signed:
         raise BadRequest("the request's signature does not match", status=401)
-    if len(body) > _MAX_PAYLOAD:
-        raise BadRequest(f"the interaction is bigger than {_MAX_PAYLOAD:,} bytes")
     try:
         form = parse_qs(body.decode(), strict_parsing=True, max_num_fields=10)
         payload = json.loads(form["payload"][0])
@@ -109,8 +112,14 @@ def interaction(
     if action_id not in (APPROVE, REJECT):
         return None
     value = action.get("value")
-    if not isinstance(value, str) or not value or not isinstance(user_id, str):
+    if not isinstance(value, str) or "|" not in value or not isinstance(user_id, str):
         raise BadRequest("the button carries no approval id")
+    # The button names the sink that posted it: its users map the presser, and its app's
+    # secret must be the one that signed (sinks of one Slack app share a secret).
+    name, _, approval_id = value.rpartition("|")
+    sink = next((s for s in signed if s.filters.name == name), None)
+    if sink is None or not approval_id:
+        raise BadRequest(f"the button is not one of sink {name!r}'s", status=401)
     name = user.get("username") or user.get("name") or user_id
     response_url = payload.get("response_url")
     return Press(
@@ -118,12 +127,12 @@ def interaction(
         user=user_id,
         user_name=str(name),
         action=action_id,
-        approval_id=value,
+        approval_id=approval_id,
         response_url=response_url if _trusted(response_url, sink) else None,
     )
 
 
-def blocks(notice: Notice, *, buttons: bool) -> list[dict[str, Any]]:
+def blocks(notice: Notice, *, buttons: bool, sink: str = "slack[0]") -> list[dict[str, Any]]:
     """The message's Block Kit blocks. Everything from the call is escaped: an argument can
     neither ping a channel nor pass off a link as signoff's."""
     out: list[dict[str, Any]] = [
@@ -141,17 +150,19 @@ def blocks(notice: Notice, *, buttons: bool) -> list[dict[str, Any]]:
             continue
         text: dict[str, Any]
         if label == "Arguments":
-            code = escape(value).replace("```", "`\u200b``")
+            code = escape(value)
+            while "```" in code:  # no fence may close the block early
+                code = code.replace("```", "`\u200b``")
             text = {"type": "mrkdwn", "text": f"*{label}*\n```{code}```"[:_TEXT]}
         else:
             text = {"type": "plain_text", "text": f"{label}:\n{value}"[:_TEXT], "emoji": False}
         out.append({"type": "section", "text": text})
     elements: list[dict[str, Any]] = []
     if buttons and notice.kind == "requested" and notice.approval is not None:
-        approval_id = notice.approval["id"]
+        value = f"{sink}|{notice.approval['id']}"
         elements += [
-            _button("Approve", APPROVE, approval_id, style="primary"),
-            _button("Reject", REJECT, approval_id, style="danger"),
+            _button("Approve", APPROVE, value, style="primary"),
+            _button("Reject", REJECT, value, style="danger"),
         ]
     if notice.link:
         elements.append(
@@ -185,7 +196,9 @@ class Slack:
         settings = self.settings
         message: dict[str, Any] = {
             "text": escape(notice.title),
-            "blocks": blocks(notice, buttons=settings.signing_secret is not None),
+            "blocks": blocks(
+                notice, buttons=settings.signing_secret is not None, sink=self.filters.name
+            ),
             "unfurl_links": False,
         }
         headers = {"Content-Type": "application/json; charset=utf-8"}

@@ -28,6 +28,8 @@ MAX_BODY: Final = 2 * MAX_ARGS_BYTES
 a call may have, even with every character escaped."""
 BODY_DEPTH: Final = MAX_DEPTH + 8
 """The levels a request body may nest: the deepest arguments, inside a batch of decisions."""
+SIGNED_BYTES: Final = 64 * 1024
+"""The biggest body read on a path whose requests are signed instead of authenticated."""
 _BODILESS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
@@ -56,7 +58,7 @@ class Intake:
         self.limits = limits
         self.signed = signed
         """Paths whose requests carry a signature instead of a token (Slack's), which their
-        route checks: their bodies are read under the same limits."""
+        route checks: their bodies are read up to `SIGNED_BYTES`, and no further."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] in _BODILESS:
@@ -73,9 +75,16 @@ class Intake:
             challenge = [(b"www-authenticate", b"Bearer")]
             await refuse(send, 401, "Unauthorized", detail, extra=challenge)
             return
+        # A signed path's stranger is read too, before its route checks the signature: only
+        # as much as a signed request needs.
+        limit = (
+            min(self.limits.max_bytes, SIGNED_BYTES)
+            if scope["path"] in self.signed
+            else (self.limits.max_bytes)
+        )
         declared = headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > self.limits.max_bytes:
-            await _too_large(send, self.limits.max_bytes)
+        if declared.isdigit() and int(declared) > limit:
+            await _too_large(send, limit)
             return
         chunks: list[bytes] = []
         size = 0
@@ -85,8 +94,8 @@ class Intake:
                 return
             chunk = message.get("body", b"")
             size += len(chunk)
-            if size > self.limits.max_bytes:
-                await _too_large(send, self.limits.max_bytes)
+            if size > limit:
+                await _too_large(send, limit)
                 return
             chunks.append(chunk)
             if not message.get("more_body", False):

@@ -20,6 +20,9 @@ __all__ = ["MASK", "Redaction"]
 
 _Data = TypeVar("_Data")
 
+_ARGUMENT_KEYS = frozenset({"args", "requested_args"})
+"""Keys whose values are a call's arguments: those it runs with, and those it was asked with."""
+
 MASK = "••••••"
 """What a redacted value is shown as (the web inbox greys it)."""
 
@@ -63,12 +66,14 @@ class Redaction:
 
     def tree(self, data: _Data) -> _Data:
         """A copy of API data with the arguments of every call in it masked: the value of each
-        ``args`` key that holds an object, at any depth."""
+        ``args`` or ``requested_args`` key, at any depth."""
         return cast(_Data, self._tree(data)) if self._compiled else data
 
     def _tree(self, data: Any) -> Any:
         if isinstance(data, dict):
-            return {k: self._args(v) if k == "args" else self._tree(v) for k, v in data.items()}
+            return {
+                k: self._args(v) if k in _ARGUMENT_KEYS else self._tree(v) for k, v in data.items()
+            }
         if isinstance(data, list):
             return [self._tree(v) for v in data]
         return data

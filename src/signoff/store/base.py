@@ -366,7 +366,14 @@ class Store(Protocol):
     ) -> bool: ...
 
     async def outbox_claim(
-        self, *, owner: str, now: datetime, lease: timedelta, limit: int = 20
+        self,
+        *,
+        owner: str,
+        now: datetime,
+        lease: timedelta,
+        sinks: Sequence[str],
+        due: datetime | None = None,
+        limit: int = 20,
     ) -> list[Delivery]: ...
 
     async def outbox_done(

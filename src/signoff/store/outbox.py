@@ -25,6 +25,7 @@ from sqlalchemy import bindparam, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
+from signoff.errors import InvalidArgumentsError
 from signoff.store import schema
 from signoff.store.audit import append_audit
 from signoff.store.base import AuditRecord, NoteRecord
@@ -63,6 +64,7 @@ _DUE = (
         _box.c.status == "pending",
         _box.c.next_at <= bindparam("now"),
         or_(_box.c.lease_until.is_(None), _box.c.lease_until <= bindparam("now")),
+        _box.c.sink.in_(bindparam("sinks", expanding=True)),
     )
     .order_by(_box.c.next_at, _box.c.seq, _box.c.sink)
     .limit(bindparam("n"))
@@ -124,7 +126,9 @@ def event_of(
         return None
     try:
         data = json.loads(text)
-    except (ValueError, RecursionError):
+        canonical_json(data)  # NaN, a lone surrogate: nothing signoff wrote, nothing to keep
+        moment = from_micros(at)
+    except (ValueError, RecursionError, OverflowError, InvalidArgumentsError):
         return None
     if not isinstance(data, dict):
         return None
@@ -137,9 +141,7 @@ def event_of(
         kind = "expired" if data.get("status") == "expired" else "decided"
     else:
         kind = "unknown"
-    return OutboxEvent(
-        seq=seq, at=from_micros(at), kind=kind, subject=subject, actor=actor, data=data
-    )
+    return OutboxEvent(seq=seq, at=moment, kind=kind, subject=subject, actor=actor, data=data)
 
 
 class OutboxStore:
@@ -213,14 +215,25 @@ class OutboxStore:
         return moved
 
     async def outbox_claim(
-        self, *, owner: str, now: datetime, lease: timedelta, limit: int = 20
+        self,
+        *,
+        owner: str,
+        now: datetime,
+        lease: timedelta,
+        sinks: Sequence[str],
+        due: datetime | None = None,
+        limit: int = 20,
     ) -> list[Delivery]:
         """Claim up to `limit` due deliveries for `lease`, in the order they are due and then
-        of their events: none is claimed by two senders."""
+        of their events: none is claimed by two senders. Only deliveries of `sinks` (those
+        this sender knows) due by `due` (default `now`) are claimed; the lease runs from `now`."""
+        if not sinks:
+            return []
 
         def work(connection: Connection) -> list[Delivery]:
             at = to_micros(now)
-            ids = connection.execute(_DUE, {"now": at, "n": limit}).scalars().all()
+            params = {"now": to_micros(due or now), "n": limit, "sinks": list(sinks)}
+            ids = connection.execute(_DUE, params).scalars().all()
             until = to_micros(now + lease)
             taken = [
                 i
@@ -293,13 +306,17 @@ class OutboxStore:
 
 
 def _delivery(row: Any) -> Delivery:
+    try:
+        data = json.loads(row.data)
+    except (ValueError, RecursionError):
+        data = None
     return Delivery(
         id=row.id,
         sink=row.sink,
         seq=row.seq,
         kind=row.event,
         subject=row.subject,
-        data=json.loads(row.data),
+        data=data if isinstance(data, dict) else {},
         status=row.status,
         attempts=row.attempts,
         next_at=from_micros(row.next_at),
