@@ -10,7 +10,7 @@ import socket
 import subprocess
 import sys
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -74,7 +74,7 @@ async def test_every_kind_of_event_reaches_a_webhook_signed_and_once(store: SQLS
         key = "run-1:0:call_send"
         owner = f"{socket.gethostname()}:{dead_pid()}:gone"
         await store.ledger_claim(
-            key, owner=owner, now=_now(), lease=timedelta(seconds=60), takeover=False,
+            key, owner=owner, now=datetime.now(UTC), lease=timedelta(seconds=60), takeover=False,
             tool="send_email",
         )  # fmt: skip
         for _ in range(2):  # found twice, told once
@@ -227,12 +227,6 @@ async def test_two_replicas_send_each_notification_once(store_url: str):
     assert len(ids) == len(set(ids)) == 24
     assert sorted(ids) == sorted(d.id for d in deliveries)
     assert {d.status for d in deliveries} == {"sent"}
-
-
-def _now() -> Any:
-    from datetime import UTC, datetime
-
-    return datetime.now(UTC)
 
 
 async def test_a_notice_masks_what_the_config_redacts_in_both_argument_sets(store: SQLStore):

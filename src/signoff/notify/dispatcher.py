@@ -147,14 +147,21 @@ class Notifications:
             )  # fmt: skip
             if not claimed:
                 return sent
+            # The batch's approvals read once, whatever number of sinks tell of each.
+            approvals = await self._approvals([d.subject for d in claimed if d.kind != "unknown"])
+            runs = {a.run_id for a in approvals.values() if a.run_id is not None}
+            inputs = await self.store.run_inputs(runs)
+            shown = {i: self.describe(a, inputs) for i, a in approvals.items()}
             # Sinks at once; each sink's in order, so a decision never arrives before its request.
             by_sink: dict[str, list[Delivery]] = {}
             for delivery in claimed:
                 by_sink.setdefault(delivery.sink, []).append(delivery)
-            results = await asyncio.gather(*(self._in_order(d) for d in by_sink.values()))
+            results = await asyncio.gather(*(self._in_order(d, shown) for d in by_sink.values()))
             sent += sum(results)
 
-    async def _in_order(self, deliveries: Sequence[Delivery]) -> int:
+    async def _in_order(
+        self, deliveries: Sequence[Delivery], approvals: Mapping[str, dict[str, Any]]
+    ) -> int:
         # A delivery whose claim may have run out (slow receivers before it) is left for the
         # next round: another sender may have it by now.
         until = time.monotonic() + self.lease.total_seconds() * 0.8
@@ -162,7 +169,7 @@ class Notifications:
         for delivery in deliveries:
             if time.monotonic() >= until:
                 break
-            sent += await self._deliver(delivery)
+            sent += await self._deliver(delivery, approvals.get(delivery.subject))
         return sent
 
     async def fill(self, *, limit: int = 500) -> bool:
@@ -170,7 +177,7 @@ class Notifications:
         cursor, last, events = await self.store.outbox_events(limit=limit)
         if last == cursor:
             return False
-        approvals = await self._approvals(events)
+        approvals = await self._approvals([e.subject for e in events if e.kind != "unknown"])
         deliveries = [
             NewDelivery(sink=name, event=event)
             for event in events
@@ -182,19 +189,25 @@ class Notifications:
             deliveries, cursor=cursor, last=last, ids=new_id, at=_now()
         )
 
-    async def _approvals(self, events: Sequence[OutboxEvent]) -> dict[str, Approval]:
-        ids = sorted({e.subject for e in events if e.kind != "unknown"})
-        found: dict[str, Approval] = {}
-        for approval_id in ids:
-            with contextlib.suppress(NotFoundError):
-                found[approval_id] = await self.store.get_approval(approval_id)
-        return found
+    async def _approvals(self, ids: Sequence[str]) -> dict[str, Approval]:
+        """The approvals of `ids` in one read; one by one only when some id names none (a
+        row deleted by hand), to leave out just those."""
+        wanted = sorted(set(ids))
+        if not wanted:
+            return {}
+        try:
+            return {a.id: a for a in await self.store.get_approvals(wanted)}
+        except NotFoundError:
+            found: dict[str, Approval] = {}
+            for approval_id in wanted:
+                with contextlib.suppress(NotFoundError):
+                    found[approval_id] = await self.store.get_approval(approval_id)
+            return found
 
-    async def _deliver(self, delivery: Delivery) -> bool:
+    async def _deliver(self, delivery: Delivery, approval: dict[str, Any] | None) -> bool:
         sink = self.sinks[delivery.sink]  # only this sender's sinks are claimed
         try:
-            notice = await self._notice(delivery)
-            await sink.send(notice)
+            await sink.send(self._notice(delivery, approval))
         except Exception as exc:
             if not isinstance(exc, SendFailed):  # a bug, or data no sink can send: given up
                 logger.exception("notifying %s of %s failed", delivery.sink, delivery.kind)
@@ -214,15 +227,11 @@ class Notifications:
         await self.store.outbox_done(delivery.id, owner=self.owner, at=_now())
         return True
 
-    async def _notice(self, delivery: Delivery) -> Notice:
+    def _notice(self, delivery: Delivery, approval: dict[str, Any] | None) -> Notice:
+        """The notice of `delivery`, with its approval as `describe` shows it (None: an
+        unknown outcome, or an approval no longer there)."""
         event = delivery.data
         data = event.get("data", {})
-        approval = None
-        if delivery.kind != "unknown":
-            with contextlib.suppress(NotFoundError):
-                found = await self.store.get_approval(delivery.subject)
-                inputs = {} if found.run_id is None else await self.store.run_inputs([found.run_id])
-                approval = self.describe(found, inputs)
         tool = (approval or {}).get("tool") or data.get("tool") or "a tool call"
         return Notice(
             id=delivery.id,
