@@ -20,6 +20,7 @@ __all__ = [
     "ApprovalStatus",
     "Approve",
     "AuditEntry",
+    "CallKind",
     "Cancelled",
     "Context",
     "Decision",
@@ -42,6 +43,9 @@ __all__ = [
 ]
 
 VerdictKind: TypeAlias = Literal["allow", "ask", "deny"]
+CallKind: TypeAlias = Literal["tool", "resource", "prompt"]
+"""What a call asks for: a tool run, an MCP resource read (its name is the URI) or an MCP
+prompt got (its arguments are the prompt's)."""
 ScopeKind: TypeAlias = Literal["run", "thread", "agent", "global"]
 
 
@@ -74,16 +78,23 @@ class ToolCall:
     """The MCP server that provides the tool, when it comes from one."""
     agent: str | None = None
     """The path of the agent that made the call, like ``coordinator/researcher``."""
+    kind: CallKind = "tool"
+    """A tool call, or (through the MCP gateway) a resource read or a prompt got: the policy
+    judges each kind by its own rules."""
 
     @property
     def digest(self) -> str:
-        """sha256 of the canonical JSON of ``[name, args, server]``: what an approval binds to."""
+        """sha256 of the canonical JSON of ``[name, args, server]`` (and the kind, when it is
+        not a tool): what an approval binds to."""
         return hashlib.sha256(call_json(self)).hexdigest()
 
 
 def call_json(call: ToolCall) -> bytes:
-    """The bytes a call's digest hashes: the canonical JSON of ``[name, args, server]``."""
-    return canonical_json([call.name, call.args, call.server])
+    """The bytes a call's digest hashes: the canonical JSON of ``[name, args, server]``, with
+    the kind after them when it is not ``tool`` (a tool call's digest is as it always was)."""
+    if call.kind == "tool":
+        return canonical_json([call.name, call.args, call.server])
+    return canonical_json([call.name, call.args, call.server, call.kind])
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -316,9 +327,11 @@ class Grant:
 
     id: str
     tool: str
-    """The exact tool name the grant covers."""
+    """The exact tool name the grant covers (the URI of a resource, the name of a prompt)."""
     server: str | None = None
     """The MCP server of the tool, when it came from one."""
+    kind: CallKind = "tool"
+    """What it covers: calls of that tool, reads of that resource, or gets of that prompt."""
     scope: ScopeKind
     subject: str | None = None
     """What the scope is bound to: the run id, the thread id or the agent path; None if global."""
@@ -345,7 +358,7 @@ class Grant:
 
     def covers(self, call: ToolCall, context: Context) -> bool:
         """Whether this grant lets `call` through without asking, in `context`."""
-        if call.name != self.tool or call.server != self.server:
+        if call.name != self.tool or call.server != self.server or call.kind != self.kind:
             return False
         if self.args_digest is not None and self.args_digest != call.digest:
             return False
@@ -375,6 +388,7 @@ def approval_to_dict(approval: Approval) -> dict[str, Any]:
         "thread_id": approval.thread_id,
         "call_id": call.id,
         "tool": call.name,
+        "kind": call.kind,
         "args": call.args,
         "requested_args": approval.requested_call.args,
         "edited": approval.requested_args is not None,
@@ -401,6 +415,7 @@ def grant_to_dict(grant: Grant, *, in_force: bool = True) -> dict[str, Any]:
     return {
         "id": grant.id,
         "tool": grant.tool,
+        "kind": grant.kind,
         "server": grant.server,
         "scope": grant.scope,
         "subject": grant.subject,

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from signoff import Context, Grant, Policy, PolicyEngine, ToolCall
+from signoff.errors import PolicyError
 from signoff.policy.model import default_digest
 
 
@@ -346,3 +347,68 @@ def test_a_fixed_kind_is_one_no_arguments_can_change():
         for args in ({}, {"path": "/secrets/a", "force": True, "n": 1}):
             if kind is not None:
                 assert e.evaluate(call(name, args, **where)).kind == kind
+
+
+# -- what a rule judges: tools, or the MCP gateway's resource reads and prompt gets -------------
+
+
+def test_a_resource_rule_judges_reads_by_uri_and_never_a_tool_of_that_name():
+    e = engine(
+        {
+            "default": "allow",
+            "rules": [
+                {"deny": {"resource": "file:///secrets/*"}},
+                {"ask": {"prompt": ["review*"]}, "when": {"lang": {"eq": "py"}}},
+                {"deny": ["*delete*"]},
+            ],
+        }
+    )
+    assert decide(e, "file:///secrets/a", kind="resource") == ("deny", "rules[0]")
+    assert decide(e, "file:///secrets/a") == ("allow", None)  # a tool named so
+    assert decide(e, "file:///notes", kind="resource") == ("allow", None)
+    assert decide(e, "review_pr", {"lang": "py"}, kind="prompt") == ("ask", "rules[1]")
+    assert decide(e, "review_pr", {"lang": "go"}, kind="prompt") == ("allow", None)
+    assert decide(e, "review_pr", {"lang": "py"}) == ("allow", None)
+    # A tool glob never catches a URI, however it reads.
+    assert decide(e, "file:///tmp/a_delete_me", kind="resource") == ("allow", None)
+    assert e.fixed_kind("file:///secrets/x", kind="resource") == "deny"
+    assert e.fixed_kind("review_pr", kind="prompt") is None  # its arguments decide
+
+
+def test_defaults_and_server_sections_judge_resources_and_prompts_too():
+    e = engine({"default": "ask", "servers": {"fs": {"default": "deny"}}})
+    assert decide(e, "file:///a", kind="resource") == ("ask", None)
+    assert decide(e, "file:///a", server="fs", kind="resource")[0] == "deny"
+    assert decide(e, "hello", server="fs", kind="prompt")[0] == "deny"
+
+
+def test_a_grant_for_a_prompt_never_covers_a_tool_of_the_same_name():
+    e = engine({"default": "ask"})
+    prompt = grant("global", under=e, rule=None, tool="review", kind="prompt")
+    context = Context(grants=(prompt,))
+    assert e.evaluate(call("review", kind="prompt"), context).rule == "grant:g-global"
+    assert e.evaluate(call("review"), context).kind == "ask"
+    assert e.grant_problem(prompt, call("review"), context) == "it is for another tool"
+
+
+def test_a_rule_names_one_kind_and_says_so_when_it_does_not():
+    policy = Policy.from_dict({"rules": [{"deny": {"resource": ["file:///x/*"]}, "id": "r"}]})
+    assert policy.rules[0].to_dict() == {"id": "r", "deny": {"resource": ["file:///x/*"]}}
+    for bad, found in (
+        ({"resources": "x"}, "found resources"),
+        ({"tool": "a", "prompt": "b"}, "found tool, prompt"),
+        ({}, "found nothing"),
+    ):
+        with pytest.raises(PolicyError, match=f"one of tool, resource or prompt \\({found}\\)"):
+            Policy.from_dict({"rules": [{"ask": bad}]})
+    with pytest.raises(PolicyError, match=r"rules\[0\]\.ask\.resource\[0\]: invalid glob"):
+        Policy.from_dict({"rules": [{"ask": {"resource": ["file:///[x"]}}]})
+
+
+def test_a_tool_calls_digest_is_unchanged_and_a_resource_reads_differs():
+    tool = ToolCall(id="1", name="x", args={"a": 1}, server="s")
+    assert tool.digest == "bb1c7317396fed49b3036ea111b2dace0b372c0c06dd163ca65234dfa02d8b7d"
+    assert ToolCall(id="1", name="x", args={"a": 1}, server="s", kind="resource").digest not in (
+        tool.digest,
+        ToolCall(id="1", name="x", args={"a": 1}, server="s", kind="prompt").digest,
+    )

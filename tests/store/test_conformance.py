@@ -51,6 +51,20 @@ async def test_an_approval_round_trips_exactly(store: SQLStore):
     assert await store.get_approval("a1") == original
 
 
+async def test_a_resource_read_and_its_grant_keep_their_kind(store: SQLStore):
+    read = ToolCall(id="r", name="file:///secrets/a", server="fs", kind="resource")
+    held = replace(approval("a1"), call=read)
+    await store.create_approvals([held])
+    assert await store.get_approval("a1") == held
+    grant = Grant(
+        id="g1", tool=read.name, server="fs", kind="resource", scope="global", created_by="alice",
+        created_at=T0,
+    )  # fmt: skip
+    decided = replace(held, status="approved", decision=Approve(always=Scope(kind="global")))
+    assert await store.save_decisions([(replace(decided, version=2), 1)], grants=[grant])
+    assert await store.list_grants(tool=read.name) == [grant]
+
+
 async def test_an_unknown_approval_is_not_found(store: SQLStore):
     with pytest.raises(NotFoundError, match="no approval with id 'nope'"):
         await store.get_approval("nope")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,6 +19,15 @@ from signoff.limits import ArgumentLimits
 from signoff.policy import Explanation, Policy, PolicyEngine
 from signoff.policy.source import Locator, format_path, parse_text
 from signoff.types import Context, Grant, ToolCall
+
+
+class CallKindOption(StrEnum):
+    """What `signoff policy explain` explains: a tool call, a resource read, a prompt got."""
+
+    tool = "tool"
+    resource = "resource"
+    prompt = "prompt"
+
 
 __all__ = ["app", "explain_table", "load_calls", "table_console"]
 
@@ -59,6 +69,10 @@ def explain(
         typer.Option("--config", "-c", help="The policy or config file.", envvar="SIGNOFF_CONFIG"),
     ] = Path("signoff.yaml"),
     tool: Annotated[str | None, typer.Option("--tool", "-t", help="The tool name.")] = None,
+    kind: Annotated[
+        CallKindOption,
+        typer.Option(help="tool, or resource (--tool is its URI) or prompt (its name)."),
+    ] = CallKindOption.tool,
     server: Annotated[str | None, typer.Option(help="The MCP server of the tool.")] = None,
     agent: Annotated[str | None, typer.Option(help="The agent path, like a/b.")] = None,
     args: Annotated[str, typer.Option(help="The arguments, as a JSON object.")] = "{}",
@@ -85,7 +99,10 @@ def explain(
         batch = load_calls(calls)
     else:
         assert tool is not None  # one of --tool and --calls is given, checked above
-        batch = [ToolCall(id="cli", name=tool, server=server, agent=agent, args=_parse_args(args))]
+        batch = [
+            ToolCall(id="cli", name=tool, server=server, agent=agent, args=_parse_args(args),
+                     kind=kind.value)
+        ]  # fmt: skip
     grants = () if database is None else tuple(asyncio.run(_grants(database)))
     context = Context(run_id=run, thread_id=thread, requested_by=requested_by, grants=grants)
     limits = ArgumentLimits()  # as the gate judges: arguments past them are blocked

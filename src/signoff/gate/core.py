@@ -127,6 +127,8 @@ class Gate:
         return self._schema(call)
 
     def _schema(self, call: ToolCall) -> Mapping[str, Any] | None:
+        if call.kind != "tool":
+            return None  # a resource or prompt: whoever serves it checks an edit (the gateway)
         found = self._lookup_schema(call)
         if found is not None:
             return found
@@ -319,6 +321,7 @@ class Gate:
                         "run_id": context.run_id,
                         "policy": self.engine.version,
                     }
+                    | ({} if call.kind == "tool" else {"kind": call.kind})
                     | (
                         {}
                         if key is None
@@ -699,6 +702,7 @@ def _grant_record(grant: Grant, approval: Approval, *, actor: str, at: datetime)
         at=at,
         data={
             "tool": grant.tool,
+            **({} if grant.kind == "tool" else {"kind": grant.kind}),
             "scope": grant.scope,
             "subject": grant.subject,
             "args_digest": grant.args_digest,
@@ -724,6 +728,7 @@ def _grant_for(
     return Grant(
         id=new_id(),
         tool=approval.call.name,
+        kind=approval.call.kind,
         server=approval.call.server,
         scope=scope.kind,
         subject=subject,

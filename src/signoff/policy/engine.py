@@ -4,7 +4,8 @@ Rules are sorted once into precedence order (higher priority first; then deny; t
 agent's own section; then ask before allow; then document order), so the first rule that matches
 a call decides it. Which rules can match a tool name is found through indexes (exact names in a
 dict, literal prefixes, suffixes and infixes looked up by slicing the name, and only the remaining
-complex globs tried one by one) and cached per ``(tool, server, agent)``.
+complex globs tried one by one) and cached per ``(tool, server, agent)``. Resources and prompts
+(the MCP gateway's reads and gets) have indexes of their own: a tool rule never matches them.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from signoff.policy.conditions import Condition, NotJSONError, is_json
 from signoff.policy.glob import Glob, compile_glob
 from signoff.policy.model import Policy, Rule, SectionDefault, default_digest
 from signoff.policy.source import paused_gc
-from signoff.types import Context, Grant, ToolCall, Verdict, VerdictKind, grant_to_dict
+from signoff.types import CallKind, Context, Grant, ToolCall, Verdict, VerdictKind, grant_to_dict
 
 __all__ = ["GRANTED", "Explanation", "PolicyEngine"]
 
@@ -28,7 +29,7 @@ GRANTED = "grant:"
 """How a verdict's rule names the grant that let a call through: ``grant:<id>``."""
 
 _EFFECT_RANK = {"deny": 0, "ask": 1, "allow": 2}
-_Key = tuple[str, str | None, str | None]
+_Key = tuple[str, str | None, str | None, CallKind]
 T = TypeVar("T")
 _Lookup = tuple[tuple["_Entry", ...], Verdict]
 """A cache entry: the candidate rules in precedence order, and the default."""
@@ -98,9 +99,15 @@ class PolicyEngine:
         self._rules = {rule.id: rule for rule in policy.rules}
         self._digests: frozenset[str] | None = None
         with paused_gc():
-            self._index = _NameIndex(
-                (i, compile_glob(p)) for i, rule in enumerate(ordered) for p in rule.tools
-            )
+            self._indexes = {
+                kind: _NameIndex(
+                    (i, compile_glob(p))
+                    for i, rule in enumerate(ordered)
+                    if rule.kind == kind
+                    for p in rule.tools
+                )
+                for kind in ("tool", "resource", "prompt")
+            }
         # Defaults: an agent's own section first, exact paths before globs; then the server's.
         self._defaults = sorted(
             policy.section_defaults,
@@ -118,7 +125,7 @@ class PolicyEngine:
 
     def evaluate(self, call: ToolCall, context: Context | None = None) -> Verdict:
         """The verdict for `call`: allow, ask or deny, and the rule that decided."""
-        key = (call.name, call.server, call.agent)
+        key = (call.name, call.server, call.agent, call.kind)
         cached = self._cache.get(key)
         if cached is None:
             cached = self._lookup(key)
@@ -156,23 +163,27 @@ class PolicyEngine:
     def grant_problem(self, grant: Grant, call: ToolCall, context: Context) -> str | None:
         """Why `grant` does not let `call` through in `context`, in words; None when it does.
         Says the same as `evaluate` decides."""
-        candidates, _ = self._cache.get((call.name, call.server, call.agent)) or self._lookup(
-            (call.name, call.server, call.agent)
-        )
+        key = (call.name, call.server, call.agent, call.kind)
+        candidates, _ = self._cache.get(key) or self._lookup(key)
         asked = self.evaluate(call, replace(context, grants=()))
         if asked.kind != "ask":
             return f"the call is not asked about: the policy says {asked.kind}"
         return _grant_problem(grant, call, context, candidates, asked)
 
     def fixed_kind(
-        self, name: str, *, server: str | None = None, agent: str | None = None
+        self,
+        name: str,
+        *,
+        server: str | None = None,
+        agent: str | None = None,
+        kind: CallKind = "tool",
     ) -> VerdictKind | None:
-        """Allow, ask or deny when every call of this tool gets it whatever its arguments;
-        None when the arguments decide (a rule's `when`). Grants aside: they only turn an ask
-        into an allow. What the MCP gateway hides tools by (those always denied)."""
-        candidates, default = self._cache.get((name, server, agent)) or self._lookup(
-            (name, server, agent)
-        )
+        """Allow, ask or deny when every call of this tool (or read of this resource, get of
+        this prompt) gets it whatever its arguments; None when the arguments decide (a rule's
+        `when`). Grants aside: they only turn an ask into an allow. What the MCP gateway hides
+        tools, resources and prompts by (those always denied)."""
+        key = (name, server, agent, kind)
+        candidates, default = self._cache.get(key) or self._lookup(key)
         conditional: set[str] = set()
         for entry in candidates:
             if entry.when:
@@ -196,7 +207,7 @@ class PolicyEngine:
                 verdict=Verdict(kind="deny", rule=None, reason=problem), rule=None, shadowed=()
             )
         verdict = self.evaluate(call, context)
-        candidates, _ = self._lookup((call.name, call.server, call.agent))
+        candidates, _ = self._lookup((call.name, call.server, call.agent, call.kind))
         args: object = call.args
         checkable = isinstance(args, dict) and is_json(args)
         matched = [e.rule for e in candidates if checkable and e.applies(args)]  # type: ignore[arg-type]
@@ -206,7 +217,11 @@ class PolicyEngine:
             for candidate in context.grants:
                 if verdict.rule == f"{GRANTED}{candidate.id}":
                     grant = candidate
-                elif candidate.tool == call.name and candidate.server == call.server:
+                elif (candidate.tool, candidate.server, candidate.kind) == (
+                    call.name,
+                    call.server,
+                    call.kind,
+                ):
                     why = self.grant_problem(candidate, call, context)
                     passed_over.append((candidate, why or "another grant applies first"))
         rule = self._rules.get(verdict.rule) if verdict.rule else None
@@ -219,10 +234,10 @@ class PolicyEngine:
         )
 
     def _lookup(self, key: _Key) -> _Lookup:
-        name, server, agent = key
+        name, server, agent, kind = key
         candidates = tuple(
             entry
-            for entry in map(self._entry, sorted(self._index.lookup(name)))
+            for entry in map(self._entry, sorted(self._indexes[kind].lookup(name)))
             if not _any_match(entry.excepts, name)
             and (not entry.servers or (server is not None and _any_match(entry.servers, server)))
             and (not entry.agents or (agent is not None and _any_match(entry.agents, agent)))
@@ -340,9 +355,8 @@ def _entry(rule: Rule) -> _Entry:
 
 def _describe(rule: Rule) -> str:
     """``write_file when path glob '/etc/**'``: what a rule matches, in a few words."""
-    shown = ", ".join(rule.tools[:3]) + (
-        f" (+{len(rule.tools) - 3} more)" if len(rule.tools) > 3 else ""
-    )
+    shown = ("" if rule.kind == "tool" else f"{rule.kind} ") + ", ".join(rule.tools[:3])
+    shown += f" (+{len(rule.tools) - 3} more)" if len(rule.tools) > 3 else ""
     if rule.except_tools:
         shown += f" except {', '.join(rule.except_tools[:3])}"
     if rule.servers:
@@ -400,8 +414,8 @@ def _grant_problem(
     and its scope; its granter could have approved the call (the rule's approvers,
     self-approval); and no deny rule matches the call — grants never beat a deny. Arguments
     that cannot be checked (not JSON) are never covered: the call keeps asking."""
-    if grant.tool != call.name or grant.server != call.server:
-        return "it is for another tool"
+    if (grant.tool, grant.server, grant.kind) != (call.name, call.server, call.kind):
+        return f"it is for another {call.kind}"
     if grant.rule_digest is None:
         return "it was granted before grants were bound to their rule"
     if grant.rule_digest != asked.rule_digest:

@@ -27,7 +27,7 @@ from signoff.policy.model import Policy, Rule, SectionDefault
 from signoff.policy.reader import Reader, Recorded
 from signoff.policy.reader import show as _show
 from signoff.policy.source import Locator, Path, format_path, parse_text, paused_gc
-from signoff.types import VerdictKind, canonical_json
+from signoff.types import CallKind, VerdictKind, canonical_json
 
 __all__ = ["load_data", "load_file", "load_text"]
 
@@ -74,6 +74,7 @@ _KAGENT_BLOCK_KEYS = frozenset(
 )
 _RULE_OPTIONS = frozenset({"timeout", "approvers", "forbid_self_approval", "reason", "priority"})
 _RULE_KEYS = frozenset({"allow", "ask", "deny", "id", "except", "server", "agent", "when"})
+_CALL_KINDS: tuple[CallKind, ...] = ("tool", "resource", "prompt")
 _RULE_KEYS |= _RULE_OPTIONS
 _TOGGLE_KEYS = frozenset({"require_approval", "verdict"}) | _RULE_OPTIONS
 
@@ -353,8 +354,11 @@ class _Builder:
             self.reader.error(path, f"a rule needs exactly one of allow, ask, deny (found {found})")
             return
         effect = effects[0]
-        tools = self.reader.globs(data[effect], (*path, effect), "tool patterns")
-        fields: dict[str, Any] = {}
+        matched = self._matched(data[effect], (*path, effect))
+        if matched is None:
+            return
+        judged, tools = matched
+        fields: dict[str, Any] = {} if judged == "tool" else {"kind": judged}
         if "except" in data:
             fields["except_tools"] = self.reader.globs(data["except"], (*path, "except"), "except")
         for key, kind in (("server", "server"), ("agent", "agent")):
@@ -374,6 +378,25 @@ class _Builder:
         fields |= self._options(data, path, effect)
         if tools is not None and None not in fields.values():
             self._add(path, scope, effect=effect, tools=tools, **fields)
+
+    def _matched(self, value: Any, path: Path) -> tuple[CallKind, tuple[str, ...] | None] | None:
+        """What a rule's effect names: tool globs (``ask: [write_file]``), or one mapping naming
+        the kind (``deny: {resource: "file:///secrets/*"}``, ``ask: {prompt: [review]}``)."""
+        if not isinstance(value, dict):
+            return "tool", self.reader.globs(value, path, "tool patterns")
+        kinds = [k for k in _CALL_KINDS if k in value]
+        others = sorted(str(k) for k in value if k not in _CALL_KINDS)
+        if others or len(kinds) != 1:
+            self.reader.error(
+                path,
+                "name what the rule judges with one of tool, resource or prompt "
+                f"(found {', '.join(others or kinds) or 'nothing'})",
+            )
+            return None
+        kind = kinds[0]
+        what = {"tool": "tool patterns", "resource": "resource URI patterns",
+                "prompt": "prompt patterns"}[kind]  # fmt: skip
+        return kind, self.reader.globs(value[kind], (*path, kind), what)
 
     def _toggle(self, name: str, value: Any, path: Path, scope: _Scope) -> None:
         """A per-tool toggle: ``send_email: {require_approval: true}``, ``ask``, or ``true``."""

@@ -10,7 +10,7 @@ from typing import Any, Literal, TypeAlias
 
 from signoff.errors import InvalidArgumentsError, Problem
 from signoff.policy.conditions import Condition
-from signoff.types import VerdictKind, canonical_json
+from signoff.types import CallKind, VerdictKind, canonical_json
 
 __all__ = ["Policy", "Rule", "SectionDefault", "default_digest"]
 
@@ -25,7 +25,11 @@ class Rule:
     """Given in the file with ``id:``, or where the rule stands, like ``rules[2]``."""
     effect: VerdictKind
     tools: tuple[str, ...]
-    """Tool-name globs; the rule applies when any matches."""
+    """Tool-name globs (or resource-URI globs, prompt-name globs: see `kind`); the rule applies
+    when any matches."""
+    kind: CallKind = "tool"
+    """What the rule judges: tool calls, or (through the MCP gateway) resource reads by URI or
+    prompts got by name. A rule judges one kind only."""
     except_tools: tuple[str, ...] = ()
     """Tool-name globs the rule leaves alone even when `tools` match."""
     servers: tuple[str, ...] = ()
@@ -61,7 +65,10 @@ class Rule:
 
     def to_dict(self) -> dict[str, Any]:
         """The rule in the unified format, as it would be written in a file."""
-        out: dict[str, Any] = {"id": self.id, self.effect: list(self.tools)}
+        matched: Any = list(self.tools)
+        if self.kind != "tool":
+            matched = {self.kind: matched}
+        out: dict[str, Any] = {"id": self.id, self.effect: matched}
         if self.except_tools:
             out["except"] = list(self.except_tools)
         if self.servers:

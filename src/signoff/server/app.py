@@ -330,7 +330,10 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
         """The verdict a call would get, the rule that decides it and the rules it shadows;
         the grant that would let it through (for the call's `context`), and why each other
         grant of its tool would not."""
-        call = ToolCall(id="", name=body.tool, args=body.args, server=body.server, agent=body.agent)
+        call = ToolCall(
+            id="", name=body.tool, args=body.args, server=body.server, agent=body.agent,
+            kind=body.kind,
+        )  # fmt: skip
         where = body.context or ExplainContext()
         grants = await service.store.list_grants(tool=body.tool)
         context = Context(

@@ -17,6 +17,7 @@ from signoff.store.runs import StoredEvent
 from signoff.types import (
     Approval,
     Approve,
+    CallKind,
     Decision,
     Edit,
     Reject,
@@ -97,6 +98,9 @@ class DecisionBody(_Body):
 
 class ExplainBody(_Body):
     tool: str = Field(min_length=1)
+    """The tool's name; with `kind`, the URI of a resource or the name of a prompt."""
+    kind: CallKind = "tool"
+    """A tool call, or an MCP resource read or prompt got (as the MCP gateway judges them)."""
     args: dict[str, Any] = Field(default_factory=dict)
     server: str | None = None
     agent: str | None = None

@@ -131,6 +131,7 @@ def _grant_row(grant: Grant) -> dict[str, Any]:
     return {
         "id": grant.id,
         "tool": grant.tool,
+        "kind": grant.kind,
         "server": grant.server,
         "scope": grant.scope,
         "subject": grant.subject,
@@ -149,6 +150,7 @@ def _grant(row: Row[Any]) -> Grant:
     return Grant(
         id=row.id,
         tool=row.tool,
+        kind=row.kind,
         server=row.server,
         scope=row.scope,
         subject=row.subject,

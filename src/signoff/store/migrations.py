@@ -205,7 +205,16 @@ def _v7(connection: Connection) -> None:
     schema.outbox.create(connection)
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7]
+def _v8(connection: Connection) -> None:
+    """What a held call asks for, and what a grant covers: a tool run (every earlier one), an
+    MCP resource read or an MCP prompt got."""
+    for table in ("approvals", "grants"):
+        connection.execute(
+            text(f"ALTER TABLE {table} ADD COLUMN kind VARCHAR(16) NOT NULL DEFAULT 'tool'")
+        )
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8]
 LATEST = len(MIGRATIONS)
 
 

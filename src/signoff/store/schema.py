@@ -78,6 +78,8 @@ approvals = Table(
     # requested when an edit replaced them in `args`.
     Column("rule_digest", String(64)),
     Column("requested_args", Text),
+    # Since version 8: what the call asks for (a tool run, a resource read, a prompt got).
+    Column("kind", String(16), nullable=False, server_default="tool"),
     # Listing is newest first, and ids are time-ordered: each index ends in `id` so a page is a
     # plain index range, never a sort of every matching row.
     Index("approvals_status_id", "status", "id"),
@@ -109,6 +111,8 @@ grants = Table(
     Column("roles", Text, nullable=False, server_default="[]"),
     Column("uses", BigInteger, nullable=False, server_default="0"),
     Column("last_used_at", BigInteger),
+    # Since version 8: the kind of the calls it covers.
+    Column("kind", String(16), nullable=False, server_default="tool"),
     Index("grants_tool", "tool", "revoked_at"),
 )
 
