@@ -38,7 +38,7 @@ def named(name: str) -> PolicyEngine:
 
 
 def kind(
-    engine: PolicyEngine, tool: str, args: dict[str, object] | None = None, **where: str
+    engine: PolicyEngine, tool: str, args: dict[str, object] | None = None, **where: Any
 ) -> str:
     return engine.evaluate(ToolCall(id="c", name=tool, args=args or {}, **where)).kind
 

@@ -16,11 +16,11 @@ def engine(data: dict[str, Any]) -> PolicyEngine:
     return PolicyEngine(Policy.from_dict(data))
 
 
-def call(name: str, args: Any = None, **where: str) -> ToolCall:
+def call(name: str, args: Any = None, **where: Any) -> ToolCall:
     return ToolCall(id="c", name=name, args={} if args is None else args, **where)
 
 
-def decide(e: PolicyEngine, name: str, args: Any = None, **where: str) -> tuple[str, str | None]:
+def decide(e: PolicyEngine, name: str, args: Any = None, **where: Any) -> tuple[str, str | None]:
     verdict = e.evaluate(call(name, args, **where))
     return verdict.kind, verdict.rule
 

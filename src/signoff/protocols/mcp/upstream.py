@@ -1,46 +1,88 @@
 """One MCP server behind the gateway: a connection that lives in its own task (the SDK's
 transports must be opened and closed by the same task), is opened again after the server
-fails, and lists and calls the server's tools."""
+fails, and asks the server for what a client of the gateway asks.
+
+A connection may be bound to one client of the gateway (`Callbacks`): it then declares what that
+client declared (sampling, elicitation, roots), and what the server asks of its client or tells
+it on that connection goes to that client.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import httpx2
 from mcp import Client, StdioServerParameters, types
+from mcp.client.session import (
+    ElicitationFnT,
+    ListRootsFnT,
+    LoggingFnT,
+    MessageHandlerFnT,
+    SamplingFnT,
+)
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 
 from signoff.errors import SignoffError
 from signoff.protocols.mcp.settings import UpstreamSpec
-from signoff.protocols.mcp.tools import list_tools as _list_tools
 
-__all__ = ["Upstream", "UpstreamError"]
+__all__ = ["Callbacks", "Upstream", "UpstreamError"]
 
 logger = logging.getLogger("signoff.mcp.gateway")
 
 CONNECT_TIMEOUT = 30.0
+T = TypeVar("T")
 
 
 class UpstreamError(SignoffError):
-    """The server could not be reached, or failed while it had the call."""
+    """The server could not be reached, failed while it had the request, or answered it with
+    an error (`answer`: its own, to pass on as it is)."""
+
+    def __init__(self, message: str, *, answer: MCPError | None = None) -> None:
+        super().__init__(message)
+        self.answer = answer
+
+
+@dataclass(frozen=True, kw_only=True)
+class Callbacks:
+    """What a connection does with what its server sends unasked: its requests of the client
+    (each declared as a capability only when given) and its notifications."""
+
+    sampling: SamplingFnT | None = None
+    sampling_capabilities: types.SamplingCapability | None = None
+    elicitation: ElicitationFnT | None = None
+    roots: ListRootsFnT | None = None
+    logging: LoggingFnT | None = None
+    notified: MessageHandlerFnT | None = None
+    legacy: bool = False
+    """Speak the 2025-era protocol (the initialize handshake) to the server, as the client
+    does: only that era lets a server ask its client things in the middle of a request."""
 
 
 class Upstream:
     """A connection to one server, opened on first use and again after it breaks."""
 
-    def __init__(self, spec: UpstreamSpec) -> None:
+    def __init__(self, spec: UpstreamSpec, callbacks: Callbacks | None = None) -> None:
         self.spec = spec
+        self.callbacks = callbacks or Callbacks()
         self.tools: list[types.Tool] = []
         """The server's tools, as it last listed them (kept while it is away)."""
+        self.capabilities: types.ServerCapabilities | None = None
+        """What the server said it offers when this connection was opened."""
         self._client: Client | None = None
         self._task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
+
+    def bound(self, callbacks: Callbacks) -> Upstream:
+        """A connection of its own to the same server, with `callbacks`."""
+        return Upstream(self.spec, callbacks)
 
     @property
     def name(self) -> str:
@@ -49,6 +91,11 @@ class Upstream:
     @property
     def connected(self) -> bool:
         return self._client is not None
+
+    def offers(self, feature: str) -> bool:
+        """Whether the server declared `feature` (``resources``, ``prompts``, ``logging``,
+        ``completions``): asked for only when it did (known once connected)."""
+        return self.capabilities is not None and getattr(self.capabilities, feature) is not None
 
     async def connect(self) -> None:
         """Connect (when not connected) and read the server's tools; `UpstreamError` if the
@@ -62,7 +109,7 @@ class Upstream:
             try:
                 async with asyncio.timeout(CONNECT_TIMEOUT):
                     client = await asyncio.shield(ready)
-                    tools = await _list_tools(client)
+                    tools = await _every(client.session.list_tools, "tools")
             except BaseException as exc:  # a failure, or the caller's cancel: stop it all
                 await asyncio.shield(self._stop())
                 if ready.done() and not ready.cancelled():
@@ -73,6 +120,7 @@ class Upstream:
                     ) from exc
                 raise
             self._client, self.tools = client, tools
+            self.capabilities = client.server_capabilities
 
     async def _hold(self, ready: asyncio.Future[Client]) -> None:
         """The connection's own task: open it, then hold it until it breaks or is closed."""
@@ -113,19 +161,34 @@ class Upstream:
                         httpx2.AsyncClient(headers=sent, timeout=timeout)
                     )
                     target = streamable_http_client(spec.url, http_client=http)
-            # The gateway lists the tools whenever it is asked: no client-side cache.
-            client = Client(target, cache=None, read_timeout_seconds=spec.timeout)
+            back = self.callbacks
+            # The gateway lists whenever it is asked: no client-side cache.
+            client = Client(
+                target,
+                cache=None,
+                read_timeout_seconds=spec.timeout,
+                sampling_callback=back.sampling,
+                sampling_capabilities=back.sampling_capabilities,
+                elicitation_callback=back.elicitation,
+                list_roots_callback=back.roots,
+                logging_callback=back.logging,
+                message_handler=back.notified,
+                mode="legacy" if back.legacy else "auto",
+            )
             yield await stack.enter_async_context(client)
 
-    async def call(
-        self, tool: str, args: dict[str, Any], *, headers: Mapping[str, str] | None = None
-    ) -> types.CallToolResult:
-        """Call `tool`; `UpstreamError` when the server is unreachable or fails meanwhile (a
-        call with `headers` goes over a connection of its own)."""
+    async def ask(
+        self, asking: Callable[[Client], Awaitable[T]], *, headers: Mapping[str, str] | None = None
+    ) -> T:
+        """`asking` done with a client of the server; `UpstreamError` when the server is
+        unreachable, fails meanwhile, or answers with an error (a request with `headers` goes
+        over a connection of its own)."""
         if headers:
             try:
                 async with self.session(headers=headers) as client:
-                    return await client.call_tool(tool, args)
+                    return await asking(client)
+            except MCPError as exc:
+                raise UpstreamError(f"MCP server {self.name!r}: {_say(exc)}", answer=exc) from exc
             except Exception as exc:
                 raise UpstreamError(f"MCP server {self.name!r}: {_say(exc)}") from exc
         await self.connect()
@@ -133,29 +196,57 @@ class Upstream:
         if connected is None:
             raise UpstreamError(f"MCP server {self.name!r} went away")
         try:
-            return await connected.call_tool(tool, args)
+            return await asking(connected)
         except Exception as exc:
-            closed = not isinstance(exc, MCPError) or exc.code == CONNECTION_CLOSED
-            if closed or not _alive(task):
+            if not isinstance(exc, MCPError) or exc.code == CONNECTION_CLOSED or not _alive(task):
                 await self._drop(task)
                 raise UpstreamError(
                     f"MCP server {self.name!r} failed during the call: {_say(exc)}"
                 ) from exc
             # The server answered with an error (a JSON-RPC error, a timeout): its answer.
-            raise UpstreamError(f"MCP server {self.name!r}: {_say(exc)}") from exc
+            raise UpstreamError(f"MCP server {self.name!r}: {_say(exc)}", answer=exc) from exc
+
+    async def call(
+        self,
+        tool: str,
+        args: dict[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        progress: ProgressFnT | None = None,
+    ) -> types.CallToolResult:
+        """Call `tool` (telling `progress` what the server reports of it)."""
+
+        async def calling(client: Client) -> types.CallToolResult:
+            return await client.call_tool(tool, args, progress_callback=progress)
+
+        return await self.ask(calling, headers=headers)
+
+    async def listed(self, what: str) -> list[Any]:
+        """Everything the server lists of `what` (``tools``, ``resources``,
+        ``resource_templates``, ``prompts``), page after page; none of what it does not
+        offer."""
+        feature = "resources" if what == "resource_templates" else what
+        await self.connect()
+        if what != "tools" and not self.offers(feature):
+            return []
+
+        async def listing(client: Client) -> list[Any]:
+            method = getattr(client.session, f"list_{what}")
+            return await _every(method, what)
+
+        found = await self.ask(listing)
+        if what == "tools":
+            self.tools = found
+        return found
 
     async def refresh(self) -> None:
         """Read the tools again (connecting first when needed)."""
-        await self.connect()
-        client, task = self._client, self._task
-        if client is None:
-            return
         try:
             async with asyncio.timeout(CONNECT_TIMEOUT):
-                self.tools = await _list_tools(client)
-        except Exception as exc:
-            await self._drop(task)
-            raise UpstreamError(f"MCP server {self.name!r}: {_say(exc)}") from exc
+                await self.listed("tools")
+        except TimeoutError as exc:
+            await self._drop(self._task)
+            raise UpstreamError(f"MCP server {self.name!r}: no answer to tools/list") from exc
 
     async def _drop(self, task: asyncio.Task[None] | None) -> None:
         """Close the connection `task` holds, unless a newer one replaced it already."""
@@ -173,6 +264,18 @@ class Upstream:
     async def close(self) -> None:
         async with self._lock:
             await self._stop()
+
+
+async def _every(method: Callable[..., Awaitable[Any]], what: str) -> list[Any]:
+    """Every page of a list request (`method` takes the paginated params)."""
+    found: list[Any] = []
+    cursor: str | None = None
+    while True:
+        page = await method(params=types.PaginatedRequestParams(cursor=cursor))
+        found += getattr(page, what)
+        cursor = page.next_cursor
+        if cursor is None:
+            return found
 
 
 def _alive(task: asyncio.Task[None] | None) -> bool:

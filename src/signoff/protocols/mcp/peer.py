@@ -1,0 +1,211 @@
+"""One client of the gateway, as the servers behind see it.
+
+Each client connection (a 2025-era session: stdio, or one ``mcp-session-id`` over HTTP) gets
+connections of its own to the servers behind, opened when first needed and closed with it. They
+declare what the client declared — sampling, elicitation, roots — so a server asks of its
+client only what this client can answer, and what it asks or tells on them reaches this client:
+
+- ``sampling/createMessage``, ``elicitation/create`` and ``roots/list`` from a server are sent
+  to the client (on the stream of the request the client is waiting on, when there is one), its
+  answer returned to the server, and each relay audited (``relay``: the server, the method,
+  whether the client answered);
+- log messages, progress, list changes and resource updates are passed on as they come.
+
+A 2026-07-28 request has no session and no back channel: it shares the gateway's own connections,
+which declare none of those capabilities.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import anyio
+from mcp import types
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import ServerMessageMetadata
+from mcp_types import INTERNAL_ERROR
+
+from signoff.protocols.mcp.upstream import Callbacks, Upstream, UpstreamError
+from signoff.store import AuditRecord, Store
+
+__all__ = ["Peer"]
+
+logger = logging.getLogger("signoff.mcp.gateway")
+
+
+class Peer:
+    """A client of the gateway: its connections to the servers behind and its requests in
+    flight. `bound` False: the gateway's shared connections, relaying nothing."""
+
+    def __init__(self, store: Store, *, asker: str, several: bool, bound: bool = True) -> None:
+        self.store = store
+        self.asker = asker
+        self.bound = bound
+        self._several = several
+        self._links: dict[str, Upstream] = {}
+        self._lock = asyncio.Lock()
+        self._waiting: list[Any] = []
+        """The contexts of the client's requests in flight, the latest last."""
+        self._session: Any = None
+        """A session of the client's connection, for what goes on its standalone stream."""
+        self._capabilities: types.ClientCapabilities | None = None
+        self.log_level: types.LoggingLevel | None = None
+        self._levels: dict[str, types.LoggingLevel] = {}
+        """The log level each server was last told."""
+
+    @contextlib.contextmanager
+    def serving(self, ctx: Any) -> Iterator[None]:
+        """While the gateway answers the request of `ctx`: what a server asks or tells goes on
+        its stream."""
+        self._session = ctx.session
+        self._capabilities = ctx.session.client_capabilities
+        self._waiting.append(ctx)
+        try:
+            yield
+        finally:
+            self._waiting.remove(ctx)
+
+    async def link(self, upstream: Upstream) -> Upstream:
+        """The client's own connection to `upstream`'s server (`upstream` itself, unbound)."""
+        if not self.bound:
+            await upstream.connect()
+            return upstream
+        async with self._lock:
+            link = self._links.get(upstream.name)
+            if link is None:
+                link = self._links[upstream.name] = upstream.bound(self._callbacks(upstream.name))
+        await link.connect()
+        level = self.log_level
+        if level is not None and link.offers("logging") and self._levels.get(link.name) != level:
+            self._levels[link.name] = level
+            await _set_level(link, level)
+        return link
+
+    async def set_level(self, upstreams: list[Upstream], level: types.LoggingLevel) -> None:
+        """The client's log level, set on every server that logs (and kept for those it
+        connects to later)."""
+        self.log_level = level
+        for upstream in upstreams:
+            try:
+                await self.link(upstream)  # which tells the server the level
+            except UpstreamError as exc:
+                logger.warning("%s; its log level is set once it answers", exc)
+
+    async def roots_changed(self) -> None:
+        """The client's roots changed: each server it has a connection to is told."""
+        for link in list(self._links.values()):
+            if link.connected:
+                with contextlib.suppress(UpstreamError):
+                    await link.ask(
+                        lambda c: c.session.send_notification(types.RootsListChangedNotification())
+                    )
+
+    async def close(self) -> None:
+        links, self._links = list(self._links.values()), {}
+        await asyncio.gather(*(link.close() for link in links), return_exceptions=True)
+
+    # -- relayed to the client -------------------------------------------------------------
+
+    def _callbacks(self, server: str) -> Callbacks:
+        declared = self._capabilities or types.ClientCapabilities()
+
+        async def sampling(context: Any, params: types.CreateMessageRequestParams) -> Any:
+            result: type[Any] = types.CreateMessageResult
+            if params.tools or params.tool_choice:
+                result = types.CreateMessageResultWithTools
+            return await self._ask(server, types.CreateMessageRequest(params=params), result)
+
+        async def elicitation(context: Any, params: types.ElicitRequestParams) -> Any:
+            request = types.ElicitRequest(params=params)
+            return await self._ask(server, request, types.ElicitResult)
+
+        async def roots(context: Any) -> Any:
+            return await self._ask(server, types.ListRootsRequest(), types.ListRootsResult)
+
+        async def logged(params: types.LoggingMessageNotificationParams) -> None:
+            if self._several:
+                params = params.model_copy(
+                    update={"logger": f"{server}/{params.logger}" if params.logger else server}
+                )
+            await self._tell(types.LoggingMessageNotification(params=params), related=True)
+
+        async def notified(message: Any) -> None:
+            if isinstance(message, Exception):
+                logger.info("MCP server %r: %s", server, message)
+            elif isinstance(message, _PASSED_ON):
+                await self._tell(message, related=False)
+
+        return Callbacks(
+            sampling=sampling if declared.sampling is not None else None,
+            sampling_capabilities=declared.sampling,
+            elicitation=elicitation if declared.elicitation is not None else None,
+            roots=roots if declared.roots is not None else None,
+            logging=logged,
+            notified=notified,
+            legacy=True,
+        )
+
+    async def _ask(self, server: str, request: Any, result: type[Any]) -> Any:
+        """Send a server's request to the client and give back its answer (or its error),
+        audited."""
+        session, related = self._where()
+        answered = False
+        try:
+            if session is None:
+                raise MCPError(INTERNAL_ERROR, "the client of the gateway has gone")
+            metadata = (
+                None if related is None else ServerMessageMetadata(related_request_id=related)
+            )
+            answer = await session.send_request(request, result, metadata=metadata)
+            answered = True
+            return answer
+        except MCPError as exc:
+            return exc.error
+        except Exception as exc:  # the client's odd answer: the server hears it as an error
+            return types.ErrorData(code=INTERNAL_ERROR, message=f"the client failed: {exc}")
+        finally:
+            record = AuditRecord(
+                actor=self.asker,
+                action="relay",
+                subject=server,
+                at=datetime.now(UTC),
+                data={"server": server, "method": request.method, "answered": answered},
+            )
+            with anyio.CancelScope(shield=True):
+                await self.store.append_audit([record])
+
+    async def _tell(self, notification: Any, *, related: bool) -> None:
+        session, request = self._where() if related else (self._session, None)
+        if session is None:
+            return
+        with contextlib.suppress(Exception):  # a notification is a courtesy: never fail for it
+            await session.send_notification(notification, related_request_id=request)
+
+    def _where(self) -> tuple[Any, Any]:
+        """Where to send: the stream of the client's latest request in flight, else its
+        connection's own."""
+        if self._waiting:
+            ctx = self._waiting[-1]
+            return ctx.session, ctx.request_id
+        return self._session, None
+
+
+_PASSED_ON = (
+    types.ToolListChangedNotification,
+    types.PromptListChangedNotification,
+    types.ResourceListChangedNotification,
+    types.ResourceUpdatedNotification,
+)
+
+
+async def _set_level(link: Upstream, level: types.LoggingLevel) -> None:
+    request = types.SetLevelRequest(params=types.SetLevelRequestParams(level=level))
+    try:
+        await link.ask(lambda c: c.session.send_request(request, types.EmptyResult))
+    except UpstreamError as exc:
+        logger.info("%s (setting its log level)", exc)
