@@ -15,12 +15,17 @@ const agent = new HttpAgent({
   threadId,
 });
 
-// One run: the event types in order, and how it finished.
+// One run: the event types in order, how it finished, and each MESSAGES_SNAPSHOT beside the
+// conversation the client held when it came (its activity messages aside: a snapshot leaves them).
 async function run(parameters = {}) {
-  const seen = { types: [], finished: undefined, error: undefined, activities: {} };
+  const seen = { types: [], finished: undefined, error: undefined, activities: {}, snapshots: [] };
   await agent.runAgent(parameters, {
     onEvent({ event }) {
       seen.types.push(event.type);
+    },
+    onMessagesSnapshotEvent({ event, messages }) {
+      const held = messages.filter((m) => m.role !== "activity");
+      seen.snapshots.push({ held: structuredClone(held), sent: event.messages });
     },
     onRunFinishedEvent({ event }) {
       seen.finished = event;
@@ -61,6 +66,7 @@ report.batch = {
     expiresAt: i.expiresAt,
   })),
   answered: answered.types,
+  snapshots: answered.snapshots,
   result: answered.finished.result,
   activities: Object.values(answered.activities).map((a) => [a.stage, a.decision, a.tool]),
 };
@@ -77,13 +83,17 @@ const edited = await run({
     },
   ],
 });
-report.edit = { outcome: scaling.finished.outcome.type, result: edited.finished.result };
+report.edit = {
+  outcome: scaling.finished.outcome.type,
+  result: edited.finished.result,
+  snapshots: edited.snapshots,
+};
 
 // The same resume again is safe: nothing runs twice, the run ends as the task did.
 const again = await run({
   resume: [{ interruptId: held.id, status: "resolved", payload: { approved: true } }],
 });
-report.replay = { types: again.types, error: again.error ?? null };
+report.replay = { types: again.types, error: again.error ?? null, snapshots: again.snapshots };
 
 // Decided elsewhere: the inbox rejects the call while the client still holds its interrupt
 // open; its next turn (the client insists) resumes it, with the person's new words.
@@ -114,5 +124,12 @@ report.elsewhere = {
 };
 
 report.state = agent.state;
-report.messages = agent.messages.map((m) => m.role);
+// The conversation the client ends with: each message's id and role, the calls an assistant
+// message carries, the call a tool message answers.
+report.messages = agent.messages.map((m) => ({
+  id: m.id,
+  role: m.role,
+  calls: (m.toolCalls ?? []).map((c) => c.id),
+  answers: m.toolCallId ?? null,
+}));
 console.log(JSON.stringify(report));

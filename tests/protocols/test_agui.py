@@ -1,6 +1,7 @@
 """AG-UI at ``POST /agui/{agent}`` against a real uvicorn server: the stream event by event, the
-state's JSON Patches checked against fresh snapshots, resumes that are refused, and the official
-client, @ag-ui/client's HttpAgent, through interrupt → resume with approve, edit and reject."""
+state's JSON Patches checked against fresh snapshots, resumes that are refused, each run's stream
+judged on its own by ag-ui-validate, and the official client, @ag-ui/client's HttpAgent, through
+interrupt → resume with approve, edit and reject."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any
 import httpx
 import jsonpatch
 import pytest
+from ag_ui_validate.pytest_plugin import validate_agui
 
 from signoff.protocols.agui import CHANNEL, AguiAgent
 from signoff.server import Service
@@ -56,6 +58,17 @@ def approve(interrupt: str, **payload: Any) -> dict[str, Any]:
 
 def types(events: list[dict[str, Any]]) -> list[str]:
     return [e["type"] for e in events]
+
+
+def findings(events: list[dict[str, Any]]) -> list[str]:
+    """What ag-ui-validate finds wrong with one run's stream, judged on its own (as a stream
+    that uses shared state): its errors and warnings. Its info notes are not faults."""
+    report = validate_agui(events, features=["shared-state"])
+    return [
+        f"{d.rule} ({d.severity}) at event {d.event_index}: {d.message}"
+        for d in report.diagnostics
+        if d.severity != "info"
+    ]
 
 
 async def fresh(service: Service, thread: str) -> dict[str, Any]:
@@ -142,11 +155,27 @@ async def test_an_interrupt_and_its_resume_event_by_event(store: SQLStore, side:
             }),
         )  # fmt: skip
         assert types(answered) == [
-            "RUN_STARTED", "STATE_SNAPSHOT", "ACTIVITY_DELTA", "ACTIVITY_DELTA", "STATE_DELTA",
+            "RUN_STARTED", "STATE_SNAPSHOT", "MESSAGES_SNAPSHOT",
+            "ACTIVITY_DELTA", "ACTIVITY_DELTA", "STATE_DELTA",
             "TOOL_CALL_RESULT", "TOOL_CALL_RESULT",
             "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
             "ACTIVITY_DELTA", "ACTIVITY_DELTA", "STATE_DELTA", "RUN_FINISHED",
         ]  # fmt: skip
+        # It opens with the conversation so far as the first run streamed it, under the same
+        # ids (the user's message under the client's): each call its own assistant message,
+        # a result right after its call; the results that follow answer calls it holds.
+        conversation = answered[2]["messages"]
+        words, ask = (e["messageId"] for e in asked if e["type"] == "TEXT_MESSAGE_START")
+        listing, a, b = (e["toolCallId"] for e in asked if e["type"] == "TOOL_CALL_START")
+        [listed] = (e["messageId"] for e in asked if e["type"] == "TOOL_CALL_RESULT")
+        assert [(m["id"], m["role"]) for m in conversation] == [
+            ("r1-u", "user"), (words, "assistant"), (listing, "assistant"), (listed, "tool"),
+            (a, "assistant"), (b, "assistant"), (ask, "assistant"),
+        ]  # fmt: skip
+        assert [c["id"] for m in conversation for c in m.get("toolCalls", [])] == [listing, a, b]
+        results = [e["toolCallId"] for e in answered if e["type"] == "TOOL_CALL_RESULT"]
+        assert results == [a, b] == [first["toolCallId"], second["toolCallId"]]
+        assert conversation[-1]["content"] == explanation
         shadow.apply(answered)
         assert shadow.state == await fresh(service, "t1")
         assert shadow.state["view"]["pendingInterrupts"] == {}
@@ -164,7 +193,8 @@ async def test_an_interrupt_and_its_resume_event_by_event(store: SQLStore, side:
         # each activity is told the decision as it was taken.
         again = await run(http, resume("t1", "r3", approve(first["id"]), approve(second["id"])))
         assert types(again) == [
-            "RUN_STARTED", "STATE_SNAPSHOT", "ACTIVITY_DELTA", "ACTIVITY_DELTA",
+            "RUN_STARTED", "STATE_SNAPSHOT", "MESSAGES_SNAPSHOT",
+            "ACTIVITY_DELTA", "ACTIVITY_DELTA",
             "STATE_DELTA",  # lastRunId
             "RUN_FINISHED",
         ]  # fmt: skip
@@ -216,6 +246,53 @@ async def test_the_streams_of_an_interrupt_and_its_resume_are_the_stored_ones(
         answered = await run(http, resume("t9", "r2", approve(first), reject))
     matches_snapshot("agui-interrupt", normalized(asked, task))
     matches_snapshot("agui-resume", normalized(answered, task))
+
+
+async def test_ag_ui_validate_finds_nothing_wrong_in_any_run_of_an_interrupt_and_its_resume(
+    store: SQLStore, side: Path
+):
+    streams: dict[str, list[dict[str, Any]]] = {}
+
+    async def held(http: httpx.AsyncClient, name: str, words: str) -> list[str]:
+        """Start the turn `name` (its thread too) and keep its stream: its interrupts' ids."""
+        streams[name] = await run(http, turn(name, f"{name}-1", words))
+        return [i["id"] for i in streams[name][-1]["outcome"]["interrupts"]]
+
+    async with (
+        serving(store) as (url, _),
+        httpx.AsyncClient(base_url=url, headers=ALICE, timeout=HANG) as http,
+    ):
+        streams["plain"] = await run(http, turn("plain", "plain-1", "hello"))
+        a, b = await held(http, "mixed", "delete a and b")
+        reject_b = {"interruptId": b, "status": "resolved",
+                    "payload": {"approved": False, "reason": "keep b"}}  # fmt: skip
+        streams["mixed: resumed"] = await run(http, resume("mixed", "r2", approve(a), reject_b))
+        streams["mixed: resumed again"] = await run(
+            http, resume("mixed", "r3", approve(a), reject_b)
+        )
+        [x] = await held(http, "approve", "delete x")
+        streams["approve: resumed"] = await run(http, resume("approve", "r2", approve(x)))
+        [web] = await held(http, "edit", "scale web to 3")
+        edit = approve(web, editedArgs={"name": "web", "replicas": 5})
+        streams["edit: resumed"] = await run(http, resume("edit", "r2", edit))
+        [y] = await held(http, "respond", "delete y")
+        respond = approve(y, response="y is gone")
+        streams["respond: resumed"] = await run(http, resume("respond", "r2", respond))
+        [z] = await held(http, "reject", "delete z")
+        reject = {"interruptId": z, "status": "resolved", "payload": {"approved": False}}
+        streams["reject: resumed"] = await run(http, resume("reject", "r2", reject))
+        [w] = await held(http, "cancel", "delete w")
+        cancel = {"interruptId": w, "status": "cancelled"}
+        streams["cancel: resumed"] = await run(http, resume("cancel", "r2", cancel))
+        # A resume whose task then holds another call: it streams that call and interrupts.
+        [p] = await held(http, "then", "delete p then q")
+        streams["then: resumed"] = await run(http, resume("then", "r2", approve(p)))
+        [q] = [i["id"] for i in streams["then: resumed"][-1]["outcome"]["interrupts"]]
+        streams["then: resumed twice"] = await run(http, resume("then", "r3", approve(q)))
+        streams["refused"] = await run(http, resume("plain", "r2", approve("hitl-nope-1")))
+    assert types(streams["refused"])[-1] == "RUN_ERROR"
+    found = {name: findings(events) for name, events in streams.items()}
+    assert found == {name: [] for name in streams}
 
 
 async def test_a_resume_that_misses_repeats_or_invents_an_interrupt_changes_nothing(
@@ -325,7 +402,9 @@ async def test_the_ag_ui_client_runs_interrupts_and_resumes_with_approve_edit_an
     assert sorted(batch["activities"]) == [
         ["completed", "approved", "delete_pod"], ["completed", "rejected", "delete_pod"],
     ]  # fmt: skip
-    assert report["edit"] == {"outcome": "interrupt", "result": "done: scaled web to 5"}
+    assert (report["edit"]["outcome"], report["edit"]["result"]) == (
+        "interrupt", "done: scaled web to 5",
+    )  # fmt: skip
     assert report["replay"]["error"] is None and report["replay"]["types"][-1] == "RUN_FINISHED"
     elsewhere = report["elsewhere"]
     assert elsewhere["error"] is None and elsewhere["result"] == "hello"
@@ -334,6 +413,20 @@ async def test_the_ag_ui_client_runs_interrupts_and_resumes_with_approve_edit_an
     )  # fmt: skip
     assert elsewhere["activity"]["values"] == {"decidedBy": "alice", "reason": "not z"}
     assert sorted(ran(side)) == ["delete_pod a", "list_pods", "scale web 5"]
+    # Each resume opened with a MESSAGES_SNAPSHOT that is the conversation the client already
+    # held, ids, order and words: applying it changed nothing the client had.
+    for resumed in (batch, report["edit"], report["replay"]):
+        [snapshot] = resumed["snapshots"]
+        assert snapshot["sent"] == snapshot["held"]
+    # The client ends with each message once, each call once, each result once and for a call
+    # it holds.
+    messages = report["messages"]
+    calls = [c for m in messages for c in m["calls"]]
+    results = [m["answers"] for m in messages if m["role"] == "tool"]
+    assert len({m["id"] for m in messages}) == len(messages)
+    assert len(set(calls)) == len(calls) == 5  # list_pods, delete a and b, scale, delete z
+    # delete z's result came while the client was away, and its next run moved on to new words.
+    assert len(set(results)) == len(results) == 4 and set(results) <= set(calls)
 
 
 async def test_respond_and_cancel_answer_interrupts_and_a_task_that_asks_again_interrupts_again(

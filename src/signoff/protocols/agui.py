@@ -8,7 +8,9 @@ run with ``RUN_FINISHED`` ``outcome: interrupt``: one interrupt per pending call
 ``hitl-<taskId>-<n>`` (the n-th call the task held), after the assistant's words, one
 ``ACTIVITY_SNAPSHOT`` (``HITL_FORM``) per call and a ``STATE_DELTA``. The next AG-UI run on the
 thread answers every open interrupt in ``resume[]``; its decisions go through the gate like any
-other, and the task goes on in the same run log the web inbox and A2A read.
+other, and the task goes on in the same run log the web inbox and A2A read. That run opens with a
+``MESSAGES_SNAPSHOT`` of the conversation so far: the results it streams answer calls an earlier
+run streamed.
 
 The shared state is ``{"view": {"tasks": {taskId: {status, lastRunId, lastInterruptId,
 summaries}}, "pendingInterrupts": {interruptId: {...}}}}``: one ``STATE_SNAPSHOT`` per run, then
@@ -30,8 +32,12 @@ import jsonpatch
 from ag_ui.core import (
     ActivityDeltaEvent,
     ActivitySnapshotEvent,
+    AssistantMessage,
     BaseEvent,
+    FunctionCall,
     Interrupt,
+    Message,
+    MessagesSnapshotEvent,
     ResumeEntry,
     RunAgentInput,
     RunErrorEvent,
@@ -43,10 +49,13 @@ from ag_ui.core import (
     TextMessageContentEvent,
     TextMessageEndEvent,
     TextMessageStartEvent,
+    ToolCall,
     ToolCallArgsEvent,
     ToolCallEndEvent,
     ToolCallResultEvent,
     ToolCallStartEvent,
+    ToolMessage,
+    UserMessage,
 )
 from ag_ui.encoder import EventEncoder
 from fastapi import FastAPI, Request
@@ -64,6 +73,7 @@ from signoff.protocols.a2a.hitl import Pending, request_parts
 from signoff.protocols.a2a.tasks import TaskView, task_state
 from signoff.protocols.ids import id_problem
 from signoff.server.auth import Auth
+from signoff.server.redact import Redaction
 from signoff.server.service import Principal, Service
 from signoff.store.runs import RunRecord, StoredEvent
 from signoff.types import Approval, Approve, Decision, Edit, Reject, Respond
@@ -174,13 +184,20 @@ class AguiAgent:
         if body.resume:
             task, resolved, settled = await self._resume(thread, body.resume, message_id, who)
             after = task.view.last_seq
+            done = task.view.state in ("completed", "failed")
+            # The interrupts were decided elsewhere and the task is over: the new words go on.
+            moves_on = not task.open and done and self._new(message_id, await self._said(thread))
+            if not moves_on:
+                # This run streams the results of calls an earlier run started: it opens with
+                # the conversation so far, those calls in it, so that the run read alone (a
+                # validator's view, a client that joins now) knows what the results answer.
+                yield MessagesSnapshotEvent(messages=await self._conversation(thread, task))
             for interrupt, decision in resolved.items():
                 yield _activity_delta(interrupt, _decided(decision))
-            done = task.view.state in ("completed", "failed")
             for interrupt, approval in settled.items():
                 yield _activity_delta(interrupt, _settled(approval, done=done))
-            if not task.open and done and self._new(message_id, await self._said(thread)):
-                task = None  # the interrupts were decided elsewhere; the new words go on
+            if moves_on:
+                task = None
         if task is None:
             task = await self._start(thread, run_id, planned, message_id, text, who)
             after = 0
@@ -482,6 +499,24 @@ class AguiAgent:
             return await self._read(run.id, run)
         return None
 
+    async def _conversation(self, thread: str, resumed: _Task) -> list[Message]:
+        """The thread's conversation as its streams showed it, over the tasks the state covers
+        (the 50 most recent); the resumed task's up to where this run takes it on."""
+        started: dict[str, str | None] = {}
+        for note in await self.store.notes(CHANNEL, thread):  # the first: the run that started it
+            started.setdefault(str(note.data["task"]), note.data.get("message"))
+        messages: list[Message] = []
+        runs = await self.store.list_runs(thread_id=thread, agent=self.agent, roots=True)
+        for run in reversed(runs):
+            events = await self.store.run_events(run.id)
+            if run.id == resumed.run.id:
+                events = [e for e in events if e.seq <= resumed.view.last_seq]
+            user = started.get(run.id)
+            if user in {m.id for m in messages}:
+                user = None  # a resume's last user message, which another task started with
+            messages += _task_messages(run, events, user, self.service.redaction)
+        return messages
+
     async def _state(self, thread: str) -> dict[str, Any]:
         """The thread's shared state, read afresh."""
         last_runs: dict[str, str] = {}
@@ -665,9 +700,54 @@ def _request_words(task: _Task, service: Service) -> str:
         )
         for a in task.open.values()
     ]
-    first = request_parts(held, agent=task.run.agent, form_id="")[0]
-    text = str(first["text"])
-    return text.rsplit("\n", 1)[0]  # without the A2A reply instructions
+    return _asking(held, agent=task.run.agent)
+
+
+def _asking(held: Sequence[Pending], *, agent: str) -> str:
+    """The words that ask for the held calls (the A2A request's, without its reply line)."""
+    first = request_parts(held, agent=agent, form_id="")[0]
+    return str(first["text"]).rsplit("\n", 1)[0]
+
+
+def _task_messages(
+    run: RunRecord, events: Iterable[StoredEvent], user: str | None, redaction: Redaction
+) -> list[Message]:
+    """One task's part of the conversation, as a client that saw its streams holds it: the ids
+    the stream gave, each call its own assistant message (TOOL_CALL_START names no parent),
+    each result right after its call and the results before it, and the words of each pause.
+    `user` is the id the client gave the words that started the task."""
+    task = run.id
+    view = TaskView(run_id=task, agent=run.agent, context_id=run.thread_id, redaction=redaction)
+    messages: list[Message] = []
+    for event in events:
+        view.see(event)
+        data = event.data
+        match event.type:
+            case "run_started":
+                content = str(data.get("input", ""))
+                messages.append(UserMessage(id=user or f"{task}-{event.seq}", content=content))
+            case "text":
+                messages.append(AssistantMessage(id=f"{task}-{event.seq}", content=data["text"]))
+            case "tool_call":
+                call = f"{task}-{data['id']}"
+                args = json.dumps(redaction.call_args(data["args"]))
+                function = FunctionCall(name=data["name"], arguments=args)
+                messages.append(
+                    AssistantMessage(id=call, tool_calls=[ToolCall(id=call, function=function)])
+                )
+            case "tool_result":
+                call = f"{task}-{data.get('tool_call_id')}"
+                at = next((n + 1 for n, m in enumerate(messages) if m.id == call), len(messages))
+                while at < len(messages) and messages[at].role == "tool":
+                    at += 1
+                content = str(data.get("content", ""))
+                result = ToolMessage(id=f"{task}-{event.seq}", tool_call_id=call, content=content)
+                messages.insert(at, result)
+            case "paused":
+                held = [view.requested[a] for a in data["approvals"] if a in view.requested]
+                words = _asking(held, agent=run.agent)
+                messages.append(AssistantMessage(id=f"{task}-{event.seq}-ask", content=words))
+    return messages
 
 
 def _last_user(messages: Sequence[Any]) -> tuple[str | None, str]:
