@@ -6,7 +6,9 @@ streamable HTTP: ``python mcp_upstream.py stdio`` / ``python mcp_upstream.py htt
 - ``crash`` ends the process at once, mid-call;
 - ``slow {note, seconds}`` sleeps, then counts as ``count`` does; ``slow_idempotent`` too,
   annotated idempotent;
-- ``count`` appends a line to the file ``$UPSTREAM_COUNT_FILE`` (how often a call really ran).
+- ``count`` appends a line to the file ``$UPSTREAM_COUNT_FILE`` (how often a call really ran);
+- ``roots`` asks its client for its roots and answers their URIs (JSON);
+- ``announce {uri}`` tells its client its tools changed and the resource `uri` was updated.
 """
 
 from __future__ import annotations
@@ -14,11 +16,16 @@ from __future__ import annotations
 import json
 import os
 import sys
+import warnings
 from typing import Any
 
 import anyio
 from mcp import types
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPDeprecationWarning
+
+# Roots are deprecated as of 2026-07-28; 2025-era clients still have them.
+warnings.simplefilter("ignore", MCPDeprecationWarning)
 
 _META = {"io.example/secret-trace": "upstream-internal"}
 
@@ -56,6 +63,11 @@ TOOLS = [
         name="count",
         input_schema={"type": "object", "properties": {"note": {"type": "string"}}},
     ),
+    types.Tool(name="roots", input_schema={"type": "object", "properties": {}}),
+    types.Tool(
+        name="announce",
+        input_schema={"type": "object", "properties": {"uri": {"type": "string"}}},
+    ),
 ]
 
 
@@ -89,7 +101,21 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         with open(os.environ["UPSTREAM_COUNT_FILE"], "a") as out:
             out.write(f"{args.get('note', '')}\n")
         return types.CallToolResult(content=[types.TextContent(type="text", text="counted")])
+    if params.name == "roots":
+        capabilities = ctx.session.client_capabilities
+        if capabilities is None or capabilities.roots is None:
+            return _said(json.dumps("no roots capability"))
+        listed = await ctx.session.list_roots()
+        return _said(json.dumps([str(root.uri) for root in listed.roots]))
+    if params.name == "announce":
+        await ctx.session.send_tool_list_changed()
+        await ctx.session.send_resource_updated(str(args["uri"]))
+        return _said("announced")
     raise ValueError(f"no tool {params.name}")
+
+
+def _said(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
 
 
 server = Server("upstream", on_list_tools=list_tools, on_call_tool=call_tool)

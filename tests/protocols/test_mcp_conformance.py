@@ -1,0 +1,279 @@
+"""The MCP gateway as a full MCP proxy, checked by the protocol's own conformance suite
+(`@modelcontextprotocol/conformance`, pinned in tests/js, run unchanged on the Node 22 npm
+brings): its server scenarios against `conformance_server.py` directly, then through
+``signoff mcp-gateway --transport http --no-auth`` with ``default: allow`` — whatever passes
+directly passes through the gateway. Then what the suite does not look at: reads and prompts the
+policy holds, decided in the inbox; what a server asks of its client reaching the client that
+made the call, audited."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+import socket
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+from mcp import Client, StdioServerParameters, types
+from mcp.shared.exceptions import MCPError
+
+from signoff import Policy
+from signoff.gate import Gate
+from signoff.protocols.mcp.gateway import Gateway
+from signoff.protocols.mcp.settings import GatewaySettings, UpstreamSpec
+from signoff.protocols.mcp.upstream import Upstream
+from signoff.store import open_store
+from tests.deadline import HANG
+from tests.processes import signoff_command, signoff_server
+from tests.protocols.test_mcp_gateway import ALICE, node_22, pending
+
+ROOT = Path(__file__).resolve().parents[2]
+SUITE = ROOT / "tests/js/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+SERVER = Path(__file__).with_name("conformance_server.py")
+UPSTREAM = Path(__file__).with_name("mcp_upstream.py")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+async def scenarios(url: str, out: Path) -> dict[str, bool]:
+    """Every server scenario of the suite (``--suite all``) against `url`: passed or not
+    (a scenario passes when none of its checks fails)."""
+    process = await asyncio.create_subprocess_exec(
+        node_22(), str(SUITE), "server", "--suite", "all", "--url", url, "-o", str(out),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    async with asyncio.timeout(HANG * 4):
+        said, _ = await process.communicate()
+    results = {}
+    for checks in out.glob("*/checks.json"):
+        name = re.sub(r"^server-|-\d{4}-\d\d-\d\dT.*$", "", checks.parent.name)
+        results[name] = all(c["status"] != "FAILURE" for c in json.loads(checks.read_text()))
+    assert results, said.decode()
+    return results
+
+
+@contextlib.asynccontextmanager
+async def direct_server() -> AsyncIterator[str]:
+    port = free_port()
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, str(SERVER), "http", str(port),
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        async with asyncio.timeout(HANG):
+            while True:
+                with contextlib.suppress(OSError):
+                    _, writer = await asyncio.open_connection("127.0.0.1", port)
+                    writer.close()
+                    break
+                await asyncio.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        await process.wait()
+
+
+def gateway_config(tmp_path: Path, **policy: Any) -> Path:
+    document = {
+        "database": f"sqlite+aiosqlite:///{tmp_path / 'signoff.db'}",
+        "auth": {"tokens": [{"principal": "alice", "roles": ["ops"], "token": "alice-token"}]},
+        "servers": {"everything": {"command": sys.executable, "args": [str(SERVER), "stdio"]}},
+        **policy,
+    }
+    path = tmp_path / "signoff.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+async def test_every_scenario_that_passes_directly_passes_through_the_gateway(
+    tmp_path: Path,
+) -> None:
+    path = gateway_config(tmp_path, default="allow")
+    serve = ["mcp-gateway", "--config", str(path), "--transport", "http", "--no-auth"]
+    async with direct_server() as url, signoff_server(*serve, "--port", "0") as (front, _):
+        direct, through = await asyncio.gather(
+            scenarios(url, tmp_path / "direct"), scenarios(f"{front}/mcp", tmp_path / "gateway")
+        )
+    # The suite's scenarios, resources, prompts, completion, logging, sampling, elicitation and
+    # progress among them: our server passes them all, and so does the gateway in front of it.
+    assert len(direct) >= 30
+    assert {"resources-subscribe", "prompts-get-with-args", "tools-call-sampling",
+            "tools-call-with-progress", "logging-set-level"} <= set(direct)  # fmt: skip
+    assert [name for name, ok in direct.items() if not ok] == []
+    assert set(through) == set(direct)
+    assert [name for name, ok in through.items() if not ok] == []
+
+
+# -- reads and prompts the policy holds --------------------------------------------------------
+
+
+def gateway(path: Path, **client: Any) -> Client:
+    command = [*signoff_command(), "mcp-gateway", "--config", str(path)]
+    return Client(StdioServerParameters(command=command[0], args=command[1:]), **client)
+
+
+@contextlib.asynccontextmanager
+async def inbox(path: Path) -> AsyncIterator[httpx.AsyncClient]:
+    async with (
+        signoff_server("serve", "--config", str(path), "--port", "0") as (url, _),
+        httpx.AsyncClient(base_url=url, headers=ALICE) as http,
+    ):
+        yield http
+
+
+HOLDING = {
+    "default": "allow",
+    "rules": [
+        {"ask": {"resource": "test://static-*"}},
+        {"deny": {"resource": "test://static-binary"}},
+        {"ask": {"prompt": "test_prompt_with_arguments"}, "when": {"arg1": {"eq": "secret"}}},
+    ],
+    "gateway": {"wait": "20s", "principal": "carol"},
+}
+
+
+async def test_a_held_read_and_a_held_prompt_are_decided_in_the_inbox(tmp_path: Path) -> None:
+    path = gateway_config(tmp_path, **HOLDING)
+    async with gateway(path, mode="legacy") as client, inbox(path) as http:
+        listed = await client.list_resources()
+        uris = {str(r.uri) for r in listed.resources}
+        assert "test://static-text" in uris and "test://static-binary" not in uris  # denied
+
+        read = asyncio.create_task(client.read_resource("test://static-text"))
+        [held] = await pending(http)
+        assert (held["kind"], held["tool"], held["server"]) == (
+            "resource", "test://static-text", "everything",
+        )  # fmt: skip
+        assert held["requested_by"] == "carol" and held["origin"] == "mcp-gateway"
+        answer = await http.post(f"/v1/approvals/{held['id']}/decision", json={"kind": "approve"})
+        assert answer.status_code == 200, answer.text
+        contents = (await read).contents
+        assert [c.text for c in contents if isinstance(c, types.TextResourceContents)] == [
+            "This is the content of the static text resource."
+        ]
+
+        plain = await client.get_prompt("test_prompt_with_arguments", {"arg1": "a", "arg2": "b"})
+        assert "arg1='a'" in text_of(plain)  # no rule asks: allowed at once
+        got = asyncio.create_task(
+            client.get_prompt("test_prompt_with_arguments", {"arg1": "secret", "arg2": "b"})
+        )
+        [held] = await pending(http)
+        assert (held["kind"], held["args"]) == ("prompt", {"arg1": "secret", "arg2": "b"})
+        edit = {"kind": "edit", "args": {"arg1": "public", "arg2": "b"}}
+        answer = await http.post(f"/v1/approvals/{held['id']}/decision", json=edit)
+        assert answer.status_code == 200, answer.text
+        assert "arg1='public', arg2='b'" in text_of(await got)
+
+        with pytest.raises(MCPError, match="signoff blocked this read") as blocked:
+            await client.read_resource("test://static-binary")
+        assert blocked.value.error.data == {"status": "blocked"}
+
+        audit = (await http.get("/v1/audit", params={"limit": 100})).json()["items"]
+        forwards = [e["data"] for e in audit if e["action"] == "forward"]
+        assert {(f.get("kind"), f["tool"]) for f in forwards if f["approval"]} == {
+            ("resource", "test://static-text"), ("prompt", "test_prompt_with_arguments"),
+        }  # fmt: skip
+
+
+async def test_a_rejected_read_is_an_error_saying_why_and_a_pending_one_says_so(
+    tmp_path: Path,
+) -> None:
+    path = gateway_config(tmp_path, **{**HOLDING, "gateway": {"wait": "1s"}})
+    async with gateway(path, mode="legacy") as client, inbox(path) as http:
+        with pytest.raises(MCPError, match="waits for a person's approval") as waiting:
+            await client.read_resource("test://static-text")
+        data = waiting.value.error.data
+        assert data["status"] == "pending_approval"
+        reject = {"kind": "reject", "reason": "not today"}
+        answer = await http.post(f"/v1/approvals/{data['approval_id']}/decision", json=reject)
+        assert answer.status_code == 200, answer.text
+        with pytest.raises(MCPError, match="rejected this read: not today") as rejected:
+            await client.read_resource("test://static-text")  # the same read: that approval
+        assert rejected.value.error.data == {"status": "rejected"}
+        with pytest.raises(MCPError, match="waits for a person's approval"):
+            await client.read_resource("test://static-text")  # answered: it asks anew
+        assert len(await pending(http)) == 1
+
+
+def text_of(result: types.GetPromptResult) -> str:
+    return "\n".join(
+        m.content.text for m in result.messages if isinstance(m.content, types.TextContent)
+    )
+
+
+# -- what a server asks of its client ----------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def in_process(tmp_path: Path, policy: dict[str, Any]) -> AsyncIterator[Gateway]:
+    spec = UpstreamSpec(name="up", command=sys.executable, args=(str(UPSTREAM), "stdio"))
+    async with open_store(f"sqlite+aiosqlite:///{tmp_path / 'relay.db'}") as store:
+        gate = Gate(Policy.from_dict(policy), store)
+        front = Gateway(gate, [Upstream(spec)], settings=GatewaySettings(principal="carol"))
+        async with front.running():
+            yield front
+
+
+def roots(*paths: str) -> Any:
+    async def answer(context: Any) -> types.ListRootsResult:
+        listed = [types.Root.model_validate({"uri": f"file://{p}"}) for p in paths]
+        return types.ListRootsResult(roots=listed)
+
+    return answer
+
+
+async def test_each_client_is_asked_its_own_roots_and_each_relay_is_audited(
+    tmp_path: Path,
+) -> None:
+    """Two clients at once, each with its roots: the server asks each through the client's own
+    connection, never the other's."""
+    async with (
+        in_process(tmp_path, {"default": "allow"}) as front,
+        Client(front.server, mode="legacy", list_roots_callback=roots("/a")) as first,
+        Client(front.server, mode="legacy", list_roots_callback=roots("/b", "/c")) as second,
+        Client(front.server, mode="legacy") as third,  # declares no roots
+    ):
+        answers = await asyncio.gather(
+            first.call_tool("roots", {}),
+            second.call_tool("roots", {}),
+            third.call_tool("roots", {}),
+        )
+        said = [json.loads(a.content[0].text) for a in answers]  # type: ignore[union-attr]
+        assert said == [["file:///a"], ["file:///b", "file:///c"], "no roots capability"]
+        relays = [e for e in await front.store.audit_log() if e.action == "relay"]
+        assert sorted((e.actor, e.data["method"], e.data["answered"]) for e in relays) == [
+            ("carol", "roots/list", True), ("carol", "roots/list", True),
+        ]  # fmt: skip
+
+
+async def test_a_servers_list_changes_and_resource_updates_reach_the_client(
+    tmp_path: Path,
+) -> None:
+    heard: list[Any] = []
+
+    async def notified(message: Any) -> None:
+        heard.append(message)
+
+    async with (
+        in_process(tmp_path, {"default": "allow"}) as front,
+        Client(front.server, mode="legacy", message_handler=notified) as client,
+    ):
+        await client.call_tool("announce", {"uri": "memo://a"})
+        async with asyncio.timeout(HANG):
+            while len(heard) < 2:
+                await asyncio.sleep(0.01)
+    assert {type(m) for m in heard} == {
+        types.ToolListChangedNotification, types.ResourceUpdatedNotification,
+    }  # fmt: skip
