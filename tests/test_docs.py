@@ -72,6 +72,19 @@ def test_the_unified_example_decides_as_the_readme_says():
     assert kind(engine, "anything", agent="coordinator/researcher") == "allow"
 
 
+def test_the_kinds_example_judges_reads_and_prompts_as_it_says():
+    engine = named("kinds")
+    assert kind(engine, "read_file") == "allow"
+    assert kind(engine, "file:///srv/data/a.txt", kind="resource") == "allow"
+    assert kind(engine, "file:///srv/data/secrets/k", kind="resource") == "deny"
+    assert kind(engine, "file:///etc/passwd", kind="resource") == "deny"
+    assert kind(engine, "file:///home/x", kind="resource") == "ask"  # the default
+    assert kind(engine, "read_file", kind="prompt") == "allow"  # a prompt, not the tool
+    assert kind(engine, "deploy_app", {"environment": "production"}, kind="prompt") == "ask"
+    assert kind(engine, "deploy_app", {"environment": "staging"}, kind="prompt") == "allow"
+    assert kind(engine, "file:///srv/data/a.txt") == "ask"  # a tool of that name: the default
+
+
 def test_the_seed_examples_decide_as_the_readme_says():
     def kinds(engine: PolicyEngine, server: str, *tools: str) -> list[str]:
         return [kind(engine, tool, server=server) for tool in tools]

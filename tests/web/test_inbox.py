@@ -617,3 +617,28 @@ def test_an_approval_s_own_page_shows_a_decision_taken_elsewhere(
     expect(own.locator(".badge")).to_have_text("rejected", timeout=TIMEOUT)
     expect(own.locator(".decision-reason")).to_have_text("Reason: not now")
     expect(own.locator("button")).to_have_count(0)
+
+
+def test_a_held_resource_read_and_prompt_say_what_they_are_and_are_decided_from_their_cards(
+    page: Page, demo_url: str, demo_folder: Path
+):
+    """The MCP gateway's reads and prompts wait in the same inbox, named for what they are."""
+    thread = f"t-{uuid.uuid4().hex[:8]}"
+    gateway = CheckContext(origin="mcp-gateway", thread_id=thread, requested_by="carol")
+    read, prompt = held_elsewhere(
+        demo_folder,
+        (ToolCall(id="0", name="file:///srv/secrets/key", server="fs", kind="resource"), gateway),
+        (ToolCall(id="1", name="review", args={"lang": "py"}, server="fs", kind="prompt"), gateway),
+    )
+    page.goto(f"{demo_url}/#/")
+    card = page.locator(f"article.approval[data-approval-id='{read}']")
+    expect(card.locator(".kind")).to_have_text("read resource", timeout=TIMEOUT)
+    expect(card.locator(".tool")).to_have_text("file:///srv/secrets/key")
+    expect(card.locator(".server")).to_have_text("on fs")
+    other = page.locator(f"article.approval[data-approval-id='{prompt}']")
+    expect(other.locator(".kind")).to_have_text("get prompt")
+    expect(other.locator(".tool")).to_have_text("review")
+    card.locator("button[data-action=approve]").click()
+    expect(card).to_have_count(0, timeout=TIMEOUT)
+    assert api(demo_url, "GET", f"/approvals/{read}")["status"] == "approved"
+    assert api(demo_url, "GET", f"/approvals/{prompt}")["status"] == "pending"

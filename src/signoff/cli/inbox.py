@@ -155,7 +155,7 @@ class Inbox:
             table.add_row(
                 str(self.numbers[item["id"]]),
                 self.short[item["id"]],
-                escape(item["tool"]),
+                escape(_what(item)),
                 escape(arguments if len(arguments) <= 60 else arguments[:57] + "..."),
                 escape(_who(item)),
                 escape(item.get("rule") or "default"),
@@ -309,3 +309,9 @@ def _who(item: dict[str, Any]) -> str:
     if origin == "mcp-gateway":
         return f"{item.get('requested_by') or '?'} (MCP)"
     return ""
+
+
+def _what(item: dict[str, Any]) -> str:
+    """The tool; or, through the MCP gateway, the resource read or the prompt got."""
+    kind = item.get("kind", "tool")
+    return item["tool"] if kind == "tool" else f"{kind} {item['tool']}"

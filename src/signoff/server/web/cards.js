@@ -98,6 +98,7 @@ export function fill(card, approval, context) {
     h(
       "header",
       {},
+      kindOf(approval) ? h("span.kind", {}, kindOf(approval)) : null,
       h("span.tool", {}, approval.tool),
       approval.server ? h("span.server", {}, `on ${approval.server}`) : null,
       badge(approval.status),
@@ -362,7 +363,8 @@ export async function editDialog(card, approval, context) {
     }
     fill(card, approval, context);
   }
-  const schema = context.schemaFor(approval.agent, approval.tool);
+  // A resource or prompt (through the MCP gateway) has no tool schema here: raw JSON.
+  const schema = kindOf(approval) ? null : context.schemaFor(approval.agent, approval.tool);
   let form = null;
   try {
     form = schema ? schemaForm(schema, approval.args) : null;
@@ -481,4 +483,9 @@ export function alwaysDialog(card, approval, context) {
       return error ? error.message : null;
     },
   );
+}
+
+// What a held call that is not a tool call asks for, in words: the MCP gateway's reads and prompts.
+function kindOf(approval) {
+  return { resource: "read resource", prompt: "get prompt" }[approval.kind] || null;
 }
