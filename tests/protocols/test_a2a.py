@@ -528,6 +528,25 @@ async def test_tasks_are_listed_by_context_and_read_with_a_short_history(
         assert words(short["status"]) == "hello"
 
 
+async def test_a_completed_tasks_history_has_each_message_once(store: SQLStore, side: Path):
+    """The answer is the model's last words and the completed status's message: the history
+    holds it once, however the task is read."""
+    async with serving(store) as (url, _), connect(url, streaming=False) as client:
+        [asked] = await send(client, message("delete web-1"))
+        task = asked["task"]["id"]
+        [done] = await send(client, message(data={"decision_type": "approve"}, task=task))
+        answer = done["task"]["status"]["message"]
+        assert words(answer) == "done: deleted web-1"
+        [listed] = MessageToDict(await client.list_tasks(ListTasksRequest()))["tasks"]
+        reads = {"SendMessage": done["task"], "GetTask": await get_task(client, task),
+                 "ListTasks": listed}  # fmt: skip
+        for read, stored in reads.items():
+            ids = [m["messageId"] for m in stored["history"]]
+            assert len(ids) == len(set(ids)), (read, ids)
+            assert ids.count(answer["messageId"]) == 1, read
+            assert stored["history"][-1] == answer, read
+
+
 async def test_redacted_arguments_are_masked_in_what_a2a_shows(store: SQLStore, side: Path):
     async with serving(store, redaction=Redaction(["name"])) as (url, _), connect(url) as client:
         asked = await send(client, message("delete secret-pod"))

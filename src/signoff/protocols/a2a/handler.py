@@ -439,7 +439,7 @@ class SignoffRequestHandler(RequestHandler):
         )]  # fmt: skip
         for event in await self.store.run_events(run.id):
             update = view.see(event)
-            if update is not None and update.message is not None:
+            if update is not None and update.message is not None and not update.repeats:
                 history.append((event.at, event.seq, update.message))
         # The state is the log's, read with the history (the run's row may be ahead of it),
         # and the approvals': part of a batch decided elsewhere leaves the rest waiting.
