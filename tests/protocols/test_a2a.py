@@ -371,13 +371,36 @@ async def test_malformed_partial_and_late_decisions_are_refused_and_change_nothi
         # The very same message again (a client's retry) is taken once: no error, no change.
         [again] = await send(client, decision)
         assert again["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
-        # Another decision, late, is refused.
-        with pytest.raises(InvalidRequestError) as late:
+        # Another decision, late, is refused: the task is done.
+        with pytest.raises(UnsupportedOperationError, match="is completed"):
             await send(client, message(data={"decision_type": "deny"}, task=task))
-        assert "not waiting for input" in late.value.message
         assert sorted(ran(side)) == ["delete_pod x", "delete_pod y", "list_pods"]  # side by side
         with pytest.raises(TaskNotCancelableError):
             await client.cancel_task(CancelTaskRequest(id=task))
+
+
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
+async def test_a_message_to_a_finished_task_is_an_unsupported_operation(
+    store: SQLStore, side: Path, binding: str
+):
+    """A2A 1.0 §3.1.1: a task in a terminal state takes no more messages — neither a new
+    request nor a decision — and the refusal changes nothing."""
+    async with (
+        serving(store) as (url, _),
+        connect(url, binding=binding, streaming=False) as client,
+    ):
+        [asked] = await send(client, message("delete web-5"))
+        task = asked["task"]["id"]
+        [done] = await send(client, message(data={"decision_type": "approve"}, task=task))
+        assert done["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        for late in (
+            message("and delete web-6 too", task=task),
+            message(data={"decision_type": "deny", "reason": "too late"}, task=task),
+        ):
+            with pytest.raises(UnsupportedOperationError, match="is completed"):
+                await send(client, late)
+        assert await get_task(client, task) == done["task"]
+        assert ran(side) == ["delete_pod web-5"]
 
 
 @pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])

@@ -357,13 +357,18 @@ class SignoffRequestHandler(RequestHandler):
                     "message: give each message its own id"
                 )
             return run.id  # the same message again (a retry): taken already
+        if run.status in ("completed", "failed"):
+            # A2A 1.0 §3.1.1: a task in a terminal state takes no more messages.
+            raise UnsupportedOperationError(
+                f"task {run.id} is {run.status}: it takes no more messages. A new request goes "
+                "in a new message without taskId (same contextId to continue the conversation)"
+            )
         pending = await self.store.list_approvals(status="pending", run_id=run.id, limit=500)
         if run.status != "paused" or not pending:
-            state = "working" if run.status in ("running", "paused") else run.status
             raise InvalidRequestError(
-                f"task {run.id} is {state}, not waiting for input: a decision now comes too "
-                "late, and a new request goes in a new message without taskId (same contextId "
-                "to continue the conversation)"
+                f"task {run.id} is working, not waiting for input: it takes a message only "
+                "while it waits for a decision (its calls may have been decided elsewhere). A "
+                "new request goes in a new message without taskId"
             )
         events = await self.store.run_events(run.id)
         view = self._view(run)
