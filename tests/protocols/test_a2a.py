@@ -570,6 +570,42 @@ async def test_a_completed_tasks_history_has_each_message_once(store: SQLStore, 
             assert stored["history"][-1] == answer, read
 
 
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
+async def test_a_list_filter_naming_no_task_state_is_invalid_params(
+    store: SQLStore, side: Path, binding: str
+):
+    """The SDK reads a status name it does not know as no filter at all: it is refused before,
+    and a number that names no state is refused too (not a server error)."""
+    async with (
+        serving(store) as (url, _),
+        connect(url, binding=binding, streaming=False) as client,
+        httpx.AsyncClient(
+            base_url=url, headers={"Authorization": "Bearer alice-token", "A2A-Version": "1.0"}
+        ) as http,
+    ):
+        await send(client, message("hi"))
+        for status in ("TASK_STATE_RUNNING", "completed", "99"):
+            if binding == "HTTP+JSON":
+                answer = await http.get("/a2a/ops/tasks", params={"status": status})
+                assert answer.status_code == 400, answer.text
+                [info] = answer.json()["error"]["details"]
+                assert info["reason"] == "INVALID_PARAMS"
+                error = answer.json()["error"]
+            else:
+                body = {"jsonrpc": "2.0", "id": 7, "method": "ListTasks",
+                        "params": {"status": status}}  # fmt: skip
+                answer = await http.post("/a2a/ops", json=body)
+                error = answer.json()["error"]
+                assert (error["code"], answer.json()["id"]) == (-32602, 7)
+            assert "is not a task state" in error["message"], error
+            assert "TASK_STATE_COMPLETED" in error["message"]
+        # The SDK's client sends a number too: the enum is open, so any number gets through.
+        with pytest.raises(InvalidParamsError, match="status 99 is not a task state"):
+            await client.list_tasks(ListTasksRequest(status=99))  # type: ignore[arg-type]
+        done = await client.list_tasks(ListTasksRequest(status=TaskState.TASK_STATE_COMPLETED))
+        assert done.total_size == 1
+
+
 async def test_redacted_arguments_are_masked_in_what_a2a_shows(store: SQLStore, side: Path):
     async with serving(store, redaction=Redaction(["name"])) as (url, _), connect(url) as client:
         asked = await send(client, message("delete secret-pod"))

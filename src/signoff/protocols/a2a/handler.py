@@ -95,7 +95,7 @@ from signoff.server.service import Principal, Service
 from signoff.store.runs import RunRecord
 from signoff.types import Approval
 
-__all__ = ["PRINCIPAL", "SignoffRequestHandler"]
+__all__ = ["PRINCIPAL", "SignoffRequestHandler", "state_filter_problem"]
 
 PRINCIPAL = "signoff.principal"
 """Where the call context's state holds the request's authenticated principal."""
@@ -194,10 +194,11 @@ class SignoffRequestHandler(RequestHandler):
             _check_id("contextId", params.context_id)
             status = _RUN_STATUS.get(params.status) if params.status else None
             if params.status and status is None:
-                raise InvalidParamsError(
-                    f"tasks are never {TaskState.Name(params.status)} here; filter by working, "
-                    "input-required, completed or failed"
-                )
+                if params.status in TaskState.DESCRIPTOR.values_by_number:
+                    problem = f"tasks are never {TaskState.Name(params.status)} here"
+                else:  # the enum is open: the parser keeps any number, named or not
+                    problem = f"status {params.status} is not a task state"
+                raise InvalidParamsError(f"{problem}; {_FILTERABLE}")
             before = None
             if params.page_token:
                 try:
@@ -512,6 +513,22 @@ _RUN_STATUS: dict[int, str] = {
     TaskState.TASK_STATE_COMPLETED: "completed",
     TaskState.TASK_STATE_FAILED: "failed",
 }
+_FILTERABLE = "filter by " + ", ".join(TaskState.Name(state) for state in _RUN_STATUS)
+
+
+def state_filter_problem(value: object) -> str | None:
+    """What is wrong with a ListTasks ``status`` filter as a client sent it, or None.
+
+    To be asked before the SDK parses the request: its parser reads a name that is no task
+    state as no filter at all (it ignores unknown values), so the listing would quietly hold
+    every task. An empty value is no filter; a number goes on, for `on_list_tasks` to judge."""
+    if not isinstance(value, str) or value == "" or value in TaskState.DESCRIPTOR.values_by_name:
+        return None
+    try:
+        int(value)  # as the SDK's parser reads a number sent as text
+    except ValueError:
+        return f"status {value!r} is not a task state; {_FILTERABLE}"
+    return None
 
 
 def _status(update: Update, at: datetime | None) -> TaskStatus:
