@@ -371,13 +371,36 @@ async def test_malformed_partial_and_late_decisions_are_refused_and_change_nothi
         # The very same message again (a client's retry) is taken once: no error, no change.
         [again] = await send(client, decision)
         assert again["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
-        # Another decision, late, is refused.
-        with pytest.raises(InvalidRequestError) as late:
+        # Another decision, late, is refused: the task is done.
+        with pytest.raises(UnsupportedOperationError, match="is completed"):
             await send(client, message(data={"decision_type": "deny"}, task=task))
-        assert "not waiting for input" in late.value.message
         assert sorted(ran(side)) == ["delete_pod x", "delete_pod y", "list_pods"]  # side by side
         with pytest.raises(TaskNotCancelableError):
             await client.cancel_task(CancelTaskRequest(id=task))
+
+
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
+async def test_a_message_to_a_finished_task_is_an_unsupported_operation(
+    store: SQLStore, side: Path, binding: str
+):
+    """A2A 1.0 §3.1.1: a task in a terminal state takes no more messages — neither a new
+    request nor a decision — and the refusal changes nothing."""
+    async with (
+        serving(store) as (url, _),
+        connect(url, binding=binding, streaming=False) as client,
+    ):
+        [asked] = await send(client, message("delete web-5"))
+        task = asked["task"]["id"]
+        [done] = await send(client, message(data={"decision_type": "approve"}, task=task))
+        assert done["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        for late in (
+            message("and delete web-6 too", task=task),
+            message(data={"decision_type": "deny", "reason": "too late"}, task=task),
+        ):
+            with pytest.raises(UnsupportedOperationError, match="is completed"):
+                await send(client, late)
+        assert await get_task(client, task) == done["task"]
+        assert ran(side) == ["delete_pod web-5"]
 
 
 @pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
@@ -526,6 +549,61 @@ async def test_tasks_are_listed_by_context_and_read_with_a_short_history(
         short = await get_task(client, ids[0], history_length=1)
         assert [words(m) for m in short["history"]] == ["hello"]
         assert words(short["status"]) == "hello"
+
+
+async def test_a_completed_tasks_history_has_each_message_once(store: SQLStore, side: Path):
+    """The answer is the model's last words and the completed status's message: the history
+    holds it once, however the task is read."""
+    async with serving(store) as (url, _), connect(url, streaming=False) as client:
+        [asked] = await send(client, message("delete web-1"))
+        task = asked["task"]["id"]
+        [done] = await send(client, message(data={"decision_type": "approve"}, task=task))
+        answer = done["task"]["status"]["message"]
+        assert words(answer) == "done: deleted web-1"
+        [listed] = MessageToDict(await client.list_tasks(ListTasksRequest()))["tasks"]
+        reads = {"SendMessage": done["task"], "GetTask": await get_task(client, task),
+                 "ListTasks": listed}  # fmt: skip
+        for read, stored in reads.items():
+            ids = [m["messageId"] for m in stored["history"]]
+            assert len(ids) == len(set(ids)), (read, ids)
+            assert ids.count(answer["messageId"]) == 1, read
+            assert stored["history"][-1] == answer, read
+
+
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
+async def test_a_list_filter_naming_no_task_state_is_invalid_params(
+    store: SQLStore, side: Path, binding: str
+):
+    """The SDK reads a status name it does not know as no filter at all: it is refused before,
+    and a number that names no state is refused too (not a server error)."""
+    async with (
+        serving(store) as (url, _),
+        connect(url, binding=binding, streaming=False) as client,
+        httpx.AsyncClient(
+            base_url=url, headers={"Authorization": "Bearer alice-token", "A2A-Version": "1.0"}
+        ) as http,
+    ):
+        await send(client, message("hi"))
+        for status in ("TASK_STATE_RUNNING", "completed", "99"):
+            if binding == "HTTP+JSON":
+                answer = await http.get("/a2a/ops/tasks", params={"status": status})
+                assert answer.status_code == 400, answer.text
+                [info] = answer.json()["error"]["details"]
+                assert info["reason"] == "INVALID_PARAMS"
+                error = answer.json()["error"]
+            else:
+                body = {"jsonrpc": "2.0", "id": 7, "method": "ListTasks",
+                        "params": {"status": status}}  # fmt: skip
+                answer = await http.post("/a2a/ops", json=body)
+                error = answer.json()["error"]
+                assert (error["code"], answer.json()["id"]) == (-32602, 7)
+            assert "is not a task state" in error["message"], error
+            assert "TASK_STATE_COMPLETED" in error["message"]
+        # The SDK's client sends a number too: the enum is open, so any number gets through.
+        with pytest.raises(InvalidParamsError, match="status 99 is not a task state"):
+            await client.list_tasks(ListTasksRequest(status=99))  # type: ignore[arg-type]
+        done = await client.list_tasks(ListTasksRequest(status=TaskState.TASK_STATE_COMPLETED))
+        assert done.total_size == 1
 
 
 async def test_redacted_arguments_are_masked_in_what_a2a_shows(store: SQLStore, side: Path):

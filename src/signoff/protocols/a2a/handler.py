@@ -95,7 +95,7 @@ from signoff.server.service import Principal, Service
 from signoff.store.runs import RunRecord
 from signoff.types import Approval
 
-__all__ = ["PRINCIPAL", "SignoffRequestHandler"]
+__all__ = ["PRINCIPAL", "SignoffRequestHandler", "state_filter_problem"]
 
 PRINCIPAL = "signoff.principal"
 """Where the call context's state holds the request's authenticated principal."""
@@ -194,10 +194,11 @@ class SignoffRequestHandler(RequestHandler):
             _check_id("contextId", params.context_id)
             status = _RUN_STATUS.get(params.status) if params.status else None
             if params.status and status is None:
-                raise InvalidParamsError(
-                    f"tasks are never {TaskState.Name(params.status)} here; filter by working, "
-                    "input-required, completed or failed"
-                )
+                if params.status in TaskState.DESCRIPTOR.values_by_number:
+                    problem = f"tasks are never {TaskState.Name(params.status)} here"
+                else:  # the enum is open: the parser keeps any number, named or not
+                    problem = f"status {params.status} is not a task state"
+                raise InvalidParamsError(f"{problem}; {_FILTERABLE}")
             before = None
             if params.page_token:
                 try:
@@ -357,13 +358,18 @@ class SignoffRequestHandler(RequestHandler):
                     "message: give each message its own id"
                 )
             return run.id  # the same message again (a retry): taken already
+        if run.status in ("completed", "failed"):
+            # A2A 1.0 §3.1.1: a task in a terminal state takes no more messages.
+            raise UnsupportedOperationError(
+                f"task {run.id} is {run.status}: it takes no more messages. A new request goes "
+                "in a new message without taskId (same contextId to continue the conversation)"
+            )
         pending = await self.store.list_approvals(status="pending", run_id=run.id, limit=500)
         if run.status != "paused" or not pending:
-            state = "working" if run.status in ("running", "paused") else run.status
             raise InvalidRequestError(
-                f"task {run.id} is {state}, not waiting for input: a decision now comes too "
-                "late, and a new request goes in a new message without taskId (same contextId "
-                "to continue the conversation)"
+                f"task {run.id} is working, not waiting for input: it takes a message only "
+                "while it waits for a decision (its calls may have been decided elsewhere). A "
+                "new request goes in a new message without taskId"
             )
         events = await self.store.run_events(run.id)
         view = self._view(run)
@@ -439,7 +445,7 @@ class SignoffRequestHandler(RequestHandler):
         )]  # fmt: skip
         for event in await self.store.run_events(run.id):
             update = view.see(event)
-            if update is not None and update.message is not None:
+            if update is not None and update.message is not None and not update.repeats:
                 history.append((event.at, event.seq, update.message))
         # The state is the log's, read with the history (the run's row may be ahead of it),
         # and the approvals': part of a batch decided elsewhere leaves the rest waiting.
@@ -507,6 +513,22 @@ _RUN_STATUS: dict[int, str] = {
     TaskState.TASK_STATE_COMPLETED: "completed",
     TaskState.TASK_STATE_FAILED: "failed",
 }
+_FILTERABLE = "filter by " + ", ".join(TaskState.Name(state) for state in _RUN_STATUS)
+
+
+def state_filter_problem(value: object) -> str | None:
+    """What is wrong with a ListTasks ``status`` filter as a client sent it, or None.
+
+    To be asked before the SDK parses the request: its parser reads a name that is no task
+    state as no filter at all (it ignores unknown values), so the listing would quietly hold
+    every task. An empty value is no filter; a number goes on, for `on_list_tasks` to judge."""
+    if not isinstance(value, str) or value == "" or value in TaskState.DESCRIPTOR.values_by_name:
+        return None
+    try:
+        int(value)  # as the SDK's parser reads a number sent as text
+    except ValueError:
+        return f"status {value!r} is not a task state; {_FILTERABLE}"
+    return None
 
 
 def _status(update: Update, at: datetime | None) -> TaskStatus:

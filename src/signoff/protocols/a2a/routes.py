@@ -2,16 +2,22 @@
 ``/a2a/{agent}/.well-known/agent-card.json`` (public, as discovery is), the JSON-RPC binding at
 ``/a2a/{agent}`` and the REST binding under it (a2a-sdk's own routes; A2A 0.3 clients such as
 kagent's UI are served too). Every request but the card's carries the server's bearer token.
+A ListTasks state filter is checked as sent, before the SDK parses the request: the SDK would
+read one it does not know as no filter at all.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from a2a.server.context import ServerCallContext
-from a2a.server.request_handlers.response_helpers import agent_card_to_dict
+from a2a.server.request_handlers.response_helpers import (
+    agent_card_to_dict,
+    build_error_response,
+)
 from a2a.server.routes import (
     DefaultServerCallContextBuilder,
     create_jsonrpc_routes,
@@ -34,13 +40,15 @@ from a2a.utils.constants import (
     PROTOCOL_VERSION_1_0,
     TransportProtocol,
 )
+from a2a.utils.error_handlers import rest_error_handler
+from a2a.utils.errors import InvalidParamsError
 from fastapi import FastAPI, HTTPException, Request
 from google.protobuf.struct_pb2 import Struct
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 
 from signoff.agent import Agent
-from signoff.protocols.a2a.handler import PRINCIPAL, SignoffRequestHandler
+from signoff.protocols.a2a.handler import PRINCIPAL, SignoffRequestHandler, state_filter_problem
 from signoff.protocols.a2a.hitl import APPROVALS, EXTENSION, FORM, FORM_RESPONSE
 from signoff.protocols.a2a.tasks import MARK
 from signoff.server.auth import Auth
@@ -64,17 +72,18 @@ def mount_a2a(app: FastAPI, service: Service, auth: Auth) -> None:
                 f"{base}{AGENT_CARD_WELL_KNOWN_PATH}", _card_endpoint(agent, auth), methods=["GET"]
             )
         )
-        app.router.routes += create_jsonrpc_routes(
+        for rpc in create_jsonrpc_routes(
             handler, rpc_url=base, context_builder=context, enable_v0_3_compat=True
-        )
-        # Without the SDK's tenant mount: it would sit at the root of the whole app.
-        app.router.routes += [
-            route
-            for route in create_rest_routes(
-                handler, context_builder=context, path_prefix=base, enable_v0_3_compat=True
-            )
-            if not isinstance(route, Mount)
-        ]
+        ):
+            app.router.routes.append(Route(rpc.path, _rpc_checked(rpc.endpoint), methods=["POST"]))
+        for rest in create_rest_routes(
+            handler, context_builder=context, path_prefix=base, enable_v0_3_compat=True
+        ):
+            if isinstance(rest, Mount):
+                continue  # the SDK's tenant mount: it would sit at the root of the whole app
+            if isinstance(rest, Route) and rest.path == f"{base}/tasks":  # ListTasks
+                rest = Route(rest.path, _listing_checked(rest.endpoint), methods=["GET"])
+            app.router.routes.append(rest)
 
 
 def agent_card(agent: Agent, url: str, *, secured: bool) -> AgentCard:
@@ -155,6 +164,49 @@ def _card_endpoint(agent: Agent, auth: Auth) -> Any:
         return JSONResponse(agent_card_to_dict(served))
 
     return card
+
+
+_Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def _listing_checked(endpoint: _Endpoint) -> _Endpoint:
+    """The SDK's REST ListTasks endpoint, refusing first a ``status`` that names no task state
+    (`state_filter_problem`), in the SDK's own error format."""
+
+    @rest_error_handler
+    async def list_tasks(request: Request) -> Response:
+        for value in request.query_params.getlist("status"):
+            if (problem := state_filter_problem(value)) is not None:
+                raise InvalidParamsError(problem)
+        return await endpoint(request)
+
+    return list_tasks
+
+
+def _rpc_checked(endpoint: _Endpoint) -> _Endpoint:
+    """The SDK's JSON-RPC endpoint, refusing first a ListTasks ``status`` that names no task
+    state (`state_filter_problem`), in the SDK's own error format."""
+
+    async def rpc(request: Request) -> Response:
+        try:
+            body = await request.json()  # kept on the request: the SDK reads this very parse
+        except ValueError:
+            body = None  # not JSON: the SDK's own error says so
+        if isinstance(body, dict) and body.get("method") == "ListTasks":
+            params = body.get("params")
+            problem = (
+                state_filter_problem(params.get("status")) if isinstance(params, dict) else None
+            )
+            if problem is not None:
+                asked = body.get("id")
+                valid = isinstance(asked, str | int) and not isinstance(asked, bool)
+                refusal = build_error_response(
+                    asked if valid else None, InvalidParamsError(problem)
+                )
+                return JSONResponse(refusal)
+        return await endpoint(request)
+
+    return rpc
 
 
 class _Context(DefaultServerCallContextBuilder):

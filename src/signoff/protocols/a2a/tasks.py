@@ -45,6 +45,9 @@ class Update:
     message: dict[str, Any] | None = None
     ends: bool = False
     """The stream of a request stops here: the task waits for input, or is done."""
+    repeats: bool = False
+    """The message was said before (a completed task's answer is the model's last words): the
+    status shows it again, the history holds it once."""
 
 
 @dataclass(kw_only=True)
@@ -116,7 +119,7 @@ class TaskView:
                 message = self._message(event, [{"text": words}, part], mark=DECISION)
                 return Update(state="working", message=message)
             case "completed":
-                return Update(state="completed", message=self.answer, ends=True)
+                return Update(state="completed", message=self.answer, ends=True, repeats=True)
             case "failed":
                 reason = str(event.data.get("reason", "unknown"))
                 self.failure = self._message(event, [{"text": f"The run failed: {reason}"}])
