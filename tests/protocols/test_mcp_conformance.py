@@ -217,8 +217,10 @@ def text_of(result: types.GetPromptResult) -> str:
 
 
 @contextlib.asynccontextmanager
-async def in_process(tmp_path: Path, policy: dict[str, Any]) -> AsyncIterator[Gateway]:
-    spec = UpstreamSpec(name="up", command=sys.executable, args=(str(UPSTREAM), "stdio"))
+async def in_process(
+    tmp_path: Path, policy: dict[str, Any], server: Path = UPSTREAM
+) -> AsyncIterator[Gateway]:
+    spec = UpstreamSpec(name="up", command=sys.executable, args=(str(server), "stdio"))
     async with open_store(f"sqlite+aiosqlite:///{tmp_path / 'relay.db'}") as store:
         gate = Gate(Policy.from_dict(policy), store)
         front = Gateway(gate, [Upstream(spec)], settings=GatewaySettings(principal="carol"))
@@ -277,3 +279,40 @@ async def test_a_servers_list_changes_and_resource_updates_reach_the_client(
     assert {type(m) for m in heard} == {
         types.ToolListChangedNotification, types.ResourceUpdatedNotification,
     }  # fmt: skip
+
+
+async def test_resource_contents_the_policy_denies_are_withheld_wherever_they_come(
+    tmp_path: Path,
+) -> None:
+    """A denied URI's contents do not pass embedded in a tool's result or a prompt either."""
+    policy = {"default": "allow", "rules": [{"deny": {"resource": "test://embedded-*"}}]}
+    async with (
+        in_process(tmp_path, policy, SERVER) as front,
+        Client(front.server, mode="legacy") as client,
+    ):
+        result = await client.call_tool("test_embedded_resource", {})
+        [block] = result.content
+        assert isinstance(block, types.EmbeddedResource)
+        embedded = block.resource
+        assert isinstance(embedded, types.TextResourceContents)
+        assert embedded.text.startswith("[signoff withheld test://embedded-resource: denied")
+
+        name = "test_prompt_with_embedded_resource"
+        withheld = await client.get_prompt(name, {"resourceUri": "test://embedded-x"})
+        kept = await client.get_prompt(name, {"resourceUri": "test://notes"})
+        said = [m.content.resource for m in (withheld.messages[0], kept.messages[0])]  # type: ignore[union-attr]
+        assert [c.text for c in said] == [  # type: ignore[union-attr]
+            "[signoff withheld test://embedded-x: denied: resource test://embedded-*]",
+            "Embedded resource content for testing.",
+        ]
+
+
+async def test_a_uri_past_any_real_one_is_refused_before_anything_is_kept(tmp_path: Path) -> None:
+    async with (
+        in_process(tmp_path, {"default": "ask"}, SERVER) as front,
+        Client(front.server, mode="legacy") as client,
+    ):
+        with pytest.raises(MCPError, match="uri is longer than 65536 characters"):
+            await client.read_resource("test://" + "a" * 70_000)
+        assert await front.store.list_approvals() == []
+        assert await front.store.audit_log() == []

@@ -27,7 +27,7 @@ from mcp import types
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.exceptions import MCPError
-from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
+from mcp.shared.uri_template import DEFAULT_MAX_URI_LENGTH, InvalidUriTemplate, UriTemplate
 from mcp_types import INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -354,6 +354,11 @@ class Gateway:
         self, ctx: Any, peer: Peer, params: types.ReadResourceRequestParams
     ) -> Any:
         uri = str(params.uri)
+        if len(uri) > DEFAULT_MAX_URI_LENGTH:
+            # Judged, held and audited by its URI: one past any real one is refused first.
+            raise MCPError(
+                INVALID_PARAMS, f"uri is longer than {DEFAULT_MAX_URI_LENGTH} characters"
+            )
         upstream = await self._resource(ctx, peer, uri)
         if upstream is None:
             return types.ErrorData(code=RESOURCE_NOT_FOUND, message=f"Resource not found: {uri}")

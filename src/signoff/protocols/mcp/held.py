@@ -46,7 +46,7 @@ from signoff.gate import CheckContext, Gate, Outcome
 from signoff.gate.core import external_key
 from signoff.gate.edits import check_edit
 from signoff.gate.once import Claim, Ledger, Recorded
-from signoff.protocols.mcp.answers import Reply, Shape, clean, shape_of
+from signoff.protocols.mcp.answers import Reply, Shape, clean, shape_of, withhold
 from signoff.protocols.mcp.peer import Peer
 from signoff.protocols.mcp.settings import GatewaySettings
 from signoff.protocols.mcp.upstream import Upstream, UpstreamError
@@ -513,7 +513,18 @@ class Holding:
             if call.kind != "tool" and exc.answer is not None:
                 return exc.answer.error  # the server's own error, as it said it
             return shape.refused(f"{exc}. The {_DOING[call.kind]} may not have run.", "failed")
-        return shape.done(clean(result))
+        return shape.done(withhold(clean(result), self._denied(call.server)))
+
+    def _denied(self, server: str | None) -> Callable[[str], str | None]:
+        """Why the policy denies reading a URI of `server` whatever the asker (None: it may be
+        read, or asked for)."""
+
+        def denied(uri: str) -> str | None:
+            read = ToolCall(id="", name=uri, server=server, kind="resource")
+            verdict = self.gate.engine.evaluate(read)
+            return verdict.reason if verdict.kind == "deny" else None
+
+        return denied
 
 
 # -- results -------------------------------------------------------------------------------
