@@ -316,3 +316,35 @@ async def test_a_uri_past_any_real_one_is_refused_before_anything_is_kept(tmp_pa
             await client.read_resource("test://" + "a" * 70_000)
         assert await front.store.list_approvals() == []
         assert await front.store.audit_log() == []
+
+
+async def test_several_servers_keep_their_prefixes_for_tools_prompts_and_resources(
+    tmp_path: Path,
+) -> None:
+    specs = [
+        UpstreamSpec(name=name, command=sys.executable, args=(str(SERVER), "stdio"))
+        for name in ("a", "b")
+    ]
+    policy = {"default": "allow", "rules": [{"ask": {"prompt": "*"}, "server": "b"}]}
+    async with open_store(f"sqlite+aiosqlite:///{tmp_path / 'two.db'}") as store:
+        gate = Gate(Policy.from_dict(policy), store)
+        front = Gateway(gate, [Upstream(s) for s in specs], settings=GatewaySettings(wait=0.1))
+        async with front.running(), Client(front.server, mode="legacy") as client:
+            tools = {t.name for t in (await client.list_tools()).tools}
+            assert {"a_test_simple_text", "b_test_simple_text"} <= tools
+            prompts = {p.name for p in (await client.list_prompts()).prompts}
+            assert {"a_test_simple_prompt", "b_test_simple_prompt"} <= prompts
+            resources = (await client.list_resources()).resources
+            assert ("a_static-text", "test://static-text") in {
+                (r.name, str(r.uri)) for r in resources
+            }
+            got = await client.get_prompt("a_test_simple_prompt")
+            assert text_of(got) == "This is a simple prompt for testing."
+            with pytest.raises(MCPError, match="waits for a person's approval"):
+                await client.get_prompt("b_test_simple_prompt")  # b's own name, b's rule
+            [held] = await store.list_approvals()
+            assert (held.call.name, held.call.server, held.call.kind) == (
+                "test_simple_prompt", "b", "prompt",
+            )  # fmt: skip
+            read = await client.read_resource("test://template/7/data")  # a's template first
+            assert '"id": "7"' in read.contents[0].text  # type: ignore[union-attr]
