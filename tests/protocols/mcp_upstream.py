@@ -8,7 +8,10 @@ streamable HTTP: ``python mcp_upstream.py stdio`` / ``python mcp_upstream.py htt
   annotated idempotent;
 - ``count`` appends a line to the file ``$UPSTREAM_COUNT_FILE`` (how often a call really ran);
 - ``roots`` asks its client for its roots and answers their URIs (JSON);
-- ``announce {uri}`` tells its client its tools changed and the resource `uri` was updated.
+- ``announce {uri}`` tells its client its tools changed and the resource `uri` was updated;
+- ``carry {uri}`` answers the contents of `uri` in its structured content;
+- ``ask_model {uri}`` asks its client's model about the contents of `uri` (sampling);
+- the resource ``memo://folder`` reads as the contents of each ``memo://...`` of `FOLDER`.
 """
 
 from __future__ import annotations
@@ -65,6 +68,13 @@ TOOLS = [
     ),
     types.Tool(name="roots", input_schema={"type": "object", "properties": {}}),
     types.Tool(
+        name="carry", input_schema={"type": "object", "properties": {"uri": {"type": "string"}}}
+    ),
+    types.Tool(
+        name="ask_model",
+        input_schema={"type": "object", "properties": {"uri": {"type": "string"}}},
+    ),
+    types.Tool(
         name="announce",
         input_schema={"type": "object", "properties": {"uri": {"type": "string"}}},
     ),
@@ -107,6 +117,16 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
             return _said(json.dumps("no roots capability"))
         listed = await ctx.session.list_roots()
         return _said(json.dumps([str(root.uri) for root in listed.roots]))
+    if params.name == "carry":
+        uri = str(args["uri"])
+        structured = {"found": [{"uri": uri, "text": f"contents of {uri}"}]}
+        return types.CallToolResult(content=[], structured_content=structured)
+    if params.name == "ask_model":
+        uri = str(args["uri"])
+        asked = types.SamplingMessage(role="user", content=types.TextContent(type="text", text="?"))
+        attached = {"attached": {"uri": uri, "text": f"contents of {uri}"}}
+        sampled = await ctx.session.create_message([asked], max_tokens=10, metadata=attached)
+        return _said(sampled.content.text)
     if params.name == "announce":
         await ctx.session.send_tool_list_changed()
         await ctx.session.send_resource_updated(str(args["uri"]))
@@ -118,7 +138,28 @@ def _said(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
 
 
-server = Server("upstream", on_list_tools=list_tools, on_call_tool=call_tool)
+FOLDER = ["memo://folder/a", "memo://private/b", "memo://secret/c"]
+
+
+async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+    folder = types.Resource(uri="memo://folder", name="folder")
+    return types.ListResourcesResult(resources=[folder])
+
+
+async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> Any:
+    contents: list[types.TextResourceContents | types.BlobResourceContents] = [
+        types.TextResourceContents(uri=uri, text=f"contents of {uri}") for uri in FOLDER
+    ]
+    return types.ReadResourceResult(contents=contents)
+
+
+server = Server(
+    "upstream",
+    on_list_tools=list_tools,
+    on_call_tool=call_tool,
+    on_list_resources=list_resources,
+    on_read_resource=read_resource,
+)
 
 
 def main() -> None:

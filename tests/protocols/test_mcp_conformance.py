@@ -307,15 +307,33 @@ async def test_resource_contents_the_policy_denies_are_withheld_wherever_they_co
         ]
 
 
-async def test_a_uri_past_any_real_one_is_refused_before_anything_is_kept(tmp_path: Path) -> None:
+async def test_a_read_is_judged_by_its_one_spelling_and_one_without_it_is_refused(
+    tmp_path: Path,
+) -> None:
+    """A deny holds however the URI is written; a URI with no one reading keeps nothing."""
+    policy = {"default": "allow", "rules": [{"deny": {"resource": "test://static-text"}}]}
     async with (
-        in_process(tmp_path, {"default": "ask"}, SERVER) as front,
+        in_process(tmp_path, policy, SERVER) as front,
         Client(front.server, mode="legacy") as client,
     ):
-        with pytest.raises(MCPError, match="uri is longer than 65536 characters"):
-            await client.read_resource("test://" + "a" * 70_000)
+        for spelling in ("TEST://static-text", "test://Static-Text", "test://static-%74ext"):
+            with pytest.raises(MCPError, match="signoff blocked this read"):
+                await client.read_resource(spelling)
+        kept = len(await front.store.audit_log())
+        for unread, why in (
+            ("test://" + "a" * 3000, "longer than 2048 bytes"),
+            ("test://template/1/../../static-text", "'.' or '..' segments"),
+            ("test://template/1/%2e%2e/data", "'.' or '..' segments"),
+            ("test://template//1/data", "doubles a slash"),
+            ("test://static%2Ftext", "authority holds a slash"),
+            ("static-text", "no scheme"),
+        ):
+            with pytest.raises(MCPError, match=why):
+                await client.read_resource(unread)
         assert await front.store.list_approvals() == []
-        assert await front.store.audit_log() == []
+        assert len(await front.store.audit_log()) == kept  # refused before anything was kept
+        read = await client.read_resource("TEST://template/%37/data")  # its one spelling: allowed
+        assert '"id": "7"' in read.contents[0].text  # type: ignore[union-attr]
 
 
 async def test_several_servers_keep_their_prefixes_for_tools_prompts_and_resources(
@@ -348,3 +366,80 @@ async def test_several_servers_keep_their_prefixes_for_tools_prompts_and_resourc
             )  # fmt: skip
             read = await client.read_resource("test://template/7/data")  # a's template first
             assert '"id": "7"' in read.contents[0].text  # type: ignore[union-attr]
+
+
+async def test_contents_a_client_may_not_read_are_withheld_from_reads_tools_and_sampling(
+    tmp_path: Path,
+) -> None:
+    """Of a folder's read, only what the policy allows outright passes (what it would ask
+    about, or denies, is withheld); a denied URI's contents pass neither in a tool's structured
+    content nor in what a server asks the client's model."""
+    policy = {
+        "default": "allow",
+        "rules": [
+            {"ask": {"resource": "memo://private/*"}},
+            {"deny": {"resource": "memo://secret/*"}},
+        ],
+    }
+    asked: list[types.CreateMessageRequestParams] = []
+
+    async def model(context: Any, params: types.CreateMessageRequestParams) -> Any:
+        asked.append(params)
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="ok"), model="m"
+        )
+
+    async with (
+        in_process(tmp_path, policy) as front,
+        Client(front.server, mode="legacy", sampling_callback=model) as client,
+    ):
+        read = await client.read_resource("memo://folder")
+        said = {str(c.uri): c.text for c in read.contents}  # type: ignore[union-attr]
+        assert said["memo://folder/a"] == "contents of memo://folder/a"
+        assert said["memo://private/b"].startswith(
+            "[signoff withheld memo://private/b: reading it needs a person's approval"
+        )
+        assert said["memo://secret/c"].startswith("[signoff withheld memo://secret/c: denied")
+
+        carried = await client.call_tool("carry", {"uri": "memo://secret/x"})
+        assert carried.structured_content == {
+            "found": [{"uri": "memo://secret/x", "mimeType": "text/plain",
+                       "text": "[signoff withheld memo://secret/x: denied: resource memo://secret/*]"}]
+        }  # fmt: skip
+        assert "contents of memo://secret/x" not in json.dumps(carried.model_dump())
+
+        answered = await client.call_tool("ask_model", {"uri": "memo://secret/y"})
+        assert not answered.is_error, answered
+        [params] = asked
+        assert params.metadata is not None
+        assert params.metadata["attached"]["text"].startswith("[signoff withheld memo://secret/y")
+
+
+async def test_completions_never_name_what_a_deny_hides(tmp_path: Path) -> None:
+    policy = {"default": "allow", "rules": [{"deny": {"resource": "test://template/secret/*"}}]}
+    async with (
+        in_process(tmp_path, policy, SERVER) as front,
+        Client(front.server, mode="legacy") as client,
+    ):
+        await client.list_resource_templates()
+        ref = types.ResourceTemplateReference(type="ref/resource", uri="test://template/{id}/data")
+        answer = await client.complete(ref, {"name": "id", "value": ""})
+        assert answer.completion.values == ["1", "22"]
+
+
+async def test_past_its_sessions_a_client_shares_the_gateways_connections(tmp_path: Path) -> None:
+    """Each session with connections of its own is a process per stdio server: `sessions`
+    bounds them; the next client is served, but what a server asks of it is refused."""
+    spec = UpstreamSpec(name="up", command=sys.executable, args=(str(UPSTREAM), "stdio"))
+    async with open_store(f"sqlite+aiosqlite:///{tmp_path / 'few.db'}") as store:
+        gate = Gate(Policy.from_dict({"default": "allow"}), store)
+        front = Gateway(gate, [Upstream(spec)], settings=GatewaySettings(sessions=1))
+        async with (
+            front.running(),
+            Client(front.server, mode="legacy", list_roots_callback=roots("/a")) as first,
+            Client(front.server, mode="legacy", list_roots_callback=roots("/b")) as second,
+        ):
+            own = await first.call_tool("roots", {})
+            shared = await second.call_tool("roots", {})
+        assert json.loads(own.content[0].text) == ["file:///a"]  # type: ignore[union-attr]
+        assert json.loads(shared.content[0].text) == "no roots capability"  # type: ignore[union-attr]

@@ -74,6 +74,8 @@ def mcp_gateway(
         check_port_free("mcp-gateway", host, port)
     # stdout is the MCP channel over stdio: everything said goes to stderr.
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="signoff: %(message)s")
+    for warning in settings.policy.warnings:
+        logging.getLogger("signoff.mcp.gateway").warning("%s", warning)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_serve(settings, auth, host=host, port=port))
 

@@ -102,6 +102,8 @@ def load_data(data: Any, *, source: str | None = None, text: str | None = None) 
         builder.document({} if data is None else data)
     if builder.reader.problems:
         raise PolicyError(locate(builder.reader.problems, source, text))
+    if builder.fronted and builder.default == "allow":
+        builder.unjudged_kinds()
     policy = Policy(
         rules=tuple(builder.rules),
         default=builder.default,
@@ -129,9 +131,26 @@ class _Builder:
         self.section_defaults: list[SectionDefault] = []
         self.default: VerdictKind = "ask"
         self._ids: dict[str, tuple[Path, bool]] = {}
+        self.fronted = False
+        """Whether a server section says how to reach the server (the MCP gateway fronts it)."""
         """Rule id → where the rule stands and whether its id was written by hand."""
 
     # -- documents -------------------------------------------------------------------------
+
+    def unjudged_kinds(self) -> None:
+        """Warn when the MCP gateway's reads and prompts run by an ``allow`` default that no
+        rule of theirs narrows: a policy written for tools lets them all through."""
+        named = {rule.kind for rule in self.rules}
+        unnamed = [k for k in ("resource", "prompt") if k not in named]
+        if unnamed:
+            what = " and ".join(f"{k} reads" if k == "resource" else "prompts" for k in unnamed)
+            rules = ", ".join(f"{{{k}: ...}}" for k in unnamed)
+            self.reader.warn(
+                ("default",),
+                f"the MCP servers' {what} are judged by this default (allow), and no rule names "
+                f"them: every one runs at once; judge them with {rules} rules",
+                at_key=True,
+            )
 
     def document(self, data: Any) -> None:
         top = self.reader.mapping(data, (), "a policy")
@@ -169,6 +188,8 @@ class _Builder:
             ):
                 self.reader.keys(body, where, _SERVER_KEYS, f"server {name!r}")
                 self._section(body, where, _Scope("server", name))
+                if _CONNECTION_KEYS.intersection(body):
+                    self.fronted = True
 
     def _kagent_resource(self, top: dict[str, Any]) -> None:
         """A kagent ``Agent``: each ``McpServer`` tool block becomes a server section."""

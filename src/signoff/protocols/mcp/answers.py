@@ -8,7 +8,6 @@ words — into the reply of its kind, and keeps a reply in the ledger and reads 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Literal, TypeAlias
 
 from mcp import types
@@ -24,7 +23,6 @@ __all__ = [
     "clean",
     "not_offered",
     "shape_of",
-    "withhold",
 ]
 
 REFUSED = -32080
@@ -136,43 +134,6 @@ def clean(result: Any) -> dict[str, Any]:
     if structured is not None:
         cleaned["structuredContent"] = structured
     return cleaned
-
-
-def withhold(value: dict[str, Any], denied: Callable[[str], str | None]) -> dict[str, Any]:
-    """A server's answer (`clean`ed) without the resource contents it carries whose URI the
-    policy denies (`denied` gives why, or None): embedded in a tool's result or a prompt's
-    messages, or among a read's contents (a folder's read may hold its files'). Each is
-    replaced by a text saying it was withheld; a link to one stays (reading it is refused)."""
-
-    def withheld(uri: str, why: str) -> dict[str, Any]:
-        text = f"[signoff withheld {uri}: {why}]"
-        return {"uri": uri, "mimeType": "text/plain", "text": text}
-
-    def block(item: Any) -> Any:
-        if isinstance(item, dict) and item.get("type") == "resource":
-            embedded = item.get("resource")
-            uri = embedded.get("uri") if isinstance(embedded, dict) else None
-            why = denied(uri) if isinstance(uri, str) else None
-            if why is not None:
-                return {**item, "resource": withheld(str(uri), why)}
-        return item
-
-    out = dict(value)
-    if isinstance(value.get("content"), list):
-        out["content"] = [block(item) for item in value["content"]]
-    if isinstance(value.get("messages"), list):
-        out["messages"] = [
-            {**m, "content": block(m.get("content"))} if isinstance(m, dict) else m
-            for m in value["messages"]
-        ]
-    if isinstance(value.get("contents"), list):
-        kept = []
-        for item in value["contents"]:
-            uri = item.get("uri") if isinstance(item, dict) else None
-            why = denied(uri) if isinstance(uri, str) else None
-            kept.append(item if why is None else withheld(str(uri), why))
-        out["contents"] = kept
-    return out
 
 
 def not_offered(what: str, name: str) -> types.ErrorData:

@@ -27,7 +27,7 @@ from mcp import types
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.exceptions import MCPError
-from mcp.shared.uri_template import DEFAULT_MAX_URI_LENGTH, InvalidUriTemplate, UriTemplate
+from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 from mcp_types import INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -38,6 +38,7 @@ from signoff.protocols.mcp.held import ORIGIN, Action, Asked, Asker, Holding
 from signoff.protocols.mcp.peer import Peer
 from signoff.protocols.mcp.settings import GatewaySettings
 from signoff.protocols.mcp.upstream import Upstream, UpstreamError
+from signoff.protocols.mcp.uris import canonical_uri
 from signoff.store import Store
 from signoff.types import CallKind, ToolCall
 
@@ -94,7 +95,11 @@ class Gateway:
         self._forwarded = forwarded or (lambda _request, _upstream: {})
         self.holding = Holding(gate, self.settings, show_args=show_args)
         self._several = len(self.upstreams) > 1
-        self._shared = Peer(self.store, asker=local.name, several=self._several, bound=False)
+        self._shared = Peer(
+            self.store, self.holding.screen, asker=local.name, several=self._several, bound=False
+        )
+        self._sessions = 0
+        """How many client sessions have connections of their own now (`settings.sessions`)."""
         self._tools: dict[str, _Offered] = {}
         self._prompts: dict[str, _Offered] = {}
         self._resources: dict[str, _Offered] = {}
@@ -164,11 +169,23 @@ class Gateway:
             return self._shared
         peer: Peer | None = connection.state.get(_PEER)
         if peer is None:
+            if self._sessions >= self.settings.sessions:
+                # Each session's connections are processes: past the limit, a session shares
+                # the gateway's own, and what its servers ask of a client is refused.
+                logger.warning("%d client sessions have connections of their own: this one "
+                               "shares the gateway's", self._sessions)  # fmt: skip
+                connection.state[_PEER] = peer = self._shared
+                return peer
             asker = self._asker(ctx.request)
-            peer = Peer(self.store, asker=asker.name, several=self._several)
+            peer = Peer(self.store, self.holding.screen, asker=asker.name, several=self._several)
             connection.state[_PEER] = peer
-            connection.exit_stack.push_async_callback(peer.close)
+            self._sessions += 1
+            connection.exit_stack.push_async_callback(self._ended, peer)
         return peer
+
+    async def _ended(self, peer: Peer) -> None:
+        self._sessions -= 1
+        await peer.close()
 
     def _served(
         self, handler: Callable[[Any, Peer, Any], Awaitable[R]]
@@ -184,7 +201,7 @@ class Gateway:
         return serve
 
     async def _each(
-        self, peer: Peer, what: str, feature: str | None
+        self, ctx: Any, peer: Peer, what: str, feature: str | None
     ) -> list[tuple[Upstream, list[Any]]]:
         """What each server lists of `what` (those offering `feature`), over the client's
         connections; a server that cannot be reached is left out (and said so)."""
@@ -194,7 +211,7 @@ class Gateway:
             upstream.capabilities = link.capabilities  # what the server offers, as last seen
             if feature is not None and not link.offers(feature):
                 return upstream, []
-            found = await link.listed(what)
+            found = await link.listed(what, headers=self._forwarded(ctx.request, upstream))
             if what == "tools":
                 upstream.tools = found  # kept while the server is away
             return upstream, found
@@ -241,7 +258,7 @@ class Gateway:
     # -- tools -----------------------------------------------------------------------------
 
     async def _list_tools(self, ctx: Any, peer: Peer, params: Any) -> types.ListToolsResult:
-        self._tools = self._index(await self._each(peer, "tools", None), "tool", _own)
+        self._tools = self._index(await self._each(ctx, peer, "tools", None), "tool", _own)
         return types.ListToolsResult(tools=[self._tool(n, o) for n, o in self._tools.items()])
 
     def _tool(self, name: str, offered: _Offered) -> types.Tool:
@@ -280,7 +297,7 @@ class Gateway:
     # -- prompts ---------------------------------------------------------------------------
 
     async def _list_prompts(self, ctx: Any, peer: Peer, params: Any) -> types.ListPromptsResult:
-        listed = await self._each(peer, "prompts", "prompts")
+        listed = await self._each(ctx, peer, "prompts", "prompts")
         self._prompts = self._index(listed, "prompt", _own)
         prompts = [
             offered.item.model_copy(update={"name": name, "meta": None})
@@ -307,8 +324,8 @@ class Gateway:
     # -- resources -------------------------------------------------------------------------
 
     async def _list_resources(self, ctx: Any, peer: Peer, params: Any) -> types.ListResourcesResult:
-        listed = await self._each(peer, "resources", "resources")
-        self._resources = self._index(listed, "resource", lambda r: str(r.uri))
+        listed = await self._each(ctx, peer, "resources", "resources")
+        self._resources = self._index(listed, "resource", _uri)
         resources = [
             o.item.model_copy(update={"name": self._named(o.upstream, o.item.name), "meta": None})
             for o in self._resources.values()
@@ -318,7 +335,7 @@ class Gateway:
     async def _list_templates(
         self, ctx: Any, peer: Peer, params: Any
     ) -> types.ListResourceTemplatesResult:
-        listed = await self._each(peer, "resource_templates", "resources")
+        listed = await self._each(ctx, peer, "resource_templates", "resources")
         templates = []
         offered = []
         for upstream, items in listed:
@@ -353,12 +370,7 @@ class Gateway:
     async def _read_resource(
         self, ctx: Any, peer: Peer, params: types.ReadResourceRequestParams
     ) -> Any:
-        uri = str(params.uri)
-        if len(uri) > DEFAULT_MAX_URI_LENGTH:
-            # Judged, held and audited by its URI: one past any real one is refused first.
-            raise MCPError(
-                INVALID_PARAMS, f"uri is longer than {DEFAULT_MAX_URI_LENGTH} characters"
-            )
+        uri = _judged(str(params.uri))
         upstream = await self._resource(ctx, peer, uri)
         if upstream is None:
             return types.ErrorData(code=RESOURCE_NOT_FOUND, message=f"Resource not found: {uri}")
@@ -368,12 +380,13 @@ class Gateway:
         return await self._hold(ctx, peer, action, params)
 
     async def _subscribe(self, ctx: Any, peer: Peer, params: types.SubscribeRequestParams) -> Any:
-        return await self._subscription(ctx, peer, str(params.uri), types.SubscribeRequest)
+        return await self._subscription(ctx, peer, _judged(str(params.uri)), types.SubscribeRequest)
 
     async def _unsubscribe(
         self, ctx: Any, peer: Peer, params: types.UnsubscribeRequestParams
     ) -> Any:
-        return await self._subscription(ctx, peer, str(params.uri), types.UnsubscribeRequest)
+        uri = _judged(str(params.uri))
+        return await self._subscription(ctx, peer, uri, types.UnsubscribeRequest)
 
     async def _subscription(self, ctx: Any, peer: Peer, uri: str, kind: type[Any]) -> Any:
         """A (un)subscription passed to the resource's server over the client's connection,
@@ -418,10 +431,41 @@ class Gateway:
             upstream = found
         argument = {"name": params.argument.name, "value": params.argument.value}
         context = None if params.context is None else params.context.arguments
-        return await self._forward(peer, upstream, lambda c: c.complete(ref, argument, context))
+        answer = await self._forward(peer, upstream, lambda c: c.complete(ref, argument, context))
+        if isinstance(ref, types.ResourceTemplateReference) and isinstance(
+            answer, types.CompleteResult
+        ):
+            answer = self._unhidden(answer, upstream, ref.uri, argument["name"], context or {})
+        return answer
+
+    def _unhidden(
+        self,
+        answer: types.CompleteResult,
+        upstream: Upstream,
+        template: str,
+        name: str,
+        context: Mapping[str, str],
+    ) -> types.CompleteResult:
+        """The completions of a template's argument without those naming a resource the
+        policy denies (or a URI it cannot judge): a completion never lists what a deny hides."""
+        try:
+            matcher = UriTemplate.parse(template)
+        except InvalidUriTemplate:
+            return types.CompleteResult(completion=types.Completion(values=[]))
+        kept = []
+        for value in answer.completion.values:
+            try:
+                uri = canonical_uri(matcher.expand({**context, name: value}))
+            except ValueError:
+                continue
+            if not self._hidden(upstream, uri, "resource"):
+                kept.append(value)
+        if len(kept) == len(answer.completion.values):
+            return answer
+        return types.CompleteResult(completion=types.Completion(values=kept, has_more=False))
 
     async def _set_level(self, ctx: Any, peer: Peer, params: types.SetLevelRequestParams) -> Any:
-        await peer.set_level(list(self.upstreams.values()), params.level)
+        await peer.set_level(params.level)
         return types.EmptyResult()
 
     async def _roots_changed(self, ctx: Any, params: Any) -> None:
@@ -456,6 +500,24 @@ class Gateway:
 
 def _own(item: Any) -> str:
     return str(item.name)
+
+
+def _uri(resource: Any) -> str:
+    """A listed resource's URI, as reads of it are judged (as the server wrote it when it has
+    no canonical form: a read of it is refused)."""
+    try:
+        return canonical_uri(str(resource.uri))
+    except ValueError:
+        return str(resource.uri)
+
+
+def _judged(uri: str) -> str:
+    """The URI a client's request names, in the form it is judged, held and forwarded in;
+    refused before anything is kept when it has none (`uris`)."""
+    try:
+        return canonical_uri(uri)
+    except ValueError as exc:
+        raise MCPError(INVALID_PARAMS, f"{exc}: read the resource by its plain URI") from None
 
 
 def _prompt_schema(prompt: types.Prompt) -> dict[str, Any]:

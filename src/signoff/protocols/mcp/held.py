@@ -46,8 +46,9 @@ from signoff.gate import CheckContext, Gate, Outcome
 from signoff.gate.core import external_key
 from signoff.gate.edits import check_edit
 from signoff.gate.once import Claim, Ledger, Recorded
-from signoff.protocols.mcp.answers import Reply, Shape, clean, shape_of, withhold
+from signoff.protocols.mcp.answers import Reply, Shape, clean, shape_of
 from signoff.protocols.mcp.peer import Peer
+from signoff.protocols.mcp.screen import Screen
 from signoff.protocols.mcp.settings import GatewaySettings
 from signoff.protocols.mcp.upstream import Upstream, UpstreamError
 from signoff.store import AuditRecord
@@ -124,8 +125,9 @@ class Asked:
     peer: Peer
     headers: Mapping[str, str]
     """The client's headers passed on to the server."""
-    waited: float = 0.0
-    """The last progress the wait reported: the server's own progress is counted on from it."""
+    waited: float | None = None
+    """The last progress the wait reported, if it reported any: the server's own progress is
+    counted on from past it (progress only grows)."""
 
 
 class Holding:
@@ -142,6 +144,7 @@ class Holding:
         self.store = gate.store
         self.settings = settings
         self.ledger = Ledger(gate.store)
+        self.screen = Screen(lambda: gate.engine)
         self._show = show_args
 
     async def answer(self, asked: Asked, action: Action, params: Any) -> Any:
@@ -371,9 +374,9 @@ class Holding:
         every, limit = self.settings.progress_every, self.settings.wait
         message = f"waiting for a person to decide approval {approval.id} (signoff inbox)"
         while True:
-            asked.waited = round(time.monotonic() - started, 1)
+            asked.waited = waited = round(time.monotonic() - started, 1)
             with contextlib.suppress(Exception):  # progress is a courtesy: never fail the call
-                await asked.ctx.session.report_progress(asked.waited, limit, message)
+                await asked.ctx.session.report_progress(waited, limit, message)
             await asyncio.sleep(every)
 
     # -- answering -------------------------------------------------------------------------
@@ -505,26 +508,18 @@ class Holding:
                     call.name, call.args, headers=asked.headers, progress=_progress(asked)
                 )
             elif call.kind == "resource":
-                result = await link.ask(lambda c: c.read_resource(call.name))
+                result = await link.ask(lambda c: c.read_resource(call.name), headers=asked.headers)
             else:
                 arguments = {k: str(v) for k, v in call.args.items()}
-                result = await link.ask(lambda c: c.get_prompt(call.name, arguments))
+                result = await link.ask(
+                    lambda c: c.get_prompt(call.name, arguments), headers=asked.headers
+                )
         except UpstreamError as exc:
             if call.kind != "tool" and exc.answer is not None:
                 return exc.answer.error  # the server's own error, as it said it
             return shape.refused(f"{exc}. The {_DOING[call.kind]} may not have run.", "failed")
-        return shape.done(withhold(clean(result), self._denied(call.server)))
-
-    def _denied(self, server: str | None) -> Callable[[str], str | None]:
-        """Why the policy denies reading a URI of `server` whatever the asker (None: it may be
-        read, or asked for)."""
-
-        def denied(uri: str) -> str | None:
-            read = ToolCall(id="", name=uri, server=server, kind="resource")
-            verdict = self.gate.engine.evaluate(read)
-            return verdict.reason if verdict.kind == "deny" else None
-
-        return denied
+        read = call.name if call.kind == "resource" else None
+        return shape.done(self.screen.answer(clean(result), call.server, read=read))
 
 
 # -- results -------------------------------------------------------------------------------
@@ -538,7 +533,7 @@ def _progress(asked: Asked) -> Any:
         return None
 
     async def forward(progress: float, total: float | None, message: str | None) -> None:
-        base = asked.waited
+        base = 0.0 if asked.waited is None else asked.waited + 1
         with contextlib.suppress(Exception):
             await asked.ctx.session.report_progress(
                 base + progress, None if total is None else base + total, message

@@ -28,8 +28,9 @@ import anyio
 from mcp import types
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
-from mcp_types import INTERNAL_ERROR
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 
+from signoff.protocols.mcp.screen import Screen
 from signoff.protocols.mcp.upstream import Callbacks, Upstream, UpstreamError
 from signoff.store import AuditRecord, Store
 
@@ -42,10 +43,14 @@ class Peer:
     """A client of the gateway: its connections to the servers behind and its requests in
     flight. `bound` False: the gateway's shared connections, relaying nothing."""
 
-    def __init__(self, store: Store, *, asker: str, several: bool, bound: bool = True) -> None:
+    def __init__(
+        self, store: Store, screen: Screen, *, asker: str, several: bool, bound: bool = True
+    ) -> None:
         self.store = store
+        self.screen = screen
         self.asker = asker
         self.bound = bound
+        self.closed = False
         self._several = several
         self._links: dict[str, Upstream] = {}
         self._lock = asyncio.Lock()
@@ -55,8 +60,8 @@ class Peer:
         """A session of the client's connection, for what goes on its standalone stream."""
         self._capabilities: types.ClientCapabilities | None = None
         self.log_level: types.LoggingLevel | None = None
-        self._levels: dict[str, types.LoggingLevel] = {}
-        """The log level each server was last told."""
+        self._levels: dict[str, tuple[types.LoggingLevel, int]] = {}
+        """The log level each server was last told, and on which opening of its connection."""
 
     @contextlib.contextmanager
     def serving(self, ctx: Any) -> Iterator[None]:
@@ -76,25 +81,31 @@ class Peer:
             await upstream.connect()
             return upstream
         async with self._lock:
+            if self.closed:
+                raise UpstreamError("the client of the gateway has gone")
             link = self._links.get(upstream.name)
             if link is None:
                 link = self._links[upstream.name] = upstream.bound(self._callbacks(upstream.name))
         await link.connect()
-        level = self.log_level
-        if level is not None and link.offers("logging") and self._levels.get(link.name) != level:
-            self._levels[link.name] = level
-            await _set_level(link, level)
+        await self._tell_level(link)
         return link
 
-    async def set_level(self, upstreams: list[Upstream], level: types.LoggingLevel) -> None:
-        """The client's log level, set on every server that logs (and kept for those it
-        connects to later)."""
+    async def _tell_level(self, link: Upstream) -> None:
+        """Tell the server the client's log level, unless this connection was told it."""
+        level = self.log_level
+        if level is None or not link.offers("logging"):
+            return
+        if self._levels.get(link.name) != (level, link.opened):
+            self._levels[link.name] = (level, link.opened)
+            await _set_level(link, level)
+
+    async def set_level(self, level: types.LoggingLevel) -> None:
+        """The client's log level: told to each server it is connected to that logs, and to
+        each it connects to later."""
         self.log_level = level
-        for upstream in upstreams:
-            try:
-                await self.link(upstream)  # which tells the server the level
-            except UpstreamError as exc:
-                logger.warning("%s; its log level is set once it answers", exc)
+        for link in list(self._links.values()):
+            if link.connected:
+                await self._tell_level(link)
 
     async def roots_changed(self) -> None:
         """The client's roots changed: each server it has a connection to is told."""
@@ -106,7 +117,9 @@ class Peer:
                     )
 
     async def close(self) -> None:
-        links, self._links = list(self._links.values()), {}
+        async with self._lock:
+            self.closed = True
+            links, self._links = list(self._links.values()), {}
         await asyncio.gather(*(link.close() for link in links), return_exceptions=True)
 
     # -- relayed to the client -------------------------------------------------------------
@@ -118,9 +131,18 @@ class Peer:
             result: type[Any] = types.CreateMessageResult
             if params.tools or params.tool_choice:
                 result = types.CreateMessageResultWithTools
-            return await self._ask(server, types.CreateMessageRequest(params=params), result)
+            # What it asks the client's model carries no contents the client may not read.
+            wire = params.model_dump(mode="json", by_alias=True, exclude_none=True)
+            screened = types.CreateMessageRequestParams.model_validate(
+                self.screen.answer(wire, server)
+            )
+            return await self._ask(server, types.CreateMessageRequest(params=screened), result)
 
         async def elicitation(context: Any, params: types.ElicitRequestParams) -> Any:
+            if isinstance(params, types.ElicitRequestURLParams) and not _opens_urls(declared):
+                return types.ErrorData(
+                    code=INVALID_PARAMS, message="the client does not open URLs for elicitation"
+                )
             request = types.ElicitRequest(params=params)
             return await self._ask(server, request, types.ElicitResult)
 
@@ -201,6 +223,11 @@ _PASSED_ON = (
     types.ResourceListChangedNotification,
     types.ResourceUpdatedNotification,
 )
+
+
+def _opens_urls(declared: types.ClientCapabilities) -> bool:
+    elicitation = declared.elicitation
+    return elicitation is not None and elicitation.url is not None
 
 
 async def _set_level(link: Upstream, level: types.LoggingLevel) -> None:

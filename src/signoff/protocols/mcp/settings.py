@@ -30,7 +30,16 @@ from signoff.policy.source import Path
 __all__ = ["GatewaySettings", "UpstreamSpec", "read_gateway", "read_servers"]
 
 _GATEWAY_KEYS = frozenset(
-    {"wait", "elicitation", "name", "principal", "roles", "state_key_env", "progress_every"}
+    {
+        "wait",
+        "elicitation",
+        "name",
+        "principal",
+        "roles",
+        "state_key_env",
+        "progress_every",
+        "sessions",
+    }
 )
 _HTTP_TRANSPORTS = frozenset({"http", "streamable-http", "streamable_http", "streamableHttp"})
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -71,6 +80,10 @@ class GatewaySettings:
     """The environment variable holding the key that seals 2026-07-28 request state, so a
     retry is understood after a restart or by another replica; default: a key per process."""
     progress_every: float = 5.0
+    sessions: int = 64
+    """How many client sessions at once get connections of their own to the servers (what the
+    servers ask of their client reaches them; each is a process per stdio server); the others
+    share the gateway's."""
 
 
 def read_servers(
@@ -225,6 +238,12 @@ def read_gateway(
     for key in ("name", "principal", "state_key_env"):
         if key in data and (text := reader.string(data[key], ("gateway", key), key)):
             found[key] = text
+    if "sessions" in data:
+        count = reader.integer(data["sessions"], ("gateway", "sessions"), "sessions")
+        if count is not None and count < 0:
+            reader.error(("gateway", "sessions"), f"sessions must be 0 or more, not {count}")
+        elif count is not None:
+            found["sessions"] = count
     if "roles" in data:
         found["roles"] = (
             reader.strings(data["roles"], ("gateway", "roles"), "roles", allow_empty=True) or ()

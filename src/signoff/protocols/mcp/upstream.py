@@ -28,7 +28,7 @@ from mcp.client.session import (
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED
+from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, METHOD_NOT_FOUND
 
 from signoff.errors import SignoffError
 from signoff.protocols.mcp.settings import UpstreamSpec
@@ -38,6 +38,8 @@ __all__ = ["Callbacks", "Upstream", "UpstreamError"]
 logger = logging.getLogger("signoff.mcp.gateway")
 
 CONNECT_TIMEOUT = 30.0
+PAGES = 1000
+"""The most pages of one list a server may answer (a server that pages for ever is cut off)."""
 T = TypeVar("T")
 
 
@@ -76,6 +78,9 @@ class Upstream:
         """The server's tools, as it last listed them (kept while it is away)."""
         self.capabilities: types.ServerCapabilities | None = None
         """What the server said it offers when this connection was opened."""
+        self.opened = 0
+        """How many times this connection was opened (a server that restarted forgot what it
+        was told)."""
         self._client: Client | None = None
         self._task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
@@ -121,6 +126,7 @@ class Upstream:
                 raise
             self._client, self.tools = client, tools
             self.capabilities = client.server_capabilities
+            self.opened += 1
 
     async def _hold(self, ready: asyncio.Future[Client]) -> None:
         """The connection's own task: open it, then hold it until it breaks or is closed."""
@@ -221,10 +227,10 @@ class Upstream:
 
         return await self.ask(calling, headers=headers)
 
-    async def listed(self, what: str) -> list[Any]:
+    async def listed(self, what: str, *, headers: Mapping[str, str] | None = None) -> list[Any]:
         """Everything the server lists of `what` (``tools``, ``resources``,
         ``resource_templates``, ``prompts``), page after page; none of what it does not
-        offer."""
+        offer. `UpstreamError` when it takes longer than `CONNECT_TIMEOUT`."""
         feature = "resources" if what == "resource_templates" else what
         await self.connect()
         if what != "tools" and not self.offers(feature):
@@ -232,21 +238,21 @@ class Upstream:
 
         async def listing(client: Client) -> list[Any]:
             method = getattr(client.session, f"list_{what}")
-            return await _every(method, what)
+            try:
+                async with asyncio.timeout(CONNECT_TIMEOUT):
+                    return await _every(method, what)
+            except TimeoutError:
+                raise MCPError(INTERNAL_ERROR, f"no whole answer to list {what} in time") from None
 
-        found = await self.ask(listing)
+        try:
+            found = await self.ask(listing, headers=headers)
+        except UpstreamError as exc:
+            if exc.answer is None or exc.answer.code != METHOD_NOT_FOUND:
+                raise
+            return []  # resources without templates, say: it offers none of them
         if what == "tools":
             self.tools = found
         return found
-
-    async def refresh(self) -> None:
-        """Read the tools again (connecting first when needed)."""
-        try:
-            async with asyncio.timeout(CONNECT_TIMEOUT):
-                await self.listed("tools")
-        except TimeoutError as exc:
-            await self._drop(self._task)
-            raise UpstreamError(f"MCP server {self.name!r}: no answer to tools/list") from exc
 
     async def _drop(self, task: asyncio.Task[None] | None) -> None:
         """Close the connection `task` holds, unless a newer one replaced it already."""
@@ -267,15 +273,20 @@ class Upstream:
 
 
 async def _every(method: Callable[..., Awaitable[Any]], what: str) -> list[Any]:
-    """Every page of a list request (`method` takes the paginated params)."""
+    """Every page of a list request (`method` takes the paginated params), up to `PAGES`; a
+    cursor given twice ends it."""
     found: list[Any] = []
     cursor: str | None = None
-    while True:
+    seen: set[str] = set()
+    for _ in range(PAGES):
         page = await method(params=types.PaginatedRequestParams(cursor=cursor))
         found += getattr(page, what)
         cursor = page.next_cursor
-        if cursor is None:
+        if cursor is None or cursor in seen:
             return found
+        seen.add(cursor)
+    logger.warning("a server listed %s in more than %d pages: the rest is left out", what, PAGES)
+    return found
 
 
 def _alive(task: asyncio.Task[None] | None) -> bool:
