@@ -16,13 +16,18 @@ from mcp_types import INVALID_PARAMS
 from signoff.types import Approval, ToolCall
 
 __all__ = [
+    "DOING",
     "REFUSED",
     "RESOURCE_NOT_FOUND",
     "Reply",
     "Shape",
     "clean",
     "not_offered",
+    "outcome",
+    "pending",
+    "running",
     "shape_of",
+    "unknown",
 ]
 
 REFUSED = -32080
@@ -122,6 +127,61 @@ _SHAPES: dict[str, Shape] = {shape.kind: shape for shape in (_Tool(), _Resource(
 
 def shape_of(call: ToolCall) -> Shape:
     return _SHAPES[call.kind]
+
+
+DOING = {"tool": "call", "resource": "read", "prompt": "prompt"}
+"""What an answer calls each kind of call."""
+
+
+def unknown(shape: Shape, approval: Approval) -> Reply:
+    """The approved call was started and cut off midway, and may not run again."""
+    return shape.refused(
+        f"the call approved by {approval.id} was started before and cut off midway (its client "
+        "went away or its gateway stopped): its outcome is unknown, and it was not run again. "
+        "Calling it again asks for a new approval.",
+        "unknown",
+    )
+
+
+def running(shape: Shape, approval: Approval) -> Reply:
+    """The approved call runs for another request, longer than the gateway waits."""
+    return shape.refused(
+        f"the call approved by {approval.id} is running for an identical call and has not "
+        "finished within the gateway's wait; its result goes to that call. Calling it again "
+        "waits on it while it runs, and asks anew once it has finished.",
+        "running",
+    )
+
+
+def pending(shape: Shape, approval: Approval) -> Reply:
+    """Nobody decided within the gateway's wait: ask again to pick up the decision."""
+    again = {"tool": "Call the tool", "resource": "Read it", "prompt": "Get the prompt"}
+    text = (
+        f"Nothing ran yet: this {DOING[approval.call.kind]} waits for a person's approval "
+        f"({approval.id}"
+        + (f", rule {approval.rule}" if approval.rule else "")
+        + f": {approval.reason}). {again[approval.call.kind]} again with the same arguments "
+        "to pick up the decision; it will not be asked for twice."
+    )
+    return shape.pending(approval, text)
+
+
+def outcome(shape: Shape, approval: Approval) -> Reply:
+    """The answer to an approval that did not let the call run."""
+    decision = approval.decision
+    by = approval.decided_by or "signoff"
+    doing = DOING[approval.call.kind]
+    if approval.status == "responded":
+        return shape.said(approval.call, getattr(decision, "content", ""))
+    if approval.status == "rejected":
+        reason = getattr(decision, "reason", None) or "no reason given"
+        text = f"The user {by} rejected this {doing}: {reason}. Do not retry it."
+        return shape.refused(text, "rejected")
+    if approval.status == "expired":
+        return shape.refused(
+            f"Nobody approved this {doing} in time; it expired and did not run.", "expired"
+        )
+    return shape.refused(f"This {doing} was {approval.status} and did not run.", "rejected")
 
 
 def clean(result: Any) -> dict[str, Any]:

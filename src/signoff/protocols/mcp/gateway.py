@@ -3,14 +3,14 @@ person in between (ARCHITECTURE §7; `signoff mcp-gateway`).
 
 The gateway is a full MCP proxy: it offers what its servers offer — tools, resources and their
 templates, prompts, completions, logging, resource subscriptions — and passes on what they ask
-of their client and tell it (`peer`). With several servers, tool and prompt names (and resource
-names) are prefixed ``<server>_``; resource URIs stay as the server wrote them, and a read goes
-to the server that lists the URI or a template matching it.
+of their client and tell it (`peer`), under the names of `catalog`.
 
-Policy applies where it means something: a tool call, a resource read (by URI) and a prompt got
-(by name, with its arguments) are each a call the policy allows, asks about or denies (`held`);
-what the policy denies whatever the arguments is not even listed. Listing, completing and
-subscribing pass through (a subscription to a resource the policy denies is refused).
+Policy applies where it means something: a tool call, a resource read (by its URI's one
+spelling, `uris`) and a prompt got (by name, with its arguments) are each a call the policy
+allows, asks about or denies (`held`); what the policy denies whatever the arguments is not even
+listed, and resource contents a client may not read do not reach it in other answers (`screen`).
+Listing, completing and subscribing pass through (a subscription to a resource the policy
+denies is refused, a completion never names one).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import contextlib
 import getpass
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from mcp import types
@@ -34,6 +33,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from signoff.gate import Gate
 from signoff.gate.ids import new_id
 from signoff.protocols.mcp.answers import REFUSED, RESOURCE_NOT_FOUND, not_offered
+from signoff.protocols.mcp.catalog import Catalog
 from signoff.protocols.mcp.held import ORIGIN, Action, Asked, Asker, Holding
 from signoff.protocols.mcp.peer import Peer
 from signoff.protocols.mcp.settings import GatewaySettings
@@ -49,15 +49,6 @@ logger = logging.getLogger("signoff.mcp.gateway")
 _PEER = "signoff.peer"
 """Where a client connection keeps its `Peer` (the SDK's per-connection state)."""
 R = TypeVar("R")
-
-
-@dataclass(frozen=True)
-class _Offered:
-    """One thing a server behind offers, under the name the client sees."""
-
-    upstream: Upstream
-    item: Any
-    """The server's own `Tool`, `Prompt`, `Resource` or `ResourceTemplate`."""
 
 
 class _GatewayServer(Server[Any]):
@@ -100,10 +91,7 @@ class Gateway:
         )
         self._sessions = 0
         """How many client sessions have connections of their own now (`settings.sessions`)."""
-        self._tools: dict[str, _Offered] = {}
-        self._prompts: dict[str, _Offered] = {}
-        self._resources: dict[str, _Offered] = {}
-        self._templates: list[tuple[UriTemplate, _Offered]] = []
+        self.catalog = Catalog(several=self._several, engine=lambda: gate.engine)
         server = _GatewayServer(
             self.settings.name,
             version=_version(),
@@ -229,65 +217,23 @@ class Gateway:
                 listed.append(result)
         return listed
 
-    def _named(self, upstream: Upstream, name: str) -> str:
-        prefix = upstream.spec.prefix or (upstream.name if self._several else None)
-        return f"{prefix}_{name}" if prefix else name
-
-    def _hidden(self, upstream: Upstream, name: str, kind: CallKind) -> bool:
-        """Whether the policy denies every call of it, whatever the arguments."""
-        return self.gate.engine.fixed_kind(name, server=upstream.name, kind=kind) == "deny"
-
-    def _index(
-        self, listed: list[tuple[Upstream, list[Any]]], kind: CallKind, key: Callable[[Any], str]
-    ) -> dict[str, _Offered]:
-        """The offered names (`key` of each item, prefixed) of what the policy does not always
-        deny; of two servers offering one name, the first's."""
-        offered: dict[str, _Offered] = {}
-        for upstream, items in listed:
-            for item in items:
-                if self._hidden(upstream, key(item), kind):
-                    continue
-                name = key(item) if kind == "resource" else self._named(upstream, key(item))
-                if name in offered:
-                    logger.warning("two servers offer %s %r: %r's is not offered", kind, name,
-                                   upstream.name)  # fmt: skip
-                    continue
-                offered[name] = _Offered(upstream, item)
-        return offered
-
     # -- tools -----------------------------------------------------------------------------
 
     async def _list_tools(self, ctx: Any, peer: Peer, params: Any) -> types.ListToolsResult:
-        self._tools = self._index(await self._each(ctx, peer, "tools", None), "tool", _own)
-        return types.ListToolsResult(tools=[self._tool(n, o) for n, o in self._tools.items()])
-
-    def _tool(self, name: str, offered: _Offered) -> types.Tool:
-        """The tool as the client sees it: its name here, none of the server's `_meta`, and
-        no output schema when the gateway may answer for it (pending, a person's words)."""
-        tool = offered.item
-        server = offered.upstream.name
-        allowed = self.gate.engine.fixed_kind(tool.name, server=server) == "allow"
-        return types.Tool(
-            name=name,
-            title=tool.title,
-            description=tool.description,
-            input_schema=tool.input_schema,
-            output_schema=tool.output_schema if allowed else None,
-            annotations=tool.annotations,
-            icons=tool.icons,
-        )
+        tools = self.catalog.list_tools(await self._each(ctx, peer, "tools", None))
+        return types.ListToolsResult(tools=tools)
 
     async def _call_tool(self, ctx: Any, peer: Peer, params: types.CallToolRequestParams) -> Any:
-        offered = self._tools.get(params.name)
+        offered = self.catalog.tools.get(params.name)
         if offered is None:
             await self._list_tools(ctx, peer, None)
-            offered = self._tools.get(params.name)
+            offered = self.catalog.tools.get(params.name)
         if offered is None:
             raise MCPError(INVALID_PARAMS, f"Unknown tool: {params.name}")
         tool = offered.item
         hints = tool.annotations
         action = Action(
-            call=self._call(offered, "tool", tool.name, dict(params.arguments or {})),
+            call=_call(offered.upstream, "tool", tool.name, dict(params.arguments or {})),
             upstream=offered.upstream,
             schema=tool.input_schema,
             idempotent=bool(hints is not None and (hints.idempotent_hint or hints.read_only_hint)),
@@ -298,23 +244,18 @@ class Gateway:
 
     async def _list_prompts(self, ctx: Any, peer: Peer, params: Any) -> types.ListPromptsResult:
         listed = await self._each(ctx, peer, "prompts", "prompts")
-        self._prompts = self._index(listed, "prompt", _own)
-        prompts = [
-            offered.item.model_copy(update={"name": name, "meta": None})
-            for name, offered in self._prompts.items()
-        ]
-        return types.ListPromptsResult(prompts=prompts)
+        return types.ListPromptsResult(prompts=self.catalog.list_prompts(listed))
 
     async def _get_prompt(self, ctx: Any, peer: Peer, params: types.GetPromptRequestParams) -> Any:
-        offered = self._prompts.get(params.name)
+        offered = self.catalog.prompts.get(params.name)
         if offered is None:
             await self._list_prompts(ctx, peer, None)
-            offered = self._prompts.get(params.name)
+            offered = self.catalog.prompts.get(params.name)
         if offered is None:
             return not_offered("prompt", params.name)
         prompt = offered.item
         action = Action(
-            call=self._call(offered, "prompt", prompt.name, dict(params.arguments or {})),
+            call=_call(offered.upstream, "prompt", prompt.name, dict(params.arguments or {})),
             upstream=offered.upstream,
             schema=_prompt_schema(prompt),
             idempotent=True,
@@ -325,45 +266,26 @@ class Gateway:
 
     async def _list_resources(self, ctx: Any, peer: Peer, params: Any) -> types.ListResourcesResult:
         listed = await self._each(ctx, peer, "resources", "resources")
-        self._resources = self._index(listed, "resource", _uri)
-        resources = [
-            o.item.model_copy(update={"name": self._named(o.upstream, o.item.name), "meta": None})
-            for o in self._resources.values()
-        ]
-        return types.ListResourcesResult(resources=resources)
+        return types.ListResourcesResult(resources=self.catalog.list_resources(listed))
 
     async def _list_templates(
         self, ctx: Any, peer: Peer, params: Any
     ) -> types.ListResourceTemplatesResult:
         listed = await self._each(ctx, peer, "resource_templates", "resources")
-        templates = []
-        offered = []
-        for upstream, items in listed:
-            for item in items:
-                try:
-                    matcher = UriTemplate.parse(item.uri_template)
-                except InvalidUriTemplate as exc:
-                    logger.warning("MCP server %r: %s", upstream.name, exc)
-                    continue
-                templates.append((matcher, _Offered(upstream, item)))
-                offered.append(
-                    item.model_copy(update={"name": self._named(upstream, item.name), "meta": None})
-                )
-        self._templates = templates
-        return types.ListResourceTemplatesResult(resource_templates=offered)
+        return types.ListResourceTemplatesResult(
+            resource_templates=self.catalog.list_templates(listed)
+        )
 
     async def _resource(self, ctx: Any, peer: Peer, uri: str) -> Upstream | None:
-        """The server of a resource: the one that lists it, or a template matching it, or the
-        only server that offers resources."""
-        for attempt in range(2):
-            if uri in self._resources:
-                return self._resources[uri].upstream
-            for matcher, offered in self._templates:
-                if matcher.match(uri) is not None:
-                    return offered.upstream
-            if attempt == 0:
-                await self._list_resources(ctx, peer, None)
-                await self._list_templates(ctx, peer, None)
+        """The server of a resource: the one that lists it, or a template matching it (listed
+        again when none does), or the only server that offers resources."""
+        found = self.catalog.server_of(uri)
+        if found is None:
+            await self._list_resources(ctx, peer, None)
+            await self._list_templates(ctx, peer, None)
+            found = self.catalog.server_of(uri)
+        if found is not None:
+            return found
         serving = [u for u in self.upstreams.values() if u.offers("resources")]
         return serving[0] if len(serving) == 1 else None
 
@@ -374,8 +296,7 @@ class Gateway:
         upstream = await self._resource(ctx, peer, uri)
         if upstream is None:
             return types.ErrorData(code=RESOURCE_NOT_FOUND, message=f"Resource not found: {uri}")
-        offered = _Offered(upstream, None)
-        action = Action(call=self._call(offered, "resource", uri, {}), upstream=upstream,
+        action = Action(call=_call(upstream, "resource", uri, {}), upstream=upstream,
                         idempotent=True)  # fmt: skip
         return await self._hold(ctx, peer, action, params)
 
@@ -394,9 +315,8 @@ class Gateway:
         upstream = await self._resource(ctx, peer, uri)
         if upstream is None:
             return types.ErrorData(code=RESOURCE_NOT_FOUND, message=f"Resource not found: {uri}")
-        if self._hidden(upstream, uri, "resource"):
-            verdict = self.gate.engine.evaluate(self._call(_Offered(upstream, None), "resource",
-                                                           uri, {}))  # fmt: skip
+        if self.catalog.hidden(upstream, uri, "resource"):
+            verdict = self.gate.engine.evaluate(_call(upstream, "resource", uri, {}))
             return types.ErrorData(
                 code=REFUSED,
                 message=f"signoff blocked this read: {verdict.reason}",
@@ -411,24 +331,22 @@ class Gateway:
     async def _complete(self, ctx: Any, peer: Peer, params: types.CompleteRequestParams) -> Any:
         ref = params.ref
         if isinstance(ref, types.PromptReference):
-            offered = self._prompts.get(ref.name)
+            offered = self.catalog.prompts.get(ref.name)
             if offered is None:
                 await self._list_prompts(ctx, peer, None)
-                offered = self._prompts.get(ref.name)
+                offered = self.catalog.prompts.get(ref.name)
             if offered is None:
                 return not_offered("prompt", ref.name)
             upstream = offered.upstream
             ref = ref.model_copy(update={"name": offered.item.name})
         else:
-            found = next((o.upstream for m, o in self._templates
-                          if o.item.uri_template == ref.uri), None)  # fmt: skip
-            if found is None:
+            template = self.catalog.template(ref.uri)
+            if template is None:
                 await self._list_templates(ctx, peer, None)
-                found = next((o.upstream for m, o in self._templates
-                              if o.item.uri_template == ref.uri), None)  # fmt: skip
-            if found is None:
+                template = self.catalog.template(ref.uri)
+            if template is None:
                 return not_offered("resource template", ref.uri)
-            upstream = found
+            upstream = template.upstream
         argument = {"name": params.argument.name, "value": params.argument.value}
         context = None if params.context is None else params.context.arguments
         answer = await self._forward(peer, upstream, lambda c: c.complete(ref, argument, context))
@@ -458,7 +376,7 @@ class Gateway:
                 uri = canonical_uri(matcher.expand({**context, name: value}))
             except ValueError:
                 continue
-            if not self._hidden(upstream, uri, "resource"):
+            if not self.catalog.hidden(upstream, uri, "resource"):
                 kept.append(value)
         if len(kept) == len(answer.completion.values):
             return answer
@@ -473,8 +391,10 @@ class Gateway:
 
     # -- shared ----------------------------------------------------------------------------
 
-    def _call(self, offered: _Offered, kind: CallKind, name: str, args: dict[str, Any]) -> ToolCall:
-        return ToolCall(id=new_id(), name=name, args=args, server=offered.upstream.name, kind=kind)
+    def _call(
+        self, upstream: Upstream, kind: CallKind, name: str, args: dict[str, Any]
+    ) -> ToolCall:
+        return ToolCall(id=new_id(), name=name, args=args, server=upstream.name, kind=kind)
 
     async def _hold(self, ctx: Any, peer: Peer, action: Action, params: Any) -> Any:
         asked = Asked(
@@ -498,17 +418,8 @@ class Gateway:
             raise MCPError(REFUSED, str(exc), {"status": "failed"}) from exc
 
 
-def _own(item: Any) -> str:
-    return str(item.name)
-
-
-def _uri(resource: Any) -> str:
-    """A listed resource's URI, as reads of it are judged (as the server wrote it when it has
-    no canonical form: a read of it is refused)."""
-    try:
-        return canonical_uri(str(resource.uri))
-    except ValueError:
-        return str(resource.uri)
+def _call(upstream: Upstream, kind: CallKind, name: str, args: dict[str, Any]) -> ToolCall:
+    return ToolCall(id=new_id(), name=name, args=args, server=upstream.name, kind=kind)
 
 
 def _judged(uri: str) -> str:

@@ -29,7 +29,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import anyio
-from mcp import types
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -46,13 +45,23 @@ from signoff.gate import CheckContext, Gate, Outcome
 from signoff.gate.core import external_key
 from signoff.gate.edits import check_edit
 from signoff.gate.once import Claim, Ledger, Recorded
-from signoff.protocols.mcp.answers import Reply, Shape, clean, shape_of
+from signoff.protocols.mcp.answers import (
+    DOING,
+    Reply,
+    clean,
+    outcome,
+    pending,
+    running,
+    shape_of,
+    unknown,
+)
+from signoff.protocols.mcp.dialog import INPUT, SCHEMA, decision_in, input_required, question
 from signoff.protocols.mcp.peer import Peer
 from signoff.protocols.mcp.screen import Screen
 from signoff.protocols.mcp.settings import GatewaySettings
 from signoff.protocols.mcp.upstream import Upstream, UpstreamError
 from signoff.store import AuditRecord
-from signoff.types import Approval, Approve, Decision, Reject, ToolCall, canonical_json
+from signoff.types import Approval, Decision, ToolCall
 
 __all__ = ["ORIGIN", "Action", "Asked", "Asker", "Holding"]
 
@@ -68,29 +77,6 @@ _BRACKETS = [2**k - 1 for k in range(48)]
 """The call ids a thread's first read looks for (`Holding._last_judged`)."""
 _READ = 64
 """How many call ids each further read looks for."""
-_INPUT = "approval"
-"""The key of the elicitation in a 2026-07-28 input-required result."""
-_DECISION_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "decision": {
-            "type": "string",
-            "title": "Decision",
-            "oneOf": [
-                {"const": "approve", "title": "Approve: run the call"},
-                {"const": "reject", "title": "Reject: do not run it"},
-            ],
-        },
-        "reason": {
-            "type": "string",
-            "title": "Reason",
-            "description": "Why not (passed on to the agent when you reject)",
-        },
-    },
-    "required": ["decision"],
-}
-_DOING = {"tool": "call", "resource": "read", "prompt": "prompt"}
-"""What a refusal calls each kind of call."""
 
 
 @dataclass(frozen=True)
@@ -166,10 +152,10 @@ class Holding:
             approval = await self._decide_in_client(approval, asked.asker, answers)
         if approval.pending:
             if self._can_elicit(asked, approval) and _modern(asked.ctx) and not answers:
-                return self._input_required(approval)
+                return input_required(approval, self._show)
             approval = await self._wait(asked, approval)
         if approval.pending:
-            return shape.pending(approval, _pending_text(approval))
+            return pending(shape, approval)
         answer = await self._settle(asked, action, approval, late=False)
         assert answer is not None  # only a late call finds an approval answered before it
         return answer
@@ -216,7 +202,7 @@ class Holding:
             return outcome.approval
         if outcome.kind == "run":
             return await self.send(asked, action, action.call)
-        doing = _DOING[action.call.kind]
+        doing = DOING[action.call.kind]
         return shape_of(action.call).refused(
             f"signoff blocked this {doing}: {outcome.verdict.reason}", "blocked"
         )
@@ -272,45 +258,17 @@ class Holding:
             approval, actor=asker.name, roles=asker.roles
         )
 
-    def _question(self, approval: Approval) -> str:
-        call = approval.call
-        shown = canonical_json(self._show(call.args)).decode()
-        asking = {
-            "tool": f"Allow {call.name} on {call.server}?",
-            "resource": f"Allow reading {call.name} on {call.server}?",
-            "prompt": f"Allow the prompt {call.name} of {call.server}?",
-        }[call.kind]
-        lines = [
-            asking,
-            *([] if call.kind == "resource" else [f"Arguments: {shown}"]),
-            f"Why it asks: {approval.reason}"
-            + (f" (rule {approval.rule})" if approval.rule else ""),
-            f"Approval {approval.id}: it can also be decided in the signoff inbox.",
-        ]
-        return "\n".join(lines)
-
-    def _input_required(self, approval: Approval) -> types.InputRequiredResult:
-        request = types.ElicitRequest(
-            params=types.ElicitRequestFormParams(
-                message=self._question(approval), requested_schema=_DECISION_SCHEMA
-            )
-        )
-        return types.InputRequiredResult(
-            input_requests={_INPUT: request},
-            request_state=json.dumps({"approval": approval.id}),
-        )
-
     async def _decide_in_client(
         self, approval: Approval, asker: Asker, responses: Mapping[str, Any]
     ) -> Approval:
         """Take the answer a 2026-07-28 client sent with its retry: only with the sealed state
         of a form the gateway showed it (a first call's answers are never taken)."""
-        answer = responses.get(_INPUT)
+        answer = responses.get(INPUT)
         if answer is None:
             return approval
         if not self._may_answer(approval, asker):
             raise MCPError(INVALID_PARAMS, "this approval is not decided through the client")
-        return await self._take(approval, _elicited(answer), asker)
+        return await self._take(approval, decision_in(answer), asker)
 
     async def _take(self, approval: Approval, decision: Decision | None, asker: Asker) -> Approval:
         """Take the client's decision (None: it made none); a decision taken elsewhere first
@@ -359,9 +317,9 @@ class Holding:
         ctx = asked.ctx
         try:
             answer = await ctx.session.elicit_form(
-                self._question(approval), _DECISION_SCHEMA, related_request_id=ctx.request_id
+                question(approval, self._show), SCHEMA, related_request_id=ctx.request_id
             )
-            decision = _elicited(answer)
+            decision = decision_in(answer)
         except Exception as exc:  # the client's failure or odd answer: the inbox still decides
             logger.info("asking through the client failed (%s); waiting on the inbox", exc)
             decision = None
@@ -402,7 +360,7 @@ class Holding:
                 key + _AGAIN, asked, action, approval, late=late, again=True
             )
         except ExecutionFailed:  # cut off again: the approval is answered, its outcome unknown
-            return None if late else _unknown(shape_of(approval.call), approval)
+            return None if late else unknown(shape_of(approval.call), approval)
 
     async def _settle_under(
         self,
@@ -420,7 +378,7 @@ class Holding:
         try:
             found = await self._claim(key, again=again, late=late, call=approval.call)
         except TimeoutError:
-            return _running(shape, approval)
+            return running(shape, approval)
         if found is None:
             return None
         if isinstance(found, Recorded):
@@ -458,9 +416,9 @@ class Holding:
             if approval.status in ("approved", "edited"):
                 result = self._unfit(action, approval)
             else:
-                result = _outcome(shape, approval)
+                result = outcome(shape, approval)
             if result is None and again and not action.idempotent:
-                result = _unknown(shape, approval)
+                result = unknown(shape, approval)
             elif result is None:
                 forward = _forward_record(
                     call, asked.asker, approval=approval.id, rule=approval.rule
@@ -481,7 +439,7 @@ class Holding:
         """Why the approved call may not run now (the policy denies it since, or an edit does
         not fit what the server takes), or None."""
         shape = shape_of(approval.call)
-        doing = _DOING[approval.call.kind]
+        doing = DOING[approval.call.kind]
         verdict = self.gate.engine.evaluate(approval.call)
         if verdict.kind == "deny":
             return shape.refused(f"signoff blocked this {doing}: {verdict.reason}", "blocked")
@@ -517,7 +475,7 @@ class Holding:
         except UpstreamError as exc:
             if call.kind != "tool" and exc.answer is not None:
                 return exc.answer.error  # the server's own error, as it said it
-            return shape.refused(f"{exc}. The {_DOING[call.kind]} may not have run.", "failed")
+            return shape.refused(f"{exc}. The {DOING[call.kind]} may not have run.", "failed")
         read = call.name if call.kind == "resource" else None
         return shape.done(self.screen.answer(clean(result), call.server, read=read))
 
@@ -540,78 +498,6 @@ def _progress(asked: Asked) -> Any:
             )
 
     return forward
-
-
-def _unknown(shape: Shape, approval: Approval) -> Reply:
-    return shape.refused(
-        f"the call approved by {approval.id} was started before and cut off midway (its client "
-        "went away or its gateway stopped): its outcome is unknown, and it was not run again. "
-        "Calling it again asks for a new approval.",
-        "unknown",
-    )
-
-
-def _running(shape: Shape, approval: Approval) -> Reply:
-    return shape.refused(
-        f"the call approved by {approval.id} is running for an identical call and has not "
-        "finished within the gateway's wait; its result goes to that call. Calling it again "
-        "waits on it while it runs, and asks anew once it has finished.",
-        "running",
-    )
-
-
-def _pending_text(approval: Approval) -> str:
-    again = {"tool": "Call the tool", "resource": "Read it", "prompt": "Get the prompt"}
-    return (
-        f"Nothing ran yet: this {_DOING[approval.call.kind]} waits for a person's approval "
-        f"({approval.id}"
-        + (f", rule {approval.rule}" if approval.rule else "")
-        + f": {approval.reason}). {again[approval.call.kind]} again with the same arguments "
-        "to pick up the decision; it will not be asked for twice."
-    )
-
-
-def _outcome(shape: Shape, approval: Approval) -> Reply:
-    """The answer to an approval that did not let the call run."""
-    decision = approval.decision
-    by = approval.decided_by or "signoff"
-    doing = _DOING[approval.call.kind]
-    if approval.status == "responded":
-        return shape.said(approval.call, getattr(decision, "content", ""))
-    if approval.status == "rejected":
-        reason = getattr(decision, "reason", None) or "no reason given"
-        text = f"The user {by} rejected this {doing}: {reason}. Do not retry it."
-        return shape.refused(text, "rejected")
-    if approval.status == "expired":
-        return shape.refused(
-            f"Nobody approved this {doing} in time; it expired and did not run.", "expired"
-        )
-    return shape.refused(f"This {doing} was {approval.status} and did not run.", "rejected")
-
-
-def _elicited(answer: Any) -> Decision | None:
-    """The decision in an elicitation's answer (None: dismissed, or no decision)."""
-    if not isinstance(answer, types.ElicitResult):
-        try:
-            answer = types.ElicitResult.model_validate(
-                answer.model_dump(by_alias=True) if hasattr(answer, "model_dump") else answer
-            )
-        except ValueError:
-            raise MCPError(
-                INVALID_PARAMS, "the approval's answer is not an elicitation result"
-            ) from None
-    if answer.action == "decline":
-        return Reject(reason="declined in the MCP client")
-    if answer.action != "accept":
-        return None
-    content = answer.content or {}
-    choice = content.get("decision")
-    reason = content.get("reason")
-    if choice == "approve":
-        return Approve()
-    if choice == "reject":
-        return Reject(reason=str(reason) if reason else "rejected in the MCP client")
-    raise MCPError(INVALID_PARAMS, f"decision must be 'approve' or 'reject', not {choice!r}")
 
 
 # -- small things --------------------------------------------------------------------------

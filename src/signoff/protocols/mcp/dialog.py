@@ -1,0 +1,102 @@
+"""The form the gateway shows the person at the client, where the client can show one and the
+rule lets that person decide: what it asks, its fields, and the decision read from the answer.
+
+Over 2025-11-25 it goes as an ``elicitation/create`` request in the middle of the call; over
+2026-07-28 as an input-required result whose sealed request state names the approval.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from mcp import types
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
+
+from signoff.types import Approval, Approve, Decision, Reject, canonical_json
+
+__all__ = ["INPUT", "SCHEMA", "decision_in", "input_required", "question"]
+
+INPUT = "approval"
+"""The key of the form in a 2026-07-28 input-required result."""
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "decision": {
+            "type": "string",
+            "title": "Decision",
+            "oneOf": [
+                {"const": "approve", "title": "Approve: run the call"},
+                {"const": "reject", "title": "Reject: do not run it"},
+            ],
+        },
+        "reason": {
+            "type": "string",
+            "title": "Reason",
+            "description": "Why not (passed on to the agent when you reject)",
+        },
+    },
+    "required": ["decision"],
+}
+
+
+def question(approval: Approval, show: Callable[[dict[str, Any]], Any]) -> str:
+    """What the form asks, the arguments as `show` masks them."""
+    call = approval.call
+    asking = {
+        "tool": f"Allow {call.name} on {call.server}?",
+        "resource": f"Allow reading {call.name} on {call.server}?",
+        "prompt": f"Allow the prompt {call.name} of {call.server}?",
+    }[call.kind]
+    lines = [
+        asking,
+        *(
+            []
+            if call.kind == "resource"
+            else [f"Arguments: {canonical_json(show(call.args)).decode()}"]
+        ),
+        f"Why it asks: {approval.reason}" + (f" (rule {approval.rule})" if approval.rule else ""),
+        f"Approval {approval.id}: it can also be decided in the signoff inbox.",
+    ]
+    return "\n".join(lines)
+
+
+def input_required(
+    approval: Approval, show: Callable[[dict[str, Any]], Any]
+) -> types.InputRequiredResult:
+    """The form as a 2026-07-28 client is shown it: answered, the call comes again with it."""
+    request = types.ElicitRequest(
+        params=types.ElicitRequestFormParams(
+            message=question(approval, show), requested_schema=SCHEMA
+        )
+    )
+    return types.InputRequiredResult(
+        input_requests={INPUT: request}, request_state=json.dumps({"approval": approval.id})
+    )
+
+
+def decision_in(answer: Any) -> Decision | None:
+    """The decision in the form's answer (None: dismissed, or no decision)."""
+    if not isinstance(answer, types.ElicitResult):
+        try:
+            answer = types.ElicitResult.model_validate(
+                answer.model_dump(by_alias=True) if hasattr(answer, "model_dump") else answer
+            )
+        except ValueError:
+            raise MCPError(
+                INVALID_PARAMS, "the approval's answer is not an elicitation result"
+            ) from None
+    if answer.action == "decline":
+        return Reject(reason="declined in the MCP client")
+    if answer.action != "accept":
+        return None
+    content = answer.content or {}
+    choice = content.get("decision")
+    reason = content.get("reason")
+    if choice == "approve":
+        return Approve()
+    if choice == "reject":
+        return Reject(reason=str(reason) if reason else "rejected in the MCP client")
+    raise MCPError(INVALID_PARAMS, f"decision must be 'approve' or 'reject', not {choice!r}")
