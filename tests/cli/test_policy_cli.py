@@ -125,6 +125,18 @@ def test_explain_takes_server_and_agent():
     assert json.loads(out)["rule"] == "agents.coordinator/researcher.default"
 
 
+def test_explain_takes_the_kind_of_a_read_or_a_prompt(tmp_path: Path):
+    policy = tmp_path / "kinds.yaml"
+    policy.write_text('default: allow\nrules:\n  - deny: {resource: "file:///etc/*"}\n')
+    explain = ("policy", "explain", "-c", str(policy), "-t", "file:///etc/passwd", "--json")
+    code, out, _ = run(*explain, "--kind", "resource")
+    assert (code, json.loads(out)["verdict"], json.loads(out)["rule"]) == (0, "deny", "rules[0]")
+    code, out, _ = run(*explain)  # a tool of that name: no rule judges it
+    assert (code, json.loads(out)["verdict"]) == (0, "allow")
+    code, _, err = run(*explain, "--kind", "file")
+    assert code == 2 and "'file' is not one of" in err
+
+
 def test_explain_prints_a_table_for_a_file_of_calls(tmp_path: Path):
     calls = tmp_path / "calls.yaml"
     calls.write_text("- {tool: pod_delete}\n- {tool: pods_list, args: {namespace: x}}\n")

@@ -449,6 +449,13 @@ async def test_the_policy_in_force_and_what_it_would_say_of_a_call(api: Any):
         missing = await client.post("/v1/policy/explain", json={"args": {}})
         assert missing.status_code == 422
         assert "body.tool" in missing.json()["detail"]
+        # A resource read named like an allowed tool: no rule judges reads, the default does.
+        read = {"tool": "list_pods", "kind": "resource"}
+        explained = await client.post("/v1/policy/explain", json=read)
+        assert (explained.json()["kind"], explained.json()["rule"]) == ("ask", None)
+        odd = await client.post("/v1/policy/explain", json={**read, "kind": "file"})
+        assert odd.status_code == 422
+        assert "body.kind" in odd.json()["detail"]
 
 
 async def test_the_websocket_pushes_requests_and_takes_decisions(store: SQLStore):
