@@ -33,7 +33,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from signoff.gate import Gate
 from signoff.gate.ids import new_id
 from signoff.protocols.mcp.answers import REFUSED, RESOURCE_NOT_FOUND, not_offered
-from signoff.protocols.mcp.catalog import Catalog
+from signoff.protocols.mcp.catalog import Catalog, Offered
 from signoff.protocols.mcp.held import ORIGIN, Action, Asked, Asker, Holding
 from signoff.protocols.mcp.peer import Peer
 from signoff.protocols.mcp.settings import GatewaySettings
@@ -246,11 +246,16 @@ class Gateway:
         listed = await self._each(ctx, peer, "prompts", "prompts")
         return types.ListPromptsResult(prompts=self.catalog.list_prompts(listed))
 
-    async def _get_prompt(self, ctx: Any, peer: Peer, params: types.GetPromptRequestParams) -> Any:
-        offered = self.catalog.prompts.get(params.name)
+    async def _prompt(self, ctx: Any, peer: Peer, name: str) -> Offered | None:
+        """The prompt offered under `name` (the prompts listed again when none is)."""
+        offered = self.catalog.prompts.get(name)
         if offered is None:
             await self._list_prompts(ctx, peer, None)
-            offered = self.catalog.prompts.get(params.name)
+            offered = self.catalog.prompts.get(name)
+        return offered
+
+    async def _get_prompt(self, ctx: Any, peer: Peer, params: types.GetPromptRequestParams) -> Any:
+        offered = await self._prompt(ctx, peer, params.name)
         if offered is None:
             return not_offered("prompt", params.name)
         prompt = offered.item
@@ -331,10 +336,7 @@ class Gateway:
     async def _complete(self, ctx: Any, peer: Peer, params: types.CompleteRequestParams) -> Any:
         ref = params.ref
         if isinstance(ref, types.PromptReference):
-            offered = self.catalog.prompts.get(ref.name)
-            if offered is None:
-                await self._list_prompts(ctx, peer, None)
-                offered = self.catalog.prompts.get(ref.name)
+            offered = await self._prompt(ctx, peer, ref.name)
             if offered is None:
                 return not_offered("prompt", ref.name)
             upstream = offered.upstream
