@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import re
 import socket
@@ -218,12 +219,22 @@ def text_of(result: types.GetPromptResult) -> str:
 
 @contextlib.asynccontextmanager
 async def in_process(
-    tmp_path: Path, policy: dict[str, Any], server: Path = UPSTREAM
+    tmp_path: Path,
+    policy: dict[str, Any],
+    server: Path = UPSTREAM,
+    *,
+    names: tuple[str, ...] = ("up",),
+    **settings: Any,
 ) -> AsyncIterator[Gateway]:
-    spec = UpstreamSpec(name="up", command=sys.executable, args=(str(server), "stdio"))
+    """A `Gateway` over `server` (one process per name in `names`), a client connecting to it
+    in-process (`Client(front.server)`)."""
+    specs = [
+        UpstreamSpec(name=n, command=sys.executable, args=(str(server), "stdio")) for n in names
+    ]
     async with open_store(f"sqlite+aiosqlite:///{tmp_path / 'relay.db'}") as store:
         gate = Gate(Policy.from_dict(policy), store)
-        front = Gateway(gate, [Upstream(spec)], settings=GatewaySettings(principal="carol"))
+        chosen = GatewaySettings(**{"principal": "carol", **settings})
+        front = Gateway(gate, [Upstream(spec) for spec in specs], settings=chosen)
         async with front.running():
             yield front
 
@@ -339,15 +350,10 @@ async def test_a_read_is_judged_by_its_one_spelling_and_one_without_it_is_refuse
 async def test_several_servers_keep_their_prefixes_for_tools_prompts_and_resources(
     tmp_path: Path,
 ) -> None:
-    specs = [
-        UpstreamSpec(name=name, command=sys.executable, args=(str(SERVER), "stdio"))
-        for name in ("a", "b")
-    ]
     policy = {"default": "allow", "rules": [{"ask": {"prompt": "*"}, "server": "b"}]}
-    async with open_store(f"sqlite+aiosqlite:///{tmp_path / 'two.db'}") as store:
-        gate = Gate(Policy.from_dict(policy), store)
-        front = Gateway(gate, [Upstream(s) for s in specs], settings=GatewaySettings(wait=0.1))
-        async with front.running(), Client(front.server, mode="legacy") as client:
+    async with in_process(tmp_path, policy, SERVER, names=("a", "b"), wait=0.1) as front:
+        store = front.store
+        async with Client(front.server, mode="legacy") as client:
             tools = {t.name for t in (await client.list_tools()).tools}
             assert {"a_test_simple_text", "b_test_simple_text"} <= tools
             prompts = {p.name for p in (await client.list_prompts()).prompts}
@@ -430,12 +436,8 @@ async def test_completions_never_name_what_a_deny_hides(tmp_path: Path) -> None:
 async def test_past_its_sessions_a_client_shares_the_gateways_connections(tmp_path: Path) -> None:
     """Each session with connections of its own is a process per stdio server: `sessions`
     bounds them; the next client is served, but what a server asks of it is refused."""
-    spec = UpstreamSpec(name="up", command=sys.executable, args=(str(UPSTREAM), "stdio"))
-    async with open_store(f"sqlite+aiosqlite:///{tmp_path / 'few.db'}") as store:
-        gate = Gate(Policy.from_dict({"default": "allow"}), store)
-        front = Gateway(gate, [Upstream(spec)], settings=GatewaySettings(sessions=1))
+    async with in_process(tmp_path, {"default": "allow"}, sessions=1) as front:
         async with (
-            front.running(),
             Client(front.server, mode="legacy", list_roots_callback=roots("/a")) as first,
             Client(front.server, mode="legacy", list_roots_callback=roots("/b")) as second,
         ):
@@ -443,3 +445,30 @@ async def test_past_its_sessions_a_client_shares_the_gateways_connections(tmp_pa
             shared = await second.call_tool("roots", {})
         assert json.loads(own.content[0].text) == ["file:///a"]  # type: ignore[union-attr]
         assert json.loads(shared.content[0].text) == "no roots capability"  # type: ignore[union-attr]
+
+
+async def test_a_held_calls_progress_keeps_growing_from_the_wait_to_the_server(
+    tmp_path: Path,
+) -> None:
+    """The wait reports progress on the client's token, then the approved call's own progress
+    from the server goes on the same token, counted on from past the wait's: it only grows."""
+    heard: list[float] = []
+    waited = asyncio.Event()
+
+    async def reported(progress: float, total: float | None, message: str | None) -> None:
+        heard.append(progress)
+        waited.set()
+
+    async def approve_once_waiting(context: Any, params: Any) -> types.ElicitResult:
+        await waited.wait()  # the wait has reported: the server's progress comes after it
+        return types.ElicitResult(action="accept", content={"decision": "approve"})
+
+    policy = {"default": "allow", "rules": [{"ask": "test_tool_with_progress"}]}
+    async with (
+        in_process(tmp_path, policy, SERVER, progress_every=30.0) as front,
+        Client(front.server, mode="legacy", elicitation_callback=approve_once_waiting) as client,
+    ):
+        result = await client.call_tool("test_tool_with_progress", {}, progress_callback=reported)
+    assert not result.is_error
+    assert len(heard) == 4  # the wait's one report, then the server's three
+    assert all(a < b for a, b in itertools.pairwise(heard)), heard

@@ -37,8 +37,9 @@ class Screen:
         if read is None or not isinstance(value.get("contents"), list):
             return _screened(value, embedded)
         among = self._judge(server, passing={"allow"}, asked=read)
+        rest = {key: item for key, item in value.items() if key != "contents"}
         contents = [_screened(item, among, top=True) for item in value["contents"]]
-        return {**_screened(value, embedded), "contents": contents}
+        return {**_screened(rest, embedded), "contents": contents}
 
     def _judge(self, server: str | None, *, passing: set[VerdictKind], asked: str = "") -> Judge:
         def judge(uri: str) -> str | None:
