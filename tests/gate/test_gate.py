@@ -6,6 +6,7 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlalchemy import event
 
 from signoff import (
     ApprovalTimeout,
@@ -107,6 +108,49 @@ async def test_twenty_concurrent_different_decisions_one_wins_the_rest_conflict(
     assert all(isinstance(e, ConflictError) for e in losers)
     assert all(w == stored for w in winners)
     assert [e.action for e in await gate.store.audit_log()].count("decision") == 1
+
+
+async def test_concurrent_decisions_commit_as_one_group_and_each_fails_or_succeeds_alone(
+    gate: Gate,
+):
+    held = await gate.check(
+        [call("send_email", to=f"x{i}") for i in range(4)] + [call("delete_pod", name="a")],
+        CheckContext(run_id="r1", requested_by="bob"),
+    )
+    ids = [o.approval.id for o in held if o.approval is not None]
+    commits: list[object] = []
+    engine = gate.store.engine  # type: ignore[attr-defined]
+    count = commits.append
+    event.listen(engine, "commit", count)
+    try:
+        results = await asyncio.gather(
+            gate.decide(ids[0], Approve(), actor="alice"),
+            gate.decide(ids[1], Reject(reason="not now"), actor="alice"),
+            gate.decide(ids[0], Reject(reason="too late"), actor="carol"),  # conflicts
+            gate.decide(ids[2], Edit(args={"to": "y"}), actor="alice"),
+            gate.decide("no-such-approval", Approve(), actor="alice"),
+            gate.decide(ids[4], Approve(), actor="eve", roles=["dev"]),  # not an approver
+            gate.decide(ids[3], Approve(), actor="alice"),
+            return_exceptions=True,
+        )
+    finally:
+        event.remove(engine, "commit", count)
+    assert len(commits) == 1  # one transaction, one commit for all seven
+    kinds = [type(r).__name__ if isinstance(r, BaseException) else r.status for r in results]
+    assert kinds == [
+        "approved", "rejected", "ConflictError", "edited", "NotFoundError", "ForbiddenError",
+        "approved",
+    ]  # fmt: skip
+    assert "already approved by 'alice'" in str(results[2])
+    stored = await gate.store.get_approvals(ids)
+    assert [a.status for a in stored] == ["approved", "rejected", "edited", "approved", "pending"]
+    assert stored[2].call.args == {"to": "y"}
+    # The four taken decisions, chained in the order they were asked for; nothing of the others.
+    decisions = [e for e in await gate.store.audit_log() if e.action == "decision"]
+    assert [e.subject for e in decisions] == [ids[0], ids[1], ids[2], ids[3]]
+    assert (await gate.store.verify_audit()).ok
+    events = await gate.store.run_events("r1") if await gate.store.run_exists("r1") else []
+    assert events == []  # r1 is not a run of signoff's runtime: no run log to append to
 
 
 async def test_an_unknown_approval_is_not_found(gate: Gate):

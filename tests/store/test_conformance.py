@@ -13,7 +13,7 @@ from sqlalchemy import text
 from signoff import Approve, Edit, Expired, Grant, NotFoundError, Reject, Scope, ToolCall
 from signoff.errors import ConflictError, OutcomeUnknown, StoreError
 from signoff.gate.once import Ledger
-from signoff.store import AuditRecord, SQLStore, Store, open_store
+from signoff.store import AuditRecord, DecisionPlan, SQLStore, Store, open_store
 from signoff.store.external import Pause
 from signoff.store.ledger import LedgerEntry
 from signoff.store.migrations import LATEST
@@ -134,6 +134,53 @@ async def test_an_edit_stores_the_new_arguments_and_digest(store: SQLStore):
     stored = await store.get_approval("a1")
     assert stored.call.args == {"name": "nginx-999"}
     assert stored.call.digest == call.digest != pending.call.digest
+
+
+async def test_a_group_of_decisions_appends_each_to_its_own_runs_log(store: SQLStore):
+    from signoff.store.runs import RunRecord
+
+    for run_id in ("r1", "r2", "r3"):
+        record_ = RunRecord(
+            id=run_id, thread_id=f"t-{run_id}", agent="ops", status="paused", started_by=None,
+            lease_owner=None, version=1,
+        )  # fmt: skip
+        await store.create_run(
+            record_, at=T0, lease_until=T0, events=[("started", {"run": run_id})]
+        )
+    pending = [approval("a1", run_id="r1"), approval("a2", run_id="r2"),
+               approval("a3", run_id="r2"), approval("a4", run_id="r3")]  # fmt: skip
+    await store.create_approvals(pending)
+
+    def deciding(ids: list[str], reject: bool = False):
+        def plan(current: list[Approval]) -> DecisionPlan:
+            if reject:
+                raise ConflictError("refused by its own plan")
+            decided = [
+                replace(a, status="approved", decision=Approve(), decided_by="alice",
+                        decided_at=T0 + timedelta(seconds=1), version=a.version + 1)
+                for a in current
+            ]  # fmt: skip
+            return DecisionPlan(
+                changes=[(d, a.version) for d, a in zip(decided, current, strict=True)],
+                audit=[record("decision", d.id) for d in decided],
+            )
+
+        return store.decide(ids, plan)
+
+    results = await asyncio.gather(
+        deciding(["a1"]), deciding(["a2", "a3"]), deciding(["a4"], reject=True),
+        return_exceptions=True,
+    )  # fmt: skip
+    assert isinstance(results[2], ConflictError)
+    for run_id, decided in (("r1", ["a1"]), ("r2", ["a2", "a3"]), ("r3", [])):
+        events = await store.run_events(run_id)
+        assert [e.type for e in events] == ["started"] + ["decision"] * len(decided)
+        assert [e.seq for e in events] == list(range(1, len(events) + 1))
+        assert [e.data["approval_id"] for e in events[1:]] == decided
+    assert [a.status for a in await store.get_approvals(["a1", "a2", "a3", "a4"])] == [
+        "approved", "approved", "approved", "pending"
+    ]  # fmt: skip
+    assert (await store.verify_audit()).ok
 
 
 async def test_grants_are_listed_by_tool_and_revocable(store: SQLStore):

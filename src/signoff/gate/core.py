@@ -385,7 +385,8 @@ class Gate:
             ]
             if late:
                 # Past its time an approval expires, whoever decides first: write only that.
-                overdue.extend(self._apply(a, Expired(), actor="signoff", at=now) for a in late)
+                # (Assigned, not extended: the store may run the plan again.)
+                overdue[:] = [self._apply(a, Expired(), actor="signoff", at=now) for a in late]
                 return DecisionPlan(
                     changes=[(a, a.version - 1) for a in overdue],
                     audit=[

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal, TypeAlias
 
-from sqlalchemy import and_, bindparam, func, insert, literal, or_, select, tuple_, update
+from sqlalchemy import and_, bindparam, func, insert, literal, or_, select, text, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
@@ -35,6 +35,7 @@ __all__ = [
     "RunWrite",
     "StoredEvent",
     "append_events",
+    "append_events_to_runs",
     "claim",
     "read_run",
     "read_turn",
@@ -77,6 +78,16 @@ _BUMP_EVENTS = (
     .where(_runs.c.id == bindparam("rid"))
     .values(event_seq=_runs.c.event_seq + bindparam("n"))
     .returning(_runs.c.event_seq)
+)
+# Several runs' event counters at once, one statement for any number of runs.
+_EVENT_SEQS_PG = text(
+    "SELECT id, event_seq FROM runs WHERE id = ANY(CAST(:ids AS text[])) ORDER BY id FOR UPDATE"
+)
+_EVENT_SEQS_SQLITE = text(
+    "SELECT id, event_seq FROM runs WHERE id IN (SELECT value FROM json_each(:ids)) ORDER BY id"
+)
+_SET_EVENT_SEQ = (
+    update(_runs).where(_runs.c.id == bindparam("rid")).values(event_seq=bindparam("last"))
 )
 _TURNS = select(func.count(), func.max(_messages.c.seq)).where(
     and_(_messages.c.run_id == bindparam("rid"), _messages.c.role == "assistant")
@@ -655,6 +666,38 @@ def append_events(
     return _append(connection, run_id, at, (), events, first=(0, last - len(events) + 1))
 
 
+def append_events_to_runs(
+    connection: Connection,
+    appends: dict[str, tuple[datetime, Sequence[tuple[str, dict[str, Any]]]]],
+) -> None:
+    """Append events to the logs of several runs, those that are the runtime's, inside the
+    caller's transaction: for any number of runs, one read of their counters (locked in id
+    order), one update and one insert."""
+    if len(appends) == 1:
+        [(run_id, (at, events))] = appends.items()
+        append_events(connection, run_id, at, events)
+        return
+    postgres = connection.dialect.name == "postgresql"
+    ids = sorted(appends)
+    found = connection.execute(
+        _EVENT_SEQS_PG if postgres else _EVENT_SEQS_SQLITE,
+        {"ids": ids if postgres else json.dumps(ids)},
+    ).all()
+    if not found:
+        return
+    stored: list[StoredEvent] = []
+    counters = []
+    for run_id, last in found:
+        at, events = appends[run_id]
+        stored += [
+            StoredEvent(run_id=run_id, seq=last + 1 + i, at=at, type=kind, data=data)
+            for i, (kind, data) in enumerate(events)
+        ]
+        counters.append({"rid": run_id, "last": last + len(events)})
+    connection.execute(_SET_EVENT_SEQ, counters)
+    connection.execute(_INSERT_EVENTS, [_event_row(connection, e) for e in stored])
+
+
 def _append(
     connection: Connection,
     run_id: str,
@@ -682,20 +725,18 @@ def _append(
             stored.append(
                 StoredEvent(run_id=run_id, seq=first_event + i, at=at, type=kind, data=data)
             )
-        connection.execute(
-            _INSERT_EVENTS,
-            [
-                {
-                    "run_id": e.run_id,
-                    "seq": e.seq,
-                    "at": to_micros(e.at),
-                    "type": e.type,
-                    "data": _event_data(connection, e.data),
-                }
-                for e in stored
-            ],
-        )
+        connection.execute(_INSERT_EVENTS, [_event_row(connection, e) for e in stored])
     return stored
+
+
+def _event_row(connection: Connection, event: StoredEvent) -> dict[str, Any]:
+    return {
+        "run_id": event.run_id,
+        "seq": event.seq,
+        "at": to_micros(event.at),
+        "type": event.type,
+        "data": _event_data(connection, event.data),
+    }
 
 
 def _events(

@@ -18,7 +18,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from sqlalchemy import Row, and_, bindparam, func, insert, select, text, update
+from sqlalchemy import Row, and_, bindparam, func, insert, select
 from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import Connection, Engine
@@ -28,33 +28,31 @@ from signoff.store import schema
 from signoff.store.audit import LOCK_AUDIT_HEAD, append_audit, read_length, read_log
 from signoff.store.base import AuditRecord, DecisionPlan, HoldPlan
 from signoff.store.checkpoint import Checkpoint
+from signoff.store.decisions import CHANNEL, DecisionGroups, write_decisions
 from signoff.store.external import ExternalRecord, ExternalStore, find_external, insert_external
-from signoff.store.grants import GrantStore, count_uses, in_force, insert_grants, known_ids
+from signoff.store.grants import GrantStore, count_uses, in_force, known_ids
 from signoff.store.ledger import LedgerStore
 from signoff.store.migrations import LATEST, migrate, schema_version
 from signoff.store.notes import NoteStore
 from signoff.store.outbox import OutboxStore
+from signoff.store.rows import approval_from_row, approval_row
 from signoff.store.runner import Runner
 from signoff.store.runs import (
     ResumedTurn,
     RunStore,
     StoredEvent,
-    append_events,
     claim,
     read_run,
     read_turn,
     write_run,
 )
-from signoff.store.times import from_micros, to_micros
+from signoff.store.times import to_micros
 from signoff.store.verification import AuditReport, verify_chain
 from signoff.types import (
     Approval,
     AuditEntry,
     Grant,
-    ToolCall,
     canonical_json,
-    decision_from_dict,
-    decision_to_dict,
 )
 
 __all__ = ["SQLStore"]
@@ -62,25 +60,10 @@ __all__ = ["SQLStore"]
 T = TypeVar("T")
 
 
-_CHANNEL = "signoff_decisions"
-
 # Statements of the hot paths, built once: building a statement costs more than running it.
 _approvals = schema.approvals
 _INSERT_APPROVAL = insert(_approvals)
 _SELECT_APPROVALS = select(_approvals).where(_approvals.c.id.in_(bindparam("ids", expanding=True)))
-# Locked in id order, so concurrent batches over the same approvals never deadlock.
-_SELECT_FOR_DECISION = (
-    select(_approvals)
-    .where(_approvals.c.id.in_(bindparam("ids", expanding=True)))
-    .order_by(_approvals.c.id)
-    .with_for_update()
-)
-_UPDATE_DECISION = update(_approvals).where(
-    _approvals.c.id == bindparam("b_id"),
-    _approvals.c.version == bindparam("b_version"),
-    _approvals.c.status == "pending",
-)
-_NOTIFY = text("SELECT pg_notify(:channel, :id)")
 # A turn's own approvals: ids begin with their millisecond, so `lowest` makes it an index range.
 _TURN_APPROVALS = (
     select(_approvals)
@@ -118,6 +101,7 @@ class SQLStore(RunStore, LedgerStore, NoteStore, GrantStore, ExternalStore, Outb
         self._callbacks: list[Callable[[str], None]] = []
         self._closed = False
         self._listening = asyncio.Lock()
+        self._decisions = DecisionGroups(self.run)
 
     @property
     def engine(self) -> Engine:
@@ -173,7 +157,7 @@ class SQLStore(RunStore, LedgerStore, NoteStore, GrantStore, ExternalStore, Outb
             await listener.close()
             return
         self._listener = listener
-        await listener.add_listener(_CHANNEL, self._dispatch)
+        await listener.add_listener(CHANNEL, self._dispatch)
 
     def _dispatch(self, _connection: Any, _pid: int, _channel: str, payload: str) -> None:
         for callback in self._callbacks:
@@ -218,7 +202,7 @@ class SQLStore(RunStore, LedgerStore, NoteStore, GrantStore, ExternalStore, Outb
     async def create_approvals(
         self, approvals: Sequence[Approval], *, audit: Sequence[AuditRecord] = ()
     ) -> None:
-        rows = [_approval_row(a) for a in approvals]
+        rows = [approval_row(a) for a in approvals]
 
         def work(connection: Connection) -> None:
             if rows:
@@ -265,7 +249,7 @@ class SQLStore(RunStore, LedgerStore, NoteStore, GrantStore, ExternalStore, Outb
             query = query.where(table.c.id < before)
         query = query.order_by(table.c.id.desc()).limit(limit)
         rows = await self.run(lambda c: c.execute(query).all(), write=False)
-        return [_approval(row) for row in rows]
+        return [approval_from_row(row) for row in rows]
 
     async def find_approvals(self, short_id: str, *, limit: int = 10) -> list[Approval]:
         """The approvals whose id ends with `short_id`, newest first, at most `limit`: what a
@@ -277,7 +261,7 @@ class SQLStore(RunStore, LedgerStore, NoteStore, GrantStore, ExternalStore, Outb
         tail = func.substr(table.c.id, func.length(table.c.id) - len(short_id) + 1)
         query = select(table).where(tail == short_id).order_by(table.c.id.desc()).limit(limit)
         rows = await self.run(lambda c: c.execute(query).all(), write=False)
-        return [_approval(row) for row in rows]
+        return [approval_from_row(row) for row in rows]
 
     async def append_audit(self, records: Sequence[AuditRecord]) -> None:
         """Append audit entries that go with no other write of the store."""
@@ -309,7 +293,7 @@ class SQLStore(RunStore, LedgerStore, NoteStore, GrantStore, ExternalStore, Outb
                 # that returned lets nothing more through.
                 revoked |= lost
             if decided.approvals:
-                connection.execute(_INSERT_APPROVAL, [_approval_row(a) for a in decided.approvals])
+                connection.execute(_INSERT_APPROVAL, [approval_row(a) for a in decided.approvals])
             if not insert_external(connection, decided.external):
                 raise _Lost  # judged meanwhile by another transaction: judge again with it
             append_audit(connection, decided.audit)
@@ -371,7 +355,7 @@ class SQLStore(RunStore, LedgerStore, NoteStore, GrantStore, ExternalStore, Outb
                 since = to_micros(turn.started_at)
                 window = {"root": root_id, "lowest": f"{since // 1000:012x}", "path": path}
                 own = [
-                    _approval(row)
+                    approval_from_row(row)
                     for row in connection.execute(_TURN_APPROVALS, window | {"since": since})
                 ]
                 begun = set(
@@ -395,19 +379,11 @@ class SQLStore(RunStore, LedgerStore, NoteStore, GrantStore, ExternalStore, Outb
         self, approval_ids: Sequence[str], plan: Callable[[list[Approval]], DecisionPlan]
     ) -> DecisionPlan:
         """Read the approvals locked for one write transaction, let `plan` judge them, and write
-        what it returns in that same transaction. If `plan` raises, nothing is written."""
-        ids = known_ids(approval_ids, "approval")
-        notify = self.notifies_across_processes
+        what it returns in that same transaction. If `plan` raises, nothing is written.
 
-        def work(connection: Connection) -> DecisionPlan:
-            rows = connection.execute(_SELECT_FOR_DECISION, {"ids": ids}).all()
-            decided = plan(_in_order(rows, ids))
-            if not _write(connection, decided, notify=notify):
-                # Unreachable while the rows are locked; kept as the compare-and-set's guard.
-                raise ConflictError("the approvals changed while being decided; try again")
-            return decided
-
-        return await self.run(work)
+        Concurrent decisions share their transaction and commit (`signoff.store.decisions`):
+        each sees the ones before it in the group, and fails or succeeds on its own."""
+        return await self._decisions.decide(known_ids(approval_ids, "approval"), plan)
 
     async def save_decisions(
         self,
@@ -421,11 +397,9 @@ class SQLStore(RunStore, LedgerStore, NoteStore, GrantStore, ExternalStore, Outb
 
         Returns False, writing nothing at all, when any of them was changed by someone else first.
         """
-        plan = DecisionPlan(changes=changes, grants=grants, audit=audit)
-        notify = self.notifies_across_processes
 
         def work(connection: Connection) -> None:
-            if not _write(connection, plan, notify=notify):
+            if not write_decisions(connection, changes, grants=grants, audit=audit):
                 raise _Lost
 
         try:
@@ -443,7 +417,7 @@ class SQLStore(RunStore, LedgerStore, NoteStore, GrantStore, ExternalStore, Outb
             .limit(limit)
         )
         rows = await self.run(lambda c: c.execute(query).all(), write=False)
-        return [_approval(row) for row in rows]
+        return [approval_from_row(row) for row in rows]
 
     # -- policy versions -------------------------------------------------------------------
 
@@ -538,7 +512,7 @@ def _judged_before(
     records = find_external(connection, keys)
     ids = [r.approval_id for r in records.values() if r.approval_id is not None]
     rows = connection.execute(_SELECT_APPROVALS, {"ids": ids}).all() if ids else []
-    approvals = {row.id: _approval(row) for row in rows}
+    approvals = {row.id: approval_from_row(row) for row in rows}
     return {
         key: (record, None if record.approval_id is None else approvals.get(record.approval_id))
         for key, record in records.items()
@@ -546,57 +520,11 @@ def _judged_before(
 
 
 def _in_order(rows: Sequence[Row[Any]], ids: list[str]) -> list[Approval]:
-    found = {row.id: _approval(row) for row in rows}
+    found = {row.id: approval_from_row(row) for row in rows}
     missing = [i for i in ids if i not in found]
     if missing:
         raise NotFoundError(f"no approval with id {', '.join(map(repr, missing))}")
     return [found[i] for i in ids]
-
-
-def _write(connection: Connection, plan: DecisionPlan, *, notify: bool) -> bool:
-    for approval, expected_version in plan.changes:
-        params = {**_decision_values(approval), "b_id": approval.id, "b_version": expected_version}
-        if connection.execute(_UPDATE_DECISION, params).rowcount != 1:
-            return False
-    insert_grants(connection, plan.grants)
-    _log_decisions(connection, [approval for approval, _ in plan.changes])
-    append_audit(connection, plan.audit)
-    if notify:
-        # Delivered on commit, to every listening process.
-        for approval, _ in plan.changes:
-            connection.execute(_NOTIFY, {"channel": _CHANNEL, "id": approval.id})
-    return True
-
-
-def _log_decisions(connection: Connection, approvals: Sequence[Approval]) -> None:
-    """Append a ``decision`` event to the log of each decided approval's run (those of
-    signoff's runtime), in the decision's transaction: every projection of the run sees it."""
-    wanted = sorted({a.run_id for a in approvals if a.run_id is not None})
-    if not wanted:
-        return
-    # In id order, as a runner's writes lock runs: each append locks its run's row first.
-    for run_id in wanted:
-        decided = [a for a in approvals if a.run_id == run_id]
-        append_events(  # nothing for a run that is not the runtime's
-            connection,
-            run_id,
-            max(a.decided_at or a.requested_at for a in decided),
-            [("decision", _decision_event(a)) for a in decided],
-        )
-
-
-def _decision_event(approval: Approval) -> dict[str, Any]:
-    decision = approval.decision
-    return {
-        "approval_id": approval.id,
-        "call_id": approval.call.id,
-        "tool": approval.call.name,
-        "agent": approval.call.agent,
-        "status": approval.status,
-        "decision": None if decision is None else decision_to_dict(decision),
-        "args": approval.call.args,
-        "decided_by": approval.decided_by,
-    }
 
 
 _LATEST_POLICY = (
@@ -604,77 +532,3 @@ _LATEST_POLICY = (
     .order_by(schema.policy_versions.c.created_at.desc(), schema.policy_versions.c.version)
     .limit(1)
 )
-
-
-def _approval_row(approval: Approval) -> dict[str, Any]:
-    call = approval.call
-    return {
-        "id": approval.id,
-        "batch_id": approval.batch_id,
-        "run_id": approval.run_id,
-        "thread_id": approval.thread_id,
-        "origin": approval.origin,
-        "call_id": call.id,
-        "tool": call.name,
-        "kind": call.kind,
-        "server": call.server,
-        "agent": call.agent,
-        "rule": approval.rule,
-        "rule_digest": approval.rule_digest,
-        "reason": approval.reason,
-        "requested_at": to_micros(approval.requested_at),
-        "requested_by": approval.requested_by,
-        "expires_at": None if approval.expires_at is None else to_micros(approval.expires_at),
-        "approvers": _json(list(approval.approvers)),
-        "forbid_self_approval": approval.forbid_self_approval,
-        **_decision_values(approval),
-    }
-
-
-def _decision_values(approval: Approval) -> dict[str, Any]:
-    decided_at = approval.decided_at
-    decision = approval.decision
-    return {
-        "status": approval.status,
-        "decided_by": approval.decided_by,
-        "decided_at": None if decided_at is None else to_micros(decided_at),
-        "decision": None if decision is None else _json(decision_to_dict(decision)),
-        "args": _json(approval.call.args),
-        "requested_args": None
-        if approval.requested_args is None
-        else _json(approval.requested_args),
-        "digest": approval.call.digest,
-        "version": approval.version,
-    }
-
-
-def _approval(row: Row[Any]) -> Approval:
-    return Approval(
-        id=row.id,
-        call=ToolCall(
-            id=row.call_id,
-            name=row.tool,
-            args=json.loads(row.args),
-            server=row.server,
-            agent=row.agent,
-            kind=row.kind,
-        ),
-        batch_id=row.batch_id,
-        run_id=row.run_id,
-        thread_id=row.thread_id,
-        origin=row.origin,
-        rule=row.rule,
-        rule_digest=row.rule_digest,
-        reason=row.reason,
-        status=row.status,
-        requested_at=from_micros(row.requested_at),
-        requested_by=row.requested_by,
-        expires_at=None if row.expires_at is None else from_micros(row.expires_at),
-        approvers=tuple(json.loads(row.approvers)),
-        forbid_self_approval=bool(row.forbid_self_approval),
-        decided_by=row.decided_by,
-        decided_at=None if row.decided_at is None else from_micros(row.decided_at),
-        decision=None if row.decision is None else decision_from_dict(json.loads(row.decision)),
-        requested_args=None if row.requested_args is None else json.loads(row.requested_args),
-        version=row.version,
-    )

@@ -1,0 +1,89 @@
+"""Approvals as rows of the `approvals` table and back."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from signoff.store.times import from_micros, to_micros
+from signoff.types import Approval, ToolCall, canonical_json, decision_from_dict, decision_to_dict
+
+__all__ = ["approval_from_row", "approval_row", "decision_values"]
+
+
+def _json(value: Any) -> str:
+    return canonical_json(value).decode()
+
+
+def approval_row(approval: Approval) -> dict[str, Any]:
+    call = approval.call
+    return {
+        "id": approval.id,
+        "batch_id": approval.batch_id,
+        "run_id": approval.run_id,
+        "thread_id": approval.thread_id,
+        "origin": approval.origin,
+        "call_id": call.id,
+        "tool": call.name,
+        "kind": call.kind,
+        "server": call.server,
+        "agent": call.agent,
+        "rule": approval.rule,
+        "rule_digest": approval.rule_digest,
+        "reason": approval.reason,
+        "requested_at": to_micros(approval.requested_at),
+        "requested_by": approval.requested_by,
+        "expires_at": None if approval.expires_at is None else to_micros(approval.expires_at),
+        "approvers": _json(list(approval.approvers)),
+        "forbid_self_approval": approval.forbid_self_approval,
+        **decision_values(approval),
+    }
+
+
+def decision_values(approval: Approval) -> dict[str, Any]:
+    decided_at = approval.decided_at
+    decision = approval.decision
+    return {
+        "status": approval.status,
+        "decided_by": approval.decided_by,
+        "decided_at": None if decided_at is None else to_micros(decided_at),
+        "decision": None if decision is None else _json(decision_to_dict(decision)),
+        "args": _json(approval.call.args),
+        "requested_args": None
+        if approval.requested_args is None
+        else _json(approval.requested_args),
+        "digest": approval.call.digest,
+        "version": approval.version,
+    }
+
+
+def approval_from_row(row: Any) -> Approval:
+    return Approval(
+        id=row.id,
+        call=ToolCall(
+            id=row.call_id,
+            name=row.tool,
+            args=json.loads(row.args),
+            server=row.server,
+            agent=row.agent,
+            kind=row.kind,
+        ),
+        batch_id=row.batch_id,
+        run_id=row.run_id,
+        thread_id=row.thread_id,
+        origin=row.origin,
+        rule=row.rule,
+        rule_digest=row.rule_digest,
+        reason=row.reason,
+        status=row.status,
+        requested_at=from_micros(row.requested_at),
+        requested_by=row.requested_by,
+        expires_at=None if row.expires_at is None else from_micros(row.expires_at),
+        approvers=tuple(json.loads(row.approvers)),
+        forbid_self_approval=bool(row.forbid_self_approval),
+        decided_by=row.decided_by,
+        decided_at=None if row.decided_at is None else from_micros(row.decided_at),
+        decision=None if row.decision is None else decision_from_dict(json.loads(row.decision)),
+        requested_args=None if row.requested_args is None else json.loads(row.requested_args),
+        version=row.version,
+    )
