@@ -53,11 +53,18 @@ def _store_error(exc: DBAPIError) -> StoreError:
 
 
 class ThreadRunner:
-    """Every transaction on one thread of its own, in order (SQLite allows one writer anyway)."""
+    """Every write transaction on one thread of its own, in order (SQLite allows one writer
+    anyway); with `readers`, reads on threads of their own, beside the writes (a WAL database
+    lets readers and a writer go on at once), so a read never waits in line behind writes."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, readers: int = 0) -> None:
         self._engine = engine
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="signoff-store")
+        self._readers = (
+            ThreadPoolExecutor(max_workers=readers, thread_name_prefix="signoff-read")
+            if readers
+            else self._thread
+        )
 
     @property
     def engine(self) -> Engine:
@@ -74,7 +81,7 @@ class ThreadRunner:
             box.append(_transaction(self._engine, work, write, durable))
 
         try:
-            await loop.run_in_executor(self._thread, job)
+            await loop.run_in_executor(self._thread if write else self._readers, job)
         except DBAPIError as exc:
             raise _store_error(exc) from exc
         return box.pop()
@@ -86,6 +93,7 @@ class ThreadRunner:
     async def close(self) -> None:
         await self.reset()
         self._thread.shutdown(wait=True)
+        self._readers.shutdown(wait=True)
 
 
 class AsyncRunner:

@@ -1,4 +1,5 @@
-"""SQLite: one file, WAL, ``synchronous=FULL``, writers serialized up front, one store thread."""
+"""SQLite: one file, WAL, ``synchronous=FULL``, writers serialized up front on one store thread,
+readers on threads of their own."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ from sqlalchemy.engine import Connection
 
 from signoff.store.runner import ThreadRunner
 
-__all__ = ["database_file", "sqlite_runner"]
+__all__ = ["READERS", "database_file", "sqlite_runner"]
+
+READERS = 2
+"""Threads for reads, each with its connection: a read need not wait behind the writes."""
 
 
 def database_file(url: str) -> Path | None:
@@ -58,4 +62,5 @@ def sqlite_runner(url: str) -> ThreadRunner:
             info["signoff_synchronous"] = level
         connection.exec_driver_sql("BEGIN IMMEDIATE")
 
-    return ThreadRunner(engine)
+    # Reads beside the writes need a file: each connection to ":memory:" is a database of its own.
+    return ThreadRunner(engine, readers=0 if database_file(url) is None else READERS)
