@@ -22,6 +22,7 @@ from sqlalchemy.engine import Connection
 from signoff.errors import InvalidArgumentsError
 from signoff.store import schema
 from signoff.store.base import AuditRecord
+from signoff.store.lean import execute
 from signoff.store.times import from_micros, to_micros
 from signoff.types import AuditEntry, canonical_json
 
@@ -80,7 +81,7 @@ def append_audit(connection: Connection, records: Sequence[AuditRecord]) -> None
     row serializes audit writers, so the chain never forks."""
     if not records:
         return
-    head = connection.execute(LOCK_AUDIT_HEAD).one()
+    head = execute(connection, LOCK_AUDIT_HEAD).one()
     seq, prev = head.seq, head.hash
     rows = []
     for record in records:
@@ -99,8 +100,8 @@ def append_audit(connection: Connection, records: Sequence[AuditRecord]) -> None
             }
         )
         prev = digest
-    connection.execute(_INSERT_AUDIT, rows)
-    connection.execute(_UPDATE_AUDIT_HEAD, {"seq": seq, "hash": prev})
+    execute(connection, _INSERT_AUDIT, rows)
+    execute(connection, _UPDATE_AUDIT_HEAD, {"seq": seq, "hash": prev})
 
 
 # -- reading, trusting nothing ---------------------------------------------------------------

@@ -38,6 +38,7 @@ from signoff.store import schema
 from signoff.store.audit import append_audit
 from signoff.store.base import AuditRecord, DecisionPlan
 from signoff.store.grants import insert_grants
+from signoff.store.lean import execute
 from signoff.store.rows import approval_from_row, decision_values
 from signoff.store.runs import append_events_to_runs
 from signoff.types import Approval, Grant, decision_to_dict
@@ -153,7 +154,7 @@ def _take(
     wanted = sorted({i for ids, _ in group for i in ids})
     postgres = connection.dialect.name == "postgresql"
     lock = _LOCK_PG if postgres else _LOCK_SQLITE
-    rows = connection.execute(lock, {"ids": wanted if postgres else json.dumps(wanted)})
+    rows = execute(connection, lock, {"ids": wanted if postgres else json.dumps(wanted)})
     current = {row.id: approval_from_row(row) for row in rows}
     outcomes: list[DecisionPlan | Exception] = []
     taken: list[DecisionPlan] = []
@@ -196,11 +197,11 @@ def write_decisions(
     params = [{**decision_values(a), "b_id": a.id, "b_version": v} for a, v in changes]
     if locked and len(params) > 1:
         # asyncpg's executemany reports no count (-1): under the lock none can be lost.
-        if connection.execute(_UPDATE, params).rowcount not in (len(params), -1):
+        if execute(connection, _UPDATE, params).rowcount not in (len(params), -1):
             return False
     else:
         for one in params:
-            if connection.execute(_UPDATE, one).rowcount != 1:
+            if execute(connection, _UPDATE, one).rowcount != 1:
                 return False
     insert_grants(connection, grants)
     _log_decisions(connection, [approval for approval, _ in changes])
