@@ -85,6 +85,7 @@ bench: install
 	$(BIN)/python bench/mcp_gateway.py
 	$(BIN)/python bench/integrations.py
 	$(BIN)/python bench/frameworks.py
+	$(BIN)/python bench/peers.py
 
 demo: install
 	$(BIN)/signoff demo $(ARGS)

@@ -138,7 +138,12 @@ import matplotlib.pyplot as plt
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool as langchain_tool
-from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+)
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
@@ -782,7 +787,7 @@ class RecordingSaver(SqliteSaver):
         super().put_writes(config, writes, task_id, task_path)
 
 
-def build_graph(saver: SqliteSaver, probe: Probe) -> Any:
+def build_graph(saver: BaseCheckpointSaver[Any], probe: Probe) -> Any:
     @langchain_tool
     def send_report(to: str, subject: str) -> str:
         """Send the quarterly report."""
