@@ -49,7 +49,7 @@ def execute(connection: Connection, statement: ClauseElement, params: Params = N
         rows = [{**constants, **row} for row in rows]
     cursor: sqlite3.Cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
     bound: Any = rows if many else rows[0]
-    if connection._has_events or connection.engine._has_events:
+    if connection.dispatch.before_cursor_execute:  # a listener (a bench counting bytes)
         connection.dispatch.before_cursor_execute(connection, cursor, sql, bound, None, many)
     if many:
         cursor.executemany(sql, rows)

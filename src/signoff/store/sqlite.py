@@ -47,20 +47,23 @@ def sqlite_runner(url: str) -> ThreadRunner:
 
     @event.listens_for(engine, "begin")
     def _begin(connection: Connection) -> None:
+        # On the driver itself: these run at every transaction (see signoff.store.lean).
+        driver = connection.connection.driver_connection
+        assert driver is not None
         # A write transaction takes the write lock when it begins: two writers that both read
         # first would otherwise deadlock when both try to upgrade.
         options = connection.get_execution_options()
         if options.get("signoff_read"):
-            connection.exec_driver_sql("BEGIN")
+            driver.execute("BEGIN")
             return
         # A write that need not be durable on its own skips the fsync at its commit; in WAL mode
         # the next durable commit syncs it with its own frames. (Set between transactions only.)
         level = "NORMAL" if options.get("signoff_relaxed") else "FULL"
         info = connection.connection.info
         if info.get("signoff_synchronous", "FULL") != level:
-            connection.exec_driver_sql(f"PRAGMA synchronous={level}")
+            driver.execute(f"PRAGMA synchronous={level}")
             info["signoff_synchronous"] = level
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        driver.execute("BEGIN IMMEDIATE")
 
     # Reads beside the writes need a file: each connection to ":memory:" is a database of its own.
     return ThreadRunner(engine, readers=0 if database_file(url) is None else READERS)
