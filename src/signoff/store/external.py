@@ -16,6 +16,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from signoff.store import schema
+from signoff.store.lean import execute
 from signoff.store.times import from_micros, to_micros
 from signoff.types import canonical_json
 
@@ -112,7 +113,7 @@ def find_external(connection: Connection, keys: Sequence[str]) -> dict[str, Exte
     """The records of the keys judged before, in the caller's transaction."""
     if not keys:
         return {}
-    rows = connection.execute(_FIND_CALLS, {"keys": list(keys)}).all()
+    rows = execute(connection, _FIND_CALLS, {"keys": list(keys)}).all()
     return {row.key: _record(row) for row in rows}
 
 
@@ -134,7 +135,7 @@ def insert_external(connection: Connection, records: Sequence[ExternalRecord]) -
             "approval_id": record.approval_id,
             "at": to_micros(record.at),
         }
-        if connection.execute(insert, row).rowcount != 1:
+        if execute(connection, insert, row).rowcount != 1:
             return False
     return True
 

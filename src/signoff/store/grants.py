@@ -17,6 +17,7 @@ from signoff.errors import NotFoundError
 from signoff.store import schema
 from signoff.store.audit import append_audit
 from signoff.store.base import AuditRecord, HoldPlan
+from signoff.store.lean import execute
 from signoff.store.times import from_micros, to_micros
 from signoff.types import Grant, canonical_json
 
@@ -98,7 +99,7 @@ class GrantStore:
 
 def in_force(connection: Connection, tools: Sequence[str]) -> list[Grant]:
     """The grants in force for any of `tools`, oldest first, in the caller's transaction."""
-    return [_grant(row) for row in connection.execute(_IN_FORCE, {"tools": list(tools)})]
+    return [_grant(row) for row in execute(connection, _IN_FORCE, {"tools": list(tools)})]
 
 
 def count_uses(connection: Connection, plan: HoldPlan) -> set[str]:
@@ -107,14 +108,14 @@ def count_uses(connection: Connection, plan: HoldPlan) -> set[str]:
     at = None if plan.at is None else to_micros(plan.at)
     for grant_id, times in Counter(plan.grants_used).items():
         params = {"g_id": grant_id, "times": times, "at": at}
-        if connection.execute(_USE_GRANT, params).rowcount != 1:
+        if execute(connection, _USE_GRANT, params).rowcount != 1:
             lost.add(grant_id)
     return lost
 
 
 def insert_grants(connection: Connection, grants: Sequence[Grant]) -> None:
     if grants:
-        connection.execute(_INSERT_GRANT, [_grant_row(g) for g in grants])
+        execute(connection, _INSERT_GRANT, [_grant_row(g) for g in grants])
 
 
 def known_ids(ids: Iterable[str], what: str) -> list[str]:

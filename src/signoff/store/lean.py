@@ -19,20 +19,21 @@ from __future__ import annotations
 import sqlite3
 from collections import namedtuple
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import MultipleResultsFound, NoResultFound
+from sqlalchemy.exc import DBAPIError, MultipleResultsFound, NoResultFound
 from sqlalchemy.sql import ClauseElement
-from sqlalchemy.sql.compiler import Compiled
+from sqlalchemy.sql.compiler import SQLCompiler
 
 __all__ = ["execute"]
 
 Params = Mapping[str, Any] | Sequence[Mapping[str, Any]] | None
 
 _DIALECT = sqlite.dialect(paramstyle="named")
-_compiled: dict[tuple[int, tuple[str, ...]], tuple[str, dict[str, Any], ClauseElement]] = {}
+_cache: dict[tuple[int, tuple[str, ...]], _Compiled] = {}
 _rows: dict[tuple[str, ...], Any] = {}
 
 
@@ -44,31 +45,56 @@ def execute(connection: Connection, statement: ClauseElement, params: Params = N
         return connection.execute(statement, params)  # type: ignore[call-overload]
     many = not isinstance(params, Mapping | None)
     rows: list[Mapping[str, Any]] = list(params) if many else [params or {}]  # type: ignore[arg-type,list-item]
-    sql, constants = _sql(statement, tuple(rows[0]) if rows else ())
-    if constants:
-        rows = [{**constants, **row} for row in rows]
+    compiled = _compiled(statement, tuple(rows[0]) if rows else ())
+    bound: Any
+    if compiled.expands:
+        # An IN of a list: its parameters are spelt out for each execution.
+        if many:
+            raise ValueError("a statement with an expanding IN runs once, not for many rows")
+        state = compiled.compiled.construct_expanded_state(rows[0])
+        sql, bound = state.statement, state.parameters
+    else:
+        sql = compiled.compiled.string
+        if compiled.constants:
+            rows = [{**compiled.constants, **row} for row in rows]
+        bound = rows if many else rows[0]
     cursor: sqlite3.Cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
-    bound: Any = rows if many else rows[0]
     if connection.dispatch.before_cursor_execute:  # a listener (a bench counting bytes)
         connection.dispatch.before_cursor_execute(connection, cursor, sql, bound, None, many)
-    if many:
-        cursor.executemany(sql, rows)
-    else:
-        cursor.execute(sql, bound)
+    try:
+        if many:
+            cursor.executemany(sql, bound)
+        else:
+            cursor.execute(sql, bound)
+    except sqlite3.Error as exc:  # as SQLAlchemy raises it: IntegrityError, OperationalError...
+        raise DBAPIError.instance(sql, bound, exc, sqlite3.Error) from exc
     return _Result(cursor)
 
 
-def _sql(statement: ClauseElement, keys: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
+@dataclass(frozen=True)
+class _Compiled:
+    statement: ClauseElement
+    """Kept: its id names it only while it lives."""
+    compiled: SQLCompiler
+    constants: dict[str, Any]
+    """The values the statement itself binds (a literal in a WHERE)."""
+    expands: bool
+
+
+def _compiled(statement: ClauseElement, keys: tuple[str, ...]) -> _Compiled:
     key = (id(statement), keys)
-    found = _compiled.get(key)
-    if found is None or found[2] is not statement:
-        if len(_compiled) > 1000:  # for module-level statements: a handful, kept for good
-            _compiled.clear()
-        compiled: Compiled = statement.compile(dialect=_DIALECT, column_keys=list(keys))
-        constants = {k: v for k, v in compiled.params.items() if k not in keys}
-        # The statement is kept with its text: its id names it only while it lives.
-        found = _compiled[key] = (compiled.string, constants, statement)
-    return found[0], found[1]
+    found = _cache.get(key)
+    if found is None or found.statement is not statement:
+        if len(_cache) > 1000:  # for module-level statements: a handful, kept for good
+            _cache.clear()
+        compiled = cast(SQLCompiler, statement.compile(dialect=_DIALECT, column_keys=list(keys)))
+        found = _cache[key] = _Compiled(
+            statement=statement,
+            compiled=compiled,
+            constants={k: v for k, v in compiled.params.items() if k not in keys},
+            expands=bool(getattr(compiled, "post_compile_params", ())),
+        )
+    return found
 
 
 class _Result:
@@ -95,7 +121,9 @@ class _Result:
         return list(self)
 
     def first(self) -> Any:
-        return next(iter(self), None)
+        # Every row fetched: a statement left unfinished would hold SQLite's statement open.
+        rows = self.all()
+        return rows[0] if rows else None
 
     def one(self) -> Any:
         rows = self.all()
@@ -106,8 +134,8 @@ class _Result:
         return rows[0]
 
     def scalar(self) -> Any:
-        row = self._cursor.fetchone()
-        return None if row is None else row[0]
+        rows = self._cursor.fetchall()
+        return rows[0][0] if rows else None
 
     def scalars(self) -> list[Any]:
         return [row[0] for row in self._cursor]

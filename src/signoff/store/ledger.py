@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection
 from signoff.store import schema
 from signoff.store.audit import append_audit
 from signoff.store.base import AuditRecord
+from signoff.store.lean import execute
 from signoff.store.runs import RunWrite, StoredEvent, write_run
 from signoff.store.times import to_micros
 from signoff.types import canonical_json
@@ -76,10 +77,10 @@ class LedgerStore:
 
         def work(connection: Connection) -> tuple[LedgerEntry | None, list[StoredEvent]]:
             # Insert unless the key is there: of two racing starters exactly one inserts.
-            started = connection.execute(_START[connection.dialect.name], values)
+            started = execute(connection, _START[connection.dialect.name], values)
             entry = None
             if started.rowcount != 1:
-                row = connection.execute(_LEDGER_ENTRY, {"k": key}).one()
+                row = execute(connection, _LEDGER_ENTRY, {"k": key}).one()
                 result = None if row.result is None else json.loads(row.result)
                 entry = LedgerEntry(key=key, status=row.status, result=result)
             else:
@@ -94,7 +95,7 @@ class LedgerStore:
         """The entry with this idempotency key, if a call started under it."""
 
         def work(connection: Connection) -> LedgerEntry | None:
-            row = connection.execute(_LEDGER_ENTRY, {"k": key}).first()
+            row = execute(connection, _LEDGER_ENTRY, {"k": key}).first()
             if row is None:
                 return None
             result = None if row.result is None else json.loads(row.result)
@@ -120,7 +121,7 @@ class LedgerStore:
         }
 
         def work(connection: Connection) -> list[StoredEvent]:
-            connection.execute(_FINISH, finish)
+            execute(connection, _FINISH, finish)
             append_audit(connection, audit)
             return [] if write is None else write_run(connection, write)
 

@@ -23,6 +23,7 @@ from sqlalchemy.exc import IntegrityError
 
 from signoff.errors import ConflictError, NotFoundError
 from signoff.store import schema
+from signoff.store.lean import execute
 from signoff.store.times import from_micros, to_micros
 from signoff.types import Approval, canonical_json
 
@@ -275,14 +276,14 @@ class RunStore:
         def work(connection: Connection) -> list[StoredEvent]:
             # One unfinished run per thread: a second would read the first's open calls as its
             # own history, and the model would see calls with no results.
-            busy = connection.execute(_BUSY_THREAD, {"thread_id": record.thread_id}).first()
+            busy = execute(connection, _BUSY_THREAD, {"thread_id": record.thread_id}).first()
             if busy is not None:
                 raise ConflictError(
                     f"thread {record.thread_id!r} has an unfinished run {busy.id!r}; "
                     "resume it first"
                 )
             try:
-                connection.execute(_INSERT_RUN, row)
+                execute(connection, _INSERT_RUN, row)
             except IntegrityError:
                 raise ConflictError(f"a run {record.id!r} exists already") from None
             if record.parent_id is not None:
@@ -561,13 +562,13 @@ def _message(row: Any) -> dict[str, Any]:
 
 def read_turn(connection: Connection, run_id: str) -> OpenTurn:
     """`RunStore.open_turn` inside the caller's transaction."""
-    turns, last = connection.execute(_TURNS, {"rid": run_id}).one()
+    turns, last = execute(connection, _TURNS, {"rid": run_id}).one()
     tail: Sequence[Any] = ()
     if last is not None:
-        tail = connection.execute(_TAIL, {"rid": run_id, "seq": last}).all()
+        tail = execute(connection, _TAIL, {"rid": run_id, "seq": last}).all()
 
     def latest(kind: str, after: int = 0) -> StoredEvent | None:
-        row = connection.execute(_LATEST, {"rid": run_id, "kind": kind, "after": after}).first()
+        row = execute(connection, _LATEST, {"rid": run_id, "kind": kind, "after": after}).first()
         return None if row is None else _unblob(connection, [_event(row)])[0]
 
     calls = latest("tool_call")
@@ -593,7 +594,8 @@ def claim(
     """`RunStore.claim_run` inside the caller's transaction (of `agent`'s runs only, if given;
     only a root run, not a sub-agent's, with `root`): the run as claimed, or None. The record
     carries no parent."""
-    row = connection.execute(
+    row = execute(
+        connection,
         _claim(agent=agent is not None, root=root),
         {
             "rid": run_id,
@@ -629,7 +631,8 @@ def write_run(connection: Connection, write: RunWrite) -> list[StoredEvent]:
         # above it, written at once, never wait on each other in a circle.
         connection.execute(_LOCK_TREE, {"ids": [run_id, *write.ancestors]}).all()
     added_messages, added_events = len(write.messages), len(write.events)
-    changed = connection.execute(
+    changed = execute(
+        connection,
         _update_run(frozenset(values)),
         {f"v_{name}": value for name, value in values.items()}
         | {"rid": run_id, "o": owner, "m": added_messages, "e": added_events},
@@ -660,7 +663,7 @@ def append_events(
     connection: Connection, run_id: str, at: datetime, events: Sequence[tuple[str, dict[str, Any]]]
 ) -> list[StoredEvent] | None:
     """Append events to a run's log inside the caller's transaction (None: no such run)."""
-    last = connection.execute(_BUMP_EVENTS, {"rid": run_id, "n": len(events)}).scalar()
+    last = execute(connection, _BUMP_EVENTS, {"rid": run_id, "n": len(events)}).scalar()
     if last is None:
         return None
     return _append(connection, run_id, at, (), events, first=(0, last - len(events) + 1))
@@ -679,7 +682,8 @@ def append_events_to_runs(
         return
     postgres = connection.dialect.name == "postgresql"
     ids = sorted(appends)
-    found = connection.execute(
+    found = execute(
+        connection,
         _EVENT_SEQS_PG if postgres else _EVENT_SEQS_SQLITE,
         {"ids": ids if postgres else json.dumps(ids)},
     ).all()
@@ -694,8 +698,8 @@ def append_events_to_runs(
             for i, (kind, data) in enumerate(events)
         ]
         counters.append({"rid": run_id, "last": last + len(events)})
-    connection.execute(_SET_EVENT_SEQ, counters)
-    connection.execute(_INSERT_EVENTS, [_event_row(connection, e) for e in stored])
+    execute(connection, _SET_EVENT_SEQ, counters)
+    execute(connection, _INSERT_EVENTS, [_event_row(connection, e) for e in stored])
 
 
 def _append(
@@ -711,7 +715,8 @@ def _append(
     by the caller, in the same transaction)."""
     first_message, first_event = first
     if messages:
-        connection.execute(
+        execute(
+            connection,
             _INSERT_MESSAGES,
             [
                 {"run_id": run_id, "seq": first_message + i, "role": m["role"]}
@@ -725,7 +730,7 @@ def _append(
             stored.append(
                 StoredEvent(run_id=run_id, seq=first_event + i, at=at, type=kind, data=data)
             )
-        connection.execute(_INSERT_EVENTS, [_event_row(connection, e) for e in stored])
+        execute(connection, _INSERT_EVENTS, [_event_row(connection, e) for e in stored])
     return stored
 
 

@@ -31,6 +31,7 @@ from signoff.store.checkpoint import Checkpoint
 from signoff.store.decisions import CHANNEL, DecisionGroups, write_decisions
 from signoff.store.external import ExternalRecord, ExternalStore, find_external, insert_external
 from signoff.store.grants import GrantStore, count_uses, in_force, known_ids
+from signoff.store.lean import execute
 from signoff.store.ledger import LedgerStore
 from signoff.store.migrations import LATEST, migrate, schema_version
 from signoff.store.notes import NoteStore
@@ -206,7 +207,7 @@ class SQLStore(RunStore, LedgerStore, NoteStore, GrantStore, ExternalStore, Outb
 
         def work(connection: Connection) -> None:
             if rows:
-                connection.execute(_INSERT_APPROVAL, rows)
+                execute(connection, _INSERT_APPROVAL, rows)
             append_audit(connection, audit)
 
         await self.run(work)
@@ -218,7 +219,7 @@ class SQLStore(RunStore, LedgerStore, NoteStore, GrantStore, ExternalStore, Outb
     async def get_approvals(self, approval_ids: Sequence[str]) -> list[Approval]:
         ids = known_ids(approval_ids, "approval")
         rows = await self.run(
-            lambda c: c.execute(_SELECT_APPROVALS, {"ids": ids}).all(), write=False
+            lambda c: execute(c, _SELECT_APPROVALS, {"ids": ids}).all(), write=False
         )
         return _in_order(rows, ids)
 
@@ -293,7 +294,7 @@ class SQLStore(RunStore, LedgerStore, NoteStore, GrantStore, ExternalStore, Outb
                 # that returned lets nothing more through.
                 revoked |= lost
             if decided.approvals:
-                connection.execute(_INSERT_APPROVAL, [approval_row(a) for a in decided.approvals])
+                execute(connection, _INSERT_APPROVAL, [approval_row(a) for a in decided.approvals])
             if not insert_external(connection, decided.external):
                 raise _Lost  # judged meanwhile by another transaction: judge again with it
             append_audit(connection, decided.audit)
@@ -346,7 +347,7 @@ class SQLStore(RunStore, LedgerStore, NoteStore, GrantStore, ExternalStore, Outb
                     )
                 return None
             if not as_root:
-                link = connection.execute(_SUBRUN, {"rid": run_id}).one()
+                link = execute(connection, _SUBRUN, {"rid": run_id}).one()
                 claimed = replace(claimed, parent_id=link.parent_id, parent_key=link.parent_key)
             turn = read_turn(connection, run_id)
             own: list[Approval] = []
@@ -356,16 +357,16 @@ class SQLStore(RunStore, LedgerStore, NoteStore, GrantStore, ExternalStore, Outb
                 window = {"root": root_id, "lowest": f"{since // 1000:012x}", "path": path}
                 own = [
                     approval_from_row(row)
-                    for row in connection.execute(_TURN_APPROVALS, window | {"since": since})
+                    for row in execute(connection, _TURN_APPROVALS, window | {"since": since})
                 ]
                 begun = set(
-                    connection.execute(_TURN_LEDGER, {"rid": run_id, "since": since}).scalars()
+                    execute(connection, _TURN_LEDGER, {"rid": run_id, "since": since}).scalars()
                 )
             # What the last pause waited on: mostly the run's own, read already.
             known = {a.id: a for a in own}
             missing = [i for i in turn.paused_on if i not in known]
             if missing:
-                rows = connection.execute(_SELECT_APPROVALS, {"ids": missing}).all()
+                rows = execute(connection, _SELECT_APPROVALS, {"ids": missing}).all()
                 known |= {a.id: a for a in _in_order(rows, missing)}
             listed = [known[i] for i in turn.paused_on]
             return ResumedTurn(record=claimed, turn=turn, listed=listed, own=own, begun=begun)
@@ -511,7 +512,7 @@ def _judged_before(
 ) -> dict[str, tuple[ExternalRecord, Approval | None]]:
     records = find_external(connection, keys)
     ids = [r.approval_id for r in records.values() if r.approval_id is not None]
-    rows = connection.execute(_SELECT_APPROVALS, {"ids": ids}).all() if ids else []
+    rows = execute(connection, _SELECT_APPROVALS, {"ids": ids}).all() if ids else []
     approvals = {row.id: approval_from_row(row) for row in rows}
     return {
         key: (record, None if record.approval_id is None else approvals.get(record.approval_id))
