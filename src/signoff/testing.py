@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 
-from signoff.agent.model import Message, ModelTurn, ToolSpec, TurnDelta
+from signoff.agent.model import History, Message, ModelTurn, ToolSpec, TurnDelta
 from signoff.types import ToolCall
 
 __all__ = ["Request", "ScriptExhausted", "ScriptedModel", "call"]
@@ -21,7 +21,7 @@ class ScriptExhausted(AssertionError):
 class Request:
     """What the model was asked: the conversation and the tools on offer."""
 
-    messages: tuple[Message, ...]
+    messages: Sequence[Message]
     tools: tuple[ToolSpec, ...]
 
 
@@ -41,7 +41,9 @@ class ScriptedModel:
 
     async def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelTurn:
         index = len(self.requests)
-        self.requests.append(Request(messages=tuple(messages), tools=tuple(tools)))
+        # A `History` is kept as it is: it holds text, and copying it out would hold objects.
+        kept = messages if isinstance(messages, History) else tuple(messages)
+        self.requests.append(Request(messages=kept, tools=tuple(tools)))
         if index >= len(self._turns):
             raise ScriptExhausted(
                 f"the script has {len(self._turns)} turns and turn {index + 1} was asked for"

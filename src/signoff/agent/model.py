@@ -6,13 +6,15 @@ endpoint, and `signoff.testing.ScriptedModel` for tests and the offline demo.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+import json
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Literal, Protocol, TypeAlias, overload, runtime_checkable
 
 from signoff.types import ToolCall
 
 __all__ = [
+    "History",
     "Message",
     "Model",
     "ModelTurn",
@@ -64,6 +66,52 @@ def message_from_dict(data: dict[str, Any]) -> Message:
         tool_call_id=data.get("tool_call_id"),
         name=data.get("name"),
     )
+
+
+class History(Sequence[Message]):
+    """A conversation as the store keeps it — each message's JSON text — read as `Message`s
+    when looked at.
+
+    Ten thousand messages are then ten thousand strings, which Python's garbage collector does
+    not look into, rather than ten thousand objects with their tuples and dicts, which it walks
+    at every full collection while they live: a collection falling in the middle of a pause made
+    the pause grow with the conversation. Each look decodes again; nothing is cached.
+    """
+
+    __slots__ = ("_head", "_texts")
+
+    def __init__(self, texts: Sequence[str], *, head: Sequence[Message] = ()) -> None:
+        self._texts = texts
+        self._head = tuple(head)
+        """Messages put before the stored ones (the agent's instructions)."""
+
+    def __len__(self) -> int:
+        return len(self._head) + len(self._texts)
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Message]: ...
+
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("history index out of range")
+        if index < len(self._head):
+            return self._head[index]
+        return message_from_dict(json.loads(self._texts[index - len(self._head)]))
+
+    def __iter__(self) -> Iterator[Message]:
+        yield from self._head
+        for text in self._texts:
+            yield message_from_dict(json.loads(text))
+
+    def __repr__(self) -> str:
+        return f"<History of {len(self)} messages>"
 
 
 @dataclass(frozen=True, kw_only=True)

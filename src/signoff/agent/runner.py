@@ -21,6 +21,7 @@ from typing import Any, Literal, TypeAlias, TypeVar
 
 from signoff.agent.agent import Agent
 from signoff.agent.model import (
+    History,
     Message,
     ModelTurn,
     StreamingModel,
@@ -224,11 +225,11 @@ class Runner:
                 async for event in self._fail(scope, f"more than {agent.max_turns} model turns"):
                     yield event
                 return
-            history = [
-                message_from_dict(m) for m in await self.store.thread_messages(record.thread_id)
-            ]
-            if agent.instructions:
-                history.insert(0, Message(role="system", content=agent.instructions))
+            instructions = [Message(role="system", content=agent.instructions)]
+            history = History(
+                await self.store.thread_texts(record.thread_id),
+                head=instructions if agent.instructions else (),
+            )
             reply: ModelTurn | None = None
             try:
                 if self.stream_text and isinstance(agent.model, StreamingModel):

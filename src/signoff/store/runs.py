@@ -90,6 +90,13 @@ _EVENT_SEQS_SQLITE = text(
 _SET_EVENT_SEQ = (
     update(_runs).where(_runs.c.id == bindparam("rid")).values(event_seq=bindparam("last"))
 )
+_THREAD = (
+    select(_messages.c.data, schema.blobs.c.data.label("blob_data"))
+    .join(_runs, _runs.c.id == _messages.c.run_id)
+    .outerjoin(schema.blobs, schema.blobs.c.hash == _messages.c.blob)
+    .where(_runs.c.thread_id == bindparam("tid"))
+    .order_by(_runs.c.created_at, _runs.c.id, _messages.c.seq)
+)
 _TURNS = select(func.count(), func.max(_messages.c.seq)).where(
     and_(_messages.c.run_id == bindparam("rid"), _messages.c.role == "assistant")
 )
@@ -477,16 +484,13 @@ class RunStore:
 
     async def thread_messages(self, thread_id: str) -> list[dict[str, Any]]:
         """Every message of the thread's runs, oldest first."""
-        runs, messages = schema.runs, schema.messages
-        query = (
-            select(messages.c.data, schema.blobs.c.data.label("blob_data"))
-            .join(runs, runs.c.id == messages.c.run_id)
-            .outerjoin(schema.blobs, schema.blobs.c.hash == messages.c.blob)
-            .where(runs.c.thread_id == thread_id)
-            .order_by(runs.c.created_at, runs.c.id, messages.c.seq)
-        )
-        rows = await self.run(lambda c: c.execute(query).all(), write=False)
-        return [_message(row) for row in rows]
+        return [json.loads(text) for text in await self.thread_texts(thread_id)]
+
+    async def thread_texts(self, thread_id: str) -> list[str]:
+        """Every message of the thread's runs as the JSON text it is kept as, oldest first:
+        what a model is shown, decoded only when it looks (see `signoff.agent.model.History`)."""
+        rows = await self.run(lambda c: execute(c, _THREAD, {"tid": thread_id}).all(), write=False)
+        return [row.data if row.blob_data is None else _inflate(row.blob_data) for row in rows]
 
     async def run_events(self, run_id: str, *, after: int = 0) -> list[StoredEvent]:
         result: list[StoredEvent] = await self.run(
@@ -558,6 +562,10 @@ def _message(row: Any) -> dict[str, Any]:
     if row.blob_data is not None:
         return json.loads(zlib.decompress(row.blob_data))  # type: ignore[no-any-return]
     return json.loads(row.data)  # type: ignore[no-any-return]
+
+
+def _inflate(blob: bytes) -> str:
+    return zlib.decompress(blob).decode()
 
 
 def read_turn(connection: Connection, run_id: str) -> OpenTurn:
