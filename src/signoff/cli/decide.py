@@ -5,7 +5,6 @@ neither, through the demo running on this machine. ``ID`` is the approval's id o
 
 from __future__ import annotations
 
-import asyncio
 import getpass
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -118,6 +117,8 @@ def _decide(
         )
         result = through_server(server, token, approval_id, decision)
     else:
+        import asyncio
+
         assert database is not None  # where() gave one or the other
         approval_id = resolve(
             approval_id, lambda short, limit: asyncio.run(find_on_database(database, short, limit))

@@ -13,7 +13,6 @@ elsewhere) is refused, never passed on. Numbers are given only to calls the list
 
 from __future__ import annotations
 
-import asyncio
 import getpass
 import json
 import os
@@ -25,7 +24,6 @@ from typing import Any, Protocol
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from signoff.cli.decide import (
     Actor,
@@ -147,6 +145,8 @@ class Inbox:
         if not pending:
             self.console.print("nothing waits for a decision")
             return
+        from rich.table import Table
+
         table = Table(title=f"{len(pending)} waiting", title_justify="left")
         for header in ("#", "id", "tool", "arguments", "from", "rule", "expires"):
             table.add_column(header)
@@ -260,6 +260,8 @@ class _DatabaseBackend:
         self.url, self.actor, self.roles = url, actor, roles
 
     def pending(self) -> list[dict[str, Any]]:
+        import asyncio
+
         from signoff.store import open_store
 
         async def read() -> list[dict[str, Any]]:
@@ -269,6 +271,8 @@ class _DatabaseBackend:
         return asyncio.run(read())
 
     def get(self, approval_id: str) -> dict[str, Any]:
+        import asyncio
+
         from signoff.store import open_store
 
         async def read() -> dict[str, Any]:
@@ -278,6 +282,8 @@ class _DatabaseBackend:
         return asyncio.run(read())
 
     def decide(self, approval_id: str, decision: Decision) -> dict[str, Any]:
+        import asyncio
+
         from signoff.cli.decide import on_database
 
         return asyncio.run(on_database(self.url, approval_id, decision, self.actor, self.roles))
