@@ -25,9 +25,12 @@ $(UV):
 	$(TOOLS)/bin/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 
 # requirements.lock pins every dependency with its hashes; regenerate it with `make lock`.
+# The dependencies are compiled to bytecode once here (half a minute), as pip does and uv does not:
+# else a shell with PYTHONDONTWRITEBYTECODE compiles them at every start (`signoff --help` 0.65 s
+# instead of 0.19 s on a 2-core machine, and each of the suite's processes likewise).
 $(STAMP): pyproject.toml requirements.lock | $(UV)
 	$(UV) venv --quiet --allow-existing --python $(PYTHON) $(VENV)
-	$(UV) pip sync --quiet --require-hashes requirements.lock
+	$(UV) pip sync --quiet --require-hashes --compile-bytecode requirements.lock
 	$(UV) pip install --quiet --no-deps --editable .
 	touch $@
 

@@ -29,7 +29,11 @@ from typing import Any, NoReturn
 
 WARM = [
     "signoff.cli",
+    # What the commands load when they run, not with signoff.cli (to start fast):
+    "signoff.policy",
     "signoff.demo",
+    "signoff.demo.agents",
+    "signoff.demo.model",
     "signoff.gate",
     "signoff.store",
     "signoff.store.postgres",
@@ -48,6 +52,9 @@ WARM = [
     "asyncpg",
     "httpx",
     "uvicorn",
+    "urllib.request",
+    "typer.rich_utils",
+    "rich.table",
 ]
 """What a signoff command imports, imported once by the zygote (those installed)."""
 

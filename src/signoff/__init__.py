@@ -1,7 +1,6 @@
 """signoff puts a human between AI agents and their risky tool calls."""
 
 import importlib
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from signoff.errors import (
@@ -17,7 +16,6 @@ from signoff.errors import (
     Problem,
     SignoffError,
 )
-from signoff.policy import Explanation, Policy, PolicyEngine, Rule
 from signoff.types import (
     Approval,
     Approve,
@@ -38,14 +36,22 @@ from signoff.types import (
 if TYPE_CHECKING:
     from signoff.agent import Tool, tool
     from signoff.gate import CheckContext, Gate, Outcome
+    from signoff.policy import Explanation, Policy, PolicyEngine, Rule
     from signoff.store import open_store
 
-# The gate and the store bring SQLAlchemy, the agent runtime pydantic; they load on first use so
-# that importing signoff for its policy engine stays light.
+    __version__: str
+
+# The gate and the store bring SQLAlchemy, the agent runtime pydantic, the policy YAML and JSON
+# Schema; each loads on first use, so that `import signoff` (and the `signoff` command's start)
+# stays light.
 _LAZY = {
     "CheckContext": "signoff.gate",
+    "Explanation": "signoff.policy",
     "Gate": "signoff.gate",
     "Outcome": "signoff.gate",
+    "Policy": "signoff.policy",
+    "PolicyEngine": "signoff.policy",
+    "Rule": "signoff.policy",
     "open_store": "signoff.store",
     "Tool": "signoff.agent",
     "tool": "signoff.agent",
@@ -53,16 +59,25 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
+    if name == "__version__":
+        value: Any = _version()
+    elif name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+    else:
         raise AttributeError(f"module 'signoff' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    globals()[name] = value  # looked up once
+    return value
 
 
-try:
-    __version__ = version("signoff")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
-    __version__ = "0.0.0"
+def _version() -> str:
+    # importlib.metadata reads the installed distributions: only when asked.
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("signoff")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
+        return "0.0.0"
+
 
 __all__ = [
     "Approval",

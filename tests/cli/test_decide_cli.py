@@ -1,15 +1,25 @@
 """`signoff approve` and `signoff reject`, straight on a database (through a server: see
-tests/server/test_demo.py)."""
+tests/server/test_demo.py); and what the commands send a server, to a stand-in for one."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import subprocess
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
-from signoff import Policy, ToolCall
+import pytest
+
+from signoff import Policy, Reject, ToolCall
+from signoff.cli.decide import on_server, through_server
+from signoff.errors import NotFoundError, SignoffError
 from signoff.gate import Gate
 from signoff.store import open_store
 from signoff.types import Approval
@@ -133,3 +143,95 @@ def test_approve_needs_somewhere_to_decide(tmp_path: Path):
         "signoff approve: no server given and no demo running here: pass --server URL "
         "(with --token) or --database URL, or start one with `signoff demo`\n"
     )
+
+
+@contextmanager
+def answering(
+    status: int, body: bytes, headers: dict[str, str] | None = None
+) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """A server on loopback that answers every request alike: its URL, and what it was sent."""
+    sent: list[dict[str, Any]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            sent.append(
+                {
+                    "request": f"{self.command} {self.path}",
+                    "authorization": self.headers.get("Authorization"),
+                    "type": self.headers.get("Content-Type"),
+                    "body": self.rfile.read(length),
+                }
+            )
+            self.send_response(status)
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_POST = do_DELETE = do_GET
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}", sent
+    finally:
+        server.shutdown()
+        thread.join()
+        server.server_close()
+
+
+def test_a_command_sends_the_server_its_token_its_query_and_its_decision_as_json():
+    with answering(200, b'{"items": []}') as (url, sent):
+        params = {"tool": "rm", "revoked": True, "cursor": None}
+        assert on_server(url + "/", "t0ken", "GET", "/v1/grants", params=params) == {"items": []}
+        through_server(url, None, "a1", Reject(reason="p1 serves traffic"))
+    assert sent == [
+        {
+            "request": "GET /v1/grants?tool=rm&revoked=true",
+            "authorization": "Bearer t0ken",
+            "type": None,
+            "body": b"",
+        },
+        {
+            "request": "POST /v1/approvals/a1/decision",
+            "authorization": None,
+            "type": "application/json",
+            "body": b'{"kind": "reject", "reason": "p1 serves traffic"}',
+        },
+    ]
+
+
+def test_a_redirect_is_refused_so_the_token_goes_nowhere_else():
+    with (
+        answering(200, b"{}") as (elsewhere, reached),
+        answering(307, b"", {"Location": f"{elsewhere}/v1/grants"}) as (url, _),
+        pytest.raises(SignoffError, match=f"^{url} said 307: $"),
+    ):
+        on_server(url, "t0ken", "GET", "/v1/grants")
+    assert reached == []
+
+
+def test_what_a_server_says_instead_of_an_answer_is_one_line_naming_it():
+    with (
+        answering(404, b'{"detail": "no approval a1"}') as (url, _),
+        pytest.raises(NotFoundError, match=f"^{url} said 404: no approval a1$"),
+    ):
+        on_server(url, None, "GET", "/v1/approvals/a1")
+    with (
+        answering(502, b"<html>Bad Gateway</html>") as (url, _),
+        pytest.raises(SignoffError, match=f"^{url} said 502: <html>Bad Gateway</html>$"),
+    ):
+        on_server(url, None, "GET", "/v1/approvals")
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    with pytest.raises(SignoffError, match=f"^cannot reach {closed}: .*Connection refused"):
+        on_server(closed, None, "GET", "/v1/approvals")
+    with pytest.raises(SignoffError, match="'localhost:8000' is not a server's URL"):
+        on_server("localhost:8000", None, "GET", "/v1/approvals")

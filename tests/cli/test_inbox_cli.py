@@ -9,12 +9,17 @@ import re
 import select
 import subprocess
 import time
+from pathlib import Path
+
+from typer.testing import CliRunner
 
 from signoff import Approve, Policy, ToolCall
+from signoff.cli import app
+from signoff.cli.inbox import PAGE
 from signoff.gate import CheckContext, Gate
 from signoff.store import open_store
 from tests.deadline import HANG
-from tests.processes import signoff_command
+from tests.processes import signoff_command, signoff_server
 
 POLICY = Policy.from_dict({"rules": [{"ask": "delete_pod", "approvers": ["ops"]}]})
 ROW = re.compile(r"│ (\d+) +│ (\w+) +│ delete_pod +│ \{\"name\": \"(\w+)\"\}")
@@ -247,3 +252,73 @@ def test_another_framework_s_calls_show_their_thread_agent_and_origin(store_url:
         ("approved", "olga", {"to": "bob"}),
         ("pending", None, {"to": "eve"}),
     ]
+
+
+def test_the_list_comes_a_page_at_a_time_and_more_shows_the_calls_that_waited_longer(
+    store_url: str,
+):
+    ids = asyncio.run(held(store_url, *(f"p{i}" for i in range(PAGE + 3))))
+    terminal = Terminal("inbox", "--database", store_url, "--as", "olga", "--role", "ops")
+    newest = terminal.until("inbox> ")
+    assert f"page 1: {PAGE} waiting" in newest
+    assert f"more calls waited longer: `more` lists the next {PAGE}" in newest
+    first = {n: (ids[n + 2][-8:], f"p{n + 2}") for n in range(1, PAGE + 1)}
+    assert rows(newest) == first  # the newest, numbered in the order they came
+    terminal.type("more")
+    older = terminal.until("inbox> ")
+    assert "page 2: 3 waiting" in older and "`more` lists" not in older
+    assert rows(older) == {PAGE + 1 + i: (ids[i][-8:], f"p{i}") for i in range(3)}
+    terminal.type(f"approve {PAGE + 2}")
+    after = terminal.until("inbox> ")
+    assert f"#{PAGE + 2} {ids[1][-8:]} delete_pod: approved by olga" in after
+    assert "page 2: 2 waiting" in after  # the page on screen, as it is now
+    assert rows(after) == {PAGE + 1: (ids[0][-8:], "p0"), PAGE + 3: (ids[2][-8:], "p2")}
+    terminal.type("more")
+    assert "error: no more calls wait past this page" in terminal.until("inbox> ")
+    terminal.type(f"reject {PAGE + 1} p0 serves traffic")
+    terminal.until("inbox> ")
+    terminal.type(f"approve {PAGE + 3}")  # the last call on its page
+    emptied = terminal.until("inbox> ")
+    assert "nothing waits there any more; the newest:" in emptied
+    assert f"\n{PAGE} waiting" in emptied and "page 1" not in emptied  # all left: one page
+    assert rows(emptied) == first
+    terminal.type("quit")
+    assert terminal.close() == 0
+    assert [s for s, _, _ in asyncio.run(statuses(store_url, ids[:4]))] == [
+        "rejected",
+        "approved",
+        "approved",
+        "pending",
+    ]
+
+
+async def test_through_a_server_the_inbox_pages_with_the_api_s_cursor(tmp_path: Path):
+    database = f"sqlite:///{tmp_path / 'signoff.db'}"
+    ids = await held(database, *(f"p{i}" for i in range(PAGE + 2)))
+    config = tmp_path / "signoff.yaml"
+    config.write_text(
+        f"database: {database}\n"
+        "auth:\n  tokens:\n    - {principal: olga, roles: [ops], token_env: SIGNOFF_TEST_TOKEN}\n"
+        "rules:\n  - {ask: delete_pod, approvers: [ops]}\n"
+    )
+    env = {**os.environ, "SIGNOFF_TEST_TOKEN": "t0ken"}
+    serving = signoff_server("serve", "--config", str(config), "--port", "0", env=env)
+    async with serving as (url, _):
+        terminal = Terminal("inbox", "--server", url, "--token", "t0ken")
+        assert f"page 1: {PAGE} waiting" in terminal.until("inbox> ")
+        terminal.type("more")
+        older = terminal.until("inbox> ")
+        assert rows(older) == {PAGE + 1: (ids[0][-8:], "p0"), PAGE + 2: (ids[1][-8:], "p1")}
+        terminal.type(f"approve {PAGE + 1}")
+        after = terminal.until("inbox> ")
+        assert f"#{PAGE + 1} {ids[0][-8:]} delete_pod: approved by olga" in after
+        assert rows(after) == {PAGE + 2: (ids[1][-8:], "p1")}
+        terminal.type("quit")
+        assert terminal.close() == 0
+
+
+def test_the_help_and_the_docs_say_how_many_calls_a_page_lists():
+    shown = " ".join(CliRunner().invoke(app, ["inbox", "--help"]).output.split())
+    assert f"It lists the newest {PAGE} calls waiting; `more` lists the {PAGE} before" in shown
+    docs = " ".join((Path(__file__).parents[2] / "docs" / "server.md").read_text().split())
+    assert f"the newest {PAGE} calls waiting, then with `more` the {PAGE} that" in docs

@@ -7,22 +7,25 @@ key does not match, or a database that cannot be opened.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from datetime import UTC, datetime
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from signoff.errors import CheckpointError, StoreError
-from signoff.store import AuditReport, Checkpoint, open_store
-from signoff.store.checkpoint import KEY_VARIABLE, audit_key
-from signoff.types import AuditEntry
+
+if TYPE_CHECKING:
+    from signoff.store import AuditReport, Checkpoint
+    from signoff.types import AuditEntry
 
 __all__ = ["app"]
+
+KEY_VARIABLE = "SIGNOFF_AUDIT_KEY"
+"""`signoff.store.checkpoint.KEY_VARIABLE` (a test holds them equal), named here so that the
+store, and SQLAlchemy with it, loads only in the commands that open one, not for `--help`."""
 
 app = typer.Typer(help="Read and verify the hash-chained audit log.", no_args_is_help=True)
 
@@ -76,6 +79,8 @@ def checkpoint(database: DatabaseOption = None, since: SinceOption = None) -> No
     Signed with SIGNOFF_AUDIT_KEY when it is set; check the log against it with
     `signoff audit verify --since CHECKPOINT`.
     """
+    from signoff.store import Checkpoint
+
     previous = _checkpoint(since)
     key = _key()
     report = _check(database, previous)
@@ -109,6 +114,11 @@ def list_entries(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
 ) -> None:
     """Show audit entries in order: who did what, to what, when (or what is damaged)."""
+    import asyncio
+
+    from rich.table import Table
+
+    from signoff.store import open_store
 
     async def read() -> list[AuditEntry]:
         async with open_store(database, migrate=False) as store:
@@ -152,6 +162,9 @@ def list_entries(
 
 def _check(database: str | None, since: Checkpoint | None) -> AuditReport:
     """The report; a database that cannot be opened is exit 2, so that 1 means a fault."""
+    import asyncio
+
+    from signoff.store import open_store
 
     async def check() -> AuditReport:
         async with open_store(database, migrate=False) as store:
@@ -168,6 +181,9 @@ def _checkpoint(text: str | None) -> Checkpoint | None:
     one, or cannot be trusted."""
     if text is None:
         return None
+    from signoff.store import Checkpoint
+    from signoff.store.checkpoint import audit_key
+
     try:
         checkpoint = Checkpoint.parse(text)
         checkpoint.check(audit_key())
@@ -177,6 +193,8 @@ def _checkpoint(text: str | None) -> Checkpoint | None:
 
 
 def _key() -> bytes | None:
+    from signoff.store.checkpoint import audit_key
+
     try:
         return audit_key()
     except CheckpointError as exc:

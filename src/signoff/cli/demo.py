@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import importlib.util
 from importlib.resources import as_file, files
@@ -16,7 +15,6 @@ from rich.markup import escape
 from signoff.cli.listen import check_port, check_port_free
 from signoff.cli.policy import explain_table, load_calls, table_console
 from signoff.errors import MissingExtraError
-from signoff.policy import Policy, PolicyEngine
 
 __all__ = ["demo", "explain_demo"]
 
@@ -104,12 +102,16 @@ def demo(
             console.print(f"  AG-UI:        POST {url}/agui/ops (and files)")
         console.print(f"  OpenAPI:      {url}/openapi.json   (Ctrl+C stops)")
 
+    import asyncio
+
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve_demo(host=host, port=port, data_dir=folder, ready=ready, hosts=hosts))
 
 
 def explain_demo() -> None:
     """Explain the demo's own policy over sample calls of its agents' tools, as a table."""
+    from signoff.policy import Policy, PolicyEngine
+
     examples = files("signoff") / "examples"
     with (
         as_file(examples / "demo-policy.yaml") as policy_file,

@@ -3,7 +3,6 @@ MCP client (over stdio, or streamable HTTP at ``/mcp``)."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import os
@@ -76,6 +75,8 @@ def mcp_gateway(
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="signoff: %(message)s")
     for warning in settings.policy.warnings:
         logging.getLogger("signoff.mcp.gateway").warning("%s", warning)
+    import asyncio
+
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_serve(settings, auth, host=host, port=port))
 

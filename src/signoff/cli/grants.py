@@ -4,7 +4,6 @@ neither, through the demo running on this machine."""
 
 from __future__ import annotations
 
-import asyncio
 import getpass
 import json
 from typing import TYPE_CHECKING, Annotated, Any
@@ -12,13 +11,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from signoff.cli.decide import Actor, Database, Server, Token, on_server, where
-from signoff.policy import Policy, PolicyEngine
 from signoff.types import Grant, grant_to_dict
 
 if TYPE_CHECKING:
+    from signoff.policy import PolicyEngine
     from signoff.store import Store
 
 __all__ = ["app"]
@@ -42,6 +40,8 @@ def list_grants(
         query = {k: v for k, v in {"tool": tool, "revoked": revoked or None}.items() if v}
         items = on_server(server, token, "GET", "/v1/grants", params=query)["items"]
     else:
+        import asyncio
+
         assert database is not None  # where() gave one or the other
         items = asyncio.run(_listed(database, tool=tool, revoked=revoked))
     if as_json:
@@ -52,6 +52,8 @@ def list_grants(
     if not items:
         console.print("No grants.")
         return
+    from rich.table import Table
+
     table = Table("id", "tool", "scope", "arguments", "granted by", "when", "uses", "status")
     for g in items:
         scope = g["scope"] if g["subject"] is None else f"{g['scope']} {g['subject']}"
@@ -81,6 +83,8 @@ def revoke(
     if server:
         shown = on_server(server, token, "DELETE", f"/v1/grants/{grant_id}")
     else:
+        import asyncio
+
         assert database is not None  # where() gave one or the other
         shown = asyncio.run(_revoked(database, grant_id, actor or getpass.getuser()))
     typer.echo(f"{shown['id']}: revoked by {shown['revoked_by']} ({shown['tool']})")
@@ -97,6 +101,7 @@ async def _listed(url: str, *, tool: str | None, revoked: bool) -> list[dict[str
 
 async def _revoked(url: str, grant_id: str, actor: str) -> dict[str, Any]:
     from signoff.gate import Gate
+    from signoff.policy import Policy
     from signoff.store import open_store
 
     async with open_store(url, migrate=False) as store:
@@ -108,6 +113,8 @@ async def _revoked(url: str, grant_id: str, actor: str) -> dict[str, Any]:
 
 async def _engine(store: Store) -> PolicyEngine | None:
     """The policy the database's servers put in force last, if one was saved there."""
+    from signoff.policy import Policy, PolicyEngine
+
     latest = await store.latest_policy()
     if latest is None:
         return None

@@ -2,9 +2,12 @@
 through a server (``--server URL --token T``) or straight on a database (``--database URL``);
 with neither, through the demo running on this machine.
 
-Commands: ``list``; ``show N``; ``approve N [always run|thread|agent|global]``; ``reject N
-REASON``; ``edit N [JSON]`` (without JSON, ``$EDITOR`` opens the arguments); ``respond N TEXT``;
-``quit``. ``N`` is a number from the list, or an approval's short id as shown.
+Commands: ``list``; ``more``; ``show N``; ``approve N [always run|thread|agent|global]``;
+``reject N REASON``; ``edit N [JSON]`` (without JSON, ``$EDITOR`` opens the arguments);
+``respond N TEXT``; ``quit``. ``N`` is a number from the list, or an approval's short id as shown.
+
+The list comes a page at a time: ``list`` shows the newest `PAGE` calls waiting, ``more`` the
+`PAGE` before those, and so on; after a decision the page on screen is shown again.
 
 A number names one call for the whole session: a call keeps its number when others are decided
 or arrive, a new one gets the next number, and a number whose call was decided (here or
@@ -13,7 +16,6 @@ elsewhere) is refused, never passed on. Numbers are given only to calls the list
 
 from __future__ import annotations
 
-import asyncio
 import getpass
 import json
 import os
@@ -25,7 +27,6 @@ from typing import Any, Protocol
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from signoff.cli.decide import (
     Actor,
@@ -41,16 +42,22 @@ from signoff.cli.short_id import SHORTEST, resolve, shorten
 from signoff.errors import NotFoundError, SignoffError
 from signoff.types import Approve, Decision, Edit, Reject, Respond, Scope, approval_to_dict
 
-__all__ = ["inbox"]
+__all__ = ["PAGE", "inbox"]
+
+PAGE = 50
+"""Calls waiting shown at a time: ``more`` shows the next page."""
 
 HELP = (
-    "list | show N | approve N [always run|thread|agent|global] | reject N REASON | "
+    "list | more | show N | approve N [always run|thread|agent|global] | reject N REASON | "
     "edit N [JSON] | respond N TEXT | quit"
 )
 
 
 class Backend(Protocol):
-    def pending(self) -> list[dict[str, Any]]: ...
+    def pending(self, before: str | None, limit: int) -> list[dict[str, Any]]:
+        """At most `limit` pending approvals, newest first; with `before`, only those older
+        than the approval of that id (which need not be pending any more)."""
+        ...
 
     def get(self, approval_id: str) -> dict[str, Any]: ...
 
@@ -64,7 +71,12 @@ def inbox(
     actor: Actor = None,
     role: Roles = None,
 ) -> None:
-    """Decide pending approvals in the terminal, one command at a time."""
+    """Decide pending approvals in the terminal, one command at a time.
+
+    It lists the newest 50 calls waiting; `more` lists the 50 before them, `list` the newest
+    again. Type `approve N`, `reject N REASON`, `edit N`, `respond N TEXT` or `show N` with a
+    number (or short id) from the list, and `quit` to leave.
+    """
     server, database = where("inbox", server, database)
     backend: Backend
     if server:
@@ -83,6 +95,10 @@ class Inbox:
         self.listed: dict[int, dict[str, Any]] = {}
         """Each number's approval, as last listed."""
         self.short: dict[str, str] = {}
+        self.pages: list[str | None] = [None]
+        """The cursor of each page shown since the last `list`: the one on screen is last."""
+        self.next: str | None = None
+        """The cursor of the page after the one on screen; None when none waits past it."""
 
     def loop(self) -> None:
         self.list()
@@ -106,6 +122,8 @@ class Inbox:
         match command:
             case "l" | "list":
                 self.list()
+            case "m" | "more":
+                self.more()
             case "s" | "show":
                 number = self.pick(rest)
                 self.console.print_json(json.dumps(self.backend.get(self.listed[number]["id"])))
@@ -138,19 +156,43 @@ class Inbox:
                 raise SignoffError(f"unknown command {command!r}: {HELP}")
 
     def list(self) -> None:
-        """Show what waits now; a call not listed before gets the next number."""
-        pending = self.backend.pending()  # newest first
-        for item in reversed(pending):  # numbered in the order they came
+        """Show the newest page of what waits now."""
+        self.pages = [None]
+        self.show_page()
+
+    def more(self) -> None:
+        """Show the page of calls that waited longer than those on screen."""
+        if self.next is None:
+            raise SignoffError("no more calls wait past this page; `list` shows the newest")
+        self.pages.append(self.next)
+        self.show_page()
+
+    def show_page(self) -> None:
+        """Show the page on screen as it is now; a call not listed before gets the next
+        number. A later page that has emptied (its calls decided) gives way to the first."""
+        page = self.backend.pending(self.pages[-1], PAGE + 1)  # newest first
+        if not page and len(self.pages) > 1:
+            self.console.print("[dim]nothing waits there any more; the newest:[/]")
+            self.pages = [None]
+            page = self.backend.pending(None, PAGE + 1)
+        page, past = page[:PAGE], page[PAGE:]
+        self.next = page[-1]["id"] if past else None
+        for item in reversed(page):  # numbered in the order they came
             number = self.numbers.setdefault(item["id"], len(self.numbers) + 1)
             self.listed[number] = item
         self.short = shorten(self.numbers)
-        if not pending:
+        if not page:
             self.console.print("nothing waits for a decision")
             return
-        table = Table(title=f"{len(pending)} waiting", title_justify="left")
+        from rich.table import Table
+
+        title = f"{len(page)} waiting"
+        if len(self.pages) > 1 or past:
+            title = f"page {len(self.pages)}: {title}"
+        table = Table(title=title, title_justify="left")
         for header in ("#", "id", "tool", "arguments", "from", "rule", "expires"):
             table.add_column(header)
-        for item in sorted(pending, key=lambda i: self.numbers[i["id"]]):
+        for item in sorted(page, key=lambda i: self.numbers[i["id"]]):
             arguments = json.dumps(item["args"], ensure_ascii=False)
             table.add_row(
                 str(self.numbers[item["id"]]),
@@ -162,6 +204,8 @@ class Inbox:
                 item.get("expires_at") or "",
             )
         self.console.print(table)
+        if past:
+            self.console.print(f"[dim]more calls waited longer: `more` lists the next {PAGE}[/]")
 
     def pick(self, which: str) -> int:
         """The number of the listed approval `which` names: a number, or a short id shown."""
@@ -202,7 +246,7 @@ class Inbox:
             f"#{number} {self.short[item['id']]} {escape(item['tool'])}: "
             f"[bold]{decided['status']}[/] by {escape(str(decided['decided_by']))}"
         )
-        self.list()
+        self.show_page()
 
 
 def _gone(number: int, item: dict[str, Any]) -> str:
@@ -241,8 +285,8 @@ class _ServerBackend:
     def __init__(self, server: str, token: str | None) -> None:
         self.server, self.token = server.rstrip("/"), token
 
-    def pending(self) -> list[dict[str, Any]]:
-        params = {"status": "pending", "limit": 500}
+    def pending(self, before: str | None, limit: int) -> list[dict[str, Any]]:
+        params = {"status": "pending", "limit": limit, "cursor": before}
         items: list[dict[str, Any]] = from_server(self.server, self.token, "/v1/approvals", params)[
             "items"
         ]
@@ -259,16 +303,21 @@ class _DatabaseBackend:
     def __init__(self, url: str, actor: str, roles: list[str]) -> None:
         self.url, self.actor, self.roles = url, actor, roles
 
-    def pending(self) -> list[dict[str, Any]]:
+    def pending(self, before: str | None, limit: int) -> list[dict[str, Any]]:
+        import asyncio
+
         from signoff.store import open_store
 
         async def read() -> list[dict[str, Any]]:
             async with open_store(self.url, migrate=False) as store:
-                return [approval_to_dict(a) for a in await store.list_approvals(status="pending")]
+                page = await store.list_approvals(status="pending", before=before, limit=limit)
+                return [approval_to_dict(a) for a in page]
 
         return asyncio.run(read())
 
     def get(self, approval_id: str) -> dict[str, Any]:
+        import asyncio
+
         from signoff.store import open_store
 
         async def read() -> dict[str, Any]:
@@ -278,6 +327,8 @@ class _DatabaseBackend:
         return asyncio.run(read())
 
     def decide(self, approval_id: str, decision: Decision) -> dict[str, Any]:
+        import asyncio
+
         from signoff.cli.decide import on_database
 
         return asyncio.run(on_database(self.url, approval_id, decision, self.actor, self.roles))

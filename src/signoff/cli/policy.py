@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from signoff.errors import PolicyError, Problem
-from signoff.limits import ArgumentLimits
-from signoff.policy import Explanation, Policy, PolicyEngine
-from signoff.policy.source import Locator, format_path, parse_text
-from signoff.types import Context, Grant, ToolCall
+from signoff.types import Context, ToolCall
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from signoff.policy import Explanation
+    from signoff.types import Grant
 
 
 class CallKindOption(StrEnum):
@@ -41,6 +42,8 @@ def check(
     file: Annotated[Path, typer.Argument(help="The policy or config file to validate.")],
 ) -> None:
     """Validate FILE: exit 0 with a summary, or 1 with every problem and where it is."""
+    from signoff.policy import Policy
+
     console = Console(highlight=False, soft_wrap=True)
     try:
         policy = Policy.from_file(file)
@@ -94,6 +97,9 @@ def explain(
     --database, the grant that would let it through, or why each grant of its tool would not."""
     if (tool is None) == (calls is None):
         raise typer.BadParameter("give either --tool or --calls")
+    from signoff.limits import ArgumentLimits
+    from signoff.policy import Policy, PolicyEngine
+
     engine = PolicyEngine(Policy.from_file(config))
     if calls is not None:
         batch = load_calls(calls)
@@ -103,7 +109,11 @@ def explain(
             ToolCall(id="cli", name=tool, server=server, agent=agent, args=_parse_args(args),
                      kind=kind.value)
         ]  # fmt: skip
-    grants = () if database is None else tuple(asyncio.run(_grants(database)))
+    grants: tuple[Grant, ...] = ()
+    if database is not None:
+        import asyncio
+
+        grants = tuple(asyncio.run(_grants(database)))
     context = Context(run_id=run, thread_id=thread, requested_by=requested_by, grants=grants)
     limits = ArgumentLimits()  # as the gate judges: arguments past them are blocked
     explanations = [engine.explain(call, context, limits=limits) for call in batch]
@@ -129,6 +139,8 @@ def table_console() -> Console:
 
 def explain_table(calls: Sequence[ToolCall], explanations: Sequence[Explanation]) -> Table:
     """One row per call: the call, the verdict, the deciding rule and why."""
+    from rich.table import Table
+
     table = Table(show_lines=False, header_style="bold")
     for column in ("tool", "server", "agent", "arguments", "verdict", "rule", "reason"):
         table.add_column(column, overflow="fold")
@@ -149,6 +161,8 @@ def explain_table(calls: Sequence[ToolCall], explanations: Sequence[Explanation]
 
 def load_calls(path: Path) -> list[ToolCall]:
     """A list of ``{tool, server?, agent?, args?}`` mappings; problems carry line and column."""
+    from signoff.policy.source import Locator, format_path, parse_text
+
     source = str(path)
     try:
         text = path.read_text(encoding="utf-8")

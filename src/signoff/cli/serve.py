@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -54,6 +53,8 @@ def serve(
         from signoff.server.shapes import approval_json, shown
     except ImportError:
         raise MissingExtraError("signoff serve", "server") from None
+    import asyncio
+
     from signoff.gate import Gate
     from signoff.limits import ArgumentLimits
     from signoff.notify import Notifications

@@ -6,11 +6,7 @@ from collections.abc import Callable, Sequence
 from importlib.resources import as_file, files
 from pathlib import Path
 
-import yaml
-
-from signoff.demo.agents import demo_agents
 from signoff.demo.folder import DATABASE, announce, default_data_dir, withdraw
-from signoff.demo.model import demo_model
 from signoff.errors import MissingExtraError
 
 __all__ = ["DEMO_REDACT", "default_data_dir", "serve_demo"]
@@ -37,6 +33,12 @@ async def serve_demo(
         from signoff.server.run import run_app
     except ImportError:
         raise MissingExtraError("signoff demo", "server") from None
+    # Loaded here, not with the package: `signoff inbox` reads the demo's folder
+    # (`signoff.demo.folder`) to find its server, and needs none of the agents.
+    import yaml
+
+    from signoff.demo.agents import demo_agents
+    from signoff.demo.model import demo_model
     from signoff.gate import Gate
     from signoff.policy import Policy
     from signoff.server.auth import is_loopback
