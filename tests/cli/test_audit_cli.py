@@ -15,9 +15,7 @@ from typer.testing import CliRunner, Result
 
 from signoff import Approve, Policy, ToolCall
 from signoff.cli import app
-from signoff.cli.audit import KEY_VARIABLE
 from signoff.gate import Gate
-from signoff.store import checkpoint as checkpoints
 from signoff.store import open_store
 
 runner = CliRunner()
@@ -192,8 +190,3 @@ def test_a_missing_database_is_an_error_not_a_new_file(tmp_path: Path):
         assert result.exit_code == 2  # it could not check: not the 1 of a broken log
         assert result.stderr.startswith("error: there is no signoff database at")
     assert not missing.exists()
-
-
-def test_the_audit_commands_name_the_variable_the_store_reads_its_key_from():
-    """Named twice, so that `signoff audit --help` never loads the store to say it."""
-    assert KEY_VARIABLE == checkpoints.KEY_VARIABLE

@@ -18,10 +18,11 @@ from tests.test_public_api import leaks, loaded_by
 
 HEAVY = [
     "sqlalchemy", "aiosqlite", "asyncpg", "fastapi", "starlette", "uvicorn", "mcp", "a2a",
-    "ag_ui", "httpx", "yaml", "jsonschema", "pydantic", "asyncio", "signoff.store",
-    "signoff.gate", "signoff.server", "signoff.protocols", "signoff.policy", "signoff.agent",
+    "ag_ui", "httpx", "yaml", "jsonschema", "pydantic", "asyncio", "signoff.store.sql",
+    "signoff.gate.core", "signoff.server", "signoff.protocols", "signoff.policy", "signoff.agent",
     "signoff.demo.agents",
 ]  # fmt: skip
+"""(`signoff.store.checkpoint` and `signoff.gate.ids` may load: plain Python, no SQLAlchemy.)"""
 
 
 def test_importing_the_cli_loads_none_of_what_its_commands_use():

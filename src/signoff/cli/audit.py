@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from signoff.errors import CheckpointError, StoreError
+from signoff.store.checkpoint import KEY_VARIABLE
 
 if TYPE_CHECKING:
     from signoff.store import AuditReport, Checkpoint
@@ -23,9 +24,6 @@ if TYPE_CHECKING:
 
 __all__ = ["app"]
 
-KEY_VARIABLE = "SIGNOFF_AUDIT_KEY"
-"""`signoff.store.checkpoint.KEY_VARIABLE` (a test holds them equal), named here so that the
-store, and SQLAlchemy with it, loads only in the commands that open one, not for `--help`."""
 
 app = typer.Typer(help="Read and verify the hash-chained audit log.", no_args_is_help=True)
 

@@ -14,12 +14,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from signoff.errors import NotFoundError, SignoffError
+from signoff.gate.ids import ID_LENGTH
 
 __all__ = ["ID_LENGTH", "SHORTEST", "resolve", "shorten"]
-
-ID_LENGTH = 32
-"""`signoff.gate.ids.ID_LENGTH` (a test holds them equal), named here because importing that
-module loads the whole gate, SQLAlchemy with it, which a command through a server never needs."""
 
 SHORTEST = 8
 """Characters of the shortest short id: 32 bits, random from one millisecond to the next."""

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 from collections.abc import AsyncIterator
-
-from sqlalchemy import make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError
+from typing import TYPE_CHECKING, Any
 
 from signoff.errors import StoreError
-from signoff.store.base import AuditRecord, DecisionPlan, Store
-from signoff.store.checkpoint import Checkpoint
-from signoff.store.runner import Runner
-from signoff.store.sql import SQLStore
-from signoff.store.verification import AuditReport
+
+if TYPE_CHECKING:
+    from signoff.store.base import AuditRecord, DecisionPlan, Store
+    from signoff.store.checkpoint import Checkpoint
+    from signoff.store.sql import SQLStore
+    from signoff.store.verification import AuditReport
 
 __all__ = [
     "DEFAULT_URL",
@@ -30,9 +30,31 @@ __all__ = [
 
 DEFAULT_URL = "sqlite:///signoff.db"
 
+# Loaded when first named: `signoff.store.checkpoint` (and the CLI that names its variable) must
+# not pay for SQLAlchemy.
+_LAZY = {
+    "AuditRecord": "signoff.store.base",
+    "DecisionPlan": "signoff.store.base",
+    "Store": "signoff.store.base",
+    "Checkpoint": "signoff.store.checkpoint",
+    "SQLStore": "signoff.store.sql",
+    "AuditReport": "signoff.store.verification",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 def shown(url: str) -> str:
     """The URL with its password masked, for messages and logs."""
+    from sqlalchemy import make_url
+    from sqlalchemy.exc import ArgumentError
+
     try:
         return make_url(url).render_as_string(hide_password=True)
     except ArgumentError:
@@ -46,14 +68,20 @@ async def open_store(url: str | None = None, *, migrate: bool = True) -> AsyncIt
     With `migrate` the schema is created or brought up to date; without it the database must
     already hold this version's schema (for tools that only read, like ``signoff audit``).
     """
+    from sqlalchemy.exc import DBAPIError
+
+    from signoff.store.runner import Runner
+    from signoff.store.sql import SQLStore
+
     url = url or os.environ.get("SIGNOFF_DATABASE_URL") or DEFAULT_URL
+    runner: Runner
     if url.startswith("sqlite"):
         from signoff.store.sqlite import database_file, sqlite_runner
 
         path = database_file(url)
         if not migrate and path is not None and not path.exists():
             raise StoreError(f"there is no signoff database at {url!r}: {path} does not exist")
-        runner: Runner = sqlite_runner(url)
+        runner = sqlite_runner(url)
     elif url.startswith("postgresql"):
         from signoff.store.postgres import postgres_runner
 
