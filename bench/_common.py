@@ -20,6 +20,7 @@ from signoff import __version__
 
 __all__ = [
     "Latency",
+    "Limit",
     "Target",
     "environment",
     "latency",
@@ -56,15 +57,37 @@ def latency(seconds: Sequence[float]) -> Latency:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Limit:
+    """What the hardware allowed in the same run, and a figure's share of it."""
+
+    value: float
+    shown: str
+    """`value` as the console shows it."""
+    what: str
+    """What was measured: ``durable commits/s (SQLite ...)``, ``one durable commit, p50``."""
+    ratio: float
+    """The figure over `value`: a rate's share of the limit, or a latency's multiple of it."""
+    better: Literal["higher", "lower"]
+
+    def __str__(self) -> str:
+        share = f"{self.ratio:.2f} of" if self.better == "higher" else f"{self.ratio:.1f}x"
+        return f"limit {self.shown} {self.what}: {share} the limit"
+
+
+@dataclass(frozen=True, kw_only=True)
 class Target:
     name: str
     goal: str
     value: str
     status: Literal["met", "MISSED", "not measured"]
+    limit: Limit | None = None
+    """The limit measured in the same run, where the goal has one (issue 22)."""
 
 
 def print_targets(console: Console, goals: Sequence[Target]) -> None:
-    """The targets and whether each was met. Benchmarks are not tests: a miss never fails."""
+    """The targets and whether each was met; below the table, each target that has a limit
+    measured in this run, in one line with its ratio. Benchmarks are not tests: a miss never
+    fails."""
     table = Table(title="Targets")
     for header in ("target", "goal", "measured", ""):
         table.add_column(header)
@@ -72,6 +95,15 @@ def print_targets(console: Console, goals: Sequence[Target]) -> None:
     for goal in goals:
         table.add_row(goal.name, goal.goal, goal.value, styles.get(goal.status, goal.status))
     console.print(table)
+    limited = [goal for goal in goals if goal.limit is not None]
+    if limited:
+        console.print("Against the hardware limit measured in this run:", style="bold")
+    for goal in limited:
+        console.print(
+            f"  {goal.name}: {goal.value} ({goal.limit}; goal {goal.goal}: "
+            f"{styles.get(goal.status, goal.status)})",
+            highlight=False,
+        )
 
 
 def wide_console() -> Console:

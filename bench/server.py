@@ -49,9 +49,19 @@ taken on another replica wake it only on PostgreSQL (LISTEN/NOTIFY), otherwise a
 The events of a run resumed in the same process (``resumed``, ``completed``) wake it too; those
 of a run resumed on another replica arrive at its next poll.
 
-Targets (none are set by the issue; these are soft goals): decide p50 at most 20 ms under 50
-concurrent clients; decision → SSE event p50 at most 300 ms. Missed targets are printed as
-MISSED; the exit status is 0 all the same. ``bench/results/server.json`` keeps every figure.
+**The limit, in the same run** (issue 22; ``bench/_limits.py``). Just before the 50-client round,
+with the server up and idle: on SQLite, single-row INSERT + COMMIT back to back on one ``sqlite3``
+connection to a new file in the same temporary folder, WAL and ``synchronous=FULL`` as the store
+has them; on PostgreSQL, single-row commits by `CONCURRENCY` clients, then by one,
+on the bench's database, for 5 s each (``pgbench`` when it is installed, else asyncpg). A
+decision is at least one such commit, so its commits/s bound the decisions/s (until decisions
+share commits), and `CONCURRENCY` clients over that rate bound their p50 (Little's law).
+
+Targets. Issue 22's, each printed with the limit and its ratio to it: decisions/s with 50
+clients at least 2,500 on SQLite and 2,000 on PostgreSQL; decision p50 under 50 clients at most
+20 ms on both. A soft goal besides: decision → SSE event p50 at most 300 ms. Missed targets are
+printed as MISSED; the exit status is 0 all the same. ``bench/results/server.json`` keeps every
+figure, the limits with them.
 """
 
 from __future__ import annotations
@@ -70,7 +80,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Final, Literal
@@ -92,6 +102,7 @@ from _common import (
     side_by_side,
     wide_console,
 )
+from _limits import Commits, limit_target, limits_table, postgres_commits, sqlite_commits
 from signoff import Policy, ToolCall, __version__, tool
 from signoff.agent import Agent, Message, ModelTurn
 from signoff.gate import Gate
@@ -111,6 +122,9 @@ DECIDES: Final = 2_000
 SERIAL_WARMUP: Final = 20
 SERIAL_DECIDES: Final = 300
 HOLDS: Final = DECIDE_WARMUP + DECIDES + SERIAL_WARMUP + SERIAL_DECIDES
+DECISIONS_GOAL: Final[dict[BackendName, float]] = {"sqlite": 2_500, "postgresql": 2_000}
+"""Issue 22: decisions/s with `CONCURRENCY` clients."""
+DECIDE_P50_GOAL_MS: Final = 20.0
 SSE_WARMUP: Final = 3
 SSE_SAMPLES: Final = 50
 POLL_INTERVAL_S: Final = 0.25
@@ -417,13 +431,24 @@ async def bench_streams(served: Served, backend: BackendName, rng: random.Random
 @dataclass(frozen=True, kw_only=True)
 class BackendResult:
     backend: BackendName
+    limit: Commits
+    """The limit of `concurrent`: single-row durable commits (SQLite: one connection, back to
+    back; PostgreSQL: `CONCURRENCY` clients), measured just before it."""
+    serial_limit: Commits
+    """The limit of `serial` (SQLite: the same as `limit`; PostgreSQL: one client)."""
     concurrent: Decides
     serial: Decides
     streams: Streams
     seconds: float
 
 
-async def bench_backend(backend: BackendName, url: str, console: Console) -> BackendResult:
+async def bench_backend(
+    backend: BackendName,
+    url: str,
+    console: Console,
+    limits: Callable[[], Awaitable[tuple[Commits, Commits]]],
+) -> BackendResult:
+    """`limits` measures the limits of the 50-client and of the one-client round."""
     started = time.perf_counter()
     rng = random.Random(f"{SEED}-{backend}")
 
@@ -435,6 +460,8 @@ async def bench_backend(backend: BackendName, url: str, console: Console) -> Bac
             raise RuntimeError(f"the server held {len(server.ids)} approvals, not {HOLDS}")
         progress(f"serving at {server.url} with {HOLDS:,} pending approvals")
         rng.shuffle(server.ids)
+        limit, serial_limit = await limits()
+        progress(f"limit: {limit.commits_per_s:,.0f} commits/s ({limit.tool})")
         concurrent_ids = server.ids[: DECIDE_WARMUP + DECIDES]
         serial_ids = server.ids[DECIDE_WARMUP + DECIDES :]
         concurrent = await bench_decides(server, concurrent_ids, CONCURRENCY, DECIDE_WARMUP)
@@ -445,6 +472,8 @@ async def bench_backend(backend: BackendName, url: str, console: Console) -> Bac
         progress(f"{SSE_SAMPLES} decisions followed on a run's event stream")
     return BackendResult(
         backend=backend,
+        limit=limit,
+        serial_limit=serial_limit,
         concurrent=concurrent,
         serial=serial,
         streams=streams,
@@ -455,7 +484,12 @@ async def bench_backend(backend: BackendName, url: str, console: Console) -> Bac
 async def bench_sqlite(console: Console) -> BackendResult:
     with tempfile.TemporaryDirectory(prefix="signoff-bench-") as folder:
         path = Path(folder) / "signoff.db"
-        return await bench_backend("sqlite", f"sqlite:///{path}", console)
+
+        async def limits() -> tuple[Commits, Commits]:
+            disk = await asyncio.to_thread(sqlite_commits, Path(folder))
+            return disk, disk
+
+        return await bench_backend("sqlite", f"sqlite:///{path}", console, limits)
 
 
 async def bench_postgres(console: Console) -> BackendResult | None:
@@ -467,8 +501,14 @@ async def bench_postgres(console: Console) -> BackendResult | None:
     name = f"signoff_bench_{uuid.uuid4().hex[:12]}"
     try:
         await admin.execute(f'CREATE DATABASE "{name}"')
-        base = PG_ADMIN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://")
-        return await bench_backend("postgresql", f"{base}/{name}", console)
+        base = PG_ADMIN.rsplit("/", 1)[0]
+
+        async def limits() -> tuple[Commits, Commits]:
+            dsn = f"{base}/{name}"
+            return await postgres_commits(dsn, CONCURRENCY), await postgres_commits(dsn, 1)
+
+        url = f"{base.replace('postgresql://', 'postgresql+asyncpg://')}/{name}"
+        return await bench_backend("postgresql", url, console, limits)
     finally:
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         await admin.close()
@@ -477,40 +517,51 @@ async def bench_postgres(console: Console) -> BackendResult | None:
 # -- reporting -------------------------------------------------------------------------------
 
 
-def target(
-    name: str, goal_ms: float, result: BackendResult | None, pick: Callable[[BackendResult], float]
-) -> Target:
-    if result is None:
-        return Target(name=name, goal=f"<= {goal_ms:g} ms", value="—", status="not measured")
-    value = pick(result)
-    return Target(
-        name=name,
-        goal=f"<= {goal_ms:g} ms",
-        value=f"{value:.1f} ms",
-        status="met" if value <= goal_ms else "MISSED",
-    )
-
-
 def targets(sqlite: BackendResult, postgres: BackendResult | None) -> list[Target]:
-    goals: list[Target] = []
-    for label, result in (("SQLite", sqlite), ("PostgreSQL", postgres)):
-        goals.append(
-            target(
-                f"decide p50, {CONCURRENCY} clients, {label}",
-                20,
-                result,
-                lambda r: r.concurrent.latency.p50_ms,
-            )
+    """Issue 22's goals, each against the limit measured in the same run (the decision p50's:
+    `CONCURRENCY` clients over the limit's commits/s, by Little's law), and the soft goal
+    of the event stream."""
+    both: list[tuple[str, BackendName, BackendResult | None]] = [
+        ("SQLite", "sqlite", sqlite),
+        ("PostgreSQL", "postgresql", postgres),
+    ]
+    rate = {
+        "sqlite": "durable commits/s",
+        "postgresql": f"single-row commits/s of {CONCURRENCY} clients",
+    }
+    goals = [
+        limit_target(
+            f"decisions/s, {CONCURRENCY} clients, {label}",
+            None if result is None else result.concurrent.decisions_per_s,
+            goal=DECISIONS_GOAL[backend],
+            limit=None if result is None else result.limit.commits_per_s,
+            limit_what=rate[backend],
+            better="higher",
         )
-    for label, result in (("SQLite", sqlite), ("PostgreSQL", postgres)):
-        goals.append(
-            target(
-                f"decision → SSE event p50, {label}",
-                300,
-                result,
-                lambda r: r.streams.decision_to_event.p50_ms,
-            )
+        for label, backend, result in both
+    ]
+    goals += [
+        limit_target(
+            f"decision p50, {CONCURRENCY} clients, {label}",
+            None if result is None else result.concurrent.latency.p50_ms,
+            goal=DECIDE_P50_GOAL_MS,
+            limit=None if result is None else CONCURRENCY * 1_000 / result.limit.commits_per_s,
+            limit_what=f"= {CONCURRENCY} clients / the commits/s limit",
+            better="lower",
         )
+        for label, backend, result in both
+    ]
+    goals += [
+        limit_target(
+            f"decision → SSE event p50, {label}",
+            None if result is None else result.streams.decision_to_event.p50_ms,
+            goal=300,
+            limit=None,
+            limit_what="",
+            better="lower",
+        )
+        for label, _, result in both
+    ]
     return goals
 
 
@@ -552,7 +603,22 @@ def report(
             throughput.add_row(
                 f"{label}: {what}", *(show(pick(r)) if r is not None else "—" for r in both)
             )
+    limits: list[tuple[str, Callable[[BackendResult], Commits]]] = [
+        (f"{CONCURRENCY} clients", lambda r: r.limit),
+        ("1 client", lambda r: r.serial_limit),
+    ]
+    for (label, pick), (_, limit) in zip(rounds, limits, strict=True):
+        throughput.add_row(
+            f"{label}: share of the commits/s limit",
+            *(
+                f"{pick(r).decisions_per_s / limit(r).commits_per_s:.2f}" if r is not None else "—"
+                for r in both
+            ),
+        )
     console.print(throughput)
+    console.print(
+        limits_table([sqlite.limit, *((postgres.limit, postgres.serial_limit) if postgres else ())])
+    )
     console.print(
         side_by_side(
             "A paused run followed on GET /v1/runs/{id}/events (ms)",
