@@ -10,9 +10,10 @@ at the end.
 ``Gate(policy, store)`` (``ask`` for ``send_email`` and ``delete_pod``, both for the ``ops``
 role), holds the approvals of the first part through ``gate.check`` (100 calls a transaction,
 untimed), then serves ``create_app(Service(...), Auth(tokens=...))`` with ``uvicorn.Server`` on
-127.0.0.1, an ephemeral port, as ``signoff serve`` does (``run_app``'s configuration; the lock
-installs neither uvloop nor httptools, so that is the asyncio loop and h11). It prints its URL
-and the held ids, and stops gracefully when its stdin closes. The load comes from this process.
+127.0.0.1, an ephemeral port, as ``signoff serve`` does (``run_app``'s configuration, on the loop
+``run_server`` picks: uvloop and httptools, which the server extra and the lock install, else
+asyncio's loop and h11; the first line says which). It prints its URL and the held ids, and
+stops gracefully when its stdin closes. The load comes from this process.
 A separate process rather than a thread, because this machine has 2 cores: in one process the
 clients (httpx parses every response in Python) and the server would share one GIL and take
 turns, and the client's CPU would show up as server latency; in two processes each can have a
@@ -105,6 +106,7 @@ from _common import (
 from _limits import Commits, limit_target, limits_table, postgres_commits, sqlite_commits
 from signoff import Policy, ToolCall, __version__, tool
 from signoff.agent import Agent, Message, ModelTurn
+from signoff.cli.listen import run_server
 from signoff.gate import Gate
 from signoff.server import Auth, Principal, Service, create_app
 from signoff.store import open_store
@@ -144,6 +146,8 @@ POLICY: Final = Policy.from_dict(
     }
 )
 HTTP_IMPLEMENTATION: Final = "httptools" if importlib.util.find_spec("httptools") else "h11"
+LOOP_IMPLEMENTATION: Final = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
+"""What ``signoff serve`` takes, and so the server here: uvloop and httptools when installed."""
 
 
 # -- the server (the child process) ----------------------------------------------------------
@@ -650,7 +654,8 @@ def main() -> None:
     started = time.perf_counter()
     console.print(
         f"signoff {__version__}, Python {platform.python_version()} on {platform.machine()} "
-        f"({os.cpu_count()} CPUs); uvicorn {uvicorn.__version__} ({HTTP_IMPLEMENTATION}), "
+        f"({os.cpu_count()} CPUs); uvicorn {uvicorn.__version__} ({HTTP_IMPLEMENTATION}, "
+        f"{LOOP_IMPLEMENTATION}), "
         f"httpx {httpx.__version__}; SQLite {sqlite3.sqlite_version}; PostgreSQL at {PG_ADMIN}"
     )
     sqlite, postgres = asyncio.run(run(console))
@@ -665,10 +670,11 @@ def main() -> None:
         "sqlite_version": sqlite3.sqlite_version,
         "uvicorn_version": uvicorn.__version__,
         "http_implementation": HTTP_IMPLEMENTATION,
+        "loop_implementation": LOOP_IMPLEMENTATION,
         "httpx_version": httpx.__version__,
         "config": {
             "seed": SEED,
-            "server": "child process, uvicorn on loopback, asyncio loop",
+            "server": f"child process, uvicorn on loopback, {LOOP_IMPLEMENTATION} loop",
             "concurrency": CONCURRENCY,
             "decide_warmup": DECIDE_WARMUP,
             "decides": DECIDES,
@@ -690,6 +696,6 @@ def main() -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == [SERVE]:
-        asyncio.run(serve(sys.argv[2], int(sys.argv[3])))
+        run_server(serve(sys.argv[2], int(sys.argv[3])))
     else:
         main()

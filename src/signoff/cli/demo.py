@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from signoff.cli.listen import check_port, check_port_free
+from signoff.cli.listen import check_port, check_port_free, run_server
 from signoff.cli.policy import explain_table, load_calls, table_console
 from signoff.errors import MissingExtraError
 
@@ -105,7 +105,7 @@ def demo(
     import asyncio
 
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve_demo(host=host, port=port, data_dir=folder, ready=ready, hosts=hosts))
+        run_server(serve_demo(host=host, port=port, data_dir=folder, ready=ready, hosts=hosts))
 
 
 def explain_demo() -> None:

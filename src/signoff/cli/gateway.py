@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from signoff.cli.listen import check_port, check_port_free
+from signoff.cli.listen import check_port, check_port_free, run_server
 from signoff.cli.serve import checked_auth
 from signoff.errors import MissingExtraError
 
@@ -78,7 +78,7 @@ def mcp_gateway(
     import asyncio
 
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(settings, auth, host=host, port=port))
+        run_server(_serve(settings, auth, host=host, port=port))
 
 
 async def _serve(settings: ServerConfig, auth: Auth | None, *, host: str, port: int) -> None:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from signoff.cli.listen import check_port, check_port_free
+from signoff.cli.listen import check_port, check_port_free, run_server
 from signoff.errors import MissingExtraError
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ def serve(
             )
 
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(main())
+        run_server(main())
 
 
 def ready(url: str, notifications: Notifications | None) -> None:

@@ -28,6 +28,8 @@ async def run_app(
     import uvicorn
 
     # Event streams never end by themselves: on shutdown they get a moment, then are closed.
+    # `http` is uvicorn's "auto": httptools when installed (the server extra brings it), else h11;
+    # the event loop is the caller's (`signoff.cli.listen.run_server` picks uvloop).
     config = uvicorn.Config(
         app,
         host=host,
