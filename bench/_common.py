@@ -64,7 +64,7 @@ class Limit:
     shown: str
     """`value` as the console shows it."""
     what: str
-    """What was measured: ``durable commits/s (SQLite ...)``, ``one durable commit, p50``."""
+    """What the limit is: ``durable commits/s``, ``for one durable commit (p50)``."""
     ratio: float
     """The figure over `value`: a rate's share of the limit, or a latency's multiple of it."""
     better: Literal["higher", "lower"]

@@ -704,10 +704,10 @@ def targets(sqlite: BackendResult, postgres: BackendResult | None) -> list[Targe
 
     def sqlite_commit(r: BackendResult) -> tuple[float, str]:
         assert r.limit.latency is not None, "the SQLite loop times each commit"
-        return r.limit.latency.p50_ms, "one durable commit, p50"
+        return r.limit.latency.p50_ms, "for one durable commit (p50)"
 
     def postgres_commit(r: BackendResult) -> tuple[float, str]:
-        return r.limit.mean_ms, "one commit, 1 client, mean"
+        return r.limit.mean_ms, "for one commit by one client (mean)"
 
     decide = "gate.decide p50"
     return [

@@ -1079,7 +1079,7 @@ def targets(results: Sequence[Size]) -> list[Target]:
                 None if result is None else pick(result.signoff),
                 goal=goal,
                 limit=None if commit is None else commit.p50_ms,
-                limit_what="one durable commit, p50",
+                limit_what="for one durable commit (p50)",
                 better="lower",
             )
 
