@@ -102,8 +102,6 @@ def demo(
             console.print(f"  AG-UI:        POST {url}/agui/ops (and files)")
         console.print(f"  OpenAPI:      {url}/openapi.json   (Ctrl+C stops)")
 
-    import asyncio
-
     with contextlib.suppress(KeyboardInterrupt):
         run_server(serve_demo(host=host, port=port, data_dir=folder, ready=ready, hosts=hosts))
 

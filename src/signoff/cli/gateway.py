@@ -75,7 +75,6 @@ def mcp_gateway(
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="signoff: %(message)s")
     for warning in settings.policy.warnings:
         logging.getLogger("signoff.mcp.gateway").warning("%s", warning)
-    import asyncio
 
     with contextlib.suppress(KeyboardInterrupt):
         run_server(_serve(settings, auth, host=host, port=port))

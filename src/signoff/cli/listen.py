@@ -4,13 +4,15 @@ with no hint (a port another program holds). Then `run_server`: the event loop i
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import socket
 from collections.abc import Callable, Coroutine
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["check_port", "check_port_free", "run_server", "stop"]
 
@@ -71,6 +73,8 @@ def run_server(main: Coroutine[Any, Any, None]) -> None:
     server's CPU per decision over HTTP 0.84x (one client) to 0.89x (50 clients), per bare
     request (``GET /v1/health``) 0.58x.
     """
+    import asyncio  # here: importing the CLI loads no asyncio
+
     loop_factory: Callable[[], asyncio.AbstractEventLoop] | None = None
     try:
         import uvloop

@@ -53,7 +53,6 @@ def serve(
         from signoff.server.shapes import approval_json, shown
     except ImportError:
         raise MissingExtraError("signoff serve", "server") from None
-    import asyncio
 
     from signoff.gate import Gate
     from signoff.limits import ArgumentLimits
