@@ -12,6 +12,7 @@ import pytest
 
 from signoff import Approve, ConflictError, Edit, Policy, Reject, Respond, Scope, ToolCall
 from signoff.agent import Agent, Message, ModelTurn, RunEvent, Runner, TextDelta, tool
+from signoff.agent.model import History
 from signoff.gate import Gate
 from signoff.store import SQLStore
 from signoff.store.runs import StoredEvent
@@ -259,6 +260,27 @@ async def test_a_second_thread_run_sees_the_first_runs_conversation(store: SQLSt
     await collect(run.start("t1", "hi"))
     await collect(run.start("t1", "and now?"))
     assert [m.content for m in model.requests[1].messages] == ["hi", "hello", "and now?"]
+
+
+async def test_the_model_is_shown_the_thread_as_stored_text_read_when_it_looks(store: SQLStore):
+    model = ScriptedModel([ModelTurn(text="hello"), ModelTurn(text="again")])
+    agent = Agent(name="ops", model=model, instructions="be brief", tools=[pods_list])
+    run = Runner(agent, Gate(POLICY, store))
+    await collect(run.start("t1", "hi"))
+    await collect(run.start("t1", "and now?"))
+    shown = model.requests[1].messages
+    assert isinstance(shown, History)  # kept as given: text, not thousands of objects
+    assert len(shown) == 4
+    assert [(m.role, m.content) for m in shown] == [
+        ("system", "be brief"), ("user", "hi"), ("assistant", "hello"), ("user", "and now?"),
+    ]  # fmt: skip
+    assert shown[0] == Message(role="system", content="be brief")
+    assert shown[-1] == shown[3] == Message(role="user", content="and now?")
+    assert [m.content for m in shown[1:3]] == ["hi", "hello"]
+    with pytest.raises(IndexError):
+        shown[4]
+    # Nothing decoded is kept: each look decodes again, to an equal message.
+    assert shown[2] == shown[2] and shown[2] is not shown[2]
 
 
 async def test_three_held_calls_decided_in_any_order_give_results_in_call_order(store: SQLStore):
