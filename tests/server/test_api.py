@@ -114,6 +114,35 @@ DELETE_THEN_DONE = [
 ]
 
 
+async def test_what_a_run_was_asked_is_read_once_for_all_its_approvals(
+    api: Any, store: SQLStore, monkeypatch: pytest.MonkeyPatch
+):
+    reads: list[set[str]] = []
+    read_inputs = store.run_inputs
+
+    async def counted(run_ids: Any) -> dict[str, str]:
+        reads.append(set(run_ids))
+        return await read_inputs(run_ids)
+
+    monkeypatch.setattr(store, "run_inputs", counted)
+    turns = [ModelTurn(tool_calls=(call("delete_pod", name="a"), call("delete_pod", name="b")))]
+    async with api([*turns, ModelTurn(text="done")]) as client:
+        run = (
+            await client.post(
+                "/v1/threads/t1/runs", params={"wait": 5}, json={"agent": "ops", "input": "go"}
+            )
+        ).json()
+        first, second = run["pending_approvals"]
+        listed = (await client.get("/v1/approvals", params={"status": "pending"})).json()
+        assert [item["input"] for item in listed["items"]] == ["go", "go"]
+        for pending in (first, second):
+            decided = await client.post(
+                f"/v1/approvals/{pending}/decision", json={"kind": "approve"}
+            )
+            assert decided.json()["input"] == "go"
+    assert reads == [{run["id"]}]  # once, for the listing; not again at each decision
+
+
 async def test_a_run_pauses_is_approved_over_http_and_the_worker_finishes_it(api: Any):
     async with api(DELETE_THEN_DONE) as client:
         response = await client.post(

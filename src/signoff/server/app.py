@@ -60,6 +60,9 @@ from signoff.types import Approval, Context, Grant, ToolCall
 
 __all__ = ["create_app"]
 
+ASKED_KEPT = 10_000
+"""Runs whose first message the API keeps in memory, to show with their approvals."""
+
 T = TypeVar("T")
 
 _MAX_SEQ = 2**62
@@ -100,9 +103,19 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
     def brief(data: dict[str, Any]) -> dict[str, Any]:  # in a listing: long arguments cut
         return previewed(data, redaction)
 
+    asked: dict[str, str] = {}
+    """What the user asked each run, as read: a run's first message never changes, so each is
+    read once, not again at every decision of its calls (the newest `ASKED_KEPT` kept)."""
+
     async def approvals_json(approvals: Sequence[Approval]) -> list[dict[str, Any]]:
         """The approvals with what the user asked their runs, read at once for all of them."""
-        inputs = await service.store.run_inputs({a.run_id for a in approvals if a.run_id})
+        wanted = {a.run_id for a in approvals if a.run_id}
+        unread = wanted - asked.keys()
+        if unread:
+            asked.update(await service.store.run_inputs(unread))
+            for run_id in list(asked)[: max(0, len(asked) - ASKED_KEPT)]:
+                del asked[run_id]  # the oldest read first
+        inputs = {run_id: asked[run_id] for run_id in wanted if run_id in asked}
         return [approval_json(a, inputs) for a in approvals]
 
     app.state.auth = auth
