@@ -810,3 +810,38 @@ async def test_odd_stream_ids_and_times_are_answered_not_crashed(api: Any):
                 "error": "InvalidRequest",
                 "detail": "NUL characters are not allowed",
             }
+
+
+ROUTED = "application/vnd.signoff+json"
+"""A content type FastAPI reads as JSON and the decision route's short way leaves to FastAPI."""
+
+
+async def test_the_short_way_answers_exactly_as_the_route(api: Any):
+    async with api(DELETE_THEN_DONE) as client:
+        run = (
+            await client.post(
+                "/v1/threads/t1/runs", params={"wait": 5}, json={"agent": "ops", "input": "go"}
+            )
+        ).json()
+        [pending] = run["pending_approvals"]
+        url = f"/v1/approvals/{pending}/decision"
+        body = json.dumps({"kind": "approve"}).encode()
+        quick = await client.post(url, content=body, headers={"content-type": "application/json"})
+        # A `+json` type FastAPI reads as JSON too, and the short way leaves it to the route:
+        # the same decision again returns the stored approval.
+        routed = await client.post(url, content=body, headers={"content-type": ROUTED})
+        assert quick.status_code == routed.status_code == 200
+        assert quick.content == routed.content
+        assert quick.headers["content-type"] == routed.headers["content-type"]
+        for ct in ("application/json", ROUTED):
+            answer = await client.post(
+                "/v1/approvals/nope/decision", content=body, headers={"content-type": ct}
+            )
+            assert (answer.status_code, answer.json()["error"]) == (404, "NotFoundError")
+        conflict = {"kind": "reject", "reason": "late"}
+        refused = [
+            await client.post(url, content=json.dumps(conflict), headers={"content-type": ct})
+            for ct in ("application/json", ROUTED)
+        ]
+        assert [r.status_code for r in refused] == [409, 409]
+        assert refused[0].content == refused[1].content

@@ -32,6 +32,7 @@ from signoff.errors import (
 )
 from signoff.server.auth import LOOPBACK_NAMES, Auth, host_name
 from signoff.server.intake import BodyLimits, Intake, refuse, validation_refusal
+from signoff.server.quick import QuickDecision
 from signoff.server.service import Principal, Service
 from signoff.server.shapes import (
     DecisionBody,
@@ -118,8 +119,17 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
         inputs = {run_id: asked[run_id] for run_id in wanted if run_id in asked}
         return [approval_json(a, inputs) for a in approvals]
 
+    async def take(who: Principal, approval_id: str, body: DecisionBody) -> dict[str, Any]:
+        """A decision on one approval, as `POST /v1/approvals/{id}/decision` takes it."""
+        approval = await service.decide(
+            approval_id, body.decision(), actor=who.name, roles=who.roles
+        )
+        [shown_approval] = await approvals_json([approval])
+        return show(shown_approval)
+
     app.state.auth = auth
     _errors(app)
+    app.add_middleware(QuickDecision, auth=auth, take=take)  # inside Intake: after its checks
     # A Slack interaction is authenticated by its signature, which its route checks.
     signed = frozenset({INTERACTIONS}) if service.notifications is not None else frozenset()
     app.add_middleware(Intake, auth=auth, limits=limits or BodyLimits(), signed=signed)
@@ -282,11 +292,8 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
 
     @app.post("/v1/approvals/{approval_id}/decision")
     async def decide(approval_id: str, body: DecisionBody, who: Who) -> dict[str, Any]:
-        approval = await service.decide(
-            approval_id, body.decision(), actor=who.name, roles=who.roles
-        )
-        [shown_approval] = await approvals_json([approval])
-        return show(shown_approval)
+        # A well-formed decision seldom gets here: `QuickDecision` takes it to `take` first.
+        return await take(who, approval_id, body)
 
     @app.post("/v1/approvals/decisions")
     async def decide_batch(body: Decisions, who: Who) -> dict[str, Any]:
