@@ -382,60 +382,47 @@ def writes_tool_result(writes: Sequence[tuple[str, Any]]) -> bool:
     return any(isinstance(v, ToolMessage) for v in values)
 
 
-class NotingSqliteSaver(SqliteSaver):
+class Noting:
+    """A saver that notes each commit (and whether it holds the tool's result) under its lock,
+    made reentrant so the note and the write are one step. Mixed into a LangGraph saver."""
+
+    notes: Notes
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        with self.notes.note(holds_tool_result(checkpoint)):
+            return super().put(config, checkpoint, metadata, new_versions)  # type: ignore[misc,no-any-return]
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        with self.notes.note(writes_tool_result(writes)):
+            super().put_writes(config, writes, task_id, task_path)  # type: ignore[misc]
+
+
+class NotingSqliteSaver(Noting, SqliteSaver):
     def __init__(self, conn: CountingConnection) -> None:
         super().__init__(conn)
         lock = threading.RLock()
         self.lock = lock  # type: ignore[assignment]
         self.notes = Notes(lock, conn.tally)
 
-    def put(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        with self.notes.note(holds_tool_result(checkpoint)):
-            return super().put(config, checkpoint, metadata, new_versions)
 
-    def put_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        with self.notes.note(writes_tool_result(writes)):
-            super().put_writes(config, writes, task_id, task_path)
-
-
-class NotingPostgresSaver(PostgresSaver):
+class NotingPostgresSaver(Noting, PostgresSaver):
     def __init__(self, conn: psycopg.Connection[DictRow], tally: Tally) -> None:
         super().__init__(conn)
         lock = threading.RLock()
         self.lock = lock  # type: ignore[assignment]
         self.notes = Notes(lock, tally)
-
-    def put(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        with self.notes.note(holds_tool_result(checkpoint)):
-            return super().put(config, checkpoint, metadata, new_versions)
-
-    def put_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        with self.notes.note(writes_tool_result(writes)):
-            super().put_writes(config, writes, task_id, task_path)
 
 
 def json_as_text(value: object) -> object:

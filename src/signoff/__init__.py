@@ -1,8 +1,8 @@
 """signoff puts a human between AI agents and their risky tool calls."""
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
+from signoff._lazy import lazy_exports as _lazy_exports
 from signoff.errors import (
     ApprovalTimeout,
     ConflictError,
@@ -58,14 +58,13 @@ _LAZY = {
 }
 
 
+_exported = _lazy_exports(__name__, _LAZY)
+
+
 def __getattr__(name: str) -> Any:
-    if name == "__version__":
-        value: Any = _version()
-    elif name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-    else:
-        raise AttributeError(f"module 'signoff' has no attribute {name!r}")
-    globals()[name] = value  # looked up once
+    if name != "__version__":
+        return _exported(name)
+    globals()[name] = value = _version()  # looked up once
     return value
 
 

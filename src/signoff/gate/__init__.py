@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from signoff._lazy import lazy_exports as _lazy_exports
 
 if TYPE_CHECKING:
     from signoff.gate.bridge import Bridge
@@ -37,10 +38,4 @@ _LAZY = {
     "Ledger": "signoff.gate.once",
 }
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = _lazy_exports(__name__, _LAZY)

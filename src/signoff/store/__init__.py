@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from signoff._lazy import lazy_exports as _lazy_exports
 from signoff.errors import StoreError
 
 if TYPE_CHECKING:
@@ -41,13 +41,7 @@ _LAZY = {
     "AuditReport": "signoff.store.verification",
 }
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = _lazy_exports(__name__, _LAZY)
 
 
 def shown(url: str) -> str:

@@ -8,24 +8,22 @@ conversation is never rewritten, so a pause costs the same at 10 messages and at
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
-import zlib
 from collections.abc import Awaitable, Callable, Collection, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal, TypeAlias
 
 from sqlalchemy import and_, bindparam, func, insert, literal, or_, select, text, tuple_, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from signoff.errors import ConflictError, NotFoundError
 from signoff.store import schema
+from signoff.store.blobs import event_data, inflate, message_from_row, stored_message, unblob
 from signoff.store.lean import execute
 from signoff.store.times import from_micros, to_micros
-from signoff.types import Approval, canonical_json
+from signoff.types import Approval
 
 __all__ = [
     "OpenTurn",
@@ -465,7 +463,7 @@ class RunStore:
             .order_by(table.c.seq)
         )
         rows = await self.run(lambda c: c.execute(query).all(), write=False)
-        return [_message(row) for row in rows]
+        return [message_from_row(row) for row in rows]
 
     async def run_inputs(self, run_ids: Collection[str]) -> dict[str, str]:
         """What each run was started with (its first message: the user's), by run id, in one
@@ -477,7 +475,7 @@ class RunStore:
         )
         inputs: dict[str, str] = {}
         for row in rows:
-            content = _message(row).get("content")
+            content = message_from_row(row).get("content")
             if isinstance(content, str):
                 inputs[row.run_id] = content
         return inputs
@@ -490,7 +488,7 @@ class RunStore:
         """Every message of the thread's runs as the JSON text it is kept as, oldest first:
         what a model is shown, decoded only when it looks (see `signoff.agent.model.History`)."""
         rows = await self.run(lambda c: execute(c, _THREAD, {"tid": thread_id}).all(), write=False)
-        return [row.data if row.blob_data is None else _inflate(row.blob_data) for row in rows]
+        return [row.data if row.blob_data is None else inflate(row.blob_data) for row in rows]
 
     async def run_events(self, run_id: str, *, after: int = 0) -> list[StoredEvent]:
         result: list[StoredEvent] = await self.run(
@@ -519,53 +517,9 @@ class RunStore:
             )
         query = query.order_by(table.c.at, table.c.run_id, table.c.seq).limit(limit)
         result: list[StoredEvent] = await self.run(
-            lambda c: _unblob(c, [_event(row) for row in c.execute(query)]), write=False
+            lambda c: unblob(c, [_event(row) for row in c.execute(query)]), write=False
         )
         return result
-
-
-LARGE = 64 * 1024
-"""Messages bigger than this (as JSON) are stored once, compressed, and referenced by hash."""
-
-
-_BLOB = "$blob"
-
-
-def _blob(connection: Connection, text: bytes) -> str:
-    """Keep `text` once, compressed; return its hash."""
-    digest = hashlib.sha256(text).hexdigest()
-    dialect = postgresql if connection.dialect.name == "postgresql" else sqlite
-    connection.execute(
-        dialect.insert(schema.blobs)
-        .values(hash=digest, codec="zlib", data=zlib.compress(text, 6))
-        .on_conflict_do_nothing()
-    )
-    return digest
-
-
-def _stored(connection: Connection, message: dict[str, Any]) -> dict[str, Any]:
-    text = canonical_json(message)
-    if len(text) <= LARGE:
-        return {"data": text.decode(), "blob": None}
-    return {"data": "null", "blob": _blob(connection, text)}
-
-
-def _event_data(connection: Connection, data: dict[str, Any]) -> str:
-    """An event's data, or a reference to it when large (tool results repeat messages)."""
-    text = canonical_json(data)
-    if len(text) <= LARGE:
-        return text.decode()
-    return canonical_json({_BLOB: _blob(connection, text)}).decode()
-
-
-def _message(row: Any) -> dict[str, Any]:
-    if row.blob_data is not None:
-        return json.loads(zlib.decompress(row.blob_data))  # type: ignore[no-any-return]
-    return json.loads(row.data)  # type: ignore[no-any-return]
-
-
-def _inflate(blob: bytes) -> str:
-    return zlib.decompress(blob).decode()
 
 
 def read_turn(connection: Connection, run_id: str) -> OpenTurn:
@@ -577,13 +531,13 @@ def read_turn(connection: Connection, run_id: str) -> OpenTurn:
 
     def latest(kind: str, after: int = 0) -> StoredEvent | None:
         row = execute(connection, _LATEST, {"rid": run_id, "kind": kind, "after": after}).first()
-        return None if row is None else _unblob(connection, [_event(row)])[0]
+        return None if row is None else unblob(connection, [_event(row)])[0]
 
     calls = latest("tool_call")
     paused = None if calls is None else latest("paused", after=calls.seq)
     return OpenTurn(
         turns=turns,
-        messages=[_message(row) for row in tail],
+        messages=[message_from_row(row) for row in tail],
         started_at=None if calls is None else calls.at,
         paused_on=[] if paused is None else list(paused.data["approvals"]),
     )
@@ -728,7 +682,7 @@ def _append(
             _INSERT_MESSAGES,
             [
                 {"run_id": run_id, "seq": first_message + i, "role": m["role"]}
-                | _stored(connection, m)
+                | stored_message(connection, m)
                 for i, m in enumerate(messages)
             ],
         )
@@ -748,7 +702,7 @@ def _event_row(connection: Connection, event: StoredEvent) -> dict[str, Any]:
         "seq": event.seq,
         "at": to_micros(event.at),
         "type": event.type,
-        "data": _event_data(connection, event.data),
+        "data": event_data(connection, event.data),
     }
 
 
@@ -762,24 +716,7 @@ def _events(
         .order_by(table.c.seq)
         .limit(limit)
     ).all()
-    return _unblob(connection, [_event(row) for row in rows])
-
-
-def _unblob(connection: Connection, events: list[StoredEvent]) -> list[StoredEvent]:
-    """The events with the data of large ones read back from their blobs."""
-    refs = {e.data[_BLOB] for e in events if set(e.data) == {_BLOB}}
-    if not refs:
-        return events
-    blobs = schema.blobs
-    found = dict(
-        connection.execute(select(blobs.c.hash, blobs.c.data).where(blobs.c.hash.in_(refs))).all()
-    )
-    return [
-        replace(e, data=json.loads(zlib.decompress(found[e.data[_BLOB]])))
-        if set(e.data) == {_BLOB}
-        else e
-        for e in events
-    ]
+    return unblob(connection, [_event(row) for row in rows])
 
 
 def _filtered(

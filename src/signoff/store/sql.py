@@ -87,10 +87,6 @@ _TURN_LEDGER = select(schema.ledger.c.key).where(
 _SUBRUN = select(schema.subruns).where(schema.subruns.c.run_id == bindparam("rid"))
 
 
-def _json(value: Any) -> str:
-    return canonical_json(value).decode()
-
-
 class SQLStore(RunStore, LedgerStore, NoteStore, GrantStore, ExternalStore, OutboxStore):
     """Approvals, grants, the audit log, and the runtime's runs, in one SQL database."""
 
@@ -441,7 +437,7 @@ class SQLStore(RunStore, LedgerStore, NoteStore, GrantStore, ExternalStore, Outb
             "version": version,
             "created_at": to_micros(at),
             "created_by": actor,
-            "document": _json(document),
+            "document": canonical_json(document).decode(),
         }
 
         def work(connection: Connection) -> None:

@@ -1,0 +1,85 @@
+"""Large messages and event data: kept once, compressed, and referenced by hash.
+
+A tool result can be megabytes, and the same text comes back in the run's events and its next
+turn's messages: above `LARGE` it goes to the `blobs` table once, under its hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zlib
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection
+
+from signoff.store import schema
+from signoff.types import canonical_json
+
+if TYPE_CHECKING:
+    from signoff.store.runs import StoredEvent
+
+__all__ = ["LARGE", "event_data", "inflate", "message_from_row", "stored_message", "unblob"]
+
+LARGE = 64 * 1024
+"""Messages bigger than this (as JSON) are stored once, compressed, and referenced by hash."""
+
+
+_BLOB = "$blob"
+
+
+def _keep(connection: Connection, text: bytes) -> str:
+    """Keep `text` once, compressed; return its hash."""
+    digest = hashlib.sha256(text).hexdigest()
+    dialect = postgresql if connection.dialect.name == "postgresql" else sqlite
+    connection.execute(
+        dialect.insert(schema.blobs)
+        .values(hash=digest, codec="zlib", data=zlib.compress(text, 6))
+        .on_conflict_do_nothing()
+    )
+    return digest
+
+
+def stored_message(connection: Connection, message: dict[str, Any]) -> dict[str, Any]:
+    text = canonical_json(message)
+    if len(text) <= LARGE:
+        return {"data": text.decode(), "blob": None}
+    return {"data": "null", "blob": _keep(connection, text)}
+
+
+def event_data(connection: Connection, data: dict[str, Any]) -> str:
+    """An event's data, or a reference to it when large (tool results repeat messages)."""
+    text = canonical_json(data)
+    if len(text) <= LARGE:
+        return text.decode()
+    return canonical_json({_BLOB: _keep(connection, text)}).decode()
+
+
+def message_from_row(row: Any) -> dict[str, Any]:
+    if row.blob_data is not None:
+        return json.loads(zlib.decompress(row.blob_data))  # type: ignore[no-any-return]
+    return json.loads(row.data)  # type: ignore[no-any-return]
+
+
+def inflate(blob: bytes) -> str:
+    return zlib.decompress(blob).decode()
+
+
+def unblob(connection: Connection, events: list[StoredEvent]) -> list[StoredEvent]:
+    """The events with the data of large ones read back from their blobs."""
+    refs = {e.data[_BLOB] for e in events if set(e.data) == {_BLOB}}
+    if not refs:
+        return events
+    blobs = schema.blobs
+    found = dict(
+        connection.execute(select(blobs.c.hash, blobs.c.data).where(blobs.c.hash.in_(refs))).all()
+    )
+    return [
+        replace(e, data=json.loads(zlib.decompress(found[e.data[_BLOB]])))
+        if set(e.data) == {_BLOB}
+        else e
+        for e in events
+    ]
