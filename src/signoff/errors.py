@@ -11,6 +11,7 @@
      ├── ApprovalTimeout        nobody decided within the time asked for
      ├── OutcomeUnknown         a call started once and its worker died: it is never run again
      ├── ExecutionFailed        the one execution of a call raised; later callers get its message
+     ├── CallRefused            a call about to run is not the call that was judged or approved
      ├── StoreError             the database cannot be reached, or holds no signoff schema
      ├── CheckpointError        an audit checkpoint that is malformed, forged, or cannot be checked
      └── MissingExtraError      an optional part is used without its extra installed
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "ApprovalTimeout",
+    "CallRefused",
     "CheckpointError",
     "ConflictError",
     "ExecutionFailed",
@@ -119,6 +121,12 @@ class OutcomeUnknown(SignoffError):
 class ExecutionFailed(SignoffError):
     """The one execution of a call raised: a later caller of the same key gets its message,
     never a second execution."""
+
+
+class CallRefused(SignoffError):
+    """A framework was about to run a call that is not what signoff let through: not the call
+    the policy allowed, nor the call a person approved, nor their edit exactly (a tampered
+    checkpoint, a forged resume, an adapter's mistake). It did not run; the refusal is audited."""
 
 
 class StoreError(SignoffError):

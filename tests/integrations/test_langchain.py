@@ -89,6 +89,9 @@ async def _harness(database: str, checkpoints: str, tmp_path: Path) -> AsyncIter
 
 
 CONFIG: dict[str, Any] = {"configurable": {"thread_id": "t-1", "user_id": "alice"}}
+STUDIO: dict[str, Any] = {"configurable": {"thread_id": "t-1"}}
+"""A resume sent with no user named (LangGraph Studio's): taken as the principal the app
+`connect`ed with on purpose."""
 
 
 def start(agent: Any, config: dict[str, Any] = CONFIG) -> dict[str, Any]:
@@ -184,8 +187,8 @@ def test_a_turn_with_nothing_to_run_first_interrupts_straight_after_the_model(
     assert executions(harness.side_effects) == []
     decisions = {"decisions": [{"type": "approve"}, {"type": "reject", "message": "too early"}]}
 
-    resumed = agent.invoke(Command(resume=decisions), CONFIG)
-    again = agent.invoke(Command(resume=decisions), CONFIG)  # resumed twice
+    resumed = agent.invoke(Command(resume=decisions), STUDIO)
+    again = agent.invoke(Command(resume=decisions), STUDIO)  # resumed twice
 
     results = tool_results(resumed)
     assert results['send_email {"to": "bob@example.com"}'] == "sent to bob@example.com"
@@ -247,7 +250,7 @@ def test_an_edit_the_schema_refuses_or_the_policy_denies_is_not_taken(harness: H
     assert harness.runs.run(harness.runs.store.get_approval(charge.id)).pending
 
 
-def test_a_langchain_style_resume_is_recorded_as_the_integrations_principal(
+def test_a_langchain_style_resume_without_a_user_is_taken_as_the_integrations_principal(
     harness: Harness,
 ) -> None:
     agent = harness.agent()
@@ -260,7 +263,7 @@ def test_a_langchain_style_resume_is_recorded_as_the_integrations_principal(
     decisions = {"decisions": [{"type": "respond", "message": "emailed by hand"},
                                {"type": "approve"}]}  # fmt: skip
 
-    resumed = agent.invoke(Command(resume=decisions), CONFIG)
+    resumed = agent.invoke(Command(resume=decisions), STUDIO)
 
     results = tool_results(resumed)
     assert results['send_email {"body": "hi", "to": "bob@example.com"}'] == "emailed by hand"
@@ -278,15 +281,15 @@ def test_a_malformed_resume_is_refused_and_decides_nothing(harness: Harness) -> 
     start(agent)
 
     with pytest.raises(ValidationError, match=r"decisions\.1"):
-        agent.invoke(Command(resume={"decisions": [{"type": "approve"}, {"type": "yes"}]}), CONFIG)
+        agent.invoke(Command(resume={"decisions": [{"type": "approve"}, {"type": "yes"}]}), STUDIO)
     with pytest.raises(ValidationError, match="at least 2 items"):
-        agent.invoke(Command(resume={"decisions": [{"type": "approve"}]}), CONFIG)
+        agent.invoke(Command(resume={"decisions": [{"type": "approve"}]}), STUDIO)
     assert len(harness.pending()) == 2
     assert executions(harness.side_effects) == ["read_file report.txt"]
 
     # Refused payloads were not saved: the interrupt can still be answered.
     good = {"decisions": [{"type": "reject", "message": "no"}, {"type": "reject"}]}
-    resumed = agent.invoke(Command(resume=good), CONFIG)
+    resumed = agent.invoke(Command(resume=good), STUDIO)
     assert resumed["messages"][-1].content == "done"
     assert executions(harness.side_effects) == ["read_file report.txt"]
 

@@ -70,6 +70,10 @@ class CheckContext:
     requested_by: str | None = None
     """The principal that started the run (for rules that forbid self-approval)."""
     origin: str = "gate"
+    turn: str | None = None
+    """For another framework's run: the model response the calls came from (a message id, a
+    response's timestamp), so a provider that numbers every response's calls ``call_0`` gets
+    new calls, while the same response judged again is the same calls."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -165,7 +169,10 @@ class Gate:
         now = self._now()
         batch_id = new_id()
         keys = (
-            {c.id: external_key(context.origin, context.thread_id, c.id) for c in calls}
+            {
+                c.id: external_key(context.origin, context.thread_id, c.id, context.turn)
+                for c in calls
+            }
             if keyed
             else {}
         )
@@ -593,10 +600,12 @@ class Gate:
         await self.store.revoke_grant(grant_id, actor=actor, at=now, audit=[record])
 
 
-def external_key(origin: str, thread_id: str | None, call_id: str) -> str:
-    """The key a call of another framework's run is kept under: its origin, its thread and its
+def external_key(origin: str, thread_id: str | None, call_id: str, turn: str | None = None) -> str:
+    """The key a call of another framework's run is kept under: its origin, its thread, the
+    model response it came from (`CheckContext.turn`, where the framework names one) and its
     own id (hashed: ids of any length fit)."""
-    return hashlib.sha256(canonical_json([origin, thread_id, call_id])).hexdigest()
+    parts = [origin, thread_id, call_id] if turn is None else [origin, thread_id, turn, call_id]
+    return hashlib.sha256(canonical_json(parts)).hexdigest()
 
 
 def _recorded(

@@ -27,21 +27,30 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
-from signoff.errors import ConflictError, ForbiddenError, InvalidEditError, SignoffError
+from signoff.errors import (
+    CallRefused,
+    ConflictError,
+    ForbiddenError,
+    InvalidArgumentsError,
+    InvalidEditError,
+    SignoffError,
+)
+from signoff.gate.answers import answer_text, blocked_text
 from signoff.gate.bridge import Bridge
 from signoff.gate.core import CheckContext, Gate, Outcome, external_key
 from signoff.gate.edits import check_edit
 from signoff.gate.ids import new_id
 from signoff.gate.once import Claim, Ledger, Recorded
 from signoff.gate.worker import work_ready
+from signoff.store.base import AuditRecord
 from signoff.store.external import ExternalRecord, Pause
 from signoff.types import Approval, Decision, ToolCall, canonical_json
 
-__all__ = ["ExternalRuns", "Pause", "Resumer", "connect"]
+__all__ = ["ExternalRuns", "Pause", "Resumer", "Step", "connect"]
 
 logger = logging.getLogger("signoff.external")
 T = TypeVar("T")
@@ -55,6 +64,27 @@ class Held:
 
     record: ExternalRecord
     approval: Approval | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Step:
+    """What an integration does with one call of the framework's run (`ExternalRuns.step`)."""
+
+    kind: Literal["run", "answer", "wait"]
+    """``run`` the call (through `ExternalRuns.once`), ``answer`` the model with `text`
+    instead, or ``wait`` for a person's decision."""
+    key: str
+    """The key the call is kept and run once under."""
+    call: ToolCall | None = None
+    """For ``run``: the call to run — as proposed, or with a person's edit."""
+    edited: dict[str, Any] | None = None
+    """For ``run``: the arguments a person edited the call to, if they did."""
+    text: str = ""
+    """For ``answer``: what the model is told instead of a result."""
+    ok: bool = True
+    """For ``answer``: a person's response (True), or a refusal or rejection (False)."""
+    approval: Approval | None = None
+    """The call's approval, for a held call."""
 
 
 class ExternalRuns:
@@ -71,12 +101,14 @@ class ExternalRuns:
         ledger: Ledger | None = None,
     ) -> None:
         """`principal` and `roles` are who decides when a decision arrives the framework's way
-        (a resume payload): the gate holds them to the same rules as anyone (approvers,
-        self-approval). Built inside a running loop, the bridge is that loop; else give one."""
+        (a resume payload) and the framework cannot say who sent it: the gate holds them to the
+        same rules as anyone (approvers, self-approval). Without a principal such a decision is
+        refused: nobody is taken to have decided on purpose. Built inside a running loop, the
+        bridge is that loop; else give one."""
         self.gate = gate
         self.store = gate.store
         self.origin = origin
-        self.principal = principal or f"{origin}-resume"
+        self.principal = principal
         self.roles = frozenset(roles)
         if bridge is None:
             try:
@@ -94,33 +126,50 @@ class ExternalRuns:
     # -- judging ---------------------------------------------------------------------------
 
     async def judge(
-        self, calls: Sequence[ToolCall], *, thread: str, requested_by: str | None = None
+        self,
+        calls: Sequence[ToolCall],
+        *,
+        thread: str,
+        requested_by: str | None = None,
+        turn: str | None = None,
     ) -> list[Outcome]:
         """Judge the calls of one model turn (on the bridge's loop): run, block or hold — or, for
-        calls judged before, the same outcome with their approval as it stands now."""
-        context = CheckContext(thread_id=thread, requested_by=requested_by, origin=self.origin)
+        calls judged before, the same outcome with their approval as it stands now. `turn`
+        names the model response they came from, where the framework knows it: the same call
+        id in another response is another call."""
+        context = CheckContext(
+            thread_id=thread, requested_by=requested_by, origin=self.origin, turn=turn
+        )
         return await self.bridge.arun(self.gate.hold_external(calls, context))
 
     async def judged(
-        self, calls: Sequence[ToolCall], *, thread: str, requested_by: str | None = None
+        self,
+        calls: Sequence[ToolCall],
+        *,
+        thread: str,
+        requested_by: str | None = None,
+        turn: str | None = None,
     ) -> dict[str, Held]:
         """`judge` the turn's calls, then `held` for them: how each stands, by call id."""
 
         async def both() -> dict[str, Held]:
             if calls:
-                await self.judge(calls, thread=thread, requested_by=requested_by)
-            return await self.held(thread, [c.id for c in calls])
+                await self.judge(calls, thread=thread, requested_by=requested_by, turn=turn)
+            return await self.held(thread, [c.id for c in calls], turn=turn)
 
         return await self.bridge.arun(both())
 
-    async def held(self, thread: str, call_ids: Sequence[str]) -> dict[str, Held]:
-        """The calls of `thread` judged before, by call id, with their approvals now."""
-        known = self.known(thread, call_ids)
+    async def held(
+        self, thread: str, call_ids: Sequence[str], *, turn: str | None = None
+    ) -> dict[str, Held]:
+        """The calls of `thread` (and `turn`) judged before, by call id, with their approvals
+        now."""
+        known = self.known(thread, call_ids, turn=turn)
         if known is not None:
             return known
 
         async def read() -> dict[str, Held]:
-            keys = {self.key(thread, i): i for i in call_ids}
+            keys = {self.key(thread, i, turn): i for i in call_ids}
             records = self._records.get_many(keys)
             missing = [k for k in keys if k not in records]
             if missing:
@@ -139,10 +188,12 @@ class ExternalRuns:
 
         return await self.bridge.arun(read())
 
-    def known(self, thread: str, call_ids: Sequence[str]) -> dict[str, Held] | None:
+    def known(
+        self, thread: str, call_ids: Sequence[str], *, turn: str | None = None
+    ) -> dict[str, Held] | None:
         """How the calls stand, without the store, when this process saw every one judged and
         none was held (a verdict to run or block never changes; an approval may): else None."""
-        keys = {self.key(thread, i): i for i in call_ids}
+        keys = {self.key(thread, i, turn): i for i in call_ids}
         records = self._records.get_many(keys)
         if len(records) < len(keys) or any(r.kind == "hold" for r in records.values()):
             return None
@@ -160,9 +211,85 @@ class ExternalRuns:
             return f"the policy denies the edited call: {verdict.reason}"
         return None
 
-    def key(self, thread: str, call_id: str) -> str:
-        """The key a call of this origin's `thread` is kept under (and run once under)."""
-        return external_key(self.origin, thread, call_id)
+    async def step(
+        self,
+        found: Held,
+        proposed: ToolCall,
+        *,
+        key: str,
+        schema: Mapping[str, Any] | None = None,
+    ) -> Step:
+        """What an integration does with `proposed` — the call as the framework's state holds
+        it now — given how it was judged and decided (`found`): run a call (the proposed one,
+        or a person's edit of it), answer the model, or wait. The one place every integration
+        reads a verdict and a decision from; a call that is not the one let through is
+        refused and audited here, and `claim` enforces the same when the call runs."""
+        record, approval = found.record, found.approval
+        if record.kind == "block":
+            return Step(kind="answer", key=key, text=blocked_text(record.reason), ok=False)
+        if record.kind == "run":
+            problem = _mismatch(proposed, record.digest, "it was judged")
+            if problem is not None:
+                return await self._refused(key, proposed, record, problem)
+            return Step(kind="run", key=key, call=proposed)
+        if approval is None:  # pragma: no cover - a held call's record names its approval
+            return await self._refused(key, proposed, record, "its approval is missing")
+        if approval.pending:
+            return Step(kind="wait", key=key, approval=approval)
+        if approval.status not in ("approved", "edited"):
+            text, ok = answer_text(approval)
+            return Step(kind="answer", key=key, text=text, ok=ok, approval=approval)
+        if approval.status == "approved":
+            problem = _mismatch(proposed, approval.call.digest, "it was approved")
+            if problem is not None:
+                return await self._refused(key, proposed, record, problem, approval)
+            return Step(kind="run", key=key, call=proposed, approval=approval)
+        # Edited. The framework holds the call as asked (LangGraph, the Agents SDK, ADK) or as
+        # edited (Pydantic AI resumes with the edit): either is the call decided on.
+        edited = replace(approval.call, agent=proposed.agent)
+        if _digest(proposed) not in (record.digest, edited.digest):
+            problem = "it is not the call a person edited (its tool or arguments changed since)"
+            return await self._refused(key, proposed, record, problem, approval)
+        problem = self.unfit(approval, schema)
+        if problem is not None:
+            return await self._refused(key, proposed, record, problem, approval)
+        return Step(kind="run", key=key, call=edited, edited=approval.call.args,
+                    approval=approval)  # fmt: skip
+
+    async def _refused(
+        self,
+        key: str,
+        call: ToolCall,
+        record: ExternalRecord | None,
+        problem: str,
+        approval: Approval | None = None,
+    ) -> Step:
+        """Audit that `call` is not run, and the answer that tells the model so."""
+        await self.bridge.arun(self._audit_refusal(key, call, record, problem))
+        text = blocked_text(f"{call.name!r} is not the call signoff let through: {problem}")
+        return Step(kind="answer", key=key, text=text, ok=False, approval=approval)
+
+    async def _audit_refusal(
+        self, key: str, call: ToolCall, record: ExternalRecord | None, problem: str
+    ) -> None:
+        await self.store.append_audit([
+            AuditRecord(
+                actor="signoff",
+                action="refused",
+                subject=(record.approval_id if record else None) or key,
+                at=_now(),
+                data={"origin": self.origin, "tool": call.name[:200], "digest": _digest(call),
+                      "judged_digest": record.digest if record else None,
+                      "thread_id": record.thread_id if record else None,
+                      "call_id": call.id[:200], "reason": problem},
+            )
+        ])  # fmt: skip
+        logger.warning("signoff refused a %s call of %r: %s", self.origin, call.name, problem)
+
+    def key(self, thread: str, call_id: str, turn: str | None = None) -> str:
+        """The key a call of this origin's `thread` (and model response `turn`) is kept under,
+        and run once under."""
+        return external_key(self.origin, thread, call_id, turn)
 
     # -- deciding the framework's way ------------------------------------------------------
 
@@ -173,19 +300,31 @@ class ExternalRuns:
         actor: str | None = None,
         roles: Iterable[str] | None = None,
     ) -> dict[str, Approval]:
-        """Take decisions that arrived through the framework (a resume payload) as the
-        integration's principal — or as `actor` when the framework says who decided, with
-        `roles` (default: the principal's) —, each compare-and-set: one taken elsewhere first
-        stands, and one this decider may not take (approvers, their own call) is not taken.
-        Returns every approval as it stands."""
-        held_roles = self.roles if roles is None else frozenset(roles)
+        """Take decisions that arrived through the framework (a resume payload) as `actor` when
+        the framework says who sent them (with `roles`, default none), else as the
+        integration's principal with its roles — each compare-and-set: one taken elsewhere
+        first stands, and one this decider may not take (approvers, their own call) is not
+        taken. With neither an actor nor a principal nothing is taken. Returns every approval
+        as it stands."""
+        decider: str | None = actor or self.principal
+        if actor is not None:
+            held_roles = frozenset(roles or ())
+        else:
+            held_roles = self.roles if roles is None else frozenset(roles)
 
         async def take() -> dict[str, Approval]:
+            if decider is None:
+                logger.warning(
+                    "decisions sent through %s were not taken: it cannot tell who sent them; "
+                    "decide in signoff, or name the principal such decisions are taken as "
+                    "(connect(principal=...))",
+                    self.origin,
+                )
             for approval_id, decision in decisions.items():
+                if decider is None:
+                    break
                 try:
-                    await self.gate.decide(
-                        approval_id, decision, actor=actor or self.principal, roles=held_roles
-                    )
+                    await self.gate.decide(approval_id, decision, actor=decider, roles=held_roles)
                 except ConflictError:
                     pass  # decided elsewhere first: that decision stands
                 except ForbiddenError as exc:
@@ -235,25 +374,35 @@ class ExternalRuns:
     # -- running once ----------------------------------------------------------------------
 
     async def claim(
-        self, key: str, *, idempotent: bool = False, tool: str = "", digest: str = ""
+        self, key: str, call: ToolCall, *, idempotent: bool = False
     ) -> Claim | Recorded:
-        """Claim `key` to run its call now, or get its recorded result (`Ledger.claim`)."""
-        return await self.bridge.arun(
-            self.ledger.claim(key, idempotent=idempotent, tool=tool, digest=digest)
-        )
+        """Claim `key` to run `call` now — the call exactly as it is about to run — or get its
+        recorded result (`Ledger.claim`). Refused (`CallRefused`, audited) unless `call` is
+        what the policy allowed under `key`, or what a person approved, or their edit
+        exactly: whatever an integration, a tampered checkpoint or a forged resume payload
+        hands over, nothing else runs."""
+
+        async def checked() -> Claim | Recorded:
+            await self._permit(key, call)
+            return await self.ledger.claim(
+                key, idempotent=idempotent, tool=call.name, digest=call.digest
+            )
+
+        return await self.bridge.arun(checked())
 
     async def once(
         self,
         key: str,
+        call: ToolCall,
         fn: Callable[[], Awaitable[Any]],
         *,
-        tool: str = "",
         idempotent: bool = False,
     ) -> Any:
-        """Run `fn` (on the caller's loop, unlike `Ledger.once`) once under `key` and record
-        what it returns (a JSON value); the recorded value when it ran before. Raises
-        `OutcomeUnknown` when a worker died inside it (unless `idempotent`)."""
-        claim = await self.claim(key, idempotent=idempotent, tool=tool)
+        """Run `fn` — which runs `call` — (on the caller's loop, unlike `Ledger.once`) once
+        under `key` and record what it returns (a JSON value); the recorded value when it ran
+        before. Raises `CallRefused` as `claim` does, and `OutcomeUnknown` when a worker died
+        inside it (unless `idempotent`)."""
+        claim = await self.claim(key, call, idempotent=idempotent)
         if isinstance(claim, Recorded):
             return claim.value
         try:
@@ -266,6 +415,35 @@ class ExternalRuns:
             raise
         await self.finish(claim, value)
         return value
+
+    async def _permit(self, key: str, call: ToolCall) -> None:
+        """Refuse `call` under `key` unless it is the call let through (see `claim`)."""
+        records = self._records.get_many([key])
+        if key not in records:
+            records = await self.store.external_calls([key])
+            self._records.add(records.values())
+        record = records.get(key)
+        problem: str | None
+        if record is None:
+            problem = "signoff's policy never judged it"
+        elif record.kind == "block":
+            problem = f"the policy blocked it ({record.reason})"
+        elif record.kind == "run":
+            problem = _mismatch(call, record.digest, "it was judged")
+        else:
+            found = await self.store.get_approvals([record.approval_id or ""])
+            approval = found[0] if found else None
+            if approval is None or approval.status not in ("approved", "edited"):
+                status = "missing" if approval is None else approval.status
+                problem = f"it was not approved (its approval is {status})"
+            else:
+                problem = _mismatch(call, approval.call.digest, f"it was {approval.status}")
+                if problem is None and approval.status == "edited":
+                    problem = self.unfit(approval, self.gate.tool_schema(approval.call))
+        if problem is None:
+            return
+        await self._audit_refusal(key, call, record, problem)
+        raise CallRefused(f"{call.name!r} is not the call signoff let through: {problem}")
 
     async def finish(self, claim: Claim, value: Any) -> None:
         await self.bridge.arun(claim.finish(value))
@@ -420,6 +598,21 @@ class _Records:
                 self._by_key[record.key] = record
             while len(self._by_key) > self.LIMIT:
                 del self._by_key[next(iter(self._by_key))]
+
+
+def _mismatch(call: ToolCall, digest: str, when: str) -> str | None:
+    """Why `call` is not the call whose digest is `digest`, or None when it is."""
+    found = _digest(call)
+    if found == digest:
+        return None
+    return f"it is not the call as {when} (its tool or arguments changed since)"
+
+
+def _digest(call: ToolCall) -> str | None:
+    try:
+        return call.digest
+    except InvalidArgumentsError:
+        return None
 
 
 def _now() -> datetime:

@@ -25,9 +25,9 @@ import inspect
 from typing import Any
 
 from signoff.errors import ApprovalTimeout, MissingExtraError
+from signoff.gate.answers import answer_text, blocked_text
 from signoff.gate.external import ExternalRuns, connect
 from signoff.gate.ids import new_id
-from signoff.integrations._answers import answer_text, blocked_text
 from signoff.types import Approval, ToolCall
 
 try:

@@ -41,8 +41,8 @@ from signoff.errors import (
     OutcomeUnknown,
     SignoffError,
 )
+from signoff.gate.answers import answer_text, blocked_text, edited_text
 from signoff.gate.external import ExternalRuns, Pause, Resumer, connect
-from signoff.integrations._answers import answer_text, blocked_text, edited_text
 from signoff.integrations._threads import busy, now, release, take
 from signoff.types import Approve, Decision, Reject, ToolCall
 

@@ -25,8 +25,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from signoff.errors import ConflictError, ExecutionFailed, MissingExtraError, OutcomeUnknown
+from signoff.gate.answers import answer_text, blocked_text, edited_text
 from signoff.gate.external import ExternalRuns, Held, Pause, Resumer, connect
-from signoff.integrations._answers import answer_text, blocked_text, edited_text
 from signoff.types import Approve, Decision, Reject, ToolCall
 
 try:

@@ -147,8 +147,7 @@ class SignoffMiddleware(AgentMiddleware):
         self._schemas.add(tool.name)
 
     def _key(self, request: ToolCallRequest) -> str:
-        thread = thread_of(request.runtime.config)
-        return self.signoff.runs.key(thread, request.tool_call["id"] or "")
+        return self.signoff.key_of(request)
 
 
 def _last_ai(messages: list[AnyMessage]) -> AIMessage | None:
@@ -185,7 +184,11 @@ def _blocked(
     """The results of the turn's denied calls: they never reach the tools step."""
     thread = thread_of(config)
     answers = [
-        blocked(call, held[call["id"] or ""].record.reason, gate.runs.key(thread, call["id"] or ""))
+        blocked(
+            call,
+            held[call["id"] or ""].record.reason,
+            gate.runs.key(thread, call["id"] or "", message.id),
+        )
         for call in message.tool_calls
         if (call["id"] or "") in held and held[call["id"] or ""].record.kind == "block"
     ]
@@ -212,7 +215,7 @@ def _settle(
         if call_id in answered:
             continue
         found = held.get(call_id)
-        key = gate.runs.key(thread, call_id)
+        key = gate.runs.key(thread, call_id, message.id)
         if found is None or found.record.kind == "run":
             to_run = True
         elif found.record.kind == "block":

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any, Literal, NotRequired, Union
 
 from annotated_types import Len
@@ -29,14 +29,15 @@ from pydantic import Discriminator, StringConstraints
 from typing_extensions import TypedDict
 
 from signoff.errors import (
+    CallRefused,
     ExecutionFailed,
     InvalidDecisionError,
     MissingExtraError,
     OutcomeUnknown,
 )
+from signoff.gate.answers import answer_text, blocked_text, edited_text
 from signoff.gate.external import ExternalRuns, Held, Resumer, connect
 from signoff.gate.once import Claim, Recorded
-from signoff.integrations._answers import answer_text, blocked_text, edited_text
 from signoff.limits import ArgumentLimits
 from signoff.types import Approval, Approve, Decision, Edit, Reject, Respond, ToolCall
 
@@ -112,8 +113,17 @@ class LangGraphGate:
         """Judge the turn's calls (the same verdicts and approvals when judged before) and
         return how each stands, by call id."""
         return await self.runs.judged(
-            self.calls(message), thread=thread_of(config), requested_by=self.requested_by(config)
+            self.calls(message),
+            thread=thread_of(config),
+            requested_by=self.requested_by(config),
+            turn=message.id,
         )
+
+    def key_of(self, request: ToolCallRequest) -> str:
+        """The key the call of `request` is kept and run once under."""
+        call_id = request.tool_call["id"] or ""
+        return self.runs.key(thread_of(request.runtime.config), call_id,
+                             turn_of(request.state, call_id))  # fmt: skip
 
     # -- one call --------------------------------------------------------------------------
 
@@ -156,12 +166,16 @@ class LangGraphGate:
     async def _start(
         self, request: ToolCallRequest
     ) -> ToolMessage | Command[Any] | tuple[_Run, Claim | Recorded]:
-        """`_plan`, and for a call to run, its claim (on the bridge's loop: one hop for both)."""
+        """`_plan`, and for a call to run, its claim (on the bridge's loop: one hop for both).
+        A call signoff refuses to run is answered, never run."""
         plan = await self._plan(request)
         if not isinstance(plan, _Run):
             return plan
-        runs = self.runs
-        return plan, await runs.claim(plan.key, idempotent=plan.idempotent, tool=plan.tool)
+        try:
+            claim = await self.runs.claim(plan.key, plan.call, idempotent=plan.idempotent)
+        except CallRefused as exc:
+            return blocked(request.tool_call, str(exc), plan.key)
+        return plan, claim
 
     async def _plan(self, request: ToolCallRequest) -> _Run | ToolMessage | Command[Any]:
         """What to do with one call: run it (as approved) or the message that answers it."""
@@ -169,37 +183,28 @@ class LangGraphGate:
         thread = thread_of(config)
         tool_call = request.tool_call
         call_id = tool_call["id"] or ""
-        found = (await self.runs.held(thread, [call_id])).get(call_id)
+        turn = turn_of(request.state, call_id)
+        [proposed] = self.calls(AIMessage(content="", tool_calls=[tool_call]))
+        found = (await self.runs.held(thread, [call_id], turn=turn)).get(call_id)
         if found is None:
             # Not judged with its turn (another middleware's call, a state edited by hand):
             # judged now, alone.
-            [call] = self.calls(AIMessage(content="", tool_calls=[tool_call]))
-            await self.runs.judge([call], thread=thread, requested_by=self.requested_by(config))
-            found = (await self.runs.held(thread, [call_id]))[call_id]
-        record, approval = found.record, found.approval
-        key = self.runs.key(thread, call_id)
-        idempotent = _idempotent(request)
-        if record.kind == "block":
-            return blocked(tool_call, record.reason, key)
-        if record.kind == "run":
-            if record.digest != ToolCall(id=call_id, name=tool_call["name"],
-                                         args=tool_call["args"]).digest:  # fmt: skip
-                return blocked(tool_call, "the call changed after it was judged", key)
-            return _Run(request=request, key=key, tool=tool_call["name"], edited=None,
-                        idempotent=idempotent)  # fmt: skip
-        assert approval is not None  # held calls carry their approval
-        if approval.pending:
+            found = (
+                await self.runs.judged(
+                    [proposed], thread=thread, requested_by=self.requested_by(config), turn=turn
+                )
+            )[call_id]
+        key = self.runs.key(thread, call_id, turn)
+        step = await self.runs.step(found, proposed, key=key, schema=tool_schema(request.tool))
+        if step.kind == "wait":
             return _DEFERRED
-        if approval.status not in ("approved", "edited"):
-            return answer(tool_call, approval, key)
-        edited = approval.call.args if approval.status == "edited" else None
-        if edited is not None:
-            problem = self.runs.unfit(approval, tool_schema(request.tool))
-            if problem is not None:
-                return blocked(tool_call, problem, key)
-            request = request.override(tool_call={**tool_call, "args": edited})
-        return _Run(request=request, key=key, tool=tool_call["name"], edited=edited,
-                    idempotent=idempotent)  # fmt: skip
+        if step.kind == "answer":
+            return _answer(tool_call, step.text, step.ok, key)
+        assert step.call is not None  # a call to run is named
+        if step.edited is not None:
+            request = request.override(tool_call={**tool_call, "args": step.edited})
+        return _Run(request=request, key=key, call=step.call, edited=step.edited,
+                    idempotent=_idempotent(request))  # fmt: skip
 
     # -- the one interrupt of a turn -------------------------------------------------------
 
@@ -217,7 +222,7 @@ class LangGraphGate:
             held, turn, asked = runs.run(self._stand(message, answered, config))
             if asked is None:
                 return held, interrupted
-            runs.run(self.take(_interrupt(asked), turn))
+            runs.run(self.take(_interrupt(asked), turn, config))
             interrupted = True
 
     async def adecide_turn(
@@ -232,7 +237,7 @@ class LangGraphGate:
             held, turn, asked = await self.runs.bridge.arun(self._stand(message, answered, config))
             if asked is None:
                 return held, interrupted
-            await self.take(_interrupt(asked), turn)
+            await self.take(_interrupt(asked), turn, config)
             interrupted = True
 
     async def _stand(
@@ -252,7 +257,7 @@ class LangGraphGate:
     ) -> dict[str, Held] | None:
         """How the turn's calls without a result stand, when none was held (`runs.known`)."""
         open_ids = [c["id"] or "" for c in message.tool_calls if c["id"] not in answered]
-        return self.runs.known(thread_of(config), open_ids)
+        return self.runs.known(thread_of(config), open_ids, turn=message.id)
 
     async def _held(
         self, message: AIMessage, answered: set[str], config: RunnableConfig
@@ -260,7 +265,7 @@ class LangGraphGate:
         """The approvals of the turn's held calls without a result, in the turn's order, and
         how every call without a result stands."""
         open_ids = [c["id"] or "" for c in message.tool_calls if c["id"] not in answered]
-        held = await self.runs.held(thread_of(config), open_ids)
+        held = await self.runs.held(thread_of(config), open_ids, turn=message.id)
         turn = [held[i].approval for i in open_ids if i in held]
         return [a for a in turn if a is not None], held
 
@@ -288,11 +293,14 @@ class LangGraphGate:
         )
         return interrupt_value(pause.id, pending)
 
-    async def take(self, value: Any, turn: Sequence[Approval]) -> None:
+    async def take(
+        self, value: Any, turn: Sequence[Approval], config: RunnableConfig | None = None
+    ) -> None:
         """Record the decisions a resume payload carries (LangChain's ``{"decisions": [...]}``
-        by position in the interrupt that asked, or ``{approval id: decision}``) as the
-        integration's principal; signoff's own resume value carries none. Malformed payloads
-        are refused, nothing taken."""
+        by position in the interrupt that asked, or ``{approval id: decision}``) as whoever
+        sent it — the resuming run's ``configurable.user_id`` —, else as the integration's
+        principal (none named: not taken); signoff's own resume value carries none. Malformed
+        payloads are refused, nothing taken."""
         if isinstance(value, Mapping) and MARK in value:
             return
         pause = await self.runs.open_pause([a.id for a in turn])
@@ -300,7 +308,7 @@ class LangGraphGate:
         asked = [by_id[i] for i in (pause.data.get("asked", []) if pause else []) if i in by_id]
         decisions = resume_decisions(value, asked or [a for a in turn if a.pending])
         if decisions:
-            await self.runs.decide(decisions)
+            await self.runs.decide(decisions, actor=sender(config))
 
     async def _went_on(self, approvals: Sequence[Approval]) -> None:
         if approvals:
@@ -311,7 +319,7 @@ class LangGraphGate:
 class _Run:
     request: ToolCallRequest
     key: str
-    tool: str
+    call: ToolCall
     edited: dict[str, Any] | None
     idempotent: bool
 
@@ -341,7 +349,10 @@ def blocked(tool_call: Mapping[str, Any], reason: str, key: str) -> ToolMessage:
 
 def answer(tool_call: Mapping[str, Any], approval: Approval, key: str) -> ToolMessage:
     """The result a decided call that does not run gives the model (`answer_text`)."""
-    content, ok = answer_text(approval)
+    return _answer(tool_call, *answer_text(approval), key)
+
+
+def _answer(tool_call: Mapping[str, Any], content: str, ok: bool, key: str) -> ToolMessage:
     return ToolMessage(id=message_id(key), content=content, name=tool_call["name"],
                        tool_call_id=tool_call["id"] or "",
                        status="success" if ok else "error")  # fmt: skip
@@ -515,6 +526,24 @@ def _decision(data: Any, where: str, approval: Approval) -> Decision:
 # -- small things --------------------------------------------------------------------------
 
 
+def turn_of(state: Any, call_id: str) -> str | None:
+    """The id of the AI message (the model response) that made the call `call_id`: the newest
+    one in the state that did — a provider may number every response's calls ``call_0``."""
+    messages = state.get("messages") if isinstance(state, dict) else state
+    if not isinstance(messages, list):
+        messages = getattr(state, "messages", None) or []
+    for message in reversed(messages):
+        if isinstance(message, AIMessage) and any(c["id"] == call_id for c in message.tool_calls):
+            return message.id
+    return None
+
+
+def sender(config: RunnableConfig | None) -> str | None:
+    """Who sent a resume: the resuming run's ``configurable.user_id``, when it names one."""
+    found = ((config or {}).get("configurable") or {}).get("user_id")
+    return found if isinstance(found, str) and found else None
+
+
 def thread_of(config: RunnableConfig) -> str:
     thread = (config.get("configurable") or {}).get("thread_id")
     if thread is None:
@@ -581,8 +610,7 @@ class ApprovalToolNode(ToolNode):
         try:
             return self.signoff.execute(request, handler)
         except OutcomeUnknown as exc:
-            return unknown(request.tool_call, self.signoff.runs.key(
-                thread_of(request.runtime.config), request.tool_call["id"] or ""), exc)  # fmt: skip
+            return unknown(request.tool_call, self.signoff.key_of(request), exc)
 
     async def _awrap(
         self, request: ToolCallRequest, handler: AsyncHandler
@@ -590,8 +618,7 @@ class ApprovalToolNode(ToolNode):
         try:
             return await self.signoff.aexecute(request, handler)
         except OutcomeUnknown as exc:
-            return unknown(request.tool_call, self.signoff.runs.key(
-                thread_of(request.runtime.config), request.tool_call["id"] or ""), exc)  # fmt: skip
+            return unknown(request.tool_call, self.signoff.key_of(request), exc)
 
     def _func(self, input: Any, config: RunnableConfig, runtime: Any) -> Any:
         message, gate = _last_ai(input), self.signoff
@@ -675,14 +702,21 @@ def gated(
         if approval is not None and approval.pending:
             gate = LangGraphGate(runs, agent=agent)
             value = _interrupt(runs.run(gate.pause([approval], config)))
-            runs.run(gate.take(value, [approval]))
+            runs.run(gate.take(value, [approval], config))
             continue
         if approval is not None and approval.status not in ("approved", "edited"):
             decision = approval.decision
             text = getattr(decision, "content", None) or getattr(decision, "reason", "")
             return CallResult(status=approval.status, message=text)  # type: ignore[arg-type]
         final = approval.call.args if approval is not None else args
-        claim = runs.run(runs.claim(runs.key(thread, call_id), idempotent=idempotent, tool=name))
+        try:
+            claim = runs.run(
+                runs.claim(
+                    runs.key(thread, call_id), replace(call, args=final), idempotent=idempotent
+                )
+            )
+        except CallRefused as exc:
+            return CallResult(status="blocked", message=str(exc))
         if isinstance(claim, Recorded):
             return CallResult(status="ran", value=claim.value, args=final)
         try:

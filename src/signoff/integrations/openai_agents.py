@@ -36,8 +36,8 @@ from signoff.errors import (
     OutcomeUnknown,
     SignoffError,
 )
+from signoff.gate.answers import answer_text, blocked_text, edited_text
 from signoff.gate.external import ExternalRuns, Held, Resumer, connect
-from signoff.integrations._answers import answer_text, blocked_text, edited_text
 from signoff.integrations._threads import busy, now, release, resumer, take, unmarked
 from signoff.types import ToolCall
 

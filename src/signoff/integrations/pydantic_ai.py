@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from signoff.errors import ConflictError, ExecutionFailed, MissingExtraError, OutcomeUnknown
+from signoff.gate.answers import answer_text, blocked_text, edited_text
 from signoff.gate.external import ExternalRuns, Held, Resumer, connect
-from signoff.integrations._answers import answer_text, blocked_text, edited_text
 from signoff.integrations._threads import busy, now, release, resumer, take, unmarked
 from signoff.types import ToolCall
 

@@ -1,0 +1,1 @@
+"""One `Adapter` (tests/integrations/scenarios.py) per framework integration."""

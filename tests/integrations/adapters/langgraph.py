@@ -1,0 +1,182 @@
+"""LangChain's `create_agent` with `SignoffMiddleware`, as the shared scenarios drive it: the
+real agent and checkpointer (SQLite or PostgreSQL), a chat model playing the script with the
+provider's call ids, and the scenarios' tools."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import StructuredTool
+from langgraph.types import Command
+
+from signoff.gate.external import ExternalRuns
+from signoff.integrations.langchain import SignoffMiddleware, connect
+from signoff.integrations.langgraph import MARK
+from tests.integrations.lc_app import checkpointer
+from tests.integrations.scenarios import (
+    POLICY,
+    REQUESTER,
+    Call,
+    Outcome,
+    Script,
+    final_text,
+    record,
+)
+
+
+class _Model(BaseChatModel):
+    """Turn n (the AI messages so far) proposes `script[n]`, with the script's call ids."""
+
+    script: list[Any]
+    turns: Any  # the adapter's own list (a pydantic list field would be a copy)
+
+    @property
+    def _llm_type(self) -> str:
+        return "scenario"
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> _Model:
+        return self
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        turn = sum(isinstance(m, AIMessage) for m in messages)
+        self.turns.append(turn)
+        step = self.script[turn] if turn < len(self.script) else "done"
+        if isinstance(step, str):
+            results = [(m.tool_call_id, str(m.content)) for m in messages
+                       if isinstance(m, ToolMessage)]  # fmt: skip
+            return ChatResult(generations=[ChatGeneration(message=AIMessage(
+                content=final_text(step, results)))])  # fmt: skip
+        calls = [{"name": c.name, "args": c.args, "id": c.id, "type": "tool_call"} for c in step]
+        message = AIMessage(content="", tool_calls=calls)
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def _tools(side_effects: Path) -> list[StructuredTool]:
+    def transfer(amount: int, to: str) -> str:
+        """Move money."""
+        record(side_effects, f"transfer {amount} {to}")
+        return "transfer ok"
+
+    def read_file(path: str) -> str:
+        """Read a file."""
+        record(side_effects, f"read_file {path}")
+        return "read_file ok"
+
+    def delete_all() -> str:
+        """Delete everything."""
+        record(side_effects, "delete_all")
+        return "delete_all ok"
+
+    return [StructuredTool.from_function(f) for f in (transfer, read_file, delete_all)]
+
+
+class LangChainAdapter:
+    name = "langchain"
+
+    def __init__(self, runs: ExternalRuns, saver: Any, side_effects: Path) -> None:
+        self.runs = runs
+        self.saver = saver
+        self.side_effects = side_effects
+        self._turns: list[int] = []
+        self._agents: dict[str, Any] = {}
+
+    @property
+    def model_turns(self) -> int:
+        return len(self._turns)
+
+    def _agent(self, thread: str, script: Script | None = None) -> Any:
+        if script is not None:
+            model = _Model(script=list(script), turns=self._turns)
+            self._agents[thread] = create_agent(
+                model, _tools(self.side_effects), middleware=[SignoffMiddleware(self.runs)],
+                checkpointer=self.saver,
+            )  # fmt: skip
+        return self._agents[thread]
+
+    @staticmethod
+    def _config(thread: str, user: str | None = REQUESTER) -> dict[str, Any]:
+        configurable: dict[str, Any] = {"thread_id": thread}
+        if user is not None:
+            configurable["user_id"] = user
+        return {"configurable": configurable}
+
+    @staticmethod
+    def _outcome(result: dict[str, Any]) -> Outcome:
+        if result.get("__interrupt__"):
+            return Outcome(paused=True)
+        last = result["messages"][-1]
+        return Outcome(paused=False, text=str(last.content))
+
+    async def start(self, thread: str, script: Script) -> Outcome:
+        agent = self._agent(thread, script)
+        result = await asyncio.to_thread(
+            agent.invoke, {"messages": [{"role": "user", "content": "go"}]}, self._config(thread)
+        )
+        return self._outcome(result)
+
+    async def resume(self, thread: str) -> Outcome:
+        """As `resumer` does: answer each of signoff's interrupts with its own value — or, for
+        a thread whose state a person edited (which ends its interrupts), go on as LangGraph
+        Studio's "continue" does."""
+        agent, config = self._agent(thread), self._config(thread)
+        state = await asyncio.to_thread(agent.get_state, config)
+        interrupts = [i for i in state.interrupts if isinstance(i.value, dict) and MARK in i.value]
+        if not interrupts and state.next:
+            return self._outcome(await asyncio.to_thread(agent.invoke, None, config))
+        if not interrupts:
+            return self._outcome(dict(state.values))
+        command: Command[Any] = Command(
+            resume={i.id: {MARK: {"pause": i.value[MARK]["pause"]}} for i in interrupts}
+        )
+        return self._outcome(await asyncio.to_thread(agent.invoke, command, config))
+
+    async def send(self, thread: str, approve: bool, *, user: str | None) -> Outcome:
+        agent, config = self._agent(thread), self._config(thread, user)
+        state = await asyncio.to_thread(agent.get_state, config)
+        [interrupt] = state.interrupts
+        count = len(interrupt.value["action_requests"])
+        decision = {"type": "approve"} if approve else {"type": "reject", "message": "no"}
+        command: Command[Any] = Command(resume={"decisions": [decision] * count})
+        return self._outcome(await asyncio.to_thread(agent.invoke, command, config))
+
+    async def tamper(self, thread: str, call: Call) -> None:
+        """What LangGraph Studio's state editor does: the AI message, same id, other call."""
+        agent, config = self._agent(thread), self._config(thread)
+        state = await asyncio.to_thread(agent.get_state, config)
+        message = next(m for m in reversed(state.values["messages"]) if isinstance(m, AIMessage))
+        calls = [
+            {"name": call.name, "args": call.args, "id": c["id"], "type": "tool_call"}
+            if c["id"] == call.id else c
+            for c in message.tool_calls
+        ]  # fmt: skip
+        changed = message.model_copy(update={"tool_calls": calls})
+        await asyncio.to_thread(agent.update_state, config, {"messages": [changed]})
+
+
+@contextlib.asynccontextmanager
+async def opened(database: str, tmp_path: Path) -> AsyncIterator[LangChainAdapter]:
+    if database.startswith("sqlite"):
+        checkpoints = str(tmp_path / "checkpoints.db")
+    else:
+        checkpoints = database.replace("postgresql+asyncpg://", "postgresql://")
+    runs = await asyncio.to_thread(connect, POLICY, origin="langgraph", database=database)
+    try:
+        with checkpointer(checkpoints) as saver:
+            yield LangChainAdapter(runs, saver, tmp_path / "side-effects.txt")
+    finally:
+        await asyncio.to_thread(runs.close)

@@ -1,0 +1,139 @@
+"""The one scenario suite every framework integration passes (ARCHITECTURE §6: "an integration
+is an adapter that passes the suite"), like LangGraph's checkpointer conformance suite.
+
+An `Adapter` drives one framework — its real agent, its own test model playing a `Script`,
+tools that count every real execution — behind signoff's `ExternalRuns`. The scenarios in
+tests/integrations/test_scenarios.py run against every adapter on SQLite and PostgreSQL; they
+only speak to the adapter and to signoff's gate, never to a framework.
+
+The scenarios' policy (`POLICY`): ``read_*`` runs, ``delete_*`` is denied, ``transfer`` asks
+and forbids self-approval, anything else asks.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from signoff import Policy
+from signoff.gate.external import ExternalRuns
+
+__all__ = [
+    "POLICY",
+    "Adapter",
+    "Call",
+    "NotSupported",
+    "Outcome",
+    "Script",
+    "executions",
+    "final_text",
+    "record",
+    "told",
+]
+
+POLICY = Policy.from_dict(
+    {
+        "default": "ask",
+        "rules": [
+            {"allow": "read_*"},
+            {"deny": "delete_*"},
+            {"ask": "transfer", "forbid_self_approval": True},
+        ],
+    }
+)
+
+REQUESTER = "alice"
+"""Who starts every scenario's run (the framework's user: LangGraph's ``user_id``, ADK's
+session user, Agno's ``user_id``)."""
+
+
+@dataclass(frozen=True)
+class Call:
+    """One tool call a scripted model turn proposes, with the id the provider gave it."""
+
+    id: str
+    name: str
+    args: dict[str, Any] = field(default_factory=dict)
+
+
+Script = Sequence[Sequence[Call] | str]
+"""The model's turns in order: a turn's tool calls, or its final text. After the script the
+model answers ``done``. A final text is followed by the tool results the model was given — a
+JSON list of ``[call id, result]`` in the conversation's order — so a scenario can read what
+the model was told (`told`)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outcome:
+    """Where a run stands after `start` or a resume."""
+
+    paused: bool
+    """It waits on a person (the framework's interrupt, deferred calls, needs-approval)."""
+    text: str | None = None
+    """The model's final text, when the run finished."""
+
+
+class NotSupported(Exception):
+    """The framework has no such thing (no resume payload of its own, no editable saved state):
+    the scenario that needs it is skipped for this adapter, saying why."""
+
+
+class Adapter(Protocol):
+    """One framework behind signoff, as the scenarios drive it. Each tool the scripts name —
+    ``transfer(amount: int, to: str)``, ``read_file(path: str)``, ``delete_all()`` — appends one
+    line to `side_effects` per real execution (`record`), and returns ``"<name> ok"``."""
+
+    name: str
+    runs: ExternalRuns
+    side_effects: Path
+    model_turns: int
+    """How many times the model was called, in every process of this adapter."""
+
+    async def start(self, thread: str, script: Script) -> Outcome:
+        """Run the agent on a new `thread`, started by `REQUESTER`, its model playing
+        `script`."""
+        ...
+
+    async def resume(self, thread: str) -> Outcome:
+        """Continue the thread after decisions were taken in signoff, the way the integration's
+        resumer does (its resume path, not a decision the framework's way)."""
+        ...
+
+    async def send(self, thread: str, approve: bool, *, user: str | None) -> Outcome:
+        """Decide every waiting call the framework's own way — a LangGraph
+        ``Command(resume=...)``, an ADK confirmation, a DCAF message — as `user` (None: the
+        framework names nobody) and continue. `NotSupported` where decisions only come through
+        signoff."""
+        ...
+
+    async def tamper(self, thread: str, call: Call) -> None:
+        """Replace the waiting call in the framework's saved state (same call id) by `call`,
+        as an editor of that state would (LangGraph Studio's ``update_state``). `NotSupported`
+        where the framework keeps no state a person can edit."""
+        ...
+
+
+def record(side_effects: Path, line: str) -> None:
+    """Note one real execution of a tool."""
+    with side_effects.open("a") as f:
+        f.write(line + "\n")
+
+
+def executions(side_effects: Path) -> list[str]:
+    """Every real execution of the scenario's tools, in order: ``transfer 500 acme``."""
+    return side_effects.read_text().splitlines() if side_effects.exists() else []
+
+
+def final_text(text: str, results: Sequence[tuple[str, str]]) -> str:
+    """What a scripted model answers last: its `text` and the tool results it was given."""
+    return f"{text} {json.dumps([list(r) for r in results])}"
+
+
+def told(outcome: Outcome) -> list[tuple[str, str]]:
+    """The tool results the model was given, as its final text says: ``(call id, result)``."""
+    assert outcome.text is not None, f"the run did not finish: {outcome}"
+    _, _, results = outcome.text.partition(" ")
+    return [(i, r) for i, r in json.loads(results)]

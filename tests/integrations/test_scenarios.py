@@ -1,0 +1,233 @@
+"""The shared scenarios (tests/integrations/scenarios.py), run against every integration's
+adapter on SQLite and PostgreSQL: what may run, how often, and who may decide — the promise —
+is the core's, so every adapter passes the same scenarios."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from signoff import Approve, Edit, Reject
+from tests.conftest import fresh_postgres_database
+from tests.integrations.scenarios import REQUESTER, Adapter, Call, NotSupported, executions, told
+
+ADAPTERS = {
+    "langgraph": "tests.integrations.adapters.langgraph",
+}
+"""Each adapter module's `opened(database, tmp_path)`: an async context manager of its
+`Adapter` over signoff's store at `database`."""
+
+APPROVER = "bob"
+
+
+@pytest.fixture(params=[(name, store) for name in ADAPTERS for store in ("sqlite", "postgres")],
+                ids=lambda p: f"{p[0]}-{p[1]}")  # fmt: skip
+async def adapter(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Adapter]:
+    name, store = request.param
+    module = importlib.import_module(ADAPTERS[name])
+    async with contextlib.AsyncExitStack() as stack:
+        if store == "sqlite":
+            database = f"sqlite:///{tmp_path / 'signoff.db'}"
+        else:
+            database = await stack.enter_async_context(fresh_postgres_database())
+        yield await stack.enter_async_context(module.opened(database, tmp_path))
+
+
+async def pending(adapter: Adapter) -> list[object]:
+    runs = adapter.runs
+    return list(await runs.bridge.arun(runs.store.list_approvals(status="pending")))
+
+
+async def decide(adapter: Adapter, decision: object, *, actor: str = APPROVER) -> None:
+    """Decide every pending call as a person allowed to (as the REST API does)."""
+    runs = adapter.runs
+    for approval in await pending(adapter):
+        await runs.bridge.arun(runs.gate.decide(approval.id, decision, actor=actor))  # type: ignore[attr-defined, arg-type]
+
+
+async def audit_actions(adapter: Adapter) -> list[str]:
+    runs = adapter.runs
+    return [e.action for e in await runs.bridge.arun(runs.store.audit_log())]
+
+
+TRANSFER = [[Call("call_0", "transfer", {"amount": 500, "to": "acme"})], "finished"]
+
+
+async def test_an_approved_call_runs_once_and_its_result_reaches_the_model(
+    adapter: Adapter,
+) -> None:
+    paused = await adapter.start("t-approve", TRANSFER)
+    assert paused.paused and executions(adapter.side_effects) == []
+
+    await decide(adapter, Approve())
+    done = await adapter.resume("t-approve")
+    again = await adapter.resume("t-approve")  # resumed twice: nothing runs again
+
+    assert executions(adapter.side_effects) == ["transfer 500 acme"]
+    assert told(done) == [("call_0", "transfer ok")]
+    assert not again.paused
+
+
+async def test_a_rejected_call_never_runs_and_the_model_reads_why(adapter: Adapter) -> None:
+    await adapter.start("t-reject", TRANSFER)
+
+    await decide(adapter, Reject(reason="not today"))
+    done = await adapter.resume("t-reject")
+
+    assert executions(adapter.side_effects) == []
+    [(call_id, result)] = told(done)
+    assert call_id == "call_0" and "not today" in result and "Do not retry" in result
+
+
+async def test_an_edited_call_runs_with_the_edit_exactly(adapter: Adapter) -> None:
+    await adapter.start("t-edit", TRANSFER)
+
+    await decide(adapter, Edit(args={"amount": 50, "to": "acme"}))
+    await adapter.resume("t-edit")
+
+    assert executions(adapter.side_effects) == ["transfer 50 acme"]
+
+
+@pytest.mark.parametrize(
+    "tampered",
+    [Call("call_0", "transfer", {"amount": 999, "to": "mallory"}), Call("call_0", "delete_all")],
+    ids=["other-arguments", "a-denied-tool"],
+)
+async def test_an_approved_call_changed_in_the_saved_state_is_refused_and_audited(
+    adapter: Adapter, tampered: Call
+) -> None:
+    await adapter.start("t-tamper", TRANSFER)
+    await decide(adapter, Approve())
+    try:
+        await adapter.tamper("t-tamper", tampered)
+    except NotSupported as exc:
+        pytest.skip(str(exc))
+
+    await adapter.resume("t-tamper")
+
+    # Neither the tampered call nor anything else ran; the refusal is in the audit.
+    assert executions(adapter.side_effects) == []
+    assert "refused" in await audit_actions(adapter)
+
+
+async def test_a_provider_that_numbers_every_response_call_0_gets_each_call_judged(
+    adapter: Adapter,
+) -> None:
+    script = [
+        [Call("call_0", "read_file", {"path": "a.txt"})],
+        [Call("call_0", "read_file", {"path": "b.txt"})],
+        [Call("call_0", "read_file", {"path": "a.txt"})],  # the same call again: it runs again
+        "finished",
+    ]
+
+    done = await adapter.start("t-reused", script)
+
+    assert executions(adapter.side_effects) == [
+        "read_file a.txt", "read_file b.txt", "read_file a.txt",
+    ]  # fmt: skip
+    assert told(done) == [("call_0", "read_file ok")] * 3
+
+
+async def test_a_reused_call_id_is_held_again_when_it_asks(adapter: Adapter) -> None:
+    script = [
+        [Call("call_0", "transfer", {"amount": 5, "to": "acme"})],
+        [Call("call_0", "transfer", {"amount": 7, "to": "acme"})],
+        "finished",
+    ]
+    await adapter.start("t-reused-ask", script)
+    await decide(adapter, Approve())
+
+    second = await adapter.resume("t-reused-ask")
+
+    # The second response's call_0 is a new call: asked about, not run under the first's
+    # approval.
+    assert second.paused
+    assert executions(adapter.side_effects) == ["transfer 5 acme"]
+    await decide(adapter, Approve())
+    await adapter.resume("t-reused-ask")
+    assert executions(adapter.side_effects) == ["transfer 5 acme", "transfer 7 acme"]
+
+
+async def test_the_requester_cannot_approve_her_own_call_the_frameworks_way(
+    adapter: Adapter,
+) -> None:
+    await adapter.start("t-self", TRANSFER)
+    try:
+        still = await adapter.send("t-self", True, user=REQUESTER)
+    except NotSupported as exc:
+        pytest.skip(str(exc))
+
+    assert executions(adapter.side_effects) == []
+    [approval] = await pending(adapter)  # still waiting on someone else
+    assert still.paused
+    await decide(adapter, Approve())
+    await adapter.resume("t-self")
+    assert executions(adapter.side_effects) == ["transfer 500 acme"]
+    assert approval is not None
+
+
+async def test_a_decision_the_frameworks_way_from_nobody_named_is_not_taken(
+    adapter: Adapter,
+) -> None:
+    await adapter.start("t-nobody", TRANSFER)
+    try:
+        await adapter.send("t-nobody", True, user=None)
+    except NotSupported as exc:
+        pytest.skip(str(exc))
+
+    assert executions(adapter.side_effects) == []
+    assert len(await pending(adapter)) == 1
+
+
+async def test_a_decision_the_frameworks_way_by_another_person_is_theirs(
+    adapter: Adapter,
+) -> None:
+    await adapter.start("t-other", TRANSFER)
+    try:
+        done = await adapter.send("t-other", True, user=APPROVER)
+    except NotSupported as exc:
+        pytest.skip(str(exc))
+
+    assert executions(adapter.side_effects) == ["transfer 500 acme"]
+    assert told(done) == [("call_0", "transfer ok")]
+    runs = adapter.runs
+    [approval] = await runs.bridge.arun(runs.store.list_approvals())
+    assert approval.decided_by == APPROVER
+
+
+async def test_a_resume_before_the_decision_waits_and_the_later_decision_runs_the_call(
+    adapter: Adapter,
+) -> None:
+    await adapter.start("t-early", TRANSFER)
+
+    early = await adapter.resume("t-early")
+
+    assert early.paused and executions(adapter.side_effects) == []
+    await decide(adapter, Approve())
+    done = await adapter.resume("t-early")
+    assert executions(adapter.side_effects) == ["transfer 500 acme"]
+    assert told(done) == [("call_0", "transfer ok")]
+
+
+async def test_a_denied_call_never_runs_and_resuming_does_not_call_the_model_again(
+    adapter: Adapter,
+) -> None:
+    script = [
+        [Call("call_0", "delete_all"), Call("call_1", "transfer", {"amount": 1, "to": "x"})],
+        "finished",
+    ]
+    await adapter.start("t-deny", script)
+    turns = adapter.model_turns
+
+    await decide(adapter, Approve())
+    done = await adapter.resume("t-deny")
+
+    assert executions(adapter.side_effects) == ["transfer 1 x"]
+    results = dict(told(done))
+    assert "blocked" in results["call_0"] and results["call_1"] == "transfer ok"
+    # One more model call: the final text. The decided batch ran with no new model turn.
+    assert adapter.model_turns == turns + 1
