@@ -28,7 +28,7 @@ from signoff import (
     Scope,
     ToolCall,
 )
-from signoff.errors import ExecutionFailed, OutcomeUnknown, SignoffError, StoreError
+from signoff.errors import CallRefused, ExecutionFailed, OutcomeUnknown, SignoffError, StoreError
 from signoff.gate import CheckContext, Gate
 from signoff.gate.bridge import Bridge
 from signoff.gate.core import external_key
@@ -718,15 +718,129 @@ async def test_decisions_sent_through_the_framework_are_taken_as_its_principal(g
 async def test_a_claim_taken_through_external_runs_is_finished_or_failed_once(
     runs: ExternalRuns,
 ):
-    claim = await runs.claim(runs.key("t1", "c1"), tool="send_email")
+    listing = ToolCall(id="c1", name="mail_list", args={})
+    failing_call = ToolCall(id="c2", name="mail_list", args={"page": 2})
+    await runs.judge([listing, failing_call], thread="t1")
+    claim = await runs.claim(runs.key("t1", "c1"), listing)
     assert not isinstance(claim, Recorded)
     await runs.finish(claim, {"sent": 1})
-    assert await runs.claim(runs.key("t1", "c1")) == Recorded(value={"sent": 1})
-    failing = await runs.claim(runs.key("t1", "c2"))
+    assert await runs.claim(runs.key("t1", "c1"), listing) == Recorded(value={"sent": 1})
+    failing = await runs.claim(runs.key("t1", "c2"), failing_call)
     assert not isinstance(failing, Recorded)
     await runs.fail(failing, ConnectionError("refused"))
     with pytest.raises(ExecutionFailed, match="ConnectionError: refused"):
-        await runs.claim(runs.key("t1", "c2"))
+        await runs.claim(runs.key("t1", "c2"), failing_call)
+
+
+# -- what may run: the core's one check ------------------------------------------------------
+
+
+async def refusals(runs: ExternalRuns) -> list[AuditEntry]:
+    return [e for e in await runs.store.audit_log() if e.action == "refused"]
+
+
+async def test_an_allowed_call_runs_only_as_it_was_judged(runs: ExternalRuns):
+    listing = ToolCall(id="c1", name="mail_list", args={"folder": "inbox"})
+    await runs.judge([listing], thread="t1")
+    key = runs.key("t1", "c1")
+
+    for other in (
+        ToolCall(id="c1", name="mail_list", args={"folder": "sent"}),
+        ToolCall(id="c1", name="mail_delete_all", args={"folder": "inbox"}),
+    ):
+        with pytest.raises(CallRefused, match="not the call signoff let through"):
+            await runs.claim(key, other)
+    assert [e.data["tool"] for e in await refusals(runs)] == ["mail_list", "mail_delete_all"]
+    assert not isinstance(await runs.claim(key, listing), Recorded)
+
+
+async def test_a_call_nobody_judged_or_the_policy_blocked_is_never_claimed(runs: ExternalRuns):
+    denied = ToolCall(id="c2", name="mail_delete", args={})
+    await runs.judge([denied], thread="t1")
+
+    with pytest.raises(CallRefused, match="never judged"):
+        await runs.claim(runs.key("t1", "c9"), ToolCall(id="c9", name="mail_list"))
+    with pytest.raises(CallRefused, match="blocked"):
+        await runs.claim(runs.key("t1", "c2"), denied)
+    assert len(await refusals(runs)) == 2
+
+
+async def test_a_held_call_runs_only_once_approved_and_only_as_approved(runs: ExternalRuns):
+    [held] = await runs.judge([email()], thread="t1")
+    key = runs.key("t1", "c1")
+    with pytest.raises(CallRefused, match="its approval is pending"):
+        await runs.claim(key, email())
+
+    await runs.gate.decide(approval_id(held), Approve(), actor="alice")
+
+    with pytest.raises(CallRefused, match="as it was approved"):
+        await runs.claim(key, email(to="mallory@example.com"))
+    with pytest.raises(CallRefused):
+        await runs.claim(key, ToolCall(id="c1", name="mail_delete", args={"to": "a@example.com"}))
+    assert not isinstance(await runs.claim(key, email()), Recorded)
+
+
+async def test_an_edited_call_runs_only_with_the_edit_exactly(runs: ExternalRuns):
+    [held] = await runs.judge([email()], thread="t1")
+    await runs.gate.decide(approval_id(held), Edit(args={"to": "b@example.com"}), actor="alice")
+    key = runs.key("t1", "c1")
+
+    with pytest.raises(CallRefused, match="as it was edited"):
+        await runs.claim(key, email())  # the call as asked is not the edit
+    assert not isinstance(await runs.claim(key, email(to="b@example.com")), Recorded)
+
+
+async def test_step_refuses_and_audits_a_call_changed_after_its_approval(runs: ExternalRuns):
+    [held] = await runs.judge([email()], thread="t1")
+    await runs.gate.decide(approval_id(held), Approve(), actor="alice")
+    found = (await runs.held("t1", ["c1"]))["c1"]
+    key = runs.key("t1", "c1")
+
+    changed = await runs.step(found, email(to="mallory@example.com"), key=key)
+    same = await runs.step(found, email(), key=key)
+
+    assert (changed.kind, changed.ok) == ("answer", False)
+    assert "not the call signoff let through" in changed.text
+    assert (same.kind, same.call) == ("run", email())
+    assert [e.data["call_id"] for e in await refusals(runs)] == ["c1"]
+
+
+async def test_the_same_call_id_in_another_model_response_is_another_call(runs: ExternalRuns):
+    first = ToolCall(id="call_0", name="mail_list", args={"page": 1})
+    second = ToolCall(id="call_0", name="mail_list", args={"page": 2})
+
+    [a] = await runs.judge([first], thread="t1", turn="response-1")
+    [b] = await runs.judge([second], thread="t1", turn="response-2")
+    [again] = await runs.judge([second], thread="t1", turn="response-1")
+
+    assert (a.kind, b.kind) == ("run", "run")
+    assert runs.key("t1", "call_0", "response-1") != runs.key("t1", "call_0", "response-2")
+    # Within one response, an id names one call: other arguments under it are blocked.
+    assert again.kind == "block" and again.recorded
+
+
+async def test_decisions_sent_through_the_framework_from_nobody_named_are_not_taken(
+    runs: ExternalRuns,
+):
+    [held] = await runs.judge([email()], thread="t1")
+
+    decided = await runs.decide({approval_id(held): Approve()})
+
+    assert decided[approval_id(held)].pending
+
+
+async def test_a_decision_sent_through_the_framework_by_its_requester_is_held_to_self_approval(
+    gate: Gate,
+):
+    gate = Gate(Policy.from_dict({"rules": [{"ask": "send_email", "forbid_self_approval": True}]}),
+                gate.store)  # fmt: skip
+    runs = ExternalRuns(gate, origin=ORIGIN, principal="studio")
+    [held] = await runs.judge([email()], thread="t1", requested_by="olga")
+
+    mine = await runs.decide({approval_id(held): Approve()}, actor="olga")
+    assert mine[approval_id(held)].pending
+    theirs = await runs.decide({approval_id(held): Approve()}, actor="bob")
+    assert theirs[approval_id(held)].decided_by == "bob"
 
 
 # -- the synchronous bridge and connect() -----------------------------------------------------
@@ -784,8 +898,8 @@ def test_connect_judges_and_decides_from_synchronous_code_and_close_cleans_up(tm
         [held] = runs.run(runs.judge([email()], thread="t1"))
         [again] = runs.run(runs.judge([email()], thread="t1"))
         assert (held.kind, again.recorded, again.approval) == ("hold", True, held.approval)
-        decided = runs.run(runs.decide({approval_id(held): Approve()}))
-        assert decided[approval_id(held)].decided_by == "script-resume"
+        decided = runs.run(runs.decide({approval_id(held): Approve()}, actor="bob"))
+        assert decided[approval_id(held)].decided_by == "bob"
     finally:
         runs.close()
     assert runs.bridge.loop.is_closed()
@@ -809,7 +923,7 @@ def test_a_resumer_started_from_synchronous_code_resumes_on_the_bridges_loop(tmp
         runs.run(runs.pause(thread="t1", approvals=[approval_id(held)], data={}))
         stop = Resumer(runs, resume).start(poll_interval=0.01)
         try:
-            runs.run(runs.decide({approval_id(held): Approve()}))
+            runs.run(runs.decide({approval_id(held): Approve()}, actor="bob"))
             assert resumed.wait(HANG)
         finally:
             stop()
@@ -834,7 +948,7 @@ def test_stopping_a_resumer_started_from_synchronous_code_returns_once_it_stoppe
     try:
         [held] = runs.run(runs.judge([email()], thread="t1"))
         runs.run(runs.pause(thread="t1", approvals=[approval_id(held)], data={}))
-        runs.run(runs.decide({approval_id(held): Approve()}))
+        runs.run(runs.decide({approval_id(held): Approve()}, actor="bob"))
         stop = Resumer(runs, resume).start(poll_interval=0.01)
         assert resuming.wait(HANG)
         stop()
