@@ -347,6 +347,107 @@ async def test_a_read_is_judged_by_its_one_spelling_and_one_without_it_is_refuse
         assert '"id": "7"' in read.contents[0].text  # type: ignore[union-attr]
 
 
+# Spellings of `file://<path>` that a server reading the URI's path reads as that file: judged as
+# it (`KEPT`), or refused, the file unread (`UNREAD`).
+KEPT = (
+    "file://{path}",
+    "file:{path}",
+    "file://localhost{path}",
+    "FILE://LocalHost{path}",
+    "file://127.0.0.1{path}",
+    "file://[::1]{path}",
+    "file://[0:0:0:0:0:0:0:1]{path}",
+    "file://%6Cocalhost{path}",
+)
+UNREAD = (
+    "file://localhost:80{path}",
+    "file://127.0.0.1:80{path}",
+    "file://[::1]:80{path}",
+    "file://anyone@localhost{path}",
+    "file://anyone@{path}",
+    "file://example.com{path}",
+    "file://127.1{path}",
+    "file://{path}?raw",
+    "file://{path}#top",
+)
+
+
+def files(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A public file, a secret one and a private one, each a line of text."""
+    public, secret, private = (tmp_path / d / "file.txt" for d in ("public", "secrets", "private"))
+    for path in (public, secret, private):
+        path.parent.mkdir()
+        path.write_text(f"the {path.parent.name} text")
+    return public, secret, private
+
+
+async def test_a_denied_file_is_not_read_however_its_uri_names_the_host(tmp_path: Path) -> None:
+    """The server reads a file: URI's path whatever its authority says: the deny holds for
+    every spelling of the file's host, port and user, and what has no one reading is refused."""
+    public, secret, _ = files(tmp_path)
+    policy = {"default": "allow", "rules": [{"deny": {"resource": f"file://{secret.parent}/*"}}]}
+    async with (
+        in_process(tmp_path, policy) as front,
+        Client(front.server, mode="legacy") as client,
+    ):
+        for spelling in KEPT:
+            read = await client.read_resource(spelling.format(path=public))
+            assert [c.text for c in read.contents] == ["the public text"]  # type: ignore[union-attr]
+            with pytest.raises(MCPError, match="signoff blocked this read: denied") as blocked:
+                await client.read_resource(spelling.format(path=secret))
+            assert blocked.value.error.data == {"status": "blocked"}
+        kept = len(await front.store.audit_log())
+        for spelling in UNREAD:
+            for path in (public, secret):
+                with pytest.raises(MCPError, match="read the resource by its plain URI"):
+                    await client.read_resource(spelling.format(path=path))
+        assert len(await front.store.audit_log()) == kept  # refused before anything was kept
+        forwarded = [e.data["tool"] for e in await front.store.audit_log() if e.action == "forward"]
+        assert set(forwarded) == {f"file://{public}"}  # each read of it by its one spelling
+
+
+async def test_contents_of_a_denied_file_are_withheld_however_their_uri_names_the_host(
+    tmp_path: Path,
+) -> None:
+    """Embedded contents are judged by the same one spelling: a denied file's pass under none
+    of its host's spellings, and those with no one reading are withheld too."""
+    _, secret, _ = files(tmp_path)
+    policy = {"default": "allow", "rules": [{"deny": {"resource": f"file://{secret.parent}/*"}}]}
+    async with (
+        in_process(tmp_path, policy) as front,
+        Client(front.server, mode="legacy") as client,
+    ):
+        for spelling in KEPT + UNREAD:
+            uri = spelling.format(path=secret)
+            carried = await client.call_tool("carry", {"uri": uri})
+            assert carried.structured_content is not None
+            [found] = carried.structured_content["found"]
+            assert found["text"].startswith(f"[signoff withheld {uri}: "), uri
+            assert "contents of" not in json.dumps(carried.model_dump()), uri
+
+
+async def test_a_file_a_rule_asks_about_is_asked_about_however_its_uri_names_the_host(
+    tmp_path: Path,
+) -> None:
+    """Every spelling of the file is one read that waits for a person, under its one name; none
+    reads it meanwhile."""
+    _, _, private = files(tmp_path)
+    policy = {"default": "allow", "rules": [{"ask": {"resource": f"file://{private.parent}/*"}}]}
+    async with (
+        in_process(tmp_path, policy, wait=0.1) as front,
+        Client(front.server, mode="legacy") as client,
+    ):
+        for spelling in KEPT:
+            with pytest.raises(MCPError, match="waits for a person's approval"):
+                await client.read_resource(spelling.format(path=private))
+        for spelling in UNREAD:
+            with pytest.raises(MCPError, match="read the resource by its plain URI"):
+                await client.read_resource(spelling.format(path=private))
+        [held] = await front.store.list_approvals()
+        assert (held.call.kind, held.call.name) == ("resource", f"file://{private}")
+        assert [e for e in await front.store.audit_log() if e.action == "forward"] == []
+
+
 async def test_several_servers_keep_their_prefixes_for_tools_prompts_and_resources(
     tmp_path: Path,
 ) -> None:
