@@ -292,6 +292,40 @@ async def test_a_servers_list_changes_and_resource_updates_reach_the_client(
     }  # fmt: skip
 
 
+@pytest.mark.parametrize("level", [None, "info", "warning"])
+async def test_a_2026_client_hears_the_log_messages_it_opted_into_as_it_would_directly(
+    tmp_path: Path, level: types.LoggingLevel | None
+) -> None:
+    """A 2026-07-28 client opts into log messages with ``io.modelcontextprotocol/logLevel`` in
+    each request's `_meta` (no ``logging/setLevel``): through the gateway it hears what it hears
+    from the server directly — at the level it asked, or above, and none when it asked none."""
+
+    async def heard(target: Any) -> list[tuple[str, Any]]:
+        said: list[tuple[str, Any]] = []
+
+        async def logged(params: types.LoggingMessageNotificationParams) -> None:
+            said.append((params.level, params.data))
+
+        async with Client(target, mode="auto", log_level=level, logging_callback=logged) as c:
+            assert c.protocol_version == "2026-07-28"
+            result = await c.call_tool("test_tool_with_logging", {})
+            assert not result.is_error, result
+        return said
+
+    directly = await heard(
+        StdioServerParameters(command=sys.executable, args=[str(SERVER), "stdio"])
+    )
+    async with in_process(tmp_path, {"default": "allow"}, SERVER) as front:
+        through = await heard(front.server)
+    assert through == directly
+    if level == "info":
+        assert [data for _, data in through] == [
+            "Tool execution started", "Tool processing data", "Tool execution completed",
+        ]  # fmt: skip
+    else:
+        assert through == []
+
+
 async def test_resource_contents_the_policy_denies_are_withheld_wherever_they_come(
     tmp_path: Path,
 ) -> None:
