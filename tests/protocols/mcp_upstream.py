@@ -11,7 +11,9 @@ streamable HTTP: ``python mcp_upstream.py stdio`` / ``python mcp_upstream.py htt
 - ``announce {uri}`` tells its client its tools changed and the resource `uri` was updated;
 - ``carry {uri}`` answers the contents of `uri` in its structured content;
 - ``ask_model {uri}`` asks its client's model about the contents of `uri` (sampling);
-- the resource ``memo://folder`` reads as the contents of each ``memo://...`` of `FOLDER`.
+- the resource ``memo://folder`` reads as the contents of each ``memo://...`` of `FOLDER`;
+- a ``file:`` URI reads as the file at its path, whatever its authority says (as many servers
+  read ``urlparse(uri).path``, percent-decoded).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import os
 import sys
 import warnings
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 import anyio
 from mcp import types
@@ -147,6 +150,11 @@ async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
 
 
 async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> Any:
+    uri = str(params.uri)
+    if uri.startswith("file:"):
+        with open(unquote(urlparse(uri).path)) as opened:
+            text = opened.read()
+        return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, text=text)])
     contents: list[types.TextResourceContents | types.BlobResourceContents] = [
         types.TextResourceContents(uri=uri, text=f"contents of {uri}") for uri in FOLDER
     ]

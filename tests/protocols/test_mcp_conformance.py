@@ -292,6 +292,40 @@ async def test_a_servers_list_changes_and_resource_updates_reach_the_client(
     }  # fmt: skip
 
 
+@pytest.mark.parametrize("level", [None, "info", "warning"])
+async def test_a_2026_client_hears_the_log_messages_it_opted_into_as_it_would_directly(
+    tmp_path: Path, level: types.LoggingLevel | None
+) -> None:
+    """A 2026-07-28 client opts into log messages with ``io.modelcontextprotocol/logLevel`` in
+    each request's `_meta` (no ``logging/setLevel``): through the gateway it hears what it hears
+    from the server directly — at the level it asked, or above, and none when it asked none."""
+
+    async def heard(target: Any) -> list[tuple[str, Any]]:
+        said: list[tuple[str, Any]] = []
+
+        async def logged(params: types.LoggingMessageNotificationParams) -> None:
+            said.append((params.level, params.data))
+
+        async with Client(target, mode="auto", log_level=level, logging_callback=logged) as c:
+            assert c.protocol_version == "2026-07-28"
+            result = await c.call_tool("test_tool_with_logging", {})
+            assert not result.is_error, result
+        return said
+
+    directly = await heard(
+        StdioServerParameters(command=sys.executable, args=[str(SERVER), "stdio"])
+    )
+    async with in_process(tmp_path, {"default": "allow"}, SERVER) as front:
+        through = await heard(front.server)
+    assert through == directly
+    if level == "info":
+        assert [data for _, data in through] == [
+            "Tool execution started", "Tool processing data", "Tool execution completed",
+        ]  # fmt: skip
+    else:
+        assert through == []
+
+
 async def test_resource_contents_the_policy_denies_are_withheld_wherever_they_come(
     tmp_path: Path,
 ) -> None:
@@ -345,6 +379,107 @@ async def test_a_read_is_judged_by_its_one_spelling_and_one_without_it_is_refuse
         assert len(await front.store.audit_log()) == kept  # refused before anything was kept
         read = await client.read_resource("TEST://template/%37/data")  # its one spelling: allowed
         assert '"id": "7"' in read.contents[0].text  # type: ignore[union-attr]
+
+
+# Spellings of `file://<path>` that a server reading the URI's path reads as that file: judged as
+# it (`KEPT`), or refused, the file unread (`UNREAD`).
+KEPT = (
+    "file://{path}",
+    "file:{path}",
+    "file://localhost{path}",
+    "FILE://LocalHost{path}",
+    "file://127.0.0.1{path}",
+    "file://[::1]{path}",
+    "file://[0:0:0:0:0:0:0:1]{path}",
+    "file://%6Cocalhost{path}",
+)
+UNREAD = (
+    "file://localhost:80{path}",
+    "file://127.0.0.1:80{path}",
+    "file://[::1]:80{path}",
+    "file://anyone@localhost{path}",
+    "file://anyone@{path}",
+    "file://example.com{path}",
+    "file://127.1{path}",
+    "file://{path}?raw",
+    "file://{path}#top",
+)
+
+
+def files(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A public file, a secret one and a private one, each a line of text."""
+    public, secret, private = (tmp_path / d / "file.txt" for d in ("public", "secrets", "private"))
+    for path in (public, secret, private):
+        path.parent.mkdir()
+        path.write_text(f"the {path.parent.name} text")
+    return public, secret, private
+
+
+async def test_a_denied_file_is_not_read_however_its_uri_names_the_host(tmp_path: Path) -> None:
+    """The server reads a file: URI's path whatever its authority says: the deny holds for
+    every spelling of the file's host, port and user, and what has no one reading is refused."""
+    public, secret, _ = files(tmp_path)
+    policy = {"default": "allow", "rules": [{"deny": {"resource": f"file://{secret.parent}/*"}}]}
+    async with (
+        in_process(tmp_path, policy) as front,
+        Client(front.server, mode="legacy") as client,
+    ):
+        for spelling in KEPT:
+            read = await client.read_resource(spelling.format(path=public))
+            assert [c.text for c in read.contents] == ["the public text"]  # type: ignore[union-attr]
+            with pytest.raises(MCPError, match="signoff blocked this read: denied") as blocked:
+                await client.read_resource(spelling.format(path=secret))
+            assert blocked.value.error.data == {"status": "blocked"}
+        kept = len(await front.store.audit_log())
+        for spelling in UNREAD:
+            for path in (public, secret):
+                with pytest.raises(MCPError, match="read the resource by its plain URI"):
+                    await client.read_resource(spelling.format(path=path))
+        assert len(await front.store.audit_log()) == kept  # refused before anything was kept
+        forwarded = [e.data["tool"] for e in await front.store.audit_log() if e.action == "forward"]
+        assert set(forwarded) == {f"file://{public}"}  # each read of it by its one spelling
+
+
+async def test_contents_of_a_denied_file_are_withheld_however_their_uri_names_the_host(
+    tmp_path: Path,
+) -> None:
+    """Embedded contents are judged by the same one spelling: a denied file's pass under none
+    of its host's spellings, and those with no one reading are withheld too."""
+    _, secret, _ = files(tmp_path)
+    policy = {"default": "allow", "rules": [{"deny": {"resource": f"file://{secret.parent}/*"}}]}
+    async with (
+        in_process(tmp_path, policy) as front,
+        Client(front.server, mode="legacy") as client,
+    ):
+        for spelling in KEPT + UNREAD:
+            uri = spelling.format(path=secret)
+            carried = await client.call_tool("carry", {"uri": uri})
+            assert carried.structured_content is not None
+            [found] = carried.structured_content["found"]
+            assert found["text"].startswith(f"[signoff withheld {uri}: "), uri
+            assert "contents of" not in json.dumps(carried.model_dump()), uri
+
+
+async def test_a_file_a_rule_asks_about_is_asked_about_however_its_uri_names_the_host(
+    tmp_path: Path,
+) -> None:
+    """Every spelling of the file is one read that waits for a person, under its one name; none
+    reads it meanwhile."""
+    _, _, private = files(tmp_path)
+    policy = {"default": "allow", "rules": [{"ask": {"resource": f"file://{private.parent}/*"}}]}
+    async with (
+        in_process(tmp_path, policy, wait=0.1) as front,
+        Client(front.server, mode="legacy") as client,
+    ):
+        for spelling in KEPT:
+            with pytest.raises(MCPError, match="waits for a person's approval"):
+                await client.read_resource(spelling.format(path=private))
+        for spelling in UNREAD:
+            with pytest.raises(MCPError, match="read the resource by its plain URI"):
+                await client.read_resource(spelling.format(path=private))
+        [held] = await front.store.list_approvals()
+        assert (held.call.kind, held.call.name) == ("resource", f"file://{private}")
+        assert [e for e in await front.store.audit_log() if e.action == "forward"] == []
 
 
 async def test_several_servers_keep_their_prefixes_for_tools_prompts_and_resources(

@@ -460,17 +460,21 @@ class Holding:
         answer, without its `_meta`."""
         shape = shape_of(call)
         link = await asked.peer.link(action.upstream)
+        logs = asked.peer.logs(asked.ctx, action.upstream.name)
         try:
             if call.kind == "tool":
                 result: Any = await link.call(
-                    call.name, call.args, headers=asked.headers, progress=_progress(asked)
-                )
+                    call.name, call.args, headers=asked.headers, progress=_progress(asked),
+                    logs=logs,
+                )  # fmt: skip
             elif call.kind == "resource":
-                result = await link.ask(lambda c: c.read_resource(call.name), headers=asked.headers)
+                result = await link.ask(
+                    lambda c: c.read_resource(call.name), headers=asked.headers, logs=logs
+                )
             else:
                 arguments = {k: str(v) for k, v in call.args.items()}
                 result = await link.ask(
-                    lambda c: c.get_prompt(call.name, arguments), headers=asked.headers
+                    lambda c: c.get_prompt(call.name, arguments), headers=asked.headers, logs=logs
                 )
         except UpstreamError as exc:
             if call.kind != "tool" and exc.answer is not None:

@@ -12,7 +12,10 @@ client only what this client can answer, and what it asks or tells on them reach
 - log messages, progress, list changes and resource updates are passed on as they come.
 
 A 2026-07-28 request has no session and no back channel: it shares the gateway's own connections,
-which declare none of those capabilities.
+which declare none of those capabilities. One that opts into log messages (``_meta``'s
+``io.modelcontextprotocol/logLevel``) has its call forwarded over a connection of its own, opting
+into the same level, and the server's messages on it at that level or above go on the request's
+stream (`Peer.logs`).
 """
 
 from __future__ import annotations
@@ -22,21 +25,25 @@ import contextlib
 import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, get_args
 
 import anyio
 from mcp import types
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
-from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, LOG_LEVEL_META_KEY
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from signoff.protocols.mcp.screen import Screen
-from signoff.protocols.mcp.upstream import Callbacks, Upstream, UpstreamError
+from signoff.protocols.mcp.upstream import Callbacks, Logs, Upstream, UpstreamError
 from signoff.store import AuditRecord, Store
 
 __all__ = ["Peer"]
 
 logger = logging.getLogger("signoff.mcp.gateway")
+
+_LEVELS: tuple[types.LoggingLevel, ...] = get_args(types.LoggingLevel)
+"""The log levels, least severe first."""
 
 
 class Peer:
@@ -122,6 +129,35 @@ class Peer:
             links, self._links = list(self._links.values()), {}
         await asyncio.gather(*(link.close() for link in links), return_exceptions=True)
 
+    def logs(self, ctx: Any, server: str) -> Logs | None:
+        """Where `server`'s log messages go while it answers the 2026-07-28 request of `ctx`,
+        when the request opted into them; None for any other (a 2025-era client's come on its
+        own connections, at the level it set)."""
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            return None
+        level = (ctx.meta or {}).get(LOG_LEVEL_META_KEY)
+        if level not in _LEVELS:
+            return None
+        taken = _LEVELS[_LEVELS.index(level) :]
+
+        async def to(params: types.LoggingMessageNotificationParams) -> None:
+            if params.level not in taken:  # a 2025-era server is not told the level: it says all
+                return
+            notification = types.LoggingMessageNotification(params=self._named(params, server))
+            with contextlib.suppress(Exception):  # a log message is a courtesy: never fail for it
+                await ctx.session.send_notification(notification, related_request_id=ctx.request_id)
+
+        return Logs(level=level, to=to)
+
+    def _named(
+        self, params: types.LoggingMessageNotificationParams, server: str
+    ) -> types.LoggingMessageNotificationParams:
+        """A server's log message, its logger prefixed with the server's name when several."""
+        if not self._several:
+            return params
+        named = f"{server}/{params.logger}" if params.logger else server
+        return params.model_copy(update={"logger": named})
+
     # -- relayed to the client -------------------------------------------------------------
 
     def _callbacks(self, server: str) -> Callbacks:
@@ -150,11 +186,8 @@ class Peer:
             return await self._ask(server, types.ListRootsRequest(), types.ListRootsResult)
 
         async def logged(params: types.LoggingMessageNotificationParams) -> None:
-            if self._several:
-                params = params.model_copy(
-                    update={"logger": f"{server}/{params.logger}" if params.logger else server}
-                )
-            await self._tell(types.LoggingMessageNotification(params=params), related=True)
+            notification = types.LoggingMessageNotification(params=self._named(params, server))
+            await self._tell(notification, related=True)
 
         async def notified(message: Any) -> None:
             if isinstance(message, Exception):

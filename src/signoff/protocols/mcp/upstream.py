@@ -33,7 +33,7 @@ from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, METHOD_NOT_FOUND
 from signoff.errors import SignoffError
 from signoff.protocols.mcp.settings import UpstreamSpec
 
-__all__ = ["Callbacks", "Upstream", "UpstreamError"]
+__all__ = ["Callbacks", "Logs", "Upstream", "UpstreamError"]
 
 logger = logging.getLogger("signoff.mcp.gateway")
 
@@ -66,6 +66,17 @@ class Callbacks:
     legacy: bool = False
     """Speak the 2025-era protocol (the initialize handshake) to the server, as the client
     does: only that era lets a server ask its client things in the middle of a request."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Logs:
+    """One request's own opt-in to the server's log messages (a 2026-07-28 client's
+    ``io.modelcontextprotocol/logLevel``)."""
+
+    level: types.LoggingLevel
+    """The least level the request takes (a 2026-07-28 server is told it with the request)."""
+    to: LoggingFnT
+    """Where the server's log messages go while it answers the request."""
 
 
 class Upstream:
@@ -147,8 +158,11 @@ class Upstream:
                 ready.set_exception(UpstreamError("the connection closed"))
 
     @contextlib.asynccontextmanager
-    async def session(self, *, headers: Mapping[str, str] | None = None) -> AsyncIterator[Client]:
-        """A connected client of the server, with `headers` added for an HTTP one."""
+    async def session(
+        self, *, headers: Mapping[str, str] | None = None, logs: Logs | None = None
+    ) -> AsyncIterator[Client]:
+        """A connected client of the server, with `headers` added for an HTTP one; its log
+        messages to `logs` when given."""
         spec = self.spec
         async with contextlib.AsyncExitStack() as stack:
             target: Any
@@ -177,21 +191,28 @@ class Upstream:
                 sampling_capabilities=back.sampling_capabilities,
                 elicitation_callback=back.elicitation,
                 list_roots_callback=back.roots,
-                logging_callback=back.logging,
+                logging_callback=back.logging if logs is None else logs.to,
+                log_level=None if logs is None else logs.level,
                 message_handler=back.notified,
                 mode="legacy" if back.legacy else "auto",
             )
             yield await stack.enter_async_context(client)
 
     async def ask(
-        self, asking: Callable[[Client], Awaitable[T]], *, headers: Mapping[str, str] | None = None
+        self,
+        asking: Callable[[Client], Awaitable[T]],
+        *,
+        headers: Mapping[str, str] | None = None,
+        logs: Logs | None = None,
     ) -> T:
         """`asking` done with a client of the server; `UpstreamError` when the server is
-        unreachable, fails meanwhile, or answers with an error (a request with `headers` goes
-        over a connection of its own)."""
-        if headers:
+        unreachable, fails meanwhile, or answers with an error. A request with `headers`, or
+        with `logs` of its own, goes over a connection of its own: what a connection carries
+        goes with it alone (a server's log messages say nothing of which request they are
+        of)."""
+        if headers or logs is not None:
             try:
-                async with self.session(headers=headers) as client:
+                async with self.session(headers=headers, logs=logs) as client:
                     return await asking(client)
             except MCPError as exc:
                 raise UpstreamError(f"MCP server {self.name!r}: {_say(exc)}", answer=exc) from exc
@@ -219,13 +240,14 @@ class Upstream:
         *,
         headers: Mapping[str, str] | None = None,
         progress: ProgressFnT | None = None,
+        logs: Logs | None = None,
     ) -> types.CallToolResult:
         """Call `tool` (telling `progress` what the server reports of it)."""
 
         async def calling(client: Client) -> types.CallToolResult:
             return await client.call_tool(tool, args, progress_callback=progress)
 
-        return await self.ask(calling, headers=headers)
+        return await self.ask(calling, headers=headers, logs=logs)
 
     async def listed(self, what: str, *, headers: Mapping[str, str] | None = None) -> list[Any]:
         """Everything the server lists of `what` (``tools``, ``resources``,
