@@ -7,6 +7,7 @@
      ├── InvalidDecisionError   a decision that cannot apply: unknown scope, empty response, ...
      ├── NotFoundError          no approval, run or grant with that id
      ├── ConflictError          a different decision was already taken
+     │    └── ClaimLost         a ledger claim another worker took over: its result is not kept
      ├── ForbiddenError         the actor may not take this decision
      ├── ApprovalTimeout        nobody decided within the time asked for
      ├── OutcomeUnknown         a call started once and its worker died: it is never run again
@@ -28,6 +29,7 @@ __all__ = [
     "ApprovalTimeout",
     "CallRefused",
     "CheckpointError",
+    "ClaimLost",
     "ConflictError",
     "ExecutionFailed",
     "ForbiddenError",
@@ -103,6 +105,12 @@ class NotFoundError(SignoffError, LookupError):
 
 class ConflictError(SignoffError):
     """The object was changed by someone else first, for example a different decision."""
+
+
+class ClaimLost(ConflictError):
+    """A worker's claim on a ledger key ran out and another worker took the key over (an
+    idempotent call run again): the first worker's result is not recorded — the key keeps the
+    new holder's."""
 
 
 class ForbiddenError(SignoffError):

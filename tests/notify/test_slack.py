@@ -212,6 +212,32 @@ async def test_a_malformed_interaction_is_a_400_and_the_link_button_is_ignored(s
         assert (await store.get_approval(held.approval.id)).status == "pending"
 
 
+async def test_a_signed_payload_nested_5000_deep_is_a_400_that_names_the_depth(store: SQLStore):
+    async with slack_app(store) as ((gate, _, url), client, fake):
+        [held] = await gate.check([call("delete_pod", name="a")])
+        pressed = {
+            "type": "block_actions",
+            "user": {"id": "U1"},
+            "actions": [{"action_id": "signoff.approve", "value": f"slack[0]|{held.approval.id}"}],
+            "response_url": f"{url}/respond",
+        }
+        # Written out: json.dumps itself gives up long before 5,000 levels.
+        deep = "[" * 5000 + "]" * 5000
+        payload = json.dumps(pressed)[:-1] + f', "state": {deep}}}'
+        body = urlencode({"payload": payload}).encode()
+        stamp = str(int(time.time()))
+        mac = hmac.new(SIGNING.encode(), f"v0:{stamp}:".encode() + body, hashlib.sha256)
+        signed = {"x-slack-request-timestamp": stamp, "x-slack-signature": f"v0={mac.hexdigest()}"}
+        answer = await client.post("/v1/slack/interactions", content=body, headers=signed)
+        assert (answer.status_code, answer.json()["detail"]) == (
+            400,
+            "the interaction's payload is nested more than 64 levels deep; "
+            "signoff reads at most 64",
+        )
+        assert (await store.get_approval(held.approval.id)).status == "pending"
+        assert [r.path for r in fake.taken()] == []  # nobody was told anything either
+
+
 async def test_sinks_of_one_slack_app_map_the_presser_by_the_sink_that_posted(store: SQLStore):
     fake = Receiver(answer={"ok": True})
     with http_receiver(fake) as url:

@@ -11,10 +11,10 @@ import pytest
 from sqlalchemy import text
 
 from signoff import Approve, Edit, Expired, Grant, NotFoundError, Reject, Scope, ToolCall
-from signoff.errors import ConflictError, OutcomeUnknown, StoreError
+from signoff.errors import ClaimLost, ConflictError, OutcomeUnknown, StoreError
 from signoff.gate.once import Ledger
 from signoff.store import AuditRecord, DecisionPlan, SQLStore, Store, open_store
-from signoff.store.external import Pause
+from signoff.store.external import LedgerClaim, Pause
 from signoff.store.ledger import LedgerEntry
 from signoff.store.migrations import LATEST
 from signoff.types import Approval
@@ -572,20 +572,86 @@ async def test_a_ledger_key_is_claimed_once_and_taken_over_only_once_its_lease_r
         found = await store.ledger_claim("k", owner=other, now=now, lease=lease, takeover=takeover)
         assert (found.claimed, found.status, found.owner) == (False, "started", owner)
     until = T0 + timedelta(minutes=2)
-    assert await store.ledger_renew("k", owner=owner, until=until)
-    assert not await store.ledger_renew("k", owner=other, until=until)
+    assert await store.ledger_renew("k", owner=owner, fence=first.fence, until=until)
+    assert not await store.ledger_renew("k", owner=other, fence=first.fence, until=until)
     held = await store.ledger_claim("k", owner=other, now=late, lease=lease, takeover=True)
     assert (held.claimed, held.lease_until) == (False, until)
     taken = await store.ledger_claim(
         "k", owner=other, now=until + lease, lease=lease, takeover=True
     )
-    assert (taken.claimed, taken.owner) == (True, other)
-    assert not await store.ledger_renew("k", owner=owner, until=until + lease)
-    await store.ledger_finish("k", result={"value": 1}, at=until + lease)
+    assert (taken.claimed, taken.owner, taken.fence) == (True, other, first.fence + 1)
+    assert not await store.ledger_renew("k", owner=owner, fence=first.fence, until=until + lease)
+    await store.ledger_finish(
+        "k", result={"value": 1}, at=until + lease, owner=other, fence=taken.fence
+    )
     done = await store.ledger_claim("k", owner="c", now=until + lease * 9, lease=lease,
                                     takeover=True)  # fmt: skip
     assert (done.claimed, done.status, done.result) == (False, "finished", {"value": 1})
-    assert not await store.ledger_renew("k", owner=other, until=until + lease * 9)
+    after = until + lease * 9
+    assert not await store.ledger_renew("k", owner=other, fence=taken.fence, until=after)
+
+
+async def claimed_then_taken_over(
+    store: SQLStore, *, first: str = "a", second: str = "b"
+) -> tuple[LedgerClaim, LedgerClaim]:
+    """`first` claims key "k" at T0 for a millisecond; `second` takes it over a second later
+    for five minutes (an idempotent call run again)."""
+    held = await store.ledger_claim(
+        "k", owner=first, now=T0, lease=timedelta(milliseconds=1), takeover=False
+    )
+    taken = await store.ledger_claim(
+        "k", owner=second, now=T0 + timedelta(seconds=1), lease=timedelta(minutes=5),
+        takeover=True,
+    )  # fmt: skip
+    assert held.claimed and taken.claimed
+    return held, taken
+
+
+async def test_a_holder_whose_claim_was_taken_over_cannot_record_its_result(store: SQLStore):
+    held, taken = await claimed_then_taken_over(store)
+    assert taken.fence == held.fence + 1
+    later = T0 + timedelta(seconds=2)
+    # Before the new holder finishes, and after: the first holder's result is refused both times.
+    with pytest.raises(ClaimLost, match="the ledger key 'k' is no longer held by claim 1 of 'a'"):
+        await store.ledger_finish(
+            "k", result={"value": "first"}, at=later, owner="a", fence=held.fence,
+            audit=[record("result", "first")],
+        )  # fmt: skip
+    await store.ledger_finish("k", result={"value": "second"}, at=later, owner="b", fence=2)
+    with pytest.raises(ClaimLost):
+        await store.ledger_finish(
+            "k", result={"value": "first"}, at=later, owner="a", fence=held.fence
+        )
+    found = await store.ledger_claim("k", owner="c", now=later, lease=timedelta(0), takeover=True)
+    assert (found.status, found.result, found.owner) == ("finished", {"value": "second"}, "b")
+    assert await store.audit_log() == []  # the refused finish wrote nothing of its transaction
+
+
+async def test_the_same_owner_claiming_a_key_again_fences_out_its_earlier_claim(store: SQLStore):
+    held, again = await claimed_then_taken_over(store, first="a", second="a")
+    later = T0 + timedelta(seconds=2)
+    assert not await store.ledger_renew("k", owner="a", fence=held.fence, until=later)
+    with pytest.raises(ClaimLost):
+        await store.ledger_finish("k", result={"value": 1}, at=later, owner="a", fence=held.fence)
+    await store.ledger_finish("k", result={"value": 2}, at=later, owner="a", fence=again.fence)
+    assert await store.ledger_entry("k") == LedgerEntry(
+        key="k", status="finished", result={"value": 2}
+    )
+
+
+async def test_a_renewal_by_a_fenced_out_holder_does_not_move_the_new_holders_lease(
+    store: SQLStore,
+):
+    held, taken = await claimed_then_taken_over(store)
+    assert taken.lease_until == T0 + timedelta(seconds=1, minutes=5)
+    # Neither extended (a renewal) nor ended at once (an abandoned claim).
+    for until in (T0 + timedelta(days=1), T0 + timedelta(seconds=1)):
+        assert not await store.ledger_renew("k", owner="a", fence=held.fence, until=until)
+        seen = await store.ledger_claim(
+            "k", owner="c", now=T0 + timedelta(seconds=2), lease=timedelta(0), takeover=True
+        )
+        assert (seen.claimed, seen.owner, seen.lease_until) == (False, "b", taken.lease_until)
+    assert await store.ledger_renew("k", owner="b", fence=taken.fence, until=T0 + timedelta(days=1))
 
 
 async def test_ledger_entries_written_before_version_5_are_read_after_migrating(store_url: str):
@@ -620,6 +686,36 @@ async def test_ledger_entries_written_before_version_5_are_read_after_migrating(
             "started", owner="x", now=T0, lease=timedelta(seconds=1), takeover=True
         )
         assert taken.claimed
+
+
+async def test_a_claim_made_before_version_9_is_fenced_out_once_taken_over(store_url: str):
+    from signoff.store.migrations import migrate
+    from signoff.store.postgres import postgres_runner
+    from signoff.store.sqlite import sqlite_runner
+
+    runner = (
+        sqlite_runner(store_url) if store_url.startswith("sqlite") else postgres_runner(store_url)
+    )
+    bare = SQLStore(runner, url=store_url)
+    await bare.run(lambda c: migrate(c, target=8))
+    insert = text(
+        "INSERT INTO ledger (key, run_id, call_id, tool, digest, status, started_at, owner, "
+        "lease_until) VALUES ('k', 'external', 'k', 't', 'd', 'started', 0, 'old', 0)"
+    )
+    await bare.run(lambda c: c.execute(insert))
+    await bare.close()
+    async with open_store(store_url) as store:
+        taken = await store.ledger_claim(
+            "k", owner="new", now=T0, lease=timedelta(minutes=5), takeover=True
+        )
+        assert (taken.claimed, taken.fence) == (True, 1)
+        assert not await store.ledger_renew("k", owner="old", fence=0, until=T0 + timedelta(days=1))
+        with pytest.raises(ClaimLost):
+            await store.ledger_finish("k", result={"value": "old"}, at=T0, owner="old", fence=0)
+        await store.ledger_finish("k", result={"value": "new"}, at=T0, owner="new", fence=1)
+        assert await store.ledger_entry("k") == LedgerEntry(
+            key="k", status="finished", result={"value": "new"}
+        )
 
 
 async def test_a_history_grows_only_from_the_length_its_writer_read(store: SQLStore):

@@ -9,7 +9,9 @@ resumed copy of the same saved state, another process — gets that recorded res
 running anything. A caller that finds the key claimed by a live worker waits for its result.
 One whose worker died mid-call (its process gone, or its claim run out) raises `OutcomeUnknown`:
 whether the call happened is unknown, and it is never run again — unless `idempotent`, when the
-caller takes the key over and runs it.
+caller takes the key over and runs it. Each claim carries a fencing token (the store's count of
+the key's claims): a worker whose claim was taken over meanwhile records nothing — its `finish`
+raises `ClaimLost` — so the new holder's result stands, and `Claim.lost` tells it to stop early.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from signoff.errors import ExecutionFailed, OutcomeUnknown, SignoffError
+from signoff.errors import ClaimLost, ExecutionFailed, OutcomeUnknown, SignoffError
 from signoff.gate.ids import new_id
 from signoff.store.base import AuditRecord, Store
 from signoff.store.external import LedgerClaim
@@ -112,7 +114,7 @@ class Ledger:
                 tool=tool, digest=digest,
             )  # fmt: skip
             if found.claimed:
-                return Claim(key, self, asyncio.create_task(self._renew(key)))
+                return Claim(key, self, fence=found.fence)
             if found.status == "finished":
                 return Recorded(value=_recorded(key, found.result))
             if not _alive(found, now):
@@ -130,13 +132,6 @@ class Ledger:
                 raise TimeoutError(f"the call under {key!r} is still running elsewhere")
             await asyncio.sleep(self.poll_interval)
 
-    async def _renew(self, key: str) -> None:
-        every = max(self.lease.total_seconds() / 3, 0.05)
-        while True:
-            await asyncio.sleep(every)
-            with contextlib.suppress(Exception):  # a missed renewal only shortens the claim
-                await self.store.ledger_renew(key, owner=self.owner, until=_now() + self.lease)
-
 
 @dataclass(frozen=True)
 class Recorded:
@@ -147,17 +142,31 @@ class Recorded:
 
 class Claim:
     """A key claimed to run its call now: `finish` with the result, or `fail` with the
-    exception the call raised. The claim is renewed until then."""
+    exception the call raised. The claim is renewed until then.
 
-    def __init__(self, key: str, ledger: Ledger, renewing: asyncio.Task[None]) -> None:
+    A claim whose renewals stopped reaching the store for longer than its lease (a stalled
+    process, a lost network) may be taken over by an idempotent caller, which runs the call
+    again: from then on this claim records nothing. `lost` is set as soon as a renewal finds
+    that, and `finish` and `fail` raise `ClaimLost`."""
+
+    def __init__(self, key: str, ledger: Ledger, *, fence: int) -> None:
         self.key = key
+        self.fence = fence
+        """Which claim of the key this is (the store counts them): what fences it out once
+        another caller takes the key over."""
+        self.lost = asyncio.Event()
+        """Set once the key is found taken over: the work can stop, its result will not be
+        recorded."""
         self._ledger = ledger
-        self._renewing = renewing
+        self._renewing = asyncio.create_task(self._renew())
 
     async def finish(self, value: Any) -> None:
+        """Record `value` as the call's result. Raises `ClaimLost` (nothing recorded) when the
+        key was taken over meanwhile."""
         await self._record({"value": value})
 
     async def fail(self, exc: BaseException) -> None:
+        """Record that the call raised `exc`; raises `ClaimLost` like `finish`."""
         # It ran (or began to): a second caller gets this, never a second execution.
         await self._record({"error": f"{type(exc).__name__}: {exc}"})
 
@@ -166,11 +175,46 @@ class Claim:
         on it, at once (the claim ends now, not when its lease would have run out)."""
         await self._stop()
         with contextlib.suppress(Exception):  # unended, it runs out with its lease
-            await self._ledger.store.ledger_renew(self.key, owner=self._ledger.owner, until=_now())
+            # Fenced like every renewal: a claim taken over never ends the new holder's.
+            await self._ledger.store.ledger_renew(
+                self.key, owner=self._ledger.owner, fence=self.fence, until=_now()
+            )
 
     async def _record(self, result: dict[str, Any]) -> None:
         await self._stop()
-        await self._ledger.store.ledger_finish(self.key, result=result, at=_now())
+        owner = self._ledger.owner
+        try:
+            await self._ledger.store.ledger_finish(
+                self.key, result=result, at=_now(), owner=owner, fence=self.fence
+            )
+        except ClaimLost:
+            self.lost.set()
+            logger.warning(
+                "the result of the call under %r was not recorded: %s's claim %d was taken "
+                "over by another worker, whose result stands",
+                self.key, owner, self.fence,
+            )  # fmt: skip
+            raise
+
+    async def _renew(self) -> None:
+        ledger = self._ledger
+        every = max(ledger.lease.total_seconds() / 3, 0.05)
+        while True:
+            await asyncio.sleep(every)
+            try:
+                renewed = await ledger.store.ledger_renew(
+                    self.key, owner=ledger.owner, fence=self.fence, until=_now() + ledger.lease
+                )
+            except Exception:  # a missed renewal only shortens the claim
+                continue
+            if not renewed:
+                self.lost.set()
+                logger.warning(
+                    "%s's claim %d on %r was taken over by another worker while its call ran; "
+                    "its result will not be recorded",
+                    ledger.owner, self.fence, self.key,
+                )  # fmt: skip
+                return
 
     async def _stop(self) -> None:
         self._renewing.cancel()

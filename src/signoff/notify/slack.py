@@ -21,6 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 
+from signoff.limits import MAX_DEPTH, text_depth
 from signoff.notify.notice import Notice
 from signoff.notify.settings import SlackSettings
 from signoff.notify.transport import SendFailed, check_status
@@ -101,12 +102,24 @@ def interaction(
         raise BadRequest("the request's signature does not match", status=401)
     try:
         form = parse_qs(body.decode(), strict_parsing=True, max_num_fields=10)
-        payload = json.loads(form["payload"][0])
+        raw = form["payload"][0]
+        # The JSON inside the form: its brackets are percent-encoded in the body, which the
+        # server's own depth check reads, so it is measured here, before the parser recurses
+        # (thousands of levels down it gives up with a RecursionError, a 500). Its size needs
+        # no check of its own: decoded, it is no longer than the body.
+        if text_depth(raw.encode(), stop_after=MAX_DEPTH) > MAX_DEPTH:
+            raise BadRequest(
+                f"the interaction's payload is nested more than {MAX_DEPTH} levels deep; "
+                f"signoff reads at most {MAX_DEPTH}"
+            )
+        payload = json.loads(raw)
         actions = payload["actions"]
         user = payload["user"]
         action = actions[0] if isinstance(actions, list) and actions else {}
         action_id = action.get("action_id")
         user_id = user["id"]
+    except BadRequest:
+        raise  # says what is wrong already (it is a ValueError too)
     except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
         raise BadRequest("the body is not a Slack block_actions interaction") from None
     if action_id not in (APPROVE, REJECT):

@@ -292,6 +292,8 @@ class Store(Protocol):
         *,
         result: dict[str, Any],
         at: datetime,
+        owner: str | None = None,
+        fence: int | None = None,
         write: RunWrite | None = None,
         audit: Sequence[AuditRecord] = (),
     ) -> list[StoredEvent]: ...
@@ -351,7 +353,7 @@ class Store(Protocol):
         run_id: str = "external",
     ) -> LedgerClaim: ...
 
-    async def ledger_renew(self, key: str, *, owner: str, until: datetime) -> bool: ...
+    async def ledger_renew(self, key: str, *, owner: str, fence: int, until: datetime) -> bool: ...
 
     # -- the notifications' outbox (signoff.store.outbox) --
 

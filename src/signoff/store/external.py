@@ -107,6 +107,9 @@ class LedgerClaim:
     result: dict[str, Any] | None
     owner: str | None
     lease_until: datetime | None
+    fence: int = 0
+    """Which claim of the key stands (1 for the first, one more at each takeover): the holder
+    gives it back with each renewal and with its result, which count only while it stands."""
 
 
 def find_external(connection: Connection, keys: Sequence[str]) -> dict[str, ExternalRecord]:
@@ -370,6 +373,7 @@ class ExternalStore:
             "started_at": to_micros(now),
             "owner": owner,
             "lease_until": until,
+            "fence": 1,
         }
         take = (
             update(_ledger)
@@ -378,33 +382,45 @@ class ExternalStore:
                 _ledger.c.status == "started",
                 or_(_ledger.c.lease_until.is_(None), _ledger.c.lease_until < to_micros(now)),
             )
-            .values(owner=owner, lease_until=until, started_at=to_micros(now))
+            .values(
+                owner=owner, lease_until=until, started_at=to_micros(now), fence=_ledger.c.fence + 1
+            )
         )
+        read_fence = select(_ledger.c.fence).where(_ledger.c.key == key)
 
         def work(connection: Connection) -> LedgerClaim:
             if connection.execute(_INSERT_LEDGER[connection.dialect.name], row).rowcount == 1:
                 return LedgerClaim(claimed=True, status="started", result=None, owner=owner,
-                                   lease_until=from_micros(until))  # fmt: skip
+                                   lease_until=from_micros(until), fence=1)  # fmt: skip
             found = connection.execute(select(_ledger).where(_ledger.c.key == key)).one()
             if found.status == "started" and takeover and connection.execute(take).rowcount == 1:
+                # Read again, not counted from `found`: another taker may have moved it since.
+                taken = connection.execute(read_fence).scalar_one()
                 return LedgerClaim(claimed=True, status="started", result=None, owner=owner,
-                                   lease_until=from_micros(until))  # fmt: skip
+                                   lease_until=from_micros(until), fence=taken)  # fmt: skip
             return LedgerClaim(
                 claimed=False,
                 status=found.status,
                 result=None if found.result is None else json.loads(found.result),
                 owner=found.owner,
                 lease_until=None if found.lease_until is None else from_micros(found.lease_until),
+                fence=found.fence,
             )
 
         claim: LedgerClaim = await self.run(work)
         return claim
 
-    async def ledger_renew(self, key: str, *, owner: str, until: datetime) -> bool:
-        """Extend `owner`'s claim on a started key; False when it is no longer theirs."""
+    async def ledger_renew(self, key: str, *, owner: str, fence: int, until: datetime) -> bool:
+        """Move the end of `owner`'s claim `fence` on a started key to `until`; False (nothing
+        changed) when that claim no longer holds the key — it was taken over, or finished."""
         query = (
             update(_ledger)
-            .where(_ledger.c.key == key, _ledger.c.owner == owner, _ledger.c.status == "started")
+            .where(
+                _ledger.c.key == key,
+                _ledger.c.owner == owner,
+                _ledger.c.fence == fence,
+                _ledger.c.status == "started",
+            )
             .values(lease_until=to_micros(until))
         )
         renewed: bool = await self.run(lambda c: c.execute(query).rowcount == 1, durable=False)

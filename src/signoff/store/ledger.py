@@ -14,6 +14,7 @@ from sqlalchemy import bindparam, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
+from signoff.errors import ClaimLost
 from signoff.store import schema
 from signoff.store.audit import append_audit
 from signoff.store.base import AuditRecord
@@ -30,6 +31,11 @@ _FINISH = (
     update(_ledger)
     .where(_ledger.c.key == bindparam("k"))
     .values(status="finished", result=bindparam("v_result"), finished_at=bindparam("v_finished_at"))
+)
+_FINISH_HELD = _FINISH.where(
+    _ledger.c.owner == bindparam("o"),
+    _ledger.c.fence == bindparam("f"),
+    _ledger.c.status == "started",
 )
 _START = {
     name: dialect.insert(_ledger).on_conflict_do_nothing()
@@ -110,18 +116,35 @@ class LedgerStore:
         *,
         result: dict[str, Any],
         at: datetime,
+        owner: str | None = None,
+        fence: int | None = None,
         write: RunWrite | None = None,
         audit: Sequence[AuditRecord] = (),
     ) -> list[StoredEvent]:
-        """Record the call's result, with `write` and `audit` in the same transaction."""
+        """Record the call's result, with `write` and `audit` in the same transaction.
+
+        With `fence`, the result is the holder's of a claim (`ledger_claim`): it is recorded
+        only while `owner`'s claim `fence` still holds the started key; otherwise nothing is
+        written and `ClaimLost` is raised — a holder whose claim was taken over never replaces
+        the new holder's result. Without, the caller holds the key some other way (the
+        runtime: its run's lease, which `write` checks)."""
         finish = {
             "k": key,
             "v_result": canonical_json(result).decode(),
             "v_finished_at": to_micros(at),
         }
+        if fence is not None:
+            finish |= {"o": owner, "f": fence}
 
         def work(connection: Connection) -> list[StoredEvent]:
-            execute(connection, _FINISH, finish)
+            if fence is None:
+                execute(connection, _FINISH, finish)
+            elif execute(connection, _FINISH_HELD, finish).rowcount != 1:
+                raise ClaimLost(
+                    f"the ledger key {key!r} is no longer held by claim {fence} of {owner!r} "
+                    "(its lease ran out and another worker took the key over, or it was "
+                    "finished): this result is not recorded; the key keeps the new holder's"
+                )
             append_audit(connection, audit)
             return [] if write is None else write_run(connection, write)
 

@@ -214,7 +214,13 @@ def _v8(connection: Connection) -> None:
         )
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8]
+def _v9(connection: Connection) -> None:
+    """A fencing token on each ledger claim: a worker whose claim was taken over records nothing
+    (`Ledger.claim`). Claims made before it hold token 0, which no new claim takes."""
+    connection.execute(text("ALTER TABLE ledger ADD COLUMN fence BIGINT NOT NULL DEFAULT 0"))
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9]
 LATEST = len(MIGRATIONS)
 
 

@@ -210,6 +210,11 @@ ledger = Table(
     # second caller can tell a call under way from one whose worker died.
     Column("owner", Text),
     Column("lease_until", BigInteger),
+    # Since version 9: which claim of the key this is — 1 for the first, one more at each
+    # takeover — so a worker whose claim was taken over can neither record its result over the
+    # new holder's nor extend the new holder's lease (the owner alone cannot tell: the same
+    # owner may claim a key twice).
+    Column("fence", BigInteger, nullable=False, server_default="0"),
     Index("ledger_run", "run_id"),
 )
 

@@ -35,6 +35,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from signoff.errors import (
     ApprovalTimeout,
+    ClaimLost,
     ConflictError,
     ExecutionFailed,
     InvalidEditError,
@@ -428,10 +429,15 @@ class Holding:
         except BaseException as exc:
             # Cut off midway (the client went away) or broken: whether the call ran is unknown,
             # and the next call to answer the approval says so at once (or runs it again).
-            with anyio.CancelScope(shield=True):
+            # A claim taken over meanwhile records nothing (the claim logs it): `exc` is still
+            # what this call must raise.
+            with anyio.CancelScope(shield=True), contextlib.suppress(ClaimLost):
                 await claim.fail(exc)
             raise
-        with anyio.CancelScope(shield=True):  # given: kept, even if the client goes now
+        # Given: kept, even if the client goes now. Unless another gateway took this one for
+        # gone and gave the answer again meanwhile: the ledger keeps that one (the claim logs
+        # it), and this call still gets the answer it was given.
+        with anyio.CancelScope(shield=True), contextlib.suppress(ClaimLost):
             await claim.finish(shape.keep(result))
         return result
 
