@@ -124,8 +124,9 @@ class Scope:
 
     kind: ScopeKind
     """``run``, ``thread``, ``agent`` (the calling agent's path) or ``global``."""
-    with_args: bool = False
-    """Narrow the grant to calls with exactly the approved arguments."""
+    with_args: bool = True
+    """Cover only calls with exactly the approved arguments (the default). False widens the
+    grant to the tool's calls with any arguments: a choice to make on purpose."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -134,7 +135,8 @@ class Approve:
 
     kind: Literal["approve"] = field(default="approve", init=False)
     always: Scope | None = None
-    """When set, later identical calls within the scope run without asking (never past a deny)."""
+    """When set, later calls of the same agent's tool within the scope run without asking —
+    with the same arguments unless the scope widens it to any (never past a deny)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -296,7 +298,8 @@ class AuditEntry:
     """When; None when the stored time is not one (see `problem`)."""
     actor: str
     action: str
-    """``verdict``, ``decision``, ``grant``, ``revoke``, ``expire``, ``policy``, ..."""
+    """``verdict``, ``decision``, ``grant``, ``grant_use`` (a call a grant let through),
+    ``revoke``, ``expire``, ``policy``, ..."""
     subject: str
     """What the entry is about: an approval id, a grant id, a policy version."""
     data: dict[str, Any]
@@ -323,7 +326,28 @@ class Context:
 
 @dataclass(frozen=True, kw_only=True)
 class Grant:
-    """A standing approval left by ``Approve(always=Scope(...))``. Never overrides a deny."""
+    """A standing approval left by ``Approve(always=Scope(...))``. Never overrides a deny.
+
+    It covers calls of one tool of one agent: the tool's name, MCP server and kind, and the
+    path of the agent whose call was approved (`agent`) — another agent's tool of the same name
+    is another tool. Within that, its scope:
+
+    - ``run``, ``thread``: that run or thread, and only calls requested by the principal who
+      requested the approved call (`requested_by`). A thread id is shown to everyone who reads
+      the inbox, and anyone may start a run on it: a grant made for olga's thread must not run
+      eve's calls there. A call whose requester is unknown is never covered, and a grant is
+      never made for an approval that names no requester.
+    - ``agent``: the agent's calls in any run or thread, whoever requests them.
+    - ``global``: bound to the agent too, so for an agent's calls it reaches as far as
+      ``agent``; it is the scope for calls that name no agent (a library's own calls).
+
+    It covers only calls with the approved arguments, unless it was widened on purpose to any
+    (`args_digest` None). And only calls its granter could approve now: under the rule it was
+    given under, unchanged; with one of the roles that rule needs — the roles the gate's
+    directory of principals gives the granter at the moment of use (a granter it no longer
+    knows covers nothing), or, for a gate without one (a library's), the roles stored here;
+    and never the granter's own call where the rule forbids self-approval.
+    """
 
     id: str
     tool: str
@@ -332,11 +356,15 @@ class Grant:
     """The MCP server of the tool, when it came from one."""
     kind: CallKind = "tool"
     """What it covers: calls of that tool, reads of that resource, or gets of that prompt."""
+    agent: str | None = None
+    """The path of the agent whose call was approved: only that agent's calls are covered."""
     scope: ScopeKind
     subject: str | None = None
     """What the scope is bound to: the run id, the thread id or the agent path; None if global."""
+    requested_by: str | None = None
+    """Who requested the approved call: a run or thread grant covers only their calls."""
     args_digest: str | None = None
-    """When set, only a call with this digest is covered (``Scope.with_args``)."""
+    """When set, only a call with this digest is covered (``Scope.with_args``, the default)."""
     rule: str | None = None
     """The id of the rule that asked when it was granted: the grant covers only calls that
     rule asks about, so it never carries an approval past a stricter rule's approvers."""
@@ -348,17 +376,21 @@ class Grant:
     """The approval whose decision left this grant."""
     created_by: str
     roles: tuple[str, ...] = ()
-    """The granter's roles when they granted: the grant covers only calls they could approve."""
+    """The granter's roles when they granted. A gate with a directory of principals judges
+    the grant by the roles the granter has at the moment of use instead."""
     created_at: datetime
     uses: int = 0
-    """How many calls it let through."""
+    """How many calls it let through (each also an audit entry, ``grant_use``)."""
     last_used_at: datetime | None = None
     revoked_by: str | None = None
     revoked_at: datetime | None = None
 
     def covers(self, call: ToolCall, context: Context) -> bool:
-        """Whether this grant lets `call` through without asking, in `context`."""
+        """Whether this grant's tool, agent, arguments and scope take in `call`, in `context`
+        (whether its granter may approve the call is the policy's to say)."""
         if call.name != self.tool or call.server != self.server or call.kind != self.kind:
+            return False
+        if call.agent != self.agent:
             return False
         if self.args_digest is not None and self.args_digest != call.digest:
             return False
@@ -368,9 +400,14 @@ class Grant:
             case "agent":
                 return call.agent == self.subject
             case "thread":
-                return context.thread_id is not None and context.thread_id == self.subject
+                bound = context.thread_id
             case "run":
-                return context.run_id is not None and context.run_id == self.subject
+                bound = context.run_id
+        return bound is not None and bound == self.subject and self._requester(context)
+
+    def _requester(self, context: Context) -> bool:
+        """Whether the call is requested by the requester of the approved call, both known."""
+        return self.requested_by is not None and context.requested_by == self.requested_by
 
 
 def approval_to_dict(approval: Approval) -> dict[str, Any]:
@@ -408,20 +445,35 @@ def approval_to_dict(approval: Approval) -> dict[str, Any]:
     }
 
 
-def grant_to_dict(grant: Grant, *, in_force: bool = True) -> dict[str, Any]:
+def grant_to_dict(
+    grant: Grant, *, in_force: bool = True, inactive: str | None = None
+) -> dict[str, Any]:
     """A grant as the API lists it; `in_force` whether the policy still has the rule it was
-    given under (else it covers nothing)."""
-    status = "revoked" if grant.revoked_at is not None else "active" if in_force else "stale"
+    given under (else it is ``stale``: it covers nothing); `inactive` why it covers nothing
+    now for another reason (its granter is gone, or lacks the roles its rule needs), if so.
+    ``why`` says in words why a grant that is not revoked is not active."""
+    why = None
+    if grant.revoked_at is not None:
+        status = "revoked"
+    elif not in_force:
+        status, why = "stale", "the policy no longer has the rule it was given under"
+    elif inactive is not None:
+        status, why = "inactive", inactive
+    else:
+        status = "active"
     return {
         "id": grant.id,
         "tool": grant.tool,
         "kind": grant.kind,
         "server": grant.server,
+        "agent": grant.agent,
         "scope": grant.scope,
         "subject": grant.subject,
+        "requested_by": grant.requested_by,
         "with_args": grant.args_digest is not None,
         "rule": grant.rule,
         "status": status,
+        "why": why,
         "granted_by": grant.created_by,
         "roles": list(grant.roles),
         "granted_at": grant.created_at.isoformat(),

@@ -222,7 +222,9 @@ async def test_a_tool_that_raises_gives_an_error_result_and_the_run_goes_on(stor
     assert [m.content for m in last_tool_results(model)] == ["disk full"]
 
 
-async def test_approve_always_lets_the_next_identical_call_run_without_asking(store: SQLStore):
+async def test_approve_always_for_any_arguments_lets_the_next_such_call_run_without_asking(
+    store: SQLStore,
+):
     run, _ = runner(
         store,
         [
@@ -231,11 +233,11 @@ async def test_approve_always_lets_the_next_identical_call_run_without_asking(st
             ModelTurn(text="both gone"),
         ],
     )
-    events = await collect(run.start("t1", "delete a then b"))
+    events = await collect(run.start("t1", "delete a then b", started_by="olga"))
     [request] = of(events, "approval_requested")
-    await run.gate.decide(
-        request["approval_id"], Approve(always=Scope(kind="thread")), actor="alice"
-    )
+    # Widened on purpose: the next call deletes another pod.
+    any_args = Approve(always=Scope(kind="thread", with_args=False))
+    await run.gate.decide(request["approval_id"], any_args, actor="alice")
     resumed = await collect(run.resume(events[0].run_id))
     assert resumed[-1].type == "completed"
     assert executed == [("delete_pod", {"name": "a"}), ("delete_pod", {"name": "b"})]

@@ -250,12 +250,18 @@ async def test_approve_always_for_the_thread_lets_its_next_identical_call_throug
     first_run, held = await signoff.held("t5", "web5")
     app = await run(inbox(signoff.url, token=TOKEN))
     scopes = app.radio(key=f"signoff:{held}:scope")
-    assert scopes.options == ["this run", "this thread", "this agent", "everywhere"]
+    assert scopes.options == [
+        "this run, when its requester makes them",
+        "this thread, when its requester makes them",
+        "any run or thread, whoever makes them",
+        "everywhere, whoever makes them",
+    ]
     scopes.set_value("thread")
-    app.checkbox(key=f"signoff:{held}:with_args").check()
+    assert app.checkbox(key=f"signoff:{held}:any_args").value is False  # these arguments only
     app = await run(app.button(key=f"signoff:{held}:always").click())
     assert [s.value for s in app.success] == [
-        "Approved delete_pod, and from now on identical calls in this thread, as olga."
+        "Approved delete_pod, and from now on its calls with these arguments in this thread, "
+        "when its requester makes them, as olga."
     ]
     await signoff.finished(first_run)
     [grant] = (await signoff.client.get("/v1/grants", params={"tool": "delete_pod"})).json()[
@@ -269,6 +275,22 @@ async def test_approve_always_for_the_thread_lets_its_next_identical_call_throug
     assert (await signoff.settled(again["id"]))["status"] == "completed"
     assert signoff.deleted() == ["web5", "web5"]
     await signoff.held("t6", "web5")
+
+
+async def test_approve_always_for_any_arguments_needs_the_tick_that_says_so(signoff: Signoff):
+    _, held = await signoff.held("t8", "web8")
+    app = await run(inbox(signoff.url, token=TOKEN))
+    app.radio(key=f"signoff:{held}:scope").set_value("agent")
+    app.checkbox(key=f"signoff:{held}:any_args").check()
+    app = await run(app.button(key=f"signoff:{held}:always").click())
+    assert [s.value for s in app.success] == [
+        "Approved delete_pod, and from now on its calls with any arguments in any run or "
+        "thread, whoever makes them, as olga."
+    ]
+    [grant] = (await signoff.client.get("/v1/grants", params={"tool": "delete_pod"})).json()[
+        "items"
+    ]
+    assert (grant["scope"], grant["with_args"], grant["approval_id"]) == ("agent", False, held)
 
 
 async def test_a_wrong_token_shows_a_clear_error_and_no_list(signoff: Signoff):

@@ -20,7 +20,7 @@ import pytest
 from signoff import Policy, Reject, ToolCall
 from signoff.cli.decide import on_server, through_server
 from signoff.errors import NotFoundError, SignoffError
-from signoff.gate import Gate
+from signoff.gate import CheckContext, Gate
 from signoff.store import open_store
 from signoff.types import Approval
 from tests.processes import signoff_command
@@ -120,6 +120,42 @@ def test_a_short_id_that_names_several_approvals_or_none_decides_nothing(store_u
     # One more character tells them apart.
     code, out, err = signoff("approve", "1deadbeef", *database)
     assert (code, out, err) == (0, f"{TWINS[1]}: approved by olga (delete_pod)\n", "")
+
+
+async def judged(url: str, *names: str) -> list[tuple[str, str | None]]:
+    """Each pod's delete_pod as carol asks for it in thread t1: run or held (its approval)."""
+    async with open_store(url) as store:
+        gate = Gate(
+            Policy.from_dict({"rules": [{"ask": "delete_pod", "approvers": ["ops"]}]}), store
+        )
+        calls = [ToolCall(id=n, name="delete_pod", args={"name": n}) for n in names]
+        context = CheckContext(thread_id="t1", requested_by="carol")
+        outcomes = await gate.check(calls, context)
+        return [(o.kind, None if o.approval is None else o.approval.id) for o in outcomes]
+
+
+def test_approve_always_covers_the_same_arguments_unless_any_args_and_says_what_it_let_through(
+    store_url: str,
+):
+    decider = ("--database", store_url, "--as", "olga", "--role", "ops")
+    [(_, nginx)] = asyncio.run(judged(store_url, "nginx-123"))
+    assert nginx is not None
+    code, out, err = signoff("approve", nginx, "--always", "thread", *decider)
+    assert (code, err) == (0, "")
+    assert out == (
+        f"{nginx}: approved by olga (delete_pod)\n"
+        'grant: from now on delete_pod with exactly the arguments {"name": "nginx-123"} runs '
+        "without asking in thread t1, when carol requests it — while the rule that asked stays "
+        "as it is and the approver keeps a role it needs (signoff grants list)\n"
+    )
+    [(prod_kind, prod), (again, _)] = asyncio.run(judged(store_url, "prod-db-0", "nginx-123"))
+    assert (prod_kind, again) == ("hold", "run")
+    assert prod is not None
+    code, out, _ = signoff("approve", prod, "--always", "thread", "--any-args", *decider)
+    assert code == 0 and "delete_pod with any arguments runs without asking in thread t1" in out
+    assert asyncio.run(judged(store_url, "redis-7")) == [("run", None)]
+    code, _, err = signoff("approve", prod, "--any-args", *decider)
+    assert code == 2 and "give --always too" in err
 
 
 def test_the_rule_s_roles_hold_on_the_command_line_too(store_url: str):

@@ -21,11 +21,12 @@ async def granted(url: str) -> str:
         gate = Gate(POLICY, store)
         await store.save_policy(POLICY.version, DOCUMENT, actor="config", at=datetime.now(UTC))
         call = ToolCall(id="c", name="delete_pod", args={"name": "p1"})
-        [held] = await gate.check([call], CheckContext(thread_id="t1"))
+        context = CheckContext(thread_id="t1", requested_by="carol")
+        [held] = await gate.check([call], context)
         assert held.approval is not None
         always = Approve(always=Scope(kind="thread"))
         await gate.decide(held.approval.id, always, actor="olga", roles=["ops"])
-        [through] = await gate.check([call], CheckContext(thread_id="t1"))
+        [through] = await gate.check([call], context)
         assert through.kind == "run"
         [grant] = await gate.grants()
         return grant.id
@@ -38,11 +39,12 @@ def test_grants_are_listed_and_revoked_on_a_database_and_the_revoke_is_audited(s
     [item] = [json.loads(line) for line in out.splitlines()]
     assert {k: item[k] for k in ("id", "tool", "scope", "subject", "with_args", "granted_by")} == {
         "id": grant_id, "tool": "delete_pod", "scope": "thread", "subject": "t1",
-        "with_args": False, "granted_by": "olga",
+        "with_args": True, "granted_by": "olga",
     }  # fmt: skip
     assert (item["uses"], item["status"]) == (1, "active")
     code, table, _ = signoff("grants", "list", "--database", store_url)
-    assert code == 0 and grant_id in table and "thread t1" in table and "active" in table
+    assert code == 0 and grant_id in table and "active" in table
+    assert "thread t1, calls carol requests" in table
 
     code, out, err = signoff("grants", "revoke", grant_id, "--database", store_url, "--as", "ann")
     assert (code, out, err) == (0, f"{grant_id}: revoked by ann (delete_pod)\n", "")

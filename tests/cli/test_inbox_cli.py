@@ -244,8 +244,17 @@ def test_another_framework_s_calls_show_their_thread_agent_and_origin(store_url:
     assert re.search(r"│ 2 +│ " + ids[1][-8:] + r" +│ .* +│ thread t-7 · via homegrown +│", table)
     terminal.type("approve 1 always run")
     assert "belongs to no run" in terminal.until("inbox> ")
+    terminal.type("approve 2 always thread")
+    assert "names no requester" in terminal.until("inbox> ")
+    terminal.type("approve 1 always thread for-ever")
+    assert "only any-args may follow the scope" in terminal.until("inbox> ")
     terminal.type("approve 1 always thread")
-    assert "#1 " + ids[0][-8:] + " send_email: approved by olga" in terminal.until("inbox> ")
+    approved = " ".join(terminal.until("inbox> ").split())
+    assert "#1 " + ids[0][-8:] + " send_email: approved by olga" in approved
+    assert (
+        "grant: from now on send_email of agent coordinator/researcher with exactly the "
+        'arguments {"to": "bob"} runs without asking in thread t-42, when alice requests it'
+    ) in approved
     terminal.type("quit")
     assert terminal.close() == 0
     assert asyncio.run(statuses(store_url, ids)) == [

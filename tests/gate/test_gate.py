@@ -222,20 +222,26 @@ async def test_approve_all_is_all_or_nothing(gate: Gate):
 
 
 async def test_approve_always_leaves_a_grant_that_lets_the_same_call_through_in_scope(gate: Gate):
-    context = CheckContext(run_id="r1", thread_id="t1")
+    context = CheckContext(run_id="r1", thread_id="t1", requested_by="olga")
     [first] = await gate.check([call("send_email", to="a")], context)
     assert first.approval is not None
-    await gate.decide(first.approval.id, Approve(always=Scope(kind="thread")), actor="alice")
+    # Widened to any arguments on purpose: the next call writes to someone else.
+    any_args = Scope(kind="thread", with_args=False)
+    await gate.decide(first.approval.id, Approve(always=any_args), actor="alice")
     [again] = await gate.check(
-        [call("send_email", to="b")], CheckContext(run_id="r2", thread_id="t1")
+        [call("send_email", to="b")], CheckContext(run_id="r2", thread_id="t1", requested_by="olga")
     )
     assert again.kind == "run"
     assert again.verdict.rule is not None and again.verdict.rule.startswith("grant:")
-    [elsewhere] = await gate.check([call("send_email", to="b")], CheckContext(thread_id="t2"))
+    [elsewhere] = await gate.check(
+        [call("send_email", to="b")], CheckContext(thread_id="t2", requested_by="olga")
+    )
     assert elsewhere.kind == "hold"
     [grant] = await gate.grants(tool="send_email")
     await gate.revoke_grant(grant.id, actor="alice")
-    [revoked] = await gate.check([call("send_email", to="b")], CheckContext(thread_id="t1"))
+    [revoked] = await gate.check(
+        [call("send_email", to="b")], CheckContext(thread_id="t1", requested_by="olga")
+    )
     assert revoked.kind == "hold"
     assert [e.action for e in await gate.store.audit_log()][-2:] == ["revoke", "verdict"]
 
@@ -243,7 +249,8 @@ async def test_approve_always_leaves_a_grant_that_lets_the_same_call_through_in_
 async def test_a_grant_never_lets_a_denied_call_through(gate: Gate):
     [first] = await gate.check([call("scale", name="web", replicas=3)])
     assert first.approval is not None
-    await gate.decide(first.approval.id, Approve(always=Scope(kind="global")), actor="alice")
+    any_args = Scope(kind="global", with_args=False)  # wide on purpose: a deny still stops it
+    await gate.decide(first.approval.id, Approve(always=any_args), actor="alice")
     assert [o.kind for o in await gate.check([call("scale", name="web", replicas=4)])] == ["run"]
     assert [o.kind for o in await gate.check([call("scale", name="web", replicas=400)])] == [
         "block"

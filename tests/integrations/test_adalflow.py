@@ -122,7 +122,9 @@ async def test_approve_always_is_a_grant_the_next_such_call_runs_under(harness: 
     script: Script = [("send_email", {"to": "bob@example.com"}),
                       ("send_email", {"to": "eve@x.org"}), "done"]  # fmt: skip
     run = asyncio.ensure_future(harness.runner(script).acall(prompt_kwargs={"input_str": "go"}))
-    await harness.decide((await harness.waiting()).id, Approve(always=Scope(kind="thread")))
+    await harness.decide(
+        (await harness.waiting()).id, Approve(always=Scope(kind="thread", with_args=False))
+    )
 
     await run
 

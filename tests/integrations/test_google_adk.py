@@ -301,7 +301,7 @@ async def test_approve_always_for_the_session_lets_the_next_such_call_through(
     runner, _ = harness.runner(script)
     session, _ = await harness.start(runner)
     [approval] = (await harness.pending()).values()
-    await harness.decide(approval.id, Approve(always=Scope(kind="thread")))
+    await harness.decide(approval.id, Approve(always=Scope(kind="thread", with_args=False)))
     await say(runner, session, confirmations(await harness.confirmations()))
 
     again = await say(runner, session, user("once more"))

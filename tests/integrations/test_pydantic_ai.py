@@ -185,7 +185,7 @@ async def test_approve_always_for_the_thread_lets_the_next_such_call_through(
     agent = harness.agent(script)
     await agent.run("go", thread=THREAD)
     [approval] = (await harness.pending()).values()
-    await harness.decide(approval.id, Approve(always=Scope(kind="thread")))
+    await harness.decide(approval.id, Approve(always=Scope(kind="thread", with_args=False)))
     await agent.resume(THREAD)
 
     again = await agent.run("once more", thread=THREAD)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -156,13 +157,12 @@ def grant(
 
 def test_a_grant_turns_an_ask_into_an_allow_within_its_scope():
     e = engine({"rules": [{"ask": "send_email"}]})
-    thread = Context(thread_id="t1", grants=(grant("thread", "t1", under=e),))
+    made = grant("thread", "t1", under=e, requested_by="olga")
+    thread = Context(thread_id="t1", requested_by="olga", grants=(made,))
     verdict = e.evaluate(call("send_email"), thread)
     assert (verdict.kind, verdict.rule) == ("allow", "grant:g-thread")
     assert verdict.reason == "approved always by alice for this thread"
-    assert (
-        e.evaluate(call("send_email"), Context(thread_id="t2", grants=thread.grants)).kind == "ask"
-    )
+    assert e.evaluate(call("send_email"), replace(thread, thread_id="t2")).kind == "ask"
     assert e.evaluate(call("send_mail"), thread).kind == "ask"
 
 
@@ -191,11 +191,13 @@ def test_a_grant_narrowed_to_the_arguments_covers_only_that_exact_call():
 
 
 def test_grant_scopes_bind_to_their_subject():
-    assert grant("run", "r1").covers(call("send_email"), Context(run_id="r1"))
-    assert not grant("run", "r1").covers(call("send_email"), Context(run_id="r2"))
-    assert not grant("run", "r1").covers(call("send_email"), Context())
-    assert grant("agent", "a/b").covers(call("send_email", agent="a/b"), Context())
-    assert not grant("agent", "a/b").covers(call("send_email", agent="a"), Context())
+    run = grant("run", "r1", requested_by="olga")
+    assert run.covers(call("send_email"), Context(run_id="r1", requested_by="olga"))
+    assert not run.covers(call("send_email"), Context(run_id="r2", requested_by="olga"))
+    assert not run.covers(call("send_email"), Context(requested_by="olga"))
+    agent = grant("agent", "a/b", agent="a/b")
+    assert agent.covers(call("send_email", agent="a/b"), Context())
+    assert not agent.covers(call("send_email", agent="a"), Context())
     assert not grant("global", server="fs").covers(call("send_email"), Context())
     assert grant("global", server="fs").covers(call("send_email", server="fs"), Context())
 

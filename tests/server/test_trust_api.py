@@ -235,7 +235,8 @@ async def test_grants_are_listed_explained_and_revoked_by_their_granter_or_an_ad
 ):
     first = await hold(store, ToolCall(id="c", name="charge", args={"amount": 5}))
     async with client(store) as bob:
-        always = {"kind": "approve", "always": {"scope": "global"}}
+        # Widened to any arguments, in so many words: carol's next charges are of other amounts.
+        always = {"kind": "approve", "always": {"scope": "global", "with_args": False}}
         assert (await bob.post(f"/v1/approvals/{first}/decision", json=always)).status_code == 200
         [grant] = (await bob.get("/v1/grants")).json()["items"]
         assert {k: grant[k] for k in ("tool", "scope", "with_args", "granted_by", "status")} == {
@@ -281,6 +282,81 @@ async def test_grants_are_listed_explained_and_revoked_by_their_granter_or_an_ad
         [ToolCall(id="e", name="charge", args={"amount": 1})], CheckContext(requested_by="carol")
     )
     assert held[0].kind == "hold"
+
+
+@contextlib.asynccontextmanager
+async def served(
+    store: SQLStore, tokens: dict[str, Principal], token: str
+) -> AsyncIterator[tuple[Service, httpx.AsyncClient]]:
+    """A server with these tokens (a config as it stands after an edit), and a client of it."""
+    service = Service(store=store, gate=Gate(POLICY, store), agents=[], poll_interval=0.05)
+    app = create_app(service, Auth(tokens=tokens))
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app),
+            base_url="http://signoff",
+            headers={"Authorization": f"Bearer {token}"},
+        ) as http,
+    ):
+        yield service, http
+
+
+async def test_a_grant_is_judged_by_its_granter_s_roles_in_the_server_s_config_now(
+    store: SQLStore,
+):
+    first = await hold(store, ToolCall(id="c", name="charge", args={"amount": 5}))
+    async with served(store, TOKENS, "bob-token") as (_, bob):
+        always = {"kind": "approve", "always": {"scope": "global", "with_args": False}}
+        assert (await bob.post(f"/v1/approvals/{first}/decision", json=always)).status_code == 200
+    carol = CheckContext(requested_by="carol")
+    without_bob = {t: p for t, p in TOKENS.items() if p.name != "bob"}
+    demoted = without_bob | {"bob-token": Principal(name="bob", roles=frozenset({"viewer"}))}
+    gone = "its granter 'bob' is no longer a known principal"
+    for tokens, amount, why, passed_over in (
+        (without_bob, 77, gone, gone),
+        (
+            demoted,
+            78,
+            "its granter 'bob' no longer has any of the roles ['ops'] its rule needs",
+            "'bob' has none of the roles ['ops'] the rule needs",
+        ),
+    ):
+        async with served(store, tokens, "olga-token") as (service, olga):
+            call = ToolCall(id=f"c{amount}", name="charge", args={"amount": amount})
+            [outcome] = await service.gate.check([call], carol)
+            assert outcome.kind == "hold"
+            [grant] = (await olga.get("/v1/grants")).json()["items"]
+            assert (grant["status"], grant["why"], grant["uses"]) == ("inactive", why, 0)
+            asked = {"tool": "charge", "args": call.args, "context": {"requested_by": "carol"}}
+            explained = (await olga.post("/v1/policy/explain", json=asked)).json()
+            assert (explained["kind"], explained["grant"]) == ("ask", None)
+            assert [g["why"] for g in explained["grants_passed_over"]] == [passed_over]
+    async with served(store, TOKENS, "olga-token") as (service, olga):
+        [outcome] = await service.gate.check(
+            [ToolCall(id="c79", name="charge", args={"amount": 79})], carol
+        )
+        assert outcome.kind == "run"  # bob holds ops again: his grant stands
+        [grant] = (await olga.get("/v1/grants")).json()["items"]
+        assert (grant["status"], grant["why"], grant["uses"]) == ("active", None, 1)
+
+
+async def test_approve_always_through_the_api_covers_the_same_arguments_unless_told_otherwise(
+    store: SQLStore,
+):
+    gate = Gate(POLICY, store)
+    carol = CheckContext(requested_by="carol", thread_id="t1")
+    nginx = ToolCall(id="c1", name="charge", args={"amount": 5, "memo": "nginx-123"})
+    prod = ToolCall(id="c2", name="charge", args={"amount": 5, "memo": "prod-db-0"})
+    [first] = await gate.check([nginx], carol)
+    assert first.approval is not None
+    async with client(store) as bob:
+        always = {"kind": "approve", "always": {"scope": "thread"}}
+        decided = await bob.post(f"/v1/approvals/{first.approval.id}/decision", json=always)
+        assert decided.json()["decision"]["always"] == {"scope": "thread", "with_args": True}
+        [grant] = (await bob.get("/v1/grants")).json()["items"]
+    assert (grant["with_args"], grant["args"]) == (True, nginx.args)
+    assert [o.kind for o in await gate.check([prod, nginx], carol)] == ["hold", "run"]
 
 
 async def test_a_websocket_frame_nested_100_000_deep_gets_an_error_and_the_socket_goes_on(

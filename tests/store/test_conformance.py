@@ -10,7 +10,17 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from signoff import Approve, Edit, Expired, Grant, NotFoundError, Reject, Scope, ToolCall
+from signoff import (
+    Approve,
+    Context,
+    Edit,
+    Expired,
+    Grant,
+    NotFoundError,
+    Reject,
+    Scope,
+    ToolCall,
+)
 from signoff.errors import ClaimLost, ConflictError, OutcomeUnknown, StoreError
 from signoff.gate.once import Ledger
 from signoff.store import AuditRecord, DecisionPlan, SQLStore, Store, open_store
@@ -319,6 +329,51 @@ async def test_migrating_from_every_earlier_version_reaches_the_current_schema(
     assert found == expected
     declared = {str(i.name) for t in schema.metadata.sorted_tables for i in t.indexes}
     assert found_indexes >= declared | {"messages_by_role", "events_by_type", "events_by_time"}
+
+
+async def test_migrating_binds_each_grant_to_the_agent_and_requester_of_its_approval(
+    store_url: str,
+):
+    from sqlalchemy import Connection, text
+
+    from signoff.store.migrations import migrate
+    from signoff.store.postgres import postgres_runner
+    from signoff.store.sqlite import sqlite_runner
+
+    runner = (
+        sqlite_runner(store_url) if store_url.startswith("sqlite") else postgres_runner(store_url)
+    )
+    bare = SQLStore(runner, url=store_url)
+
+    def before(connection: Connection) -> None:
+        migrate(connection, target=8)  # the last version whose grants knew neither
+        connection.execute(
+            text(
+                "INSERT INTO approvals (id, batch_id, origin, call_id, tool, agent, args, digest,"
+                " reason, status, requested_at, requested_by, approvers, forbid_self_approval,"
+                " version) VALUES ('a1', 'b1', 'gate', 'c1', 'charge', 'billing', '{}', 'd',"
+                " 'asked', 'approved', 0, 'olga', '[]', :no, 2)"
+            ),
+            {"no": False},
+        )
+        for grant_id, approval_id in (("g1", "a1"), ("g2", "gone")):
+            connection.execute(
+                text(
+                    "INSERT INTO grants (id, tool, scope, subject, approval_id, created_by,"
+                    " created_at) VALUES (:id, 'charge', 'thread', 't1', :approval, 'bob', 0)"
+                ),
+                {"id": grant_id, "approval": approval_id},
+            )
+
+    await bare.run(before)
+    await bare.close()
+    async with open_store(store_url) as store:
+        bound, orphan = await store.get_grant("g1"), await store.get_grant("g2")
+    assert (bound.agent, bound.requested_by) == ("billing", "olga")
+    # Its approval gone, a thread grant knows no requester: it covers nothing any more.
+    assert (orphan.agent, orphan.requested_by) == (None, None)
+    call = ToolCall(id="c", name="charge")
+    assert not orphan.covers(call, Context(thread_id="t1", requested_by="olga"))
 
 
 async def test_an_unreachable_database_is_a_store_error_that_hides_the_password():

@@ -89,7 +89,7 @@ def test_an_edit_on_its_own_page_shows_both_argument_sets_and_approve_always_its
     expect(own.locator(".badge")).to_have_text("approved", timeout=TIMEOUT)
     grant = page.locator("#approval-grant .grant-note")
     expect(grant).to_contain_text(f"scale_deployment for thread {thread}", timeout=TIMEOUT)
-    expect(grant).to_contain_text("any arguments")
+    expect(grant).to_contain_text("with exactly these arguments")
     expect(grant.locator(".grant-status")).to_have_text("in force")
     expect(grant.locator("a")).to_have_attribute("href", "/#/grants?tool=scale_deployment")
     [made] = [g for g in api(demo_url, "GET", "/grants")["items"] if g["subject"] == thread]

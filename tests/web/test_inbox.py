@@ -326,9 +326,10 @@ def test_respond_and_approve_always_for_a_scope(page: Page, demo_url: str):
     expect(first.locator(".badge")).to_have_text("responded", timeout=TIMEOUT)
     second.locator("button[data-action=always]").click()
     page.check("dialog#dialog input[value=thread]")
+    page.check("dialog#dialog input[name=any_args]")  # the next write is of another file
     page.click("dialog#dialog button[data-action=submit]")
     expect(second.locator(".badge")).to_have_text("approved", timeout=TIMEOUT)
-    expect(second).to_contain_text("Always, for this thread")
+    expect(second).to_contain_text("Always, for this thread, with any arguments")
     expect(page.locator("#run-status")).to_have_text("completed", timeout=TIMEOUT)
     thread = api(demo_url, "GET", f"/runs/{run_id}")["thread_id"]
 
@@ -575,7 +576,8 @@ def test_another_framework_s_call_shows_whose_it_is_and_is_decided_from_its_card
     expect(shown).to_have_count(0, timeout=TIMEOUT)  # decided: out of the inbox
     decided = api(demo_url, "GET", f"/approvals/{email}")
     assert (decided["status"], decided["decided_by"]) == ("approved", "local")
-    assert decided["decision"]["always"] == {"scope": "agent", "with_args": False}
+    # Unticked, "for any arguments" leaves the grant to these arguments only.
+    assert decided["decision"]["always"] == {"scope": "agent", "with_args": True}
 
     # Its own page shows it, and it is decided there too.
     other.locator("a.approval-link").click()

@@ -36,12 +36,13 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra ins
 __all__ = ["LocalStore", "Server", "approvals"]
 
 _SCOPES: dict[ScopeKind, tuple[str, str]] = {
-    "run": ("run_id", "this run"),
-    "thread": ("thread_id", "this thread"),
-    "agent": ("agent", "this agent"),
-    "global": ("", "everywhere"),
+    "run": ("run_id", "this run, when its requester makes them"),
+    "thread": ("thread_id", "this thread, when its requester makes them"),
+    "agent": ("agent", "any run or thread, whoever makes them"),
+    "global": ("", "everywhere, whoever makes them"),
 }
-"""Each scope of "approve always": the field an approval needs to have it, and its words."""
+"""Each scope of "approve always": the field an approval needs to have it, and its words. A
+run or thread grant also needs the approval's requester: it covers only their calls."""
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~:$])")
 _DONE = {"approved": "Approved", "edited": "Edited and approved", "responded": "Answered",
          "rejected": "Rejected"}  # fmt: skip
@@ -149,10 +150,15 @@ def _actions(source: Source, item: dict[str, Any], *, at: str, key: str, args: s
         st.text_area("Answer the agent instead of running the call", key=f"{at}:content")
         button("Send the answer", "respond", partial(_respond, at))
     with always:
-        scopes = [s for s, (field, _) in _SCOPES.items() if not field or item.get(field)]
-        st.radio("From now on, let identical calls through in", scopes, key=f"{at}:scope",
-                 format_func=lambda s: _SCOPES[s][1], horizontal=True)  # fmt: skip
-        st.checkbox("Only with exactly these arguments", key=f"{at}:with_args")
+        scopes = [
+            s for s, (field, _) in _SCOPES.items()
+            if not field or (item.get(field) and (s not in ("run", "thread")
+                                                  or item.get("requested_by")))
+        ]  # fmt: skip
+        st.radio("From now on, let this agent's calls of this tool through without asking in",
+                 scopes, key=f"{at}:scope", format_func=lambda s: _SCOPES[s][1],
+                 horizontal=True)  # fmt: skip
+        st.checkbox("For any arguments (unticked: only with exactly these)", key=f"{at}:any_args")
         button("Approve always", "always", partial(_always, at))
 
 
@@ -170,7 +176,8 @@ def _take(source: Source, item: dict[str, Any], key: str, decision: Callable[[],
     grant = ""
     scope = (decided.get("decision") or {}).get("always")
     if scope:
-        grant = f", and from now on identical calls in {_SCOPES[scope['scope']][1]}"
+        args = "with these arguments" if scope["with_args"] else "with any arguments"
+        grant = f", and from now on its calls {args} in {_SCOPES[scope['scope']][1]}"
     st.session_state[f"{key}:done"] = f"{words} {item['tool']}{grant}, as {decided['decided_by']}."
 
 
@@ -201,7 +208,7 @@ def _reject(at: str) -> Reject:
 
 def _always(at: str) -> Approve:
     scope = st.session_state[f"{at}:scope"]
-    return Approve(always=Scope(kind=scope, with_args=st.session_state[f"{at}:with_args"]))
+    return Approve(always=Scope(kind=scope, with_args=not st.session_state[f"{at}:any_args"]))
 
 
 def _run_input(source: Source, item: dict[str, Any], key: str) -> str | None:

@@ -21,6 +21,7 @@ __all__ = [
     "approve",
     "find_on_database",
     "from_server",
+    "grant_words",
     "on_database",
     "on_server",
     "reject",
@@ -67,21 +68,33 @@ def approve(
     always: Annotated[
         str | None,
         typer.Option(
-            help="Also let identical calls through from now on: run, thread, agent, global."
+            help="Also let the same agent's calls of this tool with exactly these arguments "
+            "through from now on, in a scope: run or thread (only calls its requester makes "
+            "there), agent or global (whoever makes them)."
         ),
     ] = None,
+    any_args: Annotated[
+        bool,
+        typer.Option(
+            "--any-args",
+            help="With --always: let the tool's calls through whatever their arguments.",
+        ),
+    ] = False,
     server: Server = None,
     token: Token = None,
     database: Database = None,
     actor: Actor = None,
     role: Roles = None,
 ) -> None:
-    """Approve a held call: the run resumes and the call runs, once."""
+    """Approve a held call: the run resumes and the call runs, once. With --always, also
+    leave a grant, and say what it lets through."""
     if always not in (None, "run", "thread", "agent", "global"):
         raise typer.BadParameter("one of run, thread, agent, global", param_hint="--always")
-    decision = Approve(always=None if always is None else Scope(kind=always))  # type: ignore[arg-type]
+    if any_args and always is None:
+        raise typer.BadParameter("widens a grant: give --always too", param_hint="--any-args")
+    scope = None if always is None else Scope(kind=always, with_args=not any_args)  # type: ignore[arg-type]
     server, database = where("approve", server, database)
-    _decide(approval_id, decision, server, token, database, actor, role)
+    _decide(approval_id, Approve(always=scope), server, token, database, actor, role)
 
 
 def reject(
@@ -126,6 +139,36 @@ def _decide(
             on_database(database, approval_id, decision, actor or getpass.getuser(), roles or [])
         )
     typer.echo(f"{result['id']}: {result['status']} by {result['decided_by']} ({result['tool']})")
+    granted = grant_words(result)
+    if granted is not None:
+        typer.echo(granted)
+
+
+def grant_words(approval: dict[str, Any]) -> str | None:
+    """What the grant an approve-always decision on `approval` (as the API shows it) left
+    lets through, in one sentence; None when the decision left none."""
+    always = (approval.get("decision") or {}).get("always")
+    if not always:
+        return None
+    tool = approval["tool"] if approval.get("agent") is None else (
+        f"{approval['tool']} of agent {approval['agent']}"
+    )  # fmt: skip
+    args = (
+        f"with exactly the arguments {dumps(approval['args'], ensure_ascii=False)}"
+        if always["with_args"]
+        else "with any arguments"
+    )
+    who = approval.get("requested_by")
+    where = {
+        "run": f"in run {approval.get('run_id')}, when {who} requests it",
+        "thread": f"in thread {approval.get('thread_id')}, when {who} requests it",
+        "agent": "in any run or thread, whoever requests it",
+        "global": "anywhere, whoever requests it",
+    }[always["scope"]]
+    return (
+        f"grant: from now on {tool} {args} runs without asking {where} — while the rule that "
+        "asked stays as it is and the approver keeps a role it needs (signoff grants list)"
+    )
 
 
 def where(command: str, server: str | None, database: str | None) -> tuple[str | None, str | None]:

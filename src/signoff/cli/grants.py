@@ -34,7 +34,11 @@ def list_grants(
     database: Database = None,
 ) -> None:
     """Show each grant: its scope, tool and argument binding, who granted it and when, how
-    often it let a call through, and whether it is still in force."""
+    often it let a call through, and whether it is still in force (and if not, why).
+
+    Through a server, a grant whose granter is no longer one of its principals, or no longer
+    has a role the grant's rule needs, shows as inactive. Straight on a database there is no
+    list of principals: each grant is judged by the roles its granter had when granting."""
     server, database = where("grants list", server, database)
     if server:
         query = {k: v for k, v in {"tool": tool, "revoked": revoked or None}.items() if v}
@@ -57,15 +61,20 @@ def list_grants(
     table = Table("id", "tool", "scope", "arguments", "granted by", "when", "uses", "status")
     for g in items:
         scope = g["scope"] if g["subject"] is None else f"{g['scope']} {g['subject']}"
+        if g["scope"] in ("run", "thread"):
+            scope += f", calls {g.get('requested_by')} requests"
+        tool = g["tool"] if g["server"] is None else f"{g['tool']} on {g['server']}"
+        if g.get("agent") is not None:
+            tool += f" of agent {g['agent']}"
         table.add_row(
             escape(g["id"]),
-            escape(g["tool"] if g["server"] is None else f"{g['tool']} on {g['server']}"),
+            escape(tool),
             escape(scope),
             "exactly as approved" if g["with_args"] else "any",
             escape(g["granted_by"]),
             g["granted_at"][:19].replace("T", " "),
             str(g["uses"]),
-            g["status"],
+            escape(g["status"] if not g.get("why") else f"{g['status']}: {g['why']}"),
         )
     console.print(table)
 

@@ -2,7 +2,9 @@
 through a server (``--server URL --token T``) or straight on a database (``--database URL``);
 with neither, through the demo running on this machine.
 
-Commands: ``list``; ``more``; ``show N``; ``approve N [always run|thread|agent|global]``;
+Commands: ``list``; ``more``; ``show N``;
+``approve N [always run|thread|agent|global [any-args]]`` (always: calls with the same
+arguments, unless ``any-args``);
 ``reject N REASON``; ``edit N [JSON]`` (without JSON, ``$EDITOR`` opens the arguments);
 ``respond N TEXT``; ``quit``. ``N`` is a number from the list, or an approval's short id as shown.
 
@@ -35,6 +37,7 @@ from signoff.cli.decide import (
     Server,
     Token,
     from_server,
+    grant_words,
     through_server,
     where,
 )
@@ -48,8 +51,8 @@ PAGE = 50
 """Calls waiting shown at a time: ``more`` shows the next page."""
 
 HELP = (
-    "list | more | show N | approve N [always run|thread|agent|global] | reject N REASON | "
-    "edit N [JSON] | respond N TEXT | quit"
+    "list | more | show N | approve N [always run|thread|agent|global [any-args]] | "
+    "reject N REASON | edit N [JSON] | respond N TEXT | quit"
 )
 
 
@@ -130,12 +133,15 @@ class Inbox:
             case "a" | "approve":
                 words = rest.split()
                 scope = None
-                if len(words) == 3 and words[1] == "always":
+                if len(words) in (3, 4) and words[1] == "always":
                     if words[2] not in ("run", "thread", "agent", "global"):
                         raise SignoffError("always run, thread, agent or global")
-                    scope = Scope(kind=words[2])  # type: ignore[arg-type]
+                    if words[3:] not in ([], ["any-args"]):
+                        raise SignoffError(f"{words[3]!r}: only any-args may follow the scope")
+                    # The same arguments only, unless widened in so many words.
+                    scope = Scope(kind=words[2], with_args=words[3:] == [])  # type: ignore[arg-type]
                 elif len(words) != 1:
-                    raise SignoffError("approve N [always run|thread|agent|global]")
+                    raise SignoffError("approve N [always run|thread|agent|global [any-args]]")
                 self.decide(self.waiting(words[0]), Approve(always=scope))
             case "r" | "reject":
                 which, _, reason = rest.partition(" ")
@@ -246,6 +252,9 @@ class Inbox:
             f"#{number} {self.short[item['id']]} {escape(item['tool'])}: "
             f"[bold]{decided['status']}[/] by {escape(str(decided['decided_by']))}"
         )
+        granted = grant_words(decided)
+        if granted is not None:
+            self.console.print(escape(granted))
         self.show_page()
 
 

@@ -8,7 +8,7 @@ from signoff._lazy import lazy_exports as _lazy_exports
 
 if TYPE_CHECKING:
     from signoff.gate.bridge import Bridge
-    from signoff.gate.core import CheckContext, Gate, Outcome
+    from signoff.gate.core import CheckContext, Gate, Outcome, RolesOf
     from signoff.gate.external import ExternalRuns, Resumer, connect
     from signoff.gate.notifier import Notifier
     from signoff.gate.once import Ledger
@@ -22,6 +22,7 @@ __all__ = [
     "Notifier",
     "Outcome",
     "Resumer",
+    "RolesOf",
     "connect",
 ]
 
@@ -31,6 +32,7 @@ _LAZY = {
     "CheckContext": "signoff.gate.core",
     "Gate": "signoff.gate.core",
     "Outcome": "signoff.gate.core",
+    "RolesOf": "signoff.gate.core",
     "ExternalRuns": "signoff.gate.external",
     "Resumer": "signoff.gate.external",
     "connect": "signoff.gate.external",

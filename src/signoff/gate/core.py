@@ -54,11 +54,14 @@ from signoff.types import (
     decision_to_dict,
 )
 
-__all__ = ["CheckContext", "Gate", "Outcome"]
+__all__ = ["CheckContext", "Gate", "Outcome", "RolesOf"]
 
 logger = logging.getLogger("signoff.gate")
 
 SchemaLookup = Callable[[ToolCall], Mapping[str, Any] | None]
+RolesOf = Callable[[str], frozenset[str] | None]
+"""A directory of principals: the roles a principal has now, or None when it is not (or no
+longer) known. The server builds one from its tokens."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,9 +106,14 @@ class Gate:
         clock: Callable[[], datetime] | None = None,
         poll_interval: float = 0.5,
         limits: ArgumentLimits | None = None,
+        roles_of: RolesOf | None = None,
     ) -> None:
         self.engine = policy if isinstance(policy, PolicyEngine) else PolicyEngine(policy)
         self.store = store
+        self.roles_of = roles_of
+        """Who the principals are now: a grant is judged by its granter's roles at the moment
+        of use, and one whose granter is unknown lets nothing through. None (a library's gate)
+        judges each grant by the roles it stores, those its granter had when granting."""
         self.limits = limits or ArgumentLimits()
         """How deep and big a call's arguments (and an edit's) may be: a call past them is
         blocked, an edit past them refused."""
@@ -180,25 +188,28 @@ class Gate:
         def plan(
             grants: list[Grant], found: dict[str, tuple[ExternalRecord, Approval | None]]
         ) -> HoldPlan:
+            current = tuple(g for g in map(self.grant_now, grants) if g is not None)
             outcomes, held, audit, records = self._judge(
-                calls, context, tuple(grants), now, batch_id, keys=keys, found=found
+                calls, context, current, now, batch_id, keys=keys, found=found
             )
             write = None if then is None else then(outcomes)
             if also_audit is not None:
                 audit += also_audit(outcomes)
             used = [
-                o.verdict.rule.removeprefix(GRANTED)
+                (o.verdict.rule.removeprefix(GRANTED), o.call)
                 for o in outcomes
                 if o.verdict.rule is not None
                 and o.verdict.rule.startswith(GRANTED)
                 and not o.recorded
             ]
+            # Each call a grant lets through is on the record, as each asked one is.
+            audit += [_use_record(g, call, context, at=now) for g, call in used]
             return HoldPlan(
                 approvals=held,
                 audit=audit,
                 write=write,
                 outcomes=outcomes,
-                grants_used=used,
+                grants_used=[g for g, _ in used],
                 at=now,
                 external=records,
             )
@@ -451,6 +462,14 @@ class Gate:
                     f"approval {approval.id!r} belongs to no {scope}; approve always for "
                     "a scope it has"
                 )
+            if scope in ("run", "thread") and approval.requested_by is None:
+                # Such a grant covers only its requester's calls: with none, it would cover
+                # nothing.
+                raise InvalidDecisionError(
+                    f"approval {approval.id!r} names no requester, and a {scope} grant covers "
+                    "only the calls of the one who requested it; approve always for its agent "
+                    "or everywhere, or approve it once"
+                )
             if approval.rule_digest is None:
                 raise InvalidDecisionError(
                     f"approval {approval.id!r} was asked before grants were bound to the rule "
@@ -594,6 +613,33 @@ class Gate:
         """The grants in force, oldest first."""
         return await self.store.list_grants(tool=tool)
 
+    def grant_now(self, grant: Grant) -> Grant | None:
+        """`grant` with its granter's roles as the directory (`roles_of`) says they are now,
+        or None when the directory no longer knows the granter: it lets nothing through.
+        Without a directory, the grant as stored."""
+        if self.roles_of is None:
+            return grant
+        roles = self.roles_of(grant.created_by)
+        if roles is None:
+            return None
+        return replace(grant, roles=tuple(sorted(roles)))
+
+    def grant_inactive(self, grant: Grant) -> str | None:
+        """Why `grant` lets no call through now, whatever the call, on account of its granter:
+        no longer known to the directory, or without any of the roles its rule needs now;
+        None when its granter could still approve what it covers (or it is revoked, or its
+        rule gone from the policy: `grant_to_dict` says those)."""
+        current = self.grant_now(grant)
+        if current is None:
+            return f"its granter {grant.created_by!r} is no longer a known principal"
+        needed = self.engine.approvers(grant.rule_digest)
+        if needed and not set(current.roles) & set(needed):
+            return (
+                f"its granter {grant.created_by!r} no longer has any of the roles "
+                f"{list(needed)!r} its rule needs"
+            )
+        return None
+
     async def revoke_grant(self, grant_id: str, *, actor: str) -> None:
         now = self._now()
         record = AuditRecord(actor=actor, action="revoke", subject=grant_id, at=now)
@@ -713,13 +759,37 @@ def _grant_record(grant: Grant, approval: Approval, *, actor: str, at: datetime)
         data={
             "tool": grant.tool,
             **({} if grant.kind == "tool" else {"kind": grant.kind}),
+            "agent": grant.agent,
             "scope": grant.scope,
             "subject": grant.subject,
+            "requested_by": grant.requested_by,
             "args_digest": grant.args_digest,
             "rule": grant.rule,
             "rule_digest": grant.rule_digest,
             "roles": list(grant.roles),
             "approval": approval.id,
+        },
+    )
+
+
+def _use_record(
+    grant_id: str, call: ToolCall, context: CheckContext, *, at: datetime
+) -> AuditRecord:
+    """The audit entry of one call a grant let through without asking anyone."""
+    return AuditRecord(
+        actor=context.requested_by or "agent",
+        action="grant_use",
+        subject=grant_id,
+        at=at,
+        data={
+            "tool": call.name,
+            **({} if call.kind == "tool" else {"kind": call.kind}),
+            "server": call.server,
+            "agent": call.agent,
+            "digest": call.digest,
+            "call_id": call.id,
+            "run_id": context.run_id,
+            "thread_id": context.thread_id,
         },
     )
 
@@ -740,8 +810,10 @@ def _grant_for(
         tool=approval.call.name,
         kind=approval.call.kind,
         server=approval.call.server,
+        agent=approval.call.agent,
         scope=scope.kind,
         subject=subject,
+        requested_by=approval.requested_by,
         args_digest=approval.call.digest if scope.with_args else None,
         rule=approval.rule,
         rule_digest=approval.rule_digest,

@@ -160,6 +160,14 @@ class PolicyEngine:
             )
         return rule_digest in self._digests
 
+    def approvers(self, rule_digest: str | None) -> tuple[str, ...] | None:
+        """The roles a decider needs (empty: anyone who may decide) under the rule or default
+        of this policy that says what `rule_digest` hashes; None when none does."""
+        if not self.knows(rule_digest):
+            return None
+        found = next((r for r in self.policy.rules if r.digest == rule_digest), None)
+        return () if found is None else found.approvers  # a default names no approvers
+
     def grant_problem(self, grant: Grant, call: ToolCall, context: Context) -> str | None:
         """Why `grant` does not let `call` through in `context`, in words; None when it does.
         Says the same as `evaluate` decides."""
@@ -416,6 +424,8 @@ def _grant_problem(
     that cannot be checked (not JSON) are never covered: the call keeps asking."""
     if (grant.tool, grant.server, grant.kind) != (call.name, call.server, call.kind):
         return f"it is for another {call.kind}"
+    if grant.agent != call.agent:
+        return f"it is for the {call.kind} of {_whose(grant.agent)}, not of {_whose(call.agent)}"
     if grant.rule_digest is None:
         return "it was granted before grants were bound to their rule"
     if grant.rule_digest != asked.rule_digest:
@@ -433,12 +443,23 @@ def _grant_problem(
         if not grant.covers(call, context):
             if grant.args_digest is not None and grant.args_digest != call.digest:
                 return "it is for other arguments"
+            if grant.scope in ("run", "thread") and (
+                grant.requested_by is None or grant.requested_by != context.requested_by
+            ):
+                return (
+                    f"it covers only calls {grant.requested_by!r} requests in its "
+                    f"{grant.scope}, and {context.requested_by!r} requested this one"
+                )
             return f"the call is outside its scope ({grant.scope} {grant.subject!r})"
         if any(e.rule.effect == "deny" and e.applies(call.args) for e in candidates):
             return "a deny rule matches the call"
     except (NotJSONError, InvalidArgumentsError):
         return "the arguments cannot be checked"
     return None
+
+
+def _whose(agent: str | None) -> str:
+    return "no agent" if agent is None else f"agent {agent!r}"
 
 
 def _granted(grant: Grant) -> Verdict:

@@ -128,6 +128,10 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
         return show(shown_approval)
 
     app.state.auth = auth
+    if service.gate.roles_of is None:
+        # Grants are judged by their granters' roles as this server's tokens give them now:
+        # a token removed or a role taken away in the config takes the grant's power with it.
+        service.gate.roles_of = auth.roles_of
     _errors(app)
     app.add_middleware(QuickDecision, auth=auth, take=take)  # inside Intake: after its checks
     # A Slack interaction is authenticated by its signature, which its route checks.
@@ -355,26 +359,35 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
             kind=body.kind,
         )  # fmt: skip
         where = body.context or ExplainContext()
-        grants = await service.store.list_grants(tool=body.tool)
+        stored = await service.store.list_grants(tool=body.tool)
+        current = [service.gate.grant_now(g) for g in stored]
         context = Context(
             run_id=where.run_id,
             thread_id=where.thread_id,
             requested_by=where.requested_by,
-            grants=tuple(grants),
+            grants=tuple(g for g in current if g is not None),
         )
         explanation = service.gate.engine.explain(call, context, limits=service.gate.limits)
+        weighed = explanation.grants_json()
+        weighed["grants_passed_over"] += [
+            {"id": g.id, "granted_by": g.created_by, "scope": g.scope,
+             "why": service.gate.grant_inactive(g)}
+            for g, now in zip(stored, current, strict=True)
+            if now is None
+        ]  # fmt: skip
         return (
             verdict_json(explanation.verdict)
             | {"shadowed": [rule.id for rule in explanation.shadowed]}
-            | explanation.grants_json()
+            | weighed
         )
 
     @app.get("/v1/grants")
     async def grants(_: Who, tool: str | None = None, revoked: bool = False) -> dict[str, Any]:
         """Every grant in force, oldest first (with `revoked`, the revoked ones too): its
         scope, tool, argument binding, who granted it and when, how often it was used, and
-        whether the rule it was given under is still the policy's (``stale`` otherwise: it
-        covers nothing)."""
+        whether it is in force: ``stale`` once the rule it was given under is no longer the
+        policy's, ``inactive`` once its granter is no longer one of this server's principals
+        or no longer has a role its rule needs (``why`` says which) — either covers nothing."""
         found = await service.store.list_grants(tool=tool, revoked=revoked)
         return {"items": await _grants_json(service, found)}
 
@@ -486,7 +499,9 @@ async def _grants_json(service: Service, grants: Sequence[Grant]) -> list[dict[s
     approvals = {a.id: a for a in await service.store.get_approvals(bound)} if bound else {}
     items = []
     for g in grants:
-        item = grant_json(g, in_force=engine.knows(g.rule_digest))
+        item = grant_json(
+            g, in_force=engine.knows(g.rule_digest), inactive=service.gate.grant_inactive(g)
+        )
         approval = approvals.get(g.approval_id or "")
         item["args"] = None if approval is None else approval.call.args
         items.append(shown(item, service.redaction))

@@ -79,6 +79,15 @@ class Auth:
         token = _bearer(headers)
         return None if token is None else self.find(token)
 
+    def roles_of(self, name: str) -> frozenset[str] | None:
+        """The roles of the principal called `name` — of all its tokens together — or None
+        when no token (nor the local user) is theirs: the gate's directory of principals, so
+        a grant is judged by its granter's roles as the config gives them now."""
+        if self.anonymous is not None and self.anonymous.name == name:
+            return self.anonymous.roles
+        found = [p.roles for p in self.tokens.values() if p.name == name]
+        return frozenset().union(*found) if found else None
+
     def find(self, token: str) -> Principal | None:
         """The principal of a token, compared in constant time with every known one."""
         found = None

@@ -65,7 +65,8 @@ class StartRun(_Body):
 
 class Always(_Body):
     scope: Literal["run", "thread", "agent", "global"]
-    with_args: bool = False
+    with_args: bool = True
+    """Only calls with exactly the approved arguments (the default); false: any arguments."""
 
 
 class DecisionBody(_Body):

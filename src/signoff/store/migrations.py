@@ -220,7 +220,21 @@ def _v9(connection: Connection) -> None:
     connection.execute(text("ALTER TABLE ledger ADD COLUMN fence BIGINT NOT NULL DEFAULT 0"))
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9]
+def _v10(connection: Connection) -> None:
+    """A grant bound to the agent whose tool it covers and, for a run or thread grant, to the
+    requester of the approved call: both read from the approval each grant came from (a grant
+    whose approval is gone keeps neither, and covers only calls that name no agent)."""
+    for column in ("agent", "requested_by"):
+        connection.execute(text(f"ALTER TABLE grants ADD COLUMN {column} TEXT"))
+        connection.execute(
+            text(
+                f"UPDATE grants SET {column} = (SELECT approvals.{column} FROM approvals "
+                "WHERE approvals.id = grants.approval_id)"
+            )
+        )
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10]
 LATEST = len(MIGRATIONS)
 
 

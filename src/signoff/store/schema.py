@@ -113,6 +113,10 @@ grants = Table(
     Column("last_used_at", BigInteger),
     # Since version 8: the kind of the calls it covers.
     Column("kind", String(16), nullable=False, server_default="tool"),
+    # Since version 10: the agent whose tool it covers, and whose calls a run or thread grant
+    # covers.
+    Column("agent", Text),
+    Column("requested_by", Text),
     Index("grants_tool", "tool", "revoked_at"),
 )
 

@@ -10,7 +10,7 @@ import { clear, h, notify } from "./dom.js";
 
 const WAIT = 25; // seconds each long poll waits for a decision before asking again
 
-const GRANT_STATUS = { active: "in force", stale: "covers nothing: its rule changed", revoked: "revoked" };
+const GRANT_STATUS = { active: "in force", stale: "covers nothing: its rule changed", inactive: "covers nothing now", revoked: "revoked" };
 
 export function approvalPage(main, app, id) {
   const holder = h("section.cards", { id: "approval", "aria-live": "polite" });
@@ -87,7 +87,7 @@ async function showGrant(holder, approval) {
       { dataset: { grantId: found.id, status: found.status } },
       h("b", {}, "Grant left: "),
       `${found.tool} for ${scope}, ${found.with_args ? "with exactly these arguments" : "any arguments"} — `,
-      h("span.grant-status", {}, GRANT_STATUS[found.status] || found.status),
+      h("span.grant-status", {}, GRANT_STATUS[found.status] || found.status, found.why ? ` (${found.why})` : ""),
       `, ${found.uses ? `used ${found.uses === 1 ? "once" : `${found.uses} times`}` : "not used yet"}. `,
       h("a", { href: `/#/grants?tool=${encodeURIComponent(found.tool)}` }, "See the grants"),
     ),

@@ -177,7 +177,7 @@ function decided(approval) {
     // Both argument sets are kept: what the model asked for, and what ran.
     parts.push(h("div", {}, "Edited: the arguments above ran, in place of the requested ones"), argsDiff(approval.requested_args, approval.args));
   }
-  if (d.always) parts.push(h("div", {}, `Always, for this ${d.always.scope}${d.always.with_args ? " with these arguments" : ""}`));
+  if (d.always) parts.push(h("div", {}, `Always, for this ${d.always.scope}, ${d.always.with_args ? "with these arguments" : "with any arguments"}`));
   return h("div.decision", {}, parts);
 }
 
@@ -453,33 +453,35 @@ export function alwaysDialog(card, approval, context) {
   // Only the scopes the call has: another framework's call belongs to no run of signoff's. An
   // MCP gateway's "thread" is its asker's exact call (a hash), so it is named for what it covers.
   const gateway = approval.origin === "mcp-gateway";
+  // A run or thread grant covers only its requester's calls: without one it is not offered.
+  const who = approval.requested_by;
   const thread = gateway
-    ? `this exact call, when ${approval.requested_by || "this caller"} makes it again`
-    : `this conversation (thread ${approval.thread_id})`;
+    ? `this exact call, when ${who} makes it again`
+    : `this conversation (thread ${approval.thread_id}), when ${who} makes them`;
   const scopes = [
-    approval.run_id ? ["run", "this run"] : null,
-    approval.thread_id ? ["thread", thread] : null,
-    approval.agent ? ["agent", `agent ${approval.agent}`] : null,
-    ["global", "everywhere"],
+    approval.run_id && who ? ["run", `this run, when ${who} makes them`] : null,
+    approval.thread_id && who ? ["thread", thread] : null,
+    approval.agent ? ["agent", `agent ${approval.agent}, in any run or thread, whoever makes them`] : null,
+    ["global", "everywhere, whoever makes them"],
   ].filter(Boolean);
   const radios = scopes.map(([scope, text], i) =>
     h("label.choice", {}, h("input", { type: "radio", name: "scope", value: scope, checked: i === 0 }), ` ${text}`),
   );
-  const withArgs = h("input", { type: "checkbox", name: "with_args" });
+  const anyArgs = h("input", { type: "checkbox", name: "any_args" });
   dialog(
     card,
     `Approve ${approval.tool} always`,
     h(
       "div",
       {},
-      h("p.help", {}, "Later calls the same rule asks about run without asking, within the scope below — never a call you could not approve yourself (your own, where the rule forbids self-approval), and none once the rule changes. Grants are listed, and revoked, on the Grants page."),
+      h("p.help", {}, "Later calls of this tool by the same agent, with exactly these arguments, run without asking when the same rule asks about them, within the scope below — never a call you could not approve yourself (your own, where the rule forbids self-approval), none once the rule changes, and none once you no longer hold a role it needs. Grants are listed, and revoked, on the Grants page."),
       h("fieldset.scopes", {}, radios),
-      h("label.choice", {}, withArgs, " only with exactly these arguments"),
+      h("label.choice", {}, anyArgs, " for any arguments, not only these"),
     ),
     "Approve always",
     async () => {
       const scope = document.querySelector("#dialog input[name=scope]:checked").value;
-      const error = await approve(card, approval, context, { scope, with_args: withArgs.checked });
+      const error = await approve(card, approval, context, { scope, with_args: !anyArgs.checked });
       return error ? error.message : null;
     },
   );

@@ -8,6 +8,7 @@ import { clear, h, jsonView, labelCells, notify, when } from "./dom.js";
 const STATUS = {
   active: "in force",
   stale: "covers nothing: its rule changed",
+  inactive: "covers nothing now",
   revoked: "revoked",
 };
 
@@ -58,12 +59,12 @@ function row(grant, app, refresh) {
     "tr",
     { dataset: { grantId: grant.id, status: grant.status, tool: grant.tool } },
     h("td", {}, h("b", {}, grant.tool), grant.server ? h("div.help", {}, `on ${grant.server}`) : null, h("div.help", {}, "rule ", h("code.rule", {}, grant.rule || "default"))),
-    h("td", {}, scope),
+    h("td", {}, scope, grant.agent ? h("div.help", {}, `agent ${grant.agent}`) : null, ["run", "thread"].includes(grant.scope) ? h("div.help", {}, `only calls ${grant.requested_by} requests`) : null),
     h("td", {}, grant.with_args ? [h("div", {}, "exactly:"), grant.args ? jsonView(grant.args) : null] : "any"),
     h("td", {}, grant.granted_by, grant.roles.length ? h("div.help", {}, `as ${grant.roles.join(", ")}`) : null),
     h("td", {}, when(grant.granted_at)),
     h("td", {}, String(grant.uses), grant.last_used_at ? h("div.help", {}, `last ${when(grant.last_used_at)}`) : null),
-    h(`td.status-${grant.status}`, {}, STATUS[grant.status] || grant.status, grant.revoked_by ? h("div.help", {}, `by ${grant.revoked_by}, ${when(grant.revoked_at)}`) : null),
+    h(`td.status-${grant.status}`, {}, STATUS[grant.status] || grant.status, grant.why ? h("div.help", {}, grant.why) : null, grant.revoked_by ? h("div.help", {}, `by ${grant.revoked_by}, ${when(grant.revoked_at)}`) : null),
     h("td", {}, grant.status === "revoked" ? null : revoke),
   );
 }
