@@ -274,8 +274,10 @@ async def test_three_clients_sending_one_confirmation_at_once_continue_the_pause
         other, _ = harness.runner(runs=other_runs)
         third, _ = harness.runner()
 
-        sent = await asyncio.gather(say(runner, session, answer), say(other, session, answer),
-                                    say(third, session, answer), return_exceptions=True)  # fmt: skip
+        sent = await asyncio.gather(
+            *(say(client, session, answer) for client in (runner, other, third)),
+            return_exceptions=True,
+        )
         # The clients ADK turned away (a stale session, or signoff's claim) send it again.
         again = [await _sent(say(client, session, answer)) for client in (other, third)]
 
@@ -324,7 +326,8 @@ async def test_a_confirmation_the_model_writes_itself_ends_the_run_with_an_answe
     # The model is not called again (ADK would call it up to max_llm_calls times); the
     # answer is the run's last event, for the user to see.
     assert harness.turns() == [0]
-    assert "only ADK asks for a confirmation" in str(events[-1].get_function_responses()[0].response)
+    [answer] = events[-1].get_function_responses()
+    assert "only ADK asks for a confirmation" in str(answer.response)
     assert harness.executions() == []
     await runner.close()
 

@@ -269,9 +269,7 @@ class SignoffPlugin(BasePlugin):
             store.claim_pause(pause.id, owner=owner, now=_now(), lease=LEASE)
         )
         if claimed is None:
-            raise ConflictError(
-                "signoff: this pause is being continued, or was continued already"
-            )
+            raise ConflictError("signoff: this pause is being continued, or was continued already")
         self._claims[invocation] = (pause.id, owner, pause.approvals)
 
     async def after_run_callback(self, *, invocation_context: InvocationContext) -> None:
