@@ -48,6 +48,9 @@ class Played(BaseLlm):
     model: str = "played"
     script: list[Any]
     calls: str
+    numbered: bool = False
+    """Number the calls of each response from 0 (``call_0``), as LiteLLM does when the
+    provider gives none: the same ids again in every response."""
 
     async def generate_content_async(
         self, llm_request: LlmRequest, stream: bool = False
@@ -72,7 +75,9 @@ class Played(BaseLlm):
             return
         parts = [
             types.Part(
-                function_call=types.FunctionCall(id=f"call_{turn}_{n}", name=name, args=args)
+                function_call=types.FunctionCall(
+                    id=f"call_{n}" if self.numbered else f"call_{turn}_{n}", name=name, args=args
+                )
             )
             for n, (name, args) in enumerate(step)
         ]
@@ -117,7 +122,7 @@ def build(
         record("read_secrets")
         return {"secrets": "the secrets"}
 
-    model = Played(script=script, calls=str(calls))
+    model = Played(script=script, calls=str(calls), numbered=options.pop("numbered", False))
     agent = LlmAgent(
         name="assistant",
         model=model,

@@ -26,10 +26,10 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from pydantic import ValidationError
 
-from signoff import Approve, Edit, Reject, Respond, Scope
+from signoff import Approve, Edit, Policy, Reject, Respond, Scope
 from signoff.errors import ConflictError, ForbiddenError, InvalidEditError, SignoffError
 from signoff.gate.external import ExternalRuns
-from signoff.integrations.agno import ORIGIN, SignoffAgent
+from signoff.integrations.agno import ORIGIN, SignoffAgent, connect
 from tests.deadline import HANG
 from tests.integrations import harness as harness_base
 from tests.integrations.ag_app import (
@@ -358,6 +358,35 @@ async def test_dcaf_decisions_sent_again_after_the_run_ended_start_nothing(
     assert harness.executions() == ["send_email bob@example.com "]
 
 
+async def test_a_dcaf_run_started_by_an_actor_with_no_user_is_hers_to_not_approve(
+    harness: Harness,
+) -> None:
+    policy = Policy.from_dict({"rules": [{"ask": "send_email", "forbid_self_approval": True}]})
+    runs = await asyncio.to_thread(connect, policy, origin=ORIGIN, database=harness.database)
+    try:
+        built = build([[("send_email", {"to": "bob@example.com"})], "sent"], harness.side_effects,
+                      harness.calls)  # fmt: skip
+        agent = SignoffAgent(built, runs)  # no requested_by: the run's own requester counts
+        # The route of docs/integrations/agno.md: the authenticated person, no user id.
+        first = await agent.dcaf({"messages": [{"content": "go"}]}, session_id=SESSION,
+                                 actor="alice")  # fmt: skip
+        [waiting] = first["pending_requirements"]
+
+        mine = await agent.dcaf({"messages": [{"data": {"tool_calls": [
+            {"id": waiting["requirement_id"], "execute": True}]}}]},
+            session_id=SESSION, actor="alice")  # fmt: skip
+
+        assert mine["has_pending_approvals"] and harness.executions() == []
+        [approval] = await runs.bridge.arun(runs.store.list_approvals(status="pending"))
+        assert approval.requested_by == "alice"
+        done = await agent.dcaf({"messages": [{"data": {"tool_calls": [
+            {"id": waiting["requirement_id"], "execute": True}]}}]},
+            session_id=SESSION, actor="bob")  # fmt: skip
+        assert done["is_complete"] and harness.executions() == ["send_email bob@example.com "]
+    finally:
+        await asyncio.to_thread(runs.close)
+
+
 # -- what would go around the guard ----------------------------------------------------------
 
 
@@ -392,6 +421,24 @@ async def test_what_signoff_cannot_judge_is_refused(harness: Harness) -> None:
                 agent.tools = [*(agent.tools or []), *value]  # type: ignore[misc]
         with pytest.raises(SignoffError):
             SignoffAgent(agent, harness.runs)
+
+
+async def test_calls_numbered_call_0_in_each_response_of_one_run_are_each_judged_and_run(
+    harness: Harness,
+) -> None:
+    script: Script = [[("read_file", {"path": "a.txt"})], [("read_file", {"path": "b.txt"})],
+                      [("read_file", {"path": "a.txt"})], "done"]  # fmt: skip
+    built = build(script, harness.side_effects, harness.calls)
+    built.model.numbered = True  # type: ignore[union-attr]
+
+    out = await SignoffAgent(built, harness.runs).run("go", session_id=SESSION)
+
+    # Each response's call_0 is a call of its own: b.txt is not "the call changed", and the
+    # second a.txt runs again rather than answering with the first one's result.
+    assert out.status == RunStatus.completed
+    assert harness.executions() == ["read_file a.txt", "read_file b.txt", "read_file a.txt"]
+    results = [m.content for m in out.messages or [] if m.role == "tool"]
+    assert results == ["contents of a.txt", "contents of b.txt", "contents of a.txt"]
 
 
 async def test_calls_numbered_the_same_in_each_run_are_each_judged(harness: Harness) -> None:

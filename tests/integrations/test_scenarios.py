@@ -17,6 +17,8 @@ from tests.integrations.scenarios import REQUESTER, Adapter, Call, NotSupported,
 
 ADAPTERS = {
     "langgraph": "tests.integrations.adapters.langgraph",
+    "google-adk": "tests.integrations.adapters.google_adk",
+    "agno": "tests.integrations.adapters.agno",
 }
 """Each adapter module's `opened(database, tmp_path)`: an async context manager of its
 `Adapter` over signoff's store at `database`."""

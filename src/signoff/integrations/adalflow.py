@@ -25,8 +25,8 @@ import inspect
 from typing import Any
 
 from signoff.errors import ApprovalTimeout, MissingExtraError
-from signoff.gate.answers import answer_text, blocked_text
-from signoff.gate.external import ExternalRuns, connect
+from signoff.gate.answers import blocked_text
+from signoff.gate.external import ExternalRuns, Held, connect
 from signoff.gate.ids import new_id
 from signoff.types import Approval, ToolCall
 
@@ -105,33 +105,38 @@ class SignoffPermissions(PermissionManager):  # type: ignore[misc]
         # What runs is what was judged: the arguments by name.
         func = Function(id=func.id, thought=func.thought, name=func.name, args=[], kwargs=args)
         proposed = ToolCall(id=func.id or new_id(), name=func.name, args=args, agent=self.path)
+        # AdalFlow asks once per step of its in-memory run, and never asks again for the same
+        # step (a stopped run is lost, not re-run): each check is a model response of its
+        # own, so a model that gives every step's call the same id gets each one judged.
+        turn = new_id()
         found = (
-            await self.runs.judged([proposed], thread=self.thread, requested_by=self.requested_by)
+            await self.runs.judged(
+                [proposed], thread=self.thread, requested_by=self.requested_by, turn=turn
+            )
         )[proposed.id]
-        record, approval = found.record, found.approval
-        if record.kind == "block":
-            return self._answer(func, blocked_text(record.reason))
-        if record.kind == "run":
+        key = self.runs.key(self.thread, proposed.id, turn)
+        schema = self.runs.gate.tool_schema(proposed)
+        step = await self.runs.step(found, proposed, key=key, schema=schema)
+        if step.kind == "wait":
+            assert step.approval is not None  # a call waits on its approval
+            self.pending_approvals[proposed.id] = FunctionRequest(
+                id=proposed.id, tool_name=func.name, tool=func
+            )
+            try:
+                decided = await self._wait(step.approval)
+            finally:
+                self.pending_approvals.pop(proposed.id, None)
+            step = await self.runs.step(
+                Held(record=found.record, approval=decided), proposed, key=key, schema=schema
+            )
+        if step.kind != "run":
+            return self._answer(func, step.text)
+        assert step.call is not None  # a call to run is named
+        if step.edited is None:
             return True, func, None
-        assert approval is not None  # held calls carry their approval
-        self.pending_approvals[proposed.id] = FunctionRequest(
-            id=proposed.id, tool_name=func.name, tool=func
-        )
-        try:
-            if approval.pending:
-                approval = await self._wait(approval)
-        finally:
-            self.pending_approvals.pop(proposed.id, None)
-        if approval.status == "approved":
-            return True, func, None
-        if approval.status == "edited":
-            problem = self.runs.unfit(approval, self.runs.gate.tool_schema(approval.call))
-            if problem is not None:
-                return self._answer(func, blocked_text(problem))
-            edited = Function(id=func.id, thought=func.thought, name=func.name, args=[],
-                              kwargs=dict(approval.call.args))  # fmt: skip
-            return True, edited, None
-        return self._answer(func, answer_text(approval)[0])
+        edited = Function(id=func.id, thought=func.thought, name=func.name, args=[],
+                          kwargs=dict(step.edited))  # fmt: skip
+        return True, edited, None
 
     # -- the rest --------------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from signoff.errors import (
+    CallRefused,
     ConflictError,
     ExecutionFailed,
     ForbiddenError,
@@ -41,7 +42,7 @@ from signoff.errors import (
     OutcomeUnknown,
     SignoffError,
 )
-from signoff.gate.answers import answer_text, blocked_text, edited_text
+from signoff.gate.answers import blocked_text, edited_text
 from signoff.gate.external import ExternalRuns, Pause, Resumer, connect
 from signoff.integrations._threads import busy, now, release, take
 from signoff.types import Approve, Decision, Reject, ToolCall
@@ -266,18 +267,21 @@ class SignoffAgent:
                 if last is not None:
                     return await self._dcaf_answer(last, session_id)
             prompt = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
-            out = await self.run(prompt, session_id=session_id, user_id=user_id)
+            # The run's requester is its user, else the person the app authenticated: a rule
+            # that forbids self-approval holds her to it when she decides here later.
+            requester = user_id if user_id is not None else actor
+            out = await self.run(prompt, session_id=session_id, user_id=requester)
             return await self._dcaf_answer(out, session_id)
         by_requirement = {r.id: r for r in paused.active_requirements}
-        ids = {
-            rid: _call_id(paused.run_id or "", r.tool_execution.tool_call_id)
-            for rid, r in by_requirement.items()
-            if rid in wanted and r.tool_execution is not None and r.tool_execution.tool_call_id
-        }
-        held = await self.runs.held(session_id, list(ids.values()))
         decisions: dict[str, Decision] = {}
         for rid, decision in wanted.items():
-            found = held.get(ids.get(rid, ""))
+            requirement = by_requirement.get(rid)
+            execution = requirement.tool_execution if requirement is not None else None
+            call_id = execution.tool_call_id if execution is not None else None
+            if not call_id:
+                continue
+            turn = _turn(paused.messages, call_id)
+            found = (await self.runs.held(session_id, [call_id], turn=turn)).get(call_id)
             if found is not None and found.approval is not None and found.approval.pending:
                 decisions[found.approval.id] = decision
         if decisions:
@@ -314,27 +318,30 @@ class SignoffAgent:
             for r in asked
             if not (out.run_id and _execution(r).tool_call_id)  # it cannot be kept once
         }
-        calls = {
-            r.id: self._call(out.run_id or "", _execution(r)) for r in asked if r.id not in answers
-        }
-        held = await self.runs.judged(
-            list(calls.values()), thread=session_id, requested_by=self.requested_by or user_id
-        )
+        requested_by = self.requested_by or user_id
+        by_turn: dict[str | None, dict[str, ToolCall]] = {}
+        for r in asked:
+            if r.id not in answers:
+                call = self._call(_execution(r))
+                by_turn.setdefault(_turn(out.messages, call.id), {})[r.id] = call
         waiting: list[str] = []
-        decided = [h.approval.id for h in held.values() if h.approval and not h.approval.pending]
-        for rid, call in calls.items():
-            found = held[call.id]
-            record, approval = found.record, found.approval
-            if record.kind == "block":
-                answers[rid] = ("reject", blocked_text(record.reason))
-            elif record.kind == "run":
-                answers[rid] = ("confirm", None)
-            elif approval is not None and approval.pending:
-                waiting.append(approval.id)
-            elif approval is not None and approval.status in ("approved", "edited", "responded"):
-                answers[rid] = ("confirm", None)  # the call itself reads what to do
-            elif approval is not None:
-                answers[rid] = ("reject", answer_text(approval)[0])
+        decided: list[str] = []
+        for turn, calls in by_turn.items():
+            held = await self.runs.judged(
+                list(calls.values()), thread=session_id, requested_by=requested_by, turn=turn
+            )
+            for rid, call in calls.items():
+                key = self.runs.key(session_id, call.id, turn)
+                step = await self.runs.step(held[call.id], call, key=key)
+                if step.approval is not None and not step.approval.pending:
+                    decided.append(step.approval.id)
+                if step.kind == "wait":
+                    assert step.approval is not None  # a call waits on its approval
+                    waiting.append(step.approval.id)
+                elif step.kind == "run" or step.ok:
+                    answers[rid] = ("confirm", None)  # the call itself reads what to do
+                else:
+                    answers[rid] = ("reject", step.text)
         if foreign:
             return answers, waiting, decided
         return answers, waiting or None, decided
@@ -367,9 +374,10 @@ class SignoffAgent:
 
     # -- one call --------------------------------------------------------------------------
 
-    def guarded(self, call: FunctionCall) -> FunctionCall:
+    def guarded(self, call: FunctionCall, turn: str | None = None) -> FunctionCall:
         """The call with a function of its own: confirmation asked where the policy may ask,
-        and an entrypoint that judges it and runs it once (`execute`)."""
+        and an entrypoint that judges it and runs it once (`execute`). `turn` is the id of the
+        assistant message that made the call, when known (else read from the run)."""
         function = call.function
         name, server = self._named(function.name)
         fixed = self.runs.gate.engine.fixed_kind(name, server=server, agent=self.path)
@@ -392,14 +400,14 @@ class SignoffAgent:
 
             @functools.wraps(original)
             def entry_sync(*args: Any, **kwargs: Any) -> Any:
-                return asyncio.run(self.execute(call, original, args, kwargs))
+                return asyncio.run(self.execute(call, original, args, kwargs, turn))
 
             mine.entrypoint = entry_sync
         else:
 
             @functools.wraps(original)
             async def entry(*args: Any, **kwargs: Any) -> Any:
-                return await self.execute(call, original, args, kwargs)
+                return await self.execute(call, original, args, kwargs, turn)
 
             mine.entrypoint = entry
         call.function = mine
@@ -411,6 +419,7 @@ class SignoffAgent:
         original: Callable[..., Any],
         args: Sequence[Any],
         kwargs: dict[str, Any],
+        turn: str | None = None,
     ) -> Any:
         """Judge one call (or read how it was decided) and run it once, or answer it."""
         context = call.function._run_context
@@ -418,41 +427,35 @@ class SignoffAgent:
         run_id = context.run_id if context is not None else None
         if thread is None or not run_id or not call.call_id:
             return blocked_text("a call outside a session's run, or without an id, is not run")
-        proposed = self._call_of(
-            call.function.name, _call_id(run_id, call.call_id), call.arguments or {}
-        )
+        if turn is None:  # a confirmed call Agno continues: its message is in the saved run
+            saved = await self._run_output(thread, run_id)
+            turn = _turn(saved.messages if saved is not None else None, call.call_id)
+        proposed = self._call_of(call.function.name, call.call_id, call.arguments or {})
         schema = self._register(call.function, proposed.name)
         requested_by = self.requested_by or (context.user_id if context is not None else None)
-        found = (await self.runs.judged([proposed], thread=thread, requested_by=requested_by))[
-            proposed.id
-        ]
-        record, approval = found.record, found.approval
-        key = self.runs.key(thread, proposed.id)
-        if record.kind == "block":
-            return blocked_text(record.reason)
-        if record.digest != proposed.digest:
-            return blocked_text("the call changed after it was judged")
-        if record.kind == "run" or (approval is not None and approval.status == "approved"):
-            return await self._once(key, proposed.name, original, args, kwargs)
-        assert approval is not None  # held calls carry their approval
-        if approval.pending:
+        found = (
+            await self.runs.judged([proposed], thread=thread, requested_by=requested_by, turn=turn)
+        )[proposed.id]
+        key = self.runs.key(thread, proposed.id, turn)
+        step = await self.runs.step(found, proposed, key=key, schema=schema)
+        if step.kind == "wait":
             return "signoff: this call waits for a person's decision; it did not run."
-        if approval.status == "edited":
-            problem = self.runs.unfit(approval, schema)
-            if problem is not None:
-                return blocked_text(problem)
-            edit = approval.call.args
-            injected = {k: v for k, v in kwargs.items() if k not in proposed.args}
-            value = await self._once(key, proposed.name, original, args, {**injected, **edit})
-            if isinstance(value, ToolResult):
-                return value.model_copy(update={"content": edited_text(edit, value.content)})
-            return edited_text(edit, value) if isinstance(value, str) else value
-        return answer_text(approval)[0]
+        if step.kind == "answer":
+            return step.text
+        assert step.call is not None  # a call to run is named
+        if step.edited is None:
+            return await self._once(key, step.call, original, args, kwargs)
+        edit = step.edited
+        injected = {k: v for k, v in kwargs.items() if k not in proposed.args}
+        value = await self._once(key, step.call, original, args, {**injected, **edit})
+        if isinstance(value, ToolResult):
+            return value.model_copy(update={"content": edited_text(edit, value.content)})
+        return edited_text(edit, value) if isinstance(value, str) else value
 
     async def _once(
         self,
         key: str,
-        tool: str,
+        call: ToolCall,
         original: Callable[..., Any],
         args: Sequence[Any],
         kwargs: dict[str, Any],
@@ -462,19 +465,20 @@ class SignoffAgent:
             kind = "tool_result" if isinstance(value, ToolResult) else "result"
             return {kind: to_jsonable_python(value, fallback=str)}
 
+        idempotent = call.name in self.idempotent
         try:
-            value = await self.runs.once(key, run, tool=tool, idempotent=tool in self.idempotent)
+            value = await self.runs.once(key, call, run, idempotent=idempotent)
+        except CallRefused as exc:
+            return blocked_text(str(exc))
         except (OutcomeUnknown, ExecutionFailed) as exc:
             return f"signoff: {exc}"
         if "tool_result" in value:  # an MCP tool's, or one with media: kept as Agno's own
             return ToolResult.model_validate(value["tool_result"])
         return value["result"]
 
-    def _call(self, run_id: str, execution: ToolExecution) -> ToolCall:
+    def _call(self, execution: ToolExecution) -> ToolCall:
         return self._call_of(
-            execution.tool_name or "",
-            _call_id(run_id, execution.tool_call_id or ""),
-            execution.tool_args or {},
+            execution.tool_name or "", execution.tool_call_id or "", execution.tool_args or {}
         )
 
     def _call_of(self, tool: str, call_id: str, args: dict[str, Any]) -> ToolCall:
@@ -597,7 +601,8 @@ def _guard(model: Model, signoff: SignoffAgent) -> None:
 
     def calls(assistant_message: Any, messages: Any, functions: Any = None) -> list[FunctionCall]:
         found = cls.get_function_calls_to_run(model, assistant_message, messages, functions)
-        return [getattr(model, _MARK).guarded(c) for c in found]
+        turn = getattr(assistant_message, "id", None)
+        return [getattr(model, _MARK).guarded(c, turn) for c in found]
 
     def confirmed(tool_execution: ToolExecution, functions: Any = None) -> FunctionCall:
         call = cls.get_function_call_to_run_from_tool_execution(model, tool_execution, functions)
@@ -609,10 +614,18 @@ def _guard(model: Model, signoff: SignoffAgent) -> None:
     setattr(model, "get_function_call_to_run_from_tool_execution", confirmed)  # noqa: B010
 
 
-def _call_id(run_id: str, call_id: str) -> str:
-    """A call's id as signoff keeps it: within its run (a provider that numbers the calls of
-    each response — LiteLLM's ``call_0`` — gives the same id again in the next run)."""
-    return f"{run_id}/{call_id}"
+def _turn(messages: Sequence[Any] | None, call_id: str) -> str | None:
+    """The id of the assistant message — the model response — that made the call `call_id`:
+    the newest of the run's that did. A provider that numbers each response's calls
+    (LiteLLM's ``call_0``) gives the same id again in the next response of the same run, and
+    in the next run; a message's id is Agno's own (a uuid), kept with the paused run, so the
+    same response continued later is the same turn."""
+    for message in reversed(messages or []):
+        if message.role == "assistant" and any(
+            (c or {}).get("id") == call_id for c in message.tool_calls or []
+        ):
+            return str(message.id)
+    return None
 
 
 def _execution(requirement: RunRequirement) -> ToolExecution:

@@ -21,12 +21,20 @@ again in each invocation that the confirmation reaches; the ledger keeps it to o
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from contextvars import ContextVar
+from datetime import UTC, datetime
 from typing import Any
 
-from signoff.errors import ConflictError, ExecutionFailed, MissingExtraError, OutcomeUnknown
-from signoff.gate.answers import answer_text, blocked_text, edited_text
-from signoff.gate.external import ExternalRuns, Held, Pause, Resumer, connect
+from signoff.errors import (
+    CallRefused,
+    ConflictError,
+    ExecutionFailed,
+    MissingExtraError,
+    OutcomeUnknown,
+)
+from signoff.gate.answers import blocked_text, edited_text
+from signoff.gate.external import LEASE, ExternalRuns, Held, Pause, Resumer, connect
 from signoff.types import Approve, Decision, Reject, ToolCall
 
 try:
@@ -49,6 +57,9 @@ logger = logging.getLogger("signoff.google_adk")
 ORIGIN = "google-adk"
 CONFIRMATION = "adk_request_confirmation"
 """The function call by which ADK pauses a run for a confirmation (and its response resumes it)."""
+
+_RESUMING: ContextVar[str | None] = ContextVar("signoff_adk_resuming", default=None)
+"""The pause a `SignoffPlugin.resumer` continues in this task (it holds the pause's claim)."""
 
 
 class SignoffPlugin(BasePlugin):
@@ -81,6 +92,9 @@ class SignoffPlugin(BasePlugin):
             for name, toolset in (servers or {}).items()
         }
         self._schemas: set[tuple[str, str]] = set()
+        self._claims: dict[str, tuple[str, str, Sequence[str]]] = {}
+        """The pauses the invocations of this process continue: invocation id → (pause,
+        claim owner, approvals)."""
 
     # -- the calls -------------------------------------------------------------------------
 
@@ -88,81 +102,78 @@ class SignoffPlugin(BasePlugin):
         self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext
     ) -> dict[str, Any] | None:
         """Judge the call (or read how it was decided) and run it once, answer it, or pause."""
-        if tool.name == CONFIRMATION:  # ADK's to make, never a model's
-            return {"error": blocked_text("only ADK asks for a confirmation")}
-        thread = _thread(tool_context.session)
+        if tool.name == CONFIRMATION:
+            # ADK's to make, never a model's. Answered to the model, ADK would call it again
+            # and again (up to max_llm_calls): the invocation ends here, with the answer as
+            # the last thing the user sees.
+            tool_context.actions.skip_summarization = True
+            tool_context._invocation_context.end_invocation = True
+            return {"error": blocked_text("only ADK asks for a confirmation; the run stops here")}
+        session = tool_context.session
+        thread = _thread(session)
+        call_id = tool_context.function_call_id or ""
+        # The model response is the session's event that holds the call: ADK re-runs a
+        # confirmed tool from that same event in a later invocation (the same turn), while a
+        # provider that numbers every response's calls call_0 makes a new event (a new turn).
+        turn = _turn(session.events, call_id)
         path = _path(tool_context)
         name, server = self._named(tool)
         schema = self._register(tool, name, path)
-        proposed = ToolCall(
-            id=tool_context.function_call_id or "",
-            name=name,
-            args=tool_args,
-            server=server,
-            agent=path,
-        )
+        proposed = ToolCall(id=call_id, name=name, args=tool_args, server=server, agent=path)
         found: Held | None = None
         if tool_context.tool_confirmation is not None:
             # Confirmed: the call was judged when it was proposed. What runs is what signoff's
             # store says, whatever the confirmation carried.
-            found = (await self.runs.held(thread, [proposed.id])).get(proposed.id)
+            found = (await self.runs.held(thread, [call_id], turn=turn)).get(call_id)
         if found is None:
             requested_by = self.requested_by or tool_context.user_id
-            found = (await self.runs.judged([proposed], thread=thread, requested_by=requested_by))[
-                proposed.id
-            ]
-        record, approval = found.record, found.approval
-        if record.kind == "block":
-            return {"error": blocked_text(record.reason)}
-        if record.digest != proposed.digest:
-            return {"error": blocked_text("the call changed after it was judged")}
-        if record.kind == "run":
-            return await self._once(thread, tool, tool_args, tool_context, edited=None)
-        assert approval is not None  # held calls carry their approval
-        if approval.pending:
+            judged = await self.runs.judged(
+                [proposed], thread=thread, requested_by=requested_by, turn=turn
+            )
+            found = judged[call_id]
+        key = self.runs.key(thread, call_id, turn)
+        step = await self.runs.step(found, proposed, key=key, schema=schema)
+        if step.kind == "wait":
+            assert step.approval is not None  # a call waits on its approval
             tool_context.request_confirmation(
                 hint=f"signoff: {tool.name} waits for a person's decision",
-                payload={"signoff": {"approval": approval.id}},
+                payload={"signoff": {"approval": step.approval.id}},
             )
             tool_context.actions.skip_summarization = True  # the run stops here: no model call
             return {"status": "waiting for a person's decision"}
-        if approval.status == "edited":
-            problem = self.runs.unfit(approval, schema)
-            if problem is not None:
-                return {"error": blocked_text(problem)}
-            edit = approval.call.args
-            return await self._once(thread, tool, edit, tool_context, edited=edit)
-        if approval.status == "approved":
-            return await self._once(thread, tool, tool_args, tool_context, edited=None)
-        text, ok = answer_text(approval)
-        return {"result": text} if ok else {"error": text}
+        if step.kind == "answer":
+            return {"result": step.text} if step.ok else {"error": step.text}
+        assert step.call is not None  # a call to run is named
+        return await self._once(key, step.call, tool, tool_context, edited=step.edited)
 
     async def _once(
         self,
-        thread: str,
+        key: str,
+        call: ToolCall,
         tool: BaseTool,
-        args: dict[str, Any],
         tool_context: ToolContext,
         *,
         edited: dict[str, Any] | None,
     ) -> dict[str, Any]:
-        """Run the tool once under the call's key (its recorded result when it ran)."""
+        """Run the tool once under the call's key (its recorded result when it ran); a call
+        signoff refuses is answered, never run."""
 
         async def execute() -> Any:
             # signoff decided: a tool that asks for a confirmation itself finds it given.
             given = tool_context.tool_confirmation
             tool_context.tool_confirmation = ToolConfirmation(hint="signoff", confirmed=True)
             try:
-                result = await tool.run_async(args=args, tool_context=tool_context)
+                result = await tool.run_async(args=call.args, tool_context=tool_context)
             finally:
                 tool_context.tool_confirmation = given
             return to_jsonable_python(result)
 
-        key = self.runs.key(thread, tool_context.function_call_id or "")
         try:
             result = await self.runs.once(
-                key, execute, tool=tool.name, idempotent=tool.name in self.idempotent
+                key, call, execute, idempotent=tool.name in self.idempotent
             )
+        except CallRefused as exc:
+            return {"error": blocked_text(str(exc))}
         except (OutcomeUnknown, ExecutionFailed) as exc:
             return {"error": f"signoff: {exc}"}
         answer = result if isinstance(result, dict) else {"result": result}
@@ -196,10 +207,11 @@ class SignoffPlugin(BasePlugin):
         self, *, invocation_context: InvocationContext, user_message: types.Content
     ) -> types.Content | None:
         """A message that answers signoff's confirmations goes on only when it answers every
-        call of the pause and each is decided — else ADK would spend the confirmations (a call
-        left waiting could never run) or call the model while calls wait. With
-        `client_decisions`, a client's answer (kagent's UI, ``adk web``) is first taken as the
-        session's user's decision, held to the policy's rules like anyone's."""
+        call of the pause, each is decided, and nobody continued (or continues) the pause
+        already — else ADK would spend the confirmations (a call left waiting could never
+        run), call the model while calls wait, or call it once per client that sends the same
+        answer. With `client_decisions`, a client's answer (kagent's UI, ``adk web``) is first
+        taken as the session's user's decision, held to the policy's rules like anyone's."""
         sent = {
             p.function_response.id: p.function_response.response or {}
             for p in user_message.parts or []
@@ -212,7 +224,9 @@ class SignoffPlugin(BasePlugin):
             return None
         session = invocation_context.session
         pause = await self.runs.open_pause(list(asked.values()))
-        missing = set(pause.data["confirmations"]) - set(asked) if pause is not None else set()
+        if pause is None:
+            raise ConflictError("signoff: this pause was continued already")
+        missing = set(pause.data["confirmations"]) - set(asked)
         if missing:
             raise ConflictError(
                 f"signoff: answer every call of the pause at once ({len(missing)} more)"
@@ -233,6 +247,8 @@ class SignoffPlugin(BasePlugin):
                 f"signoff: {len(undecided)} of the calls answered here wait for a person's "
                 f"decision ({', '.join(undecided)}); answer them once they are decided"
             )
+        if _RESUMING.get() != pause.id:  # the resumer holds the pause's claim itself
+            await self._claim(pause, invocation_context.invocation_id)
         # ADK runs the calls again only where confirmed; signoff's callback then runs, answers
         # or refuses each as decided (a rejection with its reason, not ADK's own words).
         return types.Content(
@@ -242,6 +258,38 @@ class SignoffPlugin(BasePlugin):
                 for p in user_message.parts or []
             ],
         )
+
+    async def _claim(self, pause: Pause, invocation: str) -> None:
+        """Take the pause for this invocation, as the resumer takes one: a pause is continued
+        once, whoever sends its confirmations. The claim's lease fences a process that died
+        holding it; the invocation gives it back when it ends (`after_run_callback`)."""
+        owner = f"{self.runs.ledger.owner}/{invocation}"
+        store = self.runs.store
+        claimed = await self.runs.bridge.arun(
+            store.claim_pause(pause.id, owner=owner, now=_now(), lease=LEASE)
+        )
+        if claimed is None:
+            raise ConflictError("signoff: this pause is being continued, or was continued already")
+        self._claims[invocation] = (pause.id, owner, pause.approvals)
+
+    async def after_run_callback(self, *, invocation_context: InvocationContext) -> None:
+        """The invocation that continued a pause went on past it: the pause is done."""
+        claim = self._claims.pop(invocation_context.invocation_id, None)
+        if claim is not None:
+            pause_id, owner, approvals = claim
+            await self.runs.bridge.arun(self.runs.store.release_pause(
+                pause_id, owner=owner, status="done", now=_now()))  # fmt: skip
+            await self.runs.went_on(list(approvals))
+
+    async def on_run_error_callback(
+        self, *, invocation_context: InvocationContext, error: Exception
+    ) -> None:
+        """The invocation that continued a pause failed: the pause may be continued again."""
+        claim = self._claims.pop(invocation_context.invocation_id, None)
+        if claim is not None:
+            pause_id, owner, _ = claim
+            await self.runs.bridge.arun(self.runs.store.release_pause(
+                pause_id, owner=owner, status="waiting", now=_now()))  # fmt: skip
 
     async def _asked(
         self, invocation_context: InvocationContext, call_ids: set[str]
@@ -254,19 +302,19 @@ class SignoffPlugin(BasePlugin):
             for call_id, (approval, original) in _confirmation_calls(event).items():
                 if call_id in call_ids:
                     claimed[call_id] = (approval, original)
-        return await self._verified(_thread(session), claimed)
+        return await self._verified(session, claimed)
 
-    async def _verified(self, thread: str, claimed: dict[str, tuple[str, str]]) -> dict[str, str]:
+    async def _verified(self, session: Any, claimed: dict[str, tuple[str, str]]) -> dict[str, str]:
         """Of confirmation calls and the (approval, original call) each names, those whose
-        original call signoff holds under that approval."""
-        if not claimed:
-            return {}
-        held = await self.runs.held(thread, [original for _, original in claimed.values()])
-        return {
-            call_id: approval
-            for call_id, (approval, original) in claimed.items()
-            if original in held and held[original].record.approval_id == approval
-        }
+        original call — of its model response in the session — signoff holds under that
+        approval."""
+        verified: dict[str, str] = {}
+        for call_id, (approval, original) in claimed.items():
+            turn = _turn(session.events, original)
+            held = await self.runs.held(_thread(session), [original], turn=turn)
+            if original in held and held[original].record.approval_id == approval:
+                verified[call_id] = approval
+        return verified
 
     # -- the pause -------------------------------------------------------------------------
 
@@ -276,7 +324,7 @@ class SignoffPlugin(BasePlugin):
         """A confirmation ADK asks for: record the pause the resumer finds, with what resuming
         it takes (the session, its user and app, the confirmations' call ids)."""
         session = invocation_context.session
-        asked = await self._verified(_thread(session), _confirmation_calls(event))
+        asked = await self._verified(session, _confirmation_calls(event))
         if asked:
             await self.runs.pause(
                 thread=_thread(session),
@@ -302,10 +350,14 @@ class SignoffPlugin(BasePlugin):
             )
             if session is not None:
                 message = confirmations(data["confirmations"])
-                async for _event in runner.run_async(
-                    user_id=data["user"], session_id=data["session"], new_message=message
-                ):
-                    pass
+                token = _RESUMING.set(pause.id)
+                try:
+                    async for _event in runner.run_async(
+                        user_id=data["user"], session_id=data["session"], new_message=message
+                    ):
+                        pass
+                finally:
+                    _RESUMING.reset(token)
             else:  # not this runner's (an agent run as a tool keeps its session in memory)
                 logger.warning("no session %s of %s for the pause %s: not resumed",
                                data["session"], data["app"], pause.id)  # fmt: skip
@@ -367,6 +419,19 @@ def _decision(answer: dict[str, Any]) -> Decision:
     payload = confirmation.payload
     reason = payload.get("reason") if isinstance(payload, dict) else None
     return Reject(reason=reason if isinstance(reason, str) else "")
+
+
+def _turn(events: Sequence[Event], call_id: str) -> str | None:
+    """The id of the session's event — the model response — that made the call `call_id`: the
+    newest that did (a provider may number every response's calls ``call_0``)."""
+    for event in reversed(events):
+        if any(c.id == call_id and c.name != CONFIRMATION for c in event.get_function_calls()):
+            return event.id
+    return None
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
 
 
 def _thread(session: Any) -> str:

@@ -1,0 +1,170 @@
+"""Agno's `Agent` behind `SignoffAgent`, as the shared scenarios drive it: the real agent with
+its own `SqliteDb`, a `Model` playing the script with the provider's call ids, and the
+scenarios' tools."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agno.agent import Agent
+from agno.db.sqlite import SqliteDb
+from agno.models.base import Model
+from agno.models.message import Message
+from agno.models.response import ModelResponse
+from agno.run.agent import RunOutput
+
+from signoff.errors import ForbiddenError
+from signoff.gate.external import ExternalRuns
+from signoff.integrations.agno import ORIGIN, SignoffAgent, connect
+from tests.integrations.scenarios import (
+    POLICY,
+    REQUESTER,
+    Call,
+    Outcome,
+    Script,
+    final_text,
+    record,
+)
+
+
+@dataclass
+class _Model(Model):
+    """Turn n (the assistant messages so far) proposes `script[n]`, with the script's ids."""
+
+    id: str = "scenario"
+    name: str = "Scenario"
+    provider: str = "signoff-tests"
+    script: list[Any] = field(default_factory=list)
+    turns: list[int] = field(default_factory=list)
+
+    def _reply(self, messages: list[Message]) -> ModelResponse:
+        turn = sum(m.role == "assistant" for m in messages)
+        self.turns.append(turn)
+        step = self.script[turn] if turn < len(self.script) else "done"
+        if isinstance(step, str):
+            results = [(m.tool_call_id or "", str(m.content)) for m in messages
+                       if m.role == "tool"]  # fmt: skip
+            return ModelResponse(role="assistant", content=final_text(step, results))
+        calls = [{"id": c.id, "type": "function",
+                  "function": {"name": c.name, "arguments": json.dumps(c.args)}}
+                 for c in step]  # fmt: skip
+        return ModelResponse(role="assistant", tool_calls=calls)
+
+    def invoke(self, messages: list[Message], *args: Any, **kwargs: Any) -> ModelResponse:
+        return self._reply(messages)
+
+    async def ainvoke(self, messages: list[Message], *args: Any, **kwargs: Any) -> ModelResponse:
+        return self._reply(messages)
+
+    def invoke_stream(
+        self, messages: list[Message], *args: Any, **kwargs: Any
+    ) -> Iterator[ModelResponse]:
+        yield self._reply(messages)
+
+    async def ainvoke_stream(
+        self, messages: list[Message], *args: Any, **kwargs: Any
+    ) -> AsyncIterator[ModelResponse]:
+        yield self._reply(messages)
+
+    def _parse_provider_response(self, response: Any, **kwargs: Any) -> ModelResponse:
+        return response  # type: ignore[no-any-return]
+
+    def _parse_provider_response_delta(self, response: Any) -> ModelResponse:
+        return response  # type: ignore[no-any-return]
+
+
+def _tools(side_effects: Path) -> list[Any]:
+    def transfer(amount: int, to: str) -> str:
+        """Move money."""
+        record(side_effects, f"transfer {amount} {to}")
+        return "transfer ok"
+
+    def read_file(path: str) -> str:
+        """Read a file."""
+        record(side_effects, f"read_file {path}")
+        return "read_file ok"
+
+    def delete_all() -> str:
+        """Delete everything."""
+        record(side_effects, "delete_all")
+        return "delete_all ok"
+
+    return [transfer, read_file, delete_all]
+
+
+class AgnoAdapter:
+    name = "agno"
+
+    def __init__(self, runs: ExternalRuns, folder: Path) -> None:
+        self.runs = runs
+        self.db = SqliteDb(db_file=str(folder / "agno.db"))
+        self.side_effects = folder / "side-effects.txt"
+        self._turns: list[int] = []
+        self._agents: dict[str, SignoffAgent] = {}
+
+    @property
+    def model_turns(self) -> int:
+        return len(self._turns)
+
+    @staticmethod
+    def _outcome(out: RunOutput | None) -> Outcome:
+        assert out is not None
+        if out.is_paused:
+            return Outcome(paused=True)
+        return Outcome(paused=False, text=str(out.content))
+
+    async def _last(self, thread: str) -> RunOutput | None:
+        return await self._agents[thread].agent.aget_last_run_output(session_id=thread)
+
+    async def start(self, thread: str, script: Script) -> Outcome:
+        model = _Model(script=list(script), turns=self._turns)
+        agent = Agent(name="assistant", id="assistant", model=model,
+                      tools=_tools(self.side_effects), db=self.db)  # fmt: skip
+        self._agents[thread] = SignoffAgent(agent, self.runs)
+        out = await self._agents[thread].run("go", session_id=thread, user_id=REQUESTER)
+        return self._outcome(out)
+
+    async def resume(self, thread: str) -> Outcome:
+        """As `SignoffAgent.resumer` does: the session's paused run, continued."""
+        out = await self._agents[thread].resume(thread)
+        return self._outcome(out or await self._last(thread))
+
+    async def send(self, thread: str, approve: bool, *, user: str | None) -> Outcome:
+        """DCAF's message deciding every waiting call, as the person the app authenticated."""
+        agent = self._agents[thread]
+        paused = await self._last(thread)
+        assert paused is not None
+        calls = [{"id": r.id, "execute": approve, "rejection_reason": None if approve else "no"}
+                 for r in paused.active_requirements]  # fmt: skip
+        body = {"messages": [{"role": "user", "content": "", "data": {"tool_calls": calls}}]}
+        with contextlib.suppress(ForbiddenError):  # nobody named: nothing is taken
+            await agent.dcaf(body, session_id=thread, actor=user)
+        return self._outcome(await self._last(thread))
+
+    async def tamper(self, thread: str, call: Call) -> None:
+        """What an editor of Agno's db does: the paused run's waiting call, same id, another
+        tool or other arguments."""
+        agent = self._agents[thread].agent
+        session = await agent.aget_session(session_id=thread)
+        assert session is not None and session.runs
+        run = session.runs[-1]
+        executions = [r.tool_execution for r in run.requirements or []] + list(run.tools or [])
+        for execution in executions:
+            if execution is not None and execution.tool_call_id == call.id:
+                execution.tool_name, execution.tool_args = call.name, dict(call.args)
+        await asyncio.to_thread(self.db.upsert_session, session)
+
+
+@contextlib.asynccontextmanager
+async def opened(database: str, tmp_path: Path) -> AsyncIterator[AgnoAdapter]:
+    runs = await asyncio.to_thread(connect, POLICY, origin=ORIGIN, database=database)
+    try:
+        yield AgnoAdapter(runs, tmp_path)
+    finally:
+        await asyncio.to_thread(runs.close)
