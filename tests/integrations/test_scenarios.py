@@ -17,6 +17,8 @@ from tests.integrations.scenarios import REQUESTER, Adapter, Call, NotSupported,
 
 ADAPTERS = {
     "langgraph": "tests.integrations.adapters.langgraph",
+    "pydantic-ai": "tests.integrations.adapters.pydantic_ai",
+    "openai-agents": "tests.integrations.adapters.openai_agents",
 }
 """Each adapter module's `opened(database, tmp_path)`: an async context manager of its
 `Adapter` over signoff's store at `database`."""
