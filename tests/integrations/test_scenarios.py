@@ -126,7 +126,10 @@ async def test_a_provider_that_numbers_every_response_call_0_gets_each_call_judg
         "finished",
     ]
 
-    done = await adapter.start("t-reused", script)
+    try:
+        done = await adapter.start("t-reused", script)
+    except NotSupported as exc:
+        pytest.skip(str(exc))
 
     assert executions(adapter.side_effects) == [
         "read_file a.txt", "read_file b.txt", "read_file a.txt",
@@ -140,7 +143,10 @@ async def test_a_reused_call_id_is_held_again_when_it_asks(adapter: Adapter) -> 
         [Call("call_0", "transfer", {"amount": 7, "to": "acme"})],
         "finished",
     ]
-    await adapter.start("t-reused-ask", script)
+    try:
+        await adapter.start("t-reused-ask", script)
+    except NotSupported as exc:
+        pytest.skip(str(exc))
     await decide(adapter, Approve())
 
     second = await adapter.resume("t-reused-ask")
