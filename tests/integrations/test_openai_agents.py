@@ -13,6 +13,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,16 +25,18 @@ from agents import (
     Model,
     ModelResponse,
     Usage,
+    function_tool,
     set_tracing_disabled,
 )
 from agents.mcp import MCPServerStdio
-from agents.testing import assistant_message
+from agents.testing import assistant_message, function_call
 from openai.types.responses import ResponseCustomToolCall
 from pydantic_core import to_jsonable_python
 
 from signoff import Approve, Edit, Policy, Reject, Respond, Scope
 from signoff.errors import ConflictError, ForbiddenError, InvalidEditError, SignoffError
 from signoff.gate.external import ExternalRuns
+from signoff.integrations._threads import Hold
 from signoff.integrations.openai_agents import ORIGIN, SignoffAgent
 from tests.deadline import HANG
 from tests.integrations import harness as harness_base
@@ -100,31 +103,6 @@ async def test_allowed_calls_run_denied_ones_are_blocked_and_asked_ones_wait(
     # The thread waits: a new input is refused until its calls are answered.
     with pytest.raises(ConflictError, match="resume it"):
         await harness.agent().run("and another thing", thread=THREAD)
-
-
-async def test_each_decision_reaches_the_model_and_each_tool_runs_once(harness: Harness) -> None:
-    agent = harness.agent()
-    await agent.run("go", thread=THREAD)
-    pending = await harness.pending()
-    await harness.decide(pending['send_email {"body": "hi", "to": "bob@example.com"}'].id,
-                         Edit(args={"to": "carol@example.com", "body": "hi"}))  # fmt: skip
-    await harness.decide(pending['charge {"amount": 50}'].id, Reject(reason="not this month"))
-
-    result = await agent.resume(THREAD)
-
-    assert result is not None
-    results = said(result)
-    assert results["call_0_0"] == "contents of report.txt"
-    assert "it ran with the arguments" in results["call_0_1"]
-    assert results["call_0_1"].endswith("sent to carol@example.com")
-    assert results["call_0_2"].startswith("signoff blocked this call: denied")
-    assert json.loads(results["call_0_3"]) == {
-        "status": "rejected",
-        "message": "The user rejected this call: not this month. Do not retry it.",
-    }
-    assert harness.executions() == ["read_file report.txt", "send_email carol@example.com hi"]
-    assert await agent.resume(THREAD) is None  # nothing waits any more
-    assert harness.turns() == [0, 1]  # no model call on the way back in
 
 
 async def test_a_response_is_the_tools_result_and_approve_runs_as_proposed(
@@ -545,3 +523,96 @@ def said_in(entry: str) -> dict[str, str]:
     text: str = part["text"]
     found: dict[str, str] = json.loads(text[text.index("{") :])
     return found
+
+
+# -- resume marks and pauses ---------------------------------------------------------------
+
+
+async def test_a_resume_before_any_decision_leaves_the_pause_to_the_later_decision(
+    harness: Harness,
+) -> None:
+    agent = harness.agent()
+    await agent.run("go", thread=THREAD)
+
+    assert await agent.resume(THREAD) is None  # nothing decided: nothing goes on
+    await harness.approve_all()
+
+    pause = await open_pause(harness)
+    assert await resumed(harness, agent, pause) is True
+    assert sorted(harness.executions()) == sorted(
+        ["read_file report.txt", "send_email bob@example.com hi", "charge 50"]
+    )
+
+
+async def test_the_resumer_leaves_a_pause_waiting_while_another_process_resumes_the_thread(
+    harness: Harness,
+) -> None:
+    agent = harness.agent()
+    await agent.run("go", thread=THREAD)
+    await harness.approve_all()
+    pause = await open_pause(harness)
+    other = await Hold.take(harness.runs, ORIGIN, THREAD, await harness.history())
+    assert other is not None  # another process resumes the thread now
+
+    assert await resumed(harness, agent, pause) is False
+
+    # Not marked done with its calls unanswered: once the other lets go, it is continued once.
+    await other.release()
+    assert await resumed(harness, agent, pause) is True
+    assert await resumed(harness, agent, pause) is False
+    assert harness.turns() == [0, 1]
+    assert sorted(harness.executions()) == sorted(
+        ["read_file report.txt", "send_email bob@example.com hi", "charge 50"]
+    )
+
+
+class Exporting(Model):
+    """A model that calls `slow_export`, then says it is done."""
+
+    async def get_response(self, system_instructions: Any, input: Any, *args: Any,
+                           **kwargs: Any) -> ModelResponse:  # fmt: skip
+        called = any(isinstance(i, dict) and i.get("type") == "function_call" for i in input)
+        export = function_call("slow_export", {}, call_id="c1")
+        output = [assistant_message("done") if called else export]
+        return ModelResponse(output=output, usage=Usage(), response_id=None)
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+
+async def test_a_resume_renews_its_mark_while_a_tool_runs_and_ends_it(harness: Harness) -> None:
+    lease = timedelta(seconds=1.5)  # renewed every half second
+    seen: list[object] = []
+    agents: list[SignoffAgent] = []
+
+    @function_tool
+    async def slow_export() -> str:
+        """An export that outlasts a lease: it returns once its resume renewed the mark."""
+        async with asyncio.timeout(HANG):
+            while sum('"taken"' in e for e in await harness.history()) < 2:
+                await asyncio.sleep(0.05)
+        seen.append(await agents[0].resume(THREAD))
+        return "exported"
+
+    agent = Agent(name="assistant", model=Exporting(), tools=[slow_export])
+    agents.append(SignoffAgent(agent, harness.runs, lease=lease))
+    await agents[0].run("go", thread=THREAD)
+    await harness.approve_all()
+
+    result = await agents[0].resume(THREAD)
+
+    assert result is not None and result.final_output == "done"
+    assert seen == [None]  # a resume meanwhile found the thread held
+    assert '"taken"' not in (await harness.history())[-1]
+
+
+async def open_pause(harness: Harness) -> str:
+    found = await harness.runs.bridge.arun(harness.runs.store.list_approvals())
+    pause = await harness.runs.open_pause([a.id for a in found])
+    assert pause is not None
+    return pause.id
+
+
+async def resumed(harness: Harness, agent: SignoffAgent, pause: str) -> bool:
+    """What the resumer does with a ready pause (on the store's loop, as it works)."""
+    return await harness.runs.bridge.arun(agent.resumer().resume_ready(pause))

@@ -9,15 +9,20 @@ import json
 import subprocess
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import DeferredToolRequests
 
-from signoff import Approve, Edit, Reject, Respond, Scope
+from signoff import Approve, Edit, Respond, Scope
 from signoff.errors import ConflictError, ForbiddenError, InvalidEditError
 from signoff.gate.external import ExternalRuns
+from signoff.integrations._threads import Hold
 from signoff.integrations.pydantic_ai import ORIGIN, SignoffAgent
 from tests.deadline import HANG
 from tests.integrations import harness as harness_base
@@ -71,30 +76,6 @@ async def test_allowed_calls_run_denied_ones_are_blocked_and_asked_ones_wait(
     # The thread waits: a new prompt is refused until its calls are answered.
     with pytest.raises(ConflictError, match="resume it"):
         await harness.agent().run("and another thing", thread=THREAD)
-
-
-async def test_each_decision_reaches_the_model_and_each_tool_runs_once(harness: Harness) -> None:
-    agent = harness.agent()
-    await agent.run("go", thread=THREAD)
-    pending = await harness.pending()
-    await harness.decide(pending['send_email {"body": "hi", "to": "bob@example.com"}'].id,
-                         Edit(args={"to": "carol@example.com", "body": "hi"}))  # fmt: skip
-    await harness.decide(pending['charge {"amount": 50}'].id, Reject(reason="not this month"))
-
-    result = await agent.resume(THREAD)
-
-    results = said(result)
-    assert results["call_0_0"] == "contents of report.txt"
-    assert "it ran with the arguments" in results["call_0_1"]
-    assert results["call_0_1"].endswith("sent to carol@example.com")
-    assert results["call_0_2"].startswith("signoff blocked this call: denied")
-    assert json.loads(results["call_0_3"]) == {
-        "status": "rejected",
-        "message": "The user rejected this call: not this month. Do not retry it.",
-    }
-    assert harness.executions() == ["read_file report.txt", "send_email carol@example.com hi"]
-    assert await agent.resume(THREAD) is None  # nothing waits any more
-    assert harness.turns() == [0, 1]  # no model call on the way back in
 
 
 async def test_a_response_is_the_tools_result_and_approve_runs_as_proposed(
@@ -312,3 +293,93 @@ async def test_a_worker_killed_inside_the_tool_leaves_the_call_unknown_and_not_r
     assert [e for e in harness.executions() if e.startswith("charge")] == ["charge 50"]
     last = (await history(harness))[-1]
     assert "done" in last and "not run again" in last
+
+
+# -- resume marks and pauses ---------------------------------------------------------------
+
+
+async def test_a_resume_before_any_decision_leaves_the_pause_to_the_later_decision(
+    harness: Harness,
+) -> None:
+    agent = harness.agent()
+    await agent.run("go", thread=THREAD)
+
+    assert await agent.resume(THREAD) is None  # nothing decided: nothing goes on
+    await harness.approve_all()
+
+    # The early resume left no mark behind: the resumer goes on, and the approved calls run.
+    pause = await open_pause(harness)
+    assert await resumed(harness, agent, pause) is True
+    assert sorted(harness.executions()) == sorted(
+        ["read_file report.txt", "send_email bob@example.com hi", "charge 50"]
+    )
+    assert await harness.runs.open_pause(list(await decided(harness))) is None
+
+
+async def test_the_resumer_leaves_a_pause_waiting_while_another_process_resumes_the_thread(
+    harness: Harness,
+) -> None:
+    agent = harness.agent()
+    await agent.run("go", thread=THREAD)
+    await harness.approve_all()
+    pause = await open_pause(harness)
+    other = await Hold.take(harness.runs, ORIGIN, THREAD, await history(harness))
+    assert other is not None  # another process resumes the thread now
+
+    assert await resumed(harness, agent, pause) is False
+
+    # Not marked done with its calls unanswered: once the other lets go, it is continued once.
+    await other.release()
+    assert await resumed(harness, agent, pause) is True
+    assert await resumed(harness, agent, pause) is False
+    assert harness.turns() == [0, 1]
+    assert sorted(harness.executions()) == sorted(
+        ["read_file report.txt", "send_email bob@example.com hi", "charge 50"]
+    )
+
+
+async def test_a_resume_renews_its_mark_while_a_tool_runs_and_ends_it(harness: Harness) -> None:
+    lease = timedelta(seconds=1.5)  # renewed every half second
+    seen: list[object] = []
+
+    def reply(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if sum(isinstance(m, ModelResponse) for m in messages) == 0:
+            return ModelResponse(parts=[ToolCallPart("slow_export", {}, tool_call_id="c1")])
+        return ModelResponse(parts=[TextPart("done")])
+
+    agent = Agent(FunctionModel(reply), name="assistant")
+
+    @agent.tool_plain
+    async def slow_export() -> str:
+        """An export that outlasts a lease: it returns once its resume renewed the mark."""
+        async with asyncio.timeout(HANG):
+            while sum('"taken"' in e for e in await history(harness)) < 2:
+                await asyncio.sleep(0.05)
+        seen.append(await SignoffAgent(agent, harness.runs, lease=lease).resume(THREAD))
+        return "exported"
+
+    signoff = SignoffAgent(agent, harness.runs, lease=lease)
+    await signoff.run("go", thread=THREAD)
+    await harness.approve_all()
+
+    result = await signoff.resume(THREAD)
+
+    assert result is not None and result.output == "done"
+    assert seen == [None]  # a resume meanwhile found the thread held
+    assert '"taken"' not in (await history(harness))[-1]
+
+
+async def open_pause(harness: Harness) -> str:
+    pause = await harness.runs.open_pause(await decided(harness))
+    assert pause is not None
+    return pause.id
+
+
+async def decided(harness: Harness) -> list[str]:
+    found = await harness.runs.bridge.arun(harness.runs.store.list_approvals())
+    return [a.id for a in found]
+
+
+async def resumed(harness: Harness, agent: SignoffAgent, pause: str) -> bool:
+    """What the resumer does with a ready pause (on the store's loop, as it works)."""
+    return await harness.runs.bridge.arun(agent.resumer().resume_ready(pause))

@@ -11,12 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from signoff import Approve, Edit, Reject
+from signoff import Approval, Approve, Decision, Edit, Reject
 from tests.conftest import fresh_postgres_database
 from tests.integrations.scenarios import REQUESTER, Adapter, Call, NotSupported, executions, told
 
 ADAPTERS = {
     "langgraph": "tests.integrations.adapters.langgraph",
+    "pydantic-ai": "tests.integrations.adapters.pydantic_ai",
+    "openai-agents": "tests.integrations.adapters.openai_agents",
     "google-adk": "tests.integrations.adapters.google_adk",
     "agno": "tests.integrations.adapters.agno",
 }
@@ -39,16 +41,16 @@ async def adapter(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
         yield await stack.enter_async_context(module.opened(database, tmp_path))
 
 
-async def pending(adapter: Adapter) -> list[object]:
+async def pending(adapter: Adapter) -> list[Approval]:
     runs = adapter.runs
     return list(await runs.bridge.arun(runs.store.list_approvals(status="pending")))
 
 
-async def decide(adapter: Adapter, decision: object, *, actor: str = APPROVER) -> None:
+async def decide(adapter: Adapter, decision: Decision, *, actor: str = APPROVER) -> None:
     """Decide every pending call as a person allowed to (as the REST API does)."""
     runs = adapter.runs
     for approval in await pending(adapter):
-        await runs.bridge.arun(runs.gate.decide(approval.id, decision, actor=actor))  # type: ignore[attr-defined, arg-type]
+        await runs.bridge.arun(runs.gate.decide(approval.id, decision, actor=actor))
 
 
 async def audit_actions(adapter: Adapter) -> list[str]:
@@ -126,7 +128,10 @@ async def test_a_provider_that_numbers_every_response_call_0_gets_each_call_judg
         "finished",
     ]
 
-    done = await adapter.start("t-reused", script)
+    try:
+        done = await adapter.start("t-reused", script)
+    except NotSupported as exc:
+        pytest.skip(str(exc))
 
     assert executions(adapter.side_effects) == [
         "read_file a.txt", "read_file b.txt", "read_file a.txt",
@@ -140,7 +145,10 @@ async def test_a_reused_call_id_is_held_again_when_it_asks(adapter: Adapter) -> 
         [Call("call_0", "transfer", {"amount": 7, "to": "acme"})],
         "finished",
     ]
-    await adapter.start("t-reused-ask", script)
+    try:
+        await adapter.start("t-reused-ask", script)
+    except NotSupported as exc:
+        pytest.skip(str(exc))
     await decide(adapter, Approve())
 
     second = await adapter.resume("t-reused-ask")

@@ -506,7 +506,7 @@ class Resumer:
     def __init__(
         self,
         runs: ExternalRuns,
-        resume: Callable[[Pause], Awaitable[None]],
+        resume: Callable[[Pause], Awaitable[bool | None]],
         *,
         lease: timedelta = LEASE,
         owner: str | None = None,
@@ -514,7 +514,8 @@ class Resumer:
         self.runs = runs
         self.resume = resume
         """Resume the framework's run of this pause (it must not raise for a run that went on
-        already: check, and return)."""
+        already: check, and return). False when it did not go on and the pause waits on
+        (another process holds the run, or nothing it waits on is decided)."""
         self.lease = lease
         self.owner = owner or f"{os.getpid()}-{new_id()[-8:]}"
 
@@ -537,9 +538,12 @@ class Resumer:
         if pause is None:
             return False
         try:
-            await self.resume(pause)
+            went_on = await self.resume(pause)
         except Exception:  # a worker outlives one run's trouble; the pause is tried again
             logger.exception("resuming %s pause %s failed", pause.origin, pause.id)
+            await store.release_pause(pause.id, owner=self.owner, status="waiting", now=_now())
+            return False
+        if went_on is False:  # never marked done with a call it waits on unanswered
             await store.release_pause(pause.id, owner=self.owner, status="waiting", now=_now())
             return False
         await store.release_pause(pause.id, owner=self.owner, status="done", now=_now())

@@ -5,15 +5,16 @@ the model makes after the resume run once, whatever their ids."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from signoff.gate.external import LEASE, ExternalRuns, Pause, Resumer
 from signoff.gate.once import owner_alive
 
-__all__ = ["busy", "now", "release", "resumer", "take", "unmarked"]
+__all__ = ["Hold", "busy", "now", "release", "resumer", "take", "unmarked"]
 
 _MARK = "signoff.resume"
 
@@ -38,7 +39,12 @@ def busy(entries: Sequence[str], at: datetime, lease: timedelta = LEASE) -> bool
     if not entries or not is_mark(entries[-1]):
         return False
     mark = json.loads(entries[-1])
-    fresh = at - datetime.fromisoformat(mark["at"]) < lease
+    until = mark.get("until")  # a `Hold`'s mark says how long it holds; `take`'s, the lease
+    fresh = (
+        at < datetime.fromisoformat(until)
+        if until
+        else at - datetime.fromisoformat(mark["at"]) < lease
+    )
     return bool(mark[_MARK] == "taken" and fresh and owner_alive(mark.get("by", "")))
 
 
@@ -62,11 +68,103 @@ async def release(runs: ExternalRuns, origin: str, thread: str, after: int) -> N
     await runs.bridge.arun(runs.store.append_history(origin, thread, [mark], after=after, now=at))
 
 
-def resumer(runs: ExternalRuns, resume: Callable[[str], Awaitable[Any]]) -> Resumer:
+def resumer(runs: ExternalRuns, resume: Callable[[str], Awaitable[bool]]) -> Resumer:
     """A `Resumer` that calls `resume(thread)` for each pause of `runs`' origin once every call
-    it waits on is decided."""
+    it waits on is decided; `resume` says whether the pause is over (False: another process
+    holds the thread, or nothing it waits on is decided — the pause waits on)."""
 
-    async def go_on(pause: Pause) -> None:
-        await resume(pause.thread_id)
+    async def go_on(pause: Pause) -> bool:
+        return await resume(pause.thread_id)
 
     return Resumer(runs, go_on)
+
+
+class Hold:
+    """A thread this process resumes (`Hold.take`): its mark is renewed while held — a resume
+    longer than the lease is not taken over — and ended on every path, by what the resume
+    `keep`s or by `release`. A renewal that finds the thread extended by another means the
+    hold was lost: what this resume would keep is then refused by the compare-and-set."""
+
+    def __init__(self, runs: ExternalRuns, origin: str, thread: str, length: int,
+                 lease: timedelta) -> None:  # fmt: skip
+        self.runs = runs
+        self.origin = origin
+        self.thread = thread
+        self.length = length
+        """The thread's length, this process's newest mark last."""
+        self.lease = lease
+        self.lost = False
+        self._ended = False
+        self._stopping = asyncio.Event()
+        self._renewing: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def take(cls, runs: ExternalRuns, origin: str, thread: str, entries: Sequence[str],
+                   *, lease: timedelta = LEASE) -> Hold | None:  # fmt: skip
+        """Mark the thread as resumed by this process (after `entries`, as read) and renew the
+        mark until the hold ends; None when another process resumes it, or extended it
+        since."""
+        at = now()
+        if busy(entries, at):
+            return None
+        hold = cls(runs, origin, thread, len(entries), lease)
+        if not await hold._append([hold._mark(at)]):
+            return None
+        hold._renewing = asyncio.create_task(hold._renew())
+        return hold
+
+    async def keep(self, items: Sequence[str]) -> bool:
+        """End the hold with `items` appended after it (a mark that says so when there are
+        none: the thread is never left looking resumed); False when the hold was lost."""
+        await self._stop()
+        if self._ended:
+            return False
+        self._ended = True
+        return await self._append(list(items) or [self._released()])
+
+    async def release(self) -> None:
+        """End the hold with nothing kept (a resume that failed, or found nothing to do)."""
+        await self._stop()
+        if not self._ended:
+            self._ended = True
+            with contextlib.suppress(Exception):  # unreleased, the mark runs out with its lease
+                await self._append([self._released()])
+
+    def _mark(self, at: datetime) -> str:
+        return json.dumps({_MARK: "taken", "at": at.isoformat(),
+                           "until": (at + self.lease).isoformat(),
+                           "by": self.runs.ledger.owner})  # fmt: skip
+
+    def _released(self) -> str:
+        return json.dumps({_MARK: "released", "at": now().isoformat()})
+
+    async def _append(self, items: list[str]) -> bool:
+        appended = await self.runs.bridge.arun(
+            self.runs.store.append_history(self.origin, self.thread, items, after=self.length,
+                                           now=now())
+        )  # fmt: skip
+        if appended:
+            self.length += len(items)
+        return appended
+
+    async def _renew(self) -> None:
+        every = max(self.lease.total_seconds() / 3, 0.05)
+        while not self._stopping.is_set():
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(every):
+                    await self._stopping.wait()
+                    return
+            try:
+                renewed = await self._append([self._mark(now())])
+            except Exception:  # a missed renewal only shortens the hold
+                continue
+            if not renewed:
+                self.lost = True
+                return
+
+    async def _stop(self) -> None:
+        # The renewal is asked to stop, never cancelled mid-append: the hold's length must
+        # stay what the store holds.
+        self._stopping.set()
+        if self._renewing is not None:
+            await self._renewing

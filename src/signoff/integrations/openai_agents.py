@@ -17,7 +17,10 @@ the call, an edit runs it with the edited arguments (checked against the tool's 
 policy), a response is the tool's result, a rejection's reason reaches the model — what the SDK
 itself cannot do (it has no edit, and answers only with a rejection). Approve-always is a
 signoff grant, so it holds across runs and threads as its scope says. Resumed twice, by two
-processes at once, each tool still runs once.
+processes at once, each tool still runs once; a pause is continued at most once.
+
+signoff holds what runs through `SignoffAgent`: an Agents SDK `Agent` of your own, unwrapped,
+run on a paused `RunState` (`Runner.run(agent, state)`) runs its tools without signoff.
 """
 
 from __future__ import annotations
@@ -27,9 +30,11 @@ import dataclasses
 import json
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from datetime import timedelta
 from typing import Any
 
 from signoff.errors import (
+    CallRefused,
     ConflictError,
     ExecutionFailed,
     MissingExtraError,
@@ -37,8 +42,9 @@ from signoff.errors import (
     SignoffError,
 )
 from signoff.gate.answers import answer_text, blocked_text, edited_text
-from signoff.gate.external import ExternalRuns, Held, Resumer, connect
-from signoff.integrations._threads import busy, now, release, resumer, take, unmarked
+from signoff.gate.external import LEASE, ExternalRuns, Held, Resumer, connect
+from signoff.gate.ids import new_id
+from signoff.integrations._threads import Hold, busy, now, resumer, unmarked
 from signoff.types import ToolCall
 
 try:
@@ -55,7 +61,8 @@ try:
         RunState,
         ShellTool,
     )
-    from agents.items import ToolApprovalItem
+    from agents.items import ModelResponse, ToolApprovalItem
+    from agents.lifecycle import AgentHooksBase
     from agents.result import RunResult, RunResultStreaming
     from agents.sandbox import SandboxAgent
     from agents.stream_events import StreamEvent
@@ -83,17 +90,20 @@ class SignoffAgent:
         path: str | None = None,
         requested_by: str | None = None,
         idempotent: Iterable[str] = (),
+        lease: timedelta = LEASE,
     ) -> None:
         """`runs` from `connect(policy, origin="openai-agents", database=...)`; `path` the agent
         path the policy's ``agents:`` section judges its calls by (default: the agent's name;
         an agent it hands off to is judged as ``path/its-name``); `requested_by` who starts its
         threads (a rule may forbid them approving their own); `idempotent` the tools safe to run
-        again when a worker died inside them (any other is then ``unknown``, not re-run)."""
+        again when a worker died inside them (any other is then ``unknown``, not re-run);
+        `lease` how long a resume holds its thread unrenewed (renewed every third of it)."""
         self.agent = agent
         self.runs = runs
         self.path = path or agent.name
         self.requested_by = requested_by
         self.idempotent = frozenset(idempotent)
+        self.lease = lease
         self._schemas: set[tuple[str, str]] = set()
 
     # -- running ---------------------------------------------------------------------------
@@ -106,34 +116,41 @@ class SignoffAgent:
         wrapping = _Wrapping(self, thread, kwargs.get("context"))
         wrapped = await wrapping.root()
         result = await Runner.run(wrapped, [*conversation, *_items(input)], **kwargs)
-        kept: RunResult = await self._settle(wrapping, len(entries), conversation, result, kwargs)
+        append = self._appender(thread, len(entries))
+        kept: RunResult = await self._settle(wrapping, append, conversation, result, kwargs)
         return kept
 
     async def resume(self, thread: str, **kwargs: Any) -> RunResult | None:
         """Resume `thread` with the decisions signoff's store holds for its waiting calls (an
-        undecided one waits on). None when nothing waits, or nothing it waits on is decided.
-        `context` (when the run's context could not be kept) and `kwargs` go to the SDK."""
+        undecided one waits on). None when nothing waits, nothing it waits on is decided, or
+        another process resumes it now. `context` (when the run's context could not be kept)
+        and `kwargs` go to the SDK."""
+        result, _ = await self._resume(thread, **kwargs)
+        return result
+
+    async def _resume(self, thread: str, **kwargs: Any) -> tuple[RunResult | None, bool]:
+        """`resume`, and whether the thread's pause is over (False: it waits on)."""
         entries, conversation, paused = await self._thread(thread, waiting=True)
-        if paused is None or not await take(self.runs, ORIGIN, thread, entries):
-            return None  # nothing waits, or another process resumes it
-        after = len(entries) + 1
+        if paused is None:
+            return None, True  # nothing waits: the run went on already
+        context = kwargs.pop("context", None)
+        wrapping = _Wrapping(self, thread, context, run=paused)
+        wrapped = await wrapping.root()
+        state = await RunState.from_json(wrapped, paused["state"], context_override=context)
+        held = await self._judged(wrapping, state.get_interruptions())
+        answered, decided = _answer(state, held, wrapping)
+        if not answered:
+            return None, False  # nothing it waits on is decided: it waits on, untouched
+        hold = await Hold.take(self.runs, ORIGIN, thread, entries, lease=self.lease)
+        if hold is None:
+            return None, False  # another process resumes it
         try:
-            context = kwargs.pop("context", None)
-            wrapping = _Wrapping(self, thread, context)
-            wrapped = await wrapping.root()
-            state = await RunState.from_json(wrapped, paused, context_override=context)
-            held = await self._judged(wrapping, state.get_interruptions())
-            answered, decided = _answer(state, held, wrapping)
-            if not answered:
-                await release(self.runs, ORIGIN, thread, after)
-                return None
             result = await Runner.run(wrapped, state, **kwargs)
-            kept: RunResult = await self._settle(wrapping, after, conversation, result, kwargs)
-        except BaseException:
-            await release(self.runs, ORIGIN, thread, after)
-            raise
+            kept: RunResult = await self._settle(wrapping, hold.keep, conversation, result, kwargs)
+        finally:
+            await hold.release()  # a no-op once kept
         await self.runs.went_on(decided)
-        return kept
+        return kept, True
 
     async def stream(
         self, input: str | list[Any], *, thread: str, **kwargs: Any
@@ -146,7 +163,8 @@ class SignoffAgent:
         streamed = Runner.run_streamed(wrapped, [*conversation, *_items(input)], **kwargs)
         async for event in streamed.stream_events():
             yield event
-        await self._settle(wrapping, len(entries), conversation, streamed, kwargs)
+        await self._settle(wrapping, self._appender(thread, len(entries)), conversation,
+                           streamed, kwargs)  # fmt: skip
 
     def run_sync(self, input: str | list[Any], *, thread: str, **kwargs: Any) -> RunResult:
         """`run` from synchronous code (not inside a running event loop)."""
@@ -160,16 +178,31 @@ class SignoffAgent:
         """A `Resumer` that resumes this agent's waiting threads once every call a pause waits
         on is decided — in any channel, with no code of the user's: ``.start()`` it next to
         the app, or ``await ....work()`` in a task."""
-        return resumer(self.runs, self.resume)
+        return resumer(self.runs, self._went_on)
+
+    async def _went_on(self, thread: str) -> bool:
+        return (await self._resume(thread))[1]
+
+    def _appender(self, thread: str, after: int) -> Callable[[Sequence[str]], Awaitable[bool]]:
+        """Append to the thread as read `after` entries long."""
+
+        async def append(new: Sequence[str]) -> bool:
+            store = self.runs.store
+            return await self.runs.bridge.arun(
+                store.append_history(ORIGIN, thread, new, after=after, now=now())
+            )
+
+        return append
 
     async def _thread(
         self, thread: str, *, waiting: bool
     ) -> tuple[list[str], list[Any], dict[str, Any] | None]:
-        """The thread's entries, its conversation, and the `RunState` of its run that waits on
+        """The thread's entries, its conversation, and the entry of its run that waits on
         people — which takes no new input (`waiting` False) until it is resumed.
 
-        Each entry is ``{"item": ...}`` (one input item of the conversation), ``{"state": ...}``
-        (a paused run's state, the conversation so far inside it), ``{"conversation": [...]}``
+        Each entry is ``{"item": ...}`` (one input item of the conversation), ``{"state": ...,
+        "run": ..., "responses": n}`` (a paused run's state, the conversation so far inside it,
+        and which model response its calls came from), ``{"conversation": [...]}``
         (the whole conversation anew, after a run that rewrote it: a handoff's input filter),
         or a resume mark."""
         entries = await self.runs.bridge.arun(self.runs.store.history(ORIGIN, thread))
@@ -179,7 +212,7 @@ class SignoffAgent:
         paused: dict[str, Any] | None = None
         for entry in unmarked(entries):
             parsed = json.loads(entry)
-            paused = parsed.get("state")
+            paused = parsed if "state" in parsed else None
             if "item" in parsed:
                 conversation.append(parsed["item"])
             elif "conversation" in parsed:
@@ -194,14 +227,14 @@ class SignoffAgent:
     async def _settle(
         self,
         wrapping: _Wrapping,
-        after: int,
+        append: Callable[[Sequence[str]], Awaitable[bool]],
         conversation: Sequence[Any],
         result: RunResult | RunResultStreaming,
         kwargs: dict[str, Any],
     ) -> Any:
         """Go on while every call the run stopped on is answered without a person (a verdict
-        the SDK could not ask for, a grant given meanwhile); then append what the run added to
-        the thread's `after` entries."""
+        the SDK could not ask for, a grant given meanwhile); then `append` what the run added
+        to the thread."""
         thread, wrapped = wrapping.thread, await wrapping.root()
         held: dict[str, Held] = {}
         while result.interruptions:
@@ -213,13 +246,10 @@ class SignoffAgent:
             kwargs = {k: v for k, v in kwargs.items() if k != "context"}
             result = await Runner.run(wrapped, state, **kwargs)
         if result.interruptions:
-            new = [json.dumps({"state": result.to_state().to_json()})]
+            new = [json.dumps({"state": result.to_state().to_json(), **wrapping.where()})]
         else:
             new = _added(conversation, result.to_input_list())
-        store = self.runs.store
-        if not await self.runs.bridge.arun(
-            store.append_history(ORIGIN, thread, new, after=after, now=now())
-        ):
+        if not await append(new):
             raise ConflictError(
                 f"thread {thread!r} was extended by another run meanwhile; this run was not "
                 "kept (its tools ran once all the same)"
@@ -240,20 +270,22 @@ class SignoffAgent:
         """How each call the run stopped on stands, by call id (judged now when the SDK
         stopped on it without asking the tool: arguments it could not read, say)."""
         calls = [wrapping.proposed(item) for item in items]
-        return await self.runs.judged(calls, thread=wrapping.thread, requested_by=self.requested_by)
+        return await self.runs.judged(calls, thread=wrapping.thread, requested_by=self.requested_by,
+                                      turn=wrapping.turn)  # fmt: skip
 
     # -- one call --------------------------------------------------------------------------
 
-    async def asks(self, thread: str, call: ToolCall) -> bool:
+    async def asks(self, thread: str, call: ToolCall, turn: str) -> bool:
         """The tool's ``needs_approval``: judge the call; True when it waits for a person."""
-        found = (await self.runs.judged([call], thread=thread, requested_by=self.requested_by))[
-            call.id
-        ]
-        return found.record.kind == "hold"
+        found = await self.runs.judged(
+            [call], thread=thread, requested_by=self.requested_by, turn=turn
+        )
+        return found[call.id].record.kind == "hold"
 
     async def execute(
         self,
         thread: str,
+        turn: str,
         ctx: ToolContext[Any],
         raw: str,
         proposed: ToolCall,
@@ -261,7 +293,7 @@ class SignoffAgent:
         invoke: Invoke,
     ) -> Any:
         """Run one call as it was judged and decided, or answer it."""
-        found = (await self.runs.held(thread, [proposed.id])).get(proposed.id)
+        found = (await self.runs.held(thread, [proposed.id], turn=turn)).get(proposed.id)
         if found is None:
             # The SDK runs it without having asked the tool (an approval given outside signoff,
             # an `on_approval` callback): it runs only where the policy allows it outright.
@@ -269,52 +301,44 @@ class SignoffAgent:
             if verdict.kind != "allow":
                 return blocked_text("the SDK ran it without signoff's policy asked first")
             found = (
-                await self.runs.judged([proposed], thread=thread, requested_by=self.requested_by)
+                await self.runs.judged(
+                    [proposed], thread=thread, requested_by=self.requested_by, turn=turn
+                )
             )[proposed.id]
-        record, approval = found.record, found.approval
-        if record.kind == "block":
-            return blocked_text(record.reason)
-        if record.kind == "run":
-            if record.digest != proposed.digest:
-                return blocked_text("the call changed after it was judged")
-            return await self._once(thread, ctx, proposed, raw, invoke, edited=None)
-        assert approval is not None  # held calls carry their approval
-        if approval.pending:
+        key = self.runs.key(thread, proposed.id, turn)
+        step = await self.runs.step(found, proposed, key=key, schema=schema)
+        if step.kind == "wait":
             return blocked_text("it waits for a person's decision")
-        if approval.status not in ("approved", "edited"):
-            return answer_text(approval)[0]
-        if proposed.digest != record.digest:
-            return blocked_text("the call changed after it was asked about")
-        # What runs is what the person approved: the arguments the model proposed, or the
-        # person's edit of them (the SDK cannot change a call's arguments; the tool is invoked
-        # with the edit, and the model is told).
-        if approval.status == "edited":
-            problem = self.runs.unfit(approval, schema)
-            if problem is not None:
-                return blocked_text(problem)
-            edit = approval.call.args
-            return await self._once(thread, ctx, proposed, json.dumps(edit), invoke, edited=edit)
-        return await self._once(thread, ctx, proposed, raw, invoke, edited=None)
+        if step.kind == "answer":
+            return step.text
+        assert step.call is not None  # a call to run is named
+        # The SDK cannot change a call's arguments: an edit is invoked with the person's
+        # arguments, and the model is told.
+        edited = step.edited
+        arguments = raw if edited is None else json.dumps(edited)
+        return await self._once(key, step.call, ctx, arguments, invoke, edited=edited)
 
     async def _once(
         self,
-        thread: str,
-        ctx: ToolContext[Any],
+        key: str,
         call: ToolCall,
+        ctx: ToolContext[Any],
         raw: str,
         invoke: Invoke,
         *,
         edited: dict[str, Any] | None,
     ) -> Any:
-        """Invoke the tool once under the call's key (its recorded result when it ran)."""
+        """Invoke the tool once under `key` (its recorded result when it ran); a call signoff
+        refuses is answered, never run."""
 
         async def execute() -> Any:
             return {"result": to_jsonable_python(await invoke(ctx, raw))}
 
-        key = self.runs.key(thread, call.id)
         idempotent = call.name in self.idempotent
         try:
-            value = await self.runs.once(key, execute, tool=call.name, idempotent=idempotent)
+            value = await self.runs.once(key, call, execute, idempotent=idempotent)
+        except CallRefused as exc:
+            return blocked_text(str(exc))
         except (OutcomeUnknown, ExecutionFailed) as exc:
             return f"signoff: {exc}"
         result = value["result"]
@@ -337,10 +361,19 @@ class _Wrapping:
     its function tools and MCP tools wrapped (the policy decides ``needs_approval``; signoff
     runs the call). Each agent's path is the chain of handoffs that first reaches it."""
 
-    def __init__(self, owner: SignoffAgent, thread: str, context: Any) -> None:
+    def __init__(
+        self, owner: SignoffAgent, thread: str, context: Any, run: dict[str, Any] | None = None
+    ) -> None:
+        """`run`: the kept entry of the paused run this resumes, else a new run."""
         self.owner = owner
         self.thread = thread
         self.context = RunContextWrapper(context=context)
+        # A call is known by the model response it came from: this run's id and the response's
+        # number in it, counted as the SDK reports each response (`on_llm_end`) and kept with
+        # a paused run's state. The provider's `response_id` is not used: a custom `Model` may
+        # give none, and the SDK's call item ids default to the call ids.
+        self.run: str = run["run"] if run else new_id()
+        self.responses: int = run["responses"] if run else 0
         self.clones: dict[int, Agent[Any]] = {}
         self._root: Agent[Any] | None = None
         self.tools: dict[tuple[str, str], tuple[str, str | None, str]] = {}
@@ -348,6 +381,16 @@ class _Wrapping:
         the tools signoff wrapped."""
         self.paths: dict[str, str] = {}
         """agent name → its path."""
+
+    @property
+    def turn(self) -> str:
+        """The model response the calls now judged or run came from: the run's newest (the SDK
+        runs a response's tools before it asks the model again)."""
+        return f"{self.run}:{self.responses}"
+
+    def where(self) -> dict[str, Any]:
+        """What a paused run's entry keeps to know its calls again when resumed."""
+        return {"run": self.run, "responses": self.responses}
 
     async def root(self) -> Agent[Any]:
         if self._root is None:
@@ -365,7 +408,7 @@ class _Wrapping:
                 f"{agent.name!r} is a SandboxAgent: its tools are added as it runs, where "
                 "signoff cannot put its policy in front of them"
             )
-        clone = agent.clone(mcp_servers=[])
+        clone = agent.clone(mcp_servers=[], hooks=_Responses(agent.hooks, self))
         self.clones[id(agent)] = clone  # before its handoffs: they may lead back to it
         self.paths[agent.name] = path
         tools = list(agent.tools)
@@ -431,14 +474,14 @@ class _Wrapping:
             return ToolCall(id=call_id, name=name, args=args, server=server, agent=path)
 
         async def needs_approval(_ctx: Any, params: dict[str, Any], call_id: str) -> bool:
-            return await owner.asks(thread, proposed(call_id, params))
+            return await owner.asks(thread, proposed(call_id, params), self.turn)
 
         async def on_invoke_tool(ctx: ToolContext[Any], raw: str) -> Any:
             args = _object(raw)
             if args is None:
                 return blocked_text("its arguments are not a JSON object")
             call = proposed(ctx.tool_call_id, args)
-            return await owner.execute(thread, ctx, raw, call, schema, invoke)
+            return await owner.execute(thread, self.turn, ctx, raw, call, schema, invoke)
 
         return dataclasses.replace(
             tool, needs_approval=needs_approval, on_invoke_tool=on_invoke_tool
@@ -461,6 +504,43 @@ class _Wrapping:
             server=server,
             agent=path,
         )
+
+
+class _Responses(AgentHooksBase[Any, Any]):
+    """An agent's own hooks, and the count of the run's model responses (`_Wrapping.turn`)."""
+
+    def __init__(self, inner: Any, wrapping: _Wrapping) -> None:
+        self.inner = inner
+        self.wrapping = wrapping
+
+    async def on_llm_end(self, context: Any, agent: Any, response: ModelResponse) -> None:
+        self.wrapping.responses += 1
+        if self.inner is not None:
+            await self.inner.on_llm_end(context, agent, response)
+
+    async def on_start(self, *args: Any, **kwargs: Any) -> None:
+        if self.inner is not None:
+            await self.inner.on_start(*args, **kwargs)
+
+    async def on_end(self, *args: Any, **kwargs: Any) -> None:
+        if self.inner is not None:
+            await self.inner.on_end(*args, **kwargs)
+
+    async def on_handoff(self, *args: Any, **kwargs: Any) -> None:
+        if self.inner is not None:
+            await self.inner.on_handoff(*args, **kwargs)
+
+    async def on_tool_start(self, *args: Any, **kwargs: Any) -> None:
+        if self.inner is not None:
+            await self.inner.on_tool_start(*args, **kwargs)
+
+    async def on_tool_end(self, *args: Any, **kwargs: Any) -> None:
+        if self.inner is not None:
+            await self.inner.on_tool_end(*args, **kwargs)
+
+    async def on_llm_start(self, *args: Any, **kwargs: Any) -> None:
+        if self.inner is not None:
+            await self.inner.on_llm_start(*args, **kwargs)
 
 
 # -- small things ------------------------------------------------------------------------------

@@ -15,7 +15,8 @@ ones become approvals in signoff's store and the run ends with Pydantic AI's
 so that any process resumes it: the decisions are read from signoff's store, never from a
 payload — an approval runs the call, an edit runs it with the edited arguments (checked against
 the tool's schema and the policy), a response is the tool's result, a rejection's reason reaches
-the model. Resumed twice, by two processes at once, the tool still runs once.
+the model. Resumed twice, by two processes at once, the tool still runs once; a pause is
+continued at most once, and only once a call it waits on is decided.
 """
 
 from __future__ import annotations
@@ -23,12 +24,19 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
-from signoff.errors import ConflictError, ExecutionFailed, MissingExtraError, OutcomeUnknown
+from signoff.errors import (
+    CallRefused,
+    ConflictError,
+    ExecutionFailed,
+    MissingExtraError,
+    OutcomeUnknown,
+)
 from signoff.gate.answers import answer_text, blocked_text, edited_text
-from signoff.gate.external import ExternalRuns, Held, Resumer, connect
-from signoff.integrations._threads import busy, now, release, resumer, take, unmarked
+from signoff.gate.external import LEASE, ExternalRuns, Held, Resumer, connect
+from signoff.integrations._threads import Hold, busy, now, resumer, unmarked
 from signoff.types import ToolCall
 
 try:
@@ -72,14 +80,18 @@ class SignoffAgent:
         *,
         path: str | None = None,
         requested_by: str | None = None,
+        lease: timedelta = LEASE,
     ) -> None:
         """`runs` from `connect(policy, origin="pydantic-ai", database=...)`; `path` the agent
         path the policy's ``agents:`` section judges its calls by (default: the agent's name);
-        `requested_by` who starts its threads (a rule may forbid them approving their own)."""
+        `requested_by` who starts its threads (a rule may forbid them approving their own) —
+        recorded on each approval; `lease` how long a resume holds its thread unrenewed (it
+        renews it every third of that while it runs)."""
         self.agent = agent
         self.runs = runs
         self.path = path
         self.requested_by = requested_by
+        self.lease = lease
         self._schemas: set[tuple[str | None, str]] = set()
 
     # -- running ---------------------------------------------------------------------------
@@ -96,7 +108,7 @@ class SignoffAgent:
             output_type=_with_deferred(self.agent.output_type),
             **kwargs,
         )
-        await self._keep(thread, len(items), result)
+        await self._keep(thread, result, self._appender(thread, len(items)))
         return result
 
     async def stream(
@@ -116,19 +128,32 @@ class SignoffAgent:
             async for node in run:
                 yield node
             assert run.result is not None  # the run ended
-            await self._keep(thread, len(items), run.result)
+            await self._keep(thread, run.result, self._appender(thread, len(items)))
 
     async def resume(self, thread: str, **kwargs: Any) -> Any | None:
-        """Resume `thread` with the decisions signoff's store holds for its waiting calls (an
-        undecided one is asked again). None when nothing waits."""
+        """Resume `thread` with the decisions signoff's store holds for its waiting calls (one
+        still undecided is asked again). None when nothing waits, nothing it waits on is
+        decided yet, or another process resumes it now."""
+        result, _ = await self._resume(thread, **kwargs)
+        return result
+
+    async def _resume(self, thread: str, **kwargs: Any) -> tuple[Any | None, bool]:
+        """`resume`, and whether the thread's pause is over (False: it waits on)."""
         items = await self.runs.bridge.arun(self.runs.store.history(ORIGIN, thread))
         history = _messages(items)
         waiting = _open_calls(history)
-        if not waiting or not await take(self.runs, ORIGIN, thread, items):
-            return None  # nothing waits, or another process resumes it
-        after = len(items) + 1
+        if not waiting:
+            return None, True  # nothing waits: the run went on already
+        turn = _turn(history, waiting[0].tool_call_id)
+        held = await self.runs.held(thread, [c.tool_call_id for c in waiting], turn=turn)
+        decided = [h.approval.id for h in held.values() if h.approval and not h.approval.pending]
+        if not decided:
+            # Going on would only ask the same calls again: the pause waits on, untouched.
+            return None, False
+        hold = await Hold.take(self.runs, ORIGIN, thread, items, lease=self.lease)
+        if hold is None:
+            return None, False  # another process resumes it
         try:
-            held = await self.runs.held(thread, [c.tool_call_id for c in waiting])
             results = DeferredToolResults(
                 approvals={c.tool_call_id: _resume_value(held.get(c.tool_call_id)) for c in waiting}
             )
@@ -139,14 +164,11 @@ class SignoffAgent:
                 output_type=_with_deferred(self.agent.output_type),
                 **kwargs,
             )
-            await self._keep(thread, after, result)
-        except BaseException:
-            await release(self.runs, ORIGIN, thread, after)
-            raise
-        decided = [h.approval.id for h in held.values() if h.approval and not h.approval.pending]
-        if decided:
-            await self.runs.went_on(decided)
-        return result
+            await self._keep(thread, result, hold.keep)
+        finally:
+            await hold.release()  # a no-op once kept
+        await self.runs.went_on(decided)
+        return result, True
 
     async def _history(self, thread: str) -> tuple[list[str], list[ModelMessage]]:
         """The thread's history (kept items and messages), refused while it waits on people:
@@ -174,23 +196,39 @@ class SignoffAgent:
         """A `Resumer` that resumes this agent's waiting threads once every call a pause waits
         on is decided — in any channel, with no code of the user's: ``.start()`` it next to
         the app, or ``await ....work()`` in a task."""
-        return resumer(self.runs, self.resume)
+        return resumer(self.runs, self._went_on)
 
-    async def _keep(self, thread: str, after: int, result: Any) -> None:
+    async def _went_on(self, thread: str) -> bool:
+        return (await self._resume(thread))[1]
+
+    def _appender(self, thread: str, after: int) -> Callable[[Sequence[str]], Awaitable[bool]]:
+        """Append to the thread's history as read `after` items long."""
+
+        async def append(new: Sequence[str]) -> bool:
+            store = self.runs.store
+            return await self.runs.bridge.arun(
+                store.append_history(ORIGIN, thread, new, after=after, now=now())
+            )
+
+        return append
+
+    async def _keep(
+        self, thread: str, result: Any, append: Callable[[Sequence[str]], Awaitable[bool]]
+    ) -> None:
         """Append the run's new messages to the thread's history; record the pause when the run
         ended waiting on people."""
         new = [to_json(m).decode() for m in result.new_messages()]
-        store = self.runs.store
-        if not await self.runs.bridge.arun(
-            store.append_history(ORIGIN, thread, new, after=after, now=now())
-        ):
+        if not await append(new):
             raise ConflictError(
                 f"thread {thread!r} was extended by another run meanwhile; this run's messages "
                 "were not kept (its tools ran once all the same)"
             )
         output = result.output
-        if isinstance(output, DeferredToolRequests):
-            held = await self.runs.held(thread, [c.tool_call_id for c in output.approvals])
+        if isinstance(output, DeferredToolRequests) and output.approvals:
+            turn = _turn(result.all_messages(), output.approvals[0].tool_call_id)
+            held = await self.runs.held(
+                thread, [c.tool_call_id for c in output.approvals], turn=turn
+            )
             asked = [h.approval.id for h in held.values() if h.approval is not None]
             if asked:
                 await self.runs.pause(
@@ -217,15 +255,31 @@ class SignoffAgent:
         proposed = ToolCall(
             id=call.tool_call_id, name=call.tool_name, args=call.args_as_dict(), agent=path
         )
+        turn = _turn(ctx.messages, proposed.id)
         found = None
         if ctx.tool_call_approved:
             # Resumed: the call was judged when it was proposed (its arguments may be edited).
-            found = (await self.runs.held(thread, [proposed.id])).get(proposed.id)
+            found = (await self.runs.held(thread, [proposed.id], turn=turn)).get(proposed.id)
         if found is None:
             found = (
-                await self.runs.judged([proposed], thread=thread, requested_by=self.requested_by)
+                await self.runs.judged(
+                    [proposed], thread=thread, requested_by=self.requested_by, turn=turn
+                )
             )[proposed.id]
-        return await self._act(thread, found, proposed, tool_def, args, handler)
+        key = self.runs.key(thread, proposed.id, turn)
+        schema = tool_def.parameters_json_schema
+        step = await self.runs.step(found, proposed, key=key, schema=schema)
+        if step.kind == "wait":
+            assert step.approval is not None  # a call that waits has its approval
+            raise ApprovalRequired(metadata={"signoff": {"approval": step.approval.id}})
+        if step.kind == "answer":
+            return step.text if step.ok else ToolDenied(step.text)
+        assert step.call is not None  # a call to run is named
+        if step.edited is not None and proposed.args != step.edited:
+            # The handler's `args` were validated from the call as resumed: only a resume that
+            # carried the edit (`ToolApproved(override_args=...)`) runs it.
+            return ToolDenied(blocked_text("the resume did not carry the edited arguments"))
+        return await self._once(key, step.call, handler, args, edited=step.edited)
 
     async def settle(
         self, thread: str, ctx: RunContext[Any], requests: DeferredToolRequests
@@ -239,7 +293,10 @@ class SignoffAgent:
         ]
         if not calls:
             return None
-        held = await self.runs.judged(calls, thread=thread, requested_by=self.requested_by)
+        turn = _turn(ctx.messages, calls[0].id)
+        held = await self.runs.judged(
+            calls, thread=thread, requested_by=self.requested_by, turn=turn
+        )
         answers: dict[str, bool | ToolApproved | ToolDenied] = {}
         for call in calls:
             found = held[call.id]
@@ -251,41 +308,6 @@ class SignoffAgent:
                 answers[call.id] = _resume_value(found)
         return DeferredToolResults(approvals=answers) if answers else None
 
-    async def _act(
-        self,
-        thread: str,
-        found: Held,
-        proposed: ToolCall,
-        tool_def: ToolDefinition,
-        args: Any,
-        handler: Handler,
-    ) -> Any:
-        record, approval = found.record, found.approval
-        key = self.runs.key(thread, proposed.id)
-        if record.kind == "block":
-            return ToolDenied(blocked_text(record.reason))
-        if record.kind == "run":
-            if record.digest != proposed.digest:
-                return ToolDenied(blocked_text("the call changed after it was judged"))
-            return await self._once(key, proposed, handler, args, edited=None)
-        assert approval is not None  # held calls carry their approval
-        if approval.pending:
-            raise ApprovalRequired(metadata={"signoff": {"approval": approval.id}})
-        if approval.status not in ("approved", "edited"):
-            text, ok = answer_text(approval)
-            return text if ok else ToolDenied(text)
-        # What runs is what the person approved, whatever the resume payload said.
-        if approval.status == "edited":
-            problem = self.runs.unfit(approval, tool_def.parameters_json_schema)
-            if problem is None and proposed.args != approval.call.args:
-                problem = "the resume did not carry the edited arguments"
-            if problem is not None:
-                return ToolDenied(blocked_text(problem))
-            return await self._once(key, proposed, handler, args, edited=approval.call.args)
-        if proposed.digest != record.digest:
-            return ToolDenied(blocked_text("the call changed after it was approved"))
-        return await self._once(key, proposed, handler, args, edited=None)
-
     async def _once(
         self,
         key: str,
@@ -295,13 +317,16 @@ class SignoffAgent:
         *,
         edited: dict[str, Any] | None,
     ) -> Any:
-        """Run the call once under `key` (its recorded result when it ran before)."""
+        """Run `call` once under `key` (its recorded result when it ran before); a call
+        signoff refuses is answered, never run."""
 
         async def execute() -> Any:
             return {"result": to_jsonable_python(await handler(args))}
 
         try:
-            value = (await self.runs.once(key, execute, tool=call.name))["result"]
+            value = (await self.runs.once(key, call, execute))["result"]
+        except CallRefused as exc:
+            return ToolDenied(blocked_text(str(exc)))
         except (OutcomeUnknown, ExecutionFailed) as exc:
             return ToolDenied(f"signoff: {exc}")
         if edited is not None and isinstance(value, str):
@@ -369,6 +394,21 @@ def _with_deferred(output_type: Any) -> Any:
     wait for a person)."""
     types = list(output_type) if isinstance(output_type, Sequence) else [output_type]
     return types if DeferredToolRequests in types else [*types, DeferredToolRequests]
+
+
+def _turn(messages: Sequence[ModelMessage], call_id: str) -> str | None:
+    """The model response that made the call `call_id` (the newest that did), as its place in
+    the thread's history and its time. signoff keeps the history append-only and resumes the
+    same history, so a resumed response is known again; a provider that numbers every
+    response's calls ``call_0`` gets each response's calls judged anew. (The provider's
+    response id is not used: a `FunctionModel` and many providers leave it unset.)"""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, ModelResponse) and any(
+            isinstance(p, ToolCallPart) and p.tool_call_id == call_id for p in message.parts
+        ):
+            return f"{index}@{message.timestamp.isoformat()}"
+    return None
 
 
 def _messages(items: Sequence[str]) -> list[ModelMessage]:

@@ -154,6 +154,7 @@ class AgnoAdapter:
         session = await agent.aget_session(session_id=thread)
         assert session is not None and session.runs
         run = session.runs[-1]
+        assert isinstance(run, RunOutput)
         executions = [r.tool_execution for r in run.requirements or []] + list(run.tools or [])
         for execution in executions:
             if execution is not None and execution.tool_call_id == call.id:

@@ -203,7 +203,8 @@ class GoogleAdkAdapter:
                             found.update(name=call.name, args=call.args)
                             changed = True
                         original = (found.get("args") or {}).get("originalFunctionCall")
-                        if found.get("name") == CONFIRMATION and original.get("id") == call.id:
+                        if (found.get("name") == CONFIRMATION and isinstance(original, dict)
+                                and original.get("id") == call.id):  # fmt: skip
                             original.update(name=call.name, args=call.args)
                             changed = True
                     if changed:
