@@ -6,8 +6,8 @@ tools that count every real execution — behind signoff's `ExternalRuns`. The s
 tests/integrations/test_scenarios.py run against every adapter on SQLite and PostgreSQL; they
 only speak to the adapter and to signoff's gate, never to a framework.
 
-The scenarios' policy (`POLICY`): ``read_*`` runs, ``delete_*`` is denied, ``transfer`` asks
-and forbids self-approval, anything else asks.
+The scenarios' policy (`POLICY`): ``read_*`` runs, ``delete_*`` and a transfer to mallory are
+denied, ``transfer`` asks and forbids self-approval, anything else asks.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ POLICY = Policy.from_dict(
         "rules": [
             {"allow": "read_*"},
             {"deny": "delete_*"},
+            {"deny": "transfer", "when": {"to": {"eq": "mallory"}}},
             {"ask": "transfer", "forbid_self_approval": True},
         ],
     }

@@ -26,8 +26,8 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from pydantic import ValidationError
 
-from signoff import Approve, Edit, Policy, Reject, Respond, Scope
-from signoff.errors import ConflictError, ForbiddenError, InvalidEditError, SignoffError
+from signoff import Approve, Edit, Policy, Scope
+from signoff.errors import ConflictError, ForbiddenError, SignoffError
 from signoff.gate.external import ExternalRuns
 from signoff.integrations.agno import ORIGIN, SignoffAgent, connect
 from tests.deadline import HANG
@@ -95,47 +95,6 @@ async def test_allowed_calls_run_denied_ones_are_blocked_and_asked_ones_wait(
     assert harness.turns() == [0]
 
 
-async def test_each_decision_reaches_the_model_and_each_tool_runs_once(harness: Harness) -> None:
-    agent = harness.agent()
-    await agent.run("go", session_id=SESSION)
-    pending = await harness.pending()
-    await harness.decide(pending['send_email {"body": "hi", "to": "bob@example.com"}'].id,
-                         Edit(args={"to": "carol@example.com", "body": "hi"}))  # fmt: skip
-    await harness.decide(pending['charge {"amount": 50}'].id, Reject(reason="not this month"))
-
-    results = said(await agent.resume(SESSION))
-
-    assert results["call_0_0"] == "contents of report.txt"
-    assert "it ran with the arguments" in results["call_0_1"]
-    assert results["call_0_1"].endswith("sent to carol@example.com")
-    assert results["call_0_2"].startswith("signoff blocked this call: denied")
-    assert json.loads(results["call_0_3"]) == {
-        "status": "rejected",
-        "message": "The user rejected this call: not this month. Do not retry it.",
-    }
-    assert harness.executions() == ["read_file report.txt", "send_email carol@example.com hi"]
-    assert await agent.resume(SESSION) is None  # nothing waits any more
-    assert harness.turns() == [0, 1]  # no model call on the way back in
-
-
-async def test_a_response_is_the_tools_result_and_approve_runs_as_proposed(
-    harness: Harness,
-) -> None:
-    agent = harness.agent()
-    await agent.run("go", session_id=SESSION)
-    pending = await harness.pending()
-    await harness.decide(pending['charge {"amount": 50}'].id, Respond(content="already paid"))
-    await harness.decide(
-        pending['send_email {"body": "hi", "to": "bob@example.com"}'].id, Approve()
-    )
-
-    results = said(await agent.resume(SESSION))
-
-    assert results["call_0_3"] == "already paid"
-    assert results["call_0_1"] == "sent to bob@example.com"
-    assert "charge 50" not in harness.executions()
-
-
 async def test_a_run_is_continued_only_once_every_call_of_its_pause_is_decided(
     harness: Harness,
 ) -> None:
@@ -178,19 +137,6 @@ async def test_the_same_pause_resumed_twice_and_by_two_at_once_runs_each_tool_on
     assert sorted(harness.executions()) == sorted(EVERY)
     assert harness.turns() == [0, 1]
     assert (await harness.last_run()).status == RunStatus.completed
-
-
-async def test_an_edit_the_schema_refuses_or_the_policy_denies_is_not_taken(
-    harness: Harness,
-) -> None:
-    await harness.agent().run("go", session_id=SESSION)
-    charge = (await harness.pending())['charge {"amount": 50}']
-
-    with pytest.raises(InvalidEditError, match="amount"):
-        await harness.decide(charge.id, Edit(args={"amount": "fifty"}))
-    with pytest.raises(ForbiddenError, match="denies the edited call"):
-        await harness.decide(charge.id, Edit(args={"amount": 5000}))
-    assert (await harness.pending())['charge {"amount": 50}'].pending
 
 
 async def test_approve_always_for_the_session_lets_the_next_such_call_through(
@@ -421,24 +367,6 @@ async def test_what_signoff_cannot_judge_is_refused(harness: Harness) -> None:
                 agent.tools = [*(agent.tools or []), *value]  # type: ignore[misc]
         with pytest.raises(SignoffError):
             SignoffAgent(agent, harness.runs)
-
-
-async def test_calls_numbered_call_0_in_each_response_of_one_run_are_each_judged_and_run(
-    harness: Harness,
-) -> None:
-    script: Script = [[("read_file", {"path": "a.txt"})], [("read_file", {"path": "b.txt"})],
-                      [("read_file", {"path": "a.txt"})], "done"]  # fmt: skip
-    built = build(script, harness.side_effects, harness.calls)
-    built.model.numbered = True  # type: ignore[union-attr]
-
-    out = await SignoffAgent(built, harness.runs).run("go", session_id=SESSION)
-
-    # Each response's call_0 is a call of its own: b.txt is not "the call changed", and the
-    # second a.txt runs again rather than answering with the first one's result.
-    assert out.status == RunStatus.completed
-    assert harness.executions() == ["read_file a.txt", "read_file b.txt", "read_file a.txt"]
-    results = [m.content for m in out.messages or [] if m.role == "tool"]
-    assert results == ["contents of a.txt", "contents of b.txt", "contents of a.txt"]
 
 
 async def test_calls_numbered_the_same_in_each_run_are_each_judged(harness: Harness) -> None:

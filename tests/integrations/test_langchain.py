@@ -19,8 +19,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.types import Command
 from pydantic import ValidationError
 
-from signoff import Approve, Edit, Reject, Respond, Scope
-from signoff.errors import ForbiddenError, InvalidEditError
+from signoff import Approve, Edit, Reject, Scope
 from signoff.gate.external import ExternalRuns
 from signoff.integrations.langgraph import resumer
 from tests.conftest import fresh_postgres_database
@@ -200,24 +199,6 @@ def test_a_turn_with_nothing_to_run_first_interrupts_straight_after_the_model(
     assert harness.model_turns() == ["0", "1"]
 
 
-def test_a_response_is_the_tools_result_and_approve_runs_as_proposed(harness: Harness) -> None:
-    agent = harness.agent()
-    result = start(agent)
-    pending = harness.pending()
-    harness.runs.run(harness.runs.gate.decide_batch(
-        {pending['send_email {"body": "hi", "to": "bob@example.com"}'].id: Approve(),
-         pending['charge {"amount": 50}'].id: Respond(content="already paid")},
-        actor="bob", roles=["finance"]))  # fmt: skip
-
-    results = tool_results(resume(agent, result))
-
-    assert (
-        results['send_email {"body": "hi", "to": "bob@example.com"}'] == "sent to bob@example.com"
-    )
-    assert results['charge {"amount": 50}'] == "already paid"
-    assert "charge 50 acme" not in executions(harness.side_effects)
-
-
 def test_approve_always_for_the_thread_lets_the_next_such_call_through(harness: Harness) -> None:
     script = [[("send_email", {"to": "bob@example.com"})], [("send_email", {"to": "eve@x.org"})],
               "done"]  # fmt: skip
@@ -234,20 +215,6 @@ def test_approve_always_for_the_thread_lets_the_next_such_call_through(harness: 
                                                 "send_email eve@x.org "]  # fmt: skip
     other = start(agent, {"configurable": {"thread_id": "t-2"}})
     assert "__interrupt__" in other  # another thread still asks
-
-
-def test_an_edit_the_schema_refuses_or_the_policy_denies_is_not_taken(harness: Harness) -> None:
-    start(harness.agent())
-    charge = harness.pending()['charge {"amount": 50}']
-    gate = harness.runs.gate
-
-    with pytest.raises(InvalidEditError, match="amount"):
-        harness.runs.run(gate.decide(charge.id, Edit(args={"amount": "fifty"}), actor="bob",
-                                     roles=["finance"]))  # fmt: skip
-    with pytest.raises(ForbiddenError, match="denies the edited call"):
-        harness.runs.run(gate.decide(charge.id, Edit(args={"amount": 5000}), actor="bob",
-                                     roles=["finance"]))  # fmt: skip
-    assert harness.runs.run(harness.runs.store.get_approval(charge.id)).pending
 
 
 def test_a_langchain_style_resume_without_a_user_is_taken_as_the_integrations_principal(

@@ -11,19 +11,21 @@ from pathlib import Path
 
 import pytest
 
-from signoff import Approval, Approve, Decision, Edit, Reject
+from signoff import Approval, Approve, Decision, Edit, Reject, Respond
+from signoff.errors import ForbiddenError, InvalidEditError
 from tests.conftest import fresh_postgres_database
 from tests.integrations.scenarios import REQUESTER, Adapter, Call, NotSupported, executions, told
 
 ADAPTERS = {
-    "langgraph": "tests.integrations.adapters.langgraph",
+    "langchain": "tests.integrations.adapters.langgraph",
+    "langgraph": "tests.integrations.adapters.langgraph:tool_node",
     "pydantic-ai": "tests.integrations.adapters.pydantic_ai",
     "openai-agents": "tests.integrations.adapters.openai_agents",
     "google-adk": "tests.integrations.adapters.google_adk",
     "agno": "tests.integrations.adapters.agno",
 }
-"""Each adapter module's `opened(database, tmp_path)`: an async context manager of its
-`Adapter` over signoff's store at `database`."""
+"""Each adapter module's `opened(database, tmp_path)` (or the function after a colon): an async
+context manager of its `Adapter` over signoff's store at `database`."""
 
 APPROVER = "bob"
 
@@ -32,13 +34,14 @@ APPROVER = "bob"
                 ids=lambda p: f"{p[0]}-{p[1]}")  # fmt: skip
 async def adapter(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Adapter]:
     name, store = request.param
-    module = importlib.import_module(ADAPTERS[name])
+    module_name, _, function = ADAPTERS[name].partition(":")
+    opened = getattr(importlib.import_module(module_name), function or "opened")
     async with contextlib.AsyncExitStack() as stack:
         if store == "sqlite":
             database = f"sqlite:///{tmp_path / 'signoff.db'}"
         else:
             database = await stack.enter_async_context(fresh_postgres_database())
-        yield await stack.enter_async_context(module.opened(database, tmp_path))
+        yield await stack.enter_async_context(opened(database, tmp_path))
 
 
 async def pending(adapter: Adapter) -> list[Approval]:
@@ -85,6 +88,33 @@ async def test_a_rejected_call_never_runs_and_the_model_reads_why(adapter: Adapt
     assert executions(adapter.side_effects) == []
     [(call_id, result)] = told(done)
     assert call_id == "call_0" and "not today" in result and "Do not retry" in result
+
+
+async def test_a_response_is_the_tool_result_and_nothing_runs(adapter: Adapter) -> None:
+    await adapter.start("t-respond", TRANSFER)
+
+    await decide(adapter, Respond(content="moved by hand"))
+    done = await adapter.resume("t-respond")
+
+    assert executions(adapter.side_effects) == []
+    assert told(done) == [("call_0", "moved by hand")]
+
+
+async def test_an_edit_that_breaks_the_tools_schema_or_the_policy_is_refused(
+    adapter: Adapter,
+) -> None:
+    await adapter.start("t-bad-edit", TRANSFER)
+
+    # The integration told the gate the tool's schema: the edit is checked when decided.
+    with pytest.raises(InvalidEditError, match="amount"):
+        await decide(adapter, Edit(args={"amount": "lots", "to": "acme"}))
+    with pytest.raises(ForbiddenError, match="denies the edited call"):
+        await decide(adapter, Edit(args={"amount": 5, "to": "mallory"}))
+
+    assert len(await pending(adapter)) == 1
+    await decide(adapter, Approve())
+    await adapter.resume("t-bad-edit")
+    assert executions(adapter.side_effects) == ["transfer 500 acme"]
 
 
 async def test_an_edited_call_runs_with_the_edit_exactly(adapter: Adapter) -> None:

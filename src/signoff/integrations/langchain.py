@@ -17,7 +17,7 @@ rejection's reason reaches the model.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from signoff.errors import MissingExtraError, OutcomeUnknown
@@ -36,7 +36,7 @@ from signoff.integrations.langgraph import (
 )
 
 try:
-    from langchain.agents.middleware import AgentMiddleware, hook_config
+    from langchain.agents.middleware import AgentMiddleware, ModelRequest, hook_config
     from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
     from langchain_core.runnables import RunnableConfig
     from langgraph.config import get_config
@@ -69,6 +69,18 @@ class SignoffMiddleware(AgentMiddleware):
     @property
     def name(self) -> str:
         return f"signoff:{self.signoff.agent}" if self.signoff.agent else "signoff"
+
+    # -- the model's tools: their schemas check edits --------------------------------------
+
+    def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Any]) -> Any:
+        self._register_all(request.tools)
+        return handler(request)
+
+    async def awrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[Any]]
+    ) -> Any:
+        self._register_all(request.tools)
+        return await handler(request)
 
     # -- after the model: judge the turn ---------------------------------------------------
 
@@ -138,13 +150,19 @@ class SignoffMiddleware(AgentMiddleware):
 
     def _register(self, request: ToolCallRequest) -> None:
         """Edits of this agent's calls are checked against its tools' schemas."""
-        tool = request.tool
-        if tool is None or tool.name in self._schemas:
-            return
-        schema = tool_schema(tool)
-        if schema is not None:
-            self.signoff.runs.gate.register_schemas({tool.name: schema}, agent=self.signoff.agent)
-        self._schemas.add(tool.name)
+        self._register_all([request.tool])
+
+    def _register_all(self, tools: Iterable[Any]) -> None:
+        """The schemas of the tools the model is shown: an edit of a call is checked against
+        its tool's schema when it is decided, before the call reaches the tools step."""
+        for tool in tools:
+            name = getattr(tool, "name", None)
+            if not isinstance(name, str) or name in self._schemas:
+                continue
+            schema = tool_schema(tool)
+            if schema is not None:
+                self.signoff.runs.gate.register_schemas({name: schema}, agent=self.signoff.agent)
+            self._schemas.add(name)
 
     def _key(self, request: ToolCallRequest) -> str:
         return self.signoff.key_of(request)

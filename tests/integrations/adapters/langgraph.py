@@ -1,6 +1,7 @@
-"""LangChain's `create_agent` with `SignoffMiddleware`, as the shared scenarios drive it: the
-real agent and checkpointer (SQLite or PostgreSQL), a chat model playing the script with the
-provider's call ids, and the scenarios' tools."""
+"""LangChain's `create_agent` with `SignoffMiddleware`, and a LangGraph graph with the drop-in
+`ApprovalToolNode`, as the shared scenarios drive them: the real graphs and checkpointers
+(SQLite or PostgreSQL), a chat model playing the script with the provider's call ids, and the
+scenarios' tools."""
 
 from __future__ import annotations
 
@@ -16,11 +17,13 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import StructuredTool
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import tools_condition
 from langgraph.types import Command
 
 from signoff.gate.external import ExternalRuns
 from signoff.integrations.langchain import SignoffMiddleware, connect
-from signoff.integrations.langgraph import MARK
+from signoff.integrations.langgraph import MARK, ApprovalToolNode
 from tests.integrations.lc_app import checkpointer
 from tests.integrations.scenarios import (
     POLICY,
@@ -102,11 +105,13 @@ class LangChainAdapter:
     def _agent(self, thread: str, script: Script | None = None) -> Any:
         if script is not None:
             model = _Model(script=list(script), turns=self._turns)
-            self._agents[thread] = create_agent(
-                model, _tools(self.side_effects), middleware=[SignoffMiddleware(self.runs)],
-                checkpointer=self.saver,
-            )  # fmt: skip
+            self._agents[thread] = self._build(model)
         return self._agents[thread]
+
+    def _build(self, model: _Model) -> Any:
+        return create_agent(model, _tools(self.side_effects),
+                            middleware=[SignoffMiddleware(self.runs)],
+                            checkpointer=self.saver)  # fmt: skip
 
     @staticmethod
     def _config(thread: str, user: str | None = REQUESTER) -> dict[str, Any]:
@@ -168,8 +173,34 @@ class LangChainAdapter:
         await asyncio.to_thread(agent.update_state, config, {"messages": [changed]})
 
 
+class ToolNodeAdapter(LangChainAdapter):
+    """A model node and signoff's `ApprovalToolNode` in a `StateGraph` of the user's."""
+
+    name = "langgraph"
+
+    def _build(self, model: _Model) -> Any:
+        def think(state: MessagesState) -> dict[str, Any]:
+            return {"messages": [model.invoke(state["messages"])]}
+
+        builder = StateGraph(MessagesState)
+        builder.add_node("agent", think)
+        builder.add_node("tools", ApprovalToolNode(_tools(self.side_effects), runs=self.runs))
+        builder.add_edge(START, "agent")
+        builder.add_conditional_edges("agent", tools_condition)
+        builder.add_edge("tools", "agent")
+        return builder.compile(checkpointer=self.saver)
+
+
 @contextlib.asynccontextmanager
-async def opened(database: str, tmp_path: Path) -> AsyncIterator[LangChainAdapter]:
+async def tool_node(database: str, tmp_path: Path) -> AsyncIterator[LangChainAdapter]:
+    async with opened(database, tmp_path, kind=ToolNodeAdapter) as adapter:
+        yield adapter
+
+
+@contextlib.asynccontextmanager
+async def opened(
+    database: str, tmp_path: Path, *, kind: type[LangChainAdapter] = LangChainAdapter
+) -> AsyncIterator[LangChainAdapter]:
     if database.startswith("sqlite"):
         checkpoints = str(tmp_path / "checkpoints.db")
     else:
@@ -177,6 +208,6 @@ async def opened(database: str, tmp_path: Path) -> AsyncIterator[LangChainAdapte
     runs = await asyncio.to_thread(connect, POLICY, origin="langgraph", database=database)
     try:
         with checkpointer(checkpoints) as saver:
-            yield LangChainAdapter(runs, saver, tmp_path / "side-effects.txt")
+            yield kind(runs, saver, tmp_path / "side-effects.txt")
     finally:
         await asyncio.to_thread(runs.close)
