@@ -36,6 +36,7 @@ from adalflow.components.agent.agent import Agent  # noqa: E402 - after the two 
 from adalflow.components.agent.runner import Runner  # noqa: E402
 from adalflow.core.func_tool import FunctionTool  # noqa: E402
 from adalflow.core.model_client import ModelClient  # noqa: E402
+from adalflow.core.tool_manager import ToolManager  # noqa: E402
 from adalflow.core.types import GeneratorOutput, ModelType  # noqa: E402
 
 from signoff import Policy  # noqa: E402
@@ -43,7 +44,7 @@ from signoff.gate.external import ExternalRuns  # noqa: E402
 from signoff.integrations.adalflow import ORIGIN, SignoffPermissions, connect  # noqa: E402
 from tests.integrations.harness import POLICY as RULES  # noqa: E402
 
-__all__ = ["POLICY", "Runner", "build", "open_runs"]
+__all__ = ["POLICY", "Runner", "ToolManager", "build", "open_runs"]
 
 POLICY = Policy.from_dict(RULES)
 Script = list[tuple[str, dict[str, Any]] | str]
@@ -88,7 +89,13 @@ class Scripted(ModelClient):  # type: ignore[misc]
         return GeneratorOutput(data=None, raw_response=completion)
 
 
-def build(script: Script, folder: Path, permissions: SignoffPermissions) -> Runner:
+def build(
+    script: Script,
+    folder: Path,
+    permissions: SignoffPermissions,
+    manager: type[ToolManager] | None = None,
+) -> Runner:
+    """The agent's runner; `manager` the class of its tool manager (default: AdalFlow's own)."""
     side_effects = folder / "side-effects.txt"
 
     def record(line: str) -> None:
@@ -110,9 +117,15 @@ def build(script: Script, folder: Path, permissions: SignoffPermissions) -> Runn
         record(f"charge {amount}")
         return f"charged {amount}"
 
+    tools = [FunctionTool(read_file), FunctionTool(send_email), FunctionTool(charge)]
     agent = Agent(
         name="assistant",
-        tools=[FunctionTool(read_file), FunctionTool(send_email), FunctionTool(charge)],
+        tools=tools,
+        tool_manager=(
+            manager(tools=tools, additional_context={"context_variables": None})
+            if manager is not None
+            else None
+        ),
         model_client=Scripted(script, folder / "calls.txt"),
         model_kwargs={"model": "scripted"},
         cache_path=str(folder / "adalflow-cache"),  # never the home folder

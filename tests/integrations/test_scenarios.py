@@ -23,6 +23,7 @@ ADAPTERS = {
     "openai-agents": "tests.integrations.adapters.openai_agents",
     "google-adk": "tests.integrations.adapters.google_adk",
     "agno": "tests.integrations.adapters.agno",
+    "adalflow": "tests.integrations.adapters.adalflow",
 }
 """Each adapter module's `opened(database, tmp_path)` (or the function after a colon): an async
 context manager of its `Adapter` over signoff's store at `database`."""

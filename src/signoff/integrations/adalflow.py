@@ -15,17 +15,32 @@ against the tool's schema and the policy (modify); a rejection (CANCEL) or a per
 reaches the model as the tool's result, with its reason. AdalFlow's streaming run emits its
 ``agent.tool_permission_request`` event for each call the policy may ask about.
 
+A call that may run is handed back to the runner as a call of signoff's hidden `RUN` tool, which
+runs the real tool through signoff's ledger (`ExternalRuns.once`) with the call exactly as it
+was judged, approved or edited: the core refuses (and audits) anything else, whatever the tool
+manager does between the check and the execution.
+
 The AdalFlow run itself is not durable: the framework keeps it in memory, so a process that
 stops loses the run (the approval stays in signoff's store, decided or not, and audited).
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+from collections.abc import AsyncIterator
 from typing import Any
 
-from signoff.errors import ApprovalTimeout, MissingExtraError
-from signoff.gate.answers import blocked_text
+from pydantic_core import to_jsonable_python
+
+from signoff.errors import (
+    ApprovalTimeout,
+    CallRefused,
+    ExecutionFailed,
+    MissingExtraError,
+    OutcomeUnknown,
+)
+from signoff.gate.answers import blocked_text, edited_text
 from signoff.gate.external import ExternalRuns, Held, connect
 from signoff.gate.ids import new_id
 from signoff.types import Approval, ToolCall
@@ -34,17 +49,27 @@ try:
     from adalflow.apps.permission_manager import PermissionManager
     from adalflow.core.func_tool import FunctionTool
     from adalflow.core.tool_manager import ToolManager
-    from adalflow.core.types import Function, FunctionRequest
+    from adalflow.core.types import (
+        Function,
+        FunctionOutput,
+        FunctionRequest,
+        ToolCallActivityRunItem,
+        ToolOutput,
+    )
 except ImportError as exc:  # pragma: no cover - exercised without the extra installed
     raise MissingExtraError("signoff.integrations.adalflow", "adalflow") from exc
 
-__all__ = ["ANSWER", "ORIGIN", "SignoffPermissions", "connect"]
+__all__ = ["ANSWER", "ORIGIN", "RUN", "SignoffPermissions", "connect"]
 
 ORIGIN = "adalflow"
 
 ANSWER = "signoff.answer"
 """The tool, known to the runner's tool manager but never shown to the model, that gives the
 model signoff's answer to a call that does not run (a rejection's reason, a response)."""
+
+RUN = "signoff.run"
+"""The tool, known to the runner's tool manager but never shown to the model, that runs a call
+signoff let through: the real tool, once, through signoff's ledger."""
 
 Verdict = tuple[bool, Function | None, str | None]
 
@@ -77,10 +102,12 @@ class SignoffPermissions(PermissionManager):  # type: ignore[misc]
     # -- AdalFlow's interface --------------------------------------------------------------
 
     def set_tool_manager(self, tool_manager: ToolManager) -> None:
-        """The runner hands over its tool manager: signoff's answers become a tool of it that
-        the model is never shown, and its tools' schemas check edits."""
+        """The runner hands over its tool manager: signoff's answers and its execution of the
+        calls it lets through become tools of it that the model is never shown, and its tools'
+        schemas check edits."""
         super().set_tool_manager(tool_manager)
         tool_manager.context[ANSWER] = FunctionTool(_say)
+        tool_manager.context[RUN] = _Run(self)
         for tool in tool_manager.tools:
             definition = getattr(tool, "definition", None)
             schema = _schema(definition)
@@ -95,9 +122,9 @@ class SignoffPermissions(PermissionManager):  # type: ignore[misc]
 
     async def check_permission(self, func: Function) -> Verdict:
         """Judge the call with its arguments; wait for a person where the policy asks. Returns
-        AdalFlow's (allowed, function to run, response): the call, the edited call, or
-        signoff's answer to a call that does not run."""
-        if func.name == ANSWER:  # signoff's to give, never the model's to call
+        AdalFlow's (allowed, function to run, response): signoff's `RUN` of the call (as
+        proposed, or edited), or signoff's answer to a call that does not run."""
+        if func.name in (ANSWER, RUN):  # signoff's to give, never the model's to call
             return self._answer(func, blocked_text("this tool is not the model's to call"))
         args = self._named_args(func)
         if args is None:
@@ -132,11 +159,47 @@ class SignoffPermissions(PermissionManager):  # type: ignore[misc]
         if step.kind != "run":
             return self._answer(func, step.text)
         assert step.call is not None  # a call to run is named
-        if step.edited is None:
-            return True, func, None
-        edited = Function(id=func.id, thought=func.thought, name=func.name, args=[],
-                          kwargs=dict(step.edited))  # fmt: skip
-        return True, edited, None
+        # The call travels to the execution as it is to run; `once` checks it there, so a
+        # tool manager that changes it on the way gets it refused, not run.
+        run = {"key": step.key, "call_id": proposed.id, "name": step.call.name,
+               "args": dict(step.call.args), "edited": step.edited is not None}  # fmt: skip
+        return True, Function(id=func.id, thought=func.thought, name=RUN, args=[], kwargs=run), None
+
+    async def _execute(
+        self, *, key: str, call_id: str, name: str, args: dict[str, Any], edited: bool
+    ) -> FunctionOutput:
+        """Run the tool `name` with `args` once under `key`, through signoff's ledger — refused
+        unless it is the call judged allowed, approved or edited under `key` — and give the
+        runner the tool's own output (with the edit noted); a call that does not run is
+        answered."""
+        assert self.tool_manager is not None  # the runner hands it over before any call
+        context = self.tool_manager.context
+        call = ToolCall(id=call_id, name=name, args=args, agent=self.path)
+        ran: list[FunctionOutput] = []
+
+        async def run() -> Any:
+            output = await context[name].acall(**args)  # a missing tool fails as in AdalFlow
+            recorded = None
+            if isinstance(output, FunctionOutput):
+                output.output, recorded = await _settled(output.output)
+            ran.append(output)
+            if isinstance(output, FunctionOutput) and output.error is not None:
+                raise _Failed(output.error)  # FunctionTool caught it: the ledger records it
+            return {"output": to_jsonable_python(recorded, fallback=repr)}
+
+        try:
+            value = await self.runs.once(key, call, run)
+        except _Failed:
+            return ran[0]
+        except CallRefused as exc:
+            return _output(call, blocked_text(str(exc)))
+        except (OutcomeUnknown, ExecutionFailed) as exc:
+            return _output(call, f"signoff: {exc}")
+        # A key is new for each check, so the tool ran here: its own output, not the record.
+        output = ran[0] if ran else _output(call, value["output"])
+        if edited:
+            _note_edit(output, args)
+        return output
 
     # -- the rest --------------------------------------------------------------------------
 
@@ -184,6 +247,61 @@ class SignoffPermissions(PermissionManager):  # type: ignore[misc]
 def _say(text: str) -> str:
     """signoff's answer to a call that did not run as proposed."""
     return text
+
+
+class _Run:
+    """`RUN` in the tool manager's context, where AdalFlow looks a function's tool up: it
+    returns the real tool's `FunctionOutput`, as the tool manager expects of a tool."""
+
+    def __init__(self, permissions: SignoffPermissions) -> None:
+        self.permissions = permissions
+
+    def call(self, **kwargs: Any) -> FunctionOutput:
+        # The synchronous runner's path: it waits for the decision the same way.
+        return asyncio.run(self.permissions._execute(**kwargs))
+
+    async def acall(self, **kwargs: Any) -> FunctionOutput:
+        return await self.permissions._execute(**kwargs)
+
+
+class _Failed(Exception):
+    """The tool raised, and AdalFlow's `FunctionTool` turned it into its output's error."""
+
+
+async def _settled(output: Any) -> tuple[Any, Any]:
+    """A generator tool's output run to its end inside the ledger's claim — what it does
+    happens before the call is recorded — replayed to the runner as the same kind of generator;
+    and what the ledger records (its items, progress reports left out)."""
+    if inspect.isasyncgen(output):
+        items = [item async for item in output]
+        return _replay(items), _results(items)
+    if inspect.isgenerator(output):
+        items = list(output)
+        return (item for item in items), _results(items)
+    return output, output
+
+
+async def _replay(items: list[Any]) -> AsyncIterator[Any]:
+    for item in items:
+        yield item
+
+
+def _results(items: list[Any]) -> list[Any]:
+    return [i for i in items if not isinstance(i, ToolCallActivityRunItem)]
+
+
+def _output(call: ToolCall, text: Any) -> FunctionOutput:
+    """What the runner reads as the result of `call`, from signoff rather than the tool."""
+    function = Function(id=call.id, name=call.name, args=[], kwargs=dict(call.args))
+    return FunctionOutput(name=call.name, input=function, output=text)
+
+
+def _note_edit(output: FunctionOutput, args: dict[str, Any]) -> None:
+    """Tell the model a person edited the call, where its result is text."""
+    if isinstance(output.output, str):
+        output.output = edited_text(args, output.output)
+    elif isinstance(output.output, ToolOutput) and isinstance(output.output.observation, str):
+        output.output.observation = edited_text(args, output.output.observation)
 
 
 _JSON_TYPES = {"int": "integer", "float": "number", "str": "string", "bool": "boolean",

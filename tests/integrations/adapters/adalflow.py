@@ -1,0 +1,220 @@
+"""AdalFlow's `Agent` and `Runner` behind `SignoffPermissions`, as the shared scenarios drive it:
+the real runner, a `ModelClient` playing the script one call per step, and the scenarios' tools.
+
+AdalFlow waits for a decision inside the permission manager's `check_permission`, in memory: its
+run is not saved anywhere, so it cannot be stopped and resumed. `start` runs the agent in a
+background task until it waits on a person or finishes, and `resume` lets that same task go on
+to its next wait or its end — the decision reaches it from signoff's store, as it does in an app.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests.integrations import af_app  # noqa: F401 - before AdalFlow: see its docstring
+
+from adalflow.components.agent.agent import Agent  # isort: skip
+from adalflow.components.agent.runner import Runner  # isort: skip
+from adalflow.core.func_tool import FunctionTool  # isort: skip
+from adalflow.core.model_client import ModelClient  # isort: skip
+from adalflow.core.types import GeneratorOutput, ModelType  # isort: skip
+
+from signoff.gate.external import ExternalRuns
+from signoff.integrations.adalflow import ORIGIN, SignoffPermissions, connect
+from tests.deadline import HANG
+from tests.integrations.scenarios import (
+    POLICY,
+    REQUESTER,
+    Call,
+    NotSupported,
+    Outcome,
+    Script,
+    final_text,
+    record,
+)
+
+NO_PAYLOAD = (
+    "AdalFlow has no resume payload: its PermissionManager waits in memory for the decision, "
+    "which only comes through signoff's store (inbox, REST API, CLI)"
+)
+NO_STATE = (
+    "AdalFlow keeps no saved state of a run (it lives in the runner's memory): there is no "
+    "waiting call a person could edit"
+)
+
+
+class _Model(ModelClient):  # type: ignore[misc]
+    """Step n proposes `steps[n]`: one call (AdalFlow's planner proposes one per step, so a
+    script turn of several calls is several steps), or the final text with the results the
+    runner gave the model (its step history), under the script's call ids."""
+
+    def __init__(self, steps: list[Call | str], turns: list[int]) -> None:
+        super().__init__()
+        self.steps = steps
+        self.turns = turns
+        self.played = 0
+        self.history: Callable[[], list[Any]] = list
+
+    def convert_inputs_to_api_kwargs(
+        self, input: Any = None, model_kwargs: Any = None, model_type: Any = ModelType.UNDEFINED
+    ) -> dict[str, Any]:
+        return {"input": input}
+
+    def _next(self) -> str:
+        step = self.steps[self.played] if self.played < len(self.steps) else "done"
+        self.turns.append(self.played)
+        self.played += 1
+        if isinstance(step, str):
+            # AdalFlow numbers each step's call itself: the nth result is the nth call's.
+            ids = [s.id for s in self.steps if isinstance(s, Call)]
+            results = [(ids[i], str(s.observation)) for i, s in enumerate(self.history())]
+            return json.dumps({"thought": "", "name": "finish", "kwargs": {},
+                               "_is_answer_final": True,
+                               "_answer": final_text(step, results)})  # fmt: skip
+        return json.dumps({"thought": "", "name": step.name, "kwargs": step.args,
+                           "_is_answer_final": False, "_answer": None})  # fmt: skip
+
+    def call(self, api_kwargs: Any = None, model_type: Any = ModelType.UNDEFINED) -> str:
+        return self._next()
+
+    async def acall(self, api_kwargs: Any = None, model_type: Any = ModelType.UNDEFINED) -> str:
+        return self._next()
+
+    def parse_chat_completion(self, completion: Any) -> GeneratorOutput:
+        return GeneratorOutput(data=None, raw_response=completion)
+
+
+class _Requests(dict[str, Any]):
+    """AdalFlow's `pending_approvals` of a permission manager: sets `asked` each time the run
+    begins to wait on a person."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = asyncio.Event()
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        super().__setitem__(key, value)
+        self.asked.set()
+
+
+def _tools(side_effects: Path) -> list[FunctionTool]:
+    async def transfer(amount: int, to: str) -> str:  # an async tool: AdalFlow awaits it
+        """Move money."""
+        record(side_effects, f"transfer {amount} {to}")
+        return "transfer ok"
+
+    def read_file(path: str) -> str:
+        """Read a file."""
+        record(side_effects, f"read_file {path}")
+        return "read_file ok"
+
+    def delete_all() -> str:
+        """Delete everything."""
+        record(side_effects, "delete_all")
+        return "delete_all ok"
+
+    return [FunctionTool(f) for f in (transfer, read_file, delete_all)]
+
+
+@dataclass
+class _Run:
+    task: asyncio.Task[Any]
+    requests: _Requests
+
+
+class AdalFlowAdapter:
+    name = "adalflow"
+
+    def __init__(self, runs: ExternalRuns, tmp_path: Path) -> None:
+        self.runs = runs
+        self.tmp_path = tmp_path
+        self.side_effects = tmp_path / "side-effects.txt"
+        self._turns: list[int] = []
+        self._runs: dict[str, _Run] = {}
+
+    @property
+    def model_turns(self) -> int:
+        return len(self._turns)
+
+    async def start(self, thread: str, script: Script) -> Outcome:
+        steps: list[Call | str] = []
+        for turn in script:
+            steps.extend([turn] if isinstance(turn, str) else turn)
+        model = _Model(steps, self._turns)
+        agent = Agent(
+            name="assistant",
+            tools=_tools(self.side_effects),
+            model_client=model,
+            model_kwargs={"model": "scripted"},
+            cache_path=str(self.tmp_path / "adalflow-cache"),  # never the home folder
+            use_cache=False,
+            max_steps=len(steps) + 1,
+        )
+        permissions = SignoffPermissions(self.runs, agent="assistant", thread=thread,
+                                         requested_by=REQUESTER)  # fmt: skip
+        requests = _Requests()
+        permissions.pending_approvals = requests
+        runner = Runner(agent=agent, permission_manager=permissions)
+        model.history = lambda: runner.step_history
+        task = asyncio.ensure_future(runner.acall(prompt_kwargs={"input_str": "go"}))
+        self._runs[thread] = _Run(task=task, requests=requests)
+        return await self._next(thread)
+
+    async def resume(self, thread: str) -> Outcome:
+        """The run goes on by itself once its call is decided: wait for its next wait or its
+        end."""
+        return await self._next(thread)
+
+    async def send(self, thread: str, approve: bool, *, user: str | None) -> Outcome:
+        raise NotSupported(NO_PAYLOAD)
+
+    async def tamper(self, thread: str, call: Call) -> None:
+        raise NotSupported(NO_STATE)
+
+    async def _next(self, thread: str) -> Outcome:
+        """Where the run stands once it waits on a call nobody decided yet, or has finished."""
+        run = self._runs[thread]
+        async with asyncio.timeout(HANG):
+            while True:
+                run.requests.asked.clear()
+                if run.task.done():
+                    return Outcome(paused=False, text=str(run.task.result().answer))
+                if run.requests and await self._undecided(thread):
+                    return Outcome(paused=True)
+                # Still going, or still waking up from a decision: until it asks again or ends.
+                asked = asyncio.ensure_future(run.requests.asked.wait())
+                try:
+                    await asyncio.wait([run.task, asked], return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    asked.cancel()
+
+    async def _undecided(self, thread: str) -> bool:
+        store = self.runs.store
+        pending = await self.runs.bridge.arun(store.list_approvals(status="pending"))
+        return any(a.thread_id == thread for a in pending)
+
+    async def close(self) -> None:
+        """Stop the runs still waiting on a person (a scenario that stops before the end)."""
+        for run in self._runs.values():
+            run.task.cancel()
+        for run in self._runs.values():
+            with contextlib.suppress(asyncio.CancelledError):
+                async with asyncio.timeout(HANG):
+                    await run.task
+
+
+@contextlib.asynccontextmanager
+async def opened(database: str, tmp_path: Path) -> AsyncIterator[AdalFlowAdapter]:
+    runs = await asyncio.to_thread(connect, POLICY, origin=ORIGIN, database=database)
+    adapter = AdalFlowAdapter(runs, tmp_path)
+    try:
+        yield adapter
+    finally:
+        await adapter.close()
+        await asyncio.to_thread(runs.close)
