@@ -3,7 +3,9 @@ tool calls of a script, and tools that count every real execution in a side-effe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import BaseTool, StructuredTool
+
+from tests.deadline import HANG
 
 
 class ScriptedChatModel(BaseChatModel):
@@ -79,3 +83,19 @@ def counting_tools(side_effects: Path) -> list[BaseTool]:
 
 def executions(side_effects: Path) -> list[str]:
     return side_effects.read_text().splitlines() if side_effects.exists() else []
+
+
+def at_once(work: Callable[[], Any], count: int = 2) -> list[Any]:
+    """Run `work` on `count` threads released together: what each returned, or raised."""
+    barrier = threading.Barrier(count, timeout=HANG)
+
+    def one() -> Any:
+        barrier.wait()
+        try:
+            return work()
+        except Exception as exc:
+            return exc
+
+    with ThreadPoolExecutor(count) as pool:
+        running = [pool.submit(one) for _ in range(count)]
+        return [f.result(timeout=HANG) for f in running]

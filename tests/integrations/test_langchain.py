@@ -20,11 +20,12 @@ from langgraph.types import Command
 from pydantic import ValidationError
 
 from signoff import Approve, Edit, Reject, Scope
+from signoff.errors import ConflictError
 from signoff.gate.external import ExternalRuns
 from signoff.integrations.langgraph import resumer
 from tests.conftest import fresh_postgres_database
 from tests.deadline import HANG
-from tests.integrations.fakes import executions
+from tests.integrations.fakes import at_once, executions
 from tests.integrations.inbox import inbox_api
 from tests.integrations.lc_app import (
     HANG_IN_TOOL,
@@ -199,6 +200,30 @@ def test_a_turn_with_nothing_to_run_first_interrupts_straight_after_the_model(
     assert harness.model_turns() == ["0", "1"]
 
 
+def test_two_raw_resumes_of_the_paused_checkpoint_at_once_go_on_once_and_one_is_refused(
+    harness: Harness,
+) -> None:
+    script = [[("send_email", {"to": "bob@example.com"})], [("read_file", {"path": "next.txt"})],
+              "done"]  # fmt: skip
+    agent = harness.agent(script)
+    start(agent)
+    # Both read the checkpoint that paused, as two processes resuming it at once do.
+    paused = agent.get_state(CONFIG).config["configurable"]["checkpoint_id"]
+    config = {"configurable": {"thread_id": "t-1", "checkpoint_id": paused}}
+    command = Command(resume={"decisions": [{"type": "approve"}]})
+
+    outcomes = at_once(lambda: agent.invoke(command, config))
+
+    [refused] = [o for o in outcomes if isinstance(o, Exception)]
+    assert isinstance(refused, ConflictError), refused
+    assert "is being continued, or was continued" in str(refused)
+    [resumed] = [o for o in outcomes if not isinstance(o, Exception)]
+    assert resumed["messages"][-1].content == "done"
+    # The approved call ran once, the model went on once, and the next turn's call ran once.
+    assert executions(harness.side_effects) == ["send_email bob@example.com ", "read_file next.txt"]
+    assert harness.model_turns() == ["0", "1", "2"]
+
+
 def test_approve_always_for_the_thread_lets_the_next_such_call_through(harness: Harness) -> None:
     script = [[("send_email", {"to": "bob@example.com"})], [("send_email", {"to": "eve@x.org"})],
               "done"]  # fmt: skip
@@ -342,11 +367,14 @@ def test_two_processes_resuming_the_same_checkpoint_at_once_run_each_tool_once(
     pause = result["__interrupt__"][0].value["signoff"]["pause"]
 
     both = [worker(harness, "resume", pause), worker(harness, "resume", pause)]
-    for process in both:
-        finished(process)
+    ended = [(*p.communicate(timeout=HANG), p.returncode) for p in both]
 
     assert sorted(executions(harness.side_effects)) == sorted(
         ["read_file report.txt", "send_email bob@example.com hi", "charge 50 acme"])  # fmt: skip
+    # Both may have read the paused checkpoint: then one went on and the other was refused.
+    assert any(code == 0 for _, _, code in ended)
+    for _, err, code in ended:
+        assert code == 0 or "ConflictError" in err, err
 
 
 def test_a_worker_killed_inside_the_tool_leaves_the_call_unknown_and_it_is_not_run_again(

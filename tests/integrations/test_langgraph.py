@@ -4,7 +4,8 @@ own section of the policy) and `gated` inside any node, on a real graph and chec
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+import contextlib
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +18,13 @@ from langgraph.prebuilt import tools_condition
 from langgraph.types import Command
 
 from signoff import Approve, Edit, Policy, Reject
+from signoff.errors import ConflictError
 from signoff.gate.external import ExternalRuns
 from signoff.integrations.langchain import SignoffMiddleware
 from signoff.integrations.langgraph import ApprovalToolNode, connect, gated, resumer
+from tests.conftest import fresh_postgres_database
 from tests.deadline import HANG
-from tests.integrations.fakes import ScriptedChatModel, counting_tools, executions
+from tests.integrations.fakes import ScriptedChatModel, at_once, counting_tools, executions
 
 POLICY = Policy.from_dict({
     "default": "ask",
@@ -38,8 +41,25 @@ def runs(tmp_path: Path) -> Iterator[ExternalRuns]:
     opened.close()
 
 
-def agent_graph(runs: ExternalRuns, fx: Path, *, agent: str | None, calls: Path) -> Any:
-    model = ScriptedChatModel(script=SCRIPT, calls_file=str(calls))
+@pytest.fixture(params=["sqlite", "postgres"])
+async def both_runs(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[ExternalRuns]:
+    """`runs` on SQLite, then on PostgreSQL."""
+    async with contextlib.AsyncExitStack() as stack:
+        if request.param == "sqlite":
+            database = f"sqlite:///{tmp_path / 's.db'}"
+        else:
+            database = await stack.enter_async_context(fresh_postgres_database())
+        opened = await asyncio.to_thread(connect, POLICY, origin="langgraph", database=database)
+        try:
+            yield opened
+        finally:
+            await asyncio.to_thread(opened.close)
+
+
+def agent_graph(
+    runs: ExternalRuns, fx: Path, *, agent: str | None, calls: Path, script: list[Any] = SCRIPT
+) -> Any:
+    model = ScriptedChatModel(script=script, calls_file=str(calls))
     tools = counting_tools(fx)
 
     def think(state: MessagesState) -> dict[str, Any]:
@@ -78,6 +98,30 @@ def test_the_approval_tool_node_runs_allowed_calls_then_pauses_and_runs_the_deci
     results = [m for m in done["messages"] if isinstance(m, ToolMessage)]
     assert len(results) == 2
     assert calls.read_text().split() == ["0", "1"]
+
+
+def test_two_raw_resumes_of_the_paused_checkpoint_at_once_go_on_past_the_tool_node_once(
+    both_runs: ExternalRuns, tmp_path: Path
+) -> None:
+    fx, calls = tmp_path / "fx", tmp_path / "calls"
+    script = [[("send_email", {"to": "bob"})], [("read_file", {"path": "next"})], "done"]
+    graph = agent_graph(both_runs, fx, agent=None, calls=calls, script=script).compile(
+        checkpointer=InMemorySaver()
+    )
+    graph.invoke({"messages": [("user", "go")]}, CONFIG)
+    # Both read the checkpoint that paused, as two processes resuming it at once do.
+    paused = graph.get_state(CONFIG).config["configurable"]["checkpoint_id"]
+    config = {"configurable": {"thread_id": "t-1", "checkpoint_id": paused, "user_id": "ann"}}
+    command = Command(resume={"decisions": [{"type": "approve"}]})
+
+    outcomes = at_once(lambda: graph.invoke(command, config))
+
+    [refused] = [o for o in outcomes if isinstance(o, Exception)]
+    assert isinstance(refused, ConflictError), refused
+    [resumed] = [o for o in outcomes if not isinstance(o, Exception)]
+    assert resumed["messages"][-1].content == "done"
+    assert executions(fx) == ["send_email bob ", "read_file next"]
+    assert calls.read_text().split() == ["0", "1", "2"]
 
 
 def test_a_sub_agent_subgraph_is_judged_by_its_own_section_of_the_policy(

@@ -20,7 +20,9 @@ principal first, compare-and-set against one taken elsewhere.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Annotated, Any, Literal, NotRequired, Union
 
@@ -38,6 +40,7 @@ from signoff.errors import (
 from signoff.gate.answers import answer_text, blocked_text, edited_text
 from signoff.gate.external import ExternalRuns, Held, Resumer, connect
 from signoff.gate.once import Claim, Recorded
+from signoff.integrations._pauses import RESUMING, Continuation
 from signoff.limits import ArgumentLimits
 from signoff.types import Approval, Approve, Decision, Edit, Reject, Respond, ToolCall
 
@@ -71,6 +74,9 @@ _LIMITS = ArgumentLimits()
 
 Handler = Callable[[ToolCallRequest], "ToolMessage | Command[Any]"]
 AsyncHandler = Callable[[ToolCallRequest], "Awaitable[ToolMessage | Command[Any]]"]
+
+_CONTINUING: ContextVar[Continuation | None] = ContextVar("signoff_continuing", default=None)
+"""The pauses the node running in this context continues (`LangGraphGate.continuing`)."""
 
 
 class LangGraphGate:
@@ -218,12 +224,13 @@ class LangGraphGate:
         known = self._known(message, answered, config)
         if known is not None:
             return known, False
-        while True:
-            held, turn, asked = runs.run(self._stand(message, answered, config))
-            if asked is None:
-                return held, interrupted
-            runs.run(self.take(_interrupt(asked), turn, config))
-            interrupted = True
+        with self.continuing() as continuation:
+            while True:
+                held, turn, asked = runs.run(self._stand(message, answered, config, continuation))
+                if asked is None:
+                    return held, interrupted
+                runs.run(self.take(_interrupt(asked), turn, config))
+                interrupted = True
 
     async def adecide_turn(
         self, message: AIMessage, answered: set[str], config: RunnableConfig
@@ -233,24 +240,71 @@ class LangGraphGate:
         known = self._known(message, answered, config)
         if known is not None:
             return known, False
-        while True:
-            held, turn, asked = await self.runs.bridge.arun(self._stand(message, answered, config))
-            if asked is None:
-                return held, interrupted
-            await self.take(_interrupt(asked), turn, config)
-            interrupted = True
+        async with self.acontinuing() as continuation:
+            while True:
+                held, turn, asked = await self.runs.bridge.arun(
+                    self._stand(message, answered, config, continuation)
+                )
+                if asked is None:
+                    return held, interrupted
+                await self.take(_interrupt(asked), turn, config)
+                interrupted = True
 
     async def _stand(
-        self, message: AIMessage, answered: set[str], config: RunnableConfig
+        self,
+        message: AIMessage,
+        answered: set[str],
+        config: RunnableConfig,
+        continuation: Continuation,
     ) -> tuple[dict[str, Held], list[Approval], dict[str, Any] | None]:
         """How the turn's calls without a result stand, their approvals, and — while some are
-        undecided — the pause's interrupt value (on the bridge's loop: one hop for all)."""
+        undecided — the pause's interrupt value (on the bridge's loop: one hop for all). With
+        every call decided the run goes on past the pause: claimed for `continuation`."""
         turn, held = await self._held(message, answered, config)
         pending = [a for a in turn if a.pending]
         if not pending:
-            await self._went_on(turn)
+            await self._went_on(turn, config, continuation)
             return held, turn, None
         return held, turn, await self.pause(pending, config)
+
+    # -- going on past the pause once ------------------------------------------------------
+
+    @contextlib.contextmanager
+    def continuing(self) -> Iterator[Continuation]:
+        """Hold the pauses this node's run goes on past until it ends (the node's run's, when
+        a node already holds them): done when it returns, given back when it raises."""
+        outer = _CONTINUING.get()
+        if outer is not None and outer.runs is self.runs:
+            yield outer
+            return
+        continuation = Continuation(self.runs)
+        token = _CONTINUING.set(continuation)
+        try:
+            yield continuation
+        except BaseException:
+            _CONTINUING.reset(token)
+            self.runs.run(continuation.end(ok=False))
+            raise
+        _CONTINUING.reset(token)
+        self.runs.run(continuation.end(ok=True))
+
+    @contextlib.asynccontextmanager
+    async def acontinuing(self) -> AsyncIterator[Continuation]:
+        """`continuing` for async nodes."""
+        outer = _CONTINUING.get()
+        if outer is not None and outer.runs is self.runs:
+            yield outer
+            return
+        continuation = Continuation(self.runs)
+        token = _CONTINUING.set(continuation)
+        try:
+            yield continuation
+        except BaseException:
+            _CONTINUING.reset(token)
+            await self.runs.bridge.arun(continuation.end(ok=False))
+            raise
+        _CONTINUING.reset(token)
+        await self.runs.bridge.arun(continuation.end(ok=True))
 
     def _known(
         self, message: AIMessage, answered: set[str], config: RunnableConfig
@@ -287,6 +341,7 @@ class LangGraphGate:
             data={
                 "thread_id": thread_of(config),
                 "checkpoint_ns": configurable.get("checkpoint_ns", ""),
+                "checkpoint": configurable.get("checkpoint_map"),
                 "asked": [a.id for a in pending],
             },
             agent=self.agent,
@@ -310,9 +365,23 @@ class LangGraphGate:
         if decisions:
             await self.runs.decide(decisions, actor=sender(config))
 
-    async def _went_on(self, approvals: Sequence[Approval]) -> None:
-        if approvals:
-            await self.runs.went_on([a.id for a in approvals])
+    async def _went_on(
+        self, approvals: Sequence[Approval], config: RunnableConfig, continuation: Continuation
+    ) -> None:
+        """The run goes on past the turn's pause. The step that resumes the checkpoint which
+        paused claims the pause: another invocation resuming that checkpoint at once (or late)
+        must not go on too — it would call the model again, and run the next turn's calls
+        twice. A later step (the middleware's next hook) is on the line that one claim let
+        through: the pause is done for good."""
+        if not approvals:
+            return
+        ids = [a.id for a in approvals]
+        pause = await self.runs.store.last_pause(ids)
+        checkpoint = (config.get("configurable") or {}).get("checkpoint_map")
+        if pause is not None and checkpoint and pause.data.get("checkpoint") == checkpoint:
+            await continuation.take(pause)
+            return
+        await self.runs.went_on(ids)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -624,19 +693,23 @@ class ApprovalToolNode(ToolNode):
         message, gate = _last_ai(input), self.signoff
         if message is not None:
             gate.runs.run(gate.judge(message, config))
-        # Allowed calls run (and decided ones, on a resume); held ones wait for the interrupt.
-        output = super()._func(input, config, runtime)
-        if message is not None and gate.decide_turn(message, set(), config)[1]:
-            output = super()._func(input, config, runtime)  # decisions taken from the payload
+        # The pause this run goes on past stays claimed while the decided calls run.
+        with gate.continuing():
+            # Allowed calls run (and decided ones, on a resume); held ones wait for the
+            # interrupt.
+            output = super()._func(input, config, runtime)
+            if message is not None and gate.decide_turn(message, set(), config)[1]:
+                output = super()._func(input, config, runtime)  # decisions from the payload
         return _settled(output)
 
     async def _afunc(self, input: Any, config: RunnableConfig, runtime: Any) -> Any:
         message, gate = _last_ai(input), self.signoff
         if message is not None:
             await gate.judge(message, config)
-        output = await super()._afunc(input, config, runtime)
-        if message is not None and (await gate.adecide_turn(message, set(), config))[1]:
+        async with gate.acontinuing():
             output = await super()._afunc(input, config, runtime)
+            if message is not None and (await gate.adecide_turn(message, set(), config))[1]:
+                output = await super()._afunc(input, config, runtime)
         return _settled(output)
 
 
@@ -752,10 +825,16 @@ def resumer(graph: Any, runs: ExternalRuns, *, use_async: bool | None = None) ->
         if not ids:
             return  # the thread went on past this pause already
         command: Command[Any] = Command(resume={i: {MARK: {"pause": pause.id}} for i in ids})
-        if use_async:
-            await graph.ainvoke(command, config)
-        else:
-            await asyncio.to_thread(graph.invoke, command, config)
+        # The invocation goes on under this resumer's claim of the pause (its nodes see this
+        # context): another invocation resuming the same checkpoint finds the pause taken.
+        token = RESUMING.set((pause.id, pause.lease_owner or ""))
+        try:
+            if use_async:
+                await graph.ainvoke(command, config)
+            else:
+                await asyncio.to_thread(graph.invoke, command, config)
+        finally:
+            RESUMING.reset(token)
 
     return Resumer(runs, resume)
 

@@ -332,6 +332,19 @@ class Store(Protocol):
 
     async def open_pause(self, approval_ids: Sequence[str]) -> Pause | None: ...
 
+    async def last_pause(self, approval_ids: Sequence[str]) -> Pause | None: ...
+
+    async def take_pause(
+        self,
+        pause_id: str,
+        *,
+        seen: Pause,
+        status: PauseStatus,
+        owner: str | None,
+        until: datetime | None,
+        now: datetime,
+    ) -> bool: ...
+
     async def finish_pauses(self, approval_ids: Sequence[str], *, now: datetime) -> None: ...
 
     async def history(self, origin: str, thread_id: str) -> list[str]: ...

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from sqlalchemy import and_, bindparam, exists, func, or_, select, update
+from sqlalchemy import and_, bindparam, exists, func, or_, select, true, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
@@ -264,12 +264,19 @@ class ExternalStore:
 
     async def open_pause(self, approval_ids: Sequence[str]) -> Pause | None:
         """The newest pause not done that waits on any of these approvals."""
+        return await self._newest_pause(approval_ids, done=False)
+
+    async def last_pause(self, approval_ids: Sequence[str]) -> Pause | None:
+        """The newest pause that waits, or waited, on any of these approvals."""
+        return await self._newest_pause(approval_ids, done=True)
+
+    async def _newest_pause(self, approval_ids: Sequence[str], *, done: bool) -> Pause | None:
         if not approval_ids:
             return None
         linked = select(_links.c.pause_id).where(_links.c.approval_id.in_(list(approval_ids)))
         query = (
             select(_pauses.c.id)
-            .where(_pauses.c.id.in_(linked), _pauses.c.status != "done")
+            .where(_pauses.c.id.in_(linked), true() if done else _pauses.c.status != "done")
             .order_by(_pauses.c.created_at.desc(), _pauses.c.id)
             .limit(1)
         )
@@ -280,6 +287,43 @@ class ExternalStore:
 
         pause: Pause | None = await self.run(work, write=False)
         return pause
+
+    async def take_pause(
+        self,
+        pause_id: str,
+        *,
+        seen: Pause,
+        status: PauseStatus,
+        owner: str | None,
+        until: datetime | None,
+        now: datetime,
+    ) -> bool:
+        """Set the pause's status and claim (`owner` until `until`) if they still stand as in
+        `seen` — a compare-and-set for callers that judge from what they read whether they may
+        take the pause, renew their claim or end it; False (nothing changed) when another
+        writer moved it since."""
+        seen_until = None if seen.lease_until is None else to_micros(seen.lease_until)
+        query = (
+            update(_pauses)
+            .where(
+                _pauses.c.id == pause_id,
+                _pauses.c.status == seen.status,
+                _pauses.c.lease_owner.is_(None)
+                if seen.lease_owner is None
+                else _pauses.c.lease_owner == seen.lease_owner,
+                _pauses.c.lease_until.is_(None)
+                if seen_until is None
+                else _pauses.c.lease_until == seen_until,
+            )
+            .values(
+                status=status,
+                lease_owner=owner,
+                lease_until=None if until is None else to_micros(until),
+                updated_at=to_micros(now),
+            )
+        )
+        taken: bool = await self.run(lambda c: c.execute(query).rowcount == 1)
+        return taken
 
     async def finish_pauses(self, approval_ids: Sequence[str], *, now: datetime) -> None:
         """Mark done every pause that waits on any of these approvals: the run went on."""

@@ -1,0 +1,156 @@
+"""A pause continued once, whoever sends the resume: the claim a LangGraph node's run takes on
+the pause it goes on past (`Continuation.take`), so that two invocations resuming the same
+checkpoint at once — two processes, two threads, raw ``Command(resume=...)`` or signoff's
+`resumer` — do not both go on to call the model. The claim is the pause's own lease
+(``pauses.lease_owner``, as `Resumer` claims it), taken by compare-and-set, renewed while the
+node runs, and ended with it: ``done`` when the node returned, ``waiting`` when it raised
+(LangGraph then writes nothing, and the pause may be continued again). A claim whose holder's
+process is gone, or whose lease ran out, is taken over — a crashed continuation never blocks
+the thread."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from contextvars import ContextVar
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+from signoff.errors import ConflictError
+from signoff.gate.external import LEASE, ExternalRuns, Pause
+from signoff.gate.ids import new_id
+from signoff.gate.once import owner_alive
+from signoff.store.external import PauseStatus
+
+__all__ = ["RESUMING", "Continuation"]
+
+RESUMING: ContextVar[tuple[str, str] | None] = ContextVar("signoff_resuming", default=None)
+"""(pause id, claim owner) while signoff's `resumer` invokes the graph on a pause it claimed:
+the invocation continues under the resumer's claim instead of finding it taken."""
+
+
+class Continuation:
+    """The pauses one run of a node continues (normally one), held until `end`."""
+
+    def __init__(self, runs: ExternalRuns, *, lease: timedelta = LEASE) -> None:
+        self.runs = runs
+        self.lease = lease
+        self.owner = f"{runs.ledger.owner}/{new_id()[-12:]}"
+        """This node run's claim owner: its process (for `owner_alive`) and the run itself —
+        another invocation in the same process is another owner."""
+        self._resuming = RESUMING.get()
+        self._holds: dict[str, _Hold] = {}
+
+    async def take(self, pause: Pause) -> None:
+        """Claim `pause` for this node run (again, when it holds it). Raises `ConflictError`
+        when another live invocation continues it, or continued it."""
+        held = self._holds.get(pause.id)
+        if held is not None:
+            if held.lost:
+                raise _conflict(pause, held.seen.lease_owner)
+            return
+        resumer = self._resuming
+        owner = resumer[1] if resumer is not None and resumer[0] == pause.id else self.owner
+        store, seen = self.runs.store, pause
+        while True:
+            at = _now()
+            if not _takeable(seen, owner, at):
+                raise _conflict(pause, seen.lease_owner)
+            until = at + self.lease
+            taken = await store.take_pause(pause.id, seen=seen, status="resuming", owner=owner,
+                                           until=until, now=at)  # fmt: skip
+            if taken:
+                break
+            found = await store.get_pause(pause.id)
+            if found is None:  # pragma: no cover - pauses are never deleted
+                raise _conflict(pause, None)
+            seen = found
+        hold = _Hold(self.runs, replace(seen, status="resuming", lease_owner=owner,
+                                        lease_until=until), self.lease)  # fmt: skip
+        self._holds[pause.id] = hold
+
+    async def end(self, *, ok: bool) -> None:
+        """End every claim: ``done`` when the node returned (`ok`), ``waiting`` when it
+        raised. Raises `ConflictError` when a claim was lost meanwhile (the node's writes
+        must then not stand)."""
+        holds, self._holds = list(self._holds.values()), {}
+        lost = [h for h in [await h.end(ok=ok) for h in holds] if h is not None]
+        if lost and ok:
+            raise _conflict(lost[0], lost[0].lease_owner)
+
+
+class _Hold:
+    """One pause's claim, renewed until it ends."""
+
+    def __init__(self, runs: ExternalRuns, seen: Pause, lease: timedelta) -> None:
+        self.runs = runs
+        self.seen = seen
+        """The pause as this claim last wrote it: what each compare-and-set expects."""
+        self.lease = lease
+        self.lost = False
+        self._stopping = asyncio.Event()
+        self._renewing = asyncio.create_task(self._renew())
+
+    async def end(self, *, ok: bool) -> Pause | None:
+        """End the claim; the pause as last held when it was lost, else None."""
+        # Asked to stop, never cancelled mid-write: `seen` must stay what the store holds.
+        self._stopping.set()
+        await self._renewing
+        if self.lost:
+            return self.seen
+        if ok:
+            # The lease stays on a done pause: an invocation that read the same checkpoint and
+            # comes late is refused while the continuation may still be saving its step.
+            done = await self._set("done", self.seen.lease_owner, _now() + self.lease)
+            return None if done else self.seen
+        with contextlib.suppress(Exception):  # not given back, it runs out with its lease
+            await self._set("waiting", None, None)
+        return None
+
+    async def _set(self, status: PauseStatus, owner: str | None, until: datetime | None) -> bool:
+        at = _now()
+        done = await self.runs.store.take_pause(self.seen.id, seen=self.seen, status=status,
+                                                owner=owner, until=until, now=at)  # fmt: skip
+        if done:
+            self.seen = replace(self.seen, status=status, lease_owner=owner, lease_until=until)
+        else:
+            self.lost = True
+        return done
+
+    async def _renew(self) -> None:
+        every = max(self.lease.total_seconds() / 3, 0.05)
+        while not self._stopping.is_set():
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(every):
+                    await self._stopping.wait()
+                    return
+            try:
+                renewed = await self._set("resuming", self.seen.lease_owner, _now() + self.lease)
+            except Exception:  # a missed renewal only shortens the claim
+                continue
+            if not renewed:
+                return
+
+
+def _takeable(seen: Pause, owner: str, at: datetime) -> bool:
+    """Whether `owner` may continue the pause as `seen`: nobody continues it, `owner` does
+    already, or whoever does is gone (its process, or its lease)."""
+    if seen.status == "waiting" or seen.lease_owner == owner:
+        return True
+    if seen.lease_owner is None:
+        return False  # done for good: the run went on past it
+    expired = seen.lease_until is None or seen.lease_until <= at
+    return expired or not owner_alive(seen.lease_owner)
+
+
+def _conflict(pause: Pause, owner: str | None) -> ConflictError:
+    by = f" by {owner!r}" if owner else ""
+    return ConflictError(
+        f"signoff: pause {pause.id!r} of thread {pause.thread_id!r} is being continued, or was "
+        f"continued,{by}: this resume is refused and writes nothing; read the thread's state "
+        "to see where it stands"
+    )
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
