@@ -729,7 +729,7 @@ async def test_identical_calls_at_once_share_one_approval_and_run_once(tmp_path:
         "env": {"UPSTREAM_COUNT_FILE": str(counted)},
         "auto_approve_tools": [],
     }
-    path = upstream_config(tmp_path, server, wait="20s")
+    path = upstream_config(tmp_path, server, wait="5m")
     document = yaml.safe_load(path.read_text())
     document["servers"]["up"].pop("auto_approve_tools")
     path.write_text(yaml.safe_dump(document))
@@ -1040,7 +1040,7 @@ async def test_two_gateways_asked_the_same_call_at_once_ask_once(tmp_path: Path)
         "args": [str(UPSTREAM), "stdio"],
         "env": {"UPSTREAM_COUNT_FILE": str(counted)},
     }
-    path = upstream_config(tmp_path, server, wait="20s")
+    path = upstream_config(tmp_path, server, wait="5m")
     document = yaml.safe_load(path.read_text())
     document["servers"]["up"].pop("auto_approve_tools")
     path.write_text(yaml.safe_dump(document))
