@@ -13,7 +13,7 @@ denied, ``transfer`` asks and forbids self-approval, anything else asks.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -32,6 +32,7 @@ __all__ = [
     "final_text",
     "record",
     "told",
+    "tools",
 ]
 
 POLICY = Policy.from_dict(
@@ -115,6 +116,28 @@ class Adapter(Protocol):
         as an editor of that state would (LangGraph Studio's ``update_state``). `NotSupported`
         where the framework keeps no state a person can edit."""
         ...
+
+
+def tools(side_effects: Path) -> list[Callable[..., str]]:
+    """The scenarios' tools as plain functions, for an adapter to hand its framework: each
+    real execution appends one line to `side_effects`."""
+
+    def transfer(amount: int, to: str) -> str:
+        """Move money."""
+        record(side_effects, f"transfer {amount} {to}")
+        return "transfer ok"
+
+    def read_file(path: str) -> str:
+        """Read a file."""
+        record(side_effects, f"read_file {path}")
+        return "read_file ok"
+
+    def delete_all() -> str:
+        """Delete everything."""
+        record(side_effects, "delete_all")
+        return "delete_all ok"
+
+    return [transfer, read_file, delete_all]
 
 
 def record(side_effects: Path, line: str) -> None:

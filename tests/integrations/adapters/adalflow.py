@@ -36,7 +36,7 @@ from tests.integrations.scenarios import (
     Outcome,
     Script,
     final_text,
-    record,
+    tools,
 )
 
 NO_PAYLOAD = (
@@ -104,22 +104,14 @@ class _Requests(dict[str, Any]):
 
 
 def _tools(side_effects: Path) -> list[FunctionTool]:
-    async def transfer(amount: int, to: str) -> str:  # an async tool: AdalFlow awaits it
+    transfer, read_file, delete_all = tools(side_effects)
+
+    async def atransfer(amount: int, to: str) -> str:  # an async tool: AdalFlow awaits it
         """Move money."""
-        record(side_effects, f"transfer {amount} {to}")
-        return "transfer ok"
+        return transfer(amount, to)
 
-    def read_file(path: str) -> str:
-        """Read a file."""
-        record(side_effects, f"read_file {path}")
-        return "read_file ok"
-
-    def delete_all() -> str:
-        """Delete everything."""
-        record(side_effects, "delete_all")
-        return "delete_all ok"
-
-    return [FunctionTool(f) for f in (transfer, read_file, delete_all)]
+    atransfer.__name__ = "transfer"
+    return [FunctionTool(f) for f in (atransfer, read_file, delete_all)]
 
 
 @dataclass

@@ -29,7 +29,7 @@ from tests.integrations.scenarios import (
     Outcome,
     Script,
     final_text,
-    record,
+    tools,
 )
 
 
@@ -80,22 +80,7 @@ class _Model(Model):
 
 
 def _tools(side_effects: Path) -> list[Any]:
-    def transfer(amount: int, to: str) -> str:
-        """Move money."""
-        record(side_effects, f"transfer {amount} {to}")
-        return "transfer ok"
-
-    def read_file(path: str) -> str:
-        """Read a file."""
-        record(side_effects, f"read_file {path}")
-        return "read_file ok"
-
-    def delete_all() -> str:
-        """Delete everything."""
-        record(side_effects, "delete_all")
-        return "delete_all ok"
-
-    return [transfer, read_file, delete_all]
+    return list(tools(side_effects))
 
 
 class AgnoAdapter:

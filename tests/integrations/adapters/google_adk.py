@@ -32,7 +32,7 @@ from tests.integrations.scenarios import (
     Outcome,
     Script,
     final_text,
-    record,
+    tools,
 )
 
 APP = "scenarios"
@@ -79,22 +79,7 @@ def _said(response: dict[str, Any]) -> str:
 
 
 def _tools(side_effects: Path) -> list[FunctionTool]:
-    def transfer(amount: int, to: str) -> str:
-        """Move money."""
-        record(side_effects, f"transfer {amount} {to}")
-        return "transfer ok"
-
-    def read_file(path: str) -> str:
-        """Read a file."""
-        record(side_effects, f"read_file {path}")
-        return "read_file ok"
-
-    def delete_all() -> str:
-        """Delete everything."""
-        record(side_effects, "delete_all")
-        return "delete_all ok"
-
-    return [FunctionTool(f) for f in (transfer, read_file, delete_all)]
+    return [FunctionTool(f) for f in tools(side_effects)]
 
 
 class GoogleAdkAdapter:

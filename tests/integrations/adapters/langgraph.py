@@ -32,7 +32,7 @@ from tests.integrations.scenarios import (
     Outcome,
     Script,
     final_text,
-    record,
+    tools,
 )
 
 
@@ -70,22 +70,7 @@ class _Model(BaseChatModel):
 
 
 def _tools(side_effects: Path) -> list[StructuredTool]:
-    def transfer(amount: int, to: str) -> str:
-        """Move money."""
-        record(side_effects, f"transfer {amount} {to}")
-        return "transfer ok"
-
-    def read_file(path: str) -> str:
-        """Read a file."""
-        record(side_effects, f"read_file {path}")
-        return "read_file ok"
-
-    def delete_all() -> str:
-        """Delete everything."""
-        record(side_effects, "delete_all")
-        return "delete_all ok"
-
-    return [StructuredTool.from_function(f) for f in (transfer, read_file, delete_all)]
+    return [StructuredTool.from_function(f) for f in tools(side_effects)]
 
 
 class LangChainAdapter:

@@ -27,7 +27,7 @@ from tests.integrations.scenarios import (
     Outcome,
     Script,
     final_text,
-    record,
+    tools,
 )
 
 
@@ -66,26 +66,8 @@ class _Played(Model):
 
 
 def _agent(script: Script, turns: list[int], side_effects: Path) -> Agent[Any]:
-    @function_tool
-    def transfer(amount: int, to: str) -> str:
-        """Move money."""
-        record(side_effects, f"transfer {amount} {to}")
-        return "transfer ok"
-
-    @function_tool
-    def read_file(path: str) -> str:
-        """Read a file."""
-        record(side_effects, f"read_file {path}")
-        return "read_file ok"
-
-    @function_tool
-    def delete_all() -> str:
-        """Delete everything."""
-        record(side_effects, "delete_all")
-        return "delete_all ok"
-
     return Agent(name="assistant", model=_Played(script, turns),
-                 tools=[transfer, read_file, delete_all])  # fmt: skip
+                 tools=[function_tool(f) for f in tools(side_effects)])  # fmt: skip
 
 
 class OpenAIAgentsAdapter:

@@ -36,7 +36,7 @@ from tests.integrations.scenarios import (
     Outcome,
     Script,
     final_text,
-    record,
+    tools,
 )
 
 
@@ -59,27 +59,7 @@ def _model(script: Script, turns: list[int]) -> FunctionModel:
 
 
 def _agent(script: Script, turns: list[int], side_effects: Path) -> Agent[None, str]:
-    agent = Agent(_model(script, turns), name="assistant")
-
-    @agent.tool_plain
-    def transfer(amount: int, to: str) -> str:
-        """Move money."""
-        record(side_effects, f"transfer {amount} {to}")
-        return "transfer ok"
-
-    @agent.tool_plain
-    def read_file(path: str) -> str:
-        """Read a file."""
-        record(side_effects, f"read_file {path}")
-        return "read_file ok"
-
-    @agent.tool_plain
-    def delete_all() -> str:
-        """Delete everything."""
-        record(side_effects, "delete_all")
-        return "delete_all ok"
-
-    return agent
+    return Agent(_model(script, turns), name="assistant", tools=tools(side_effects))
 
 
 class PydanticAIAdapter:
