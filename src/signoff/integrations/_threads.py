@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from signoff.gate.external import LEASE, ExternalRuns, Pause, Resumer
 from signoff.gate.once import owner_alive
 
-__all__ = ["Hold", "busy", "now", "release", "resumer", "take", "unmarked"]
+__all__ = ["Hold", "appender", "busy", "now", "release", "resumer", "take", "unmarked"]
 
 _MARK = "signoff.resume"
 
@@ -66,6 +66,20 @@ async def release(runs: ExternalRuns, origin: str, thread: str, after: int) -> N
     at = now()
     mark = json.dumps({_MARK: "released", "at": at.isoformat()})
     await runs.bridge.arun(runs.store.append_history(origin, thread, [mark], after=after, now=at))
+
+
+def appender(
+    runs: ExternalRuns, origin: str, thread: str, after: int
+) -> Callable[[Sequence[str]], Awaitable[bool]]:
+    """Append entries to the thread's kept history as it was read, `after` entries long (a
+    compare-and-set: False when another writer appended first)."""
+
+    async def append(new: Sequence[str]) -> bool:
+        return await runs.bridge.arun(
+            runs.store.append_history(origin, thread, new, after=after, now=now())
+        )
+
+    return append
 
 
 def resumer(runs: ExternalRuns, resume: Callable[[str], Awaitable[bool]]) -> Resumer:

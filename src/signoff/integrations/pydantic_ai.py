@@ -36,7 +36,7 @@ from signoff.errors import (
 )
 from signoff.gate.answers import answer_text, blocked_text, edited_text
 from signoff.gate.external import LEASE, ExternalRuns, Held, Resumer, connect
-from signoff.integrations._threads import Hold, busy, now, resumer, unmarked
+from signoff.integrations._threads import Hold, appender, busy, now, resumer, unmarked
 from signoff.types import ToolCall
 
 try:
@@ -202,15 +202,7 @@ class SignoffAgent:
         return (await self._resume(thread))[1]
 
     def _appender(self, thread: str, after: int) -> Callable[[Sequence[str]], Awaitable[bool]]:
-        """Append to the thread's history as read `after` items long."""
-
-        async def append(new: Sequence[str]) -> bool:
-            store = self.runs.store
-            return await self.runs.bridge.arun(
-                store.append_history(ORIGIN, thread, new, after=after, now=now())
-            )
-
-        return append
+        return appender(self.runs, ORIGIN, thread, after)
 
     async def _keep(
         self, thread: str, result: Any, append: Callable[[Sequence[str]], Awaitable[bool]]
