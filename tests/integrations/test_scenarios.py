@@ -24,6 +24,7 @@ ADAPTERS = {
     "google-adk": "tests.integrations.adapters.google_adk",
     "agno": "tests.integrations.adapters.agno",
     "adalflow": "tests.integrations.adapters.adalflow",
+    "mcp-gateway": "tests.integrations.adapters.mcp_gateway",
 }
 """Each adapter module's `opened(database, tmp_path)` (or the function after a colon): an async
 context manager of its `Adapter` over signoff's store at `database`."""
