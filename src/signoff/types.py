@@ -275,6 +275,10 @@ class Approval:
     when `call` runs as requested."""
     version: int = 1
     """Bumped by every change; a decision is a compare-and-set on it."""
+    args_schema: dict[str, Any] | None = None
+    """The JSON schema of the tool's arguments as the asker knew it when the call was held (a
+    framework's tool, an MCP server's tool): an edit is checked against it wherever it is
+    decided — the inbox of another process too."""
 
     @property
     def pending(self) -> bool:

@@ -197,6 +197,32 @@ async def test_an_edit_is_validated_against_the_schema_with_its_path(gate: Gate)
     assert edited.call.digest != outcome.approval.call.digest
 
 
+async def test_an_edit_decided_in_another_process_is_checked_against_the_schema_kept_with_it(
+    gate: Gate, store: SQLStore
+):
+    [outcome] = await gate.check([call("scale", name="web", replicas=3)])
+    assert outcome.approval is not None and outcome.approval.args_schema == SCHEMAS["scale"]
+    inbox = Gate(POLICY, store)  # the server's gate: it knows no tool's schema
+
+    with pytest.raises(InvalidEditError) as caught:
+        await inbox.decide(
+            outcome.approval.id, Edit(args={"name": "web", "replicas": -1}), actor="alice"
+        )
+
+    assert caught.value.schema_path == "properties/replicas/minimum"
+    kept = await store.get_approval(outcome.approval.id)
+    assert kept.pending and kept.args_schema == SCHEMAS["scale"]
+
+
+async def test_a_tool_schema_too_large_to_keep_is_not_kept_with_the_approval(store: SQLStore):
+    huge = {"type": "object", "description": "x" * 70_000}
+    gate = Gate(POLICY, store, schemas={"scale": huge})
+
+    [outcome] = await gate.check([call("scale", name="web", replicas=3)])
+
+    assert outcome.approval is not None and outcome.approval.args_schema is None
+
+
 async def test_an_edit_the_policy_would_deny_is_refused(gate: Gate):
     [outcome] = await gate.check([call("scale", name="web", replicas=3)])
     assert outcome.approval is not None

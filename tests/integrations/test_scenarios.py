@@ -262,7 +262,10 @@ async def test_a_denied_call_never_runs_and_resuming_does_not_call_the_model_aga
         [Call("call_0", "delete_all"), Call("call_1", "transfer", {"amount": 1, "to": "x"})],
         "finished",
     ]
-    await adapter.start("t-deny", script)
+    try:
+        await adapter.start("t-deny", script)
+    except NotSupported as exc:
+        pytest.skip(str(exc))
     turns = adapter.model_turns
 
     await decide(adapter, Approve())

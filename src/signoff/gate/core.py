@@ -59,6 +59,9 @@ __all__ = ["CheckContext", "Gate", "Outcome", "RolesOf"]
 logger = logging.getLogger("signoff.gate")
 
 SchemaLookup = Callable[[ToolCall], Mapping[str, Any] | None]
+_KEPT_SCHEMA_BYTES = 64 * 1024
+"""A tool schema larger than this is not kept with each approval of its tool: an edit of such a
+call is checked where the schema is known (the asker's process, and before it runs)."""
 RolesOf = Callable[[str], frozenset[str] | None]
 """A directory of principals: the roles a principal has now, or None when it is not (or no
 longer) known. The server builds one from its tokens."""
@@ -119,7 +122,7 @@ class Gate:
         blocked, an edit past them refused."""
         self.notifier = notifier or Notifier()
         self._lookup_schema = _schema_lookup(schemas)
-        self._registered: dict[tuple[str | None, str], Mapping[str, Any]] = {}
+        self._registered: dict[tuple[str | None, str | None, str], Mapping[str, Any]] = {}
         self._now = clock or (lambda: datetime.now(UTC))
         # Without cross-process notifications a waiter polls; with them, polling is a safety net.
         self._poll = (
@@ -128,11 +131,17 @@ class Gate:
         self._listening = False
 
     def register_schemas(
-        self, schemas: Mapping[str, Mapping[str, Any]], *, agent: str | None = None
+        self,
+        schemas: Mapping[str, Mapping[str, Any]],
+        *,
+        agent: str | None = None,
+        server: str | None = None,
     ) -> None:
         """Tool schemas to check edits against, by tool name: for the calls of the agent at
-        path `agent`, or of any agent (a runner registers each of its agents' tools')."""
-        self._registered.update({(agent, name): schema for name, schema in schemas.items()})
+        path `agent`, or of any agent (a runner registers each of its agents' tools'), to the
+        MCP `server` that serves them (two servers may name a tool alike). A held call keeps its
+        tool's schema with its approval, so an edit decided in another process is checked too."""
+        self._registered.update({(agent, server, name): schema for name, schema in schemas.items()})
 
     def tool_schema(self, call: ToolCall) -> Mapping[str, Any] | None:
         """The JSON schema an edit of `call` is checked against, if its tool has one."""
@@ -144,8 +153,30 @@ class Gate:
         found = self._lookup_schema(call)
         if found is not None:
             return found
-        return self._registered.get((call.agent, call.name)) or self._registered.get(
-            (None, call.name)
+        return self._registered.get((call.agent, call.server, call.name)) or self._registered.get(
+            (None, call.server, call.name)
+        )
+
+    def _kept_schema(self, call: ToolCall) -> dict[str, Any] | None:
+        """The schema a held call's approval keeps: its tool's, when one is known and small
+        enough to keep with every approval of it."""
+        schema = self._schema(call)
+        if schema is None:
+            return None
+        try:
+            if len(canonical_json(schema)) > _KEPT_SCHEMA_BYTES:
+                return None
+        except (TypeError, ValueError, RecursionError):
+            return None  # not JSON: it cannot be kept, nor checked anywhere else
+        return dict(schema)
+
+    def edit_schema(self, approval: Approval) -> Mapping[str, Any] | None:
+        """The schema an edit of `approval`'s call is checked against: the one kept with it,
+        else the one this gate knows for its tool."""
+        return (
+            approval.args_schema
+            if approval.args_schema is not None
+            else self._schema(approval.call)
         )
 
     # -- judging ---------------------------------------------------------------------------
@@ -315,6 +346,7 @@ class Gate:
                     else now + timedelta(seconds=verdict.timeout),
                     approvers=verdict.approvers,
                     forbid_self_approval=verdict.forbid_self_approval,
+                    args_schema=self._kept_schema(call),
                 )
                 held.append(approval)
                 outcomes.append(Outcome(call=call, kind="hold", verdict=verdict, approval=approval))
@@ -477,7 +509,7 @@ class Gate:
                 )
         if isinstance(decision, Edit):
             edited = replace(approval.call, args=decision.args)
-            check_edit(decision.args, self._schema(approval.call))
+            check_edit(decision.args, self.edit_schema(approval))
             verdict = self.engine.evaluate(edited)
             if verdict.kind == "deny":
                 raise ForbiddenError(f"the policy denies the edited call: {verdict.reason}")

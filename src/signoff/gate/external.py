@@ -250,7 +250,9 @@ class ExternalRuns:
         if _digest(proposed) not in (record.digest, edited.digest):
             problem = "it is not the call a person edited (its tool or arguments changed since)"
             return await self._refused(key, proposed, record, problem, approval)
-        problem = self.unfit(approval, schema)
+        problem = self.unfit(
+            approval, self.gate.edit_schema(approval) if schema is None else schema
+        )
         if problem is not None:
             return await self._refused(key, proposed, record, problem, approval)
         return Step(kind="run", key=key, call=edited, edited=approval.call.args,
@@ -439,7 +441,7 @@ class ExternalRuns:
             else:
                 problem = _mismatch(call, approval.call.digest, f"it was {approval.status}")
                 if problem is None and approval.status == "edited":
-                    problem = self.unfit(approval, self.gate.tool_schema(approval.call))
+                    problem = self.unfit(approval, self.gate.edit_schema(approval))
         if problem is None:
             return
         await self._audit_refusal(key, call, record, problem)

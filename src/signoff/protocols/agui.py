@@ -471,7 +471,7 @@ class AguiAgent:
         )
 
     def _args_schema(self, approval: Approval) -> dict[str, Any] | None:
-        schema = self.service.gate.tool_schema(approval.call)
+        schema = self.service.gate.edit_schema(approval)
         return None if schema is None else dict(schema)
 
     # -- reading the store -------------------------------------------------------------------

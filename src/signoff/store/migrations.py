@@ -234,7 +234,25 @@ def _v10(connection: Connection) -> None:
         )
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8, _v9, _v10]
+def _v11(connection: Connection) -> None:
+    """A held call's tool schema, kept with its approval: an edit decided in any process (the
+    server's inbox, the CLI) is checked against the schema the asker knew."""
+    connection.execute(text("ALTER TABLE approvals ADD COLUMN args_schema TEXT"))
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [
+    _v1,
+    _v2,
+    _v3,
+    _v4,
+    _v5,
+    _v6,
+    _v7,
+    _v8,
+    _v9,
+    _v10,
+    _v11,
+]
 LATEST = len(MIGRATIONS)
 
 

@@ -36,6 +36,7 @@ def approval_row(approval: Approval) -> dict[str, Any]:
         "expires_at": None if approval.expires_at is None else to_micros(approval.expires_at),
         "approvers": _json(list(approval.approvers)),
         "forbid_self_approval": approval.forbid_self_approval,
+        "args_schema": None if approval.args_schema is None else _json(approval.args_schema),
         **decision_values(approval),
     }
 
@@ -86,4 +87,5 @@ def approval_from_row(row: Any) -> Approval:
         decision=None if row.decision is None else decision_from_dict(json.loads(row.decision)),
         requested_args=None if row.requested_args is None else json.loads(row.requested_args),
         version=row.version,
+        args_schema=None if row.args_schema is None else json.loads(row.args_schema),
     )

@@ -80,6 +80,9 @@ approvals = Table(
     Column("requested_args", Text),
     # Since version 8: what the call asks for (a tool run, a resource read, a prompt got).
     Column("kind", String(16), nullable=False, server_default="tool"),
+    # Since version 11: the tool's argument schema as the asker knew it (edits are checked
+    # against it in any process).
+    Column("args_schema", Text),
     # Listing is newest first, and ids are time-ordered: each index ends in `id` so a page is a
     # plain index range, never a sort of every matching row.
     Index("approvals_status_id", "status", "id"),

@@ -100,6 +100,14 @@ class MCPGatewayAdapter:
         self._sessions: dict[str, _Session] = {}
 
     async def start(self, thread: str, script: Script) -> Outcome:
+        engine = self.runs.gate.engine
+        denied = sorted({c.name for turn in script if not isinstance(turn, str) for c in turn
+                         if engine.fixed_kind(c.name) == "deny"})  # fmt: skip
+        if denied:
+            # By design (docs/mcp-gateway.md): a tool the policy always denies is not listed,
+            # so no MCP client can call it; a call by name is an unknown tool.
+            raise NotSupported(f"the gateway does not list {denied}, which the policy always "
+                               "denies: an MCP client has no such tool to call")  # fmt: skip
         session = self._sessions[thread] = _Session()
         session.task = asyncio.ensure_future(self._play(session, script))
         return await self._next(thread)

@@ -232,6 +232,8 @@ class Gateway:
             raise MCPError(INVALID_PARAMS, f"Unknown tool: {params.name}")
         tool = offered.item
         hints = tool.annotations
+        # Kept with the approval of a held call: an edit is checked when decided, in any process.
+        self.gate.register_schemas({tool.name: tool.input_schema}, server=offered.upstream.name)
         action = Action(
             call=_call(offered.upstream, "tool", tool.name, dict(params.arguments or {})),
             upstream=offered.upstream,
