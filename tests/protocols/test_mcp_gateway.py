@@ -221,20 +221,24 @@ async def test_an_edit_runs_the_edited_call(tmp_path: Path, sandbox: Path) -> No
 async def test_an_edit_that_breaks_the_tools_schema_is_refused(
     tmp_path: Path, sandbox: Path
 ) -> None:
-    """The inbox does not know an MCP tool's schema: the gateway checks the edit before it
-    forwards anything, and names where it breaks."""
+    """The inbox is another process than the gateway: it checks an edit against the schema the
+    gateway kept with the held call, names where it breaks, and takes nothing."""
     path = config(tmp_path, sandbox)
     async with api(path) as http, gateway(path) as client:
         asked = {"path": str(sandbox / "n.txt"), "content": "draft"}
         call = asyncio.create_task(client.call_tool("write_file", asked))
         [held] = await pending(http)
         edited = {"path": str(sandbox / "n.txt"), "content": 42}
-        await http.post(
+        refused = await http.post(
             f"/v1/approvals/{held['id']}/decision", json={"kind": "edit", "args": edited}
         )
+        assert refused.status_code == 422 and refused.json()["path"] == "/content"
+        assert [a["id"] for a in await pending(http)] == [held["id"]]  # still waiting
+        await http.post(
+            f"/v1/approvals/{held['id']}/decision", json={"kind": "reject", "reason": "no"}
+        )
         result = await call
-        assert result.is_error and "do not fit the tool's schema" in text(result)
-        assert "/content" in text(result)
+        assert result.is_error and "rejected" in text(result)
     assert not (sandbox / "n.txt").exists()
 
 

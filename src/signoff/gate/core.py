@@ -153,9 +153,14 @@ class Gate:
         found = self._lookup_schema(call)
         if found is not None:
             return found
-        return self._registered.get((call.agent, call.server, call.name)) or self._registered.get(
-            (None, call.server, call.name)
-        )
+        # The most specific registration first: this agent's, at this server; a registration
+        # that names no server covers the tool at any (a runner's own MCP tools).
+        for key in ((call.agent, call.server, call.name), (None, call.server, call.name),
+                    (call.agent, None, call.name), (None, None, call.name)):  # fmt: skip
+            found = self._registered.get(key)
+            if found is not None:
+                return found
+        return None
 
     def _kept_schema(self, call: ToolCall) -> dict[str, Any] | None:
         """The schema a held call's approval keeps: its tool's, when one is known and small
