@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from signoff.gate.external import LEASE, ExternalRuns, Pause, Resumer
 from signoff.gate.once import owner_alive
 
-__all__ = ["Hold", "appender", "busy", "now", "release", "resumer", "take", "unmarked"]
+__all__ = ["Hold", "appender", "busy", "now", "resumer", "unmarked"]
 
 _MARK = "signoff.resume"
 
@@ -39,33 +39,13 @@ def busy(entries: Sequence[str], at: datetime, lease: timedelta = LEASE) -> bool
     if not entries or not is_mark(entries[-1]):
         return False
     mark = json.loads(entries[-1])
-    until = mark.get("until")  # a `Hold`'s mark says how long it holds; `take`'s, the lease
+    until = mark.get("until")  # a `Hold`'s mark says how long it holds; an older one, the lease
     fresh = (
         at < datetime.fromisoformat(until)
         if until
         else at - datetime.fromisoformat(mark["at"]) < lease
     )
     return bool(mark[_MARK] == "taken" and fresh and owner_alive(mark.get("by", "")))
-
-
-async def take(runs: ExternalRuns, origin: str, thread: str, entries: Sequence[str]) -> bool:
-    """Mark the thread as resumed by this process (after `entries`, as read): False when another
-    process resumes it, or extended it since."""
-    at = now()
-    if busy(entries, at):
-        return False
-    mark = json.dumps({_MARK: "taken", "at": at.isoformat(), "by": runs.ledger.owner})
-    return await runs.bridge.arun(
-        runs.store.append_history(origin, thread, [mark], after=len(entries), now=at)
-    )
-
-
-async def release(runs: ExternalRuns, origin: str, thread: str, after: int) -> None:
-    """Give the thread back (a resume that failed, or found nothing to do), when it still ends
-    with this process's mark."""
-    at = now()
-    mark = json.dumps({_MARK: "released", "at": at.isoformat()})
-    await runs.bridge.arun(runs.store.append_history(origin, thread, [mark], after=after, now=at))
 
 
 def appender(

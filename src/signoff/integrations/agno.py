@@ -44,7 +44,7 @@ from signoff.errors import (
 )
 from signoff.gate.answers import blocked_text, edited_text
 from signoff.gate.external import ExternalRuns, Pause, Resumer, connect
-from signoff.integrations._threads import busy, now, release, take
+from signoff.integrations._threads import Hold, busy, now
 from signoff.types import Approve, Decision, Reject, ToolCall
 
 os.environ.setdefault("AGNO_TELEMETRY", "false")  # signoff's users opt in to Agno's, not we
@@ -177,10 +177,11 @@ class SignoffAgent:
         """Continue the session's paused run (or run `run_id`) with the decisions signoff's
         store holds for its calls, once every one is decided — else the run as it stands, still
         paused. None when nothing waits, or another process is continuing it."""
-        entries = await self._entries(session_id)
-        if not await take(self.runs, ORIGIN, session_id, entries):
+        # The session's mark is renewed while this process continues it, so a continue longer
+        # than the lease is not taken over, and ended on every path.
+        hold = await Hold.take(self.runs, ORIGIN, session_id, await self._entries(session_id))
+        if hold is None:
             return None
-        after = len(entries) + 1
         decided: list[str] = []
         try:
             out = await self._paused(session_id, run_id)  # read after the mark: still paused?
@@ -206,7 +207,7 @@ class SignoffAgent:
                     **kwargs,
                 )
         finally:
-            await release(self.runs, ORIGIN, session_id, after)
+            await hold.release()
         if decided:
             await self.runs.went_on(decided)
         return out
