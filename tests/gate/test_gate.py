@@ -214,6 +214,26 @@ async def test_an_edit_decided_in_another_process_is_checked_against_the_schema_
     assert kept.pending and kept.args_schema == SCHEMAS["scale"]
 
 
+@pytest.mark.parametrize(
+    "broken",
+    [{"type": "foo"}, {"type": "string", "pattern": "("}, {"$ref": "#/nowhere"}],
+    ids=["unknown-type", "bad-pattern", "dangling-ref"],
+)
+async def test_a_tool_schema_that_cannot_check_an_edit_is_not_kept_and_refuses_edits_clearly(
+    store: SQLStore, broken: dict[str, object]
+):
+    gate = Gate(POLICY, store, schemas={"scale": broken})
+    [outcome] = await gate.check([call("scale", name="web", replicas=3)])
+    assert outcome.approval is not None
+
+    with pytest.raises(InvalidEditError):
+        await gate.decide(outcome.approval.id, Edit(args={"name": "x"}), actor="alice")
+
+    assert (await store.get_approval(outcome.approval.id)).pending
+    if broken != {"$ref": "#/nowhere"}:  # a dangling $ref is a valid schema until applied
+        assert outcome.approval.args_schema is None
+
+
 async def test_a_tool_schema_too_large_to_keep_is_not_kept_with_the_approval(store: SQLStore):
     huge = {"type": "object", "description": "x" * 70_000}
     gate = Gate(POLICY, store, schemas={"scale": huge})

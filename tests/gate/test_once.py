@@ -8,7 +8,10 @@ from datetime import timedelta
 
 import pytest
 
+from signoff import Policy, ToolCall
 from signoff.errors import ClaimLost
+from signoff.gate import Gate
+from signoff.gate.external import ExternalRuns
 from signoff.gate.once import Claim, Ledger
 from signoff.store import SQLStore
 from tests.deadline import HANG
@@ -61,3 +64,23 @@ async def test_a_claim_taken_over_while_its_call_runs_learns_it_from_its_renewal
         await Ledger(store).claim("k", wait=0)
     await second.finish("sent by the second")
     assert await Ledger(store).once("k", never) == "sent by the second"
+
+
+async def test_an_integration_whose_claim_was_taken_over_gets_the_result_that_stands(
+    store: SQLStore,
+):
+    gate = Gate(Policy.from_dict({"rules": [{"allow": "send_email"}]}), store)
+    runs = ExternalRuns(gate, origin="langgraph")
+    call = ToolCall(id="c1", name="send_email", args={"to": "a@example.com"})
+    await runs.judge([call], thread="t1")
+    key = runs.key("t1", "c1")
+    first = await Ledger(store, lease=timedelta(0)).claim(key, idempotent=True)
+    second = await Ledger(store).claim(key, idempotent=True)
+    assert isinstance(first, Claim) and isinstance(second, Claim)
+    await second.finish("sent by the second")
+
+    # The first worker's call ran too; its record is refused, and it is told what stands —
+    # never left with an error after the tool ran.
+    assert await runs.finish(first, "sent by the first") == "sent by the second"
+    await runs.fail(first, RuntimeError("and then it broke"))  # fenced: nothing replaced
+    assert await runs.once(key, call, never) == "sent by the second"

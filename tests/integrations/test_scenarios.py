@@ -194,6 +194,25 @@ async def test_a_reused_call_id_is_held_again_when_it_asks(adapter: Adapter) -> 
     assert executions(adapter.side_effects) == ["transfer 5 acme", "transfer 7 acme"]
 
 
+async def test_a_call_asked_after_a_resume_is_still_the_requesters(adapter: Adapter) -> None:
+    script = [
+        [Call("call_0", "transfer", {"amount": 5, "to": "acme"})],
+        [Call("call_1", "transfer", {"amount": 7, "to": "acme"})],
+        "finished",
+    ]
+    await adapter.start("t-after", script)
+    await decide(adapter, Approve())
+
+    await adapter.resume("t-after")
+
+    # The resumed run is still hers: she may not approve its next call herself.
+    [second] = await pending(adapter)
+    assert second.call.args == {"amount": 7, "to": "acme"}
+    assert second.requested_by == REQUESTER
+    with pytest.raises(ForbiddenError, match="self-approval"):
+        await decide(adapter, Approve(), actor=REQUESTER)
+
+
 async def test_the_requester_cannot_approve_her_own_call_the_frameworks_way(
     adapter: Adapter,
 ) -> None:

@@ -48,25 +48,32 @@ class Bridge:
             return await coro
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
 
+    def cancel_the_rest(self, *, within: float = 10.0) -> None:
+        """Cancel the work still on the bridge's own loop and wait (at most `within` seconds)
+        for it to end — its clean-up included, while what it cleans up with is still open."""
+        if self._own and self.loop.is_running() and _running_loop() is not self.loop:
+            future = asyncio.run_coroutine_threadsafe(_cancel_the_rest(within), self.loop)
+            future.result()
+
     def close(self) -> None:
         """Stop the bridge's own loop and thread (an existing loop is left running), once the
         work still on it is cancelled and has ended: a coroutine handed over just before —
         its caller cancelled — is not left unstarted, to warn whenever it is collected."""
         if not self._own or self.loop.is_closed():
             return
-        if self.loop.is_running():
-            asyncio.run_coroutine_threadsafe(_cancel_the_rest(), self.loop).result()
+        self.cancel_the_rest()
         self.loop.call_soon_threadsafe(self.loop.stop)
         if self._thread is not None:
             self._thread.join()
         self.loop.close()
 
 
-async def _cancel_the_rest() -> None:
+async def _cancel_the_rest(within: float) -> None:
     tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
     for task in tasks:
         task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    if tasks:
+        await asyncio.wait(tasks, timeout=within)  # one that ignores cancelling is left
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

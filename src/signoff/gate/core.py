@@ -26,7 +26,7 @@ from signoff.errors import (
     InvalidDecisionError,
     SignoffError,
 )
-from signoff.gate.edits import check_edit
+from signoff.gate.edits import check_edit, usable_schema
 from signoff.gate.ids import new_id
 from signoff.gate.notifier import Notifier
 from signoff.limits import ArgumentLimits
@@ -166,8 +166,8 @@ class Gate:
         """The schema a held call's approval keeps: its tool's, when one is known and small
         enough to keep with every approval of it."""
         schema = self._schema(call)
-        if schema is None:
-            return None
+        if schema is None or not usable_schema(schema):
+            return None  # not a schema an edit can be checked against anywhere
         try:
             if len(canonical_json(schema)) > _KEPT_SCHEMA_BYTES:
                 return None

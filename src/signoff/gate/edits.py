@@ -6,11 +6,23 @@ from collections.abc import Mapping
 from typing import Any
 
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import best_match
+from jsonschema.exceptions import SchemaError, best_match
 
 from signoff.errors import InvalidEditError
 
-__all__ = ["check_edit"]
+__all__ = ["check_edit", "usable_schema"]
+
+
+def usable_schema(schema: Any) -> bool:
+    """Whether `schema` is a JSON schema an edit can be checked against (a tool's may not be:
+    an MCP server or a framework hands over what it has)."""
+    if not isinstance(schema, Mapping):
+        return False
+    try:
+        Draft202012Validator.check_schema(schema)
+    except (SchemaError, TypeError, ValueError, RecursionError):
+        return False
+    return True
 
 
 def check_edit(args: Any, schema: Mapping[str, Any] | None) -> None:
@@ -21,7 +33,15 @@ def check_edit(args: Any, schema: Mapping[str, Any] | None) -> None:
         )
     if schema is None:
         return
-    error = best_match(Draft202012Validator(schema).iter_errors(args))
+    try:
+        error = best_match(Draft202012Validator(schema).iter_errors(args))
+    except Exception as exc:  # a schema the validator cannot apply ($ref nowhere, bad pattern)
+        raise InvalidEditError(
+            f"the tool's schema cannot check an edit ({type(exc).__name__}): decide without "
+            "editing, or respond",
+            path="",
+            schema_path="",
+        ) from None
     if error is not None:
         raise InvalidEditError(
             error.message,

@@ -2,12 +2,14 @@
 
 A framework keeps its own state (a checkpoint, a session, a run state); signoff keeps what it
 owns. `ExternalRuns` is what an integration holds: the gate that judges each call of the
-framework's run — kept by (origin, thread, call id), so a re-run node, a retry or another replica
-gets the same verdict and the same approval —, the pauses to resume once their calls are
-decided, the ledger that runs each approved call exactly once, and decisions taken the
-framework's way (a LangChain ``Command(resume=...)``) recorded as the integration's principal.
-It works from synchronous code and from any event loop (`Bridge`). A `Resumer` resumes the
-framework's paused runs as decisions arrive, on any number of replicas.
+framework's run — kept by (origin, thread, model response, call id), so a re-run node, a retry
+or another replica gets the same verdict and the same approval —, `step`, the one place an
+integration reads what to do with a call, `claim`/`once`, the one way it runs one (only the call
+as allowed, approved or edited, exactly once), the pauses to resume once their calls are
+decided, and decisions taken the framework's way (a LangChain ``Command(resume=...)``) recorded
+as whoever sent them, or the principal configured for that. It works from synchronous code and
+from any event loop (`Bridge`). A `Resumer` resumes the framework's paused runs as decisions
+arrive, on any number of replicas.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any, Literal, TypeVar
 
 from signoff.errors import (
     CallRefused,
+    ClaimLost,
     ConflictError,
     ForbiddenError,
     InvalidArgumentsError,
@@ -41,7 +44,7 @@ from signoff.errors import (
 )
 from signoff.gate.answers import answer_text, blocked_text
 from signoff.gate.bridge import Bridge
-from signoff.gate.core import CheckContext, Gate, Outcome, external_key
+from signoff.gate.core import CheckContext, Gate, Outcome, RolesOf, external_key
 from signoff.gate.edits import check_edit
 from signoff.gate.ids import new_id
 from signoff.gate.once import Claim, Ledger, Recorded
@@ -415,8 +418,7 @@ class ExternalRuns:
         except BaseException:
             await self.bridge.arun(claim.abandon())  # cancelled midway: whether it ran is unknown
             raise
-        await self.finish(claim, value)
-        return value
+        return await self.finish(claim, value)
 
     async def _permit(self, key: str, call: ToolCall) -> None:
         """Refuse `call` under `key` unless it is the call let through (see `claim`)."""
@@ -447,11 +449,33 @@ class ExternalRuns:
         await self._audit_refusal(key, call, record, problem)
         raise CallRefused(f"{call.name!r} is not the call signoff let through: {problem}")
 
-    async def finish(self, claim: Claim, value: Any) -> None:
-        await self.bridge.arun(claim.finish(value))
+    async def finish(self, claim: Claim, value: Any) -> Any:
+        """Record `value` as the call's result and return the result that stands: `value`, or
+        — when another worker took the key over while this one ran the call (its claim ran
+        out) — the one that worker recorded, as every caller of the key gets it."""
+
+        async def record() -> Any:
+            try:
+                await claim.finish(value)
+            except ClaimLost:
+                recorded = await self.ledger.claim(claim.key)
+                if isinstance(recorded, Recorded):
+                    return recorded.value
+                await recorded.abandon()  # pragma: no cover - a lost claim's key is not free
+                raise
+            return value
+
+        return await self.bridge.arun(record())
 
     async def fail(self, claim: Claim, exc: BaseException) -> None:
-        await self.bridge.arun(claim.fail(exc))
+        """Record that the call raised `exc` (unless another worker took the key over: its
+        record stands); the caller re-raises `exc` itself."""
+
+        async def record() -> None:
+            with contextlib.suppress(ClaimLost):
+                await claim.fail(exc)
+
+        await self.bridge.arun(record())
 
     # -- synchronous twins, for frameworks' sync paths -------------------------------------
 
@@ -462,7 +486,10 @@ class ExternalRuns:
     # -- lifetime --------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close what `connect` opened (the store, the bridge's own loop)."""
+        """Close what `connect` opened (the store, the bridge's own loop): the work still on
+        the loop (a resumer, a renewal) is cancelled first, while the store it cleans up with is
+        open."""
+        self.bridge.cancel_the_rest()
         closers, self._closers = self._closers, []
         for close in reversed(closers):
             self.bridge.run(close())
@@ -477,10 +504,14 @@ def connect(
     principal: str | None = None,
     roles: Iterable[str] = (),
     schemas: Any = None,
+    roles_of: RolesOf | None = None,
 ) -> ExternalRuns:
     """Open signoff for a framework's synchronous or asynchronous code: the store at
     `database` (or ``SIGNOFF_DATABASE_URL``, or ``signoff.db``) on a loop of its own, a gate over
-    `policy` (a `Policy`, a `PolicyEngine`, or a policy file's path). `close()` it when done."""
+    `policy` (a `Policy`, a `PolicyEngine`, or a policy file's path). `roles_of` says each
+    principal's roles now (None: no longer one), so a grant is judged by its granter's roles
+    at the moment it is used in this process too; without it, the roles stored with the grant
+    stand. `close()` it when done."""
     from signoff.policy import Policy
     from signoff.store import open_store
 
@@ -493,7 +524,7 @@ def connect(
     except BaseException:
         bridge.close()
         raise
-    gate = Gate(policy, store, schemas=schemas)
+    gate = Gate(policy, store, schemas=schemas, roles_of=roles_of)
     runs = ExternalRuns(gate, origin=origin, principal=principal, roles=roles, bridge=bridge)
     runs._closers.append(lambda: opened.__aexit__(None, None, None))
     return runs

@@ -140,6 +140,11 @@ def _takeable(seen: Pause, owner: str, at: datetime) -> bool:
     if seen.lease_owner is None:
         return False  # done for good: the run went on past it
     expired = seen.lease_until is None or seen.lease_until <= at
+    if seen.status == "done":
+        # Its continuation returned: a process that then exited does not make the paused
+        # checkpoint continuable again — only a lease run out does (its step may never have
+        # been saved, and the thread must not stay stuck).
+        return expired
     return expired or not owner_alive(seen.lease_owner)
 
 

@@ -9,12 +9,14 @@
 signoff's policy judges every call of a model turn with its arguments: allowed calls run, denied
 ones get a blocked result and never run, asked ones are held as approvals and the node interrupts
 once for all of them (the allowed siblings have run). LangGraph re-runs a node from its start when
-it resumes: every call is then judged again under its key — (thread, call id) — and gets the same
-verdict and approval, and every execution goes through signoff's ledger, so a tool runs once
-however often the node re-runs, or the same checkpoint is resumed, by any number of processes.
-The decision is read from signoff's store, never from the resume payload; a LangChain-style
-payload (``Command(resume={"decisions": [...]})``) is recorded as a decision of the integration's
-principal first, compare-and-set against one taken elsewhere.
+it resumes: every call is then judged again under its key — (thread, AI message id, call id) —
+and gets the same verdict and approval, and every execution goes through signoff's core
+(`ExternalRuns.claim`: only the call as allowed, approved or edited runs) and its ledger, so a
+tool runs once however often the node re-runs, or the same checkpoint is resumed, by any number
+of processes. The decision is read from signoff's store, never from the resume payload; a
+LangChain-style payload (``Command(resume={"decisions": [...]})``) is first recorded as a
+decision of whoever sent it (`LangGraphGate.requested_by` of the resuming run), else of the
+principal the app connected with, compare-and-set against one taken elsewhere.
 """
 
 from __future__ import annotations
@@ -100,12 +102,15 @@ class LangGraphGate:
     # -- judging ---------------------------------------------------------------------------
 
     def requested_by(self, config: RunnableConfig) -> str | None:
+        """Who runs the graph with `config`: the app's `requested_by` (a name, or a function of
+        the config), else the user LangGraph Platform authenticated
+        (``configurable.langgraph_auth_user_id``), else ``configurable.user_id`` — as the
+        invoker says it. The same person is who sends a resume the LangChain way."""
         if callable(self._requested_by):
             return self._requested_by(config)
         if self._requested_by is not None:
             return self._requested_by
-        found = (config.get("configurable") or {}).get("user_id")
-        return found if isinstance(found, str) else None
+        return invoker(config)
 
     def calls(self, message: AIMessage) -> list[ToolCall]:
         return [
@@ -147,8 +152,7 @@ class LangGraphGate:
         except BaseException as exc:
             runs.run(runs.fail(claim, exc))
             raise
-        runs.run(runs.finish(claim, _record(result)))
-        return _restored(_record(result), plan)
+        return _restored(runs.run(runs.finish(claim, _record(result))), plan)
 
     async def aexecute(
         self, request: ToolCallRequest, handler: AsyncHandler
@@ -166,8 +170,7 @@ class LangGraphGate:
         except BaseException as exc:
             await runs.fail(claim, exc)
             raise
-        await runs.finish(claim, _record(result))
-        return _restored(_record(result), plan)
+        return _restored(await runs.finish(claim, _record(result)), plan)
 
     async def _start(
         self, request: ToolCallRequest
@@ -343,6 +346,9 @@ class LangGraphGate:
                 "checkpoint_ns": configurable.get("checkpoint_ns", ""),
                 "checkpoint": configurable.get("checkpoint_map"),
                 "asked": [a.id for a in pending],
+                # Who runs the thread, for the resumer to run it as: the calls of the turns
+                # after the resume are theirs too (self-approval, grants of theirs).
+                "user_id": self.requested_by(config),
             },
             agent=self.agent,
         )
@@ -363,7 +369,9 @@ class LangGraphGate:
         asked = [by_id[i] for i in (pause.data.get("asked", []) if pause else []) if i in by_id]
         decisions = resume_decisions(value, asked or [a for a in turn if a.pending])
         if decisions:
-            await self.runs.decide(decisions, actor=sender(config))
+            await self.runs.decide(
+                decisions, actor=None if config is None else self.requested_by(config)
+            )
 
     async def _went_on(
         self, approvals: Sequence[Approval], config: RunnableConfig, continuation: Continuation
@@ -607,10 +615,15 @@ def turn_of(state: Any, call_id: str) -> str | None:
     return None
 
 
-def sender(config: RunnableConfig | None) -> str | None:
-    """Who sent a resume: the resuming run's ``configurable.user_id``, when it names one."""
-    found = ((config or {}).get("configurable") or {}).get("user_id")
-    return found if isinstance(found, str) and found else None
+def invoker(config: RunnableConfig | None) -> str | None:
+    """Who invokes the graph, as its config says: the user LangGraph Platform authenticated,
+    else ``configurable.user_id``."""
+    configurable = (config or {}).get("configurable") or {}
+    for key in ("langgraph_auth_user_id", "user_id"):
+        found = configurable.get(key)
+        if isinstance(found, str) and found:
+            return found
+    return None
 
 
 def thread_of(config: RunnableConfig) -> str:
@@ -797,7 +810,7 @@ def gated(
         except BaseException as exc:
             runs.run(runs.fail(claim, exc))
             raise
-        runs.run(runs.finish(claim, value))
+        value = runs.run(runs.finish(claim, value))
         if approval is not None:
             runs.run(runs.went_on([approval.id]))
         return CallResult(status="ran", value=value, args=final)
@@ -816,7 +829,9 @@ def resumer(graph: Any, runs: ExternalRuns, *, use_async: bool | None = None) ->
         use_async = type(getattr(graph, "checkpointer", None)).__name__.startswith("Async")
 
     async def resume(pause: Any) -> None:
-        config: RunnableConfig = {"configurable": {"thread_id": pause.thread_id}}
+        user = pause.data.get("user_id")
+        configurable = {"thread_id": pause.thread_id} | ({"user_id": user} if user else {})
+        config: RunnableConfig = {"configurable": configurable}
         if use_async:
             state = await graph.aget_state(config, subgraphs=True)
         else:

@@ -23,7 +23,7 @@ from langgraph.types import Command
 
 from signoff.gate.external import ExternalRuns
 from signoff.integrations.langchain import SignoffMiddleware, connect
-from signoff.integrations.langgraph import MARK, ApprovalToolNode
+from signoff.integrations.langgraph import MARK, ApprovalToolNode, resumer
 from tests.integrations.lc_app import checkpointer
 from tests.integrations.scenarios import (
     POLICY,
@@ -120,20 +120,20 @@ class LangChainAdapter:
         return self._outcome(result)
 
     async def resume(self, thread: str) -> Outcome:
-        """As `resumer` does: answer each of signoff's interrupts with its own value — or, for
-        a thread whose state a person edited (which ends its interrupts), go on as LangGraph
-        Studio's "continue" does."""
+        """What signoff's `resumer` does once the calls are decided (its own `Resumer`, claiming
+        the pause) — or, for a thread whose state a person edited (which ends its interrupts),
+        go on as LangGraph Studio's "continue" does."""
         agent, config = self._agent(thread), self._config(thread)
         state = await asyncio.to_thread(agent.get_state, config)
         interrupts = [i for i in state.interrupts if isinstance(i.value, dict) and MARK in i.value]
         if not interrupts and state.next:
             return self._outcome(await asyncio.to_thread(agent.invoke, None, config))
-        if not interrupts:
-            return self._outcome(dict(state.values))
-        command: Command[Any] = Command(
-            resume={i.id: {MARK: {"pause": i.value[MARK]["pause"]}} for i in interrupts}
-        )
-        return self._outcome(await asyncio.to_thread(agent.invoke, command, config))
+        for pause in {i.value[MARK]["pause"] for i in interrupts}:
+            await self.runs.bridge.arun(resumer(agent, self.runs).resume_ready(pause))
+        state = await asyncio.to_thread(agent.get_state, config)
+        if state.interrupts:
+            return Outcome(paused=True)
+        return self._outcome(dict(state.values))
 
     async def send(self, thread: str, approve: bool, *, user: str | None) -> Outcome:
         agent, config = self._agent(thread), self._config(thread, user)
