@@ -486,10 +486,9 @@ class ExternalRuns:
     # -- lifetime --------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close what `connect` opened (the store, the bridge's own loop): the work still on
-        the loop (a resumer, a renewal) is cancelled first, while the store it cleans up with is
-        open."""
-        self.bridge.cancel_the_rest()
+        """Close what `connect` opened (the store, then the bridge's own loop, cancelling the
+        work still on it). Stop a `Resumer` first: work cut off here cleans up against a store
+        already closed, and its marks and claims run out with their leases."""
         closers, self._closers = self._closers, []
         for close in reversed(closers):
             self.bridge.run(close())
