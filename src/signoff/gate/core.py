@@ -29,6 +29,7 @@ from signoff.errors import (
 from signoff.gate.edits import check_edit, usable_schema
 from signoff.gate.ids import new_id
 from signoff.gate.notifier import Notifier
+from signoff.gate.records import decision_record, grant_for, grant_record, use_record
 from signoff.limits import ArgumentLimits
 from signoff.policy import Policy, PolicyEngine
 from signoff.policy.engine import GRANTED
@@ -239,7 +240,7 @@ class Gate:
                 and not o.recorded
             ]
             # Each call a grant lets through is on the record, as each asked one is.
-            audit += [_use_record(g, call, context, at=now) for g, call in used]
+            audit += [use_record(g, call, context, at=now) for g, call in used]
             return HoldPlan(
                 approvals=held,
                 audit=audit,
@@ -445,7 +446,7 @@ class Gate:
                 return DecisionPlan(
                     changes=[(a, a.version - 1) for a in overdue],
                     audit=[
-                        _decision_record(b, a, actor="signoff", at=now)
+                        decision_record(b, a, actor="signoff", at=now)
                         for b, a in zip(late, overdue, strict=True)
                     ],
                 )
@@ -460,11 +461,11 @@ class Gate:
                 decided = self._apply(approval, decision, actor=actor, at=now)
                 changes.append((decided, approval.version))
                 results[approval.id] = decided
-                audit.append(_decision_record(approval, decided, actor=actor, at=now))
+                audit.append(decision_record(approval, decided, actor=actor, at=now))
                 if isinstance(decision, Approve) and decision.always is not None:
-                    grant = _grant_for(decided, decision, actor=actor, roles=roles, at=now)
+                    grant = grant_for(decided, decision, actor=actor, roles=roles, at=now)
                     grants.append(grant)
-                    audit.append(_grant_record(grant, approval, actor=actor, at=now))
+                    audit.append(grant_record(grant, approval, actor=actor, at=now))
             return DecisionPlan(changes=changes, grants=grants, audit=audit)
 
         written = await self.store.decide(list(decisions), plan)
@@ -623,7 +624,7 @@ class Gate:
         for approval in approvals:
             now = self._now()
             expired = self._apply(approval, Expired(), actor="signoff", at=now)
-            record = _decision_record(approval, expired, actor="signoff", at=now)
+            record = decision_record(approval, expired, actor="signoff", at=now)
             if await self.store.save_decisions([(expired, approval.version)], audit=[record]):
                 self.notifier.notify(approval.id)
                 out.append(expired)
@@ -768,94 +769,3 @@ def _already_decided(approval: Approval, decision: Decision) -> Approval:
 def _same(a: Decision, b: Decision) -> bool:
     """Equal as JSON: ``true`` is not ``1``, though Python says so."""
     return canonical_json(decision_to_dict(a)) == canonical_json(decision_to_dict(b))
-
-
-def _decision_record(before: Approval, after: Approval, *, actor: str, at: datetime) -> AuditRecord:
-    """The audit entry of a decision: for an edit both argument sets, as requested (`args`)
-    and as decided (in the decision)."""
-    assert after.decision is not None  # only decided approvals are recorded
-    data: dict[str, Any] = {
-        "status": after.status,
-        "decision": decision_to_dict(after.decision),
-        "tool": before.call.name,
-        "digest": before.call.digest,
-        "decided_digest": after.call.digest,
-        "run_id": before.run_id,
-    }
-    if isinstance(after.decision, Edit):
-        data["args"] = before.call.args
-    return AuditRecord(actor=actor, action="decision", subject=before.id, at=at, data=data)
-
-
-def _grant_record(grant: Grant, approval: Approval, *, actor: str, at: datetime) -> AuditRecord:
-    return AuditRecord(
-        actor=actor,
-        action="grant",
-        subject=grant.id,
-        at=at,
-        data={
-            "tool": grant.tool,
-            **({} if grant.kind == "tool" else {"kind": grant.kind}),
-            "agent": grant.agent,
-            "scope": grant.scope,
-            "subject": grant.subject,
-            "requested_by": grant.requested_by,
-            "args_digest": grant.args_digest,
-            "rule": grant.rule,
-            "rule_digest": grant.rule_digest,
-            "roles": list(grant.roles),
-            "approval": approval.id,
-        },
-    )
-
-
-def _use_record(
-    grant_id: str, call: ToolCall, context: CheckContext, *, at: datetime
-) -> AuditRecord:
-    """The audit entry of one call a grant let through without asking anyone."""
-    return AuditRecord(
-        actor=context.requested_by or "agent",
-        action="grant_use",
-        subject=grant_id,
-        at=at,
-        data={
-            "tool": call.name,
-            **({} if call.kind == "tool" else {"kind": call.kind}),
-            "server": call.server,
-            "agent": call.agent,
-            "digest": call.digest,
-            "call_id": call.id,
-            "run_id": context.run_id,
-            "thread_id": context.thread_id,
-        },
-    )
-
-
-def _grant_for(
-    approval: Approval, decision: Approve, *, actor: str, roles: frozenset[str], at: datetime
-) -> Grant:
-    scope = decision.always
-    assert scope is not None  # only approve-always leaves a grant
-    subject = {
-        "run": approval.run_id,
-        "thread": approval.thread_id,
-        "agent": approval.call.agent,
-        "global": None,
-    }[scope.kind]
-    return Grant(
-        id=new_id(),
-        tool=approval.call.name,
-        kind=approval.call.kind,
-        server=approval.call.server,
-        agent=approval.call.agent,
-        scope=scope.kind,
-        subject=subject,
-        requested_by=approval.requested_by,
-        args_digest=approval.call.digest if scope.with_args else None,
-        rule=approval.rule,
-        rule_digest=approval.rule_digest,
-        approval_id=approval.id,
-        created_by=actor,
-        roles=tuple(sorted(roles)),
-        created_at=at,
-    )

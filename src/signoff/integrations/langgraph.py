@@ -26,11 +26,7 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
-from typing import Annotated, Any, Literal, NotRequired, Union
-
-from annotated_types import Len
-from pydantic import Discriminator, StringConstraints
-from typing_extensions import TypedDict
+from typing import Any, Literal
 
 from signoff.errors import (
     CallRefused,
@@ -42,9 +38,10 @@ from signoff.errors import (
 from signoff.gate.answers import answer_text, blocked_text, edited_text
 from signoff.gate.external import ExternalRuns, Held, Resumer, connect
 from signoff.gate.once import Claim, Recorded
+from signoff.integrations._hitl import MARK, interrupt_value, response_schema, resume_decisions
 from signoff.integrations._pauses import RESUMING, Continuation
 from signoff.limits import ArgumentLimits
-from signoff.types import Approval, Approve, Decision, Edit, Reject, Respond, ToolCall
+from signoff.types import Approval, ToolCall
 
 try:
     from langchain_core.load import dumpd, load
@@ -58,6 +55,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra ins
     raise MissingExtraError("signoff.integrations.langgraph", "langgraph") from exc
 
 __all__ = [
+    "MARK",
     "ORIGIN",
     "ApprovalToolNode",
     "CallResult",
@@ -69,9 +67,6 @@ __all__ = [
 ]
 
 ORIGIN = "langgraph"
-MARK = "signoff"
-"""The key of signoff's part in an interrupt's value, and of the resumer's resume value."""
-_DECISIONS = ("approve", "edit", "reject", "respond")
 _LIMITS = ArgumentLimits()
 
 Handler = Callable[[ToolCallRequest], "ToolMessage | Command[Any]"]
@@ -478,126 +473,6 @@ def unknown(tool_call: Mapping[str, Any], key: str, exc: OutcomeUnknown) -> Tool
 def _interrupt(asked: dict[str, Any]) -> Any:
     """Interrupt the node with `asked`; on resume, the payload (checked by LangGraph first)."""
     return interrupt(asked, response_schema=response_schema(len(asked["action_requests"])))
-
-
-def interrupt_value(pause_id: str, approvals: Sequence[Approval]) -> dict[str, Any]:
-    return {
-        "action_requests": [
-            {
-                "name": a.call.name,
-                "args": a.call.args,
-                "description": f"{a.reason} (signoff approval {a.id})",
-            }
-            for a in approvals
-        ],
-        "review_configs": [
-            {"action_name": a.call.name, "allowed_decisions": list(_DECISIONS)} for a in approvals
-        ],
-        MARK: {"pause": pause_id, "approvals": [a.id for a in approvals]},
-    }
-
-
-class _Approve(TypedDict):
-    type: Literal["approve"]
-
-
-class _Action(TypedDict):
-    name: NotRequired[str]
-    args: dict[str, Any]
-
-
-class _Edit(TypedDict):
-    type: Literal["edit"]
-    edited_action: _Action
-
-
-class _Reject(TypedDict):
-    type: Literal["reject"]
-    message: NotRequired[str]
-
-
-class _Respond(TypedDict):
-    type: Literal["respond"]
-    message: Annotated[str, StringConstraints(min_length=1)]
-
-
-_OneDecision = Annotated[Union[_Approve, _Edit, _Reject, _Respond], Discriminator("type")]  # noqa: UP007
-
-
-class _Ours(TypedDict):
-    signoff: dict[str, Any]
-
-
-def response_schema(count: int) -> Any:
-    """What a resume of an interrupt asking `count` calls may carry: LangGraph checks it before
-    saving it, so a malformed payload is refused and the interrupt can be answered again."""
-
-    Decisions = TypedDict(  # noqa: UP013 (built per count)
-        "Decisions", {"decisions": Annotated[list[_OneDecision], Len(count, count)]}
-    )
-    return Union[_Ours, Decisions, dict[str, _OneDecision]]  # noqa: UP007
-
-
-def resume_decisions(value: Any, approvals: Sequence[Approval]) -> dict[str, Decision]:
-    """The decisions a resume payload carries, by approval id; none for signoff's own.
-    Raises `InvalidDecisionError` naming the field that is wrong."""
-    if isinstance(value, Mapping) and MARK in value:
-        return {}
-    if isinstance(value, Mapping) and "decisions" in value:
-        listed = value["decisions"]
-        if not isinstance(listed, list):
-            raise InvalidDecisionError("resume: 'decisions' is a list, one per held call")
-        if len(listed) != len(approvals):
-            raise InvalidDecisionError(
-                f"resume: 'decisions' has {len(listed)} item(s) for {len(approvals)} held call(s)"
-            )
-        return {
-            a.id: _decision(d, f"decisions[{i}]", a)
-            for i, (a, d) in enumerate(zip(approvals, listed, strict=True))
-        }
-    if isinstance(value, Mapping):
-        ids = {a.id: a for a in approvals}
-        unknown_ids = [k for k in value if k not in ids]
-        if unknown_ids:
-            raise InvalidDecisionError(f"resume: {unknown_ids[0]!r} is not a held call's approval")
-        return {k: _decision(d, repr(k), ids[k]) for k, d in value.items()}
-    raise InvalidDecisionError(
-        "resume: send {'decisions': [...]} (one per held call, in order) or decide in signoff"
-    )
-
-
-def _decision(data: Any, where: str, approval: Approval) -> Decision:
-    if not isinstance(data, Mapping):
-        raise InvalidDecisionError(f"resume: {where} is an object with a 'type'")
-    problem = _LIMITS.problem(dict(data))
-    if problem is not None:
-        raise InvalidDecisionError(f"resume: {where}: {problem}")
-    kind = data.get("type")
-    if kind == "approve":
-        return Approve()
-    if kind == "edit":
-        action = data.get("edited_action")
-        args = action.get("args") if isinstance(action, Mapping) else None
-        if not isinstance(args, dict):
-            raise InvalidDecisionError(f"resume: {where}.edited_action.args is an object")
-        name = action.get("name", approval.call.name) if isinstance(action, Mapping) else None
-        if name != approval.call.name:
-            raise InvalidDecisionError(
-                f"resume: {where}.edited_action.name: an edit keeps the tool "
-                f"({approval.call.name!r}), not {name!r}"
-            )
-        return Edit(args=args)
-    if kind == "respond":
-        message = data.get("message")
-        if not isinstance(message, str) or not message.strip():
-            raise InvalidDecisionError(f"resume: {where}.message is the response's text")
-        return Respond(content=message)
-    if kind == "reject":
-        message = data.get("message", "")
-        if not isinstance(message, str):
-            raise InvalidDecisionError(f"resume: {where}.message is text")
-        return Reject(reason=message)
-    raise InvalidDecisionError(f"resume: {where}.type is one of {list(_DECISIONS)}, not {kind!r}")
 
 
 # -- small things --------------------------------------------------------------------------
