@@ -20,6 +20,7 @@ from signoff.errors import ConflictError
 from signoff.gate.external import LEASE, ExternalRuns, Pause
 from signoff.gate.ids import new_id
 from signoff.gate.once import owner_alive
+from signoff.integrations._threads import renew_while
 from signoff.store.external import PauseStatus
 
 __all__ = ["RESUMING", "Continuation"]
@@ -118,18 +119,10 @@ class _Hold:
         return done
 
     async def _renew(self) -> None:
-        every = max(self.lease.total_seconds() / 3, 0.05)
-        while not self._stopping.is_set():
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(every):
-                    await self._stopping.wait()
-                    return
-            try:
-                renewed = await self._set("resuming", self.seen.lease_owner, _now() + self.lease)
-            except Exception:  # a missed renewal only shortens the claim
-                continue
-            if not renewed:
-                return
+        # A renewal that finds the pause moved marks the claim lost itself (`_set`).
+        await renew_while(self._stopping, self.lease,
+                          lambda: self._set("resuming", self.seen.lease_owner,
+                                            _now() + self.lease))  # fmt: skip
 
 
 def _takeable(seen: Pause, owner: str, at: datetime) -> bool:

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from signoff.gate.external import LEASE, ExternalRuns, Pause, Resumer
 from signoff.gate.once import owner_alive
 
-__all__ = ["Hold", "appender", "busy", "now", "resumer", "unmarked"]
+__all__ = ["Hold", "appender", "busy", "now", "renew_while", "resumer", "unmarked"]
 
 _MARK = "signoff.resume"
 
@@ -60,6 +60,28 @@ def appender(
         )
 
     return append
+
+
+async def renew_while(
+    stopping: asyncio.Event, lease: timedelta, renew: Callable[[], Awaitable[bool]]
+) -> bool:
+    """Renew a hold every third of its `lease` until `stopping` is set: True then, False as
+    soon as a renewal finds the hold another's. A renewal that raises (the store away for a
+    moment) only shortens the hold. The caller sets `stopping`, never cancels: a renewal is
+    not cut off halfway through its write."""
+    every = max(lease.total_seconds() / 3, 0.05)
+    while not stopping.is_set():
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(every):
+                await stopping.wait()
+                return True
+        try:
+            renewed = await renew()
+        except Exception:  # a missed renewal only shortens the hold
+            continue
+        if not renewed:
+            return False
+    return True
 
 
 def resumer(runs: ExternalRuns, resume: Callable[[str], Awaitable[bool]]) -> Resumer:
@@ -142,19 +164,9 @@ class Hold:
         return appended
 
     async def _renew(self) -> None:
-        every = max(self.lease.total_seconds() / 3, 0.05)
-        while not self._stopping.is_set():
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(every):
-                    await self._stopping.wait()
-                    return
-            try:
-                renewed = await self._append([self._mark(now())])
-            except Exception:  # a missed renewal only shortens the hold
-                continue
-            if not renewed:
-                self.lost = True
-                return
+        self.lost = not await renew_while(
+            self._stopping, self.lease, lambda: self._append([self._mark(now())])
+        )
 
     async def _stop(self) -> None:
         # The renewal is asked to stop, never cancelled mid-append: the hold's length must
