@@ -52,6 +52,7 @@ from signoff.server.shapes import (
     verdict_json,
 )
 from signoff.server.slack import INTERACTIONS, mount_slack
+from signoff.server.threads import mount_threads
 from signoff.server.web import mount_web
 from signoff.server.ws import websocket_channel
 from signoff.store.checkpoint import Checkpoint, audit_key
@@ -144,6 +145,7 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
         app.add_middleware(_KnownHost, auth=auth)  # outermost: before anything else is read
 
     mount_web(app)
+    mount_threads(app, service, show)
     if service.notifications is not None:
         roles: dict[str, frozenset[str]] = {}
         for principal in auth.tokens.values():
