@@ -6,10 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from signoff import Policy, ToolCall
+from signoff.agent import ModelTurn
 from signoff.gate import Gate
 from signoff.gate import transcript as t
 from signoff.gate.external import ExternalRuns
 from signoff.server.redact import MASK
+from signoff.server.shapes import INPUT_CHARS
 from signoff.store import SQLStore
 from tests.server.test_web_api import DOCUMENT, client_for
 
@@ -79,3 +81,31 @@ def test_a_transcript_keeps_only_what_fits():
     assert 0 < len(kept) < t.MESSAGES  # each fits, not all of them
     assert sum(len(m["content"]) for m in kept) <= t.TOTAL_BYTES
     assert t.bounded([t.message("assistant", ""), t.message("tool", "")]) == []
+
+
+async def test_a_run_continuing_a_thread_has_its_earlier_runs_and_the_list_says_what_each_asked(
+    store: SQLStore,
+):
+    turns = [ModelTurn(text="first answer"), ModelTurn(text="second answer")]
+    async with client_for(store, turns) as client:
+        for text in ["how are things? " + "z" * 1000, "and now?"]:
+            started = await client.post(
+                "/v1/threads/t-chat/runs?wait=30", json={"agent": "ops", "input": text}
+            )
+            assert started.json()["status"] == "completed", started.text
+        listed = (await client.get("/v1/runs")).json()["items"]
+        newest = (await client.get(f"/v1/runs/{listed[0]['id']}")).json()
+        oldest = (await client.get(f"/v1/runs/{listed[1]['id']}")).json()
+
+    assert listed[0]["input"] == "and now?"
+    assert len(listed[1]["input"]) == INPUT_CHARS and listed[1]["input"].endswith("…")
+    [before] = newest["earlier"]
+    assert before["id"] == oldest["id"]
+    assert [m["content"] for m in before["messages"] if m["role"] != "system"] == [
+        "how are things? " + "z" * 1000,
+        "first answer",
+    ]
+    assert [m["content"] for m in newest["messages"] if m["role"] != "system"][-1] == (
+        "second answer"
+    )
+    assert oldest["earlier"] == []  # nothing before the first run
