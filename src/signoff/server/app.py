@@ -113,7 +113,9 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
     read once, not again at every decision of its calls (the newest `ASKED_KEPT` kept)."""
 
     async def approvals_json(approvals: Sequence[Approval]) -> list[dict[str, Any]]:
-        """The approvals with what the user asked their runs, read at once for all of them."""
+        """The approvals with what the user asked their runs, read at once for all of them,
+        and the JSON schema kept with each (`args_schema`: an edit is checked against it, the
+        inbox's edit form is built from it), or null."""
         wanted = {a.run_id for a in approvals if a.run_id}
         unread = wanted - asked.keys()
         if unread:
@@ -121,7 +123,7 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
             for run_id in list(asked)[: max(0, len(asked) - ASKED_KEPT)]:
                 del asked[run_id]  # the oldest read first
         inputs = {run_id: asked[run_id] for run_id in wanted if run_id in asked}
-        return [approval_json(a, inputs) for a in approvals]
+        return [approval_json(a, inputs) | {"args_schema": a.args_schema} for a in approvals]
 
     async def take(who: Principal, approval_id: str, body: DecisionBody) -> dict[str, Any]:
         """A decision on one approval, as `POST /v1/approvals/{id}/decision` takes it."""

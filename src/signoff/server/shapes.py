@@ -133,9 +133,8 @@ def approval_json(approval: Approval, inputs: Mapping[str, str] | None = None) -
     """The approval as every channel shows it. With `inputs` (what each run was started with,
     by run id: `Store.run_inputs`), also `input`: what the user asked the approval's run, cut
     to `INPUT_CHARS`, or null for a call no run of signoff's holds (the MCP gateway's, the
-    gate's, another framework's). `args_schema` is the tool's JSON schema kept with the approval
-    (an edit is checked against it), or null."""
-    data = approval_to_dict(approval) | {"args_schema": approval.args_schema}
+    gate's, another framework's)."""
+    data = approval_to_dict(approval)
     if inputs is not None:
         asked = None if approval.run_id is None else inputs.get(approval.run_id)
         if asked is not None and len(asked) > INPUT_CHARS:
