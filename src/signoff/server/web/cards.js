@@ -5,6 +5,7 @@
 
 import { ApiError, get, post, sendOnLeaving } from "./api.js";
 import { argsDiff, h, clear, jsonView, notify, timeLeft, when } from "./dom.js";
+import { conversationFold } from "./conversation.js";
 import { schemaForm } from "./schemaform.js";
 
 export const UNDO_SECONDS = 5;
@@ -115,6 +116,7 @@ export function fill(card, approval, context) {
       place(approval, context),
     ),
     context.showRun ? asked(approval) : null,
+    external(approval) && !context.own ? conversationFold(approval) : null,
     jsonView(approval.args),
     approval.truncated ? wholeLink(card, approval, context) : null,
     decided(approval),
@@ -363,8 +365,10 @@ export async function editDialog(card, approval, context) {
     }
     fill(card, approval, context);
   }
-  // A resource or prompt (through the MCP gateway) has no tool schema here: raw JSON.
-  const schema = kindOf(approval) ? null : context.schemaFor(approval.agent, approval.tool);
+  // A resource or prompt (through the MCP gateway) has no tool schema here: raw JSON. The
+  // schema kept with the approval is the one the server checks the edit against; a call held
+  // before its tool's schema was known has the server's own agents' (if it has one).
+  const schema = kindOf(approval) ? null : approval.args_schema || context.schemaFor(approval.agent, approval.tool);
   let form = null;
   try {
     form = schema ? schemaForm(schema, approval.args) : null;
