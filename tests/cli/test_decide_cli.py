@@ -23,7 +23,7 @@ from signoff.errors import NotFoundError, SignoffError
 from signoff.gate import CheckContext, Gate
 from signoff.store import open_store
 from signoff.types import Approval
-from tests.processes import signoff_command
+from tests.processes import signoff_command, typed_here
 
 
 def signoff(*args: str) -> tuple[int, str, str]:
@@ -146,7 +146,7 @@ def test_approve_always_covers_the_same_arguments_unless_any_args_and_says_what_
         f"{nginx}: approved by olga (delete_pod)\n"
         'grant: from now on delete_pod with exactly the arguments {"name": "nginx-123"} runs '
         "without asking in thread t1, when carol requests it — while the rule that asked stays "
-        "as it is and the approver keeps a role it needs (signoff grants list)\n"
+        f"as it is and the approver keeps a role it needs ({typed_here()} grants list)\n"
     )
     [(prod_kind, prod), (again, _)] = asyncio.run(judged(store_url, "prod-db-0", "nginx-123"))
     assert (prod_kind, again) == ("hold", "run")
@@ -177,7 +177,7 @@ def test_approve_needs_somewhere_to_decide(tmp_path: Path):
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr == (
         "signoff approve: no server given and no demo running here: pass --server URL "
-        "(with --token) or --database URL, or start one with `signoff demo`\n"
+        f"(with --token) or --database URL, or start one with `{typed_here()} demo`\n"
     )
 
 

@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from signoff.cli.program import program
 from signoff.errors import CheckpointError, StoreError
 from signoff.store.checkpoint import KEY_VARIABLE
 
@@ -95,7 +96,7 @@ def checkpoint(database: DatabaseOption = None, since: SinceOption = None) -> No
     if key is not None:
         err.print(
             f"checkpoint of {entries}, signed with {KEY_VARIABLE}: keep it outside the database "
-            "and check the log with `signoff audit verify --since CHECKPOINT`"
+            f"and check the log with `{program()} audit verify --since CHECKPOINT`"
         )
     else:
         err.print(

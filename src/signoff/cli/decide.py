@@ -13,6 +13,7 @@ from urllib.parse import urlencode, urlsplit
 import typer
 
 from signoff.cli.listen import stop
+from signoff.cli.program import program
 from signoff.cli.short_id import resolve
 from signoff.errors import ConflictError, ForbiddenError, NotFoundError, SignoffError
 from signoff.types import Approve, Decision, Reject, Scope, approval_to_dict, decision_to_dict
@@ -167,7 +168,7 @@ def grant_words(approval: dict[str, Any]) -> str | None:
     }[always["scope"]]
     return (
         f"grant: from now on {tool} {args} runs without asking {where} — while the rule that "
-        "asked stays as it is and the approver keeps a role it needs (signoff grants list)"
+        f"asked stays as it is and the approver keeps a role it needs ({program()} grants list)"
     )
 
 
@@ -185,7 +186,7 @@ def where(command: str, server: str | None, database: str | None) -> tuple[str |
         stop(
             command,
             "no server given and no demo running here: pass --server URL (with --token) or "
-            "--database URL, or start one with `signoff demo`",
+            f"--database URL, or start one with `{program()} demo`",
             code=2,
         )
     typer.echo(

@@ -14,6 +14,7 @@ from rich.markup import escape
 
 from signoff.cli.listen import check_port, check_port_free, run_server
 from signoff.cli.policy import explain_table, load_calls, table_console
+from signoff.cli.program import program
 from signoff.errors import MissingExtraError
 
 __all__ = ["demo", "explain_demo"]
@@ -80,7 +81,7 @@ def demo(
         console.print(
             f"[bold]signoff demo --reset[/]: {said} {escape(str(folder))}", soft_wrap=True
         )
-    inbox = "signoff inbox" if data_dir is None else "signoff inbox --server URL"
+    inbox = f"{program()} inbox" + ("" if data_dir is None else " --server URL")
 
     def ready(url: str) -> None:
         console.print(f"[bold]signoff demo[/] on {url}  (data in {escape(str(folder))})")
