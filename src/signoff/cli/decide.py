@@ -33,6 +33,8 @@ __all__ = [
 Server = Annotated[
     str | None,
     typer.Option(
+        "--server",
+        "--url",
         help="The URL of the signoff server to work through (default: the demo running here).",
         envvar="SIGNOFF_SERVER",
         show_default=False,
@@ -172,10 +174,18 @@ def grant_words(approval: dict[str, Any]) -> str | None:
     )
 
 
-def where(command: str, server: str | None, database: str | None) -> tuple[str | None, str | None]:
+def where(
+    command: str,
+    server: str | None,
+    database: str | None,
+    *,
+    flag: str = "--server",
+    more: str = "",
+) -> tuple[str | None, str | None]:
     """The server or the database `command` works on: as given (an option, or its environment
     variable); with neither, the demo serving from its default data folder, said on stderr;
-    with no demo serving either, one line on how to name one (status 2)."""
+    with no demo serving either, one line on how to name one (status 2): `flag` (the
+    command's option for a server's URL), `more` (its other ways, if any) or ``--database``."""
     if server or database:
         return server, database
     from signoff.demo.folder import ADDRESS, default_data_dir, serving
@@ -185,13 +195,13 @@ def where(command: str, server: str | None, database: str | None) -> tuple[str |
     if url is None:
         stop(
             command,
-            "no server given and no demo running here: pass --server URL (with --token) or "
-            f"--database URL, or start one with `{program()} demo`",
+            f"no server given and no demo running here: pass {flag} URL (with --token){more} "
+            f"or --database URL, or start one with `{program()} demo`",
             code=2,
         )
     typer.echo(
         f"signoff {command}: through the demo at {url} (from {folder / ADDRESS}; "
-        "--server URL names another)",
+        f"{flag} URL names another)",
         err=True,
     )
     return url, None

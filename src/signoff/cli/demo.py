@@ -125,7 +125,7 @@ def explain_demo() -> None:
         f"the demo's policy ({len(policy.rules)} rules, default {policy.default}, "
         f"version {policy.version})"
     )
-    console.print(explain_table(batch, [engine.explain(call) for call in batch]))
+    console.print(explain_table(batch, [engine.explain(call).verdict for call in batch]))
     console.print(
         "allow runs the call, ask holds it for a person, deny blocks it. The running demo "
         "explains any call too: POST /v1/policy/explain, or the policy page of the web inbox."
