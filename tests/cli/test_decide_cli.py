@@ -23,6 +23,7 @@ from signoff.errors import NotFoundError, SignoffError
 from signoff.gate import CheckContext, Gate
 from signoff.store import open_store
 from signoff.types import Approval
+from tests.cli.test_inbox_cli import reasons
 from tests.processes import signoff_command, typed_here
 
 
@@ -72,8 +73,27 @@ def test_approve_and_reject_take_a_short_id_the_end_of_the_approval_s_id(store_u
     decider = ("--database", store_url, "--as", "olga", "--role", "ops")
     code, out, err = signoff("approve", first[-8:], *decider)
     assert (code, out, err) == (0, f"{first}: approved by olga (delete_pod)\n", "")
-    code, out, err = signoff("reject", second[-12:], "--reason", "p1 serves traffic", *decider)
+    code, out, err = signoff("reject", second[-12:], "p1 serves traffic", *decider)
     assert (code, out, err) == (0, f"{second}: rejected by olga (delete_pod)\n", "")
+
+
+def test_reject_takes_its_reason_after_the_id_or_after_reason_as_the_inbox_does(store_url: str):
+    first, second, third = asyncio.run(held(store_url, 3))
+    decider = ("--database", store_url, "--as", "olga", "--role", "ops")
+    assert signoff("reject", first, "p0 serves traffic", *decider)[0] == 0
+    assert signoff("reject", second, "--reason", "p1 serves traffic", *decider)[0] == 0
+    code, out, err = signoff("reject", third, "one", "--reason", "another", *decider)
+    assert (code, out) == (2, "")
+    assert "Invalid value for REASON: give the reason once" in err
+    code, out, err = signoff("reject", third, *decider)
+    assert (code, out) == (2, "")
+    assert "Invalid value for REASON: why? the agent's model reads it" in err
+    code, help_text, _ = signoff("reject", "--help")
+    assert "reject [OPTIONS] {ID} [REASON]" in help_text
+    assert "--reason" not in help_text  # one form shown: the inbox's
+    assert asyncio.run(reasons(store_url, [first, second, third])) == [
+        "p0 serves traffic", "p1 serves traffic", None,
+    ]  # fmt: skip
 
 
 # Two approvals whose ids end alike, as two made in different milliseconds may, once in 2**32.

@@ -1,4 +1,4 @@
-"""``signoff approve ID`` and ``signoff reject ID --reason TEXT``: decide from a shell, through
+"""``signoff approve ID`` and ``signoff reject ID REASON``: decide from a shell, through
 a server (``--server URL --token T``) or straight on a database (``--database URL``); with
 neither, through the demo running on this machine. ``ID`` is the approval's id or the short id
 ``signoff inbox`` shows (see `signoff.cli.short_id`)."""
@@ -102,7 +102,17 @@ def approve(
 
 def reject(
     approval_id: ApprovalId,
-    reason: Annotated[str, typer.Option(help="Why: the agent's model reads it.")],
+    reason: Annotated[
+        str | None,
+        typer.Argument(
+            help="Why: the agent's model reads it.", metavar="REASON", show_default=False
+        ),
+    ] = None,
+    reason_option: Annotated[
+        str | None,
+        # The reason as an option too, as `reject N --reason R` in `signoff inbox`; one form shown.
+        typer.Option("--reason", hidden=True),
+    ] = None,
     server: Server = None,
     token: Token = None,
     database: Database = None,
@@ -110,8 +120,14 @@ def reject(
     role: Roles = None,
 ) -> None:
     """Reject a held call with a reason: it never runs, and the model is told why."""
+    if reason is not None and reason_option is not None and reason != reason_option:
+        raise typer.BadParameter("give the reason once", param_hint="REASON")
+    reason = reason if reason is not None else reason_option
+    if not (reason or "").strip():
+        raise typer.BadParameter("why? the agent's model reads it", param_hint="REASON")
+    assert reason is not None
     server, database = where("reject", server, database)
-    _decide(approval_id, Reject(reason=reason), server, token, database, actor, role)
+    _decide(approval_id, Reject(reason=reason.strip()), server, token, database, actor, role)
 
 
 def _decide(

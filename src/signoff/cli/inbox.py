@@ -145,9 +145,10 @@ class Inbox:
                 self.decide(self.waiting(words[0]), Approve(always=scope))
             case "r" | "reject":
                 which, _, reason = rest.partition(" ")
-                if not reason.strip():
+                reason = _unquoted(_without(reason.strip(), "--reason"))
+                if not reason:
                     raise SignoffError("reject N REASON: the model reads the reason")
-                self.decide(self.waiting(which), Reject(reason=reason.strip()))
+                self.decide(self.waiting(which), Reject(reason=reason))
             case "e" | "edit":
                 which, _, text = rest.partition(" ")
                 number = self.waiting(which)
@@ -256,6 +257,21 @@ class Inbox:
         if granted is not None:
             self.console.print(escape(granted))
         self.show_page()
+
+
+def _without(text: str, option: str) -> str:
+    """`text` past `option` (``--reason R`` or ``--reason=R``), as ``signoff reject`` takes it."""
+    for prefix in (f"{option} ", f"{option}="):
+        if text.startswith(prefix):
+            return text[len(prefix) :].strip()
+    return "" if text == option else text
+
+
+def _unquoted(text: str) -> str:
+    """`text` without the quotes around it, as a shell would take them off."""
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1].strip()
+    return text
 
 
 def _gone(number: int, item: dict[str, Any]) -> str:
