@@ -68,6 +68,31 @@ def test_approve_and_reject_on_a_database_as_a_named_decider(store_url: str):
     assert "already approved" in err or "conflict" in err.lower(), err
 
 
+async def decided_at(url: str, approval_id: str) -> str:
+    async with open_store(url) as store:
+        moment = (await store.get_approval(approval_id)).decided_at
+    assert moment is not None
+    return f"{moment.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+
+
+def test_a_decision_on_a_call_no_longer_pending_says_how_it_was_decided_and_fails(
+    store_url: str,
+):
+    first, second = asyncio.run(held(store_url, 2))
+    decider = ("--database", store_url, "--as", "olga", "--role", "ops")
+    assert signoff("approve", first, *decider)[0] == 0
+    when = asyncio.run(decided_at(store_url, first))
+    already = f"error: {first} (delete_pod): already approved by olga at {when}; nothing changed"
+    assert signoff("approve", first, *decider) == (1, "", already)
+    assert signoff("approve", first[-8:], *decider, "--as", "bob") == (1, "", already)
+    assert signoff("reject", first, "no", *decider) == (1, "", already)
+    assert signoff("reject", second, "no", *decider)[0] == 0
+    when = asyncio.run(decided_at(store_url, second))
+    assert signoff("approve", second, *decider) == (
+        1, "", f"error: {second} (delete_pod): already rejected by olga at {when}; nothing changed",
+    )  # fmt: skip
+
+
 def test_approve_and_reject_take_a_short_id_the_end_of_the_approval_s_id(store_url: str):
     first, second = asyncio.run(held(store_url, 2))
     decider = ("--database", store_url, "--as", "olga", "--role", "ops")

@@ -114,7 +114,7 @@ async def test_a_person_approves_from_the_shell_through_the_server(
     )  # fmt: skip
     _, err = await again.communicate()
     assert again.returncode == 1
-    assert "409" in err.decode()
+    assert "already approved by local at " in err.decode()
 
 
 async def test_a_person_decides_in_the_terminal_inbox_through_the_server(

@@ -6,6 +6,7 @@ neither, through the demo running on this machine. ``ID`` is the approval's id o
 from __future__ import annotations
 
 import getpass
+from datetime import UTC, datetime
 from json import dumps, loads
 from typing import Annotated, Any
 from urllib.parse import urlencode, urlsplit
@@ -19,6 +20,8 @@ from signoff.errors import ConflictError, ForbiddenError, NotFoundError, Signoff
 from signoff.types import Approve, Decision, Reject, Scope, approval_to_dict, decision_to_dict
 
 __all__ = [
+    "already",
+    "approval_on_database",
     "approve",
     "find_on_database",
     "from_server",
@@ -139,6 +142,11 @@ def _decide(
     actor: str | None,
     roles: list[str] | None,
 ) -> None:
+    """Take `decision`, unless the approval is no longer pending: then say how it was decided
+    and exit 1. (The API answers the same decision taken again with the stored approval, as a
+    retry needs; from the command line it would read as a decision taken now.)"""
+    import asyncio
+
     if server:
         approval_id = resolve(
             approval_id,
@@ -146,21 +154,50 @@ def _decide(
                 server, token, "/v1/approvals", {"short_id": short, "limit": limit}
             )["items"],
         )
-        result = through_server(server, token, approval_id, decision)
-    else:
-        import asyncio
 
+        def current() -> dict[str, Any]:
+            return from_server(server, token, f"/v1/approvals/{approval_id}")
+
+        def take() -> dict[str, Any]:
+            return through_server(server, token, approval_id, decision)
+    else:
         assert database is not None  # where() gave one or the other
+        url = database
         approval_id = resolve(
-            approval_id, lambda short, limit: asyncio.run(find_on_database(database, short, limit))
+            approval_id, lambda short, limit: asyncio.run(find_on_database(url, short, limit))
         )
-        result = asyncio.run(
-            on_database(database, approval_id, decision, actor or getpass.getuser(), roles or [])
-        )
+
+        def current() -> dict[str, Any]:
+            return asyncio.run(approval_on_database(url, approval_id))
+
+        def take() -> dict[str, Any]:
+            decider = actor or getpass.getuser()
+            return asyncio.run(on_database(url, approval_id, decision, decider, roles or []))
+
+    if current()["status"] != "pending":
+        raise ConflictError(already(current()))
+    try:
+        result = take()
+    except ConflictError:  # decided differently meanwhile
+        now = current()
+        if now["status"] == "pending":
+            raise
+        raise ConflictError(already(now)) from None
     typer.echo(f"{result['id']}: {result['status']} by {result['decided_by']} ({result['tool']})")
     granted = grant_words(result)
     if granted is not None:
         typer.echo(granted)
+
+
+def already(approval: dict[str, Any]) -> str:
+    """How `approval` (as the API shows it), no longer pending, was decided, and that a new
+    decision changed nothing."""
+    at = datetime.fromisoformat(approval["decided_at"]).astimezone(UTC)
+    by = "" if approval["status"] in ("expired", "cancelled") else f" by {approval['decided_by']}"
+    return (
+        f"{approval['id']} ({approval['tool']}): already {approval['status']}{by} at "
+        f"{at:%Y-%m-%d %H:%M} UTC; nothing changed"
+    )
 
 
 def grant_words(approval: dict[str, Any]) -> str | None:
@@ -315,6 +352,14 @@ async def find_on_database(url: str, short_id: str, limit: int) -> list[dict[str
 
     async with open_store(url, migrate=False) as store:
         return [approval_to_dict(a) for a in await store.find_approvals(short_id, limit=limit)]
+
+
+async def approval_on_database(url: str, approval_id: str) -> dict[str, Any]:
+    """The approval of that id, as the API shows it."""
+    from signoff.store import open_store
+
+    async with open_store(url, migrate=False) as store:
+        return approval_to_dict(await store.get_approval(approval_id))
 
 
 async def on_database(

@@ -36,6 +36,7 @@ from signoff.cli.decide import (
     Roles,
     Server,
     Token,
+    approval_on_database,
     from_server,
     grant_words,
     through_server,
@@ -343,13 +344,7 @@ class _DatabaseBackend:
     def get(self, approval_id: str) -> dict[str, Any]:
         import asyncio
 
-        from signoff.store import open_store
-
-        async def read() -> dict[str, Any]:
-            async with open_store(self.url, migrate=False) as store:
-                return approval_to_dict(await store.get_approval(approval_id))
-
-        return asyncio.run(read())
+        return asyncio.run(approval_on_database(self.url, approval_id))
 
     def decide(self, approval_id: str, decision: Decision) -> dict[str, Any]:
         import asyncio
