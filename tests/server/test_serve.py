@@ -16,6 +16,7 @@ import pytest
 
 from signoff.errors import PolicyError
 from signoff.server.config import load_config
+from tests.cli.test_serve_cli import rest_of_banner
 from tests.deadline import HANG
 from tests.processes import signoff_command, signoff_server, websocket_handshake
 
@@ -162,9 +163,14 @@ async def wait_for(client: httpx.AsyncClient, run_id: str, status: str) -> dict[
 
 async def test_serve_needs_the_token_and_runs_the_configured_agents(server: Server, tmp_path: Path):
     async with (
-        server(f"sqlite:///{tmp_path / 'one.db'}") as (url, _),
+        server(f"sqlite:///{tmp_path / 'one.db'}") as (url, process),
         httpx.AsyncClient(base_url=url) as client,
     ):
+        banner = await rest_of_banner(process)  # (without agents or tokens: tests/cli)
+        assert banner[2:4] == [
+            "  agents:     ops",
+            "  auth:       a bearer token from the config's auth.tokens (1)",
+        ]
         assert (await client.get("/v1/agents")).status_code == 401
         started = await client.post(
             "/v1/threads/t/runs", params={"wait": 10}, headers=HEADERS,
