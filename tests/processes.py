@@ -55,6 +55,17 @@ def signoff_command() -> list[str]:
     return [sys.executable, "-S", str(ZYGOTE), _zygote[0]]
 
 
+async def signoff_says(*args: str, cwd: Path | None = None) -> tuple[int, str, str]:
+    """What ``signoff ARGS``, run as a command in `cwd`, exits with and prints (out, err)."""
+    process = await asyncio.create_subprocess_exec(
+        *signoff_command(), *args, cwd=cwd,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await process.communicate()
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
 def _stop(zygote: subprocess.Popen[bytes]) -> None:
     zygote.terminate()
     zygote.wait()

@@ -4,7 +4,6 @@ the demo: tests/server/test_demo.py)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shutil
 from pathlib import Path
@@ -13,18 +12,12 @@ import pytest
 
 from signoff.demo.folder import ADDRESS
 from tests.cli.test_grants_cli import granted
-from tests.processes import signoff_command, signoff_server, typed_here
+from tests.processes import signoff_says, signoff_server, typed_here
 
 
 async def says(folder: Path, *args: str) -> tuple[int, str, str]:
     """What ``signoff ARGS`` run in `folder` exits with and prints."""
-    process = await asyncio.create_subprocess_exec(
-        *signoff_command(), *args, cwd=folder,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    out, err = await process.communicate()
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
+    return await signoff_says(*args, cwd=folder)
 
 
 DELETE = ("--tool", "delete_pod", "--agent", "ops", "--args", '{"name": "nginx-123"}')

@@ -17,7 +17,7 @@ from signoff.gate import Gate
 from signoff.store import open_store
 from tests.conftest import fresh_postgres_database
 from tests.deadline import HANG
-from tests.processes import signoff_command, signoff_server, typed_here
+from tests.processes import signoff_says, signoff_server, typed_here
 
 CONFIG = "database: {database}\nrules:\n  - ask: delete_pod\n"
 
@@ -42,13 +42,8 @@ async def rest_of_banner(process: asyncio.subprocess.Process) -> list[str]:
 
 
 async def says(*args: str) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        *signoff_command(), *args,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    out, err = await process.communicate()
-    assert process.returncode is not None
-    return process.returncode, out.decode(), " ".join(err.decode().split())
+    code, out, err = await signoff_says(*args)
+    return code, out, " ".join(err.split())
 
 
 async def decided_at(url: str, approval_id: str) -> str:

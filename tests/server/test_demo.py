@@ -18,7 +18,13 @@ from signoff.demo.agents import cluster_pods
 from signoff.demo.folder import ADDRESS
 from tests.cli.test_inbox_cli import Terminal
 from tests.deadline import HANG
-from tests.processes import signoff_command, signoff_server, typed_here, websocket_handshake
+from tests.processes import (
+    signoff_command,
+    signoff_says,
+    signoff_server,
+    typed_here,
+    websocket_handshake,
+)
 
 
 @pytest.fixture
@@ -190,16 +196,6 @@ async def test_a_body_that_is_not_json_is_told_where_it_stops_being_json(
     wrong = await client.post("/v1/threads/t/runs", json={"agent": "ops", "input": 5})
     assert wrong.status_code == 422  # JSON, with a field that is wrong: the field is named
     assert wrong.json()["problems"][0]["field"] == "body.input"
-
-
-async def signoff_says(*args: str) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        *signoff_command(), *args,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    out, err = await process.communicate()
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
 
 
 async def test_approve_and_the_inbox_find_the_demo_running_here_with_no_flags(
