@@ -458,14 +458,18 @@ export function alwaysDialog(card, approval, context) {
   const thread = gateway
     ? `this exact call, when ${who} makes it again`
     : `this conversation (thread ${approval.thread_id}), when ${who} makes them`;
+  // Only a run of signoff's own has a run id, and it can fire there: the run's later turns
+  // and its sub-agents make their calls in it. Each message of a conversation starts a new
+  // run, so the conversation is the default.
   const scopes = [
-    approval.run_id && who ? ["run", `this run, when ${who} makes them`] : null,
+    approval.run_id && who ? ["run", `this run only (its later turns and sub-agents), when ${who} makes them`] : null,
     approval.thread_id && who ? ["thread", thread] : null,
     approval.agent ? ["agent", `agent ${approval.agent}, in any run or thread, whoever makes them`] : null,
     ["global", "everywhere, whoever makes them"],
   ].filter(Boolean);
-  const radios = scopes.map(([scope, text], i) =>
-    h("label.choice", {}, h("input", { type: "radio", name: "scope", value: scope, checked: i === 0 }), ` ${text}`),
+  const preferred = scopes.some(([scope]) => scope === "thread") ? "thread" : scopes[0][0];
+  const radios = scopes.map(([scope, text]) =>
+    h("label.choice", {}, h("input", { type: "radio", name: "scope", value: scope, checked: scope === preferred }), ` ${text}`),
   );
   const anyArgs = h("input", { type: "checkbox", name: "any_args" });
   dialog(
