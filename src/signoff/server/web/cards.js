@@ -505,7 +505,10 @@ export async function editDialog(card, approval, context) {
       const error = await send(card, approval, context, { kind: "edit", args });
       if (!error) return null;
       const body = error.body || {};
-      if (mode === "form" && body.path !== undefined) current.showError(body.path, body.detail);
+      // Said once: beside the field it names, or — with no such field — above the buttons.
+      if (mode === "form" && body.path !== undefined && current.showError(body.path, body.detail)) {
+        return "Not run: the server refused the field marked above.";
+      }
       return body.schema_path ? `${body.detail}` : error.message;
     },
   );
