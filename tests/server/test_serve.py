@@ -97,6 +97,22 @@ def test_the_config_sets_the_body_and_argument_limits_and_names_a_bad_one(tmp_pa
     ]
 
 
+def test_the_config_sets_the_inbox_s_undo_window_and_names_a_bad_one(tmp_path: Path):
+    path = tmp_path / "web.yaml"
+    path.write_text("rules: []\n")
+    assert load_config(path).undo_seconds == 5
+    path.write_text("web: {undo_seconds: 0}\nrules: []\n")
+    assert load_config(path).undo_seconds == 0  # no undo: a decision is sent at once
+    assert "web" not in load_config(path).document
+    path.write_text("rules: []\nweb:\n  undo_seconds: 600\n  undo: 1\n")
+    with pytest.raises(PolicyError) as caught:
+        load_config(path)
+    assert str(caught.value).splitlines() == [
+        f"{path}:3:17: web.undo_seconds: web.undo_seconds must be from 0 (no undo) to 60, not 600",
+        f"{path}:4:3: web.undo: unknown key 'undo' in web (expected one of: undo_seconds)",
+    ]
+
+
 def test_allowed_hosts_are_read_as_requests_name_them_and_mistakes_are_placed(tmp_path: Path):
     path = tmp_path / "hosts.yaml"
     path.write_text("allowed_hosts: [Inbox.Internal, '[FD00::5]', 10.0.0.7]\nrules: []\n")

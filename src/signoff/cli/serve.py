@@ -101,6 +101,7 @@ def serve(
                 policy_document=settings.document,
                 redaction=redaction,
                 notifications=notifications,
+                undo_seconds=settings.undo_seconds,
             )
             app = create_app(service, auth, limits=BodyLimits(max_bytes=settings.body_bytes))
             await run_app(

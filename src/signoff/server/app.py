@@ -170,6 +170,12 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
             "authenticated": auth.anonymous is None,
         }
 
+    @app.get("/v1/web")
+    async def web(_: Who) -> dict[str, Any]:
+        """What the web inbox takes from the server's config: how many seconds it holds an
+        approval or a rejection back, undoable, before sending it (0: none)."""
+        return {"undo_seconds": service.undo_seconds}
+
     @app.get("/v1/agents")
     async def agents(_: Who) -> dict[str, Any]:
         """Every agent that runs here, with its model, its tools (their argument schemas and

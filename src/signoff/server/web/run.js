@@ -60,7 +60,7 @@ export function runView(main, app, runId) {
         h("span", {}, "model ", h("b.model", {}, agent ? agent.model : "?")),
         h("span", {}, "thread ", h("code", {}, run.thread_id)),
         run.started_by ? h("span", {}, `started by ${run.started_by}`) : null,
-        h("span", {}, `started ${new Date(run.created_at).toLocaleString()}`),
+        h("span", {}, `started ${when(run.created_at)}`),
         run.parent_id ? h("a", { href: `#/runs/${encodeURIComponent(run.parent_id)}` }, "parent run") : null,
       ),
     );
@@ -139,7 +139,8 @@ function toolCard(call, approval, result, cards, seen, context) {
     );
   }
   card.querySelector(".result")?.remove();
-  if (result) card.append(resultView(result));
+  // A response is the result: the card says it once, as the decision.
+  if (result && approval?.status !== "responded") card.append(resultView(result));
   return card;
 }
 

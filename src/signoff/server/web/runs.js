@@ -19,6 +19,15 @@ function hint(agent) {
 
 export function chatBox(app, { agent = null, thread = null } = {}) {
   const roots = app.agents.filter((a) => !a.path.includes("/"));
+  if (!roots.length) {
+    return h(
+      "p.empty.no-agents",
+      {},
+      "This server runs no agents, so there is none to start here. Serve yours with ",
+      h("code", {}, "signoff serve --agents module:agents"),
+      " (see docs/server.md); calls that other apps hold here — a framework's runs, the MCP gateway — still come to this inbox.",
+    );
+  }
   const select = h(
     "select",
     { name: "agent", "aria-label": "agent to run", disabled: Boolean(agent) },
