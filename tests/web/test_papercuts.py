@@ -57,7 +57,9 @@ def test_the_audit_page_keeps_numbers_whole_badges_apart_and_the_chain_check_a_s
     decided = page.locator("table.audit tbody tr[data-action=decision]").first
     badge, link = decided.locator(".badge"), decided.locator("td").last.locator("a")
     expect(link).to_have_text("open run")
-    gap = link.bounding_box()["x"] - (badge.bounding_box()["x"] + badge.bounding_box()["width"])
+    badge_box, link_box = badge.bounding_box(), link.bounding_box()
+    assert badge_box is not None and link_box is not None
+    gap = link_box["x"] - (badge_box["x"] + badge_box["width"])
     assert gap >= 4, gap
 
     page.click("#verify")
