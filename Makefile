@@ -58,7 +58,7 @@ chromium:
 			sudo apt-get update -qq && sudo apt-get install -y -qq chromium; \
 		else echo "chromium is not installed: the browser tests will be skipped"; fi; }
 
-# Save each page of the web inbox to docs/images/ (the README shows them).
+# Save each page of the web inbox to docs/images/ (the README and docs/ show them).
 screenshots: install chromium
 	SIGNOFF_SCREENSHOTS=1 $(BIN)/pytest tests/web -q
 

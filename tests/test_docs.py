@@ -1,5 +1,5 @@
 """Every example in the README and under docs/ runs as written on a fresh clone, and says what
-it claims."""
+it claims; every link between them leads to a file (and a heading of it)."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def test_every_yaml_example_is_a_valid_policy(doc: str, name: str, body: str):
     assert Policy.from_yaml(body, source=f"{doc}:{name}").rules
 
 
-def test_the_unified_example_decides_as_the_readme_says():
+def test_the_unified_example_decides_as_its_comments_say():
     engine = named("unified")
     assert kind(engine, "pod_delete") == "deny"
     assert kind(engine, "pods_list") == "allow"
@@ -96,7 +96,7 @@ def test_the_kinds_example_judges_reads_and_prompts_as_it_says():
     assert kind(engine, "file:///srv/data/a.txt") == "ask"  # a tool of that name: the default
 
 
-def test_the_seed_examples_decide_as_the_readme_says():
+def test_the_seed_examples_decide_as_documented():
     def kinds(engine: PolicyEngine, server: str, *tools: str) -> list[str]:
         return [kind(engine, tool, server=server) for tool in tools]
 
@@ -176,31 +176,82 @@ def run_example(doc: str, name: str, body: str) -> None:
     exec(compile(body, f"{doc}:{name or 'python'}", "exec"), {})
 
 
-def test_the_readme_quickstart_commands_print_what_it_shows():
-    [shell] = [body for doc, _, body in blocks("sh") if doc == "README.md" and "--json" in body]
-    commands = shell.replace("\\\n", " ").splitlines()
+def test_the_policy_commands_print_what_the_docs_show():
+    shells = [body for _, _, body in blocks("sh") if re.search(r"^\.venv/bin/signoff ", body, re.M)]
+    assert any("--json" in body for body in shells), "the docs show a command and its JSON answer"
     signoff_bin = Path(sys.executable).parent / "signoff"
     env = {**os.environ, "COLUMNS": "200"}
-    for i, line in enumerate(commands):
-        if not line.startswith(".venv/bin/signoff"):
-            continue
-        argv = [str(signoff_bin), *shlex.split(line)[1:]]
-        result = subprocess.run(
-            argv, cwd=ROOT, capture_output=True, text=True, env=env, check=False
-        )
-        assert result.returncode == 0, (line, result.stderr)
-        follows = commands[i + 1] if i + 1 < len(commands) else ""
-        if follows.startswith("# {"):
-            assert result.stdout.strip() == follows[2:]
+    answers = 0
+    for shell in shells:
+        commands = shell.replace("\\\n", " ").splitlines()
+        for i, line in enumerate(commands):
+            if not line.startswith(".venv/bin/signoff"):
+                continue
+            argv = [str(signoff_bin), *shlex.split(line)[1:]]
+            result = subprocess.run(
+                argv, cwd=ROOT, capture_output=True, text=True, env=env, check=False
+            )
+            assert result.returncode == 0, (line, result.stderr)
+            follows = commands[i + 1] if i + 1 < len(commands) else ""
+            if follows.startswith("# {"):
+                assert result.stdout.strip() == follows[2:]
+                answers += 1
+    assert answers, "no command's shown answer was compared with what it prints"
 
 
-def test_make_demo_passes_the_readme_s_args_to_signoff_demo():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    found = re.search(r'`make demo ARGS="([^"]+)"`', readme)
-    assert found, "the README's Quickstart shows how to pass options to the demo"
-    for args, command in ((found[1], f"signoff demo {found[1]}"), ("", "signoff demo")):
+def test_make_demo_passes_the_docs_args_to_signoff_demo():
+    shown = {
+        args
+        for doc in DOCS
+        for args in re.findall(r'`make demo ARGS="([^"]+)"`', doc.read_text(encoding="utf-8"))
+    }
+    assert shown, "the docs show how to pass options to the demo"
+    for args, command in [*((a, f"signoff demo {a}") for a in sorted(shown)), ("", "signoff demo")]:
         dry = subprocess.run(
             ["make", "--dry-run", "--no-print-directory", "demo", f"ARGS={args}"],
             cwd=ROOT, capture_output=True, text=True, check=True,
         )  # fmt: skip
         assert dry.stdout.splitlines()[-1].strip().endswith(command)
+
+
+_FENCE = re.compile(r"^```.*?^```", re.S | re.M)
+_LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def anchors(doc: Path) -> set[str]:
+    """The anchors GitHub gives the headings of `doc`."""
+    found: set[str] = set()
+    for heading in re.findall(r"^#+ (.+)$", _FENCE.sub("", doc.read_text(encoding="utf-8")), re.M):
+        text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)
+        slug = re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-")
+        anchor, n = slug, 0
+        while anchor in found:
+            n += 1
+            anchor = f"{slug}-{n}"
+        found.add(anchor)
+    return found
+
+
+def links(doc: Path) -> list[str]:
+    """The relative links and images of `doc`, outside code."""
+    text = re.sub(r"`[^`\n]*`", "", _FENCE.sub("", doc.read_text(encoding="utf-8")))
+    return [t for t in _LINK.findall(text) if not re.match(r"[a-z][a-z0-9+.-]*:", t)]
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda doc: str(doc.relative_to(ROOT)))
+def test_every_relative_link_leads_to_a_file_and_its_heading(doc: Path):
+    def leads(link: str) -> bool:
+        path, _, anchor = link.partition("#")
+        target = (doc.parent / path).resolve() if path else doc
+        if not target.is_file():
+            return False
+        return not anchor or target.suffix != ".md" or anchor in anchors(target)
+
+    assert [link for link in links(doc) if not leads(link)] == []
+
+
+def test_the_link_check_sees_links_and_headings():
+    readme = ROOT / "README.md"
+    assert "docs/policy.md" in links(readme)
+    assert "what-signoff-does" in anchors(readme)
+    assert "signoff-serve---config-file" in anchors(ROOT / "docs/server.md")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from signoff import Policy
-from signoff.gate.external import ExternalRuns
+from signoff.gate.external import ExternalRuns, Resumed, Resumer
 
 __all__ = [
     "POLICY",
@@ -109,6 +109,15 @@ class Adapter(Protocol):
         ``Command(resume=...)``, an ADK confirmation, a DCAF message — as `user` (None: the
         framework names nobody) and continue. `NotSupported` where decisions only come through
         signoff."""
+        ...
+
+    def resumer(self, thread: str, *, on_resumed: Callable[[Resumed], Any]) -> Resumer:
+        """The integration's own resumer for `thread`'s agent, handing what it resumes to
+        `on_resumed`. `NotSupported` where a run is not resumed (it waits in memory)."""
+        ...
+
+    def text(self, output: Any) -> str | None:
+        """The model's final text in what the framework's resume returned (`Resumed.output`)."""
         ...
 
     async def tamper(self, thread: str, call: Call) -> None:

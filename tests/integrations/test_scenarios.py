@@ -4,17 +4,29 @@ is the core's, so every adapter passes the same scenarios."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from signoff import Approval, Approve, Decision, Edit, Reject, Respond
 from signoff.errors import ForbiddenError, InvalidEditError
+from signoff.gate.external import Resumed
 from tests.conftest import fresh_postgres_database
-from tests.integrations.scenarios import REQUESTER, Adapter, Call, NotSupported, executions, told
+from tests.deadline import HANG
+from tests.integrations.scenarios import (
+    REQUESTER,
+    Adapter,
+    Call,
+    NotSupported,
+    Outcome,
+    executions,
+    told,
+)
 
 ADAPTERS = {
     "langchain": "tests.integrations.adapters.langgraph",
@@ -79,6 +91,31 @@ async def test_an_approved_call_runs_once_and_its_result_reaches_the_model(
     assert executions(adapter.side_effects) == ["transfer 500 acme"]
     assert told(done) == [("call_0", "transfer ok")]
     assert not again.paused
+
+
+async def test_the_resumer_hands_the_resumed_run_s_output_to_the_app(adapter: Adapter) -> None:
+    # The same shape in every framework: the app's callback and its wait on the thread get
+    # the run the resumer resumed, with the framework's own output.
+    await adapter.start("t-output", TRANSFER)
+    called: list[Resumed] = []
+    try:
+        resumer = adapter.resumer("t-output", on_resumed=called.append)
+    except NotSupported as exc:
+        pytest.skip(str(exc))
+    runs = adapter.runs
+    waiting = asyncio.ensure_future(resumer.resumed("t-output"))
+
+    await decide(adapter, Approve())
+    [pause] = await runs.bridge.arun(runs.store.ready_pauses(runs.origin, now=datetime.now(UTC)))
+    assert await runs.bridge.arun(resumer.resume_ready(pause))
+    done = await asyncio.wait_for(waiting, HANG)
+
+    assert called == [done]
+    assert (done.thread, done.pause, done.origin) == ("t-output", pause, runs.origin)
+    text = adapter.text(done.output)
+    assert text is not None
+    assert told(Outcome(paused=False, text=text)) == [("call_0", "transfer ok")]
+    assert executions(adapter.side_effects) == ["transfer 500 acme"]
 
 
 async def test_a_rejected_call_never_runs_and_the_model_reads_why(adapter: Adapter) -> None:

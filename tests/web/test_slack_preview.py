@@ -1,6 +1,6 @@
 """The Slack message as a person sees it: its Block Kit blocks drawn the way Slack draws them
 (header, fields, sections, code, buttons) in the real browser. What came from the call shows as
-text, never as a ping or a link; the README shows the picture (`make screenshots`)."""
+text, never as a ping or a link; docs/notifications.md shows the picture (`make screenshots`)."""
 
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import inspect
 import logging
 import os
 import threading
@@ -48,12 +49,13 @@ from signoff.gate.core import CheckContext, Gate, Outcome, RolesOf, external_key
 from signoff.gate.edits import check_edit
 from signoff.gate.ids import new_id
 from signoff.gate.once import Claim, Ledger, Recorded
+from signoff.gate.resumed import Outputs, Resumed
 from signoff.gate.worker import work_ready
 from signoff.store.base import AuditRecord
 from signoff.store.external import ExternalRecord, Pause
 from signoff.types import Approval, Decision, ToolCall, canonical_json
 
-__all__ = ["ExternalRuns", "Pause", "Resumer", "Step", "connect"]
+__all__ = ["ExternalRuns", "Pause", "Resumed", "Resumer", "Step", "connect"]
 
 logger = logging.getLogger("signoff.external")
 T = TypeVar("T")
@@ -533,23 +535,55 @@ class Resumer:
     """Resumes one framework's paused runs once every held call of a pause is decided, like
     `Runner.work()` for signoff's own runs: woken by decisions (in this process at once, from
     others through PostgreSQL's NOTIFY, or by polling), each pause claimed by one worker
-    (a lease) and handed to `resume`. Any number of replicas may work the same origin."""
+    (a lease) and handed to `resume`. Any number of replicas may work the same origin.
+
+    What a resume returned reaches the app two ways, the same for every framework:
+    `on_resumed` (called with each `Resumed`, sync or async, on the resumer's loop), and
+    `wait(thread)` / ``await resumed(thread)`` for one thread's next resume. Both see the
+    resumes of this process's resumer only: a thread another replica resumed is read from
+    the framework (its checkpoint, its session)."""
 
     def __init__(
         self,
         runs: ExternalRuns,
-        resume: Callable[[Pause], Awaitable[bool | None]],
+        resume: Callable[[Pause], Awaitable[Resumed | bool | None]],
         *,
         lease: timedelta = LEASE,
         owner: str | None = None,
+        on_resumed: Callable[[Resumed], Any] | None = None,
     ) -> None:
         self.runs = runs
         self.resume = resume
         """Resume the framework's run of this pause (it must not raise for a run that went on
-        already: check, and return). False when it did not go on and the pause waits on
-        (another process holds the run, or nothing it waits on is decided)."""
+        already: check, and return). A `Resumed` with what the run returned when this call
+        ran it; False when it did not go on and the pause waits on (another process holds the
+        run, or nothing it waits on is decided); None when the run is past the pause."""
         self.lease = lease
         self.owner = owner or f"{os.getpid()}-{new_id()[-8:]}"
+        self.on_resumed = on_resumed
+        """Called with each run this resumer resumed, once it is over (an exception it raises
+        is logged: the pause stays done)."""
+        self._outputs = Outputs()
+
+    async def resumed(self, thread: str, *, timeout: float | None = None) -> Resumed:
+        """The thread's next resume by this resumer (at once, if one came since the last was
+        taken), from any event loop. `TimeoutError` after `timeout` seconds."""
+        future = self._outputs.take(thread)
+        try:
+            async with asyncio.timeout(timeout):
+                return await asyncio.wrap_future(future)
+        finally:
+            if not future.done() or future.cancelled():
+                self._outputs.forget(thread, future)
+
+    def wait(self, thread: str, *, timeout: float | None = None) -> Resumed:
+        """`resumed`, from synchronous code (while `start` works in the background)."""
+        future = self._outputs.take(thread)
+        try:
+            return future.result(timeout)
+        except TimeoutError:
+            self._outputs.forget(thread, future)
+            raise
 
     async def work(self, *, poll_interval: float = 1.0, concurrency: int = 8) -> None:
         """Resume pauses as they become ready, until cancelled (on the bridge's loop)."""
@@ -580,7 +614,20 @@ class Resumer:
             return False
         await store.release_pause(pause.id, owner=self.owner, status="done", now=_now())
         self.runs.gate.notifier.notify(pause.id)
+        if isinstance(went_on, Resumed):
+            await self._deliver(replace(went_on, pause=pause.id, origin=pause.origin))
         return True
+
+    async def _deliver(self, resumed: Resumed) -> None:
+        self._outputs.put(resumed)
+        if self.on_resumed is None:
+            return
+        try:
+            called = self.on_resumed(resumed)
+            if inspect.isawaitable(called):
+                await called
+        except Exception:  # the app's callback: the pause is done whatever it does
+            logger.exception("on_resumed failed for %s thread %s", resumed.origin, resumed.thread)
 
     @contextlib.asynccontextmanager
     async def running(self, *, poll_interval: float = 1.0) -> AsyncIterator[Resumer]:

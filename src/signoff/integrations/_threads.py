@@ -10,8 +10,9 @@ import contextlib
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from signoff.gate.external import LEASE, ExternalRuns, Pause, Resumer
+from signoff.gate.external import LEASE, ExternalRuns, Pause, Resumed, Resumer
 from signoff.gate.once import owner_alive
 
 __all__ = ["Hold", "appender", "busy", "now", "renew_while", "resumer", "unmarked"]
@@ -84,15 +85,23 @@ async def renew_while(
     return True
 
 
-def resumer(runs: ExternalRuns, resume: Callable[[str], Awaitable[bool]]) -> Resumer:
+def resumer(
+    runs: ExternalRuns,
+    resume: Callable[[str], Awaitable[tuple[Any, bool]]],
+    on_resumed: Callable[[Resumed], Any] | None = None,
+) -> Resumer:
     """A `Resumer` that calls `resume(thread)` for each pause of `runs`' origin once every call
-    it waits on is decided; `resume` says whether the pause is over (False: another process
-    holds the thread, or nothing it waits on is decided — the pause waits on)."""
+    it waits on is decided; `resume` returns what the run returned (None: it did not run it)
+    and whether the pause is over (False: another process holds the thread, or nothing it
+    waits on is decided — the pause waits on)."""
 
-    async def go_on(pause: Pause) -> bool:
-        return await resume(pause.thread_id)
+    async def go_on(pause: Pause) -> Resumed | bool:
+        output, over = await resume(pause.thread_id)
+        if not over:
+            return False
+        return True if output is None else Resumed(pause.thread_id, output)
 
-    return Resumer(runs, go_on)
+    return Resumer(runs, go_on, on_resumed=on_resumed)
 
 
 class Hold:

@@ -43,7 +43,7 @@ from signoff.errors import (
     SignoffError,
 )
 from signoff.gate.answers import blocked_text, edited_text
-from signoff.gate.external import ExternalRuns, Pause, Resumer, connect
+from signoff.gate.external import ExternalRuns, Pause, Resumed, Resumer, connect
 from signoff.integrations._threads import Hold, busy, now
 from signoff.types import Approve, Decision, Reject, ToolCall
 
@@ -222,21 +222,22 @@ class SignoffAgent:
         """`resume` from synchronous code (not inside a running event loop)."""
         return asyncio.run(self.resume(session_id, **kwargs))
 
-    def resumer(self) -> Resumer:
+    def resumer(self, *, on_resumed: Callable[[Resumed], Any] | None = None) -> Resumer:
         """A `Resumer` that continues this agent's paused runs once every call a pause waits on
         is decided — in any channel, with no code of the user's: ``.start()`` it next to the
-        app, or ``await ....work()`` in a task."""
+        app, or ``await ....work()`` in a task. Each continued run's `RunOutput` reaches
+        `on_resumed`, and ``wait(session_id)`` / ``await resumed(session_id)``."""
 
-        async def go_on(pause: Pause) -> None:
+        async def go_on(pause: Pause) -> Resumed | None:
             thread, run_id = pause.thread_id, pause.data.get("run_id")
-            if await self.resume(thread, run_id=run_id) is None and await self._paused(
-                thread, run_id
-            ):
+            out = await self.resume(thread, run_id=run_id)
+            if out is None and await self._paused(thread, run_id):
                 # Another process holds the session: the pause is tried again (it may have
                 # read a call as undecided before its decision came).
                 raise ConflictError(f"session {thread!r} is being continued elsewhere")
+            return None if out is None else Resumed(thread, out)
 
-        return Resumer(self.runs, go_on)
+        return Resumer(self.runs, go_on, on_resumed=on_resumed)
 
     # -- DCAF's wire format ----------------------------------------------------------------
 

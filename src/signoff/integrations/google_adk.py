@@ -21,7 +21,7 @@ again in each invocation that the confirmation reaches; the ledger keeps it to o
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
@@ -34,7 +34,7 @@ from signoff.errors import (
     OutcomeUnknown,
 )
 from signoff.gate.answers import blocked_text, edited_text
-from signoff.gate.external import LEASE, ExternalRuns, Held, Pause, Resumer, connect
+from signoff.gate.external import LEASE, ExternalRuns, Held, Pause, Resumed, Resumer, connect
 from signoff.types import Approve, Decision, Reject, ToolCall
 
 try:
@@ -339,31 +339,38 @@ class SignoffPlugin(BasePlugin):
             )
         return None
 
-    def resumer(self, runner: Runner) -> Resumer:
+    def resumer(
+        self, runner: Runner, *, on_resumed: Callable[[Resumed], Any] | None = None
+    ) -> Resumer:
         """A `Resumer` that sends `runner` the confirmations of a paused session once every call
-        it waits on is decided — in any signoff channel."""
+        it waits on is decided — in any signoff channel. The events of each resumed invocation
+        (a list) reach `on_resumed`, and ``wait(session_id)`` / ``await resumed(session_id)``."""
 
-        async def resume(pause: Pause) -> None:
+        async def resume(pause: Pause) -> Resumed | None:
             data = pause.data
             session = await runner.session_service.get_session(
                 app_name=data["app"], user_id=data["user"], session_id=data["session"]
             )
+            events: list[Event] | None = None
             if session is not None:
                 message = confirmations(data["confirmations"])
                 token = _RESUMING.set(pause.id)
                 try:
-                    async for _event in runner.run_async(
-                        user_id=data["user"], session_id=data["session"], new_message=message
-                    ):
-                        pass
+                    events = [
+                        event
+                        async for event in runner.run_async(
+                            user_id=data["user"], session_id=data["session"], new_message=message
+                        )
+                    ]
                 finally:
                     _RESUMING.reset(token)
             else:  # not this runner's (an agent run as a tool keeps its session in memory)
                 logger.warning("no session %s of %s for the pause %s: not resumed",
                                data["session"], data["app"], pause.id)  # fmt: skip
             await self.runs.went_on(list(data["confirmations"].values()))
+            return None if events is None else Resumed(data["session"], events)
 
-        return Resumer(self.runs, resume)
+        return Resumer(self.runs, resume, on_resumed=on_resumed)
 
 
 def confirmations(asked: dict[str, str]) -> types.Content:

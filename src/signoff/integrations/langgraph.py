@@ -36,7 +36,7 @@ from signoff.errors import (
     OutcomeUnknown,
 )
 from signoff.gate.answers import answer_text, blocked_text, edited_text
-from signoff.gate.external import ExternalRuns, Held, Resumer, connect
+from signoff.gate.external import ExternalRuns, Held, Resumed, Resumer, connect
 from signoff.gate.once import Claim, Recorded
 from signoff.integrations._hitl import MARK, interrupt_value, response_schema, resume_decisions
 from signoff.integrations._pauses import RESUMING, Continuation
@@ -694,16 +694,24 @@ def gated(
 # -- resuming from any channel -------------------------------------------------------------
 
 
-def resumer(graph: Any, runs: ExternalRuns, *, use_async: bool | None = None) -> Resumer:
+def resumer(
+    graph: Any,
+    runs: ExternalRuns,
+    *,
+    use_async: bool | None = None,
+    on_resumed: Callable[[Resumed], Any] | None = None,
+) -> Resumer:
     """A `Resumer` that resumes `graph`'s paused threads once every held call of a pause is
     decided — in the web inbox, the API, the terminal, Slack — with no code of the user's:
     ``resumer(graph, runs).start()`` next to the app, or ``await ....work()`` in a task.
     Synchronous graphs (a sync checkpointer: ``SqliteSaver``, ``PostgresSaver``) resume on a
-    worker thread; async ones (``AsyncSqliteSaver``, ``AsyncPostgresSaver``) on the loop."""
+    worker thread; async ones (``AsyncSqliteSaver``, ``AsyncPostgresSaver``) on the loop. The
+    graph's state each resume ends with (what ``invoke`` returns) reaches `on_resumed`, and
+    ``wait(thread_id)`` / ``await resumed(thread_id)``."""
     if use_async is None:
         use_async = type(getattr(graph, "checkpointer", None)).__name__.startswith("Async")
 
-    async def resume(pause: Any) -> None:
+    async def resume(pause: Any) -> Resumed | None:
         user = pause.data.get("user_id")
         configurable = {"thread_id": pause.thread_id} | ({"user_id": user} if user else {})
         config: RunnableConfig = {"configurable": configurable}
@@ -713,20 +721,21 @@ def resumer(graph: Any, runs: ExternalRuns, *, use_async: bool | None = None) ->
             state = await asyncio.to_thread(graph.get_state, config, subgraphs=True)
         ids = [i.id for i in _interrupts(state) if _pause_of(i.value) == pause.id]
         if not ids:
-            return  # the thread went on past this pause already
+            return None  # the thread went on past this pause already
         command: Command[Any] = Command(resume={i: {MARK: {"pause": pause.id}} for i in ids})
         # The invocation goes on under this resumer's claim of the pause (its nodes see this
         # context): another invocation resuming the same checkpoint finds the pause taken.
         token = RESUMING.set((pause.id, pause.lease_owner or ""))
         try:
             if use_async:
-                await graph.ainvoke(command, config)
+                output = await graph.ainvoke(command, config)
             else:
-                await asyncio.to_thread(graph.invoke, command, config)
+                output = await asyncio.to_thread(graph.invoke, command, config)
         finally:
             RESUMING.reset(token)
+        return Resumed(pause.thread_id, output)
 
-    return Resumer(runs, resume)
+    return Resumer(runs, resume, on_resumed=on_resumed)
 
 
 def _interrupts(state: Any) -> list[Any]:

@@ -35,7 +35,7 @@ from signoff.errors import (
     OutcomeUnknown,
 )
 from signoff.gate.answers import answer_text, blocked_text, edited_text
-from signoff.gate.external import LEASE, ExternalRuns, Held, Resumer, connect
+from signoff.gate.external import LEASE, ExternalRuns, Held, Resumed, Resumer, connect
 from signoff.integrations._threads import Hold, appender, busy, now, resumer, unmarked
 from signoff.types import ToolCall
 
@@ -192,14 +192,12 @@ class SignoffAgent:
         """`resume` from synchronous code (not inside a running event loop)."""
         return asyncio.run(self.resume(thread, **kwargs))
 
-    def resumer(self) -> Resumer:
+    def resumer(self, *, on_resumed: Callable[[Resumed], Any] | None = None) -> Resumer:
         """A `Resumer` that resumes this agent's waiting threads once every call a pause waits
         on is decided — in any channel, with no code of the user's: ``.start()`` it next to
-        the app, or ``await ....work()`` in a task."""
-        return resumer(self.runs, self._went_on)
-
-    async def _went_on(self, thread: str) -> bool:
-        return (await self._resume(thread))[1]
+        the app, or ``await ....work()`` in a task. Each resumed run's `AgentRunResult`
+        reaches `on_resumed`, and ``wait(thread)`` / ``await resumed(thread)``."""
+        return resumer(self.runs, self._resume, on_resumed)
 
     def _appender(self, thread: str, after: int) -> Callable[[Sequence[str]], Awaitable[bool]]:
         return appender(self.runs, ORIGIN, thread, after)

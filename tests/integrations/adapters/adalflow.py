@@ -25,7 +25,7 @@ from adalflow.core.func_tool import FunctionTool  # isort: skip
 from adalflow.core.model_client import ModelClient  # isort: skip
 from adalflow.core.types import GeneratorOutput, ModelType  # isort: skip
 
-from signoff.gate.external import ExternalRuns
+from signoff.gate.external import ExternalRuns, Resumed, Resumer
 from signoff.integrations.adalflow import ORIGIN, SignoffPermissions, connect
 from tests.deadline import HANG
 from tests.integrations.scenarios import (
@@ -162,6 +162,15 @@ class AdalFlowAdapter:
         """The run goes on by itself once its call is decided: wait for its next wait or its
         end."""
         return await self._next(thread)
+
+    def resumer(self, thread: str, *, on_resumed: Callable[[Resumed], Any]) -> Resumer:
+        raise NotSupported(
+            "an AdalFlow run is not durable: it waits in memory for its decision and goes on "
+            "by itself, so nothing resumes it (its runner returns the output)"
+        )
+
+    def text(self, output: Any) -> str | None:
+        raise NotSupported("no resumer")
 
     async def send(self, thread: str, approve: bool, *, user: str | None) -> Outcome:
         raise NotSupported(NO_PAYLOAD)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from agno.models.response import ModelResponse
 from agno.run.agent import RunOutput
 
 from signoff.errors import ForbiddenError
-from signoff.gate.external import ExternalRuns
+from signoff.gate.external import ExternalRuns, Resumed, Resumer
 from signoff.integrations.agno import ORIGIN, SignoffAgent, connect
 from tests.integrations.scenarios import (
     POLICY,
@@ -119,6 +119,12 @@ class AgnoAdapter:
         """As `SignoffAgent.resumer` does: the session's paused run, continued."""
         out = await self._agents[thread].resume(thread)
         return self._outcome(out or await self._last(thread))
+
+    def resumer(self, thread: str, *, on_resumed: Callable[[Resumed], Any]) -> Resumer:
+        return self._agents[thread].resumer(on_resumed=on_resumed)
+
+    def text(self, output: Any) -> str | None:
+        return self._outcome(output).text
 
     async def send(self, thread: str, approve: bool, *, user: str | None) -> Outcome:
         """DCAF's message deciding every waiting call, as the person the app authenticated."""

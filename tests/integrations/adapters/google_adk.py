@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import json
 import sqlite3
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from google.adk.sessions.sqlite_session_service import SqliteSessionService
 from google.adk.tools.function_tool import FunctionTool
 from google.genai import types
 
-from signoff.gate.external import ExternalRuns
+from signoff.gate.external import ExternalRuns, Resumed, Resumer
 from signoff.integrations.google_adk import CONFIRMATION, ORIGIN, SignoffPlugin, connect
 from tests.integrations.scenarios import (
     POLICY,
@@ -146,6 +146,15 @@ class GoogleAdkAdapter:
         if pause is not None:
             await self.runs.bridge.arun(plugin.resumer(runner).resume_ready(pause.id))
         return await self._outcome(thread)
+
+    def resumer(self, thread: str, *, on_resumed: Callable[[Resumed], Any]) -> Resumer:
+        runner, plugin = self._runners[thread]
+        return plugin.resumer(runner, on_resumed=on_resumed)
+
+    def text(self, output: Any) -> str | None:
+        texts = [p.text for e in output for p in (e.content.parts if e.content else None) or []
+                 if p.text]  # fmt: skip
+        return texts[-1] if texts else None
 
     async def send(self, thread: str, approve: bool, *, user: str | None) -> Outcome:
         """An ADK client's answer to the confirmations (kagent's UI), taken as the session's

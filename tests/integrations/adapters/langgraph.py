@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import tools_condition
 from langgraph.types import Command
 
-from signoff.gate.external import ExternalRuns
+from signoff.gate.external import ExternalRuns, Resumed, Resumer
 from signoff.integrations.langchain import SignoffMiddleware, connect
 from signoff.integrations.langgraph import MARK, ApprovalToolNode, resumer
 from tests.integrations.lc_app import checkpointer
@@ -134,6 +134,12 @@ class LangChainAdapter:
         if state.interrupts:
             return Outcome(paused=True)
         return self._outcome(dict(state.values))
+
+    def resumer(self, thread: str, *, on_resumed: Callable[[Resumed], Any]) -> Resumer:
+        return resumer(self._agent(thread), self.runs, on_resumed=on_resumed)
+
+    def text(self, output: Any) -> str | None:
+        return self._outcome(output).text
 
     async def send(self, thread: str, approve: bool, *, user: str | None) -> Outcome:
         agent, config = self._agent(thread), self._config(thread, user)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,7 @@ from mcp import Client, types
 from mcp.shared.exceptions import MCPError
 
 from signoff.gate import Gate
-from signoff.gate.external import ExternalRuns
+from signoff.gate.external import ExternalRuns, Resumed, Resumer
 from signoff.protocols.mcp.gateway import ORIGIN, Gateway
 from signoff.protocols.mcp.settings import GatewaySettings, UpstreamSpec
 from signoff.protocols.mcp.upstream import Upstream
@@ -116,6 +116,15 @@ class MCPGatewayAdapter:
         """A held call goes on by itself once it is decided: wait for the next wait or the
         end."""
         return await self._next(thread)
+
+    def resumer(self, thread: str, *, on_resumed: Callable[[Resumed], Any]) -> Resumer:
+        raise NotSupported(
+            "the gateway's client repeats its request (or waits on it): the answer goes to the "
+            "client, and no run of the gateway's is resumed"
+        )
+
+    def text(self, output: Any) -> str | None:
+        raise NotSupported("no resumer")
 
     async def send(self, thread: str, approve: bool, *, user: str | None) -> Outcome:
         """Answer the gateway's dialog for each waiting call, as the person at the client."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ from agents import Agent, Model, ModelResponse, Usage, function_tool, set_tracin
 from agents.testing import assistant_message, function_call
 from sqlalchemy import update
 
-from signoff.gate.external import ExternalRuns
+from signoff.gate.external import ExternalRuns, Resumed, Resumer
 from signoff.integrations.openai_agents import ORIGIN, SignoffAgent, connect
 from signoff.store import schema
 from tests.integrations.scenarios import (
@@ -100,6 +100,12 @@ class OpenAIAgentsAdapter:
         """As the resumer does (`SignoffAgent.resumer` calls the same resume)."""
         await self._agents[thread].resume(thread)
         return await self._outcome(thread)
+
+    def resumer(self, thread: str, *, on_resumed: Callable[[Resumed], Any]) -> Resumer:
+        return self._agents[thread].resumer(on_resumed=on_resumed)
+
+    def text(self, output: Any) -> str | None:
+        return str(output.final_output)
 
     async def send(self, thread: str, approve: bool, *, user: str | None) -> Outcome:
         raise NotSupported(

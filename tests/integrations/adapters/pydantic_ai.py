@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_core import to_json
 from sqlalchemy import update
 
-from signoff.gate.external import ExternalRuns
+from signoff.gate.external import ExternalRuns, Resumed, Resumer
 from signoff.integrations.pydantic_ai import ORIGIN, SignoffAgent, connect
 from signoff.store import schema
 from tests.integrations.scenarios import (
@@ -85,6 +85,12 @@ class PydanticAIAdapter:
         """As the resumer does (`SignoffAgent.resumer` calls the same resume)."""
         await self._agents[thread].resume(thread)
         return await self._outcome(thread)
+
+    def resumer(self, thread: str, *, on_resumed: Callable[[Resumed], Any]) -> Resumer:
+        return self._agents[thread].resumer(on_resumed=on_resumed)
+
+    def text(self, output: Any) -> str | None:
+        return str(output.output)
 
     async def send(self, thread: str, approve: bool, *, user: str | None) -> Outcome:
         raise NotSupported(
