@@ -16,6 +16,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +30,8 @@ from tests.test_docs import _BLOCK, GUIDES, ROOT, files
 from tests.web.conftest import FLAGS, TIMEOUT, chromium, screenshot
 
 GETTING_STARTED = ROOT / "docs" / "getting-started.md"
-PAGES = [GETTING_STARTED, *GUIDES]
+PAGES = [*GUIDES, GETTING_STARTED]
+"""In the order the tests take them."""
 DOCUMENTED = "http://127.0.0.1:8000"
 """Where the pages' server listens; the tests' listens on a free port (``SIGNOFF_PORT=0``)."""
 
@@ -113,26 +115,34 @@ def environment() -> dict[str, str]:
 class App:
     """``python app.py`` as a page runs it, in the server's folder."""
 
-    def __init__(self, setup: SetUp, served: Served, env: dict[str, str]) -> None:
+    def __init__(self, setup: SetUp, served: Served) -> None:
         for name, body in setup.files.items():
             (served.folder / name).write_text(body, encoding="utf-8")
+        env = environment()
+        if "adalflow" in setup.files["app.py"]:
+            env = offline_tiktoken(served.folder, env)
         self.setup = setup
-        self.served = served
+        self.errors = tempfile.TemporaryFile("w+")  # noqa: SIM115 - closed by close()
         self.process = subprocess.Popen(
             [sys.executable, *setup.app], cwd=served.folder, env=env,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE, stderr=self.errors, text=True,
         )  # fmt: skip
         self.said: list[str] = []
+        self.approval: str | None = None
 
-    def waiting(self) -> str:
-        """The id of the approval the app says it waits for, once it has said so."""
+    def waits(self) -> str | None:
+        """The id of the approval the app says it waits for, once it has said so; None if it
+        ended first."""
         assert self.process.stdout is not None
         pattern = re.escape(self.setup.prints[0]).replace("ID", r"(?P<id>[\w-]+)")
-        while not self.said or not (found := re.fullmatch(pattern, self.said[-1])):
+        while self.approval is None:
             line = self.process.stdout.readline()
-            assert line, self.failed()
+            if not line:
+                return None
             self.said.append(line.rstrip("\n"))
-        return found["id"]
+            if found := re.fullmatch(pattern, self.said[-1]):
+                self.approval = found["id"]
+        return self.approval
 
     def finished(self, approval: str) -> None:
         """The app exits 0, having printed what its page says."""
@@ -147,23 +157,63 @@ class App:
 
     def failed(self) -> str:
         self.process.wait(timeout=HANG)
-        assert self.process.stderr is not None
-        return "\n".join([*self.said, self.process.stderr.read()])
+        self.errors.seek(0)
+        return "\n".join([*self.said, self.errors.read()])
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=HANG)
+        assert self.process.stdout is not None
+        self.process.stdout.close()
+        self.errors.close()
 
 
-@pytest.mark.parametrize("page", [p.name for p in GUIDES])
+class Apps:
+    """The pages' apps, each started when its predecessor has said that it waits (so has long
+    read its ``app.py``, which the next one's overwrites): one starts while the last is decided
+    and resumed."""
+
+    def __init__(self, served: Served) -> None:
+        self.served = served
+        self.started: dict[Path, App] = {}
+        self.last: App | None = None
+
+    def start(self, page: Path) -> App:
+        if page not in self.started:
+            if self.last is not None:
+                self.last.waits()
+            self.last = self.started[page] = App(set_up(page), self.served)
+        return self.started[page]
+
+    def take(self, page: Path) -> tuple[App, str]:
+        """`page`'s app once it waits, and the approval it waits for; the next page's starts."""
+        app = self.start(page)
+        approval = app.waits()
+        assert approval is not None, app.failed()
+        later = PAGES[PAGES.index(page) + 1 :]
+        if (following := next((p for p in later if p not in self.started), None)) is not None:
+            self.start(following)
+        return app, approval
+
+
+@pytest.fixture(scope="module")
+def apps(served: Served) -> Iterator[Apps]:
+    started = Apps(served)
+    yield started
+    for app in started.started.values():
+        app.close()
+
+
+@pytest.mark.parametrize("page", GUIDES, ids=lambda page: page.name)
 def test_a_guide_s_app_prints_its_resumed_run_s_answer_once_its_call_is_approved(
-    page: str, served: Served
+    page: Path, served: Served, apps: Apps
 ):
-    setup = set_up(ROOT / "docs" / "integrations" / page)
+    setup = set_up(page)
     assert setup.files["signoff.yaml"] == served.setup.files["signoff.yaml"]
     assert setup.serve == served.setup.serve
-    env = environment()
-    if "adalflow" in setup.files["app.py"]:
-        env = offline_tiktoken(served.folder, env)
-    app = App(setup, served, env)
-    approval = app.waiting()
-    assert setup.approve is not None, f"{page} shows how to approve from a terminal"
+    assert setup.approve is not None, f"{page.name} shows how to approve from a terminal"
+    app, approval = apps.take(page)
     argv = [a.replace("ID", approval).replace(DOCUMENTED, served.url) for a in setup.approve]
     approved = subprocess.run(
         [*signoff_command(), *argv], cwd=served.folder, env=environment(),
@@ -191,10 +241,9 @@ def offline_tiktoken(folder: Path, env: dict[str, str]) -> dict[str, str]:
 
 
 def test_getting_started_runs_as_written_and_approve_in_the_inbox_prints_the_answer(
-    served: Served,
+    served: Served, apps: Apps
 ):
-    app = App(served.setup, served, environment())
-    approval = app.waiting()
+    app, approval = apps.take(GETTING_STARTED)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium(), args=FLAGS)
         try:
