@@ -243,9 +243,10 @@ def offline_tiktoken(folder: Path, env: dict[str, str]) -> dict[str, str]:
 def test_getting_started_runs_as_written_and_approve_in_the_inbox_prints_the_answer(
     served: Served, apps: Apps
 ):
+    path = chromium()
     app, approval = apps.take(GETTING_STARTED)
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium(), args=FLAGS)
+        browser = playwright.chromium.launch(executable_path=path, args=FLAGS)
         try:
             page = browser.new_page(viewport={"width": 1200, "height": 900})
             page.goto(served.url)  # the inbox, as the page says: the link goes to its card too
