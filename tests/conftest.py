@@ -1,17 +1,36 @@
-"""Shared fixtures: a fresh store on each backend. PostgreSQL is this machine's real server."""
+"""Shared fixtures: a fresh store on each backend (PostgreSQL is this machine's real server); and
+a user data folder of the suite's own, so that no command a test runs finds the user's demo."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
 from signoff.store import SQLStore, open_store
 from tests.deadline import HANG
+
+USER_SETTINGS = ("SIGNOFF_SERVER", "SIGNOFF_TOKEN", "SIGNOFF_DATABASE_URL", "SIGNOFF_CONFIG")
+"""What a user's shell may set to point the commands somewhere: no test inherits it."""
+
+
+@pytest.fixture(autouse=True, scope="session")
+def own_user_data_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The user data folder of every command the suite runs, in process or as a subprocess:
+    a demo the user runs (``make demo``) announces itself in theirs, where ``signoff approve``,
+    ``inbox``, ``grants`` … with no flags would find it, and a demo a test runs without
+    ``--data-dir`` would announce itself there in turn."""
+    folder = tmp_path_factory.mktemp("user-data")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_DATA_HOME", str(folder))
+        for name in USER_SETTINGS:
+            patch.delenv(name, raising=False)
+        yield folder
+
 
 PG_ADMIN = os.environ.get("SIGNOFF_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 

@@ -18,10 +18,20 @@ from pathlib import Path
 
 from tests.deadline import HANG
 
-__all__ = ["signoff_command", "signoff_server", "websocket_handshake"]
+__all__ = ["signoff_command", "signoff_server", "typed_here", "websocket_handshake"]
 
 ZYGOTE = Path(__file__).with_name("zygote.py")
 _zygote: list[str] = []
+
+
+def typed_here(folder: Path | None = None) -> str:
+    """How a signoff process the tests start (as ``python -m signoff``) in `folder` (default:
+    this one) names itself in the commands it tells a person to run."""
+    import signoff
+    from signoff.cli.program import typed
+
+    main = str(Path(signoff.__file__).with_name("__main__.py"))
+    return typed(main, search=os.environ.get("PATH"), folder=str(folder or os.getcwd()))
 
 
 def signoff_command() -> list[str]:
@@ -43,6 +53,17 @@ def signoff_command() -> list[str]:
         atexit.register(_stop, zygote)
         _zygote.append(path)
     return [sys.executable, "-S", str(ZYGOTE), _zygote[0]]
+
+
+async def signoff_says(*args: str, cwd: Path | None = None) -> tuple[int, str, str]:
+    """What ``signoff ARGS``, run as a command in `cwd`, exits with and prints (out, err)."""
+    process = await asyncio.create_subprocess_exec(
+        *signoff_command(), *args, cwd=cwd,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await process.communicate()
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
 
 
 def _stop(zygote: subprocess.Popen[bytes]) -> None:

@@ -113,6 +113,9 @@ class Verdict:
     """Roles allowed to decide a held call; empty means anyone who may decide."""
     forbid_self_approval: bool = False
     """When true, the principal that started the run may not decide its calls."""
+    destructive: bool = False
+    """When true, the rule marks the call as one that cannot be undone: a person confirms
+    before approving it."""
     rule_digest: str | None = None
     """A hash of what the deciding rule (or default) says, wherever it stands: a grant left
     under an asked call binds to it, so an edited or replaced rule never inherits the grant."""
@@ -267,6 +270,9 @@ class Approval:
     expires_at: datetime | None = None
     approvers: tuple[str, ...] = ()
     forbid_self_approval: bool = False
+    destructive: bool = False
+    """Whether the rule that asked marks the call as one that cannot be undone
+    (`Verdict.destructive`)."""
     decided_by: str | None = None
     decided_at: datetime | None = None
     decision: Decision | None = None
@@ -439,6 +445,7 @@ def approval_to_dict(approval: Approval) -> dict[str, Any]:
         "rule": approval.rule,
         "reason": approval.reason,
         "approvers": list(approval.approvers),
+        "destructive": approval.destructive,
         "origin": approval.origin,
         "requested_by": approval.requested_by,
         "requested_at": iso(approval.requested_at),

@@ -157,7 +157,11 @@ async def test_a_call_approved_in_the_app_runs_once_decided_by_the_token_s_princ
     assert any(t.startswith("agent ops · started by olga · rule rules[0] · asked ") for t in texts)
     assert app.caption[0].value == "1 call waits"
 
-    app = await run(app.button(key=f"signoff:{held}:approve").click())
+    # Approve is not the theme's primary (red) button; Reject is the red one, in any theme.
+    approve, reject = (app.button(key=f"signoff:{held}:{name}") for name in ("approve", "reject"))
+    assert (approve.proto.type, approve.proto.icon) == ("secondary", ":material/check:")
+    assert (reject.proto.type, reject.proto.label) == ("secondary", ":red[Reject]")
+    app = await run(approve.click())
     assert [s.value for s in app.success] == ["Approved delete_pod, as olga."]
     assert [i.value for i in app.info] == ["No call waits for a decision."]
     approval = await signoff.approval(held)
@@ -251,17 +255,18 @@ async def test_approve_always_for_the_thread_lets_its_next_identical_call_throug
     app = await run(inbox(signoff.url, token=TOKEN))
     scopes = app.radio(key=f"signoff:{held}:scope")
     assert scopes.options == [
-        "this run, when its requester makes them",
-        "this thread, when its requester makes them",
+        "this run only (its later turns), when its requester makes them",
+        "this conversation (thread), when its requester makes them",
         "any run or thread, whoever makes them",
         "everywhere, whoever makes them",
     ]
-    scopes.set_value("thread")
+    # A conversation's next message is a new run: the thread is where a grant fires again.
+    assert scopes.value == "thread"
     assert app.checkbox(key=f"signoff:{held}:any_args").value is False  # these arguments only
     app = await run(app.button(key=f"signoff:{held}:always").click())
     assert [s.value for s in app.success] == [
-        "Approved delete_pod, and from now on its calls with these arguments in this thread, "
-        "when its requester makes them, as olga."
+        "Approved delete_pod, and from now on its calls with these arguments in this "
+        "conversation (thread), when its requester makes them, as olga."
     ]
     await signoff.finished(first_run)
     [grant] = (await signoff.client.get("/v1/grants", params={"tool": "delete_pod"})).json()[

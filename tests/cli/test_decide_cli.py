@@ -23,7 +23,8 @@ from signoff.errors import NotFoundError, SignoffError
 from signoff.gate import CheckContext, Gate
 from signoff.store import open_store
 from signoff.types import Approval
-from tests.processes import signoff_command
+from tests.cli.test_inbox_cli import reasons
+from tests.processes import signoff_command, typed_here
 
 
 def signoff(*args: str) -> tuple[int, str, str]:
@@ -67,13 +68,57 @@ def test_approve_and_reject_on_a_database_as_a_named_decider(store_url: str):
     assert "already approved" in err or "conflict" in err.lower(), err
 
 
+async def decided_at(url: str, approval_id: str) -> str:
+    async with open_store(url) as store:
+        moment = (await store.get_approval(approval_id)).decided_at
+    assert moment is not None
+    return f"{moment.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+
+
+def test_a_decision_on_a_call_no_longer_pending_says_how_it_was_decided_and_fails(
+    store_url: str,
+):
+    first, second = asyncio.run(held(store_url, 2))
+    decider = ("--database", store_url, "--as", "olga", "--role", "ops")
+    assert signoff("approve", first, *decider)[0] == 0
+    when = asyncio.run(decided_at(store_url, first))
+    already = f"error: {first} (delete_pod): already approved by olga at {when}; nothing changed"
+    assert signoff("approve", first, *decider) == (1, "", already)
+    assert signoff("approve", first[-8:], *decider, "--as", "bob") == (1, "", already)
+    assert signoff("reject", first, "no", *decider) == (1, "", already)
+    assert signoff("reject", second, "no", *decider)[0] == 0
+    when = asyncio.run(decided_at(store_url, second))
+    assert signoff("approve", second, *decider) == (
+        1, "", f"error: {second} (delete_pod): already rejected by olga at {when}; nothing changed",
+    )  # fmt: skip
+
+
 def test_approve_and_reject_take_a_short_id_the_end_of_the_approval_s_id(store_url: str):
     first, second = asyncio.run(held(store_url, 2))
     decider = ("--database", store_url, "--as", "olga", "--role", "ops")
     code, out, err = signoff("approve", first[-8:], *decider)
     assert (code, out, err) == (0, f"{first}: approved by olga (delete_pod)\n", "")
-    code, out, err = signoff("reject", second[-12:], "--reason", "p1 serves traffic", *decider)
+    code, out, err = signoff("reject", second[-12:], "p1 serves traffic", *decider)
     assert (code, out, err) == (0, f"{second}: rejected by olga (delete_pod)\n", "")
+
+
+def test_reject_takes_its_reason_after_the_id_or_after_reason_as_the_inbox_does(store_url: str):
+    first, second, third = asyncio.run(held(store_url, 3))
+    decider = ("--database", store_url, "--as", "olga", "--role", "ops")
+    assert signoff("reject", first, "p0 serves traffic", *decider)[0] == 0
+    assert signoff("reject", second, "--reason", "p1 serves traffic", *decider)[0] == 0
+    code, out, err = signoff("reject", third, "one", "--reason", "another", *decider)
+    assert (code, out) == (2, "")
+    assert "Invalid value for REASON: give the reason once" in err
+    code, out, err = signoff("reject", third, *decider)
+    assert (code, out) == (2, "")
+    assert "Invalid value for REASON: why? the agent's model reads it" in err
+    code, help_text, _ = signoff("reject", "--help")
+    assert "reject [OPTIONS] {ID} [REASON]" in help_text
+    assert "--reason" not in help_text  # one form shown: the inbox's
+    assert asyncio.run(reasons(store_url, [first, second, third])) == [
+        "p0 serves traffic", "p1 serves traffic", None,
+    ]  # fmt: skip
 
 
 # Two approvals whose ids end alike, as two made in different milliseconds may, once in 2**32.
@@ -146,7 +191,7 @@ def test_approve_always_covers_the_same_arguments_unless_any_args_and_says_what_
         f"{nginx}: approved by olga (delete_pod)\n"
         'grant: from now on delete_pod with exactly the arguments {"name": "nginx-123"} runs '
         "without asking in thread t1, when carol requests it — while the rule that asked stays "
-        "as it is and the approver keeps a role it needs (signoff grants list)\n"
+        f"as it is and the approver keeps a role it needs ({typed_here()} grants list)\n"
     )
     [(prod_kind, prod), (again, _)] = asyncio.run(judged(store_url, "prod-db-0", "nginx-123"))
     assert (prod_kind, again) == ("hold", "run")
@@ -177,7 +222,7 @@ def test_approve_needs_somewhere_to_decide(tmp_path: Path):
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr == (
         "signoff approve: no server given and no demo running here: pass --server URL "
-        "(with --token) or --database URL, or start one with `signoff demo`\n"
+        f"(with --token) or --database URL, or start one with `{typed_here()} demo`\n"
     )
 
 

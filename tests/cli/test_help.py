@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 import pytest
@@ -47,3 +48,22 @@ def test_no_help_text_is_taken_for_markup(path: tuple[str, ...]):
     texts = [command.help or ""] + [getattr(p, "help", None) or "" for p in command.params]
     for text in texts:
         assert Text.from_markup(text).plain == text, f"rich would show {text!r} cut"
+
+
+WIDTH = 200
+
+
+@pytest.mark.parametrize("path", EVERY)
+def test_a_help_s_paragraphs_wrap_at_the_terminal_s_width_not_at_the_docstring_s(
+    path: tuple[str, ...],
+):
+    result = runner.invoke(app, [*path, "--help"], env={"COLUMNS": str(WIDTH)})
+    text = [line.rstrip() for line in result.output.splitlines() if not line.startswith("│")]
+    for line, following in pairwise(text):
+        if line.strip() and following.strip() and not following.lstrip().startswith("╰"):
+            # The next line's first word would have fit on this one: a break the author made.
+            assert len(line) + 1 + len(following.split()[0]) > WIDTH - 4, (line, following)
+    command = dict(commands(ROOT))[path]
+    shown = {line.strip() for line in text}
+    for paragraph in (command.help or "").split("\n\n"):
+        assert " ".join(paragraph.split()) in shown or len(paragraph) > WIDTH - 4, paragraph

@@ -331,3 +331,27 @@ def test_the_help_and_the_docs_say_how_many_calls_a_page_lists():
     assert f"It lists the newest {PAGE} calls waiting; `more` lists the {PAGE} before" in shown
     docs = " ".join((Path(__file__).parents[2] / "docs" / "server.md").read_text().split())
     assert f"the newest {PAGE} calls waiting, then with `more` the {PAGE} that" in docs
+
+
+async def reasons(url: str, ids: list[str]) -> list[str | None]:
+    async with open_store(url) as store:
+        return [getattr(a.decision, "reason", None) for a in await store.get_approvals(ids)]
+
+
+def test_reject_takes_its_reason_as_signoff_reject_does_after_the_number_or_after_reason(
+    store_url: str,
+):
+    ids = asyncio.run(held(store_url, "p0", "p1", "p2"))
+    terminal = Terminal("inbox", "--database", store_url, "--as", "olga", "--role", "ops")
+    terminal.until("inbox> ")
+    terminal.type("reject 1 p0 serves traffic")
+    assert "rejected by olga" in terminal.until("inbox> ")
+    terminal.type('reject 2 --reason "p1 serves traffic"')
+    assert "rejected by olga" in terminal.until("inbox> ")
+    terminal.type("reject 3 --reason")
+    assert "reject N REASON: the model reads the reason" in terminal.until("inbox> ")
+    terminal.type("reject 3 --reason=p2 serves traffic")
+    assert "rejected by olga" in terminal.until("inbox> ")
+    terminal.type("quit")
+    assert terminal.close() == 0
+    assert asyncio.run(reasons(store_url, ids)) == [f"p{n} serves traffic" for n in range(3)]

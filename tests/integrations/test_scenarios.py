@@ -5,7 +5,6 @@ is the core's, so every adapter passes the same scenarios."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import importlib
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -18,7 +17,9 @@ from signoff.errors import ForbiddenError, InvalidEditError
 from signoff.gate.external import Resumed
 from tests.conftest import fresh_postgres_database
 from tests.deadline import HANG
+from tests.integrations.inbox import inbox_api
 from tests.integrations.scenarios import (
+    POLICY,
     REQUESTER,
     Adapter,
     Call,
@@ -46,16 +47,24 @@ APPROVER = "bob"
 
 @pytest.fixture(params=[(name, store) for name in ADAPTERS for store in ("sqlite", "postgres")],
                 ids=lambda p: f"{p[0]}-{p[1]}")  # fmt: skip
-async def adapter(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Adapter]:
-    name, store = request.param
+async def database(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    """The database of the adapter's signoff (the adapter the fixture's parameter names)."""
+    if request.param[1] == "sqlite":
+        yield f"sqlite:///{tmp_path / 'signoff.db'}"
+    else:
+        async with fresh_postgres_database() as database:
+            yield database
+
+
+@pytest.fixture
+async def adapter(
+    request: pytest.FixtureRequest, database: str, tmp_path: Path
+) -> AsyncIterator[Adapter]:
+    name, _ = request.node.callspec.params["database"]
     module_name, _, function = ADAPTERS[name].partition(":")
     opened = getattr(importlib.import_module(module_name), function or "opened")
-    async with contextlib.AsyncExitStack() as stack:
-        if store == "sqlite":
-            database = f"sqlite:///{tmp_path / 'signoff.db'}"
-        else:
-            database = await stack.enter_async_context(fresh_postgres_database())
-        yield await stack.enter_async_context(opened(database, tmp_path))
+    async with opened(database, tmp_path) as adapter:
+        yield adapter
 
 
 async def pending(adapter: Adapter) -> list[Approval]:
@@ -154,6 +163,55 @@ async def test_an_edit_that_breaks_the_tools_schema_or_the_policy_is_refused(
     await decide(adapter, Approve())
     await adapter.resume("t-bad-edit")
     assert executions(adapter.side_effects) == ["transfer 500 acme"]
+
+
+async def test_a_server_on_the_same_database_refuses_an_edit_that_breaks_the_tools_schema(
+    adapter: Adapter, database: str
+) -> None:
+    await adapter.start("t-served-edit", TRANSFER)
+    [approval] = await pending(adapter)
+
+    # `signoff serve` knows no tool of the framework's: the schema kept with the approval
+    # checks the edit when it is decided, not later in the run.
+    async with inbox_api(database, POLICY) as api:
+        refused = await api.post(
+            f"/v1/approvals/{approval.id}/decision",
+            json={"kind": "edit", "args": {"amount": "lots", "to": "acme"}},
+        )
+        shown = (await api.get(f"/v1/approvals/{approval.id}")).json()
+
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["schema_path"] == "properties/amount/type"
+    assert refused.json()["path"] == "/amount"
+    assert shown["status"] == "pending"
+    assert shown["args_schema"]["properties"]["amount"]["type"] == "integer"
+
+
+KEEPS_NO_CONVERSATION = {"adalflow", "mcp-gateway"}
+"""Integrations whose pauses keep no conversation: AdalFlow's run is one synchronous step, the
+MCP gateway's client keeps its own."""
+
+
+async def test_a_server_shows_the_conversation_and_agent_of_a_held_call(
+    adapter: Adapter, database: str
+) -> None:
+    if adapter.name in KEEPS_NO_CONVERSATION:
+        pytest.skip(f"{adapter.name} keeps no conversation with its pauses")
+    await adapter.start("t-conversation", TRANSFER)
+    [approval] = await pending(adapter)
+
+    async with inbox_api(database, POLICY) as api:
+        shown = await api.get(f"/v1/approvals/{approval.id}/conversation")
+
+    assert shown.status_code == 200, shown.text
+    body = shown.json()
+    assert body["thread_id"] == approval.thread_id and body["origin"] == approval.origin
+    assert body["agent"]
+    asked = [m for m in body["messages"] if m.get("tool_calls")]
+    assert asked[-1]["tool_calls"][0]["name"] == "transfer"
+    assert asked[-1]["tool_calls"][0]["args"] == {"amount": 500, "to": "acme"}
+    assert asked[-1]["role"] == "assistant" and asked[-1]["agent"] == body["agent"]
+    assert body["messages"][0]["role"] in ("user", "system")
 
 
 async def test_an_edited_call_runs_with_the_edit_exactly(adapter: Adapter) -> None:

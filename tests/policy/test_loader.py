@@ -317,6 +317,33 @@ def test_per_tool_toggles_take_booleans_verdicts_and_options():
     assert "give exactly one of 'require_approval' or 'verdict'" in problem
 
 
+def test_a_rule_marked_destructive_says_so_in_its_verdict_and_its_place_when_wrong():
+    policy = load(
+        """
+        rules:
+          - ask: drop_table
+            destructive: true
+        tools:
+          delete_pod: {verdict: ask, destructive: true}
+          read_file: {verdict: allow, destructive: true}
+        """
+    )
+    engine = PolicyEngine(policy)
+    assert engine.evaluate(ToolCall(id="1", name="drop_table")).destructive is True
+    assert engine.evaluate(ToolCall(id="1", name="delete_pod")).destructive is True
+    assert engine.evaluate(ToolCall(id="1", name="send_email")).destructive is False
+    assert [str(w) for w in policy.warnings] == [
+        "signoff.yaml:7:31: tools.read_file.destructive: 'destructive' has no effect on a rule "
+        "that does not ask",
+    ]
+    assert policy.rules[0].to_dict()["destructive"] is True  # as it would be written
+    assert Policy.from_dict({"rules": [policy.rules[0].to_dict()]}).rules[0].destructive
+    [problem] = problems("rules:\n  - ask: x\n    destructive: always\n")
+    assert problem == (
+        "signoff.yaml:3:18: rules[0].destructive: destructive must be true or false, not 'always'"
+    )
+
+
 def test_an_unsupported_version_is_refused():
     [problem] = problems("version: 2\n")
     assert problem == "signoff.yaml:1:10: version: unsupported version 2; use 1"

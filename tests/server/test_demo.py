@@ -18,7 +18,13 @@ from signoff.demo.agents import cluster_pods
 from signoff.demo.folder import ADDRESS
 from tests.cli.test_inbox_cli import Terminal
 from tests.deadline import HANG
-from tests.processes import signoff_command, signoff_server, websocket_handshake
+from tests.processes import (
+    signoff_command,
+    signoff_says,
+    signoff_server,
+    typed_here,
+    websocket_handshake,
+)
 
 
 @pytest.fixture
@@ -114,7 +120,7 @@ async def test_a_person_approves_from_the_shell_through_the_server(
     )  # fmt: skip
     _, err = await again.communicate()
     assert again.returncode == 1
-    assert "409" in err.decode()
+    assert "already approved by local at " in err.decode()
 
 
 async def test_a_person_decides_in_the_terminal_inbox_through_the_server(
@@ -192,16 +198,6 @@ async def test_a_body_that_is_not_json_is_told_where_it_stops_being_json(
     assert wrong.json()["problems"][0]["field"] == "body.input"
 
 
-async def signoff_says(*args: str) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        *signoff_command(), *args,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    out, err = await process.communicate()
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
-
-
 async def test_approve_and_the_inbox_find_the_demo_running_here_with_no_flags(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
@@ -236,7 +232,7 @@ async def test_approve_and_the_inbox_find_the_demo_running_here_with_no_flags(
     assert (code, out) == (2, "")
     assert err == (
         "signoff approve: no server given and no demo running here: pass --server URL "
-        "(with --token) or --database URL, or start one with `signoff demo`\n"
+        f"(with --token) or --database URL, or start one with `{typed_here()} demo`\n"
     )
 
 

@@ -16,6 +16,7 @@ import pytest
 
 from signoff.errors import PolicyError
 from signoff.server.config import load_config
+from tests.cli.test_serve_cli import rest_of_banner
 from tests.deadline import HANG
 from tests.processes import signoff_command, signoff_server, websocket_handshake
 
@@ -96,6 +97,22 @@ def test_the_config_sets_the_body_and_argument_limits_and_names_a_bad_one(tmp_pa
     ]
 
 
+def test_the_config_sets_the_inbox_s_undo_window_and_names_a_bad_one(tmp_path: Path):
+    path = tmp_path / "web.yaml"
+    path.write_text("rules: []\n")
+    assert load_config(path).undo_seconds == 5
+    path.write_text("web: {undo_seconds: 0}\nrules: []\n")
+    assert load_config(path).undo_seconds == 0  # no undo: a decision is sent at once
+    assert "web" not in load_config(path).document
+    path.write_text("rules: []\nweb:\n  undo_seconds: 600\n  undo: 1\n")
+    with pytest.raises(PolicyError) as caught:
+        load_config(path)
+    assert str(caught.value).splitlines() == [
+        f"{path}:3:17: web.undo_seconds: web.undo_seconds must be from 0 (no undo) to 60, not 600",
+        f"{path}:4:3: web.undo: unknown key 'undo' in web (expected one of: undo_seconds)",
+    ]
+
+
 def test_allowed_hosts_are_read_as_requests_name_them_and_mistakes_are_placed(tmp_path: Path):
     path = tmp_path / "hosts.yaml"
     path.write_text("allowed_hosts: [Inbox.Internal, '[FD00::5]', 10.0.0.7]\nrules: []\n")
@@ -162,9 +179,14 @@ async def wait_for(client: httpx.AsyncClient, run_id: str, status: str) -> dict[
 
 async def test_serve_needs_the_token_and_runs_the_configured_agents(server: Server, tmp_path: Path):
     async with (
-        server(f"sqlite:///{tmp_path / 'one.db'}") as (url, _),
+        server(f"sqlite:///{tmp_path / 'one.db'}") as (url, process),
         httpx.AsyncClient(base_url=url) as client,
     ):
+        banner = await rest_of_banner(process)  # (without agents or tokens: tests/cli)
+        assert banner[2:4] == [
+            "  agents:     ops",
+            "  auth:       a bearer token from the config's auth.tokens (1)",
+        ]
         assert (await client.get("/v1/agents")).status_code == 401
         started = await client.post(
             "/v1/threads/t/runs", params={"wait": 10}, headers=HEADERS,

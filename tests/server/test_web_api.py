@@ -146,6 +146,12 @@ async def test_me_says_who_and_with_which_roles(store: SQLStore):
         assert anonymous.status_code == 401
 
 
+async def test_the_page_reads_its_undo_window_from_the_server(store: SQLStore):
+    async with client_for(store, [], token="viewer-token") as client:
+        assert (await client.get("/v1/web")).json() == {"undo_seconds": 5}
+        assert (await client.get("/v1/web", headers={"Authorization": ""})).status_code == 401
+
+
 async def test_agents_show_their_model_tools_and_verdicts(store: SQLStore):
     async with client_for(store, []) as client:
         [ops] = (await client.get("/v1/agents")).json()["items"]

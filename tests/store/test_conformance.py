@@ -55,7 +55,7 @@ def record(action: str, subject: str, **data: object) -> AuditRecord:
 async def test_an_approval_round_trips_exactly(store: SQLStore):
     original = approval(
         "a1", expires_at=T0 + timedelta(minutes=30), approvers=("ops",), forbid_self_approval=True,
-        requested_by="bob",
+        destructive=True, requested_by="bob",
     )  # fmt: skip
     await store.create_approvals([original])
     assert await store.get_approval("a1") == original

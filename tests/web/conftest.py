@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Locator, Page, expect, sync_playwright
 
 from tests.deadline import HANG
 from tests.processes import signoff_command
@@ -147,6 +147,18 @@ def screenshot(page: Page, name: str) -> None:
     if os.environ.get("SIGNOFF_SCREENSHOTS"):
         IMAGES.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(IMAGES / f"web-{name}.png"), full_page=True)
+
+
+def send_now(where: Locator) -> None:
+    """Send at once the decision waiting out its undo window in `where` (a card, a turn)."""
+    where.locator("button[data-action=send-now]").click()
+
+
+def confirm(page: Page) -> None:
+    """Approve in the dialog that asks first about a call its rule marks destructive."""
+    dialog = page.locator("dialog#dialog")
+    expect(dialog.locator(".confirm")).to_contain_text("destructive")
+    dialog.locator("button[data-action=submit]").click()
 
 
 def api(url: str, method: str, path: str, **kwargs: Any) -> Any:

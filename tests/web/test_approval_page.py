@@ -8,7 +8,7 @@ import re
 
 from playwright.sync_api import BrowserContext, Page, expect
 
-from tests.web.conftest import TIMEOUT, api, held, screenshot
+from tests.web.conftest import TIMEOUT, api, confirm, held, screenshot, send_now
 
 PHONE = 390
 """Pixels: the width of a small phone's screen."""
@@ -42,6 +42,8 @@ def test_an_approval_s_own_page_opens_from_its_link_and_shows_the_decision_taken
     screenshot(page, "approval")
 
     own.locator("button[data-action=approve]").click()
+    confirm(page)
+    send_now(own)
     expect(own.locator(".badge")).to_have_text("approved", timeout=TIMEOUT)
     expect(own.locator(".decision")).to_contain_text("approved by local")
     expect(own.locator("button")).to_have_count(0)
@@ -86,6 +88,7 @@ def test_an_edit_on_its_own_page_shows_both_argument_sets_and_approve_always_its
     own.locator("button[data-action=always]").click()
     page.check("dialog#dialog input[value=thread]")
     page.click("dialog#dialog button[data-action=submit]")
+    send_now(own)
     expect(own.locator(".badge")).to_have_text("approved", timeout=TIMEOUT)
     grant = page.locator("#approval-grant .grant-note")
     expect(grant).to_contain_text(f"scale_deployment for thread {thread}", timeout=TIMEOUT)

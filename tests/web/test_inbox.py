@@ -19,7 +19,7 @@ from signoff.gate import CheckContext, Gate
 from signoff.server.redact import MASK
 from signoff.store import open_store
 from tests.deadline import HANG
-from tests.web.conftest import TIMEOUT, screenshot
+from tests.web.conftest import TIMEOUT, confirm, screenshot, send_now
 
 
 def start_run(page: Page, url: str, agent: str, text: str) -> str:
@@ -59,8 +59,11 @@ def test_edit_refused_by_the_schema_shows_the_error_then_a_valid_edit_runs(
     dialog.locator("button[data-action=submit]").click()
     error = dialog.locator("[data-path='/replicas'] .field-error")
     expect(error).to_be_visible()
-    expect(error).to_contain_text("500")
-    expect(dialog.locator(".form-error")).to_contain_text("maximum")
+    expect(error).to_contain_text("500 is greater than the maximum of 50")
+    # Said once, by the field: the dialog's own line only points to it.
+    expect(dialog.locator(".form-error")).to_have_text(
+        "Not run: the server refused the field marked above."
+    )
     screenshot(page, "edit-error")
 
     replicas.fill("4")
@@ -153,6 +156,12 @@ def test_approve_all_decides_a_batch_of_three_at_once(page: Page, demo_url: str)
     approve_all = page.locator("button[data-action=approve-all]")
     expect(approve_all).to_have_text("Approve All (3)")
     approve_all.click()
+    confirm(page)  # delete_pod's rule marks it destructive
+    # One undo window for the batch: one bar where the button was, the cards say so.
+    expect(page.locator(".actions.undo")).to_have_count(1)
+    expect(page.locator(".actions.undo .countdown")).to_contain_text("Approving 3 calls in")
+    expect(page.locator("article.approval .actions.batched")).to_have_count(3)
+    send_now(page.locator("#conversation"))
     expect(page.locator("article.approval.status-approved")).to_have_count(3, timeout=TIMEOUT)
     expect(approve_all).to_have_count(0)
     expect(page.locator("#run-status")).to_have_text("completed", timeout=TIMEOUT)
@@ -197,6 +206,8 @@ def test_undo_keeps_the_call_pending_and_nothing_is_sent(page: Page, demo_url: s
     pending = api(demo_url, "GET", f"/approvals?run_id={run_id}")["items"]
     assert [a["status"] for a in pending] == ["pending"]
     delete.locator("button[data-action=approve]").click()
+    confirm(page)
+    send_now(delete)
     expect(delete.locator(".badge")).to_have_text("approved", timeout=TIMEOUT)
 
 
@@ -220,6 +231,8 @@ def test_a_reload_rebuilds_the_same_cards(page: Page, demo_url: str):
     run_id = start_run(page, demo_url, "ops", "delete web-123 and scale nginx to 1")
     expect(page.locator("article.approval.status-pending")).to_have_count(2, timeout=TIMEOUT)
     card(page, "delete_pod").locator("button[data-action=approve]").click()
+    confirm(page)
+    send_now(card(page, "delete_pod"))
     expect(card(page, "delete_pod").locator(".badge")).to_have_text("approved")
 
     page.reload()
@@ -251,9 +264,10 @@ def test_a_decision_in_one_tab_updates_the_others_live(context: BrowserContext, 
     for remaining in range(4, -1, -1):
         target = deciding.locator("article.approval.status-pending").first
         approval_id = target.get_attribute("data-approval-id")
+        target.locator("button[data-action=approve]").click()
         watching.evaluate(WATCH, approval_id)
         deciding.evaluate(CLICK_TIME)
-        target.locator("button[data-action=approve]").click()
+        send_now(target)
         watching.wait_for_function("() => window.__decidedAt !== undefined", timeout=TIMEOUT)
         clicked = deciding.evaluate("() => window.__clickedAt")
         delays.append(watching.evaluate("() => window.__decidedAt") - clicked)
@@ -311,9 +325,13 @@ def test_keyboard_enter_approves_ctrl_e_edits_escape_closes(page: Page, demo_url
     expect(dialog).to_be_hidden()
     focused = page.evaluate(FOCUS)  # what Enter goes to, should this fail
     page.keyboard.press("Enter")
-    expect(second.locator(".badge"), focused).to_have_text("approved", timeout=TIMEOUT)
-    expect(first.locator(".badge")).to_have_text("pending")
+    expect(second.locator(".actions.undo"), focused).to_contain_text("Approving in")
     page.keyboard.press("Enter")  # the selection moved to the one left
+    expect(first.locator(".actions.undo")).to_contain_text("Approving in")
+    send_now(second)
+    expect(second.locator(".badge")).to_have_text("approved", timeout=TIMEOUT)
+    expect(first.locator(".badge")).to_have_text("pending")
+    send_now(first)
     expect(first.locator(".badge")).to_have_text("approved", timeout=TIMEOUT)
 
 
@@ -328,6 +346,7 @@ def test_respond_and_approve_always_for_a_scope(page: Page, demo_url: str):
     page.check("dialog#dialog input[value=thread]")
     page.check("dialog#dialog input[name=any_args]")  # the next write is of another file
     page.click("dialog#dialog button[data-action=submit]")
+    send_now(second)
     expect(second.locator(".badge")).to_have_text("approved", timeout=TIMEOUT)
     expect(second).to_contain_text("Always, for this thread, with any arguments")
     expect(page.locator("#run-status")).to_have_text("completed", timeout=TIMEOUT)
@@ -366,6 +385,8 @@ def test_the_policy_switch_changes_the_next_run(page: Page, demo_url: str):
     start_run(page, demo_url, "ops", "logs of redis-123")
     expect(card(page, "get_logs").locator(".badge")).to_have_text("pending", timeout=TIMEOUT)
     card(page, "get_logs").locator("button[data-action=approve]").click()
+    send_now(card(page, "get_logs"))
+    expect(card(page, "get_logs").locator(".badge")).to_have_text("approved", timeout=TIMEOUT)
 
     page.goto(f"{demo_url}/#/policy")
     row.locator("input[role=switch]").click()  # back to allow
@@ -454,6 +475,8 @@ def test_a_sub_agents_held_call_shows_on_the_run_that_handed_it_over(page: Page,
     expect(held.locator(".rule")).to_have_text("agents.ops/db.tools.drop_table")
     expect(page.locator("#run-status")).to_have_text("paused")
     held.locator("button[data-action=approve]").click()
+    confirm(page)  # drop_table's rule marks it destructive
+    send_now(held)
     expect(held.locator(".badge")).to_have_text("approved", timeout=TIMEOUT)
     expect(handed.locator(".badge")).to_have_text("ran (allowed)", timeout=TIMEOUT)
     expect(handed.locator(".result")).to_contain_text("table sessions dropped")
@@ -474,6 +497,7 @@ def test_a_grant_is_listed_shown_on_the_policy_page_and_revoked(page: Page, demo
     write.locator("button[data-action=always]").click()
     page.check("dialog#dialog input[value=thread]")
     page.click("dialog#dialog button[data-action=submit]")
+    send_now(write)
     expect(page.locator("#run-status")).to_have_text("completed", timeout=TIMEOUT)
     thread = api(demo_url, "GET", f"/runs/{run_id}")["thread_id"]
     [grant] = [g for g in api(demo_url, "GET", "/grants")["items"] if g["subject"] == thread]
@@ -573,6 +597,7 @@ def test_another_framework_s_call_shows_whose_it_is_and_is_decided_from_its_card
     assert [s.get_attribute("value") for s in scopes.all()] == ["thread", "agent", "global"]
     page.check("dialog#dialog input[value=agent]")
     page.click("dialog#dialog button[data-action=submit]")
+    send_now(shown)
     expect(shown).to_have_count(0, timeout=TIMEOUT)  # decided: out of the inbox
     decided = api(demo_url, "GET", f"/approvals/{email}")
     assert (decided["status"], decided["decided_by"]) == ("approved", "local")
@@ -587,6 +612,7 @@ def test_another_framework_s_call_shows_whose_it_is_and_is_decided_from_its_card
     expect(own.locator(".origin")).to_have_text(f"thread {thread} · via homegrown")
     expect(own.locator("a")).to_have_count(0)  # no run to open, and it is its own page
     own.locator("button[data-action=approve]").click()
+    send_now(own)
     expect(own.locator(".badge")).to_have_text("approved", timeout=TIMEOUT)
     expect(own.locator("button")).to_have_count(0)
     assert api(demo_url, "GET", f"/approvals/{note}")["status"] == "approved"
@@ -641,6 +667,7 @@ def test_a_held_resource_read_and_prompt_say_what_they_are_and_are_decided_from_
     expect(other.locator(".kind")).to_have_text("get prompt")
     expect(other.locator(".tool")).to_have_text("review")
     card.locator("button[data-action=approve]").click()
+    send_now(card)
     expect(card).to_have_count(0, timeout=TIMEOUT)
     assert api(demo_url, "GET", f"/approvals/{read}")["status"] == "approved"
     assert api(demo_url, "GET", f"/approvals/{prompt}")["status"] == "pending"

@@ -18,6 +18,7 @@ auth:
   tokens:
     - {{principal: ada, roles: [admin], token_env: SIGNOFF_TEST_ADMIN}}
     - {{principal: vic, roles: [], token_env: SIGNOFF_TEST_VIEWER}}
+web: {{undo_seconds: 0}}
 agents:
   ops:
     rules:
@@ -44,6 +45,15 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
+NO_UNDO = """() => {
+  window.__undone = false;
+  new MutationObserver(() => {
+    if (document.querySelector(".actions.undo")) window.__undone = true;
+  }).observe(document.body, {subtree: true, childList: true});
+}"""
+"""Watch the page for an undo bar, ever (`window.__undone`)."""
+
+
 def test_sign_in_keeps_the_token_in_a_header_never_a_cookie(page: Page, served: str):
     seen: list[Request] = []
     page.on("request", lambda request: seen.append(request) if "/v1/" in request.url else None)
@@ -63,8 +73,11 @@ def test_sign_in_keeps_the_token_in_a_header_never_a_cookie(page: Page, served: 
     page.fill("form.chat textarea", "delete nginx-1")
     page.press("form.chat textarea", "Enter")
     card = page.locator("article[data-tool=delete_pod]")
+    expect(card.locator(".badge")).to_have_text("pending", timeout=TIMEOUT)
+    page.evaluate(NO_UNDO)
     card.locator("button[data-action=approve]").click()
     expect(card.locator(".badge")).to_have_text("approved", timeout=TIMEOUT)
+    assert page.evaluate("() => window.__undone") is False  # undo_seconds: 0 sends at once
     expect(page.locator("#run-status")).to_have_text("completed", timeout=TIMEOUT)
 
     assert page.context.cookies() == []

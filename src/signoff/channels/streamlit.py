@@ -36,13 +36,14 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra ins
 __all__ = ["LocalStore", "Server", "approvals"]
 
 _SCOPES: dict[ScopeKind, tuple[str, str]] = {
-    "run": ("run_id", "this run, when its requester makes them"),
-    "thread": ("thread_id", "this thread, when its requester makes them"),
+    "run": ("run_id", "this run only (its later turns), when its requester makes them"),
+    "thread": ("thread_id", "this conversation (thread), when its requester makes them"),
     "agent": ("agent", "any run or thread, whoever makes them"),
     "global": ("", "everywhere, whoever makes them"),
 }
 """Each scope of "approve always": the field an approval needs to have it, and its words. A
-run or thread grant also needs the approval's requester: it covers only their calls."""
+run or thread grant also needs the approval's requester: it covers only their calls. The thread
+is the default: a conversation's next message is a new run, where a run grant never fires."""
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~:$])")
 _DONE = {"approved": "Approved", "edited": "Edited and approved", "responded": "Answered",
          "rejected": "Rejected"}  # fmt: skip
@@ -137,12 +138,14 @@ def _actions(source: Source, item: dict[str, Any], *, at: str, key: str, args: s
         st.button(label, key=f"{at}:{name}", on_click=_take,
                   args=(source, item, key, decision), **style)  # fmt: skip
 
-    button("Approve", "approve", Approve, type="primary")
+    # Neither is the theme's primary button: its colour (red by default) would make Approve
+    # read as the dangerous one. Reject is red in its own words, whatever the theme.
+    button("Approve", "approve", Approve, icon=":material/check:")
     # Reject opens first: the arguments are shown just above, an edit box would repeat them.
     reject, edit, respond, always = st.tabs(["Reject", "Edit", "Respond", "Approve always"])
     with reject:
         st.text_input("Reason (the agent's model reads it)", key=f"{at}:reason")
-        button("Reject", "reject", partial(_reject, at))
+        button(":red[Reject]", "reject", partial(_reject, at), icon=":material/block:")
     with edit:
         st.text_area("Arguments (JSON)", value=args, key=f"{at}:args")
         button("Run with these arguments", "edit", partial(_edit, at))
@@ -157,6 +160,7 @@ def _actions(source: Source, item: dict[str, Any], *, at: str, key: str, args: s
         ]  # fmt: skip
         st.radio("From now on, let this agent's calls of this tool through without asking in",
                  scopes, key=f"{at}:scope", format_func=lambda s: _SCOPES[s][1],
+                 index=scopes.index("thread") if "thread" in scopes else 0,
                  horizontal=True)  # fmt: skip
         st.checkbox("For any arguments (unticked: only with exactly these)", key=f"{at}:any_args")
         button("Approve always", "always", partial(_always, at))

@@ -22,9 +22,11 @@ __all__ = ["app", "main"]
 
 
 class _Group(TyperGroup):
-    """The ``signoff`` group, which also keeps typer (0.29) from showing a flag as taking a
-    value (``--json <bool>``): in its own help, and in every command's under it, each resolved
-    through it before its options are parsed or shown."""
+    """The ``signoff`` group, which also tidies what typer (0.29) shows in its own help and in
+    every command's under it, each resolved through it before its options are parsed or shown:
+    a flag is not shown as taking a value (``--json <bool>``), and a docstring's paragraphs are
+    each one line, for rich to wrap at the terminal's width (it keeps the docstring's line
+    breaks past the first paragraph: ragged lines)."""
 
     def get_params(self, ctx: Context) -> list[Parameter]:
         params = super().get_params(ctx)
@@ -41,8 +43,16 @@ class _Group(TyperGroup):
 def _show_no_value_under(command: Command, ctx: Context) -> None:
     # The help option is made on first use and kept: made here, it is the one shown later.
     _show_no_value([*command.params, command.get_help_option(ctx)])
+    if command.help:
+        command.help = unwrapped(command.help)
     for sub in getattr(command, "commands", {}).values():
         _show_no_value_under(sub, ctx)
+
+
+def unwrapped(text: str) -> str:
+    """`text` with each paragraph (they are apart by a blank line) on one line."""
+    paragraphs = (" ".join(paragraph.split()) for paragraph in text.split("\n\n"))
+    return "\n\n".join(p for p in paragraphs if p)
 
 
 def _show_no_value(params: Iterable[Parameter | None]) -> None:

@@ -1,5 +1,9 @@
 """``signoff audit verify``, ``signoff audit checkpoint`` and ``signoff audit list``.
 
+``verify`` checks the log of the database given (``--database``), or through a server
+(``--server URL --token T``); with neither, of ``signoff.db`` here if there is one, else through
+the demo running on this machine. ``checkpoint`` and ``list`` read a database.
+
 Exit statuses of ``verify`` and ``checkpoint``: 0 the log is intact, 1 it is not (the first
 fault is named), 2 it cannot be checked — a checkpoint that is not one, or whose signature the
 key does not match, or a database that cannot be opened.
@@ -9,13 +13,16 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-from signoff.errors import CheckpointError, StoreError
+from signoff.cli.decide import Server, Token, on_server, where
+from signoff.cli.program import program
+from signoff.errors import CheckpointError, SignoffError, StoreError
 from signoff.store.checkpoint import KEY_VARIABLE
 
 if TYPE_CHECKING:
@@ -55,19 +62,56 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 @app.command()
-def verify(database: DatabaseOption = None, since: SinceOption = None) -> None:
+def verify(
+    database: Annotated[
+        str | None,
+        typer.Option(
+            "--database",
+            "-d",
+            help="Check this database (its URL) instead. Default: signoff.db here if there is "
+            "one, else through the demo running here.",
+            envvar="SIGNOFF_DATABASE_URL",
+            show_default=False,
+        ),
+    ] = None,
+    since: SinceOption = None,
+    server: Server = None,
+    token: Token = None,
+) -> None:
     """Check the chain: exit 0 intact, 1 naming the first fault, 2 for a bad checkpoint.
 
     Without --since it cannot tell that the newest entries were cut off along with the head.
     """
-    checkpoint = _checkpoint(since)
-    report = _check(database, checkpoint)
-    if not report.ok:
-        err.print(f"[bold red]broken:[/] {escape(report.reason)}")
+    if not (server or database) and Path(_HERE).is_file():
+        database = f"sqlite:///{_HERE}"
+    server, database = where("audit verify", server, database)
+    if server:
+        report = _checked_by(server, token, since)
+        signed = report["checkpoint"] is None or report["checkpoint"]["signed"]
+    else:
+        checkpoint = _checkpoint(since)
+        checked = _check(database, checkpoint)
+        report = {"ok": checked.ok, "reason": checked.reason}
+        signed = checkpoint is None or checkpoint.signed
+    if not report["ok"]:
+        err.print(f"[bold red]broken:[/] {escape(report['reason'])}")
         raise typer.Exit(1)
-    out.print(f"[green]ok:[/] {escape(report.reason)}")
-    if checkpoint is not None and not checkpoint.signed:
+    out.print(f"[green]ok:[/] {escape(report['reason'])}")
+    if since is not None and not signed:
         err.print(f"[yellow]note:[/] {escape(_UNSIGNED)}")
+
+
+_HERE = "signoff.db"
+"""The database ``verify`` checks by default, in the folder it runs in: the one a gateway or a
+server configured with no database keeps."""
+
+
+def _checked_by(server: str, token: str | None, since: str | None) -> dict[str, Any]:
+    """The server's report; one it cannot make (a bad checkpoint, no access) is exit 2."""
+    try:
+        return on_server(server, token, "GET", "/v1/audit/verify", params={"since": since})
+    except SignoffError as exc:
+        _usage(exc)
 
 
 @app.command()
@@ -95,7 +139,7 @@ def checkpoint(database: DatabaseOption = None, since: SinceOption = None) -> No
     if key is not None:
         err.print(
             f"checkpoint of {entries}, signed with {KEY_VARIABLE}: keep it outside the database "
-            "and check the log with `signoff audit verify --since CHECKPOINT`"
+            f"and check the log with `{program()} audit verify --since CHECKPOINT`"
         )
     else:
         err.print(
@@ -199,6 +243,6 @@ def _key() -> bytes | None:
         _usage(exc)
 
 
-def _usage(exc: CheckpointError | StoreError) -> NoReturn:
+def _usage(exc: SignoffError) -> NoReturn:
     err.print(f"[bold red]error:[/] {escape(str(exc))}")
     raise typer.Exit(2)

@@ -1,4 +1,4 @@
-"""``signoff approve ID`` and ``signoff reject ID --reason TEXT``: decide from a shell, through
+"""``signoff approve ID`` and ``signoff reject ID REASON``: decide from a shell, through
 a server (``--server URL --token T``) or straight on a database (``--database URL``); with
 neither, through the demo running on this machine. ``ID`` is the approval's id or the short id
 ``signoff inbox`` shows (see `signoff.cli.short_id`)."""
@@ -6,6 +6,7 @@ neither, through the demo running on this machine. ``ID`` is the approval's id o
 from __future__ import annotations
 
 import getpass
+from datetime import UTC, datetime
 from json import dumps, loads
 from typing import Annotated, Any
 from urllib.parse import urlencode, urlsplit
@@ -13,11 +14,14 @@ from urllib.parse import urlencode, urlsplit
 import typer
 
 from signoff.cli.listen import stop
+from signoff.cli.program import program
 from signoff.cli.short_id import resolve
 from signoff.errors import ConflictError, ForbiddenError, NotFoundError, SignoffError
 from signoff.types import Approve, Decision, Reject, Scope, approval_to_dict, decision_to_dict
 
 __all__ = [
+    "already",
+    "approval_on_database",
     "approve",
     "find_on_database",
     "from_server",
@@ -32,6 +36,8 @@ __all__ = [
 Server = Annotated[
     str | None,
     typer.Option(
+        "--server",
+        "--url",
         help="The URL of the signoff server to work through (default: the demo running here).",
         envvar="SIGNOFF_SERVER",
         show_default=False,
@@ -99,7 +105,17 @@ def approve(
 
 def reject(
     approval_id: ApprovalId,
-    reason: Annotated[str, typer.Option(help="Why: the agent's model reads it.")],
+    reason: Annotated[
+        str | None,
+        typer.Argument(
+            help="Why: the agent's model reads it.", metavar="REASON", show_default=False
+        ),
+    ] = None,
+    reason_option: Annotated[
+        str | None,
+        # The reason as an option too, as `reject N --reason R` in `signoff inbox`; one form shown.
+        typer.Option("--reason", hidden=True),
+    ] = None,
     server: Server = None,
     token: Token = None,
     database: Database = None,
@@ -107,8 +123,14 @@ def reject(
     role: Roles = None,
 ) -> None:
     """Reject a held call with a reason: it never runs, and the model is told why."""
+    if reason is not None and reason_option is not None and reason != reason_option:
+        raise typer.BadParameter("give the reason once", param_hint="REASON")
+    reason = reason if reason is not None else reason_option
+    if not (reason or "").strip():
+        raise typer.BadParameter("why? the agent's model reads it", param_hint="REASON")
+    assert reason is not None
     server, database = where("reject", server, database)
-    _decide(approval_id, Reject(reason=reason), server, token, database, actor, role)
+    _decide(approval_id, Reject(reason=reason.strip()), server, token, database, actor, role)
 
 
 def _decide(
@@ -120,6 +142,11 @@ def _decide(
     actor: str | None,
     roles: list[str] | None,
 ) -> None:
+    """Take `decision`, unless the approval is no longer pending: then say how it was decided
+    and exit 1. (The API answers the same decision taken again with the stored approval, as a
+    retry needs; from the command line it would read as a decision taken now.)"""
+    import asyncio
+
     if server:
         approval_id = resolve(
             approval_id,
@@ -127,21 +154,50 @@ def _decide(
                 server, token, "/v1/approvals", {"short_id": short, "limit": limit}
             )["items"],
         )
-        result = through_server(server, token, approval_id, decision)
-    else:
-        import asyncio
 
+        def current() -> dict[str, Any]:
+            return from_server(server, token, f"/v1/approvals/{approval_id}")
+
+        def take() -> dict[str, Any]:
+            return through_server(server, token, approval_id, decision)
+    else:
         assert database is not None  # where() gave one or the other
+        url = database
         approval_id = resolve(
-            approval_id, lambda short, limit: asyncio.run(find_on_database(database, short, limit))
+            approval_id, lambda short, limit: asyncio.run(find_on_database(url, short, limit))
         )
-        result = asyncio.run(
-            on_database(database, approval_id, decision, actor or getpass.getuser(), roles or [])
-        )
+
+        def current() -> dict[str, Any]:
+            return asyncio.run(approval_on_database(url, approval_id))
+
+        def take() -> dict[str, Any]:
+            decider = actor or getpass.getuser()
+            return asyncio.run(on_database(url, approval_id, decision, decider, roles or []))
+
+    if current()["status"] != "pending":
+        raise ConflictError(already(current()))
+    try:
+        result = take()
+    except ConflictError:  # decided differently meanwhile
+        now = current()
+        if now["status"] == "pending":
+            raise
+        raise ConflictError(already(now)) from None
     typer.echo(f"{result['id']}: {result['status']} by {result['decided_by']} ({result['tool']})")
     granted = grant_words(result)
     if granted is not None:
         typer.echo(granted)
+
+
+def already(approval: dict[str, Any]) -> str:
+    """How `approval` (as the API shows it), no longer pending, was decided, and that a new
+    decision changed nothing."""
+    at = datetime.fromisoformat(approval["decided_at"]).astimezone(UTC)
+    by = "" if approval["status"] in ("expired", "cancelled") else f" by {approval['decided_by']}"
+    return (
+        f"{approval['id']} ({approval['tool']}): already {approval['status']}{by} at "
+        f"{at:%Y-%m-%d %H:%M} UTC; nothing changed"
+    )
 
 
 def grant_words(approval: dict[str, Any]) -> str | None:
@@ -167,14 +223,22 @@ def grant_words(approval: dict[str, Any]) -> str | None:
     }[always["scope"]]
     return (
         f"grant: from now on {tool} {args} runs without asking {where} — while the rule that "
-        "asked stays as it is and the approver keeps a role it needs (signoff grants list)"
+        f"asked stays as it is and the approver keeps a role it needs ({program()} grants list)"
     )
 
 
-def where(command: str, server: str | None, database: str | None) -> tuple[str | None, str | None]:
+def where(
+    command: str,
+    server: str | None,
+    database: str | None,
+    *,
+    flag: str = "--server",
+    more: str = "",
+) -> tuple[str | None, str | None]:
     """The server or the database `command` works on: as given (an option, or its environment
     variable); with neither, the demo serving from its default data folder, said on stderr;
-    with no demo serving either, one line on how to name one (status 2)."""
+    with no demo serving either, one line on how to name one (status 2): `flag` (the
+    command's option for a server's URL), `more` (its other ways, if any) or ``--database``."""
     if server or database:
         return server, database
     from signoff.demo.folder import ADDRESS, default_data_dir, serving
@@ -184,13 +248,13 @@ def where(command: str, server: str | None, database: str | None) -> tuple[str |
     if url is None:
         stop(
             command,
-            "no server given and no demo running here: pass --server URL (with --token) or "
-            "--database URL, or start one with `signoff demo`",
+            f"no server given and no demo running here: pass {flag} URL (with --token){more} "
+            f"or --database URL, or start one with `{program()} demo`",
             code=2,
         )
     typer.echo(
         f"signoff {command}: through the demo at {url} (from {folder / ADDRESS}; "
-        "--server URL names another)",
+        f"{flag} URL names another)",
         err=True,
     )
     return url, None
@@ -288,6 +352,14 @@ async def find_on_database(url: str, short_id: str, limit: int) -> list[dict[str
 
     async with open_store(url, migrate=False) as store:
         return [approval_to_dict(a) for a in await store.find_approvals(short_id, limit=limit)]
+
+
+async def approval_on_database(url: str, approval_id: str) -> dict[str, Any]:
+    """The approval of that id, as the API shows it."""
+    from signoff.store import open_store
+
+    async with open_store(url, migrate=False) as store:
+        return approval_to_dict(await store.get_approval(approval_id))
 
 
 async def on_database(

@@ -14,6 +14,7 @@ from rich.markup import escape
 
 from signoff.cli.listen import check_port, check_port_free, run_server
 from signoff.cli.policy import explain_table, load_calls, table_console
+from signoff.cli.program import program
 from signoff.errors import MissingExtraError
 
 __all__ = ["demo", "explain_demo"]
@@ -80,7 +81,7 @@ def demo(
         console.print(
             f"[bold]signoff demo --reset[/]: {said} {escape(str(folder))}", soft_wrap=True
         )
-    inbox = "signoff inbox" if data_dir is None else "signoff inbox --server URL"
+    inbox = f"{program()} inbox" + ("" if data_dir is None else " --server URL")
 
     def ready(url: str) -> None:
         console.print(f"[bold]signoff demo[/] on {url}  (data in {escape(str(folder))})")
@@ -124,7 +125,7 @@ def explain_demo() -> None:
         f"the demo's policy ({len(policy.rules)} rules, default {policy.default}, "
         f"version {policy.version})"
     )
-    console.print(explain_table(batch, [engine.explain(call) for call in batch]))
+    console.print(explain_table(batch, [engine.explain(call).verdict for call in batch]))
     console.print(
         "allow runs the call, ask holds it for a person, deny blocks it. The running demo "
         "explains any call too: POST /v1/policy/explain, or the policy page of the web inbox."

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from signoff.policy import PolicyEngine
     from signoff.store import Store
 
-__all__ = ["app"]
+__all__ = ["app", "policy_kept"]
 
 app = typer.Typer(help="List and revoke the grants 'approve always' left.", no_args_is_help=True)
 
@@ -104,7 +104,7 @@ async def _listed(url: str, *, tool: str | None, revoked: bool) -> list[dict[str
 
     async with open_store(url, migrate=False) as store:
         grants = await store.list_grants(tool=tool, revoked=revoked)
-        engine = await _engine(store)
+        engine = await policy_kept(store)
     return [_grant(g, engine) for g in grants]
 
 
@@ -117,10 +117,10 @@ async def _revoked(url: str, grant_id: str, actor: str) -> dict[str, Any]:
         found = await store.get_grant(grant_id)
         if found.revoked_at is None:
             await Gate(Policy.from_dict({}), store).revoke_grant(grant_id, actor=actor)
-        return _grant(await store.get_grant(grant_id), await _engine(store))
+        return _grant(await store.get_grant(grant_id), await policy_kept(store))
 
 
-async def _engine(store: Store) -> PolicyEngine | None:
+async def policy_kept(store: Store) -> PolicyEngine | None:
     """The policy the database's servers put in force last, if one was saved there."""
     from signoff.policy import Policy, PolicyEngine
 

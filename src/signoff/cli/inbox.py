@@ -36,6 +36,7 @@ from signoff.cli.decide import (
     Roles,
     Server,
     Token,
+    approval_on_database,
     from_server,
     grant_words,
     through_server,
@@ -145,9 +146,10 @@ class Inbox:
                 self.decide(self.waiting(words[0]), Approve(always=scope))
             case "r" | "reject":
                 which, _, reason = rest.partition(" ")
-                if not reason.strip():
+                reason = _unquoted(_without(reason.strip(), "--reason"))
+                if not reason:
                     raise SignoffError("reject N REASON: the model reads the reason")
-                self.decide(self.waiting(which), Reject(reason=reason.strip()))
+                self.decide(self.waiting(which), Reject(reason=reason))
             case "e" | "edit":
                 which, _, text = rest.partition(" ")
                 number = self.waiting(which)
@@ -258,6 +260,21 @@ class Inbox:
         self.show_page()
 
 
+def _without(text: str, option: str) -> str:
+    """`text` past `option` (``--reason R`` or ``--reason=R``), as ``signoff reject`` takes it."""
+    for prefix in (f"{option} ", f"{option}="):
+        if text.startswith(prefix):
+            return text[len(prefix) :].strip()
+    return "" if text == option else text
+
+
+def _unquoted(text: str) -> str:
+    """`text` without the quotes around it, as a shell would take them off."""
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1].strip()
+    return text
+
+
 def _gone(number: int, item: dict[str, Any]) -> str:
     what = f"#{number} ({item['tool']})"
     if item["status"] in ("expired", "cancelled"):
@@ -327,13 +344,7 @@ class _DatabaseBackend:
     def get(self, approval_id: str) -> dict[str, Any]:
         import asyncio
 
-        from signoff.store import open_store
-
-        async def read() -> dict[str, Any]:
-            async with open_store(self.url, migrate=False) as store:
-                return approval_to_dict(await store.get_approval(approval_id))
-
-        return asyncio.run(read())
+        return asyncio.run(approval_on_database(self.url, approval_id))
 
     def decide(self, approval_id: str, decision: Decision) -> dict[str, Any]:
         import asyncio

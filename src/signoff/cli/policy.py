@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -12,13 +13,14 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from signoff.errors import PolicyError, Problem
-from signoff.types import Context, ToolCall
+from signoff.cli.decide import Token, on_server, where
+from signoff.errors import PolicyError, Problem, SignoffError
+from signoff.types import Context, ToolCall, Verdict
 
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from signoff.policy import Explanation
+    from signoff.policy import Explanation, PolicyEngine
     from signoff.types import Grant
 
 
@@ -68,9 +70,16 @@ def check(
 @app.command()
 def explain(
     config: Annotated[
-        Path,
-        typer.Option("--config", "-c", help="The policy or config file.", envvar="SIGNOFF_CONFIG"),
-    ] = Path("signoff.yaml"),
+        Path | None,
+        typer.Option(
+            "--config",
+            "-c",
+            help="The policy or config file. Default: signoff.yaml here if there is one, else "
+            "the policy of the server or database given, or of the demo running here.",
+            envvar="SIGNOFF_CONFIG",
+            show_default=False,
+        ),
+    ] = None,
     tool: Annotated[str | None, typer.Option("--tool", "-t", help="The tool name.")] = None,
     kind: Annotated[
         CallKindOption,
@@ -85,22 +94,37 @@ def explain(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
     database: Annotated[
         str | None,
-        typer.Option(help="Weigh the grants kept in this database (its URL) too."),
+        typer.Option(
+            help="Weigh the grants kept in this database (its URL) too; without a config file, "
+            "by the policy its servers put in force last."
+        ),
     ] = None,
+    url: Annotated[
+        str | None,
+        typer.Option(
+            "--url",
+            help="Ask the signoff server at this URL: its policy, its grants.",
+            envvar="SIGNOFF_SERVER",
+            show_default=False,
+        ),
+    ] = None,
+    token: Token = None,
     requested_by: Annotated[
         str | None, typer.Option(help="Who asks for the call (with --database).")
     ] = None,
     thread: Annotated[str | None, typer.Option(help="The call's thread (with --database).")] = None,
     run: Annotated[str | None, typer.Option(help="The call's run (with --database).")] = None,
 ) -> None:
-    """Print the verdict for a call (or a file of calls) and the rule that made it; with
-    --database, the grant that would let it through, or why each grant of its tool would not."""
+    """Print the verdict for a call (or a file of calls) and the rule that made it; with grants
+    (a database's or a server's), the grant that would let it through, or why each grant of its
+    tool would not.
+
+    The policy is the config file's; without one, the server's (--url), the database's
+    (--database) or the demo's running here."""
     if (tool is None) == (calls is None):
         raise typer.BadParameter("give either --tool or --calls")
-    from signoff.limits import ArgumentLimits
-    from signoff.policy import Policy, PolicyEngine
-
-    engine = PolicyEngine(Policy.from_file(config))
+    if config is not None and url:
+        raise typer.BadParameter("a server explains by its own policy: give --config or --url")
     if calls is not None:
         batch = load_calls(calls)
     else:
@@ -109,26 +133,71 @@ def explain(
             ToolCall(id="cli", name=tool, server=server, agent=agent, args=_parse_args(args),
                      kind=kind.value)
         ]  # fmt: skip
-    grants: tuple[Grant, ...] = ()
-    if database is not None:
-        import asyncio
-
-        grants = tuple(asyncio.run(_grants(database)))
-    context = Context(run_id=run, thread_id=thread, requested_by=requested_by, grants=grants)
-    limits = ArgumentLimits()  # as the gate judges: arguments past them are blocked
-    explanations = [engine.explain(call, context, limits=limits) for call in batch]
+    context = Context(run_id=run, thread_id=thread, requested_by=requested_by)
+    if config is None and not url and Path(_HERE).is_file():
+        config = Path(_HERE)
+    if config is not None:
+        objects = _explained(batch, context, config, database)
+    else:
+        more = ", --config FILE" if config is None else ""
+        url, database = where("policy explain", url, database, flag="--url", more=more)
+        if url:
+            objects = [_explained_by(url, token, call, context) for call in batch]
+        else:
+            assert database is not None  # where() gave one or the other
+            objects = _explained(batch, context, config, database)
     if as_json:
-        objects = [_as_json(e) for e in explanations]
         typer.echo(json.dumps(objects[0] if tool is not None else objects, ensure_ascii=False))
         return
     console = table_console()
-    console.print(explain_table(batch, explanations))
-    for call, explanation in zip(batch, explanations, strict=True):
-        for grant, why in explanation.passed_over:
+    verdicts = [Verdict(kind=o["verdict"], rule=o["rule"], reason=o["reason"]) for o in objects]
+    console.print(explain_table(batch, verdicts))
+    for call, explained in zip(batch, objects, strict=True):
+        for grant in explained["grants_passed_over"]:
             console.print(
-                f"{escape(call.name)}: grant {escape(grant.id)} by {escape(grant.created_by)} "
-                f"({grant.scope}) does not apply: {escape(why)}"
+                f"{escape(call.name)}: grant {escape(grant['id'])} by "
+                f"{escape(grant['granted_by'])} ({grant['scope']}) does not apply: "
+                f"{escape(grant['why'])}"
             )
+
+
+_HERE = "signoff.yaml"
+"""The config ``explain`` reads by default, in the folder it runs in."""
+
+
+def _explained(
+    batch: Sequence[ToolCall], context: Context, config: Path | None, database: str | None
+) -> list[dict[str, Any]]:
+    """Each call explained by the policy of `config`, else the one `database` keeps, weighing
+    the grants kept in `database`, as JSON."""
+    from signoff.limits import ArgumentLimits
+    from signoff.policy import Policy, PolicyEngine
+
+    engine = None if config is None else PolicyEngine(Policy.from_file(config))
+    if database is not None:
+        import asyncio
+
+        kept, grants = asyncio.run(_kept(database))
+        if engine is None and kept is None:
+            raise SignoffError(
+                f"{database} keeps no policy (no server has put one in force there): "
+                "give --config FILE"
+            )
+        engine = engine or kept
+        context = replace(context, grants=tuple(grants))
+    assert engine is not None  # a config, or a database (where() gave one)
+    limits = ArgumentLimits()  # as the gate judges: arguments past them are blocked
+    return [_as_json(engine.explain(call, context, limits=limits)) for call in batch]
+
+
+def _explained_by(url: str, token: str | None, call: ToolCall, context: Context) -> dict[str, Any]:
+    """The call explained by the server at `url`, as `_explained` does."""
+    where = {"run_id": context.run_id, "thread_id": context.thread_id,
+             "requested_by": context.requested_by}  # fmt: skip
+    body = {"tool": call.name, "kind": call.kind, "args": call.args, "server": call.server,
+            "agent": call.agent, "context": where}  # fmt: skip
+    answer = on_server(url, token, "POST", "/v1/policy/explain", json=body)
+    return {"verdict": answer.pop("kind"), **answer}
 
 
 def table_console() -> Console:
@@ -137,15 +206,14 @@ def table_console() -> Console:
     return console if console.is_terminal else Console(highlight=False, width=140)
 
 
-def explain_table(calls: Sequence[ToolCall], explanations: Sequence[Explanation]) -> Table:
+def explain_table(calls: Sequence[ToolCall], verdicts: Sequence[Verdict]) -> Table:
     """One row per call: the call, the verdict, the deciding rule and why."""
     from rich.table import Table
 
     table = Table(show_lines=False, header_style="bold")
     for column in ("tool", "server", "agent", "arguments", "verdict", "rule", "reason"):
         table.add_column(column, overflow="fold")
-    for call, explanation in zip(calls, explanations, strict=True):
-        verdict = explanation.verdict
+    for call, verdict in zip(calls, verdicts, strict=True):
         arguments = json.dumps(call.args, ensure_ascii=False)
         table.add_row(
             escape(call.name),
@@ -225,11 +293,13 @@ def _parse_args(text: str) -> Any:
         raise typer.BadParameter("nested too deep to read", param_hint="'--args'") from None
 
 
-async def _grants(url: str) -> list[Grant]:
+async def _kept(url: str) -> tuple[PolicyEngine | None, list[Grant]]:
+    """The policy the database's servers put in force last (if any), and its grants."""
+    from signoff.cli.grants import policy_kept
     from signoff.store import open_store
 
     async with open_store(url, migrate=False) as store:
-        return await store.list_grants()
+        return await policy_kept(store), await store.list_grants()
 
 
 def _as_json(explanation: Explanation) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -10,9 +11,11 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from signoff.cli.listen import check_port, check_port_free, run_server
+from signoff.cli.program import program
 from signoff.errors import MissingExtraError
 
 if TYPE_CHECKING:
+    from signoff.agent import Agent
     from signoff.notify import Notifications
     from signoff.server import Auth, Principal
 
@@ -59,7 +62,7 @@ def serve(
     from signoff.gate import Gate
     from signoff.limits import ArgumentLimits
     from signoff.notify import Notifications
-    from signoff.store import open_store
+    from signoff.store import DEFAULT_URL, open_store
 
     settings = load_config(config)
     auth = checked_auth(
@@ -76,8 +79,10 @@ def serve(
         raise typer.BadParameter(str(exc), param_hint="--agents") from None
     check_port_free("serve", host, port)
 
+    store_url = settings.database or os.environ.get("SIGNOFF_DATABASE_URL") or DEFAULT_URL
+
     async def main() -> None:
-        async with open_store(settings.database) as store:
+        async with open_store(store_url) as store:
             limits = ArgumentLimits(max_bytes=settings.argument_bytes)
             gate = Gate(settings.policy, store, limits=limits)
             redaction = Redaction(settings.redact)
@@ -98,13 +103,16 @@ def serve(
                 policy_document=settings.document,
                 redaction=redaction,
                 notifications=notifications,
+                undo_seconds=settings.undo_seconds,
             )
             app = create_app(service, auth, limits=BodyLimits(max_bytes=settings.body_bytes))
             await run_app(
                 app,
                 host=host,
                 port=port,
-                ready=lambda url: ready(url, notifications),
+                ready=lambda url: ready(
+                    url, notifications, database=store_url, agents=loaded, auth=auth
+                ),
                 max_message=settings.body_bytes,
             )
 
@@ -112,12 +120,50 @@ def serve(
         run_server(main())
 
 
-def ready(url: str, notifications: Notifications | None) -> None:
-    """Say where the server listens; links in notifications point there unless the config's
-    ``notify.base_url`` names the address people reach it at."""
+def ready(
+    url: str,
+    notifications: Notifications | None,
+    *,
+    database: str,
+    agents: Sequence[Agent],
+    auth: Auth,
+) -> None:
+    """Say where the server listens and what it serves; links in notifications point there
+    unless the config's ``notify.base_url`` names the address people reach it at."""
     if notifications is not None and notifications.base_url is None:
         notifications.base_url = url
-    typer.echo(f"signoff on {url}")
+    for line in banner(url, database=database, agents=agents, auth=auth):
+        typer.echo(line)
+
+
+def banner(url: str, *, database: str, agents: Sequence[Agent], auth: Auth) -> list[str]:
+    """What ``signoff serve`` says when it starts: where, on what, for whom."""
+    names = ", ".join(agent.name for agent in agents)
+    token = "" if auth.anonymous is not None else " --token T"
+    return [
+        f"signoff on {url}",
+        f"  web inbox:  {url}/",
+        f"  database:   {shown_database(database)}",
+        f"  agents:     {names}"
+        if agents
+        else "  agents:     no agents of its own: framework runs and the MCP gateway show up in "
+        "the inbox once they connect to the same database",
+        "  auth:       no sign-in: anyone who can reach this address can decide (--no-auth)"
+        if auth.anonymous is not None
+        else f"  auth:       a bearer token from the config's auth.tokens ({len(auth.tokens)})",
+        f"  decide in a terminal: {program()} inbox --server {url}{token}   (Ctrl+C stops)",
+    ]
+
+
+def shown_database(url: str) -> str:
+    """The database as a person can find it: a SQLite file's path, else its URL with any
+    password masked."""
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        return f"{Path(parsed.database).resolve()} (SQLite)"
+    return parsed.render_as_string(hide_password=True)
 
 
 def checked_auth(

@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from signoff.cli.program import program
 from signoff.errors import NotFoundError, SignoffError
 from signoff.gate.ids import ID_LENGTH
 
@@ -47,7 +48,7 @@ def resolve(short_id: str, find: Callable[[str, int], list[dict[str, Any]]]) -> 
         return short_id
     if len(short_id) < SHORTEST:
         raise SignoffError(
-            f"{short_id!r} is too short to name an approval: give the short id `signoff inbox` "
+            f"{short_id!r} is too short to name an approval: give the short id `{program()} inbox` "
             f"shows ({SHORTEST} characters or more) or the full id; the inbox's numbers hold "
             "only inside the inbox"
         )

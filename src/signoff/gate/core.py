@@ -352,6 +352,7 @@ class Gate:
                     else now + timedelta(seconds=verdict.timeout),
                     approvers=verdict.approvers,
                     forbid_self_approval=verdict.forbid_self_approval,
+                    destructive=verdict.destructive,
                     args_schema=self._kept_schema(call),
                 )
                 held.append(approval)

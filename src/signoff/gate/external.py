@@ -50,6 +50,7 @@ from signoff.gate.edits import check_edit
 from signoff.gate.ids import new_id
 from signoff.gate.once import Claim, Ledger, Recorded
 from signoff.gate.resumed import Outputs, Resumed
+from signoff.gate.transcript import bounded
 from signoff.gate.worker import work_ready
 from signoff.store.base import AuditRecord
 from signoff.store.external import ExternalRecord, Pause
@@ -351,9 +352,14 @@ class ExternalRuns:
         approvals: Sequence[str],
         data: Mapping[str, Any],
         agent: str | None = None,
+        conversation: Sequence[Mapping[str, Any]] | None = None,
     ) -> Pause:
-        """Record that the run of `thread` waits on `approvals`, with what resuming it needs;
-        the same pause recorded again (a re-run, another process) is the same pause."""
+        """Record that the run of `thread` waits on `approvals`, with what resuming it needs
+        and — for the people who decide — the thread's `conversation` so far (`transcript`
+        messages, kept `bounded`); the same pause recorded again (a re-run, another process) is
+        the same pause."""
+        if conversation is not None:
+            data = {**data, "conversation": bounded(conversation)}
         pause_id = hashlib.sha256(
             canonical_json([self.origin, thread, sorted(approvals)])
         ).hexdigest()

@@ -14,10 +14,11 @@ from pydantic import Discriminator, StringConstraints
 from typing_extensions import TypedDict
 
 from signoff.errors import InvalidDecisionError
+from signoff.gate import transcript
 from signoff.limits import ArgumentLimits
 from signoff.types import Approval, Approve, Decision, Edit, Reject, Respond
 
-__all__ = ["MARK", "interrupt_value", "response_schema", "resume_decisions"]
+__all__ = ["MARK", "interrupt_value", "response_schema", "resume_decisions", "transcript_of"]
 
 MARK = "signoff"
 """The key of signoff's part in an interrupt's value, and of the resumer's resume value."""
@@ -143,3 +144,37 @@ def _decision(data: Any, where: str, approval: Approval) -> Decision:
             raise InvalidDecisionError(f"resume: {where}.message is text")
         return Reject(reason=message)
     raise InvalidDecisionError(f"resume: {where}.type is one of {list(_DECISIONS)}, not {kind!r}")
+
+
+_ROLES: dict[str, transcript.Role] = {
+    "human": "user",
+    "ai": "assistant",
+    "tool": "tool",
+    "system": "system",
+}
+
+
+def transcript_of(messages: Sequence[Any], agent: str | None) -> list[dict[str, Any]]:
+    """LangChain's messages (a graph's ``messages``) as `transcript` messages; the model's are
+    `agent`'s, or those of the agent its name says (a supervisor's sub-agent)."""
+    found = []
+    for item in messages:
+        role = _ROLES.get(getattr(item, "type", ""))
+        if role is None:
+            continue
+        calls = [
+            transcript.call(c.get("id"), c.get("name", ""), c.get("args"))
+            for c in getattr(item, "tool_calls", None) or ()
+        ]
+        found.append(
+            transcript.message(
+                role,
+                getattr(item, "content", ""),
+                tool_calls=calls,
+                tool_call_id=getattr(item, "tool_call_id", None),
+                name=getattr(item, "name", None) if role == "tool" else None,
+                agent=(getattr(item, "name", None) or agent) if role == "assistant" else None,
+                is_error=getattr(item, "status", None) == "error",
+            )
+        )
+    return found

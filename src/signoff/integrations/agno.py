@@ -42,6 +42,7 @@ from signoff.errors import (
     OutcomeUnknown,
     SignoffError,
 )
+from signoff.gate import transcript
 from signoff.gate.answers import blocked_text, edited_text
 from signoff.gate.external import ExternalRuns, Pause, Resumed, Resumer, connect
 from signoff.integrations._threads import Hold, busy, now
@@ -356,6 +357,7 @@ class SignoffAgent:
             approvals=waiting,
             data={"session_id": session_id, "run_id": out.run_id, "user_id": user_id},
             agent=self.path,
+            conversation=_transcript(out.messages or [], self.path),
         )
 
     async def _paused(self, session_id: str, run_id: str | None = None) -> RunOutput | None:
@@ -650,3 +652,22 @@ def _refused(*args: Any, **kwargs: Any) -> str:
     return blocked_text(
         "tools that wait for a user's input or run outside the agent are not run behind signoff"
     )
+
+
+def _transcript(messages: Sequence[Any], agent: str | None) -> list[dict[str, Any]]:
+    """The run's messages as `transcript` messages: the model's are `agent`'s."""
+    found: list[dict[str, Any]] = []
+    for message in messages:
+        role = message.role if message.role in ("user", "assistant", "tool", "system") else None
+        if role is None:
+            continue
+        calls = [
+            transcript.call(c.get("id"), (c.get("function") or {}).get("name", ""),
+                            (c.get("function") or {}).get("arguments"))
+            for c in message.tool_calls or ()
+        ]  # fmt: skip
+        found.append(transcript.message(
+            role, message.content, tool_calls=calls, tool_call_id=message.tool_call_id,
+            name=message.tool_name, agent=agent if role == "assistant" else None,
+            is_error=bool(message.tool_call_error)))  # fmt: skip
+    return found

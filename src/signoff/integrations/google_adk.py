@@ -33,6 +33,7 @@ from signoff.errors import (
     MissingExtraError,
     OutcomeUnknown,
 )
+from signoff.gate import transcript
 from signoff.gate.answers import blocked_text, edited_text
 from signoff.gate.external import LEASE, ExternalRuns, Held, Pause, Resumed, Resumer, connect
 from signoff.types import Approve, Decision, Reject, ToolCall
@@ -336,6 +337,7 @@ class SignoffPlugin(BasePlugin):
                     "confirmations": asked,
                 },
                 agent=getattr(invocation_context.agent, "name", None),
+                conversation=_transcript([*session.events, event]),
             )
         return None
 
@@ -461,3 +463,32 @@ def _path(tool_context: ToolContext) -> str:
         names.append(agent.name)
         agent = agent.parent_agent
     return "/".join(reversed(names)) or tool_context.agent_name
+
+
+def _transcript(events: Sequence[Event]) -> list[dict[str, Any]]:
+    """The session's events as `transcript` messages, each the agent's that wrote it (ADK's
+    confirmation requests and answers left out: the card is that request)."""
+    found: list[dict[str, Any]] = []
+    for event in events:
+        parts = event.content.parts if event.content is not None else None
+        if not parts:
+            continue
+        user = event.author == "user"
+        agent = None if user else event.author
+        texts = [p.text for p in parts if p.text and not p.thought]
+        calls = [
+            transcript.call(p.function_call.id, p.function_call.name or "", p.function_call.args)
+            for p in parts
+            if p.function_call and p.function_call.name != CONFIRMATION
+        ]
+        if texts or calls:
+            role: transcript.Role = "user" if user and not calls else "assistant"
+            found.append(transcript.message(role, "\n".join(texts), tool_calls=calls,
+                                            agent=agent))  # fmt: skip
+        for part in parts:
+            answer = part.function_response
+            if answer is None or answer.name == CONFIRMATION:
+                continue
+            found.append(transcript.message("tool", to_jsonable_python(answer.response),
+                                            tool_call_id=answer.id, name=answer.name))  # fmt: skip
+    return found

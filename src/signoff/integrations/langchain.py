@@ -92,7 +92,7 @@ class SignoffMiddleware(AgentMiddleware):
         held = self.signoff.runs.run(self.signoff.judge(message, config))
         if not _waits_alone(held, message):
             return _blocked(message, held, self.signoff, config)
-        held, _ = self.signoff.decide_turn(message, set(), config)
+        held, _ = self.signoff.decide_turn(message, set(), config, state["messages"])
         return _settle(message, set(), held, self.signoff, config, jump=False)
 
     async def aafter_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
@@ -103,7 +103,7 @@ class SignoffMiddleware(AgentMiddleware):
         held = await self.signoff.judge(message, config)
         if not _waits_alone(held, message):
             return _blocked(message, held, self.signoff, config)
-        held, _ = await self.signoff.adecide_turn(message, set(), config)
+        held, _ = await self.signoff.adecide_turn(message, set(), config, state["messages"])
         return _settle(message, set(), held, self.signoff, config, jump=False)
 
     # -- the tools step: run once, or answer ----------------------------------------------
@@ -134,7 +134,7 @@ class SignoffMiddleware(AgentMiddleware):
         if message is None:
             return None
         config, answered = get_config(), _answered(state["messages"])
-        held, _ = self.signoff.decide_turn(message, answered, config)
+        held, _ = self.signoff.decide_turn(message, answered, config, state["messages"])
         return _settle(message, answered, held, self.signoff, config)
 
     @hook_config(can_jump_to=["tools"])
@@ -143,7 +143,7 @@ class SignoffMiddleware(AgentMiddleware):
         if message is None:
             return None
         config, answered = get_config(), _answered(state["messages"])
-        held, _ = await self.signoff.adecide_turn(message, answered, config)
+        held, _ = await self.signoff.adecide_turn(message, answered, config, state["messages"])
         return _settle(message, answered, held, self.signoff, config)
 
     # -- small things ----------------------------------------------------------------------

@@ -38,7 +38,13 @@ from signoff.errors import (
 from signoff.gate.answers import answer_text, blocked_text, edited_text
 from signoff.gate.external import ExternalRuns, Held, Resumed, Resumer, connect
 from signoff.gate.once import Claim, Recorded
-from signoff.integrations._hitl import MARK, interrupt_value, response_schema, resume_decisions
+from signoff.integrations._hitl import (
+    MARK,
+    interrupt_value,
+    response_schema,
+    resume_decisions,
+    transcript_of,
+)
 from signoff.integrations._pauses import RESUMING, Continuation
 from signoff.limits import ArgumentLimits
 from signoff.types import Approval, ToolCall
@@ -107,11 +113,16 @@ class LangGraphGate:
             return self._requested_by
         return invoker(config)
 
-    def calls(self, message: AIMessage) -> list[ToolCall]:
+    def agent_of(self, config: RunnableConfig) -> str | None:
+        """The path the calls are judged by and shown with: the app's `agent`, else the name
+        of the ``create_agent`` agent that makes them (``create_agent(name=...)``)."""
+        named = (config.get("metadata") or {}).get("lc_agent_name")
+        return self.agent or (named if isinstance(named, str) and named else None)
+
+    def calls(self, message: AIMessage, config: RunnableConfig) -> list[ToolCall]:
+        agent = self.agent_of(config)
         return [
-            ToolCall(
-                id=c["id"] or "", name=c["name"], args=_LIMITS.admit(c["args"]), agent=self.agent
-            )
+            ToolCall(id=c["id"] or "", name=c["name"], args=_LIMITS.admit(c["args"]), agent=agent)
             for c in message.tool_calls
         ]
 
@@ -119,7 +130,7 @@ class LangGraphGate:
         """Judge the turn's calls (the same verdicts and approvals when judged before) and
         return how each stands, by call id."""
         return await self.runs.judged(
-            self.calls(message),
+            self.calls(message, config),
             thread=thread_of(config),
             requested_by=self.requested_by(config),
             turn=message.id,
@@ -188,7 +199,7 @@ class LangGraphGate:
         tool_call = request.tool_call
         call_id = tool_call["id"] or ""
         turn = turn_of(request.state, call_id)
-        [proposed] = self.calls(AIMessage(content="", tool_calls=[tool_call]))
+        [proposed] = self.calls(AIMessage(content="", tool_calls=[tool_call]), config)
         found = (await self.runs.held(thread, [call_id], turn=turn)).get(call_id)
         if found is None:
             # Not judged with its turn (another middleware's call, a state edited by hand):
@@ -213,25 +224,36 @@ class LangGraphGate:
     # -- the one interrupt of a turn -------------------------------------------------------
 
     def decide_turn(
-        self, message: AIMessage, answered: set[str], config: RunnableConfig
+        self,
+        message: AIMessage,
+        answered: set[str],
+        config: RunnableConfig,
+        messages: Sequence[Any] = (),
     ) -> tuple[dict[str, Held], bool]:
         """Interrupt until every held call of the turn without a result is decided (once, for
         all of them; again only if a resume payload left some undecided). Returns how each call
-        without a result stands, and whether the node was resumed from an interrupt here."""
+        without a result stands, and whether the node was resumed from an interrupt here.
+        `messages` (the graph's) are kept with the pause, for the people who decide."""
         runs, interrupted = self.runs, False
         known = self._known(message, answered, config)
         if known is not None:
             return known, False
         with self.continuing() as continuation:
             while True:
-                held, turn, asked = runs.run(self._stand(message, answered, config, continuation))
+                held, turn, asked = runs.run(
+                    self._stand(message, answered, config, continuation, messages)
+                )
                 if asked is None:
                     return held, interrupted
                 runs.run(self.take(_interrupt(asked), turn, config))
                 interrupted = True
 
     async def adecide_turn(
-        self, message: AIMessage, answered: set[str], config: RunnableConfig
+        self,
+        message: AIMessage,
+        answered: set[str],
+        config: RunnableConfig,
+        messages: Sequence[Any] = (),
     ) -> tuple[dict[str, Held], bool]:
         """`decide_turn` for async graphs."""
         interrupted = False
@@ -241,7 +263,7 @@ class LangGraphGate:
         async with self.acontinuing() as continuation:
             while True:
                 held, turn, asked = await self.runs.bridge.arun(
-                    self._stand(message, answered, config, continuation)
+                    self._stand(message, answered, config, continuation, messages)
                 )
                 if asked is None:
                     return held, interrupted
@@ -254,6 +276,7 @@ class LangGraphGate:
         answered: set[str],
         config: RunnableConfig,
         continuation: Continuation,
+        messages: Sequence[Any] = (),
     ) -> tuple[dict[str, Held], list[Approval], dict[str, Any] | None]:
         """How the turn's calls without a result stand, their approvals, and — while some are
         undecided — the pause's interrupt value (on the bridge's loop: one hop for all). With
@@ -263,7 +286,7 @@ class LangGraphGate:
         if not pending:
             await self._went_on(turn, config, continuation)
             return held, turn, None
-        return held, turn, await self.pause(pending, config)
+        return held, turn, await self.pause(pending, config, messages)
 
     # -- going on past the pause once ------------------------------------------------------
 
@@ -321,11 +344,14 @@ class LangGraphGate:
         turn = [held[i].approval for i in open_ids if i in held]
         return [a for a in turn if a is not None], held
 
-    async def pause(self, pending: Sequence[Approval], config: RunnableConfig) -> dict[str, Any]:
-        """Record the pause on the `pending` calls and make the interrupt's value: LangChain's
-        ``HITLRequest`` shape (Agent Inbox and LangGraph Studio show it), with signoff's part
-        under ``signoff``. Re-entered (a re-run node on its way to the resume value), the open
-        pause that asked for them stands, with the calls it listed."""
+    async def pause(
+        self, pending: Sequence[Approval], config: RunnableConfig, messages: Sequence[Any] = ()
+    ) -> dict[str, Any]:
+        """Record the pause on the `pending` calls (with the graph's last `messages`) and make
+        the interrupt's value: LangChain's ``HITLRequest`` shape (Agent Inbox and LangGraph
+        Studio show it), with signoff's part under ``signoff``. Re-entered (a re-run node on
+        its way to the resume value), the open pause that asked for them stands, with the calls
+        it listed."""
         configurable = config.get("configurable") or {}
         standing = await self.runs.open_pause([a.id for a in pending])
         if standing is not None and {a.id for a in pending} <= set(standing.data.get("asked", [])):
@@ -345,7 +371,8 @@ class LangGraphGate:
                 # after the resume are theirs too (self-approval, grants of theirs).
                 "user_id": self.requested_by(config),
             },
-            agent=self.agent,
+            agent=self.agent_of(config),
+            conversation=transcript_of(messages, self.agent_of(config)),
         )
         return interrupt_value(pause.id, pending)
 
@@ -586,7 +613,10 @@ class ApprovalToolNode(ToolNode):
             # Allowed calls run (and decided ones, on a resume); held ones wait for the
             # interrupt.
             output = super()._func(input, config, runtime)
-            if message is not None and gate.decide_turn(message, set(), config)[1]:
+            if (
+                message is not None
+                and gate.decide_turn(message, set(), config, _messages(input))[1]
+            ):
                 output = super()._func(input, config, runtime)  # decisions from the payload
         return _settled(output)
 
@@ -596,16 +626,25 @@ class ApprovalToolNode(ToolNode):
             await gate.judge(message, config)
         async with gate.acontinuing():
             output = await super()._afunc(input, config, runtime)
-            if message is not None and (await gate.adecide_turn(message, set(), config))[1]:
+            turned = (
+                message is not None
+                and (await gate.adecide_turn(message, set(), config, _messages(input)))[1]
+            )
+            if turned:
                 output = await super()._afunc(input, config, runtime)
         return _settled(output)
 
 
-def _last_ai(input: Any) -> AIMessage | None:
+def _messages(input: Any) -> list[Any]:
+    """The graph's messages in a tool node's input."""
     messages = input.get("messages") if isinstance(input, dict) else input
     if not isinstance(messages, list):
         messages = getattr(input, "messages", None) or []
-    for message in reversed(messages):
+    return list(messages)
+
+
+def _last_ai(input: Any) -> AIMessage | None:
+    for message in reversed(_messages(input)):
         if isinstance(message, AIMessage):
             return message if message.tool_calls else None
     return None

@@ -29,7 +29,7 @@ import asyncio
 import dataclasses
 import json
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -41,6 +41,7 @@ from signoff.errors import (
     OutcomeUnknown,
     SignoffError,
 )
+from signoff.gate import transcript
 from signoff.gate.answers import answer_text, blocked_text, edited_text
 from signoff.gate.external import LEASE, ExternalRuns, Held, Resumed, Resumer, connect
 from signoff.gate.ids import new_id
@@ -251,6 +252,7 @@ class SignoffAgent:
                 approvals=asked,
                 data={"thread_id": thread, "asked": asked},
                 agent=self.path,
+                conversation=_transcript(result.to_input_list(), self.path),
             )
         return result
 
@@ -602,3 +604,25 @@ def _object(raw: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
+
+
+def _transcript(items: Sequence[Any], agent: str | None) -> list[dict[str, Any]]:
+    """The conversation's input items (the Responses API's) as `transcript` messages: the
+    model's are `agent`'s."""
+    found: list[dict[str, Any]] = []
+    for item in items:
+        if not isinstance(item, Mapping):
+            continue
+        kind, role = item.get("type", "message"), item.get("role")
+        if kind == "message" and role in ("user", "system", "developer"):
+            found.append(transcript.message(
+                "user" if role == "user" else "system", item.get("content")))  # fmt: skip
+        elif kind == "message" and role == "assistant":
+            found.append(transcript.message("assistant", item.get("content"), agent=agent))
+        elif kind == "function_call":
+            call = transcript.call(item.get("call_id"), item.get("name", ""), item.get("arguments"))
+            found.append(transcript.message("assistant", tool_calls=[call], agent=agent))
+        elif kind == "function_call_output":
+            found.append(transcript.message("tool", item.get("output"),
+                                            tool_call_id=item.get("call_id")))  # fmt: skip
+    return found

@@ -34,6 +34,7 @@ from signoff.errors import (
     MissingExtraError,
     OutcomeUnknown,
 )
+from signoff.gate import transcript
 from signoff.gate.answers import answer_text, blocked_text, edited_text
 from signoff.gate.external import LEASE, ExternalRuns, Held, Resumed, Resumer, connect
 from signoff.integrations._threads import Hold, appender, busy, now, resumer, unmarked
@@ -226,6 +227,7 @@ class SignoffAgent:
                     approvals=asked,
                     data={"thread_id": thread, "asked": asked},
                     agent=self.path or self.agent.name,
+                    conversation=_transcript(result.all_messages(), self.path or self.agent.name),
                 )
 
     # -- one call --------------------------------------------------------------------------
@@ -399,6 +401,29 @@ def _turn(messages: Sequence[ModelMessage], call_id: str) -> str | None:
         ):
             return f"{index}@{message.timestamp.isoformat()}"
     return None
+
+
+def _transcript(history: Sequence[ModelMessage], agent: str | None) -> list[dict[str, Any]]:
+    """The thread's messages as `transcript` messages: the model's responses are `agent`'s."""
+    found: list[dict[str, Any]] = []
+    for message in history:
+        if isinstance(message, ModelResponse):
+            text = "\n".join(p.content for p in message.parts if p.part_kind == "text")
+            calls = [transcript.call(p.tool_call_id, p.tool_name, p.args)
+                     for p in message.parts if isinstance(p, ToolCallPart)]  # fmt: skip
+            found.append(transcript.message("assistant", text, tool_calls=calls, agent=agent))
+            continue
+        for part in message.parts:
+            if part.part_kind in ("user-prompt", "system-prompt"):
+                role: transcript.Role = "user" if part.part_kind == "user-prompt" else "system"
+                found.append(transcript.message(role, part.content))
+            elif isinstance(part, ToolReturnPart | RetryPromptPart):
+                content = part.model_response() if isinstance(part, RetryPromptPart) else (
+                    part.model_response_str())  # fmt: skip
+                found.append(transcript.message(
+                    "tool", content, tool_call_id=part.tool_call_id, name=part.tool_name,
+                    is_error=isinstance(part, RetryPromptPart)))  # fmt: skip
+    return found
 
 
 def _messages(items: Sequence[str]) -> list[ModelMessage]:

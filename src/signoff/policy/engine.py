@@ -349,6 +349,7 @@ def _entry(rule: Rule) -> _Entry:
         timeout=rule.timeout,
         approvers=rule.approvers,
         forbid_self_approval=rule.forbid_self_approval,
+        destructive=rule.destructive,
         rule_digest=rule.digest,
     )
     return _Entry(

@@ -47,7 +47,7 @@ _SECTION_KEYS = frozenset(
 )
 # Keys read by other parts of signoff (the store, the server, the MCP gateway).
 _OTHER_TOP_KEYS = frozenset(
-    {"database", "auth", "gateway", "redact", "limits", "allowed_hosts", "notify"}
+    {"database", "auth", "gateway", "redact", "limits", "allowed_hosts", "notify", "web"}
 )
 _TOP_KEYS = _SECTION_KEYS | {"version", "servers", "agents"} | _OTHER_TOP_KEYS
 # How the MCP gateway reaches a server; the policy ignores them.
@@ -72,7 +72,9 @@ _SERVER_KEYS = _SECTION_KEYS | _CONNECTION_KEYS
 _KAGENT_BLOCK_KEYS = frozenset(
     {"name", "kind", "apiGroup", "toolNames", "requireApproval", "allowedHeaders"}
 )
-_RULE_OPTIONS = frozenset({"timeout", "approvers", "forbid_self_approval", "reason", "priority"})
+_RULE_OPTIONS = frozenset(
+    {"timeout", "approvers", "forbid_self_approval", "destructive", "reason", "priority"}
+)
 _RULE_KEYS = frozenset({"allow", "ask", "deny", "id", "except", "server", "agent", "when"})
 _CALL_KINDS: tuple[CallKind, ...] = ("tool", "resource", "prompt")
 _RULE_KEYS |= _RULE_OPTIONS
@@ -452,7 +454,7 @@ class _Builder:
     ) -> dict[str, Any]:
         out: dict[str, Any] = {}
         if effect in ("allow", "deny"):
-            for key in ("timeout", "approvers", "forbid_self_approval"):
+            for key in ("timeout", "approvers", "forbid_self_approval", "destructive"):
                 if key in data:
                     self.reader.warn(
                         (*path, key),
@@ -472,6 +474,10 @@ class _Builder:
                 data["forbid_self_approval"],
                 (*path, "forbid_self_approval"),
                 "forbid_self_approval",
+            )
+        if "destructive" in data:
+            out["destructive"] = self.reader.boolean(
+                data["destructive"], (*path, "destructive"), "destructive"
             )
         if "reason" in data:
             out["reason"] = self.reader.string(data["reason"], (*path, "reason"), "reason")

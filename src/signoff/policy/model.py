@@ -44,6 +44,9 @@ class Rule:
     """Seconds an asked call waits before it expires."""
     approvers: tuple[str, ...] = ()
     forbid_self_approval: bool = False
+    destructive: bool = False
+    """Whether the calls it asks about cannot be undone: the web inbox asks "are you sure?"
+    before approving one."""
     reason: str | None = None
     """Shown with the verdict instead of the generated explanation."""
     tier: int = 0
@@ -88,6 +91,8 @@ class Rule:
             out["approvers"] = list(self.approvers)
         if self.forbid_self_approval:
             out["forbid_self_approval"] = True
+        if self.destructive:
+            out["destructive"] = True
         if self.reason is not None:
             out["reason"] = self.reason
         return out

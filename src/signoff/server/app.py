@@ -35,6 +35,7 @@ from signoff.server.intake import BodyLimits, Intake, refuse, validation_refusal
 from signoff.server.quick import QuickDecision
 from signoff.server.service import Principal, Service
 from signoff.server.shapes import (
+    INPUT_CHARS,
     DecisionBody,
     Decisions,
     ExplainBody,
@@ -52,6 +53,7 @@ from signoff.server.shapes import (
     verdict_json,
 )
 from signoff.server.slack import INTERACTIONS, mount_slack
+from signoff.server.threads import mount_threads
 from signoff.server.web import mount_web
 from signoff.server.ws import websocket_channel
 from signoff.store.checkpoint import Checkpoint, audit_key
@@ -61,6 +63,8 @@ from signoff.types import Approval, Context, Grant, ToolCall
 
 __all__ = ["create_app"]
 
+EARLIER_RUNS = 100
+"""The most runs of a thread before it a run's page shows."""
 ASKED_KEPT = 10_000
 """Runs whose first message the API keeps in memory, to show with their approvals."""
 
@@ -109,7 +113,9 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
     read once, not again at every decision of its calls (the newest `ASKED_KEPT` kept)."""
 
     async def approvals_json(approvals: Sequence[Approval]) -> list[dict[str, Any]]:
-        """The approvals with what the user asked their runs, read at once for all of them."""
+        """The approvals with what the user asked their runs, read at once for all of them,
+        and the JSON schema kept with each (`args_schema`: an edit is checked against it, the
+        inbox's edit form is built from it), or null."""
         wanted = {a.run_id for a in approvals if a.run_id}
         unread = wanted - asked.keys()
         if unread:
@@ -117,7 +123,7 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
             for run_id in list(asked)[: max(0, len(asked) - ASKED_KEPT)]:
                 del asked[run_id]  # the oldest read first
         inputs = {run_id: asked[run_id] for run_id in wanted if run_id in asked}
-        return [approval_json(a, inputs) for a in approvals]
+        return [approval_json(a, inputs) | {"args_schema": a.args_schema} for a in approvals]
 
     async def take(who: Principal, approval_id: str, body: DecisionBody) -> dict[str, Any]:
         """A decision on one approval, as `POST /v1/approvals/{id}/decision` takes it."""
@@ -144,6 +150,7 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
         app.add_middleware(_KnownHost, auth=auth)  # outermost: before anything else is read
 
     mount_web(app)
+    mount_threads(app, service, show)
     if service.notifications is not None:
         roles: dict[str, frozenset[str]] = {}
         for principal in auth.tokens.values():
@@ -162,6 +169,12 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
             "roles": sorted(who.roles),
             "authenticated": auth.anonymous is None,
         }
+
+    @app.get("/v1/web")
+    async def web(_: Who) -> dict[str, Any]:
+        """What the web inbox takes from the server's config: how many seconds it holds an
+        approval or a rejection back, undoable, before sending it (0: none)."""
+        return {"undo_seconds": service.undo_seconds}
 
     @app.get("/v1/agents")
     async def agents(_: Who) -> dict[str, Any]:
@@ -191,12 +204,14 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
         cursor: str | None = None,
         limit: Annotated[int, Query(ge=1, le=500)] = 50,
     ) -> dict[str, Any]:
-        """Runs, newest first, without their messages; `next` is the next page's cursor."""
+        """Runs, newest first, without their messages but with what each was asked (`input`:
+        its first message, cut); `next` is the next page's cursor."""
         if cursor is not None:
             await service.store.get_run(cursor)  # 404 for a cursor that names no run
         page = await service.store.list_runs(agent=agent, status=status, before=cursor, limit=limit)
+        inputs = await service.store.run_inputs([r.id for r in page])
         return {
-            "items": [_run_summary(r) for r in page],
+            "items": [_run_summary(r) | {"input": _cut(inputs.get(r.id))} for r in page],
             "next": page[-1].id if len(page) == limit else None,
         }
 
@@ -702,12 +717,27 @@ def _errors(app: FastAPI) -> None:
 
 
 async def _run(service: Service, run_id: str) -> dict[str, Any]:
-    record = await service.store.get_run(run_id)
-    pending = await service.store.list_approvals(status="pending", run_id=run_id, limit=500)
+    """The run with its messages, and — for a run that continues a conversation — the runs
+    of its thread before it (`earlier`, oldest first, each with its messages)."""
+    store = service.store
+    record = await store.get_run(run_id)
+    pending = await store.list_approvals(status="pending", run_id=run_id, limit=500)
+    earlier = []
+    if record.parent_id is None:
+        found = await store.list_runs(thread_id=record.thread_id, roots=True, before=run_id,
+                                      limit=EARLIER_RUNS)  # fmt: skip
+        for run in reversed(found):
+            messages = await store.run_messages(run.id)
+            earlier.append(_run_summary(run) | {"messages": shown(messages, service.redaction)})
     return _run_summary(record) | {
-        "messages": shown(await service.store.run_messages(run_id), service.redaction),
+        "messages": shown(await store.run_messages(run_id), service.redaction),
         "pending_approvals": [a.id for a in pending],
+        "earlier": earlier,
     }
+
+
+def _cut(text: str | None) -> str | None:
+    return text if text is None or len(text) <= INPUT_CHARS else text[: INPUT_CHARS - 1] + "…"
 
 
 def _run_summary(record: RunRecord) -> dict[str, Any]:

@@ -12,6 +12,7 @@ redact: ["**.password", "**.*token*"]          # argument paths the API shows ma
 limits: {body: 16MiB, arguments: 8MiB}         # the biggest request body, a call's arguments
 allowed_hosts: [inbox.internal]                # Host names served besides localhost's
 notify: {webhooks: [{url: "https://hooks.example.com/signoff", secret_env: HOOK_SECRET}]}
+web: {undo_seconds: 5}                         # the inbox's window to undo a decision; 0: none
 default: ask
 rules:
   - ask: delete_pod
@@ -36,16 +37,18 @@ from signoff.protocols.mcp.settings import GatewaySettings, UpstreamSpec, read_g
 from signoff.server.auth import allowed_host
 from signoff.server.intake import MAX_BODY
 from signoff.server.redact import Redaction
-from signoff.server.service import Principal
+from signoff.server.service import UNDO_SECONDS, Principal
 
 __all__ = ["ServerConfig", "load_config"]
 
 _AUTH_KEYS = frozenset({"tokens"})
 _SERVER_KEYS = frozenset(
-    {"database", "auth", "gateway", "redact", "limits", "allowed_hosts", "notify"}
+    {"database", "auth", "gateway", "redact", "limits", "allowed_hosts", "notify", "web"}
 )
 _LIMIT_KEYS = frozenset({"body", "arguments"})
 _TOKEN_KEYS = frozenset({"principal", "roles", "token", "token_env"})
+_WEB_KEYS = frozenset({"undo_seconds"})
+_MOST_UNDO_SECONDS = 60
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,6 +75,9 @@ class ServerConfig:
     authentication only those are served; with tokens, any host unless some are given."""
     notify: NotifySettings = field(default_factory=NotifySettings)
     """Who is told of requests and decisions (``notify:``; see `signoff.notify`)."""
+    undo_seconds: int = UNDO_SECONDS
+    """How long the web inbox holds an approval or a rejection back, undoable, before it sends
+    it (``web.undo_seconds``); 0 sends at once."""
 
 
 def load_config(path: Path, *, gateway: bool = False) -> ServerConfig:
@@ -98,6 +104,7 @@ def load_config(path: Path, *, gateway: bool = False) -> ServerConfig:
     redact = _redact(reader, top.get("redact", []))
     limits = _limits(reader, top.get("limits", {}))
     hosts = _hosts(reader, top.get("allowed_hosts", []))
+    web = _web(reader, top.get("web", {}))
     environment = os.environ if gateway else None
     servers = read_servers(reader, top.get("servers"), environment=environment)
     settings = read_gateway(reader, top.get("gateway"), environment=environment)
@@ -122,6 +129,7 @@ def load_config(path: Path, *, gateway: bool = False) -> ServerConfig:
         **limits,
         allowed_hosts=hosts,
         notify=notify,
+        **web,
     )
 
 
@@ -137,6 +145,26 @@ def _limits(reader: Reader, value: Any) -> dict[str, int]:
             if size is not None:
                 found[name] = size
     return found
+
+
+def _web(reader: Reader, value: Any) -> dict[str, int]:
+    section = reader.mapping(value, ("web",), "web")
+    if section is None:
+        return {}
+    reader.keys(section, ("web",), _WEB_KEYS, "web")
+    if "undo_seconds" not in section:
+        return {}
+    where = ("web", "undo_seconds")
+    seconds = reader.integer(section["undo_seconds"], where, "web.undo_seconds")
+    if seconds is None:
+        return {}
+    if not 0 <= seconds <= _MOST_UNDO_SECONDS:
+        reader.error(
+            where,
+            f"web.undo_seconds must be from 0 (no undo) to {_MOST_UNDO_SECONDS}, not {seconds}",
+        )
+        return {}
+    return {"undo_seconds": seconds}
 
 
 def _redact(reader: Reader, value: Any) -> tuple[str, ...]:

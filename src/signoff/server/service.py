@@ -25,10 +25,12 @@ from signoff.store import AuditRecord, Store
 from signoff.store.runs import StoredEvent
 from signoff.types import Approval, Decision, Edit
 
-__all__ = ["LOOK_BACK", "Principal", "Service"]
+__all__ = ["LOOK_BACK", "UNDO_SECONDS", "Principal", "Service"]
 
 LOOK_BACK = timedelta(seconds=2)
 """How far behind its newest event a reader of every run's events looks again."""
+UNDO_SECONDS = 5
+"""How long the web inbox holds an approval or a rejection back, undoable, by default."""
 PAGE = 1000
 """How many events a reader of every run's events reads at a time."""
 _EARLIEST = datetime(1970, 1, 1, tzinfo=UTC) + LOOK_BACK
@@ -60,6 +62,9 @@ class Service:
     """Arguments masked in everything the API sends (the config's ``redact:``)."""
     notifications: Notifications | None = None
     """Who is told of requests and decisions (the config's ``notify:``), while it runs."""
+    undo_seconds: int = UNDO_SECONDS
+    """How long the web inbox holds an approval or a rejection back, undoable, before it sends
+    it (the config's ``web.undo_seconds``)."""
     policy_lock: asyncio.Lock = field(init=False, default_factory=asyncio.Lock)
     """Held while a change to the policy document is read, made and saved."""
     runners: dict[str, Runner] = field(init=False)

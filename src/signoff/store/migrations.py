@@ -240,6 +240,14 @@ def _v11(connection: Connection) -> None:
     connection.execute(text("ALTER TABLE approvals ADD COLUMN args_schema TEXT"))
 
 
+def _v12(connection: Connection) -> None:
+    """Whether the rule that asked marks a held call destructive: the web inbox asks for a
+    confirmation before approving it. Calls held before it are not."""
+    connection.execute(
+        text("ALTER TABLE approvals ADD COLUMN destructive BOOLEAN NOT NULL DEFAULT false")
+    )
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _v1,
     _v2,
@@ -252,6 +260,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _v9,
     _v10,
     _v11,
+    _v12,
 ]
 LATEST = len(MIGRATIONS)
 

@@ -36,6 +36,7 @@ def approval_row(approval: Approval) -> dict[str, Any]:
         "expires_at": None if approval.expires_at is None else to_micros(approval.expires_at),
         "approvers": _json(list(approval.approvers)),
         "forbid_self_approval": approval.forbid_self_approval,
+        "destructive": approval.destructive,
         "args_schema": None if approval.args_schema is None else _json(approval.args_schema),
         **decision_values(approval),
     }
@@ -82,6 +83,7 @@ def approval_from_row(row: Any) -> Approval:
         expires_at=None if row.expires_at is None else from_micros(row.expires_at),
         approvers=tuple(json.loads(row.approvers)),
         forbid_self_approval=bool(row.forbid_self_approval),
+        destructive=bool(row.destructive),
         decided_by=row.decided_by,
         decided_at=None if row.decided_at is None else from_micros(row.decided_at),
         decision=None if row.decision is None else decision_from_dict(json.loads(row.decision)),

@@ -16,6 +16,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
 )
 
 __all__ = [
@@ -83,6 +84,8 @@ approvals = Table(
     # Since version 11: the tool's argument schema as the asker knew it (edits are checked
     # against it in any process).
     Column("args_schema", Text),
+    # Since version 12: whether the asking rule marks the call destructive (the inbox confirms).
+    Column("destructive", Boolean, nullable=False, server_default=false()),
     # Listing is newest first, and ids are time-ordered: each index ends in `id` so a page is a
     # plain index range, never a sort of every matching row.
     Index("approvals_status_id", "status", "id"),

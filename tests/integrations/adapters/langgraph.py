@@ -94,7 +94,7 @@ class LangChainAdapter:
         return self._agents[thread]
 
     def _build(self, model: _Model) -> Any:
-        return create_agent(model, _tools(self.side_effects),
+        return create_agent(model, _tools(self.side_effects), name="assistant",
                             middleware=[SignoffMiddleware(self.runs)],
                             checkpointer=self.saver)  # fmt: skip
 
@@ -175,7 +175,8 @@ class ToolNodeAdapter(LangChainAdapter):
 
         builder = StateGraph(MessagesState)
         builder.add_node("agent", think)
-        builder.add_node("tools", ApprovalToolNode(_tools(self.side_effects), runs=self.runs))
+        builder.add_node("tools", ApprovalToolNode(_tools(self.side_effects), runs=self.runs,
+                                                   agent="assistant"))  # fmt: skip
         builder.add_edge(START, "agent")
         builder.add_conditional_edges("agent", tools_condition)
         builder.add_edge("tools", "agent")

@@ -5,7 +5,7 @@
 
 import { ApiError, get, token } from "./api.js";
 import { approvalPage } from "./approval.js";
-import { approve, editDialog } from "./cards.js";
+import { approve, editDialog, setUndoSeconds } from "./cards.js";
 import { clear, h, timeLeft } from "./dom.js";
 import { auditPage } from "./audit.js";
 import { grantsPage } from "./grants.js";
@@ -52,6 +52,7 @@ async function start() {
     return clear(main, h("p.form-error", { role: "alert" }, `The server did not answer: ${error.message}`));
   }
   await app.reloadAgents();
+  setUndoSeconds((await get("/web")).undo_seconds);
   clear(
     document.getElementById("who"),
     app.me.name,
@@ -132,7 +133,7 @@ function decoded(part) {
 
 // The selected card: the one the keyboard acts on.
 function pendingCards() {
-  return [...main.querySelectorAll("article.approval.status-pending:not(.rejecting)")];
+  return [...main.querySelectorAll("article.approval.status-pending:not(.waiting)")];
 }
 
 function selected() {

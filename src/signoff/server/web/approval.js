@@ -2,10 +2,12 @@
 // whatever its status — what the user asked, the call, who asks under which rule, the time left —
 // decided from here and redrawn when it is decided anywhere else; once decided, who decided
 // what, and the grant an "approve always" left. A call another framework's run holds (or the MCP
-// gateway) belongs to no run of signoff's: this page is where it is seen on its own.
+// gateway) belongs to no run of signoff's: this page is where it is seen on its own, with the
+// conversation its thread had when the call was held.
 
 import { ApiError, get, query } from "./api.js";
 import { approvalCard, fill } from "./cards.js";
+import { showConversation } from "./conversation.js";
 import { clear, h, notify } from "./dom.js";
 
 const WAIT = 25; // seconds each long poll waits for a decision before asking again
@@ -15,7 +17,14 @@ const GRANT_STATUS = { active: "in force", stale: "covers nothing: its rule chan
 export function approvalPage(main, app, id) {
   const holder = h("section.cards", { id: "approval", "aria-live": "polite" });
   const grant = h("div.approval-grant", { id: "approval-grant", "aria-live": "polite" });
-  clear(main, h("h1", {}, "Approval ", h("span.muted.mono.approval-id", {}, id)), holder, grant);
+  const conversation = h("div", { id: "approval-conversation" });
+  clear(
+    main,
+    h("h1", {}, "Approval ", h("span.muted.mono.approval-id", {}, id)),
+    holder,
+    grant,
+    h("section.approval-conversation", {}, h("h2", {}, "Conversation"), conversation),
+  );
   const stopped = new AbortController();
   const context = { schemaFor: app.schemaFor, changed: () => {}, showRun: true, own: true };
   let card = null;
@@ -24,6 +33,7 @@ export function approvalPage(main, app, id) {
     if (!card) {
       card = approvalCard(approval, context);
       clear(holder, card);
+      showConversation(conversation, approval.id).catch((error) => notify(`The conversation did not load: ${error.message}`, "error"));
     } else if (card.dataset.status !== approval.status) {
       fill(card, approval, context);
     }

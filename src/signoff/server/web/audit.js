@@ -60,8 +60,8 @@ export function auditPage(main) {
     clear(
       verdict,
       result.ok
-        ? h("span.badge.status-approved", {}, result.reason)
-        : h("span.badge.status-rejected", {}, `broken: ${result.reason}`),
+        ? h("span.verified.ok", {}, words(result.reason))
+        : h("span.verified.broken", { role: "alert" }, words(`broken: ${result.reason}`)),
     );
   });
 
@@ -81,13 +81,20 @@ export function auditPage(main) {
   return () => {};
 }
 
+// The server's sentence as a sentence: capitalised, its `code` as code.
+function words(text) {
+  const sentence = text.charAt(0).toUpperCase() + text.slice(1);
+  return sentence.split(/`([^`]*)`/).map((part, i) => (i % 2 ? h("code", {}, part) : part));
+}
+
 function row(entry) {
   const data = entry.data || {};
   const decision = data.decision || {};
   const details = [];
   if (entry.problem) details.push(h("div.form-error", {}, `Damaged: ${entry.problem}`));
   if (entry.action === "decision") {
-    details.push(h("span.badge", { className: `badge status-${data.status}` }, data.status));
+    const run = data.run_id ? h("a.run-link", { href: `#/runs/${encodeURIComponent(data.run_id)}` }, "open run") : null;
+    details.push(h("div.decision-head", {}, h("span.badge", { className: `badge status-${data.status}` }, data.status), run));
     if (decision.reason) details.push(h("div.decision-reason", {}, `Reason: ${decision.reason}`));
     if (decision.content) details.push(h("div", {}, `Response: ${decision.content}`));
     if (decision.args) {
@@ -95,14 +102,13 @@ function row(entry) {
       details.push(h("div", {}, "Edited arguments:"), data.args ? argsDiff(data.args, decision.args) : jsonView(decision.args));
     }
     if (decision.always) details.push(h("div", {}, `Always, for this ${decision.always.scope}`));
-    if (data.run_id) details.push(h("a", { href: `#/runs/${encodeURIComponent(data.run_id)}` }, "run"));
   } else {
     details.push(h("details", {}, h("summary", {}, data.verdict || data.reason || "data"), jsonView(data)));
   }
   return h(
     "tr",
     { dataset: { seq: String(entry.seq), action: entry.action } },
-    h("td.mono", {}, String(entry.seq)),
+    h("td.mono.seq", {}, String(entry.seq)),
     h("td", {}, when(entry.at)),
     h("td", {}, entry.actor),
     h("td", {}, entry.action),

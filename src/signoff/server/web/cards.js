@@ -1,13 +1,21 @@
 // An approval as a card: the tool, what the user asked the run that makes the call, its
 // arguments, who asks under which rule, its status badge, and — while it is pending — the
-// decisions: approve, edit, respond, reject (with a few seconds to undo), approve always for a
-// scope. The inbox, the run view and the approval's own page show these.
+// decisions: approve, edit, respond, reject, approve always for a scope. Approving and
+// rejecting wait a few seconds (the server's `web.undo_seconds`) to be undone; approving a
+// call its rule marks destructive asks first. The inbox, the run view and the approval's own
+// page show these.
 
 import { ApiError, get, post, sendOnLeaving } from "./api.js";
 import { argsDiff, h, clear, jsonView, notify, timeLeft, when } from "./dom.js";
+import { conversationFold } from "./conversation.js";
 import { schemaForm } from "./schemaform.js";
 
-export const UNDO_SECONDS = 5;
+let undoSeconds = 5;
+
+// How long approvals and rejections wait to be undone (0: they are sent at once).
+export function setUndoSeconds(seconds) {
+  undoSeconds = seconds;
+}
 
 const LABELS = {
   pending: "pending",
@@ -22,8 +30,9 @@ const LABELS = {
   running: "running",
 };
 
-// Rejections waiting out their undo window, by approval id: {reason, deadline, timer}.
-const rejecting = new Map();
+// Decisions waiting out their undo window, by approval id; an Approve All's calls share one:
+// {ids, verb, detail, path, body, deadline, timer, fire(), undo()}.
+const waiting = new Map();
 
 export function badge(status) {
   return h(`span.badge.status-${status}`, { dataset: { status } }, LABELS[status] || status);
@@ -57,6 +66,8 @@ export function keptCard(approval, cards, seen, context) {
 // "Approve All (N)" over several pending approvals; nothing for fewer than two.
 export function approveAllButton(pending, context) {
   if (pending.length < 2) return null;
+  const batch = waiting.get(pending[0].id);
+  if (batch && batch.ids.length > 1) return undoBar(batch); // one bar for the batch
   return h(
     "button.primary.approve-all",
     { type: "button", dataset: { action: "approve-all" }, onclick: () => approveAll(pending, context) },
@@ -87,8 +98,8 @@ export function fill(card, approval, context) {
   const selected = card.classList.contains("selected");
   card.dataset.status = approval.status;
   card.className = `card approval status-${approval.status}`;
-  // A rejection in its undo window is not pending any more for the keyboard.
-  card.classList.toggle("rejecting", rejecting.has(approval.id));
+  // A decision in its undo window: the card is not pending any more for the keyboard.
+  card.classList.toggle("waiting", waiting.has(approval.id));
   card.classList.toggle("selected", selected);
   card._approval = approval; // what the keyboard shortcuts act on
   card._context = context;
@@ -115,6 +126,7 @@ export function fill(card, approval, context) {
       place(approval, context),
     ),
     context.showRun ? asked(approval) : null,
+    external(approval) && !context.own ? conversationFold(approval) : null,
     jsonView(approval.args),
     approval.truncated ? wholeLink(card, approval, context) : null,
     decided(approval),
@@ -199,8 +211,9 @@ async function whole(approval) {
 }
 
 function actions(card, approval, context) {
-  const waiting = rejecting.get(approval.id);
-  if (waiting) return undoBar(card, approval, context, waiting);
+  const held = waiting.get(approval.id);
+  if (held && held.ids.length > 1) return h("div.actions.batched", { role: "status" }, "Approved with the others of its turn: Undo is beside them");
+  if (held) return undoBar(held);
   const button = (action, text, onclick, title) =>
     h(`button.${action === "approve" ? "primary" : action === "reject" ? "danger" : "secondary"}`, {
       type: "button",
@@ -236,75 +249,145 @@ async function send(card, approval, context, body) {
 }
 
 export async function approve(card, approval, context, always = null) {
-  if (rejecting.has(approval.id)) return null; // Undo first
-  const error = await send(card, approval, context, always ? { kind: "approve", always } : { kind: "approve" });
-  if (error) notify(error.message, "error");
-  return error;
+  if (waiting.has(approval.id)) return null; // Undo first
+  if (!always && approval.destructive && !(await confirmed(card, [approval]))) return null;
+  const body = always ? { kind: "approve", always } : { kind: "approve" };
+  return decideLater(card, approval, context, body, always ? "Approving always" : "Approving");
 }
 
-// "Approve All": every pending call of the turn at once (all or nothing).
+// "Approve All": every pending call of the turn at once (all or nothing), after one undo window.
 export async function approveAll(approvals, context) {
+  if (approvals.some((a) => waiting.has(a.id))) return;
+  const risky = approvals.filter((a) => a.destructive);
+  if (risky.length && !(await confirmed(null, risky))) return;
   const decisions = Object.fromEntries(approvals.map((a) => [a.id, { kind: "approve" }]));
-  try {
-    await post("/approvals/decisions", { decisions });
-  } catch (error) {
-    notify(error.message, "error");
-  }
-  context.changed();
+  const ids = approvals.map((a) => a.id);
+  const redraw = () => {
+    for (const card of document.querySelectorAll("article.approval")) {
+      if (ids.includes(card.dataset.approvalId)) fill(card, card._approval, card._context);
+    }
+    context.changed();
+  };
+  await later(ids, {
+    verb: `Approving ${ids.length} calls`,
+    path: "/approvals/decisions",
+    body: { decisions },
+    redraw,
+    undone: "Approve All undone",
+    async go() {
+      try {
+        await post("/approvals/decisions", { decisions });
+      } catch (error) {
+        notify(error.message, "error");
+        redraw();
+      }
+      context.changed();
+    },
+  });
 }
 
-function undoBar(card, approval, context, waiting) {
-  const seconds = Math.max(0, Math.ceil((waiting.deadline - Date.now()) / 1000));
-  const count = h("span.countdown", {}, `Rejecting in ${seconds}s`);
-  const tick = setInterval(() => {
-    if (!card.isConnected || !rejecting.has(approval.id)) return clearInterval(tick);
-    const left = Math.max(0, Math.ceil((waiting.deadline - Date.now()) / 1000));
-    count.textContent = `Rejecting in ${left}s`;
-  }, 250);
-  return h(
-    "div.actions.undo",
+// Send `body` as the decision on `approval` once its undo window has passed (at once without
+// one); an error it gets is returned when sent at once, else told.
+function decideLater(card, approval, context, body, verb) {
+  return later([approval.id], {
+    verb,
+    detail: body.reason,
+    path: `/approvals/${encodeURIComponent(approval.id)}/decision`,
+    body,
+    redraw: () => fill(card, approval, context),
+    undone: body.kind === "reject" ? "Rejection undone" : "Approval undone",
+    async go() {
+      const error = await send(card, approval, context, body);
+      if (error && undoSeconds) {
+        notify(error.message, "error");
+        fill(card, approval, context);
+      }
+      return error;
+    },
+  });
+}
+
+// The one undo window: `go` runs after it unless undone (and at once without one).
+async function later(ids, entry) {
+  if (!undoSeconds) return entry.go();
+  const held = { ...entry, ids, deadline: Date.now() + undoSeconds * 1000 };
+  const release = () => {
+    clearTimeout(held.timer);
+    for (const id of ids) waiting.delete(id);
+  };
+  held.fire = () => {
+    release();
+    return entry.go();
+  };
+  held.undo = () => {
+    release();
+    entry.redraw();
+    notify(entry.undone);
+  };
+  held.timer = setTimeout(held.fire, undoSeconds * 1000);
+  for (const id of ids) waiting.set(id, held);
+  entry.redraw();
+  return null;
+}
+
+function undoBar(held) {
+  const left = () => Math.max(0, Math.ceil((held.deadline - Date.now()) / 1000));
+  const count = h("span.countdown", {}, `${held.verb} in ${left()}s`);
+  const bar = h(
+    `div.actions.undo.${held.body.kind === "reject" ? "rejecting" : "approving"}`,
     { role: "status" },
     count,
-    waiting.reason ? h("span.reason", {}, `“${waiting.reason}”`) : null,
-    h("button.primary", { type: "button", dataset: { action: "undo" }, onclick: () => {
-      clearTimeout(waiting.timer);
-      rejecting.delete(approval.id);
-      fill(card, approval, context);
-      notify("Rejection undone");
-    } }, "Undo"),
-    h("button.secondary", { type: "button", dataset: { action: "send-now" }, onclick: () => {
-      clearTimeout(waiting.timer);
-      waiting.fire();
-    } }, "Send now"),
+    held.detail ? h("span.reason", {}, `“${held.detail}”`) : null,
+    h("button.primary", { type: "button", dataset: { action: "undo" }, onclick: () => held.undo() }, "Undo"),
+    h("button.secondary", { type: "button", dataset: { action: "send-now" }, onclick: () => held.fire() }, "Send now"),
   );
+  const tick = setInterval(() => {
+    if (!bar.isConnected || waiting.get(held.ids[0]) !== held) return clearInterval(tick);
+    count.textContent = `${held.verb} in ${left()}s`;
+  }, 250);
+  return bar;
 }
 
 function reject(card, approval, context, reason) {
-  const waiting = { reason, approvalId: approval.id, deadline: Date.now() + UNDO_SECONDS * 1000 };
-  waiting.fire = async () => {
-    rejecting.delete(approval.id);
-    const error = await send(card, approval, context, { kind: "reject", reason });
-    if (error) {
-      notify(error.message, "error");
-      fill(card, approval, context);
-    }
-  };
-  waiting.timer = setTimeout(waiting.fire, UNDO_SECONDS * 1000);
-  rejecting.set(approval.id, waiting);
-  fill(card, approval, context);
+  return decideLater(card, approval, context, { kind: "reject", reason }, "Rejecting");
 }
 
-// Closing the tab does not undo a rejection: what is still waiting is sent as the page goes.
+// Closing the tab does not undo a decision: what is still waiting is sent as the page goes.
 addEventListener("pagehide", () => {
-  for (const waiting of rejecting.values()) {
-    clearTimeout(waiting.timer);
-    sendOnLeaving(`/approvals/${encodeURIComponent(waiting.approvalId)}/decision`, {
-      kind: "reject",
-      reason: waiting.reason,
-    });
+  for (const held of new Set(waiting.values())) {
+    clearTimeout(held.timer);
+    sendOnLeaving(held.path, held.body);
   }
-  rejecting.clear();
+  waiting.clear();
 });
+
+// Whether the person confirms approving `approvals`, whose rules mark them destructive.
+function confirmed(card, approvals) {
+  const [first] = approvals;
+  const title = approvals.length > 1 ? `Approve ${approvals.length} calls?` : `Approve ${first.tool}?`;
+  const names = [...new Set(approvals.map((a) => a.tool))].join(", ");
+  return new Promise((resolve) => {
+    let yes = false;
+    const form = dialog(
+      card,
+      title,
+      h(
+        "div.confirm",
+        {},
+        h("p", {}, "The policy marks ", h("code", {}, names), " destructive: once it runs, it cannot be undone."),
+        approvals.map((a) => h("p.help", {}, h("code", {}, a.tool), ` under rule `, h("code", {}, a.rule || "default"), a.reason ? ` — ${a.reason}` : "")),
+      ),
+      approvals.length > 1 ? "Approve all" : "Approve",
+      async () => {
+        yes = true;
+        return null;
+      },
+      { danger: true },
+    );
+    document.getElementById("dialog").addEventListener("close", () => resolve(yes), { once: true });
+    form.querySelector("[data-action=cancel]").focus(); // Enter again does not approve
+  });
+}
 
 // The one <dialog> of the page, filled for each use. Esc closes it (the browser's own).
 // Closed, it hands the keyboard back to `card` (where Enter and Ctrl/Cmd+E act), whatever the
@@ -312,7 +395,7 @@ addEventListener("pagehide", () => {
 function dialog(card, title, body, submitText, onSubmit, { danger = false } = {}) {
   const box = document.getElementById("dialog");
   box.onclose = () => {
-    if (card.isConnected) card.focus({ preventScroll: true });
+    if (card?.isConnected) card.focus({ preventScroll: true });
   };
   const problem = h("div.form-error", { role: "alert", hidden: true });
   const submit = h(`button.${danger ? "danger" : "primary"}`, { type: "submit", dataset: { action: "submit" } }, submitText);
@@ -353,7 +436,7 @@ function dialog(card, title, body, submitText, onSubmit, { danger = false } = {}
 }
 
 export async function editDialog(card, approval, context) {
-  if (rejecting.has(approval.id)) return;
+  if (waiting.has(approval.id)) return;
   if (approval.truncated) {
     // Never edit from a cut copy: what is sent back would cut the arguments for real.
     try {
@@ -363,8 +446,10 @@ export async function editDialog(card, approval, context) {
     }
     fill(card, approval, context);
   }
-  // A resource or prompt (through the MCP gateway) has no tool schema here: raw JSON.
-  const schema = kindOf(approval) ? null : context.schemaFor(approval.agent, approval.tool);
+  // A resource or prompt (through the MCP gateway) has no tool schema here: raw JSON. The
+  // schema kept with the approval is the one the server checks the edit against; a call held
+  // before its tool's schema was known has the server's own agents' (if it has one).
+  const schema = kindOf(approval) ? null : approval.args_schema || context.schemaFor(approval.agent, approval.tool);
   let form = null;
   try {
     form = schema ? schemaForm(schema, approval.args) : null;
@@ -424,7 +509,10 @@ export async function editDialog(card, approval, context) {
       const error = await send(card, approval, context, { kind: "edit", args });
       if (!error) return null;
       const body = error.body || {};
-      if (mode === "form" && body.path !== undefined) current.showError(body.path, body.detail);
+      // Said once: beside the field it names, or — with no such field — above the buttons.
+      if (mode === "form" && body.path !== undefined && current.showError(body.path, body.detail)) {
+        return "Not run: the server refused the field marked above.";
+      }
       return body.schema_path ? `${body.detail}` : error.message;
     },
   );
@@ -443,8 +531,8 @@ export function respondDialog(card, approval, context) {
 export function rejectDialog(card, approval, context) {
   const text = h("textarea", { name: "reason", rows: 3, "aria-label": "reason", placeholder: "Why not — the agent is told" });
   dialog(card, `Reject ${approval.tool}`, h("label", {}, "Reason", text), "Reject", async () => {
-    reject(card, approval, context, text.value.trim());
-    return null;
+    const error = await reject(card, approval, context, text.value.trim());
+    return error ? error.message : null;
   }, { danger: true });
   text.focus();
 }
@@ -458,14 +546,18 @@ export function alwaysDialog(card, approval, context) {
   const thread = gateway
     ? `this exact call, when ${who} makes it again`
     : `this conversation (thread ${approval.thread_id}), when ${who} makes them`;
+  // Only a run of signoff's own has a run id, and it can fire there: the run's later turns
+  // and its sub-agents make their calls in it. Each message of a conversation starts a new
+  // run, so the conversation is the default.
   const scopes = [
-    approval.run_id && who ? ["run", `this run, when ${who} makes them`] : null,
+    approval.run_id && who ? ["run", `this run only (its later turns and sub-agents), when ${who} makes them`] : null,
     approval.thread_id && who ? ["thread", thread] : null,
     approval.agent ? ["agent", `agent ${approval.agent}, in any run or thread, whoever makes them`] : null,
     ["global", "everywhere, whoever makes them"],
   ].filter(Boolean);
-  const radios = scopes.map(([scope, text], i) =>
-    h("label.choice", {}, h("input", { type: "radio", name: "scope", value: scope, checked: i === 0 }), ` ${text}`),
+  const preferred = scopes.some(([scope]) => scope === "thread") ? "thread" : scopes[0][0];
+  const radios = scopes.map(([scope, text]) =>
+    h("label.choice", {}, h("input", { type: "radio", name: "scope", value: scope, checked: scope === preferred }), ` ${text}`),
   );
   const anyArgs = h("input", { type: "checkbox", name: "any_args" });
   dialog(
@@ -477,6 +569,8 @@ export function alwaysDialog(card, approval, context) {
       h("p.help", {}, "Later calls of this tool by the same agent, with exactly these arguments, run without asking when the same rule asks about them, within the scope below — never a call you could not approve yourself (your own, where the rule forbids self-approval), none once the rule changes, and none once you no longer hold a role it needs. Grants are listed, and revoked, on the Grants page."),
       h("fieldset.scopes", {}, radios),
       h("label.choice", {}, anyArgs, " for any arguments, not only these"),
+      // This dialog is the confirmation a destructive call's approval asks for.
+      approval.destructive ? h("p.form-error.destructive", {}, "The policy marks this call destructive: once it runs, it cannot be undone.") : null,
     ),
     "Approve always",
     async () => {

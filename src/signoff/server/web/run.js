@@ -1,21 +1,24 @@
-// A run: its conversation, each tool call a card whose badge reads pending / approved / edited /
-// responded / rejected / expired / blocked / ran, "Approve All" over a turn's pending calls, and
-// the run's events keeping it live. Everything is rebuilt from the server, so a reload shows
+// A run: the thread's earlier runs (a conversation continued), then its own conversation, each
+// tool call a card whose badge reads pending / approved / edited / responded / rejected /
+// expired / blocked / ran, "Approve All" over a turn's pending calls, and the run's events
+// keeping it live. Everything is rebuilt from the server, so a reload shows
 // exactly the same state.
 
 import { follow, get, query } from "./api.js";
 import { approveAllButton, badge, fill, keptCard } from "./cards.js";
-import { clear, debounce, guarded, h, jsonView } from "./dom.js";
+import { transcript } from "./conversation.js";
+import { clear, debounce, guarded, h, jsonView, when } from "./dom.js";
 import { chatBox } from "./runs.js";
 
 export function runView(main, app, runId) {
   const header = h("div.run-header");
+  const earlier = h("section.earlier", { id: "earlier" });
   const conversation = h("section.conversation", { id: "conversation" });
   const deeper = h("section.subagents", { id: "subagents" });
   const footer = h("div.run-footer");
   const cards = new Map(); // approval id -> card, kept across refreshes
   const context = { schemaFor: app.schemaFor, changed: () => soon(), showRun: false };
-  clear(main, header, conversation, deeper, footer);
+  clear(main, header, earlier, conversation, deeper, footer);
 
   // A sub-agent's approvals belong to the root run of its tree, under the agent's path: where
   // this run sits in its tree is found once (it never changes).
@@ -57,8 +60,19 @@ export function runView(main, app, runId) {
         h("span", {}, "model ", h("b.model", {}, agent ? agent.model : "?")),
         h("span", {}, "thread ", h("code", {}, run.thread_id)),
         run.started_by ? h("span", {}, `started by ${run.started_by}`) : null,
-        h("span", {}, `started ${new Date(run.created_at).toLocaleString()}`),
+        h("span", {}, `started ${when(run.created_at)}`),
         run.parent_id ? h("a", { href: `#/runs/${encodeURIComponent(run.parent_id)}` }, "parent run") : null,
+      ),
+    );
+    clear(
+      earlier,
+      (run.earlier || []).map((before) =>
+        h(
+          "div.earlier-run",
+          { dataset: { runId: before.id } },
+          h("a.muted", { href: `#/runs/${encodeURIComponent(before.id)}` }, `run of ${when(before.created_at)} · ${before.status}`),
+          transcript(before.messages, { agent: before.agent }),
+        ),
       ),
     );
     const seen = new Set();
@@ -125,7 +139,8 @@ function toolCard(call, approval, result, cards, seen, context) {
     );
   }
   card.querySelector(".result")?.remove();
-  if (result) card.append(resultView(result));
+  // A response is the result: the card says it once, as the decision.
+  if (result && approval?.status !== "responded") card.append(resultView(result));
   return card;
 }
 

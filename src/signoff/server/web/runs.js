@@ -19,6 +19,15 @@ function hint(agent) {
 
 export function chatBox(app, { agent = null, thread = null } = {}) {
   const roots = app.agents.filter((a) => !a.path.includes("/"));
+  if (!roots.length) {
+    return h(
+      "p.empty.no-agents",
+      {},
+      "This server runs no agents, so there is none to start here. Serve yours with ",
+      h("code", {}, "signoff serve --agents module:agents"),
+      " (see docs/server.md); calls that other apps hold here — a framework's runs, the MCP gateway — still come to this inbox.",
+    );
+  }
   const select = h(
     "select",
     { name: "agent", "aria-label": "agent to run", disabled: Boolean(agent) },
@@ -71,7 +80,7 @@ export function runs(main, app) {
     main,
     h("h1", {}, "Runs"),
     chatBox(app),
-    h("table.runs", {}, h("thead", {}, h("tr", {}, ["Started", "Agent", "Status", "Thread", "By"].map((t) => h("th", {}, t)))), body),
+    h("table.runs", {}, h("thead", {}, h("tr", {}, ["Started", "Agent", "Asked", "Status", "Thread", "By"].map((t) => h("th", {}, t)))), body),
   );
   const refresh = guarded(load, "The runs did not load");
   async function load() {
@@ -84,13 +93,14 @@ export function runs(main, app) {
           { dataset: { runId: run.id } },
           h("td", {}, h("a", { href: `#/runs/${encodeURIComponent(run.id)}` }, when(run.created_at))),
           h("td", {}, run.agent, run.parent_id ? h("span.muted", {}, " (sub-agent)") : null),
+          h("td.asked", { title: run.input || "" }, run.input || ""),
           h("td", {}, h(`span.badge.run-${run.status}`, {}, run.status)),
           h("td.mono", {}, run.thread_id),
           h("td", {}, run.started_by || ""),
         ),
       ),
     );
-    if (!page.items.length) clear(body, h("tr", {}, h("td", { colSpan: 5 }, "No runs yet.")));
+    if (!page.items.length) clear(body, h("tr", {}, h("td", { colSpan: 6 }, "No runs yet.")));
   }
   const soon = debounce(refresh, 50);
   const stop = follow("/events", (event) => {
