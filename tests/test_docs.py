@@ -17,19 +17,30 @@ from signoff import Policy, PolicyEngine, ToolCall
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
+GUIDES = sorted((ROOT / "docs" / "integrations").glob("*.md"))
 _BLOCK = re.compile(
-    r"(?:<!-- example: (?P<name>[\w-]+) -->\n)?```(?P<lang>\w+)\n(?P<body>.*?)```", re.S
+    r"(?:<!-- (?P<mark>example|file): (?P<name>[\w.-]+) -->\n)?```(?P<lang>\w+)\n(?P<body>.*?)```",
+    re.S,
 )
+"""A fenced block, and its mark: ``<!-- example: NAME -->`` names an example, ``<!-- file:
+NAME -->`` says the reader saves the block as the file NAME (a program run beside a server,
+run by tests/test_setups.py, not here)."""
 
 
-def blocks(lang: str) -> list[tuple[str, str, str]]:
-    """(document, example name or '', body) of every fenced block in `lang`."""
+def blocks(lang: str, docs: list[Path] = DOCS) -> list[tuple[str, str, str]]:
+    """(document, example name or '', body) of every fenced block in `lang` but files."""
     return [
         (doc.name, m["name"] or "", m["body"])
-        for doc in DOCS
+        for doc in docs
         for m in _BLOCK.finditer(doc.read_text(encoding="utf-8"))
-        if m["lang"] == lang
+        if m["lang"] == lang and m["mark"] != "file"
     ]
+
+
+def files(doc: Path) -> dict[str, str]:
+    """The files `doc` has its reader save, by name."""
+    found = _BLOCK.finditer(doc.read_text(encoding="utf-8"))
+    return {m["name"]: m["body"] for m in found if m["mark"] == "file"}
 
 
 def named(name: str) -> PolicyEngine:
@@ -141,6 +152,23 @@ def test_every_python_example_runs_as_written_from_an_empty_folder(
     assert not any(tmp_path.iterdir())
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)  # examples use their scripted model
+    run_example(doc, name, body)
+
+
+@pytest.mark.parametrize(("doc", "name", "body"), numbered(blocks("python", GUIDES)))
+def test_every_framework_example_runs_twice_in_one_folder(
+    doc: str, name: str, body: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # The second run finds the first one's signoff.db: what it remembers (every call it judged,
+    # by thread and call id) must not be taken for the second run's calls.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    run_example(doc, name, body)
+    assert (tmp_path / "signoff.db").exists()
+    run_example(doc, name, body)
+
+
+def run_example(doc: str, name: str, body: str) -> None:
     if "adalflow" in body:
         # AdalFlow downloads tiktoken's encoding at import: give it one offline (as a reader
         # with a network would have it), before the example imports AdalFlow.

@@ -31,7 +31,9 @@ def serve(
         typer.Option("--agents", help="The agents to run, as module:attribute (repeat for more)."),
     ] = None,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on; 0 picks a free one.")] = 8000,
+    port: Annotated[
+        int, typer.Option(help="Port to listen on; 0 picks a free one.", envvar="SIGNOFF_PORT")
+    ] = 8000,
     no_auth: Annotated[
         bool,
         typer.Option("--no-auth", help="Serve everyone as the local user (loopback only)."),
