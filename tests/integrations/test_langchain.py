@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.types import Command
 from pydantic import ValidationError
@@ -22,6 +24,7 @@ from pydantic import ValidationError
 from signoff import Approve, Edit, Reject, Scope
 from signoff.errors import ConflictError
 from signoff.gate.external import ExternalRuns
+from signoff.integrations.langchain import SignoffMiddleware
 from signoff.integrations.langgraph import resumer
 from tests.conftest import fresh_postgres_database
 from tests.deadline import HANG
@@ -436,3 +439,20 @@ def test_a_thread_started_in_one_process_is_resumed_by_another(harness: Harness)
 
     assert agent.get_state(CONFIG).values["messages"][-1].content == "done"
     assert harness.model_turns() == ["0", "1"]
+
+
+def test_an_agent_path_names_its_middleware_within_what_langgraph_allows(tmp_path: Path) -> None:
+    # LangGraph refuses ":" and "|" in a node's name, and the middleware's name is in its nodes'.
+    runs = open_runs(f"sqlite:///{tmp_path / 'signoff.db'}")
+    try:
+        paths = ["coordinator/researcher", "team:ops|db"]
+        agents = [create_agent(GenericFakeChatModel(messages=iter([AIMessage("hi")])), [],
+                               middleware=[SignoffMiddleware(runs, agent=path)])
+                  for path in paths]  # fmt: skip
+        assert [m.name for m in (SignoffMiddleware(runs, agent=p) for p in paths)] == [
+            "signoff[coordinator/researcher]", "signoff[team_ops_db]"]  # fmt: skip
+        config = {"configurable": {"thread_id": "t-named"}}
+        said = agents[0].invoke({"messages": [{"role": "user", "content": "go"}]}, config)
+        assert said["messages"][-1].content == "hi"
+    finally:
+        runs.close()

@@ -68,7 +68,10 @@ class SignoffMiddleware(AgentMiddleware):
 
     @property
     def name(self) -> str:
-        return f"signoff:{self.signoff.agent}" if self.signoff.agent else "signoff"
+        # Unique per agent in one graph, and a valid LangGraph node name: ":" and "|" are
+        # LangGraph's namespace separators.
+        agent = self.signoff.agent
+        return f"signoff[{agent.replace(':', '_').replace('|', '_')}]" if agent else "signoff"
 
     # -- the model's tools: their schemas check edits --------------------------------------
 
