@@ -138,3 +138,24 @@ def test_a_waiter_that_gave_up_does_not_swallow_the_output():
     cancelled.cancel()
     outputs.put(Resumed("t1", "second"))  # nobody takes it: kept
     assert outputs.take("t1").result(0).output == "second"
+
+
+async def test_an_output_kept_is_returned_whatever_the_timeout_and_a_timeout_loses_none(
+    runs: ExternalRuns,
+):
+    async def resume(claimed: Pause) -> Resumed:
+        return Resumed(claimed.thread_id, "kept")
+
+    resumer = Resumer(runs, resume)
+    pause, _ = await paused(runs, "t1")
+    assert await resumer.resume_ready(pause.id)
+    assert (await resumer.resumed("t1", timeout=0)).output == "kept"  # there already: no wait
+
+    waiting = asyncio.ensure_future(resumer.resumed("t2"))
+    await asyncio.sleep(0)  # registered
+    waiting.cancel()  # the app gave up
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    later, _ = await paused(runs, "t2")
+    assert await resumer.resume_ready(later.id)
+    assert (await resumer.resumed("t2", timeout=0)).output == "kept"  # not handed to the gone

@@ -12,6 +12,7 @@ from signoff.gate import transcript as t
 from signoff.gate.external import ExternalRuns
 from signoff.server.redact import MASK
 from signoff.server.shapes import INPUT_CHARS
+from signoff.server.threads import ERROR_HIDDEN
 from signoff.store import SQLStore
 from tests.server.test_web_api import DOCUMENT, client_for
 
@@ -37,7 +38,10 @@ async def test_a_framework_call_s_conversation_is_served_bounded_and_redacted(st
         t.message("user", f"question {i} " + "x" * (5000 if i == 30 else 10)) for i in range(60)
     ]
     asked = t.call("c9", "login", '{"password": "hunter2", "user": "ada"}')
-    approval_id = await held(store, [*said, t.message("assistant", tool_calls=[asked])])
+    # A framework's error text quotes the call's arguments (LangGraph's "with kwargs {…}").
+    failed = t.message("tool", "login failed with kwargs {'password': 'hunter2'}",
+                       tool_call_id="c8", name="login", is_error=True)  # fmt: skip
+    approval_id = await held(store, [*said, failed, t.message("assistant", tool_calls=[asked])])
 
     async with client_for(store, []) as client:
         body = (await client.get(f"/v1/approvals/{approval_id}/conversation")).json()
@@ -46,10 +50,12 @@ async def test_a_framework_call_s_conversation_is_served_bounded_and_redacted(st
     assert (body["origin"], body["thread_id"], body["agent"]) == ("google-adk", "t-1", "crew/payer")
     messages = body["messages"]
     assert len(messages) == t.MESSAGES  # the newest ones
-    assert messages[0]["content"].startswith(f"question {60 - t.MESSAGES + 1} ")
+    assert messages[0]["content"].startswith(f"question {60 - t.MESSAGES + 2} ")
     [cut] = [m for m in messages if m["content"].startswith("question 30 ")]
     assert len(cut["content"]) == t.TEXT_CHARS + 1 and cut["content"].endswith("…")
-    # The call's arguments are masked as every call's are.
+    # The call's arguments are masked as every call's are, and an error's text is not shown.
+    assert "hunter2" not in str(body)
+    assert messages[-2]["content"] == ERROR_HIDDEN
     assert messages[-1]["tool_calls"] == [
         {"id": "c9", "name": "login", "args": {"password": MASK, "user": "ada"}}
     ]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -62,7 +61,7 @@ def serve(
     from signoff.gate import Gate
     from signoff.limits import ArgumentLimits
     from signoff.notify import Notifications
-    from signoff.store import DEFAULT_URL, open_store
+    from signoff.store import open_store, store_url
 
     settings = load_config(config)
     auth = checked_auth(
@@ -79,10 +78,10 @@ def serve(
         raise typer.BadParameter(str(exc), param_hint="--agents") from None
     check_port_free("serve", host, port)
 
-    store_url = settings.database or os.environ.get("SIGNOFF_DATABASE_URL") or DEFAULT_URL
+    database = store_url(settings.database)
 
     async def main() -> None:
-        async with open_store(store_url) as store:
+        async with open_store(database) as store:
             limits = ArgumentLimits(max_bytes=settings.argument_bytes)
             gate = Gate(settings.policy, store, limits=limits)
             redaction = Redaction(settings.redact)
@@ -111,7 +110,7 @@ def serve(
                 host=host,
                 port=port,
                 ready=lambda url: ready(
-                    url, notifications, database=store_url, agents=loaded, auth=auth
+                    url, notifications, database=database, agents=loaded, auth=auth
                 ),
                 max_message=settings.body_bytes,
             )

@@ -575,19 +575,21 @@ class Resumer:
         """The thread's next resume by this resumer (at once, if one came since the last was
         taken), from any event loop. `TimeoutError` after `timeout` seconds."""
         future = self._outputs.take(thread)
+        if future.done():
+            return future.result()
         try:
             async with asyncio.timeout(timeout):
                 return await asyncio.wrap_future(future)
-        finally:
-            if not future.done() or future.cancelled():
-                self._outputs.forget(thread, future)
+        except BaseException:  # a timeout, a cancel: what came meanwhile is kept
+            self._outputs.forget(thread, future)
+            raise
 
     def wait(self, thread: str, *, timeout: float | None = None) -> Resumed:
         """`resumed`, from synchronous code (while `start` works in the background)."""
         future = self._outputs.take(thread)
         try:
             return future.result(timeout)
-        except TimeoutError:
+        except BaseException:  # a timeout, Ctrl+C: what came meanwhile is kept
             self._outputs.forget(thread, future)
             raise
 

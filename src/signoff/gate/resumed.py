@@ -31,10 +31,11 @@ class Resumed:
 
 class Outputs:
     """Resumed runs by thread, handed to whoever waits on the thread, else kept for the next to
-    ask (the newest per thread, the most recent threads). Safe from any thread: the resumer
-    delivers on its loop, an app waits on its own loop or thread."""
+    ask (the newest per thread, of the `LIMIT` threads resumed last: an output may be a whole
+    conversation). Safe from any thread: the resumer delivers on its loop, an app waits on its
+    own loop or thread."""
 
-    LIMIT = 1_024
+    LIMIT = 64
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

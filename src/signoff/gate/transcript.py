@@ -13,11 +13,11 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 from signoff.limits import clip
 
-__all__ = ["MESSAGES", "TEXT_CHARS", "TOTAL_BYTES", "Role", "bounded", "call", "message"]
+__all__ = ["MESSAGES", "TEXT_CHARS", "TOTAL_BYTES", "Role", "bounded", "call", "message", "tail"]
 
 MESSAGES: Final = 40
 """The newest messages kept with a pause."""
@@ -26,8 +26,12 @@ TEXT_CHARS: Final = 2000
 TOTAL_BYTES: Final = 64 * 1024
 """The most a pause's messages take as JSON: the oldest are left out past it."""
 _DEPTH: Final = 8
+_TAIL: Final = 4 * MESSAGES
+"""The newest of a framework's items read to make `MESSAGES` messages (a message may be
+several items: a text and each of its calls, a result each): a long thread costs no more."""
 
 Role = Literal["user", "assistant", "tool", "system"]
+T = TypeVar("T")
 
 
 def call(id: str | None, name: str, args: Any) -> dict[str, Any]:
@@ -63,6 +67,11 @@ def message(
     if is_error:
         found["is_error"] = True
     return found
+
+
+def tail(items: Sequence[T]) -> Sequence[T]:
+    """The newest of a framework's `items` a pause's messages are made from."""
+    return items[-_TAIL:]
 
 
 def bounded(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

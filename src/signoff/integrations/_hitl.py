@@ -158,7 +158,7 @@ def transcript_of(messages: Sequence[Any], agent: str | None) -> list[dict[str, 
     """LangChain's messages (a graph's ``messages``) as `transcript` messages; the model's are
     `agent`'s, or those of the agent its name says (a supervisor's sub-agent)."""
     found = []
-    for item in messages:
+    for item in transcript.tail(messages):
         role = _ROLES.get(getattr(item, "type", ""))
         if role is None:
             continue

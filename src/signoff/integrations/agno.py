@@ -657,7 +657,7 @@ def _refused(*args: Any, **kwargs: Any) -> str:
 def _transcript(messages: Sequence[Any], agent: str | None) -> list[dict[str, Any]]:
     """The run's messages as `transcript` messages: the model's are `agent`'s."""
     found: list[dict[str, Any]] = []
-    for message in messages:
+    for message in transcript.tail(messages):
         role = message.role if message.role in ("user", "assistant", "tool", "system") else None
         if role is None:
             continue

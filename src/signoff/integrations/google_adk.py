@@ -469,7 +469,7 @@ def _transcript(events: Sequence[Event]) -> list[dict[str, Any]]:
     """The session's events as `transcript` messages, each the agent's that wrote it (ADK's
     confirmation requests and answers left out: the card is that request)."""
     found: list[dict[str, Any]] = []
-    for event in events:
+    for event in transcript.tail(events):
         parts = event.content.parts if event.content is not None else None
         if not parts:
             continue

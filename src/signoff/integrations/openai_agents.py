@@ -610,7 +610,7 @@ def _transcript(items: Sequence[Any], agent: str | None) -> list[dict[str, Any]]
     """The conversation's input items (the Responses API's) as `transcript` messages: the
     model's are `agent`'s."""
     found: list[dict[str, Any]] = []
-    for item in items:
+    for item in transcript.tail(items):
         if not isinstance(item, Mapping):
             continue
         kind, role = item.get("type", "message"), item.get("role")

@@ -406,7 +406,7 @@ def _turn(messages: Sequence[ModelMessage], call_id: str) -> str | None:
 def _transcript(history: Sequence[ModelMessage], agent: str | None) -> list[dict[str, Any]]:
     """The thread's messages as `transcript` messages: the model's responses are `agent`'s."""
     found: list[dict[str, Any]] = []
-    for message in history:
+    for message in transcript.tail(history):
         if isinstance(message, ModelResponse):
             text = "\n".join(p.content for p in message.parts if p.part_kind == "text")
             calls = [transcript.call(p.tool_call_id, p.tool_name, p.args)

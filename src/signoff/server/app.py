@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, TypeVar
 
-from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request, WebSocket
+from fastapi import FastAPI, Header, HTTPException, Query, Request, WebSocket
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -30,12 +30,12 @@ from signoff.errors import (
     PolicyError,
     SignoffError,
 )
-from signoff.server.auth import LOOPBACK_NAMES, Auth, host_name
+from signoff.gate.transcript import bounded
+from signoff.server.auth import LOOPBACK_NAMES, Auth, Who, host_name
 from signoff.server.intake import BodyLimits, Intake, refuse, validation_refusal
 from signoff.server.quick import QuickDecision
 from signoff.server.service import Principal, Service
 from signoff.server.shapes import (
-    INPUT_CHARS,
     DecisionBody,
     Decisions,
     ExplainBody,
@@ -44,6 +44,7 @@ from signoff.server.shapes import (
     StartRun,
     ToggleBody,
     approval_json,
+    cut_input,
     event_json,
     grant_json,
     iso,
@@ -63,7 +64,8 @@ from signoff.types import Approval, Context, Grant, ToolCall
 
 __all__ = ["create_app"]
 
-EARLIER_RUNS = 100
+EARLIER_RUNS = 20
+EARLIER_BYTES = 256 * 1024
 """The most runs of a thread before it a run's page shows."""
 ASKED_KEPT = 10_000
 """Runs whose first message the API keeps in memory, to show with their approvals."""
@@ -76,15 +78,6 @@ logger = logging.getLogger(__name__)
 _PHRASES = {401: "Unauthorized", 404: "NotFound", 405: "MethodNotAllowed"}
 _DIGESTS = frozenset({"digest", "decided_digest", "args_digest"})
 """Audit data that hashes a call's arguments."""
-
-
-async def _principal(request: Request) -> Principal:
-    auth: Auth = request.app.state.auth
-    return await auth.principal(request)
-
-
-Who = Annotated[Principal, Depends(_principal)]
-"""The request's authenticated principal (or 401)."""
 
 
 def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None) -> FastAPI:
@@ -194,7 +187,7 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
         run_id = await service.start_run(
             body.agent, thread_id, body.input, started_by=who.name, wait=wait
         )
-        return await _run(service, run_id)
+        return await _run(service, run_id, earlier=False)
 
     @app.get("/v1/runs")
     async def list_runs(
@@ -211,7 +204,7 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
         page = await service.store.list_runs(agent=agent, status=status, before=cursor, limit=limit)
         inputs = await service.store.run_inputs([r.id for r in page])
         return {
-            "items": [_run_summary(r) | {"input": _cut(inputs.get(r.id))} for r in page],
+            "items": [_run_summary(r) | {"input": cut_input(inputs.get(r.id))} for r in page],
             "next": page[-1].id if len(page) == limit else None,
         }
 
@@ -716,28 +709,29 @@ def _errors(app: FastAPI) -> None:
         return JSONResponse(body, status_code=status)
 
 
-async def _run(service: Service, run_id: str) -> dict[str, Any]:
+async def _run(service: Service, run_id: str, *, earlier: bool = True) -> dict[str, Any]:
     """The run with its messages, and — for a run that continues a conversation — the runs
-    of its thread before it (`earlier`, oldest first, each with its messages)."""
+    of its thread before it (`earlier`, oldest first, each with its newest messages, texts
+    cut: `EARLIER_RUNS` runs at most, `EARLIER_BYTES` of messages in all)."""
     store = service.store
     record = await store.get_run(run_id)
     pending = await store.list_approvals(status="pending", run_id=run_id, limit=500)
-    earlier = []
-    if record.parent_id is None:
+    before: list[dict[str, Any]] = []
+    if earlier and record.parent_id is None:
         found = await store.list_runs(thread_id=record.thread_id, roots=True, before=run_id,
                                       limit=EARLIER_RUNS)  # fmt: skip
-        for run in reversed(found):
-            messages = await store.run_messages(run.id)
-            earlier.append(_run_summary(run) | {"messages": shown(messages, service.redaction)})
+        size = 0
+        for run in found:  # newest first: the runs nearest this one are kept
+            messages = bounded(shown(await store.run_messages(run.id), service.redaction))
+            size += len(json.dumps(messages, default=str))
+            if size > EARLIER_BYTES:
+                break
+            before.append(_run_summary(run) | {"messages": messages})
     return _run_summary(record) | {
         "messages": shown(await store.run_messages(run_id), service.redaction),
         "pending_approvals": [a.id for a in pending],
-        "earlier": earlier,
+        "earlier": before[::-1],
     }
-
-
-def _cut(text: str | None) -> str | None:
-    return text if text is None or len(text) <= INPUT_CHARS else text[: INPUT_CHARS - 1] + "…"
 
 
 def _run_summary(record: RunRecord) -> dict[str, Any]:

@@ -16,8 +16,9 @@ import ipaddress
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Annotated
 
-from fastapi import HTTPException, Request
+from fastapi import Depends, HTTPException, Request
 
 from signoff.server.service import Principal
 
@@ -160,3 +161,12 @@ def _unauthorized(detail: str) -> HTTPException:
         detail={"error": "Unauthorized", "detail": detail},
         headers={"WWW-Authenticate": "Bearer"},
     )
+
+
+async def _principal(request: Request) -> Principal:
+    auth: Auth = request.app.state.auth
+    return await auth.principal(request)
+
+
+Who = Annotated[Principal, Depends(_principal)]
+"""The request's authenticated principal (or 401), for an endpoint's signature."""

@@ -44,6 +44,7 @@ __all__ = [
     "StartRun",
     "ToggleBody",
     "approval_json",
+    "cut_input",
     "event_json",
     "grant_json",
     "iso",
@@ -136,11 +137,15 @@ def approval_json(approval: Approval, inputs: Mapping[str, str] | None = None) -
     gate's, another framework's)."""
     data = approval_to_dict(approval)
     if inputs is not None:
-        asked = None if approval.run_id is None else inputs.get(approval.run_id)
-        if asked is not None and len(asked) > INPUT_CHARS:
-            asked = asked[: INPUT_CHARS - 1] + "…"
-        data["input"] = asked
+        data["input"] = cut_input(None if approval.run_id is None else inputs.get(approval.run_id))
     return data
+
+
+def cut_input(asked: str | None) -> str | None:
+    """What a run was asked, cut to `INPUT_CHARS`."""
+    if asked is not None and len(asked) > INPUT_CHARS:
+        return asked[: INPUT_CHARS - 1] + "…"
+    return asked
 
 
 def shown(data: T, redaction: Redaction) -> T:

@@ -5,20 +5,15 @@ made it. For another framework's call, the messages its integration kept with th
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import FastAPI
 
-from signoff.gate.transcript import MESSAGES, bounded
-from signoff.server.auth import Auth
-from signoff.server.service import Principal, Service
+from signoff.gate.transcript import MESSAGES, bounded, tail
+from signoff.server.auth import Who
+from signoff.server.service import Service
 
 __all__ = ["mount_threads"]
-
-
-async def _principal(request: Request) -> Principal:
-    auth: Auth = request.app.state.auth
-    return await auth.principal(request)
 
 
 def mount_threads(app: FastAPI, service: Service, show: Callable[[Any], Any]) -> None:
@@ -26,11 +21,10 @@ def mount_threads(app: FastAPI, service: Service, show: Callable[[Any], Any]) ->
     masks the arguments of the calls in it as every answer does."""
 
     @app.get("/v1/approvals/{approval_id}/conversation")
-    async def conversation(
-        approval_id: str, _: Annotated[Principal, Depends(_principal)]
-    ) -> dict[str, Any]:
-        """The conversation of the approval's thread as it stood when the call was held (its
-        newest `MESSAGES` messages, each text cut): user and assistant text, tool calls and
+    async def conversation(approval_id: str, _: Who) -> dict[str, Any]:
+        """The conversation of the approval's thread — for another framework's call as it
+        stood when the call was held, for signoff's own runs as it stands (its newest
+        `MESSAGES` messages, each text cut): user and assistant text, tool calls and
         their results, each with the agent that said it where the framework tells agents
         apart. `agent` is the path of the agent that paused; `messages` is empty when nothing
         of the thread is kept (an integration that records none, the MCP gateway)."""
@@ -38,13 +32,15 @@ def mount_threads(app: FastAPI, service: Service, show: Callable[[Any], Any]) ->
         agent, messages = approval.call.agent, []
         if approval.run_id is not None:
             run = await service.store.get_run(approval.run_id)
-            messages = bounded(await service.store.thread_messages(run.thread_id))
+            messages = bounded(tail(await service.store.thread_messages(run.thread_id)))
         else:
             pause = await service.store.last_pause([approval_id])
             if pause is not None:
                 agent = agent or pause.agent
                 kept = pause.data.get("conversation")
                 messages = kept[-MESSAGES:] if isinstance(kept, list) else []
+        if service.redaction:
+            messages = [_unquoted(m) for m in messages]
         shown: dict[str, Any] = show(
             {
                 "approval_id": approval.id,
@@ -55,3 +51,13 @@ def mount_threads(app: FastAPI, service: Service, show: Callable[[Any], Any]) ->
             }
         )
         return shown
+
+
+ERROR_HIDDEN = "(the tool's error, not shown: it may quote arguments this server redacts)"
+
+
+def _unquoted(message: dict[str, Any]) -> dict[str, Any]:
+    """`message` without the text of a tool's error, which frameworks write with the call's
+    arguments in it (LangGraph's "with kwargs {…}", Pydantic AI's retry prompt): where the
+    server redacts arguments, their masks must not be read around."""
+    return message | {"content": ERROR_HIDDEN} if message.get("is_error") else message

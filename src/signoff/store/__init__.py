@@ -26,6 +26,7 @@ __all__ = [
     "Store",
     "open_store",
     "shown",
+    "store_url",
 ]
 
 DEFAULT_URL = "sqlite:///signoff.db"
@@ -55,6 +56,12 @@ def shown(url: str) -> str:
         return url
 
 
+def store_url(url: str | None = None) -> str:
+    """The database `open_store(url)` opens: `url`, or ``SIGNOFF_DATABASE_URL``, or
+    ``signoff.db`` here."""
+    return url or os.environ.get("SIGNOFF_DATABASE_URL") or DEFAULT_URL
+
+
 @contextlib.asynccontextmanager
 async def open_store(url: str | None = None, *, migrate: bool = True) -> AsyncIterator[SQLStore]:
     """Open the store at `url`, or ``SIGNOFF_DATABASE_URL``, or ``signoff.db`` here.
@@ -67,7 +74,7 @@ async def open_store(url: str | None = None, *, migrate: bool = True) -> AsyncIt
     from signoff.store.runner import Runner
     from signoff.store.sql import SQLStore
 
-    url = url or os.environ.get("SIGNOFF_DATABASE_URL") or DEFAULT_URL
+    url = store_url(url)
     runner: Runner
     if url.startswith("sqlite"):
         from signoff.store.sqlite import database_file, sqlite_runner
