@@ -16,6 +16,7 @@ import signal
 import subprocess
 import uuid
 from collections.abc import Iterator
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,29 @@ def demo_url(demo_folder: Path) -> Iterator[str]:
     """A real `signoff demo` on a free port, with its own data folder, for the module."""
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "SIGNOFF_MODEL")}
     with serving(["demo", "--data-dir", str(demo_folder)], env) as url:
+        yield url
+
+
+LONG_UNDO = 60
+"""Seconds: the undo window of `patient_url`'s server, longer than any test takes to act in it."""
+
+
+@pytest.fixture(scope="module")
+def patient_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`signoff serve` with the demo's agents and policy, but an undo window of `LONG_UNDO`
+    seconds (``web.undo_seconds``), for the module: in it, a decision is sent only by Send now
+    or by leaving the page."""
+    folder = tmp_path_factory.mktemp("patient")
+    policy = (files("signoff") / "examples" / "demo-policy.yaml").read_text(encoding="utf-8")
+    config = folder / "signoff.yaml"
+    config.write_text(
+        f"database: sqlite:///{folder}/signoff.db\nweb: {{undo_seconds: {LONG_UNDO}}}\n{policy}"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "SIGNOFF_MODEL")}
+    env |= {"SIGNOFF_TEST_DEMO_DIR": str(folder), "PYTHONPATH": str(ROOT)}
+    agents = "tests.web.demo_agents:agents"
+    arguments = ["serve", "--config", str(config), "--no-auth", "--agents", agents]
+    with serving(arguments, env) as url:
         yield url
 
 

@@ -26,6 +26,9 @@ agents:
         when: {{name: {{glob: "short-*"}}}}
         timeout: 2s
       - ask: delete_pod
+        when: {{name: {{glob: "guarded-*"}}}}
+        approvers: [sre]
+      - ask: delete_pod
 """
 
 
@@ -52,6 +55,18 @@ NO_UNDO = """() => {
   }).observe(document.body, {subtree: true, childList: true});
 }"""
 """Watch the page for an undo bar, ever (`window.__undone`)."""
+
+TOLD = """() => {
+  window.__told = [];
+  new MutationObserver((changes) => {
+    for (const change of changes) {
+      for (const node of change.addedNodes) {
+        if (node.matches?.(".notice.error")) window.__told.push(node.textContent);
+      }
+    }
+  }).observe(document.getElementById("notices"), {childList: true});
+}"""
+"""Keep the text of every error the page tells (`window.__told`): a notice goes after a while."""
 
 
 def test_sign_in_keeps_the_token_in_a_header_never_a_cookie(page: Page, served: str):
@@ -133,3 +148,24 @@ def test_an_approval_s_own_page_signs_in_then_shows_it(page: Page, served: str):
     expect(own.locator(".asked .asker")).to_have_text("ada")
     own.locator("button[data-action=approve]").click()
     expect(own.locator(".decision")).to_contain_text("approved by ada", timeout=TIMEOUT)
+
+
+def test_an_approval_refused_at_once_says_why(page: Page, served: str):
+    page.goto(served)
+    page.locator("form.sign-in input").fill("admin-t0ken")
+    page.locator("form.sign-in button").click()
+    page.select_option("form.chat select", "ops")
+    page.fill("form.chat textarea", "delete guarded-1")
+    page.press("form.chat textarea", "Enter")
+    card = page.locator("article[data-tool=delete_pod]")
+    expect(card.locator(".badge")).to_have_text("pending", timeout=TIMEOUT)
+    page.evaluate(TOLD)
+    card.locator("button[data-action=approve]").click()  # undo_seconds: 0, and ada is no sre
+    page.wait_for_function("() => window.__told.length === 1", timeout=TIMEOUT)
+    page.locator("h1").click()
+    page.keyboard.press("Enter")  # Enter tells it too
+    page.wait_for_function("() => window.__told.length === 2", timeout=TIMEOUT)
+    for told in page.evaluate("() => window.__told"):
+        assert "'ada' may not decide this" in told, told
+    expect(card.locator(".badge")).to_have_text("pending")
+    expect(card.locator("button[data-action=approve]")).to_be_visible()

@@ -1,8 +1,8 @@
 // An approval as a card: the tool, what the user asked the run that makes the call, its
 // arguments, who asks under which rule, its status badge, and — while it is pending — the
 // decisions: approve, edit, respond, reject, approve always for a scope. Approving and
-// rejecting wait a few seconds (the server's `web.undo_seconds`) to be undone; approving a
-// call its rule marks destructive asks first. The inbox, the run view and the approval's own
+// rejecting wait a few seconds (the server's `web.undo_seconds`) to be undone; approving or
+// editing a call its rule marks destructive asks first. The inbox, the run view and the approval's own
 // page show these.
 
 import { ApiError, get, post, sendOnLeaving } from "./api.js";
@@ -30,8 +30,9 @@ const LABELS = {
   running: "running",
 };
 
-// Decisions waiting out their undo window, by approval id; an Approve All's calls share one:
-// {ids, verb, detail, path, body, deadline, timer, fire(), undo()}.
+// Decisions waiting out their undo window, by approval id, until the server has answered; an
+// Approve All's calls share one: {ids, verb, detail, path, body, deadline, timer, sent, fire(),
+// undo()}. Once sent, a decision can be neither undone nor sent again.
 const waiting = new Map();
 
 export function badge(status) {
@@ -232,13 +233,14 @@ function actions(card, approval, context) {
   );
 }
 
-async function send(card, approval, context, body) {
+// Post `body` as the decision on `approval`; `answered` runs once the server has answered,
+// before the card is redrawn. An error other than a conflict is returned.
+async function send(card, approval, context, body, answered = () => {}) {
+  let updated;
   try {
-    const updated = await post(`/approvals/${encodeURIComponent(approval.id)}/decision`, body);
-    fill(card, updated, context);
-    context.changed();
-    return null;
+    updated = await post(`/approvals/${encodeURIComponent(approval.id)}/decision`, body);
   } catch (error) {
+    answered();
     if (error instanceof ApiError && error.status === 409) {
       notify(`Already decided elsewhere: ${error.message}`, "error");
       context.changed();
@@ -246,9 +248,20 @@ async function send(card, approval, context, body) {
     }
     return error;
   }
+  answered();
+  fill(card, updated, context);
+  context.changed();
+  return null;
 }
 
-export async function approve(card, approval, context, always = null) {
+// Approve (the button, Enter): an error is told, whether it comes back at once or after the
+// undo window.
+export async function approve(card, approval, context) {
+  const error = await approving(card, approval, context);
+  if (error) notify(error.message, "error");
+}
+
+async function approving(card, approval, context, always = null) {
   if (waiting.has(approval.id)) return null; // Undo first
   if (!always && approval.destructive && !(await confirmed(card, [approval]))) return null;
   const body = always ? { kind: "approve", always } : { kind: "approve" };
@@ -274,10 +287,12 @@ export async function approveAll(approvals, context) {
     body: { decisions },
     redraw,
     undone: "Approve All undone",
-    async go() {
+    async go(answered) {
       try {
         await post("/approvals/decisions", { decisions });
+        answered();
       } catch (error) {
+        answered();
         notify(error.message, "error");
         redraw();
       }
@@ -296,8 +311,8 @@ function decideLater(card, approval, context, body, verb) {
     body,
     redraw: () => fill(card, approval, context),
     undone: body.kind === "reject" ? "Rejection undone" : "Approval undone",
-    async go() {
-      const error = await send(card, approval, context, body);
+    async go(answered) {
+      const error = await send(card, approval, context, body, answered);
       if (error && undoSeconds) {
         notify(error.message, "error");
         fill(card, approval, context);
@@ -307,19 +322,26 @@ function decideLater(card, approval, context, body, verb) {
   });
 }
 
-// The one undo window: `go` runs after it unless undone (and at once without one).
+// The one undo window: `go` runs after it unless undone (and at once without one). Sent, the
+// decision shows "Sending…" until `go` says the server has answered (`answered()`, before it
+// redraws); Undo and Send now do nothing any more.
 async function later(ids, entry) {
-  if (!undoSeconds) return entry.go();
-  const held = { ...entry, ids, deadline: Date.now() + undoSeconds * 1000 };
+  if (!undoSeconds) return entry.go(() => {});
+  const held = { ...entry, ids, sent: false, deadline: Date.now() + undoSeconds * 1000 };
   const release = () => {
     clearTimeout(held.timer);
-    for (const id of ids) waiting.delete(id);
+    for (const id of ids) if (waiting.get(id) === held) waiting.delete(id);
   };
+  const open = () => !held.sent && waiting.get(ids[0]) === held;
   held.fire = () => {
-    release();
-    return entry.go();
+    if (!open()) return null;
+    held.sent = true;
+    clearTimeout(held.timer);
+    entry.redraw();
+    return entry.go(release);
   };
   held.undo = () => {
+    if (!open()) return;
     release();
     entry.redraw();
     notify(entry.undone);
@@ -331,10 +353,12 @@ async function later(ids, entry) {
 }
 
 function undoBar(held) {
+  const kind = held.body.kind === "reject" ? "rejecting" : "approving";
+  if (held.sent) return h(`div.actions.undo.sending.${kind}`, { role: "status" }, h("span.sending", {}, "Sending…"));
   const left = () => Math.max(0, Math.ceil((held.deadline - Date.now()) / 1000));
   const count = h("span.countdown", {}, `${held.verb} in ${left()}s`);
   const bar = h(
-    `div.actions.undo.${held.body.kind === "reject" ? "rejecting" : "approving"}`,
+    `div.actions.undo.${kind}`,
     { role: "status" },
     count,
     held.detail ? h("span.reason", {}, `“${held.detail}”`) : null,
@@ -342,7 +366,7 @@ function undoBar(held) {
     h("button.secondary", { type: "button", dataset: { action: "send-now" }, onclick: () => held.fire() }, "Send now"),
   );
   const tick = setInterval(() => {
-    if (!bar.isConnected || waiting.get(held.ids[0]) !== held) return clearInterval(tick);
+    if (!bar.isConnected || held.sent || waiting.get(held.ids[0]) !== held) return clearInterval(tick);
     count.textContent = `${held.verb} in ${left()}s`;
   }, 250);
   return bar;
@@ -355,19 +379,26 @@ function reject(card, approval, context, reason) {
 // Closing the tab does not undo a decision: what is still waiting is sent as the page goes.
 addEventListener("pagehide", () => {
   for (const held of new Set(waiting.values())) {
+    if (held.sent) continue;
+    held.sent = true;
     clearTimeout(held.timer);
     sendOnLeaving(held.path, held.body);
   }
   waiting.clear();
 });
 
-// Whether the person confirms approving `approvals`, whose rules mark them destructive.
-function confirmed(card, approvals) {
+// Whether the person confirms approving `approvals`, whose rules mark them destructive — or,
+// with `edit` (the edit form open in the dialog), running the one of them with the edited
+// arguments: the question takes the form's place, which comes back whatever the answer.
+function confirmed(card, approvals, edit = null) {
   const [first] = approvals;
-  const title = approvals.length > 1 ? `Approve ${approvals.length} calls?` : `Approve ${first.tool}?`;
+  const title = edit
+    ? `Run ${first.tool} with these arguments?`
+    : approvals.length > 1
+      ? `Approve ${approvals.length} calls?`
+      : `Approve ${first.tool}?`;
   const names = [...new Set(approvals.map((a) => a.tool))].join(", ");
   return new Promise((resolve) => {
-    let yes = false;
     const form = dialog(
       card,
       title,
@@ -377,26 +408,31 @@ function confirmed(card, approvals) {
         h("p", {}, "The policy marks ", h("code", {}, names), " destructive: once it runs, it cannot be undone."),
         approvals.map((a) => h("p.help", {}, h("code", {}, a.tool), ` under rule `, h("code", {}, a.rule || "default"), a.reason ? ` — ${a.reason}` : "")),
       ),
-      approvals.length > 1 ? "Approve all" : "Approve",
+      edit ? "Run" : approvals.length > 1 ? "Approve all" : "Approve",
       async () => {
-        yes = true;
+        resolve(true);
         return null;
       },
-      { danger: true },
+      { danger: true, back: edit, cancelled: () => resolve(false) },
     );
-    document.getElementById("dialog").addEventListener("close", () => resolve(yes), { once: true });
+    document.getElementById("dialog").addEventListener("close", () => resolve(false), { once: true });
     form.querySelector("[data-action=cancel]").focus(); // Enter again does not approve
   });
 }
 
+// What a dialog's `onSubmit` returns to leave it open as it is (neither closed nor told a problem).
+const STAY = Symbol("stay");
+
 // The one <dialog> of the page, filled for each use. Esc closes it (the browser's own).
 // Closed, it hands the keyboard back to `card` (where Enter and Ctrl/Cmd+E act), whatever the
-// page redrew meanwhile.
-function dialog(card, title, body, submitText, onSubmit, { danger = false } = {}) {
+// page redrew meanwhile. With `back` (the form it shows), this form only asks on its way:
+// done or cancelled, `back` is shown again.
+function dialog(card, title, body, submitText, onSubmit, { danger = false, back = null, cancelled = () => {} } = {}) {
   const box = document.getElementById("dialog");
   box.onclose = () => {
     if (card?.isConnected) card.focus({ preventScroll: true });
   };
+  const done = () => (back ? clear(box, back) : box.close());
   const problem = h("div.form-error", { role: "alert", hidden: true });
   const submit = h(`button.${danger ? "danger" : "primary"}`, { type: "submit", dataset: { action: "submit" } }, submitText);
   const form = h(
@@ -410,7 +446,14 @@ function dialog(card, title, body, submitText, onSubmit, { danger = false } = {}
     h(
       "div.dialog-actions",
       {},
-      h("button.secondary", { type: "button", dataset: { action: "cancel" }, onclick: () => box.close() }, "Cancel"),
+      h("button.secondary", {
+        type: "button",
+        dataset: { action: "cancel" },
+        onclick: () => {
+          done();
+          cancelled();
+        },
+      }, "Cancel"),
       submit,
     ),
   );
@@ -420,18 +463,19 @@ function dialog(card, title, body, submitText, onSubmit, { danger = false } = {}
     submit.disabled = true;
     try {
       const message = await onSubmit();
+      if (message === STAY) return;
       if (message) {
         problem.textContent = message;
         problem.hidden = false;
       } else {
-        box.close();
+        done();
       }
     } finally {
       submit.disabled = false;
     }
   });
   clear(box, form);
-  box.showModal();
+  if (!box.open) box.showModal();
   return form;
 }
 
@@ -489,7 +533,7 @@ export async function editDialog(card, approval, context) {
     formPane.hidden = mode !== "form";
     for (const tab of tabs.querySelectorAll(".tab")) tab.classList.toggle("active", tab.dataset.tab === mode);
   }
-  dialog(
+  const editForm = dialog(
     card,
     `Edit ${approval.tool}`,
     h("div.edit-body", {}, tabs, formPane, rawPane),
@@ -506,6 +550,8 @@ export async function editDialog(card, approval, context) {
         current.clearErrors();
         args = current.read();
       }
+      // A destructive call asks first, as approving it does: the edit runs it.
+      if (approval.destructive && !(await confirmed(card, [approval], editForm))) return STAY;
       const error = await send(card, approval, context, { kind: "edit", args });
       if (!error) return null;
       const body = error.body || {};
@@ -575,7 +621,7 @@ export function alwaysDialog(card, approval, context) {
     "Approve always",
     async () => {
       const scope = document.querySelector("#dialog input[name=scope]:checked").value;
-      const error = await approve(card, approval, context, { scope, with_args: !anyArgs.checked });
+      const error = await approving(card, approval, context, { scope, with_args: !anyArgs.checked });
       return error ? error.message : null;
     },
   );
