@@ -139,8 +139,7 @@ def explain(
     if config is not None:
         objects = _explained(batch, context, config, database)
     else:
-        more = ", --config FILE" if config is None else ""
-        url, database = where("policy explain", url, database, flag="--url", more=more)
+        url, database = where("policy explain", url, database, flag="--url", more=", --config FILE")
         if url:
             objects = [_explained_by(url, token, call, context) for call in batch]
         else:
