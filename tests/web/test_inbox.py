@@ -226,8 +226,10 @@ def test_a_decision_in_one_tab_updates_the_others_live(context: BrowserContext, 
     screenshot(inbox, "inbox")
     delays = []
     for remaining in range(4, -1, -1):
-        target = deciding.locator("article.approval.status-pending").first
-        approval_id = target.get_attribute("data-approval-id")
+        approval_id = deciding.locator("article.approval.status-pending").first.get_attribute(
+            "data-approval-id"
+        )
+        target = deciding.locator(f"article.approval[data-approval-id='{approval_id}']")
         target.locator("button[data-action=approve]").click()
         watching.evaluate(WATCH, approval_id)
         deciding.evaluate(CLICK_TIME)
