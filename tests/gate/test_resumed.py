@@ -159,3 +159,19 @@ async def test_an_output_kept_is_returned_whatever_the_timeout_and_a_timeout_los
     later, _ = await paused(runs, "t2")
     assert await resumer.resume_ready(later.id)
     assert (await resumer.resumed("t2", timeout=0)).output == "kept"  # not handed to the gone
+
+
+async def test_the_app_reads_what_its_thread_waits_on_and_nothing_of_other_threads_or_origins(
+    runs: ExternalRuns,
+):
+    [first, second] = await runs.judge([email("c1"), email("c2", to="b@example.com")],
+                                       thread="t1")  # fmt: skip
+    await runs.judge([email("c3")], thread="t2")
+    other = ExternalRuns(runs.gate, origin="google-adk")
+    await other.judge([email("c4")], thread="t1")
+    await runs.gate.decide(approval_id(first), Approve(), actor="bob")
+
+    waiting = await runs.waiting("t1")
+
+    assert [a.id for a in waiting] == [approval_id(second)]
+    assert (waiting[0].origin, waiting[0].thread_id, waiting[0].call.id) == (ORIGIN, "t1", "c2")

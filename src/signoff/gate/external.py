@@ -380,6 +380,14 @@ class ExternalRuns:
         them."""
         await self.bridge.arun(self.store.finish_pauses(approvals, now=_now()))
 
+    async def waiting(self, thread: str, *, limit: int = 100) -> list[Approval]:
+        """The calls of `thread` (of this origin) that wait for a person now, newest first:
+        what an app tells its user to decide (each approval's ``/approvals/{id}`` page)."""
+        pending = self.store.list_approvals(
+            status="pending", origin=self.origin, thread_id=thread, limit=limit
+        )
+        return await self.bridge.arun(pending)
+
     async def open_pause(self, approvals: Sequence[str]) -> Pause | None:
         """The newest pause not done on any of these approvals (the run's last interrupt)."""
         return await self.bridge.arun(self.store.open_pause(approvals))

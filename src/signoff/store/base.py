@@ -109,6 +109,8 @@ class Store(Protocol):
         batch_id: str | None = None,
         agent: str | None = None,
         tool: str | None = None,
+        origin: str | None = None,
+        thread_id: str | None = None,
         before: str | None = None,
         limit: int = 100,
     ) -> list[Approval]: ...

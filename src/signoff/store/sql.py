@@ -227,6 +227,8 @@ class SQLStore(RunStore, LedgerStore, NoteStore, GrantStore, ExternalStore, Outb
         batch_id: str | None = None,
         agent: str | None = None,
         tool: str | None = None,
+        origin: str | None = None,
+        thread_id: str | None = None,
         before: str | None = None,
         limit: int = 100,
     ) -> list[Approval]:
@@ -239,6 +241,8 @@ class SQLStore(RunStore, LedgerStore, NoteStore, GrantStore, ExternalStore, Outb
             (table.c.batch_id, batch_id),
             (table.c.agent, agent),
             (table.c.tool, tool),
+            (table.c.origin, origin),
+            (table.c.thread_id, thread_id),
         ):
             if value is not None:
                 query = query.where(column == value)
