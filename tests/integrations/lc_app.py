@@ -57,10 +57,14 @@ def checkpointer(spec: str) -> Iterator[Any]:
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     connection = sqlite3.connect(spec, check_same_thread=False)
+    saver = SqliteSaver(connection)
     try:
-        yield SqliteSaver(connection)
+        yield saver
     finally:
-        connection.close()
+        # LangGraph may still be writing a checkpoint on one of its threads: closing the
+        # connection under that write crashes the process (seen once), so wait for it.
+        with saver.lock:
+            connection.close()
 
 
 def tools(side_effects: Path) -> list[StructuredTool]:

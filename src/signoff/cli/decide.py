@@ -174,8 +174,9 @@ def _decide(
             decider = actor or getpass.getuser()
             return asyncio.run(on_database(url, approval_id, decision, decider, roles or []))
 
-    if current()["status"] != "pending":
-        raise ConflictError(already(current()))
+    found = current()
+    if found["status"] != "pending":
+        raise ConflictError(already(found))
     try:
         result = take()
     except ConflictError:  # decided differently meanwhile
@@ -192,12 +193,14 @@ def _decide(
 def already(approval: dict[str, Any]) -> str:
     """How `approval` (as the API shows it), no longer pending, was decided, and that a new
     decision changed nothing."""
-    at = datetime.fromisoformat(approval["decided_at"]).astimezone(UTC)
-    by = "" if approval["status"] in ("expired", "cancelled") else f" by {approval['decided_by']}"
-    return (
-        f"{approval['id']} ({approval['tool']}): already {approval['status']}{by} at "
-        f"{at:%Y-%m-%d %H:%M} UTC; nothing changed"
+    decided = approval.get("decided_at")
+    at = (
+        f" at {datetime.fromisoformat(decided).astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+        if decided
+        else ""
     )
+    by = "" if approval["status"] in ("expired", "cancelled") else f" by {approval['decided_by']}"
+    return f"{approval['id']} ({approval['tool']}): already {approval['status']}{by}{at}; nothing changed"
 
 
 def grant_words(approval: dict[str, Any]) -> str | None:
