@@ -200,7 +200,8 @@ def already(approval: dict[str, Any]) -> str:
         else ""
     )
     by = "" if approval["status"] in ("expired", "cancelled") else f" by {approval['decided_by']}"
-    return f"{approval['id']} ({approval['tool']}): already {approval['status']}{by}{at}; nothing changed"
+    said = f"{approval['id']} ({approval['tool']}): already {approval['status']}"
+    return f"{said}{by}{at}; nothing changed"
 
 
 def grant_words(approval: dict[str, Any]) -> str | None:
