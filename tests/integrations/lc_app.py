@@ -57,13 +57,13 @@ def checkpointer(spec: str) -> Iterator[Any]:
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     connection = sqlite3.connect(spec, check_same_thread=False)
-    saver = SqliteSaver(connection)
+    on_file = SqliteSaver(connection)
     try:
-        yield saver
+        yield on_file
     finally:
         # LangGraph may still be writing a checkpoint on one of its threads: closing the
         # connection under that write crashes the process (seen once), so wait for it.
-        with saver.lock:
+        with on_file.lock:
             connection.close()
 
 
