@@ -352,7 +352,7 @@ class LangGraphGate:
         Studio show it), with signoff's part under ``signoff``. Re-entered (a re-run node on
         its way to the resume value), the open pause that asked for them stands, with the calls
         it listed."""
-        configurable = config.get("configurable") or {}
+        configurable, agent = config.get("configurable") or {}, self.agent_of(config)
         standing = await self.runs.open_pause([a.id for a in pending])
         if standing is not None and {a.id for a in pending} <= set(standing.data.get("asked", [])):
             asked = await self.runs.bridge.arun(
@@ -371,8 +371,8 @@ class LangGraphGate:
                 # after the resume are theirs too (self-approval, grants of theirs).
                 "user_id": self.requested_by(config),
             },
-            agent=self.agent_of(config),
-            conversation=transcript_of(messages, self.agent_of(config)),
+            agent=agent,
+            conversation=transcript_of(messages, agent),
         )
         return interrupt_value(pause.id, pending)
 

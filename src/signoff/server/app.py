@@ -65,8 +65,9 @@ from signoff.types import Approval, Context, Grant, ToolCall
 __all__ = ["create_app"]
 
 EARLIER_RUNS = 20
-EARLIER_BYTES = 256 * 1024
 """The most runs of a thread before it a run's page shows."""
+EARLIER_BYTES = 256 * 1024
+"""The most those runs' messages take as JSON: the runs farthest back are left out past it."""
 ASKED_KEPT = 10_000
 """Runs whose first message the API keeps in memory, to show with their approvals."""
 
