@@ -725,6 +725,25 @@ async def decide_in_store(url: str, decision: Any, count: int = 1) -> list[str]:
         return [a.id for a in held]
 
 
+async def waiting(*clients: Client) -> list[asyncio.Task[types.CallToolResult]]:
+    """One `count` call through each client, returned once every one of them waits on its
+    approval (each has heard the gateway's first progress report). A call judged after the
+    approval was answered would ask anew, by design: deciding before then races the calls."""
+    heard = [asyncio.Event() for _ in clients]
+
+    def calling(client: Client, event: asyncio.Event) -> asyncio.Task[types.CallToolResult]:
+        async def reported(progress: float, total: float | None, message: str | None) -> None:
+            event.set()
+
+        call = client.call_tool("count", {"note": "same"}, progress_callback=reported)
+        return asyncio.create_task(call)
+
+    calls = [calling(c, e) for c, e in zip(clients, heard, strict=True)]
+    async with asyncio.timeout(HANG):
+        await asyncio.gather(*(e.wait() for e in heard))
+    return calls
+
+
 async def test_identical_calls_at_once_share_one_approval_and_run_once(tmp_path: Path) -> None:
     counted = tmp_path / "count.txt"
     server = {
@@ -738,12 +757,12 @@ async def test_identical_calls_at_once_share_one_approval_and_run_once(tmp_path:
     document["servers"]["up"].pop("auto_approve_tools")
     path.write_text(yaml.safe_dump(document))
     async with gateway(path) as client:
-        calls = [asyncio.create_task(client.call_tool("count", {"note": "once"})) for _ in range(3)]
+        calls = await waiting(client, client, client)
         decided = await decide_in_store(document["database"], Approve())
         results = await asyncio.gather(*calls)
     assert len(decided) == 1
     assert [text(r) for r in results] == ["counted"] * 3
-    assert counted.read_text().splitlines() == ["once"]
+    assert counted.read_text().splitlines() == ["same"]
 
 
 async def test_replicas_on_postgresql_share_approvals_and_sealed_state(
@@ -1049,15 +1068,12 @@ async def test_two_gateways_asked_the_same_call_at_once_ask_once(tmp_path: Path)
     document["servers"]["up"].pop("auto_approve_tools")
     path.write_text(yaml.safe_dump(document))
     async with gateway(path) as first, gateway(path) as second:
-        calls = [
-            asyncio.create_task(client.call_tool("count", {"note": "both"}))
-            for client in (first, second, first, second)
-        ]
+        calls = await waiting(first, second, first, second)
         decided = await decide_in_store(document["database"], Approve())
         results = await asyncio.gather(*calls)
     assert len(decided) == 1
     assert [text(r) for r in results] == ["counted"] * 4
-    assert ran(counted) == ["both"]
+    assert ran(counted) == ["same"]
 
 
 def test_serve_reads_a_config_whose_gateway_secrets_it_does_not_have(
