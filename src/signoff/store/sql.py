@@ -430,9 +430,7 @@ class SQLStore(RunStore, LedgerStore, NoteStore, GrantStore, ExternalStore, Outb
         table = schema.approvals
         query = (
             select(table)
-            .where(
-                and_(table.c.status == "pending", table.c.next_escalation_at <= to_micros(now))
-            )
+            .where(and_(table.c.status == "pending", table.c.next_escalation_at <= to_micros(now)))
             .order_by(table.c.next_escalation_at)
             .limit(limit)
         )
