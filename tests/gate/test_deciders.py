@@ -242,7 +242,7 @@ async def test_on_timeout_signoff_approves_once_as_itself(store: SQLStore, clock
 
 
 async def test_on_timeout_signoff_rejects_with_the_rules_reason(gate: Gate, clock: Clock):
-    approval = await held(gate, "drop")
+    await held(gate, "drop")
     clock.wait(minutes=20)
     [rejected] = await gate.expire_due()
     assert rejected.status == "rejected"

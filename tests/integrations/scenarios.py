@@ -48,7 +48,7 @@ POLICY = Policy.from_dict(
                 "when": {"amount": {"ge": 10000}},
                 "approvals": {"count": 2},
                 "priority": 1,
-            },  # fmt: skip
+            },
             {"ask": "transfer", "forbid_self_approval": True},
         ],
     }
