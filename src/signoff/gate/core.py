@@ -568,6 +568,11 @@ class Gate:
         approval: Approval, *, actor: str, roles: frozenset[str], now: datetime
     ) -> None:
         """A rule that needs several people never counts its requester among them."""
+        if approval.quorum is not None and actor == approval.requested_by:
+            raise ForbiddenError(
+                f"{actor!r} asked for this call, and rule {approval.rule!r} needs "
+                f"{approval.quorum.count} people other than the one who asked"
+            )
         check_decider(
             approval.rule,
             approvers_at(approval, now),
