@@ -260,6 +260,17 @@ async def test_a_person_deciding_after_the_timeout_is_told_what_signoff_decided(
     assert (stored.status, stored.automatic) == ("approved", True)
 
 
+async def test_a_waiter_that_gives_up_early_expires_the_call_never_approves_it(
+    gate: Gate, clock: Clock
+):
+    # An integration's own wait (AdalFlow's timeout) may run out before the rule's: the call
+    # expires then; approving on timeout is for the rule's time only.
+    approval = await held(gate, "restart")
+    clock.wait(minutes=5)
+    [expired] = await gate.expire([approval])
+    assert (expired.status, expired.automatic) == ("expired", False)
+
+
 async def test_without_on_timeout_a_call_still_expires(store: SQLStore, clock: Clock):
     gate = Gate(Policy.from_dict({"rules": [{"ask": "x", "timeout": "1m"}]}), store, clock=clock)
     approval = await held(gate, "x")

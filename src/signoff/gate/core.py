@@ -720,8 +720,9 @@ class Gate:
     # -- expiry and grants -----------------------------------------------------------------
 
     async def expire(self, approvals: Sequence[Approval]) -> list[Approval]:
-        """Let pending approvals whose time is up lapse: expire, or be decided as their rule's
-        `on_timeout` says — each once, a decision that won first standing."""
+        """Let pending approvals lapse — each once, a decision that won first standing: one
+        whose time is up as its rule's `on_timeout` says, and any other (a waiter that gives up
+        before then) expires: it never runs."""
         out = []
         for approval in approvals:
             now = self._now()
@@ -735,11 +736,12 @@ class Gate:
         return out
 
     def _lapse(self, approval: Approval, now: datetime) -> Approval:
-        """`approval` as its time running out leaves it: expired, or decided by signoff as its
-        rule's `on_timeout` says."""
+        """`approval` as its time running out leaves it: expired, or — once its rule's time has
+        come, not before — decided by signoff as the rule's `on_timeout` says."""
         on_timeout = approval.on_timeout
+        due = approval.expires_at is not None and approval.expires_at <= now
         decision: Decision
-        if on_timeout is None:
+        if on_timeout is None or not due:
             decision = Expired()
         elif on_timeout.decide == "approve":
             decision = _approval_of(approval)
