@@ -59,8 +59,9 @@ def test_check_lists_every_problem_with_its_location_and_exits_1(bad_policy: Pat
         f"{bad_policy}:2:12: rules[0].deny[0]: invalid glob 'a[': '[' at position 2 is never "
         "closed; close the set with ']' or write '[[]' for a literal '['",
         f"{bad_policy}:3:5: rules[0].timout: unknown key 'timout' in a rule; did you mean "
-        "'timeout'? (expected one of: agent, allow, approvers, ask, deny, destructive, "
-        "except, forbid_self_approval, id, priority, reason, server, timeout, when)",
+        "'timeout'? (expected one of: agent, allow, approvals, approvers, ask, deny, destructive, "
+        "escalate, except, forbid_self_approval, id, on_timeout, priority, reason, server, "
+        "timeout, when)",
         f"2 problem(s) in {bad_policy}",
     ]
 

@@ -147,6 +147,32 @@ async def test_one_rejection_ends_it_and_an_edit_starts_the_count_again(gate: Ga
     assert isinstance(final.decision, Edit) and final.decision.args == {"amount": 50}
 
 
+async def test_an_edit_that_changes_nothing_counts_as_an_approval(gate: Gate):
+    approval = await held(gate, "pay", amount=10)
+    await gate.decide(approval.id, Approve(), actor="alice")
+    done = await gate.decide(approval.id, Edit(args={"amount": 10}), actor="carol")
+    assert (done.status, [v.by for v in done.votes]) == ("approved", ["alice", "carol"])
+
+
+async def test_an_edit_never_moves_a_call_under_a_rule_that_needs_more_people(store: SQLStore):
+    policy = Policy.from_dict(
+        {
+            "rules": [
+                {"ask": "pay"},
+                {"ask": "pay", "when": {"amount": {"ge": 1000}}, "approvals": {"count": 2},
+                 "priority": 1},
+            ]
+        }
+    )  # fmt: skip
+    gate = Gate(policy, store)
+    small = await held(gate, "pay", amount=10)
+    with pytest.raises(ForbiddenError, match="needs 2 people"):
+        await gate.decide(small.id, Edit(args={"amount": 5000}), actor="alice")
+    assert (await store.get_approval(small.id)).pending
+    done = await gate.decide(small.id, Edit(args={"amount": 20}), actor="alice")
+    assert done.status == "edited"
+
+
 async def test_responding_instead_ends_it(gate: Gate):
     approval = await held(gate, "pay", amount=1)
     done = await gate.decide(approval.id, Respond(content="paid by hand"), actor="alice")

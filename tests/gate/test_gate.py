@@ -379,7 +379,7 @@ async def test_a_decision_after_the_deadline_expires_the_approval_instead(store:
     [outcome] = await gate.check([call("quick")])
     assert outcome.approval is not None
     now[0] += timedelta(seconds=1)  # past the rule's 0.2 s, and no sweeper ran
-    with pytest.raises(ConflictError, match="expired before this decision"):
+    with pytest.raises(ConflictError, match=r"\(expired\) ran out of time before this decision"):
         await gate.decide(outcome.approval.id, Approve(), actor="alice")
     stored = await store.get_approval(outcome.approval.id)
     assert (stored.status, stored.decided_by) == ("expired", "signoff")

@@ -3,6 +3,7 @@ timeout: what every channel sees, and what a bad request gets (a 4xx, nothing wr
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -12,9 +13,12 @@ import httpx
 import pytest
 
 from signoff import Policy, ToolCall
+from signoff.agent import Agent, ModelTurn, tool
 from signoff.gate import CheckContext, Gate
 from signoff.server import Auth, Principal, Service, create_app
 from signoff.store import SQLStore
+from signoff.testing import ScriptedModel, call
+from tests.deadline import HANG
 
 POLICY = Policy.from_dict(
     {
@@ -182,3 +186,40 @@ def test_no_token_may_name_signoff_itself(tmp_path):
     path.write_text("auth:\n  tokens:\n    - {principal: signoff, token: t}\n")
     with pytest.raises(PolicyError, match="signoff decides as itself"):
         load_config(path)
+
+
+wired: list[int] = []
+
+
+@tool
+def wire(n: int) -> str:
+    """Wire money."""
+    wired.append(n)
+    return f"wired {n}"
+
+
+async def test_a_run_of_signoffs_own_resumes_only_after_the_second_person(store: SQLStore):
+    wired.clear()
+    turns = [ModelTurn(tool_calls=(call("wire", n=5),)), ModelTurn(text="sent")]
+    agent = Agent(name="payer", model=ScriptedModel(turns), tools=[wire])
+    own = Service(store=store, gate=Gate(POLICY, store), agents=[agent], poll_interval=0.05)
+    async with (
+        client(own, "bob") as bob,
+        client(own, "olga") as olga,
+        client(own, "fay") as fay,
+    ):
+        started = await bob.post(
+            "/v1/threads/t1/runs", params={"wait": 5}, json={"agent": "payer", "input": "pay"}
+        )
+        run = started.json()
+        [pending] = run["pending_approvals"]
+        first = await olga.post(f"/v1/approvals/{pending}/decision", json={"kind": "approve"})
+        assert first.json()["status"] == "pending"
+        assert (await olga.get(f"/v1/runs/{run['id']}")).json()["status"] == "paused"
+        assert wired == []
+        done = await fay.post(f"/v1/approvals/{pending}/decision", json={"kind": "approve"})
+        assert done.json()["status"] == "approved"
+        async with asyncio.timeout(HANG):
+            while (await olga.get(f"/v1/runs/{run['id']}")).json()["status"] != "completed":
+                await asyncio.sleep(0.02)
+    assert wired == [5]

@@ -204,7 +204,7 @@ def test_a_reload_rebuilds_the_same_cards(page: Page, demo_url: str):
     expect(card(page, "delete_pod").locator("button")).to_have_count(0)
     scale = card(page, "scale_deployment")
     expect(scale.locator(".badge")).to_have_text("pending")
-    expect(scale.locator("button[data-action]")).to_have_count(5)
+    expect(scale.locator("button[data-action]")).to_have_count(6)  # … Approve always, Assign
     expect(page.locator("#run-status")).to_have_text("paused")
     assert page.url.endswith(run_id)
 

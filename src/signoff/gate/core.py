@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -64,6 +65,7 @@ from signoff.types import (
     Edit,
     Expired,
     Grant,
+    Quorum,
     Reject,
     Respond,
     ToolCall,
@@ -619,10 +621,18 @@ class Gate:
             verdict = self.engine.evaluate(edited)
             if verdict.kind == "deny":
                 raise ForbiddenError(f"the policy denies the edited call: {verdict.reason}")
-            # An edit may move the call under a stricter rule: its deciders must qualify too.
+            # An edit may move the call under a stricter rule: its deciders must qualify too,
+            # and it may not need more people than the call it replaces.
             check_decider(verdict.rule, verdict.approvers,
                           verdict.forbid_self_approval or verdict.quorum is not None,
                           approval.requested_by, actor=actor, roles=roles)  # fmt: skip
+            if _stricter(verdict.quorum, approval.quorum):
+                assert verdict.quorum is not None  # only a quorum is stricter than another
+                raise ForbiddenError(
+                    f"the edited call needs {verdict.quorum.count} people to approve (rule "
+                    f"{verdict.rule!r}), more than this approval asks for: reject it, and let "
+                    "the agent ask for that call"
+                )
 
     def _check_decision(self, decision: object) -> Decision:
         """A person's decision: approve, edit, respond or reject — expiry and cancelling are
@@ -899,6 +909,15 @@ def _note(note: object) -> str:
     return note
 
 
+def _stricter(edited: Quorum | None, asked: Quorum | None) -> bool:
+    """Whether an edited call's rule needs people the approval it replaces does not ask for."""
+    if edited is None:
+        return False
+    if asked is None:
+        return True
+    return edited.count > asked.count or bool(Counter(edited.roles) - Counter(asked.roles))
+
+
 def _approval_of(approval: Approval) -> Approve | Edit:
     """The decision that approves `approval`'s call as it stands: an edit when its arguments
     were edited (every resumer runs an edited call's arguments, an approved one's as asked)."""
@@ -916,12 +935,10 @@ def _vote(
     assert approval.quorum is not None  # only a call that needs several people is voted on
     vote = Vote(by=actor, roles=tuple(sorted(roles)), at=at)
     call, requested, votes = approval.call, approval.requested_args, approval.votes
-    if isinstance(decision, Edit):
-        if decision.args == call.args and any(v.by == actor for v in votes):
-            return approval
+    if isinstance(decision, Edit) and decision.args != call.args:
         call, requested = replace(call, args=decision.args), approval.requested_call.args
         votes = (vote,) if counts(approval.quorum, (), vote) else ()
-    elif any(v.by == actor for v in votes):
+    elif any(v.by == actor for v in votes):  # an edit that changes nothing is an approval
         return approval
     elif not counts(approval.quorum, votes, vote):
         raise ForbiddenError(

@@ -172,12 +172,7 @@ def blocks(notice: Notice, *, buttons: bool, sink: str = "slack[0]") -> list[dic
         out.append({"type": "section", "text": text})
     elements: list[dict[str, Any]] = []
     asking = notice.kind in ("requested", "assigned", "escalated")
-    if (
-        buttons
-        and asking
-        and notice.approval is not None
-        and notice.approval["status"] == "pending"
-    ):
+    if buttons and asking and notice.approval is not None:
         value = f"{sink}|{notice.approval['id']}"
         elements += [
             _button("Approve", APPROVE, value, style="primary"),
