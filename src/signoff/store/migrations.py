@@ -248,6 +248,17 @@ def _v12(connection: Connection) -> None:
     )
 
 
+def _v13(connection: Connection) -> None:
+    """Held for the migration of multi-person approvals, written alongside this one: the two
+    take their numbers in the order they are merged."""
+
+
+def _v14(connection: Connection) -> None:
+    """What a held call would change, as its tool's preview computed it when it was held.
+    Calls held before it have none."""
+    connection.execute(text("ALTER TABLE approvals ADD COLUMN preview TEXT"))
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _v1,
     _v2,
@@ -261,6 +272,8 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _v10,
     _v11,
     _v12,
+    _v13,
+    _v14,
 ]
 LATEST = len(MIGRATIONS)
 

@@ -6,7 +6,15 @@ import json
 from typing import Any
 
 from signoff.store.times import from_micros, to_micros
-from signoff.types import Approval, ToolCall, canonical_json, decision_from_dict, decision_to_dict
+from signoff.types import (
+    Approval,
+    ToolCall,
+    canonical_json,
+    decision_from_dict,
+    decision_to_dict,
+    preview_from_dict,
+    preview_to_dict,
+)
 
 __all__ = ["approval_from_row", "approval_row", "decision_values"]
 
@@ -38,6 +46,7 @@ def approval_row(approval: Approval) -> dict[str, Any]:
         "forbid_self_approval": approval.forbid_self_approval,
         "destructive": approval.destructive,
         "args_schema": None if approval.args_schema is None else _json(approval.args_schema),
+        "preview": None if approval.preview is None else _json(preview_to_dict(approval.preview)),
         **decision_values(approval),
     }
 
@@ -90,4 +99,5 @@ def approval_from_row(row: Any) -> Approval:
         requested_args=None if row.requested_args is None else json.loads(row.requested_args),
         version=row.version,
         args_schema=None if row.args_schema is None else json.loads(row.args_schema),
+        preview=None if row.preview is None else preview_from_dict(json.loads(row.preview)),
     )

@@ -86,6 +86,8 @@ approvals = Table(
     Column("args_schema", Text),
     # Since version 12: whether the asking rule marks the call destructive (the inbox confirms).
     Column("destructive", Boolean, nullable=False, server_default=false()),
+    # Since version 14: what the call would change, as its tool's preview computed it (JSON).
+    Column("preview", Text),
     # Listing is newest first, and ids are time-ordered: each index ends in `id` so a page is a
     # plain index range, never a sort of every matching row.
     Index("approvals_status_id", "status", "id"),

@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import anyio
+from mcp import types
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -46,6 +47,7 @@ from signoff.gate import CheckContext, Gate, Outcome
 from signoff.gate.core import external_key
 from signoff.gate.edits import check_edit
 from signoff.gate.once import Claim, Ledger, Recorded
+from signoff.gate.preview import Previews
 from signoff.protocols.mcp.answers import (
     DOING,
     Reply,
@@ -184,7 +186,10 @@ class Holding:
         number = await self._last_judged(subject)
         while True:
             [outcome] = await self.gate.hold_external(
-                [replace(call, id=str(number))], thread, also_audit=forwarded
+                [replace(call, id=str(number))],
+                thread,
+                also_audit=forwarded,
+                previews=self.previews(asked, action),
             )
             if not outcome.recorded:
                 return await self._judged(asked, action, outcome)
@@ -195,6 +200,32 @@ class Holding:
                 if answer is not None:
                     return answer
             number += 1  # that one is done with: this call is the next
+
+    def previews(self, asked: Asked, action: Action) -> Previews | None:
+        """The preview of `action`'s tool its server's config names (`PreviewSpec`): a call
+        over the asker's own connection, to a companion tool or to the tool as a dry run."""
+        call = action.call
+        how = action.upstream.spec.previews.get(call.name) if call.kind == "tool" else None
+        if how is None:
+            return None
+
+        async def preview(**args: Any) -> str:
+            link = await asked.peer.link(action.upstream)
+            if how.tool is not None:
+                result = await link.call(how.tool, args, headers=asked.headers)
+            else:
+                assert how.argument is not None  # the settings give one or the other
+                result = await link.call(
+                    call.name, args | {how.argument: True}, headers=asked.headers
+                )
+            text = "\n".join(
+                block.text for block in result.content if isinstance(block, types.TextContent)
+            )
+            if result.is_error:
+                raise UpstreamError(text or f"MCP server {action.upstream.name!r} said it failed")
+            return text
+
+        return Previews({call.name: preview}, timeout=self.settings.preview_timeout)
 
     async def _judged(self, asked: Asked, action: Action, outcome: Outcome) -> Approval | Reply:
         """What a call judged now comes to: its approval, or run (audited with its verdict),
