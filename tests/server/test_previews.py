@@ -22,8 +22,12 @@ from signoff.testing import ScriptedModel, call
 from tests.server.test_api import until
 
 POLICY = Policy.from_dict(
-    {"rules": [{"ask": ["write_file", "delete_pods", "resize"]}, {"deny": "write_file",
-                "when": {"path": {"glob": "/etc/*"}}}]}  # fmt: skip
+    {
+        "rules": [
+            {"ask": ["write_file", "delete_pods", "resize"]},
+            {"deny": "write_file", "when": {"path": {"glob": "/etc/*"}}},
+        ]
+    }
 )
 FILES = {"app.conf": "port = 80\nworkers = 2\n"}
 written: dict[str, str] = {}
@@ -76,7 +80,9 @@ def clear() -> None:
 
 
 @pytest.fixture
-def api(store: SQLStore) -> Callable[..., contextlib.AbstractAsyncContextManager[httpx.AsyncClient]]:
+def api(
+    store: SQLStore,
+) -> Callable[..., contextlib.AbstractAsyncContextManager[httpx.AsyncClient]]:
     """An API client (as alice) over a service whose agent plays `turns`; previews may take
     0.2 s."""
 
@@ -110,8 +116,9 @@ async def start(client: httpx.AsyncClient, thread: str) -> dict[str, Any]:
     return dict(response.json())
 
 
+NEW_CONF = "port = 8080\nworkers = 2\n"
 WRITE = [
-    ModelTurn(tool_calls=(call("write_file", path="app.conf", content="port = 8080\nworkers = 2\n"),)),
+    ModelTurn(tool_calls=(call("write_file", path="app.conf", content=NEW_CONF),)),
     ModelTurn(text="done"),
 ]
 
@@ -135,7 +142,9 @@ async def test_a_held_calls_diff_is_stored_with_its_approval_and_returned_by_the
         assert listed["items"][0]["preview"] == expected
         assert whole["preview_edits"] is True
 
-        decided = await client.post(f"/v1/approvals/{approval_id}/decision", json={"kind": "approve"})
+        decided = await client.post(
+            f"/v1/approvals/{approval_id}/decision", json={"kind": "approve"}
+        )
         assert decided.json()["preview"] == expected  # kept once decided
         await until(client, run["id"], "completed")
         assert written == {"app.conf": "port = 8080\nworkers = 2\n"}
@@ -185,8 +194,12 @@ async def test_edited_arguments_get_a_fresh_preview_before_the_edit_is_sent(api:
 
 async def test_a_failing_preview_and_a_slow_one_say_so_and_the_decisions_still_work(api: Any):
     turns = [
-        ModelTurn(tool_calls=(call("delete_pods", selector="broken"),
-                              call("resize", name="web", replicas=3))),  # fmt: skip
+        ModelTurn(
+            tool_calls=(
+                call("delete_pods", selector="broken"),
+                call("resize", name="web", replicas=3),
+            )
+        ),
         ModelTurn(text="done"),
     ]
     async with api(turns) as client:
@@ -223,8 +236,10 @@ async def test_a_table_preview_lists_the_rows_a_call_would_touch(api: Any):
         preview = (await client.get(f"/v1/approvals/{approval_id}")).json()["preview"]
         assert preview == {
             "kind": "table",
-            "body": [{"pod": "web-0", "namespace": "default"},
-                     {"pod": "web-1", "namespace": "default"}],  # fmt: skip
+            "body": [
+                {"pod": "web-0", "namespace": "default"},
+                {"pod": "web-1", "namespace": "default"},
+            ],
             "truncated": False,
             "error": None,
         }
