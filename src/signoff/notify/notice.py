@@ -9,10 +9,12 @@ from typing import Any
 
 from signoff.notify.settings import EventKind
 
-__all__ = ["Notice"]
+__all__ = ["Notice", "preview_text"]
 
 _ARGS_SHOWN = 1500
 """Characters of the arguments a message shows; the approval's page has them all."""
+_PREVIEW_SHOWN = 1500
+"""Characters of a held call's preview a message shows; the approval's page has it all."""
 _VERBS = {
     "approved": "approved",
     "edited": "approved with edits",
@@ -76,6 +78,8 @@ class Notice:
             if approval.get(key):
                 out.append((label, str(approval[key])))
         out.append(("Arguments", self.arguments()))
+        if self.kind == "requested" and isinstance(approval.get("preview"), dict):
+            out.append(("Preview", _cut(preview_text(approval["preview"]), _PREVIEW_SHOWN)))
         if approval.get("reason"):
             out.append(("Why it asks", str(approval["reason"])))
         if approval.get("requested_by"):
@@ -120,6 +124,22 @@ class Notice:
             "approval": self.approval,
             "call": None if self.kind != "unknown" else self.data,
         }
+
+
+def preview_text(preview: dict[str, Any]) -> str:
+    """A held call's preview (as the API shows it) as plain text: why there is none, its text
+    or diff, or its table's rows one a line."""
+    if preview.get("error"):
+        return str(preview["error"])
+    body = preview.get("body")
+    if isinstance(body, list):
+        lines = [
+            ", ".join(f"{k}: {v}" for k, v in row.items()) for row in body if isinstance(row, dict)
+        ]
+        text = "\n".join(lines) or "(no rows)"
+    else:
+        text = str(body or "")
+    return text + ("\n… (cut)" if preview.get("truncated") else "")
 
 
 def _cut(text: str, limit: int) -> str:
