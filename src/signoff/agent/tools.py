@@ -41,6 +41,9 @@ class Tool:
     available = True
     """Whether a call can be started now (an MCP server's tool is not once its server is
     closed): the runtime starts nothing it cannot run, so no approval is used up for nothing."""
+    preview: Callable[..., Any] | None = None
+    """Computes, without side effects, what a call would change (`signoff.gate.preview`):
+    called with the call's validated arguments when the call is held."""
 
     def __init__(
         self,
@@ -57,8 +60,6 @@ class Tool:
         self.idempotent = idempotent
         """Safe to run again after a crash left its outcome unknown (same key, same effect)."""
         self.preview = preview
-        """Computes, without side effects, what a call would change (`signoff.gate.preview`):
-        called with the call's validated arguments when the call is held."""
         self.server: str | None = None
         """The MCP server the tool belongs to, for the policy's ``servers:`` sections."""
         self._arguments = _arguments_model(function, self.name)
