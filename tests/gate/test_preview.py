@@ -42,7 +42,8 @@ def test_what_a_preview_returns_becomes_a_preview_of_its_kind(value: Any, expect
 
 def test_a_preview_past_its_size_is_cut_with_a_note():
     text = as_preview("é" * 5000, max_bytes=4096)
-    assert text.truncated and text.body.endswith("… (preview cut at 4,096 bytes)")
+    assert isinstance(text.body, str) and text.truncated
+    assert text.body.endswith("… (preview cut at 4,096 bytes)")
     assert text.body.startswith("é" * 2048) and "é" * 2049 not in text.body
 
     rows = as_preview([{"n": i} for i in range(1000)], max_bytes=1024)
