@@ -94,7 +94,7 @@ def test_a_framework_call_s_card_shows_its_preview_and_says_an_edit_gets_none_he
     page: Page, demo_url: str, demo_folder: Path
 ):
     def ledger(amount: int, to: str) -> list[dict[str, Any]]:
-        return [{"account": "alice", "change": -amount}, {"account": to, "change": amount}]
+        return [{"change": -amount, "account": "alice"}, {"change": amount, "account": to}]
 
     call = ToolCall(id="c1", name="transfer", args={"amount": 70, "to": "acme"}, agent="payer")
     approval_id = held_by_a_framework(
@@ -104,8 +104,9 @@ def test_a_framework_call_s_card_shows_its_preview_and_says_an_edit_gets_none_he
     page.goto(f"{demo_url}/#/")
     card = page.locator(f"article.approval[data-approval-id='{approval_id}']")
     table = card.locator(".preview table.preview-table")
-    expect(table.locator("th")).to_have_text(["account", "change"], timeout=TIMEOUT)
-    expect(table.locator("tbody tr")).to_have_text(["alice-70", "acme70"])
+    # The columns in the order the preview gave them.
+    expect(table.locator("th")).to_have_text(["change", "account"], timeout=TIMEOUT)
+    expect(table.locator("tbody tr")).to_have_text(["-70alice", "70acme"])
 
     card.locator("button[data-action=edit]").click()
     dialog = page.locator("dialog#dialog")

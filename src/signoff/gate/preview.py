@@ -24,7 +24,14 @@ from typing import Any, Final
 from signoff.errors import SignoffError
 from signoff.types import Preview, PreviewKind, ToolCall, canonical_json
 
-__all__ = ["PREVIEW_BYTES", "PREVIEW_SECONDS", "PreviewFunction", "Previews", "as_preview"]
+__all__ = [
+    "PREVIEW_BYTES",
+    "PREVIEW_SECONDS",
+    "PreviewFunction",
+    "Previews",
+    "as_preview",
+    "preview_text",
+]
 
 PREVIEW_SECONDS: Final = 2.0
 """How long a preview may take by default."""
@@ -164,3 +171,19 @@ def _words(exc: BaseException) -> str:
     if not message:
         return type(exc).__name__
     return message if isinstance(exc, SignoffError) else f"{type(exc).__name__}: {message}"
+
+
+def preview_text(preview: dict[str, Any]) -> str:
+    """A held call's preview (as the API shows it) as plain text: why there is none, its text
+    or diff, or its table's rows one a line."""
+    if preview.get("error"):
+        return str(preview["error"])
+    body = preview.get("body")
+    if isinstance(body, list):
+        lines = [
+            ", ".join(f"{k}: {v}" for k, v in row.items()) for row in body if isinstance(row, dict)
+        ]
+        text = "\n".join(lines) or "(no rows)"
+    else:
+        text = str(body or "")
+    return text + ("\n… (cut)" if preview.get("truncated") else "")

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from signoff.gate.preview import preview_text
 from signoff.notify.settings import EventKind
 
-__all__ = ["Notice", "preview_text"]
+__all__ = ["Notice"]
 
 _ARGS_SHOWN = 1500
 """Characters of the arguments a message shows; the approval's page has them all."""
@@ -124,22 +125,6 @@ class Notice:
             "approval": self.approval,
             "call": None if self.kind != "unknown" else self.data,
         }
-
-
-def preview_text(preview: dict[str, Any]) -> str:
-    """A held call's preview (as the API shows it) as plain text: why there is none, its text
-    or diff, or its table's rows one a line."""
-    if preview.get("error"):
-        return str(preview["error"])
-    body = preview.get("body")
-    if isinstance(body, list):
-        lines = [
-            ", ".join(f"{k}: {v}" for k, v in row.items()) for row in body if isinstance(row, dict)
-        ]
-        text = "\n".join(lines) or "(no rows)"
-    else:
-        text = str(body or "")
-    return text + ("\n… (cut)" if preview.get("truncated") else "")
 
 
 def _cut(text: str, limit: int) -> str:

@@ -46,7 +46,10 @@ def approval_row(approval: Approval) -> dict[str, Any]:
         "forbid_self_approval": approval.forbid_self_approval,
         "destructive": approval.destructive,
         "args_schema": None if approval.args_schema is None else _json(approval.args_schema),
-        "preview": None if approval.preview is None else _json(preview_to_dict(approval.preview)),
+        # Not canonical: a table's columns keep the order its preview gave them.
+        "preview": None
+        if approval.preview is None
+        else json.dumps(preview_to_dict(approval.preview), ensure_ascii=False),
         **decision_values(approval),
     }
 
