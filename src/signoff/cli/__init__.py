@@ -76,6 +76,7 @@ app.command("demo")(demo.demo)
 app.command("serve")(serve.serve)
 app.command("approve")(decide.approve)
 app.command("reject")(decide.reject)
+app.command("assign")(decide.assign)
 app.command("inbox")(inbox.inbox)
 app.command("mcp-gateway")(gateway.mcp_gateway)
 
