@@ -30,6 +30,8 @@ __all__ = [
     "Expired",
     "Grant",
     "OnTimeout",
+    "Preview",
+    "PreviewKind",
     "Quorum",
     "Reject",
     "Respond",
@@ -45,6 +47,8 @@ __all__ = [
     "decision_from_dict",
     "decision_to_dict",
     "grant_to_dict",
+    "preview_from_dict",
+    "preview_to_dict",
 ]
 
 VerdictKind: TypeAlias = Literal["allow", "ask", "deny"]
@@ -52,6 +56,7 @@ CallKind: TypeAlias = Literal["tool", "resource", "prompt"]
 """What a call asks for: a tool run, an MCP resource read (its name is the URI) or an MCP
 prompt got (its arguments are the prompt's)."""
 ScopeKind: TypeAlias = Literal["run", "thread", "agent", "global"]
+PreviewKind: TypeAlias = Literal["text", "diff", "table"]
 
 
 def canonical_json(value: Any) -> bytes:
@@ -319,6 +324,37 @@ def decision_from_dict(data: dict[str, Any]) -> Decision:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Preview:
+    """What a held call would change, computed without running it by its tool's preview."""
+
+    kind: PreviewKind = "text"
+    """How to show `body`: plain ``text``, a unified ``diff``, or a ``table`` of rows."""
+    body: str | list[dict[str, Any]] = ""
+    """The text or diff, or (a table) a list of rows, each a dict of column to value."""
+    truncated: bool = False
+    """Whether `body` was cut to the preview's size bound."""
+    error: str | None = None
+    """Why there is no preview: it failed, or took longer than its time bound."""
+
+
+def preview_to_dict(preview: Preview) -> dict[str, Any]:
+    """The preview as JSON-ready data, as it is stored and as the API shows it."""
+    return {
+        "kind": preview.kind,
+        "body": preview.body,
+        "truncated": preview.truncated,
+        "error": preview.error,
+    }
+
+
+def preview_from_dict(data: dict[str, Any]) -> Preview:
+    """The inverse of `preview_to_dict`, for data this package stored itself."""
+    return Preview(
+        kind=data["kind"], body=data["body"], truncated=data["truncated"], error=data["error"]
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
 class Approval:
     """A held call waiting for, or carrying, a person's decision."""
 
@@ -365,6 +401,9 @@ class Approval:
     """How many of the `escalate` steps have been announced."""
     on_timeout: OnTimeout | None = None
     assigned: Assignment | None = None
+    preview: Preview | None = None
+    """What the call would change, as its tool's preview computed it when the call was held;
+    None when its tool has none."""
 
     @property
     def pending(self) -> bool:
@@ -563,6 +602,7 @@ def approval_to_dict(approval: Approval) -> dict[str, Any]:
             "note": approval.assigned.note,
             "at": iso(approval.assigned.at),
         },
+        "preview": None if approval.preview is None else preview_to_dict(approval.preview),
     }
 
 

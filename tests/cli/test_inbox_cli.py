@@ -355,3 +355,26 @@ def test_reject_takes_its_reason_as_signoff_reject_does_after_the_number_or_afte
     terminal.type("quit")
     assert terminal.close() == 0
     assert asyncio.run(reasons(store_url, ids)) == [f"p{n} serves traffic" for n in range(3)]
+
+
+async def held_with_a_preview(url: str) -> str:
+    """A `delete_pod` held with the rows its preview says it would touch: the approval's id."""
+    from signoff.gate.preview import Previews
+
+    previews = Previews({"delete_pod": lambda name: [{"pod": name, "node": "n1"}]})
+    async with open_store(url) as store:
+        outcomes, _ = await Gate(POLICY, store).hold(
+            [ToolCall(id="c-web", name="delete_pod", args={"name": "web-1"})], previews=previews
+        )
+        [approval] = [o.approval for o in outcomes if o.approval]
+        return approval.id
+
+
+def test_show_prints_what_the_call_would_change_as_text(store_url: str):
+    asyncio.run(held_with_a_preview(store_url))
+    terminal = Terminal("inbox", "--database", store_url, "--as", "olga", "--role", "ops")
+    terminal.until("inbox> ")
+    terminal.type("show 1")
+    assert "preview: pod: web-1, node: n1" in terminal.until("inbox> ")
+    terminal.type("quit")
+    assert terminal.close() == 0

@@ -28,6 +28,16 @@ def transfer(amount: int, to: str) -> str:
 
 
 @server.tool(structured_output=False)
+def preview_transfer(amount: int, to: str) -> str:
+    """What a transfer would change, as a diff of the balances (runs nothing): the gateway's
+    preview of ``transfer``, as `scenarios.transfer_preview` says it."""
+    return (
+        f"--- a/balances\n+++ b/balances\n@@ -1,2 +1,2 @@\n"
+        f"-alice: 1000\n-{to}: 0\n+alice: {1000 - amount}\n+{to}: {amount}\n"
+    )
+
+
+@server.tool(structured_output=False)
 def read_file(path: str) -> str:
     """Read a file."""
     _record(f"read_file {path}")

@@ -24,6 +24,7 @@ from signoff.gate.external import ExternalRuns, Resumed, Resumer
 
 __all__ = [
     "POLICY",
+    "PREVIEWS",
     "Adapter",
     "Call",
     "NotSupported",
@@ -34,6 +35,7 @@ __all__ = [
     "record",
     "told",
     "tools",
+    "transfer_preview",
 ]
 
 POLICY = Policy.from_dict(
@@ -154,6 +156,19 @@ def tools(side_effects: Path) -> list[Callable[..., str]]:
         return "delete_all ok"
 
     return [transfer, read_file, delete_all]
+
+
+def transfer_preview(amount: int, to: str) -> str:
+    """What a transfer would change, as a unified diff of the balances; runs nothing. (The
+    MCP scenario server's ``preview_transfer`` says the same.)"""
+    return (
+        f"--- a/balances\n+++ b/balances\n@@ -1,2 +1,2 @@\n"
+        f"-alice: 1000\n-{to}: 0\n+alice: {1000 - amount}\n+{to}: {amount}\n"
+    )
+
+
+PREVIEWS = {"transfer": transfer_preview}
+"""The preview functions every adapter hands signoff (`connect(previews=...)`)."""
 
 
 def record(side_effects: Path, line: str) -> None:

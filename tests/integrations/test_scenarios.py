@@ -12,6 +12,7 @@ import pytest
 
 from signoff import Approval, Approve, Decision, Edit, Reject, Respond
 from signoff.errors import ForbiddenError, InvalidEditError
+from signoff.types import Preview
 from tests.conftest import fresh_postgres_database
 from tests.integrations.scenarios import (
     REQUESTER,
@@ -20,6 +21,7 @@ from tests.integrations.scenarios import (
     NotSupported,
     executions,
     told,
+    transfer_preview,
 )
 
 ADAPTERS = {
@@ -78,6 +80,20 @@ async def audit_actions(adapter: Adapter) -> list[str]:
 
 
 TRANSFER = [[Call("call_0", "transfer", {"amount": 500, "to": "acme"})], "finished"]
+
+
+async def test_a_held_call_carries_the_preview_its_tool_gave_where_the_tool_lives(
+    adapter: Adapter,
+) -> None:
+    await adapter.start("t-preview", TRANSFER)
+
+    [approval] = await pending(adapter)
+    assert approval.preview == Preview(kind="diff", body=transfer_preview(500, "acme"))
+    assert executions(adapter.side_effects) == []  # a preview runs nothing
+
+    await decide(adapter, Approve())
+    await adapter.resume("t-preview")
+    assert executions(adapter.side_effects) == ["transfer 500 acme"]
 
 
 async def test_an_approved_call_runs_once_and_its_result_reaches_the_model(

@@ -7,6 +7,9 @@ streamable HTTP: ``python mcp_upstream.py stdio`` / ``python mcp_upstream.py htt
 - ``slow {note, seconds}`` sleeps, then counts as ``count`` does; ``slow_idempotent`` too,
   annotated idempotent;
 - ``count`` appends a line to the file ``$UPSTREAM_COUNT_FILE`` (how often a call really ran);
+- ``rm {path, dry_run}`` counts ``rm <path>`` as ``count`` does — or, with ``dry_run`` true,
+  only answers the unified diff removing the file's line from ``listing`` would make, as
+  ``plan_rm {path}`` always does (a companion tool that previews ``rm``);
 - ``roots`` asks its client for its roots and answers their URIs (JSON);
 - ``announce {uri}`` tells its client its tools changed and the resource `uri` was updated;
 - ``carry {uri}`` answers the contents of `uri` in its structured content;
@@ -69,6 +72,22 @@ TOOLS = [
         name="count",
         input_schema={"type": "object", "properties": {"note": {"type": "string"}}},
     ),
+    types.Tool(
+        name="rm",
+        input_schema={
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "dry_run": {"type": "boolean"}},
+            "required": ["path"],
+        },
+    ),
+    types.Tool(
+        name="plan_rm",
+        input_schema={
+            "type": "object",
+            "properties": {"path": {"type": "string"}},
+            "required": ["path"],
+        },
+    ),
     types.Tool(name="roots", input_schema={"type": "object", "properties": {}}),
     types.Tool(
         name="carry", input_schema={"type": "object", "properties": {"uri": {"type": "string"}}}
@@ -114,6 +133,17 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         with open(os.environ["UPSTREAM_COUNT_FILE"], "a") as out:
             out.write(f"{args.get('note', '')}\n")
         return types.CallToolResult(content=[types.TextContent(type="text", text="counted")])
+    if params.name == "plan_rm" or (params.name == "rm" and args.get("dry_run") is True):
+        path = str(args["path"])
+        if path == "/":
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text="refusing to plan /")], is_error=True
+            )
+        return _said(f"--- a/listing\n+++ b/listing\n@@ -1,2 +1 @@\n-{path}\n keep.txt\n")
+    if params.name == "rm":
+        with open(os.environ["UPSTREAM_COUNT_FILE"], "a") as out:
+            out.write(f"rm {args['path']}\n")
+        return _said("removed")
     if params.name == "roots":
         capabilities = ctx.session.client_capabilities
         if capabilities is None or capabilities.roots is None:

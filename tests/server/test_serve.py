@@ -93,7 +93,20 @@ def test_the_config_sets_the_body_and_argument_limits_and_names_a_bad_one(tmp_pa
         f"{path}:3:9: limits.body: limits.body must be a positive number of bytes or a size "
         "like '512KB', '16MiB'; not 'lots'",
         f"{path}:4:3: limits.argument: unknown key 'argument' in limits; did you mean "
-        "'arguments'? (expected one of: arguments, body)",
+        "'arguments'? (expected one of: arguments, body, preview)",
+    ]
+
+
+def test_the_config_sets_how_long_a_preview_may_take_and_names_a_bad_one(tmp_path: Path):
+    path = tmp_path / "limits.yaml"
+    path.write_text("limits: {preview: 5s}\nrules: []\n")
+    assert load_config(path).preview_seconds == 5.0
+    path.write_text("rules: []\nlimits: {preview: 2m}\n")
+    with pytest.raises(PolicyError) as caught:
+        load_config(path)
+    assert str(caught.value).splitlines() == [
+        f"{path}:2:19: limits.preview: limits.preview must be more than 0 and at most 60s, "
+        "not 120s",
     ]
 
 

@@ -35,12 +35,14 @@ def held_by_a_framework(
     origin: str,
     call: ToolCall,
     conversation: list[dict[str, Any]] | None = None,
+    previews: dict[str, Any] | None = None,
     *,
     policy: Policy | None = None,
 ) -> str:
     """`call` held on the demo's database as `origin`'s integration holds it — its tool's
     schema registered, the pause recorded with `conversation` — without the server knowing the
-    tool, under the demo's `policy` (or another): the approval's id."""
+    tool, under the demo's `policy` (or another): the approval's id. `previews` are the
+    integration's preview functions."""
     if policy is None:
         with as_file(files("signoff") / "examples" / "demo-policy.yaml") as path:
             policy = Policy.from_file(path)
@@ -50,7 +52,7 @@ def held_by_a_framework(
         async with open_store(f"sqlite:///{folder / 'signoff.db'}") as store:
             gate = Gate(policy, store)
             gate.register_schemas({call.name: TRANSFER}, agent=call.agent)
-            runs = ExternalRuns(gate, origin=origin)
+            runs = ExternalRuns(gate, origin=origin, previews=previews)
             held = await runs.judged([call], thread=thread, requested_by="alice")
             approval = held[call.id].approval
             assert approval is not None
@@ -90,6 +92,33 @@ def test_a_framework_call_s_card_edits_with_a_form_and_shows_the_server_s_refusa
     expect(dialog).to_be_hidden(timeout=TIMEOUT)
     decided = api(demo_url, "GET", f"/approvals/{approval_id}")
     assert decided["decision"] == {"kind": "edit", "args": {"amount": 50, "to": "acme"}}
+
+
+def test_a_framework_call_s_card_shows_its_preview_and_says_an_edit_gets_none_here(
+    page: Page, demo_url: str, demo_folder: Path
+):
+    def ledger(amount: int, to: str) -> list[dict[str, Any]]:
+        return [{"change": -amount, "account": "alice"}, {"change": amount, "account": to}]
+
+    call = ToolCall(id="c1", name="transfer", args={"amount": 70, "to": "acme"}, agent="payer")
+    approval_id = held_by_a_framework(
+        demo_folder, "pydantic-ai", call, previews={"transfer": ledger}
+    )
+
+    page.goto(f"{demo_url}/#/")
+    card = page.locator(f"article.approval[data-approval-id='{approval_id}']")
+    table = card.locator(".preview table.preview-table")
+    # The columns in the order the preview gave them.
+    expect(table.locator("th")).to_have_text(["change", "account"], timeout=TIMEOUT)
+    expect(table.locator("tbody tr")).to_have_text(["-70alice", "70acme"])
+
+    card.locator("button[data-action=edit]").click()
+    dialog = page.locator("dialog#dialog")
+    expect(dialog.locator(".no-edit-preview")).to_contain_text(
+        "No preview of edited arguments here"
+    )
+    expect(dialog.locator("button[data-action=preview]")).to_have_count(0)
+    dialog.locator("button[data-action=cancel]").click()
 
 
 def test_a_framework_call_s_card_shows_its_thread_s_conversation_and_agent(

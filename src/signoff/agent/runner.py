@@ -41,6 +41,7 @@ from signoff.errors import ConflictError, SignoffError
 from signoff.gate import CheckContext, Gate, Outcome
 from signoff.gate.ids import new_id
 from signoff.gate.once import record_unknown
+from signoff.gate.preview import PREVIEW_SECONDS, Previews
 from signoff.gate.worker import work_ready
 from signoff.store.ledger import LedgerEntry
 from signoff.store.runs import (
@@ -90,6 +91,7 @@ class Runner:
         owner: str | None = None,
         lease: timedelta = LEASE,
         stream_text: bool = False,
+        preview_timeout: float = PREVIEW_SECONDS,
     ) -> None:
         self.agent = agent
         self.gate = gate
@@ -103,6 +105,13 @@ class Runner:
             gate.register_schemas(schemas, agent=path)
         self.owner = owner or f"{os.getpid()}-{new_id()[-8:]}"
         """Who holds a run's lease while working on it: this process and this runner."""
+        self.preview_timeout = preview_timeout
+        """How long a tool's preview may take when its call is held (`Tool.preview`)."""
+
+    def previews(self, agent: Agent) -> Previews:
+        """The previews of `agent`'s tools that have one, bounded by `preview_timeout`."""
+        functions = {t.name: t.previewed for t in agent.tools if t.preview is not None}
+        return Previews(functions, timeout=self.preview_timeout)
 
     async def start(
         self,
@@ -331,7 +340,9 @@ class Runner:
                 # Nothing to run: the turn settles (or pauses) in this very transaction.
                 return _closing(write, turn, results | blocked, held + asked)
 
-            outcomes, stored = await self.gate.hold(fresh, context, then=then)
+            outcomes, stored = await self.gate.hold(
+                fresh, context, then=then, previews=self.previews(agent)
+            )
             log += stored
             more, blocked, asked = _tally(outcomes)
             runnable += more

@@ -41,6 +41,9 @@ class Tool:
     available = True
     """Whether a call can be started now (an MCP server's tool is not once its server is
     closed): the runtime starts nothing it cannot run, so no approval is used up for nothing."""
+    preview: Callable[..., Any] | None = None
+    """Computes, without side effects, what a call would change (`signoff.gate.preview`):
+    called with the call's validated arguments when the call is held."""
 
     def __init__(
         self,
@@ -49,12 +52,14 @@ class Tool:
         name: str | None = None,
         description: str | None = None,
         idempotent: bool = False,
+        preview: Callable[..., Any] | None = None,
     ) -> None:
         self.function = function
         self.name = name or function.__name__
         self.description = (description or inspect.getdoc(function) or "").strip()
         self.idempotent = idempotent
         """Safe to run again after a crash left its outcome unknown (same key, same effect)."""
+        self.preview = preview
         self.server: str | None = None
         """The MCP server the tool belongs to, for the policy's ``servers:`` sections."""
         self._arguments = _arguments_model(function, self.name)
@@ -89,6 +94,23 @@ class Tool:
             _key.reset(token)
         return ToolResult(content=_as_text(result))
 
+    async def previewed(self, **args: Any) -> Any:
+        """What `preview` says of a call with `args`, once they are validated as the tool's
+        (a call they do not fit has no preview but why)."""
+        if self.preview is None:
+            raise TypeError(f"tool {self.name!r} has no preview")
+        try:
+            validated = self._arguments.model_validate(args)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors()
+            )
+            raise ValueError(f"invalid arguments for {self.name}: {problems}") from None
+        kwargs = {name: getattr(validated, name) for name in type(validated).model_fields}
+        if inspect.iscoroutinefunction(self.preview):
+            return await self.preview(**kwargs)
+        return await asyncio.to_thread(self.preview, **kwargs)
+
     def __repr__(self) -> str:
         return f"Tool({self.name!r}, idempotent={self.idempotent})"
 
@@ -99,7 +121,11 @@ def tool(function: Callable[..., Any], /) -> Tool: ...
 
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None, idempotent: bool = False
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    idempotent: bool = False,
+    preview: Callable[..., Any] | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -110,11 +136,16 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     idempotent: bool = False,
+    preview: Callable[..., Any] | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
-    """Make a function a tool: ``@tool`` or ``@tool(idempotent=True, name=...)``."""
+    """Make a function a tool: ``@tool`` or ``@tool(idempotent=True, name=...)``. `preview`
+    takes the tool's arguments and says, without side effects, what a call would change: it
+    is shown with the call's approval when the call is held."""
 
     def wrap(target: Callable[..., Any]) -> Tool:
-        return Tool(target, name=name, description=description, idempotent=idempotent)
+        return Tool(
+            target, name=name, description=description, idempotent=idempotent, preview=preview
+        )
 
     return wrap(function) if function is not None else wrap
 

@@ -130,7 +130,12 @@ class Inbox:
                 self.more()
             case "s" | "show":
                 number = self.pick(rest)
-                self.console.print_json(json.dumps(self.backend.get(self.listed[number]["id"])))
+                shown = self.backend.get(self.listed[number]["id"])
+                self.console.print_json(json.dumps(shown))
+                if shown.get("preview"):  # what the call would change, as text
+                    from signoff.gate.preview import preview_text  # the gate loads on use
+
+                    self.console.print("preview:", escape(preview_text(shown["preview"])))
             case "a" | "approve":
                 words = rest.split()
                 scope = None

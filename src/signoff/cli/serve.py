@@ -103,6 +103,7 @@ def serve(
                 redaction=redaction,
                 notifications=notifications,
                 undo_seconds=settings.undo_seconds,
+                preview_timeout=settings.preview_seconds,
             )
             app = create_app(service, auth, limits=BodyLimits(max_bytes=settings.body_bytes))
             await run_app(

@@ -37,6 +37,7 @@ from signoff.gate.deciders import (
 from signoff.gate.edits import check_edit, usable_schema
 from signoff.gate.ids import new_id
 from signoff.gate.notifier import Notifier
+from signoff.gate.preview import Previews
 from signoff.gate.records import (
     assignment_record,
     decision_record,
@@ -65,6 +66,7 @@ from signoff.types import (
     Edit,
     Expired,
     Grant,
+    Preview,
     Quorum,
     Reject,
     Respond,
@@ -223,13 +225,16 @@ class Gate:
         then: Callable[[list[Outcome]], RunWrite | None] | None = None,
         also_audit: Callable[[list[Outcome]], list[AuditRecord]] | None = None,
         keyed: bool = False,
+        previews: Previews | None = None,
     ) -> tuple[list[Outcome], list[StoredEvent]]:
         """`check`, with the run's step that goes with the outcomes (`then` makes it of them; it
         runs on the store's thread and must only compute) written in the same transaction:
         the grants read, the verdicts audited, the approvals created and the run's log
         appended, for one commit — and the audit entries `also_audit` makes of the outcomes
         (the MCP gateway's record of the calls it forwards at once). `keyed` keeps each
-        verdict under the call's key (`hold_external`).
+        verdict under the call's key (`hold_external`). `previews` computes what each call it
+        has a preview for would change, before the transaction and within its bounds, for the
+        calls the policy asks about: it is kept with their approvals.
         Returns the outcomes and the run's new events."""
         context = context or CheckContext()
         now = self._now()
@@ -242,13 +247,14 @@ class Gate:
             if keyed
             else {}
         )
+        shown = {} if previews is None else await self._previews(calls, context, previews, keys)
 
         def plan(
             grants: list[Grant], found: dict[str, tuple[ExternalRecord, Approval | None]]
         ) -> HoldPlan:
             current = tuple(g for g in map(self.grant_now, grants) if g is not None)
             outcomes, held, audit, records = self._judge(
-                calls, context, current, now, batch_id, keys=keys, found=found
+                calls, context, current, now, batch_id, keys=keys, found=found, previews=shown
             )
             write = None if then is None else then(outcomes)
             if also_audit is not None:
@@ -283,17 +289,45 @@ class Gate:
         context: CheckContext,
         *,
         also_audit: Callable[[list[Outcome]], list[AuditRecord]] | None = None,
+        previews: Previews | None = None,
     ) -> list[Outcome]:
         """`check` for the calls of another framework's run (`context.origin`, its thread in
         `context.thread_id`, each call's own id): each verdict is kept under the call's key, so
         judging the same call again — a re-run node, a retry, another process — returns the
         same outcome and the same approval, decided or not. A call id judged before with other
         arguments is blocked: an approval covers the call it was asked for, never another.
-        `also_audit` as for `hold` (it sees the recorded outcomes too: `Outcome.recorded`)."""
+        `also_audit` and `previews` as for `hold` (`also_audit` sees the recorded outcomes too:
+        `Outcome.recorded`; a call judged before is not previewed again)."""
         if context.thread_id is None:
             raise InvalidDecisionError("an external call is judged within a thread: name it")
-        outcomes, _ = await self.hold(calls, context, also_audit=also_audit, keyed=True)
+        outcomes, _ = await self.hold(
+            calls, context, also_audit=also_audit, keyed=True, previews=previews
+        )
         return outcomes
+
+    async def _previews(
+        self,
+        calls: Sequence[ToolCall],
+        context: CheckContext,
+        previews: Previews,
+        keys: Mapping[str, str],
+    ) -> dict[str, Preview]:
+        """The previews of the calls the policy would hold (a grant may yet let one through:
+        its preview is then not kept), leaving out those judged before, by call id."""
+        policy_context = Context(
+            run_id=context.run_id, thread_id=context.thread_id, requested_by=context.requested_by
+        )
+        wanted = [
+            c
+            for c in calls
+            if previews.covers(c)
+            and self._admit(c)[1] is None
+            and self.engine.evaluate(c, policy_context).kind == "ask"
+        ]
+        if keys and wanted:
+            judged = await self.store.external_calls([keys[c.id] for c in wanted])
+            wanted = [c for c in wanted if keys[c.id] not in judged]
+        return await previews.of_many(wanted)
 
     def _judge(
         self,
@@ -305,6 +339,7 @@ class Gate:
         *,
         keys: Mapping[str, str] | None = None,
         found: Mapping[str, tuple[ExternalRecord, Approval | None]] | None = None,
+        previews: Mapping[str, Preview] | None = None,
     ) -> tuple[list[Outcome], list[Approval], list[AuditRecord], list[ExternalRecord]]:
         # What this batch judges joins what was judged before: a call id twice in one turn
         # is one call.
@@ -378,6 +413,7 @@ class Gate:
                     quorum=verdict.quorum,
                     escalate=verdict.escalate,
                     on_timeout=verdict.on_timeout,
+                    preview=(previews or {}).get(call.id),
                 )
                 held.append(approval)
                 outcomes.append(Outcome(call=call, kind="hold", verdict=verdict, approval=approval))

@@ -49,6 +49,7 @@ from signoff.gate.core import CheckContext, Gate, Outcome, RolesOf, external_key
 from signoff.gate.edits import check_edit
 from signoff.gate.ids import new_id
 from signoff.gate.once import Claim, Ledger, Recorded
+from signoff.gate.preview import PreviewFunction, Previews
 from signoff.gate.resumed import Outputs, Resumed
 from signoff.gate.transcript import bounded
 from signoff.gate.worker import work_ready
@@ -105,12 +106,15 @@ class ExternalRuns:
         roles: Iterable[str] = (),
         bridge: Bridge | None = None,
         ledger: Ledger | None = None,
+        previews: Previews | Mapping[str, PreviewFunction] | None = None,
     ) -> None:
         """`principal` and `roles` are who decides when a decision arrives the framework's way
         (a resume payload) and the framework cannot say who sent it: the gate holds them to the
         same rules as anyone (approvers, self-approval). Without a principal such a decision is
         refused: nobody is taken to have decided on purpose. Built inside a running loop, the
-        bridge is that loop; else give one."""
+        bridge is that loop; else give one. `previews` are the preview functions of the
+        framework's tools by name (`signoff.gate.preview`): what a held call would change,
+        computed here, in the app's process, when it is held."""
         self.gate = gate
         self.store = gate.store
         self.origin = origin
@@ -126,6 +130,7 @@ class ExternalRuns:
                 ) from None
         self.bridge = bridge
         self.ledger = ledger or Ledger(gate.store)
+        self.previews = previews if isinstance(previews, Previews) else Previews(previews)
         self._records = _Records()
         self._closers: list[Callable[[], Coroutine[Any, Any, Any]]] = []
 
@@ -146,7 +151,9 @@ class ExternalRuns:
         context = CheckContext(
             thread_id=thread, requested_by=requested_by, origin=self.origin, turn=turn
         )
-        return await self.bridge.arun(self.gate.hold_external(calls, context))
+        return await self.bridge.arun(
+            self.gate.hold_external(calls, context, previews=self.previews)
+        )
 
     async def judged(
         self,
@@ -520,13 +527,15 @@ def connect(
     roles: Iterable[str] = (),
     schemas: Any = None,
     roles_of: RolesOf | None = None,
+    previews: Previews | Mapping[str, PreviewFunction] | None = None,
 ) -> ExternalRuns:
     """Open signoff for a framework's synchronous or asynchronous code: the store at
     `database` (or ``SIGNOFF_DATABASE_URL``, or ``signoff.db``) on a loop of its own, a gate over
     `policy` (a `Policy`, a `PolicyEngine`, or a policy file's path). `roles_of` says each
     principal's roles now (None: no longer one), so a grant is judged by its granter's roles
     at the moment it is used in this process too; without it, the roles stored with the grant
-    stand. `close()` it when done."""
+    stand. `previews` are the tools' preview functions by name (see `ExternalRuns`).
+    `close()` it when done."""
     from signoff.policy import Policy
     from signoff.store import open_store
 
@@ -540,7 +549,9 @@ def connect(
         bridge.close()
         raise
     gate = Gate(policy, store, schemas=schemas, roles_of=roles_of)
-    runs = ExternalRuns(gate, origin=origin, principal=principal, roles=roles, bridge=bridge)
+    runs = ExternalRuns(
+        gate, origin=origin, principal=principal, roles=roles, bridge=bridge, previews=previews
+    )
     runs._closers.append(lambda: opened.__aexit__(None, None, None))
     return runs
 

@@ -7,12 +7,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from signoff.gate.preview import preview_text
 from signoff.notify.settings import EventKind
 
 __all__ = ["Notice"]
 
 _ARGS_SHOWN = 1500
 """Characters of the arguments a message shows; the approval's page has them all."""
+_PREVIEW_SHOWN = 1500
+"""Characters of a held call's preview a message shows; the approval's page has it all."""
 _VERBS = {
     "approved": "approved",
     "edited": "approved with edits",
@@ -83,6 +86,8 @@ class Notice:
             if approval.get(key):
                 out.append((label, str(approval[key])))
         out.append(("Arguments", self.arguments()))
+        if self.kind == "requested" and isinstance(approval.get("preview"), dict):
+            out.append(("Preview", _cut(preview_text(approval["preview"]), _PREVIEW_SHOWN)))
         if approval.get("reason"):
             out.append(("Why it asks", str(approval["reason"])))
         if approval.get("requested_by"):

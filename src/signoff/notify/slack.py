@@ -162,7 +162,7 @@ def blocks(notice: Notice, *, buttons: bool, sink: str = "slack[0]") -> list[dic
         if (label, value) in short:
             continue
         text: dict[str, Any]
-        if label == "Arguments":
+        if label in ("Arguments", "Preview"):
             code = escape(value)
             while "```" in code:  # no fence may close the block early
                 code = code.replace("```", "`\u200b``")

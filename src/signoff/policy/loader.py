@@ -66,6 +66,7 @@ _CONNECTION_KEYS = frozenset(
         "timeout_seconds",
         "tool_name_prefix",
         "allowed_headers",
+        "preview",
     }
 )
 _SERVER_KEYS = _SECTION_KEYS | _CONNECTION_KEYS

@@ -42,6 +42,7 @@ from signoff.server.shapes import (
     ExplainBody,
     ExplainContext,
     PolicyBody,
+    PreviewBody,
     StartRun,
     ToggleBody,
     approval_json,
@@ -61,7 +62,7 @@ from signoff.server.ws import websocket_channel
 from signoff.store.checkpoint import Checkpoint, audit_key
 from signoff.store.runs import RunRecord
 from signoff.store.times import from_micros, to_micros
-from signoff.types import Approval, Context, Grant, ToolCall
+from signoff.types import Approval, Context, Grant, ToolCall, preview_to_dict
 
 __all__ = ["create_app"]
 
@@ -118,7 +119,11 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
             for run_id in list(asked)[: max(0, len(asked) - ASKED_KEPT)]:
                 del asked[run_id]  # the oldest read first
         inputs = {run_id: asked[run_id] for run_id in wanted if run_id in asked}
-        return [approval_json(a, inputs) | {"args_schema": a.args_schema} for a in approvals]
+        return [
+            approval_json(a, inputs)
+            | {"args_schema": a.args_schema, "preview_edits": service.previews_for(a) is not None}
+            for a in approvals
+        ]
 
     async def take(who: Principal, approval_id: str, body: DecisionBody) -> dict[str, Any]:
         """A decision on one approval, as `POST /v1/approvals/{id}/decision` takes it."""
@@ -333,6 +338,14 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
         )
         [shown_approval] = await approvals_json([approval])
         return show(shown_approval)
+
+    @app.post("/v1/approvals/{approval_id}/preview")
+    async def preview(approval_id: str, body: PreviewBody, who: Who) -> dict[str, Any]:
+        """What the pending call would change with `args` in place of its own — an edit not
+        sent yet — computed here, within the preview's bounds; 409 where its tool lives in
+        another process (``preview_edits`` false on the approval)."""
+        found = await service.preview_edit(approval_id, body.args, actor=who.name, roles=who.roles)
+        return {"preview": show(preview_to_dict(found))}
 
     @app.post("/v1/approvals/decisions")
     async def decide_batch(body: Decisions, who: Who) -> dict[str, Any]:

@@ -9,7 +9,7 @@ auth:
       roles: [ops, admin]
       token_env: SIGNOFF_TOKEN_OLGA              # the token itself stays out of the file
 redact: ["**.password", "**.*token*"]          # argument paths the API shows masked
-limits: {body: 16MiB, arguments: 8MiB}         # the biggest request body, a call's arguments
+limits: {body: 16MiB, arguments: 8MiB, preview: 2s}  # biggest body, call arguments; preview time
 allowed_hosts: [inbox.internal]                # Host names served besides localhost's
 notify: {webhooks: [{url: "https://hooks.example.com/signoff", secret_env: HOOK_SECRET}]}
 web: {undo_seconds: 5}                         # the inbox's window to undo a decision; 0: none
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from signoff.errors import PolicyError, Problem
+from signoff.gate.preview import PREVIEW_SECONDS
 from signoff.limits import MAX_ARGS_BYTES
 from signoff.notify.settings import NotifySettings, read_notify
 from signoff.policy import Policy
@@ -46,7 +47,8 @@ _AUTH_KEYS = frozenset({"tokens"})
 _SERVER_KEYS = frozenset(
     {"database", "auth", "gateway", "redact", "limits", "allowed_hosts", "notify", "web"}
 )
-_LIMIT_KEYS = frozenset({"body", "arguments"})
+_LIMIT_KEYS = frozenset({"body", "arguments", "preview"})
+_MOST_PREVIEW_SECONDS = 60.0
 _TOKEN_KEYS = frozenset({"principal", "roles", "token", "token_env"})
 _WEB_KEYS = frozenset({"undo_seconds"})
 _MOST_UNDO_SECONDS = 60
@@ -71,6 +73,8 @@ class ServerConfig:
     argument_bytes: int = MAX_ARGS_BYTES
     """The biggest arguments, as JSON, a call may have (``limits.arguments``): the gate blocks
     a bigger call and refuses a bigger edit."""
+    preview_seconds: float = PREVIEW_SECONDS
+    """How long the preview of one of the agents' tools may take (``limits.preview``)."""
     allowed_hosts: tuple[str, ...] = ()
     """Hosts a request may name (its ``Host``) besides the loopback ones: without
     authentication only those are served; with tokens, any host unless some are given."""
@@ -134,12 +138,22 @@ def load_config(path: Path, *, gateway: bool = False) -> ServerConfig:
     )
 
 
-def _limits(reader: Reader, value: Any) -> dict[str, int]:
+def _limits(reader: Reader, value: Any) -> dict[str, Any]:
     section = reader.mapping(value, ("limits",), "limits")
     if section is None:
         return {}
     reader.keys(section, ("limits",), _LIMIT_KEYS, "limits")
-    found: dict[str, int] = {}
+    found: dict[str, Any] = {}
+    if "preview" in section:
+        seconds = reader.duration(section["preview"], ("limits", "preview"), "limits.preview")
+        if seconds is not None and not 0 < seconds <= _MOST_PREVIEW_SECONDS:
+            reader.error(
+                ("limits", "preview"),
+                f"limits.preview must be more than 0 and at most {_MOST_PREVIEW_SECONDS:g}s, "
+                f"not {seconds:g}s",
+            )
+        elif seconds is not None:
+            found["preview_seconds"] = seconds
     for key, name in (("body", "body_bytes"), ("arguments", "argument_bytes")):
         if key in section:
             size = reader.size(section[key], ("limits", key), f"limits.{key}")

@@ -9,23 +9,30 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeAlias
 
 from signoff.agent import Agent, Runner
-from signoff.errors import ConflictError, InvalidDecisionError, InvalidEditError, NotFoundError
+from signoff.errors import (
+    ConflictError,
+    ForbiddenError,
+    InvalidDecisionError,
+    InvalidEditError,
+    NotFoundError,
+)
 from signoff.gate import Gate
 from signoff.gate.notifier import ANY
+from signoff.gate.preview import PREVIEW_SECONDS, Previews
 from signoff.notify import Notifications
 from signoff.policy import Policy, PolicyEngine
 from signoff.server.redact import Redaction
 from signoff.store import AuditRecord, Store
 from signoff.store.runs import StoredEvent
-from signoff.types import Approval, Decision, Edit
+from signoff.types import Approval, Decision, Edit, Preview
 
-__all__ = ["LOOK_BACK", "UNDO_SECONDS", "Principal", "Service"]
+__all__ = ["LOOK_BACK", "UNDO_SECONDS", "EditPreviews", "Principal", "Service"]
 
 LOOK_BACK = timedelta(seconds=2)
 """How far behind its newest event a reader of every run's events looks again."""
@@ -36,6 +43,9 @@ PAGE = 1000
 _EARLIEST = datetime(1970, 1, 1, tzinfo=UTC) + LOOK_BACK
 
 logger = logging.getLogger(__name__)
+
+EditPreviews: TypeAlias = Callable[[Approval], Previews | None]
+"""The previews that can show an approval's call with edited arguments, or None."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,6 +75,11 @@ class Service:
     undo_seconds: int = UNDO_SECONDS
     """How long the web inbox holds an approval or a rejection back, undoable, before it sends
     it (the config's ``web.undo_seconds``)."""
+    preview_timeout: float = PREVIEW_SECONDS
+    """How long a preview of one of the agents' tools may take (`Tool.preview`)."""
+    edit_previews: list[EditPreviews] = field(default_factory=list)
+    """Where else this process can preview an edited call: an MCP gateway running in it
+    (`Gateway.edit_previews`). Its own agents' tools it previews itself."""
     policy_lock: asyncio.Lock = field(init=False, default_factory=asyncio.Lock)
     """Held while a change to the policy document is read, made and saved."""
     runners: dict[str, Runner] = field(init=False)
@@ -74,7 +89,9 @@ class Service:
         names = [a.name for a in self.agents]
         if len(set(names)) != len(names):
             raise ValueError(f"two agents share a name: {names}")
-        self.runners = {a.name: Runner(a, self.gate) for a in self.agents}
+        self.runners = {
+            a.name: Runner(a, self.gate, preview_timeout=self.preview_timeout) for a in self.agents
+        }
 
     async def decide(
         self, approval_id: str, decision: Decision, *, actor: str, roles: Iterable[str]
@@ -124,6 +141,54 @@ class Service:
                         schema_path=error.schema_path,
                     )
         return error
+
+    def previews_for(self, approval: Approval) -> Previews | None:
+        """The previews that can show what `approval`'s call would change with other
+        arguments, in this process: its tool is one of this server's agents' (or an MCP
+        gateway's running here) and has a preview. None: the tool lives elsewhere (another
+        framework's app, a gateway of its own)."""
+        call = approval.call
+        if approval.origin == "runtime" and call.agent:
+            root, *path = call.agent.split("/")
+            runner = self.runners.get(root)
+            agent = None if runner is None else runner.agent
+            for name in path:
+                agent = None if agent is None else agent.subagent(name)
+            if runner is not None and agent is not None:
+                previews = runner.previews(agent)
+                return previews if previews.covers(call) else None
+        for edit_previews in self.edit_previews:
+            found = edit_previews(approval)
+            if found is not None and found.covers(call):
+                return found
+        return None
+
+    async def preview_edit(
+        self, approval_id: str, args: dict[str, Any], *, actor: str, roles: Iterable[str]
+    ) -> Preview:
+        """What the pending approval's call would change with `args` (an edit not yet sent),
+        for someone who may decide it: `ConflictError` when nothing here can preview it."""
+        approval = await self.store.get_approval(approval_id)
+        if not self.gate.may_decide(approval, actor=actor, roles=roles):
+            raise ForbiddenError(f"{actor!r} may not decide approval {approval_id!r}")
+        if not approval.pending:
+            raise ConflictError(f"approval {approval_id!r} is {approval.status} already")
+        previews = self.previews_for(approval)
+        if previews is None:
+            raise ConflictError(
+                f"no preview of edited arguments here: {approval.call.name!r} has none this "
+                "server can compute (its tool lives in another process)"
+            )
+        edit = await self._unmasked(approval_id, Edit(args=args))
+        assert isinstance(edit, Edit)  # an edit stays one
+        problem = self.gate.limits.problem(edit.args)
+        if problem is not None:
+            raise InvalidDecisionError(f"args: {problem}")
+        verdict = self.gate.engine.evaluate(replace(approval.call, args=edit.args))
+        if verdict.kind == "deny":
+            return Preview(error=f"not previewed: the policy denies the edited call: "
+                                 f"{verdict.reason}")  # fmt: skip
+        return await previews.of(approval.call, edit.args) or Preview(error="no preview")
 
     def runner(self, agent: str) -> Runner:
         try:

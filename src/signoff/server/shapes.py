@@ -34,6 +34,8 @@ _ARGUMENTS = frozenset({"args", "requested_args"})
 """The keys that hold a call's arguments, wherever they are in the API's data."""
 PREVIEW_BYTES = 64 * 1024
 """The most a listing shows of one call's arguments (as JSON, once long strings are cut)."""
+LISTED_PREVIEW_CHARS = 8000
+"""The most a listing shows of a held call's preview (text, or a table's rows as JSON)."""
 
 __all__ = [
     "INPUT_CHARS",
@@ -44,6 +46,7 @@ __all__ = [
     "ExplainBody",
     "ExplainContext",
     "PolicyBody",
+    "PreviewBody",
     "StartRun",
     "ToggleBody",
     "approval_json",
@@ -131,6 +134,11 @@ class AssignBody(_Body):
     note: str = Field(default="", max_length=MAX_NOTE)
 
 
+class PreviewBody(_Body):
+    args: dict[str, Any]
+    """The edited arguments to preview the call with (masked values as the API showed them)."""
+
+
 class Decisions(_Body):
     decisions: dict[str, DecisionBody] = Field(min_length=1)
 
@@ -181,7 +189,11 @@ def previewed(data: dict[str, Any], redaction: Redaction) -> dict[str, Any]:
             return item
         out = {}
         for key, value in item.items():
-            if key in _ARGUMENTS:
+            if key == "preview" and isinstance(value, dict):
+                value, shortened = _listed_preview(value)
+                cut = cut or shortened
+                out[key] = value
+            elif key in _ARGUMENTS:
                 value, shortened = clip(value, chars=PREVIEW_CHARS)
                 size = len(json.dumps(value))
                 if size > PREVIEW_BYTES:  # a great many short values: none of them listed
@@ -193,6 +205,23 @@ def previewed(data: dict[str, Any], redaction: Redaction) -> dict[str, Any]:
         return out
 
     return cast(dict[str, Any], redaction.tree(walk(clipped))) | {"truncated": cut}
+
+
+def _listed_preview(preview: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """A preview as a listing shows it: its text, or its table's rows, cut to
+    `LISTED_PREVIEW_CHARS`; and whether it was."""
+    body = preview.get("body")
+    if isinstance(body, str) and len(body) > LISTED_PREVIEW_CHARS:
+        return preview | {"body": body[:LISTED_PREVIEW_CHARS] + "…", "truncated": True}, True
+    if isinstance(body, list):
+        rows: list[Any] = []
+        size = 0
+        for row in body:
+            size += len(json.dumps(row))
+            if size > LISTED_PREVIEW_CHARS:
+                return preview | {"body": rows, "truncated": True}, True
+            rows.append(row)
+    return preview, False
 
 
 class ExplainContext(_Body):

@@ -268,6 +268,12 @@ def _v13(connection: Connection) -> None:
     )
 
 
+def _v14(connection: Connection) -> None:
+    """What a held call would change, as its tool's preview computed it when it was held.
+    Calls held before it have none."""
+    connection.execute(text("ALTER TABLE approvals ADD COLUMN preview TEXT"))
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _v1,
     _v2,
@@ -282,6 +288,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _v11,
     _v12,
     _v13,
+    _v14,
 ]
 LATEST = len(MIGRATIONS)
 

@@ -18,6 +18,8 @@ from signoff.types import (
     canonical_json,
     decision_from_dict,
     decision_to_dict,
+    preview_from_dict,
+    preview_to_dict,
 )
 
 __all__ = ["approval_from_row", "approval_row", "decision_values"]
@@ -57,6 +59,10 @@ def approval_row(approval: Approval) -> dict[str, Any]:
         if not approval.escalate
         else _json([{"after": e.after, "to": list(e.to)} for e in approval.escalate]),
         "on_timeout": None if approval.on_timeout is None else _json(_on_timeout(approval)),
+        # Not canonical: a table's columns keep the order its preview gave them.
+        "preview": None
+        if approval.preview is None
+        else json.dumps(preview_to_dict(approval.preview), ensure_ascii=False),
         **decision_values(approval),
     }
 
@@ -157,6 +163,7 @@ def approval_from_row(row: Any) -> Approval:
         escalated=row.escalated,
         on_timeout=None if row.on_timeout is None else OnTimeout(**json.loads(row.on_timeout)),
         assigned=None if row.assigned is None else _assignment(json.loads(row.assigned)),
+        preview=None if row.preview is None else preview_from_dict(json.loads(row.preview)),
     )
 
 

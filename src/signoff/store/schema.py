@@ -96,6 +96,8 @@ approvals = Table(
     Column("on_timeout", Text),
     Column("assigned", Text),
     Column("assigned_to", Text),
+    # Since version 14: what the call would change, as its tool's preview computed it (JSON).
+    Column("preview", Text),
     # Listing is newest first, and ids are time-ordered: each index ends in `id` so a page is a
     # plain index range, never a sort of every matching row.
     Index("approvals_status_id", "status", "id"),

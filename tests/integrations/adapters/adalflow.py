@@ -30,6 +30,7 @@ from signoff.integrations.adalflow import ORIGIN, SignoffPermissions, connect
 from tests.deadline import HANG
 from tests.integrations.scenarios import (
     POLICY,
+    PREVIEWS,
     REQUESTER,
     Call,
     NotSupported,
@@ -212,7 +213,9 @@ class AdalFlowAdapter:
 
 @contextlib.asynccontextmanager
 async def opened(database: str, tmp_path: Path) -> AsyncIterator[AdalFlowAdapter]:
-    runs = await asyncio.to_thread(connect, POLICY, origin=ORIGIN, database=database)
+    runs = await asyncio.to_thread(
+        connect, POLICY, origin=ORIGIN, database=database, previews=PREVIEWS
+    )
     adapter = AdalFlowAdapter(runs, tmp_path)
     try:
         yield adapter

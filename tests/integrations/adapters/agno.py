@@ -24,6 +24,7 @@ from signoff.gate.external import ExternalRuns, Resumed, Resumer
 from signoff.integrations.agno import ORIGIN, SignoffAgent, connect
 from tests.integrations.scenarios import (
     POLICY,
+    PREVIEWS,
     REQUESTER,
     Call,
     Outcome,
@@ -155,7 +156,9 @@ class AgnoAdapter:
 
 @contextlib.asynccontextmanager
 async def opened(database: str, tmp_path: Path) -> AsyncIterator[AgnoAdapter]:
-    runs = await asyncio.to_thread(connect, POLICY, origin=ORIGIN, database=database)
+    runs = await asyncio.to_thread(
+        connect, POLICY, origin=ORIGIN, database=database, previews=PREVIEWS
+    )
     try:
         yield AgnoAdapter(runs, tmp_path)
     finally:

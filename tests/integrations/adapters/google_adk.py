@@ -26,6 +26,7 @@ from signoff.gate.external import ExternalRuns, Resumed, Resumer
 from signoff.integrations.google_adk import CONFIRMATION, ORIGIN, SignoffPlugin, connect
 from tests.integrations.scenarios import (
     POLICY,
+    PREVIEWS,
     REQUESTER,
     Call,
     NotSupported,
@@ -210,7 +211,9 @@ class GoogleAdkAdapter:
 
 @contextlib.asynccontextmanager
 async def opened(database: str, tmp_path: Path) -> AsyncIterator[GoogleAdkAdapter]:
-    runs = await asyncio.to_thread(connect, POLICY, origin=ORIGIN, database=database)
+    runs = await asyncio.to_thread(
+        connect, POLICY, origin=ORIGIN, database=database, previews=PREVIEWS
+    )
     adapter = GoogleAdkAdapter(runs, tmp_path / "sessions.db", tmp_path / "side-effects.txt")
     try:
         yield adapter

@@ -27,6 +27,7 @@ from signoff.integrations.langgraph import MARK, ApprovalToolNode, resumer
 from tests.integrations.lc_app import checkpointer
 from tests.integrations.scenarios import (
     POLICY,
+    PREVIEWS,
     REQUESTER,
     Call,
     Outcome,
@@ -197,7 +198,9 @@ async def opened(
         checkpoints = str(tmp_path / "checkpoints.db")
     else:
         checkpoints = database.replace("postgresql+asyncpg://", "postgresql://")
-    runs = await asyncio.to_thread(connect, POLICY, origin="langgraph", database=database)
+    runs = await asyncio.to_thread(
+        connect, POLICY, origin="langgraph", database=database, previews=PREVIEWS
+    )
     try:
         with checkpointer(checkpoints) as saver:
             yield kind(runs, saver, tmp_path / "side-effects.txt")

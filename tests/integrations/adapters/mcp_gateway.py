@@ -31,7 +31,7 @@ from mcp.shared.exceptions import MCPError
 from signoff.gate import Gate
 from signoff.gate.external import ExternalRuns, Resumed, Resumer
 from signoff.protocols.mcp.gateway import ORIGIN, Gateway
-from signoff.protocols.mcp.settings import GatewaySettings, UpstreamSpec
+from signoff.protocols.mcp.settings import GatewaySettings, PreviewSpec, UpstreamSpec
 from signoff.protocols.mcp.upstream import Upstream
 from signoff.store import open_store
 from signoff.types import Approval
@@ -240,8 +240,11 @@ class MCPGatewayAdapter:
 @contextlib.asynccontextmanager
 async def opened(database: str, tmp_path: Path) -> AsyncIterator[MCPGatewayAdapter]:
     side_effects = tmp_path / "side-effects.txt"
+    # A held transfer is previewed by the server's companion tool, as the config's
+    # ``preview: {transfer: {tool: preview_transfer}}`` says.
     tools = UpstreamSpec(name="tools", command=sys.executable,
-                         args=(str(TOOLS), str(side_effects)))  # fmt: skip
+                         args=(str(TOOLS), str(side_effects)),
+                         previews={"transfer": PreviewSpec(tool="preview_transfer")})  # fmt: skip
     settings = GatewaySettings(principal=REQUESTER, wait=HANG)  # a held call waits, never "pending"
     async with open_store(database) as store:
         gate = Gate(POLICY, store)

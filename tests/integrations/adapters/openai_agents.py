@@ -21,6 +21,7 @@ from signoff.integrations.openai_agents import ORIGIN, SignoffAgent, connect
 from signoff.store import schema
 from tests.integrations.scenarios import (
     POLICY,
+    PREVIEWS,
     REQUESTER,
     Call,
     NotSupported,
@@ -175,7 +176,9 @@ def _replace(value: Any, call: Call) -> None:
 @contextlib.asynccontextmanager
 async def opened(database: str, tmp_path: Path) -> AsyncIterator[OpenAIAgentsAdapter]:
     set_tracing_disabled(True)  # offline: the SDK would export traces to OpenAI
-    runs = await asyncio.to_thread(connect, POLICY, origin=ORIGIN, database=database)
+    runs = await asyncio.to_thread(
+        connect, POLICY, origin=ORIGIN, database=database, previews=PREVIEWS
+    )
     try:
         yield OpenAIAgentsAdapter(runs, tmp_path / "side-effects.txt")
     finally:

@@ -30,6 +30,7 @@ from signoff.integrations.pydantic_ai import ORIGIN, SignoffAgent, connect
 from signoff.store import schema
 from tests.integrations.scenarios import (
     POLICY,
+    PREVIEWS,
     REQUESTER,
     Call,
     NotSupported,
@@ -147,7 +148,9 @@ class PydanticAIAdapter:
 
 @contextlib.asynccontextmanager
 async def opened(database: str, tmp_path: Path) -> AsyncIterator[PydanticAIAdapter]:
-    runs = await asyncio.to_thread(connect, POLICY, origin=ORIGIN, database=database)
+    runs = await asyncio.to_thread(
+        connect, POLICY, origin=ORIGIN, database=database, previews=PREVIEWS
+    )
     try:
         yield PydanticAIAdapter(runs, tmp_path / "side-effects.txt")
     finally:

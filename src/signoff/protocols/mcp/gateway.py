@@ -32,15 +32,16 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from signoff.gate import Gate
 from signoff.gate.ids import new_id
+from signoff.gate.preview import Previews
 from signoff.protocols.mcp.answers import REFUSED, RESOURCE_NOT_FOUND, not_offered
 from signoff.protocols.mcp.catalog import Catalog, Offered
-from signoff.protocols.mcp.held import ORIGIN, Action, Asked, Asker, Holding
+from signoff.protocols.mcp.held import ORIGIN, Action, Asked, Asker, Holding, upstream_previews
 from signoff.protocols.mcp.peer import Peer
 from signoff.protocols.mcp.settings import GatewaySettings
 from signoff.protocols.mcp.upstream import Upstream, UpstreamError
 from signoff.protocols.mcp.uris import canonical_uri
 from signoff.store import Store
-from signoff.types import CallKind, ToolCall
+from signoff.types import Approval, CallKind, ToolCall
 
 __all__ = ["ORIGIN", "Asker", "Gateway"]
 
@@ -399,6 +400,19 @@ class Gateway:
         self, upstream: Upstream, kind: CallKind, name: str, args: dict[str, Any]
     ) -> ToolCall:
         return ToolCall(id=new_id(), name=name, args=args, server=upstream.name, kind=kind)
+
+    def edit_previews(self, approval: Approval) -> Previews | None:
+        """The preview of `approval`'s call with other arguments, for a server that runs this
+        gateway in its own process (`Service.edit_previews`): over the gateway's own
+        connection to the call's server. None for another origin's call, or a tool whose
+        server's config names no preview."""
+        upstream = self.upstreams.get(approval.call.server or "")
+        if approval.origin != ORIGIN or upstream is None:
+            return None
+        return upstream_previews(
+            self._shared, upstream, approval.call, headers={},
+            timeout=self.settings.preview_timeout,
+        )  # fmt: skip
 
     async def _hold(self, ctx: Any, peer: Peer, action: Action, params: Any) -> Any:
         asked = Asked(

@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import anyio
+from mcp import types
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -46,6 +47,7 @@ from signoff.gate import CheckContext, Gate, Outcome
 from signoff.gate.core import external_key
 from signoff.gate.edits import check_edit
 from signoff.gate.once import Claim, Ledger, Recorded
+from signoff.gate.preview import Previews
 from signoff.protocols.mcp.answers import (
     DOING,
     Reply,
@@ -184,7 +186,10 @@ class Holding:
         number = await self._last_judged(subject)
         while True:
             [outcome] = await self.gate.hold_external(
-                [replace(call, id=str(number))], thread, also_audit=forwarded
+                [replace(call, id=str(number))],
+                thread,
+                also_audit=forwarded,
+                previews=self.previews(asked, action),
             )
             if not outcome.recorded:
                 return await self._judged(asked, action, outcome)
@@ -195,6 +200,14 @@ class Holding:
                 if answer is not None:
                     return answer
             number += 1  # that one is done with: this call is the next
+
+    def previews(self, asked: Asked, action: Action) -> Previews | None:
+        """The preview of `action`'s tool its server's config names, over the asker's own
+        connection (`upstream_previews`)."""
+        return upstream_previews(
+            asked.peer, action.upstream, action.call, headers=asked.headers,
+            timeout=self.settings.preview_timeout,
+        )  # fmt: skip
 
     async def _judged(self, asked: Asked, action: Action, outcome: Outcome) -> Approval | Reply:
         """What a call judged now comes to: its approval, or run (audited with its verdict),
@@ -488,6 +501,31 @@ class Holding:
             return shape.refused(f"{exc}. The {DOING[call.kind]} may not have run.", "failed")
         read = call.name if call.kind == "resource" else None
         return shape.done(self.screen.answer(clean(result), call.server, read=read))
+
+
+def upstream_previews(
+    peer: Peer, upstream: Upstream, call: ToolCall, *, headers: Mapping[str, str], timeout: float
+) -> Previews | None:
+    """The preview of `call` the config of its server names (`PreviewSpec`), or None: a call,
+    over `peer`'s connection, to a companion tool or to the tool itself as a dry run, with the
+    call's arguments. What it answers in text is the preview (a unified diff shows as one)."""
+    how = upstream.spec.previews.get(call.name) if call.kind == "tool" else None
+    if how is None:
+        return None
+
+    async def preview(**args: Any) -> str:
+        link = await peer.link(upstream)
+        if how.tool is not None:
+            result = await link.call(how.tool, args, headers=headers)
+        else:
+            assert how.argument is not None  # the settings give one or the other
+            result = await link.call(call.name, args | {how.argument: True}, headers=headers)
+        text = "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
+        if result.is_error:
+            raise UpstreamError(text or f"MCP server {upstream.name!r} said the preview failed")
+        return text
+
+    return Previews({call.name: preview}, timeout=timeout)
 
 
 # -- results -------------------------------------------------------------------------------

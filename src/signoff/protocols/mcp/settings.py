@@ -11,9 +11,13 @@ servers:
     url: http://127.0.0.1:9000/mcp      # ... or a streamable-HTTP one
     headers: {Authorization: "Bearer ${GITHUB_TOKEN}"}
     allowed_headers: [X-Request-Id]     # taken from the client's request, passed upstream
+    preview:                            # what a held call would change, shown on its card:
+      create_pull_request: {tool: diff_branches}   # another tool called with the same arguments
+      delete_repo: {argument: dry_run}             # the same tool with dry_run: true
 gateway:
   wait: 30s
   elicitation: true
+  preview_timeout: 2s
 ```
 """
 
@@ -27,7 +31,7 @@ from typing import Any
 from signoff.policy.reader import Reader
 from signoff.policy.source import Path
 
-__all__ = ["GatewaySettings", "UpstreamSpec", "read_gateway", "read_servers"]
+__all__ = ["GatewaySettings", "PreviewSpec", "UpstreamSpec", "read_gateway", "read_servers"]
 
 _GATEWAY_KEYS = frozenset(
     {
@@ -39,11 +43,22 @@ _GATEWAY_KEYS = frozenset(
         "state_key_env",
         "progress_every",
         "sessions",
+        "preview_timeout",
     }
 )
 _HTTP_TRANSPORTS = frozenset({"http", "streamable-http", "streamable_http", "streamableHttp"})
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PreviewSpec:
+    """How the gateway previews a held call of one tool, on the tool's own server: by calling
+    a companion `tool` with the call's arguments, or the tool itself with `argument` set to
+    true (a ``dry_run`` flag)."""
+
+    tool: str | None = None
+    argument: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,6 +79,8 @@ class UpstreamSpec:
     """The prefix of its tools' names when the gateway fronts several servers."""
     timeout: float | None = None
     """How long one call upstream may take."""
+    previews: dict[str, PreviewSpec] = field(default_factory=dict)
+    """How a held call of each tool (by the server's name for it) is previewed."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,6 +97,8 @@ class GatewaySettings:
     """The environment variable holding the key that seals 2026-07-28 request state, so a
     retry is understood after a restart or by another replica; default: a key per process."""
     progress_every: float = 5.0
+    preview_timeout: float = 2.0
+    """How long a held call's preview (`UpstreamSpec.previews`) may take."""
     sessions: int = 64
     """How many client sessions at once get connections of their own to the servers (what the
     servers ask of their client reaches them; each is a process per stdio server); the others
@@ -176,6 +195,7 @@ def _server(
     timeout = None
     if "timeout_seconds" in body:
         timeout = reader.duration(body["timeout_seconds"], (*where, "timeout_seconds"))
+    previews = _previews(reader, body.get("preview"), (*where, "preview"))
     if len(reader.problems) > problems:
         return None
     return UpstreamSpec(
@@ -189,7 +209,37 @@ def _server(
         allowed_headers=tuple(h.lower() for h in allowed or ()),
         prefix=prefix,
         timeout=timeout,
+        previews=previews,
     )
+
+
+def _previews(reader: Reader, value: Any, where: Path) -> dict[str, PreviewSpec]:
+    """``preview:``: for each tool, ``{tool: NAME}`` or ``{argument: NAME}``."""
+    if value is None:
+        return {}
+    data = reader.mapping(value, where, "preview")
+    if data is None:
+        return {}
+    found = {}
+    for tool, body in data.items():
+        at: Path = (*where, tool)
+        how = reader.mapping(body, at, f"preview of {tool!r}")
+        if how is None:
+            continue
+        if len(how) != 1 or next(iter(how)) not in ("tool", "argument"):
+            reader.error(
+                at,
+                f"the preview of {tool!r} is either {{tool: NAME}} (another tool, called with "
+                f"the same arguments) or {{argument: NAME}} (the tool itself, NAME set to true), "
+                f"not {how!r}",
+            )
+            continue
+        [(key, name)] = how.items()
+        text = reader.string(name, (*at, key), key)
+        if text is not None:
+            spec = PreviewSpec(tool=text) if key == "tool" else PreviewSpec(argument=text)
+            found[str(tool)] = spec
+    return found
 
 
 def _text_map(
@@ -228,7 +278,7 @@ def read_gateway(
         return GatewaySettings()
     reader.keys(data, ("gateway",), _GATEWAY_KEYS, "gateway")
     found: dict[str, Any] = {}
-    for key in ("wait", "progress_every"):
+    for key in ("wait", "progress_every", "preview_timeout"):
         if key in data and (seconds := reader.duration(data[key], ("gateway", key), key)):
             found[key] = seconds
     if "elicitation" in data:

@@ -10,6 +10,7 @@ import { ApiError, get, post, sendOnLeaving } from "./api.js";
 import { argsDiff, h, clear, jsonView, notify, timeLeft, when } from "./dom.js";
 import { conversationFold } from "./conversation.js";
 import { schemaForm } from "./schemaform.js";
+import { editPreview, previewView } from "./preview.js";
 
 let undoSeconds = 5;
 
@@ -138,6 +139,7 @@ export function fill(card, approval, context) {
     context.showRun ? asked(approval) : null,
     external(approval) && !context.own ? conversationFold(approval) : null,
     jsonView(approval.args),
+    previewView(approval.preview),
     approval.truncated ? wholeLink(card, approval, context) : null,
     approval.status === "pending" ? waitingOn(approval) : null,
     decided(approval),
@@ -588,10 +590,12 @@ export async function editDialog(card, approval, context) {
     formPane.hidden = mode !== "form";
     for (const tab of tabs.querySelectorAll(".tab")) tab.classList.toggle("active", tab.dataset.tab === mode);
   }
+  // What the edited arguments would change: shown before they run, where the server can say.
+  const preview = editPreview(approval, () => (mode === "raw" ? JSON.parse(raw.value) : current.read()));
   const editForm = dialog(
     card,
     `Edit ${approval.tool}`,
-    h("div.edit-body", {}, tabs, formPane, rawPane),
+    h("div.edit-body", {}, tabs, formPane, rawPane, preview.element),
     "Run with these arguments",
     async () => {
       let args;
@@ -605,6 +609,7 @@ export async function editDialog(card, approval, context) {
         current.clearErrors();
         args = current.read();
       }
+      if (!(await preview.seen(args))) return STAY;
       // A destructive call asks first, as approving it does: the edit runs it.
       if (approval.destructive && !(await confirmed(card, [approval], editForm))) return STAY;
       const error = await send(card, approval, context, { kind: "edit", args });
