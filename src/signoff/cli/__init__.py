@@ -12,7 +12,7 @@ from rich.markup import escape
 from typer.core import TyperGroup, TyperOption
 
 import signoff
-from signoff.cli import audit, decide, demo, gateway, grants, inbox, policy, serve
+from signoff.cli import audit, decide, demo, gateway, grants, inbox, insights, policy, serve
 from signoff.errors import SignoffError
 
 if TYPE_CHECKING:
@@ -77,6 +77,7 @@ app.command("serve")(serve.serve)
 app.command("approve")(decide.approve)
 app.command("reject")(decide.reject)
 app.command("inbox")(inbox.inbox)
+app.command("insights")(insights.insights)
 app.command("mcp-gateway")(gateway.mcp_gateway)
 
 

@@ -32,6 +32,7 @@ from signoff.errors import (
 )
 from signoff.gate.transcript import bounded
 from signoff.server.auth import LOOPBACK_NAMES, Auth, Who, host_name
+from signoff.server.insights import mount_insights
 from signoff.server.intake import BodyLimits, Intake, refuse, validation_refusal
 from signoff.server.quick import QuickDecision
 from signoff.server.service import Principal, Service
@@ -145,6 +146,7 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
 
     mount_web(app)
     mount_threads(app, service, show)
+    mount_insights(app, service)
     if service.notifications is not None:
         roles: dict[str, frozenset[str]] = {}
         for principal in auth.tokens.values():

@@ -248,6 +248,22 @@ def _v12(connection: Connection) -> None:
     )
 
 
+def _v15(connection: Connection) -> None:
+    """Insights over a window of decisions: the approvals asked in a time range, read from an
+    index that holds every column the aggregates group and count (no table row is visited),
+    one tool's calls in a time range, and the grant uses in a time range.
+
+    Numbered 15 where it was written, beside migrations 13 and 14 of other work: it is the
+    next one in this list."""
+    for statement in (
+        "CREATE INDEX approvals_window ON approvals "
+        "(requested_at, rule, tool, agent, status, decided_at, decided_by)",
+        "CREATE INDEX approvals_tool_window ON approvals (tool, requested_at)",
+        "CREATE INDEX audit_action_at ON audit (action, at)",
+    ):
+        connection.execute(text(statement))
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _v1,
     _v2,
@@ -261,6 +277,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _v10,
     _v11,
     _v12,
+    _v15,
 ]
 LATEST = len(MIGRATIONS)
 
