@@ -118,7 +118,8 @@ def show_suggestions(found: dict[str, Any], console: Console) -> None:
     for item in found["suggestions"]:
         console.print(f"[bold]{escape(item['text'])}[/]")
         console.print(
-            f"checked: the suggested policy gives {item['checked']} of its calls that verdict"
+            f"checked: the policy with this rule judges the {item['checked']} calls behind it "
+            "as said"
         )
         for line in item["diff"].splitlines():
             style = "green" if line.startswith("+") else "red" if line.startswith("-") else ""
@@ -129,28 +130,33 @@ def show_suggestions(found: dict[str, Any], console: Console) -> None:
 def _table(found: dict[str, Any]) -> Any:
     from rich.table import Table
 
-    table = Table(title=f"Decisions of the last {found['days']} days", header_style="bold")
-    for column in ("rule", "tool", "agent", "asked", *_STATUSES, "median", "p90", "deciders",
-                   "grant uses"):  # fmt: skip
-        table.add_column(column, overflow="fold")
+    table = Table(
+        title=f"Decisions of the last {found['days']} days",
+        caption="appr: approved unchanged · edit: edited · resp: responded to · rej: rejected · "
+        "exp: expired · time: to a decision, median / p90",
+        header_style="bold",
+    )
+    for column in ("rule", "tool", "agent", "asked", "appr", "edit", "resp", "rej", "exp",
+                   "time"):  # fmt: skip
+        table.add_column(column, no_wrap=True)
+    table.add_column("top deciders", overflow="fold")
+    table.add_column("grant uses", no_wrap=True)
     for group in found["groups"]:
+        times = (group["median_seconds"], group["p90_seconds"])
         table.add_row(
             escape(group["rule"] or "(default)"),
             escape(group["tool"]),
             escape(group["agent"] or ""),
             str(group["asked"]),
             *(str(group[status]) for status in _STATUSES),
-            _duration(group["median_seconds"]),
-            _duration(group["p90_seconds"]),
-            escape(", ".join(f"{d['name']} ({d['count']})" for d in group["deciders"])),
+            "" if None in times else " / ".join(_duration(t) for t in times),
+            escape(", ".join(f"{d['name']} {d['count']}" for d in group["deciders"])),
             str(group["grant_uses"]),
         )
     return table
 
 
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return ""
+def _duration(seconds: float) -> str:
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 5400:

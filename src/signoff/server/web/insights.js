@@ -85,7 +85,7 @@ function suggestion(item, found, app, refresh) {
     {},
     h("p.suggestion-text", {}, item.text),
     h("pre.diff", {}, item.diff.split("\n").map((line) => h(line.startsWith("+") && !line.startsWith("+++") ? "span.added" : "span", {}, `${line}\n`))),
-    h("p.help", {}, `Checked: the policy with this rule gives ${item.checked} of the calls behind it the verdict it says.`),
+    h("p.help", {}, `Checked: the policy with this rule judges the ${item.checked} calls behind it as said.`),
     apply,
   );
 }
