@@ -4,6 +4,7 @@ the policy with its rule applied gives the evidence calls the verdict it says.""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from signoff import Policy, PolicyEngine, ToolCall
 from signoff.insights import Suggestion, suggest
@@ -14,14 +15,14 @@ NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
 
 
 async def suggested(
-    store: SQLStore, document: dict = POLICY, *, count: int = 400
+    store: SQLStore, document: dict[str, Any] = POLICY, *, count: int = 400
 ) -> list[Suggestion]:
     await write_history(store, count, now=NOW)
     engine = PolicyEngine(Policy.from_dict(document))
     return await suggest(store, engine, document, days=30, now=NOW)
 
 
-def verdict(document: dict, name: str, agent: str | None, **args: object) -> str:
+def verdict(document: dict[str, Any], name: str, agent: str | None, **args: object) -> str:
     engine = PolicyEngine(Policy.from_dict(document))
     return engine.evaluate(ToolCall(id="c", name=name, agent=agent, args=args)).kind
 

@@ -83,7 +83,7 @@ function suggestion(item, found, app, refresh) {
   return h(
     `section.suggestion.suggestion-${item.kind}`,
     {},
-    h("p.suggestion-text", {}, item.text),
+    h("p.suggestion-text", {}, item.text.split("`").map((part, i) => (i % 2 ? h("code", {}, part) : part))),
     h("pre.diff", {}, item.diff.split("\n").map((line) => h(line.startsWith("+") && !line.startsWith("+++") ? "span.added" : "span", {}, `${line}\n`))),
     h("p.help", {}, `Checked: the policy with this rule judges the ${item.checked} calls behind it as said.`),
     apply,
