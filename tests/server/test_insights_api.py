@@ -42,15 +42,25 @@ async def test_applying_a_suggestion_is_a_new_audited_policy_version(history: SQ
     service = make_service(history, POLICY)
     async with client_of(service, "admin-token") as admin:
         answer = (await admin.get("/v1/insights")).json()
-        deny = next(s for s in answer["suggestions"] if s["kind"] == "deny")
+        deny, allow = (next(s for s in answer["suggestions"] if s["kind"] == kind)
+                       for kind in ("deny", "allow"))  # fmt: skip
+        made_from = answer["policy_version"]
         async with client_of(service, "ops-token") as ops:
-            refused = await ops.put("/v1/policy", json={"document": deny["document"]})
-        applied = await admin.put("/v1/policy", json={"document": deny["document"]})
+            refused = await ops.put(
+                "/v1/policy", json={"document": deny["document"], "version": made_from}
+            )
+        applied = await admin.put(
+            "/v1/policy", json={"document": deny["document"], "version": made_from}
+        )
+        stale = await admin.put(
+            "/v1/policy", json={"document": allow["document"], "version": made_from}
+        )
         after = (await admin.get("/v1/insights")).json()
         log = (await admin.get("/v1/audit", params={"limit": 1000})).json()["items"]
 
     assert refused.status_code == 403
     assert applied.status_code == 200
+    assert stale.status_code == 409  # made from the version the deny replaced: nothing changes
     assert applied.json()["version"] != answer["policy_version"]
     assert after["policy_version"] == applied.json()["version"]
     assert sorted(s["kind"] for s in after["suggestions"]) == ["allow", "limit"]

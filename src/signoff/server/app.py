@@ -326,10 +326,11 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
     @app.put("/v1/policy")
     async def put_policy(body: PolicyBody, who: Who) -> dict[str, Any]:
         """Put a new policy in force (the admin role): a new version, audited, on every
-        replica. A document with mistakes gets 422 listing each of them."""
+        replica. A document with mistakes gets 422 listing each of them; one made from a
+        `version` that another change replaced since, 409."""
         _admin(who)
         async with service.policy_lock:
-            await service.set_policy(body.document, actor=who.name)
+            await service.set_policy(body.document, actor=who.name, replaces=body.version)
         return _policy(service)
 
     @app.put("/v1/policy/tools/{tool}")

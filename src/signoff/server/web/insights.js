@@ -73,7 +73,7 @@ function suggestion(item, found, app, refresh) {
   apply?.addEventListener("click", async () => {
     apply.disabled = true;
     try {
-      const policy = await put("/policy", { document: item.document });
+      const policy = await put("/policy", { document: item.document, version: found.policy_version });
       notify(`Applied: policy version ${policy.version}`);
     } catch (error) {
       notify(error.message, "error");
