@@ -186,8 +186,8 @@ async def _allow(
         rule = _rule("allow", group, engine, priority + 1, condition)
         shown = f"`{name}` = `{value}`" if test == "eq" else f"`{name}` like `{pattern}`"
         text = (
-            f"`{group.tool}`{_of(group)} with {shown} was approved unchanged {approved} of "
-            f"{total} times in {days} days: allow it with that condition?"
+            f"`{group.tool}`{_of(group)} with {shown} was approved unchanged {approved:,} of "
+            f"{total:,} times in {days} days: allow it with that condition?"
         )
         checks = tuple((c, _ALLOW) for c in evidence)
         return _Draft(kind="allow", text=text, rule=rule, matched=approved, total=total,
@@ -214,8 +214,8 @@ async def _deny(
         return None
     share = math.floor(100 * rejected / decided)
     text = (
-        f"`{group.tool}`{_of(group)} was rejected {share}% of the time ({rejected} of "
-        f"{decided} decisions in {days} days): deny it?"
+        f"`{group.tool}`{_of(group)} was rejected {share}% of the time ({rejected:,} of "
+        f"{decided:,} decisions in {days} days): deny it?"
     )
     rule = _rule("deny", group, engine, priority, {})
     return _Draft(kind="deny", text=text, rule=rule, matched=rejected, total=decided,
@@ -251,10 +251,10 @@ async def _limit(
             condition, words = {name: {"lt": bound}}, f"under {bound}"
         else:
             condition, words = {name: {"le": highest}}, f"to {highest} or less"
-        newest = "" if len(sample) == group.counts["edited"] else f" (the newest {len(sample)})"
+        edits = "edits" if len(sample) == group.counts["edited"] else "newest edits"
         text = (
             f"edits of `{group.tool}`{_of(group)} always lower `{name}` {words} "
-            f"({len(lowered)} of {len(sample)} edits{newest} in {days} days): allow it "
+            f"({len(lowered):,} of the {len(sample):,} {edits} in {days} days): allow it "
             f"{words} without asking?"
         )
         checks: list[tuple[ToolCall, VerdictKind]] = [(a.call, "allow") for *_, a in lowered]
