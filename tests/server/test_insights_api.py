@@ -3,10 +3,12 @@ suggestion applied by an admin through ``PUT /v1/policy`` like any other policy 
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 import pytest
 
+from signoff.server.redact import Redaction
 from signoff.store import SQLStore
 from tests.history import POLICY, write_history
 from tests.server.test_policy_api import client_of, make_service
@@ -87,3 +89,13 @@ async def test_a_policy_given_in_code_has_figures_but_no_suggestions(history: SQ
 
     assert answer["groups"]
     assert (answer["suggestions"], answer["can_apply"]) == ([], False)
+
+
+async def test_a_suggestion_that_would_show_a_redacted_argument_is_left_out(history: SQLStore):
+    service = make_service(history, POLICY)
+    service.redaction = Redaction(patterns=("to",))
+    async with client_of(service, "admin-token") as admin:
+        answer = (await admin.get("/v1/insights")).json()
+
+    assert sorted(s["kind"] for s in answer["suggestions"]) == ["deny", "limit"]
+    assert "example.com" not in json.dumps(answer)

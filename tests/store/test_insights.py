@@ -7,7 +7,9 @@ import math
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
-from signoff.store import SQLStore
+import pytest
+
+from signoff.store import SQLStore, insights
 from signoff.store.insights import STATUSES
 from signoff.store.times import to_micros
 from tests.history import approval_rows, write_history
@@ -104,3 +106,22 @@ async def test_a_sample_is_the_newest_calls_of_one_group_and_status(store: SQLSt
 
     assert [a.id for a in sample] == [r["id"] for r in reversed(rows)][:5]
     assert all(a.requested_args is not None for a in sample)
+
+
+async def test_times_to_a_decision_come_from_each_groups_newest_decisions(
+    store: SQLStore, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(insights, "TIMED", 10)
+    await write_history(store, COUNT, now=NOW)
+    decided = [
+        r for r in approval_rows(COUNT, now=NOW)
+        if r["tool"] == "delete_file" and r["decided_by"] is not None
+    ]  # fmt: skip
+    newest = [(r["decided_at"] - r["requested_at"]) / 1_000_000 for r in decided[-10:]]
+
+    stats = await store.decision_stats(since=NOW - timedelta(days=30))
+
+    [deletes] = [g for g in stats if g.tool == "delete_file"]
+    assert deletes.time_to_decision == insights.TimeToDecision(
+        median_seconds=nearest_rank(newest, 0.5), p90_seconds=nearest_rank(newest, 0.9)
+    )
