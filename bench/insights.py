@@ -9,7 +9,7 @@ database on this machine's PostgreSQL (``SIGNOFF_BENCH_POSTGRES``, by default
 at the end. Then, `REPEATS` times each, through the public functions the API and the CLI call:
 
 - insights: ``signoff.insights.gather`` over the 30-day window, every approval in it;
-- suggestions: ``signoff.insights.suggest`` for the policy that asked the history;
+- suggestions: ``signoff.insights.suggestions`` for the policy that asked the history;
 - the peer: the same counts, deciders and percentiles by reading every approval of the window
   into Python and aggregating there — what the SQL aggregation replaces.
 

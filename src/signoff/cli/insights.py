@@ -4,7 +4,6 @@ given, else the demo running here."""
 
 from __future__ import annotations
 
-import asyncio
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -15,7 +14,7 @@ from rich.markup import escape
 
 from signoff.cli.decide import Database, Server, Token, on_server, where
 from signoff.errors import SignoffError
-from signoff.insights import DEFAULT_DAYS, MAX_DAYS
+from signoff.insights.report import DEFAULT_DAYS, MAX_DAYS
 
 __all__ = ["Days", "insights", "report", "show_suggestions"]
 
@@ -76,6 +75,8 @@ def report(
     if server:
         return on_server(server, token, "GET", "/v1/insights", params={"days": days})
     assert database is not None  # where() gave one or the other
+    import asyncio
+
     return asyncio.run(_computed(database, days, config))
 
 

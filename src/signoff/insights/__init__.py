@@ -3,8 +3,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from signoff._lazy import lazy_exports as _lazy_exports
 from signoff.insights.report import DEFAULT_DAYS, MAX_DAYS, Insights, gather, window_days
-from signoff.insights.suggest import Suggestion, policy_diff, suggest
+
+if TYPE_CHECKING:
+    from signoff.insights.suggestions import Suggestion, policy_diff, suggest
 
 __all__ = [
     "DEFAULT_DAYS",
@@ -16,3 +21,9 @@ __all__ = [
     "suggest",
     "window_days",
 ]
+
+# Loaded when first named: the ``signoff`` command names the window's bounds without YAML.
+__getattr__ = _lazy_exports(
+    __name__,
+    dict.fromkeys(("Suggestion", "policy_diff", "suggest"), "signoff.insights.suggestions"),
+)
