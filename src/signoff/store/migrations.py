@@ -253,8 +253,8 @@ def _v15(connection: Connection) -> None:
     index that holds every column the aggregates group and count (no table row is visited),
     one tool's calls in a time range, and the grant uses in a time range.
 
-    Numbered 15 where it was written, beside migrations 13 and 14 of other work: it is the
-    next one in this list."""
+    Written as migration 15, after 13 and 14 of work done beside it; its place in this list
+    is its number."""
     for statement in (
         "CREATE INDEX approvals_window ON approvals "
         "(requested_at, rule, tool, agent, status, decided_at, decided_by)",

@@ -96,10 +96,9 @@ approvals = Table(
     Index("approvals_expiry", "status", "expires_at"),
     Index("approvals_digest", "digest", "status"),
 )
-# Since version 13 (numbered 15 where it was written), the insights' indexes: `approvals_window`
-# on (requested_at, rule, tool, agent, status, decided_at, decided_by), `approvals_tool_window`
-# on (tool, requested_at), and `audit_action_at` on `audit` (action, at); made by that migration
-# only.
+# The insights' indexes, made by their migration only (`migrations._v15`): `approvals_window` on
+# (requested_at, rule, tool, agent, status, decided_at, decided_by), `approvals_tool_window` on
+# (tool, requested_at), and `audit_action_at` on `audit` (action, at).
 
 grants = Table(
     "grants",
