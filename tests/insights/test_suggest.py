@@ -99,3 +99,33 @@ async def test_a_policy_that_already_denies_gets_no_deny_suggestion(store: SQLSt
     kinds = [s.kind for s in await suggested(store, document)]
 
     assert sorted(kinds) == ["allow", "limit"]
+
+
+async def test_no_allow_is_suggested_over_a_deny_beside_the_rule_that_asked(store: SQLStore):
+    secret = {"deny": "send_email", "when": {"subject": {"eq": "secret"}}}
+    document = {**POLICY, "rules": [*POLICY["rules"], secret]}
+
+    kinds = sorted(s.kind for s in await suggested(store, document))
+
+    assert kinds == ["deny", "limit"]  # allowing mail above the deny would let secrets out
+
+
+async def test_a_suggested_rule_stays_within_what_the_asking_rule_matched(store: SQLStore):
+    rules = [*POLICY["rules"]]
+    rules[2] = {"ask": "charge", "when": {"customer": {"glob": "c*"}}}
+    document = {**POLICY, "rules": rules}
+
+    limit = next(s for s in await suggested(store, document) if s.kind == "limit")
+
+    assert limit.rule["when"] == {"customer": {"glob": "c*"}, "amount": {"lt": 100}}
+    assert verdict(limit.document, "charge", "billing", customer="c1", amount=5) == "allow"
+    assert verdict(limit.document, "charge", "billing", customer="x1", amount=5) == "ask"
+
+
+async def test_calls_the_default_asked_about_get_an_allow_at_priority_zero(store: SQLStore):
+    document = {key: value for key, value in POLICY.items() if key != "tools"}
+
+    allow = next(s for s in await suggested(store, document) if s.kind == "allow")
+
+    assert "priority" not in allow.rule
+    assert verdict(allow.document, "send_email", "mailer", to="a@example.com") == "allow"

@@ -12,16 +12,20 @@ Three lessons are looked for in each (rule, tool, agent) group of a window:
   argument, all to below the lowest value asked for: calls under that bound are allowed.
 
 Each needs at least `MIN_SAMPLES` calls behind it. A suggestion is one rule appended to the
-policy document's ``rules``: an allow one priority above the rule that asked (so it wins), a
-deny at that rule's priority (deny wins within a priority), and for the calling agent only.
-Before it is offered, the new document is loaded and the evidence calls evaluated by it: a
-suggestion whose rule does not allow or deny them as it says is dropped.
+policy document's ``rules``, for the group's tool and calling agent, within what the asking rule
+matches (its servers and conditions kept), so it changes only calls that rule asks about: an
+allow one priority above that rule (at priority 0 when a default asked: any rule comes before a
+default), a deny at that rule's priority (deny wins within a priority). No allow is suggested
+where a deny rule stands at the asking rule's priority for the tool: above it, the allow would
+override that deny. Before it is offered, the new document is loaded and the evidence calls
+evaluated by it: a suggestion whose rule does not judge them as it says is dropped.
 """
 
 from __future__ import annotations
 
 import copy
 import difflib
+import fnmatch
 import math
 import re
 from collections.abc import Sequence
@@ -37,6 +41,7 @@ from signoff.types import Approval, ToolCall, VerdictKind
 
 if TYPE_CHECKING:
     from signoff.policy import PolicyEngine
+    from signoff.policy.model import Rule
     from signoff.store.base import Store
     from signoff.store.insights import ArgumentTest, GroupKey, GroupStats
 
@@ -171,8 +176,8 @@ async def _allow(
         return None
     sample = await store.group_sample(key, status="approved", since=since, limit=SAMPLE)
     calls = [a.requested_call for a in sample]
-    priority = _asking_priority(engine, calls)
-    if priority is None:
+    asker = _asker(engine, calls)
+    if asker is None or _denied_beside(engine, group, asker):
         return None
     for name, test, value in _shared(calls):
         counts = await store.count_matching(key, since=since, key=name, test=test, value=value)
@@ -183,7 +188,9 @@ async def _allow(
         operator = "eq" if test == "eq" else "glob"
         condition = {name: {operator: pattern}}
         evidence = [c for c in calls if _passes(c.args.get(name), test, value)]
-        rule = _rule("allow", group, engine, priority + 1, condition)
+        rule = _rule("allow", group, engine, asker, asker.allow_priority(), condition)
+        if rule is None:
+            continue
         shown = f"`{name}` = `{value}`" if test == "eq" else f"`{name}` like `{pattern}`"
         text = (
             f"`{group.tool}`{_of(group)} with {shown} was approved unchanged {approved:,} of "
@@ -209,15 +216,17 @@ async def _deny(
         return None
     sample = await store.group_sample(key, status="rejected", since=since, limit=SAMPLE)
     calls = [a.requested_call for a in sample]
-    priority = _asking_priority(engine, calls)
-    if priority is None:
+    asker = _asker(engine, calls)
+    if asker is None:
+        return None
+    rule = _rule("deny", group, engine, asker, asker.priority, {})
+    if rule is None:
         return None
     share = math.floor(100 * rejected / decided)
     text = (
         f"`{group.tool}`{_of(group)} was rejected {share}% of the time ({rejected:,} of "
         f"{decided:,} decisions in {days} days): deny it?"
     )
-    rule = _rule("deny", group, engine, priority, {})
     return _Draft(kind="deny", text=text, rule=rule, matched=rejected, total=decided,
                   checks=tuple((c, _DENY) for c in calls))  # fmt: skip
 
@@ -234,8 +243,8 @@ async def _limit(
         return None
     sample = await store.group_sample(key, status="edited", since=since, limit=SAMPLE)
     asked = [a.requested_call for a in sample]
-    priority = _asking_priority(engine, asked)
-    if priority is None:
+    asker = _asker(engine, asked)
+    if asker is None or _denied_beside(engine, group, asker):
         return None
     for name in sorted({k for call in asked for k in call.args if _KEY.fullmatch(k)}):
         lowered = _lowered(sample, name)
@@ -259,7 +268,9 @@ async def _limit(
         )
         checks: list[tuple[ToolCall, VerdictKind]] = [(a.call, "allow") for *_, a in lowered]
         checks += [(a.requested_call, "ask") for *_, a in lowered]
-        rule = _rule("allow", group, engine, priority + 1, condition)
+        rule = _rule("allow", group, engine, asker, asker.allow_priority(), condition)
+        if rule is None:
+            continue
         return _Draft(kind="limit", text=text, rule=rule, matched=len(lowered),
                       total=len(sample), checks=tuple(checks))  # fmt: skip
     return None
@@ -277,20 +288,54 @@ def _lowered(edited: Sequence[Approval], name: str) -> list[tuple[float, float, 
     return found
 
 
-def _asking_priority(engine: PolicyEngine, calls: Sequence[ToolCall]) -> int | None:
-    """The priority of the rule that asks about these calls now, or None when the policy no
-    longer asks about the first of them (it changed since: nothing to suggest)."""
+@dataclass(frozen=True, kw_only=True)
+class _Asker:
+    """What asks about a group's calls now: a rule (None for a default) and its priority."""
+
+    rule: Rule | None
+    priority: int
+
+    def allow_priority(self) -> int:
+        """An allow above the asking rule; beside a default, any rule already comes first."""
+        return 0 if self.rule is None else self.priority + 1
+
+
+def _asker(engine: PolicyEngine, calls: Sequence[ToolCall]) -> _Asker | None:
+    """What asks about these calls now, or None when the policy no longer asks about the first
+    of them (it changed since: nothing to suggest) or a rule of another kind asks."""
     if not calls:
         return None
     verdict = engine.evaluate(calls[0])
     if verdict.kind != "ask":
         return None
     if verdict.rule is None:
-        return 0
+        return _Asker(rule=None, priority=0)
     try:
-        return engine.rule(verdict.rule).priority
+        rule = engine.rule(verdict.rule)
     except KeyError:  # a section's default: any rule comes before it
-        return 0
+        return _Asker(rule=None, priority=0)
+    return _Asker(rule=rule, priority=rule.priority) if rule.kind == "tool" else None
+
+
+def _denied_beside(engine: PolicyEngine, group: GroupStats, asker: _Asker) -> bool:
+    """Whether a deny rule at the asking rule's priority may judge the group's calls: an allow
+    placed above it would override that deny, so none is suggested."""
+    if asker.rule is None:
+        return False
+    for rule in engine.policy.rules:
+        if rule.effect != "deny" or rule.priority != asker.priority or rule.kind != "tool":
+            continue
+        named = any(fnmatch.fnmatchcase(group.tool, p) for p in rule.tools)
+        spared = any(fnmatch.fnmatchcase(group.tool, p) for p in rule.except_tools)
+        agent = group.agent
+        ours = (
+            not rule.agents
+            or agent is None
+            or any(fnmatch.fnmatchcase(agent, p) for p in rule.agents)
+        )
+        if named and not spared and ours:
+            return True
+    return False
 
 
 def _shared(calls: Sequence[ToolCall]) -> list[tuple[str, ArgumentTest, str]]:
@@ -350,19 +395,33 @@ def _rule(
     effect: VerdictKind,
     group: GroupStats,
     engine: PolicyEngine,
+    asker: _Asker,
     priority: int,
     when: dict[str, Any],
-) -> dict[str, Any]:
+) -> dict[str, Any] | None:
+    """The rule to add: the group's tool and agent, within what the asking rule matches (its
+    servers and conditions too), with `when` added; None when `when` would test a path and
+    operator the asking rule tests already."""
     taken = {rule.id for rule in engine.policy.rules}
     base = f"suggested-{effect}-{group.tool}"
     rule_id = next(
         name for name in (base, *(f"{base}-{n}" for n in range(2, 1000))) if name not in taken
     )
     rule: dict[str, Any] = {"id": rule_id, effect: _literal_glob(group.tool)}
+    asked = {} if asker.rule is None else asker.rule.to_dict()
+    if "server" in asked:
+        rule["server"] = asked["server"]
     if group.agent is not None:
         rule["agent"] = _literal_glob(group.agent)
-    if when:
-        rule["when"] = when
+    elif "agent" in asked:
+        rule["agent"] = asked["agent"]
+    conditions: dict[str, dict[str, Any]] = copy.deepcopy(asked.get("when", {}))
+    for path, tests in when.items():
+        if set(tests) & set(conditions.get(path, {})):
+            return None
+        conditions.setdefault(path, {}).update(tests)
+    if conditions:
+        rule["when"] = conditions
     if priority:
         rule["priority"] = priority
     return rule
