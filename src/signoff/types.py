@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Final, Literal, TypeAlias
 
 from signoff.errors import InvalidArgumentsError
@@ -19,14 +19,18 @@ __all__ = [
     "Approval",
     "ApprovalStatus",
     "Approve",
+    "Assignment",
     "AuditEntry",
     "CallKind",
     "Cancelled",
     "Context",
     "Decision",
     "Edit",
+    "Escalation",
     "Expired",
     "Grant",
+    "OnTimeout",
+    "Quorum",
     "Reject",
     "Respond",
     "Scope",
@@ -34,6 +38,7 @@ __all__ = [
     "ToolCall",
     "Verdict",
     "VerdictKind",
+    "Vote",
     "approval_to_dict",
     "call_json",
     "canonical_json",
@@ -119,6 +124,69 @@ class Verdict:
     rule_digest: str | None = None
     """A hash of what the deciding rule (or default) says, wherever it stands: a grant left
     under an asked call binds to it, so an edited or replaced rule never inherits the grant."""
+    quorum: Quorum | None = None
+    """How many people must approve a held call, when more than one."""
+    escalate: tuple[Escalation, ...] = ()
+    """Who else may decide a held call, and is told, as time passes without a decision."""
+    on_timeout: OnTimeout | None = None
+    """The decision signoff takes itself when nobody decides within `timeout`; None lets the
+    call expire."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Quorum:
+    """A held call runs only once `count` distinct people have approved it, none of them its
+    requester, and among them one person with each of `roles` (a role listed twice needs two)."""
+
+    count: int
+    roles: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Vote:
+    """One person's approval of a call that needs several (`Quorum`)."""
+
+    by: str
+    roles: tuple[str, ...] = ()
+    """The roles they decided with."""
+    at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class Escalation:
+    """`after` seconds from the request with no decision, people with the roles `to` may
+    decide the call too, and are told."""
+
+    after: float
+    to: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class OnTimeout:
+    """What signoff decides itself when nobody decides in time: approve the call, or reject it
+    with `reason` (what the model is told)."""
+
+    decide: Literal["approve", "reject"]
+    reason: str | None = None
+    despite_approvers: bool = False
+    """Approve even though the rule names who may decide (approvers, more than one person, or
+    no self-approval): said explicitly, or the policy refuses the rule."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Assignment:
+    """An approval handed to a person, or to everyone with a role (`to` is ``role:NAME``),
+    by someone who may decide it, with a note."""
+
+    to: str
+    by: str
+    note: str = ""
+    at: datetime
+
+    @property
+    def role(self) -> str | None:
+        """The role it is assigned to, or None when it is assigned to a person."""
+        return self.to.removeprefix("role:") if self.to.startswith("role:") else None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -198,6 +266,9 @@ DECIDED_STATUS: Final[dict[str, ApprovalStatus]] = {
     "cancelled": "cancelled",
 }
 """The status an approval takes for each decision kind."""
+
+AUTOMATIC: Final = "signoff"
+"""Who decided an approval that signoff decided itself: an expiry, a decision on timeout."""
 
 
 def decision_to_dict(decision: Decision) -> dict[str, Any]:
@@ -285,10 +356,31 @@ class Approval:
     """The JSON schema of the tool's arguments as the asker knew it when the call was held (a
     framework's tool, an MCP server's tool): an edit is checked against it wherever it is
     decided — the inbox of another process too."""
+    quorum: Quorum | None = None
+    """How many people must approve the call (`Verdict.quorum`); None: one."""
+    votes: tuple[Vote, ...] = ()
+    """The approvals given so far, when it needs several; an edit starts them again."""
+    escalate: tuple[Escalation, ...] = ()
+    escalated: int = 0
+    """How many of the `escalate` steps have been announced."""
+    on_timeout: OnTimeout | None = None
+    assigned: Assignment | None = None
 
     @property
     def pending(self) -> bool:
         return self.status == "pending"
+
+    @property
+    def next_escalation(self) -> datetime | None:
+        """When the next escalation step not announced yet comes, while it waits."""
+        if not self.pending or self.escalated >= len(self.escalate):
+            return None
+        return self.requested_at + timedelta(seconds=self.escalate[self.escalated].after)
+
+    @property
+    def automatic(self) -> bool:
+        """Whether signoff decided it itself, when nobody decided in time (`on_timeout`)."""
+        return self.decided_by == AUTOMATIC and self.status not in ("pending", "expired")
 
     @property
     def requested_call(self) -> ToolCall:
@@ -453,6 +545,24 @@ def approval_to_dict(approval: Approval) -> dict[str, Any]:
         "decided_by": approval.decided_by,
         "decided_at": iso(approval.decided_at),
         "decision": None if approval.decision is None else decision_to_dict(approval.decision),
+        "automatic": approval.automatic,
+        "quorum": None
+        if approval.quorum is None
+        else {"count": approval.quorum.count, "roles": list(approval.quorum.roles)},
+        "votes": [{"by": v.by, "roles": list(v.roles), "at": iso(v.at)} for v in approval.votes],
+        "escalate": [{"after": e.after, "to": list(e.to)} for e in approval.escalate],
+        "escalated": approval.escalated,
+        "on_timeout": None
+        if approval.on_timeout is None
+        else {"decide": approval.on_timeout.decide, "reason": approval.on_timeout.reason},
+        "assigned": None
+        if approval.assigned is None
+        else {
+            "to": approval.assigned.to,
+            "by": approval.assigned.by,
+            "note": approval.assigned.note,
+            "at": iso(approval.assigned.at),
+        },
     }
 
 

@@ -7,7 +7,8 @@ tests/integrations/test_scenarios.py run against every adapter on SQLite and Pos
 only speak to the adapter and to signoff's gate, never to a framework.
 
 The scenarios' policy (`POLICY`): ``read_*`` runs, ``delete_*`` and a transfer to mallory are
-denied, ``transfer`` asks and forbids self-approval, anything else asks.
+denied, ``transfer`` asks and forbids self-approval (from 10,000 on it needs two people),
+anything else asks.
 """
 
 from __future__ import annotations
@@ -42,6 +43,12 @@ POLICY = Policy.from_dict(
             {"allow": "read_*"},
             {"deny": "delete_*"},
             {"deny": "transfer", "when": {"to": {"eq": "mallory"}}},
+            {
+                "ask": "transfer",
+                "when": {"amount": {"ge": 10000}},
+                "approvals": {"count": 2},
+                "priority": 1,
+            },
             {"ask": "transfer", "forbid_self_approval": True},
         ],
     }

@@ -116,6 +116,27 @@ async def test_a_response_is_the_tool_result_and_nothing_runs(adapter: Adapter) 
     assert told(done) == [("call_0", "moved by hand")]
 
 
+async def test_a_call_that_needs_two_people_runs_once_only_after_the_second(
+    adapter: Adapter,
+) -> None:
+    large = [[Call("call_0", "transfer", {"amount": 20000, "to": "acme"})], "finished"]
+    await adapter.start("t-two", large)
+
+    await decide(adapter, Approve(), actor="bob")
+    first = await adapter.resume("t-two")  # one approval of two: nothing runs yet
+    assert executions(adapter.side_effects) == []
+    [waiting] = await pending(adapter)
+    assert [v.by for v in waiting.votes] == ["bob"]
+
+    await decide(adapter, Approve(), actor="carol")
+    done = await adapter.resume("t-two")
+    await adapter.resume("t-two")
+
+    assert first.paused
+    assert executions(adapter.side_effects) == ["transfer 20000 acme"]
+    assert told(done) == [("call_0", "transfer ok")]
+
+
 async def test_an_edit_that_breaks_the_tools_schema_or_the_policy_is_refused(
     adapter: Adapter,
 ) -> None:

@@ -142,6 +142,26 @@ async def test_a_reject_button_rejects_with_who_pressed_it(store: SQLStore):
         assert approval.decision.reason == "rejected in Slack by carla"  # type: ignore[union-attr]
 
 
+async def test_a_call_that_needs_two_people_keeps_its_buttons_after_the_first(store: SQLStore):
+    async with slack_app(store) as ((_, _, url), client, fake):
+        two = Gate(Policy.from_dict({"rules": [{"ask": "wire", "approvals": {"count": 2}}]}), store)
+        [held] = await two.check([call("wire", amount=1)])
+        approval_id = held.approval.id  # type: ignore[union-attr]
+        for user, status in (("U1", "pending"), ("U3", "approved")):
+            body, headers = press("signoff.approve", approval_id, user=user,
+                                  response_url=f"{url}/respond")  # fmt: skip
+            answer = await client.post("/v1/slack/interactions", content=body, headers=headers)
+            assert answer.json()["status"] == status
+        first, second = (r.json() for r in fake.taken()[-2:])
+        assert first["replace_original"] is False  # the buttons stay for the second person
+        assert first["text"] == "wire: approved by olga (in Slack); it still needs 1 more approval"
+        assert (second["replace_original"], second["text"]) == (
+            True,
+            "wire: approved by carla (in Slack)",
+        )
+    assert [v.by for v in (await store.get_approval(approval_id)).votes] == ["olga", "carla"]
+
+
 async def test_unsigned_stale_unmapped_and_unauthorized_presses_decide_nothing(store: SQLStore):
     async with slack_app(store) as ((gate, _, url), client, fake):
         [held] = await gate.check([call("delete_pod", name="a")])

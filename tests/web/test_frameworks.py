@@ -35,12 +35,15 @@ def held_by_a_framework(
     origin: str,
     call: ToolCall,
     conversation: list[dict[str, Any]] | None = None,
+    *,
+    policy: Policy | None = None,
 ) -> str:
     """`call` held on the demo's database as `origin`'s integration holds it — its tool's
     schema registered, the pause recorded with `conversation` — without the server knowing the
-    tool: the approval's id."""
-    with as_file(files("signoff") / "examples" / "demo-policy.yaml") as path:
-        policy = Policy.from_file(path)
+    tool, under the demo's `policy` (or another): the approval's id."""
+    if policy is None:
+        with as_file(files("signoff") / "examples" / "demo-policy.yaml") as path:
+            policy = Policy.from_file(path)
     thread = f"t-{uuid.uuid4().hex[:8]}"
 
     async def hold() -> str:

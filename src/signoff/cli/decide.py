@@ -1,4 +1,5 @@
-"""``signoff approve ID`` and ``signoff reject ID REASON``: decide from a shell, through
+"""``signoff approve ID``, ``signoff reject ID REASON`` and ``signoff assign ID TO``: decide
+(or hand the decision on) from a shell, through
 a server (``--server URL --token T``) or straight on a database (``--database URL``); with
 neither, through the demo running on this machine. ``ID`` is the approval's id or the short id
 ``signoff inbox`` shows (see `signoff.cli.short_id`)."""
@@ -17,12 +18,25 @@ from signoff.cli.listen import stop
 from signoff.cli.program import program
 from signoff.cli.short_id import resolve
 from signoff.errors import ConflictError, ForbiddenError, NotFoundError, SignoffError
-from signoff.types import Approve, Decision, Reject, Scope, approval_to_dict, decision_to_dict
+from signoff.gate.deciders import needed
+from signoff.types import (
+    Approve,
+    Decision,
+    Quorum,
+    Reject,
+    Scope,
+    Vote,
+    approval_to_dict,
+    decision_to_dict,
+)
 
 __all__ = [
     "already",
     "approval_on_database",
     "approve",
+    "assign",
+    "assign_on_database",
+    "decided_words",
     "find_on_database",
     "from_server",
     "grant_words",
@@ -184,10 +198,81 @@ def _decide(
         if now["status"] == "pending":
             raise
         raise ConflictError(already(now)) from None
-    typer.echo(f"{result['id']}: {result['status']} by {result['decided_by']} ({result['tool']})")
+    typer.echo(decided_words(result, actor=actor))
     granted = grant_words(result)
     if granted is not None:
         typer.echo(granted)
+
+
+def decided_words(approval: dict[str, Any], *, actor: str | None = None) -> str:
+    """What a decision just taken on `approval` (as the API shows it) came to: decided, or —
+    for a call that needs several people — one more approval counted, and what is still
+    needed."""
+    said = f"{approval['id']}: {{}} ({approval['tool']})"
+    if approval["status"] != "pending":
+        return said.format(f"{approval['status']} by {approval['decided_by']}")
+    votes = [v["by"] for v in approval.get("votes") or []]
+    quorum = approval.get("quorum") or {"count": 1, "roles": []}
+    left = needed(
+        Quorum(count=quorum["count"], roles=tuple(quorum["roles"])),
+        [
+            Vote(by=v["by"], roles=tuple(v["roles"]), at=datetime.now(UTC))
+            for v in approval["votes"]
+        ],
+    )
+    by = ", ".join(votes) or actor or "nobody"
+    return said.format(f"approved by {by}") + f"; it still needs {left}"
+
+
+def assign(
+    approval_id: ApprovalId,
+    to: Annotated[
+        str,
+        typer.Argument(help="A principal's name, or role:NAME.", metavar="TO", show_default=False),
+    ],
+    note: Annotated[str, typer.Option(help="A note for them: what to look at.")] = "",
+    server: Server = None,
+    token: Token = None,
+    database: Database = None,
+    actor: Actor = None,
+    role: Roles = None,
+) -> None:
+    """Hand a held call to a person or a role, with a note: they are told, and find it under
+    "assigned to me". It widens nothing: they are held to the rule's approvers like anyone."""
+    import asyncio
+
+    server, database = where("assign", server, database)
+    if server:
+        approval_id = resolve(
+            approval_id,
+            lambda short, limit: from_server(
+                server, token, "/v1/approvals", {"short_id": short, "limit": limit}
+            )["items"],
+        )
+        path = f"/v1/approvals/{approval_id}/assign"
+        result = on_server(server, token, "POST", path, json={"to": to, "note": note})
+    else:
+        assert database is not None  # where() gave one or the other
+        url = database
+        approval_id = resolve(
+            approval_id, lambda short, limit: asyncio.run(find_on_database(url, short, limit))
+        )
+        decider = actor or getpass.getuser()
+        result = asyncio.run(assign_on_database(url, approval_id, to, note, decider, role or []))
+    typer.echo(f"{result['id']}: assigned to {to} ({result['tool']})")
+
+
+async def assign_on_database(
+    url: str, approval_id: str, to: str, note: str, actor: str, roles: list[str]
+) -> dict[str, Any]:
+    from signoff.gate import Gate
+    from signoff.policy import Policy
+    from signoff.store import open_store
+
+    async with open_store(url, migrate=False) as store:
+        gate = Gate(Policy.from_dict({}), store)
+        approval = await gate.assign(approval_id, to, actor=actor, roles=roles, note=note)
+    return approval_to_dict(approval)
 
 
 def already(approval: dict[str, Any]) -> str:

@@ -26,10 +26,26 @@ from signoff.errors import (
     InvalidDecisionError,
     SignoffError,
 )
+from signoff.gate.deciders import (
+    approvers_at,
+    check_decider,
+    counts,
+    escalations_due,
+    needed,
+)
 from signoff.gate.edits import check_edit, usable_schema
 from signoff.gate.ids import new_id
 from signoff.gate.notifier import Notifier
-from signoff.gate.records import decision_record, grant_for, grant_record, use_record
+from signoff.gate.records import (
+    assignment_record,
+    decision_record,
+    escalation_record,
+    grant_for,
+    grant_record,
+    lapse_record,
+    use_record,
+    vote_record,
+)
 from signoff.limits import ArgumentLimits
 from signoff.policy import Policy, PolicyEngine
 from signoff.policy.engine import GRANTED
@@ -38,9 +54,11 @@ from signoff.store.base import HoldPlan
 from signoff.store.external import ExternalRecord
 from signoff.store.runs import RunWrite, StoredEvent
 from signoff.types import (
+    AUTOMATIC,
     DECIDED_STATUS,
     Approval,
     Approve,
+    Assignment,
     Context,
     Decision,
     Edit,
@@ -50,6 +68,7 @@ from signoff.types import (
     Respond,
     ToolCall,
     Verdict,
+    Vote,
     call_json,
     canonical_json,
     decision_to_dict,
@@ -354,6 +373,9 @@ class Gate:
                     forbid_self_approval=verdict.forbid_self_approval,
                     destructive=verdict.destructive,
                     args_schema=self._kept_schema(call),
+                    quorum=verdict.quorum,
+                    escalate=verdict.escalate,
+                    on_timeout=verdict.on_timeout,
                 )
                 held.append(approval)
                 outcomes.append(Outcome(call=call, kind="hold", verdict=verdict, approval=approval))
@@ -441,24 +463,28 @@ class Gate:
                 a for a in current if a.pending and a.expires_at is not None and a.expires_at <= now
             ]
             if late:
-                # Past its time an approval expires, whoever decides first: write only that.
-                # (Assigned, not extended: the store may run the plan again.)
-                overdue[:] = [self._apply(a, Expired(), actor="signoff", at=now) for a in late]
+                # Past its time an approval lapses (expires, or is decided as its rule says),
+                # whoever decides first: write only that. (Assigned, not extended: the store may
+                # run the plan again.)
+                overdue[:] = [self._lapse(a, now) for a in late]
                 return DecisionPlan(
                     changes=[(a, a.version - 1) for a in overdue],
-                    audit=[
-                        decision_record(b, a, actor="signoff", at=now)
-                        for b, a in zip(late, overdue, strict=True)
-                    ],
+                    audit=[lapse_record(b, a, at=now) for b, a in zip(late, overdue, strict=True)],
                 )
             for approval in current:
                 decision = decisions[approval.id]
-                _check_decider(approval.rule, approval.approvers, approval.forbid_self_approval,
-                               approval.requested_by, actor=actor, roles=roles)  # fmt: skip
+                self._check_decider(approval, actor=actor, roles=roles, now=now)
                 if not approval.pending:
                     results[approval.id] = _already_decided(approval, decision)
                     continue
                 self._authorize(approval, decision, actor=actor, roles=roles)
+                if approval.quorum is not None and isinstance(decision, Approve | Edit):
+                    decided = _vote(approval, decision, actor=actor, roles=roles, at=now)
+                    results[approval.id] = decided
+                    if decided is not approval:  # the same person's same approval: no change
+                        changes.append((decided, approval.version))
+                        audit.append(vote_record(approval, decided, actor=actor, at=now))
+                    continue
                 decided = self._apply(approval, decision, actor=actor, at=now)
                 changes.append((decided, approval.version))
                 results[approval.id] = decided
@@ -473,26 +499,99 @@ class Gate:
         for approval, _ in written.changes:
             self.notifier.notify(approval.id)
         if overdue:
-            names = ", ".join(repr(a.id) for a in overdue)
-            raise ConflictError(f"approval {names} expired before this decision; it was not taken")
+            names = ", ".join(f"{a.id!r} ({a.status})" for a in overdue)
+            raise ConflictError(
+                f"approval {names} ran out of time before this decision; it was not taken"
+            )
         return [results[i] for i in decisions]
 
-    @staticmethod
-    def may_decide(approval: Approval, *, actor: str, roles: Iterable[str] = ()) -> bool:
-        """Whether `actor` with `roles` may decide `approval`: its rule's approvers, and
-        self-approval where the rule forbids it."""
+    def may_decide(self, approval: Approval, *, actor: str, roles: Iterable[str] = ()) -> bool:
+        """Whether `actor` with `roles` may decide `approval` now: its rule's approvers (as
+        escalation has widened them), and self-approval where the rule forbids it."""
         try:
-            _check_decider(approval.rule, approval.approvers, approval.forbid_self_approval,
-                           approval.requested_by, actor=actor, roles=frozenset(roles))  # fmt: skip
+            self._check_decider(approval, actor=actor, roles=frozenset(roles), now=self._now())
         except ForbiddenError:
             return False
         return True
+
+    async def assign(
+        self,
+        approval_id: str,
+        to: str,
+        *,
+        actor: str,
+        roles: Iterable[str] = (),
+        note: str = "",
+    ) -> Approval:
+        """Hand a pending approval to a person, or to a role (``role:NAME``), with a note: as
+        someone who may decide it, to someone who may too (as far as this gate's directory,
+        `roles_of`, can tell). It widens nothing: whoever it is handed to is held to the rule's
+        approvers and to self-approval like anyone."""
+        to, note = _assignee(to), _note(note)
+        approval = await self.store.get_approval(approval_id)
+        now = self._now()
+        if not approval.pending:
+            raise ConflictError(f"approval {approval_id!r} is already {approval.status}")
+        self._check_decider(approval, actor=actor, roles=frozenset(roles), now=now)
+        self._check_assignee(approval, to, now)
+        assigned = Assignment(to=to, by=actor, note=note, at=now)
+        changed = replace(approval, assigned=assigned, version=approval.version + 1)
+        record = assignment_record(approval, assigned)
+        if not await self.store.save_decisions([(changed, approval.version)], audit=[record]):
+            raise ConflictError(f"approval {approval_id!r} changed meanwhile; look again")
+        self.notifier.notify(approval.id)
+        return changed
+
+    def _check_assignee(self, approval: Approval, to: str, now: datetime) -> None:
+        """`InvalidDecisionError` when `to` could not decide `approval` as far as is known."""
+        role = to.removeprefix("role:") if to.startswith("role:") else None
+        approvers = approvers_at(approval, now)
+        if role is not None:
+            if approvers and role not in approvers:
+                raise InvalidDecisionError(
+                    f"role {role!r} may not decide this approval: rule {approval.rule!r} needs "
+                    f"one of the roles {list(approvers)!r}"
+                )
+            return
+        if self.roles_of is None:
+            return  # no directory: whoever it is must qualify when deciding
+        their_roles = self.roles_of(to)
+        if their_roles is None:
+            raise InvalidDecisionError(f"{to!r} is not a known principal")
+        try:
+            self._check_decider(approval, actor=to, roles=their_roles, now=now)
+        except ForbiddenError as exc:
+            raise InvalidDecisionError(f"it cannot be assigned to {to!r}: {exc}") from None
+
+    @staticmethod
+    def _check_decider(
+        approval: Approval, *, actor: str, roles: frozenset[str], now: datetime
+    ) -> None:
+        """A rule that needs several people never counts its requester among them."""
+        if approval.quorum is not None and actor == approval.requested_by:
+            raise ForbiddenError(
+                f"{actor!r} asked for this call, and rule {approval.rule!r} needs "
+                f"{approval.quorum.count} people other than the one who asked"
+            )
+        check_decider(
+            approval.rule,
+            approvers_at(approval, now),
+            approval.forbid_self_approval or approval.quorum is not None,
+            approval.requested_by,
+            actor=actor,
+            roles=roles,
+        )
 
     def _authorize(
         self, approval: Approval, decision: Decision, *, actor: str, roles: frozenset[str]
     ) -> None:
         """What a decision must satisfy beyond who may decide the approval (checked first)."""
         if isinstance(decision, Approve) and decision.always is not None:
+            if approval.quorum is not None:
+                raise InvalidDecisionError(
+                    f"approval {approval.id!r} needs {approval.quorum.count} people to approve: "
+                    "a grant is one person's, so approve it once"
+                )
             scope = decision.always.kind
             bound = {"run": approval.run_id, "thread": approval.thread_id,
                      "agent": approval.call.agent, "global": ""}  # fmt: skip
@@ -521,8 +620,9 @@ class Gate:
             if verdict.kind == "deny":
                 raise ForbiddenError(f"the policy denies the edited call: {verdict.reason}")
             # An edit may move the call under a stricter rule: its deciders must qualify too.
-            _check_decider(verdict.rule, verdict.approvers, verdict.forbid_self_approval,
-                           approval.requested_by, actor=actor, roles=roles)  # fmt: skip
+            check_decider(verdict.rule, verdict.approvers,
+                          verdict.forbid_self_approval or verdict.quorum is not None,
+                          approval.requested_by, actor=actor, roles=roles)  # fmt: skip
 
     def _check_decision(self, decision: object) -> Decision:
         """A person's decision: approve, edit, respond or reject — expiry and cancelling are
@@ -620,32 +720,71 @@ class Gate:
     # -- expiry and grants -----------------------------------------------------------------
 
     async def expire(self, approvals: Sequence[Approval]) -> list[Approval]:
-        """Mark pending approvals expired (a decision that won first stands)."""
+        """Let pending approvals lapse — each once, a decision that won first standing: one
+        whose time is up as its rule's `on_timeout` says, and any other (a waiter that gives up
+        before then) expires: it never runs."""
         out = []
         for approval in approvals:
             now = self._now()
-            expired = self._apply(approval, Expired(), actor="signoff", at=now)
-            record = decision_record(approval, expired, actor="signoff", at=now)
-            if await self.store.save_decisions([(expired, approval.version)], audit=[record]):
+            lapsed = self._lapse(approval, now)
+            record = lapse_record(approval, lapsed, at=now)
+            if await self.store.save_decisions([(lapsed, approval.version)], audit=[record]):
                 self.notifier.notify(approval.id)
-                out.append(expired)
+                out.append(lapsed)
             else:
                 out.append(await self.store.get_approval(approval.id))
         return out
 
+    def _lapse(self, approval: Approval, now: datetime) -> Approval:
+        """`approval` as its time running out leaves it: expired, or — once its rule's time has
+        come, not before — decided by signoff as the rule's `on_timeout` says."""
+        on_timeout = approval.on_timeout
+        due = approval.expires_at is not None and approval.expires_at <= now
+        decision: Decision
+        if on_timeout is None or not due:
+            decision = Expired()
+        elif on_timeout.decide == "approve":
+            decision = _approval_of(approval)
+        else:
+            decision = Reject(reason=on_timeout.reason or "nobody decided in time")
+        return self._apply(approval, decision, actor=AUTOMATIC, at=now)
+
     async def expire_due(self) -> list[Approval]:
-        """Expire every pending approval whose time is up; return those that expired now."""
+        """Let every pending approval whose time is up lapse; return those that lapsed now."""
         due = await self.store.due_for_expiry(self._now())
-        return [a for a in await self.expire(due) if a.status == "expired"]
+        return [a for a in await self.expire(due) if a.decided_by == AUTOMATIC]
+
+    async def escalate_due(self) -> list[Approval]:
+        """Announce each escalation step whose time has come, once: a compare-and-set on the
+        approval, with the audit entry that tells its new deciders (the notifier reads it)."""
+        now = self._now()
+        out = []
+        for approval in await self.store.due_for_escalation(now):
+            reached = escalations_due(approval, now)
+            if reached <= approval.escalated:
+                continue
+            steps = approval.escalate[approval.escalated : reached]
+            escalated = replace(approval, escalated=reached, version=approval.version + 1)
+            record = escalation_record(
+                approval, escalated, steps, approvers_at(approval, now), at=now
+            )
+            if await self.store.save_decisions([(escalated, approval.version)], audit=[record]):
+                self.notifier.notify(approval.id)
+                out.append(escalated)
+        return out
 
     async def run_sweeper(self, interval: float = 1.0) -> None:
-        """Expire due approvals every `interval` seconds until cancelled. A failed round (the
-        database away for a moment) is logged and tried again at the next."""
+        """Let due approvals lapse and announce due escalations every `interval` seconds until
+        cancelled. A failed round (the database away for a moment) is logged and tried again
+        at the next."""
         while True:
             try:
                 await self.expire_due()
+                await self.escalate_due()
             except SignoffError:
-                logger.exception("expiring due approvals failed; trying again in %s s", interval)
+                logger.exception(
+                    "the sweep of due approvals failed; trying again in %s s", interval
+                )
             await asyncio.sleep(interval)
 
     async def grants(self, *, tool: str | None = None) -> list[Grant]:
@@ -711,26 +850,6 @@ def _recorded(
     return Outcome(call=call, kind=record.kind, verdict=verdict, approval=approval, recorded=True)
 
 
-def _check_decider(
-    rule: str | None,
-    approvers: tuple[str, ...],
-    forbid_self_approval: bool,
-    requested_by: str | None,
-    *,
-    actor: str,
-    roles: frozenset[str],
-) -> None:
-    if approvers and not roles.intersection(approvers):
-        raise ForbiddenError(
-            f"{actor!r} may not decide this: rule {rule!r} needs one of the roles "
-            f"{list(approvers)!r}"
-        )
-    if forbid_self_approval and actor == requested_by:
-        raise ForbiddenError(
-            f"{actor!r} started this run and rule {rule!r} forbids self-approval; ask someone else"
-        )
-
-
 def _check_decision(decision: object) -> Decision:
     """A person's decision: approve, edit, respond or reject — expiry and cancelling are not
     theirs to take."""
@@ -755,6 +874,71 @@ def _schema_lookup(schemas: SchemaLookup | Mapping[str, Mapping[str, Any]] | Non
         return schemas
     table = schemas
     return lambda call: table.get(call.name)
+
+
+MAX_NOTE = 2000
+"""The longest note that goes with an assignment, in characters."""
+_MAX_ASSIGNEE = 200
+
+
+def _assignee(to: object) -> str:
+    """A principal's name, or ``role:NAME``: printable, and not too long."""
+    if not isinstance(to, str) or not to.strip() or to != to.strip():
+        raise InvalidDecisionError("assign to a principal's name or role:NAME")
+    if len(to) > _MAX_ASSIGNEE or not to.isprintable() or to == "role:":
+        raise InvalidDecisionError(
+            f"assign to a principal's name or role:NAME of at most {_MAX_ASSIGNEE} printable "
+            "characters"
+        )
+    return to
+
+
+def _note(note: object) -> str:
+    if not isinstance(note, str) or len(note) > MAX_NOTE:
+        raise InvalidDecisionError(f"a note is text of at most {MAX_NOTE} characters")
+    return note
+
+
+def _approval_of(approval: Approval) -> Approve | Edit:
+    """The decision that approves `approval`'s call as it stands: an edit when its arguments
+    were edited (every resumer runs an edited call's arguments, an approved one's as asked)."""
+    if approval.requested_args is None:
+        return Approve()
+    return Edit(args=approval.call.args)
+
+
+def _vote(
+    approval: Approval, decision: Approve | Edit, *, actor: str, roles: frozenset[str], at: datetime
+) -> Approval:
+    """`approval` with `actor`'s approval counted: approved by the vote that completes its
+    quorum, else still pending with one more vote. An edit starts the count again on the
+    edited call, with its editor's vote. The same person approving again changes nothing."""
+    assert approval.quorum is not None  # only a call that needs several people is voted on
+    vote = Vote(by=actor, roles=tuple(sorted(roles)), at=at)
+    call, requested, votes = approval.call, approval.requested_args, approval.votes
+    if isinstance(decision, Edit):
+        if decision.args == call.args and any(v.by == actor for v in votes):
+            return approval
+        call, requested = replace(call, args=decision.args), approval.requested_call.args
+        votes = (vote,) if counts(approval.quorum, (), vote) else ()
+    elif any(v.by == actor for v in votes):
+        return approval
+    elif not counts(approval.quorum, votes, vote):
+        raise ForbiddenError(
+            f"{actor!r} cannot approve this: it still needs "
+            f"{needed(approval.quorum, votes)}, and {actor!r} has none of those roles"
+        )
+    else:
+        votes = (*votes, vote)
+    voted = replace(
+        approval, call=call, requested_args=requested, votes=votes, version=approval.version + 1
+    )
+    if needed(approval.quorum, votes).people:
+        return voted
+    final = _approval_of(voted)
+    return replace(
+        voted, status=DECIDED_STATUS[final.kind], decision=final, decided_by=actor, decided_at=at
+    )
 
 
 def _already_decided(approval: Approval, decision: Decision) -> Approval:

@@ -4,17 +4,38 @@ lets through (`Gate.decide_batch`, `Gate.hold`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from signoff.gate.deciders import needed
 from signoff.gate.ids import new_id
 from signoff.store import AuditRecord
-from signoff.types import Approval, Approve, Edit, Grant, ToolCall, decision_to_dict
+from signoff.types import (
+    AUTOMATIC,
+    Approval,
+    Approve,
+    Assignment,
+    Edit,
+    Escalation,
+    Grant,
+    ToolCall,
+    decision_to_dict,
+)
 
 if TYPE_CHECKING:
     from signoff.gate.core import CheckContext
 
-__all__ = ["decision_record", "grant_for", "grant_record", "use_record"]
+__all__ = [
+    "assignment_record",
+    "decision_record",
+    "escalation_record",
+    "grant_for",
+    "grant_record",
+    "lapse_record",
+    "use_record",
+    "vote_record",
+]
 
 
 def decision_record(before: Approval, after: Approval, *, actor: str, at: datetime) -> AuditRecord:
@@ -32,6 +53,77 @@ def decision_record(before: Approval, after: Approval, *, actor: str, at: dateti
     if isinstance(after.decision, Edit):
         data["args"] = before.call.args
     return AuditRecord(actor=actor, action="decision", subject=before.id, at=at, data=data)
+
+
+def lapse_record(before: Approval, after: Approval, *, at: datetime) -> AuditRecord:
+    """The audit entry of an approval whose time ran out: expired, or decided by signoff as
+    the rule that asked says (`on_timeout`), naming that rule."""
+    record = decision_record(before, after, actor=AUTOMATIC, at=at)
+    if after.status != "expired":
+        record.data.update(automatic=True, rule=before.rule)
+    return record
+
+
+def vote_record(before: Approval, after: Approval, *, actor: str, at: datetime) -> AuditRecord:
+    """The audit entry of one person's approval of a call that needs several: the decision's
+    own entry when it completes them, else a ``vote`` with what is still needed."""
+    assert before.quorum is not None  # only such calls are voted on
+    voters = [v.by for v in after.votes]
+    if not after.pending:
+        record = decision_record(before, after, actor=actor, at=at)
+        record.data["votes"] = voters
+        return record
+    data: dict[str, Any] = {
+        "tool": before.call.name,
+        "digest": after.call.digest,
+        "run_id": before.run_id,
+        "votes": voters,
+        "needed": needed(before.quorum, after.votes).people,
+    }
+    if after.call.args != before.call.args:
+        data |= {"edit": after.call.args, "args": before.call.args}
+    return AuditRecord(actor=actor, action="vote", subject=before.id, at=at, data=data)
+
+
+def escalation_record(
+    before: Approval,
+    after: Approval,
+    steps: Sequence[Escalation],
+    approvers: Sequence[str],
+    *,
+    at: datetime,
+) -> AuditRecord:
+    """The audit entry of escalation steps reached: who may decide now, and who is told."""
+    return AuditRecord(
+        actor=AUTOMATIC,
+        action="escalate",
+        subject=before.id,
+        at=at,
+        data={
+            "tool": before.call.name,
+            "rule": before.rule,
+            "to": sorted({role for step in steps for role in step.to}),
+            "approvers": list(approvers),
+            "step": after.escalated,
+        },
+    )
+
+
+def assignment_record(before: Approval, assigned: Assignment) -> AuditRecord:
+    """The audit entry of an approval handed to someone: to whom, by whom, with what note."""
+    return AuditRecord(
+        actor=assigned.by,
+        action="assign",
+        subject=before.id,
+        at=assigned.at,
+        data={
+            "tool": before.call.name,
+            "rule": before.rule,
+            "to": assigned.to,
+            "note": assigned.note,
+            "from": None if before.assigned is None else before.assigned.to,
+        },
+    )
 
 
 def grant_record(grant: Grant, approval: Approval, *, actor: str, at: datetime) -> AuditRecord:

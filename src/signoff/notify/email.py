@@ -15,7 +15,7 @@ from signoff.notify.notice import Notice
 from signoff.notify.settings import EmailSettings
 from signoff.notify.transport import SendFailed
 
-__all__ = ["Email", "message"]
+__all__ = ["Email", "message", "recipients"]
 
 
 def message(notice: Notice, settings: EmailSettings) -> EmailMessage:
@@ -23,7 +23,7 @@ def message(notice: Notice, settings: EmailSettings) -> EmailMessage:
     # A tool's name is anyone's text: no line break may reach a header.
     mail["Subject"] = " ".join(f"[signoff] {notice.title}".split())
     mail["From"] = settings.sender
-    mail["To"] = ", ".join(settings.to)
+    mail["To"] = ", ".join(recipients(notice, settings))
     mail["Date"] = formatdate(localtime=False)
     mail["Message-ID"] = make_msgid(idstring=notice.id, domain="signoff")
     mail["X-Signoff-Event"] = notice.event
@@ -42,6 +42,15 @@ def message(notice: Notice, settings: EmailSettings) -> EmailMessage:
         f"<h2>{html.escape(notice.title)}</h2><table>{rows}</table>{link}", subtype="html"
     )
     return mail
+
+
+def recipients(notice: Notice, settings: EmailSettings) -> tuple[str, ...]:
+    """Whom the notice goes to: an approval assigned to a person this sink knows the address
+    of goes to them alone; anything else to the sink's `to`."""
+    assignee = notice.data.get("to") if notice.kind == "assigned" else None
+    if isinstance(assignee, str) and assignee in settings.people:
+        return (settings.people[assignee],)
+    return settings.to
 
 
 class Email:

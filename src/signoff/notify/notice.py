@@ -53,7 +53,14 @@ class Notice:
             return f"Expired without a decision: {self.tool} (not run)"
         if self.kind == "unknown":
             return f"Outcome unknown: {self.tool} may or may not have run"
-        status = (self.approval or {}).get("status") or self.data.get("status", "decided")
+        if self.kind == "assigned":
+            return f"Assigned to {_whom(self.data.get('to'))} by {self.actor}: {self.tool}"
+        if self.kind == "escalated":
+            roles = ", ".join(map(str, self.data.get("to") or []))
+            return f"Still waiting, now also for {roles}: {self.tool}"
+        status = self.data.get("status") or (self.approval or {}).get("status", "decided")
+        if self.data.get("automatic"):
+            return f"{self.tool} {_VERBS.get(status, status)} by signoff: nobody decided in time"
         return f"{self.tool} {_VERBS.get(status, status)} by {self.actor}"
 
     def facts(self) -> list[tuple[str, str]]:
@@ -80,8 +87,15 @@ class Notice:
             out.append(("Why it asks", str(approval["reason"])))
         if approval.get("requested_by"):
             out.append(("Requested by", str(approval["requested_by"])))
-        if self.kind == "requested" and approval.get("expires_at"):
+        if self.kind in ("requested", "assigned", "escalated") and approval.get("expires_at"):
             out.append(("Expires", str(approval["expires_at"])))
+        if self.kind == "assigned" and self.data.get("note"):
+            out.append(("Note", _cut(str(self.data["note"]), 500)))
+        if self.kind == "escalated":
+            who = ", ".join(map(str, self.data.get("approvers") or [])) or "anyone"
+            out.append(("May decide now", who))
+        if self.kind == "decided" and self.data.get("automatic"):
+            out.append(("Rule", str(self.data.get("rule") or "default")))
         decision = approval.get("decision") or {}
         if self.kind == "decided":
             if decision.get("reason"):
@@ -120,6 +134,11 @@ class Notice:
             "approval": self.approval,
             "call": None if self.kind != "unknown" else self.data,
         }
+
+
+def _whom(to: Any) -> str:
+    text = str(to)
+    return f"everyone with the role {text[5:]}" if text.startswith("role:") else text
 
 
 def _cut(text: str, limit: int) -> str:

@@ -7,7 +7,8 @@ notify:
   webhooks:
     - url: https://hooks.example.com/signoff
       secret_env: SIGNOFF_WEBHOOK_SECRET    # signs each body (HMAC-SHA256)
-      events: [requested, expired]          # default: requested, decided, expired, unknown
+      events: [requested, expired]          # default: all (requested, decided, expired,
+                                            # unknown, assigned, escalated)
       agents: ["ops*"]                      # globs; default: every agent, tool and rule
       tools: ["*_delete*"]
   slack:
@@ -21,6 +22,7 @@ notify:
       password_env: SMTP_PASSWORD
       sender: signoff@example.com
       to: [oncall@example.com]
+      people: {olga: olga@example.com}      # an approval assigned to olga: to her alone
 ```
 
 Secrets are read from the environment (``*_env``); the same keys without ``_env`` take the value
@@ -52,7 +54,7 @@ __all__ = [
     "read_notify",
 ]
 
-EventKind = Literal["requested", "decided", "expired", "unknown"]
+EventKind = Literal["requested", "decided", "expired", "unknown", "assigned", "escalated"]
 EVENTS: tuple[EventKind, ...] = get_args(EventKind)
 
 _TOP = frozenset({"base_url", "retry", "webhooks", "slack", "email"})
@@ -65,7 +67,7 @@ _SLACK = _FILTERS | {
 }  # fmt: skip
 _EMAIL = _FILTERS | {
     "host", "port", "starttls", "ssl", "username", "username_env", "password", "password_env",
-    "sender", "to", "timeout",
+    "sender", "to", "timeout", "people",
 }  # fmt: skip
 
 
@@ -153,6 +155,8 @@ class EmailSettings:
     sender: str
     to: tuple[str, ...]
     timeout: float = 30.0
+    people: Mapping[str, str] = field(default_factory=dict)
+    """Principal → address: an approval assigned to one of them is mailed to them alone."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -365,6 +369,15 @@ def _email(
         if any("\r" in a or "\n" in a or "@" not in a for a in found):
             reader.error((*where, key), f"{key} must be email addresses, one per line")
             return None
+    people: dict[str, str] = {}
+    if "people" in item:
+        listed = reader.mapping(item["people"], (*where, "people"), "people") or {}
+        for name, address in listed.items():
+            address = reader.string(address, (*where, "people", name), "an email address")
+            if address is not None and ("\r" in address or "\n" in address or "@" not in address):
+                reader.error((*where, "people", name), "people maps principals to email addresses")
+            elif address is not None:
+                people[name] = address
     username = _secret(reader, item, where, "username", env, required=False)
     password = _secret(reader, item, where, "password", env, required=False)
     if (username is None) != (password is None):
@@ -382,6 +395,7 @@ def _email(
         sender=sender,
         to=to,
         timeout=_timeout(reader, item, where, 30.0),
+        people=people,
     )
 
 

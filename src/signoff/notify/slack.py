@@ -171,7 +171,13 @@ def blocks(notice: Notice, *, buttons: bool, sink: str = "slack[0]") -> list[dic
             text = {"type": "plain_text", "text": f"{label}:\n{value}"[:_TEXT], "emoji": False}
         out.append({"type": "section", "text": text})
     elements: list[dict[str, Any]] = []
-    if buttons and notice.kind == "requested" and notice.approval is not None:
+    asking = notice.kind in ("requested", "assigned", "escalated")
+    if (
+        buttons
+        and asking
+        and notice.approval is not None
+        and notice.approval["status"] == "pending"
+    ):
         value = f"{sink}|{notice.approval['id']}"
         elements += [
             _button("Approve", APPROVE, value, style="primary"),

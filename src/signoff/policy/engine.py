@@ -351,6 +351,9 @@ def _entry(rule: Rule) -> _Entry:
         forbid_self_approval=rule.forbid_self_approval,
         destructive=rule.destructive,
         rule_digest=rule.digest,
+        quorum=rule.quorum,
+        escalate=rule.escalate,
+        on_timeout=rule.on_timeout,
     )
     return _Entry(
         rule=rule,
@@ -421,7 +424,8 @@ def _grant_problem(
     under the very rule that asks now (what the rule says, and its id when the file names it: a
     generated id only says where the rule stands, which a new rule shifts); it covers the call
     and its scope; its granter could have approved the call (the rule's approvers,
-    self-approval); and no deny rule matches the call — grants never beat a deny. Arguments
+    self-approval; a rule that needs several people is never met by a grant); and no deny rule
+    matches the call — grants never beat a deny. Arguments
     that cannot be checked (not JSON) are never covered: the call keeps asking."""
     if (grant.tool, grant.server, grant.kind) != (call.name, call.server, call.kind):
         return f"it is for another {call.kind}"
@@ -434,6 +438,8 @@ def _grant_problem(
             return f"rule {grant.rule or 'default'} changed since it was granted"
         asking = asked.rule or "the policy's default"
         return f"it was granted under {grant.rule or 'the default'}, and {asking} asks now"
+    if asked.quorum is not None:
+        return f"the rule needs {asked.quorum.count} people to approve, and a grant is one's"
     if asked.approvers and not set(grant.roles) & set(asked.approvers):
         return (
             f"{grant.created_by!r} has none of the roles {list(asked.approvers)!r} the rule needs"

@@ -27,7 +27,7 @@ from signoff.policy.model import Policy, Rule, SectionDefault
 from signoff.policy.reader import Reader, Recorded
 from signoff.policy.reader import show as _show
 from signoff.policy.source import Locator, Path, format_path, parse_text, paused_gc
-from signoff.types import CallKind, VerdictKind, canonical_json
+from signoff.types import CallKind, Escalation, OnTimeout, Quorum, VerdictKind, canonical_json
 
 __all__ = ["load_data", "load_file", "load_text"]
 
@@ -73,8 +73,17 @@ _KAGENT_BLOCK_KEYS = frozenset(
     {"name", "kind", "apiGroup", "toolNames", "requireApproval", "allowedHeaders"}
 )
 _RULE_OPTIONS = frozenset(
-    {"timeout", "approvers", "forbid_self_approval", "destructive", "reason", "priority"}
-)
+    {"timeout", "approvers", "forbid_self_approval", "destructive", "reason", "priority",
+     "approvals", "escalate", "on_timeout"}
+)  # fmt: skip
+_ASKING_OPTIONS = ("timeout", "approvers", "forbid_self_approval", "destructive", "approvals",
+                   "escalate", "on_timeout")  # fmt: skip
+_APPROVALS_KEYS = frozenset({"count", "distinct", "from"})
+_ESCALATION_KEYS = frozenset({"after", "to"})
+_ON_TIMEOUT_KEYS = frozenset({"after", "decide", "reason", "despite_approvers"})
+MAX_QUORUM = 10
+"""The most people a rule may require: more is a mistake, not a safeguard."""
+MAX_ESCALATIONS = 10
 _RULE_KEYS = frozenset({"allow", "ask", "deny", "id", "except", "server", "agent", "when"})
 _CALL_KINDS: tuple[CallKind, ...] = ("tool", "resource", "prompt")
 _RULE_KEYS |= _RULE_OPTIONS
@@ -454,7 +463,7 @@ class _Builder:
     ) -> dict[str, Any]:
         out: dict[str, Any] = {}
         if effect in ("allow", "deny"):
-            for key in ("timeout", "approvers", "forbid_self_approval", "destructive"):
+            for key in _ASKING_OPTIONS:
                 if key in data:
                     self.reader.warn(
                         (*path, key),
@@ -481,7 +490,144 @@ class _Builder:
             )
         if "reason" in data:
             out["reason"] = self.reader.string(data["reason"], (*path, "reason"), "reason")
+        if "approvals" in data:
+            out["quorum"] = self._quorum(data["approvals"], (*path, "approvals"))
+        if "escalate" in data:
+            out["escalate"] = self._escalate(data["escalate"], (*path, "escalate"))
+        if "on_timeout" in data:
+            on_timeout = self._on_timeout(data, path, out)
+            if on_timeout is not None:
+                out["on_timeout"], out["timeout"] = on_timeout
+            else:
+                out["on_timeout"] = None
         return out
+
+    def _quorum(self, value: Any, path: Path) -> Quorum | None:
+        """``approvals: {count: 2, distinct: true, from: [ops, finance]}``: how many people."""
+        data = self.reader.mapping(value, path, "approvals")
+        if data is None:
+            return None
+        self.reader.keys(data, path, _APPROVALS_KEYS, "approvals")
+        if "count" not in data:
+            self.reader.error(path, "approvals needs 'count': how many people must approve")
+            return None
+        count = self.reader.integer(data["count"], (*path, "count"), "approvals.count")
+        if count is not None and not 1 <= count <= MAX_QUORUM:
+            self.reader.error((*path, "count"), f"approvals.count must be 1 to {MAX_QUORUM}")
+            count = None
+        if "distinct" in data and data["distinct"] is not True:
+            self.reader.error(
+                (*path, "distinct"),
+                "approvals are always from distinct people: 'distinct' can only be true",
+            )
+            return None
+        roles: tuple[str, ...] | None = ()
+        if "from" in data:
+            roles = self.reader.strings(data["from"], (*path, "from"), "approvals.from")
+        if count is None or roles is None:
+            return None
+        if len(roles) > count:
+            self.reader.error(
+                (*path, "from"),
+                f"approvals.from names {len(roles)} roles, one person each, but count is "
+                f"{count}: raise count to at least {len(roles)}",
+            )
+            return None
+        if count == 1 and not roles:
+            return None  # one person: as without the option
+        return Quorum(count=count, roles=roles)
+
+    def _escalate(self, value: Any, path: Path) -> tuple[Escalation, ...] | None:
+        """``escalate: [{after: 30m, to: [security]}, {after: 2h, to: [cto]}]``."""
+        if not isinstance(value, list) or not value:
+            self.reader.error(path, "escalate must be a non-empty list of {after, to} steps")
+            return None
+        if len(value) > MAX_ESCALATIONS:
+            self.reader.error(path, f"escalate has at most {MAX_ESCALATIONS} steps")
+            return None
+        steps: list[Escalation] = []
+        for i, item in enumerate(value):
+            where = (*path, i)
+            data = self.reader.mapping(item, where, "an escalation step")
+            if data is None:
+                return None
+            self.reader.keys(data, where, _ESCALATION_KEYS, "an escalation step")
+            if "after" not in data or "to" not in data:
+                self.reader.error(where, "an escalation step needs 'after' and 'to'")
+                return None
+            after = self.reader.duration(data["after"], (*where, "after"), "escalate.after")
+            to = self.reader.strings(data["to"], (*where, "to"), "escalate.to")
+            if after is None or to is None:
+                return None
+            if steps and after <= steps[-1].after:
+                self.reader.error(
+                    (*where, "after"), "each escalation step comes after the one before it"
+                )
+                return None
+            steps.append(Escalation(after=after, to=to))
+        return tuple(steps)
+
+    def _on_timeout(
+        self, data: dict[str, Any], path: Path, options: dict[str, Any]
+    ) -> tuple[OnTimeout, float] | None:
+        """``on_timeout: {after: 15m, decide: approve}`` (or ``reject``, with a ``reason``):
+        what signoff decides when nobody does in time; and the time."""
+        where = (*path, "on_timeout")
+        found = self.reader.mapping(data["on_timeout"], where, "on_timeout")
+        if found is None:
+            return None
+        self.reader.keys(found, where, _ON_TIMEOUT_KEYS, "on_timeout")
+        if "after" not in found or "decide" not in found:
+            self.reader.error(where, "on_timeout needs 'after' and 'decide' (approve or reject)")
+            return None
+        if "timeout" in data:
+            self.reader.error(
+                (*path, "timeout"),
+                "give the time once: 'on_timeout.after' is the rule's timeout",
+                at_key=True,
+            )
+            return None
+        after = self.reader.duration(found["after"], (*where, "after"), "on_timeout.after")
+        decide = found["decide"]
+        if decide not in ("approve", "reject"):
+            self.reader.error(
+                (*where, "decide"), f"on_timeout.decide must be approve or reject, not {decide!r}"
+            )
+            return None
+        reason = None
+        if "reason" in found:
+            if decide != "reject":
+                self.reader.error(
+                    (*where, "reason"), "a reason goes with decide: reject", at_key=True
+                )
+                return None
+            reason = self.reader.string(found["reason"], (*where, "reason"), "on_timeout.reason")
+        despite = False
+        if "despite_approvers" in found:
+            despite = bool(
+                self.reader.boolean(
+                    found["despite_approvers"], (*where, "despite_approvers"), "despite_approvers"
+                )
+            )
+        guarded = [k for k in ("approvers", "forbid_self_approval", "approvals") if data.get(k)]
+        if decide == "approve" and guarded:
+            names = ", ".join(repr(k) for k in guarded)
+            if not despite:
+                self.reader.error(
+                    (*where, "decide"),
+                    f"this rule says who may decide ({names}): approving on timeout would "
+                    "approve without them. Add 'despite_approvers: true' to mean it",
+                )
+                return None
+            self.reader.warn(
+                (*where, "despite_approvers"),
+                f"calls of this rule are approved on timeout without the people its {names} "
+                "require",
+                at_key=True,
+            )
+        if after is None:
+            return None
+        return OnTimeout(decide=decide, reason=reason, despite_approvers=despite), after
 
     def _conditions(self, value: Any, path: Path) -> tuple[Condition, ...] | None:
         data = self._map(value, path)

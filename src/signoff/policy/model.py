@@ -10,7 +10,7 @@ from typing import Any, Literal, TypeAlias
 
 from signoff.errors import InvalidArgumentsError, Problem
 from signoff.policy.conditions import Condition
-from signoff.types import CallKind, VerdictKind, canonical_json
+from signoff.types import CallKind, Escalation, OnTimeout, Quorum, VerdictKind, canonical_json
 
 __all__ = ["Policy", "Rule", "SectionDefault", "default_digest"]
 
@@ -47,6 +47,11 @@ class Rule:
     destructive: bool = False
     """Whether the calls it asks about cannot be undone: the web inbox asks "are you sure?"
     before approving one."""
+    quorum: Quorum | None = None
+    """How many people must approve a call it asks about, when more than one."""
+    escalate: tuple[Escalation, ...] = ()
+    on_timeout: OnTimeout | None = None
+    """What signoff decides when nobody does within `timeout` (else the call expires)."""
     reason: str | None = None
     """Shown with the verdict instead of the generated explanation."""
     tier: int = 0
@@ -85,7 +90,7 @@ class Rule:
             out["when"] = when
         if self.priority:
             out["priority"] = self.priority
-        if self.timeout is not None:
+        if self.timeout is not None and self.on_timeout is None:
             out["timeout"] = self.timeout
         if self.approvers:
             out["approvers"] = list(self.approvers)
@@ -93,6 +98,19 @@ class Rule:
             out["forbid_self_approval"] = True
         if self.destructive:
             out["destructive"] = True
+        if self.quorum is not None:
+            out["approvals"] = {"count": self.quorum.count}
+            if self.quorum.roles:
+                out["approvals"]["from"] = list(self.quorum.roles)
+        if self.escalate:
+            out["escalate"] = [{"after": e.after, "to": list(e.to)} for e in self.escalate]
+        if self.on_timeout is not None:
+            on_timeout: dict[str, Any] = {"after": self.timeout, "decide": self.on_timeout.decide}
+            if self.on_timeout.reason is not None:
+                on_timeout["reason"] = self.on_timeout.reason
+            if self.on_timeout.despite_approvers:
+                on_timeout["despite_approvers"] = True
+            out["on_timeout"] = on_timeout
         if self.reason is not None:
             out["reason"] = self.reason
         return out

@@ -37,6 +37,7 @@ from signoff.server.intake import BodyLimits, Intake, refuse, validation_refusal
 from signoff.server.quick import QuickDecision
 from signoff.server.service import Principal, Service
 from signoff.server.shapes import (
+    AssignBody,
     DecisionBody,
     Decisions,
     ExplainBody,
@@ -266,7 +267,7 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
 
     @app.get("/v1/approvals")
     async def list_approvals(
-        _: Who,
+        who: Who,
         status: str | None = None,
         run_id: str | None = None,
         agent: str | None = None,
@@ -274,19 +275,33 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
         cursor: str | None = None,
         limit: Annotated[int, Query(ge=1, le=500)] = 100,
         short_id: Annotated[str | None, Query(min_length=1)] = None,
+        assigned: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     ) -> dict[str, Any]:
         """Newest first; `next` is the cursor of the next page, or null. Long arguments are
         cut (``truncated``); `GET /v1/approvals/{id}` has them whole. With `short_id`, only
-        the approvals whose id ends with it (the short id `signoff inbox` shows), on one page."""
+        the approvals whose id ends with it (the short id `signoff inbox` shows), on one page.
+        With `assigned`, those handed to that principal or ``role:NAME``; ``assigned=me``:
+        to the caller, or to a role the caller has."""
         if short_id is not None:
-            if (status, run_id, agent, tool, cursor) != (None,) * 5:
+            if (status, run_id, agent, tool, cursor, assigned) != (None,) * 6:
                 raise HTTPException(
                     400, detail={"error": "InvalidRequest", "detail": "short_id goes alone"}
                 )
             found = await service.store.find_approvals(short_id, limit=limit)
             return {"items": [brief(a) for a in await approvals_json(found)], "next": None}
+        assigned_to = None
+        if assigned == "me":
+            assigned_to = [who.name, *(f"role:{r}" for r in sorted(who.roles))]
+        elif assigned is not None:
+            assigned_to = [assigned]
         page = await service.store.list_approvals(
-            status=status, run_id=run_id, agent=agent, tool=tool, before=cursor, limit=limit
+            status=status,
+            run_id=run_id,
+            agent=agent,
+            tool=tool,
+            assigned_to=assigned_to,
+            before=cursor,
+            limit=limit,
         )
         return {
             "items": [brief(a) for a in await approvals_json(page)],
@@ -309,6 +324,17 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
     async def decide(approval_id: str, body: DecisionBody, who: Who) -> dict[str, Any]:
         # A well-formed decision seldom gets here: `QuickDecision` takes it to `take` first.
         return await take(who, approval_id, body)
+
+    @app.post("/v1/approvals/{approval_id}/assign")
+    async def assign(approval_id: str, body: AssignBody, who: Who) -> dict[str, Any]:
+        """Hand a pending approval to a person or a role (``role:NAME``) with a note, as
+        someone who may decide it; it is told through the sinks that reach them, audited, and
+        widens nothing: they are held to the rule's approvers like anyone."""
+        approval = await service.gate.assign(
+            approval_id, body.to, actor=who.name, roles=who.roles, note=body.note
+        )
+        [shown_approval] = await approvals_json([approval])
+        return show(shown_approval)
 
     @app.post("/v1/approvals/decisions")
     async def decide_batch(body: Decisions, who: Who) -> dict[str, Any]:

@@ -38,6 +38,7 @@ from signoff.server.auth import allowed_host
 from signoff.server.intake import MAX_BODY
 from signoff.server.redact import Redaction
 from signoff.server.service import UNDO_SECONDS, Principal
+from signoff.types import AUTOMATIC
 
 __all__ = ["ServerConfig", "load_config"]
 
@@ -222,6 +223,13 @@ def _tokens(reader: Reader, auth: Any) -> dict[str, Principal]:
         name = reader.string(item.get("principal"), (*where, "principal"), "principal")
         roles = reader.strings(item.get("roles", []), (*where, "roles"), "roles", allow_empty=True)
         token = _secret(reader, item, where)
+        if name == AUTOMATIC:
+            reader.error(
+                (*where, "principal"),
+                f"{AUTOMATIC!r} is who signoff decides as itself (an expiry, a decision on "
+                "timeout): name the principal otherwise",
+            )
+            continue
         if name is None or roles is None or token is None:
             continue
         if token in tokens:

@@ -11,6 +11,8 @@ from typing import Any, Literal, TypeVar, cast
 from pydantic import BaseModel, ConfigDict, Field
 
 from signoff.errors import InvalidDecisionError
+from signoff.gate.core import MAX_NOTE
+from signoff.gate.deciders import needed
 from signoff.limits import PREVIEW_CHARS, clip
 from signoff.server.redact import Redaction
 from signoff.store.runs import StoredEvent
@@ -36,6 +38,7 @@ PREVIEW_BYTES = 64 * 1024
 __all__ = [
     "INPUT_CHARS",
     "Always",
+    "AssignBody",
     "DecisionBody",
     "Decisions",
     "ExplainBody",
@@ -124,6 +127,12 @@ class ToggleBody(_Body):
     """The policy version the change was made against: another change since gets 409."""
 
 
+class AssignBody(_Body):
+    to: str = Field(min_length=1, max_length=200)
+    """A principal's name, or ``role:NAME``."""
+    note: str = Field(default="", max_length=MAX_NOTE)
+
+
 class Decisions(_Body):
     decisions: dict[str, DecisionBody] = Field(min_length=1)
 
@@ -138,6 +147,10 @@ def approval_json(approval: Approval, inputs: Mapping[str, str] | None = None) -
     to `INPUT_CHARS`, or null for a call no run of signoff's holds (the MCP gateway's, the
     gate's, another framework's)."""
     data = approval_to_dict(approval)
+    quorum = approval.quorum
+    # A call that needs several people: who is still needed (the card shows it).
+    left = None if quorum is None or not approval.pending else needed(quorum, approval.votes)
+    data["needed"] = None if left is None else {"people": left.people, "roles": list(left.roles)}
     if inputs is not None:
         data["input"] = cut_input(None if approval.run_id is None else inputs.get(approval.run_id))
     return data

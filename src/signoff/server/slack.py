@@ -15,6 +15,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from signoff.errors import ConflictError, ForbiddenError, NotFoundError
+from signoff.gate.deciders import needed
 from signoff.notify import Notifications
 from signoff.notify.slack import APPROVE, BadRequest, interaction
 from signoff.server.service import Service
@@ -73,6 +74,15 @@ def mount_slack(
         except (ForbiddenError, ConflictError, NotFoundError) as exc:
             await slack.reply(press, f"Nothing was decided: {exc}", replace=False)
             return JSONResponse({"decided": False, "detail": str(exc)})
+        if approval.pending and approval.quorum is not None:
+            # One approval of several: the message keeps its buttons for the others.
+            left = needed(approval.quorum, approval.votes)
+            text = (
+                f"{approval.call.name}: approved by {user.principal} (in Slack); it still "
+                f"needs {left}"
+            )
+            await slack.reply(press, text, replace=False)
+            return JSONResponse({"decided": False, "status": approval.status, "detail": text})
         text = f"{approval.call.name}: {approval.status} by {user.principal} (in Slack)"
         await slack.reply(press, text, replace=True)
         return JSONResponse({"decided": True, "status": approval.status})

@@ -112,6 +112,7 @@ class Store(Protocol):
         tool: str | None = None,
         origin: str | None = None,
         thread_id: str | None = None,
+        assigned_to: Collection[str] | None = None,
         before: str | None = None,
         limit: int = 100,
     ) -> list[Approval]: ...
@@ -151,6 +152,8 @@ class Store(Protocol):
     ) -> bool: ...
 
     async def due_for_expiry(self, now: datetime, *, limit: int = 500) -> list[Approval]: ...
+
+    async def due_for_escalation(self, now: datetime, *, limit: int = 500) -> list[Approval]: ...
 
     async def save_policy(
         self,

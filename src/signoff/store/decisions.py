@@ -224,7 +224,9 @@ def _log_decisions(connection: Connection, approvals: Sequence[Approval]) -> Non
     signoff's runtime), in the decision's transaction: every projection of the run sees it."""
     by_run: dict[str, list[Approval]] = {}
     for approval in approvals:
-        if approval.run_id is not None:
+        # A change that leaves it pending (one vote of several, an assignment, an escalation)
+        # decides nothing yet.
+        if approval.run_id is not None and not approval.pending:
             by_run.setdefault(approval.run_id, []).append(approval)
     if by_run:
         append_events_to_runs(

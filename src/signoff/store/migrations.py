@@ -248,6 +248,26 @@ def _v12(connection: Connection) -> None:
     )
 
 
+def _v13(connection: Connection) -> None:
+    """Beyond one person's yes or no: how many people must approve a held call and who has
+    (`quorum`, `votes`), whom it escalates to as time passes (`escalate`, how many steps were
+    announced, and when the next comes), what signoff decides when nobody does in time
+    (`on_timeout`), and whom it was handed to (`assigned`, and its `assigned_to` for the
+    "assigned to me" view). Calls held before it have none of these."""
+    for column in ("quorum", "votes", "escalate", "on_timeout", "assigned", "assigned_to"):
+        connection.execute(text(f"ALTER TABLE approvals ADD COLUMN {column} TEXT"))
+    connection.execute(
+        text("ALTER TABLE approvals ADD COLUMN escalated INTEGER NOT NULL DEFAULT 0")
+    )
+    connection.execute(text("ALTER TABLE approvals ADD COLUMN next_escalation_at BIGINT"))
+    connection.execute(
+        text("CREATE INDEX approvals_escalation ON approvals (status, next_escalation_at)")
+    )
+    connection.execute(
+        text("CREATE INDEX approvals_assigned ON approvals (status, assigned_to, id)")
+    )
+
+
 def _v15(connection: Connection) -> None:
     """Insights over a window of decisions: the approvals asked in a time range, read from an
     index that holds every column the aggregates group and count (no table row is visited),
@@ -277,6 +297,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _v10,
     _v11,
     _v12,
+    _v13,
     _v15,
 ]
 LATEST = len(MIGRATIONS)

@@ -35,7 +35,7 @@ from signoff.types import canonical_json
 
 __all__ = ["Delivery", "NewDelivery", "OutboxEvent", "OutboxStore", "event_of"]
 
-EventKind = Literal["requested", "decided", "expired", "unknown"]
+EventKind = Literal["requested", "decided", "expired", "unknown", "assigned", "escalated"]
 DeliveryStatus = Literal["pending", "sent", "failed"]
 
 _audit = schema.audit
@@ -117,12 +117,23 @@ class Delivery:
     sent_at: datetime | None
 
 
+_TOLD: dict[str, EventKind] = {
+    "verdict": "requested",
+    "decision": "decided",
+    "unknown": "unknown",
+    "assign": "assigned",
+    "escalate": "escalated",
+}
+"""The audit actions people are told of, and the event each is (a verdict only when it asks,
+a decision "expired" when it is an expiry)."""
+
+
 def event_of(
     seq: int, at: int, actor: str, action: str, subject: str, text: str
 ) -> OutboxEvent | None:
     """The event an audit entry is, or None for one nobody is told of (a grant, a policy
     change, a verdict that did not ask) or one whose data is not what signoff writes."""
-    if action not in ("verdict", "decision", "unknown"):
+    if action not in _TOLD:
         return None
     try:
         data = json.loads(text)
@@ -140,7 +151,7 @@ def event_of(
     elif action == "decision":
         kind = "expired" if data.get("status") == "expired" else "decided"
     else:
-        kind = "unknown"
+        kind = _TOLD[action]
     return OutboxEvent(seq=seq, at=moment, kind=kind, subject=subject, actor=actor, data=data)
 
 

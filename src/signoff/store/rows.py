@@ -3,10 +3,22 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from signoff.store.times import from_micros, to_micros
-from signoff.types import Approval, ToolCall, canonical_json, decision_from_dict, decision_to_dict
+from signoff.types import (
+    Approval,
+    Assignment,
+    Escalation,
+    OnTimeout,
+    Quorum,
+    ToolCall,
+    Vote,
+    canonical_json,
+    decision_from_dict,
+    decision_to_dict,
+)
 
 __all__ = ["approval_from_row", "approval_row", "decision_values"]
 
@@ -38,13 +50,31 @@ def approval_row(approval: Approval) -> dict[str, Any]:
         "forbid_self_approval": approval.forbid_self_approval,
         "destructive": approval.destructive,
         "args_schema": None if approval.args_schema is None else _json(approval.args_schema),
+        "quorum": None
+        if approval.quorum is None
+        else _json({"count": approval.quorum.count, "roles": list(approval.quorum.roles)}),
+        "escalate": None
+        if not approval.escalate
+        else _json([{"after": e.after, "to": list(e.to)} for e in approval.escalate]),
+        "on_timeout": None if approval.on_timeout is None else _json(_on_timeout(approval)),
         **decision_values(approval),
+    }
+
+
+def _on_timeout(approval: Approval) -> dict[str, Any]:
+    assert approval.on_timeout is not None
+    on_timeout = approval.on_timeout
+    return {
+        "decide": on_timeout.decide,
+        "reason": on_timeout.reason,
+        "despite_approvers": on_timeout.despite_approvers,
     }
 
 
 def decision_values(approval: Approval) -> dict[str, Any]:
     decided_at = approval.decided_at
     decision = approval.decision
+    assigned = approval.assigned
     return {
         "status": approval.status,
         "decided_by": approval.decided_by,
@@ -56,7 +86,29 @@ def decision_values(approval: Approval) -> dict[str, Any]:
         else _json(approval.requested_args),
         "digest": approval.call.digest,
         "version": approval.version,
+        "votes": None
+        if not approval.votes
+        else _json(
+            [{"by": v.by, "roles": list(v.roles), "at": to_micros(v.at)} for v in approval.votes]
+        ),
+        "escalated": approval.escalated,
+        "next_escalation_at": _micros(approval.next_escalation),
+        "assigned": None
+        if assigned is None
+        else _json(
+            {
+                "to": assigned.to,
+                "by": assigned.by,
+                "note": assigned.note,
+                "at": to_micros(assigned.at),
+            }
+        ),
+        "assigned_to": None if assigned is None else assigned.to,
     }
+
+
+def _micros(moment: datetime | None) -> int | None:
+    return None if moment is None else to_micros(moment)
 
 
 def approval_from_row(row: Any) -> Approval:
@@ -90,4 +142,27 @@ def approval_from_row(row: Any) -> Approval:
         requested_args=None if row.requested_args is None else json.loads(row.requested_args),
         version=row.version,
         args_schema=None if row.args_schema is None else json.loads(row.args_schema),
+        quorum=None if row.quorum is None else _quorum(json.loads(row.quorum)),
+        votes=()
+        if row.votes is None
+        else tuple(
+            Vote(by=v["by"], roles=tuple(v["roles"]), at=from_micros(v["at"]))
+            for v in json.loads(row.votes)
+        ),
+        escalate=()
+        if row.escalate is None
+        else tuple(
+            Escalation(after=e["after"], to=tuple(e["to"])) for e in json.loads(row.escalate)
+        ),
+        escalated=row.escalated,
+        on_timeout=None if row.on_timeout is None else OnTimeout(**json.loads(row.on_timeout)),
+        assigned=None if row.assigned is None else _assignment(json.loads(row.assigned)),
     )
+
+
+def _quorum(data: dict[str, Any]) -> Quorum:
+    return Quorum(count=data["count"], roles=tuple(data["roles"]))
+
+
+def _assignment(data: dict[str, Any]) -> Assignment:
+    return Assignment(to=data["to"], by=data["by"], note=data["note"], at=from_micros(data["at"]))

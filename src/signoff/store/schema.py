@@ -86,6 +86,16 @@ approvals = Table(
     Column("args_schema", Text),
     # Since version 12: whether the asking rule marks the call destructive (the inbox confirms).
     Column("destructive", Boolean, nullable=False, server_default=false()),
+    # Since version 13: several people's approvals, escalation, a decision on timeout, and
+    # assignment (JSON, but `escalated`, `next_escalation_at` and `assigned_to`, kept to query).
+    Column("quorum", Text),
+    Column("votes", Text),
+    Column("escalate", Text),
+    Column("escalated", Integer, nullable=False, server_default="0"),
+    Column("next_escalation_at", BigInteger),
+    Column("on_timeout", Text),
+    Column("assigned", Text),
+    Column("assigned_to", Text),
     # Listing is newest first, and ids are time-ordered: each index ends in `id` so a page is a
     # plain index range, never a sort of every matching row.
     Index("approvals_status_id", "status", "id"),
@@ -95,6 +105,8 @@ approvals = Table(
     Index("approvals_batch", "batch_id"),
     Index("approvals_expiry", "status", "expires_at"),
     Index("approvals_digest", "digest", "status"),
+    Index("approvals_escalation", "status", "next_escalation_at"),
+    Index("approvals_assigned", "status", "assigned_to", "id"),
 )
 # The insights' indexes, made by their migration only (`migrations._v15`): `approvals_window` on
 # (requested_at, rule, tool, agent, status, decided_at, decided_by), `approvals_tool_window` on

@@ -232,10 +232,13 @@ class SQLStore(
         tool: str | None = None,
         origin: str | None = None,
         thread_id: str | None = None,
+        assigned_to: Collection[str] | None = None,
         before: str | None = None,
         limit: int = 100,
     ) -> list[Approval]:
-        """Newest first; `before` is the id of the last item of the previous page."""
+        """Newest first; `before` is the id of the last item of the previous page;
+        `assigned_to` keeps those assigned to any of the names given (a principal, a
+        ``role:NAME``)."""
         table = schema.approvals
         query = select(table)
         for column, value in (
@@ -249,6 +252,8 @@ class SQLStore(
         ):
             if value is not None:
                 query = query.where(column == value)
+        if assigned_to is not None:
+            query = query.where(table.c.assigned_to.in_(list(assigned_to)))
         if before is not None:
             query = query.where(table.c.id < before)
         query = query.order_by(table.c.id.desc()).limit(limit)
@@ -418,6 +423,18 @@ class SQLStore(
             select(table)
             .where(and_(table.c.status == "pending", table.c.expires_at <= to_micros(now)))
             .order_by(table.c.expires_at)
+            .limit(limit)
+        )
+        rows = await self.run(lambda c: c.execute(query).all(), write=False)
+        return [approval_from_row(row) for row in rows]
+
+    async def due_for_escalation(self, now: datetime, *, limit: int = 500) -> list[Approval]:
+        """The pending approvals whose next escalation step has come, longest due first."""
+        table = schema.approvals
+        query = (
+            select(table)
+            .where(and_(table.c.status == "pending", table.c.next_escalation_at <= to_micros(now)))
+            .order_by(table.c.next_escalation_at)
             .limit(limit)
         )
         rows = await self.run(lambda c: c.execute(query).all(), write=False)

@@ -1,6 +1,7 @@
 // An approval as a card: the tool, what the user asked the run that makes the call, its
 // arguments, who asks under which rule, its status badge, and — while it is pending — the
-// decisions: approve, edit, respond, reject, approve always for a scope. Approving and
+// decisions: approve, edit, respond, reject, approve always for a scope, assign to someone; a
+// call that needs several people shows who has approved it and who is still needed. Approving and
 // rejecting wait a few seconds (the server's `web.undo_seconds`) to be undone; approving or
 // editing a call its rule marks destructive asks first. The inbox, the run view and the approval's own
 // page show these.
@@ -58,10 +59,16 @@ export function keptCard(approval, cards, seen, context) {
   if (!card) {
     card = approvalCard(approval, context);
     cards.set(approval.id, card);
-  } else if (card.dataset.status !== approval.status) {
+  } else if (card.dataset.shown !== shownState(approval)) {
     fill(card, approval, context);
   }
   return card;
+}
+
+// What a redraw of the card would change: its status, and — while it waits — who has approved
+// it, whom it is assigned to, how far it has escalated.
+function shownState(approval) {
+  return JSON.stringify([approval.status, (approval.votes || []).map((v) => v.by), approval.assigned, approval.escalated]);
 }
 
 // "Approve All (N)" over several pending approvals; nothing for fewer than two.
@@ -98,6 +105,7 @@ function external(approval) {
 export function fill(card, approval, context) {
   const selected = card.classList.contains("selected");
   card.dataset.status = approval.status;
+  card.dataset.shown = shownState(approval);
   card.className = `card approval status-${approval.status}`;
   // A decision in its undo window: the card is not pending any more for the keyboard.
   card.classList.toggle("waiting", waiting.has(approval.id));
@@ -115,6 +123,7 @@ export function fill(card, approval, context) {
       approval.server ? h("span.server", {}, `on ${approval.server}`) : null,
       badge(approval.status),
       left ? h("span.deadline", { dataset: { expiresAt: approval.expires_at } }, left) : null,
+      left && approval.on_timeout ? h("span.on-timeout", {}, `then ${approval.on_timeout.decide === "approve" ? "approved" : "rejected"} by signoff`) : null,
     ),
     h(
       "div.meta",
@@ -130,9 +139,48 @@ export function fill(card, approval, context) {
     external(approval) && !context.own ? conversationFold(approval) : null,
     jsonView(approval.args),
     approval.truncated ? wholeLink(card, approval, context) : null,
+    approval.status === "pending" ? waitingOn(approval) : null,
     decided(approval),
     approval.status === "pending" ? actions(card, approval, context) : null,
   );
+}
+
+// While it waits: who has approved a call that needs several people and who is still needed,
+// whom it was handed to, and whom it has escalated to.
+function waitingOn(approval) {
+  const lines = [];
+  if (approval.quorum) {
+    const votes = approval.votes || [];
+    const needed = approval.needed || { people: approval.quorum.count - votes.length, roles: [] };
+    const roles = needed.roles.length ? `, one each with the roles ${needed.roles.join(", ")}` : "";
+    lines.push(
+      h(
+        "div.quorum",
+        { dataset: { approvedBy: votes.map((v) => v.by).join(","), needed: needed.people } },
+        h("b", {}, `Needs ${approval.quorum.count} people. `),
+        votes.length ? `Approved by ${votes.map((v) => v.by).join(", ")}; ` : "Nobody has approved yet; ",
+        `${needed.people} more needed${roles}.`,
+      ),
+    );
+  }
+  if (approval.assigned) {
+    const a = approval.assigned;
+    lines.push(
+      h(
+        "div.assigned",
+        { dataset: { assignedTo: a.to } },
+        "Assigned to ",
+        h("b", {}, a.to.startsWith("role:") ? `everyone with the role ${a.to.slice(5)}` : a.to),
+        ` by ${a.by}, ${when(a.at)}`,
+        a.note ? [": ", h("q.note", {}, a.note)] : null,
+      ),
+    );
+  }
+  if (approval.escalated) {
+    const roles = approval.escalate.slice(0, approval.escalated).flatMap((step) => step.to);
+    lines.push(h("div.escalated", {}, `Escalated to ${roles.join(", ")}: nobody decided in time.`));
+  }
+  return lines.length ? h("div.waiting-on", {}, lines) : null;
 }
 
 // What the user asked the run that made the call (where the run's conversation is not beside
@@ -182,8 +230,13 @@ function place(approval, context) {
 function decided(approval) {
   const d = approval.decision;
   if (!d) return null;
-  const by = approval.decided_by ? ` by ${approval.decided_by}` : "";
-  const parts = [h("div", {}, `${LABELS[approval.status] || approval.status}${by}, ${when(approval.decided_at)}`)];
+  const by = approval.automatic
+    ? " by signoff: nobody decided in time, and the rule says so"
+    : approval.decided_by
+      ? ` by ${approval.decided_by}`
+      : "";
+  const parts = [h("div", { className: approval.automatic ? "automatic" : "" }, `${LABELS[approval.status] || approval.status}${by}, ${when(approval.decided_at)}`)];
+  if (approval.votes?.length > 1) parts.push(h("div.votes", {}, `Approved by ${approval.votes.map((v) => v.by).join(", ")}`));
   if (d.reason) parts.push(h("div.decision-reason", {}, `Reason: ${d.reason}`));
   if (d.content) parts.push(h("div.decision-content", {}, `Response: ${d.content}`));
   if (approval.edited) {
@@ -229,7 +282,9 @@ function actions(card, approval, context) {
     button("edit", "Edit", () => editDialog(card, approval, context), "Edit the arguments (Ctrl/Cmd+E)"),
     button("respond", "Respond", () => respondDialog(card, approval, context), "Answer the agent with text instead"),
     button("reject", "Reject", () => rejectDialog(card, approval, context), "Reject with a reason"),
-    button("always", "Approve always…", () => alwaysDialog(card, approval, context), "Approve this and later calls like it"),
+    // A call that needs several people is approved one person at a time: no grant.
+    approval.quorum ? null : button("always", "Approve always…", () => alwaysDialog(card, approval, context), "Approve this and later calls like it"),
+    button("assign", "Assign to…", () => assignDialog(card, approval, context), "Hand it to a person or a role, with a note"),
   );
 }
 
@@ -581,6 +636,31 @@ export function rejectDialog(card, approval, context) {
     return error ? error.message : null;
   }, { danger: true });
   text.focus();
+}
+
+// Hand the approval to a person or a role, with a note: they are told, and find it under
+// "Assigned to me". The server says who cannot decide it.
+export function assignDialog(card, approval, context) {
+  const to = h("input", { name: "to", required: true, maxLength: 200, "aria-label": "assign to", placeholder: "a person's name, or role:NAME" });
+  const note = h("textarea", { name: "note", rows: 3, maxLength: 2000, "aria-label": "note", placeholder: "What should they look at?" });
+  dialog(
+    card,
+    `Assign ${approval.tool}`,
+    h("div", {}, h("label", {}, "To", to), h("label", {}, "Note", note)),
+    "Assign",
+    async () => {
+      if (!to.value.trim()) return "Name a person, or role:NAME.";
+      try {
+        const updated = await post(`/approvals/${encodeURIComponent(approval.id)}/assign`, { to: to.value.trim(), note: note.value });
+        fill(card, updated, context);
+        context.changed();
+        return null;
+      } catch (error) {
+        return error.message;
+      }
+    },
+  );
+  to.focus();
 }
 
 export function alwaysDialog(card, approval, context) {

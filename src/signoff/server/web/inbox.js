@@ -1,5 +1,5 @@
 // The inbox: every pending approval across runs and agents, newest first, filtered by agent,
-// tool and run, live through the event stream of every run.
+// tool and run — or those assigned to me — live through the event stream of every run.
 
 import { follow, get, query } from "./api.js";
 import { keptCard } from "./cards.js";
@@ -9,7 +9,12 @@ import { chatBox } from "./runs.js";
 const REFRESHING = new Set(["approval_requested", "decision", "paused", "resumed", "completed", "failed"]);
 
 export function inbox(main, app, params) {
-  const filters = { agent: params.get("agent") || "", tool: params.get("tool") || "", run_id: params.get("run") || "" };
+  const filters = {
+    agent: params.get("agent") || "",
+    tool: params.get("tool") || "",
+    run_id: params.get("run") || "",
+    assigned: params.get("assigned") === "me" ? "me" : "",
+  };
   const list = h("section.cards", { "aria-live": "polite", id: "inbox-list" });
   const count = h("span.count", { id: "inbox-count" });
   const cards = new Map();
@@ -29,22 +34,30 @@ export function inbox(main, app, params) {
     tools.map((t) => h("option", { value: t, selected: t === filters.tool }, t)),
   );
   const runInput = h("input", { name: "run", type: "search", placeholder: "run id", value: filters.run_id, "aria-label": "run" });
+  const assignedSelect = h(
+    "select",
+    { name: "assigned", "aria-label": "assigned" },
+    h("option", { value: "" }, "everything waiting"),
+    h("option", { value: "me", selected: filters.assigned === "me" }, "assigned to me"),
+  );
   const onFilter = () => {
     filters.agent = agentSelect.value;
     filters.tool = toolSelect.value;
     filters.run_id = runInput.value.trim();
-    const shown = query({ agent: filters.agent, tool: filters.tool, run: filters.run_id });
+    filters.assigned = assignedSelect.value;
+    const shown = query({ agent: filters.agent, tool: filters.tool, run: filters.run_id, assigned: filters.assigned });
     history.replaceState(null, "", `#/${shown}`);
     refresh();
   };
   agentSelect.addEventListener("change", onFilter);
   toolSelect.addEventListener("change", onFilter);
   runInput.addEventListener("change", onFilter);
+  assignedSelect.addEventListener("change", onFilter);
 
   clear(
     main,
     h("h1", {}, "Inbox ", count),
-    h("div.filters", {}, agentSelect, toolSelect, runInput),
+    h("div.filters", {}, assignedSelect, agentSelect, toolSelect, runInput),
     list,
     h("h2", {}, "Start a run"),
     chatBox(app),
@@ -54,7 +67,7 @@ export function inbox(main, app, params) {
   const refresh = guarded(load, "The inbox did not load");
   async function load() {
     const mine = ++generation;
-    const page = await get(`/approvals${query({ status: "pending", limit: 500, agent: filters.agent, tool: filters.tool, run_id: filters.run_id })}`);
+    const page = await get(`/approvals${query({ status: "pending", limit: 500, agent: filters.agent, tool: filters.tool, run_id: filters.run_id, assigned: filters.assigned })}`);
     if (mine !== generation) return; // a newer refresh is on its way
     const seen = new Set();
     const ordered = page.items.map((approval) => keptCard(approval, cards, seen, context));
