@@ -14,8 +14,10 @@ from typer.testing import CliRunner, Result
 
 from signoff import Policy
 from signoff.cli import app
+from signoff.demo.folder import ADDRESS
 from signoff.store import open_store
 from tests.history import POLICY, write_history
+from tests.processes import signoff_says, signoff_server
 
 runner = CliRunner()
 
@@ -100,3 +102,28 @@ def test_a_policy_file_needs_the_database_of_its_decisions(tmp_path: Path):
 
     assert result.exit_code == 2
     assert "--database" in result.output
+
+
+async def test_both_commands_work_through_the_demo_running_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    address = tmp_path / "signoff" / "demo" / ADDRESS
+    async with signoff_server("demo", "--port", "0") as (url, _):
+        code, out, err = await signoff_says("insights", "--json", "--days", "3", cwd=tmp_path)
+        assert (code, json.loads(out)["days"]) == (0, 3)
+        assert err == (
+            f"signoff insights: through the demo at {url} (from {address}; "
+            "--server URL names another)\n"
+        )
+        code, out, err = await signoff_says("policy", "suggest", cwd=tmp_path)
+        assert (code, out) == (0, "no suggestions from the decisions of the last 30 days\n")
+        assert err == (
+            f"signoff policy suggest: through the demo at {url} (from {address}; "
+            "--url URL names another)\n"
+        )
+        code, _, err = await signoff_says("insights", "--url", url, "--days", "0", cwd=tmp_path)
+        assert code == 2 and "--days" in err
+    code, out, err = await signoff_says("insights", cwd=tmp_path)
+    assert (code, out) == (2, "")
+    assert err.startswith("signoff insights: no server given and no demo running here")

@@ -61,17 +61,18 @@ def report(
     token: str | None,
     database: str | None,
     config: Path | None = None,
+    flag: str = "--server",
 ) -> dict[str, Any]:
     """The insights and suggestions as ``GET /v1/insights`` answers them: from the server, or
     computed from the database (suggested for the policy of `config`, else the one its servers
-    put in force last)."""
+    put in force last). `flag` is the command's option for a server's URL."""
     if config is not None and (server or not database):
         raise typer.BadParameter(
             "a server suggests for its own policy: give --config FILE with --database URL, "
             "where the decisions are read",
             param_hint="--config",
         )
-    server, database = where(command, server, database)
+    server, database = where(command, server, database, flag=flag)
     if server:
         return on_server(server, token, "GET", "/v1/insights", params={"days": days})
     assert database is not None  # where() gave one or the other

@@ -203,7 +203,7 @@ def suggest(
     from signoff.cli.insights import report, show_suggestions
 
     found = report("policy suggest", days=days, server=url, token=token, database=database,
-                   config=config)  # fmt: skip
+                   config=config, flag="--url")  # fmt: skip
     show_suggestions(found, Console(highlight=False, soft_wrap=True))
 
 
