@@ -81,6 +81,7 @@ typecheck: install
 bench: install
 	$(BIN)/python bench/policy.py
 	$(BIN)/python bench/approvals.py
+	$(BIN)/python bench/insights.py
 	$(BIN)/python bench/pause_resume.py
 	$(BIN)/python bench/server.py
 	$(BIN)/python bench/inbox.py

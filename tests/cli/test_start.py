@@ -70,7 +70,16 @@ def test_the_help_shows_every_command_with_its_help_and_loads_none_of_what_they_
 
 
 @pytest.mark.parametrize(
-    "command", [("inbox",), ("approve",), ("serve",), ("mcp-gateway",), ("audit", "verify")]
+    "command",
+    [
+        ("inbox",),
+        ("approve",),
+        ("serve",),
+        ("mcp-gateway",),
+        ("audit", "verify"),
+        ("insights",),
+        ("policy", "suggest"),
+    ],
 )
 def test_a_command_s_help_loads_none_of_what_the_command_uses(command: tuple[str, ...]):
     shown, loaded = help_of(*command)

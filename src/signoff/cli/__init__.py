@@ -12,7 +12,7 @@ from rich.markup import escape
 from typer.core import TyperGroup, TyperOption
 
 import signoff
-from signoff.cli import audit, decide, demo, gateway, grants, inbox, policy, serve
+from signoff.cli import audit, decide, demo, gateway, grants, inbox, insights, policy, serve
 from signoff.errors import SignoffError
 
 if TYPE_CHECKING:
@@ -78,6 +78,7 @@ app.command("approve")(decide.approve)
 app.command("reject")(decide.reject)
 app.command("assign")(decide.assign)
 app.command("inbox")(inbox.inbox)
+app.command("insights")(insights.insights)
 app.command("mcp-gateway")(gateway.mcp_gateway)
 
 

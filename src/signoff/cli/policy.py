@@ -1,4 +1,4 @@
-"""``signoff policy check`` and ``signoff policy explain``."""
+"""``signoff policy check``, ``signoff policy explain`` and ``signoff policy suggest``."""
 
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from signoff.cli.decide import Token, on_server, where
+from signoff.cli.insights import Days
 from signoff.errors import PolicyError, Problem, SignoffError
+from signoff.insights.report import DEFAULT_DAYS
 from signoff.types import Context, ToolCall, Verdict
 
 if TYPE_CHECKING:
@@ -34,7 +36,10 @@ class CallKindOption(StrEnum):
 
 __all__ = ["app", "explain_table", "load_calls", "table_console"]
 
-app = typer.Typer(help="Validate a policy and explain its verdicts.", no_args_is_help=True)
+app = typer.Typer(
+    help="Validate a policy, explain its verdicts, and see what the decisions suggest.",
+    no_args_is_help=True,
+)
 
 _STYLE = {"allow": "bold green", "ask": "bold yellow", "deny": "bold red"}
 
@@ -162,6 +167,44 @@ def explain(
 
 _HERE = "signoff.yaml"
 """The config ``explain`` reads by default, in the folder it runs in."""
+
+
+@app.command()
+def suggest(
+    days: Days = DEFAULT_DAYS,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            "-c",
+            help="Suggest changes to this policy file (with --database). Default: the policy "
+            "of the server or database given, or of the demo running here.",
+            show_default=False,
+        ),
+    ] = None,
+    database: Annotated[
+        str | None,
+        typer.Option(help="Read the decisions from this database (its URL).", show_default=False),
+    ] = None,
+    url: Annotated[
+        str | None,
+        typer.Option(
+            "--url",
+            help="Ask the signoff server at this URL: its decisions, its policy.",
+            envvar="SIGNOFF_SERVER",
+            show_default=False,
+        ),
+    ] = None,
+    token: Token = None,
+) -> None:
+    """Print the policy changes the decisions of the window suggest, each with its evidence
+    and as a diff of the policy. Nothing is applied: put a change in force in the web inbox's
+    Insights page (the admin role) or by editing the file."""
+    from signoff.cli.insights import report, show_suggestions
+
+    found = report("policy suggest", days=days, server=url, token=token, database=database,
+                   config=config, flag="--url")  # fmt: skip
+    show_suggestions(found, Console(highlight=False, soft_wrap=True))
 
 
 def _explained(

@@ -32,6 +32,7 @@ from signoff.errors import (
 )
 from signoff.gate.transcript import bounded
 from signoff.server.auth import LOOPBACK_NAMES, Auth, Who, host_name
+from signoff.server.insights import mount_insights
 from signoff.server.intake import BodyLimits, Intake, refuse, validation_refusal
 from signoff.server.quick import QuickDecision
 from signoff.server.service import Principal, Service
@@ -151,6 +152,7 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
 
     mount_web(app)
     mount_threads(app, service, show)
+    mount_insights(app, service)
     if service.notifications is not None:
         roles: dict[str, frozenset[str]] = {}
         for principal in auth.tokens.values():
@@ -363,10 +365,11 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
     @app.put("/v1/policy")
     async def put_policy(body: PolicyBody, who: Who) -> dict[str, Any]:
         """Put a new policy in force (the admin role): a new version, audited, on every
-        replica. A document with mistakes gets 422 listing each of them."""
+        replica. A document with mistakes gets 422 listing each of them; one made from a
+        `version` that another change replaced since, 409."""
         _admin(who)
         async with service.policy_lock:
-            await service.set_policy(body.document, actor=who.name)
+            await service.set_policy(body.document, actor=who.name, replaces=body.version)
         return _policy(service)
 
     @app.put("/v1/policy/tools/{tool}")

@@ -120,6 +120,8 @@ class ExplainBody(_Body):
 class PolicyBody(_Body):
     document: dict[str, Any]
     """The whole policy, as a file would write it (JSON for YAML)."""
+    version: str | None = Field(default=None, max_length=64)
+    """The policy version the document was made from: another change since gets 409."""
 
 
 class ToggleBody(_Body):

@@ -7,11 +7,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
-from signoff.types import Approval, AuditEntry, Grant
+from signoff.types import Approval, ApprovalStatus, AuditEntry, Grant
 
 if TYPE_CHECKING:
     from signoff.store.checkpoint import Checkpoint
     from signoff.store.external import ExternalRecord, LedgerClaim, Pause, PauseStatus
+    from signoff.store.insights import ArgumentTest, GroupKey, GroupStats
     from signoff.store.ledger import LedgerEntry
     from signoff.store.notes import Note
     from signoff.store.outbox import Delivery, DeliveryStatus, NewDelivery, OutboxEvent
@@ -413,3 +414,15 @@ class Store(Protocol):
     ) -> list[Delivery]: ...
 
     async def record_unknown(self, record: AuditRecord) -> bool: ...
+
+    async def decision_stats(
+        self, *, since: datetime, top_deciders: int = 3
+    ) -> list[GroupStats]: ...
+
+    async def group_sample(
+        self, group: GroupKey, *, status: ApprovalStatus, since: datetime, limit: int
+    ) -> list[Approval]: ...
+
+    async def count_matching(
+        self, group: GroupKey, *, since: datetime, key: str, test: ArgumentTest, value: str
+    ) -> dict[str, int]: ...

@@ -274,6 +274,19 @@ def _v14(connection: Connection) -> None:
     connection.execute(text("ALTER TABLE approvals ADD COLUMN preview TEXT"))
 
 
+def _v15(connection: Connection) -> None:
+    """Insights over a window of decisions: the approvals asked in a time range, read from an
+    index that holds every column the aggregates group and count (no table row is visited),
+    one tool's calls in a time range, and the grant uses in a time range."""
+    for statement in (
+        "CREATE INDEX approvals_window ON approvals "
+        "(requested_at, rule, tool, agent, status, decided_at, decided_by)",
+        "CREATE INDEX approvals_tool_window ON approvals (tool, requested_at)",
+        "CREATE INDEX audit_action_at ON audit (action, at)",
+    ):
+        connection.execute(text(statement))
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _v1,
     _v2,
@@ -289,6 +302,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _v12,
     _v13,
     _v14,
+    _v15,
 ]
 LATEST = len(MIGRATIONS)
 

@@ -110,6 +110,9 @@ approvals = Table(
     Index("approvals_escalation", "status", "next_escalation_at"),
     Index("approvals_assigned", "status", "assigned_to", "id"),
 )
+# The insights' indexes, made by their migration only (`migrations._v15`): `approvals_window` on
+# (requested_at, rule, tool, agent, status, decided_at, decided_by), `approvals_tool_window` on
+# (tool, requested_at), and `audit_action_at` on `audit` (action, at).
 
 grants = Table(
     "grants",

@@ -31,6 +31,7 @@ from signoff.store.checkpoint import Checkpoint
 from signoff.store.decisions import CHANNEL, DecisionGroups, write_decisions
 from signoff.store.external import ExternalRecord, ExternalStore, find_external, insert_external
 from signoff.store.grants import GrantStore, count_uses, in_force, known_ids
+from signoff.store.insights import InsightStore
 from signoff.store.lean import execute
 from signoff.store.ledger import LedgerStore
 from signoff.store.migrations import LATEST, migrate, schema_version
@@ -87,7 +88,9 @@ _TURN_LEDGER = select(schema.ledger.c.key).where(
 _SUBRUN = select(schema.subruns).where(schema.subruns.c.run_id == bindparam("rid"))
 
 
-class SQLStore(RunStore, LedgerStore, NoteStore, GrantStore, ExternalStore, OutboxStore):
+class SQLStore(
+    RunStore, LedgerStore, NoteStore, GrantStore, ExternalStore, OutboxStore, InsightStore
+):
     """Approvals, grants, the audit log, and the runtime's runs, in one SQL database."""
 
     def __init__(self, runner: Runner, *, url: str) -> None:

@@ -1,7 +1,7 @@
 // The web inbox: sign in (a bearer token, when the server asks for one), then route between the
-// inbox, an approval, the runs, a run, the policy, the grants and the audit pages. Keyboard:
-// Enter approves the selected card, Ctrl/Cmd+E edits it, J/K or the arrow keys move the
-// selection, Esc closes a dialog.
+// inbox, an approval, the runs, a run, the policy, the insights, the grants and the audit pages.
+// Keyboard: Enter approves the selected card, Ctrl/Cmd+E edits it, J/K or the arrow keys move
+// the selection, Esc closes a dialog.
 
 import { ApiError, get, token } from "./api.js";
 import { approvalPage } from "./approval.js";
@@ -10,6 +10,7 @@ import { clear, h, timeLeft } from "./dom.js";
 import { auditPage } from "./audit.js";
 import { grantsPage } from "./grants.js";
 import { inbox } from "./inbox.js";
+import { insightsPage } from "./insights.js";
 import { policyPage } from "./policy.js";
 import { runView } from "./run.js";
 import { runs } from "./runs.js";
@@ -114,6 +115,7 @@ function route() {
     approvals: () => (parts[1] ? approvalPage(main, app, parts[1]) : inbox(main, app, params)),
     runs: () => (parts[1] ? runView(main, app, parts[1]) : runs(main, app)),
     policy: () => policyPage(main, app),
+    insights: () => insightsPage(main, app, params),
     grants: () => grantsPage(main, app, params),
     audit: () => auditPage(main, app),
   };

@@ -1,0 +1,283 @@
+"""What the decisions of a window say, aggregated in SQL: each query groups or ranks in the
+database and returns one row per group (rule, tool, agent), never one per approval, so a window
+of a million approvals costs one scan of an index, not a million rows in Python.
+
+Percentiles come from a bounded sample: each group's newest `TIMED` decisions by a person, read
+newest first down the (tool, requested_at) index, ranked here (nearest rank). Ranking every
+decision of the window with a window function costs a sort of the whole window (3 s at a
+million on SQLite); the sample costs about a millisecond a group. Samples of one group's calls
+(to find what their arguments share) are likewise the newest `limit` of one status.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final, Literal, TypeAlias
+
+from sqlalchemy import (
+    ColumnElement,
+    and_,
+    case,
+    cast,
+    func,
+    literal,
+    select,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Connection
+
+from signoff.store import schema
+from signoff.store.rows import approval_from_row
+from signoff.store.times import to_micros
+from signoff.types import Approval, ApprovalStatus
+
+__all__ = [
+    "STATUSES",
+    "TIMED",
+    "ArgumentTest",
+    "GroupKey",
+    "GroupStats",
+    "InsightStore",
+    "TimeToDecision",
+]
+
+STATUSES: Final[tuple[ApprovalStatus, ...]] = (
+    "pending",
+    "approved",
+    "edited",
+    "responded",
+    "rejected",
+    "expired",
+    "cancelled",
+)
+_BY_PERSON: Final = ("approved", "edited", "responded", "rejected")
+"""The statuses a person's decision leaves: time to a decision is measured over these."""
+
+TIMED: Final = 1000
+"""The newest decisions of a group its time-to-decision percentiles are taken from."""
+
+_KEY: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+GroupKey: TypeAlias = tuple[str | None, str, str | None]
+"""(rule, tool, agent): the rule that asked (None for the policy's default), the tool, and the
+calling agent's path (None for a call of no agent)."""
+
+ArgumentTest: TypeAlias = Literal["eq", "suffix", "prefix"]
+"""How a string argument is tested: equal to a value, ending with it, or starting with it."""
+
+_a = schema.approvals
+
+
+@dataclass(frozen=True, kw_only=True)
+class TimeToDecision:
+    """The nearest-rank median and 90th percentile of a group's time to a person's decision."""
+
+    median_seconds: float
+    p90_seconds: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class GroupStats:
+    """What one (rule, tool, agent) group's calls came to in the window."""
+
+    rule: str | None
+    tool: str
+    agent: str | None
+    counts: dict[str, int]
+    """How many calls asked in the window have each status (every one of `STATUSES`)."""
+    time_to_decision: TimeToDecision | None
+    """None when no call of the group was decided by a person."""
+    deciders: tuple[tuple[str, int], ...]
+    """Who decided how many of the group's calls, most first (ties by name)."""
+    grant_uses: int
+    """How many calls of the group's rule, tool and agent a grant let through in the window."""
+
+    @property
+    def asked(self) -> int:
+        return sum(self.counts[s] for s in STATUSES)
+
+
+class InsightStore:
+    """The insights' half of the store; `SQLStore` provides `run`."""
+
+    run: Callable[..., Awaitable[Any]]
+
+    async def decision_stats(self, *, since: datetime, top_deciders: int = 3) -> list[GroupStats]:
+        """Every group with a call asked since `since` (or a grant use since then), ordered by
+        how many calls it asked, most first."""
+        after = to_micros(since)
+        stats: list[GroupStats] = await self.run(
+            lambda c: _stats(c, after, top_deciders), write=False
+        )
+        return stats
+
+    async def group_sample(
+        self,
+        group: GroupKey,
+        *,
+        status: ApprovalStatus,
+        since: datetime,
+        limit: int,
+    ) -> list[Approval]:
+        """The newest `limit` approvals of the group asked since `since` with `status`."""
+        rule, tool, agent = group
+        query = (
+            select(_a)
+            .where(
+                _a.c.status == status,
+                _a.c.tool == tool,
+                _a.c.rule.is_not_distinct_from(rule),
+                _a.c.agent.is_not_distinct_from(agent),
+                _a.c.requested_at >= to_micros(since),
+            )
+            .order_by(_a.c.requested_at.desc())
+            .limit(limit)
+        )
+        rows = await self.run(lambda c: c.execute(query).all(), write=False)
+        return [approval_from_row(row) for row in rows]
+
+    async def count_matching(
+        self,
+        group: GroupKey,
+        *,
+        since: datetime,
+        key: str,
+        test: ArgumentTest,
+        value: str,
+    ) -> dict[str, int]:
+        """How many of the group's calls asked since `since` have each status, among those
+        whose requested argument `key` is a string that passes `test` with `value`."""
+        if not _KEY.fullmatch(key):
+            raise ValueError(f"argument key {key!r} is not a plain name")
+        rule, tool, agent = group
+
+        def work(connection: Connection) -> dict[str, int]:
+            found = _string_at(connection, key)
+            query = (
+                select(_a.c.status, func.count())
+                .where(
+                    _a.c.tool == tool,
+                    _a.c.requested_at >= to_micros(since),
+                    _a.c.rule.is_not_distinct_from(rule),
+                    _a.c.agent.is_not_distinct_from(agent),
+                    _passes(found, test, value),
+                )
+                .group_by(_a.c.status)
+            )
+            counts: dict[str, int] = dict.fromkeys(STATUSES, 0)
+            for status, n in connection.execute(query).all():
+                counts[status] = int(n)
+            return counts
+
+        counted: dict[str, int] = await self.run(work, write=False)
+        return counted
+
+
+def _stats(connection: Connection, after: int, top: int) -> list[GroupStats]:
+    # One scan: the counts of each (group, decider), summed per group here; a group has a
+    # handful of deciders, so the rows that leave the database are few.
+    group = (_a.c.rule, _a.c.tool, _a.c.agent, _a.c.decided_by)
+    counted = (
+        select(*group, *(func.sum(case((_a.c.status == s, 1), else_=0)).label(s) for s in STATUSES))
+        .where(_a.c.requested_at >= after)
+        .group_by(*group)
+    )
+    counts: dict[GroupKey, dict[str, int]] = {}
+    people: dict[GroupKey, list[tuple[str, int]]] = {}
+    for row in connection.execute(counted):
+        key = (row.rule, row.tool, row.agent)
+        totals = counts.setdefault(key, dict.fromkeys(STATUSES, 0))
+        for status in STATUSES:
+            totals[status] += int(getattr(row, status))
+        if row.decided_by is not None:
+            decided = sum(int(getattr(row, status)) for status in STATUSES)
+            people.setdefault(key, []).append((row.decided_by, decided))
+    uses = _grant_uses(connection, after)
+    keys = sorted(
+        set(counts) | set(uses),
+        key=lambda k: (-sum(counts.get(k, {}).values()), k[1], k[0] or "", k[2] or ""),
+    )
+    return [
+        GroupStats(
+            rule=key[0],
+            tool=key[1],
+            agent=key[2],
+            counts=counts.get(key, dict.fromkeys(STATUSES, 0)),
+            time_to_decision=_time_to_decision(connection, key, after)
+            if any(counts.get(key, {}).get(s) for s in _BY_PERSON)
+            else None,
+            deciders=tuple(sorted(people.get(key, []), key=lambda p: (-p[1], p[0]))[:top]),
+            grant_uses=uses.get(key, 0),
+        )
+        for key in keys
+    ]
+
+
+def _time_to_decision(connection: Connection, key: GroupKey, after: int) -> TimeToDecision:
+    """From the group's newest `TIMED` decisions by a person, read newest first down the
+    (tool, requested_at) index."""
+    rule, tool, agent = key
+    query = (
+        select(_a.c.decided_at - _a.c.requested_at)
+        .where(
+            _a.c.tool == tool,
+            _a.c.requested_at >= after,
+            _a.c.rule.is_not_distinct_from(rule),
+            _a.c.agent.is_not_distinct_from(agent),
+            _a.c.status.in_(_BY_PERSON),
+        )
+        .order_by(_a.c.requested_at.desc())
+        .limit(TIMED)
+    )
+    took = sorted(max(0, t) / 1_000_000 for t in connection.execute(query).scalars())
+    return TimeToDecision(
+        median_seconds=_nearest_rank(took, 0.5), p90_seconds=_nearest_rank(took, 0.9)
+    )
+
+
+def _nearest_rank(ordered: list[float], q: float) -> float:
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
+def _grant_uses(connection: Connection, after: int) -> dict[GroupKey, int]:
+    audit, grants = schema.audit, schema.grants
+    query = (
+        select(grants.c.rule, grants.c.tool, grants.c.agent, func.count().label("n"))
+        .select_from(audit.join(grants, grants.c.id == audit.c.subject))
+        .where(audit.c.action == "grant_use", audit.c.at >= after)
+        .group_by(grants.c.rule, grants.c.tool, grants.c.agent)
+    )
+    return {(row.rule, row.tool, row.agent): row.n for row in connection.execute(query)}
+
+
+def _string_at(connection: Connection, key: str) -> ColumnElement[Any]:
+    """The requested argument `key` where it is a JSON string, else NULL."""
+    requested = func.coalesce(_a.c.requested_args, _a.c.args)
+    if connection.dialect.name == "postgresql":
+        document = cast(requested, JSONB)
+        return case(
+            (func.jsonb_typeof(document.op("->")(key)) == "string", document.op("->>")(key)),
+            else_=None,
+        )
+    path = f'$."{key}"'
+    return case(
+        (func.json_type(requested, path) == "text", func.json_extract(requested, path)),
+        else_=None,
+    )
+
+
+def _passes(found: ColumnElement[Any], test: ArgumentTest, value: str) -> ColumnElement[bool]:
+    """Case-sensitive on both databases: plain comparisons of substrings, not LIKE."""
+    size = len(value)
+    if test == "eq":
+        return found == value
+    if test == "prefix":
+        return func.substr(found, 1, size) == value
+    return and_(
+        func.length(found) >= size,
+        func.substr(found, func.length(found) - size + 1) == literal(value),
+    )

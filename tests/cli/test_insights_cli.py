@@ -1,0 +1,129 @@
+"""`signoff insights` and `signoff policy suggest` against real databases (SQLite and
+PostgreSQL): the figures, and each suggestion with its evidence and its diff."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner, Result
+
+from signoff import Policy
+from signoff.cli import app
+from signoff.demo.folder import ADDRESS
+from signoff.store import open_store
+from tests.history import POLICY, write_history
+from tests.processes import signoff_says, signoff_server
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def database(store_url: str) -> str:
+    """400 decisions of the last 20 days, and the policy that asked them in force."""
+
+    async def fill() -> None:
+        async with open_store(store_url) as store:
+            now = datetime.now(UTC)
+            await write_history(store, 400, now=now, days=20, grant_uses=3)
+            version = Policy.from_dict(POLICY).version
+            await store.save_policy(version, POLICY, actor="config", at=now)
+
+    asyncio.run(fill())
+    return store_url
+
+
+def signoff(*args: str) -> Result:
+    result = runner.invoke(app, list(args))
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result
+
+
+def test_insights_prints_a_row_per_rule_tool_and_agent(database: str):
+    result = signoff("insights", "--database", database)
+
+    assert result.exit_code == 0, result.output
+    for tool in ("send_email", "delete_file", "charge", "write_file", "read_file"):
+        assert tool in result.stdout
+    assert "alice " in result.stdout
+    assert "3 suggestion(s); see them with `signoff policy suggest --days 30`" in result.stdout
+
+
+def test_insights_as_json_is_what_the_api_answers(database: str):
+    result = signoff("insights", "--database", database, "--days", "7", "--json")
+
+    found = json.loads(result.stdout)
+    assert found["days"] == 7
+    assert {g["tool"] for g in found["groups"]} >= {"send_email", "charge"}
+    assert sum(g["asked"] for g in found["groups"]) < 400  # only the last 7 of 20 days
+
+
+def test_suggest_prints_each_suggestion_with_its_diff(database: str):
+    result = signoff("policy", "suggest", "--database", database)
+
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    assert "`send_email` (agent `mailer`) with `to` like `*@example.com` was approved" in text
+    assert "`delete_file` (agent `ops`) was rejected 9" in text
+    assert "edits of `charge` (agent `billing`) always lower `amount` under 100" in text
+    assert f"--- policy {Policy.from_dict(POLICY).version}\n+++ policy suggested\n" in text
+    assert "+- id: suggested-deny-delete_file\n+  deny: delete_file\n+  agent: ops\n" in text
+
+
+def test_suggest_for_a_policy_file_diffs_that_file(database: str, tmp_path: Path):
+    config = tmp_path / "signoff.yaml"
+    document = {**POLICY, "rules": [*POLICY["rules"], {"deny": "delete_file"}]}
+    config.write_text(yaml.safe_dump(document))
+
+    result = signoff("policy", "suggest", "--database", database, "--config", str(config))
+
+    assert result.exit_code == 0, result.output
+    assert "deny it?" not in result.stdout
+    assert "+- id: suggested-allow-send_email\n" in result.stdout
+
+
+@pytest.mark.parametrize("days", ["0", "-3", "3651", "week"])
+def test_a_window_out_of_bounds_is_a_usage_error_naming_days(days: str, tmp_path: Path):
+    result = signoff("insights", "--database", f"sqlite:///{tmp_path / 'none.db'}", "--days", days)
+
+    assert result.exit_code == 2
+    assert "--days" in result.output
+
+
+def test_a_policy_file_needs_the_database_of_its_decisions(tmp_path: Path):
+    config = tmp_path / "signoff.yaml"
+    config.write_text(yaml.safe_dump(POLICY))
+
+    result = signoff("policy", "suggest", "--config", str(config))
+
+    assert result.exit_code == 2
+    assert "--database" in result.output
+
+
+async def test_both_commands_work_through_the_demo_running_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    address = tmp_path / "signoff" / "demo" / ADDRESS
+    async with signoff_server("demo", "--port", "0") as (url, _):
+        code, out, err = await signoff_says("insights", "--json", "--days", "3", cwd=tmp_path)
+        assert (code, json.loads(out)["days"]) == (0, 3)
+        assert err == (
+            f"signoff insights: through the demo at {url} (from {address}; "
+            "--server URL names another)\n"
+        )
+        code, out, err = await signoff_says("policy", "suggest", cwd=tmp_path)
+        assert (code, out) == (0, "no suggestions from the decisions of the last 30 days\n")
+        assert err == (
+            f"signoff policy suggest: through the demo at {url} (from {address}; "
+            "--url URL names another)\n"
+        )
+        code, _, err = await signoff_says("insights", "--url", url, "--days", "0", cwd=tmp_path)
+        assert code == 2 and "--days" in err
+    code, out, err = await signoff_says("insights", cwd=tmp_path)
+    assert (code, out) == (2, "")
+    assert err.startswith("signoff insights: no server given and no demo running here")

@@ -1,0 +1,101 @@
+"""``GET /v1/insights``: the figures and suggestions of a window, read by anyone signed in; a
+suggestion applied by an admin through ``PUT /v1/policy`` like any other policy change."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+
+from signoff.server.redact import Redaction
+from signoff.store import SQLStore
+from tests.history import POLICY, write_history
+from tests.server.test_policy_api import client_of, make_service
+
+
+@pytest.fixture
+async def history(store: SQLStore) -> SQLStore:
+    await write_history(store, 400, now=datetime.now(UTC), days=20, grant_uses=5)
+    return store
+
+
+async def test_anyone_signed_in_reads_the_insights_and_only_an_admin_may_apply(history: SQLStore):
+    service = make_service(history, POLICY)
+    async with client_of(service, "ops-token") as ops:
+        seen = await ops.get("/v1/insights", params={"days": 30})
+    async with client_of(service, "admin-token") as admin:
+        answer = (await admin.get("/v1/insights")).json()
+
+    assert seen.status_code == 200
+    assert (seen.json()["can_apply"], answer["can_apply"]) == (False, True)
+    assert answer["days"] == 30
+    groups = {g["tool"]: g for g in answer["groups"]}
+    assert groups["read_file"]["grant_uses"] == 5
+    mail = groups["send_email"]
+    assert mail["asked"] == sum(mail[s] for s in ("pending", "approved", "edited", "responded",
+                                                  "rejected", "expired", "cancelled"))  # fmt: skip
+    assert mail["median_seconds"] <= mail["p90_seconds"]
+    assert mail["deciders"][0]["name"] == "alice"
+    assert sorted(s["kind"] for s in answer["suggestions"]) == ["allow", "deny", "limit"]
+
+
+async def test_applying_a_suggestion_is_a_new_audited_policy_version(history: SQLStore):
+    service = make_service(history, POLICY)
+    async with client_of(service, "admin-token") as admin:
+        answer = (await admin.get("/v1/insights")).json()
+        deny, allow = (next(s for s in answer["suggestions"] if s["kind"] == kind)
+                       for kind in ("deny", "allow"))  # fmt: skip
+        made_from = answer["policy_version"]
+        async with client_of(service, "ops-token") as ops:
+            refused = await ops.put(
+                "/v1/policy", json={"document": deny["document"], "version": made_from}
+            )
+        applied = await admin.put(
+            "/v1/policy", json={"document": deny["document"], "version": made_from}
+        )
+        stale = await admin.put(
+            "/v1/policy", json={"document": allow["document"], "version": made_from}
+        )
+        after = (await admin.get("/v1/insights")).json()
+        log = (await admin.get("/v1/audit", params={"limit": 1000})).json()["items"]
+
+    assert refused.status_code == 403
+    assert applied.status_code == 200
+    assert stale.status_code == 409  # made from the version the deny replaced: nothing changes
+    assert applied.json()["version"] != answer["policy_version"]
+    assert after["policy_version"] == applied.json()["version"]
+    assert sorted(s["kind"] for s in after["suggestions"]) == ["allow", "limit"]
+    [entry] = [e for e in log if e["action"] == "policy" and e["actor"] == "ada"]
+    assert entry["subject"] == applied.json()["version"]
+
+
+@pytest.mark.parametrize("days", ["0", "-1", "3651", "soon", "1.5", ""])
+async def test_a_window_out_of_bounds_or_not_a_number_is_refused_naming_days(
+    store: SQLStore, days: str
+):
+    async with client_of(make_service(store, POLICY), "ops-token") as ops:
+        answer = await ops.get("/v1/insights", params={"days": days})
+
+    assert answer.status_code == 422
+    assert answer.json()["problems"][0]["field"] == "query.days"
+
+
+async def test_a_policy_given_in_code_has_figures_but_no_suggestions(history: SQLStore):
+    service = make_service(history, POLICY)
+    service.policy_document = None
+    async with client_of(service, "admin-token") as admin:
+        answer = (await admin.get("/v1/insights")).json()
+
+    assert answer["groups"]
+    assert (answer["suggestions"], answer["can_apply"]) == ([], False)
+
+
+async def test_a_suggestion_that_would_show_a_redacted_argument_is_left_out(history: SQLStore):
+    service = make_service(history, POLICY)
+    service.redaction = Redaction(patterns=("to",))
+    async with client_of(service, "admin-token") as admin:
+        answer = (await admin.get("/v1/insights")).json()
+
+    assert sorted(s["kind"] for s in answer["suggestions"]) == ["deny", "limit"]
+    assert "example.com" not in json.dumps(answer)
