@@ -43,6 +43,7 @@ __all__ = [
     "on_database",
     "on_server",
     "reject",
+    "resolved",
     "through_server",
     "where",
 ]
@@ -161,13 +162,8 @@ def _decide(
     retry needs; from the command line it would read as a decision taken now.)"""
     import asyncio
 
+    approval_id = resolved(approval_id, server, token, database)
     if server:
-        approval_id = resolve(
-            approval_id,
-            lambda short, limit: from_server(
-                server, token, "/v1/approvals", {"short_id": short, "limit": limit}
-            )["items"],
-        )
 
         def current() -> dict[str, Any]:
             return from_server(server, token, f"/v1/approvals/{approval_id}")
@@ -177,9 +173,6 @@ def _decide(
     else:
         assert database is not None  # where() gave one or the other
         url = database
-        approval_id = resolve(
-            approval_id, lambda short, limit: asyncio.run(find_on_database(url, short, limit))
-        )
 
         def current() -> dict[str, Any]:
             return asyncio.run(approval_on_database(url, approval_id))
@@ -202,6 +195,25 @@ def _decide(
     granted = grant_words(result)
     if granted is not None:
         typer.echo(granted)
+
+
+def resolved(approval_id: str, server: str | None, token: str | None, database: str | None) -> str:
+    """The whole id of the approval `approval_id` names (whole, or the short id `signoff
+    inbox` shows), on the server or the database."""
+    import asyncio
+
+    if server:
+        return resolve(
+            approval_id,
+            lambda short, limit: from_server(
+                server, token, "/v1/approvals", {"short_id": short, "limit": limit}
+            )["items"],
+        )
+    assert database is not None  # where() gave one or the other
+    url = database
+    return resolve(
+        approval_id, lambda short, limit: asyncio.run(find_on_database(url, short, limit))
+    )
 
 
 def decided_words(approval: dict[str, Any], *, actor: str | None = None) -> str:
@@ -242,23 +254,16 @@ def assign(
     import asyncio
 
     server, database = where("assign", server, database)
+    approval_id = resolved(approval_id, server, token, database)
     if server:
-        approval_id = resolve(
-            approval_id,
-            lambda short, limit: from_server(
-                server, token, "/v1/approvals", {"short_id": short, "limit": limit}
-            )["items"],
-        )
         path = f"/v1/approvals/{approval_id}/assign"
         result = on_server(server, token, "POST", path, json={"to": to, "note": note})
     else:
         assert database is not None  # where() gave one or the other
-        url = database
-        approval_id = resolve(
-            approval_id, lambda short, limit: asyncio.run(find_on_database(url, short, limit))
-        )
         decider = actor or getpass.getuser()
-        result = asyncio.run(assign_on_database(url, approval_id, to, note, decider, role or []))
+        result = asyncio.run(
+            assign_on_database(database, approval_id, to, note, decider, role or [])
+        )
     typer.echo(f"{result['id']}: assigned to {to} ({result['tool']})")
 
 
