@@ -418,23 +418,19 @@ class SQLStore(
         return True
 
     async def due_for_expiry(self, now: datetime, *, limit: int = 500) -> list[Approval]:
-        table = schema.approvals
-        query = (
-            select(table)
-            .where(and_(table.c.status == "pending", table.c.expires_at <= to_micros(now)))
-            .order_by(table.c.expires_at)
-            .limit(limit)
-        )
-        rows = await self.run(lambda c: c.execute(query).all(), write=False)
-        return [approval_from_row(row) for row in rows]
+        """The pending approvals whose time is up, longest due first."""
+        return await self._due(schema.approvals.c.expires_at, now, limit)
 
     async def due_for_escalation(self, now: datetime, *, limit: int = 500) -> list[Approval]:
         """The pending approvals whose next escalation step has come, longest due first."""
+        return await self._due(schema.approvals.c.next_escalation_at, now, limit)
+
+    async def _due(self, when: Any, now: datetime, limit: int) -> list[Approval]:
         table = schema.approvals
         query = (
             select(table)
-            .where(and_(table.c.status == "pending", table.c.next_escalation_at <= to_micros(now)))
-            .order_by(table.c.next_escalation_at)
+            .where(and_(table.c.status == "pending", when <= to_micros(now)))
+            .order_by(when)
             .limit(limit)
         )
         rows = await self.run(lambda c: c.execute(query).all(), write=False)
