@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import uvicorn
 
+from signoff import Policy
 from signoff.gate import Gate
 from signoff.server import Auth, Principal, Service, create_app
 from signoff.server.redact import Redaction
@@ -42,12 +43,13 @@ def ran(side: Path) -> list[str]:
 
 @contextlib.asynccontextmanager
 async def serving(
-    store: SQLStore, *, redaction: Redaction | None = None
+    store: SQLStore, *, redaction: Redaction | None = None, policy: Policy = POLICY
 ) -> AsyncIterator[tuple[str, Service]]:
-    """`create_app` on a real uvicorn server on a free loopback port."""
+    """`create_app` on a real uvicorn server on a free loopback port (the agents' `policy`, or
+    another)."""
     service = Service(
         store=store,
-        gate=Gate(POLICY, store),
+        gate=Gate(policy, store),
         agents=agents(),
         poll_interval=0.05,
         redaction=redaction or Redaction(),

@@ -18,6 +18,7 @@ import jsonpatch
 import pytest
 from ag_ui_validate.pytest_plugin import validate_agui
 
+from signoff import Approve, Policy
 from signoff.protocols.agui import CHANNEL, AguiAgent
 from signoff.server import Service
 from signoff.store import SQLStore
@@ -365,6 +366,33 @@ async def test_a_decision_in_the_inbox_is_what_the_next_run_on_the_thread_sees(
         assert task["summaries"] == ["delete_pod: rejected by alice"]
         assert types(nxt)[-1] == "RUN_FINISHED"
         assert ran(side) == []
+
+
+async def test_a_resume_that_is_one_approval_of_two_ends_with_the_interrupt_still_open(
+    store: SQLStore, side: Path
+):
+    two = Policy.from_dict({"rules": [{"ask": "delete_pod", "approvals": {"count": 2}}]})
+    async with (
+        serving(store, policy=two) as (url, service),
+        httpx.AsyncClient(base_url=url, headers=ALICE, timeout=HANG) as http,
+    ):
+        asked = await run(http, turn("t-two", "r1", "delete a"))
+        [interrupt] = asked[-1]["outcome"]["interrupts"]
+        # bob's approval is one of two (alice asked: she is not one): the run waits on, and
+        # the stream says so at once.
+        bob = {"Authorization": "Bearer bob-token"}
+        async with httpx.AsyncClient(base_url=url, headers=bob, timeout=HANG) as as_bob:
+            again = await run(as_bob, resume("t-two", "r2", approve(interrupt["id"])))
+        assert again[-1]["type"] == "RUN_FINISHED", again[-1]
+        assert [i["id"] for i in again[-1]["outcome"]["interrupts"]] == [interrupt["id"]]
+        assert findings(again) == []
+        assert ran(side) == []
+        [pending] = await store.list_approvals(status="pending")
+        assert [v.by for v in pending.votes] == ["bob"]
+        await service.gate.decide(pending.id, Approve(), actor="carol")
+        async with asyncio.timeout(HANG):
+            while ran(side) != ["delete_pod a"]:
+                await asyncio.sleep(0.02)
 
 
 async def test_the_endpoint_needs_the_token_and_a_valid_input(store: SQLStore, side: Path):

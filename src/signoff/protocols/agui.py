@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -184,6 +184,12 @@ class AguiAgent:
         if body.resume:
             task, resolved, settled = await self._resume(thread, body.resume, message_id, who)
             after = task.view.last_seq
+            counted = await self._counted(task, resolved)
+            if counted is not None:
+                # Approvals counted toward calls that need more people: the task waits on, and
+                # this run tells its pause again, at once.
+                after = counted
+                resolved = {}
             done = task.view.state in ("completed", "failed")
             # The interrupts were decided elsewhere and the task is over: the new words go on.
             moves_on = not task.open and done and self._new(message_id, await self._said(thread))
@@ -334,6 +340,18 @@ class AguiAgent:
                 settled |= {i: a for a in now.decided for i in taking if by_id.get(i) == a.id}
                 taking = {}
         return task, taking, settled
+
+    async def _counted(self, task: _Task, resolved: Mapping[str, Decision]) -> int | None:
+        """When this resume's decisions left some of them open — approvals counted toward a
+        call that needs several people — the number of the event before the task's last
+        pause; else None."""
+        if not resolved:
+            return None
+        now = await self._read(task.run.id)
+        if not any(i in now.open for i in resolved):
+            return None
+        paused = [e.seq for e in await self.store.run_events(task.run.id) if e.type == "paused"]
+        return paused[-1] - 1 if paused else None
 
     def _new(self, message_id: str | None, said: set[str]) -> bool:
         """Whether the input's last user message is one no earlier run was given."""
