@@ -35,6 +35,7 @@ from a2a.utils.errors import (
 from a2a.utils.task import encode_page_token
 from google.protobuf.json_format import MessageToDict, ParseDict
 
+from signoff import Approve, Policy
 from signoff.gate import Gate
 from signoff.protocols.a2a import EXTENSION
 from signoff.protocols.a2a.handler import SENT
@@ -238,6 +239,30 @@ async def test_python_client_approves_a_held_call_and_the_task_completes(
         # The history is the task from the start: the user's words first.
         assert stored["history"][0]["role"] == "ROLE_USER"
         assert words(stored["history"][0]) == "delete web-1"
+
+
+async def test_one_approval_of_two_leaves_the_task_waiting_and_the_second_completes_it(
+    store: SQLStore, side: Path
+):
+    two = Policy.from_dict({"rules": [{"ask": "delete_pod", "approvals": {"count": 2}}]})
+    async with (
+        serving(store, policy=two) as (url, service),
+        connect(url) as alice,
+        connect(url, token="bob-token") as bob,
+    ):
+        asked = await send(alice, message("delete web-1"))
+        task = task_id(asked)
+        # alice asked: bob's approval is the first of the two it needs.
+        counted = await send(bob, message(data={"decision_type": "approve"}, task=task))
+        assert states(counted)[-1] == "input_required"
+        assert ran(side) == []
+        [pending] = await store.list_approvals(status="pending")
+        assert [v.by for v in pending.votes] == ["bob"]
+        await service.gate.decide(pending.id, Approve(), actor="carol")
+        async with asyncio.timeout(HANG):
+            while (await get_task(alice, task))["status"]["state"] != "TASK_STATE_COMPLETED":
+                await asyncio.sleep(0.02)
+        assert ran(side) == ["delete_pod web-1"]
 
 
 async def test_a_rejection_with_a_reason_reaches_the_model_over_rest(store: SQLStore, side: Path):
