@@ -389,3 +389,46 @@ async def test_a_decided_approval_is_not_handed_on(gate: Gate):
     await gate.decide(approval.id, Approve(), actor="alice")
     with pytest.raises(ConflictError, match="already approved"):
         await gate.assign(approval.id, "carol", actor="alice")
+
+
+# -- the sweeper: the store's clock, one replica at a time ---------------------------------------
+
+
+async def test_the_sweeper_runs_on_one_replica_at_a_time_and_another_takes_over(
+    store: SQLStore, clock: Clock
+):
+    one, two = Gate(POLICY, store, clock=clock), Gate(POLICY, store, clock=clock)
+    approval = await held(one, "restart")
+    assert await one.sweep("replica-1", lease=5) is True
+    assert await two.sweep("replica-2", lease=5) is False  # replica-1 holds the lease
+    clock.wait(minutes=16)  # the call is due, and replica-1's lease has run out: it is gone
+    assert await two.sweep("replica-2", lease=5) is True
+    assert (await store.get_approval(approval.id)).automatic
+    assert await one.sweep("replica-1", lease=5) is False
+    assert await two.sweep("replica-2", lease=5) is True  # renewed by its holder
+
+
+async def test_what_falls_due_is_judged_by_the_stores_clock(
+    store: SQLStore, monkeypatch: pytest.MonkeyPatch
+):
+    gate = Gate(POLICY, store)  # no clock of its own: the store's
+    approval = await held(gate, "restart")
+    assert approval.expires_at is not None
+    assert await gate.sweep("replica-1") is True
+    assert (await store.get_approval(approval.id)).pending
+    later = approval.expires_at + timedelta(seconds=1)
+
+    async def store_clock() -> datetime:
+        return later
+
+    # This process's clock says the call is not due; the store's (every replica's) says it is.
+    monkeypatch.setattr(store, "clock", store_clock)
+    assert await gate.time() == later
+    [decided] = await gate.expire_due()
+    assert (decided.id, decided.status, decided.decided_at) == (approval.id, "approved", later)
+
+
+async def test_the_store_tells_its_own_time(store: SQLStore):
+    first = await store.clock()
+    second = await store.clock()
+    assert first.tzinfo is not None and second >= first

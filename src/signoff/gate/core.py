@@ -12,6 +12,8 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import os
+import socket
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -148,6 +150,7 @@ class Gate:
         self._lookup_schema = _schema_lookup(schemas)
         self._registered: dict[tuple[str | None, str | None, str], Mapping[str, Any]] = {}
         self._now = clock or (lambda: datetime.now(UTC))
+        self._clock_given = clock is not None
         # Without cross-process notifications a waiter polls; with them, polling is a safety net.
         self._poll = (
             poll_interval if not store.notifies_across_processes else max(poll_interval, 5.0)
@@ -765,15 +768,17 @@ class Gate:
 
     # -- expiry and grants -----------------------------------------------------------------
 
-    async def expire(self, approvals: Sequence[Approval]) -> list[Approval]:
+    async def expire(
+        self, approvals: Sequence[Approval], *, now: datetime | None = None
+    ) -> list[Approval]:
         """Let pending approvals lapse — each once, a decision that won first standing: one
-        whose time is up as its rule's `on_timeout` says, and any other (a waiter that gives up
-        before then) expires: it never runs."""
+        whose time is up (at `now`, default this gate's clock) as its rule's `on_timeout`
+        says, and any other (a waiter that gives up before then) expires: it never runs."""
         out = []
         for approval in approvals:
-            now = self._now()
-            lapsed = self._lapse(approval, now)
-            record = lapse_record(approval, lapsed, at=now)
+            moment = now or self._now()
+            lapsed = self._lapse(approval, moment)
+            record = lapse_record(approval, lapsed, at=moment)
             if await self.store.save_decisions([(lapsed, approval.version)], audit=[record]):
                 self.notifier.notify(approval.id)
                 out.append(lapsed)
@@ -795,15 +800,18 @@ class Gate:
             decision = Reject(reason=on_timeout.reason or "nobody decided in time")
         return self._apply(approval, decision, actor=AUTOMATIC, at=now)
 
-    async def expire_due(self) -> list[Approval]:
-        """Let every pending approval whose time is up lapse; return those that lapsed now."""
-        due = await self.store.due_for_expiry(self._now())
-        return [a for a in await self.expire(due) if a.decided_by == AUTOMATIC]
+    async def expire_due(self, now: datetime | None = None) -> list[Approval]:
+        """Let every pending approval whose time is up at `now` (default: the store's clock,
+        or the clock this gate was given) lapse; return those that lapsed now."""
+        now = now or await self.time()
+        due = await self.store.due_for_expiry(now)
+        return [a for a in await self.expire(due, now=now) if a.decided_by == AUTOMATIC]
 
-    async def escalate_due(self) -> list[Approval]:
-        """Announce each escalation step whose time has come, once: a compare-and-set on the
-        approval, with the audit entry that tells its new deciders (the notifier reads it)."""
-        now = self._now()
+    async def escalate_due(self, now: datetime | None = None) -> list[Approval]:
+        """Announce each escalation step whose time has come at `now` (as for `expire_due`),
+        once: a compare-and-set on the approval, with the audit entry that tells its new
+        deciders (the notifier reads it)."""
+        now = now or await self.time()
         out = []
         for approval in await self.store.due_for_escalation(now):
             reached = escalations_due(approval, now)
@@ -819,14 +827,32 @@ class Gate:
                 out.append(escalated)
         return out
 
+    async def time(self) -> datetime:
+        """What time it is for what falls due: the store's clock — one for every replica — or
+        the clock this gate was given."""
+        return self._now() if self._clock_given else await self.store.clock()
+
+    async def sweep(self, owner: str, *, lease: float = 5.0) -> bool:
+        """One round of the sweeper, if `owner` holds (or takes) the store's lease on it for
+        `lease` seconds: due approvals lapse, due escalations are announced. Whether it swept:
+        one replica at a time does, and another takes over once a lease runs out."""
+        now = await self.time()
+        until = now + timedelta(seconds=lease)
+        if not await self.store.lease(SWEEPER, owner=owner, now=now, until=until):
+            return False
+        await self.expire_due(now)
+        await self.escalate_due(now)
+        return True
+
     async def run_sweeper(self, interval: float = 1.0) -> None:
-        """Let due approvals lapse and announce due escalations every `interval` seconds until
-        cancelled. A failed round (the database away for a moment) is logged and tried again
-        at the next."""
+        """Sweep every `interval` seconds until cancelled, on the replica that holds the
+        sweeper's lease (renewed each round; another takes it over after five missed rounds).
+        A failed round (the database away for a moment) is logged and tried again at the
+        next."""
+        owner = f"{socket.gethostname()}:{os.getpid()}:{new_id()}"
         while True:
             try:
-                await self.expire_due()
-                await self.escalate_due()
+                await self.sweep(owner, lease=5 * interval)
             except SignoffError:
                 logger.exception(
                     "the sweep of due approvals failed; trying again in %s s", interval
@@ -921,6 +947,9 @@ def _schema_lookup(schemas: SchemaLookup | Mapping[str, Mapping[str, Any]] | Non
     table = schemas
     return lambda call: table.get(call.name)
 
+
+SWEEPER = "sweeper"
+"""The store's lease on letting due approvals lapse and announcing due escalations."""
 
 MAX_NOTE = 2000
 """The longest note that goes with an assignment, in characters."""

@@ -10,11 +10,14 @@ import asyncio
 import contextlib
 import functools
 import logging
+import os
+import socket
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from signoff.errors import SignoffError
 from signoff.gate.core import Gate
+from signoff.gate.ids import new_id
 from signoff.gate.notifier import ANY
 
 __all__ = ["work_ready"]
@@ -30,18 +33,20 @@ async def work_ready(
     poll_interval: float,
     concurrency: int,
 ) -> None:
-    """Until cancelled: expire what is due, `resume` each id `ready` lists (each at most once at
+    """Until cancelled: sweep what is due (where this worker holds the sweeper's lease),
+    `resume` each id `ready` lists (each at most once at
     a time, at most `concurrency` at once), then wait for a decision — through this gate at
     once, from other processes on PostgreSQL — or `poll_interval` seconds. Cancelled, the
     resumes under way are cancelled too (a lease hands them to another worker)."""
     await gate.listen()
+    owner = f"{socket.gethostname()}:{os.getpid()}:{new_id()}"
     busy: dict[str, asyncio.Task[bool]] = {}
     try:
         with gate.notifier.subscription(ANY) as decided:
             while True:
                 decided.clear()
                 try:
-                    await gate.expire_due()
+                    await gate.sweep(owner, lease=5 * poll_interval)
                     found = await ready()
                 except SignoffError:
                     logger.exception("finding what is ready failed; trying again")

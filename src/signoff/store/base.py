@@ -155,6 +155,10 @@ class Store(Protocol):
 
     async def due_for_escalation(self, now: datetime, *, limit: int = 500) -> list[Approval]: ...
 
+    async def clock(self) -> datetime: ...
+
+    async def lease(self, name: str, *, owner: str, now: datetime, until: datetime) -> bool: ...
+
     async def save_policy(
         self,
         version: str,

@@ -287,6 +287,16 @@ def _v15(connection: Connection) -> None:
         connection.execute(text(statement))
 
 
+def _v16(connection: Connection) -> None:
+    """Leases on jobs meant for one replica at a time (the sweeper of due approvals)."""
+    connection.execute(
+        text(
+            "CREATE TABLE leases (name VARCHAR(40) PRIMARY KEY, owner TEXT NOT NULL, "
+            "until BIGINT NOT NULL)"
+        )
+    )
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _v1,
     _v2,
@@ -303,6 +313,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _v13,
     _v14,
     _v15,
+    _v16,
 ]
 LATEST = len(MIGRATIONS)
 

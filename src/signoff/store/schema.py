@@ -333,6 +333,16 @@ external_history = Table(
 the app (Pydantic AI's messages), appended in order — each append a compare-and-set on the
 length its writer read, so two resumers of one thread never both extend it."""
 
+leases = Table(
+    "leases",
+    metadata,
+    Column("name", String(40), primary_key=True),
+    Column("owner", Text, nullable=False),
+    Column("until", BigInteger, nullable=False),
+)
+"""Since version 16: who does a job meant for one replica at a time (``sweeper``: letting
+approvals lapse, announcing escalations), and until when, by the database's clock."""
+
 outbox_cursor = Table(
     "outbox_cursor",
     metadata,

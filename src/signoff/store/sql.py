@@ -15,10 +15,10 @@ import contextlib
 import json
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
-from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar, cast
 
-from sqlalchemy import Row, and_, bindparam, func, insert, select
+from sqlalchemy import Row, and_, bindparam, func, insert, select, text
 from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import Connection, Engine
@@ -65,6 +65,7 @@ T = TypeVar("T")
 # Statements of the hot paths, built once: building a statement costs more than running it.
 _approvals = schema.approvals
 _INSERT_APPROVAL = insert(_approvals)
+_CLOCK = text("SELECT clock_timestamp()")
 _SELECT_APPROVALS = select(_approvals).where(_approvals.c.id.in_(bindparam("ids", expanding=True)))
 # A turn's own approvals: ids begin with their millisecond, so `lowest` makes it an index range.
 _TURN_APPROVALS = (
@@ -424,6 +425,32 @@ class SQLStore(
     async def due_for_escalation(self, now: datetime, *, limit: int = 500) -> list[Approval]:
         """The pending approvals whose next escalation step has come, longest due first."""
         return await self._due(schema.approvals.c.next_escalation_at, now, limit)
+
+    async def clock(self) -> datetime:
+        """The database's time: what due approvals are judged by, whichever replica asks
+        (SQLite's is this machine's)."""
+        if not self.notifies_across_processes:
+            return datetime.now(UTC)
+        moment = await self.run(lambda c: c.execute(_CLOCK).scalar_one(), write=False)
+        return cast(datetime, moment).astimezone(UTC)
+
+    async def lease(self, name: str, *, owner: str, now: datetime, until: datetime) -> bool:
+        """Take or renew the lease on the job `name` for `owner` until `until`: True when
+        `owner` holds it now (it was free, ran out by `now`, or was `owner`'s already)."""
+        table = schema.leases
+        values = {"name": name, "owner": owner, "until": to_micros(until)}
+
+        def work(connection: Connection) -> bool:
+            dialect = pg_dialect if connection.dialect.name == "postgresql" else sqlite_dialect
+            statement = dialect.insert(table).values(values)
+            statement = statement.on_conflict_do_update(
+                index_elements=[table.c.name],
+                set_={"owner": owner, "until": to_micros(until)},
+                where=(table.c.until <= to_micros(now)) | (table.c.owner == owner),
+            )
+            return bool(connection.execute(statement).rowcount == 1)
+
+        return await self.run(work, durable=False)
 
     async def _due(self, when: Any, now: datetime, limit: int) -> list[Approval]:
         table = schema.approvals
