@@ -116,7 +116,9 @@ def test_two_raw_resumes_of_the_paused_checkpoint_at_once_go_on_past_the_tool_no
 
     outcomes = at_once(lambda: graph.invoke(command, config))
 
-    [refused] = [o for o in outcomes if isinstance(o, Exception)]
+    refusals = [o for o in outcomes if isinstance(o, Exception)]
+    assert len(refusals) == 1, outcomes
+    [refused] = refusals
     assert isinstance(refused, ConflictError), refused
     [resumed] = [o for o in outcomes if not isinstance(o, Exception)]
     assert resumed["messages"][-1].content == "done"
