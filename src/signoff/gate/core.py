@@ -8,14 +8,8 @@ decision = await gate.ask(call, timeout=30)     # in-process: hold, then wait fo
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import hashlib
 import logging
-import os
-import socket
-import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -27,14 +21,16 @@ from signoff.errors import (
     ForbiddenError,
     InvalidArgumentsError,
     InvalidDecisionError,
-    SignoffError,
 )
 from signoff.gate.deciders import (
+    already_decided,
+    applied,
     approvers_at,
+    assignee,
     check_decider,
-    counts,
-    escalations_due,
-    needed,
+    note_text,
+    stricter,
+    vote,
 )
 from signoff.gate.edits import check_edit, usable_schema
 from signoff.gate.ids import new_id
@@ -43,13 +39,13 @@ from signoff.gate.preview import Previews
 from signoff.gate.records import (
     assignment_record,
     decision_record,
-    escalation_record,
     grant_for,
     grant_record,
     lapse_record,
     use_record,
     vote_record,
 )
+from signoff.gate.timing import Timing
 from signoff.limits import ArgumentLimits
 from signoff.policy import Policy, PolicyEngine
 from signoff.policy.engine import GRANTED
@@ -58,26 +54,20 @@ from signoff.store.base import HoldPlan
 from signoff.store.external import ExternalRecord
 from signoff.store.runs import RunWrite, StoredEvent
 from signoff.types import (
-    AUTOMATIC,
-    DECIDED_STATUS,
     Approval,
     Approve,
     Assignment,
     Context,
     Decision,
     Edit,
-    Expired,
     Grant,
     Preview,
-    Quorum,
     Reject,
     Respond,
     ToolCall,
     Verdict,
-    Vote,
     call_json,
     canonical_json,
-    decision_to_dict,
 )
 
 __all__ = ["CheckContext", "Gate", "Outcome", "RolesOf"]
@@ -122,7 +112,7 @@ class Outcome:
     another replica), and this is that verdict — its approval as it stands now."""
 
 
-class Gate:
+class Gate(Timing):
     """The heart of signoff: policy in front, store behind, people in between."""
 
     def __init__(
@@ -516,17 +506,17 @@ class Gate:
                 decision = decisions[approval.id]
                 self._check_decider(approval, actor=actor, roles=roles, now=now)
                 if not approval.pending:
-                    results[approval.id] = _already_decided(approval, decision)
+                    results[approval.id] = already_decided(approval, decision)
                     continue
                 self._authorize(approval, decision, actor=actor, roles=roles)
                 if approval.quorum is not None and isinstance(decision, Approve | Edit):
-                    decided = _vote(approval, decision, actor=actor, roles=roles, at=now)
+                    decided = vote(approval, decision, actor=actor, roles=roles, at=now)
                     results[approval.id] = decided
                     if decided is not approval:  # the same person's same approval: no change
                         changes.append((decided, approval.version))
                         audit.append(vote_record(approval, decided, actor=actor, at=now))
                     continue
-                decided = self._apply(approval, decision, actor=actor, at=now)
+                decided = applied(approval, decision, actor=actor, at=now)
                 changes.append((decided, approval.version))
                 results[approval.id] = decided
                 audit.append(decision_record(approval, decided, actor=actor, at=now))
@@ -568,13 +558,13 @@ class Gate:
         someone who may decide it, to someone who may too (as far as this gate's directory,
         `roles_of`, can tell). It widens nothing: whoever it is handed to is held to the rule's
         approvers and to self-approval like anyone."""
-        to, note = _assignee(to), _note(note)
+        to, note = assignee(to), note_text(note)
         approval = await self.store.get_approval(approval_id)
         now = self._now()
         if not approval.pending:
             raise ConflictError(f"approval {approval_id!r} is already {approval.status}")
         self._check_decider(approval, actor=actor, roles=frozenset(roles), now=now)
-        self._check_assignee(approval, to, now)
+        self._checkassignee(approval, to, now)
         assigned = Assignment(to=to, by=actor, note=note, at=now)
         changed = replace(approval, assigned=assigned, version=approval.version + 1)
         record = assignment_record(approval, assigned)
@@ -583,7 +573,7 @@ class Gate:
         self.notifier.notify(approval.id)
         return changed
 
-    def _check_assignee(self, approval: Approval, to: str, now: datetime) -> None:
+    def _checkassignee(self, approval: Approval, to: str, now: datetime) -> None:
         """`InvalidDecisionError` when `to` could not decide `approval` as far as is known."""
         role = to.removeprefix("role:") if to.startswith("role:") else None
         approvers = approvers_at(approval, now)
@@ -665,7 +655,7 @@ class Gate:
             check_decider(verdict.rule, verdict.approvers,
                           verdict.forbid_self_approval or verdict.quorum is not None,
                           approval.requested_by, actor=actor, roles=roles)  # fmt: skip
-            if _stricter(verdict.quorum, approval.quorum):
+            if stricter(verdict.quorum, approval.quorum):
                 assert verdict.quorum is not None  # only a quorum is stricter than another
                 raise ForbiddenError(
                     f"the edited call needs {verdict.quorum.count} people to approve (rule "
@@ -688,63 +678,7 @@ class Gate:
                 raise InvalidDecisionError(f"the edit is refused: {problem}")
         return checked
 
-    @staticmethod
-    def _apply(approval: Approval, decision: Decision, *, actor: str, at: datetime) -> Approval:
-        call, requested = approval.call, approval.requested_args
-        if isinstance(decision, Edit):
-            call, requested = replace(call, args=decision.args), call.args
-        return replace(
-            approval,
-            call=call,
-            requested_args=requested,
-            status=DECIDED_STATUS[decision.kind],
-            decision=decision,
-            decided_by=actor,
-            decided_at=at,
-            version=approval.version + 1,
-        )
-
     # -- waiting ---------------------------------------------------------------------------
-
-    async def wait(self, approval_id: str, timeout: float | None = None) -> Approval:
-        """Wait until the approval is decided or expires; `ApprovalTimeout` after `timeout` s."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        await self.listen()
-        with self.notifier.subscription(approval_id) as decided:
-            while True:
-                decided.clear()
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    raise ApprovalTimeout(
-                        f"approval {approval_id!r} was not decided within {timeout} s"
-                    )
-                try:
-                    # The read itself may queue behind other work: it gets the time left, no more.
-                    async with asyncio.timeout(left):
-                        approval = await self.store.get_approval(approval_id)
-                        if not approval.pending:
-                            return approval
-                        now = self._now()
-                        if approval.expires_at is not None and approval.expires_at <= now:
-                            [expired] = await self.expire([approval])
-                            return expired
-                except TimeoutError:
-                    raise ApprovalTimeout(
-                        f"approval {approval_id!r} was not decided within {timeout} s"
-                    ) from None
-                pause = self._poll if left is None else min(self._poll, left)
-                if approval.expires_at is not None:
-                    pause = min(pause, (approval.expires_at - now).total_seconds())
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(pause):
-                        await decided.wait()
-
-    async def listen(self) -> None:
-        """Have decisions taken in other processes wake this gate's waiters (where the store
-        can tell: PostgreSQL). Idempotent."""
-        if not self._listening:
-            await self.store.listen(self.notifier.notify)
-            self._listening = True
 
     async def ask(
         self, call: ToolCall, *, timeout: float | None = None, context: CheckContext | None = None
@@ -766,98 +700,7 @@ class Gate:
         assert approval.decision is not None  # decided approvals carry their decision
         return approval.decision
 
-    # -- expiry and grants -----------------------------------------------------------------
-
-    async def expire(
-        self, approvals: Sequence[Approval], *, now: datetime | None = None
-    ) -> list[Approval]:
-        """Let pending approvals lapse — each once, a decision that won first standing: one
-        whose time is up (at `now`, default this gate's clock) as its rule's `on_timeout`
-        says, and any other (a waiter that gives up before then) expires: it never runs."""
-        out = []
-        for approval in approvals:
-            moment = now or self._now()
-            lapsed = self._lapse(approval, moment)
-            record = lapse_record(approval, lapsed, at=moment)
-            if await self.store.save_decisions([(lapsed, approval.version)], audit=[record]):
-                self.notifier.notify(approval.id)
-                out.append(lapsed)
-            else:
-                out.append(await self.store.get_approval(approval.id))
-        return out
-
-    def _lapse(self, approval: Approval, now: datetime) -> Approval:
-        """`approval` as its time running out leaves it: expired, or — once its rule's time has
-        come, not before — decided by signoff as the rule's `on_timeout` says."""
-        on_timeout = approval.on_timeout
-        due = approval.expires_at is not None and approval.expires_at <= now
-        decision: Decision
-        if on_timeout is None or not due:
-            decision = Expired()
-        elif on_timeout.decide == "approve":
-            decision = _approval_of(approval)
-        else:
-            decision = Reject(reason=on_timeout.reason or "nobody decided in time")
-        return self._apply(approval, decision, actor=AUTOMATIC, at=now)
-
-    async def expire_due(self, now: datetime | None = None) -> list[Approval]:
-        """Let every pending approval whose time is up at `now` (default: the store's clock,
-        or the clock this gate was given) lapse; return those that lapsed now."""
-        now = now or await self.time()
-        due = await self.store.due_for_expiry(now)
-        return [a for a in await self.expire(due, now=now) if a.decided_by == AUTOMATIC]
-
-    async def escalate_due(self, now: datetime | None = None) -> list[Approval]:
-        """Announce each escalation step whose time has come at `now` (as for `expire_due`),
-        once: a compare-and-set on the approval, with the audit entry that tells its new
-        deciders (the notifier reads it)."""
-        now = now or await self.time()
-        out = []
-        for approval in await self.store.due_for_escalation(now):
-            reached = escalations_due(approval, now)
-            if reached <= approval.escalated:
-                continue
-            steps = approval.escalate[approval.escalated : reached]
-            escalated = replace(approval, escalated=reached, version=approval.version + 1)
-            record = escalation_record(
-                approval, escalated, steps, approvers_at(approval, now), at=now
-            )
-            if await self.store.save_decisions([(escalated, approval.version)], audit=[record]):
-                self.notifier.notify(approval.id)
-                out.append(escalated)
-        return out
-
-    async def time(self) -> datetime:
-        """What time it is for what falls due: the store's clock — one for every replica — or
-        the clock this gate was given."""
-        return self._now() if self._clock_given else await self.store.clock()
-
-    async def sweep(self, owner: str, *, lease: float = 5.0) -> bool:
-        """One round of the sweeper, if `owner` holds (or takes) the store's lease on it for
-        `lease` seconds: due approvals lapse, due escalations are announced. Whether it swept:
-        one replica at a time does, and another takes over once a lease runs out."""
-        now = await self.time()
-        until = now + timedelta(seconds=lease)
-        if not await self.store.lease(SWEEPER, owner=owner, now=now, until=until):
-            return False
-        await self.expire_due(now)
-        await self.escalate_due(now)
-        return True
-
-    async def run_sweeper(self, interval: float = 1.0) -> None:
-        """Sweep every `interval` seconds until cancelled, on the replica that holds the
-        sweeper's lease (renewed each round; another takes it over after five missed rounds).
-        A failed round (the database away for a moment) is logged and tried again at the
-        next."""
-        owner = f"{socket.gethostname()}:{os.getpid()}:{new_id()}"
-        while True:
-            try:
-                await self.sweep(owner, lease=5 * interval)
-            except SignoffError:
-                logger.exception(
-                    "the sweep of due approvals failed; trying again in %s s", interval
-                )
-            await asyncio.sleep(interval)
+    # -- grants ----------------------------------------------------------------------------
 
     async def grants(self, *, tool: str | None = None) -> list[Grant]:
         """The grants in force, oldest first."""
@@ -946,93 +789,3 @@ def _schema_lookup(schemas: SchemaLookup | Mapping[str, Mapping[str, Any]] | Non
         return schemas
     table = schemas
     return lambda call: table.get(call.name)
-
-
-SWEEPER = "sweeper"
-"""The store's lease on letting due approvals lapse and announcing due escalations."""
-
-MAX_NOTE = 2000
-"""The longest note that goes with an assignment, in characters."""
-_MAX_ASSIGNEE = 200
-
-
-def _assignee(to: object) -> str:
-    """A principal's name, or ``role:NAME``: printable, and not too long."""
-    if not isinstance(to, str) or not to.strip() or to != to.strip():
-        raise InvalidDecisionError("assign to a principal's name or role:NAME")
-    if len(to) > _MAX_ASSIGNEE or not to.isprintable() or to == "role:":
-        raise InvalidDecisionError(
-            f"assign to a principal's name or role:NAME of at most {_MAX_ASSIGNEE} printable "
-            "characters"
-        )
-    return to
-
-
-def _note(note: object) -> str:
-    if not isinstance(note, str) or len(note) > MAX_NOTE:
-        raise InvalidDecisionError(f"a note is text of at most {MAX_NOTE} characters")
-    return note
-
-
-def _stricter(edited: Quorum | None, asked: Quorum | None) -> bool:
-    """Whether an edited call's rule needs people the approval it replaces does not ask for."""
-    if edited is None:
-        return False
-    if asked is None:
-        return True
-    return edited.count > asked.count or bool(Counter(edited.roles) - Counter(asked.roles))
-
-
-def _approval_of(approval: Approval) -> Approve | Edit:
-    """The decision that approves `approval`'s call as it stands: an edit when its arguments
-    were edited (every resumer runs an edited call's arguments, an approved one's as asked)."""
-    if approval.requested_args is None:
-        return Approve()
-    return Edit(args=approval.call.args)
-
-
-def _vote(
-    approval: Approval, decision: Approve | Edit, *, actor: str, roles: frozenset[str], at: datetime
-) -> Approval:
-    """`approval` with `actor`'s approval counted: approved by the vote that completes its
-    quorum, else still pending with one more vote. An edit starts the count again on the
-    edited call, with its editor's vote. The same person approving again changes nothing."""
-    assert approval.quorum is not None  # only a call that needs several people is voted on
-    vote = Vote(by=actor, roles=tuple(sorted(roles)), at=at)
-    call, requested, votes = approval.call, approval.requested_args, approval.votes
-    if isinstance(decision, Edit) and decision.args != call.args:
-        call, requested = replace(call, args=decision.args), approval.requested_call.args
-        votes = (vote,) if counts(approval.quorum, (), vote) else ()
-    elif any(v.by == actor for v in votes):  # an edit that changes nothing is an approval
-        return approval
-    elif not counts(approval.quorum, votes, vote):
-        raise ForbiddenError(
-            f"{actor!r} cannot approve this: it still needs "
-            f"{needed(approval.quorum, votes)}, and {actor!r} has none of those roles"
-        )
-    else:
-        votes = (*votes, vote)
-    voted = replace(
-        approval, call=call, requested_args=requested, votes=votes, version=approval.version + 1
-    )
-    if needed(approval.quorum, votes).people:
-        return voted
-    final = _approval_of(voted)
-    return replace(
-        voted, status=DECIDED_STATUS[final.kind], decision=final, decided_by=actor, decided_at=at
-    )
-
-
-def _already_decided(approval: Approval, decision: Decision) -> Approval:
-    stored = approval.decision
-    if stored is not None and _same(stored, decision):
-        return approval
-    raise ConflictError(
-        f"approval {approval.id!r} is already {approval.status} by {approval.decided_by!r}; "
-        f"a different decision ({decision.kind}) cannot replace it"
-    )
-
-
-def _same(a: Decision, b: Decision) -> bool:
-    """Equal as JSON: ``true`` is not ``1``, though Python says so."""
-    return canonical_json(decision_to_dict(a)) == canonical_json(decision_to_dict(b))

@@ -1,4 +1,4 @@
-"""Who may decide a held call, and how many people must approve it.
+"""Who may decide a held call, how many people must approve it, and what a decision makes of it.
 
 A rule's `approvers` name the roles that may decide its calls; its `escalate` steps widen them
 as time passes without a decision; `forbid_self_approval` keeps the requester out. A rule's
@@ -8,20 +8,40 @@ it lists: each approval is a `Vote`, and the call is approved by the vote that c
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
-from signoff.errors import ForbiddenError
-from signoff.types import Approval, Escalation, Quorum, Vote
+from signoff.errors import ConflictError, ForbiddenError, InvalidDecisionError
+from signoff.types import (
+    DECIDED_STATUS,
+    Approval,
+    Approve,
+    Decision,
+    Edit,
+    Escalation,
+    Quorum,
+    Vote,
+    canonical_json,
+    decision_to_dict,
+)
 
 __all__ = [
+    "MAX_NOTE",
     "Needed",
+    "already_decided",
+    "applied",
+    "approval_of",
     "approvers_at",
+    "assignee",
     "check_decider",
     "counts",
     "escalations_due",
     "needed",
+    "note_text",
+    "stricter",
+    "vote",
 ]
 
 
@@ -118,3 +138,110 @@ def _matched_roles(roles: Sequence[str], voters: Sequence[frozenset[str]]) -> li
     for slot in range(len(roles)):
         place(slot, set())
     return [roles[slot] for slot in holder.values()]
+
+
+def applied(approval: Approval, decision: Decision, *, actor: str, at: datetime) -> Approval:
+    """`approval` decided: `decision` taken by `actor` at `at` (an edit replaces the call's
+    arguments, keeping those requested)."""
+    call, requested = approval.call, approval.requested_args
+    if isinstance(decision, Edit):
+        call, requested = replace(call, args=decision.args), call.args
+    return replace(
+        approval,
+        call=call,
+        requested_args=requested,
+        status=DECIDED_STATUS[decision.kind],
+        decision=decision,
+        decided_by=actor,
+        decided_at=at,
+        version=approval.version + 1,
+    )
+
+
+MAX_NOTE = 2000
+"""The longest note that goes with an assignment, in characters."""
+_MAX_ASSIGNEE = 200
+
+
+def assignee(to: object) -> str:
+    """A principal's name, or ``role:NAME``: printable, and not too long."""
+    if not isinstance(to, str) or not to.strip() or to != to.strip():
+        raise InvalidDecisionError("assign to a principal's name or role:NAME")
+    if len(to) > _MAX_ASSIGNEE or not to.isprintable() or to == "role:":
+        raise InvalidDecisionError(
+            f"assign to a principal's name or role:NAME of at most {_MAX_ASSIGNEE} printable "
+            "characters"
+        )
+    return to
+
+
+def note_text(note: object) -> str:
+    if not isinstance(note, str) or len(note) > MAX_NOTE:
+        raise InvalidDecisionError(f"a note is text of at most {MAX_NOTE} characters")
+    return note
+
+
+def stricter(edited: Quorum | None, asked: Quorum | None) -> bool:
+    """Whether an edited call's rule needs people the approval it replaces does not ask for."""
+    if edited is None:
+        return False
+    if asked is None:
+        return True
+    return edited.count > asked.count or bool(Counter(edited.roles) - Counter(asked.roles))
+
+
+def approval_of(approval: Approval) -> Approve | Edit:
+    """The decision that approves `approval`'s call as it stands: an edit when its arguments
+    were edited (every resumer runs an edited call's arguments, an approved one's as asked)."""
+    if approval.requested_args is None:
+        return Approve()
+    return Edit(args=approval.call.args)
+
+
+def vote(
+    approval: Approval, decision: Approve | Edit, *, actor: str, roles: frozenset[str], at: datetime
+) -> Approval:
+    """`approval` with `actor`'s approval counted: approved by the vote that completes its
+    quorum, else still pending with one more vote. An edit starts the count again on the
+    edited call, with its editor's vote. The same person approving again changes nothing."""
+    assert approval.quorum is not None  # only a call that needs several people is voted on
+    vote = Vote(by=actor, roles=tuple(sorted(roles)), at=at)
+    call, requested, votes = approval.call, approval.requested_args, approval.votes
+    if isinstance(decision, Edit) and decision.args != call.args:
+        call, requested = replace(call, args=decision.args), approval.requested_call.args
+        votes = (vote,) if counts(approval.quorum, (), vote) else ()
+    elif any(v.by == actor for v in votes):  # an edit that changes nothing is an approval
+        return approval
+    elif not counts(approval.quorum, votes, vote):
+        raise ForbiddenError(
+            f"{actor!r} cannot approve this: it still needs "
+            f"{needed(approval.quorum, votes)}, and {actor!r} has none of those roles"
+        )
+    else:
+        votes = (*votes, vote)
+    voted = replace(
+        approval, call=call, requested_args=requested, votes=votes, version=approval.version + 1
+    )
+    if needed(approval.quorum, votes).people:
+        return voted
+    final = approval_of(voted)
+    return replace(
+        voted, status=DECIDED_STATUS[final.kind], decision=final, decided_by=actor, decided_at=at
+    )
+
+
+def already_decided(approval: Approval, decision: Decision) -> Approval:
+    """`approval`, decided already, when `decision` is the one it was decided with (a retry);
+    else `ConflictError`."""
+    stored = approval.decision
+    if stored is not None and same(stored, decision):
+        return approval
+    raise ConflictError(
+        f"approval {approval.id!r} is already {approval.status} by {approval.decided_by!r}; "
+        f"a different decision ({decision.kind}) cannot replace it"
+    )
+
+
+def same(a: Decision, b: Decision) -> bool:
+    """Equal as JSON: ``true`` is not ``1``, though Python says so."""
+    return canonical_json(decision_to_dict(a)) == canonical_json(decision_to_dict(b))

@@ -11,8 +11,7 @@ from typing import Any, Literal, TypeVar, cast
 from pydantic import BaseModel, ConfigDict, Field
 
 from signoff.errors import InvalidDecisionError
-from signoff.gate.core import MAX_NOTE
-from signoff.gate.deciders import needed
+from signoff.gate.deciders import MAX_NOTE, needed
 from signoff.limits import PREVIEW_CHARS, clip
 from signoff.server.redact import Redaction
 from signoff.store.runs import StoredEvent
