@@ -176,6 +176,7 @@ def assignee(to: object) -> str:
 
 
 def note_text(note: object) -> str:
+    """The note that goes with an assignment: text, not too long."""
     if not isinstance(note, str) or len(note) > MAX_NOTE:
         raise InvalidDecisionError(f"a note is text of at most {MAX_NOTE} characters")
     return note
@@ -205,20 +206,21 @@ def vote(
     quorum, else still pending with one more vote. An edit starts the count again on the
     edited call, with its editor's vote. The same person approving again changes nothing."""
     assert approval.quorum is not None  # only a call that needs several people is voted on
-    vote = Vote(by=actor, roles=tuple(sorted(roles)), at=at)
+    mine = Vote(by=actor, roles=tuple(sorted(roles)), at=at)
     call, requested, votes = approval.call, approval.requested_args, approval.votes
+    # An edit that changes nothing is an approval.
     if isinstance(decision, Edit) and decision.args != call.args:
         call, requested = replace(call, args=decision.args), approval.requested_call.args
-        votes = (vote,) if counts(approval.quorum, (), vote) else ()
-    elif any(v.by == actor for v in votes):  # an edit that changes nothing is an approval
+        votes = (mine,) if counts(approval.quorum, (), mine) else ()
+    elif any(v.by == actor for v in votes):
         return approval
-    elif not counts(approval.quorum, votes, vote):
+    elif not counts(approval.quorum, votes, mine):
         raise ForbiddenError(
             f"{actor!r} cannot approve this: it still needs "
             f"{needed(approval.quorum, votes)}, and {actor!r} has none of those roles"
         )
     else:
-        votes = (*votes, vote)
+        votes = (*votes, mine)
     voted = replace(
         approval, call=call, requested_args=requested, votes=votes, version=approval.version + 1
     )
@@ -234,7 +236,7 @@ def already_decided(approval: Approval, decision: Decision) -> Approval:
     """`approval`, decided already, when `decision` is the one it was decided with (a retry);
     else `ConflictError`."""
     stored = approval.decision
-    if stored is not None and same(stored, decision):
+    if stored is not None and _same(stored, decision):
         return approval
     raise ConflictError(
         f"approval {approval.id!r} is already {approval.status} by {approval.decided_by!r}; "
@@ -242,6 +244,6 @@ def already_decided(approval: Approval, decision: Decision) -> Approval:
     )
 
 
-def same(a: Decision, b: Decision) -> bool:
+def _same(a: Decision, b: Decision) -> bool:
     """Equal as JSON: ``true`` is not ``1``, though Python says so."""
     return canonical_json(decision_to_dict(a)) == canonical_json(decision_to_dict(b))
