@@ -217,7 +217,9 @@ def test_two_raw_resumes_of_the_paused_checkpoint_at_once_go_on_once_and_one_is_
 
     outcomes = at_once(lambda: agent.invoke(command, config))
 
-    [refused] = [o for o in outcomes if isinstance(o, Exception)]
+    refusals = [o for o in outcomes if isinstance(o, Exception)]
+    assert len(refusals) == 1, (outcomes, executions(harness.side_effects))
+    [refused] = refusals
     assert isinstance(refused, ConflictError), refused
     assert "is being continued, or was continued" in str(refused)
     [resumed] = [o for o in outcomes if not isinstance(o, Exception)]

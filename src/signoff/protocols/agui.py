@@ -345,8 +345,9 @@ class AguiAgent:
         """When this resume's decisions left some of them open — approvals counted toward a
         call that needs several people — the number of the event before the task's last
         pause; else None."""
-        if not resolved:
-            return None
+        opened = task.open
+        if not any(opened[i].quorum is not None for i in resolved if i in opened):
+            return None  # no call that needs several people: each decision decided it
         now = await self._read(task.run.id)
         if not any(i in now.open for i in resolved):
             return None

@@ -252,10 +252,14 @@ class Service:
         await self._load_latest()
 
     async def _load_latest(self) -> None:
-        latest = await self.store.latest_policy()
-        if latest is not None and latest[0] != self.gate.engine.version:
-            version, document = latest
-            self._install(Policy.from_dict(document, source=f"policy version {version}"), document)
+        # Under the lock a change through the API holds: a version read before that change
+        # was saved is never installed over it.
+        async with self.policy_lock:
+            latest = await self.store.latest_policy()
+            if latest is not None and latest[0] != self.gate.engine.version:
+                version, document = latest
+                policy = Policy.from_dict(document, source=f"policy version {version}")
+                self._install(policy, document)
 
     async def _follow_policy(self) -> None:
         while True:
