@@ -240,7 +240,7 @@ class Gate(Timing):
             if keyed
             else {}
         )
-        shown = {} if previews is None else await self._previews(calls, context, previews, keys)
+        shown = {} if not previews else await self._previews(calls, context, previews, keys)
 
         def plan(
             grants: list[Grant], found: dict[str, tuple[ExternalRecord, Approval | None]]

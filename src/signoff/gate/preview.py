@@ -63,6 +63,10 @@ class Previews:
         self.timeout = timeout
         self.max_bytes = max_bytes
 
+    def __bool__(self) -> bool:
+        """Whether any tool has a preview."""
+        return bool(self.functions)
+
     def covers(self, call: ToolCall) -> bool:
         """Whether `call`'s tool has a preview."""
         return call.kind == "tool" and call.name in self.functions
