@@ -3,30 +3,37 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
+import os
 import platform
 import sys
 import threading
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, TypeVar
+from typing import Any, Final, Literal, TypeVar
 
+import asyncpg
 from rich.console import Console
 from rich.table import Table
 
 from signoff import __version__
 
 __all__ = [
+    "PG_ADMIN",
     "Latency",
     "Limit",
     "Target",
+    "asyncpg_url",
     "environment",
     "latency",
     "ms",
     "percentile",
     "print_targets",
+    "scratch_postgres",
     "serve_until_stdin_closes",
     "side_by_side",
     "wide_console",
@@ -187,3 +194,33 @@ async def serve_until_stdin_closes(
         await server.serve()
     finally:
         watcher.cancel()
+
+
+PG_ADMIN: Final = os.environ.get(
+    "SIGNOFF_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test"
+)
+"""The PostgreSQL server the benchmarks make their databases on (``SIGNOFF_BENCH_POSTGRES``)."""
+
+
+@contextlib.asynccontextmanager
+async def scratch_postgres(console: Console) -> AsyncIterator[str | None]:
+    """A new ``signoff_bench_<random>`` database on `PG_ADMIN`'s server, dropped afterwards:
+    its URL (``postgresql://``), or None when the server cannot be reached (said on `console`)."""
+    try:
+        admin = await asyncpg.connect(PG_ADMIN, timeout=3)
+    except (OSError, asyncpg.PostgresError) as exc:
+        console.print(f"[bold red]PostgreSQL is not reachable at {PG_ADMIN}: {exc}[/]")
+        yield None
+        return
+    name = f"signoff_bench_{uuid.uuid4().hex[:12]}"
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+        yield f"{PG_ADMIN.rsplit('/', 1)[0]}/{name}"
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
+
+
+def asyncpg_url(url: str) -> str:
+    """`url` for SQLAlchemy's asyncpg driver."""
+    return url.replace("postgresql://", "postgresql+asyncpg://", 1)

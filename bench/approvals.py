@@ -39,7 +39,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import platform
 import random
 import re
@@ -48,7 +47,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
@@ -61,12 +59,15 @@ from rich.table import Table
 from sqlalchemy import event
 
 from _common import (
+    PG_ADMIN,
     Latency,
     Target,
+    asyncpg_url,
     environment,
     latency,
     ms,
     print_targets,
+    scratch_postgres,
     side_by_side,
     wide_console,
 )
@@ -79,9 +80,6 @@ from signoff.store import SQLStore, open_store
 BackendName = Literal["sqlite", "postgresql"]
 
 SEED: Final = 5
-PG_ADMIN: Final = os.environ.get(
-    "SIGNOFF_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test"
-)
 HOLDS: Final[dict[BackendName, int]] = {"sqlite": 2_000, "postgresql": 1_000}
 """Timed holds, then as many timed decides of the approvals they created."""
 WARMUP: Final = 50
@@ -656,24 +654,15 @@ async def bench_sqlite(console: Console) -> BackendResult:
 
 
 async def bench_postgres(console: Console) -> BackendResult | None:
-    try:
-        admin = await asyncpg.connect(PG_ADMIN, timeout=3)
-    except (OSError, asyncpg.PostgresError) as exc:
-        console.print(f"[bold red]PostgreSQL is not reachable at {PG_ADMIN}: {exc}[/]")
-        return None
-    name = f"signoff_bench_{uuid.uuid4().hex[:12]}"
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-        base = PG_ADMIN.rsplit("/", 1)[0]
+    async with scratch_postgres(console) as url:
+        if url is None:
+            return None
 
         async def limit() -> Commits:
-            return await postgres_commits(f"{base}/{name}", 1)
+            return await postgres_commits(url, 1)
 
-        url = f"{base.replace('postgresql://', 'postgresql+asyncpg://')}/{name}"
-        return await bench_backend("postgresql", url, name, console, limit)
-    finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
+        return await bench_backend("postgresql", asyncpg_url(url), url.rsplit("/", 1)[1],
+                                   console, limit)  # fmt: skip
 
 
 # -- reporting -------------------------------------------------------------------------------

@@ -23,26 +23,31 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import os
 import platform
 import sqlite3
 import statistics
 import sys
 import tempfile
 import time
-import uuid
 from collections import Counter
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Final, Literal
 
-import asyncpg
 from rich.console import Console
 from rich.table import Table
 from sqlalchemy import select
 
-from _common import Target, environment, print_targets, wide_console
+from _common import (
+    PG_ADMIN,
+    Target,
+    asyncpg_url,
+    environment,
+    print_targets,
+    scratch_postgres,
+    wide_console,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' history generator
 
@@ -63,9 +68,6 @@ DAYS: Final = 30
 REPEATS: Final = 3
 SQLITE_GOAL_S: Final = 5.0
 POSTGRES_GOAL_S: Final = 2.0
-PG_ADMIN: Final = os.environ.get(
-    "SIGNOFF_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test"
-)
 RESULTS: Final = Path(__file__).resolve().parent / "results" / "insights.json"
 
 
@@ -160,19 +162,10 @@ async def bench_sqlite(console: Console) -> BackendResult:
 
 
 async def bench_postgres(console: Console) -> BackendResult | None:
-    try:
-        admin = await asyncpg.connect(PG_ADMIN, timeout=3)
-    except (OSError, asyncpg.PostgresError) as exc:
-        console.print(f"[bold red]PostgreSQL is not reachable at {PG_ADMIN}: {exc}[/]")
-        return None
-    name = f"signoff_bench_{uuid.uuid4().hex[:12]}"
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-        base = PG_ADMIN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://")
-        return await measure("postgresql", f"{base}/{name}", POSTGRES_ROWS, console)
-    finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
+    async with scratch_postgres(console) as url:
+        if url is None:
+            return None
+        return await measure("postgresql", asyncpg_url(url), POSTGRES_ROWS, console)
 
 
 def report(console: Console, results: list[BackendResult]) -> list[Target]:

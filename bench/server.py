@@ -87,19 +87,21 @@ from pathlib import Path
 from typing import Final, Literal
 from urllib.parse import urlsplit
 
-import asyncpg
 import httpx
 import uvicorn
 from rich.console import Console
 from rich.table import Table
 
 from _common import (
+    PG_ADMIN,
     Latency,
     Target,
+    asyncpg_url,
     environment,
     latency,
     ms,
     print_targets,
+    scratch_postgres,
     serve_until_stdin_closes,
     side_by_side,
     wide_console,
@@ -116,9 +118,6 @@ from signoff.testing import ScriptedModel, call
 BackendName = Literal["sqlite", "postgresql"]
 
 SEED: Final = 7
-PG_ADMIN: Final = os.environ.get(
-    "SIGNOFF_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test"
-)
 CONCURRENCY: Final = 50
 DECIDE_WARMUP: Final = 200
 DECIDES: Final = 2_000
@@ -540,25 +539,14 @@ async def bench_sqlite(console: Console) -> BackendResult:
 
 
 async def bench_postgres(console: Console) -> BackendResult | None:
-    try:
-        admin = await asyncpg.connect(PG_ADMIN, timeout=3)
-    except (OSError, asyncpg.PostgresError) as exc:
-        console.print(f"[bold red]PostgreSQL is not reachable at {PG_ADMIN}: {exc}[/]")
-        return None
-    name = f"signoff_bench_{uuid.uuid4().hex[:12]}"
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-        base = PG_ADMIN.rsplit("/", 1)[0]
+    async with scratch_postgres(console) as url:
+        if url is None:
+            return None
 
         async def limits() -> tuple[Commits, Commits]:
-            dsn = f"{base}/{name}"
-            return await postgres_commits(dsn, CONCURRENCY), await postgres_commits(dsn, 1)
+            return await postgres_commits(url, CONCURRENCY), await postgres_commits(url, 1)
 
-        url = f"{base.replace('postgresql://', 'postgresql+asyncpg://')}/{name}"
-        return await bench_backend("postgresql", url, console, limits)
-    finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
+        return await bench_backend("postgresql", asyncpg_url(url), console, limits)
 
 
 # -- reporting -------------------------------------------------------------------------------
