@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -15,10 +14,11 @@ import pytest
 from signoff import Policy, ToolCall
 from signoff.agent import Agent, ModelTurn, tool
 from signoff.gate import CheckContext, Gate
-from signoff.server import Auth, Principal, Service, create_app
+from signoff.server import Principal, Service
 from signoff.store import SQLStore
 from signoff.testing import ScriptedModel, call
 from tests.deadline import HANG
+from tests.server.test_policy_api import client_of
 
 POLICY = Policy.from_dict(
     {
@@ -54,16 +54,10 @@ async def service(store: SQLStore, clock: Clock) -> Service:
     return Service(store=store, gate=Gate(POLICY, store, clock=clock), agents=[])
 
 
-@contextlib.asynccontextmanager
-async def client(service: Service, token: str) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(service, Auth(tokens=TOKENS))
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        headers = {"Authorization": f"Bearer {token}"}
-        async with httpx.AsyncClient(
-            transport=transport, base_url="http://signoff", headers=headers
-        ) as http:
-            yield http
+def client(
+    service: Service, token: str
+) -> contextlib.AbstractAsyncContextManager[httpx.AsyncClient]:
+    return client_of(service, token, TOKENS)
 
 
 async def held(service: Service, tool: str, by: str = "bob") -> str:

@@ -44,8 +44,11 @@ def make_service(store: SQLStore, document: dict[str, Any] = DOCUMENT) -> Servic
 
 
 @contextlib.asynccontextmanager
-async def client_of(service: Service, token: str) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(service, Auth(tokens=TOKENS))
+async def client_of(
+    service: Service, token: str, tokens: dict[str, Principal] = TOKENS
+) -> AsyncIterator[httpx.AsyncClient]:
+    """An in-process client of the API over `service`, with `token` (one of `tokens`)."""
+    app = create_app(service, Auth(tokens=tokens))
     async with (
         app.router.lifespan_context(app),
         httpx.AsyncClient(
