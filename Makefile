@@ -16,7 +16,7 @@ PYTEST := $(BIN)/pytest -n 2 --dist loadfile
 export UV_PYTHON_DOWNLOADS := never
 export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 
-.PHONY: install test pytest lint format typecheck bench demo lock clean chromium screenshots dist
+.PHONY: install test pytest lint format typecheck bench demo lock clean chromium prometheus screenshots dist
 
 install: $(STAMP)
 
@@ -38,7 +38,7 @@ $(STAMP): pyproject.toml requirements.lock | $(UV)
 # tests, whose processes leave a core idle much of the time; its report shows when it is done, and
 # the tests' summary stays last. Under CI (CI=true) the property, fuzz and chaos tests run their
 # full counts; a developer's run samples lighter, to stay within minutes on two cores.
-test: lint $(JS_STAMP) chromium
+test: lint $(JS_STAMP) chromium prometheus
 	@types=$$(mktemp); \
 	{ $(BIN)/mypy >"$$types" 2>&1; typed=$$?; printf '\n%s\n' "$(BIN)/mypy"; cat "$$types"; \
 	  rm -f "$$types"; exit $$typed; } & mypy=$$!; \
@@ -46,7 +46,7 @@ test: lint $(JS_STAMP) chromium
 	wait $$mypy || { echo "make test: the type check failed (its report is above)"; exit 1; }; \
 	exit $$tests
 
-pytest: install $(JS_STAMP) chromium
+pytest: install $(JS_STAMP) chromium prometheus
 	$(PYTEST)
 
 # The browser tests drive Debian's Chromium (Playwright cannot download a browser here). Installed
@@ -57,6 +57,17 @@ chromium:
 		elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then \
 			sudo apt-get update -qq && sudo apt-get install -y -qq chromium; \
 		else echo "chromium is not installed: the browser tests will be skipped"; fi; }
+
+# The metrics tests scrape a server with a real Prometheus (Debian's package; its service is not
+# started: the tests run their own). Installed like Chromium, else those tests are skipped.
+prometheus:
+	@command -v prometheus >/dev/null || { \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && \
+			apt-get install -y -qq --no-install-recommends prometheus && \
+			{ systemctl disable --now prometheus 2>/dev/null || service prometheus stop 2>/dev/null || true; }; \
+		elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then \
+			sudo apt-get update -qq && sudo apt-get install -y -qq --no-install-recommends prometheus; \
+		else echo "prometheus is not installed: the metrics scrape tests will be skipped"; fi; }
 
 # Save each page of the web inbox to docs/images/ (the README and docs/ show them).
 screenshots: install chromium
