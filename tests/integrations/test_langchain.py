@@ -458,3 +458,24 @@ def test_an_agent_path_names_its_middleware_within_what_langgraph_allows(tmp_pat
         assert said["messages"][-1].content == "hi"
     finally:
         runs.close()
+
+
+def test_a_late_raw_resume_of_the_paused_checkpoint_is_refused_before_the_model(
+    harness: Harness,
+) -> None:
+    script = [[("send_email", {"to": "bob@example.com"})], [("read_file", {"path": "next.txt"})],
+              "done"]  # fmt: skip
+    agent = harness.agent(script)
+    start(agent)
+    paused = agent.get_state(CONFIG).config["configurable"]["checkpoint_id"]
+    config = {"configurable": {"thread_id": "t-1", "checkpoint_id": paused}}
+    command = Command(resume={"decisions": [{"type": "approve"}]})
+    assert agent.invoke(command, config)["messages"][-1].content == "done"
+
+    # LangGraph kept the first resume's writes with the paused checkpoint: a second resume
+    # of it skips the node that paused and would go on to the model on a line of its own.
+    with pytest.raises(ConflictError, match="is being continued, or was continued"):
+        agent.invoke(command, config)
+
+    assert executions(harness.side_effects) == ["send_email bob@example.com ", "read_file next.txt"]
+    assert harness.model_turns() == ["0", "1", "2"]

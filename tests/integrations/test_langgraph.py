@@ -216,3 +216,26 @@ async def test_an_async_agent_pauses_and_an_async_resumer_resumes_it(tmp_path: P
         assert executions(fx) == ["read_file a", "send_email bob "]
     finally:
         await asyncio.to_thread(runs.close)
+
+
+def test_a_late_raw_resume_of_the_paused_checkpoint_runs_no_call_of_the_next_turn(
+    both_runs: ExternalRuns, tmp_path: Path
+) -> None:
+    fx, calls = tmp_path / "fx", tmp_path / "calls"
+    script = [[("send_email", {"to": "bob"})], [("read_file", {"path": "next"})], "done"]
+    graph = agent_graph(both_runs, fx, agent=None, calls=calls, script=script).compile(
+        checkpointer=InMemorySaver()
+    )
+    graph.invoke({"messages": [("user", "go")]}, CONFIG)
+    paused = graph.get_state(CONFIG).config["configurable"]["checkpoint_id"]
+    config = {"configurable": {"thread_id": "t-1", "checkpoint_id": paused, "user_id": "ann"}}
+    command = Command(resume={"decisions": [{"type": "approve"}]})
+    assert graph.invoke(command, config)["messages"][-1].content == "done"
+
+    # The second resume skips the tool node (LangGraph kept the first one's writes) and calls
+    # this graph's own model, which signoff does not wrap; the next tool node refuses it.
+    with pytest.raises(ConflictError, match="is being continued, or was continued"):
+        graph.invoke(command, config)
+
+    assert executions(fx) == ["send_email bob ", "read_file next"]
+    assert calls.read_text().split() == ["0", "1", "2"]

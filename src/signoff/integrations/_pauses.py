@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import AsyncIterator, Iterator
 from contextvars import ContextVar
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -23,7 +24,7 @@ from signoff.gate.once import owner_alive
 from signoff.integrations._threads import renew_while
 from signoff.store.external import PauseStatus
 
-__all__ = ["RESUMING", "Continuation"]
+__all__ = ["RESUMING", "Continuation", "acontinuing", "conflict", "continuing"]
 
 RESUMING: ContextVar[tuple[str, str] | None] = ContextVar("signoff_resuming", default=None)
 """(pause id, claim owner) while signoff's `resumer` invokes the graph on a pause it claimed:
@@ -48,7 +49,7 @@ class Continuation:
         held = self._holds.get(pause.id)
         if held is not None:
             if held.lost:
-                raise _conflict(pause, held.seen.lease_owner)
+                raise conflict(pause, held.seen.lease_owner)
             return
         resumer = self._resuming
         owner = resumer[1] if resumer is not None and resumer[0] == pause.id else self.owner
@@ -56,7 +57,7 @@ class Continuation:
         while True:
             at = _now()
             if not _takeable(seen, owner, at):
-                raise _conflict(pause, seen.lease_owner)
+                raise conflict(pause, seen.lease_owner)
             until = at + self.lease
             taken = await store.take_pause(pause.id, seen=seen, status="resuming", owner=owner,
                                            until=until, now=at)  # fmt: skip
@@ -64,7 +65,7 @@ class Continuation:
                 break
             found = await store.get_pause(pause.id)
             if found is None:  # pragma: no cover - pauses are never deleted
-                raise _conflict(pause, None)
+                raise conflict(pause, None)
             seen = found
         hold = _Hold(self.runs, replace(seen, status="resuming", lease_owner=owner,
                                         lease_until=until), self.lease)  # fmt: skip
@@ -77,7 +78,50 @@ class Continuation:
         holds, self._holds = list(self._holds.values()), {}
         lost = [h for h in [await h.end(ok=ok) for h in holds] if h is not None]
         if lost and ok:
-            raise _conflict(lost[0], lost[0].lease_owner)
+            raise conflict(lost[0], lost[0].lease_owner)
+
+
+_CONTINUING: ContextVar[Continuation | None] = ContextVar("signoff_continuing", default=None)
+"""The pauses the node running in this context continues (`continuing`)."""
+
+
+@contextlib.contextmanager
+def continuing(runs: ExternalRuns) -> Iterator[Continuation]:
+    """Hold the pauses a node's run goes on past until it ends (the node's run's, when a node
+    already holds them): done when it returns, given back when it raises."""
+    outer = _CONTINUING.get()
+    if outer is not None and outer.runs is runs:
+        yield outer
+        return
+    continuation = Continuation(runs)
+    token = _CONTINUING.set(continuation)
+    try:
+        yield continuation
+    except BaseException:
+        _CONTINUING.reset(token)
+        runs.run(continuation.end(ok=False))
+        raise
+    _CONTINUING.reset(token)
+    runs.run(continuation.end(ok=True))
+
+
+@contextlib.asynccontextmanager
+async def acontinuing(runs: ExternalRuns) -> AsyncIterator[Continuation]:
+    """`continuing` for async nodes."""
+    outer = _CONTINUING.get()
+    if outer is not None and outer.runs is runs:
+        yield outer
+        return
+    continuation = Continuation(runs)
+    token = _CONTINUING.set(continuation)
+    try:
+        yield continuation
+    except BaseException:
+        _CONTINUING.reset(token)
+        await runs.bridge.arun(continuation.end(ok=False))
+        raise
+    _CONTINUING.reset(token)
+    await runs.bridge.arun(continuation.end(ok=True))
 
 
 class _Hold:
@@ -141,7 +185,7 @@ def _takeable(seen: Pause, owner: str, at: datetime) -> bool:
     return expired or not owner_alive(seen.lease_owner)
 
 
-def _conflict(pause: Pause, owner: str | None) -> ConflictError:
+def conflict(pause: Pause, owner: str | None) -> ConflictError:
     by = f" by {owner!r}" if owner else ""
     return ConflictError(
         f"signoff: pause {pause.id!r} of thread {pause.thread_id!r} is being continued, or was "

@@ -22,6 +22,7 @@ from typing import Any
 
 from signoff.errors import MissingExtraError, OutcomeUnknown
 from signoff.gate.external import ExternalRuns, connect
+from signoff.integrations._lines import acheck_line, check_line
 from signoff.integrations.langgraph import (
     ORIGIN,
     AsyncHandler,
@@ -73,16 +74,22 @@ class SignoffMiddleware(AgentMiddleware):
         agent = self.signoff.agent
         return f"signoff[{agent.replace(':', '_').replace('|', '_')}]" if agent else "signoff"
 
-    # -- the model's tools: their schemas check edits --------------------------------------
+    # -- the model call: its tools' schemas check edits; past a pause, one line goes on ----
 
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Any]) -> Any:
         self._register_all(request.tools)
+        message = _last_ai(request.state["messages"])
+        if message is not None:
+            check_line(self.signoff, message, get_config())
         return handler(request)
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[Any]]
     ) -> Any:
         self._register_all(request.tools)
+        message = _last_ai(request.state["messages"])
+        if message is not None:
+            await acheck_line(self.signoff, message, get_config())
         return await handler(request)
 
     # -- after the model: judge the turn ---------------------------------------------------

@@ -22,9 +22,7 @@ principal the app connected with, compare-and-set against one taken elsewhere.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
-from contextvars import ContextVar
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -45,7 +43,8 @@ from signoff.integrations._hitl import (
     resume_decisions,
     transcript_of,
 )
-from signoff.integrations._pauses import RESUMING, Continuation
+from signoff.integrations._lines import acheck_line, check_line, previous_turn
+from signoff.integrations._pauses import RESUMING, Continuation, acontinuing, continuing
 from signoff.limits import ArgumentLimits
 from signoff.types import Approval, ToolCall
 
@@ -77,9 +76,6 @@ _LIMITS = ArgumentLimits()
 
 Handler = Callable[[ToolCallRequest], "ToolMessage | Command[Any]"]
 AsyncHandler = Callable[[ToolCallRequest], "Awaitable[ToolMessage | Command[Any]]"]
-
-_CONTINUING: ContextVar[Continuation | None] = ContextVar("signoff_continuing", default=None)
-"""The pauses the node running in this context continues (`LangGraphGate.continuing`)."""
 
 
 class LangGraphGate:
@@ -238,7 +234,7 @@ class LangGraphGate:
         known = self._known(message, answered, config)
         if known is not None:
             return known, False
-        with self.continuing() as continuation:
+        with continuing(self.runs) as continuation:
             while True:
                 held, turn, asked = runs.run(
                     self._stand(message, answered, config, continuation, messages)
@@ -260,7 +256,7 @@ class LangGraphGate:
         known = self._known(message, answered, config)
         if known is not None:
             return known, False
-        async with self.acontinuing() as continuation:
+        async with acontinuing(self.runs) as continuation:
             while True:
                 held, turn, asked = await self.runs.bridge.arun(
                     self._stand(message, answered, config, continuation, messages)
@@ -287,45 +283,6 @@ class LangGraphGate:
             await self._went_on(turn, config, continuation)
             return held, turn, None
         return held, turn, await self.pause(pending, config, messages)
-
-    # -- going on past the pause once ------------------------------------------------------
-
-    @contextlib.contextmanager
-    def continuing(self) -> Iterator[Continuation]:
-        """Hold the pauses this node's run goes on past until it ends (the node's run's, when
-        a node already holds them): done when it returns, given back when it raises."""
-        outer = _CONTINUING.get()
-        if outer is not None and outer.runs is self.runs:
-            yield outer
-            return
-        continuation = Continuation(self.runs)
-        token = _CONTINUING.set(continuation)
-        try:
-            yield continuation
-        except BaseException:
-            _CONTINUING.reset(token)
-            self.runs.run(continuation.end(ok=False))
-            raise
-        _CONTINUING.reset(token)
-        self.runs.run(continuation.end(ok=True))
-
-    @contextlib.asynccontextmanager
-    async def acontinuing(self) -> AsyncIterator[Continuation]:
-        """`continuing` for async nodes."""
-        outer = _CONTINUING.get()
-        if outer is not None and outer.runs is self.runs:
-            yield outer
-            return
-        continuation = Continuation(self.runs)
-        token = _CONTINUING.set(continuation)
-        try:
-            yield continuation
-        except BaseException:
-            _CONTINUING.reset(token)
-            await self.runs.bridge.arun(continuation.end(ok=False))
-            raise
-        _CONTINUING.reset(token)
-        await self.runs.bridge.arun(continuation.end(ok=True))
 
     def _known(
         self, message: AIMessage, answered: set[str], config: RunnableConfig
@@ -606,31 +563,33 @@ class ApprovalToolNode(ToolNode):
 
     def _func(self, input: Any, config: RunnableConfig, runtime: Any) -> Any:
         message, gate = _last_ai(input), self.signoff
+        if (before := previous_turn(_messages(input))) is not None:
+            check_line(gate, before, config)  # the turn's pause went on along this line only
         if message is not None:
             gate.runs.run(gate.judge(message, config))
         # The pause this run goes on past stays claimed while the decided calls run.
-        with gate.continuing():
+        with continuing(gate.runs):
             # Allowed calls run (and decided ones, on a resume); held ones wait for the
-            # interrupt.
+            # interrupt, and run once decided: by the payload, or meanwhile by anyone.
             output = super()._func(input, config, runtime)
-            if (
-                message is not None
-                and gate.decide_turn(message, set(), config, _messages(input))[1]
+            if message is not None and (
+                gate.decide_turn(message, set(), config, _messages(input))[1] or _waited(output)
             ):
-                output = super()._func(input, config, runtime)  # decisions from the payload
+                output = super()._func(input, config, runtime)
         return _settled(output)
 
     async def _afunc(self, input: Any, config: RunnableConfig, runtime: Any) -> Any:
         message, gate = _last_ai(input), self.signoff
+        if (before := previous_turn(_messages(input))) is not None:
+            await acheck_line(gate, before, config)
         if message is not None:
             await gate.judge(message, config)
-        async with gate.acontinuing():
+        async with acontinuing(gate.runs):
             output = await super()._afunc(input, config, runtime)
-            turned = (
-                message is not None
-                and (await gate.adecide_turn(message, set(), config, _messages(input)))[1]
-            )
-            if turned:
+            if message is not None and (
+                (await gate.adecide_turn(message, set(), config, _messages(input)))[1]
+                or _waited(output)
+            ):
                 output = await super()._afunc(input, config, runtime)
         return _settled(output)
 
@@ -648,6 +607,11 @@ def _last_ai(input: Any) -> AIMessage | None:
         if isinstance(message, AIMessage):
             return message if message.tool_calls else None
     return None
+
+
+def _waited(output: Any) -> bool:
+    """Whether a tools step left a held call waiting (its placeholder in the output)."""
+    return isinstance(output, list) and any(o is _DEFERRED for o in output)
 
 
 def _settled(output: Any) -> Any:

@@ -1,0 +1,115 @@
+"""A paused checkpoint goes on along one line of checkpoints, whoever resumes it.
+
+`Continuation` claims a pause in the node that resumes the paused checkpoint. That is not
+enough: LangGraph keeps a finished task's writes with the checkpoint it ran from, so a second
+invocation that resumes the paused checkpoint after the first one's node returned skips that
+node (its writes are there) and goes on from the same checkpoint — to the model, and to the
+next turn's calls, whose keys are new. The two invocations write two children of the paused
+checkpoint: two lines.
+
+So the first step past the pause that every line takes — an agent's next model call, the tool
+node of a graph's next turn — claims the pause for the checkpoint it runs from, which is its
+line's own: a retry of that step runs from the same checkpoint and passes, another line is
+refused with `ConflictError` before the model is called again or any of its calls runs. The
+claim lasts as long as `Continuation`'s on a pause it continued (`LEASE`): a resume of the
+paused checkpoint later than that is LangGraph's time travel, and goes on as a new line.
+
+A graph of one's own whose model node is not signoff's calls its model once more on the refused
+line: the tool node that follows is the first step signoff sees.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from signoff.gate.external import LEASE, Pause
+from signoff.integrations._pauses import conflict
+
+__all__ = ["acheck_line", "check_line", "previous_turn"]
+
+
+def check_line(gate: Any, message: Any, config: Mapping[str, Any]) -> None:
+    """Refuse (`ConflictError`) a step of a line that forked from the checkpoint where
+    `message`'s turn paused, when another line went on from it first; claim the pause for
+    this step's line when none did. `gate` is the `LangGraphGate`; `message` the turn before
+    the step."""
+    if not _unheld(gate, message, config):
+        gate.runs.run(_claim(gate, message, config))
+
+
+async def acheck_line(gate: Any, message: Any, config: Mapping[str, Any]) -> None:
+    """`check_line` for async graphs."""
+    if not _unheld(gate, message, config):
+        await gate.runs.bridge.arun(_claim(gate, message, config))
+
+
+def previous_turn(messages: Sequence[Any]) -> Any | None:
+    """The AI message with tool calls before the last AI message: in a tool node, the turn
+    whose pause the graph may have gone on past."""
+    seen_last = False
+    for message in reversed(messages):
+        if getattr(message, "type", None) != "ai":
+            continue
+        if seen_last and getattr(message, "tool_calls", None):
+            return message
+        seen_last = True
+    return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Fork:
+    """A step that runs from checkpoint `current`, past `pause`, which another checkpoint
+    made (in the graph both ran in)."""
+
+    pause: Pause
+    current: str
+
+
+def _unheld(gate: Any, message: Any, config: Mapping[str, Any]) -> bool:
+    """Whether the turn cannot have paused: a graph without threads, or this process saw
+    every call of the turn judged and none held — the common case, answered without a hop to
+    the store."""
+    thread = _thread(config)
+    if thread is None:
+        return True
+    ids = [c["id"] or "" for c in message.tool_calls]
+    return gate.runs.known(thread, ids, turn=message.id) is not None
+
+
+async def _claim(gate: Any, message: Any, config: Mapping[str, Any]) -> None:
+    """Claim the pause of the turn's held calls for the checkpoint this step runs from."""
+    fork = await _fork_of(gate, message, config)
+    if fork is None:
+        return
+    now = datetime.now(UTC)
+    name = f"line:{fork.pause.id[:35]}"  # the leases' names are short
+    if not await gate.runs.store.lease(name, owner=fork.current, now=now, until=now + LEASE):
+        raise conflict(fork.pause, None)
+
+
+async def _fork_of(gate: Any, message: Any, config: Mapping[str, Any]) -> _Fork | None:
+    """The pause of the turn's held calls, when this step runs from another checkpoint than
+    the paused one (the paused one's own node is `Continuation`'s); else None."""
+    ids = [c["id"] or "" for c in message.tool_calls]
+    held = await gate.runs.held(str(_thread(config)), ids, turn=message.id)
+    approvals = [h.approval.id for h in held.values() if h.approval is not None]
+    pause: Pause | None = await gate.runs.store.last_pause(approvals) if approvals else None
+    if pause is None:
+        return None
+    paused_map = pause.data.get("checkpoint") or {}
+    current_map = (config.get("configurable") or {}).get("checkpoint_map") or {}
+    # A subgraph's namespace carries its task's id, another on each line: the lines are told
+    # apart in the deepest graph around it that both share.
+    shared = [ns for ns in paused_map if ns in current_map]
+    if not shared:
+        return None
+    paused, current = str(paused_map[shared[-1]]), str(current_map[shared[-1]])
+    return None if paused == current else _Fork(pause=pause, current=current)
+
+
+def _thread(config: Mapping[str, Any]) -> str | None:
+    thread = (config.get("configurable") or {}).get("thread_id")
+    return None if thread is None else str(thread)
