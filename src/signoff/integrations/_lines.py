@@ -7,20 +7,20 @@ node (its writes are there) and goes on from the same checkpoint — to the mode
 next turn's calls, whose keys are new. The two invocations write two children of the paused
 checkpoint: two lines.
 
-So the first step past the pause that every line takes — an agent's next model call, the tool
-node of a graph's next turn — claims the pause for the checkpoint it runs from, which is its
-line's own: a retry of that step runs from the same checkpoint and passes, another line is
-refused with `ConflictError` before the model is called again or any of its calls runs. The
-claim lasts as long as `Continuation`'s on a pause it continued (`LEASE`): a resume of the
-paused checkpoint later than that is LangGraph's time travel, and goes on as a new line.
+So the first step past the pause that every line takes — the agent's next model call — claims
+the pause for the checkpoint it runs from, which is its line's own: a retry of that step runs
+from the same checkpoint and passes, another line is refused with `ConflictError` before the
+model is called again or any of its calls runs. The claim lasts as long as `Continuation`'s on a
+pause it continued (`LEASE`): a resume of the paused checkpoint later than that is LangGraph's
+time travel, and goes on as a new line.
 
-A graph of one's own whose model node is not signoff's calls its model once more on the refused
-line: the tool node that follows is the first step signoff sees.
+`ApprovalToolNode` needs none of this: LangGraph runs a tool node that paused again on a second
+resume (tests/integrations/test_langgraph.py), where `Continuation` refuses it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -28,7 +28,7 @@ from typing import Any
 from signoff.gate.external import LEASE, Pause
 from signoff.integrations._pauses import conflict
 
-__all__ = ["acheck_line", "check_line", "previous_turn"]
+__all__ = ["acheck_line", "check_line"]
 
 
 def check_line(gate: Any, message: Any, config: Mapping[str, Any]) -> None:
@@ -44,19 +44,6 @@ async def acheck_line(gate: Any, message: Any, config: Mapping[str, Any]) -> Non
     """`check_line` for async graphs."""
     if not _unheld(gate, message, config):
         await gate.runs.bridge.arun(_claim(gate, message, config))
-
-
-def previous_turn(messages: Sequence[Any]) -> Any | None:
-    """The AI message with tool calls before the last AI message: in a tool node, the turn
-    whose pause the graph may have gone on past."""
-    seen_last = False
-    for message in reversed(messages):
-        if getattr(message, "type", None) != "ai":
-            continue
-        if seen_last and getattr(message, "tool_calls", None):
-            return message
-        seen_last = True
-    return None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -43,7 +43,6 @@ from signoff.integrations._hitl import (
     resume_decisions,
     transcript_of,
 )
-from signoff.integrations._lines import acheck_line, check_line, previous_turn
 from signoff.integrations._pauses import RESUMING, Continuation, acontinuing, continuing
 from signoff.limits import ArgumentLimits
 from signoff.types import Approval, ToolCall
@@ -563,8 +562,6 @@ class ApprovalToolNode(ToolNode):
 
     def _func(self, input: Any, config: RunnableConfig, runtime: Any) -> Any:
         message, gate = _last_ai(input), self.signoff
-        if (before := previous_turn(_messages(input))) is not None:
-            check_line(gate, before, config)  # the turn's pause went on along this line only
         if message is not None:
             gate.runs.run(gate.judge(message, config))
         # The pause this run goes on past stays claimed while the decided calls run.
@@ -580,8 +577,6 @@ class ApprovalToolNode(ToolNode):
 
     async def _afunc(self, input: Any, config: RunnableConfig, runtime: Any) -> Any:
         message, gate = _last_ai(input), self.signoff
-        if (before := previous_turn(_messages(input))) is not None:
-            await acheck_line(gate, before, config)
         if message is not None:
             await gate.judge(message, config)
         async with acontinuing(gate.runs):
