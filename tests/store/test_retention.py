@@ -18,7 +18,7 @@ from signoff.store.retention import (
     prune_outbox,
     prune_payloads,
 )
-from signoff.store.runs import RunRecord
+from signoff.store.runs import RunRecord, RunStatus
 
 KEY = b"k3y-that-the-database-never-sees"
 OLD = datetime(2025, 1, 1, tzinfo=UTC)
@@ -167,6 +167,9 @@ async def test_entries_cut_off_the_start_are_found_with_or_without_a_prune(store
     assert report.reason == (
         "entry 9 is missing: the log was pruned up to entry 8, but starts at entry 11"
     )
+    # The record of the prune removed with them: the log lacks its start.
+    await raw(store, "DELETE FROM audit_anchor")
+    assert (await store.verify_audit()).reason == "entry 1 is missing: the log starts at entry 11"
 
 
 async def test_moving_or_forging_the_record_of_a_prune_is_found(
@@ -252,7 +255,9 @@ def big(text: str) -> str:
     return text * (LARGE // len(text) + 1)
 
 
-async def add_run(store: SQLStore, run_id: str, status: str, *, result: str, at: datetime) -> None:
+async def add_run(
+    store: SQLStore, run_id: str, status: RunStatus, *, result: str, at: datetime
+) -> None:
     record = RunRecord(
         id=run_id, thread_id=f"t-{run_id}", agent="ops", status="running", started_by="alice",
         lease_owner="w", version=1,
@@ -263,11 +268,12 @@ async def add_run(store: SQLStore, run_id: str, status: str, *, result: str, at:
     ]
     events = [("tool_result", {"call_id": "c1", "tool": "read_logs", "result": result})]
     await store.create_run(record, at=at, lease_until=at, messages=messages, events=events)
-    await store.append_to_run(run_id, at=at, status=status, owner="w")  # type: ignore[arg-type]
+    await store.append_to_run(run_id, at=at, status=status, owner="w")
 
 
 async def blob_count(store: SQLStore) -> int:
-    return int(await store.run(lambda c: c.exec_driver_sql("SELECT count(*) FROM blobs").scalar()))
+    counted = await store.run(lambda c: c.exec_driver_sql("SELECT count(*) FROM blobs").scalar())
+    return int(counted or 0)
 
 
 async def test_finished_runs_lose_their_large_payloads_and_still_read(store: SQLStore):
