@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sqlite3
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -40,6 +39,8 @@ def backup(
     ] = None,
 ) -> None:
     """Copy a SQLite store to FILE while it is in use (PostgreSQL: use pg_dump)."""
+    import sqlite3
+
     from signoff.store import shown, store_url
     from signoff.store.sqlite import database_file
 
@@ -66,6 +67,8 @@ def backup(
 
 def copy_sqlite(source: Path, target: Path) -> int:
     """Copy the SQLite database `source` to `target` atomically; the copy's size in bytes."""
+    import sqlite3
+
     partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
     try:
         with (

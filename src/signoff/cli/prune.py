@@ -11,7 +11,6 @@ in its environment, which the server then never needs.
 
 from __future__ import annotations
 
-import asyncio
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
@@ -58,6 +57,8 @@ def prune(
     from signoff.store import store_url
 
     settings = load_config(config)
+    import asyncio
+
     if not settings.retention.configured:
         _fail(f"{config} has no retention: section, so nothing is to be pruned")
     lines = asyncio.run(
