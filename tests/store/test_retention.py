@@ -299,3 +299,21 @@ async def test_finished_runs_lose_their_large_payloads_and_still_read(store: SQL
     assert (await store.run_messages("r-paused"))[1]["content"] == shared
     assert (await store.run_events("r-recent"))[0].data["result"] == big("recent\n")
     assert await prune_payloads(store, before=BOUND) == (0, 0)
+
+
+async def test_a_signed_record_whose_hash_is_not_its_checkpoint_s_is_a_fault(store: SQLStore):
+    from signoff.store.anchor import Anchor, write_anchor
+
+    await add_entries(store, 4, OLD)
+    cover = await checkpoint(store)
+    wrong = Anchor.made(seq=4, hash="ab" * 32, checkpoint=cover, key=KEY, at=NOW)
+    await store.run(lambda c: write_anchor(c, wrong))
+    await raw(store, "DELETE FROM audit")
+
+    report = await store.verify_audit()
+
+    assert not report.ok
+    assert report.reason == (
+        "the record of the prune up to entry 4 keeps a hash that is not the one of the "
+        "checkpoint it was pruned behind"
+    )

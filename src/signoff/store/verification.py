@@ -153,13 +153,8 @@ class _Walk:
             return
         cover = self.cover
         if cover is not None and cover.seq == anchor.seq and cover.hash != anchor.hash:
-            self.fault = (
-                None,
-                (
-                    f"the record of the prune up to entry {anchor.seq} keeps a hash that is not "
-                    "the one of the checkpoint it was pruned behind"
-                ),
-            )
+            mismatch = f"the record of the prune up to entry {anchor.seq} keeps a hash that is "
+            self.fault = None, mismatch + "not the one of the checkpoint it was pruned behind"
             return
         self.fault = self._since_pruned()
 
