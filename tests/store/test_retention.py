@@ -3,6 +3,7 @@ itself, or its tampering, afterwards), delivered notifications, and finished run
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from itertools import count
 
@@ -317,3 +318,41 @@ async def test_a_signed_record_whose_hash_is_not_its_checkpoint_s_is_a_fault(sto
         "the record of the prune up to entry 4 keeps a hash that is not the one of the "
         "checkpoint it was pruned behind"
     )
+
+
+async def test_a_prune_that_fails_before_it_commits_removes_nothing(
+    store: SQLStore, monkeypatch: pytest.MonkeyPatch
+):
+    import signoff.store.retention
+
+    await add_entries(store, 5, OLD)
+    cover = await checkpoint(store)
+
+    def crash(*_: object) -> None:
+        raise OSError("the machine went down")
+
+    monkeypatch.setattr(signoff.store.retention, "write_anchor", crash)
+    with pytest.raises(OSError, match="the machine went down"):
+        await prune_audit(store, before=BOUND, key=KEY, checkpoint=cover, now=NOW)
+
+    assert [e.seq for e in await store.audit_log()] == [1, 2, 3, 4, 5]
+    report = await store.verify_audit(since=cover)
+    assert report.ok and report.pruned == 0, report.reason
+
+
+async def test_entries_appended_while_the_log_is_pruned_are_kept_and_chained(store: SQLStore):
+    await add_entries(store, 40, OLD)
+    cover = await checkpoint(store)
+
+    async def append() -> None:
+        for _ in range(20):
+            await add_entries(store, 1, NOW)
+
+    pruned, _ = await asyncio.gather(
+        prune_audit(store, before=BOUND, key=KEY, checkpoint=cover, now=NOW), append()
+    )
+
+    assert (pruned.entries, pruned.through) == (40, 40)
+    report = await store.verify_audit(since=cover)
+    assert report.ok and report.entries == 60, report.reason
+    assert [e.seq for e in await store.audit_log()] == list(range(41, 61))
