@@ -31,6 +31,16 @@ rules:
 HEADERS = {"Authorization": "Bearer t0ken"}
 
 
+async def served_at(stdout: asyncio.StreamReader) -> str:
+    """The URL a starting server prints on `stdout` (its logs go to stderr)."""
+    while True:
+        line = (await stdout.readline()).decode()
+        assert line, "the process ended before serving"
+        found = re.search(r"http://127(?:\.\d+){3}:\d+", line)
+        if found:
+            return found.group(0)
+
+
 async def test_serve_logs_json_lines_with_the_approval_id_and_no_argument_value(tmp_path: Path):
     config = tmp_path / "signoff.yaml"
     config.write_text(CONFIG.format(database=tmp_path / "signoff.db"))
@@ -48,12 +58,7 @@ async def test_serve_logs_json_lines_with_the_approval_id_and_no_argument_value(
     logged = asyncio.ensure_future(process.stderr.read())  # drained as it is written
     try:
         async with asyncio.timeout(HANG):
-            url = None
-            while url is None:
-                line = (await process.stdout.readline()).decode()
-                assert line, "the server ended before serving"
-                found = re.search(r"http://127(?:\.\d+){3}:\d+", line)
-                url = found.group(0) if found else None
+            url = await served_at(process.stdout)
             async with httpx.AsyncClient(base_url=url, headers=HEADERS, timeout=HANG) as client:
                 run = (
                     await client.post(
@@ -86,3 +91,25 @@ async def test_serve_logs_json_lines_with_the_approval_id_and_no_argument_value(
     assert any(line.get("thread_id") == "t" and line.get("method") == "POST" for line in lines)
     assert SECRET not in text
     assert (tmp_path / "side.txt").read_text().count(SECRET) == 1  # the call did run
+
+
+async def test_the_demo_logs_json_lines_too(tmp_path: Path):
+    process = await asyncio.create_subprocess_exec(
+        *signoff_command(), "demo", "--port", "0", "--data-dir", str(tmp_path / "demo"),
+        "--log-format", "json",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert process.stdout is not None and process.stderr is not None
+    logged = asyncio.ensure_future(process.stderr.read())
+    try:
+        async with asyncio.timeout(HANG):
+            url = await served_at(process.stdout)
+            async with httpx.AsyncClient(base_url=url, timeout=HANG) as client:
+                assert (await client.get("/readyz")).status_code == 200
+    finally:
+        process.send_signal(signal.SIGINT)
+        async with asyncio.timeout(HANG):
+            await process.wait()
+
+    lines = [json.loads(line) for line in (await logged).decode().splitlines()]
+    assert any(line.get("path") == "/readyz" and line["status"] == 200 for line in lines)
