@@ -1,5 +1,6 @@
 """`signoff serve --log-format json`: a real server process whose stderr, through a held call and
-its decision, is one JSON object a line — with the approval's id, never an argument's value."""
+its decision, is one JSON object a line — with the approval's id, never an argument's value;
+and `signoff demo --log-format json`'s."""
 
 from __future__ import annotations
 
