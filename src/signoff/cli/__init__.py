@@ -12,7 +12,19 @@ from rich.markup import escape
 from typer.core import TyperGroup, TyperOption
 
 import signoff
-from signoff.cli import audit, decide, demo, gateway, grants, inbox, insights, policy, serve
+from signoff.cli import (
+    audit,
+    backup,
+    decide,
+    demo,
+    gateway,
+    grants,
+    inbox,
+    insights,
+    policy,
+    prune,
+    serve,
+)
 from signoff.errors import SignoffError
 
 if TYPE_CHECKING:
@@ -80,6 +92,8 @@ app.command("assign")(decide.assign)
 app.command("inbox")(inbox.inbox)
 app.command("insights")(insights.insights)
 app.command("mcp-gateway")(gateway.mcp_gateway)
+app.command("prune")(prune.prune)
+app.command("backup")(backup.backup)
 
 
 def _version(value: bool) -> None:

@@ -15,6 +15,7 @@ from rich.markup import escape
 from signoff.cli.listen import check_port, check_port_free, run_server
 from signoff.cli.policy import explain_table, load_calls, table_console
 from signoff.cli.program import program
+from signoff.cli.serve import LogFormatOption
 from signoff.errors import MissingExtraError
 
 __all__ = ["demo", "explain_demo"]
@@ -49,6 +50,7 @@ def demo(
             help="A Host name served besides localhost's (a tunnel's; repeat for more).",
         ),
     ] = None,
+    log_format: LogFormatOption = "text",
 ) -> None:
     """Run the server with two demo agents (files, ops) on SQLite; no config needed."""
     if explain:
@@ -104,7 +106,16 @@ def demo(
         console.print(f"  OpenAPI:      {url}/openapi.json   (Ctrl+C stops)")
 
     with contextlib.suppress(KeyboardInterrupt):
-        run_server(serve_demo(host=host, port=port, data_dir=folder, ready=ready, hosts=hosts))
+        run_server(
+            serve_demo(
+                host=host,
+                port=port,
+                data_dir=folder,
+                ready=ready,
+                hosts=hosts,
+                log_format=log_format,
+            )
+        )
 
 
 def explain_demo() -> None:

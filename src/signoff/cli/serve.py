@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -18,7 +18,16 @@ if TYPE_CHECKING:
     from signoff.notify import Notifications
     from signoff.server import Auth, Principal
 
-__all__ = ["serve"]
+__all__ = ["LogFormatOption", "serve"]
+
+LogFormatOption = Annotated[
+    Literal["text", "json"],
+    typer.Option(
+        "--log-format",
+        help="text: warnings and errors, plain; json: every record as one JSON object a line, "
+        "with approval and run ids, never argument values (request logs included).",
+    ),
+]
 
 
 def serve(
@@ -45,6 +54,7 @@ def serve(
             "(repeat for more).",
         ),
     ] = None,
+    log_format: LogFormatOption = "text",
 ) -> None:
     """Serve the API: runs, approvals, decisions, audit."""
     check_port("serve", port)
@@ -114,6 +124,7 @@ def serve(
                     url, notifications, database=database, agents=loaded, auth=auth
                 ),
                 max_message=settings.body_bytes,
+                log_format=log_format,
             )
 
     with contextlib.suppress(KeyboardInterrupt):

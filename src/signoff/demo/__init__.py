@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from importlib.resources import as_file, files
 from pathlib import Path
+from typing import Literal
 
 from signoff.demo.folder import DATABASE, announce, default_data_dir, withdraw
 from signoff.errors import MissingExtraError
@@ -23,11 +24,12 @@ async def serve_demo(
     data_dir: Path,
     ready: Callable[[str], None] = print,
     hosts: Sequence[str] = (),
+    log_format: Literal["text", "json"] = "text",
 ) -> None:
     """Serve the demo until interrupted; `ready` gets the URL once it listens, and while it
     serves, `data_dir` says where (`signoff.demo.folder.serving`). Without authentication:
     `host` must be a loopback address, and requests must name a loopback host or one of
-    `hosts` (their ``Host``)."""
+    `hosts` (their ``Host``). Logs as `log_format` says (`signoff.server.logs`)."""
     try:
         from signoff.server import Auth, Service, create_app
         from signoff.server.run import run_app
@@ -68,6 +70,6 @@ async def serve_demo(
             ready(url)
 
         try:
-            await run_app(app, host=host, port=port, ready=announced)
+            await run_app(app, host=host, port=port, ready=announced, log_format=log_format)
         finally:
             withdraw(data_dir)

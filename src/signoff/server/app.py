@@ -34,6 +34,7 @@ from signoff.gate.transcript import bounded
 from signoff.server.auth import LOOPBACK_NAMES, Auth, Who, host_name
 from signoff.server.insights import mount_insights
 from signoff.server.intake import BodyLimits, Intake, refuse, validation_refusal
+from signoff.server.probes import PROBES, mount_probes
 from signoff.server.quick import QuickDecision
 from signoff.server.service import Principal, Service
 from signoff.server.shapes import (
@@ -150,6 +151,7 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
     if auth.checks_hosts:
         app.add_middleware(_KnownHost, auth=auth)  # outermost: before anything else is read
 
+    mount_probes(app, service.store)
     mount_web(app)
     mount_threads(app, service, show)
     mount_insights(app, service)
@@ -637,7 +639,7 @@ class _KnownHost:
         self.auth = auth
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] in ("http", "websocket"):
+        if scope["type"] in ("http", "websocket") and scope["path"] not in PROBES:
             header = _header(scope, b"host")
             host = host_name(header)
             refusal = None

@@ -13,6 +13,7 @@ limits: {body: 16MiB, arguments: 8MiB, preview: 2s}  # biggest body, call argume
 allowed_hosts: [inbox.internal]                # Host names served besides localhost's
 notify: {webhooks: [{url: "https://hooks.example.com/signoff", secret_env: HOOK_SECRET}]}
 web: {undo_seconds: 5}                         # the inbox's window to undo a decision; 0: none
+retention: {audit: 365d, outbox: 7d}           # what `signoff prune` removes, by age
 default: ask
 rules:
   - ask: delete_pod
@@ -38,6 +39,7 @@ from signoff.protocols.mcp.settings import GatewaySettings, UpstreamSpec, read_g
 from signoff.server.auth import allowed_host
 from signoff.server.intake import MAX_BODY
 from signoff.server.redact import Redaction
+from signoff.server.retention import RetentionSettings, read_retention
 from signoff.server.service import UNDO_SECONDS, Principal
 from signoff.types import AUTOMATIC
 
@@ -46,6 +48,7 @@ __all__ = ["ServerConfig", "load_config"]
 _AUTH_KEYS = frozenset({"tokens"})
 _SERVER_KEYS = frozenset(
     {"database", "auth", "gateway", "redact", "limits", "allowed_hosts", "notify", "web"}
+    | {"retention"}
 )
 _LIMIT_KEYS = frozenset({"body", "arguments", "preview"})
 _MOST_PREVIEW_SECONDS = 60.0
@@ -83,6 +86,7 @@ class ServerConfig:
     undo_seconds: int = UNDO_SECONDS
     """How long the web inbox holds an approval or a rejection back, undoable, before it sends
     it (``web.undo_seconds``); 0 sends at once."""
+    retention: RetentionSettings = field(default_factory=RetentionSettings)
 
 
 def load_config(path: Path, *, gateway: bool = False) -> ServerConfig:
@@ -110,6 +114,7 @@ def load_config(path: Path, *, gateway: bool = False) -> ServerConfig:
     limits = _limits(reader, top.get("limits", {}))
     hosts = _hosts(reader, top.get("allowed_hosts", []))
     web = _web(reader, top.get("web", {}))
+    retention = read_retention(reader, top.get("retention"))
     environment = os.environ if gateway else None
     servers = read_servers(reader, top.get("servers"), environment=environment)
     settings = read_gateway(reader, top.get("gateway"), environment=environment)
@@ -135,6 +140,7 @@ def load_config(path: Path, *, gateway: bool = False) -> ServerConfig:
         allowed_hosts=hosts,
         notify=notify,
         **web,
+        retention=retention,
     )
 
 

@@ -11,6 +11,7 @@ from fastapi import FastAPI
 
 from signoff.agent import Agent
 from signoff.server.intake import MAX_BODY
+from signoff.server.logs import LogFormat, configure_logs
 
 __all__ = ["import_agents", "run_app"]
 
@@ -22,9 +23,12 @@ async def run_app(
     port: int,
     ready: Callable[[str], None],
     max_message: int = MAX_BODY,
+    log_format: LogFormat = "text",
 ) -> None:
     """Serve `app` until interrupted; `ready` gets the URL once it listens (port 0 picks one).
-    A WebSocket message bigger than `max_message` bytes closes its connection (code 1009)."""
+    A WebSocket message bigger than `max_message` bytes closes its connection (code 1009).
+    Logs are plain warnings, or with `log_format` json every record as a JSON line
+    (`signoff.server.logs`)."""
     import uvicorn
 
     # Event streams never end by themselves: on shutdown they get a moment, then are closed.
@@ -34,9 +38,9 @@ async def run_app(
         app,
         host=host,
         port=port,
-        log_level="warning",
         timeout_graceful_shutdown=2,
         ws_max_size=max_message,
+        **configure_logs(log_format),
     )
     server = uvicorn.Server(config)
 

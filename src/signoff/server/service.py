@@ -27,6 +27,7 @@ from signoff.gate.notifier import ANY
 from signoff.gate.preview import PREVIEW_SECONDS, Previews
 from signoff.notify import Notifications
 from signoff.policy import Policy, PolicyEngine
+from signoff.server.logs import fields_of
 from signoff.server.redact import Redaction
 from signoff.store import AuditRecord, Store
 from signoff.store.runs import StoredEvent
@@ -100,9 +101,11 @@ class Service:
         edit the schema refuses reported without the redacted values it holds."""
         decision = await self._unmasked(approval_id, decision)
         try:
-            return await self.gate.decide(approval_id, decision, actor=actor, roles=roles)
+            decided = await self.gate.decide(approval_id, decision, actor=actor, roles=roles)
         except InvalidEditError as exc:
             raise self._hidden(exc, [decision]) from None
+        logger.info("%s: %s by %s", decided.id, decided.status, actor, extra=fields_of(decided))
+        return decided
 
     async def decide_batch(
         self, decisions: Mapping[str, Decision], *, actor: str, roles: Iterable[str]
@@ -110,9 +113,12 @@ class Service:
         """`Gate.decide_batch`, as `decide` takes one."""
         unmasked = {i: await self._unmasked(i, d) for i, d in decisions.items()}
         try:
-            return await self.gate.decide_batch(unmasked, actor=actor, roles=roles)
+            decided = await self.gate.decide_batch(unmasked, actor=actor, roles=roles)
         except InvalidEditError as exc:
             raise self._hidden(exc, list(unmasked.values())) from None
+        for one in decided:
+            logger.info("%s: %s by %s", one.id, one.status, actor, extra=fields_of(one))
+        return decided
 
     async def _unmasked(self, approval_id: str, decision: Decision) -> Decision:
         """The decision with each redacted value an edit left masked put back as it was."""

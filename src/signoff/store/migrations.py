@@ -297,6 +297,18 @@ def _v16(connection: Connection) -> None:
     )
 
 
+def _v17(connection: Connection) -> None:
+    """Retention: where the audit log starts once its oldest entries are pruned, and the signed
+    checkpoint that lets the rest of the chain be proven from there."""
+    connection.execute(
+        text(
+            "CREATE TABLE audit_anchor (id INTEGER PRIMARY KEY, seq BIGINT NOT NULL, "
+            "hash VARCHAR(64) NOT NULL, checkpoint TEXT NOT NULL, "
+            "signature VARCHAR(64) NOT NULL, at BIGINT NOT NULL)"
+        )
+    )
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _v1,
     _v2,
@@ -314,6 +326,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _v14,
     _v15,
     _v16,
+    _v17,
 ]
 LATEST = len(MIGRATIONS)
 

@@ -22,6 +22,7 @@ from sqlalchemy import (
 __all__ = [
     "approvals",
     "audit",
+    "audit_anchor",
     "audit_head",
     "blobs",
     "events",
@@ -165,6 +166,20 @@ audit_head = Table(
     Column("seq", BigInteger, nullable=False),
     Column("hash", String(64), nullable=False),
 )
+
+audit_anchor = Table(
+    "audit_anchor",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("hash", String(64), nullable=False),
+    Column("checkpoint", Text, nullable=False),
+    Column("signature", String(64), nullable=False),
+    Column("at", BigInteger, nullable=False),
+)
+"""Since version 17: one row once the log's oldest entries were pruned — the last entry
+removed (its number and hash, which the first kept entry's `prev_hash` names), the signed
+checkpoint that covered it, and a signature binding the two (see `signoff.store.anchor`)."""
 
 events = Table(
     "events",

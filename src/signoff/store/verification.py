@@ -6,6 +6,11 @@ The answer is an `AuditReport` that names the first fault in words. Nothing stor
 check raise: `signoff.store.audit` reads every row without trusting it. Without a checkpoint the
 check proves the log consistent with itself, not that its newest entries were never cut off
 together with the head: a log cut short is consistent too.
+
+A log whose oldest entries were pruned is checked from its anchor on (`signoff.store.anchor`):
+the first kept entry must link to the hash the anchor keeps, the entry of the checkpoint it was
+pruned behind must still be that checkpoint's, and the anchor's signature must check with
+``SIGNOFF_AUDIT_KEY`` (without the key the report says the anchor went unchecked).
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from typing import Protocol, TypeVar
 
 from sqlalchemy.engine import Connection
 
+from signoff.errors import CheckpointError
+from signoff.store.anchor import Anchor, read_anchor
 from signoff.store.audit import (
     GENESIS,
     Bounds,
@@ -27,7 +34,7 @@ from signoff.store.audit import (
     read_bounds,
     read_entries,
 )
-from signoff.store.checkpoint import Checkpoint
+from signoff.store.checkpoint import KEY_VARIABLE, Checkpoint, audit_key
 
 __all__ = ["AuditReport", "verify_chain"]
 
@@ -45,7 +52,8 @@ class AuditReport:
 
     ok: bool
     entries: int
-    """How many entries, from entry 1 on, were found intact."""
+    """The number of the last entry found intact, from the log's start on (entry 1, or the
+    one after the last pruned)."""
     first_bad: int | None
     """The number of the first entry found altered, missing, out of place, past the head or
     gone since the checkpoint; None when the log is intact, or when the fault is no entry's
@@ -57,6 +65,8 @@ class AuditReport:
     this log records."""
     checkpoint: Checkpoint | None = None
     """The checkpoint the log was checked against, if any."""
+    pruned: int = 0
+    """How many of the oldest entries were pruned: the log is checked from the next one."""
 
 
 class _Runs(Protocol):
@@ -69,12 +79,26 @@ async def verify_chain(
     store: _Runs, *, since: Checkpoint | None = None, batch: int = 5000
 ) -> AuditReport:
     """Check the log in transactions of `batch` entries, up to the head as it was first read:
-    entries appended meanwhile are left for the next check, never mistaken for a fault."""
-    start = await store.run(read_bounds, write=False)
+    entries appended meanwhile are left for the next check, never mistaken for a fault. A prune
+    that commits meanwhile makes the check start again, once, from the new anchor."""
+    report = await _verify(store, since=since, batch=batch)
+    if not report.ok:
+        anchor = await store.run(_anchor, write=False)
+        moved = anchor[0].seq if isinstance(anchor[0], Anchor) else 0
+        if moved != report.pruned:
+            report = await _verify(store, since=since, batch=batch)
+    return report
+
+
+async def _verify(store: _Runs, *, since: Checkpoint | None, batch: int) -> AuditReport:
+    start, (anchor, anchor_fault) = await store.run(
+        lambda c: (read_bounds(c), _anchor(c)), write=False
+    )
     head_fault = _head_fault(start)
     end = start.head_seq if head_fault is None and start.head_seq is not None else start.last or 0
     walk = _Walk(since=since, end=end, head_fault=head_fault)
-    lo = 0
+    walk.start(anchor, anchor_fault)
+    lo = walk.expected - 1
     while walk.fault is None and lo < end:
         hi = min(lo + batch, end)
         walk.feed(await store.run(partial(read_entries, lo=lo, hi=hi), write=False))
@@ -84,6 +108,14 @@ async def verify_chain(
     if walk.fault is None:
         walk.finish(start, await store.run(read_bounds, write=False))
     return walk.report()
+
+
+def _anchor(connection: Connection) -> tuple[Anchor | None, str | None]:
+    """The anchor, or what is wrong with its row."""
+    try:
+        return read_anchor(connection), None
+    except CheckpointError as exc:
+        return None, str(exc)
 
 
 class _Walk:
@@ -96,6 +128,48 @@ class _Walk:
         self.expected = 1
         self.prev = GENESIS
         self.fault: tuple[int | None, str] | None = None
+        self.pruned = 0
+        self.cover: Checkpoint | None = None
+        """The checkpoint the log was pruned behind, its signature checked."""
+        self.unchecked: int | None = None
+        """The entry the log was pruned up to, when its anchor could not be checked (no key)."""
+
+    def start(self, anchor: Anchor | None, fault: str | None) -> None:
+        """Start after the pruned entries, if any: from the anchor, once it checks."""
+        if fault is not None:
+            self.fault = None, fault
+            return
+        if anchor is None:
+            return
+        self.pruned, self.expected, self.prev = anchor.seq, anchor.seq + 1, anchor.hash
+        try:
+            key = audit_key()
+            if key is None:
+                self.unchecked = anchor.seq
+            else:
+                self.cover = anchor.covering(key)
+        except CheckpointError as exc:
+            self.fault = None, f"the record of the prune is not to be trusted: {exc}"
+            return
+        cover = self.cover
+        if cover is not None and cover.seq == anchor.seq and cover.hash != anchor.hash:
+            mismatch = f"the record of the prune up to entry {anchor.seq} keeps a hash that is "
+            self.fault = None, mismatch + "not the one of the checkpoint it was pruned behind"
+            return
+        self.fault = self._since_pruned()
+
+    def _since_pruned(self) -> tuple[int | None, str] | None:
+        """A checkpoint given of an entry that was pruned proves only what the anchor keeps."""
+        since = self.since
+        if since is None or since.seq == 0 or since.seq > self.pruned:
+            return None
+        if since.seq == self.pruned and since.hash == self.prev:
+            return None
+        return None, (
+            f"the checkpoint of {_when(since)} names entry {since.seq}, which was pruned (the "
+            f"log starts after entry {self.pruned} now): check against the checkpoint the log "
+            "was pruned behind, or a later one"
+        )
 
     def feed(self, rows: Sequence[StoredEntry]) -> None:
         for row in rows:
@@ -109,7 +183,7 @@ class _Walk:
         if row.seq < seq:
             return row.seq, f"entry {row.seq} appears twice"
         if row.seq > seq:
-            return seq, _jump(seq, row.seq)
+            return seq, _jump(seq, row.seq, self.pruned)
         if row.flaw is not None:
             return seq, f"entry {seq} is corrupt: {row.flaw}"
         if row.content_hash() != row.hash:
@@ -122,6 +196,11 @@ class _Walk:
         if row.prev_hash != self.prev:
             if seq == 1:
                 return 1, "entry 1 does not start the chain: its prev_hash is not 64 zeros"
+            if seq == self.pruned + 1:
+                return seq, (
+                    f"entry {seq} does not follow the pruned entries: its prev_hash is not the "
+                    f"hash of entry {self.pruned} that the record of the prune keeps"
+                )
             return seq - 1, (
                 f"entry {seq - 1} was rewritten, or entry {seq} was put after it: "
                 f"entry {seq}'s prev_hash is not entry {seq - 1}'s hash"
@@ -131,13 +210,18 @@ class _Walk:
                 f"entry {seq} is not the one in the checkpoint of {_when(self.since)}: the log "
                 "was rewritten at or before it, or the checkpoint is of another database"
             )
+        if self.cover is not None and seq == self.cover.seq and row.hash != self.cover.hash:
+            return seq, (
+                f"entry {seq} is not the one in the checkpoint of {_when(self.cover)} that the "
+                "log was pruned behind: the log was rewritten at or before it"
+            )
         return None
 
     def missing(self, following: int | None) -> None:
         """No entry numbered `expected` up to the end of the batch; `following` is the next."""
         seq = self.expected
         if following is not None:
-            self.fault = seq, _jump(seq, following)
+            self.fault = seq, _jump(seq, following, self.pruned)
             return
         ends = f"it ends at entry {seq - 1}" if seq > 1 else "it is empty"
         if self.head_fault is None:
@@ -164,12 +248,12 @@ class _Walk:
                 f"entry {self.end} was rewritten, or the head row was: "
                 f"the head's hash is not entry {self.end}'s hash"
             )
-        if self.since is not None and self.since.seq > self.end:
-            seq = self.end + 1
-            has = f"{self.end}" if self.end else "none"
-            return seq, (
-                f"entry {seq} is gone: the checkpoint of {_when(self.since)} says the log had "
-                f"{self.since.seq} entries; it now has {has}"
+        for kept in (self.since, self.cover):
+            if kept is not None and kept.seq > self.end:
+                return self._gone(kept)
+        if now.first is not None and 1 <= now.first <= self.pruned:
+            return now.first, (
+                f"entry {now.first} is back: the log was pruned up to entry {self.pruned}"
             )
         if now.stray is not None:
             return None, f"the audit table has a row numbered {now.stray}, which is no entry number"
@@ -180,6 +264,14 @@ class _Walk:
         if self.head_fault is not None:
             return None, self.head_fault
         return None
+
+    def _gone(self, kept: Checkpoint) -> tuple[int, str]:
+        seq = self.end + 1
+        has = f"{self.end}" if self.end else "none"
+        return seq, (
+            f"entry {seq} is gone: the checkpoint of {_when(kept)} says the log had "
+            f"{kept.seq} entries; it now has {has}"
+        )
 
     def report(self) -> AuditReport:
         if self.fault is not None:
@@ -192,19 +284,29 @@ class _Walk:
                 reason=reason,
                 last_hash=self.prev,
                 checkpoint=self.since,
+                pruned=self.pruned,
             )
         entries = self.expected - 1
+        intact = f"chain intact ({self._kept(entries)})"
         if self.since is None:
-            reason = f"chain intact ({_count(entries)}); {_NO_CHECKPOINT}"
+            reason = f"{intact}; {_NO_CHECKPOINT}"
         elif self.since.seq == 0:
+            reason = f"{intact}; the checkpoint of {_when(self.since)} was of an empty log"
+        elif self.since.seq <= self.pruned:
             reason = (
-                f"chain intact ({_count(entries)}); the checkpoint of {_when(self.since)} "
-                "was of an empty log"
+                f"{intact}, and entry {self.since.seq}, where the log was pruned, is the one "
+                f"of the checkpoint of {_when(self.since)}"
             )
         else:
+            first = self.pruned + 1
             reason = (
-                f"chain intact ({_count(entries)}), and entries 1 to {self.since.seq} are those "
+                f"{intact}, and entries {first} to {self.since.seq} are those "
                 f"of the checkpoint of {_when(self.since)}"
+            )
+        if self.unchecked is not None:
+            reason += (
+                f"; the record of the prune up to entry {self.unchecked} was not checked: "
+                f"{KEY_VARIABLE} is not set"
             )
         return AuditReport(
             ok=True,
@@ -213,7 +315,17 @@ class _Walk:
             reason=reason,
             last_hash=self.prev,
             checkpoint=self.since,
+            pruned=self.pruned,
         )
+
+    def _kept(self, entries: int) -> str:
+        """How many entries were checked, and how many pruned before them."""
+        if not self.pruned:
+            return _count(entries)
+        behind = "" if self.cover is None else f" behind the checkpoint of {_when(self.cover)}"
+        if entries == self.pruned:
+            return f"no entries after entry {self.pruned}; 1 to {self.pruned} pruned{behind}"
+        return f"entries {self.pruned + 1} to {entries}; 1 to {self.pruned} pruned{behind}"
 
 
 def _head_fault(bounds: Bounds) -> str | None:
@@ -233,9 +345,14 @@ def _head_fault(bounds: Bounds) -> str | None:
     return None
 
 
-def _jump(seq: int, following: int) -> str:
+def _jump(seq: int, following: int, pruned: int = 0) -> str:
     if seq == 1:
         return f"entry 1 is missing: the log starts at entry {following}"
+    if seq == pruned + 1:
+        return (
+            f"entry {seq} is missing: the log was pruned up to entry {pruned}, "
+            f"but starts at entry {following}"
+        )
     return f"entry {seq} is missing: the entries jump from {seq - 1} to {following}"
 
 
