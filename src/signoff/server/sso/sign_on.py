@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Mapping
+from typing import Any
 
 import httpx
 
@@ -27,9 +28,16 @@ logger = logging.getLogger(__name__)
 class SignOn:
     """The provider, the cookies' sealer, and the roles of the people seen lately."""
 
-    def __init__(self, settings: OidcSettings, *, client: httpx.AsyncClient | None = None) -> None:
+    def __init__(
+        self,
+        settings: OidcSettings,
+        *,
+        client: httpx.AsyncClient | None = None,
+        keys: Mapping[str, Any] | None = None,
+    ) -> None:
+        """`keys`: the provider's JWKS as last known, if kept (else fetched as it starts)."""
         self.settings = settings
-        self.provider = Provider(settings, client=client)
+        self.provider = Provider(settings, client=client, keys=keys)
         self.sealer = Sealer(settings.session_key)
         self._seen: OrderedDict[str, frozenset[str]] = OrderedDict()
 
