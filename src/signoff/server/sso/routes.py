@@ -273,7 +273,9 @@ class CookieOrigin:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if self._refused(scope):
-            if scope["type"] == "websocket":
+            if scope["type"] == "websocket":  # accepted, then closed with a code it can read
+                await receive()  # the handshake
+                await send({"type": "websocket.accept"})
                 await send({"type": "websocket.close", "code": 4403})
             else:
                 detail = "a session cookie is accepted only from this server's own pages"
