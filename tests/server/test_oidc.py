@@ -13,6 +13,7 @@ import hashlib
 import hmac
 import json
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -37,6 +38,7 @@ from signoff.store import SQLStore, open_store
 from signoff.testing import ScriptedModel, call
 from tests.server.oidc_provider import (
     AUDIENCE,
+    ROOT,
     RunningProvider,
     free_port,
     new_key,
@@ -378,3 +380,21 @@ def test_a_good_config_gives_the_settings(tmp_path: Path, monkeypatch: pytest.Mo
     assert oidc.roles_of("visitors") == frozenset()
     assert oidc.session_hours == 8
     assert SESSION_KEY not in repr(oidc)
+
+
+def test_the_documented_config_is_one_signoff_serve_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    text = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
+    section = text.split("\n## Sign-in\n", 1)[1].split("\n## ", 1)[0]
+    [body] = re.findall(r"```yaml\n(.*?)```", section, re.S)
+    for variable in ("SIGNOFF_OIDC_SECRET", "SIGNOFF_SESSION_KEY", "SIGNOFF_TOKEN_CI"):
+        monkeypatch.setenv(variable, f"{variable.lower()}-{SESSION_KEY}")
+    path = tmp_path / "signoff.yaml"
+    path.write_text(body)
+    config = load_config(path)
+    assert config.oidc is not None
+    assert config.oidc.client_secret == f"signoff_oidc_secret-{SESSION_KEY}"
+    assert config.oidc.shown_name == "Example SSO"
+    assert config.oidc.roles_of(["signoff-admins", "sre", "guests"]) == {"admin", "ops"}
+    assert [p.name for p in config.tokens.values()] == ["ci-bot"]
