@@ -24,11 +24,11 @@ import hmac
 import logging
 import secrets
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlencode, urlsplit
 
 import httpx
-from fastapi import APIRouter, FastAPI, HTTPException, Request
+from fastapi import APIRouter, FastAPI, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 from signoff.server.auth import Auth, host_name
@@ -76,7 +76,7 @@ def _router(sign_on: SignOn) -> APIRouter:
         return {"sign_on": {"name": settings.shown_name, "login": "/auth/login"}}
 
     @router.get("/login")
-    async def login(request: Request, next: str = "/") -> Response:
+    async def login(request: Request, after: Annotated[str, Query(alias="next")] = "/") -> Response:
         metadata = await _metadata(sign_on)
         state, nonce = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         verifier = secrets.token_urlsafe(64)
@@ -95,7 +95,7 @@ def _router(sign_on: SignOn) -> APIRouter:
             "state": state,
             "nonce": nonce,
             "verifier": verifier,
-            "next": _same_site(next),
+            "next": _same_site(after),
             "redirect_uri": redirect_uri,
         }
         response = RedirectResponse(f"{metadata['authorization_endpoint']}?{urlencode(query)}")
