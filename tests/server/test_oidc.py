@@ -15,7 +15,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -162,7 +162,7 @@ def good_claims(provider: RunningProvider, **changed: Any) -> dict[str, Any]:
     return {k: v for k, v in (claims | changed).items() if v is not None}
 
 
-BAD_TOKENS = {
+BAD_TOKENS: dict[str, Callable[[RunningProvider], str]] = {
     "expired": lambda p: p.mint(
         good_claims(p, iat=int(time.time()) - 7200, exp=int(time.time()) - 3600)
     ),
