@@ -398,3 +398,35 @@ def test_the_documented_config_is_one_signoff_serve_reads(
     assert config.oidc.shown_name == "Example SSO"
     assert config.oidc.roles_of(["signoff-admins", "sre", "guests"]) == {"admin", "ops"}
     assert [p.name for p in config.tokens.values()] == ["ci-bot"]
+
+
+async def test_behind_tls_the_cookies_are_secure_and_the_public_origin_is_the_server_s_own(
+    provider: RunningProvider, store: SQLStore
+):
+    public = "https://signoff.example.com"
+    settings = settings_for(provider)
+    behind = OidcSettings(
+        **{k: getattr(settings, k) for k in ("issuer", "client_id", "session_key", "audience")},
+        redirect_uri=f"{public}/auth/callback",
+    )
+    sign_on = SignOn(behind)
+    ada = Principal(name="ada", roles=frozenset({"ops"}))
+    cookie = {"Cookie": f"{SESSION_COOKIE}={sign_on.sealer.session(ada, seconds=600)}"}
+    async with served(store, sign_on) as client:  # plain http from the proxy to signoff
+        login = await client.get("/auth/login")
+        asked = parse_qs(urlsplit(login.headers["location"]).query)
+        assert asked["redirect_uri"] == [f"{public}/auth/callback"]
+        assert "secure" in login.headers["set-cookie"].lower()
+        run = {"agent": "ops", "input": "go"}
+        own = await client.post(
+            "/v1/threads/t1/runs", json=run, headers=cookie | {"Origin": public}
+        )
+        assert own.status_code == 201, own.text
+        logout = await client.post("/auth/logout", headers=cookie | {"Origin": public})
+        assert logout.status_code == 200, logout.text
+        ending = urlsplit(logout.json()["next"])
+        assert f"{ending.scheme}://{ending.netloc}{ending.path}" == f"{provider.issuer}/session/end"
+        assert parse_qs(ending.query)["post_logout_redirect_uri"] == [f"{public}/"]
+        cleared = logout.headers["set-cookie"].lower()
+        assert cleared.startswith(f"{SESSION_COOKIE}=") and "max-age=0" in cleared
+        assert "secure" in cleared

@@ -20,7 +20,7 @@ from playwright.sync_api import Page, expect
 from tests.deadline import HANG
 from tests.processes import signoff_command
 from tests.server.oidc_provider import RunningProvider, free_port, provider_running
-from tests.web.conftest import ROOT, TIMEOUT
+from tests.web.conftest import ROOT, TIMEOUT, held
 
 CONFIG = """\
 database: sqlite:///{folder}/signoff.db
@@ -180,3 +180,18 @@ def test_a_person_without_a_role_signs_in_but_decides_nothing(page: Page, setup:
     runs = page.context.request.get(f"{setup.url}/v1/runs")  # with the cookie: a GET
     assert runs.ok, runs.text()
     assert "delete nginx-9" not in runs.text()
+
+
+def test_an_approval_s_own_page_signs_in_and_comes_back_to_it(page: Page, setup: Setup):
+    robot = {"Authorization": f"Bearer {setup.provider.robot_token()}"}  # the provider's JWT
+    _, ids = held(setup.url, "ops", "delete nginx-3", robot)
+    approval_id = ids["nginx-3"]
+    page.goto(f"{setup.url}/approvals/{approval_id}")  # a notification's link
+    page.locator("main a", has_text="Sign in with").click()
+    page.fill("input[name=login]", "ada")
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{setup.url}/approvals/{approval_id}", timeout=TIMEOUT)
+    own = page.locator(f"#approval article.approval[data-approval-id='{approval_id}']")
+    expect(own.locator(".asked .asker")).to_have_text("robot", timeout=TIMEOUT)
+    own.locator("button[data-action=approve]").click()
+    expect(own.locator(".decision")).to_contain_text("approved by ada", timeout=TIMEOUT)
