@@ -292,6 +292,23 @@ async def test_sign_in_starts_at_the_provider_with_pkce_and_comes_back_only_to_t
             "/auth/callback", params={"code": "x", "state": "not-" + asked["state"]}
         )
         assert forged_state.status_code == 400
+        mixed_up = await client.get(  # RFC 9207: the answer names another issuer
+            "/auth/callback",
+            params={"code": "x", "state": asked["state"], "iss": "https://login.example.com"},
+        )
+        assert mixed_up.status_code == 400
+        assert "another provider" in mixed_up.json()["detail"]
+        refused = await client.get(
+            "/auth/callback", params={"error": "access_denied\r\n<b>", "state": asked["state"]}
+        )
+        assert refused.status_code == 401
+        assert "(access_denied???b?)" in refused.json()["detail"]
+        bad_code = await client.get(  # the real provider refuses a made-up code
+            "/auth/callback", params={"code": "made-up", "state": asked["state"]}
+        )
+        assert bad_code.status_code == 401
+        assert "invalid_grant" in bad_code.json()["detail"]
+        assert "set-cookie" not in bad_code.headers
         client.cookies.clear()
         no_flow = await client.get("/auth/callback", params={"code": "x", "state": "y"})
         assert no_flow.status_code == 400

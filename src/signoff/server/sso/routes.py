@@ -22,6 +22,7 @@ import contextlib
 import hashlib
 import hmac
 import logging
+import re
 import secrets
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
@@ -120,11 +121,13 @@ def _router(sign_on: SignOn) -> APIRouter:
                 400, "this sign-in was not started here, or took too long: sign in again"
             )
         if "error" in params:
-            error = params["error"][:100]
+            error = _word(params["error"])
             logger.info("sign-in refused by the provider: %s", error)
             raise _problem(401, f"the provider refused the sign-in ({error}): sign in again")
         if not hmac.compare_digest(params.get("state", "").encode(), str(flow["state"]).encode()):
             raise _problem(400, "this sign-in's state does not match: sign in again")
+        if params.get("iss", settings.issuer) != settings.issuer:  # RFC 9207: another provider
+            raise _problem(400, "this answer comes from another provider: sign in again")
         tokens = await _exchange(sign_on, params.get("code", ""), flow)
         id_token = tokens.get("id_token")
         if not isinstance(id_token, str):
@@ -202,7 +205,7 @@ async def _exchange(sign_on: SignOn, code: str, flow: dict[str, Any]) -> dict[st
         logger.warning("sign-on: the code exchange failed: %s", exc)
         raise _problem(502, "the sign-in provider did not answer: try again") from None
     if answer.status_code != 200 or not isinstance(found, dict):
-        error = str(found.get("error") if isinstance(found, dict) else answer.status_code)[:100]
+        error = _word(str(found.get("error") if isinstance(found, dict) else answer.status_code))
         logger.info("sign-in: the provider refused the code: %s", error)
         raise _problem(401, f"the provider refused the sign-in's code ({error}): sign in again")
     return found
@@ -220,6 +223,11 @@ async def _id_claims(sign_on: SignOn, id_token: str, nonce: str) -> dict[str, An
     with contextlib.suppress(ProviderUnavailable):
         await provider.refresh_keys()
     return provider.claims(id_token, audience=audience, nonce=nonce)
+
+
+def _word(text: str) -> str:
+    """A provider's error code, as much of it as is safe to log and show."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "?", text[:100])
 
 
 def _challenge(verifier: str) -> str:
