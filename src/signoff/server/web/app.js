@@ -1,6 +1,6 @@
 // The web inbox: sign in (through the server's OpenID provider when it has one, else with a
-// bearer token, when the server asks for one), then route between the
-// inbox, an approval, the runs, a run, the policy, the insights, the grants and the audit pages.
+// bearer token, when the server asks for one), then route between the inbox, an approval, the
+// runs, a run, the policy, the insights, the grants and the audit pages.
 // Keyboard: Enter approves the selected card, Ctrl/Cmd+E edits it, J/K or the arrow keys move
 // the selection, Esc closes a dialog.
 
