@@ -1,5 +1,5 @@
 // A real OpenID provider (oidc-provider, certified) on loopback, for the sign-on tests:
-//   node oidc_provider.mjs PORT JWKS_FILE REDIRECT_URI POST_LOGOUT_URI
+//   node oidc_provider.mjs PORT JWKS_FILE REDIRECT_URI POST_LOGOUT_URI [conform]
 // It signs with the private keys in JWKS_FILE (the test writes them, so it can also mint tokens
 // with the provider's own key that break one rule each), and says "ready ISSUER" once it listens.
 //
@@ -7,13 +7,14 @@
 // - client "robot" (secret "robot-secret"): client credentials, for the API's machine tests;
 // - access tokens for the resource AUDIENCE are JWTs (resource indicators);
 // - people sign in on a bare login page (any name, no password: a test provider) and have the
-//   groups of GROUPS in their ID token; consent is given at once.
+//   groups of GROUPS in their ID token — or, with "conform", only at the userinfo endpoint (as
+//   OIDC Core has it for an ID token issued with an access token); consent is given at once.
 
 import { readFileSync } from "node:fs";
 import http from "node:http";
 import Provider from "oidc-provider";
 
-const [port, jwksFile, redirectUri, postLogoutUri] = process.argv.slice(2);
+const [port, jwksFile, redirectUri, postLogoutUri, mode] = process.argv.slice(2);
 const issuer = `http://127.0.0.1:${port}`;
 const AUDIENCE = "https://signoff.test/api";
 const GROUPS = { ada: ["sre", "signoff-admins"], vic: ["visitors"] };
@@ -42,7 +43,7 @@ const provider = new Provider(issuer, {
     },
   ],
   claims: { openid: ["sub"], profile: ["preferred_username", "groups"], email: ["email"] },
-  conformIdTokenClaims: false, // the groups go into the ID token, as the inbox reads them there
+  conformIdTokenClaims: mode === "conform", // false: the groups go into the ID token too
   findAccount: async (_ctx, sub) => ({
     accountId: sub,
     claims: async () => ({
@@ -60,8 +61,9 @@ const provider = new Provider(issuer, {
     clientCredentials: { enabled: true },
     resourceIndicators: {
       enabled: true,
-      defaultResource: () => AUDIENCE,
-      useGrantedResource: () => true,
+      // A client names the resource it wants (the robot does); the inbox's access token is
+      // for the userinfo endpoint.
+      defaultResource: (_ctx, _client, oneOf) => oneOf,
       getResourceServerInfo: (_ctx, resource) => {
         if (resource !== AUDIENCE) throw new Error(`unknown resource ${resource}`);
         return {

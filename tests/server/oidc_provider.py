@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 from joserfc import jwt
@@ -57,16 +58,20 @@ def new_key(kid: str) -> RSAKey:
 
 
 @contextlib.contextmanager
-def provider_running(folder: Path, *, port: int, inbox: str) -> Iterator[RunningProvider]:
+def provider_running(
+    folder: Path, *, port: int, inbox: str, conform: bool = False
+) -> Iterator[RunningProvider]:
     """The provider on `port`, its inbox client redirecting to `inbox`'s ``/auth/callback``
-    (and back to `inbox` after signing out), until the block ends."""
+    (and back to `inbox` after signing out), until the block ends. `conform`: people's groups
+    are only in the userinfo endpoint's answer, not in their ID tokens."""
     key = new_key(KID)
     keys = folder / "provider-jwks.json"
     keys.write_text(json.dumps({"keys": [key.as_dict(private=True)]}))
     log = folder / "provider.log"
     with log.open("w") as errors:
         process = subprocess.Popen(
-            ["node", str(SCRIPT), str(port), str(keys), f"{inbox}/auth/callback", f"{inbox}/"],
+            ["node", str(SCRIPT), str(port), str(keys), f"{inbox}/auth/callback", f"{inbox}/",
+             *(["conform"] if conform else [])],
             stdout=subprocess.PIPE, stderr=errors, text=True,
         )  # fmt: skip
     assert process.stdout is not None
@@ -78,3 +83,23 @@ def provider_running(folder: Path, *, port: int, inbox: str) -> Iterator[Running
         process.terminate()
         process.wait()
         process.stdout.close()
+
+
+async def signed_in_by_hand(client: httpx.AsyncClient, name: str, *, after: str = "/") -> str:
+    """Sign in as `name` through `client` (signoff's API at http://signoff) without a browser:
+    the provider's real pages, followed by hand. The callback's answer's location."""
+    login = await client.get("/auth/login", params={"next": after})
+    at = login.headers["location"]
+    async with httpx.AsyncClient() as browser:  # the person's browser at the provider
+        answer = await browser.get(at)
+        while not at.startswith("http://signoff/"):
+            if answer.status_code == 200:  # the provider's login page
+                answer = await browser.post(at, data={"login": name})
+            else:
+                at = str(answer.url.join(answer.headers["location"]))
+                if not at.startswith("http://signoff/"):
+                    answer = await browser.get(at)
+    callback = urlsplit(at)
+    back = await client.get(f"{callback.path}?{callback.query}")
+    assert back.status_code == 303, back.text
+    return str(back.headers["location"])

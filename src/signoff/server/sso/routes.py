@@ -133,7 +133,9 @@ def _router(sign_on: SignOn) -> APIRouter:
         if not isinstance(id_token, str):
             raise _problem(502, "the provider sent no ID token")
         try:
-            principal = provider.principal(await _id_claims(sign_on, id_token, flow["nonce"]))
+            claims = await _id_claims(sign_on, id_token, flow["nonce"])
+            claims = await _with_userinfo(sign_on, claims, tokens.get("access_token"))
+            principal = provider.principal(claims)
         except TokenRefused as exc:
             logger.info("refused an ID token: %s", exc.reason)
             raise _problem(401, f"the provider's ID token is refused: {exc.reason}") from None
@@ -223,6 +225,32 @@ async def _id_claims(sign_on: SignOn, id_token: str, nonce: str) -> dict[str, An
     with contextlib.suppress(ProviderUnavailable):
         await provider.refresh_keys()
     return provider.claims(id_token, audience=audience, nonce=nonce)
+
+
+async def _with_userinfo(
+    sign_on: SignOn, claims: dict[str, Any], access_token: object
+) -> dict[str, Any]:
+    """The ID token's claims, with what the provider's userinfo endpoint says of the same
+    person added when the ID token lacks the roles claim or every principal claim: providers
+    that follow the letter of OIDC Core (5.4) keep scope-requested claims out of an ID token
+    issued with an access token. The ID token's own claims win."""
+    settings = sign_on.settings
+    wanted = settings.roles_claim not in claims or not any(
+        claim in claims for claim in settings.principal_claims
+    )
+    endpoint = (sign_on.provider.metadata or {}).get("userinfo_endpoint")
+    if not wanted or not isinstance(endpoint, str) or not isinstance(access_token, str):
+        return claims
+    try:
+        async with httpx.AsyncClient(timeout=_TIMEOUT) as client:
+            answer = await client.get(endpoint, headers={"Authorization": f"Bearer {access_token}"})
+        found = answer.json() if answer.status_code == 200 else None
+    except (httpx.HTTPError, ValueError) as exc:
+        logger.warning("sign-on: the userinfo endpoint did not answer: %s", exc)
+        return claims
+    if not isinstance(found, dict) or found.get("sub") != claims.get("sub"):
+        return claims  # OIDC Core 5.3.2: not the same person's, not used
+    return found | claims
 
 
 def _word(text: str) -> str:
