@@ -65,7 +65,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
             "PYTHONPATH": str(ROOT),
         }
         with serving(config, port, env) as said:
-            assert f"sign-on through {provider.issuer} at {url}/auth/login" in said
+            assert f"sign-on through {provider.issuer}: people at {url}/auth/login," in said
             yield Setup(url=url, provider=provider)
 
 

@@ -144,10 +144,10 @@ def banner(url: str, *, database: str, agents: Sequence[Agent], auth: Auth) -> l
     token = "" if auth.anonymous is not None else " --token T"
     sign_on = auth.sign_on
     if sign_on is not None:
-        static = f" (and the config's auth.tokens: {len(auth.tokens)})" if auth.tokens else ""
+        static = f" or the config's auth.tokens ({len(auth.tokens)})" if auth.tokens else ""
         who = (
-            f"  auth:       sign-on through {sign_on.settings.issuer} at {url}/auth/login; "
-            f"its access tokens{static}"
+            f"  auth:       sign-on through {sign_on.settings.issuer}: people at "
+            f"{url}/auth/login, machines with its access tokens{static}"
         )
     elif auth.anonymous is not None:
         who = "  auth:       no sign-in: anyone who can reach this address can decide (--no-auth)"

@@ -137,7 +137,7 @@ def _router(sign_on: SignOn) -> APIRouter:
             claims = await _with_userinfo(sign_on, claims, tokens.get("access_token"))
             principal = provider.principal(claims)
         except TokenRefused as exc:
-            logger.info("refused an ID token: %s", exc.reason)
+            logger.warning("refused an ID token: %s", exc.reason)
             raise _problem(401, f"the provider's ID token is refused: {exc.reason}") from None
         logger.info("%s signed in, roles %s", principal.name, sorted(principal.roles))
         response = RedirectResponse(str(flow["next"]), status_code=303)
@@ -208,7 +208,7 @@ async def _exchange(sign_on: SignOn, code: str, flow: dict[str, Any]) -> dict[st
         raise _problem(502, "the sign-in provider did not answer: try again") from None
     if answer.status_code != 200 or not isinstance(found, dict):
         error = _word(str(found.get("error") if isinstance(found, dict) else answer.status_code))
-        logger.info("sign-in: the provider refused the code: %s", error)
+        logger.warning("sign-in: the provider refused the code: %s", error)
         raise _problem(401, f"the provider refused the sign-in's code ({error}): sign in again")
     return found
 

@@ -51,7 +51,7 @@ class SignOn:
         try:
             return self.seen(self.provider.access_principal(token))
         except TokenRefused as exc:
-            logger.info("refused a bearer token: %s", exc.reason)
+            logger.warning("refused a bearer token: %s", exc.reason)
             return None
 
     async def token(self, token: str) -> Principal | None:
@@ -61,7 +61,7 @@ class SignOn:
             return self.seen(self.provider.access_principal(token))
         except TokenRefused as exc:
             if not exc.unknown_key:
-                logger.info("refused a bearer token: %s", exc.reason)
+                logger.warning("refused a bearer token: %s", exc.reason)
                 return None
         try:
             await self.provider.refresh_keys()
