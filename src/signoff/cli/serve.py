@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from signoff.agent import Agent
     from signoff.notify import Notifications
     from signoff.server import Auth, Principal
+    from signoff.server.sso import OidcSettings
 
 __all__ = ["LogFormatOption", "serve"]
 
@@ -81,6 +82,7 @@ def serve(
         no_auth=no_auth,
         roles=["admin"],
         hosts=[*settings.allowed_hosts, *(allowed_hosts or ())],
+        oidc=settings.oidc,
     )
     try:
         loaded = [a for spec in agents or () for a in import_agents(spec)]
@@ -151,6 +153,17 @@ def banner(url: str, *, database: str, agents: Sequence[Agent], auth: Auth) -> l
     """What ``signoff serve`` says when it starts: where, on what, for whom."""
     names = ", ".join(agent.name for agent in agents)
     token = "" if auth.anonymous is not None else " --token T"
+    sign_on = auth.sign_on
+    if sign_on is not None:
+        static = f" or the config's auth.tokens ({len(auth.tokens)})" if auth.tokens else ""
+        who = (
+            f"  auth:       sign-on through {sign_on.settings.issuer}: people at "
+            f"{url}/auth/login, machines with its access tokens{static}"
+        )
+    elif auth.anonymous is not None:
+        who = "  auth:       no sign-in: anyone who can reach this address can decide (--no-auth)"
+    else:
+        who = f"  auth:       a bearer token from the config's auth.tokens ({len(auth.tokens)})"
     return [
         f"signoff on {url}",
         f"  web inbox:  {url}/",
@@ -159,9 +172,7 @@ def banner(url: str, *, database: str, agents: Sequence[Agent], auth: Auth) -> l
         if agents
         else "  agents:     no agents of its own: framework runs and the MCP gateway show up in "
         "the inbox once they connect to the same database",
-        "  auth:       no sign-in: anyone who can reach this address can decide (--no-auth)"
-        if auth.anonymous is not None
-        else f"  auth:       a bearer token from the config's auth.tokens ({len(auth.tokens)})",
+        who,
         f"  decide in a terminal: {program()} inbox --server {url}{token}   (Ctrl+C stops)",
     ]
 
@@ -185,16 +196,31 @@ def checked_auth(
     no_auth: bool,
     roles: Sequence[str] = (),
     hosts: Sequence[str] = (),
+    oidc: OidcSettings | None = None,
 ) -> Auth:
-    """The config's tokens; or, with ``--no-auth`` (on loopback only), everyone as the local
-    user with `roles`. A server without either does not start. `hosts` are those served
-    besides the loopback names (every host is, with tokens and none given)."""
+    """The config's tokens and sign-on (`oidc`); or, with ``--no-auth`` (on loopback only),
+    everyone as the local user with `roles`. A server without either does not start, nor one
+    given both sign-on and ``--no-auth`` (which would let everyone past it). `hosts` are those
+    served besides the loopback names (every host is, with tokens and none given)."""
     from signoff.server.auth import Auth, is_loopback
 
     if no_auth and not is_loopback(host):
         raise typer.BadParameter(
             f"--no-auth serves loopback only, not {host!r}", param_hint="--host"
         )
+    if no_auth and oidc is not None:
+        raise typer.BadParameter(
+            f"{config} configures sign-on (auth.oidc): --no-auth would let everyone past it; "
+            "leave out one or the other",
+            param_hint="--no-auth",
+        )
+    if oidc is not None:
+        from signoff.server.sso import SignOn
+
+        try:
+            return Auth(tokens=tokens, hosts=frozenset(hosts), sign_on=SignOn(oidc))
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--allowed-host") from None
     if not no_auth and not tokens:
         raise typer.BadParameter(
             f"{config} configures no tokens (auth.tokens); add some, or use --no-auth on loopback",

@@ -58,6 +58,7 @@ from signoff.server.shapes import (
     verdict_json,
 )
 from signoff.server.slack import INTERACTIONS, mount_slack
+from signoff.server.sso.routes import install_sign_on
 from signoff.server.threads import mount_threads
 from signoff.server.web import mount_web
 from signoff.server.ws import websocket_channel
@@ -146,6 +147,7 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
     signed = frozenset({INTERACTIONS}) if service.notifications is not None else frozenset()
     app.add_middleware(Intake, auth=auth, limits=limits or BodyLimits(), signed=signed)
     app.add_middleware(_NoNul)
+    install_sign_on(app, auth)  # with sign-on: /auth/*, and the cookie's guard outside Intake
     if auth.anonymous is not None:
         app.add_middleware(_SameOrigin, auth=auth)
     if auth.checks_hosts:

@@ -1,7 +1,9 @@
 """Bearer tokens mapped to principals and their roles; or no authentication, on loopback only.
 
 Tokens are compared in constant time. The token travels in the ``Authorization`` header, never
-in a cookie or a URL.
+in a cookie or a URL. With sign-on (`signoff.server.sso`), a bearer token that is none of the
+config's is checked as the OpenID provider's access token, and a request without one is whoever
+its session cookie says.
 
 Without authentication, a request is answered only when its ``Host`` names this machine's
 loopback (``localhost``, ``127.0.0.1``, ``[::1]``; any port) or a host the config allows: a web
@@ -16,11 +18,14 @@ import ipaddress
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, HTTPException, Request
 
 from signoff.server.service import Principal
+
+if TYPE_CHECKING:
+    from signoff.server.sso import SignOn
 
 __all__ = ["LOOPBACK_NAMES", "Auth", "allowed_host", "host_name", "is_loopback"]
 
@@ -38,6 +43,8 @@ class Auth:
     """Hosts (``allowed_hosts``) served besides the loopback ones; kept as `host_name` gives
     them (ValueError for one that is not a host). With tokens and none given, every host is
     served: the token is what protects."""
+    sign_on: SignOn | None = None
+    """People sign in through an OpenID provider (``auth.oidc``), and its tokens are accepted."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hosts", frozenset(allowed_host(h) for h in self.hosts))
@@ -66,27 +73,47 @@ class Auth:
         """The request's principal, or 401."""
         if self.anonymous is not None:
             return self.anonymous
-        if _bearer(request.headers) is None:
-            raise _unauthorized("send 'Authorization: Bearer <token>'")
-        principal = self.identify(request.headers)
-        if principal is None:
+        principal = await self.authenticate(request.headers)
+        if principal is not None:
+            return principal
+        if _bearer(request.headers) is not None:
             raise _unauthorized("the token is not known")
-        return principal
+        if self.sign_on is not None:
+            raise _unauthorized("sign in at /auth/login, or send 'Authorization: Bearer <token>'")
+        raise _unauthorized("send 'Authorization: Bearer <token>'")
 
     def identify(self, headers: Mapping[str, str]) -> Principal | None:
-        """The principal of a request with these headers (lower-case names), or None."""
+        """The principal of a request with these headers (lower-case names), or None: the
+        bearer token's (one of the config's, else the provider's, checked with the keys kept),
+        or without one, the session cookie's."""
         if self.anonymous is not None:
             return self.anonymous
         token = _bearer(headers)
-        return None if token is None else self.find(token)
+        if self.sign_on is None:
+            return None if token is None else self.find(token)
+        if token is None:
+            return self.sign_on.session(headers)
+        return self.find(token) or self.sign_on.token_now(token)
+
+    async def authenticate(self, headers: Mapping[str, str]) -> Principal | None:
+        """`identify`, except that a provider's token signed with a key this server has not
+        seen yet has the provider's keys fetched again first (rate-limited)."""
+        token = _bearer(headers)
+        if self.sign_on is None or self.anonymous is not None or token is None:
+            return self.identify(headers)
+        return self.find(token) or await self.sign_on.token(token)
 
     def roles_of(self, name: str) -> frozenset[str] | None:
-        """The roles of the principal called `name` — of all its tokens together — or None
-        when no token (nor the local user) is theirs: the gate's directory of principals, so
-        a grant is judged by its granter's roles as the config gives them now."""
+        """The roles of the principal called `name` — of all its tokens together, and of their
+        sign-in as this server last saw it — or None when no token (nor the local user, nor a
+        sign-in seen) is theirs: the gate's directory of principals, so a grant is judged by its
+        granter's roles as the config (or the provider) gives them now."""
         if self.anonymous is not None and self.anonymous.name == name:
             return self.anonymous.roles
         found = [p.roles for p in self.tokens.values() if p.name == name]
+        signed_in = None if self.sign_on is None else self.sign_on.roles_of(name)
+        if signed_in is not None:
+            found.append(signed_in)
         return frozenset().union(*found) if found else None
 
     def find(self, token: str) -> Principal | None:

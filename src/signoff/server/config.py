@@ -8,6 +8,10 @@ auth:
     - principal: olga
       roles: [ops, admin]
       token_env: SIGNOFF_TOKEN_OLGA              # the token itself stays out of the file
+  oidc:                                        # people sign in (see signoff.server.sso)
+    issuer: https://login.example.com
+    client_id: signoff
+    session_key_env: SIGNOFF_SESSION_KEY
 redact: ["**.password", "**.*token*"]          # argument paths the API shows masked
 limits: {body: 16MiB, arguments: 8MiB, preview: 2s}  # biggest body, call arguments; preview time
 allowed_hosts: [inbox.internal]                # Host names served besides localhost's
@@ -41,11 +45,12 @@ from signoff.server.intake import MAX_BODY
 from signoff.server.redact import Redaction
 from signoff.server.retention import RetentionSettings, read_retention
 from signoff.server.service import UNDO_SECONDS, Principal
+from signoff.server.sso.settings import OidcSettings, read_oidc
 from signoff.types import AUTOMATIC
 
 __all__ = ["ServerConfig", "load_config"]
 
-_AUTH_KEYS = frozenset({"tokens"})
+_AUTH_KEYS = frozenset({"tokens", "oidc"})
 _SERVER_KEYS = frozenset(
     {"database", "auth", "gateway", "redact", "limits", "allowed_hosts", "notify", "web"}
     | {"retention"}
@@ -66,6 +71,8 @@ class ServerConfig:
     """The policy's part of the file, as written: what editing through the API starts from."""
     tokens: dict[str, Principal]
     """Bearer token → principal; empty when the file configures no authentication."""
+    oidc: OidcSettings | None = None
+    """Sign-on through an OpenID provider (``auth.oidc``; see `signoff.server.sso`)."""
     redact: tuple[str, ...] = ()
     """Argument paths shown masked (see `signoff.server.redact`)."""
     servers: dict[str, UpstreamSpec] = field(default_factory=dict)
@@ -110,6 +117,9 @@ def load_config(path: Path, *, gateway: bool = False) -> ServerConfig:
             reader.error(("database",), f"database must be a database URL, not {database!r}")
             database = None
     tokens = _tokens(reader, top.get("auth"))
+    auth, oidc = top.get("auth"), None
+    if not gateway and isinstance(auth, dict) and "oidc" in auth:  # the gateway: no people
+        oidc = read_oidc(reader, auth["oidc"])
     redact = _redact(reader, top.get("redact", []))
     limits = _limits(reader, top.get("limits", {}))
     hosts = _hosts(reader, top.get("allowed_hosts", []))
@@ -133,6 +143,7 @@ def load_config(path: Path, *, gateway: bool = False) -> ServerConfig:
         policy=policy,
         document=document,
         tokens=tokens,
+        oidc=oidc,
         redact=redact,
         servers=servers,
         gateway=settings,

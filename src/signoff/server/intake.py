@@ -68,10 +68,12 @@ class Intake:
         if (
             self.auth.anonymous is None
             and scope["path"] not in self.signed
-            and self.auth.identify(headers) is None
+            and await self.auth.authenticate(headers) is None
         ):
             # Nothing the stranger sent is read: the app's own check would parse it first.
-            detail = "send 'Authorization: Bearer <token>' with a known token"
+            detail = "send 'Authorization: Bearer <token>' with a known token" + (
+                ", or sign in at /auth/login" if self.auth.sign_on is not None else ""
+            )
             challenge = [(b"www-authenticate", b"Bearer")]
             await refuse(send, 401, "Unauthorized", detail, extra=challenge)
             return

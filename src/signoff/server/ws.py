@@ -2,7 +2,8 @@
 (seed 004's WebSocket channel).
 
 The client authenticates with ``Authorization: Bearer TOKEN``, or — browsers cannot set headers
-on a WebSocket — by offering the subprotocols ``signoff.bearer`` and the token. Then:
+on a WebSocket — by offering the subprotocols ``signoff.bearer`` and the token, or with the
+session cookie of a person signed in (its ``Origin`` must be the server's own). Then:
 
 - the server sends ``{"type": "hello", "principal", "pending": [APPROVAL, ...]}``, then
   ``{"type": "event", "event": {run_id, seq, at, type, data}}`` for every run's
@@ -119,11 +120,10 @@ async def _authenticate(socket: WebSocket, auth: Auth) -> tuple[Principal | None
     if _SUBPROTOCOL in offered:
         rest = [p for p in offered if p != _SUBPROTOCOL]
         token = rest[0] if rest else None
-    header = socket.headers.get("authorization", "")
-    scheme, _, value = header.partition(" ")
-    if scheme.lower() == "bearer" and value:
-        token = value.strip()
-    principal = None if token is None else auth.find(token)
+    headers = dict(socket.headers)  # lower-case names; with the session cookie, if any
+    if token is not None and "authorization" not in headers:
+        headers["authorization"] = f"Bearer {token}"
+    principal = await auth.authenticate(headers)
     return principal, _SUBPROTOCOL if _SUBPROTOCOL in offered else None
 
 

@@ -1,5 +1,6 @@
 // The /v1 API and its server-sent events. The bearer token lives in this tab's session storage
-// and travels in the Authorization header only; never a cookie, never a URL.
+// and travels in the Authorization header only; never a cookie, never a URL. With sign-on, the
+// server's own HttpOnly session cookie goes along instead (same origin only).
 
 import { notify } from "./dom.js";
 
@@ -25,14 +26,14 @@ function headers(extra = {}) {
 }
 
 // A JSON request; an ApiError (with the server's JSON body) for anything but 2xx. `signal`
-// aborts it (a long poll the page no longer waits for).
-export async function api(method, path, body, { signal } = {}) {
-  const init = { method, headers: headers(), cache: "no-store", signal };
+// aborts it (a long poll the page no longer waits for); `root` names a path outside /v1.
+export async function api(method, path, body, { signal, root = false } = {}) {
+  const init = { method, headers: headers(), cache: "no-store", signal, credentials: "same-origin" };
   if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
   }
-  const response = await fetch(`/v1${path}`, init);
+  const response = await fetch(root ? path : `/v1${path}`, init);
   const text = await response.text();
   let data = {};
   try {
@@ -51,12 +52,23 @@ export function sendOnLeaving(path, body) {
     headers: headers({ "Content-Type": "application/json" }),
     body: JSON.stringify(body),
     keepalive: true,
+    credentials: "same-origin",
   }).catch(() => {});
 }
 
 export const get = (path, options) => api("GET", path, undefined, options);
-export const post = (path, body) => api("POST", path, body);
+export const post = (path, body, options) => api("POST", path, body, options);
 export const put = (path, body) => api("PUT", path, body);
+
+// How people sign in here through an OpenID provider — {name, login} — or null: this server
+// has no sign-on (its people use bearer tokens).
+export async function signOnInfo() {
+  try {
+    return (await api("GET", "/auth/info", undefined, { root: true })).sign_on;
+  } catch {
+    return null;
+  }
+}
 
 export function query(params) {
   const pairs = Object.entries(params).filter(([, v]) => v !== undefined && v !== null && v !== "");
@@ -79,6 +91,7 @@ export function follow(path, onEvent, { once = false, onOpen = () => {}, onGiveU
           headers: headers({ Accept: "text/event-stream", ...extra }),
           signal: abort.signal,
           cache: "no-store",
+          credentials: "same-origin",
         });
         if (!response.ok) throw new ApiError(response.status, {});
         onOpen();

@@ -1,9 +1,10 @@
-// The web inbox: sign in (a bearer token, when the server asks for one), then route between the
-// inbox, an approval, the runs, a run, the policy, the insights, the grants and the audit pages.
+// The web inbox: sign in (through the server's OpenID provider when it has one, else with a
+// bearer token, when the server asks for one), then route between the inbox, an approval, the
+// runs, a run, the policy, the insights, the grants and the audit pages.
 // Keyboard: Enter approves the selected card, Ctrl/Cmd+E edits it, J/K or the arrow keys move
 // the selection, Esc closes a dialog.
 
-import { ApiError, get, token } from "./api.js";
+import { ApiError, get, post, signOnInfo, token } from "./api.js";
 import { approvalPage } from "./approval.js";
 import { approve, editDialog, setUndoSeconds } from "./cards.js";
 import { clear, h, timeLeft } from "./dom.js";
@@ -49,7 +50,10 @@ async function start() {
   try {
     app.me = await get("/me");
   } catch (error) {
-    if (error instanceof ApiError && error.status === 401) return signIn(error.message);
+    if (error instanceof ApiError && error.status === 401) {
+      const signOn = token.get() ? null : await signOnInfo();
+      return signOn ? signInWith(signOn) : signIn(error.message);
+    }
     return clear(main, h("p.form-error", { role: "alert" }, `The server did not answer: ${error.message}`));
   }
   await app.reloadAgents();
@@ -87,9 +91,25 @@ function signIn(problem) {
   input.focus();
 }
 
-function signOut() {
-  token.clear();
-  location.reload();
+// Sign-on: the provider signs the person in, and the server keeps them signed in with a cookie
+// this page never sees; it comes back to this very page.
+function signInWith(signOn) {
+  const next = `${location.pathname}${location.hash}`;
+  const link = h("a.button.primary", { href: `${signOn.login}?${new URLSearchParams({ next })}` }, `Sign in with ${signOn.name}`);
+  clear(main, h("section.sign-in", {}, h("h1", {}, "Sign in"), h("p", {}, "This server signs people in through their organisation's account."), link));
+  link.focus();
+}
+
+async function signOut() {
+  if (token.get()) {
+    token.clear();
+    return location.reload();
+  }
+  try {
+    location.assign((await post("/auth/logout", undefined, { root: true })).next);
+  } catch {
+    location.reload(); // signed out already
+  }
 }
 
 // The page is served at / (each page at its #/ route) and at /approvals/ID: that approval's own
