@@ -52,6 +52,7 @@ def serve(
         from signoff.server import Service, create_app
         from signoff.server.config import load_config
         from signoff.server.intake import BodyLimits
+        from signoff.server.metrics import serve_metrics
         from signoff.server.redact import Redaction
         from signoff.server.run import import_agents, run_app
         from signoff.server.shapes import approval_json, shown
@@ -77,6 +78,8 @@ def serve(
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--agents") from None
     check_port_free("serve", host, port)
+    if settings.metrics.listen is not None:
+        check_port_free("serve", *settings.metrics.listen)
 
     database = store_url(settings.database)
 
@@ -106,6 +109,8 @@ def serve(
                 preview_timeout=settings.preview_seconds,
             )
             app = create_app(service, auth, limits=BodyLimits(max_bytes=settings.body_bytes))
+            if settings.metrics.listen is not None:
+                serve_metrics(app, settings.metrics.listen)
             await run_app(
                 app,
                 host=host,

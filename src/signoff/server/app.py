@@ -34,6 +34,7 @@ from signoff.gate.transcript import bounded
 from signoff.server.auth import LOOPBACK_NAMES, Auth, Who, host_name
 from signoff.server.insights import mount_insights
 from signoff.server.intake import BodyLimits, Intake, refuse, validation_refusal
+from signoff.server.metrics import install_metrics
 from signoff.server.quick import QuickDecision
 from signoff.server.service import Principal, Service
 from signoff.server.shapes import (
@@ -519,6 +520,7 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
         }
 
     _mount_protocols(app, service, auth)  # after /v1: its routes are matched first
+    install_metrics(app, service)  # GET /metrics; each request in its caller's trace
     return app
 
 

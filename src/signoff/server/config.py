@@ -37,6 +37,7 @@ from signoff.policy.source import parse_text
 from signoff.protocols.mcp.settings import GatewaySettings, UpstreamSpec, read_gateway, read_servers
 from signoff.server.auth import allowed_host
 from signoff.server.intake import MAX_BODY
+from signoff.server.metrics import MetricsSettings, read_metrics
 from signoff.server.redact import Redaction
 from signoff.server.service import UNDO_SECONDS, Principal
 from signoff.types import AUTOMATIC
@@ -45,7 +46,7 @@ __all__ = ["ServerConfig", "load_config"]
 
 _AUTH_KEYS = frozenset({"tokens"})
 _SERVER_KEYS = frozenset(
-    {"database", "auth", "gateway", "redact", "limits", "allowed_hosts", "notify", "web"}
+    {"database", "auth", "gateway", "redact", "limits", "allowed_hosts", "notify", "web", "metrics"}
 )
 _LIMIT_KEYS = frozenset({"body", "arguments", "preview"})
 _MOST_PREVIEW_SECONDS = 60.0
@@ -83,6 +84,8 @@ class ServerConfig:
     undo_seconds: int = UNDO_SECONDS
     """How long the web inbox holds an approval or a rejection back, undoable, before it sends
     it (``web.undo_seconds``); 0 sends at once."""
+    metrics: MetricsSettings = field(default_factory=MetricsSettings)
+    """Where else ``/metrics`` is served, without authentication (``metrics.listen``)."""
 
 
 def load_config(path: Path, *, gateway: bool = False) -> ServerConfig:
@@ -110,6 +113,7 @@ def load_config(path: Path, *, gateway: bool = False) -> ServerConfig:
     limits = _limits(reader, top.get("limits", {}))
     hosts = _hosts(reader, top.get("allowed_hosts", []))
     web = _web(reader, top.get("web", {}))
+    metrics = read_metrics(reader, top.get("metrics"))
     environment = os.environ if gateway else None
     servers = read_servers(reader, top.get("servers"), environment=environment)
     settings = read_gateway(reader, top.get("gateway"), environment=environment)
@@ -135,6 +139,7 @@ def load_config(path: Path, *, gateway: bool = False) -> ServerConfig:
         allowed_hosts=hosts,
         notify=notify,
         **web,
+        metrics=metrics,
     )
 
 

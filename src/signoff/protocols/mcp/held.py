@@ -34,6 +34,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from signoff import telemetry
 from signoff.errors import (
     ApprovalTimeout,
     ClaimLost,
@@ -289,6 +290,7 @@ class Holding:
         stands."""
         if decision is None:
             return approval
+        telemetry.set_channel("mcp")  # this task's decisions: the MCP client's
         try:
             return await self.gate.decide(
                 approval.id, decision, actor=asker.name, roles=asker.roles

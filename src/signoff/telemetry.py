@@ -1,0 +1,233 @@
+"""What signoff tells about itself: counts and times for metrics, spans for traces.
+
+The core calls these hooks where what they count happens — the gate as it judges and decides,
+the store around each transaction, the runtimes as they pause and resume, the notifier as a
+send fails — so every channel and framework is counted alike. By default they do nothing: the
+server installs a Prometheus `Observer` (`signoff.server.metrics`); anyone may install another.
+
+Spans go to OpenTelemetry when its API is installed (``pip install 'signoff[otel]'``): the
+application's tracer provider decides where they go, and without one they cost next to nothing.
+Without OpenTelemetry signoff makes none. A span starts in the current context, so it joins the
+caller's trace: the HTTP request's ``traceparent`` (the server extracts it), or the span of the
+framework whose tool call is judged.
+
+    telemetry.observe(MyObserver())      # counts
+    with telemetry.channel("cli"):       # decisions taken here are the command line's
+        await gate.decide(...)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
+
+from signoff.types import AUTOMATIC, Approval, ToolCall
+
+if TYPE_CHECKING:
+    from signoff.gate.core import Outcome
+
+__all__ = [
+    "CHANNELS",
+    "Channel",
+    "Observer",
+    "channel",
+    "current_channel",
+    "decided",
+    "executing",
+    "judged",
+    "observe",
+    "observer",
+    "set_channel",
+    "span",
+    "trace",
+]
+
+Channel: TypeAlias = Literal[
+    "web", "api", "cli", "slack", "a2a", "ag-ui", "mcp", "framework", "automatic", "other"
+]
+"""Where a decision came from: the web inbox, the REST API, the command line, Slack, an A2A or
+AG-UI client, an MCP client (elicitation), a framework's own resume, signoff itself (a timeout),
+or somewhere else (a library's own `Gate.decide`)."""
+CHANNELS: Final[frozenset[str]] = frozenset(Channel.__args__)  # type: ignore[attr-defined]
+
+_channel: contextvars.ContextVar[str] = contextvars.ContextVar("signoff_channel", default="other")
+
+
+class Observer:
+    """Receives what signoff counts; this one ignores it. Label values are bounded: verdicts,
+    channels, statuses — never an id or an argument."""
+
+    def judged(self, verdict: str, calls: int) -> None:
+        """`calls` calls were judged `verdict` (allow, ask or deny)."""
+
+    def grants_used(self, calls: int) -> None:
+        """Grants let `calls` calls through."""
+
+    def decided(self, channel: str, outcome: str, seconds: float) -> None:
+        """An approval was decided (`outcome`: its status) through `channel`, `seconds` after
+        it was requested."""
+
+    def paused(self, kind: str) -> None:
+        """A run paused on held calls (`kind`: ``runtime``, or ``framework``)."""
+
+    def resumed(self, kind: str) -> None:
+        """A paused run was resumed."""
+
+    def unknown_outcome(self) -> None:
+        """A call was found started and never finished: whether it ran is unknown."""
+
+    def notification_failed(self, sink: str, final: bool) -> None:
+        """A notification could not be sent to a sink of kind `sink` (webhook, slack, email);
+        `final` when it is not tried again."""
+
+    def transaction(self, kind: str, seconds: float) -> None:
+        """A store transaction (`kind`: read or write) took `seconds`, waiting in line
+        included."""
+
+
+observer: Observer = Observer()
+"""The observer the hooks call; `observe` replaces it."""
+
+
+def observe(new: Observer | None) -> Observer:
+    """Send what signoff counts to `new` (None: to nobody) from now on; returns the one it
+    replaces. It is process-wide, as the counts are."""
+    global observer
+    previous, observer = observer, new or Observer()
+    return previous
+
+
+def current_channel() -> str:
+    """The channel decisions taken now come through."""
+    return _channel.get()
+
+
+def set_channel(name: Channel) -> None:
+    """Decisions taken from now on in this task (or thread) come through `name`."""
+    _channel.set(name)
+
+
+@contextlib.contextmanager
+def channel(name: Channel) -> Iterator[None]:
+    """Decisions taken within the block come through `name`."""
+    token = _channel.set(name)
+    try:
+        yield
+    finally:
+        _channel.reset(token)
+
+
+# -- the gate's hooks ----------------------------------------------------------------------
+
+
+def judged(outcomes: Sequence[Outcome], grants_used: int, within: Any = None) -> None:
+    """Count the verdicts of calls judged now (not those judged before: a re-run is not a
+    new call) and the grants that let some through; mark the judge span `within` with the
+    calls' tools and verdicts, and open a `signoff.hold` span for each call held."""
+    counts: dict[str, int] = {}
+    for outcome in outcomes:
+        if not outcome.recorded:
+            counts[outcome.verdict.kind] = counts.get(outcome.verdict.kind, 0) + 1
+    for verdict, calls in counts.items():
+        observer.judged(verdict, calls)
+    if grants_used:
+        observer.grants_used(grants_used)
+    if within is None or not within.is_recording():
+        return
+    _describe(within, outcomes)
+    for outcome in outcomes:
+        if outcome.kind == "hold" and outcome.approval is not None:
+            with span("signoff.hold", _approval_attributes(outcome.approval, "ask")):
+                pass
+
+
+def decided(approvals: Iterable[Approval], within: Any = None) -> None:
+    """Count each approval decided now (a vote that leaves it waiting is not a decision), with
+    its channel — signoff's own when it decided on a timeout — and its time to decision."""
+    ids: list[str] = []
+    outcomes: list[str] = []
+    for approval in approvals:
+        if approval.pending or approval.decided_at is None:
+            continue
+        via = "automatic" if approval.decided_by == AUTOMATIC else _channel.get()
+        seconds = (approval.decided_at - approval.requested_at).total_seconds()
+        observer.decided(via, approval.status, max(seconds, 0.0))
+        ids.append(approval.id)
+        outcomes.append(approval.status)
+    if within is not None and within.is_recording() and ids:
+        within.set_attribute("signoff.channel", _channel.get())
+        within.set_attribute("signoff.approval_id", ids[0] if len(ids) == 1 else ids)
+        within.set_attribute("signoff.outcome", outcomes[0] if len(ids) == 1 else outcomes)
+
+
+def executing(call: ToolCall, approval_id: str | None = None) -> dict[str, Any]:
+    """The attributes of a `signoff.execute` span: the tool, and the approval it runs under
+    when it was held (its verdict then ``ask``, else ``allow``)."""
+    return {
+        "signoff.tool": call.name,
+        "signoff.verdict": "allow" if approval_id is None else "ask",
+        **({} if approval_id is None else {"signoff.approval_id": approval_id}),
+    }
+
+
+def _describe(target: Any, outcomes: Sequence[Outcome]) -> None:
+    tools = [o.call.name for o in outcomes]
+    verdicts = [o.verdict.kind for o in outcomes]
+    held = [o.approval.id for o in outcomes if o.approval is not None]
+    one = len(outcomes) == 1
+    target.set_attribute("signoff.calls", len(outcomes))
+    target.set_attribute("signoff.tool", tools[0] if one else tools)
+    target.set_attribute("signoff.verdict", verdicts[0] if one else verdicts)
+    if held:
+        target.set_attribute("signoff.approval_id", held[0] if one else held)
+
+
+def _approval_attributes(approval: Approval, verdict: str) -> dict[str, Any]:
+    attributes: dict[str, Any] = {
+        "signoff.approval_id": approval.id,
+        "signoff.tool": approval.call.name,
+        "signoff.verdict": verdict,
+    }
+    if approval.rule is not None:
+        attributes["signoff.rule"] = approval.rule
+    return attributes
+
+
+# -- spans ---------------------------------------------------------------------------------
+
+_NO_SPAN: Final = contextlib.nullcontext(None)
+_tracer: Any = None
+"""OpenTelemetry's tracer for signoff; False when OpenTelemetry is missing or tracing off."""
+
+
+def trace(enabled: bool) -> None:
+    """Make spans (the default, when OpenTelemetry is installed) or not."""
+    global _tracer
+    _tracer = None if enabled else False
+
+
+def span(name: str, attributes: dict[str, Any] | None = None) -> AbstractContextManager[Any]:
+    """A span named `name`, current within the block, with `attributes`; the block gets it
+    (None when no span is made). An exception that leaves the block marks it failed."""
+    tracer = _tracer if _tracer is not None else _find_tracer()
+    if tracer is False:
+        return _NO_SPAN
+    started: AbstractContextManager[Any] = tracer.start_as_current_span(name, attributes=attributes)
+    return started
+
+
+def _find_tracer() -> Any:
+    global _tracer
+    try:
+        from opentelemetry import trace as otel_trace
+    except ImportError:
+        _tracer = False
+        return False
+    from signoff import __version__
+
+    # A proxy until the application sets its tracer provider: spans then go there.
+    _tracer = otel_trace.get_tracer("signoff", __version__)
+    return _tracer
