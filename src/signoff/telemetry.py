@@ -203,10 +203,16 @@ _tracer: Any = None
 """OpenTelemetry's tracer for signoff; False when OpenTelemetry is missing or tracing off."""
 
 
-def trace(enabled: bool) -> None:
-    """Make spans (the default, when OpenTelemetry is installed) or not."""
+def trace(enabled: bool = True, *, provider: Any = None) -> None:
+    """Make spans (the default, when OpenTelemetry is installed) or not; with `provider`, an
+    OpenTelemetry tracer provider, make them there rather than in the global one."""
     global _tracer
-    _tracer = None if enabled else False
+    if not enabled:
+        _tracer = False
+    elif provider is not None:
+        _tracer = _tracer_of(provider)
+    else:
+        _tracer = None  # the global provider's, found at the next span
 
 
 def span(name: str, attributes: dict[str, Any] | None = None) -> AbstractContextManager[Any]:
@@ -226,8 +232,12 @@ def _find_tracer() -> Any:
     except ImportError:
         _tracer = False
         return False
+    # A proxy until the application sets its tracer provider: spans then go there.
+    _tracer = _tracer_of(otel_trace.get_tracer_provider())
+    return _tracer
+
+
+def _tracer_of(provider: Any) -> Any:
     from signoff import __version__
 
-    # A proxy until the application sets its tracer provider: spans then go there.
-    _tracer = otel_trace.get_tracer("signoff", __version__)
-    return _tracer
+    return provider.get_tracer("signoff", __version__)
