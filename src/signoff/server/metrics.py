@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any, Final
@@ -72,6 +73,7 @@ TRANSACTION_BUCKETS: Final = (
 )  # fmt: skip
 """Seconds a store transaction takes: half a millisecond to five seconds."""
 _SCRAPE_SECONDS: Final = 10.0
+_SHOWN: Final = 2 * GROUPS
 _VERDICTS: Final = frozenset({"allow", "ask", "deny"})
 _KINDS: Final = frozenset({"runtime", "framework"})
 _SINKS: Final = frozenset({"webhook", "slack", "email"})
@@ -165,6 +167,10 @@ class StoreGauges(Collector):
         self.loop: asyncio.AbstractEventLoop | None = None
         """The store's loop, for a scrape served on another thread (`serve_metrics`)."""
         self._counted: Gauges | None = None
+        self._shown: dict[tuple[str, str, str], None] = {}
+        """The label sets of waiting approvals shown lately (the newest `_SHOWN`): one whose
+        approvals were all decided shows 0, rather than vanishing from the dashboards."""
+        self._lock = threading.Lock()  # scrapes on the API and on the metrics address at once
 
     async def refresh(self) -> None:
         """Count again; a store that cannot answer leaves the gauges out of this scrape."""
@@ -187,8 +193,14 @@ class StoreGauges(Collector):
             "groups; the rest summed as other).",
             labels=["agent", "tool", "rule"],
         )
-        for (agent, tool, rule), count in counted.waiting.items():
-            waiting.add_metric([agent, tool, rule], count)
+        with self._lock:
+            for labels in counted.waiting:
+                self._shown.pop(labels, None)
+                self._shown[labels] = None
+            for labels in list(self._shown)[: max(0, len(self._shown) - _SHOWN)]:
+                del self._shown[labels]  # the longest unseen first
+            for labels in self._shown:
+                waiting.add_metric(list(labels), counted.waiting.get(labels, 0))
         yield waiting
         backlog = GaugeMetricFamily(
             "signoff_notification_backlog",
