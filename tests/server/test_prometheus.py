@@ -14,7 +14,6 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -156,22 +155,23 @@ def read_back(prometheus: httpx.Client, expression: str, wanted: float) -> dict[
     return series
 
 
-def paused_run(url: str) -> tuple[str, str]:
-    """A run of the ops agent paused on its delete_pod call: its id and the approval's."""
+def paused_run(url: str) -> str:
+    """Start a run of the ops agent: paused on its delete_pod call, whose approval's id this
+    is."""
     run = httpx.post(
         f"{url}/v1/threads/t/runs", params={"wait": 10}, headers=HEADERS,
         json={"agent": "ops", "input": "delete nginx-1"}, timeout=HANG,
     ).json()  # fmt: skip
     assert run["status"] == "paused", run
     [held] = run["pending_approvals"]
-    return run["id"], held
+    return str(held)
 
 
 def test_prometheus_reads_a_decision_back_from_signoffs_metrics(
     signoff: tuple[str, int], prometheus: httpx.Client
 ):
     url, _ = signoff
-    run_id, held = paused_run(url)
+    held = paused_run(url)
     waiting = read_back(
         prometheus,
         'signoff_approvals_waiting{job="signoff", agent="ops", tool="delete_pod"}',
