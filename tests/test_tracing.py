@@ -1,17 +1,21 @@
 """OpenTelemetry spans, read with the SDK's in-memory exporter: judge, hold, decide, resume and
 execute with their attributes; a request's ``traceparent`` as their parent; a framework's span as
-theirs; and no spans, and no trouble, without OpenTelemetry."""
+theirs; no spans, and no trouble, without OpenTelemetry; and ``signoff serve`` sending its spans
+where OpenTelemetry's variables say (the console exporter, read from its output)."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import re
+import signal
 import subprocess
 import sys
 import textwrap
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 
+import httpx
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -20,10 +24,19 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from signoff import Approve, Policy, ToolCall, telemetry
 from signoff.gate import Gate
 from signoff.gate.external import ExternalRuns
+from signoff.server.tracing import export_spans
 from signoff.store import SQLStore, open_store
 from tests.deadline import HANG
+from tests.processes import signoff_command
 from tests.server.test_api import until
 from tests.server.test_policy_api import client_of, make_service
+from tests.server.test_serve import ROOT
+
+SERVE_CONFIG = """\
+database: sqlite:///{folder}/signoff.db
+auth: {{tokens: [{{principal: olga, roles: [ops], token_env: SIGNOFF_TEST_TOKEN}}]}}
+default: ask
+"""
 
 _EXPORTER = InMemorySpanExporter()
 
@@ -211,3 +224,74 @@ def test_without_opentelemetry_signoff_works_and_makes_no_spans(tmp_path: Path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["approved", "None"]
     assert "opentelemetry" not in done.stderr
+
+
+def test_serve_sends_its_spans_where_opentelemetrys_variables_say(tmp_path: Path):
+    config = tmp_path / "signoff.yaml"
+    config.write_text(SERVE_CONFIG.format(folder=tmp_path))
+    env = os.environ | {
+        "OTEL_TRACES_EXPORTER": "console",
+        "OTEL_SERVICE_NAME": "signoff-under-test",
+        "SIGNOFF_TEST_TOKEN": "t0ken",
+        "SIGNOFF_TEST_SIDE_FILE": str(tmp_path / "side.txt"),
+        "PYTHONPATH": str(ROOT),
+    }
+    trace_id, parent_id = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+    process = subprocess.Popen(
+        [*signoff_command(), "serve", "--config", str(config), "--port", "0",
+         "--agents", "tests.server.serve_agents:agents"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+    )  # fmt: skip
+    assert process.stdout is not None
+    try:
+        first = process.stdout.readline()
+        found = re.search(r"http://127\.0\.0\.1:\d+", first)
+        assert found, first + process.stdout.read()
+        url, headers = found.group(0), {"Authorization": "Bearer t0ken"}
+        run = httpx.post(
+            f"{url}/v1/threads/t/runs", params={"wait": 10}, headers=headers,
+            json={"agent": "ops", "input": "delete nginx-1"}, timeout=HANG,
+        ).json()  # fmt: skip
+        [held] = run["pending_approvals"]
+        decided = httpx.post(
+            f"{url}/v1/approvals/{held}/decision", json={"kind": "approve"},
+            headers=headers | {"traceparent": f"00-{trace_id}-{parent_id}-01"}, timeout=HANG,
+        )  # fmt: skip
+        assert decided.status_code == 200, decided.text
+        printed = ""
+        wanted = ['"name": "signoff.decide"', f'"trace_id": "0x{trace_id}"',
+                  f'"parent_id": "0x{parent_id}"', '"service.name": "signoff-under-test"',
+                  f'"signoff.approval_id": "{held}"']  # fmt: skip
+        while not all(w in printed for w in wanted):  # each span printed as it ends
+            line = process.stdout.readline()
+            assert line, f"the server ended; it printed:\n{printed}"
+            printed += line
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=HANG)
+        process.stdout.close()
+
+
+def test_an_exporter_serve_cannot_send_with_is_named():
+    assert export_spans({}) is None  # no variables: no spans sent anywhere
+    with pytest.raises(ValueError, match="OTEL_TRACES_EXPORTER='zipkin' is not one"):
+        export_spans({"OTEL_TRACES_EXPORTER": "zipkin"})
+
+
+def test_serve_without_the_otlp_exporter_says_which_extra_sends_spans(tmp_path: Path):
+    try:
+        import opentelemetry.exporter.otlp.proto.http  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("the OTLP exporter is installed here")
+    config = tmp_path / "signoff.yaml"
+    config.write_text(SERVE_CONFIG.format(folder=tmp_path))
+    env = os.environ | {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318",
+                        "SIGNOFF_TEST_TOKEN": "t0ken"}  # fmt: skip
+    done = subprocess.run(
+        [*signoff_command(), "serve", "--config", str(config), "--port", "0"],
+        capture_output=True, text=True, env=env, timeout=HANG, check=False,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert "pip install 'signoff[otel]'" in done.stdout + done.stderr

@@ -56,6 +56,7 @@ def serve(
         from signoff.server.redact import Redaction
         from signoff.server.run import import_agents, run_app
         from signoff.server.shapes import approval_json, shown
+        from signoff.server.tracing import export_spans
     except ImportError:
         raise MissingExtraError("signoff serve", "server") from None
 
@@ -65,6 +66,10 @@ def serve(
     from signoff.store import open_store, store_url
 
     settings = load_config(config)
+    try:
+        export_spans()
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="OTEL_TRACES_EXPORTER") from None
     auth = checked_auth(
         config,
         settings.tokens,
