@@ -6,6 +6,7 @@ where OpenTelemetry's variables say (the console exporter, read from its output)
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import signal
@@ -31,6 +32,7 @@ from tests.processes import signoff_command
 from tests.server.test_api import until
 from tests.server.test_policy_api import client_of, make_service
 from tests.server.test_serve import ROOT
+from tests.test_docs import files
 
 SERVE_CONFIG = """\
 database: sqlite:///{folder}/signoff.db
@@ -295,3 +297,24 @@ def test_serve_without_the_otlp_exporter_says_which_extra_sends_spans(tmp_path: 
     )  # fmt: skip
     assert done.returncode != 0
     assert "pip install 'signoff[otel]'" in done.stdout + done.stderr
+
+
+def test_the_pages_traced_program_prints_signoffs_spans_in_its_trace(tmp_path: Path):
+    program = files(ROOT / "docs" / "operations.md")["traced.py"]
+    (tmp_path / "traced.py").write_text(program)
+    done = subprocess.run(
+        [sys.executable, "traced.py"], cwd=tmp_path, capture_output=True, text=True,
+        timeout=HANG, check=False, env=os.environ | {"PYTHONWARNINGS": "error"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    printed, decoder, at = [], json.JSONDecoder(), 0
+    while at < len(done.stdout.rstrip()):
+        span, at = decoder.raw_decode(done.stdout, at)
+        printed.append(span)
+        at += len(done.stdout[at:]) - len(done.stdout[at:].lstrip())
+    by_name = {span["name"]: span for span in printed}
+    assert sorted(by_name) == ["agent turn", "signoff.decide", "signoff.hold", "signoff.judge"]
+    turn = by_name["agent turn"]["context"]["span_id"]
+    assert by_name["signoff.judge"]["parent_id"] == turn
+    assert by_name["signoff.decide"]["parent_id"] == turn
+    assert by_name["signoff.hold"]["parent_id"] == by_name["signoff.judge"]["context"]["span_id"]

@@ -4,6 +4,7 @@ API's tokens, and a listen address of its own."""
 from __future__ import annotations
 
 import asyncio
+import re
 import socket
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from signoff.store.insights import STATUSES
 from tests.deadline import HANG
 from tests.server.test_api import until
 from tests.server.test_policy_api import TOKENS, client_of, make_service
+from tests.test_docs import ROOT, blocks
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -227,3 +229,37 @@ def test_the_process_counts_once_whatever_the_number_of_apps():
     first = process_observer()
     assert process_observer() is first
     assert telemetry.observer is first
+
+
+OPERATIONS = ROOT / "docs" / "operations.md"
+
+
+def section(heading: str) -> str:
+    """The text of `heading`'s section of docs/operations.md."""
+    text = OPERATIONS.read_text(encoding="utf-8")
+    start = text.index(f"\n## {heading}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : None if end < 0 else end]
+
+
+async def test_the_metrics_the_page_lists_are_the_ones_served(tmp_path: Path):
+    rows = [line for line in section("Metrics").splitlines() if line.startswith("| `signoff_")]
+    listed = {re.match(r"\| `(\w+)`", row)[1] for row in rows}  # type: ignore[index]
+    async with (
+        open_store(f"sqlite:///{tmp_path / 'signoff.db'}") as store,
+        client_of(make_service(store), "ops-token") as client,
+    ):
+        text = (await client.get("/metrics")).text
+    served = set(re.findall(r"^# HELP (\w+) ", text, re.M))
+    assert listed == {name for name in served if not name.endswith("_created")}
+
+
+def test_the_pages_config_is_read_as_it_says(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    [config] = [body for _, _, body in blocks("yaml", [OPERATIONS]) if "metrics:" in body]
+    monkeypatch.setenv("SIGNOFF_TOKEN_OLGA", "o")
+    monkeypatch.setenv("SIGNOFF_TOKEN_PROMETHEUS", "p")
+    path = tmp_path / "signoff.yaml"
+    path.write_text(config)
+    read = load_config(path)
+    assert read.metrics.listen == ("127.0.0.1", 9464)
+    assert read.tokens["p"].roles == frozenset()  # the scraper needs no role

@@ -1,5 +1,6 @@
 """A real Prometheus (Debian's package: its own process, a config file, a scratch database)
-scraping a real ``signoff serve`` every second — on the API with a bearer token, on the config's
+scraping a real ``signoff serve`` every second — on the API with a bearer token (the job
+docs/operations.md shows, its interval, token file and target the test's), on the config's
 metrics address without one, and on the API without a token (refused) — and the decisions read
 back through Prometheus's HTTP API. Without the prometheus binary these tests are skipped, except
 under CI, where they fail."""
@@ -14,15 +15,18 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import yaml
 
 from tests.deadline import HANG
 from tests.processes import signoff_command
 from tests.server.test_metrics import free_port
 from tests.server.test_serve import ROOT
+from tests.test_docs import files
 
 TOKEN = "scr4per"
 CONFIG = """\
@@ -34,17 +38,29 @@ auth:
 metrics: {{listen: "127.0.0.1:{metrics_port}"}}
 default: ask
 """
-SCRAPES = """\
-global: {{scrape_interval: 1s, scrape_timeout: 1s}}
-scrape_configs:
-  - job_name: signoff
-    authorization: {{type: Bearer, credentials: {token}}}
-    static_configs: [{{targets: ["{api}"]}}]
-  - job_name: signoff-metrics-address
-    static_configs: [{{targets: ["{metrics}"]}}]
-  - job_name: signoff-without-token
-    static_configs: [{{targets: ["{api}"]}}]
+EXTRA_JOBS = """\
+- job_name: signoff-metrics-address
+  static_configs: [{{targets: ["{metrics}"]}}]
+- job_name: signoff-without-token
+  static_configs: [{{targets: ["{api}"]}}]
 """
+
+
+def scrapes(token_file: Path, api: str, metrics: str) -> str:
+    """The Prometheus config: docs/operations.md's job, scraping `api` every second with the
+    token in `token_file`; and two more jobs, on the metrics address and without a token."""
+    [documented] = yaml.safe_load(files(ROOT / "docs" / "operations.md")["prometheus.yml"])[
+        "scrape_configs"
+    ]
+    documented["scrape_interval"] = "1s"
+    documented["authorization"]["credentials_file"] = str(token_file)
+    documented["static_configs"] = [{"targets": [api]}]
+    extra = yaml.safe_load(EXTRA_JOBS.format(api=api, metrics=metrics))
+    config = {"global": {"scrape_interval": "1s", "scrape_timeout": "1s"},
+              "scrape_configs": [documented, *extra]}  # fmt: skip
+    return yaml.safe_dump(config)
+
+
 HEADERS = {"Authorization": "Bearer t0ken"}
 
 
@@ -109,7 +125,9 @@ def prometheus(
     folder = tmp_path_factory.mktemp("prometheus")
     config = folder / "prometheus.yml"
     api = url.removeprefix("http://")
-    config.write_text(SCRAPES.format(token=TOKEN, api=api, metrics=f"127.0.0.1:{metrics_port}"))
+    token_file = folder / "signoff-token"
+    token_file.write_text(TOKEN)
+    config.write_text(scrapes(token_file, api, f"127.0.0.1:{metrics_port}"))
     port = free_port()
     with (folder / "log.txt").open("w") as log:
         process = subprocess.Popen(
