@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 import httpx
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from rich.console import Console
 from rich.table import Table
@@ -75,7 +75,7 @@ POLICY: Final = Policy.from_dict({"default": "ask", "rules": [{"allow": "*_list*
 class _Dropped(SpanExporter):
     """Takes every batch and sends it nowhere."""
 
-    def export(self, spans: Sequence[object]) -> SpanExportResult:  # type: ignore[override]
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         return SpanExportResult.SUCCESS
 
     def shutdown(self) -> None:

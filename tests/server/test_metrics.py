@@ -58,7 +58,8 @@ async def pause_a_run(client: httpx.AsyncClient, thread: str) -> dict[str, Any]:
     )
     run = await until(client, started.json()["id"], "paused")
     listed = await client.get("/v1/approvals", params={"status": "pending"})
-    [approval] = [a for a in listed.json()["items"] if a["run_id"] == run["id"]]
+    items: list[dict[str, Any]] = listed.json()["items"]
+    [approval] = [a for a in items if a["run_id"] == run["id"]]
     return approval
 
 
