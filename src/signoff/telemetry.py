@@ -137,11 +137,24 @@ def judged(outcomes: Sequence[Outcome], grants_used: int, within: Any = None) ->
         observer.grants_used(grants_used)
     if within is None or not within.is_recording():
         return
-    _describe(within, outcomes)
-    for outcome in outcomes:
-        if outcome.kind == "hold" and outcome.approval is not None:
-            with span("signoff.hold", _approval_attributes(outcome.approval, "ask")):
-                pass
+    within.set_attributes(_described(outcomes))
+    held = [o.approval for o in outcomes if o.kind == "hold" and o.approval is not None]
+    if held:
+        _held_spans(within, held)
+
+
+def _held_spans(judge: Any, approvals: Sequence[Approval]) -> None:
+    """A `signoff.hold` span for each held call, a child of `judge`, as long as nothing (each
+    is held when the judge's transaction commits): made without becoming current, which is
+    half a span's cost."""
+    from opentelemetry import trace as otel_trace
+
+    parent = otel_trace.set_span_in_context(judge)
+    for approval in approvals:
+        held = _tracer.start_span(
+            "signoff.hold", context=parent, attributes=_approval_attributes(approval, "ask")
+        )
+        held.end(end_time=held.start_time)
 
 
 def decided(approvals: Iterable[Approval], within: Any = None) -> None:
@@ -158,9 +171,12 @@ def decided(approvals: Iterable[Approval], within: Any = None) -> None:
         ids.append(approval.id)
         outcomes.append(approval.status)
     if within is not None and within.is_recording() and ids:
-        within.set_attribute("signoff.channel", _channel.get())
-        within.set_attribute("signoff.approval_id", ids[0] if len(ids) == 1 else ids)
-        within.set_attribute("signoff.outcome", outcomes[0] if len(ids) == 1 else outcomes)
+        one = len(ids) == 1
+        within.set_attributes({
+            "signoff.channel": _channel.get(),
+            "signoff.approval_id": ids[0] if one else ids,
+            "signoff.outcome": outcomes[0] if one else outcomes,
+        })  # fmt: skip
 
 
 def executing(call: ToolCall, approval_id: str | None = None) -> dict[str, Any]:
@@ -173,16 +189,20 @@ def executing(call: ToolCall, approval_id: str | None = None) -> dict[str, Any]:
     }
 
 
-def _describe(target: Any, outcomes: Sequence[Outcome]) -> None:
+def _described(outcomes: Sequence[Outcome]) -> dict[str, Any]:
+    """The judge span's attributes: of one call, its tool and verdict; of several, lists."""
     tools = [o.call.name for o in outcomes]
     verdicts = [o.verdict.kind for o in outcomes]
     held = [o.approval.id for o in outcomes if o.approval is not None]
     one = len(outcomes) == 1
-    target.set_attribute("signoff.calls", len(outcomes))
-    target.set_attribute("signoff.tool", tools[0] if one else tools)
-    target.set_attribute("signoff.verdict", verdicts[0] if one else verdicts)
+    attributes: dict[str, Any] = {
+        "signoff.calls": len(outcomes),
+        "signoff.tool": tools[0] if one else tools,
+        "signoff.verdict": verdicts[0] if one else verdicts,
+    }
     if held:
-        target.set_attribute("signoff.approval_id", held[0] if one else held)
+        attributes["signoff.approval_id"] = held[0] if one else held
+    return attributes
 
 
 def _approval_attributes(approval: Approval, verdict: str) -> dict[str, Any]:

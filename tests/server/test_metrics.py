@@ -11,11 +11,15 @@ from typing import Any
 
 import httpx
 import pytest
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from signoff import Policy, ToolCall, telemetry
+from signoff import Approve, Policy, Scope, ToolCall, telemetry
 from signoff.errors import PolicyError
 from signoff.gate import Gate
+from signoff.gate.once import record_unknown
+from signoff.notify import Notifications, NotifySettings, read_notify
+from signoff.policy.reader import Reader
 from signoff.server import create_app
 from signoff.server.auth import Auth
 from signoff.server.config import load_config
@@ -264,3 +268,48 @@ def test_the_pages_config_is_read_as_it_says(tmp_path: Path, monkeypatch: pytest
     read = load_config(path)
     assert read.metrics.listen == ("127.0.0.1", 9464)
     assert read.tokens["p"].roles == frozenset()  # the scraper needs no role
+
+
+def counted(name: str, **labels: str) -> float:
+    """This process's count of `name` now, as /metrics shows it."""
+    registry = CollectorRegistry()
+    for collector in process_observer().collectors():
+        registry.register(collector)
+    return value(samples(generate_latest(registry).decode()), name, **labels)
+
+
+async def test_grants_used_unknown_outcomes_and_failed_notifications_are_counted(
+    tmp_path: Path,
+):
+    async with open_store(f"sqlite:///{tmp_path / 'signoff.db'}") as store:
+        gate = Gate(Policy.from_dict({"default": "ask"}), store)
+        notifications = Notifications(store, notify_to(f"http://127.0.0.1:{free_port()}/hook"))
+        await store.outbox_events(limit=0)  # the notifier's cursor starts here
+        first = ToolCall(id="c1", name="restart", args={"service": "web"}, agent="ops")
+        [held] = await gate.check([first])
+        assert held.approval is not None
+        before = counted("signoff_grants_used_total")
+        await gate.decide(held.approval.id, Approve(always=Scope(kind="agent")), actor="olga")
+        [again] = await gate.check([ToolCall(id="c2", name="restart", args={"service": "web"},
+                                             agent="ops")])  # fmt: skip
+        assert again.kind == "run"
+        assert counted("signoff_grants_used_total") == before + 1
+
+        unknown = counted("signoff_unknown_outcomes_total")
+        for _ in range(2):  # recorded once, however often it is found
+            await record_unknown(store, "run-1:0:c9", tool="send_email")
+        assert counted("signoff_unknown_outcomes_total") == unknown + 1
+
+        failed = {"sink": "webhook", "final": "true"}
+        failures = counted("signoff_notification_failures_total", **failed)
+        await notifications.pump()  # nobody listens on that port: each send fails, for good
+        assert counted("signoff_notification_failures_total", **failed) > failures
+        gauges = await store.gauges()
+        assert gauges.backlog == {}  # given up: nothing waits to be sent
+
+
+def notify_to(url: str) -> NotifySettings:
+    reader = Reader()
+    settings = read_notify(reader, {"webhooks": [{"url": url}], "retry": {"attempts": 1}})
+    assert reader.problems == []
+    return settings

@@ -84,7 +84,8 @@ def serve(
         raise typer.BadParameter(str(exc), param_hint="--agents") from None
     check_port_free("serve", host, port)
     if settings.metrics.listen is not None:
-        check_port_free("serve", *settings.metrics.listen)
+        where = "choose another metrics.listen in the config"
+        check_port_free("serve", *settings.metrics.listen, instead=where)
 
     database = store_url(settings.database)
 

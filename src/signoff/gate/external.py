@@ -329,7 +329,6 @@ class ExternalRuns:
             held_roles = self.roles if roles is None else frozenset(roles)
 
         async def take() -> dict[str, Approval]:
-            telemetry.set_channel("framework")  # this task's decisions
             if decider is None:
                 logger.warning(
                     "decisions sent through %s were not taken: it cannot tell who sent them; "
@@ -341,7 +340,10 @@ class ExternalRuns:
                 if decider is None:
                     break
                 try:
-                    await self.gate.decide(approval_id, decision, actor=decider, roles=held_roles)
+                    with telemetry.channel("framework"):
+                        await self.gate.decide(
+                            approval_id, decision, actor=decider, roles=held_roles
+                        )
                 except ConflictError:
                     pass  # decided elsewhere first: that decision stands
                 except ForbiddenError as exc:

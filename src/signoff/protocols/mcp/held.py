@@ -290,11 +290,11 @@ class Holding:
         stands."""
         if decision is None:
             return approval
-        telemetry.set_channel("mcp")  # this task's decisions: the MCP client's
         try:
-            return await self.gate.decide(
-                approval.id, decision, actor=asker.name, roles=asker.roles
-            )
+            with telemetry.channel("mcp"):
+                return await self.gate.decide(
+                    approval.id, decision, actor=asker.name, roles=asker.roles
+                )
         except ConflictError:
             return await self.store.get_approval(approval.id)
 
