@@ -313,3 +313,31 @@ def notify_to(url: str) -> NotifySettings:
     settings = read_notify(reader, {"webhooks": [{"url": url}], "retry": {"attempts": 1}})
     assert reader.problems == []
     return settings
+
+
+async def test_a_frameworks_pause_and_its_resume_by_the_resumer_are_counted(tmp_path: Path):
+    pytest.importorskip("pydantic_ai")
+    from signoff.integrations.pydantic_ai import SignoffAgent
+    from tests.integrations.harness import DEFAULT
+    from tests.integrations.pa_app import THREAD, build, open_runs
+
+    runs = await asyncio.to_thread(open_runs, f"sqlite:///{tmp_path / 'pa.db'}")
+    try:
+        agent = SignoffAgent(build(DEFAULT, tmp_path / "effects", tmp_path / "turns"), runs)
+        paused = counted("signoff_pauses_total", kind="framework")
+        resumed = counted("signoff_resumes_total", kind="framework")
+        await agent.run("go", thread=THREAD)
+        assert counted("signoff_pauses_total", kind="framework") == paused + 1
+        pending = await runs.bridge.arun(runs.store.list_approvals(status="pending"))
+        assert len(pending) == 2  # send_email and the small charge
+        framework = {"channel": "framework", "outcome": "approved"}
+        decisions = counted("signoff_decision_seconds_count", **framework)
+        for approval in pending:  # as the framework sends them: the decisions' channel
+            await runs.decide({approval.id: Approve()}, actor="bob", roles=["finance"])
+        pause = await runs.open_pause([a.id for a in pending])
+        assert pause is not None
+        assert await runs.bridge.arun(agent.resumer().resume_ready(pause.id))
+        assert counted("signoff_resumes_total", kind="framework") == resumed + 1
+        assert counted("signoff_decision_seconds_count", **framework) == decisions + 2
+    finally:
+        await asyncio.to_thread(runs.close)
