@@ -22,8 +22,10 @@ import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
 
-from signoff import Approve, Policy, ToolCall, telemetry
+from signoff import Approve, Policy, Reject, ToolCall, telemetry
+from signoff.errors import ConflictError
 from signoff.gate import Gate
 from signoff.gate.external import ExternalRuns
 from signoff.server.tracing import export_spans
@@ -319,3 +321,18 @@ def test_the_pages_traced_program_prints_signoffs_spans_in_its_trace(tmp_path: P
     assert by_name["signoff.judge"]["parent_id"] == turn
     assert by_name["signoff.decide"]["parent_id"] == turn
     assert by_name["signoff.hold"]["parent_id"] == by_name["signoff.judge"]["context"]["span_id"]
+
+
+async def test_a_decision_refused_leaves_a_failed_span(
+    store: SQLStore, spans: InMemorySpanExporter
+):
+    gate = Gate(Policy.from_dict({"default": "ask"}), store)
+    [held] = await gate.check([ToolCall(id="c1", name="rm", args={})])
+    assert held.approval is not None
+    await gate.decide(held.approval.id, Approve(), actor="alice")
+    spans.clear()
+    with pytest.raises(ConflictError):
+        await gate.decide(held.approval.id, Reject(reason="no"), actor="bob")
+    [decide] = named(spans.get_finished_spans(), "signoff.decide")
+    assert decide.status.status_code is StatusCode.ERROR
+    assert [event.name for event in decide.events] == ["exception"]

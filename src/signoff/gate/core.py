@@ -272,7 +272,7 @@ class Gate(Timing):
                 external=records,
             )
 
-        with telemetry.span("signoff.judge") as span:
+        with telemetry.span("signoff.judge", current=False) as span:
             decided, stored = await self.store.hold(
                 {call.name for call in calls}, plan, keys=list(keys.values())
             )
@@ -529,7 +529,7 @@ class Gate(Timing):
                     audit.append(grant_record(grant, approval, actor=actor, at=now))
             return DecisionPlan(changes=changes, grants=grants, audit=audit)
 
-        with telemetry.span("signoff.decide") as span:
+        with telemetry.span("signoff.decide", current=False) as span:
             written = await self.store.decide(list(decisions), plan)
             telemetry.decided([approval for approval, _ in written.changes], span)
         for approval, _ in written.changes:
