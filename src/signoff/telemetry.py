@@ -22,7 +22,7 @@ import contextlib
 import contextvars
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, get_args
 
 from signoff.types import AUTOMATIC, Approval, ToolCall
 
@@ -51,7 +51,7 @@ Channel: TypeAlias = Literal[
 """Where a decision came from: the web inbox, the REST API, the command line, Slack, an A2A or
 AG-UI client, an MCP client (elicitation), a framework's own resume, signoff itself (a timeout),
 or somewhere else (a library's own `Gate.decide`)."""
-CHANNELS: Final[frozenset[str]] = frozenset(Channel.__args__)  # type: ignore[attr-defined]
+CHANNELS: Final[frozenset[str]] = frozenset(get_args(Channel))
 
 _channel: contextvars.ContextVar[str] = contextvars.ContextVar("signoff_channel", default="other")
 
