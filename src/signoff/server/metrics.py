@@ -187,10 +187,18 @@ class StoreGauges(Collector):
             logger.warning("the metrics leave out what is waiting: %s", exc)
             self._counted = None
 
+    def describe(self) -> Iterator[GaugeMetricFamily]:
+        return iter(())  # names known at each scrape: registering reads nothing
+
     def collect(self) -> Iterator[GaugeMetricFamily]:
         if self.loop is not None and _running_loop() is not self.loop:
             refreshed = asyncio.run_coroutine_threadsafe(self.refresh(), self.loop)
-            refreshed.result(timeout=_SCRAPE_SECONDS)
+            try:
+                refreshed.result(timeout=_SCRAPE_SECONDS)
+            except TimeoutError:
+                refreshed.cancel()
+                logger.warning("the metrics leave out what is waiting: the store took too long")
+                return
         counted = self._counted
         if counted is None:
             return
@@ -230,8 +238,8 @@ _observer: PrometheusObserver | None = None
 
 
 def process_observer() -> PrometheusObserver:
-    """This process's counts, installed as the core's observer (once, whatever number of apps
-    the process serves)."""
+    """This process's counts, installed as the core's observer (in place of any other; once,
+    whatever number of apps the process serves)."""
     global _observer
     if _observer is None:
         _observer = PrometheusObserver()
