@@ -101,6 +101,7 @@ bench: install
 	$(BIN)/python bench/integrations.py
 	$(BIN)/python bench/frameworks.py
 	$(BIN)/python bench/peers.py
+	$(BIN)/python bench/telemetry.py
 
 demo: install
 	$(BIN)/signoff demo $(ARGS)

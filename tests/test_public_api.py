@@ -27,6 +27,7 @@ FORBIDDEN = [
     "signoff.cli", "signoff.server", "signoff.protocols", "signoff.integrations",
     "typer", "rich", "click", "fastapi", "starlette", "uvicorn", "a2a", "ag_ui", "mcp",
     "langgraph", "langchain", "agents", "pydantic_ai", "agno", "openai",
+    "opentelemetry", "prometheus_client",  # spans on first use; metrics are the server's
 ]  # fmt: skip
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, TypeAlias, TypeVar
 
+from signoff import telemetry
 from signoff.agent.agent import Agent
 from signoff.agent.model import (
     History,
@@ -165,6 +166,7 @@ class Runner:
             await self._pause_again(scope, turn)
             raise ConflictError(f"run {run_id!r} still waits on {len(turn.waiting)} approval(s)")
         scope.pending_events.append(("resumed", {"approvals": turn.decided}))
+        telemetry.observer.resumed("runtime")
         async for event in self._run(scope, turn):
             yield event
 
@@ -191,9 +193,10 @@ class Runner:
         """Resume the run to its next pause or its end, if it is still ready and this worker
         claims it first. Returns whether it did."""
         try:
-            async for event in self.resume(run_id):
-                # Readers of run logs in this process (event streams) look at once.
-                self.gate.notifier.notify(event.run_id)
+            with telemetry.span("signoff.resume", {"signoff.run_id": run_id}):
+                async for event in self.resume(run_id):
+                    # Readers of run logs in this process (event streams) look at once.
+                    self.gate.notifier.notify(event.run_id)
         except ConflictError:
             return False  # another worker took it, or it is not ready after all
         except Exception:  # a worker outlives any one run's trouble; the run is taken over
@@ -363,6 +366,8 @@ class Runner:
         scope.held = held
         if not settled:
             log += await self._store(_closing(self._write(scope), turn, results, held))
+        if held and scope.record.id == scope.root.id:  # a sub-agent's pause is its root's
+            telemetry.observer.paused("runtime")
         for event in _in_order(log):
             yield event
 
@@ -428,8 +433,10 @@ class Runner:
             )
             text = "This call started before a crash and its outcome is unknown; it was not re-run."
             return tool_message(call, status_result("unknown", text))
-        async with self._heartbeat(scope):
-            result = await tool.invoke(args, key=key)
+        held = None if ":" in key else key  # a held call runs under its approval's id
+        with telemetry.span("signoff.execute", telemetry.executing(call, held)):
+            async with self._heartbeat(scope):
+                result = await tool.invoke(args, key=key)
         return await self._finish(scope, call, key, result, log)
 
     @contextlib.asynccontextmanager

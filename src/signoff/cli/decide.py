@@ -459,6 +459,7 @@ async def approval_on_database(url: str, approval_id: str) -> dict[str, Any]:
 async def on_database(
     url: str, approval_id: str, decision: Decision, actor: str, roles: list[str]
 ) -> dict[str, Any]:
+    from signoff import telemetry
     from signoff.gate import Gate
     from signoff.policy import Policy
     from signoff.store import open_store
@@ -466,5 +467,6 @@ async def on_database(
     async with open_store(url, migrate=False) as store:
         # Deciding needs no policy but an edit's re-check; an approve or reject has none.
         gate = Gate(Policy.from_dict({}), store)
+        telemetry.set_channel("cli")
         approval = await gate.decide(approval_id, decision, actor=actor, roles=roles)
     return approval_to_dict(approval)

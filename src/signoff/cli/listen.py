@@ -31,17 +31,20 @@ def check_port(command: str, port: int) -> None:
         stop(command, f"--port {port} is not a port (0-{HIGHEST}; 0 picks a free one)", code=2)
 
 
-def check_port_free(command: str, host: str, port: int) -> None:
-    """Stop (status 1) when `port` on `host` is taken, or `host` is not an address of this
-    machine. Binding as the server will (``SO_REUSEADDR``), so a port a closed connection
-    lingers on counts as free, as it is to the server. Port 0 is always free."""
+def check_port_free(
+    command: str, host: str, port: int, *, instead: str = "pass --port N (0 picks a free one)"
+) -> None:
+    """Stop (status 1) when `port` on `host` is taken (saying what to do `instead`), or `host`
+    is not an address of this machine. Binding as the server will (``SO_REUSEADDR``), so a port
+    a closed connection lingers on counts as free, as it is to the server. Port 0 is always
+    free."""
     if port == 0:
         return
     problem = _bind_problem(host, port)
     if problem is None:
         return
     if problem.errno == errno.EADDRINUSE:
-        stop(command, f"port {port} on {host} is taken; pass --port N (0 picks a free one)", code=1)
+        stop(command, f"port {port} on {host} is taken; {instead}", code=1)
     if problem.errno == errno.EACCES:
         stop(command, f"port {port} needs privileges; pass --port 1024 or above", code=1)
     words = problem.strerror or str(problem)

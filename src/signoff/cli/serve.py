@@ -63,9 +63,11 @@ def serve(
         from signoff.server import Service, create_app
         from signoff.server.config import load_config
         from signoff.server.intake import BodyLimits
+        from signoff.server.metrics import serve_metrics
         from signoff.server.redact import Redaction
         from signoff.server.run import import_agents, run_app
         from signoff.server.shapes import approval_json, shown
+        from signoff.server.tracing import export_spans
     except ImportError:
         raise MissingExtraError("signoff serve", "server") from None
 
@@ -75,6 +77,10 @@ def serve(
     from signoff.store import open_store, store_url
 
     settings = load_config(config)
+    try:
+        export_spans()
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="OTEL_TRACES_EXPORTER") from None
     auth = checked_auth(
         config,
         settings.tokens,
@@ -89,6 +95,9 @@ def serve(
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--agents") from None
     check_port_free("serve", host, port)
+    if settings.metrics.listen is not None:
+        where = "choose another metrics.listen in the config"
+        check_port_free("serve", *settings.metrics.listen, instead=where)
 
     database = store_url(settings.database)
 
@@ -118,6 +127,8 @@ def serve(
                 preview_timeout=settings.preview_seconds,
             )
             app = create_app(service, auth, limits=BodyLimits(max_bytes=settings.body_bytes))
+            if settings.metrics.listen is not None:
+                serve_metrics(app, settings.metrics.listen)
             await run_app(
                 app,
                 host=host,

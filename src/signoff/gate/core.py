@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
+from signoff import telemetry
 from signoff.errors import (
     ApprovalTimeout,
     ConflictError,
@@ -271,9 +272,11 @@ class Gate(Timing):
                 external=records,
             )
 
-        decided, stored = await self.store.hold(
-            {call.name for call in calls}, plan, keys=list(keys.values())
-        )
+        with telemetry.span("signoff.judge", current=False) as span:
+            decided, stored = await self.store.hold(
+                {call.name for call in calls}, plan, keys=list(keys.values())
+            )
+            telemetry.judged(decided.outcomes, len(decided.grants_used), span)
         return list(decided.outcomes), stored
 
     async def hold_external(
@@ -526,7 +529,9 @@ class Gate(Timing):
                     audit.append(grant_record(grant, approval, actor=actor, at=now))
             return DecisionPlan(changes=changes, grants=grants, audit=audit)
 
-        written = await self.store.decide(list(decisions), plan)
+        with telemetry.span("signoff.decide", current=False) as span:
+            written = await self.store.decide(list(decisions), plan)
+            telemetry.decided([approval for approval, _ in written.changes], span)
         for approval, _ in written.changes:
             self.notifier.notify(approval.id)
         if overdue:

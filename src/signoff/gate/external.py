@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, TypeVar
 
+from signoff import telemetry
 from signoff.errors import (
     CallRefused,
     ClaimLost,
@@ -339,7 +340,10 @@ class ExternalRuns:
                 if decider is None:
                     break
                 try:
-                    await self.gate.decide(approval_id, decision, actor=decider, roles=held_roles)
+                    with telemetry.channel("framework"):
+                        await self.gate.decide(
+                            approval_id, decision, actor=decider, roles=held_roles
+                        )
                 except ConflictError:
                     pass  # decided elsewhere first: that decision stands
                 except ForbiddenError as exc:
@@ -370,7 +374,8 @@ class ExternalRuns:
         pause_id = hashlib.sha256(
             canonical_json([self.origin, thread, sorted(approvals)])
         ).hexdigest()
-        return await self.bridge.arun(
+        at = _now()
+        saved = await self.bridge.arun(
             self.store.save_pause(
                 id=pause_id,
                 origin=self.origin,
@@ -378,9 +383,12 @@ class ExternalRuns:
                 agent=agent,
                 data=dict(data),
                 approvals=list(approvals),
-                at=_now(),
+                at=at,
             )
         )
+        if saved.created_at == at:  # a new pause, not the same one recorded again
+            telemetry.observer.paused("framework")
+        return saved
 
     async def went_on(self, approvals: Sequence[str]) -> None:
         """The run went on past every pause on these approvals: no resumer needs to resume
@@ -434,7 +442,8 @@ class ExternalRuns:
         if isinstance(claim, Recorded):
             return claim.value
         try:
-            value = await fn()
+            with telemetry.span("signoff.execute", telemetry.executing(call, self._held(key))):
+                value = await fn()
         except Exception as exc:
             await self.fail(claim, exc)
             raise
@@ -442,6 +451,11 @@ class ExternalRuns:
             await self.bridge.arun(claim.abandon())  # cancelled midway: whether it ran is unknown
             raise
         return await self.finish(claim, value)
+
+    def _held(self, key: str) -> str | None:
+        """The approval the call under `key` was held for, if it was (as `claim` read it)."""
+        record = self._records.get_many([key]).get(key)
+        return None if record is None else record.approval_id
 
     async def _permit(self, key: str, call: ToolCall) -> None:
         """Refuse `call` under `key` unless it is the call let through (see `claim`)."""
@@ -631,7 +645,8 @@ class Resumer:
         if pause is None:
             return False
         try:
-            went_on = await self.resume(pause)
+            with telemetry.span("signoff.resume", {"signoff.origin": pause.origin}):
+                went_on = await self.resume(pause)
         except Exception:  # a worker outlives one run's trouble; the pause is tried again
             logger.exception("resuming %s pause %s failed", pause.origin, pause.id)
             await store.release_pause(pause.id, owner=self.owner, status="waiting", now=_now())
@@ -640,6 +655,7 @@ class Resumer:
             await store.release_pause(pause.id, owner=self.owner, status="waiting", now=_now())
             return False
         await store.release_pause(pause.id, owner=self.owner, status="done", now=_now())
+        telemetry.observer.resumed("framework")
         self.runs.gate.notifier.notify(pause.id)
         if isinstance(went_on, Resumed):
             await self._deliver(replace(went_on, pause=pause.id, origin=pause.origin))

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from signoff import telemetry
 from signoff.errors import ClaimLost, ExecutionFailed, OutcomeUnknown, SignoffError
 from signoff.gate.ids import new_id
 from signoff.store.base import AuditRecord, Store
@@ -272,7 +273,8 @@ async def record_unknown(
     subject = hashlib.sha256(key.encode()).hexdigest()
     record = AuditRecord(actor="signoff", action="unknown", subject=subject, at=_now(), data=data)
     try:
-        await store.record_unknown(record)
+        if await store.record_unknown(record):
+            telemetry.observer.unknown_outcome()
     except SignoffError:
         logger.exception("recording the unknown outcome of %r failed", key)
 

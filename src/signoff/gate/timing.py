@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from signoff import telemetry
 from signoff.errors import ApprovalTimeout, SignoffError
 from signoff.gate.deciders import applied, approval_of, approvers_at, escalations_due
 from signoff.gate.ids import new_id
@@ -95,6 +96,7 @@ class Timing:
             record = lapse_record(approval, lapsed, at=moment)
             if await self.store.save_decisions([(lapsed, approval.version)], audit=[record]):
                 self.notifier.notify(approval.id)
+                telemetry.decided([lapsed])
                 out.append(lapsed)
             else:
                 out.append(await self.store.get_approval(approval.id))

@@ -22,6 +22,7 @@ from typing import Any
 
 import httpx
 
+from signoff import telemetry
 from signoff.errors import NotFoundError
 from signoff.gate.ids import new_id
 from signoff.gate.notifier import ANY, Notifier
@@ -216,6 +217,7 @@ class Notifications:
             attempts = delivery.attempts + 1
             retry = exc.retry and attempts < self.settings.retry.attempts
             wait = self.settings.retry.delay(attempts)
+            telemetry.observer.notification_failed(type(sink).__name__.lower(), not retry)
             level = logging.INFO if retry else logging.WARNING
             logger.log(level, "notifying %s of %s failed (attempt %d): %s",
                        delivery.sink, delivery.kind, attempts, exc)  # fmt: skip

@@ -48,7 +48,7 @@ _SECTION_KEYS = frozenset(
 # Keys read by other parts of signoff (the store, the server, the MCP gateway).
 _OTHER_TOP_KEYS = frozenset(
     {"database", "auth", "gateway", "redact", "limits", "allowed_hosts", "notify", "web"}
-    | {"retention"}
+    | {"retention", "metrics"}
 )
 _TOP_KEYS = _SECTION_KEYS | {"version", "servers", "agents"} | _OTHER_TOP_KEYS
 # How the MCP gateway reaches a server; the policy ignores them.

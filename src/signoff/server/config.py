@@ -42,6 +42,7 @@ from signoff.policy.source import parse_text
 from signoff.protocols.mcp.settings import GatewaySettings, UpstreamSpec, read_gateway, read_servers
 from signoff.server.auth import allowed_host
 from signoff.server.intake import MAX_BODY
+from signoff.server.metrics import MetricsSettings, read_metrics
 from signoff.server.redact import Redaction
 from signoff.server.retention import RetentionSettings, read_retention
 from signoff.server.service import UNDO_SECONDS, Principal
@@ -53,7 +54,7 @@ __all__ = ["ServerConfig", "load_config"]
 _AUTH_KEYS = frozenset({"tokens", "oidc"})
 _SERVER_KEYS = frozenset(
     {"database", "auth", "gateway", "redact", "limits", "allowed_hosts", "notify", "web"}
-    | {"retention"}
+    | {"retention", "metrics"}
 )
 _LIMIT_KEYS = frozenset({"body", "arguments", "preview"})
 _MOST_PREVIEW_SECONDS = 60.0
@@ -94,6 +95,8 @@ class ServerConfig:
     """How long the web inbox holds an approval or a rejection back, undoable, before it sends
     it (``web.undo_seconds``); 0 sends at once."""
     retention: RetentionSettings = field(default_factory=RetentionSettings)
+    metrics: MetricsSettings = field(default_factory=MetricsSettings)
+    """Where else ``/metrics`` is served, without authentication (``metrics.listen``)."""
 
 
 def load_config(path: Path, *, gateway: bool = False) -> ServerConfig:
@@ -125,6 +128,7 @@ def load_config(path: Path, *, gateway: bool = False) -> ServerConfig:
     hosts = _hosts(reader, top.get("allowed_hosts", []))
     web = _web(reader, top.get("web", {}))
     retention = read_retention(reader, top.get("retention"))
+    metrics = read_metrics(reader, top.get("metrics"))
     environment = os.environ if gateway else None
     servers = read_servers(reader, top.get("servers"), environment=environment)
     settings = read_gateway(reader, top.get("gateway"), environment=environment)
@@ -152,6 +156,7 @@ def load_config(path: Path, *, gateway: bool = False) -> ServerConfig:
         notify=notify,
         **web,
         retention=retention,
+        metrics=metrics,
     )
 
 

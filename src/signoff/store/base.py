@@ -12,6 +12,7 @@ from signoff.types import Approval, ApprovalStatus, AuditEntry, Grant
 if TYPE_CHECKING:
     from signoff.store.checkpoint import Checkpoint
     from signoff.store.external import ExternalRecord, LedgerClaim, Pause, PauseStatus
+    from signoff.store.gauges import Gauges
     from signoff.store.insights import ArgumentTest, GroupKey, GroupStats
     from signoff.store.ledger import LedgerEntry
     from signoff.store.notes import Note
@@ -418,6 +419,8 @@ class Store(Protocol):
     ) -> list[Delivery]: ...
 
     async def record_unknown(self, record: AuditRecord) -> bool: ...
+
+    async def gauges(self, *, groups: int = 200) -> Gauges: ...
 
     async def decision_stats(
         self, *, since: datetime, top_deciders: int = 3

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -23,6 +24,7 @@ from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import Connection, Engine
 
+from signoff import telemetry
 from signoff.errors import ConflictError, NotFoundError, StoreError
 from signoff.store import schema
 from signoff.store.audit import LOCK_AUDIT_HEAD, append_audit, read_length, read_log
@@ -30,6 +32,7 @@ from signoff.store.base import AuditRecord, DecisionPlan, HoldPlan
 from signoff.store.checkpoint import Checkpoint
 from signoff.store.decisions import CHANNEL, DecisionGroups, write_decisions
 from signoff.store.external import ExternalRecord, ExternalStore, find_external, insert_external
+from signoff.store.gauges import GaugeStore
 from signoff.store.grants import GrantStore, count_uses, in_force, known_ids
 from signoff.store.insights import InsightStore
 from signoff.store.lean import execute
@@ -90,7 +93,14 @@ _SUBRUN = select(schema.subruns).where(schema.subruns.c.run_id == bindparam("rid
 
 
 class SQLStore(
-    RunStore, LedgerStore, NoteStore, GrantStore, ExternalStore, OutboxStore, InsightStore
+    RunStore,
+    LedgerStore,
+    NoteStore,
+    GrantStore,
+    ExternalStore,
+    OutboxStore,
+    InsightStore,
+    GaugeStore,
 ):
     """Approvals, grants, the audit log, and the runtime's runs, in one SQL database."""
 
@@ -124,7 +134,12 @@ class SQLStore(
         lose) skips the wait for the disk."""
         if self._closed:
             raise StoreError(f"the store at {self.engine.url.render_as_string()!r} is closed")
-        return await self.runner.run(work, write=write, durable=durable)
+        started = time.perf_counter()
+        try:
+            return await self.runner.run(work, write=write, durable=durable)
+        finally:
+            kind = "write" if write else "read"
+            telemetry.observer.transaction(kind, time.perf_counter() - started)
 
     async def listen(self, callback: Callable[[str], None]) -> None:
         """Call `callback(approval_id)` whenever any process decides an approval (PostgreSQL).

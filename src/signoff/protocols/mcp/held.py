@@ -34,6 +34,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from signoff import telemetry
 from signoff.errors import (
     ApprovalTimeout,
     ClaimLost,
@@ -290,9 +291,10 @@ class Holding:
         if decision is None:
             return approval
         try:
-            return await self.gate.decide(
-                approval.id, decision, actor=asker.name, roles=asker.roles
-            )
+            with telemetry.channel("mcp"):
+                return await self.gate.decide(
+                    approval.id, decision, actor=asker.name, roles=asker.roles
+                )
         except ConflictError:
             return await self.store.get_approval(approval.id)
 
