@@ -91,7 +91,10 @@ export function runView(main, app, runId) {
     );
     for (const id of cards.keys()) if (!seen.has(id)) cards.delete(id);
     const ended = run.status === "completed" || run.status === "failed";
-    clear(footer, ended && !run.parent_id ? chatBox(app, { agent: run.agent, thread: run.thread_id }) : null);
+    // Made once: a refresh after the run ended (its last events) must not wipe what the
+    // person has started typing to continue the conversation.
+    if (!ended || run.parent_id) clear(footer);
+    else if (!footer.firstChild) clear(footer, chatBox(app, { agent: run.agent, thread: run.thread_id }));
     app.cardsChanged();
   }
 
