@@ -1,6 +1,6 @@
 """Real signoff processes for the tests: ``signoff_command()`` starts one; ``signoff_server``
-runs ``signoff serve|demo … --port 0`` for the length of a block; and a WebSocket handshake
-sent byte by byte, as a browser on any host would send it."""
+(async) and ``served`` run ``signoff serve|demo … --port 0`` for the length of a block; and a
+WebSocket handshake sent byte by byte, as a browser on any host would send it."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 from tests.deadline import HANG
 
-__all__ = ["signoff_command", "signoff_server", "typed_here", "websocket_handshake"]
+__all__ = ["served", "signoff_command", "signoff_server", "typed_here", "websocket_handshake"]
 
 ZYGOTE = Path(__file__).with_name("zygote.py")
 _zygote: list[str] = []
@@ -95,6 +95,28 @@ async def signoff_server(
             process.send_signal(signal.SIGINT)
             async with asyncio.timeout(HANG):
                 await process.wait()
+
+
+@contextmanager
+def served(
+    arguments: list[str], env: Mapping[str, str]
+) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """`signoff ARGUMENTS --port 0` as a process, until the block ends: its URL, and the process
+    (what it prints after its first line is the block's to read). Stopped with SIGINT."""
+    process = subprocess.Popen(
+        [*signoff_command(), *arguments, "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+    )  # fmt: skip
+    assert process.stdout is not None
+    try:
+        first = process.stdout.readline()
+        found = re.search(r"http://127\.0\.0\.1:\d+", first)
+        assert found, first + process.stdout.read()
+        yield found.group(0), process
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=HANG)
+        process.stdout.close()
 
 
 async def websocket_handshake(port: int, host: str, origin: str | None = None) -> str:

@@ -9,8 +9,6 @@ import asyncio
 import importlib.util
 import json
 import os
-import re
-import signal
 import subprocess
 import sys
 import textwrap
@@ -31,7 +29,7 @@ from signoff.gate.external import ExternalRuns
 from signoff.server.tracing import export_spans
 from signoff.store import SQLStore, open_store
 from tests.deadline import HANG
-from tests.processes import signoff_command
+from tests.processes import served, signoff_command
 from tests.server.test_api import until
 from tests.server.test_policy_api import client_of, make_service
 from tests.server.test_serve import ROOT
@@ -242,17 +240,10 @@ def test_serve_sends_its_spans_where_opentelemetrys_variables_say(tmp_path: Path
         "PYTHONPATH": str(ROOT),
     }
     trace_id, parent_id = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
-    process = subprocess.Popen(
-        [*signoff_command(), "serve", "--config", str(config), "--port", "0",
-         "--agents", "tests.server.serve_agents:agents"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-    )  # fmt: skip
-    assert process.stdout is not None
-    try:
-        first = process.stdout.readline()
-        found = re.search(r"http://127\.0\.0\.1:\d+", first)
-        assert found, first + process.stdout.read()
-        url, headers = found.group(0), {"Authorization": "Bearer t0ken"}
+    arguments = ["serve", "--config", str(config), "--agents", "tests.server.serve_agents:agents"]
+    with served(arguments, env) as (url, process):
+        assert process.stdout is not None
+        headers = {"Authorization": "Bearer t0ken"}
         run = httpx.post(
             f"{url}/v1/threads/t/runs", params={"wait": 10}, headers=headers,
             json={"agent": "ops", "input": "delete nginx-1"}, timeout=HANG,
@@ -271,10 +262,6 @@ def test_serve_sends_its_spans_where_opentelemetrys_variables_say(tmp_path: Path
             line = process.stdout.readline()
             assert line, f"the server ended; it printed:\n{printed}"
             printed += line
-    finally:
-        process.send_signal(signal.SIGINT)
-        process.wait(timeout=HANG)
-        process.stdout.close()
 
 
 def test_an_exporter_serve_cannot_send_with_is_named():

@@ -203,17 +203,22 @@ def test_a_turn_with_nothing_to_run_first_interrupts_straight_after_the_model(
     assert harness.model_turns() == ["0", "1"]
 
 
-def test_two_raw_resumes_of_the_paused_checkpoint_at_once_go_on_once_and_one_is_refused(
-    harness: Harness,
-) -> None:
+def paused_on_send_email(harness: Harness) -> tuple[Any, dict[str, Any], Command[Any]]:
+    """An agent paused on send_email (then read_file, then done), the config that resumes the
+    checkpoint that paused — as a process that read it resumes it — and the resume."""
     script = [[("send_email", {"to": "bob@example.com"})], [("read_file", {"path": "next.txt"})],
               "done"]  # fmt: skip
     agent = harness.agent(script)
     start(agent)
-    # Both read the checkpoint that paused, as two processes resuming it at once do.
     paused = agent.get_state(CONFIG).config["configurable"]["checkpoint_id"]
     config = {"configurable": {"thread_id": "t-1", "checkpoint_id": paused}}
-    command = Command(resume={"decisions": [{"type": "approve"}]})
+    return agent, config, Command(resume={"decisions": [{"type": "approve"}]})
+
+
+def test_two_raw_resumes_of_the_paused_checkpoint_at_once_go_on_once_and_one_is_refused(
+    harness: Harness,
+) -> None:
+    agent, config, command = paused_on_send_email(harness)
 
     outcomes = at_once(lambda: agent.invoke(command, config))
 
@@ -225,6 +230,21 @@ def test_two_raw_resumes_of_the_paused_checkpoint_at_once_go_on_once_and_one_is_
     [resumed] = [o for o in outcomes if not isinstance(o, Exception)]
     assert resumed["messages"][-1].content == "done"
     # The approved call ran once, the model went on once, and the next turn's call ran once.
+    assert executions(harness.side_effects) == ["send_email bob@example.com ", "read_file next.txt"]
+    assert harness.model_turns() == ["0", "1", "2"]
+
+
+def test_a_late_raw_resume_of_the_paused_checkpoint_is_refused_before_the_model(
+    harness: Harness,
+) -> None:
+    agent, config, command = paused_on_send_email(harness)
+    assert agent.invoke(command, config)["messages"][-1].content == "done"
+
+    # LangGraph kept the first resume's writes with the paused checkpoint: a second resume
+    # of it skips the node that paused and would go on to the model on a line of its own.
+    with pytest.raises(ConflictError, match="is being continued, or was continued"):
+        agent.invoke(command, config)
+
     assert executions(harness.side_effects) == ["send_email bob@example.com ", "read_file next.txt"]
     assert harness.model_turns() == ["0", "1", "2"]
 
@@ -458,24 +478,3 @@ def test_an_agent_path_names_its_middleware_within_what_langgraph_allows(tmp_pat
         assert said["messages"][-1].content == "hi"
     finally:
         runs.close()
-
-
-def test_a_late_raw_resume_of_the_paused_checkpoint_is_refused_before_the_model(
-    harness: Harness,
-) -> None:
-    script = [[("send_email", {"to": "bob@example.com"})], [("read_file", {"path": "next.txt"})],
-              "done"]  # fmt: skip
-    agent = harness.agent(script)
-    start(agent)
-    paused = agent.get_state(CONFIG).config["configurable"]["checkpoint_id"]
-    config = {"configurable": {"thread_id": "t-1", "checkpoint_id": paused}}
-    command = Command(resume={"decisions": [{"type": "approve"}]})
-    assert agent.invoke(command, config)["messages"][-1].content == "done"
-
-    # LangGraph kept the first resume's writes with the paused checkpoint: a second resume
-    # of it skips the node that paused and would go on to the model on a line of its own.
-    with pytest.raises(ConflictError, match="is being continued, or was continued"):
-        agent.invoke(command, config)
-
-    assert executions(harness.side_effects) == ["send_email bob@example.com ", "read_file next.txt"]
-    assert harness.model_turns() == ["0", "1", "2"]

@@ -100,19 +100,27 @@ def test_the_approval_tool_node_runs_allowed_calls_then_pauses_and_runs_the_deci
     assert calls.read_text().split() == ["0", "1"]
 
 
+def paused_on_send_email(
+    runs: ExternalRuns, fx: Path, calls: Path
+) -> tuple[Any, dict[str, Any], Command[Any]]:
+    """A graph paused in its tool node on send_email (then read_file, then done), the config
+    that resumes the checkpoint that paused — as a process that read it resumes it — and the
+    resume."""
+    script = [[("send_email", {"to": "bob"})], [("read_file", {"path": "next"})], "done"]
+    graph = agent_graph(runs, fx, agent=None, calls=calls, script=script).compile(
+        checkpointer=InMemorySaver()
+    )
+    graph.invoke({"messages": [("user", "go")]}, CONFIG)
+    paused = graph.get_state(CONFIG).config["configurable"]["checkpoint_id"]
+    config = {"configurable": {"thread_id": "t-1", "checkpoint_id": paused, "user_id": "ann"}}
+    return graph, config, Command(resume={"decisions": [{"type": "approve"}]})
+
+
 def test_two_raw_resumes_of_the_paused_checkpoint_at_once_go_on_past_the_tool_node_once(
     both_runs: ExternalRuns, tmp_path: Path
 ) -> None:
     fx, calls = tmp_path / "fx", tmp_path / "calls"
-    script = [[("send_email", {"to": "bob"})], [("read_file", {"path": "next"})], "done"]
-    graph = agent_graph(both_runs, fx, agent=None, calls=calls, script=script).compile(
-        checkpointer=InMemorySaver()
-    )
-    graph.invoke({"messages": [("user", "go")]}, CONFIG)
-    # Both read the checkpoint that paused, as two processes resuming it at once do.
-    paused = graph.get_state(CONFIG).config["configurable"]["checkpoint_id"]
-    config = {"configurable": {"thread_id": "t-1", "checkpoint_id": paused, "user_id": "ann"}}
-    command = Command(resume={"decisions": [{"type": "approve"}]})
+    graph, config, command = paused_on_send_email(both_runs, fx, calls)
 
     outcomes = at_once(lambda: graph.invoke(command, config))
 
@@ -122,6 +130,22 @@ def test_two_raw_resumes_of_the_paused_checkpoint_at_once_go_on_past_the_tool_no
     assert isinstance(refused, ConflictError), refused
     [resumed] = [o for o in outcomes if not isinstance(o, Exception)]
     assert resumed["messages"][-1].content == "done"
+    assert executions(fx) == ["send_email bob ", "read_file next"]
+    assert calls.read_text().split() == ["0", "1", "2"]
+
+
+def test_a_late_raw_resume_of_the_paused_checkpoint_runs_no_call_of_the_next_turn(
+    both_runs: ExternalRuns, tmp_path: Path
+) -> None:
+    fx, calls = tmp_path / "fx", tmp_path / "calls"
+    graph, config, command = paused_on_send_email(both_runs, fx, calls)
+    assert graph.invoke(command, config)["messages"][-1].content == "done"
+
+    # LangGraph runs the tool node that paused again for the second resume, and the claim on
+    # the pause refuses it there: the graph's own model is not called again.
+    with pytest.raises(ConflictError, match="is being continued, or was continued"):
+        graph.invoke(command, config)
+
     assert executions(fx) == ["send_email bob ", "read_file next"]
     assert calls.read_text().split() == ["0", "1", "2"]
 
@@ -216,26 +240,3 @@ async def test_an_async_agent_pauses_and_an_async_resumer_resumes_it(tmp_path: P
         assert executions(fx) == ["read_file a", "send_email bob "]
     finally:
         await asyncio.to_thread(runs.close)
-
-
-def test_a_late_raw_resume_of_the_paused_checkpoint_runs_no_call_of_the_next_turn(
-    both_runs: ExternalRuns, tmp_path: Path
-) -> None:
-    fx, calls = tmp_path / "fx", tmp_path / "calls"
-    script = [[("send_email", {"to": "bob"})], [("read_file", {"path": "next"})], "done"]
-    graph = agent_graph(both_runs, fx, agent=None, calls=calls, script=script).compile(
-        checkpointer=InMemorySaver()
-    )
-    graph.invoke({"messages": [("user", "go")]}, CONFIG)
-    paused = graph.get_state(CONFIG).config["configurable"]["checkpoint_id"]
-    config = {"configurable": {"thread_id": "t-1", "checkpoint_id": paused, "user_id": "ann"}}
-    command = Command(resume={"decisions": [{"type": "approve"}]})
-    assert graph.invoke(command, config)["messages"][-1].content == "done"
-
-    # The second resume skips the tool node (LangGraph kept the first one's writes) and calls
-    # this graph's own model, which signoff does not wrap; the next tool node refuses it.
-    with pytest.raises(ConflictError, match="is being continued, or was continued"):
-        graph.invoke(command, config)
-
-    assert executions(fx) == ["send_email bob ", "read_file next"]
-    assert calls.read_text().split() == ["0", "1", "2"]

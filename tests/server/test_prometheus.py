@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
-import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -23,7 +21,7 @@ import pytest
 import yaml
 
 from tests.deadline import HANG
-from tests.processes import signoff_command
+from tests.processes import served
 from tests.server.test_metrics import free_port
 from tests.server.test_serve import ROOT
 from tests.test_docs import files
@@ -98,22 +96,9 @@ def signoff(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int
         "SIGNOFF_TEST_SIDE_FILE": str(folder / "side.txt"),
         "PYTHONPATH": str(ROOT),
     }
-    arguments = ["serve", "--config", str(config), "--port", "0",
-                 "--agents", "tests.server.serve_agents:agents"]  # fmt: skip
-    process = subprocess.Popen(
-        [*signoff_command(), *arguments], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True, env=env,
-    )  # fmt: skip
-    assert process.stdout is not None
-    try:
-        first = process.stdout.readline()
-        found = re.search(r"http://127\.0\.0\.1:\d+", first)
-        assert found, first + process.stdout.read()
-        yield found.group(0), metrics_port
-    finally:
-        process.send_signal(signal.SIGINT)
-        process.wait(timeout=HANG)
-        process.stdout.close()
+    arguments = ["serve", "--config", str(config), "--agents", "tests.server.serve_agents:agents"]
+    with served(arguments, env) as (url, _):
+        yield url, metrics_port
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,6 @@ import contextlib
 import os
 import re
 import shutil
-import signal
-import subprocess
 import uuid
 from collections.abc import Iterator
 from importlib.resources import files
@@ -25,7 +23,7 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Locator, Page, expect, sync_playwright
 
 from tests.deadline import HANG
-from tests.processes import signoff_command
+from tests.processes import served
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = int(HANG * 1000)
@@ -92,20 +90,8 @@ def patient_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @contextlib.contextmanager
 def serving(arguments: list[str], env: dict[str, str]) -> Iterator[str]:
     """`signoff ARGUMENTS --port 0` as a process, until the block ends; its URL."""
-    process = subprocess.Popen(
-        [*signoff_command(), *arguments, "--port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-    )  # fmt: skip
-    assert process.stdout is not None
-    try:
-        first = process.stdout.readline()
-        found = re.search(r"http://127\.0\.0\.1:\d+", first)
-        assert found, first + process.stdout.read()
-        yield found.group(0)
-    finally:
-        process.send_signal(signal.SIGINT)
-        process.wait(timeout=HANG)
-        process.stdout.close()
+    with served(arguments, env) as (url, _):
+        yield url
 
 
 @pytest.fixture(scope="module")
