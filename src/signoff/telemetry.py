@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import logging
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, get_args
@@ -35,6 +36,7 @@ __all__ = [
     "Observer",
     "channel",
     "current_channel",
+    "current_observer",
     "decided",
     "executing",
     "judged",
@@ -53,6 +55,7 @@ AG-UI client, an MCP client (elicitation), a framework's own resume, signoff its
 or somewhere else (a library's own `Gate.decide`)."""
 CHANNELS: Final[frozenset[str]] = frozenset(get_args(Channel))
 
+logger = logging.getLogger(__name__)
 _channel: contextvars.ContextVar[str] = contextvars.ContextVar("signoff_channel", default="other")
 
 
@@ -88,15 +91,44 @@ class Observer:
         included."""
 
 
+class _Guarded(Observer):
+    """An observer whose failures are logged, never raised into what it counts: most hooks
+    run once a decision or a hold is committed, which must stand and be told to its waiters."""
+
+    def __init__(self, inner: Observer) -> None:
+        self.inner = inner
+
+
+def _guarded(name: str) -> Any:
+    def call(self: _Guarded, *args: Any) -> None:
+        try:
+            getattr(self.inner, name)(*args)
+        except Exception:
+            logger.exception("signoff: the telemetry observer failed in %s", name)
+
+    return call
+
+
+for _name in [n for n in vars(Observer) if not n.startswith("_")]:
+    setattr(_Guarded, _name, _guarded(_name))
+
+
 observer: Observer = Observer()
 """The observer the hooks call; `observe` replaces it."""
 
 
+def current_observer() -> Observer:
+    """The observer `observe` installed (None installed: the one that ignores everything)."""
+    return observer.inner if isinstance(observer, _Guarded) else observer
+
+
 def observe(new: Observer | None) -> Observer:
     """Send what signoff counts to `new` (None: to nobody) from now on; returns the one it
-    replaces. It is process-wide, as the counts are."""
+    replaces. It is process-wide, as the counts are. An observer that raises is logged, and
+    what it counted goes on."""
     global observer
-    previous, observer = observer, new or Observer()
+    previous = current_observer()
+    observer = Observer() if new is None else _Guarded(new)
     return previous
 
 

@@ -89,14 +89,19 @@ def test_a_backup_taken_while_approvals_are_written_opens_current_and_verifies(t
     assert counts[0] >= 1 and counts == sorted(counts)
 
 
-def test_a_backup_replaces_the_last_one_whole(tmp_path: Path):
+def test_a_backup_replaces_the_last_one_whole_and_is_no_more_readable_than_the_database(
+    tmp_path: Path,
+):
     url = f"sqlite:///{tmp_path / 'signoff.db'}"
     asyncio.run(create(url))  # an empty store is backed up too
+    (tmp_path / "signoff.db").chmod(0o600)
     copy = tmp_path / "copy.db"
     copy.write_text("the previous backup")
+    copy.chmod(0o644)
     result = runner.invoke(app, ["backup", str(copy), "--database", url])
     assert result.exit_code == 0, result.output
     assert copy.read_bytes().startswith(b"SQLite format 3\x00")
+    assert copy.stat().st_mode & 0o777 == 0o600
 
 
 @pytest.mark.parametrize(

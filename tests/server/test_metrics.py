@@ -233,7 +233,27 @@ def test_the_configs_listen_address_is_checked_where_it_is_written(
 def test_the_process_counts_once_whatever_the_number_of_apps():
     first = process_observer()
     assert process_observer() is first
-    assert telemetry.observer is first
+    assert telemetry.current_observer() is first
+
+
+async def test_an_observer_that_fails_is_logged_and_the_decision_stands(
+    store: SQLStore, caplog: pytest.LogCaptureFixture
+):
+    class Broken(telemetry.Observer):
+        def decided(self, channel: str, outcome: str, seconds: float) -> None:
+            raise RuntimeError("the metrics backend is down")
+
+    before = telemetry.observe(Broken())
+    try:
+        gate = Gate(Policy.from_dict({"default": "ask"}), store)
+        [held] = await gate.check([ToolCall(id="c1", name="delete_pod", args={})])
+        assert held.approval is not None
+        decided = await gate.decide(held.approval.id, Approve(), actor="olga")
+    finally:
+        telemetry.observe(before)
+    assert decided.status == "approved"
+    assert (await store.get_approval(held.approval.id)).status == "approved"
+    assert "the telemetry observer failed in decided" in caplog.text
 
 
 OPERATIONS = ROOT / "docs" / "operations.md"

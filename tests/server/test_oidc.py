@@ -83,10 +83,10 @@ async def store(tmp_path: Path) -> AsyncIterator[SQLStore]:
 
 @contextlib.asynccontextmanager
 async def served(
-    store: SQLStore, sign_on: SignOn, *, started: bool = True
+    store: SQLStore, sign_on: SignOn, *, started: bool = True, hosts: tuple[str, ...] = ()
 ) -> AsyncIterator[httpx.AsyncClient]:
     """An in-process client of the API with sign-on; `started`: the app's start-up has run
-    (it fetches the provider's keys)."""
+    (it fetches the provider's keys); `hosts`: the config's allowed_hosts."""
     turns = [ModelTurn(tool_calls=(call("delete_pod", name="a"),)), ModelTurn(text="done")]
     service = Service(
         store=store,
@@ -94,7 +94,7 @@ async def served(
         agents=[Agent(name="ops", model=ScriptedModel(turns), tools=[delete_pod])],
         poll_interval=0.05,
     )
-    app = create_app(service, Auth(tokens=STATIC, sign_on=sign_on))
+    app = create_app(service, Auth(tokens=STATIC, sign_on=sign_on, hosts=frozenset(hosts)))
     transport = httpx.ASGITransport(app=app)
     async with contextlib.AsyncExitStack() as stack:
         if started:
@@ -176,6 +176,10 @@ BAD_TOKENS: dict[str, Callable[[RunningProvider], str]] = {
     "unknown kid": lambda p: p.mint(good_claims(p), key=new_key("nobody-knows")),
     "another provider's key": lambda p: p.mint(good_claims(p), key=new_key(p.key.kid or "")),
     "not a JWT": lambda p: "eyJhbGciOi.nope",
+    "a machine's name": lambda p: p.mint(good_claims(p, sub="machine")),
+    "an unverified email as its only name": lambda p: p.mint(
+        good_claims(p, sub=None, email="ada@example.com", email_verified=False)
+    ),
 }
 REASONS = {
     "expired": "expired",
@@ -188,6 +192,8 @@ REASONS = {
     "unknown kid": "unknown key id 'nobody-knows'",
     "another provider's key": "bad signature",
     "not a JWT": "not a JWS compact token",
+    "a machine's name": "'machine' is the name of one of auth.tokens' principals",
+    "an unverified email as its only name": "the token names no principal",
 }
 
 
@@ -247,10 +253,11 @@ async def test_the_session_cookie_is_taken_only_from_the_server_s_own_pages(
     ada = Principal(name="ada", roles=frozenset({"ops"}))
     cookie = {"Cookie": f"{SESSION_COOKIE}={sign_on.sealer.session(ada, seconds=600)}"}
     run = {"agent": "ops", "input": "go"}
-    async with served(store, sign_on) as client:
+    # An allowed host's other port or scheme is another site's page, with the same cookie.
+    async with served(store, sign_on, hosts=("signoff",)) as client:
         me = await client.get("/v1/me", headers=cookie)
         assert me.json() == {"name": "ada", "roles": ["ops"], "authenticated": True}
-        for origin in ("http://evil.test", "http://signoff:8080", "null"):
+        for origin in ("http://evil.test", "http://signoff:8080", "https://signoff", "null"):
             refused = await client.post(
                 "/v1/threads/t1/runs", json=run, headers=cookie | {"Origin": origin}
             )

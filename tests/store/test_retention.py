@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 from itertools import count
+from typing import Any
 
 import pytest
 
@@ -192,12 +193,13 @@ async def test_moving_or_forging_the_record_of_a_prune_is_found(
     assert "the record of the prune is not to be trusted" in report.reason
     assert "not signed with SIGNOFF_AUDIT_KEY" in report.reason
 
-    # Without the key the record cannot be checked, and the report says so.
+    # Without the key the record cannot be checked: the log is not said to be intact.
     monkeypatch.delenv("SIGNOFF_AUDIT_KEY")
     unchecked = await store.verify_audit()
-    assert unchecked.ok
-    assert unchecked.reason.endswith(
-        "the record of the prune up to entry 10 was not checked: SIGNOFF_AUDIT_KEY is not set"
+    assert not unchecked.ok
+    assert unchecked.reason.startswith(
+        "cannot tell whether the log is intact: it starts after a prune up to entry 10, whose "
+        "signed record only SIGNOFF_AUDIT_KEY can check, and it is not set here"
     )
 
 
@@ -300,6 +302,36 @@ async def test_finished_runs_lose_their_large_payloads_and_still_read(store: SQL
     assert (await store.run_messages("r-paused"))[1]["content"] == shared
     assert (await store.run_events("r-recent"))[0].data["result"] == big("recent\n")
     assert await prune_payloads(store, before=BOUND) == (0, 0)
+
+
+async def test_a_pruned_conversation_with_large_call_arguments_can_still_be_continued(
+    store: SQLStore,
+):
+    from signoff.agent.model import message_from_dict
+
+    record = RunRecord(
+        id="r-calls", thread_id="t-calls", agent="ops", status="running", started_by="alice",
+        lease_owner="w", version=1,
+    )  # fmt: skip
+    call = {"id": "c1", "name": "write_file", "args": {"path": "a.txt", "text": big("x")}}
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "write it"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "name": "write_file", "content": "ok"},
+    ]
+    await store.create_run(record, at=OLD, lease_until=OLD, messages=messages, events=[])
+    await store.append_to_run("r-calls", at=OLD, status="completed", owner="w")
+
+    assert await prune_payloads(store, before=BOUND) == (1, 1)
+
+    kept = await store.run_messages("r-calls")
+    assert kept[1] == {
+        "role": "assistant", "content": PRUNED,
+        "tool_calls": [{"id": "c1", "name": "write_file", "args": {"pruned": PRUNED}}],
+    }  # fmt: skip
+    # What a thread continued later reads back: every message still a message.
+    [_, assistant, _] = [message_from_dict(m) for m in kept]
+    assert assistant.tool_calls[0].name == "write_file"
 
 
 async def test_a_signed_record_whose_hash_is_not_its_checkpoint_s_is_a_fault(store: SQLStore):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -71,6 +72,10 @@ def copy_sqlite(source: Path, target: Path) -> int:
 
     partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
     try:
+        # Readable by whom may read the database, from its first byte: a copy of the audit log
+        # and the calls' arguments is no more public than they are.
+        os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
+        os.chmod(partial, stat.S_IMODE(source.stat().st_mode))
         with (
             contextlib.closing(sqlite3.connect(source, timeout=30)) as reading,
             contextlib.closing(sqlite3.connect(partial)) as writing,

@@ -48,6 +48,8 @@ class Auth:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hosts", frozenset(allowed_host(h) for h in self.hosts))
+        if self.sign_on is not None:  # a person may not sign in as one of the machines
+            self.sign_on.provider.reserved = frozenset(p.name for p in self.tokens.values())
 
     @classmethod
     def none(cls, roles: Iterable[str] = (), hosts: Iterable[str] = ()) -> Auth:

@@ -243,7 +243,7 @@ def process_observer() -> PrometheusObserver:
     global _observer
     if _observer is None:
         _observer = PrometheusObserver()
-    if telemetry.observer is not _observer:
+    if telemetry.current_observer() is not _observer:
         telemetry.observe(_observer)
     return _observer
 

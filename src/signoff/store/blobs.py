@@ -22,8 +22,18 @@ from signoff.types import canonical_json
 if TYPE_CHECKING:
     from signoff.store.runs import StoredEvent
 
-__all__ = ["LARGE", "event_data", "inflate", "message_from_row", "stored_message", "unblob"]
+__all__ = [
+    "LARGE",
+    "PRUNED",
+    "event_data",
+    "inflate",
+    "message_from_row",
+    "stored_message",
+    "unblob",
+]
 
+PRUNED = "(pruned by retention)"
+"""What a pruned payload's large values read as (`signoff.store.retention`)."""
 LARGE = 64 * 1024
 """Messages bigger than this (as JSON) are stored once, compressed, and referenced by hash."""
 
@@ -32,13 +42,18 @@ _BLOB = "$blob"
 
 
 def _keep(connection: Connection, text: bytes) -> str:
-    """Keep `text` once, compressed; return its hash."""
+    """Keep `text` once, compressed; return its hash. A blob kept already is locked until the
+    transaction ends (a no-op update): a prune (`signoff.store.retention`) that would remove it
+    waits, then sees the reference this transaction writes."""
     digest = hashlib.sha256(text).hexdigest()
     dialect = postgresql if connection.dialect.name == "postgresql" else sqlite
+    statement = dialect.insert(schema.blobs).values(
+        hash=digest, codec="zlib", data=zlib.compress(text, 6)
+    )
     connection.execute(
-        dialect.insert(schema.blobs)
-        .values(hash=digest, codec="zlib", data=zlib.compress(text, 6))
-        .on_conflict_do_nothing()
+        statement.on_conflict_do_update(
+            index_elements=[schema.blobs.c.hash], set_={"hash": statement.excluded.hash}
+        )
     )
     return digest
 
@@ -78,8 +93,13 @@ def unblob(connection: Connection, events: list[StoredEvent]) -> list[StoredEven
         connection.execute(select(blobs.c.hash, blobs.c.data).where(blobs.c.hash.in_(refs))).all()
     )
     return [
-        replace(e, data=json.loads(zlib.decompress(found[e.data[_BLOB]])))
-        if set(e.data) == {_BLOB}
-        else e
+        replace(e, data=_data(found.get(e.data[_BLOB]))) if set(e.data) == {_BLOB} else e
         for e in events
     ]
+
+
+def _data(blob: bytes | None) -> dict[str, Any]:
+    """A large event's data; a blob that is gone (pruned) reads as such, never as an error."""
+    if blob is None:
+        return {"pruned": PRUNED}
+    return json.loads(zlib.decompress(blob))  # type: ignore[no-any-return]

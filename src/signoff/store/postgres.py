@@ -17,4 +17,11 @@ def postgres_runner(url: str) -> AsyncRunner:
     if importlib.util.find_spec("asyncpg") is None:
         raise MissingExtraError("a PostgreSQL store", "postgres")
     engine_url = make_url(url).set(drivername="postgresql+asyncpg")
-    return AsyncRunner(create_async_engine(engine_url, pool_size=10, max_overflow=10))
+    return AsyncRunner(
+        create_async_engine(
+            engine_url,
+            pool_size=10,
+            max_overflow=10,
+            hide_parameters=True,  # no arguments in logs
+        )
+    )

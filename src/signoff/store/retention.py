@@ -24,6 +24,7 @@ from signoff.errors import CheckpointError
 from signoff.store import schema
 from signoff.store.anchor import Anchor, read_anchor, write_anchor
 from signoff.store.audit import LOCK_AUDIT_HEAD
+from signoff.store.blobs import PRUNED
 from signoff.store.checkpoint import KEY_VARIABLE, Checkpoint
 from signoff.store.sql import SQLStore
 from signoff.store.times import to_micros
@@ -42,8 +43,6 @@ T = TypeVar("T")
 
 FINISHED = ("completed", "failed")
 """The statuses of runs whose payloads may go: never a paused or running one."""
-PRUNED = "(pruned by retention)"
-"""What a pruned payload's large values read as."""
 _SMALL = 1024
 """A pruned message or event keeps its values up to this size (as JSON): role, ids, names."""
 _BLOB_PREFIX = '{"$blob":"'
@@ -151,7 +150,7 @@ def _prune_messages(connection: Connection, run_ids: list[str]) -> set[str]:
         connection.execute(
             update(_messages)
             .where(_messages.c.run_id == row.run_id, _messages.c.seq == row.seq)
-            .values(data=canonical_json(_shrunk(message, "content")).decode(), blob=None)
+            .values(data=canonical_json(_shrunk_message(message)).decode(), blob=None)
         )
     return {row.blob for row in rows}
 
@@ -183,6 +182,11 @@ def _drop_unreferenced(connection: Connection, hashes: set[str]) -> int:
     if not hashes:
         return 0
     wanted = sorted(hashes)
+    # Locked first (PostgreSQL): a writer that reuses one of these blobs locks it too
+    # (`blobs._keep`), so either it waits for this prune or this prune sees its reference.
+    connection.execute(
+        select(_blobs.c.hash).where(_blobs.c.hash.in_(wanted)).with_for_update()
+    ).all()
     used = set(
         connection.execute(
             select(_messages.c.blob).where(_messages.c.blob.in_(wanted)).distinct()
@@ -204,6 +208,29 @@ def _inflated(blob: bytes | None) -> dict[str, Any] | None:
         return None
     value = json.loads(zlib.decompress(blob))
     return value if isinstance(value, dict) else None
+
+
+_MESSAGE_KEYS = frozenset({"role", "tool_call_id", "name"})
+"""What a message keeps whatever its size: a conversation continued later must still read."""
+
+
+def _shrunk_message(message: dict[str, Any]) -> dict[str, Any]:
+    """A message as a continued conversation can still read it: its content `PRUNED`, its
+    calls kept (id, name, small fields) with large arguments replaced by a note saying so."""
+    kept = _shrunk({k: v for k, v in message.items() if k != "tool_calls"}, "content")
+    kept.update({k: message[k] for k in _MESSAGE_KEYS if k in message})
+    calls = message.get("tool_calls")
+    if isinstance(calls, list):
+        kept["tool_calls"] = [_shrunk_call(c) for c in calls if isinstance(c, dict)]
+    return kept
+
+
+def _shrunk_call(call: dict[str, Any]) -> dict[str, Any]:
+    shrunk = {key: item for key, item in call.items() if len(canonical_json(item)) <= _SMALL}
+    shrunk.update({k: call[k] for k in ("id", "name") if k in call})
+    if "args" in call and "args" not in shrunk:
+        shrunk["args"] = {"pruned": PRUNED}
+    return shrunk
 
 
 def _shrunk(value: dict[str, Any], always: str | None) -> dict[str, Any]:

@@ -32,6 +32,7 @@ def sqlite_runner(url: str) -> ThreadRunner:
     engine = create_engine(
         make_url(url).set(drivername="sqlite+pysqlite"),
         connect_args={"timeout": 30, "check_same_thread": False},
+        hide_parameters=True,  # a logged database error shows no call's arguments
     )
 
     @event.listens_for(engine, "connect")

@@ -304,12 +304,15 @@ class _Walk:
                 f"of the checkpoint of {_when(self.since)}"
             )
         if self.unchecked is not None:
-            reason += (
-                f"; the record of the prune up to entry {self.unchecked} was not checked: "
-                f"{KEY_VARIABLE} is not set"
+            # Entries cut off the start with a record of a prune written in: without the key
+            # nothing tells that from a prune, so the log is not said to be intact.
+            reason = (
+                f"cannot tell whether the log is intact: it starts after a prune up to entry "
+                f"{self.unchecked}, whose signed record only {KEY_VARIABLE} can check, and it "
+                f"is not set here (from there on: {reason})"
             )
         return AuditReport(
-            ok=True,
+            ok=self.unchecked is None,
             entries=entries,
             first_bad=None,
             reason=reason,

@@ -78,6 +78,9 @@ class Provider:
         """The provider's ``/.well-known/openid-configuration``, once read."""
         self.keys: dict[str, _PublicKey] = {} if keys is None else _keys(keys)
         """The provider's signing keys by key id, as last fetched (or as given)."""
+        self.reserved: frozenset[str] = frozenset()
+        """Names no signed-in person may have: the principals of the config's static tokens
+        (a person named so would act, and be judged, as that machine)."""
         self.key_fetches = 0
         """How often the keys were fetched: at start-up, then for unknown key ids."""
         self._fetched_at: float | None = None
@@ -164,13 +167,15 @@ class Provider:
         return dict(decoded.claims)
 
     def principal(self, claims: Mapping[str, Any]) -> Principal:
-        """Who the claims name (the first of the principal claims there), with the roles
-        their groups give."""
+        """Who the claims name (the first of the principal claims there; ``email`` only once
+        the provider says it verified it), with the roles their groups give."""
         name = next(
             (
                 claims[claim]
                 for claim in self.settings.principal_claims
-                if isinstance(claims.get(claim), str) and claims[claim]
+                if isinstance(claims.get(claim), str)
+                and claims[claim]
+                and (claim != "email" or claims.get("email_verified") is True)
             ),
             None,
         )
@@ -179,6 +184,8 @@ class Provider:
             raise TokenRefused(f"the token names no principal (none of {claims_named})")
         if name == AUTOMATIC:
             raise TokenRefused(f"{AUTOMATIC!r} is signoff itself, never a person")
+        if name in self.reserved:
+            raise TokenRefused(f"{name[:64]!r} is the name of one of auth.tokens' principals")
         return Principal(
             name=name, roles=self.settings.roles_of(claims.get(self.settings.roles_claim))
         )

@@ -32,7 +32,7 @@ import httpx
 from fastapi import APIRouter, FastAPI, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
-from signoff.server.auth import Auth, host_name
+from signoff.server.auth import Auth
 from signoff.server.intake import refuse
 from signoff.server.sso.provider import ProviderUnavailable, TokenRefused
 from signoff.server.sso.session import LOGIN_COOKIE, SESSION_COOKIE, cookie_value
@@ -331,10 +331,9 @@ class CookieOrigin:
         if cookie_value(headers.get("cookie", ""), SESSION_COOKIE) is None:
             return False
         origin = headers.get("origin", "").lower()
-        authority = origin.partition("://")[2]
-        own = bool(authority) and (
-            authority == headers.get("host", "").lower()
-            or host_name(authority) in self.auth.hosts
-            or origin == self.configured
-        )
-        return not own
+        # The request's own origin (scheme, Host and port), or redirect_uri's (behind a proxy
+        # that ends TLS or rewrites Host): never another port or scheme of the host, which is
+        # another site's page with the same cookie.
+        scheme = {"ws": "http", "wss": "https"}.get(scope["scheme"], scope["scheme"])
+        own = f"{scheme}://{headers.get('host', '').lower()}"
+        return not origin or origin not in (own, self.configured)
