@@ -19,6 +19,8 @@ from signoff import Policy
 from signoff.gate import Gate
 from signoff.notify import Notifications
 from signoff.server import Auth, Principal, Service, create_app
+from signoff.server.sso import SignOn
+from signoff.server.sso.settings import OidcSettings
 from signoff.store import SQLStore
 from signoff.testing import call
 from tests.notify.receivers import Receiver, http_receiver
@@ -33,9 +35,12 @@ TOKENS = {
 
 
 @asynccontextmanager
-async def slack_app(store: SQLStore) -> AsyncIterator[tuple[Any, httpx.AsyncClient, Receiver]]:
-    """The server with a Slack sink whose API is a fake on loopback; yields the notifier, an
-    in-process client of the server (no token: Slack sends none), and the fake's record."""
+async def slack_app(
+    store: SQLStore, auth: Auth | None = None
+) -> AsyncIterator[tuple[Any, httpx.AsyncClient, Receiver]]:
+    """The server (with `auth`, default the static `TOKENS`) with a Slack sink whose API is a
+    fake on loopback; yields the notifier, an in-process client of the server (no token: Slack
+    sends none), and the fake's record."""
     fake = Receiver(answer={"ok": True, "ts": "1.2"})
     with http_receiver(fake) as url:
         settings = notify(
@@ -51,6 +56,7 @@ async def slack_app(store: SQLStore) -> AsyncIterator[tuple[Any, httpx.AsyncClie
                             "U1": "olga",
                             "U2": "bob",
                             "U3": {"principal": "carla", "roles": ["ops"]},
+                            "U4": "ada",  # a person who signs in: no token of her own
                         },
                     }
                 ],
@@ -59,7 +65,7 @@ async def slack_app(store: SQLStore) -> AsyncIterator[tuple[Any, httpx.AsyncClie
         notifications = Notifications(store, settings)
         gate = Gate(POLICY, store)
         service = Service(store=store, gate=gate, agents=[], notifications=notifications)
-        app = create_app(service, Auth(tokens=TOKENS))
+        app = create_app(service, auth or Auth(tokens=TOKENS))
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
             yield (gate, notifications, url), client, fake
@@ -128,6 +134,29 @@ async def test_a_slack_message_shows_the_call_and_its_buttons_decide_as_the_mapp
         assert fake.taken()[-1].json()["text"] == "delete_pod approved by olga"
         [links] = [b for b in fake.taken()[-1].json()["blocks"] if b["type"] == "actions"]
         assert [e["action_id"] for e in links["elements"]] == ["signoff.open"]  # no buttons
+
+
+async def test_a_slack_user_mapped_to_a_person_who_signs_in_has_the_roles_she_signed_in_with(
+    store: SQLStore,
+):
+    settings = OidcSettings(issuer="https://login.example", client_id="inbox", session_key="k" * 32)
+    sign_on = SignOn(settings)
+    auth = Auth(tokens=TOKENS, sign_on=sign_on)
+    async with slack_app(store, auth) as ((gate, _, url), client, _fake):
+        [held] = await gate.check([call("delete_pod", name="a")])
+        body, headers = press("signoff.approve", held.approval.id, user="U4",
+                              response_url=f"{url}/respond")  # fmt: skip
+        unseen = await client.post("/v1/slack/interactions", content=body, headers=headers)
+        assert unseen.json()["decided"] is False  # not signed in here yet: no roles
+        assert (await store.get_approval(held.approval.id)).status == "pending"
+
+        sign_on.seen(Principal(name="ada", roles=frozenset({"ops"})))  # she signed in
+        body, headers = press("signoff.approve", held.approval.id, user="U4",
+                              response_url=f"{url}/respond")  # fmt: skip
+        seen = await client.post("/v1/slack/interactions", content=body, headers=headers)
+        assert seen.json() == {"decided": True, "status": "approved"}
+        approval = await store.get_approval(held.approval.id)
+        assert (approval.status, approval.decided_by) == ("approved", "ada")
 
 
 async def test_a_reject_button_rejects_with_who_pressed_it(store: SQLStore):

@@ -160,10 +160,7 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
     mount_threads(app, service, show)
     mount_insights(app, service)
     if service.notifications is not None:
-        roles: dict[str, frozenset[str]] = {}
-        for principal in auth.tokens.values():
-            roles[principal.name] = roles.get(principal.name, frozenset()) | principal.roles
-        mount_slack(app, service, service.notifications, roles)
+        mount_slack(app, service, service.notifications, auth.roles_of)
 
     @app.get("/v1/health")
     async def health() -> dict[str, str]:

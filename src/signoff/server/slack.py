@@ -9,7 +9,7 @@ An unmapped user, a stranger to the rule, or a second press decides nothing and 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
@@ -30,10 +30,11 @@ def mount_slack(
     app: FastAPI,
     service: Service,
     notifications: Notifications,
-    roles: Mapping[str, frozenset[str]],
+    roles_of: Callable[[str], frozenset[str] | None],
 ) -> None:
-    """Take button presses for the Slack sinks that have a signing secret. `roles` are each
-    principal's roles (those of its tokens), for Slack users mapped without their own."""
+    """Take button presses for the Slack sinks that have a signing secret. `roles_of` gives a
+    principal's roles now (`Auth.roles_of`: its tokens', or its sign-in's as last seen), for
+    Slack users mapped without roles of their own."""
     sinks = [s for s in notifications.settings.slack if s.signing_secret is not None]
 
     @app.post(INTERACTIONS, include_in_schema=False)
@@ -61,7 +62,7 @@ def mount_slack(
             )
             await slack.reply(press, text, replace=False)
             return JSONResponse({"decided": False, "detail": text})
-        granted = user.roles if user.roles is not None else roles.get(user.principal, frozenset())
+        granted = user.roles if user.roles is not None else roles_of(user.principal) or frozenset()
         decision: Decision = (
             Approve()
             if press.action == APPROVE
