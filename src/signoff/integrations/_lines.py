@@ -21,7 +21,6 @@ resume (tests/integrations/test_langgraph.py), where `Continuation` refuses it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -46,15 +45,6 @@ async def acheck_line(gate: Any, message: Any, config: Mapping[str, Any]) -> Non
         await gate.runs.bridge.arun(_claim(gate, message, config))
 
 
-@dataclass(frozen=True, kw_only=True)
-class _Fork:
-    """A step that runs from checkpoint `current`, past `pause`, which another checkpoint
-    made (in the graph both ran in)."""
-
-    pause: Pause
-    current: str
-
-
 def _unheld(gate: Any, message: Any, config: Mapping[str, Any]) -> bool:
     """Whether the turn cannot have paused: a graph without threads, or this process saw
     every call of the turn judged and none held — the common case, answered without a hop to
@@ -68,18 +58,19 @@ def _unheld(gate: Any, message: Any, config: Mapping[str, Any]) -> bool:
 
 async def _claim(gate: Any, message: Any, config: Mapping[str, Any]) -> None:
     """Claim the pause of the turn's held calls for the checkpoint this step runs from."""
-    fork = await _fork_of(gate, message, config)
-    if fork is None:
+    found = await _fork_of(gate, message, config)
+    if found is None:
         return
+    pause, current = found
     now = datetime.now(UTC)
-    name = f"line:{fork.pause.id[:35]}"  # the leases' names are short
-    if not await gate.runs.store.lease(name, owner=fork.current, now=now, until=now + LEASE):
-        raise conflict(fork.pause, None)
+    name = f"line:{pause.id[:35]}"  # the leases' names are short
+    if not await gate.runs.store.lease(name, owner=current, now=now, until=now + LEASE):
+        raise conflict(pause, None)
 
 
-async def _fork_of(gate: Any, message: Any, config: Mapping[str, Any]) -> _Fork | None:
-    """The pause of the turn's held calls, when this step runs from another checkpoint than
-    the paused one (the paused one's own node is `Continuation`'s); else None."""
+async def _fork_of(gate: Any, message: Any, config: Mapping[str, Any]) -> tuple[Pause, str] | None:
+    """The pause of the turn's held calls and the checkpoint this step runs from, when that is
+    not the paused one (the paused one's own node is `Continuation`'s); else None."""
     ids = [c["id"] or "" for c in message.tool_calls]
     held = await gate.runs.held(str(_thread(config)), ids, turn=message.id)
     approvals = [h.approval.id for h in held.values() if h.approval is not None]
@@ -89,12 +80,12 @@ async def _fork_of(gate: Any, message: Any, config: Mapping[str, Any]) -> _Fork 
     paused_map = pause.data.get("checkpoint") or {}
     current_map = (config.get("configurable") or {}).get("checkpoint_map") or {}
     # A subgraph's namespace carries its task's id, another on each line: the lines are told
-    # apart in the deepest graph around it that both share.
+    # apart in the deepest graph around it that both share, once that graph took a step.
     shared = [ns for ns in paused_map if ns in current_map]
     if not shared:
         return None
     paused, current = str(paused_map[shared[-1]]), str(current_map[shared[-1]])
-    return None if paused == current else _Fork(pause=pause, current=current)
+    return None if paused == current else (pause, current)
 
 
 def _thread(config: Mapping[str, Any]) -> str | None:
