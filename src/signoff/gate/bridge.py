@@ -12,7 +12,7 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["Bridge"]
+__all__ = ["Bridge", "run_here"]
 
 T = TypeVar("T")
 
@@ -66,6 +66,33 @@ class Bridge:
         if self._thread is not None:
             self._thread.join()
         self.loop.close()
+
+
+class _Own:
+    """An event loop of one thread's own, closed once the thread is gone."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+
+    def __del__(self) -> None:  # the thread's locals are dropped when it ends
+        if not self.loop.is_closed():
+            self.loop.close()
+
+
+_here = threading.local()
+
+
+def run_here(coro: Coroutine[Any, Any, T]) -> T:
+    """Run `coro` on an event loop of the calling thread's own, from synchronous code: for work
+    that may run on any loop (a SQLite store's, on threads of its own), with no hop to a
+    bridge's thread and back."""
+    if _running_loop() is not None:
+        coro.close()
+        raise RuntimeError("run_here is for synchronous code, outside a running event loop")
+    own: _Own | None = getattr(_here, "own", None)
+    if own is None or own.loop.is_closed():
+        own = _here.own = _Own()
+    return own.loop.run_until_complete(coro)
 
 
 async def _cancel_the_rest(within: float) -> None:

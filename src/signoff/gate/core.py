@@ -111,6 +111,8 @@ class Outcome:
     recorded: bool = False
     """For a call of another framework's run: it was judged before (a re-run, a retry,
     another replica), and this is that verdict — its approval as it stands now."""
+    record: ExternalRecord | None = None
+    """For a call of another framework's run: the record its verdict is kept under."""
 
 
 class Gate(Timing):
@@ -354,7 +356,7 @@ class Gate(Timing):
             digest, problem = self._admit(call)
             key = keys.get(call.id)
             if key is not None and key in found:
-                outcomes.append(_recorded(call, digest, *found[key]))
+                outcomes.append(replace(_recorded(call, digest, *found[key]), record=found[key][0]))
                 continue
             if problem is None:
                 verdict = self.engine.evaluate(call, policy_context)
@@ -380,11 +382,12 @@ class Gate(Timing):
                     )
                 )
                 found[key] = (records[-1], None)
+            record = records[-1] if key is not None else None
             if verdict.kind == "allow":
-                outcomes.append(Outcome(call=call, kind="run", verdict=verdict))
+                outcomes.append(Outcome(call=call, kind="run", verdict=verdict, record=record))
                 continue
             if verdict.kind == "deny":
-                outcomes.append(Outcome(call=call, kind="block", verdict=verdict))
+                outcomes.append(Outcome(call=call, kind="block", verdict=verdict, record=record))
                 subject = call.id
             else:
                 approval = Approval(
@@ -412,11 +415,12 @@ class Gate(Timing):
                     preview=(previews or {}).get(call.id),
                 )
                 held.append(approval)
-                outcomes.append(Outcome(call=call, kind="hold", verdict=verdict, approval=approval))
-                subject = approval.id
                 if key is not None:
-                    records[-1] = replace(records[-1], approval_id=approval.id)
-                    found[key] = (records[-1], approval)
+                    records[-1] = record = replace(records[-1], approval_id=approval.id)
+                    found[key] = (record, approval)
+                outcomes.append(Outcome(call=call, kind="hold", verdict=verdict,
+                                        approval=approval, record=record))  # fmt: skip
+                subject = approval.id
             audit.append(
                 AuditRecord(
                     actor=context.requested_by or "agent",

@@ -45,7 +45,7 @@ from signoff.errors import (
     SignoffError,
 )
 from signoff.gate.answers import answer_text, blocked_text
-from signoff.gate.bridge import Bridge
+from signoff.gate.bridge import Bridge, run_here
 from signoff.gate.core import CheckContext, Gate, Outcome, RolesOf, external_key
 from signoff.gate.edits import check_edit
 from signoff.gate.ids import new_id
@@ -130,10 +130,19 @@ class ExternalRuns:
                     "loop, pass bridge=, or use signoff.gate.external.connect()"
                 ) from None
         self.bridge = bridge
-        self.ledger = ledger or Ledger(gate.store)
+        self.ledger = ledger or Ledger(gate.store, renew_on=bridge.loop)
+        self._anywhere = bool(getattr(gate.store, "any_loop", False))
         self.previews = previews if isinstance(previews, Previews) else Previews(previews)
         self._records = _Records()
         self._closers: list[Callable[[], Coroutine[Any, Any, Any]]] = []
+
+    async def near(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Await `coro` — the store's work, which holds nothing of one loop's — on the caller's
+        loop when the store serves any loop (SQLite, on threads of its own): one hop between
+        threads fewer each way. Else on the bridge's, as `Bridge.arun`."""
+        if self._anywhere:
+            return await coro
+        return await self.bridge.arun(coro)
 
     # -- judging ---------------------------------------------------------------------------
 
@@ -152,9 +161,11 @@ class ExternalRuns:
         context = CheckContext(
             thread_id=thread, requested_by=requested_by, origin=self.origin, turn=turn
         )
-        return await self.bridge.arun(
+        outcomes = await self.near(
             self.gate.hold_external(calls, context, previews=self.previews)
         )
+        self._records.add(o.record for o in outcomes if o.record is not None)
+        return outcomes
 
     async def judged(
         self,
@@ -164,14 +175,14 @@ class ExternalRuns:
         requested_by: str | None = None,
         turn: str | None = None,
     ) -> dict[str, Held]:
-        """`judge` the turn's calls, then `held` for them: how each stands, by call id."""
-
-        async def both() -> dict[str, Held]:
-            if calls:
-                await self.judge(calls, thread=thread, requested_by=requested_by, turn=turn)
-            return await self.held(thread, [c.id for c in calls], turn=turn)
-
-        return await self.bridge.arun(both())
+        """`judge` the turn's calls: how each stands, by call id (as `held` says it)."""
+        outcomes = await self.judge(calls, thread=thread, requested_by=requested_by, turn=turn)
+        # The record a call is kept under, with its approval as the same transaction read it —
+        # but for a held call proposed again with other arguments, blocked without it.
+        found = {o.call.id: Held(record=o.record, approval=o.approval)
+                 for o in outcomes if o.record is not None}  # fmt: skip
+        again = [i for i, h in found.items() if h.record.kind == "hold" and h.approval is None]
+        return found | (await self.held(thread, again, turn=turn) if again else {})
 
     async def held(
         self, thread: str, call_ids: Sequence[str], *, turn: str | None = None
@@ -200,7 +211,7 @@ class ExternalRuns:
                 for k, r in records.items()
             }
 
-        return await self.bridge.arun(read())
+        return await self.near(read())
 
     def known(
         self, thread: str, call_ids: Sequence[str], *, turn: str | None = None
@@ -281,7 +292,7 @@ class ExternalRuns:
         approval: Approval | None = None,
     ) -> Step:
         """Audit that `call` is not run, and the answer that tells the model so."""
-        await self.bridge.arun(self._audit_refusal(key, call, record, problem))
+        await self.near(self._audit_refusal(key, call, record, problem))
         text = blocked_text(f"{call.name!r} is not the call signoff let through: {problem}")
         return Step(kind="answer", key=key, text=text, ok=False, approval=approval)
 
@@ -375,7 +386,7 @@ class ExternalRuns:
             canonical_json([self.origin, thread, sorted(approvals)])
         ).hexdigest()
         at = _now()
-        saved = await self.bridge.arun(
+        saved = await self.near(
             self.store.save_pause(
                 id=pause_id,
                 origin=self.origin,
@@ -393,7 +404,7 @@ class ExternalRuns:
     async def went_on(self, approvals: Sequence[str]) -> None:
         """The run went on past every pause on these approvals: no resumer needs to resume
         them."""
-        await self.bridge.arun(self.store.finish_pauses(approvals, now=_now()))
+        await self.near(self.store.finish_pauses(approvals, now=_now()))
 
     async def waiting(self, thread: str, *, limit: int = 100) -> list[Approval]:
         """The calls of `thread` (of this origin) that wait for a person now, newest first:
@@ -401,11 +412,11 @@ class ExternalRuns:
         pending = self.store.list_approvals(
             status="pending", origin=self.origin, thread_id=thread, limit=limit
         )
-        return await self.bridge.arun(pending)
+        return await self.near(pending)
 
     async def open_pause(self, approvals: Sequence[str]) -> Pause | None:
         """The newest pause not done on any of these approvals (the run's last interrupt)."""
-        return await self.bridge.arun(self.store.open_pause(approvals))
+        return await self.near(self.store.open_pause(approvals))
 
     # -- running once ----------------------------------------------------------------------
 
@@ -424,7 +435,7 @@ class ExternalRuns:
                 key, idempotent=idempotent, tool=call.name, digest=call.digest
             )
 
-        return await self.bridge.arun(checked())
+        return await self.near(checked())
 
     async def once(
         self,
@@ -448,7 +459,7 @@ class ExternalRuns:
             await self.fail(claim, exc)
             raise
         except BaseException:
-            await self.bridge.arun(claim.abandon())  # cancelled midway: whether it ran is unknown
+            await self.near(claim.abandon())  # cancelled midway: whether it ran is unknown
             raise
         return await self.finish(claim, value)
 
@@ -502,7 +513,7 @@ class ExternalRuns:
                 raise
             return value
 
-        return await self.bridge.arun(record())
+        return await self.near(record())
 
     async def fail(self, claim: Claim, exc: BaseException) -> None:
         """Record that the call raised `exc` (unless another worker took the key over: its
@@ -512,12 +523,19 @@ class ExternalRuns:
             with contextlib.suppress(ClaimLost):
                 await claim.fail(exc)
 
-        await self.bridge.arun(record())
+        await self.near(record())
 
     # -- synchronous twins, for frameworks' sync paths -------------------------------------
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run one of this object's coroutines from synchronous code."""
+        return self.bridge.run(coro)
+
+    def run_near(self, coro: Coroutine[Any, Any, T]) -> T:
+        """`run` for the store's work (as `near` awaits it): on a loop of the calling thread's
+        own when the store serves any loop, with no hop to the bridge's thread and back."""
+        if self._anywhere and not _in_loop():
+            return run_here(coro)
         return self.bridge.run(coro)
 
     # -- lifetime --------------------------------------------------------------------------
@@ -739,6 +757,14 @@ def _digest(call: ToolCall) -> str | None:
         return call.digest
     except InvalidArgumentsError:
         return None
+
+
+def _in_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _now() -> datetime:

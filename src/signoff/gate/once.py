@@ -17,6 +17,7 @@ raises `ClaimLost` — so the new holder's result stands, and `Claim.lost` tells
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import hashlib
 import logging
@@ -52,6 +53,7 @@ class Ledger:
         lease: timedelta = timedelta(seconds=30),
         poll_interval: float = 0.2,
         owner: str | None = None,
+        renew_on: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         self.store = store
         self.lease = lease
@@ -60,6 +62,10 @@ class Ledger:
         taken for dead at once."""
         self.poll_interval = poll_interval
         self.owner = owner or f"{_HOST}:{os.getpid()}:{new_id()[-8:]}"
+        self.renew_on = renew_on
+        """The loop claims are renewed on (a `Bridge`'s, running on a thread of its own), so
+        that a caller's loop kept busy by the call itself does not stop the renewals; None:
+        the loop each claim is made on."""
 
     async def once(
         self,
@@ -159,7 +165,17 @@ class Claim:
         """Set once the key is found taken over: the work can stop, its result will not be
         recorded."""
         self._ledger = ledger
-        self._renewing = asyncio.create_task(self._renew())
+        self._loop = asyncio.get_running_loop()
+        there = ledger.renew_on
+        self._there: asyncio.AbstractEventLoop | None = None
+        self._halted = False
+        self._renewing: asyncio.Task[None] | None = None
+        self._remote: concurrent.futures.Future[None] | None = None
+        if there is None or there is self._loop or there.is_closed():
+            self._renewing = asyncio.create_task(self._renew())
+        else:
+            self._there = there
+            self._remote = asyncio.run_coroutine_threadsafe(self._renew_there(), there)
 
     async def finish(self, value: Any) -> None:
         """Record `value` as the call's result. Raises `ClaimLost` (nothing recorded) when the
@@ -174,7 +190,7 @@ class Claim:
     async def abandon(self) -> None:
         """Stop renewing without a result: the key's outcome stays unknown — to whoever waits
         on it, at once (the claim ends now, not when its lease would have run out)."""
-        await self._stop()
+        await self._stop(wait=True)
         with contextlib.suppress(Exception):  # unended, it runs out with its lease
             # Fenced like every renewal: a claim taken over never ends the new holder's.
             await self._ledger.store.ledger_renew(
@@ -189,13 +205,31 @@ class Claim:
                 self.key, result=result, at=_now(), owner=owner, fence=self.fence
             )
         except ClaimLost:
-            self.lost.set()
+            self._lose()
             logger.warning(
                 "the result of the call under %r was not recorded: %s's claim %d was taken "
                 "over by another worker, whose result stands",
                 self.key, owner, self.fence,
             )  # fmt: skip
             raise
+
+    async def _renew_there(self) -> None:
+        if not self._halted:  # else stopped before it began
+            self._renewing = asyncio.current_task()
+            await self._renew()
+
+    def _halt(self) -> None:
+        """On the loop that renews: stop, now or before beginning."""
+        if self._renewing is not None:
+            self._renewing.cancel()
+
+    def _lose(self) -> None:
+        """Set `lost`, from whichever loop found it (an `asyncio.Event` is its loop's alone)."""
+        if asyncio.get_running_loop() is self._loop:
+            self.lost.set()
+        else:
+            with contextlib.suppress(RuntimeError):  # the claim's loop is gone: nobody waits
+                self._loop.call_soon_threadsafe(self.lost.set)
 
     async def _renew(self) -> None:
         ledger = self._ledger
@@ -209,7 +243,9 @@ class Claim:
             except Exception:  # a missed renewal only shortens the claim
                 continue
             if not renewed:
-                self.lost.set()
+                if self._halted:  # finished meanwhile, by this claim's holder
+                    return
+                self._lose()
                 logger.warning(
                     "%s's claim %d on %r was taken over by another worker while its call ran; "
                     "its result will not be recorded",
@@ -217,10 +253,24 @@ class Claim:
                 )  # fmt: skip
                 return
 
-    async def _stop(self) -> None:
-        self._renewing.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._renewing
+    async def _stop(self, *, wait: bool = False) -> None:
+        """Stop renewing. Renewing here, the renewals are awaited to their end. On another
+        loop, only with `wait`: a renewal under way that then finds the key finished fails
+        its compare-and-set, harmlessly (it is not taken for a loss once stopped) — but one
+        that lands after the claim was ended would hold the key a lease longer."""
+        self._halted = True
+        if self._remote is None:
+            assert self._renewing is not None
+            self._renewing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._renewing
+            return
+        assert self._there is not None
+        with contextlib.suppress(RuntimeError):  # its loop closed: the renewals ended with it
+            self._there.call_soon_threadsafe(self._halt)
+        if wait:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wrap_future(self._remote)
 
 
 def _recorded(key: str, result: dict[str, Any] | None) -> Any:

@@ -36,13 +36,13 @@ def check_line(gate: Any, message: Any, config: Mapping[str, Any]) -> None:
     this step's line when none did. `gate` is the `LangGraphGate`; `message` the turn before
     the step."""
     if not _unheld(gate, message, config):
-        gate.runs.run(_claim(gate, message, config))
+        gate.runs.run_near(_claim(gate, message, config))
 
 
 async def acheck_line(gate: Any, message: Any, config: Mapping[str, Any]) -> None:
     """`check_line` for async graphs."""
     if not _unheld(gate, message, config):
-        await gate.runs.bridge.arun(_claim(gate, message, config))
+        await gate.runs.near(_claim(gate, message, config))
 
 
 def _unheld(gate: Any, message: Any, config: Mapping[str, Any]) -> bool:

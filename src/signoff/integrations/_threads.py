@@ -56,7 +56,7 @@ def appender(
     compare-and-set: False when another writer appended first)."""
 
     async def append(new: Sequence[str]) -> bool:
-        return await runs.bridge.arun(
+        return await runs.near(
             runs.store.append_history(origin, thread, new, after=after, now=now())
         )
 
@@ -164,7 +164,7 @@ class Hold:
         return json.dumps({_MARK: "released", "at": now().isoformat()})
 
     async def _append(self, items: list[str]) -> bool:
-        appended = await self.runs.bridge.arun(
+        appended = await self.runs.near(
             self.runs.store.append_history(self.origin, self.thread, items, after=self.length,
                                            now=now())
         )  # fmt: skip

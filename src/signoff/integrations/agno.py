@@ -374,7 +374,7 @@ class SignoffAgent:
         return await self.agent.aget_run_output(run_id=run_id, session_id=session_id)
 
     async def _entries(self, session_id: str) -> list[str]:
-        return await self.runs.bridge.arun(self.runs.store.history(ORIGIN, session_id))
+        return await self.runs.near(self.runs.store.history(ORIGIN, session_id))
 
     # -- one call --------------------------------------------------------------------------
 

@@ -232,7 +232,7 @@ class SignoffPlugin(BasePlugin):
             raise ConflictError(
                 f"signoff: answer every call of the pause at once ({len(missing)} more)"
             )
-        found = {a.id: a for a in await self.runs.bridge.arun(
+        found = {a.id: a for a in await self.runs.near(
             self.runs.store.get_approvals(list(asked.values())))}  # fmt: skip
         undecided = [a for a in asked.values() if a not in found or found[a].pending]
         if undecided and self.client_decisions:
@@ -266,7 +266,7 @@ class SignoffPlugin(BasePlugin):
         holding it; the invocation gives it back when it ends (`after_run_callback`)."""
         owner = f"{self.runs.ledger.owner}/{invocation}"
         store = self.runs.store
-        claimed = await self.runs.bridge.arun(
+        claimed = await self.runs.near(
             store.claim_pause(pause.id, owner=owner, now=_now(), lease=LEASE)
         )
         if claimed is None:
@@ -278,7 +278,7 @@ class SignoffPlugin(BasePlugin):
         claim = self._claims.pop(invocation_context.invocation_id, None)
         if claim is not None:
             pause_id, owner, approvals = claim
-            await self.runs.bridge.arun(self.runs.store.release_pause(
+            await self.runs.near(self.runs.store.release_pause(
                 pause_id, owner=owner, status="done", now=_now()))  # fmt: skip
             await self.runs.went_on(list(approvals))
 
@@ -289,7 +289,7 @@ class SignoffPlugin(BasePlugin):
         claim = self._claims.pop(invocation_context.invocation_id, None)
         if claim is not None:
             pause_id, owner, _ = claim
-            await self.runs.bridge.arun(self.runs.store.release_pause(
+            await self.runs.near(self.runs.store.release_pause(
                 pause_id, owner=owner, status="waiting", now=_now()))  # fmt: skip
 
     async def _asked(

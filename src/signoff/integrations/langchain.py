@@ -99,7 +99,7 @@ class SignoffMiddleware(AgentMiddleware):
         if message is None:
             return None
         config = get_config()
-        held = self.signoff.runs.run(self.signoff.judge(message, config))
+        held = self.signoff.runs.run_near(self.signoff.judge(message, config))
         if not _waits_alone(held, message):
             return _blocked(message, held, self.signoff, config)
         held, _ = self.signoff.decide_turn(message, set(), config, state["messages"])

@@ -142,7 +142,7 @@ class LangGraphGate:
     def execute(self, request: ToolCallRequest, handler: Handler) -> ToolMessage | Command[Any]:
         """Run (or answer) one call of the turn, synchronously: exactly once per call."""
         runs = self.runs
-        started = runs.run(self._start(request))
+        started = runs.run_near(self._start(request))
         if not isinstance(started, tuple):
             return started
         plan, claim = started
@@ -151,16 +151,16 @@ class LangGraphGate:
         try:
             result = handler(plan.request)
         except BaseException as exc:
-            runs.run(runs.fail(claim, exc))
+            runs.run_near(runs.fail(claim, exc))
             raise
-        return _restored(runs.run(runs.finish(claim, _record(result))), plan)
+        return _restored(runs.run_near(runs.finish(claim, _record(result))), plan)
 
     async def aexecute(
         self, request: ToolCallRequest, handler: AsyncHandler
     ) -> ToolMessage | Command[Any]:
         """`execute` for async graphs."""
         runs = self.runs
-        started = await runs.bridge.arun(self._start(request))
+        started = await runs.near(self._start(request))
         if not isinstance(started, tuple):
             return started
         plan, claim = started
@@ -311,9 +311,7 @@ class LangGraphGate:
         configurable, agent = config.get("configurable") or {}, self.agent_of(config)
         standing = await self.runs.open_pause([a.id for a in pending])
         if standing is not None and {a.id for a in pending} <= set(standing.data.get("asked", [])):
-            asked = await self.runs.bridge.arun(
-                self.runs.store.get_approvals(standing.data["asked"])
-            )
+            asked = await self.runs.near(self.runs.store.get_approvals(standing.data["asked"]))
             return interrupt_value(standing.id, asked)
         pause = await self.runs.pause(
             thread=thread_of(config),
@@ -563,7 +561,7 @@ class ApprovalToolNode(ToolNode):
     def _func(self, input: Any, config: RunnableConfig, runtime: Any) -> Any:
         message, gate = _last_ai(input), self.signoff
         if message is not None:
-            gate.runs.run(gate.judge(message, config))
+            gate.runs.run_near(gate.judge(message, config))
         # The pause this run goes on past stays claimed while the decided calls run.
         with continuing(gate.runs):
             # Allowed calls run (and decided ones, on a resume); held ones wait for the
@@ -654,7 +652,9 @@ def gated(
     thread = thread_of(config)
     while True:
         requested_by = configurable.get("user_id")
-        found = runs.run(runs.judged([call], thread=thread, requested_by=requested_by))[call_id]
+        found = runs.run_near(runs.judged([call], thread=thread, requested_by=requested_by))[
+            call_id
+        ]
         record, approval = found.record, found.approval
         if record.kind == "block":
             return CallResult(status="blocked", message=record.reason)
@@ -669,7 +669,7 @@ def gated(
             return CallResult(status=approval.status, message=text)  # type: ignore[arg-type]
         final = approval.call.args if approval is not None else args
         try:
-            claim = runs.run(
+            claim = runs.run_near(
                 runs.claim(
                     runs.key(thread, call_id), replace(call, args=final), idempotent=idempotent
                 )
@@ -681,11 +681,11 @@ def gated(
         try:
             value = run(final)
         except BaseException as exc:
-            runs.run(runs.fail(claim, exc))
+            runs.run_near(runs.fail(claim, exc))
             raise
-        value = runs.run(runs.finish(claim, value))
+        value = runs.run_near(runs.finish(claim, value))
         if approval is not None:
-            runs.run(runs.went_on([approval.id]))
+            runs.run_near(runs.went_on([approval.id]))
         return CallResult(status="ran", value=value, args=final)
 
 

@@ -196,7 +196,7 @@ class SignoffAgent:
         and which model response its calls came from), ``{"conversation": [...]}``
         (the whole conversation anew, after a run that rewrote it: a handoff's input filter),
         or a resume mark."""
-        entries = await self.runs.bridge.arun(self.runs.store.history(ORIGIN, thread))
+        entries = await self.runs.near(self.runs.store.history(ORIGIN, thread))
         if not waiting and busy(entries, now()):
             raise ConflictError(f"thread {thread!r} is being resumed")
         conversation: list[Any] = []

@@ -140,7 +140,7 @@ class SignoffAgent:
 
     async def _resume(self, thread: str, **kwargs: Any) -> tuple[Any | None, bool]:
         """`resume`, and whether the thread's pause is over (False: it waits on)."""
-        items = await self.runs.bridge.arun(self.runs.store.history(ORIGIN, thread))
+        items = await self.runs.near(self.runs.store.history(ORIGIN, thread))
         history = _messages(items)
         waiting = _open_calls(history)
         if not waiting:
@@ -174,7 +174,7 @@ class SignoffAgent:
     async def _history(self, thread: str) -> tuple[list[str], list[ModelMessage]]:
         """The thread's history (kept items and messages), refused while it waits on people:
         it takes no new prompt until it is resumed."""
-        items = await self.runs.bridge.arun(self.runs.store.history(ORIGIN, thread))
+        items = await self.runs.near(self.runs.store.history(ORIGIN, thread))
         if busy(items, now()):
             raise ConflictError(f"thread {thread!r} is being resumed")
         history = _messages(items)

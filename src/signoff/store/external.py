@@ -52,6 +52,22 @@ _INSERT_LINK = _insert_ignoring(_links)
 _INSERT_LEDGER = _insert_ignoring(_ledger)
 _INSERT_HISTORY = _insert_ignoring(_history)
 _FIND_CALLS = select(_calls).where(_calls.c.key.in_(bindparam("keys", expanding=True)))
+_THREAD = (_history.c.origin == bindparam("o"), _history.c.thread_id == bindparam("t"))
+_HISTORY = select(_history.c.data).where(*_THREAD).order_by(_history.c.seq)
+_LENGTH = select(func.count()).where(*_THREAD)
+_LEDGER_ENTRY = select(_ledger).where(_ledger.c.key == bindparam("k"))
+_LEDGER_FENCE = select(_ledger.c.fence).where(_ledger.c.key == bindparam("k"))
+_LEDGER_TAKE = (
+    update(_ledger)
+    .where(
+        _ledger.c.key == bindparam("k"),
+        _ledger.c.status == "started",
+        or_(_ledger.c.lease_until.is_(None), _ledger.c.lease_until < bindparam("now")),
+    )
+    .values(owner=bindparam("v_owner"), lease_until=bindparam("v_until"),
+            started_at=bindparam("now"), fence=_ledger.c.fence + 1)  # fmt: skip
+)
+"""A started key whose lease ran out, taken over (an idempotent call run again)."""
 _PENDING = (
     select(_links.c.approval_id)
     .join(schema.approvals, schema.approvals.c.id == _links.c.approval_id)
@@ -351,12 +367,10 @@ class ExternalStore:
 
     async def history(self, origin: str, thread_id: str) -> list[str]:
         """The items appended to the thread's history, in order."""
-        query = (
-            select(_history.c.data)
-            .where(_history.c.origin == origin, _history.c.thread_id == thread_id)
-            .order_by(_history.c.seq)
+        thread = {"o": origin, "t": thread_id}
+        items: list[str] = await self.run(
+            lambda c: list(execute(c, _HISTORY, thread).scalars()), write=False
         )
-        items: list[str] = await self.run(lambda c: list(c.execute(query).scalars()), write=False)
         return items
 
     async def append_history(
@@ -371,20 +385,17 @@ class ExternalStore:
              "at": to_micros(now)}
             for i, item in enumerate(items)
         ]  # fmt: skip
-        length = select(func.count()).where(
-            _history.c.origin == origin, _history.c.thread_id == thread_id
-        )
-        insert = _INSERT_HISTORY
+        thread = {"o": origin, "t": thread_id}
 
         def work(connection: Connection) -> bool:
-            if connection.execute(length).scalar_one() != after:
+            if execute(connection, _LENGTH, thread).scalar() != after:
                 return False
-            statement = insert[connection.dialect.name]
+            statement = _INSERT_HISTORY[connection.dialect.name]
             # A concurrent writer that read the same length inserts the same first key: one wins.
-            if connection.execute(statement, rows[:1]).rowcount != 1:
+            if execute(connection, statement, rows[0]).rowcount != 1:
                 return False
             if rows[1:]:
-                connection.execute(statement, rows[1:])
+                execute(connection, statement, rows[1:])
             return True
 
         appended: bool = await self.run(work)
@@ -419,27 +430,20 @@ class ExternalStore:
             "lease_until": until,
             "fence": 1,
         }
-        take = (
-            update(_ledger)
-            .where(
-                _ledger.c.key == key,
-                _ledger.c.status == "started",
-                or_(_ledger.c.lease_until.is_(None), _ledger.c.lease_until < to_micros(now)),
-            )
-            .values(
-                owner=owner, lease_until=until, started_at=to_micros(now), fence=_ledger.c.fence + 1
-            )
-        )
-        read_fence = select(_ledger.c.fence).where(_ledger.c.key == key)
+        take = {"k": key, "now": to_micros(now), "v_owner": owner, "v_until": until}
 
         def work(connection: Connection) -> LedgerClaim:
-            if connection.execute(_INSERT_LEDGER[connection.dialect.name], row).rowcount == 1:
+            if execute(connection, _INSERT_LEDGER[connection.dialect.name], row).rowcount == 1:
                 return LedgerClaim(claimed=True, status="started", result=None, owner=owner,
                                    lease_until=from_micros(until), fence=1)  # fmt: skip
-            found = connection.execute(select(_ledger).where(_ledger.c.key == key)).one()
-            if found.status == "started" and takeover and connection.execute(take).rowcount == 1:
+            found = execute(connection, _LEDGER_ENTRY, {"k": key}).one()
+            if (
+                found.status == "started"
+                and takeover
+                and execute(connection, _LEDGER_TAKE, take).rowcount == 1
+            ):
                 # Read again, not counted from `found`: another taker may have moved it since.
-                taken = connection.execute(read_fence).scalar_one()
+                taken = execute(connection, _LEDGER_FENCE, {"k": key}).scalar()
                 return LedgerClaim(claimed=True, status="started", result=None, owner=owner,
                                    lease_until=from_micros(until), fence=taken)  # fmt: skip
             return LedgerClaim(

@@ -41,7 +41,7 @@ from signoff.store.migrations import LATEST, migrate, schema_version
 from signoff.store.notes import NoteStore
 from signoff.store.outbox import OutboxStore
 from signoff.store.rows import approval_from_row, approval_row
-from signoff.store.runner import Runner
+from signoff.store.runner import Runner, ThreadRunner
 from signoff.store.runs import (
     ResumedTurn,
     RunStore,
@@ -118,6 +118,12 @@ class SQLStore(
     def engine(self) -> Engine:
         """The synchronous engine underneath (for events and diagnostics)."""
         return self.runner.engine
+
+    @property
+    def any_loop(self) -> bool:
+        """Whether the store's work may be awaited from any event loop: SQLite's runs on threads
+        of its own; asyncpg's connections belong to the loop that opened them."""
+        return isinstance(self.runner, ThreadRunner)
 
     @property
     def notifies_across_processes(self) -> bool:
