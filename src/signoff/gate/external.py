@@ -161,9 +161,7 @@ class ExternalRuns:
         context = CheckContext(
             thread_id=thread, requested_by=requested_by, origin=self.origin, turn=turn
         )
-        outcomes = await self.near(
-            self.gate.hold_external(calls, context, previews=self.previews)
-        )
+        outcomes = await self.near(self.gate.hold_external(calls, context, previews=self.previews))
         self._records.add(o.record for o in outcomes if o.record is not None)
         return outcomes
 

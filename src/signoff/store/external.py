@@ -64,8 +64,12 @@ _LEDGER_TAKE = (
         _ledger.c.status == "started",
         or_(_ledger.c.lease_until.is_(None), _ledger.c.lease_until < bindparam("now")),
     )
-    .values(owner=bindparam("v_owner"), lease_until=bindparam("v_until"),
-            started_at=bindparam("now"), fence=_ledger.c.fence + 1)  # fmt: skip
+    .values(
+        owner=bindparam("v_owner"),
+        lease_until=bindparam("v_until"),
+        started_at=bindparam("now"),
+        fence=_ledger.c.fence + 1,
+    )
 )
 """A started key whose lease ran out, taken over (an idempotent call run again)."""
 _PENDING = (
