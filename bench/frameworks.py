@@ -117,7 +117,7 @@ from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults
 from pydantic_core import to_json
 from rich.table import Table
 
-from _common import Latency, environment, latency, ms, wide_console
+from _common import Latency, Target, environment, latency, ms, print_targets, wide_console
 from signoff import Approve, Policy, __version__
 from signoff.gate.external import ExternalRuns, connect
 from signoff.integrations import agno, google_adk, openai_agents, pydantic_ai
@@ -677,6 +677,34 @@ def table(name: str, figures: Figures) -> Table:
     return out
 
 
+ALLOWED_GOAL_MS: Final = 1.0
+"""Issue 36: an allowed call costs at most this much more than the same agent without signoff."""
+
+
+def targets(results: dict[str, Figures]) -> list[Target]:
+    """Issue 36's goals, each against the peer measured in this run: an allowed call at most
+    1 ms more than the plain agent; a held call's pause and resume no slower than the SDK's
+    own approval path at N = 10, and faster from N = 100 up."""
+    goals: list[Target] = []
+    for name, figures in results.items():
+        plain, ours = figures.allowed["plain"].p50_ms, figures.allowed["signoff"].p50_ms
+        goals.append(Target(
+            name=f"{name}: allowed call", goal=f"≤ +{ms(ALLOWED_GOAL_MS)} over the plain agent",
+            value=f"+{ms(ours - plain)} ({times(ours, plain)})",
+            status="met" if ours - plain <= ALLOWED_GOAL_MS else "MISSED",
+        ))  # fmt: skip
+        for size, sides in figures.held.items():
+            for what in ("pause", "resume"):
+                theirs, mine = sides[f"own {what}"].p50_ms, sides[f"signoff {what}"].p50_ms
+                met = mine <= theirs if size <= 10 else mine < theirs
+                goals.append(Target(
+                    name=f"{name}: held call, {what}, N={size:,}",
+                    goal="≤ 1.00x the SDK's own" if size <= 10 else "< 1.00x the SDK's own",
+                    value=times(mine, theirs), status="met" if met else "MISSED",
+                ))  # fmt: skip
+    return goals
+
+
 async def main_async(console: Any) -> dict[str, Figures]:
     set_tracing_disabled(True)
     # ADK warns at every model call that a scripted model reports no token usage.
@@ -717,6 +745,8 @@ def main() -> None:
     results = asyncio.run(main_async(console))
     for name, figures in results.items():
         console.print(table(name, figures))
+    goals = targets(results)
+    print_targets(console, goals)
     wall_s = time.perf_counter() - started
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     document = {
@@ -739,6 +769,7 @@ def main() -> None:
             "message_bytes": MESSAGE_BYTES,
         },
         "frameworks": {name: asdict(figures) for name, figures in results.items()},
+        "targets": [asdict(goal) for goal in goals],
         "load_average": {"before": load_before, "after": os.getloadavg()},
         "wall_time_s": round(wall_s, 1),
     }

@@ -75,7 +75,7 @@ from langgraph.types import Command
 from psycopg.rows import dict_row
 from rich.table import Table
 
-from _common import Latency, environment, latency, ms, wide_console
+from _common import Latency, Target, environment, latency, ms, print_targets, wide_console
 from signoff import Approve, Policy, __version__
 from signoff.integrations.langchain import SignoffMiddleware, connect
 
@@ -429,6 +429,38 @@ def held_table(result: BackendResult) -> Table:
     return table
 
 
+ALLOWED_GOAL_MS: Final = {"sqlite": 1.0, "postgresql": 2.0}
+"""Issue 36: an allowed call costs at most this much more than HITL's middleware asking
+nothing."""
+
+
+def targets(results: Sequence[BackendResult]) -> list[Target]:
+    """Issue 36's goals against LangChain's own middleware in this run: an allowed call at most
+    1 ms (PostgreSQL: 2 ms) more than with ``HumanInTheLoopMiddleware`` asking nothing; a held
+    call's pause and resume (to the end of the run) no slower than HITL's at N = 10, and
+    faster from N = 100 up."""
+    goals: list[Target] = []
+    for result in results:
+        hitl, ours = result.allowed["hitl"].invoke.p50_ms, result.allowed["signoff"].invoke.p50_ms
+        limit = ALLOWED_GOAL_MS[result.backend]
+        goals.append(Target(
+            name=f"{result.backend}: allowed call", goal=f"≤ +{ms(limit)} over HITL not asking",
+            value=f"+{ms(ours - hitl)} ({times(ours, hitl)})",
+            status="met" if ours - hitl <= limit else "MISSED",
+        ))  # fmt: skip
+        for size, sides in result.held.items():
+            for what, field_name in (("pause", "pause"), ("resume", "resume_to_end")):
+                theirs = getattr(sides["hitl"], field_name).p50_ms
+                mine = getattr(sides["signoff"], field_name).p50_ms
+                met = mine <= theirs if size <= 10 else mine < theirs
+                goals.append(Target(
+                    name=f"{result.backend}: held call, {what}, N={size:,}",
+                    goal="≤ 1.00x HITL" if size <= 10 else "< 1.00x HITL",
+                    value=times(mine, theirs), status="met" if met else "MISSED",
+                ))  # fmt: skip
+    return goals
+
+
 def run_backend(backend: Backend, place: Place, console: Any) -> BackendResult:
     started = time.perf_counter()
     allowed = bench_allowed(place)
@@ -477,6 +509,8 @@ def main() -> None:
             f"  {result.backend}: signoff's gate.decide p50 (ms, not in the figures): {decides}",
             style="dim",
         )
+    goals = targets(results)
+    print_targets(console, goals)
     wall_s = time.perf_counter() - started
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     document = {
@@ -499,6 +533,7 @@ def main() -> None:
             "message_bytes": MESSAGE_BYTES,
         },
         "backends": [asdict(result) for result in results],
+        "targets": [asdict(goal) for goal in goals],
         "load_average": {"before": load_before, "after": os.getloadavg()},
         "wall_time_s": round(wall_s, 1),
     }

@@ -29,6 +29,7 @@ from signoff.gate.deciders import (
     approvers_at,
     assignee,
     check_decider,
+    decision_kind,
     note_text,
     stricter,
     vote,
@@ -64,7 +65,6 @@ from signoff.types import (
     Grant,
     Preview,
     Reject,
-    Respond,
     ToolCall,
     Verdict,
     call_json,
@@ -274,9 +274,22 @@ class Gate(Timing):
                 external=records,
             )
 
+        # External calls the policy allows write only their records: the durable claim each
+        # needs before it runs makes those durable with it (lost before it, nothing ran).
+        allowed = Context(run_id=context.run_id, thread_id=context.thread_id,
+                          requested_by=context.requested_by)  # fmt: skip
+        durable = (
+            not keyed
+            or then is not None
+            or also_audit is not None
+            or any(
+                self._admit(c)[1] is not None or self.engine.evaluate(c, allowed).kind != "allow"
+                for c in calls
+            )
+        )
         with telemetry.span("signoff.judge", current=False) as span:
             decided, stored = await self.store.hold(
-                {call.name for call in calls}, plan, keys=list(keys.values())
+                {call.name for call in calls}, plan, keys=list(keys.values()), durable=durable
             )
             telemetry.judged(decided.outcomes, len(decided.grants_used), span)
         return list(decided.outcomes), stored
@@ -675,7 +688,7 @@ class Gate(Timing):
     def _check_decision(self, decision: object) -> Decision:
         """A person's decision: approve, edit, respond or reject — expiry and cancelling are
         not theirs to take — and an edit's arguments within the gate's limits."""
-        checked = _check_decision(decision)
+        checked = decision_kind(decision)
         if isinstance(checked, Edit):
             if not isinstance(checked.args, dict):
                 raise InvalidDecisionError("an edit's arguments are a JSON object")
@@ -772,23 +785,6 @@ def _recorded(
     if record.kind == "hold" and approval is None:  # pragma: no cover - written together
         raise ConflictError(f"the approval of call {call.id!r} is missing")
     return Outcome(call=call, kind=record.kind, verdict=verdict, approval=approval, recorded=True)
-
-
-def _check_decision(decision: object) -> Decision:
-    """A person's decision: approve, edit, respond or reject — expiry and cancelling are not
-    theirs to take."""
-    if not isinstance(decision, Approve | Edit | Respond | Reject):
-        raise InvalidDecisionError(
-            f"a decision is Approve, Edit, Respond or Reject, not {decision!r}"
-        )
-    scope = decision.always if isinstance(decision, Approve) else None
-    if scope is not None and scope.kind not in ("run", "thread", "agent", "global"):
-        raise InvalidDecisionError(
-            f"unknown scope {scope.kind!r}; use run, thread, agent or global"
-        )
-    if isinstance(decision, Respond) and not decision.content.strip():
-        raise InvalidDecisionError("a response needs text: it becomes the tool's result")
-    return decision
 
 
 def _schema_lookup(schemas: SchemaLookup | Mapping[str, Mapping[str, Any]] | None) -> SchemaLookup:

@@ -22,6 +22,8 @@ from signoff.types import (
     Edit,
     Escalation,
     Quorum,
+    Reject,
+    Respond,
     Vote,
     canonical_json,
     decision_to_dict,
@@ -37,6 +39,7 @@ __all__ = [
     "assignee",
     "check_decider",
     "counts",
+    "decision_kind",
     "escalations_due",
     "needed",
     "note_text",
@@ -247,3 +250,20 @@ def already_decided(approval: Approval, decision: Decision) -> Approval:
 def _same(a: Decision, b: Decision) -> bool:
     """Equal as JSON: ``true`` is not ``1``, though Python says so."""
     return canonical_json(decision_to_dict(a)) == canonical_json(decision_to_dict(b))
+
+
+def decision_kind(decision: object) -> Decision:
+    """A person's decision: approve, edit, respond or reject — expiry and cancelling are not
+    theirs to take."""
+    if not isinstance(decision, Approve | Edit | Respond | Reject):
+        raise InvalidDecisionError(
+            f"a decision is Approve, Edit, Respond or Reject, not {decision!r}"
+        )
+    scope = decision.always if isinstance(decision, Approve) else None
+    if scope is not None and scope.kind not in ("run", "thread", "agent", "global"):
+        raise InvalidDecisionError(
+            f"unknown scope {scope.kind!r}; use run, thread, agent or global"
+        )
+    if isinstance(decision, Respond) and not decision.content.strip():
+        raise InvalidDecisionError("a response needs text: it becomes the tool's result")
+    return decision

@@ -126,6 +126,7 @@ class Store(Protocol):
         plan: Callable[[list[Grant], dict[str, tuple[ExternalRecord, Approval | None]]], HoldPlan],
         *,
         keys: Sequence[str] = (),
+        durable: bool = True,
     ) -> tuple[HoldPlan, list[StoredEvent]]: ...
 
     async def resume_turn(

@@ -52,6 +52,7 @@ _INSERT_LINK = _insert_ignoring(_links)
 _INSERT_LEDGER = _insert_ignoring(_ledger)
 _INSERT_HISTORY = _insert_ignoring(_history)
 _FIND_CALLS = select(_calls).where(_calls.c.key.in_(bindparam("keys", expanding=True)))
+_FIND_CALL = select(_calls).where(_calls.c.key == bindparam("key"))
 _THREAD = (_history.c.origin == bindparam("o"), _history.c.thread_id == bindparam("t"))
 _HISTORY = select(_history.c.data).where(*_THREAD).order_by(_history.c.seq)
 _LENGTH = select(func.count()).where(*_THREAD)
@@ -136,7 +137,11 @@ def find_external(connection: Connection, keys: Sequence[str]) -> dict[str, Exte
     """The records of the keys judged before, in the caller's transaction."""
     if not keys:
         return {}
-    rows = execute(connection, _FIND_CALLS, {"keys": list(keys)}).all()
+    rows = (
+        execute(connection, _FIND_CALL, {"key": keys[0]}).all()
+        if len(keys) == 1
+        else execute(connection, _FIND_CALLS, {"keys": list(keys)}).all()
+    )
     return {row.key: _record(row) for row in rows}
 
 

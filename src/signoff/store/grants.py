@@ -43,6 +43,12 @@ _IN_FORCE = (
     )
     .order_by(_grants.c.created_at)
 )
+_IN_FORCE_ONE = (
+    select(_grants)
+    .where(_grants.c.revoked_at.is_(None), _grants.c.tool == bindparam("tool"))
+    .order_by(_grants.c.created_at)
+)
+"""`_IN_FORCE` for one tool: a list spelt out at each execution costs more than the query."""
 
 
 class GrantStore:
@@ -99,7 +105,12 @@ class GrantStore:
 
 def in_force(connection: Connection, tools: Sequence[str]) -> list[Grant]:
     """The grants in force for any of `tools`, oldest first, in the caller's transaction."""
-    return [_grant(row) for row in execute(connection, _IN_FORCE, {"tools": list(tools)})]
+    rows = (
+        execute(connection, _IN_FORCE_ONE, {"tool": tools[0]})
+        if len(tools) == 1
+        else execute(connection, _IN_FORCE, {"tools": list(tools)})
+    )
+    return [_grant(row) for row in rows]
 
 
 def count_uses(connection: Connection, plan: HoldPlan) -> set[str]:
