@@ -32,7 +32,7 @@ from collections.abc import (
 )
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from signoff import telemetry
 from signoff.errors import (
@@ -62,6 +62,7 @@ __all__ = ["ExternalRuns", "Pause", "Resumed", "Resumer", "Step", "connect"]
 
 logger = logging.getLogger("signoff.external")
 T = TypeVar("T")
+V = TypeVar("V")
 
 LEASE = timedelta(minutes=5)
 
@@ -133,7 +134,8 @@ class ExternalRuns:
         self.ledger = ledger or Ledger(gate.store, renew_on=bridge.loop)
         self._anywhere = bool(getattr(gate.store, "any_loop", False))
         self.previews = previews if isinstance(previews, Previews) else Previews(previews)
-        self._records = _Records()
+        self._records: _Seen[ExternalRecord] = _Seen()
+        self._decided: _Seen[Approval] = _Seen()
         self._closers: list[Callable[[], Coroutine[Any, Any, Any]]] = []
 
     async def near(self, coro: Coroutine[Any, Any, T]) -> T:
@@ -162,7 +164,7 @@ class ExternalRuns:
             thread_id=thread, requested_by=requested_by, origin=self.origin, turn=turn
         )
         outcomes = await self.near(self.gate.hold_external(calls, context, previews=self.previews))
-        self._records.add(o.record for o in outcomes if o.record is not None)
+        self._records.add((o.record.key, o.record) for o in outcomes if o.record is not None)
         return outcomes
 
     async def judged(
@@ -174,6 +176,9 @@ class ExternalRuns:
         turn: str | None = None,
     ) -> dict[str, Held]:
         """`judge` the turn's calls: how each stands, by call id (as `held` says it)."""
+        ids = [c.id for c in calls]
+        if len(self._records.get_many({self.key(thread, i, turn) for i in ids})) == len(set(ids)):
+            return await self.held(thread, ids, turn=turn)  # judged before: only read again
         outcomes = await self.judge(calls, thread=thread, requested_by=requested_by, turn=turn)
         # The record a call is kept under, with its approval as the same transaction read it —
         # but for a held call proposed again with other arguments, blocked without it.
@@ -192,24 +197,42 @@ class ExternalRuns:
             return known
 
         async def read() -> dict[str, Held]:
-            keys = {self.key(thread, i, turn): i for i in call_ids}
-            records = self._records.get_many(keys)
-            missing = [k for k in keys if k not in records]
-            if missing:
-                found = await self.store.external_calls(missing)
-                self._records.add(found.values())
-                records.update(found)
+            records = await self.records(thread, call_ids, turn=turn)
             ids = [r.approval_id for r in records.values() if r.approval_id is not None]
-            approvals = {a.id: a for a in await self.store.get_approvals(ids)} if ids else {}
+            approvals = await self.approvals(ids)
             return {
-                keys[k]: Held(
+                call_id: Held(
                     record=r,
                     approval=None if r.approval_id is None else approvals.get(r.approval_id),
                 )
-                for k, r in records.items()
+                for call_id, r in records.items()
             }
 
         return await self.near(read())
+
+    async def records(
+        self, thread: str, call_ids: Sequence[str], *, turn: str | None = None
+    ) -> dict[str, ExternalRecord]:
+        """How the calls of `thread` (and `turn`) were judged, by call id: the verdicts alone,
+        which never change (`held` adds the approvals as they stand)."""
+        keys = {self.key(thread, i, turn): i for i in call_ids}
+        records = self._records.get_many(keys)
+        missing = [k for k in keys if k not in records]
+        if missing:
+            found = await self.near(self.store.external_calls(missing))
+            self._records.add(found.items())
+            records.update(found)
+        return {keys[k]: r for k, r in records.items()}
+
+    async def approvals(self, ids: Sequence[str]) -> dict[str, Approval]:
+        """The approvals by id as they stand (read from the store unless decided: final)."""
+        found = self._decided.get_many(ids)
+        wanted = [i for i in ids if i not in found]
+        if wanted:
+            read = await self.store.get_approvals(wanted)
+            self._decided.add((a.id, a) for a in read if not a.pending)
+            found.update((a.id, a) for a in read)
+        return found
 
     def known(
         self, thread: str, call_ids: Sequence[str], *, turn: str | None = None
@@ -471,7 +494,7 @@ class ExternalRuns:
         records = self._records.get_many([key])
         if key not in records:
             records = await self.store.external_calls([key])
-            self._records.add(records.values())
+            self._records.add(records.items())
         record = records.get(key)
         problem: str | None
         if record is None:
@@ -481,8 +504,9 @@ class ExternalRuns:
         elif record.kind == "run":
             problem = _mismatch(call, record.digest, "it was judged")
         else:
-            found = await self.store.get_approvals([record.approval_id or ""])
-            approval = found[0] if found else None
+            approval = (await self.approvals([record.approval_id or ""])).get(
+                record.approval_id or ""
+            )
             if approval is None or approval.status not in ("approved", "edited"):
                 status = "missing" if approval is None else approval.status
                 problem = f"it was not approved (its approval is {status})"
@@ -720,24 +744,24 @@ class Resumer:
         return stop
 
 
-class _Records:
-    """The verdicts this process has seen, by key, most recent kept (a verdict never changes:
-    a key is judged once, and judged again it is the same record)."""
+class _Seen(Generic[V]):
+    """What this process has read or written that never changes again (a verdict: a key is
+    judged once; a decided approval: a decision is final), by key, the most recent kept."""
 
     LIMIT = 8_192
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._by_key: dict[str, ExternalRecord] = {}
+        self._by_key: dict[str, V] = {}
 
-    def get_many(self, keys: Iterable[str]) -> dict[str, ExternalRecord]:
+    def get_many(self, keys: Iterable[str]) -> dict[str, V]:
         with self._lock:
-            return {k: r for k in keys if (r := self._by_key.get(k)) is not None}
+            return {k: v for k in keys if (v := self._by_key.get(k)) is not None}
 
-    def add(self, records: Iterable[ExternalRecord]) -> None:
+    def add(self, items: Iterable[tuple[str, V]]) -> None:
         with self._lock:
-            for record in records:
-                self._by_key[record.key] = record
+            for key, value in items:
+                self._by_key[key] = value
             while len(self._by_key) > self.LIMIT:
                 del self._by_key[next(iter(self._by_key))]
 

@@ -217,10 +217,10 @@ class SignoffAgent:
         output = result.output
         if isinstance(output, DeferredToolRequests) and output.approvals:
             turn = _turn(result.all_messages(), output.approvals[0].tool_call_id)
-            held = await self.runs.held(
+            records = await self.runs.records(
                 thread, [c.tool_call_id for c in output.approvals], turn=turn
             )
-            asked = [h.approval.id for h in held.values() if h.approval is not None]
+            asked = [r.approval_id for r in records.values() if r.approval_id is not None]
             if asked:
                 await self.runs.pause(
                     thread=thread,
