@@ -62,10 +62,10 @@ class Ledger:
         taken for dead at once."""
         self.poll_interval = poll_interval
         self.owner = owner or f"{_HOST}:{os.getpid()}:{new_id()[-8:]}"
-        self.renew_on = renew_on
+        self.renew_on = renew_on if getattr(store, "any_loop", False) else None
         """The loop claims are renewed on (a `Bridge`'s, running on a thread of its own), so
-        that a caller's loop kept busy by the call itself does not stop the renewals; None:
-        the loop each claim is made on."""
+        that a caller's loop kept busy by the call itself does not stop the renewals — for a
+        store that serves any loop; None: the loop each claim is made on."""
 
     async def once(
         self,

@@ -1,0 +1,205 @@
+"""The store's work near its caller (issue 36): where the store serves any loop (SQLite, on
+threads of its own), `ExternalRuns` awaits it on the caller's loop — or, from synchronous code, on
+a loop of the calling thread's own — with no hop to the bridge's thread and back; a claim made
+there is still renewed on the bridge's loop, whatever the caller's loop is busy with. What never
+changes is read once: a turn judged before is read, not judged again in a write; a decided
+approval is not read again. Judging calls the policy allows does not wait for the disk: the
+durable claim before each runs does."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import threading
+import warnings
+from collections.abc import Awaitable, Callable, Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from signoff import Approve, Policy, ToolCall
+from signoff.gate import Gate
+from signoff.gate.bridge import run_here
+from signoff.gate.external import ExternalRuns, connect
+from signoff.store import SQLStore
+from tests.deadline import HANG
+
+POLICY = Policy.from_dict({"rules": [{"allow": "lookup"}, {"ask": "send_email"}]})
+
+
+def lookup(call_id: str = "c1") -> ToolCall:
+    return ToolCall(id=call_id, name="lookup", args={"key": "q3"})
+
+
+def email(call_id: str = "c2") -> ToolCall:
+    return ToolCall(id=call_id, name="send_email", args={"to": "ops@example.com"})
+
+
+@pytest.fixture
+def runs(tmp_path: Path) -> Iterator[ExternalRuns]:
+    """signoff opened as the integrations' docs open it: SQLite, on a bridge of its own."""
+    opened = connect(POLICY, origin="near", database=f"sqlite:///{tmp_path / 's.db'}")
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def spy(store: Any, name: str) -> list[tuple[asyncio.AbstractEventLoop, threading.Thread]]:
+    """Where each call of the store's method `name` ran: its loop and its thread."""
+    seen: list[tuple[asyncio.AbstractEventLoop, threading.Thread]] = []
+    real: Callable[..., Awaitable[Any]] = getattr(store, name)
+
+    async def wrapped(*args: Any, **kwargs: Any) -> Any:
+        seen.append((asyncio.get_running_loop(), threading.current_thread()))
+        return await real(*args, **kwargs)
+
+    setattr(store, name, wrapped)
+    return seen
+
+
+async def test_an_async_caller_awaits_the_stores_work_on_its_own_loop(runs: ExternalRuns):
+    here = asyncio.get_running_loop()
+    judged, claimed, finished = (
+        spy(runs.store, name) for name in ("hold", "ledger_claim", "ledger_finish")
+    )
+    found = await runs.judged([lookup()], thread="t1")
+    key = runs.key("t1", "c1")
+    step = await runs.step(found["c1"], lookup(), key=key)
+    assert step.kind == "run"
+    ran: list[str] = []
+
+    async def call() -> str:
+        ran.append("lookup")
+        return "value"
+
+    assert await runs.once(key, lookup(), call) == "value"
+    assert await runs.once(key, lookup(), call) == "value"  # recorded: not run again
+    assert ran == ["lookup"]
+    assert [loop for loop, _ in judged + claimed + finished] == [here] * 4
+    assert runs.bridge.loop is not here
+
+
+async def test_a_claim_is_renewed_on_the_bridges_loop_while_the_callers_loop_is_busy(
+    runs: ExternalRuns,
+):
+    """A call that keeps its caller's loop busy (a synchronous tool inside an async one) does
+    not stop its claim's renewals: they run on the bridge's loop, and the claim holds."""
+    runs.ledger.lease = timedelta(seconds=0.3)  # renewed every 0.1 s
+    renewals = spy(runs.store, "ledger_renew")
+    renewed = threading.Event()
+    real = runs.store.ledger_renew
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        result = await real(*args, **kwargs)
+        if len(renewals) >= 2:
+            renewed.set()
+        return result
+
+    runs.store.ledger_renew = counted  # type: ignore[method-assign]
+    await runs.judge([lookup()], thread="t1")
+    key = runs.key("t1", "c1")
+    claim = await runs.claim(key, lookup())
+    assert renewed.wait(HANG)  # this loop blocked all along: the renewals ran elsewhere
+    assert {loop for loop, _ in renewals} == {runs.bridge.loop}
+    assert await runs.finish(claim, "value") == "value"  # type: ignore[arg-type]
+    assert not claim.lost.is_set()  # type: ignore[union-attr]
+    recorded = await runs.claim(key, lookup())
+    assert getattr(recorded, "value", None) == "value"
+
+
+def test_synchronous_callers_run_the_stores_work_on_a_loop_of_their_own_thread(
+    runs: ExternalRuns,
+):
+    judged = spy(runs.store, "hold")
+    loops: list[asyncio.AbstractEventLoop] = []
+
+    def caller() -> None:
+        runs.run_near(runs.judged([lookup()], thread="t1"))
+        runs.run_near(runs.judged([lookup("c3")], thread="t1"))
+        loops.extend(loop for loop, _ in judged)
+
+    thread = threading.Thread(target=caller)
+    thread.start()
+    thread.join(HANG)
+    assert [t for _, t in judged] == [thread, thread]
+    assert loops[0] is loops[1] is not runs.bridge.loop  # one loop, kept for the thread
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        del judged[:]
+        gc.collect()
+    assert loops[0].is_closed()  # closed with its thread, not left to warn when collected
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+
+
+def test_run_here_refuses_a_thread_with_a_running_loop():
+    async def inside() -> None:
+        async def nothing() -> None:
+            return None
+
+        with pytest.raises(RuntimeError, match="for synchronous code"):
+            run_here(nothing())
+
+    asyncio.run(inside())
+
+
+async def test_a_turn_judged_before_is_read_again_not_judged_in_a_write(store: SQLStore):
+    runs = ExternalRuns(Gate(POLICY, store), origin="near")
+    judged = spy(store, "hold")
+    first = await runs.judged([lookup(), email()], thread="t1")
+    again = await runs.judged([lookup(), email()], thread="t1")
+    assert len(judged) == 1
+    assert again == first
+    approval = first["c2"].approval
+    assert approval is not None and approval.pending
+    await runs.gate.decide(approval.id, Approve(), actor="bob")
+    decided = await runs.judged([lookup(), email()], thread="t1")  # the approval as it stands
+    assert decided["c2"].approval is not None and decided["c2"].approval.status == "approved"
+    assert len(judged) == 1
+    # Another process, which saw nothing of it, judges in the store and finds the same.
+    other = await ExternalRuns(Gate(POLICY, store), origin="near").judged(
+        [lookup(), email()], thread="t1"
+    )
+    assert other == decided
+
+
+async def test_a_decided_approval_is_read_once(store: SQLStore):
+    runs = ExternalRuns(Gate(POLICY, store), origin="near")
+    found = await runs.judged([email()], thread="t1")
+    approval = found["c2"].approval
+    assert approval is not None
+    reads = spy(store, "get_approvals")
+    assert (await runs.held("t1", ["c2"]))["c2"].approval == approval  # pending: read
+    await runs.gate.decide(approval.id, Approve(), actor="bob")
+    for _ in range(2):
+        assert (await runs.held("t1", ["c2"]))["c2"].approval.status == "approved"  # type: ignore[union-attr]
+    key = runs.key("t1", "c2")
+    assert await runs.once(key, email(), _value) == "sent"
+    assert len(reads) == 2  # pending, then decided: final, not read again
+
+
+async def _value() -> str:
+    return "sent"
+
+
+async def test_judging_allowed_calls_does_not_wait_for_the_disk_and_the_claim_does(
+    store: SQLStore,
+):
+    runs = ExternalRuns(Gate(POLICY, store), origin="near")
+    writes: list[tuple[str, bool]] = []
+    real = store.run
+
+    async def recorded(work: Any, *, write: bool = True, durable: bool = True) -> Any:
+        if write:
+            writes.append((getattr(work, "__qualname__", ""), durable))
+        return await real(work, write=write, durable=durable)
+
+    store.run = recorded  # type: ignore[method-assign]
+    await runs.judged([lookup()], thread="t1")
+    await runs.once(runs.key("t1", "c1"), lookup(), _value)
+    await runs.judged([email()], thread="t2")  # an approval: durable
+    assert [d for name, d in writes if name.startswith("SQLStore.hold")] == [False, True]
+    assert [d for name, d in writes if "ledger_claim" in name] == [True]
+    assert [d for name, d in writes if "ledger_finish" in name] == [True]
