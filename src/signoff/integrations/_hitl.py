@@ -14,13 +14,13 @@ from typing import Annotated, Any, Literal, NotRequired, Union
 from annotated_types import Len
 from pydantic import (
     Discriminator,
+    GetCoreSchemaHandler,
     GetJsonSchemaHandler,
-    RootModel,
     StringConstraints,
     TypeAdapter,
 )
 from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import CoreSchema
+from pydantic_core import CoreSchema, core_schema
 from typing_extensions import TypedDict
 
 from signoff.errors import InvalidDecisionError
@@ -85,25 +85,31 @@ class _Ours(TypedDict):
 
 
 @functools.lru_cache(maxsize=64)
-def response_schema(count: int) -> type[RootModel[Any]]:
+def response_schema(count: int) -> type:
     """What a resume of an interrupt asking `count` calls may carry: LangGraph checks it before
-    saving it, so a malformed payload is refused and the interrupt can be answered again (the
-    validated payload is the model's ``root``).
+    saving it, so a malformed payload is refused and the interrupt can be answered again.
 
-    A model, made once per count: LangGraph builds a `TypeAdapter` of it, and shows its JSON
-    schema, at every interrupt and resume — for a model, with the core schema it keeps and the
-    JSON schema made here once, a few microseconds instead of milliseconds."""
+    A type made once per count that validates with an adapter made once, and shows a JSON
+    schema made once: LangGraph builds a `TypeAdapter` of it, and its JSON schema, at every
+    interrupt and resume — of the union itself, milliseconds each time."""
 
     Decisions = TypedDict(  # noqa: UP013 (built per count)
         "Decisions", {"decisions": Annotated[list[_OneDecision], Len(count, count)]}
     )
     shape = Union[_Ours, Decisions, dict[str, _OneDecision]]  # noqa: UP007
-    shown = _inlined(TypeAdapter(shape).json_schema())
+    adapter = TypeAdapter(shape)
+    shown = _inlined(adapter.json_schema())
 
-    class Response(RootModel[shape]):
+    class Response:
+        @classmethod
+        def __get_pydantic_core_schema__(
+            cls, source: Any, handler: GetCoreSchemaHandler
+        ) -> CoreSchema:
+            return core_schema.no_info_plain_validator_function(adapter.validate_python)
+
         @classmethod
         def __get_pydantic_json_schema__(
-            cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+            cls, schema: CoreSchema, handler: GetJsonSchemaHandler
         ) -> JsonSchemaValue:
             return copy.deepcopy(shown)
 

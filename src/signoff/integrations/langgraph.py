@@ -453,8 +453,7 @@ def unknown(tool_call: Mapping[str, Any], key: str, exc: OutcomeUnknown) -> Tool
 
 def _interrupt(asked: dict[str, Any]) -> Any:
     """Interrupt the node with `asked`; on resume, the payload (checked by LangGraph first)."""
-    value = interrupt(asked, response_schema=response_schema(len(asked["action_requests"])))
-    return value.root
+    return interrupt(asked, response_schema=response_schema(len(asked["action_requests"])))
 
 
 # -- small things --------------------------------------------------------------------------
