@@ -20,9 +20,12 @@ from typing import Any
 import pytest
 
 from signoff import Approve, Policy, ToolCall
+from signoff.errors import CallRefused
 from signoff.gate import Gate
 from signoff.gate.bridge import run_here
 from signoff.gate.external import ExternalRuns, connect
+from signoff.gate.once import Ledger
+from signoff.limits import MAX_ARGS_BYTES
 from signoff.store import SQLStore
 from tests.deadline import HANG
 
@@ -200,6 +203,67 @@ async def test_judging_allowed_calls_does_not_wait_for_the_disk_and_the_claim_do
     await runs.judged([lookup()], thread="t1")
     await runs.once(runs.key("t1", "c1"), lookup(), _value)
     await runs.judged([email()], thread="t2")  # an approval: durable
-    assert [d for name, d in writes if name.startswith("SQLStore.hold")] == [False, True]
+    await runs.judged([lookup("c3"), email("c4")], thread="t3")  # one approval among them
+    await runs.judged(
+        [ToolCall(id="c5", name="lookup", args={"key": "x" * MAX_ARGS_BYTES})], thread="t4"
+    )  # fmt: skip  (refused: its verdict is audited, durable)
+    # On PostgreSQL the server may crash alone and lose a commit that did not wait, while
+    # this process goes on: every judgement waits there.
+    relaxed = store.unsynced_commits_last
+    assert [d for name, d in writes if name.startswith("SQLStore.hold")] == [
+        not relaxed,
+        True,
+        True,
+        True,
+    ]
     assert [d for name, d in writes if "ledger_claim" in name] == [True]
     assert [d for name, d in writes if "ledger_finish" in name] == [True]
+
+
+async def test_a_decided_approval_read_again_is_a_copy_of_its_own(store: SQLStore):
+    """A tool may change the arguments it was handed: what the next caller reads, and what is
+    let through, is still the call as decided."""
+    runs = ExternalRuns(Gate(POLICY, store), origin="near")
+    approval = (await runs.judged([email()], thread="t1"))["c2"].approval
+    assert approval is not None
+    await runs.gate.decide(approval.id, Approve(), actor="bob")
+    read = (await runs.held("t1", ["c2"]))["c2"].approval
+    assert read is not None
+    read.call.args["to"] = "mallory@example.com"
+    again = (await runs.held("t1", ["c2"]))["c2"].approval
+    assert again is not None and again.call.args == {"to": "ops@example.com"}
+    with pytest.raises(CallRefused, match="not the call as it was approved"):
+        await runs.claim(runs.key("t1", "c2"), read.call)
+
+
+def test_a_ledger_of_the_apps_own_renews_while_a_synchronous_tool_runs(runs: ExternalRuns):
+    """From synchronous code the store's work runs on a loop of the calling thread's own, which
+    stands still while the tool runs: the claims are renewed on the bridge's loop, the
+    ledger given being the app's own too."""
+    ours = ExternalRuns(runs.gate, origin="near", bridge=runs.bridge,
+                        ledger=Ledger(runs.store, lease=timedelta(seconds=0.3)))  # fmt: skip
+    renewals = spy(runs.store, "ledger_renew")
+    renewed = threading.Event()
+    real = runs.store.ledger_renew
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        result = await real(*args, **kwargs)
+        if len(renewals) >= 2:
+            renewed.set()
+        return result
+
+    runs.store.ledger_renew = counted  # type: ignore[method-assign]
+    results: list[Any] = []
+
+    def caller() -> None:
+        ours.run_near(ours.judged([lookup()], thread="t1"))
+        key = ours.key("t1", "c1")
+        claim = ours.run_near(ours.claim(key, lookup()))
+        results.append(renewed.wait(HANG))  # the tool: this thread busy, its loop still
+        results.append(ours.run_near(ours.finish(claim, "value")))  # type: ignore[arg-type]
+
+    thread = threading.Thread(target=caller)
+    thread.start()
+    thread.join(HANG)
+    assert results == [True, "value"]
+    assert {loop for loop, _ in renewals} == {runs.bridge.loop}

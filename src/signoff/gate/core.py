@@ -275,13 +275,14 @@ class Gate(Timing):
             )
 
         # External calls the policy allows write only their records: the durable claim each
-        # needs before it runs makes those durable with it (lost before it, nothing ran).
+        # needs before it runs makes those durable with it (lost with the machine, they are).
         allowed = Context(run_id=context.run_id, thread_id=context.thread_id,
                           requested_by=context.requested_by)  # fmt: skip
         durable = (
             not keyed
             or then is not None
             or also_audit is not None
+            or not getattr(self.store, "unsynced_commits_last", False)
             or any(
                 self._admit(c)[1] is not None or self.engine.evaluate(c, allowed).kind != "allow"
                 for c in calls

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import hashlib
 import inspect
 import logging
@@ -131,7 +132,11 @@ class ExternalRuns:
                     "loop, pass bridge=, or use signoff.gate.external.connect()"
                 ) from None
         self.bridge = bridge
-        self.ledger = ledger or Ledger(gate.store, renew_on=bridge.loop)
+        self.ledger = ledger or Ledger(gate.store)
+        if self.ledger.renew_on is None and getattr(gate.store, "any_loop", False):
+            # The store's work may run on a caller's loop that stops (a thread's own, between
+            # synchronous calls) or is kept busy by the call: the claims renew on the bridge's.
+            self.ledger.renew_on = bridge.loop
         self._anywhere = bool(getattr(gate.store, "any_loop", False))
         self.previews = previews if isinstance(previews, Previews) else Previews(previews)
         self._records: _Seen[ExternalRecord] = _Seen()
@@ -199,7 +204,7 @@ class ExternalRuns:
         async def read() -> dict[str, Held]:
             records = await self.records(thread, call_ids, turn=turn)
             ids = [r.approval_id for r in records.values() if r.approval_id is not None]
-            approvals = await self.approvals(ids)
+            approvals = await self._approvals(ids)
             return {
                 call_id: Held(
                     record=r,
@@ -224,13 +229,14 @@ class ExternalRuns:
             records.update(found)
         return {keys[k]: r for k, r in records.items()}
 
-    async def approvals(self, ids: Sequence[str]) -> dict[str, Approval]:
-        """The approvals by id as they stand (read from the store unless decided: final)."""
-        found = self._decided.get_many(ids)
+    async def _approvals(self, ids: Sequence[str]) -> dict[str, Approval]:
+        """The approvals by id as they stand (read from the store unless decided: final). Each
+        caller gets its own copy: a call's arguments are a dict it may change."""
+        found = {i: copy.deepcopy(a) for i, a in self._decided.get_many(ids).items()}
         wanted = [i for i in ids if i not in found]
         if wanted:
             read = await self.store.get_approvals(wanted)
-            self._decided.add((a.id, a) for a in read if not a.pending)
+            self._decided.add((a.id, copy.deepcopy(a)) for a in read if not a.pending)
             found.update((a.id, a) for a in read)
         return found
 
@@ -504,7 +510,7 @@ class ExternalRuns:
         elif record.kind == "run":
             problem = _mismatch(call, record.digest, "it was judged")
         else:
-            approval = (await self.approvals([record.approval_id or ""])).get(
+            approval = (await self._approvals([record.approval_id or ""])).get(
                 record.approval_id or ""
             )
             if approval is None or approval.status not in ("approved", "edited"):

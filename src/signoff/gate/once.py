@@ -171,7 +171,7 @@ class Claim:
         self._halted = False
         self._renewing: asyncio.Task[None] | None = None
         self._remote: concurrent.futures.Future[None] | None = None
-        if there is None or there is self._loop or there.is_closed():
+        if there is None or there is self._loop or not there.is_running():
             self._renewing = asyncio.create_task(self._renew())
         else:
             self._there = there
@@ -268,9 +268,10 @@ class Claim:
         assert self._there is not None
         with contextlib.suppress(RuntimeError):  # its loop closed: the renewals ended with it
             self._there.call_soon_threadsafe(self._halt)
-        if wait:
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.wrap_future(self._remote)
+        if wait and self._there.is_running():
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                async with asyncio.timeout(10):  # its loop may stop before it ends
+                    await asyncio.wrap_future(self._remote)
 
 
 def _recorded(key: str, result: dict[str, Any] | None) -> Any:

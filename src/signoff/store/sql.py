@@ -126,6 +126,13 @@ class SQLStore(
         return isinstance(self.runner, ThreadRunner)
 
     @property
+    def unsynced_commits_last(self) -> bool:
+        """Whether a commit that did not wait for the disk is lost only with the machine: SQLite
+        writes it to its WAL file before it returns, so it outlives this process; PostgreSQL's
+        server may crash alone and lose it while this process goes on."""
+        return self.engine.dialect.name == "sqlite"
+
+    @property
     def notifies_across_processes(self) -> bool:
         """PostgreSQL tells other processes of decisions; SQLite waiters poll."""
         return self.engine.dialect.name == "postgresql"
