@@ -27,8 +27,10 @@ __all__ = [
     "Latency",
     "Limit",
     "Target",
+    "added_target",
     "asyncpg_url",
     "environment",
+    "held_target",
     "latency",
     "ms",
     "percentile",
@@ -89,6 +91,28 @@ class Target:
     status: Literal["met", "MISSED", "not measured"]
     limit: Limit | None = None
     """The limit measured in the same run, where the goal has one (issue 22)."""
+
+
+def added_target(name: str, mine: float, theirs: float, limit: float, peer: str) -> Target:
+    """Issue 36's goal for an allowed call: at most `limit` ms more than `peer` (p50s)."""
+    return Target(
+        name=name,
+        goal=f"≤ +{ms(limit)} ms over {peer}",
+        value=f"+{ms(mine - theirs)} ms ({mine / theirs:.2f}x)" if theirs > 0 else "—",
+        status="met" if mine - theirs <= limit else "MISSED",
+    )
+
+
+def held_target(name: str, mine: float, theirs: float, size: int, peer: str) -> Target:
+    """Issue 36's goal for a held call against `peer` in the same run: no slower at N = 10,
+    faster from N = 100 up."""
+    met = mine <= theirs if size <= 10 else mine < theirs
+    return Target(
+        name=name,
+        goal=f"{'≤' if size <= 10 else '<'} 1.00x {peer}",
+        value=f"{mine / theirs:.2f}x" if theirs > 0 else "—",
+        status="met" if met else "MISSED",
+    )
 
 
 def print_targets(console: Console, goals: Sequence[Target]) -> None:

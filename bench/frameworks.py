@@ -117,7 +117,17 @@ from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults
 from pydantic_core import to_json
 from rich.table import Table
 
-from _common import Latency, Target, environment, latency, ms, print_targets, wide_console
+from _common import (
+    Latency,
+    Target,
+    added_target,
+    environment,
+    held_target,
+    latency,
+    ms,
+    print_targets,
+    wide_console,
+)
 from signoff import Approve, Policy, __version__
 from signoff.gate.external import ExternalRuns, connect
 from signoff.integrations import agno, google_adk, openai_agents, pydantic_ai
@@ -688,20 +698,20 @@ def targets(results: dict[str, Figures]) -> list[Target]:
     goals: list[Target] = []
     for name, figures in results.items():
         plain, ours = figures.allowed["plain"].p50_ms, figures.allowed["signoff"].p50_ms
-        goals.append(Target(
-            name=f"{name}: allowed call", goal=f"≤ +{ms(ALLOWED_GOAL_MS)} over the plain agent",
-            value=f"+{ms(ours - plain)} ({times(ours, plain)})",
-            status="met" if ours - plain <= ALLOWED_GOAL_MS else "MISSED",
-        ))  # fmt: skip
+        goals.append(
+            added_target(f"{name}: allowed call", ours, plain, ALLOWED_GOAL_MS, "the plain agent")
+        )
         for size, sides in figures.held.items():
-            for what in ("pause", "resume"):
-                theirs, mine = sides[f"own {what}"].p50_ms, sides[f"signoff {what}"].p50_ms
-                met = mine <= theirs if size <= 10 else mine < theirs
-                goals.append(Target(
-                    name=f"{name}: held call, {what}, N={size:,}",
-                    goal="≤ 1.00x the SDK's own" if size <= 10 else "< 1.00x the SDK's own",
-                    value=times(mine, theirs), status="met" if met else "MISSED",
-                ))  # fmt: skip
+            goals += [
+                held_target(
+                    f"{name}: held call, {what}, N={size:,}",
+                    sides[f"signoff {what}"].p50_ms,
+                    sides[f"own {what}"].p50_ms,
+                    size,
+                    "the SDK's own",
+                )
+                for what in ("pause", "resume")
+            ]
     return goals
 
 

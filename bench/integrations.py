@@ -75,7 +75,17 @@ from langgraph.types import Command
 from psycopg.rows import dict_row
 from rich.table import Table
 
-from _common import Latency, Target, environment, latency, ms, print_targets, wide_console
+from _common import (
+    Latency,
+    Target,
+    added_target,
+    environment,
+    held_target,
+    latency,
+    ms,
+    print_targets,
+    wide_console,
+)
 from signoff import Approve, Policy, __version__
 from signoff.integrations.langchain import SignoffMiddleware, connect
 
@@ -443,21 +453,19 @@ def targets(results: Sequence[BackendResult]) -> list[Target]:
     for result in results:
         hitl, ours = result.allowed["hitl"].invoke.p50_ms, result.allowed["signoff"].invoke.p50_ms
         limit = ALLOWED_GOAL_MS[result.backend]
-        goals.append(Target(
-            name=f"{result.backend}: allowed call", goal=f"≤ +{ms(limit)} over HITL not asking",
-            value=f"+{ms(ours - hitl)} ({times(ours, hitl)})",
-            status="met" if ours - hitl <= limit else "MISSED",
-        ))  # fmt: skip
+        name = f"{result.backend}: allowed call"
+        goals.append(added_target(name, ours, hitl, limit, "HITL not asking"))
         for size, sides in result.held.items():
-            for what, field_name in (("pause", "pause"), ("resume", "resume_to_end")):
-                theirs = getattr(sides["hitl"], field_name).p50_ms
-                mine = getattr(sides["signoff"], field_name).p50_ms
-                met = mine <= theirs if size <= 10 else mine < theirs
-                goals.append(Target(
-                    name=f"{result.backend}: held call, {what}, N={size:,}",
-                    goal="≤ 1.00x HITL" if size <= 10 else "< 1.00x HITL",
-                    value=times(mine, theirs), status="met" if met else "MISSED",
-                ))  # fmt: skip
+            goals += [
+                held_target(
+                    f"{result.backend}: held call, {what}, N={size:,}",
+                    getattr(sides["signoff"], field).p50_ms,
+                    getattr(sides["hitl"], field).p50_ms,
+                    size,
+                    "HITL",
+                )
+                for what, field in (("pause", "pause"), ("resume", "resume_to_end"))
+            ]
     return goals
 
 

@@ -63,6 +63,22 @@ def spy(store: Any, name: str) -> list[tuple[asyncio.AbstractEventLoop, threadin
     return seen
 
 
+def renewing(store: Any) -> tuple[list[tuple[asyncio.AbstractEventLoop, Any]], threading.Event]:
+    """Where the store's claims are renewed (`spy`), and an event set once two renewals ran."""
+    renewals = spy(store, "ledger_renew")
+    renewed = threading.Event()
+    real = store.ledger_renew
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        result = await real(*args, **kwargs)
+        if len(renewals) >= 2:
+            renewed.set()
+        return result
+
+    store.ledger_renew = counted
+    return renewals, renewed
+
+
 async def test_an_async_caller_awaits_the_stores_work_on_its_own_loop(runs: ExternalRuns):
     here = asyncio.get_running_loop()
     judged, claimed, finished = (
@@ -91,17 +107,7 @@ async def test_a_claim_is_renewed_on_the_bridges_loop_while_the_callers_loop_is_
     """A call that keeps its caller's loop busy (a synchronous tool inside an async one) does
     not stop its claim's renewals: they run on the bridge's loop, and the claim holds."""
     runs.ledger.lease = timedelta(seconds=0.3)  # renewed every 0.1 s
-    renewals = spy(runs.store, "ledger_renew")
-    renewed = threading.Event()
-    real = runs.store.ledger_renew
-
-    async def counted(*args: Any, **kwargs: Any) -> Any:
-        result = await real(*args, **kwargs)
-        if len(renewals) >= 2:
-            renewed.set()
-        return result
-
-    runs.store.ledger_renew = counted  # type: ignore[method-assign]
+    renewals, renewed = renewing(runs.store)
     await runs.judge([lookup()], thread="t1")
     key = runs.key("t1", "c1")
     claim = await runs.claim(key, lookup())
@@ -242,17 +248,7 @@ def test_a_ledger_of_the_apps_own_renews_while_a_synchronous_tool_runs(runs: Ext
     ledger given being the app's own too."""
     ours = ExternalRuns(runs.gate, origin="near", bridge=runs.bridge,
                         ledger=Ledger(runs.store, lease=timedelta(seconds=0.3)))  # fmt: skip
-    renewals = spy(runs.store, "ledger_renew")
-    renewed = threading.Event()
-    real = runs.store.ledger_renew
-
-    async def counted(*args: Any, **kwargs: Any) -> Any:
-        result = await real(*args, **kwargs)
-        if len(renewals) >= 2:
-            renewed.set()
-        return result
-
-    runs.store.ledger_renew = counted  # type: ignore[method-assign]
+    renewals, renewed = renewing(runs.store)
     results: list[Any] = []
 
     def caller() -> None:
