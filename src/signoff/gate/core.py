@@ -244,14 +244,16 @@ class Gate(Timing):
             else {}
         )
         shown = {} if not previews else await self._previews(calls, context, previews, keys)
+        admitted = [self._admit(c) for c in calls]  # (digest, problem) of each call
 
         def plan(
             grants: list[Grant], found: dict[str, tuple[ExternalRecord, Approval | None]]
         ) -> HoldPlan:
             current = tuple(g for g in map(self.grant_now, grants) if g is not None)
             outcomes, held, audit, records = self._judge(
-                calls, context, current, now, batch_id, keys=keys, found=found, previews=shown
-            )
+                calls, admitted, context, current, now, batch_id, keys=keys, found=found,
+                previews=shown,
+            )  # fmt: skip
             write = None if then is None else then(outcomes)
             if also_audit is not None:
                 audit += also_audit(outcomes)
@@ -284,8 +286,8 @@ class Gate(Timing):
             or also_audit is not None
             or not getattr(self.store, "unsynced_commits_last", False)
             or any(
-                self._admit(c)[1] is not None or self.engine.evaluate(c, allowed).kind != "allow"
-                for c in calls
+                problem is not None or self.engine.evaluate(c, allowed).kind != "allow"
+                for c, (_, problem) in zip(calls, admitted, strict=True)
             )
         )
         with telemetry.span("signoff.judge", current=False) as span:
@@ -344,6 +346,7 @@ class Gate(Timing):
     def _judge(
         self,
         calls: Sequence[ToolCall],
+        admitted: Sequence[tuple[str | None, str | None]],
         context: CheckContext,
         grants: tuple[Grant, ...],
         now: datetime,
@@ -366,8 +369,7 @@ class Gate(Timing):
         held: list[Approval] = []
         audit: list[AuditRecord] = []
         records: list[ExternalRecord] = []
-        for call in calls:
-            digest, problem = self._admit(call)
+        for call, (digest, problem) in zip(calls, admitted, strict=True):
             key = keys.get(call.id)
             if key is not None and key in found:
                 outcomes.append(replace(_recorded(call, digest, *found[key]), record=found[key][0]))
