@@ -147,8 +147,8 @@ async def note(client: Client, n: int) -> None:
 
 
 async def read(client: Client, n: int) -> None:
-    result = await client.read_resource(f"note://{n}")
-    assert result.contents[0].text == f"note://{n}"  # type: ignore[union-attr]
+    result = await client.read_resource(f"note://n{n}")
+    assert result.contents[0].text == f"note://n{n}"  # type: ignore[union-attr]
 
 
 async def ask(client: Client, n: int) -> None:
