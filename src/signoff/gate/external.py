@@ -132,12 +132,12 @@ class ExternalRuns:
                     "loop, pass bridge=, or use signoff.gate.external.connect()"
                 ) from None
         self.bridge = bridge
+        self._anywhere = bool(getattr(gate.store, "any_loop", False))
         self.ledger = ledger or Ledger(gate.store)
-        if self.ledger.renew_on is None and getattr(gate.store, "any_loop", False):
+        if self.ledger.renew_on is None and self._anywhere:
             # The store's work may run on a caller's loop that stops (a thread's own, between
             # synchronous calls) or is kept busy by the call: the claims renew on the bridge's.
             self.ledger.renew_on = bridge.loop
-        self._anywhere = bool(getattr(gate.store, "any_loop", False))
         self.previews = previews if isinstance(previews, Previews) else Previews(previews)
         self._records: _Seen[ExternalRecord] = _Seen()
         self._decided: _Seen[Approval] = _Seen()
