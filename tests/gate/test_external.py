@@ -31,8 +31,8 @@ from signoff import (
 from signoff.errors import CallRefused, ExecutionFailed, OutcomeUnknown, SignoffError, StoreError
 from signoff.gate import CheckContext, Gate
 from signoff.gate.bridge import Bridge
-from signoff.gate.core import external_key
 from signoff.gate.external import ExternalRuns, Pause, Resumer, connect
+from signoff.gate.ids import external_key
 from signoff.gate.once import Ledger, Recorded
 from signoff.store import SQLStore, Store
 from signoff.store.external import LedgerClaim

@@ -3,8 +3,8 @@ threads of its own), `ExternalRuns` awaits it on the caller's loop — or, from 
 a loop of the calling thread's own — with no hop to the bridge's thread and back; a claim made
 there is still renewed on the bridge's loop, whatever the caller's loop is busy with. What never
 changes is read once: a turn judged before is read, not judged again in a write; a decided
-approval is not read again. Judging calls the policy allows does not wait for the disk: the
-durable claim before each runs does."""
+approval is not read again. A verdict to run is written with the call's claim, in one durable
+transaction; on SQLite the result recorded after the call does not wait for the disk."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ def renewing(store: Any) -> tuple[list[tuple[asyncio.AbstractEventLoop, Any]], t
 async def test_an_async_caller_awaits_the_stores_work_on_its_own_loop(runs: ExternalRuns):
     here = asyncio.get_running_loop()
     judged, claimed, finished = (
-        spy(runs.store, name) for name in ("hold", "ledger_claim", "ledger_finish")
+        spy(runs.store, name) for name in ("external_calls", "ledger_claim", "ledger_finish")
     )
     found = await runs.judged([lookup()], thread="t1")
     key = runs.key("t1", "c1")
@@ -97,7 +97,8 @@ async def test_an_async_caller_awaits_the_stores_work_on_its_own_loop(runs: Exte
     assert await runs.once(key, lookup(), call) == "value"
     assert await runs.once(key, lookup(), call) == "value"  # recorded: not run again
     assert ran == ["lookup"]
-    assert [loop for loop, _ in judged + claimed + finished] == [here] * 4
+    assert judged == []  # a verdict to run, known here: written with the claim
+    assert [loop for loop, _ in claimed + finished] == [here] * 3
     assert runs.bridge.loop is not here
 
 
@@ -126,8 +127,8 @@ def test_synchronous_callers_run_the_stores_work_on_a_loop_of_their_own_thread(
     loops: list[asyncio.AbstractEventLoop] = []
 
     def caller() -> None:
-        runs.run_near(runs.judged([lookup()], thread="t1"))
-        runs.run_near(runs.judged([lookup("c3")], thread="t1"))
+        runs.run_near(runs.judged([email()], thread="t1"))
+        runs.run_near(runs.judged([email("c3")], thread="t1"))
         loops.extend(loop for loop, _ in judged)
 
     thread = threading.Thread(target=caller)
@@ -193,37 +194,104 @@ async def _value() -> str:
     return "sent"
 
 
-async def test_judging_allowed_calls_does_not_wait_for_the_disk_and_the_claim_does(
-    store: SQLStore,
-):
-    runs = ExternalRuns(Gate(POLICY, store), origin="near")
+def recording(store: SQLStore) -> list[tuple[str, bool]]:
+    """Each write transaction of the store from now on: its work's name, and whether it
+    waited for the disk."""
     writes: list[tuple[str, bool]] = []
     real = store.run
 
     async def recorded(work: Any, *, write: bool = True, durable: bool = True) -> Any:
         if write:
-            writes.append((getattr(work, "__qualname__", ""), durable))
+            writes.append((getattr(work, "__qualname__", "").split(".")[0:2][-1], durable))
         return await real(work, write=write, durable=durable)
 
     store.run = recorded  # type: ignore[method-assign]
+    return writes
+
+
+async def test_a_verdict_to_run_is_written_with_the_claim_in_one_durable_transaction(
+    store: SQLStore,
+):
+    runs = ExternalRuns(Gate(POLICY, store), origin="near")
+    writes = recording(store)
+    key = runs.key("t1", "c1")
     await runs.judged([lookup()], thread="t1")
-    await runs.once(runs.key("t1", "c1"), lookup(), _value)
-    await runs.judged([email()], thread="t2")  # an approval: durable
-    await runs.judged([lookup("c3"), email("c4")], thread="t3")  # one approval among them
+    assert writes == []
+    assert await store.external_calls([key]) == {}  # nothing ran: nothing to keep yet
+    assert await runs.once(key, lookup(), _value) == "sent"
+    record = (await store.external_calls([key]))[key]
+    assert (record.kind, record.digest) == ("run", lookup().digest)
+    # The result after the call waits for the disk only where a commit that did not could be
+    # lost while this process goes on (PostgreSQL's server crashing alone).
+    relaxed = store.unsynced_commits_last
+    assert writes == [("ledger_claim", True), ("ledger_finish", not relaxed)]
+    # An approval, a refusal (audited), a batch with an approval in it: one durable write each.
+    del writes[:]
+    await runs.judged([email()], thread="t2")
+    await runs.judged([lookup("c3"), email("c4")], thread="t3")
     await runs.judged(
         [ToolCall(id="c5", name="lookup", args={"key": "x" * MAX_ARGS_BYTES})], thread="t4"
-    )  # fmt: skip  (refused: its verdict is audited, durable)
-    # On PostgreSQL the server may crash alone and lose a commit that did not wait, while
-    # this process goes on: every judgement waits there.
-    relaxed = store.unsynced_commits_last
-    assert [d for name, d in writes if name.startswith("SQLStore.hold")] == [
-        not relaxed,
-        True,
-        True,
-        True,
-    ]
-    assert [d for name, d in writes if "ledger_claim" in name] == [True]
-    assert [d for name, d in writes if "ledger_finish" in name] == [True]
+    )  # fmt: skip
+    assert writes == [("hold", True)] * 3
+
+
+async def test_a_verdict_written_first_by_another_process_stands(store: SQLStore):
+    """Two processes judge the same call: one under a policy that asks about it (a person
+    must approve it), this one under a policy that allows it, not written yet. The verdict in
+    the store stands: the call is refused, audited, and does not run — and once approved, it
+    runs, once."""
+    asking = ExternalRuns(
+        Gate(Policy.from_dict({"rules": [{"ask": "lookup"}]}), store), origin="near"
+    )
+    runs = ExternalRuns(Gate(POLICY, store), origin="near")
+    key = runs.key("t1", "c1")
+    assert (await runs.judged([lookup()], thread="t1"))["c1"].record.kind == "run"
+    held = (await asking.judged([lookup()], thread="t1"))["c1"]
+    assert held.record.kind == "hold" and held.approval is not None
+    ran: list[str] = []
+
+    async def call() -> str:
+        ran.append("lookup")
+        return "value"
+
+    with pytest.raises(CallRefused, match="not approved"):
+        await runs.once(key, lookup(), call)
+    assert ran == [] and await store.ledger_entry(key) is None
+    [refused] = [e for e in await store.audit_log() if e.action == "refused"]
+    assert refused.subject == held.approval.id
+    await runs.gate.decide(held.approval.id, Approve(), actor="bob")
+    assert await runs.once(key, lookup(), call) == "value"
+    assert await asking.once(key, lookup(), call) == "value"  # recorded
+    assert ran == ["lookup"]
+
+
+async def test_the_same_verdict_written_by_another_process_lets_the_call_run_once(
+    store: SQLStore,
+):
+    first = ExternalRuns(Gate(POLICY, store), origin="near")
+    second = ExternalRuns(Gate(POLICY, store), origin="near")
+    key = first.key("t1", "c1")
+    await first.judged([lookup()], thread="t1")
+    await second.judged([lookup()], thread="t1")
+    ran: list[str] = []
+
+    async def call() -> str:
+        ran.append("lookup")
+        return "value"
+
+    assert await second.once(key, lookup(), call) == "value"
+    assert await first.once(key, lookup(), call) == "value"  # its verdict is the one written
+    assert ran == ["lookup"]
+
+
+async def test_an_unwritten_verdict_lets_through_only_its_own_call(store: SQLStore):
+    runs = ExternalRuns(Gate(POLICY, store), origin="near")
+    key = runs.key("t1", "c1")
+    await runs.judged([lookup()], thread="t1")
+    other = ToolCall(id="c1", name="lookup", args={"key": "q4"})
+    with pytest.raises(CallRefused, match="changed since"):
+        await runs.once(key, other, _value)
+    assert await store.ledger_entry(key) is None and await store.external_calls([key]) == {}
 
 
 async def test_a_decided_approval_read_again_is_a_copy_of_its_own(store: SQLStore):

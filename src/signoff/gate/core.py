@@ -35,7 +35,7 @@ from signoff.gate.deciders import (
     vote,
 )
 from signoff.gate.edits import check_edit, usable_schema
-from signoff.gate.ids import new_id
+from signoff.gate.ids import external_key, new_id
 from signoff.gate.notifier import Notifier
 from signoff.gate.preview import Previews
 from signoff.gate.records import (
@@ -113,6 +113,8 @@ class Outcome:
     another replica), and this is that verdict — its approval as it stands now."""
     record: ExternalRecord | None = None
     """For a call of another framework's run: the record its verdict is kept under."""
+    written: bool = True
+    """False: a verdict to run, left to `hold`'s caller to write (`unwritten`)."""
 
 
 class Gate(Timing):
@@ -221,6 +223,7 @@ class Gate(Timing):
         then: Callable[[list[Outcome]], RunWrite | None] | None = None,
         also_audit: Callable[[list[Outcome]], list[AuditRecord]] | None = None,
         keyed: bool = False,
+        unwritten: Mapping[str, ExternalRecord] | None = None,
         previews: Previews | None = None,
     ) -> tuple[list[Outcome], list[StoredEvent]]:
         """`check`, with the run's step that goes with the outcomes (`then` makes it of them; it
@@ -228,9 +231,12 @@ class Gate(Timing):
         the grants read, the verdicts audited, the approvals created and the run's log
         appended, for one commit — and the audit entries `also_audit` makes of the outcomes
         (the MCP gateway's record of the calls it forwards at once). `keyed` keeps each
-        verdict under the call's key (`hold_external`). `previews` computes what each call it
-        has a preview for would change, before the transaction and within its bounds, for the
-        calls the policy asks about: it is kept with their approvals.
+        verdict under the call's key (`hold_external`). With `unwritten` (the verdicts by key
+        that the caller judged before and has yet to write), a batch the policy allows whole,
+        with nothing else to write, is judged without the store: its records are the caller's
+        to write with each call's claim (`Outcome.written`). `previews` computes what each
+        call it has a preview for would change, before the transaction and within its bounds,
+        for the calls the policy asks about: it is kept with their approvals.
         Returns the outcomes and the run's new events."""
         context = context or CheckContext()
         now = self._now()
@@ -245,11 +251,13 @@ class Gate(Timing):
         )
         shown = {} if not previews else await self._previews(calls, context, previews, keys)
         admitted = [self._admit(c) for c in calls]  # (digest, problem) of each call
+        known = {key: (record, None) for key, record in (unwritten or {}).items()}
 
         def plan(
             grants: list[Grant], found: dict[str, tuple[ExternalRecord, Approval | None]]
         ) -> HoldPlan:
             current = tuple(g for g in map(self.grant_now, grants) if g is not None)
+            found = known | found  # the store's verdict stands over one not written yet
             outcomes, held, audit, records = self._judge(
                 calls, admitted, context, current, now, batch_id, keys=keys, found=found,
                 previews=shown,
@@ -276,26 +284,25 @@ class Gate(Timing):
                 external=records,
             )
 
-        # External calls the policy allows write only their records: the durable claim each
-        # needs before it runs makes those durable with it (lost with the machine, they are).
+        # Allowed calls write only their records: the claim each needs to run writes them too.
         allowed = Context(run_id=context.run_id, thread_id=context.thread_id,
                           requested_by=context.requested_by)  # fmt: skip
-        durable = (
-            not keyed
-            or then is not None
-            or also_audit is not None
-            or not getattr(self.store, "unsynced_commits_last", False)
-            or any(
-                problem is not None or self.engine.evaluate(c, allowed).kind != "allow"
-                for c, (_, problem) in zip(calls, admitted, strict=True)
-            )
-        )
+        later = keyed and unwritten is not None and then is None and also_audit is None and all(
+            problem is None and self.engine.evaluate(c, allowed).kind == "allow"
+            for c, (_, problem) in zip(calls, admitted, strict=True)
+        )  # fmt: skip
         with telemetry.span("signoff.judge", current=False) as span:
-            decided, stored = await self.store.hold(
-                {call.name for call in calls}, plan, keys=list(keys.values()), durable=durable
-            )
-            telemetry.judged(decided.outcomes, len(decided.grants_used), span)
-        return list(decided.outcomes), stored
+            stored: list[StoredEvent] = []
+            if later:
+                decided = plan([], {})
+                outcomes = [replace(o, written=False) for o in decided.outcomes]
+            else:
+                decided, stored = await self.store.hold(
+                    {call.name for call in calls}, plan, keys=list(keys.values())
+                )
+                outcomes = list(decided.outcomes)
+            telemetry.judged(outcomes, len(decided.grants_used), span)
+        return outcomes, stored
 
     async def hold_external(
         self,
@@ -303,6 +310,7 @@ class Gate(Timing):
         context: CheckContext,
         *,
         also_audit: Callable[[list[Outcome]], list[AuditRecord]] | None = None,
+        unwritten: Mapping[str, ExternalRecord] | None = None,
         previews: Previews | None = None,
     ) -> list[Outcome]:
         """`check` for the calls of another framework's run (`context.origin`, its thread in
@@ -310,13 +318,14 @@ class Gate(Timing):
         judging the same call again — a re-run node, a retry, another process — returns the
         same outcome and the same approval, decided or not. A call id judged before with other
         arguments is blocked: an approval covers the call it was asked for, never another.
-        `also_audit` and `previews` as for `hold` (`also_audit` sees the recorded outcomes too:
-        `Outcome.recorded`; a call judged before is not previewed again)."""
+        `also_audit`, `unwritten` and `previews` as for `hold` (`also_audit` sees the recorded
+        outcomes too: `Outcome.recorded`; a call judged before is not previewed again)."""
         if context.thread_id is None:
             raise InvalidDecisionError("an external call is judged within a thread: name it")
         outcomes, _ = await self.hold(
-            calls, context, also_audit=also_audit, keyed=True, previews=previews
-        )
+            calls, context, also_audit=also_audit, keyed=True, unwritten=unwritten,
+            previews=previews,
+        )  # fmt: skip
         return outcomes
 
     async def _previews(
@@ -762,14 +771,6 @@ class Gate(Timing):
         now = self._now()
         record = AuditRecord(actor=actor, action="revoke", subject=grant_id, at=now)
         await self.store.revoke_grant(grant_id, actor=actor, at=now, audit=[record])
-
-
-def external_key(origin: str, thread_id: str | None, call_id: str, turn: str | None = None) -> str:
-    """The key a call of another framework's run is kept under: its origin, its thread, the
-    model response it came from (`CheckContext.turn`, where the framework names one) and its
-    own id (hashed: ids of any length fit)."""
-    parts = [origin, thread_id, call_id] if turn is None else [origin, thread_id, turn, call_id]
-    return hashlib.sha256(canonical_json(parts)).hexdigest()
 
 
 def _recorded(

@@ -21,7 +21,6 @@ import hashlib
 import inspect
 import logging
 import os
-import threading
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -33,7 +32,7 @@ from collections.abc import (
 )
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from signoff import telemetry
 from signoff.errors import (
@@ -47,16 +46,17 @@ from signoff.errors import (
 )
 from signoff.gate.answers import answer_text, blocked_text
 from signoff.gate.bridge import Bridge, run_here
-from signoff.gate.core import CheckContext, Gate, Outcome, RolesOf, external_key
+from signoff.gate.core import CheckContext, Gate, Outcome, RolesOf
 from signoff.gate.edits import check_edit
-from signoff.gate.ids import new_id
+from signoff.gate.ids import external_key, new_id
 from signoff.gate.once import Claim, Ledger, Recorded
 from signoff.gate.preview import PreviewFunction, Previews
 from signoff.gate.resumed import Outputs, Resumed
+from signoff.gate.seen import Seen
 from signoff.gate.transcript import bounded
 from signoff.gate.worker import work_ready
 from signoff.store.base import AuditRecord
-from signoff.store.external import ExternalRecord, Pause
+from signoff.store.external import ExternalRecord, JudgedOtherwise, Pause
 from signoff.types import Approval, Decision, ToolCall, canonical_json
 
 __all__ = ["ExternalRuns", "Pause", "Resumed", "Resumer", "Step", "connect"]
@@ -139,8 +139,9 @@ class ExternalRuns:
             # synchronous calls) or is kept busy by the call: the claims renew on the bridge's.
             self.ledger.renew_on = bridge.loop
         self.previews = previews if isinstance(previews, Previews) else Previews(previews)
-        self._records: _Seen[ExternalRecord] = _Seen()
-        self._decided: _Seen[Approval] = _Seen()
+        self._records: Seen[ExternalRecord] = Seen()
+        self._decided: Seen[Approval] = Seen()
+        self._unwritten: Seen[ExternalRecord] = Seen()
         self._closers: list[Callable[[], Coroutine[Any, Any, Any]]] = []
 
     async def near(self, coro: Coroutine[Any, Any, T]) -> T:
@@ -168,8 +169,14 @@ class ExternalRuns:
         context = CheckContext(
             thread_id=thread, requested_by=requested_by, origin=self.origin, turn=turn
         )
-        outcomes = await self.near(self.gate.hold_external(calls, context, previews=self.previews))
-        self._records.add((o.record.key, o.record) for o in outcomes if o.record is not None)
+        unwritten = self._unwritten.get_many(self.key(thread, c.id, turn) for c in calls)
+        outcomes = await self.near(
+            self.gate.hold_external(calls, context, unwritten=unwritten, previews=self.previews)
+        )
+        kept = [(o.record.key, o.record, o.written) for o in outcomes if o.record is not None]
+        self._records.add((key, record) for key, record, _ in kept)
+        # Verdicts to run, written with each call's claim (`claim`): one transaction fewer.
+        self._unwritten.add((key, record) for key, record, written in kept if not written)
         return outcomes
 
     async def judged(
@@ -181,15 +188,17 @@ class ExternalRuns:
         turn: str | None = None,
     ) -> dict[str, Held]:
         """`judge` the turn's calls: how each stands, by call id (as `held` says it)."""
-        ids = [c.id for c in calls]
-        if len(self._records.get_many({self.key(thread, i, turn) for i in ids})) == len(set(ids)):
-            return await self.held(thread, ids, turn=turn)  # judged before: only read again
-        outcomes = await self.judge(calls, thread=thread, requested_by=requested_by, turn=turn)
+        seen = self._records.get_many({self.key(thread, c.id, turn) for c in calls})
+        fresh = [c for c in calls if self.key(thread, c.id, turn) not in seen]
+        if not fresh:
+            return await self.held(thread, [c.id for c in calls], turn=turn)  # only read again
+        outcomes = await self.judge(fresh, thread=thread, requested_by=requested_by, turn=turn)
         # The record a call is kept under, with its approval as the same transaction read it —
         # but for a held call proposed again with other arguments, blocked without it.
         found = {o.call.id: Held(record=o.record, approval=o.approval)
                  for o in outcomes if o.record is not None}  # fmt: skip
         again = [i for i, h in found.items() if h.record.kind == "hold" and h.approval is None]
+        again += [c.id for c in calls if c.id not in found]  # judged before, by this process
         return found | (await self.held(thread, again, turn=turn) if again else {})
 
     async def held(
@@ -457,6 +466,19 @@ class ExternalRuns:
         hands over, nothing else runs."""
 
         async def checked() -> Claim | Recorded:
+            judged = self._unwritten.get_many([key]).get(key)
+            if judged is not None and _digest(call) == judged.digest:
+                try:
+                    claim = await self.ledger.claim(
+                        key, idempotent=idempotent, tool=call.name, digest=judged.digest,
+                        judged=judged,
+                    )  # fmt: skip
+                except JudgedOtherwise as exc:
+                    self._records.add([(key, exc.record)])  # that verdict stands: permitted?
+                else:
+                    self._unwritten.drop(key)
+                    return claim
+                self._unwritten.drop(key)
             await self._permit(key, call)
             return await self.ledger.claim(
                 key, idempotent=idempotent, tool=call.name, digest=call.digest
@@ -748,28 +770,6 @@ class Resumer:
             self.runs.bridge.run(halt())
 
         return stop
-
-
-class _Seen(Generic[V]):
-    """What this process has read or written that never changes again (a verdict: a key is
-    judged once; a decided approval: a decision is final), by key, the most recent kept."""
-
-    LIMIT = 8_192
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._by_key: dict[str, V] = {}
-
-    def get_many(self, keys: Iterable[str]) -> dict[str, V]:
-        with self._lock:
-            return {k: v for k in keys if (v := self._by_key.get(k)) is not None}
-
-    def add(self, items: Iterable[tuple[str, V]]) -> None:
-        with self._lock:
-            for key, value in items:
-                self._by_key[key] = value
-            while len(self._by_key) > self.LIMIT:
-                del self._by_key[next(iter(self._by_key))]
 
 
 def _mismatch(call: ToolCall, digest: str, when: str) -> str | None:

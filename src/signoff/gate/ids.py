@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import time
 
-__all__ = ["ID_LENGTH", "new_id"]
+from signoff.types import canonical_json
+
+__all__ = ["ID_LENGTH", "external_key", "new_id"]
 
 ID_LENGTH = 32
 """Characters of every id `new_id` makes."""
@@ -28,3 +31,11 @@ def new_id() -> str:
             tail = int.from_bytes(os.urandom(10)) >> 1  # leave room to count up
         _last = (millis, tail)
     return f"{millis:012x}{tail:020x}"
+
+
+def external_key(origin: str, thread_id: str | None, call_id: str, turn: str | None = None) -> str:
+    """The key a call of another framework's run is kept under: its origin, its thread, the
+    model response it came from (`CheckContext.turn`, where the framework names one) and its
+    own id (hashed: ids of any length fit)."""
+    parts = [origin, thread_id, call_id] if turn is None else [origin, thread_id, turn, call_id]
+    return hashlib.sha256(canonical_json(parts)).hexdigest()

@@ -33,7 +33,7 @@ from signoff import telemetry
 from signoff.errors import ClaimLost, ExecutionFailed, OutcomeUnknown, SignoffError
 from signoff.gate.ids import new_id
 from signoff.store.base import AuditRecord, Store
-from signoff.store.external import LedgerClaim
+from signoff.store.external import ExternalRecord, LedgerClaim
 
 __all__ = ["Claim", "Ledger", "Recorded", "record_unknown"]
 
@@ -105,9 +105,12 @@ class Ledger:
         wait: float | None = None,
         tool: str = "",
         digest: str = "",
+        judged: ExternalRecord | None = None,
     ) -> Claim | Recorded:
         """`once` in two steps, for callers that run the call themselves (on another thread,
-        in another loop): the key claimed — run it, then `finish` — or its recorded result."""
+        in another loop): the key claimed — run it, then `finish` — or its recorded result.
+        `judged`: the key's verdict to run the call, written with the claim
+        (`ExternalStore.ledger_claim`)."""
         deadline = None if wait is None else time.monotonic() + wait
         dead_until: datetime | None = None
         while True:
@@ -118,8 +121,9 @@ class Ledger:
             at = now if dead_until is None else max(now, dead_until)
             found = await self.store.ledger_claim(
                 key, owner=self.owner, now=at, lease=self.lease, takeover=idempotent,
-                tool=tool, digest=digest,
+                tool=tool, digest=digest, judged=judged,
             )  # fmt: skip
+            judged = None  # written: a second round only claims
             if found.claimed:
                 return Claim(key, self, fence=found.fence)
             if found.status == "finished":
@@ -200,10 +204,16 @@ class Claim:
     async def _record(self, result: dict[str, Any]) -> None:
         await self._stop()
         owner = self._ledger.owner
+        store = self._ledger.store
         try:
-            await self._ledger.store.ledger_finish(
-                self.key, result=result, at=_now(), owner=owner, fence=self.fence
-            )
+            # On SQLite the result need not wait for the disk: lost only with the machine, before
+            # the next durable commit, it leaves the claim as a crash inside the call leaves it
+            # (its outcome unknown, the call never run again), where the claim itself, made
+            # before the call ran, waited for the disk.
+            await store.ledger_finish(
+                self.key, result=result, at=_now(), owner=owner, fence=self.fence,
+                durable=not getattr(store, "unsynced_commits_last", False),
+            )  # fmt: skip
         except ClaimLost:
             self._lose()
             logger.warning(

@@ -126,7 +126,6 @@ class Store(Protocol):
         plan: Callable[[list[Grant], dict[str, tuple[ExternalRecord, Approval | None]]], HoldPlan],
         *,
         keys: Sequence[str] = (),
-        durable: bool = True,
     ) -> tuple[HoldPlan, list[StoredEvent]]: ...
 
     async def resume_turn(
@@ -308,6 +307,7 @@ class Store(Protocol):
         fence: int | None = None,
         write: RunWrite | None = None,
         audit: Sequence[AuditRecord] = (),
+        durable: bool = True,
     ) -> list[StoredEvent]: ...
 
     async def append_audit(self, records: Sequence[AuditRecord]) -> None: ...
@@ -376,6 +376,7 @@ class Store(Protocol):
         tool: str = "",
         digest: str = "",
         run_id: str = "external",
+        judged: ExternalRecord | None = None,
     ) -> LedgerClaim: ...
 
     async def ledger_renew(self, key: str, *, owner: str, fence: int, until: datetime) -> bool: ...

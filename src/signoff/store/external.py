@@ -23,6 +23,7 @@ from signoff.types import canonical_json
 __all__ = [
     "ExternalRecord",
     "ExternalStore",
+    "JudgedOtherwise",
     "LedgerClaim",
     "Pause",
     "PauseStatus",
@@ -131,6 +132,15 @@ class LedgerClaim:
     fence: int = 0
     """Which claim of the key stands (1 for the first, one more at each takeover): the holder
     gives it back with each renewal and with its result, which count only while it stands."""
+
+
+class JudgedOtherwise(Exception):
+    """A verdict to write with a claim found its key judged otherwise (another process judged
+    it first, under another policy or of other arguments): that `record` stands."""
+
+    def __init__(self, record: ExternalRecord) -> None:
+        super().__init__(f"the call under {record.key!r} was judged {record.kind!r} before")
+        self.record = record
 
 
 def find_external(connection: Connection, keys: Sequence[str]) -> dict[str, ExternalRecord]:
@@ -423,9 +433,13 @@ class ExternalStore:
         tool: str = "",
         digest: str = "",
         run_id: str = "external",
+        judged: ExternalRecord | None = None,
     ) -> LedgerClaim:
         """Claim the key for `owner`: a new key is theirs; a started one whose lease ran out is
-        theirs when `takeover` (an idempotent call re-run); otherwise what stands is returned."""
+        theirs when `takeover` (an idempotent call re-run); otherwise what stands is returned.
+        `judged` is the key's verdict to run the call, not written yet (`Gate.hold`'s
+        ``unwritten``): it is written first, in the same transaction; `JudgedOtherwise` (nothing
+        written) when the key holds another verdict."""
         until = to_micros(now + lease)
         row = {
             "key": key,
@@ -442,6 +456,10 @@ class ExternalStore:
         take = {"k": key, "now": to_micros(now), "v_owner": owner, "v_until": until}
 
         def work(connection: Connection) -> LedgerClaim:
+            if judged is not None and not insert_external(connection, [judged]):
+                stored = find_external(connection, [key])[key]
+                if stored.kind != "run" or stored.digest != judged.digest:
+                    raise JudgedOtherwise(stored)
             if execute(connection, _INSERT_LEDGER[connection.dialect.name], row).rowcount == 1:
                 return LedgerClaim(claimed=True, status="started", result=None, owner=owner,
                                    lease_until=from_micros(until), fence=1)  # fmt: skip

@@ -120,8 +120,10 @@ class LedgerStore:
         fence: int | None = None,
         write: RunWrite | None = None,
         audit: Sequence[AuditRecord] = (),
+        durable: bool = True,
     ) -> list[StoredEvent]:
-        """Record the call's result, with `write` and `audit` in the same transaction.
+        """Record the call's result, with `write` and `audit` in the same transaction —
+        not waiting for the disk unless `durable` (`run`).
 
         With `fence`, the result is the holder's of a claim (`ledger_claim`): it is recorded
         only while `owner`'s claim `fence` still holds the started key; otherwise nothing is
@@ -148,5 +150,5 @@ class LedgerStore:
             append_audit(connection, audit)
             return [] if write is None else write_run(connection, write)
 
-        stored: list[StoredEvent] = await self.run(work)
+        stored: list[StoredEvent] = await self.run(work, durable=durable)
         return stored

@@ -311,12 +311,11 @@ class SQLStore(
         plan: Callable[[list[Grant], dict[str, tuple[ExternalRecord, Approval | None]]], HoldPlan],
         *,
         keys: Sequence[str] = (),
-        durable: bool = True,
     ) -> tuple[HoldPlan, list[StoredEvent]]:
         """Read the grants in force for `tools` and what was judged before under `keys` (calls
         of other frameworks' runs, with their approvals), let `plan` judge the calls by them,
         and write the approvals, records, audit entries and run write it returns — one
-        transaction; not waiting for the disk unless `durable` (`run`)."""
+        transaction."""
         names = sorted(tools)
 
         def work(connection: Connection) -> tuple[HoldPlan, list[StoredEvent]]:
@@ -341,7 +340,7 @@ class SQLStore(
 
         for _ in range(10):
             try:
-                result: tuple[HoldPlan, list[StoredEvent]] = await self.run(work, durable=durable)
+                result: tuple[HoldPlan, list[StoredEvent]] = await self.run(work)
             except _Lost:
                 continue
             return result

@@ -45,8 +45,8 @@ from signoff.errors import (
     OutcomeUnknown,
 )
 from signoff.gate import CheckContext, Gate, Outcome
-from signoff.gate.core import external_key
 from signoff.gate.edits import check_edit
+from signoff.gate.ids import external_key
 from signoff.gate.once import Claim, Ledger, Recorded
 from signoff.gate.preview import Previews
 from signoff.protocols.mcp.answers import (
