@@ -265,6 +265,25 @@ async def test_a_verdict_written_first_by_another_process_stands(store: SQLStore
     assert ran == ["lookup"]
 
 
+async def test_a_call_held_elsewhere_still_waits_where_the_policy_now_allows_it(
+    store: SQLStore,
+):
+    """Judged again under a policy that now allows it (changed while a person decides), a
+    call another process held is read as held: it waits for its decision, it is not judged
+    afresh and then refused."""
+    asking = ExternalRuns(
+        Gate(Policy.from_dict({"rules": [{"ask": "lookup"}]}), store), origin="near"
+    )
+    held = (await asking.judged([lookup()], thread="t1"))["c1"]
+    assert held.approval is not None
+    runs = ExternalRuns(Gate(POLICY, store), origin="near")
+    found = (await runs.judged([lookup()], thread="t1"))["c1"]
+    assert found == held
+    step = await runs.step(found, lookup(), key=runs.key("t1", "c1"))
+    assert (step.kind, step.approval) == ("wait", held.approval)
+    assert not [e for e in await store.audit_log() if e.action == "refused"]
+
+
 async def test_the_same_verdict_written_by_another_process_lets_the_call_run_once(
     store: SQLStore,
 ):

@@ -34,7 +34,7 @@ from signoff.gate.deciders import (
     stricter,
     vote,
 )
-from signoff.gate.edits import check_edit, usable_schema
+from signoff.gate.edits import SchemaLookup, check_edit, schema_lookup, usable_schema
 from signoff.gate.ids import external_key, new_id
 from signoff.gate.notifier import Notifier
 from signoff.gate.preview import Previews
@@ -75,7 +75,6 @@ __all__ = ["CheckContext", "Gate", "Outcome", "RolesOf"]
 
 logger = logging.getLogger("signoff.gate")
 
-SchemaLookup = Callable[[ToolCall], Mapping[str, Any] | None]
 _KEPT_SCHEMA_BYTES = 64 * 1024
 """A tool schema larger than this is not kept with each approval of its tool: an edit of such a
 call is checked where the schema is known (the asker's process, and before it runs)."""
@@ -142,7 +141,7 @@ class Gate(Timing):
         """How deep and big a call's arguments (and an edit's) may be: a call past them is
         blocked, an edit past them refused."""
         self.notifier = notifier or Notifier()
-        self._lookup_schema = _schema_lookup(schemas)
+        self._lookup_schema = schema_lookup(schemas)
         self._registered: dict[tuple[str | None, str | None, str], Mapping[str, Any]] = {}
         self._now = clock or (lambda: datetime.now(UTC))
         self._clock_given = clock is not None
@@ -252,11 +251,14 @@ class Gate(Timing):
         shown = {} if not previews else await self._previews(calls, context, previews, keys)
         admitted = [self._admit(c) for c in calls]  # (digest, problem) of each call
         known = {key: (record, None) for key, record in (unwritten or {}).items()}
+        stored: dict[str, tuple[ExternalRecord, Approval | None]] = {}  # as the store had them
 
         def plan(
             grants: list[Grant], found: dict[str, tuple[ExternalRecord, Approval | None]]
         ) -> HoldPlan:
             current = tuple(g for g in map(self.grant_now, grants) if g is not None)
+            stored.clear()
+            stored.update(found)
             found = known | found  # the store's verdict stands over one not written yet
             outcomes, held, audit, records = self._judge(
                 calls, admitted, context, current, now, batch_id, keys=keys, found=found,
@@ -292,17 +294,21 @@ class Gate(Timing):
             for c, (_, problem) in zip(calls, admitted, strict=True)
         )  # fmt: skip
         with telemetry.span("signoff.judge", current=False) as span:
-            stored: list[StoredEvent] = []
-            if later:
-                decided = plan([], {})
-                outcomes = [replace(o, written=False) for o in decided.outcomes]
-            else:
-                decided, stored = await self.store.hold(
+            events: list[StoredEvent] = []
+            if later:  # what was judged before is read, not locked: nothing else is written
+                decided = plan([], await self.store.external_verdicts(list(keys.values())))
+                later = all(o.kind == "run" for o in decided.outcomes if not o.recorded)
+            if not later:
+                decided, events = await self.store.hold(
                     {call.name for call in calls}, plan, keys=list(keys.values())
                 )
-                outcomes = list(decided.outcomes)
+            outcomes = [
+                replace(o, written=o.record.key in stored if o.recorded else not later)
+                if o.record is not None else o
+                for o in decided.outcomes
+            ]  # fmt: skip
             telemetry.judged(outcomes, len(decided.grants_used), span)
-        return outcomes, stored
+        return outcomes, events
 
     async def hold_external(
         self,
@@ -789,12 +795,3 @@ def _recorded(
     if record.kind == "hold" and approval is None:  # pragma: no cover - written together
         raise ConflictError(f"the approval of call {call.id!r} is missing")
     return Outcome(call=call, kind=record.kind, verdict=verdict, approval=approval, recorded=True)
-
-
-def _schema_lookup(schemas: SchemaLookup | Mapping[str, Mapping[str, Any]] | None) -> SchemaLookup:
-    if schemas is None:
-        return lambda _call: None
-    if callable(schemas):
-        return schemas
-    table = schemas
-    return lambda call: table.get(call.name)

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, best_match
 
 from signoff.errors import InvalidEditError
+from signoff.types import ToolCall
 
-__all__ = ["check_edit", "usable_schema"]
+__all__ = ["SchemaLookup", "check_edit", "schema_lookup", "usable_schema"]
+
+SchemaLookup = Callable[[ToolCall], Mapping[str, Any] | None]
+"""A tool's JSON schema for a call, or None when it has none."""
 
 
 def usable_schema(schema: Any) -> bool:
@@ -48,3 +52,13 @@ def check_edit(args: Any, schema: Mapping[str, Any] | None) -> None:
             path="/" + "/".join(str(p) for p in error.absolute_path),
             schema_path="/".join(str(p) for p in error.absolute_schema_path),
         )
+
+
+def schema_lookup(schemas: SchemaLookup | Mapping[str, Mapping[str, Any]] | None) -> SchemaLookup:
+    """The schemas of the tools, as a lookup by call: one given, a table by tool name, or none."""
+    if schemas is None:
+        return lambda _call: None
+    if callable(schemas):
+        return schemas
+    table = schemas
+    return lambda call: table.get(call.name)

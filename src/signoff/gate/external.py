@@ -175,7 +175,8 @@ class ExternalRuns:
         )
         kept = [(o.record.key, o.record, o.written) for o in outcomes if o.record is not None]
         self._records.add((key, record) for key, record, _ in kept)
-        # Verdicts to run, written with each call's claim (`claim`): one transaction fewer.
+        # Verdicts to run, written with each call's claim (`claim`); one the store had stands.
+        self._unwritten.drop(key for key, _, written in kept if written)
         self._unwritten.add((key, record) for key, record, written in kept if not written)
         return outcomes
 
@@ -230,7 +231,7 @@ class ExternalRuns:
         """How the calls of `thread` (and `turn`) were judged, by call id: the verdicts alone,
         which never change (`held` adds the approvals as they stand)."""
         keys = {self.key(thread, i, turn): i for i in call_ids}
-        records = self._records.get_many(keys)
+        records = self._unwritten.get_many(keys) | self._records.get_many(keys)
         missing = [k for k in keys if k not in records]
         if missing:
             found = await self.near(self.store.external_calls(missing))
@@ -255,7 +256,7 @@ class ExternalRuns:
         """How the calls stand, without the store, when this process saw every one judged and
         none was held (a verdict to run or block never changes; an approval may): else None."""
         keys = {self.key(thread, i, turn): i for i in call_ids}
-        records = self._records.get_many(keys)
+        records = self._unwritten.get_many(keys) | self._records.get_many(keys)
         if len(records) < len(keys) or any(r.kind == "hold" for r in records.values()):
             return None
         return {keys[k]: Held(record=r, approval=None) for k, r in records.items()}
@@ -467,7 +468,7 @@ class ExternalRuns:
 
         async def checked() -> Claim | Recorded:
             judged = self._unwritten.get_many([key]).get(key)
-            if judged is not None and _digest(call) == judged.digest:
+            if judged is not None and judged.kind == "run" and _digest(call) == judged.digest:
                 try:
                     claim = await self.ledger.claim(
                         key, idempotent=idempotent, tool=call.name, digest=judged.digest,
@@ -476,9 +477,9 @@ class ExternalRuns:
                 except JudgedOtherwise as exc:
                     self._records.add([(key, exc.record)])  # that verdict stands: permitted?
                 else:
-                    self._unwritten.drop(key)
+                    self._unwritten.drop([key])
                     return claim
-                self._unwritten.drop(key)
+                self._unwritten.drop([key])
             await self._permit(key, call)
             return await self.ledger.claim(
                 key, idempotent=idempotent, tool=call.name, digest=call.digest

@@ -33,7 +33,8 @@ class Seen(Generic[V]):
             while len(self._by_key) > self.LIMIT:
                 del self._by_key[next(iter(self._by_key))]
 
-    def drop(self, key: str) -> None:
-        """Forget `key` (kept elsewhere from now on)."""
+    def drop(self, keys: Iterable[str]) -> None:
+        """Forget `keys` (kept elsewhere from now on)."""
         with self._lock:
-            self._by_key.pop(key, None)
+            for key in keys:
+                self._by_key.pop(key, None)

@@ -128,6 +128,10 @@ class Store(Protocol):
         keys: Sequence[str] = (),
     ) -> tuple[HoldPlan, list[StoredEvent]]: ...
 
+    async def external_verdicts(
+        self, keys: Sequence[str]
+    ) -> dict[str, tuple[ExternalRecord, Approval | None]]: ...
+
     async def resume_turn(
         self,
         run_id: str,

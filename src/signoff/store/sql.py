@@ -346,6 +346,17 @@ class SQLStore(
             return result
         raise ConflictError(f"the calls {list(keys)!r} kept being judged by others meanwhile")
 
+    async def external_verdicts(
+        self, keys: Sequence[str]
+    ) -> dict[str, tuple[ExternalRecord, Approval | None]]:
+        """What was judged before under `keys`, with the approvals as they stand (a read)."""
+        if not keys:
+            return {}
+        found: dict[str, tuple[ExternalRecord, Approval | None]] = await self.run(
+            lambda c: _judged_before(c, keys), write=False
+        )
+        return found
+
     async def resume_turn(
         self,
         run_id: str,
