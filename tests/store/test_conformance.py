@@ -21,10 +21,16 @@ from signoff import (
     Scope,
     ToolCall,
 )
-from signoff.errors import ClaimLost, ConflictError, OutcomeUnknown, StoreError
+from signoff.errors import (
+    ClaimLost,
+    ConflictError,
+    InvalidArgumentsError,
+    OutcomeUnknown,
+    StoreError,
+)
 from signoff.gate.once import Ledger
 from signoff.store import AuditRecord, DecisionPlan, SQLStore, Store, open_store
-from signoff.store.external import LedgerClaim, Pause
+from signoff.store.external import LedgerClaim, NewPause, Pause
 from signoff.store.ledger import LedgerEntry
 from signoff.store.migrations import LATEST
 from signoff.types import Approval
@@ -499,8 +505,8 @@ async def pause(
     at: datetime = T0,
 ) -> Pause:
     return await store.save_pause(
-        id=id, origin=origin, thread_id="t1", agent="coordinator", data=data or {"step": 1},
-        approvals=list(approvals), at=at,
+        NewPause(id=id, origin=origin, thread_id="t1", agent="coordinator",
+                 data=data or {"step": 1}, approvals=list(approvals), at=at)
     )  # fmt: skip
 
 
@@ -520,6 +526,31 @@ async def test_a_pause_saved_twice_is_stored_once_as_first_saved(store: SQLStore
         data={"step": 1}, approvals=("a1", "a2"), attempts=0, created_at=T0, updated_at=T0,
     )  # fmt: skip
     assert await store.get_pause("nope") is None
+
+
+async def test_a_threads_entries_and_its_pause_are_written_together_or_not_at_all(
+    store: SQLStore,
+):
+    """A run that pauses appends its entries and records its pause in one transaction: never a
+    thread that waits with no pause to point a resumer at it, nor a pause past a thread
+    another writer extended."""
+    paused = NewPause(id="p1", origin="pydantic-ai", thread_id="t1", agent=None,
+                      data={"asked": ["a1"]}, approvals=["a1"], at=T0)  # fmt: skip
+    saved = await store.append_paused("pydantic-ai", "t1", ["m1", "m2"], after=0, now=T0,
+                                      pause=paused)  # fmt: skip
+    assert saved is not None and saved.approvals == ("a1",) and saved.status == "waiting"
+    assert await store.history("pydantic-ai", "t1") == ["m1", "m2"]
+    # Read one entry long: the thread grew since; nothing of either is written.
+    late = replace(paused, id="p2", approvals=["a2"])
+    assert await store.append_paused("pydantic-ai", "t1", ["m3"], after=1, now=T0,
+                                     pause=late) is None  # fmt: skip
+    assert await store.get_pause("p2") is None
+    # A pause that cannot be written takes the entries with it.
+    broken = replace(paused, id="p3", data={"asked": object()})
+    with pytest.raises(InvalidArgumentsError, match="not representable as JSON"):
+        await store.append_paused("pydantic-ai", "t1", ["m3"], after=2, now=T0, pause=broken)
+    assert await store.history("pydantic-ai", "t1") == ["m1", "m2"]
+    assert await store.get_pause("p3") is None
 
 
 async def test_a_pause_is_ready_once_every_approval_is_decided_or_expired(store: SQLStore):

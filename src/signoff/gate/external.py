@@ -30,9 +30,9 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from signoff import telemetry
 from signoff.errors import (
@@ -53,48 +53,20 @@ from signoff.gate.once import Claim, Ledger, Recorded
 from signoff.gate.preview import PreviewFunction, Previews
 from signoff.gate.resumed import Outputs, Resumed
 from signoff.gate.seen import Seen
+from signoff.gate.steps import Held, Step
 from signoff.gate.transcript import bounded
 from signoff.gate.worker import work_ready
 from signoff.store.base import AuditRecord
-from signoff.store.external import ExternalRecord, JudgedOtherwise, Pause
+from signoff.store.external import ExternalRecord, JudgedOtherwise, NewPause, Pause
 from signoff.types import Approval, Decision, ToolCall, canonical_json
 
-__all__ = ["ExternalRuns", "Pause", "Resumed", "Resumer", "Step", "connect"]
+__all__ = ["ExternalRuns", "Held", "Pause", "Resumed", "Resumer", "Step", "connect"]
 
 logger = logging.getLogger("signoff.external")
 T = TypeVar("T")
 V = TypeVar("V")
 
 LEASE = timedelta(minutes=5)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Held:
-    """A call of the framework's run as the gate judged it, and its approval as it stands."""
-
-    record: ExternalRecord
-    approval: Approval | None
-
-
-@dataclass(frozen=True, kw_only=True)
-class Step:
-    """What an integration does with one call of the framework's run (`ExternalRuns.step`)."""
-
-    kind: Literal["run", "answer", "wait"]
-    """``run`` the call (through `ExternalRuns.once`), ``answer`` the model with `text`
-    instead, or ``wait`` for a person's decision."""
-    key: str
-    """The key the call is kept and run once under."""
-    call: ToolCall | None = None
-    """For ``run``: the call to run — as proposed, or with a person's edit."""
-    edited: dict[str, Any] | None = None
-    """For ``run``: the arguments a person edited the call to, if they did."""
-    text: str = ""
-    """For ``answer``: what the model is told instead of a result."""
-    ok: bool = True
-    """For ``answer``: a person's response (True), or a refusal or rejection (False)."""
-    approval: Approval | None = None
-    """The call's approval, for a held call."""
 
 
 class ExternalRuns:
@@ -404,6 +376,28 @@ class ExternalRuns:
 
     # -- pauses ----------------------------------------------------------------------------
 
+    def pause_of(
+        self,
+        *,
+        thread: str,
+        approvals: Sequence[str],
+        data: Mapping[str, Any],
+        agent: str | None = None,
+        conversation: Sequence[Mapping[str, Any]] | None = None,
+    ) -> NewPause:
+        """The pause of the run of `thread` on `approvals`, with what resuming it needs and —
+        for the people who decide — the thread's `conversation` so far (`transcript` messages,
+        kept `bounded`): the same run paused on the same calls (a re-run, another process) is
+        the same pause. Recorded by `pause`, or with the thread's new entries
+        (`Store.append_paused`, then `paused`)."""
+        if conversation is not None:
+            data = {**data, "conversation": bounded(conversation)}
+        pause_id = hashlib.sha256(
+            canonical_json([self.origin, thread, sorted(approvals)])
+        ).hexdigest()
+        return NewPause(id=pause_id, origin=self.origin, thread_id=thread, agent=agent,
+                        data=dict(data), approvals=list(approvals), at=_now())  # fmt: skip
+
     async def pause(
         self,
         *,
@@ -413,28 +407,14 @@ class ExternalRuns:
         agent: str | None = None,
         conversation: Sequence[Mapping[str, Any]] | None = None,
     ) -> Pause:
-        """Record that the run of `thread` waits on `approvals`, with what resuming it needs
-        and — for the people who decide — the thread's `conversation` so far (`transcript`
-        messages, kept `bounded`); the same pause recorded again (a re-run, another process) is
-        the same pause."""
-        if conversation is not None:
-            data = {**data, "conversation": bounded(conversation)}
-        pause_id = hashlib.sha256(
-            canonical_json([self.origin, thread, sorted(approvals)])
-        ).hexdigest()
-        at = _now()
-        saved = await self.near(
-            self.store.save_pause(
-                id=pause_id,
-                origin=self.origin,
-                thread_id=thread,
-                agent=agent,
-                data=dict(data),
-                approvals=list(approvals),
-                at=at,
-            )
-        )
-        if saved.created_at == at:  # a new pause, not the same one recorded again
+        """Record the run's pause (`pause_of`)."""
+        new = self.pause_of(thread=thread, approvals=approvals, data=data, agent=agent,
+                            conversation=conversation)  # fmt: skip
+        return self.paused(new, await self.near(self.store.save_pause(new)))
+
+    def paused(self, new: NewPause, saved: Pause) -> Pause:
+        """`saved`, the pause `new` as recorded, counted unless recorded before."""
+        if saved.created_at == new.at:
             telemetry.observer.paused("framework")
         return saved
 

@@ -14,8 +14,19 @@ from typing import Any
 
 from signoff.gate.external import LEASE, ExternalRuns, Pause, Resumed, Resumer
 from signoff.gate.once import owner_alive
+from signoff.store.external import NewPause
 
-__all__ = ["Hold", "appender", "busy", "now", "renew_while", "resumer", "unmarked"]
+__all__ = [
+    "Append",
+    "Hold",
+    "appender",
+    "busy",
+    "keep",
+    "now",
+    "renew_while",
+    "resumer",
+    "unmarked",
+]
 
 _MARK = "signoff.resume"
 
@@ -49,18 +60,35 @@ def busy(entries: Sequence[str], at: datetime, lease: timedelta = LEASE) -> bool
     return bool(mark[_MARK] == "taken" and fresh and owner_alive(mark.get("by", "")))
 
 
-def appender(
-    runs: ExternalRuns, origin: str, thread: str, after: int
-) -> Callable[[Sequence[str]], Awaitable[bool]]:
-    """Append entries to the thread's kept history as it was read, `after` entries long (a
-    compare-and-set: False when another writer appended first)."""
+Append = Callable[[Sequence[str], NewPause | None], Awaitable[bool]]
+"""Append entries to a thread's kept history, with the pause the run ends on, if it does (one
+transaction): False, nothing written, when another writer appended first."""
 
-    async def append(new: Sequence[str]) -> bool:
-        return await runs.near(
-            runs.store.append_history(origin, thread, new, after=after, now=now())
-        )
+
+def appender(runs: ExternalRuns, origin: str, thread: str, after: int) -> Append:
+    """`Append` to the thread's kept history as it was read, `after` entries long."""
+
+    async def append(new: Sequence[str], pause: NewPause | None = None) -> bool:
+        return await keep(runs, origin, thread, new, after=after, pause=pause)
 
     return append
+
+
+async def keep(runs: ExternalRuns, origin: str, thread: str, items: Sequence[str], *,
+               after: int, pause: NewPause | None) -> bool:  # fmt: skip
+    """Append `items` after the `after` entries read, with `pause` recorded in the same
+    transaction: a thread never waits with no pause that points a resumer at it."""
+    at = now()
+    if pause is None:
+        return await runs.near(runs.store.append_history(origin, thread, items, after=after,
+                                                         now=at))  # fmt: skip
+    saved = await runs.near(
+        runs.store.append_paused(origin, thread, items, after=after, now=at, pause=pause)
+    )
+    if saved is None:
+        return False
+    runs.paused(pause, saved)
+    return True
 
 
 async def renew_while(
@@ -138,14 +166,15 @@ class Hold:
         hold._renewing = asyncio.create_task(hold._renew())
         return hold
 
-    async def keep(self, items: Sequence[str]) -> bool:
+    async def keep(self, items: Sequence[str], pause: NewPause | None = None) -> bool:
         """End the hold with `items` appended after it (a mark that says so when there are
-        none: the thread is never left looking resumed); False when the hold was lost."""
+        none: the thread is never left looking resumed), and the `pause` the run ends on;
+        False when the hold was lost."""
         await self._stop()
         if self._ended:
             return False
         self._ended = True
-        return await self._append(list(items) or [self._released()])
+        return await self._append(list(items) or [self._released()], pause)
 
     async def release(self) -> None:
         """End the hold with nothing kept (a resume that failed, or found nothing to do)."""
@@ -163,11 +192,9 @@ class Hold:
     def _released(self) -> str:
         return json.dumps({_MARK: "released", "at": now().isoformat()})
 
-    async def _append(self, items: list[str]) -> bool:
-        appended = await self.runs.near(
-            self.runs.store.append_history(self.origin, self.thread, items, after=self.length,
-                                           now=now())
-        )  # fmt: skip
+    async def _append(self, items: list[str], pause: NewPause | None = None) -> bool:
+        appended = await keep(self.runs, self.origin, self.thread, items, after=self.length,
+                              pause=pause)  # fmt: skip
         if appended:
             self.length += len(items)
         return appended

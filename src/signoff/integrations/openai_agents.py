@@ -45,7 +45,7 @@ from signoff.gate import transcript
 from signoff.gate.answers import answer_text, blocked_text, edited_text
 from signoff.gate.external import LEASE, ExternalRuns, Held, Resumed, Resumer, connect
 from signoff.gate.ids import new_id
-from signoff.integrations._threads import Hold, appender, busy, now, resumer, unmarked
+from signoff.integrations._threads import Append, Hold, appender, busy, now, resumer, unmarked
 from signoff.types import ToolCall
 
 try:
@@ -182,7 +182,7 @@ class SignoffAgent:
         `on_resumed`, and ``wait(thread)`` / ``await resumed(thread)``."""
         return resumer(self.runs, self._resume, on_resumed)
 
-    def _appender(self, thread: str, after: int) -> Callable[[Sequence[str]], Awaitable[bool]]:
+    def _appender(self, thread: str, after: int) -> Append:
         return appender(self.runs, ORIGIN, thread, after)
 
     async def _thread(
@@ -218,7 +218,7 @@ class SignoffAgent:
     async def _settle(
         self,
         wrapping: _Wrapping,
-        append: Callable[[Sequence[str]], Awaitable[bool]],
+        append: Append,
         conversation: Sequence[Any],
         result: RunResult | RunResultStreaming,
         kwargs: dict[str, Any],
@@ -236,23 +236,23 @@ class SignoffAgent:
                 break  # a call waits for a person
             kwargs = {k: v for k, v in kwargs.items() if k != "context"}
             result = await Runner.run(wrapped, state, **kwargs)
+        pause = None
         if result.interruptions:
             new = [json.dumps({"state": result.to_state().to_json(), **wrapping.where()})]
-        else:
-            new = _added(conversation, result.to_input_list())
-        if not await append(new):
-            raise ConflictError(
-                f"thread {thread!r} was extended by another run meanwhile; this run was not "
-                "kept (its tools ran once all the same)"
-            )
-        if result.interruptions:
             asked = [h.approval.id for h in held.values() if h.approval is not None]
-            await self.runs.pause(
+            pause = self.runs.pause_of(
                 thread=thread,
                 approvals=asked,
                 data={"thread_id": thread, "asked": asked},
                 agent=self.path,
                 conversation=_transcript(result.to_input_list(), self.path),
+            )
+        else:
+            new = _added(conversation, result.to_input_list())
+        if not await append(new, pause):  # the pause, if any, with the entries: one write
+            raise ConflictError(
+                f"thread {thread!r} was extended by another run meanwhile; this run was not "
+                "kept (its tools ran once all the same)"
             )
         return result
 

@@ -37,7 +37,7 @@ from signoff.errors import (
 from signoff.gate import transcript
 from signoff.gate.answers import answer_text, blocked_text, edited_text
 from signoff.gate.external import LEASE, ExternalRuns, Held, Resumed, Resumer, connect
-from signoff.integrations._threads import Hold, appender, busy, now, resumer, unmarked
+from signoff.integrations._threads import Append, Hold, appender, busy, now, resumer, unmarked
 from signoff.types import ToolCall
 
 try:
@@ -200,21 +200,14 @@ class SignoffAgent:
         reaches `on_resumed`, and ``wait(thread)`` / ``await resumed(thread)``."""
         return resumer(self.runs, self._resume, on_resumed)
 
-    def _appender(self, thread: str, after: int) -> Callable[[Sequence[str]], Awaitable[bool]]:
+    def _appender(self, thread: str, after: int) -> Append:
         return appender(self.runs, ORIGIN, thread, after)
 
-    async def _keep(
-        self, thread: str, result: Any, append: Callable[[Sequence[str]], Awaitable[bool]]
-    ) -> None:
-        """Append the run's new messages to the thread's history; record the pause when the run
-        ended waiting on people."""
+    async def _keep(self, thread: str, result: Any, append: Append) -> None:
+        """Append the run's new messages to the thread's history, with the pause when the run
+        ended waiting on people (one transaction)."""
         new = [to_json(m).decode() for m in result.new_messages()]
-        if not await append(new):
-            raise ConflictError(
-                f"thread {thread!r} was extended by another run meanwhile; this run's messages "
-                "were not kept (its tools ran once all the same)"
-            )
-        output = result.output
+        output, pause = result.output, None
         if isinstance(output, DeferredToolRequests) and output.approvals:
             turn = _turn(result.all_messages(), output.approvals[0].tool_call_id)
             records = await self.runs.records(
@@ -222,13 +215,18 @@ class SignoffAgent:
             )
             asked = [r.approval_id for r in records.values() if r.approval_id is not None]
             if asked:
-                await self.runs.pause(
+                pause = self.runs.pause_of(
                     thread=thread,
                     approvals=asked,
                     data={"thread_id": thread, "asked": asked},
                     agent=self.path or self.agent.name,
                     conversation=_transcript(result.all_messages(), self.path or self.agent.name),
                 )
+        if not await append(new, pause):
+            raise ConflictError(
+                f"thread {thread!r} was extended by another run meanwhile; this run's messages "
+                "were not kept (its tools ran once all the same)"
+            )
 
     # -- one call --------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from signoff.types import Approval, ApprovalStatus, AuditEntry, Grant
 
 if TYPE_CHECKING:
     from signoff.store.checkpoint import Checkpoint
-    from signoff.store.external import ExternalRecord, LedgerClaim, Pause, PauseStatus
+    from signoff.store.external import ExternalRecord, LedgerClaim, NewPause, Pause, PauseStatus
     from signoff.store.gauges import Gauges
     from signoff.store.insights import ArgumentTest, GroupKey, GroupStats
     from signoff.store.ledger import LedgerEntry
@@ -320,17 +320,18 @@ class Store(Protocol):
 
     async def external_calls(self, keys: Sequence[str]) -> dict[str, ExternalRecord]: ...
 
-    async def save_pause(
+    async def save_pause(self, pause: NewPause) -> Pause: ...
+
+    async def append_paused(
         self,
-        *,
-        id: str,
         origin: str,
         thread_id: str,
-        agent: str | None,
-        data: dict[str, Any],
-        approvals: Sequence[str],
-        at: datetime,
-    ) -> Pause: ...
+        items: Sequence[str],
+        *,
+        after: int,
+        now: datetime,
+        pause: NewPause,
+    ) -> Pause | None: ...
 
     async def get_pause(self, pause_id: str) -> Pause | None: ...
 

@@ -204,8 +204,10 @@ def write_decisions(
             if execute(connection, _UPDATE, one).rowcount != 1:
                 return False
     insert_grants(connection, grants)
-    _log_decisions(connection, [approval for approval, _ in changes])
+    # The audit chain's head before any run's row, as every writer of both takes them (a tool's
+    # start, a hold, a result): two transactions taking them in turn never wait on each other.
     append_audit(connection, audit)
+    _log_decisions(connection, [approval for approval, _ in changes])
     if changes and connection.dialect.name == "postgresql":
         # Delivered on commit, to every listening process.
         connection.execute(_NOTIFY, {"ids": [approval.id for approval, _ in changes]})

@@ -25,6 +25,7 @@ __all__ = [
     "ExternalStore",
     "JudgedOtherwise",
     "LedgerClaim",
+    "NewPause",
     "Pause",
     "PauseStatus",
     "find_external",
@@ -120,6 +121,20 @@ class Pause:
 
 
 @dataclass(frozen=True, kw_only=True)
+class NewPause:
+    """A pause to record: on its own (`ExternalStore.save_pause`), or with the entries the run
+    appends to its thread as it pauses (`ExternalStore.append_paused`)."""
+
+    id: str
+    origin: str
+    thread_id: str
+    agent: str | None
+    data: dict[str, Any]
+    approvals: Sequence[str]
+    at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
 class LedgerClaim:
     """What claiming a ledger key found: `claimed` (the caller runs the call now), or the entry
     another caller made — finished with its result, or started by `owner` until `lease_until`."""
@@ -192,42 +207,11 @@ class ExternalStore:
 
     # -- pauses ----------------------------------------------------------------------------
 
-    async def save_pause(
-        self,
-        *,
-        id: str,
-        origin: str,
-        thread_id: str,
-        agent: str | None,
-        data: dict[str, Any],
-        approvals: Sequence[str],
-        at: datetime,
-    ) -> Pause:
+    async def save_pause(self, pause: NewPause) -> Pause:
         """Record the pause unless it is recorded already (the same run paused on the same
         calls, by a re-run or another process); return it as stored."""
-        row = {
-            "id": id,
-            "origin": origin,
-            "thread_id": thread_id,
-            "agent": agent,
-            "status": "waiting",
-            "data": canonical_json(data).decode(),
-            "attempts": 0,
-            "created_at": to_micros(at),
-            "updated_at": to_micros(at),
-        }
-
-        def work(connection: Connection) -> Pause:
-            name = connection.dialect.name
-            if connection.execute(_INSERT_PAUSE[name], row).rowcount == 1 and approvals:
-                links = [{"pause_id": id, "approval_id": a} for a in approvals]
-                connection.execute(_INSERT_LINK[name], links)
-            stored = _read_pause(connection, id)
-            assert stored is not None  # read in the transaction that wrote it
-            return stored
-
-        pause: Pause = await self.run(work)
-        return pause
+        saved: Pause = await self.run(lambda c: _save_pause(c, pause))
+        return saved
 
     async def get_pause(self, pause_id: str) -> Pause | None:
         pause: Pause | None = await self.run(
@@ -399,26 +383,32 @@ class ExternalStore:
         written) when it has grown since — another writer extended it first."""
         if not items:
             return True
-        rows = [
-            {"origin": origin, "thread_id": thread_id, "seq": after + i, "data": item,
-             "at": to_micros(now)}
-            for i, item in enumerate(items)
-        ]  # fmt: skip
-        thread = {"o": origin, "t": thread_id}
-
-        def work(connection: Connection) -> bool:
-            if execute(connection, _LENGTH, thread).scalar() != after:
-                return False
-            statement = _INSERT_HISTORY[connection.dialect.name]
-            # A concurrent writer that read the same length inserts the same first key: one wins.
-            if execute(connection, statement, rows[0]).rowcount != 1:
-                return False
-            if rows[1:]:
-                execute(connection, statement, rows[1:])
-            return True
-
-        appended: bool = await self.run(work)
+        appended: bool = await self.run(
+            lambda c: _append(c, origin, thread_id, items, after=after, now=now)
+        )
         return appended
+
+    async def append_paused(
+        self,
+        origin: str,
+        thread_id: str,
+        items: Sequence[str],
+        *,
+        after: int,
+        now: datetime,
+        pause: NewPause,
+    ) -> Pause | None:
+        """`append_history` and `save_pause` in one transaction — a thread never left waiting
+        with no pause that points a resumer at it: the pause as stored, or None (nothing
+        written) when the history has grown since."""
+
+        def work(connection: Connection) -> Pause | None:
+            if items and not _append(connection, origin, thread_id, items, after=after, now=now):
+                return None
+            return _save_pause(connection, pause)
+
+        saved: Pause | None = await self.run(work)
+        return saved
 
     # -- the ledger's claims ---------------------------------------------------------------
 
@@ -500,6 +490,56 @@ class ExternalStore:
         )
         renewed: bool = await self.run(lambda c: c.execute(query).rowcount == 1, durable=False)
         return renewed
+
+
+def _append(
+    connection: Connection,
+    origin: str,
+    thread_id: str,
+    items: Sequence[str],
+    *,
+    after: int,
+    now: datetime,
+) -> bool:
+    """Append `items` after the `after` entries read, in the caller's transaction; False when
+    the history has grown since (the caller writes nothing)."""
+    thread = {"o": origin, "t": thread_id}
+    if execute(connection, _LENGTH, thread).scalar() != after:
+        return False
+    rows = [
+        {"origin": origin, "thread_id": thread_id, "seq": after + i, "data": item,
+         "at": to_micros(now)}
+        for i, item in enumerate(items)
+    ]  # fmt: skip
+    statement = _INSERT_HISTORY[connection.dialect.name]
+    # A concurrent writer that read the same length inserts the same first key: one wins.
+    if execute(connection, statement, rows[0]).rowcount != 1:
+        return False
+    if rows[1:]:
+        execute(connection, statement, rows[1:])
+    return True
+
+
+def _save_pause(connection: Connection, pause: NewPause) -> Pause:
+    """Record `pause` unless recorded already, in the caller's transaction; it as stored."""
+    row = {
+        "id": pause.id,
+        "origin": pause.origin,
+        "thread_id": pause.thread_id,
+        "agent": pause.agent,
+        "status": "waiting",
+        "data": canonical_json(pause.data).decode(),
+        "attempts": 0,
+        "created_at": to_micros(pause.at),
+        "updated_at": to_micros(pause.at),
+    }
+    name = connection.dialect.name
+    if connection.execute(_INSERT_PAUSE[name], row).rowcount == 1 and pause.approvals:
+        links = [{"pause_id": pause.id, "approval_id": a} for a in pause.approvals]
+        connection.execute(_INSERT_LINK[name], links)
+    stored = _read_pause(connection, pause.id)
+    assert stored is not None  # read in the transaction that wrote it
+    return stored
 
 
 def _record(row: Any) -> ExternalRecord:
