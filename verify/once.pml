@@ -9,9 +9,13 @@
  * a checkpoint, a forged resume payload): each judges it, waits for its decision, claims the
  * key, runs the tool, records the result — or crashes at any step, its claim left to run out.
  * A claim's lease may run out at any moment (a holder stalled past it looks dead), and any
- * transaction may abort (nothing of it written). The policy may answer differently for each
- * worker (changed meanwhile), and a worker may propose other arguments under the same call
- * id. One decider approves the held call as asked, approves an edit of it, or rejects it.
+ * transaction may abort (nothing of it written; the step is tried again, as the next run of
+ * the node would). The policy may answer differently for each worker (changed meanwhile), and
+ * a worker may propose other arguments under the same call id. One decider approves the held
+ * call as asked, approves an edit of it, or rejects it. A holder renews its claim once here:
+ * the lease may run out whatever it does, so more renewals add no behaviour to the safety
+ * properties; for `ends` they would let a holder whose tool never returns keep the others
+ * waiting, which `ends` assumes away (see docs/guarantees.md).
  *
  * Bounds: W workers (2 or 3), ABORTS aborted transactions in all, IDEMPOTENT or not.
  */
@@ -185,8 +189,10 @@ finish:  /* @code Claim._record, LedgerStore.ledger_finish (fenced) */
     may_abort(finish);
     if
     :: entry == STARTED && holder == me + 1 && fence == myfence ->
-       entry = FINISHED; result_by = me + 1; lease_live = false;
-       assert(ran[me] > 0)
+       /* Recorded by the claim that holds the key now, which ran the call: never by a
+          holder fenced out meanwhile (an idempotent call taken over). */
+       assert(holder == me + 1 && fence == myfence && ran[me] > 0);
+       entry = FINISHED; result_by = me + 1; lease_live = false
     :: else -> skip  /* @code ClaimLost: the new holder's result stands */
     fi
   };

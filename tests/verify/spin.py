@@ -38,18 +38,20 @@ def check(
         out = subprocess.run(["./pan", "-m100000"], cwd=folder, capture_output=True, text=True,
                              timeout=1800)  # fmt: skip
     else:
-        run("gcc", "-O2", "-o", "pan", "pan.c")
+        run("gcc", "-O2", "-DNFAIR=3", "-o", "pan", "pan.c")  # fairness for up to 9 processes
         out = subprocess.run(["./pan", "-m100000", "-a", "-f", "-N", claim], cwd=folder,
                              capture_output=True, text=True, timeout=1800)  # fmt: skip
     report = out.stdout + out.stderr
     errors = re.search(r"errors: (\d+)", report)
-    states = re.search(r"(\d+) states, stored", report)
+    states = re.search(r"([\d.e+]+) states, stored", report)  # 1.1e+08 past a hundred million
     depth = re.search(r"depth reached (\d+)", report)
     if errors is None or states is None:
         raise RuntimeError(f"pan did not report its search:\n{report}")
+    if "max search depth too small" in report:
+        raise RuntimeError(f"pan's search was cut off by its depth limit:\n{report}")
     return Checked(
         errors=int(errors.group(1)),
-        states=int(states.group(1)),
+        states=int(float(states.group(1))),
         depth=int(depth.group(1)) if depth else 0,
         report=report,
     )

@@ -117,6 +117,9 @@ def test_the_compare_and_sets_the_model_relies_on_are_in_the_stores_statements()
     take = sql(external_store._LEDGER_TAKE)
     assert "ledger.status =" in take and "ledger.lease_until <" in take, take
     assert "fence=(ledger.fence +" in take.replace(" = ", "="), take
+    renew = inspect.getsource(external_store.ExternalStore.ledger_renew)
+    for column in ("owner", "fence", "status"):
+        assert f"_ledger.c.{column} ==" in renew, renew
     # The claim writes the verdict it carries in its own transaction, first.
     assert "judged" in typing.get_type_hints(external_store.ExternalStore.ledger_claim)
     # A pause is claimed while waiting, or resuming with its lease run out; a thread's history
@@ -172,6 +175,11 @@ MUTATIONS = {
         ":: else -> unwritten = false; goto permit  /* @code JudgedOtherwise: rolled back */",
         ":: else -> verdict = RUN; verdict_digest = running",
     ),
+    # A result recorded without its fence: a holder taken over records over the new one's.
+    "a result recorded unfenced": (
+        ":: entry == STARTED && holder == me + 1 && fence == myfence ->\n       /* Recorded",
+        ":: entry == STARTED ->\n       /* Recorded",
+    ),
 }
 
 
@@ -183,7 +191,8 @@ def test_spin_finds_the_bug_in_a_protocol_that_forgets_a_check(tmp_path: Path, m
     assert before in TEXT
     model = tmp_path / "mutated.pml"
     model.write_text(TEXT.replace(before, after), encoding="utf-8")
-    checked = check(spin_or_skip(), model, tmp_path, {"W": 2, "IDEMPOTENT": 0})
+    idempotent = 1 if mutation == "a result recorded unfenced" else 0  # only those are taken over
+    checked = check(spin_or_skip(), model, tmp_path, {"W": 2, "IDEMPOTENT": idempotent})
     assert checked.errors > 0, checked.report
 
 

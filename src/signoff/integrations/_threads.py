@@ -1,7 +1,9 @@
 """A framework's thread as an integration keeps it in signoff's store (``external_history``):
 entries appended by compare-and-set on the length read, and the marks that let one process at a
 time resume it — so the same pause resumed by two processes calls the model once, and the calls
-the model makes after the resume run once, whatever their ids."""
+the model makes after the resume run once, whatever their ids. (Unless a process stalls past its
+mark's lease while it resumes: only one resume is kept then, but the stalled one's own calls may
+have run — docs/guarantees.md.)"""
 
 from __future__ import annotations
 

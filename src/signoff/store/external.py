@@ -403,7 +403,7 @@ class ExternalStore:
         written) when the history has grown since."""
 
         def work(connection: Connection) -> Pause | None:
-            if items and not _append(connection, origin, thread_id, items, after=after, now=now):
+            if not _append(connection, origin, thread_id, items, after=after, now=now):
                 return None
             return _save_pause(connection, pause)
 
@@ -511,6 +511,8 @@ def _append(
          "at": to_micros(now)}
         for i, item in enumerate(items)
     ]  # fmt: skip
+    if not rows:
+        return True
     statement = _INSERT_HISTORY[connection.dialect.name]
     # A concurrent writer that read the same length inserts the same first key: one wins.
     if execute(connection, statement, rows[0]).rowcount != 1:
