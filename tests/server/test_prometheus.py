@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ import pytest
 import yaml
 
 from tests.deadline import HANG
+from tests.installed import program
 from tests.processes import served
 from tests.server.test_metrics import free_port
 from tests.server.test_serve import ROOT
@@ -63,12 +63,7 @@ HEADERS = {"Authorization": "Bearer t0ken"}
 
 
 def prometheus_binary() -> str:
-    found = shutil.which("prometheus")
-    if found:
-        return found
-    if os.environ.get("CI"):
-        pytest.fail("prometheus is missing: .ci/run installs Debian's prometheus package")
-    pytest.skip("no prometheus on this machine (Debian: apt-get install prometheus)")
+    return program("prometheus")
 
 
 def until(what: str, check: Any) -> Any:

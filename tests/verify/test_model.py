@@ -6,9 +6,7 @@ is the code's, and the compare-and-sets they rely on are still in the store's st
 from __future__ import annotations
 
 import inspect
-import os
 import re
-import shutil
 import typing
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +24,7 @@ import signoff.store.sql
 import signoff.types
 from signoff.store import external as external_store
 from signoff.store import ledger as ledger_store
+from tests.installed import program
 from tests.verify.spin import check
 
 MODELS = Path(__file__).parents[2] / "verify"
@@ -136,12 +135,7 @@ def test_the_compare_and_sets_the_model_relies_on_are_in_the_stores_statements()
 
 
 def spin_or_skip() -> str:
-    found = shutil.which("spin")
-    if found:
-        return found
-    if os.environ.get("CI"):
-        pytest.fail("spin is missing: `make test` installs Debian's spin package")
-    pytest.skip("no spin on this machine (Debian: apt-get install spin)")
+    return program("spin")
 
 
 @pytest.mark.parametrize("idempotent", [0, 1], ids=["once", "idempotent"])
