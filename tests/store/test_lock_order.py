@@ -56,7 +56,7 @@ async def test_a_ledger_start_and_a_decision_on_the_same_run_both_commit(
         holding_head.set()
         # Until the decision waits on a lock (its own order decides which): then this start
         # goes on to the run's row. A decision that never waits ends the test at its deadline.
-        waiting = 0
+        waiting: int | None = 0
         while not waiting:
             connection.execute(FRESH_VIEWS)
             waiting = connection.execute(WAITING_ON_A_LOCK).scalar()
