@@ -202,7 +202,8 @@ def recording(store: SQLStore) -> list[tuple[str, bool]]:
 
     async def recorded(work: Any, *, write: bool = True, durable: bool = True) -> Any:
         if write:
-            writes.append((getattr(work, "__qualname__", "").split(".")[0:2][-1], durable))
+            # "ExternalStore.ledger_claim.<locals>.work": the store's method
+            writes.append((getattr(work, "__qualname__", "").split(".")[1], durable))
         return await real(work, write=write, durable=durable)
 
     store.run = recorded  # type: ignore[method-assign]

@@ -449,17 +449,17 @@ class ExternalRuns:
         async def checked() -> Claim | Recorded:
             judged = self._unwritten.get_many([key]).get(key)
             if judged is not None and judged.kind == "run" and _digest(call) == judged.digest:
+                claim: Claim | Recorded | None = None
                 try:
                     claim = await self.ledger.claim(
                         key, idempotent=idempotent, tool=call.name, digest=judged.digest,
                         judged=judged,
                     )  # fmt: skip
                 except JudgedOtherwise as exc:
-                    self._records.add([(key, exc.record)])  # that verdict stands: permitted?
-                else:
-                    self._unwritten.drop([key])
+                    self._records.add([(key, exc.record)])  # that verdict stands: checked below
+                self._unwritten.drop([key])  # written, or another's stands
+                if claim is not None:
                     return claim
-                self._unwritten.drop([key])
             await self._permit(key, call)
             return await self.ledger.claim(
                 key, idempotent=idempotent, tool=call.name, digest=call.digest
