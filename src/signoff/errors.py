@@ -13,7 +13,8 @@
      ├── OutcomeUnknown         a call started once and its worker died: it is never run again
      ├── ExecutionFailed        the one execution of a call raised; later callers get its message
      ├── CallRefused            a call about to run is not the call that was judged or approved
-     ├── StoreError             the database cannot be reached, or holds no signoff schema
+     ├── StoreError             the database refused a change, or holds no signoff schema
+     │    └── StoreUnavailableError  the database did not answer: unreachable, or too slow
      ├── CheckpointError        an audit checkpoint that is malformed, forged, or cannot be checked
      └── MissingExtraError      an optional part is used without its extra installed
 
@@ -43,6 +44,7 @@ __all__ = [
     "Problem",
     "SignoffError",
     "StoreError",
+    "StoreUnavailableError",
 ]
 
 
@@ -138,7 +140,14 @@ class CallRefused(SignoffError):
 
 
 class StoreError(SignoffError):
-    """The database cannot be opened, or it holds no (or a newer) signoff schema."""
+    """The database cannot be opened, refused an operation, or holds no (or a newer) signoff
+    schema."""
+
+
+class StoreUnavailableError(StoreError):
+    """The database did not answer: it cannot be reached, the connection to it was lost, or a
+    statement outlasted its timeout. Worth trying again; where the connection was lost during
+    the commit, whether the change was written is not known (the servers answer 503)."""
 
 
 class CheckpointError(SignoffError, ValueError):

@@ -125,6 +125,7 @@ def serve(
                 notifications=notifications,
                 undo_seconds=settings.undo_seconds,
                 preview_timeout=settings.preview_seconds,
+                run_lease=settings.run_lease,
             )
             app = create_app(service, auth, limits=BodyLimits(max_bytes=settings.body_bytes))
             if settings.metrics.listen is not None:

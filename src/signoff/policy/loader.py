@@ -29,7 +29,7 @@ from signoff.policy.reader import show as _show
 from signoff.policy.source import Locator, Path, format_path, parse_text, paused_gc
 from signoff.types import CallKind, Escalation, OnTimeout, Quorum, VerdictKind, canonical_json
 
-__all__ = ["load_data", "load_file", "load_text"]
+__all__ = ["OTHER_TOP_KEYS", "load_data", "load_file", "load_text"]
 
 _LIST_KEYS = ("tools", "toolNames", "enabled_tools")
 _DCAF_KEYS = frozenset(
@@ -46,11 +46,11 @@ _SECTION_KEYS = frozenset(
     | _DCAF_KEYS
 )
 # Keys read by other parts of signoff (the store, the server, the MCP gateway).
-_OTHER_TOP_KEYS = frozenset(
+OTHER_TOP_KEYS = frozenset(
     {"database", "auth", "gateway", "redact", "limits", "allowed_hosts", "notify", "web"}
-    | {"retention", "metrics"}
+    | {"retention", "metrics", "runs"}
 )
-_TOP_KEYS = _SECTION_KEYS | {"version", "servers", "agents"} | _OTHER_TOP_KEYS
+_TOP_KEYS = _SECTION_KEYS | {"version", "servers", "agents"} | OTHER_TOP_KEYS
 # How the MCP gateway reaches a server; the policy ignores them.
 _CONNECTION_KEYS = frozenset(
     {

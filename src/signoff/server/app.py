@@ -29,6 +29,7 @@ from signoff.errors import (
     NotFoundError,
     PolicyError,
     SignoffError,
+    StoreUnavailableError,
 )
 from signoff.gate.transcript import bounded
 from signoff.server.auth import Auth, Who
@@ -632,6 +633,7 @@ def _policy(service: Service) -> dict[str, Any]:
 
 def _errors(app: FastAPI) -> None:
     statuses: Mapping[type[SignoffError], int] = {
+        StoreUnavailableError: 503,
         NotFoundError: 404,
         PolicyError: 422,
         ConflictError: 409,
@@ -641,13 +643,17 @@ def _errors(app: FastAPI) -> None:
     }
 
     @app.exception_handler(SignoffError)
-    async def signoff_error(_: Request, exc: SignoffError) -> JSONResponse:
+    async def signoff_error(request: Request, exc: SignoffError) -> JSONResponse:
         status = next((s for kind, s in statuses.items() if isinstance(exc, kind)), 400)
         body: dict[str, Any] = {"error": type(exc).__name__, "detail": str(exc)}
         if isinstance(exc, InvalidEditError):
             body |= {"path": exc.path, "schema_path": exc.schema_path}
         if isinstance(exc, PolicyError):
             body["problems"] = [{"path": p.path, "problem": p.message} for p in exc.problems]
+        if isinstance(exc, StoreUnavailableError):  # what it was is for the server's log
+            logger.warning("%s %s: %s", request.method, request.url.path, exc)
+            body["detail"] = "the database cannot be reached now: try again"
+            return JSONResponse(body, status_code=status, headers={"Retry-After": "1"})
         return JSONResponse(body, status_code=status)
 
     @app.exception_handler(StarletteHTTPException)

@@ -17,6 +17,7 @@ limits: {body: 16MiB, arguments: 8MiB, preview: 2s}  # biggest body, call argume
 allowed_hosts: [inbox.internal]                # Host names served besides localhost's
 notify: {webhooks: [{url: "https://hooks.example.com/signoff", secret_env: HOOK_SECRET}]}
 web: {undo_seconds: 5}                         # the inbox's window to undo a decision; 0: none
+runs: {lease: 5m}                              # a dead replica's runs are taken over after this
 retention: {audit: 365d, outbox: 7d}           # what `signoff prune` removes, by age
 default: ask
 rules:
@@ -28,15 +29,17 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from signoff.agent.runner import LEASE
 from signoff.errors import PolicyError, Problem
 from signoff.gate.preview import PREVIEW_SECONDS
 from signoff.limits import MAX_ARGS_BYTES
 from signoff.notify.settings import NotifySettings, read_notify
 from signoff.policy import Policy
-from signoff.policy.loader import load_data, locate
+from signoff.policy.loader import OTHER_TOP_KEYS, load_data, locate
 from signoff.policy.reader import Reader
 from signoff.policy.source import parse_text
 from signoff.protocols.mcp.settings import GatewaySettings, UpstreamSpec, read_gateway, read_servers
@@ -52,15 +55,13 @@ from signoff.types import AUTOMATIC
 __all__ = ["ServerConfig", "load_config"]
 
 _AUTH_KEYS = frozenset({"tokens", "oidc"})
-_SERVER_KEYS = frozenset(
-    {"database", "auth", "gateway", "redact", "limits", "allowed_hosts", "notify", "web"}
-    | {"retention", "metrics"}
-)
 _LIMIT_KEYS = frozenset({"body", "arguments", "preview"})
 _MOST_PREVIEW_SECONDS = 60.0
 _TOKEN_KEYS = frozenset({"principal", "roles", "token", "token_env"})
 _WEB_KEYS = frozenset({"undo_seconds"})
 _MOST_UNDO_SECONDS = 60
+_RUNS_KEYS = frozenset({"lease"})
+_LEASES = (timedelta(seconds=1), timedelta(days=1))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,6 +95,10 @@ class ServerConfig:
     undo_seconds: int = UNDO_SECONDS
     """How long the web inbox holds an approval or a rejection back, undoable, before it sends
     it (``web.undo_seconds``); 0 sends at once."""
+    run_lease: timedelta = LEASE
+    """How long a replica holds a run it works on without renewing it (``runs.lease``): a run
+    whose replica died, or lost the database, is taken over by another once this runs out. A
+    live replica renews it every third of it, so a shorter lease costs more writes."""
     retention: RetentionSettings = field(default_factory=RetentionSettings)
     metrics: MetricsSettings = field(default_factory=MetricsSettings)
     """Where else ``/metrics`` is served, without authentication (``metrics.listen``)."""
@@ -127,6 +132,7 @@ def load_config(path: Path, *, gateway: bool = False) -> ServerConfig:
     limits = _limits(reader, top.get("limits", {}))
     hosts = _hosts(reader, top.get("allowed_hosts", []))
     web = _web(reader, top.get("web", {}))
+    runs = _runs(reader, top.get("runs", {}))
     retention = read_retention(reader, top.get("retention"))
     metrics = read_metrics(reader, top.get("metrics"))
     environment = os.environ if gateway else None
@@ -141,7 +147,7 @@ def load_config(path: Path, *, gateway: bool = False) -> ServerConfig:
         problems += exc.problems
     if problems:
         raise PolicyError(sorted(problems, key=lambda p: (p.line or 0, p.column or 0)))
-    document = {k: v for k, v in top.items() if k not in _SERVER_KEYS}
+    document = {k: v for k, v in top.items() if k not in OTHER_TOP_KEYS}
     return ServerConfig(
         database=database,
         policy=policy,
@@ -155,6 +161,7 @@ def load_config(path: Path, *, gateway: bool = False) -> ServerConfig:
         allowed_hosts=hosts,
         notify=notify,
         **web,
+        **runs,
         retention=retention,
         metrics=metrics,
     )
@@ -202,6 +209,23 @@ def _web(reader: Reader, value: Any) -> dict[str, int]:
         )
         return {}
     return {"undo_seconds": seconds}
+
+
+def _runs(reader: Reader, value: Any) -> dict[str, timedelta]:
+    section = reader.mapping(value, ("runs",), "runs")
+    if section is None:
+        return {}
+    reader.keys(section, ("runs",), _RUNS_KEYS, "runs")
+    if "lease" not in section:
+        return {}
+    seconds = reader.duration(section["lease"], ("runs", "lease"), "runs.lease")
+    if seconds is None:
+        return {}
+    lease = timedelta(seconds=seconds)
+    if not _LEASES[0] <= lease <= _LEASES[1]:
+        reader.error(("runs", "lease"), f"runs.lease must be from 1s to 1d, not {seconds:g}s")
+        return {}
+    return {"run_lease": lease}
 
 
 def _redact(reader: Reader, value: Any) -> tuple[str, ...]:

@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeAlias
 
 from signoff.agent import Agent, Runner
+from signoff.agent.runner import LEASE
 from signoff.errors import (
     ConflictError,
     ForbiddenError,
@@ -78,6 +79,8 @@ class Service:
     it (the config's ``web.undo_seconds``)."""
     preview_timeout: float = PREVIEW_SECONDS
     """How long a preview of one of the agents' tools may take (`Tool.preview`)."""
+    run_lease: timedelta = LEASE
+    """How long this replica holds a run without renewing it (the config's ``runs.lease``)."""
     edit_previews: list[EditPreviews] = field(default_factory=list)
     """Where else this process can preview an edited call: an MCP gateway running in it
     (`Gateway.edit_previews`). Its own agents' tools it previews itself."""
@@ -91,7 +94,8 @@ class Service:
         if len(set(names)) != len(names):
             raise ValueError(f"two agents share a name: {names}")
         self.runners = {
-            a.name: Runner(a, self.gate, preview_timeout=self.preview_timeout) for a in self.agents
+            a.name: Runner(a, self.gate, lease=self.run_lease, preview_timeout=self.preview_timeout)
+            for a in self.agents
         }
 
     async def decide(

@@ -1,27 +1,69 @@
-"""PostgreSQL through asyncpg."""
+"""PostgreSQL through asyncpg, with every wait bounded: a replica cut off from the database, or
+frozen, neither hangs its requests for ever nor holds the others up with its locks.
+
+The bounds are the URL's to change (``postgresql://signoff@db/signoff?command_timeout=30``):
+
+- ``connect_timeout`` (seconds, default 10): how long a new connection may take;
+- ``command_timeout`` (seconds, default 60): how long one statement may take, as this process
+  waits for it; past it the request fails (503) instead of waiting on a silent network;
+- ``idle_in_transaction_session_timeout`` (default 30s): the server ends a session that holds a
+  transaction open and hears nothing more from this process — its locks go with it, so the
+  other replicas are not held up by one that lost the network (or stopped) mid-transaction;
+- ``tcp_user_timeout`` (default 30s): the server drops a connection whose other end stops
+  acknowledging what it sends.
+
+Whatever else the URL's query names goes to asyncpg as it did before.
+"""
 
 from __future__ import annotations
 
 import importlib.util
+import math
+from typing import Any
 
 from sqlalchemy import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from signoff.errors import MissingExtraError
+from signoff.errors import MissingExtraError, StoreError
 from signoff.store.runner import AsyncRunner
 
-__all__ = ["postgres_runner"]
+__all__ = ["SERVER_SETTINGS", "TIMEOUTS", "postgres_runner"]
+
+TIMEOUTS = {"connect_timeout": 10.0, "command_timeout": 60.0}
+"""Seconds this process waits for a new connection, and for one statement."""
+SERVER_SETTINGS = {"idle_in_transaction_session_timeout": "30s", "tcp_user_timeout": "30s"}
+"""What each session of this process asks the server for (the URL's query may change each)."""
 
 
 def postgres_runner(url: str) -> AsyncRunner:
     if importlib.util.find_spec("asyncpg") is None:
         raise MissingExtraError("a PostgreSQL store", "postgres")
-    engine_url = make_url(url).set(drivername="postgresql+asyncpg")
+    parsed = make_url(url)
+    query = dict(parsed.query)
+    timeouts = {name: _seconds(name, query.pop(name, default)) for name, default in TIMEOUTS.items()}
+    settings = {name: str(query.pop(name, default)) for name, default in SERVER_SETTINGS.items()}
+    connect: dict[str, Any] = {
+        "timeout": timeouts["connect_timeout"],
+        "command_timeout": timeouts["command_timeout"],
+        "server_settings": settings,
+    }
+    engine_url = parsed.set(drivername="postgresql+asyncpg", query=query)
     return AsyncRunner(
         create_async_engine(
             engine_url,
             pool_size=10,
             max_overflow=10,
             hide_parameters=True,  # no arguments in logs
+            connect_args=connect,
         )
     )
+
+
+def _seconds(name: str, value: object) -> float:
+    try:
+        seconds = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not 0 < seconds < math.inf:
+        raise StoreError(f"the database URL's {name} must be a number of seconds, not {value!r}")
+    return seconds

@@ -14,10 +14,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol, TypeVar
 
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, InterfaceError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from signoff.errors import StoreError
+from signoff.errors import StoreError, StoreUnavailableError
 
 __all__ = ["AsyncRunner", "Runner", "ThreadRunner"]
 
@@ -48,8 +49,20 @@ def _transaction(engine: Engine, work: Callable[[Connection], T], write: bool, d
             return work(connection)
 
 
+_UNANSWERED = (OSError, TimeoutError, PoolTimeout)
+"""What a database that does not answer raises past the driver's own errors: a connection
+refused or timed out, a statement past its timeout, no pooled connection free in time."""
+
+
 def _store_error(exc: DBAPIError) -> StoreError:
+    if exc.connection_invalidated or isinstance(exc, InterfaceError):
+        return StoreUnavailableError(f"the connection to the database was lost: {exc.orig!r}")
     return StoreError(f"the database refused the operation: {exc.orig!r}")
+
+
+def _unanswered(exc: BaseException) -> StoreUnavailableError:
+    what = str(exc) or type(exc).__name__
+    return StoreUnavailableError(f"the database did not answer: {what}")
 
 
 class ThreadRunner:
@@ -118,6 +131,8 @@ class AsyncRunner:
                     return await connection.run_sync(work)
         except DBAPIError as exc:
             raise _store_error(exc) from exc
+        except _UNANSWERED as exc:
+            raise _unanswered(exc) from exc
 
     async def reset(self) -> None:
         await self._async_engine.dispose()

@@ -1,0 +1,624 @@
+"""Two `signoff serve` replicas and a PostgreSQL of their own, each on a host of its own
+(`network`), partitioned from the database and healed, and SIGKILLed, while clients start runs,
+decide their calls (sometimes on both replicas at once), grant and revoke — Jepsen's method on
+one machine: a workload, a nemesis, and a checker that reads the history afterwards.
+
+Every request is in the history with when it began and ended and how it came out: ``ok``,
+``fail`` (it did not happen: a 4xx) or ``info`` (nobody knows: a 5xx, or no answer in time).
+Every real execution of a tool is a line of the side file (`tests.chaos.agents`). After the
+nemesis heals everything, the remaining calls are approved and every run is let finish; then
+`check` reads the history, the side file and the database:
+
+- no tool ran twice for one call, and none ran that nobody approved or a grant let through;
+- each recorded result names the process that really ran the call (a holder fenced out
+  records nothing);
+- no decision lost (one acknowledged is the one kept) or doubled (one per approval, in the
+  audit as in the table; two racing decisions never both acknowledged);
+- no grant used after its revocation was acknowledged;
+- the audit chain verifies, every run finished with each approved call's result, and both
+  replicas answer alike.
+
+`python -m tests.chaos.partitions` runs the large size (`make chaos`); the test the small one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import itertools
+import json
+import os
+import random
+import signal
+import tempfile
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+
+from signoff.store import open_store
+from tests.chaos.cluster import Postgres, Replica, postgres_programs
+from tests.chaos.network import Host, Network, cannot_make_namespaces
+from tests.deadline import HANG
+
+__all__ = ["LARGE", "SMALL", "Size", "Trial", "check", "trial"]
+
+TOKEN = "chaos-t0ken"
+CLIENT_SECONDS = 5.0
+"""How long a client waits for an answer before it calls the request's outcome unknown."""
+LEASE_SECONDS = 3
+BOUNDS = "connect_timeout=3&command_timeout=4&idle_in_transaction_session_timeout=2s" \
+    "&tcp_user_timeout=2s"
+"""The replicas' waits on the database (`signoff.store.postgres`), shorter than by default: a
+replica cut off mid-transaction is let go of in seconds, not half a minute."""
+"""The replicas' run lease: how soon a run a dead or cut-off replica held is taken over."""
+
+
+@dataclass(frozen=True)
+class Size:
+    clients: int
+    steps: int
+    """Nemesis steps (`nemesis`): partitions, kills and pauses, in turn."""
+    gap: int
+    """Operations the workload completes between two steps."""
+
+
+SMALL = Size(clients=3, steps=4, gap=8)
+LARGE = Size(clients=4, steps=24, gap=12)
+
+
+@dataclass
+class Op:
+    """One request of the history."""
+
+    client: int
+    kind: str  # start | decide | grant | revoke
+    replica: str
+    target: str  # the thread started, the approval decided, the grant revoked
+    began: float
+    ended: float = 0.0
+    outcome: str = ""  # ok | fail | info
+    sent: dict[str, Any] = field(default_factory=dict)
+    """The request's body."""
+    status: int | None = None
+    value: dict[str, Any] = field(default_factory=dict)
+    """The answer's body."""
+
+
+@dataclass
+class Trial:
+    """What happened: the history, and what the nemesis did."""
+
+    history: list[Op] = field(default_factory=list)
+    nemesis: list[tuple[float, str]] = field(default_factory=list)
+    store_url: str = ""
+    side: Path = Path()
+    replicas: list[Replica] = field(default_factory=list)
+    views: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """What each replica answers of every run, approval and the audit, after the heal."""
+    anomalies: list[str] = field(default_factory=list)
+    """What `check` found wrong, read while the database still runs."""
+    grant_uses: int = 0
+    """Calls a grant let through, as the audit has them."""
+    planted: dict[str, list[str]] = field(default_factory=dict)
+    """With `trial(plant=True)`: what `check` says of each fault `planted` puts in."""
+
+    def count(self, kind: str, outcome: str | None = None) -> int:
+        return sum(
+            1 for op in self.history if op.kind == kind and outcome in (None, op.outcome)
+        )
+
+
+def why_not() -> str | None:
+    """Why the partition test cannot run here, or None."""
+    reason = cannot_make_namespaces()
+    if reason is None and postgres_programs() is None:
+        reason = "no PostgreSQL server programs (Debian: apt-get install postgresql) or runuser"
+    return reason
+
+
+@contextlib.asynccontextmanager
+async def cluster(folder: Path) -> AsyncIterator[tuple[Network, Host, list[Replica], str]]:
+    """PostgreSQL on host ``pg``, replicas on hosts ``a`` and ``b``, and this machine's own
+    namespace (the clients'), all linked to one router. Yields the network, the database's
+    host, the replicas, and the database's URL."""
+    programs = postgres_programs()
+    assert programs is not None
+    network = Network()
+    try:
+        here, pg = network.host(None), network.host("pg")
+        a, b = network.host("a"), network.host("b")
+        postgres = Postgres(pg, [pg.address], programs, folder / "postgres.log")
+        await postgres.start()
+        side = folder / "executions.txt"
+        side.touch()
+        replicas = [_replica("a", a, pg, folder, side), _replica("b", b, pg, folder, side)]
+        try:
+            for replica in replicas:  # one at a time: the first creates the schema
+                await replica.start()
+            yield network, pg, replicas, f"postgresql://postgres@{pg.address}:5432/postgres"
+        finally:
+            for replica in replicas:
+                await replica.stop()
+            await postgres.stop()
+    finally:
+        network.close()
+
+
+def _replica(name: str, host: Host, pg: Host, folder: Path, side: Path) -> Replica:
+    config = folder / f"{name}.yaml"
+    config.write_text(
+        f"database: postgresql://postgres@{pg.address}:5432/postgres?{BOUNDS}\n"
+        "auth:\n  tokens:\n    - {principal: olga, roles: [ops], token_env: SIGNOFF_CHAOS_TOKEN}\n"
+        f"runs: {{lease: {LEASE_SECONDS}s}}\n"
+        "rules:\n  - ask: [delete_pod, restart_pod]\n"
+    )
+    env = os.environ | {
+        "SIGNOFF_CHAOS_TOKEN": TOKEN,
+        "SIGNOFF_TEST_SIDE_FILE": str(side),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+    }
+    return Replica(name, host, config, env, folder / f"{name}.log")
+
+
+class Workload:
+    """Clients that start runs and decide their calls on either replica, one of them also
+    granting (approve, always, for the agent, any arguments) and revoking."""
+
+    def __init__(self, trial: Trial, clients: dict[str, httpx.AsyncClient], seed: int) -> None:
+        self.trial = trial
+        self.clients = clients
+        self.rng = random.Random(seed)
+        self.numbers = itertools.count()
+        self.pending: list[tuple[str, str]] = []  # (approval id, tool)
+        self.grant: str | None = None  # the grant in force, as far as the clients know
+        self.done = 0
+        self.progress = asyncio.Condition()
+
+    async def request(
+        self, op: Op, method: str, path: str, **kwargs: Any
+    ) -> dict[str, Any] | None:
+        """Send `op`'s request; record how it came out. Its body when ``ok``."""
+        self.trial.history.append(op)
+        try:
+            response = await self.clients[op.replica].request(
+                method, path, json=op.sent or None, **kwargs
+            )
+        except httpx.TransportError as exc:
+            op.outcome, op.value = "info", {"error": type(exc).__name__}
+        else:
+            op.status = response.status_code
+            op.outcome = "ok" if response.is_success else "info" if op.status >= 500 else "fail"
+            with contextlib.suppress(ValueError):
+                op.value = response.json()
+        op.ended = time.time()
+        if op.outcome == "ok":
+            async with self.progress:
+                self.done += 1
+                self.progress.notify_all()
+        return op.value if op.outcome == "ok" else None
+
+    async def client(self, number: int, stop: asyncio.Event) -> None:
+        """Operations until `stop`, mostly on one replica: on an unknown outcome the client
+        turns to the other, as a load balancer would, and now and then tries the first again."""
+        replicas = list(self.clients)
+        home = replicas[number % len(replicas)]
+        while not stop.is_set():
+            away = [r for r in replicas if r != home]
+            replica = home if self.rng.random() < 0.8 else self.rng.choice(away)
+            before = len(self.trial.history)
+            roll = self.rng.random()
+            if number == 0 and roll < 0.3:
+                await self.granting(number, replica)
+            elif roll < 0.45 or not self.pending:
+                await self.start(number, replica, "restart" if roll < 0.15 else "delete")
+            else:
+                await self.decide(number, replica)
+            if any(op.outcome == "info" for op in self.trial.history[before:]):
+                home = self.rng.choice(away) if replica == home else home
+
+    async def start(self, number: int, replica: str, verb: str) -> None:
+        n = next(self.numbers)
+        thread = f"t{n}"
+        sent = {"agent": "ops", "input": f"{verb} p{n}"}
+        op = Op(number, "start", replica, thread, time.time(), sent=sent)
+        body = await self.request(op, "POST", f"/v1/threads/{thread}/runs", params={"wait": 2})
+        if body is not None:
+            self.pending += [(i, f"{verb}_pod") for i in body["pending_approvals"]]
+
+    async def decide(self, number: int, replica: str) -> None:
+        approval, tool = self.pending.pop(self.rng.randrange(len(self.pending)))
+        kind = "approve" if self.rng.random() < 0.75 else "reject"
+        decision = {"kind": kind} | ({"reason": "chaos"} if kind == "reject" else {})
+        sends = [(replica, decision)]
+        if self.rng.random() < 0.25:  # the same call decided on both replicas at once
+            other = next(r for r in self.clients if r != replica)
+            rival = self.rng.choice(["approve", "reject"])
+            sends.append((other, {"kind": rival} | ({"reason": "x"} if rival == "reject" else {})))
+        ops = [Op(number, "decide", r, approval, time.time(), sent=d) for r, d in sends]
+        await asyncio.gather(*(
+            self.request(op, "POST", f"/v1/approvals/{approval}/decision") for op in ops
+        ))  # fmt: skip
+        if all(op.outcome == "info" for op in ops):
+            self.pending.append((approval, tool))  # not known to be decided: decide again
+
+    async def granting(self, number: int, replica: str) -> None:
+        """Revoke the grant in force, and start a restart at once (it must wait for a person);
+        or, with none, approve a waiting restart always (for the agent, any arguments) and
+        start two (the grant lets them through) — or start one, to approve next time."""
+        if self.grant is not None:
+            op = Op(number, "revoke", replica, self.grant, time.time())
+            if await self.request(op, "DELETE", f"/v1/grants/{self.grant}") is not None:
+                self.grant = None
+                await self.start(number, replica, "restart")
+            return
+        restarts = [p for p in self.pending if p[1] == "restart_pod"]
+        if not restarts:
+            await self.start(number, replica, "restart")
+            return
+        self.pending.remove(restarts[0])
+        approval = restarts[0][0]
+        decision = {"kind": "approve", "always": {"scope": "agent", "with_args": False}}
+        op = Op(number, "grant", replica, approval, time.time(), sent=decision)
+        if await self.request(op, "POST", f"/v1/approvals/{approval}/decision") is None:
+            return
+        listed = await self.clients[replica].get("/v1/grants", params={"tool": "restart_pod"})
+        if listed.is_success:
+            found = [g["id"] for g in listed.json()["items"] if g["approval_id"] == approval]
+            self.grant = found[0] if found else None
+            op.value["grant"] = self.grant
+        for _ in range(2):
+            await self.start(number, replica, "restart")
+
+    async def after(self, count: int) -> None:
+        """Wait until the workload has done `count` more operations, acknowledged: a replica
+        cut off or dead does not count, so the workload goes on with the other meanwhile."""
+        async with self.progress:
+            target = self.done + count
+            await self.progress.wait_for(lambda: self.done >= target)
+
+
+async def nemesis(
+    trial: Trial,
+    network: Network,
+    pg: Host,
+    replicas: list[Replica],
+    workload: Workload,
+    size: Size,
+    rng: random.Random,
+) -> None:
+    """Each step, after `size.gap` operations, one of these to a replica, in turn:
+
+    - partitioned from the database, healed once the workload has done `size.gap` more
+      operations on the other one;
+    - SIGKILLed, and started again at once;
+    - partitioned while it holds a write transaction open there (a lock the other replica
+      needs, held by a session that will never hear from its client again), healed likewise;
+    - paused (SIGSTOP) past its leases while the other works on, then let go on (SIGCONT),
+      as a long garbage collection or a frozen VM would.
+    """
+    for step in range(size.steps):
+        await workload.after(size.gap)
+        replica = rng.choice(replicas)
+        match step % 4:
+            case 0 | 2:
+                trial.nemesis.append((time.time(), f"cut {replica.name}"))
+                if step % 4 == 2:
+                    tries = await cut_mid_transaction(network, pg, replica, workload)
+                    trial.nemesis.append((time.time(), f"open transaction cut off ({tries})"))
+                else:
+                    network.cut(replica.host, pg)
+                await _meanwhile(workload, size, f"{replica.name} was cut off")
+                network.heal(replica.host, pg)
+                trial.nemesis.append((time.time(), f"heal {replica.name}"))
+            case 1:
+                trial.nemesis.append((time.time(), f"kill {replica.name}"))
+                await replica.kill()
+                await replica.start()
+                trial.nemesis.append((time.time(), f"restart {replica.name}"))
+            case _:
+                trial.nemesis.append((time.time(), f"pause {replica.name}"))
+                replica.signal(signal.SIGSTOP)
+                await asyncio.gather(
+                    _meanwhile(workload, size, f"{replica.name} was paused"),
+                    asyncio.sleep(2 * LEASE_SECONDS),  # the fault's length: past its leases
+                )
+                replica.signal(signal.SIGCONT)
+                trial.nemesis.append((time.time(), f"resume {replica.name}"))
+
+
+async def _meanwhile(workload: Workload, size: Size, what: str) -> None:
+    """Wait for `size.gap` operations done, necessarily by the replica left alone."""
+    try:
+        async with asyncio.timeout(HANG):
+            await workload.after(size.gap)
+    except TimeoutError:
+        raise AssertionError(
+            f"the workload did nothing for {HANG:g} s while {what}: the other replica waits on it"
+        ) from None
+
+
+async def cut_mid_transaction(
+    network: Network, pg: Host, replica: Replica, workload: Workload
+) -> int:
+    """Partition `replica` from the database at a moment one of its sessions there has a
+    write transaction open: cut, and if none is left open, heal and try again after the next
+    operation. How many tries it took."""
+    connection = await asyncpg.connect(f"postgresql://postgres@{pg.address}:5432/postgres")
+    query = (
+        "SELECT count(*) FILTER (WHERE state = 'active' AND wait_event_type IS DISTINCT FROM"
+        " 'Lock' AND wait_event IS DISTINCT FROM 'ClientWrite'),"
+        " count(*) FILTER (WHERE state = 'idle in transaction' AND backend_xid IS NOT NULL)"
+        " FROM pg_stat_activity WHERE client_addr = $1"
+    )
+    try:
+        async with asyncio.timeout(HANG):
+            for tries in itertools.count(1):
+                network.cut(replica.host, pg)
+                while True:  # until whatever it had sent before the cut is done with
+                    active, open_ = await connection.fetchrow(query, replica.host.address)
+                    if not active:
+                        break
+                if open_:
+                    return tries
+                network.heal(replica.host, pg)
+                await workload.after(1)
+    finally:
+        await connection.close()
+    raise AssertionError("unreachable")
+
+
+async def trial(folder: Path, size: Size, seed: int = 20261127, *, plant: bool = False) -> Trial:
+    """Run the workload under the nemesis, heal, let everything finish: what happened, and
+    what `check` finds wrong with it."""
+    result = Trial(side=folder / "executions.txt")
+    try:
+        await _trial(result, folder, size, seed, plant)
+    finally:  # what happened, for whoever looks into a failure
+        with (folder / "history.jsonl").open("w") as out:
+            for op in sorted(result.history, key=lambda op: op.began):
+                out.write(json.dumps(op.__dict__) + "\n")
+            for at, what in result.nemesis:
+                out.write(json.dumps({"nemesis": what, "at": at}) + "\n")
+    return result
+
+
+async def _trial(result: Trial, folder: Path, size: Size, seed: int, plant: bool) -> None:
+    async with cluster(folder) as (network, pg, replicas, store_url):
+        result.store_url, result.replicas = store_url, replicas
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        async with contextlib.AsyncExitStack() as stack:
+            clients = {
+                r.name: await stack.enter_async_context(
+                    httpx.AsyncClient(base_url=r.url, headers=headers, timeout=CLIENT_SECONDS)
+                )
+                for r in replicas
+            }
+            workload = Workload(result, clients, seed)
+            stop = asyncio.Event()
+            running = [asyncio.create_task(workload.client(n, stop)) for n in range(size.clients)]
+            try:
+                await nemesis(result, network, pg, replicas, workload, size, random.Random(seed))
+            finally:
+                stop.set()
+                await asyncio.gather(*running)
+            await settle(workload, clients)
+            result.history.sort(key=lambda op: op.began)
+            result.nemesis.append((time.time(), "settled"))
+            result.views = {name: await view(client) for name, client in clients.items()}
+        result.anomalies = await check(result)
+        if plant:
+            result.planted = await planted(result)
+
+
+async def settle(workload: Workload, clients: dict[str, httpx.AsyncClient]) -> None:
+    """With every partition healed: approve whatever still waits (on either replica, again
+    until acknowledged), until every run has finished."""
+    names = itertools.cycle(clients)
+    async with asyncio.timeout(HANG * 2):
+        while True:
+            client = clients[next(names)]
+            with contextlib.suppress(httpx.TransportError):
+                listed = await client.get("/v1/approvals", params={"status": "pending"})
+                runs = await client.get("/v1/runs", params={"status": "running", "limit": 1})
+                paused = await client.get("/v1/runs", params={"status": "paused", "limit": 1})
+                if listed.is_success and runs.is_success and paused.is_success:
+                    waiting = listed.json()["items"]
+                    if not waiting and not runs.json()["items"] and not paused.json()["items"]:
+                        return
+                    for approval in waiting:
+                        op = Op(-1, "decide", next(names), approval["id"], time.time(),
+                                sent={"kind": "approve"})  # fmt: skip
+                        path = f"/v1/approvals/{approval['id']}/decision"
+                        await workload.request(op, "POST", path)
+            await asyncio.sleep(0.2)  # a run a dead replica held waits for its lease to end
+
+
+async def view(client: httpx.AsyncClient) -> dict[str, Any]:
+    """What a replica says of every run and approval, and of the audit chain."""
+    runs: list[dict[str, Any]] = []
+    cursor = None
+    while True:
+        page = (await client.get("/v1/runs", params={"limit": 500} | (
+            {"cursor": cursor} if cursor else {}))).json()  # fmt: skip
+        runs += page["items"]
+        if (cursor := page["next"]) is None:
+            break
+    approvals = (await client.get("/v1/approvals", params={"limit": 500})).json()["items"]
+    verified = (await client.get("/v1/audit/verify")).json()
+    return {
+        "runs": sorted((r["id"], r["status"]) for r in runs),
+        "approvals": sorted((a["id"], a["status"]) for a in approvals),
+        "audit": (verified["ok"], verified["entries"]),
+    }
+
+
+async def check(trial: Trial) -> list[str]:
+    """Every anomaly the history, the side file and the database show; none is the pass."""
+    found: list[str] = []
+    lines = [line.split() for line in trial.side.read_text().splitlines()]
+    executions = Counter((tool, name) for _, tool, name in lines)
+    ran_by = {(tool, name): pid for pid, tool, name in lines}
+    found += [f"{t} {n} ran {count} times" for (t, n), count in executions.items() if count > 1]
+    async with open_store(trial.store_url) as store:
+        runs = await store.list_runs(limit=100_000)
+        inputs = await store.run_inputs([r.id for r in runs])
+        approvals = {a.id: a for a in await store.list_approvals(limit=100_000)}
+        audit = await store.audit_log(limit=1_000_000)
+        report = await store.verify_audit()
+        messages = {r.id: await store.run_messages(r.id) for r in runs}
+    if not report.ok:
+        found.append(f"the audit chain does not verify: {report.reason} at {report.first_bad}")
+    decisions = Counter(e.subject for e in audit if e.action == "decision")
+    found += [f"approval {a} decided {n} times" for a, n in decisions.items() if n > 1]
+    used = {e.data["run_id"]: e for e in audit if e.action == "grant_use"}
+    trial.grant_uses = len(used)
+    by_call = {(a.run_id, a.call.id): a for a in approvals.values()}
+    for approval in approvals.values():
+        if approval.status == "pending":
+            found.append(f"approval {approval.id} still waits after the heal")
+        elif decisions[approval.id] != 1:
+            found.append(f"approval {approval.id} is {approval.status} with "
+                         f"{decisions[approval.id]} decision(s) in the audit")  # fmt: skip
+    found += _acknowledged(trial.history, approvals)
+    found += _revocations(trial.history, audit)
+    for run in runs:
+        verb, name = inputs[run.id].split()
+        tool = f"{verb}_pod"
+        if run.status != "completed":
+            found.append(f"run {run.id} ({verb} {name}) ended {run.status}")
+        approval = by_call.get((run.id, "c1"))
+        allowed = run.id in used or (approval is not None and approval.status == "approved")
+        if executions[tool, name] and not allowed:
+            found.append(f"{tool} {name} ran, but nobody approved it and no grant let it through")
+        results = [str(m["content"]) for m in messages[run.id] if m["role"] == "tool"]
+        if allowed and not results:
+            found.append(f"{tool} {name} was allowed, and the run records no result")
+        for result in results:
+            if result.startswith(f"{tool} {name} by "):
+                holder = result.rsplit(" ", 1)[1]
+                if ran_by.get((tool, name)) != holder:
+                    found.append(f"{tool} {name}'s result says process {holder} ran it; "
+                                 f"the side file says {ran_by.get((tool, name))}")  # fmt: skip
+    views = list(trial.views.values())
+    if any(v != views[0] for v in views):
+        found.append(f"the replicas disagree after the heal: {views}")
+    found += [f"replica {n} says the audit is {v['audit']}" for n, v in trial.views.items()
+              if not v["audit"][0]]  # fmt: skip
+    return found
+
+
+def _acknowledged(history: list[Op], approvals: dict[str, Any]) -> list[str]:
+    """An acknowledged decision is the one kept; two different ones are never both acked."""
+    found = []
+    status = {"approve": "approved", "reject": "rejected"}
+    for op in history:
+        if op.kind in ("decide", "grant") and op.outcome == "ok":
+            kind = op.sent["kind"]
+            kept = approvals[op.target].status
+            if kept != status[kind]:
+                found.append(f"{op.replica} acknowledged {kind} of {op.target}; it is {kept}")
+    return found
+
+
+def _revocations(history: list[Op], audit: list[Any]) -> list[str]:
+    """No call passes under a grant once its revocation has been acknowledged."""
+    revoked = {op.target: op.ended for op in history if op.kind == "revoke" and op.outcome == "ok"}
+    return [
+        f"grant {e.subject} let run {e.data['run_id']} through "
+        f"{e.at.timestamp() - revoked[e.subject]:.3f} s after its revocation was acknowledged"
+        for e in audit
+        if e.action == "grant_use" and e.subject in revoked
+        and e.at.timestamp() > revoked[e.subject]
+    ]
+
+
+async def planted(trial: Trial) -> dict[str, list[str]]:
+    """Faults put into copies of the side file and the history, one of each kind `check` is
+    there to catch: what it reports of each (nothing: the checker is blind to that kind)."""
+    async with open_store(trial.store_url) as store:
+        audit = await store.audit_log(limit=1_000_000)
+        rejected = [a for a in await store.list_approvals(limit=100_000) if a.status == "rejected"]
+        inputs = await store.run_inputs([a.run_id for a in rejected if a.run_id])
+    lines = trial.side.read_text().splitlines()
+    pid, tool, name = lines[0].split()
+    decided = next(op for op in trial.history if op.kind == "decide" and op.outcome == "ok")
+    opposite = {"approve": "reject", "reject": "approve"}[decided.sent["kind"]]
+    use = next(e for e in audit if e.action == "grant_use")
+    verb, never_approved = inputs[rejected[0].run_id or ""].split()
+    faults = {
+        "a call run twice": (lines + [lines[0]], [], "ran 2 times"),
+        "a result from a process that did not run the call": (
+            [f"{int(pid) + 1} {tool} {name}", *lines[1:]], [], "result says process"
+        ),
+        "a call run that was rejected": (
+            [*lines, f"{pid} {verb}_pod {never_approved}"], [], "nobody approved it"
+        ),
+        "an acknowledged decision lost": (lines, [
+            Op(0, "decide", "a", decided.target, decided.began, decided.ended, "ok",
+               sent={"kind": opposite}, status=200)  # fmt: skip
+        ], "acknowledged"),
+        "a grant used after its revocation": (lines, [
+            Op(0, "revoke", "b", use.subject, 0.0, use.at.timestamp() - 1, "ok", status=200)
+        ], "after its revocation"),
+    }  # fmt: skip
+    found: dict[str, list[str]] = {}
+    for n, (fault, (side, extra, says)) in enumerate(faults.items()):
+        copy = trial.side.with_name(f"planted-{n}.txt")
+        copy.write_text("".join(f"{line}\n" for line in side))
+        planted_trial = replace(trial, side=copy, history=trial.history + extra)
+        found[fault] = [a for a in await check(planted_trial) if says in a]
+    return found
+
+
+def figures(trial: Trial) -> dict[str, Any]:
+    """What the trial did, for the note and `make chaos`."""
+    executed = len(trial.side.read_text().splitlines())
+    nemesis = Counter(what.split()[0] for _, what in trial.nemesis)
+    return {
+        "partitions": nemesis["cut"],
+        "kills": nemesis["kill"],
+        "pauses": nemesis["pause"],
+        "runs started": trial.count("start"),
+        "decisions sent": trial.count("decide") + trial.count("grant"),
+        "decisions acknowledged": trial.count("decide", "ok") + trial.count("grant", "ok"),
+        "grants": trial.count("grant", "ok"),
+        "grant uses": trial.grant_uses,
+        "revocations": trial.count("revoke", "ok"),
+        "requests unknown (5xx or no answer)": sum(op.outcome == "info" for op in trial.history),
+        "tool executions": executed,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--small", action="store_true", help="the size the tests run")
+    parser.add_argument("--seed", type=int, default=20261127)
+    parser.add_argument("--keep", type=Path, help="a folder to keep the history and logs in")
+    arguments = parser.parse_args()
+    reason = why_not()
+    if reason is not None:
+        raise SystemExit(f"the partition test cannot run here: {reason}")
+    size = SMALL if arguments.small else LARGE
+    with contextlib.ExitStack() as stack:
+        folder = arguments.keep or stack.enter_context(
+            tempfile.TemporaryDirectory(prefix="signoff-chaos-")
+        )
+        done = asyncio.run(trial(Path(folder), size, arguments.seed))
+        anomalies = done.anomalies
+        for name, value in figures(done).items():
+            print(f"{name:>38}: {value}")
+        print(f"{'anomalies':>38}: {len(anomalies)}")
+        for anomaly in anomalies:
+            print(f"  {anomaly}")
+    raise SystemExit(1 if anomalies else 0)
+
+
+if __name__ == "__main__":
+    main()
