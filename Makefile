@@ -16,7 +16,7 @@ PYTEST := $(BIN)/pytest -n 2 --dist loadfile
 export UV_PYTHON_DOWNLOADS := never
 export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 
-.PHONY: install test pytest lint format typecheck bench demo lock clean chromium prometheus spin verify screenshots dist
+.PHONY: install test pytest lint format typecheck bench demo lock clean chromium prometheus spin verify chaos screenshots dist
 
 install: $(STAMP)
 
@@ -81,6 +81,12 @@ spin:
 # Three workers as well as two, and two aborted transactions: minutes and a few GB, not seconds.
 verify: install spin
 	$(BIN)/python -m tests.verify.spin
+
+# Two replicas and a PostgreSQL of their own in network namespaces (root only), partitioned,
+# killed and paused under a workload, then checked (tests/chaos/partitions.py): the large size,
+# a few minutes; `make test` runs the small one.
+chaos: install
+	$(BIN)/python -m tests.chaos.partitions
 
 # Save each page of the web inbox to docs/images/ (the README and docs/ show them).
 screenshots: install chromium

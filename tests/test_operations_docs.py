@@ -131,3 +131,21 @@ def test_the_log_line_has_the_fields_the_formatter_writes():
         k: v for k, v in shown.items() if k != "time"
     }
     assert datetime.fromisoformat(shown["time"]).tzinfo is not None
+
+
+def test_the_replicas_config_reads_as_the_doc_says(tmp_path: Path):
+    from signoff.store.postgres import SERVER_SETTINGS, TIMEOUTS
+
+    (tmp_path / "replicas.yaml").write_text(DOC["replicas.yaml"])
+    settings = load_config(tmp_path / "replicas.yaml")
+    assert settings.run_lease == timedelta(minutes=1)
+    assert settings.database is not None and "idle_in_transaction_session_timeout=10s" in (
+        settings.database
+    )
+    # The table's defaults are the code's.
+    assert TIMEOUTS == {"connect_timeout": 10.0, "command_timeout": 60.0}
+    assert SERVER_SETTINGS == {
+        "idle_in_transaction_session_timeout": "30s",
+        "tcp_user_timeout": "30s",
+    }
+    assert "| `connect_timeout` | 10 (seconds) |" in (ROOT / "docs" / "operations.md").read_text()

@@ -85,7 +85,8 @@ class Network:
         _ip(host.namespace, "addr", "add", f"{host.address}/24", "dev", end)
         _ip(self.router, "link", "set", router_end, "up")
         _ip(host.namespace, "link", "set", end, "up")
-        _ip(host.namespace, "route", "add", f"10.{self._net}.0.0/16", "via", f"10.{self._net}.{n}.1")
+        network, router = f"10.{self._net}.0.0/16", f"10.{self._net}.{n}.1"
+        _ip(host.namespace, "route", "add", network, "via", router)
         self.hosts.append(host)
         return host
 

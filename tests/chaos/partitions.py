@@ -1,7 +1,7 @@
 """Two `signoff serve` replicas and a PostgreSQL of their own, each on a host of its own
-(`network`), partitioned from the database and healed, and SIGKILLed, while clients start runs,
-decide their calls (sometimes on both replicas at once), grant and revoke — Jepsen's method on
-one machine: a workload, a nemesis, and a checker that reads the history afterwards.
+(`network`): partitioned from the database and healed, SIGKILLed and paused (`nemesis`) while
+clients start runs, decide their calls (sometimes on both replicas at once), grant and revoke —
+Jepsen's method on one machine: a workload, a nemesis, and a checker over the history.
 
 Every request is in the history with when it began and ended and how it came out: ``ok``,
 ``fail`` (it did not happen: a 4xx) or ``info`` (nobody knows: a 5xx, or no answer in time).
@@ -16,7 +16,9 @@ nemesis heals everything, the remaining calls are approved and every run is let 
   audit as in the table; two racing decisions never both acknowledged);
 - no grant used after its revocation was acknowledged;
 - the audit chain verifies, every run finished with each approved call's result, and both
-  replicas answer alike.
+  replicas answer alike;
+- no request got an answer other than its own, a 409 (another decision came first) or a 503
+  (the database did not answer: try again).
 
 `python -m tests.chaos.partitions` runs the large size (`make chaos`); the test the small one.
 """
@@ -34,7 +36,7 @@ import signal
 import tempfile
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -47,17 +49,28 @@ from tests.chaos.cluster import Postgres, Replica, postgres_programs
 from tests.chaos.network import Host, Network, cannot_make_namespaces
 from tests.deadline import HANG
 
-__all__ = ["LARGE", "SMALL", "Size", "Trial", "check", "trial"]
+__all__ = ["LARGE", "SMALL", "Size", "Trial", "check", "figures", "planted", "trial", "why_not"]
 
 TOKEN = "chaos-t0ken"
 CLIENT_SECONDS = 5.0
 """How long a client waits for an answer before it calls the request's outcome unknown."""
 LEASE_SECONDS = 3
-BOUNDS = "connect_timeout=3&command_timeout=4&idle_in_transaction_session_timeout=2s" \
-    "&tcp_user_timeout=2s"
+"""The replicas' run lease: how soon a run a dead or cut-off replica held is taken over."""
+BOUNDS = (
+    "connect_timeout=3&command_timeout=4&idle_in_transaction_session_timeout=2s&tcp_user_timeout=2s"
+)
 """The replicas' waits on the database (`signoff.store.postgres`), shorter than by default: a
 replica cut off mid-transaction is let go of in seconds, not half a minute."""
-"""The replicas' run lease: how soon a run a dead or cut-off replica held is taken over."""
+
+
+ANSWERS = {
+    "start": {201, 503},
+    "decide": {200, 409, 503},  # 409: another decision came first
+    "grant": {200, 409, 503},
+    "revoke": {200, 503},
+}
+"""The statuses each request may get, whatever the nemesis does: a database that does not
+answer is a 503 to try again, never a 500, nor a 400 that blames the request."""
 
 
 @dataclass(frozen=True)
@@ -110,9 +123,7 @@ class Trial:
     """With `trial(plant=True)`: what `check` says of each fault `planted` puts in."""
 
     def count(self, kind: str, outcome: str | None = None) -> int:
-        return sum(
-            1 for op in self.history if op.kind == kind and outcome in (None, op.outcome)
-        )
+        return sum(1 for op in self.history if op.kind == kind and outcome in (None, op.outcome))
 
 
 def why_not() -> str | None:
@@ -132,7 +143,8 @@ async def cluster(folder: Path) -> AsyncIterator[tuple[Network, Host, list[Repli
     assert programs is not None
     network = Network()
     try:
-        here, pg = network.host(None), network.host("pg")
+        network.host(None)  # the clients', and the checker's
+        pg = network.host("pg")
         a, b = network.host("a"), network.host("b")
         postgres = Postgres(pg, [pg.address], programs, folder / "postgres.log")
         await postgres.start()
@@ -181,9 +193,7 @@ class Workload:
         self.done = 0
         self.progress = asyncio.Condition()
 
-    async def request(
-        self, op: Op, method: str, path: str, **kwargs: Any
-    ) -> dict[str, Any] | None:
+    async def request(self, op: Op, method: str, path: str, **kwargs: Any) -> dict[str, Any] | None:
         """Send `op`'s request; record how it came out. Its body when ``ok``."""
         self.trial.history.append(op)
         try:
@@ -249,14 +259,16 @@ class Workload:
             self.pending.append((approval, tool))  # not known to be decided: decide again
 
     async def granting(self, number: int, replica: str) -> None:
-        """Revoke the grant in force, and start a restart at once (it must wait for a person);
+        """Revoke the grant in force, and start a restart at once on the other replica (it must
+        wait for a person);
         or, with none, approve a waiting restart always (for the agent, any arguments) and
         start two (the grant lets them through) — or start one, to approve next time."""
         if self.grant is not None:
             op = Op(number, "revoke", replica, self.grant, time.time())
             if await self.request(op, "DELETE", f"/v1/grants/{self.grant}") is not None:
                 self.grant = None
-                await self.start(number, replica, "restart")
+                other = next(r for r in self.clients if r != replica)
+                await self.start(number, other, "restart")
             return
         restarts = [p for p in self.pending if p[1] == "restart_pod"]
         if not restarts:
@@ -265,11 +277,13 @@ class Workload:
         self.pending.remove(restarts[0])
         approval = restarts[0][0]
         decision = {"kind": "approve", "always": {"scope": "agent", "with_args": False}}
+        listed: httpx.Response | None = None
         op = Op(number, "grant", replica, approval, time.time(), sent=decision)
         if await self.request(op, "POST", f"/v1/approvals/{approval}/decision") is None:
             return
-        listed = await self.clients[replica].get("/v1/grants", params={"tool": "restart_pod"})
-        if listed.is_success:
+        with contextlib.suppress(httpx.TransportError):  # unknown: the next grant is another
+            listed = await self.clients[replica].get("/v1/grants", params={"tool": "restart_pod"})
+        if listed is not None and listed.is_success:
             found = [g["id"] for g in listed.json()["items"] if g["approval_id"] == approval]
             self.grant = found[0] if found else None
             op.value["grant"] = self.grant
@@ -487,14 +501,19 @@ async def check(trial: Trial) -> list[str]:
             found.append(f"approval {approval.id} is {approval.status} with "
                          f"{decisions[approval.id]} decision(s) in the audit")  # fmt: skip
     found += _acknowledged(trial.history, approvals)
+    found += [
+        f"{op.kind} on {op.replica} answered {op.status}: {op.value}"
+        for op in trial.history
+        if op.status is not None and op.status not in ANSWERS[op.kind]
+    ]
     found += _revocations(trial.history, audit)
     for run in runs:
         verb, name = inputs[run.id].split()
         tool = f"{verb}_pod"
         if run.status != "completed":
             found.append(f"run {run.id} ({verb} {name}) ended {run.status}")
-        approval = by_call.get((run.id, "c1"))
-        allowed = run.id in used or (approval is not None and approval.status == "approved")
+        asked = by_call.get((run.id, "c1"))
+        allowed = run.id in used or (asked is not None and asked.status == "approved")
         if executions[tool, name] and not allowed:
             found.append(f"{tool} {name} ran, but nobody approved it and no grant let it through")
         results = [str(m["content"]) for m in messages[run.id] if m["role"] == "tool"]
@@ -534,7 +553,8 @@ def _revocations(history: list[Op], audit: list[Any]) -> list[str]:
         f"grant {e.subject} let run {e.data['run_id']} through "
         f"{e.at.timestamp() - revoked[e.subject]:.3f} s after its revocation was acknowledged"
         for e in audit
-        if e.action == "grant_use" and e.subject in revoked
+        if e.action == "grant_use"
+        and e.subject in revoked
         and e.at.timestamp() > revoked[e.subject]
     ]
 
@@ -551,23 +571,26 @@ async def planted(trial: Trial) -> dict[str, list[str]]:
     decided = next(op for op in trial.history if op.kind == "decide" and op.outcome == "ok")
     opposite = {"approve": "reject", "reject": "approve"}[decided.sent["kind"]]
     use = next(e for e in audit if e.action == "grant_use")
+    assert use.at is not None
     verb, never_approved = inputs[rejected[0].run_id or ""].split()
+    lost = Op(0, "decide", "a", decided.target, decided.began, decided.ended, "ok",
+              sent={"kind": opposite}, status=200)  # fmt: skip
+    revoked = Op(0, "revoke", "b", use.subject, 0.0, use.at.timestamp() - 1, "ok", status=200)
     faults = {
-        "a call run twice": (lines + [lines[0]], [], "ran 2 times"),
+        "a call run twice": ([*lines, lines[0]], [], "ran 2 times"),
         "a result from a process that did not run the call": (
-            [f"{int(pid) + 1} {tool} {name}", *lines[1:]], [], "result says process"
+            [f"{int(pid) + 1} {tool} {name}", *lines[1:]],
+            [],
+            "result says process",
         ),
         "a call run that was rejected": (
-            [*lines, f"{pid} {verb}_pod {never_approved}"], [], "nobody approved it"
+            [*lines, f"{pid} {verb}_pod {never_approved}"],
+            [],
+            "nobody approved it",
         ),
-        "an acknowledged decision lost": (lines, [
-            Op(0, "decide", "a", decided.target, decided.began, decided.ended, "ok",
-               sent={"kind": opposite}, status=200)  # fmt: skip
-        ], "acknowledged"),
-        "a grant used after its revocation": (lines, [
-            Op(0, "revoke", "b", use.subject, 0.0, use.at.timestamp() - 1, "ok", status=200)
-        ], "after its revocation"),
-    }  # fmt: skip
+        "an acknowledged decision lost": (lines, [lost], "acknowledged"),
+        "a grant used after its revocation": (lines, [revoked], "after its revocation"),
+    }
     found: dict[str, list[str]] = {}
     for n, (fault, (side, extra, says)) in enumerate(faults.items()):
         copy = trial.side.with_name(f"planted-{n}.txt")

@@ -15,6 +15,7 @@ import uvicorn
 
 from signoff import Policy
 from signoff.agent import Agent, ModelTurn, tool
+from signoff.errors import StoreUnavailableError
 from signoff.gate import Gate
 from signoff.server import Auth, Principal, Service, create_app
 from signoff.store import SQLStore
@@ -845,3 +846,23 @@ async def test_the_short_way_answers_exactly_as_the_route(api: Any):
         ]
         assert [r.status_code for r in refused] == [409, 409]
         assert refused[0].content == refused[1].content
+
+
+async def test_a_database_that_does_not_answer_is_a_503_to_try_again(
+    api: Any, store: SQLStore, monkeypatch: pytest.MonkeyPatch
+):
+    """Not a 400 (the request was fine) nor a 500: a 503 with Retry-After, which a client or a
+    load balancer retries elsewhere; what the driver said stays in the server's log."""
+
+    async def unanswered(**_: Any) -> None:
+        raise StoreUnavailableError("the database did not answer: 10.0.0.5:5432 timed out")
+
+    async with api([]) as client:
+        monkeypatch.setattr(store, "list_approvals", unanswered)
+        answer = await client.get("/v1/approvals")
+    assert answer.status_code == 503
+    assert answer.headers["retry-after"] == "1"
+    assert answer.json() == {
+        "error": "StoreUnavailableError",
+        "detail": "the database cannot be reached now: try again",
+    }

@@ -47,6 +47,24 @@ def test_a_config_file_is_the_policy_plus_the_servers_keys(
     assert (config.policy.rules[0].effect, config.policy.rules[0].tools) == ("ask", ("delete_pod",))
 
 
+def test_runs_lease_is_a_duration_from_a_second_to_a_day(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("SIGNOFF_TEST_TOKEN", "t0ken")
+    path = tmp_path / "signoff.yaml"
+    path.write_text(CONFIG.format(database="sqlite:///x.db") + "runs: {lease: 90s}\n")
+    assert load_config(path).run_lease.total_seconds() == 90
+    for runs, says in (
+        ("{lease: 500ms}", "9:15: runs.lease: runs.lease must be from 1s to 1d, not 0.5s"),
+        ("{lease: soon}", "9:15: runs.lease: runs.lease must be a positive number of seconds"),
+        ("{leese: 1m}", "unknown key 'leese' in runs; did you mean 'lease'?"),
+    ):
+        path.write_text(CONFIG.format(database="sqlite:///x.db") + f"runs: {runs}\n")
+        with pytest.raises(PolicyError) as caught:
+            load_config(path)
+        assert says in str(caught.value) and str(caught.value).startswith(f"{path}:9:")
+
+
 def test_every_mistake_of_a_config_is_named_with_its_line_and_column(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):

@@ -132,7 +132,7 @@ def load_config(path: Path, *, gateway: bool = False) -> ServerConfig:
     limits = _limits(reader, top.get("limits", {}))
     hosts = _hosts(reader, top.get("allowed_hosts", []))
     web = _web(reader, top.get("web", {}))
-    runs = _runs(reader, top.get("runs", {}))
+    run_lease = _run_lease(reader, top.get("runs", {}))
     retention = read_retention(reader, top.get("retention"))
     metrics = read_metrics(reader, top.get("metrics"))
     environment = os.environ if gateway else None
@@ -161,7 +161,7 @@ def load_config(path: Path, *, gateway: bool = False) -> ServerConfig:
         allowed_hosts=hosts,
         notify=notify,
         **web,
-        **runs,
+        run_lease=run_lease,
         retention=retention,
         metrics=metrics,
     )
@@ -211,21 +211,20 @@ def _web(reader: Reader, value: Any) -> dict[str, int]:
     return {"undo_seconds": seconds}
 
 
-def _runs(reader: Reader, value: Any) -> dict[str, timedelta]:
+def _run_lease(reader: Reader, value: Any) -> timedelta:
     section = reader.mapping(value, ("runs",), "runs")
     if section is None:
-        return {}
+        return LEASE
     reader.keys(section, ("runs",), _RUNS_KEYS, "runs")
     if "lease" not in section:
-        return {}
+        return LEASE
     seconds = reader.duration(section["lease"], ("runs", "lease"), "runs.lease")
     if seconds is None:
-        return {}
+        return LEASE
     lease = timedelta(seconds=seconds)
     if not _LEASES[0] <= lease <= _LEASES[1]:
         reader.error(("runs", "lease"), f"runs.lease must be from 1s to 1d, not {seconds:g}s")
-        return {}
-    return {"run_lease": lease}
+    return lease
 
 
 def _redact(reader: Reader, value: Any) -> tuple[str, ...]:

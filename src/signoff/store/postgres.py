@@ -40,7 +40,7 @@ def postgres_runner(url: str) -> AsyncRunner:
         raise MissingExtraError("a PostgreSQL store", "postgres")
     parsed = make_url(url)
     query = dict(parsed.query)
-    timeouts = {name: _seconds(name, query.pop(name, default)) for name, default in TIMEOUTS.items()}
+    timeouts = {name: _seconds(name, query.pop(name, value)) for name, value in TIMEOUTS.items()}
     settings = {name: str(query.pop(name, default)) for name, default in SERVER_SETTINGS.items()}
     connect: dict[str, Any] = {
         "timeout": timeouts["connect_timeout"],

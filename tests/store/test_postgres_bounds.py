@@ -1,0 +1,48 @@
+"""Every wait on PostgreSQL is bounded (`signoff.store.postgres`): each session asks the server
+to end it when it idles in a transaction or stops acknowledging, and a statement that outlasts
+its timeout fails as `StoreUnavailableError` — the API's 503 — rather than hanging. The URL
+changes each bound; a bound that is not one is refused, named."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import text
+
+from signoff.errors import StoreError, StoreUnavailableError
+from signoff.store import open_store
+from signoff.store.postgres import postgres_runner
+
+
+async def settings(url: str) -> tuple[str, str]:
+    async with open_store(url) as store:
+        row = await store.run(
+            lambda c: c.execute(text(
+                "SELECT current_setting('idle_in_transaction_session_timeout'),"
+                " current_setting('tcp_user_timeout')"
+            )).one(),
+            write=False,
+        )  # fmt: skip
+        return row[0], row[1]
+
+
+async def test_each_session_asks_the_server_for_the_bounds_the_url_may_change(postgres_url: str):
+    assert await settings(postgres_url) == ("30s", "30000")  # ms
+    changed = f"{postgres_url}?idle_in_transaction_session_timeout=7s&tcp_user_timeout=1500"
+    assert await settings(changed) == ("7s", "1500")
+
+
+async def test_a_statement_past_the_command_timeout_fails_as_unavailable(postgres_url: str):
+    async with open_store(f"{postgres_url}?command_timeout=0.2") as store:
+        with pytest.raises(StoreUnavailableError, match="did not answer"):
+            await store.run(lambda c: c.execute(text("SELECT pg_sleep(600)")), write=False)
+        # The store goes on: the next statement has a connection of its own.
+        assert await store.run(lambda c: c.execute(text("SELECT 1")).scalar(), write=False) == 1
+
+
+@pytest.mark.parametrize(
+    "query", ["command_timeout=soon", "connect_timeout=0", "command_timeout=-1"]
+)
+def test_a_bound_that_is_not_a_number_of_seconds_is_refused_by_name(query: str):
+    name = query.split("=")[0]
+    with pytest.raises(StoreError, match=f"URL's {name} must be a number of seconds"):
+        postgres_runner(f"postgresql://signoff@db/signoff?{query}")
