@@ -1,11 +1,13 @@
 """The agent the partition test's replicas serve (`--agents tests.chaos.agents:agents`): each
-real execution of a tool appends ``PID TOOL NAME`` to the file named by SIGNOFF_TEST_SIDE_FILE,
-and the tool's result names the process that ran it, so the checker can tell which holder a
-recorded result came from."""
+real execution of a tool appends ``PID TOOL NAME TIME`` to the file named by
+SIGNOFF_TEST_SIDE_FILE (TIME: this machine's clock, in seconds), and the tool's result names the
+process that ran it, so the checker can tell which holder a recorded result came from, and that
+it ran after it was let through."""
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,7 +20,7 @@ __all__ = ["agents", "executed"]
 def executed(tool: str, name: str) -> str:
     """Record one real execution of `tool` on `name`; its result."""
     with Path(os.environ["SIGNOFF_TEST_SIDE_FILE"]).open("a") as side:
-        side.write(f"{os.getpid()} {tool} {name}\n")
+        side.write(f"{os.getpid()} {tool} {name} {time.time()}\n")
     return f"{tool} {name} by {os.getpid()}"
 
 

@@ -80,7 +80,11 @@ class Postgres:
     async def stop(self) -> None:
         if self.process is not None and self.process.returncode is None:
             os.killpg(self.process.pid, signal.SIGQUIT)  # immediate shutdown
-            async with asyncio.timeout(HANG):
+            try:
+                async with asyncio.timeout(HANG):
+                    await self.process.wait()
+            except TimeoutError:
+                os.killpg(self.process.pid, signal.SIGKILL)
                 await self.process.wait()
         shutil.rmtree(self.folder, ignore_errors=True)
 
@@ -153,12 +157,18 @@ class Replica:
         await self._ended()
 
     async def _ended(self) -> None:
-        if self.process is not None:
+        """Wait for it to end: killed, if it will not within `HANG`."""
+        if self.process is None:
+            return
+        try:
             async with asyncio.timeout(HANG):
                 await self.process.wait()
-                if self._reader is not None:
-                    with contextlib.suppress(AssertionError):
-                        await self._reader
+        except TimeoutError:
+            self.process.kill()
+            await self.process.wait()
+        if self._reader is not None:
+            with contextlib.suppress(AssertionError):
+                await self._reader
 
 
 async def _checked(*argv: str) -> None:

@@ -57,8 +57,13 @@ class Network:
     hosts: list[Host] = field(default_factory=list)
     _cut: set[tuple[str, str]] = field(default_factory=set)
     _ends: list[str] = field(default_factory=list)
-    _net: int = field(default_factory=lambda: random.randrange(100, 250))
-    """The second number of every address: 10.N.0.0/16 is this network's."""
+    _block: str = field(
+        default_factory=lambda: "198.{}.{}".format(
+            *divmod(random.randrange(18 * 256, 20 * 256), 256)
+        )
+    )
+    """This network's /24, in 198.18.0.0/15 (RFC 2544's, for tests: no real network uses it);
+    each link a /30 of it."""
 
     def __post_init__(self) -> None:
         self.router = f"{self.name}-router"
@@ -68,10 +73,11 @@ class Network:
                         "net.ipv4.ip_forward=1"], check=True)  # fmt: skip
 
     def host(self, name: str | None) -> Host:
-        """A new host (None: this machine's own namespace) linked to the router on a /24 of
+        """A new host (None: this machine's own namespace) linked to the router on a /30 of
         its own, reaching every other host through it."""
         n = len(self._ends)
-        host = Host(None if name is None else f"{self.name}-{name}", f"10.{self._net}.{n}.2")
+        router_address = f"{self._block}.{4 * n + 1}"
+        host = Host(None if name is None else f"{self.name}-{name}", f"{self._block}.{4 * n + 2}")
         if host.namespace is not None:
             _ip(None, "netns", "add", host.namespace)
             _ip(host.namespace, "link", "set", "lo", "up")
@@ -81,12 +87,11 @@ class Network:
         _ip(None, "link", "set", router_end, "netns", self.router)
         if host.namespace is not None:
             _ip(None, "link", "set", end, "netns", host.namespace)
-        _ip(self.router, "addr", "add", f"10.{self._net}.{n}.1/24", "dev", router_end)
-        _ip(host.namespace, "addr", "add", f"{host.address}/24", "dev", end)
+        _ip(self.router, "addr", "add", f"{router_address}/30", "dev", router_end)
+        _ip(host.namespace, "addr", "add", f"{host.address}/30", "dev", end)
         _ip(self.router, "link", "set", router_end, "up")
         _ip(host.namespace, "link", "set", end, "up")
-        network, router = f"10.{self._net}.0.0/16", f"10.{self._net}.{n}.1"
-        _ip(host.namespace, "route", "add", network, "via", router)
+        _ip(host.namespace, "route", "add", f"{self._block}.0/24", "via", router_address)
         self.hosts.append(host)
         return host
 

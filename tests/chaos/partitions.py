@@ -9,16 +9,21 @@ Every real execution of a tool is a line of the side file (`tests.chaos.agents`)
 nemesis heals everything, the remaining calls are approved and every run is let finish; then
 `check` reads the history, the side file and the database:
 
-- no tool ran twice for one call, and none ran that nobody approved or a grant let through;
+- no tool ran twice for one call, none ran that nobody approved or a grant let through, and
+  none ran before it was (the side file's clock against the audit's: one machine's);
 - each recorded result names the process that really ran the call (a holder fenced out
   records nothing);
-- no decision lost (one acknowledged is the one kept) or doubled (one per approval, in the
-  audit as in the table; two racing decisions never both acknowledged);
-- no grant used after its revocation was acknowledged;
-- the audit chain verifies, every run finished with each approved call's result, and both
+- no decision lost (one acknowledged is the one kept; a different one is never acknowledged
+  too) or doubled (one per approval in the audit);
+- no grant used after its revocation, in the order the database committed them (the audit
+  chain's), and every acknowledged revocation recorded;
+- the audit chain verifies, every run finished with each allowed call's result, and both
   replicas answer alike;
 - no request got an answer other than its own, a 409 (another decision came first) or a 503
   (the database did not answer: try again).
+
+`planted` puts a fault of each kind into copies of what happened, and the test asserts that
+`check` reports each.
 
 `python -m tests.chaos.partitions` runs the large size (`make chaos`); the test the small one.
 """
@@ -44,7 +49,9 @@ from typing import Any
 import asyncpg
 import httpx
 
-from signoff.store import open_store
+from signoff.store import AuditReport, open_store
+from signoff.store.runs import RunRecord
+from signoff.types import Approval, AuditEntry
 from tests.chaos.cluster import Postgres, Replica, postgres_programs
 from tests.chaos.network import Host, Network, cannot_make_namespaces
 from tests.deadline import HANG
@@ -141,26 +148,22 @@ async def cluster(folder: Path) -> AsyncIterator[tuple[Network, Host, list[Repli
     host, the replicas, and the database's URL."""
     programs = postgres_programs()
     assert programs is not None
-    network = Network()
-    try:
+    async with contextlib.AsyncExitStack() as stack:  # whatever was started is stopped
+        network = Network()
+        stack.callback(network.close)
         network.host(None)  # the clients', and the checker's
         pg = network.host("pg")
         a, b = network.host("a"), network.host("b")
         postgres = Postgres(pg, [pg.address], programs, folder / "postgres.log")
+        stack.push_async_callback(postgres.stop)
         await postgres.start()
         side = folder / "executions.txt"
         side.touch()
         replicas = [_replica("a", a, pg, folder, side), _replica("b", b, pg, folder, side)]
-        try:
-            for replica in replicas:  # one at a time: the first creates the schema
-                await replica.start()
-            yield network, pg, replicas, f"postgresql://postgres@{pg.address}:5432/postgres"
-        finally:
-            for replica in replicas:
-                await replica.stop()
-            await postgres.stop()
-    finally:
-        network.close()
+        for replica in replicas:  # one at a time: the first creates the schema
+            stack.push_async_callback(replica.stop)
+            await replica.start()
+        yield network, pg, replicas, f"postgresql://postgres@{pg.address}:5432/postgres"
 
 
 def _replica(name: str, host: Host, pg: Host, folder: Path, side: Path) -> Replica:
@@ -318,7 +321,7 @@ async def nemesis(
       as a long garbage collection or a frozen VM would.
     """
     for step in range(size.steps):
-        await workload.after(size.gap)
+        await _meanwhile(workload, size, "both replicas were up")
         replica = rng.choice(replicas)
         match step % 4:
             case 0 | 2:
@@ -328,7 +331,7 @@ async def nemesis(
                     trial.nemesis.append((time.time(), f"open transaction cut off ({tries})"))
                 else:
                     network.cut(replica.host, pg)
-                await _meanwhile(workload, size, f"{replica.name} was cut off")
+                await _meanwhile(workload, size, f"{replica.name} was cut off from the database")
                 network.heal(replica.host, pg)
                 trial.nemesis.append((time.time(), f"heal {replica.name}"))
             case 1:
@@ -348,14 +351,13 @@ async def nemesis(
 
 
 async def _meanwhile(workload: Workload, size: Size, what: str) -> None:
-    """Wait for `size.gap` operations done, necessarily by the replica left alone."""
+    """Wait for `size.gap` operations done (by the replica left alone, while one is cut off or
+    paused); a workload that stalls fails the trial, saying when."""
     try:
         async with asyncio.timeout(HANG):
             await workload.after(size.gap)
     except TimeoutError:
-        raise AssertionError(
-            f"the workload did nothing for {HANG:g} s while {what}: the other replica waits on it"
-        ) from None
+        raise AssertionError(f"the workload did nothing for {HANG:g} s while {what}") from None
 
 
 async def cut_mid_transaction(
@@ -372,7 +374,7 @@ async def cut_mid_transaction(
         " FROM pg_stat_activity WHERE client_addr = $1"
     )
     try:
-        async with asyncio.timeout(HANG):
+        async with asyncio.timeout(HANG):  # many tries at most: the workload keeps it busy
             for tries in itertools.count(1):
                 network.cut(replica.host, pg)
                 while True:  # until whatever it had sent before the cut is done with
@@ -383,6 +385,10 @@ async def cut_mid_transaction(
                     return tries
                 network.heal(replica.host, pg)
                 await workload.after(1)
+    except TimeoutError:
+        raise AssertionError(
+            f"{replica.name} was never cut off with a write transaction open in {HANG:g} s"
+        ) from None
     finally:
         await connection.close()
     raise AssertionError("unreachable")
@@ -415,20 +421,23 @@ async def _trial(result: Trial, folder: Path, size: Size, seed: int, plant: bool
                 for r in replicas
             }
             workload = Workload(result, clients, seed)
-            stop = asyncio.Event()
-            running = [asyncio.create_task(workload.client(n, stop)) for n in range(size.clients)]
-            try:
-                await nemesis(result, network, pg, replicas, workload, size, random.Random(seed))
-            finally:
-                stop.set()
-                await asyncio.gather(*running)
+            stop, rng = asyncio.Event(), random.Random(seed)
+            async with asyncio.TaskGroup() as clients_running:  # a client that fails ends it
+                for n in range(size.clients):
+                    clients_running.create_task(workload.client(n, stop))
+                try:
+                    await nemesis(result, network, pg, replicas, workload, size, rng)
+                finally:
+                    stop.set()
             await settle(workload, clients)
             result.history.sort(key=lambda op: op.began)
             result.nemesis.append((time.time(), "settled"))
             result.views = {name: await view(client) for name, client in clients.items()}
-        result.anomalies = await check(result)
+        seen = await snapshot(store_url)
+        result.grant_uses = sum(1 for e in seen.audit if e.action == "grant_use")
+        result.anomalies = check(result, seen)
         if plant:
-            result.planted = await planted(result)
+            result.planted = planted(result, seen)
 
 
 async def settle(workload: Workload, clients: dict[str, httpx.AsyncClient]) -> None:
@@ -473,58 +482,85 @@ async def view(client: httpx.AsyncClient) -> dict[str, Any]:
     }
 
 
-async def check(trial: Trial) -> list[str]:
+@dataclass(frozen=True)
+class Snapshot:
+    """What the database holds after the trial, read once (`snapshot`)."""
+
+    runs: list[RunRecord]
+    inputs: dict[str, str]
+    messages: dict[str, list[dict[str, Any]]]
+    approvals: dict[str, Approval]
+    audit: list[AuditEntry]
+    verified: AuditReport
+
+
+async def snapshot(store_url: str) -> Snapshot:
+    async with open_store(store_url) as store:
+        runs = await store.list_runs(limit=100_000)
+        return Snapshot(
+            runs=runs,
+            inputs=await store.run_inputs([r.id for r in runs]),
+            messages={r.id: await store.run_messages(r.id) for r in runs},
+            approvals={a.id: a for a in await store.list_approvals(limit=100_000)},
+            audit=await store.audit_log(limit=1_000_000),
+            verified=await store.verify_audit(),
+        )
+
+
+def check(trial: Trial, seen: Snapshot) -> list[str]:
     """Every anomaly the history, the side file and the database show; none is the pass."""
     found: list[str] = []
     lines = [line.split() for line in trial.side.read_text().splitlines()]
-    executions = Counter((tool, name) for _, tool, name in lines)
-    ran_by = {(tool, name): pid for pid, tool, name in lines}
+    executions = Counter((tool, name) for _, tool, name, _ in lines)
+    ran_by = {(tool, name): (pid, float(at)) for pid, tool, name, at in lines}
     found += [f"{t} {n} ran {count} times" for (t, n), count in executions.items() if count > 1]
-    async with open_store(trial.store_url) as store:
-        runs = await store.list_runs(limit=100_000)
-        inputs = await store.run_inputs([r.id for r in runs])
-        approvals = {a.id: a for a in await store.list_approvals(limit=100_000)}
-        audit = await store.audit_log(limit=1_000_000)
-        report = await store.verify_audit()
-        messages = {r.id: await store.run_messages(r.id) for r in runs}
-    if not report.ok:
-        found.append(f"the audit chain does not verify: {report.reason} at {report.first_bad}")
-    decisions = Counter(e.subject for e in audit if e.action == "decision")
+    if not seen.verified.ok:
+        found.append(
+            f"the audit chain does not verify: {seen.verified.reason} at {seen.verified.first_bad}"
+        )
+    decided = {e.subject: e for e in seen.audit if e.action == "decision"}
+    decisions = Counter(e.subject for e in seen.audit if e.action == "decision")
     found += [f"approval {a} decided {n} times" for a, n in decisions.items() if n > 1]
-    used = {e.data["run_id"]: e for e in audit if e.action == "grant_use"}
-    trial.grant_uses = len(used)
-    by_call = {(a.run_id, a.call.id): a for a in approvals.values()}
-    for approval in approvals.values():
+    used = {e.data["run_id"]: e for e in seen.audit if e.action == "grant_use"}
+    by_call = {(a.run_id, a.call.id): a for a in seen.approvals.values()}
+    for approval in seen.approvals.values():
         if approval.status == "pending":
             found.append(f"approval {approval.id} still waits after the heal")
         elif decisions[approval.id] != 1:
             found.append(f"approval {approval.id} is {approval.status} with "
                          f"{decisions[approval.id]} decision(s) in the audit")  # fmt: skip
-    found += _acknowledged(trial.history, approvals)
+    found += _acknowledged(trial.history, seen.approvals)
     found += [
         f"{op.kind} on {op.replica} answered {op.status}: {op.value}"
         for op in trial.history
         if op.status is not None and op.status not in ANSWERS[op.kind]
     ]
-    found += _revocations(trial.history, audit)
-    for run in runs:
-        verb, name = inputs[run.id].split()
+    found += _revocations(trial.history, seen.audit)
+    for run in seen.runs:
+        verb, name = seen.inputs[run.id].split()
         tool = f"{verb}_pod"
         if run.status != "completed":
             found.append(f"run {run.id} ({verb} {name}) ended {run.status}")
         asked = by_call.get((run.id, "c1"))
-        allowed = run.id in used or (asked is not None and asked.status == "approved")
+        approved = asked is not None and asked.status == "approved"
+        allowed = run.id in used or approved
         if executions[tool, name] and not allowed:
             found.append(f"{tool} {name} ran, but nobody approved it and no grant let it through")
-        results = [str(m["content"]) for m in messages[run.id] if m["role"] == "tool"]
+        elif executions[tool, name]:  # it ran once let through: not before
+            let = used.get(run.id) or (decided.get(asked.id) if asked else None)
+            if let is None or let.at is None:
+                found.append(f"{tool} {name} ran, and no audit entry says when it was let through")
+            elif ran_by[tool, name][1] < let.at.timestamp():
+                found.append(f"{tool} {name} ran before it was let through ({let.action})")
+        results = [str(m["content"]) for m in seen.messages[run.id] if m["role"] == "tool"]
         if allowed and not results:
             found.append(f"{tool} {name} was allowed, and the run records no result")
         for result in results:
             if result.startswith(f"{tool} {name} by "):
-                holder = result.rsplit(" ", 1)[1]
-                if ran_by.get((tool, name)) != holder:
+                holder, ran = result.rsplit(" ", 1)[1], ran_by.get((tool, name), ("nobody",))[0]
+                if ran != holder:
                     found.append(f"{tool} {name}'s result says process {holder} ran it; "
-                                 f"the side file says {ran_by.get((tool, name))}")  # fmt: skip
+                                 f"the side file says {ran}")  # fmt: skip
     views = list(trial.views.values())
     if any(v != views[0] for v in views):
         found.append(f"the replicas disagree after the heal: {views}")
@@ -533,8 +569,9 @@ async def check(trial: Trial) -> list[str]:
     return found
 
 
-def _acknowledged(history: list[Op], approvals: dict[str, Any]) -> list[str]:
-    """An acknowledged decision is the one kept; two different ones are never both acked."""
+def _acknowledged(history: list[Op], approvals: dict[str, Approval]) -> list[str]:
+    """An acknowledged decision is the one kept (the same decision sent again is acknowledged
+    again; a different one is refused)."""
     found = []
     status = {"approve": "approved", "reject": "rejected"}
     for op in history:
@@ -546,57 +583,68 @@ def _acknowledged(history: list[Op], approvals: dict[str, Any]) -> list[str]:
     return found
 
 
-def _revocations(history: list[Op], audit: list[Any]) -> list[str]:
-    """No call passes under a grant once its revocation has been acknowledged."""
-    revoked = {op.target: op.ended for op in history if op.kind == "revoke" and op.outcome == "ok"}
-    return [
-        f"grant {e.subject} let run {e.data['run_id']} through "
-        f"{e.at.timestamp() - revoked[e.subject]:.3f} s after its revocation was acknowledged"
+def _revocations(history: list[Op], audit: list[AuditEntry]) -> list[str]:
+    """A grant lets nothing through once revoked: no use of it comes after its revocation in
+    the audit chain (the order the database committed them in), and every acknowledged
+    revocation is there."""
+    revoked = {e.subject: e.seq for e in audit if e.action == "revoke"}
+    found = [
+        f"revoking grant {op.target} was acknowledged by {op.replica}, and is not in the audit"
+        for op in history
+        if op.kind == "revoke" and op.outcome == "ok" and op.target not in revoked
+    ]
+    return found + [
+        f"grant {e.subject} let run {e.data['run_id']} through after its revocation "
+        f"(audit entry {e.seq}, revoked at {revoked[e.subject]})"
         for e in audit
-        if e.action == "grant_use"
-        and e.subject in revoked
-        and e.at.timestamp() > revoked[e.subject]
+        if e.action == "grant_use" and e.seq > revoked.get(e.subject, e.seq)
     ]
 
 
-async def planted(trial: Trial) -> dict[str, list[str]]:
-    """Faults put into copies of the side file and the history, one of each kind `check` is
-    there to catch: what it reports of each (nothing: the checker is blind to that kind)."""
-    async with open_store(trial.store_url) as store:
-        audit = await store.audit_log(limit=1_000_000)
-        rejected = [a for a in await store.list_approvals(limit=100_000) if a.status == "rejected"]
-        inputs = await store.run_inputs([a.run_id for a in rejected if a.run_id])
+def planted(trial: Trial, seen: Snapshot) -> dict[str, list[str]]:
+    """Faults put into copies of the side file, the history and the audit, one of each kind
+    `check` is there to catch: what it reports of each (nothing: the checker is blind to it)."""
     lines = trial.side.read_text().splitlines()
-    pid, tool, name = lines[0].split()
+    pid, tool, name, at = lines[0].split()
     decided = next(op for op in trial.history if op.kind == "decide" and op.outcome == "ok")
     opposite = {"approve": "reject", "reject": "approve"}[decided.sent["kind"]]
-    use = next(e for e in audit if e.action == "grant_use")
-    assert use.at is not None
-    verb, never_approved = inputs[rejected[0].run_id or ""].split()
     lost = Op(0, "decide", "a", decided.target, decided.began, decided.ended, "ok",
               sent={"kind": opposite}, status=200)  # fmt: skip
-    revoked = Op(0, "revoke", "b", use.subject, 0.0, use.at.timestamp() - 1, "ok", status=200)
+    rejected = next(a for a in seen.approvals.values() if a.status == "rejected")
+    verb, never_approved = seen.inputs[rejected.run_id or ""].split()
+    use = next(e for e in seen.audit if e.action == "grant_use")
+    early = replace(use, action="revoke", data={}, seq=use.seq - 1)
     faults = {
-        "a call run twice": ([*lines, lines[0]], [], "ran 2 times"),
+        "a call run twice": ([*lines, lines[0]], [], [], "ran 2 times"),
         "a result from a process that did not run the call": (
-            [f"{int(pid) + 1} {tool} {name}", *lines[1:]],
+            [f"{int(pid) + 1} {tool} {name} {at}", *lines[1:]],
+            [],
             [],
             "result says process",
         ),
         "a call run that was rejected": (
-            [*lines, f"{pid} {verb}_pod {never_approved}"],
+            [*lines, f"{pid} {verb}_pod {never_approved} {at}"],
+            [],
             [],
             "nobody approved it",
         ),
-        "an acknowledged decision lost": (lines, [lost], "acknowledged"),
-        "a grant used after its revocation": (lines, [revoked], "after its revocation"),
+        "a call run before it was let through": (
+            [f"{pid} {tool} {name} 0.0", *lines[1:]],
+            [],
+            [],
+            "ran before it was let through",
+        ),
+        "an acknowledged decision lost": (lines, [lost], [], "acknowledged"),
+        "a grant used after its revocation": (lines, [], [early], "after its revocation"),
     }
     found: dict[str, list[str]] = {}
-    for n, (fault, (side, extra, says)) in enumerate(faults.items()):
+    for n, (fault, (side, history, audit, says)) in enumerate(faults.items()):
         copy = trial.side.with_name(f"planted-{n}.txt")
         copy.write_text("".join(f"{line}\n" for line in side))
-        planted_trial = replace(trial, side=copy, history=trial.history + extra)
-        found[fault] = [a for a in await check(planted_trial) if says in a]
+        changed = replace(trial, side=copy, history=trial.history + history)
+        found[fault] = [
+            a for a in check(changed, replace(seen, audit=seen.audit + audit)) if says in a
+        ]
     return found
 
 
@@ -615,6 +663,7 @@ def figures(trial: Trial) -> dict[str, Any]:
         "grant uses": trial.grant_uses,
         "revocations": trial.count("revoke", "ok"),
         "requests unknown (5xx or no answer)": sum(op.outcome == "info" for op in trial.history),
+        "of which 503": sum(op.status == 503 for op in trial.history),
         "tool executions": executed,
     }
 
@@ -629,6 +678,8 @@ def main() -> None:
     if reason is not None:
         raise SystemExit(f"the partition test cannot run here: {reason}")
     size = SMALL if arguments.small else LARGE
+    # Stopped (Ctrl+C, or SIGTERM from a timeout), it still removes its namespaces and processes.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     with contextlib.ExitStack() as stack:
         folder = arguments.keep or stack.enter_context(
             tempfile.TemporaryDirectory(prefix="signoff-chaos-")

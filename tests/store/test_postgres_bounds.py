@@ -29,6 +29,11 @@ async def test_each_session_asks_the_server_for_the_bounds_the_url_may_change(po
     assert await settings(postgres_url) == ("30s", "30000")  # ms
     changed = f"{postgres_url}?idle_in_transaction_session_timeout=7s&tcp_user_timeout=1500"
     assert await settings(changed) == ("7s", "1500")
+    # Given as none, a setting is not asked for: the server's own stands (here, none).
+    assert await settings(f"{postgres_url}?tcp_user_timeout=none&command_timeout=0") == (
+        "30s",
+        "0",
+    )
 
 
 async def test_a_statement_past_the_command_timeout_fails_as_unavailable(postgres_url: str):
@@ -46,3 +51,8 @@ def test_a_bound_that_is_not_a_number_of_seconds_is_refused_by_name(query: str):
     name = query.split("=")[0]
     with pytest.raises(StoreError, match=f"URL's {name} must be a number of seconds"):
         postgres_runner(f"postgresql://signoff@db/signoff?{query}")
+
+
+def test_a_bound_given_twice_is_refused():
+    with pytest.raises(StoreError, match="gives command_timeout 2 times: give it once"):
+        postgres_runner("postgresql://signoff@db/signoff?command_timeout=5&command_timeout=9")

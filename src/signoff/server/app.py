@@ -461,7 +461,10 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
                 f"{who.name!r} may not revoke {found.created_by!r}'s grant: it needs the admin role"
             )
         if found.revoked_at is None:
-            await service.gate.revoke_grant(grant_id, actor=who.name)
+            # Revoked meanwhile by another request: done all the same (a DELETE sent again,
+            # after an answer that was lost, is answered as the first was).
+            with contextlib.suppress(NotFoundError):
+                await service.gate.revoke_grant(grant_id, actor=who.name)
         [revoked_grant] = await _grants_json(service, [await service.store.get_grant(grant_id)])
         return revoked_grant
 

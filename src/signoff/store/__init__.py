@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from signoff._lazy import lazy_exports as _lazy_exports
-from signoff.errors import StoreError
+from signoff.errors import StoreError, StoreUnavailableError
 
 if TYPE_CHECKING:
     from signoff.store.base import AuditRecord, DecisionPlan, Store
@@ -99,6 +99,8 @@ async def open_store(url: str | None = None, *, migrate: bool = True) -> AsyncIt
                 await store.migrate()
             else:
                 await store.check_schema()
+        except StoreUnavailableError as exc:
+            raise StoreUnavailableError(f"cannot open the store at {shown(url)!r}: {exc}") from exc
         except (OSError, DBAPIError) as exc:
             raise StoreError(f"cannot open the store at {shown(url)!r}: {exc}") from exc
         yield store

@@ -9,14 +9,15 @@ greenlet bridge, each statement awaiting the server without blocking the event l
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol, TypeVar
 
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import DBAPIError, InterfaceError
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from signoff.errors import StoreError, StoreUnavailableError
 
@@ -49,14 +50,15 @@ def _transaction(engine: Engine, work: Callable[[Connection], T], write: bool, d
             return work(connection)
 
 
-_UNANSWERED = (OSError, TimeoutError, PoolTimeout)
-"""What a database that does not answer raises past the driver's own errors: a connection
-refused or timed out, a statement past its timeout, no pooled connection free in time."""
+_UNAVAILABLE = frozenset({"57P01", "57P02", "57P03", "53300"})
+"""What PostgreSQL says when it will not serve now: shut down by an administrator, or after a
+crash; starting up; no connection free. Its class 08 (connection exceptions) too."""
 
 
 def _store_error(exc: DBAPIError) -> StoreError:
-    if exc.connection_invalidated or isinstance(exc, InterfaceError):
-        return StoreUnavailableError(f"the connection to the database was lost: {exc.orig!r}")
+    state = getattr(exc.orig, "sqlstate", None) or ""
+    if exc.connection_invalidated or state.startswith("08") or state in _UNAVAILABLE:
+        return StoreUnavailableError(f"the database cannot serve now: {exc.orig!r}")
     return StoreError(f"the database refused the operation: {exc.orig!r}")
 
 
@@ -121,7 +123,7 @@ class AsyncRunner:
 
     async def run(self, work: Callable[[Connection], T], *, write: bool, durable: bool = True) -> T:
         try:
-            async with self._async_engine.connect() as connection:
+            async with self._connection() as connection:
                 if not write:
                     connection = await connection.execution_options(signoff_read=True)
                 async with connection.begin():
@@ -131,8 +133,22 @@ class AsyncRunner:
                     return await connection.run_sync(work)
         except DBAPIError as exc:
             raise _store_error(exc) from exc
-        except _UNANSWERED as exc:
+        except TimeoutError as exc:  # a statement past the URL's command_timeout
             raise _unanswered(exc) from exc
+
+    @contextlib.asynccontextmanager
+    async def _connection(self) -> AsyncIterator[AsyncConnection]:
+        """A pooled connection; a database that cannot be reached is `StoreUnavailableError`
+        (an `OSError` raised by the transaction's own work is not that, and is left alone)."""
+        connection = self._async_engine.connect()
+        try:
+            await connection.start()
+        except (OSError, PoolTimeout) as exc:  # refused, unreachable, or no connection free
+            raise _unanswered(exc) from exc
+        try:
+            yield connection
+        finally:
+            await connection.close()
 
     async def reset(self) -> None:
         await self._async_engine.dispose()
