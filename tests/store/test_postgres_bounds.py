@@ -56,3 +56,17 @@ def test_a_bound_that_is_not_a_number_of_seconds_is_refused_by_name(query: str):
 def test_a_bound_given_twice_is_refused():
     with pytest.raises(StoreError, match="gives command_timeout 2 times: give it once"):
         postgres_runner("postgresql://signoff@db/signoff?command_timeout=5&command_timeout=9")
+
+
+async def test_only_a_database_that_cannot_serve_is_unavailable(postgres_url: str):
+    """A session the server ends (an administrator's command, a crash) is worth trying again:
+    unavailable. A statement the database refuses is not: retrying it would only fail again."""
+    async with open_store(postgres_url) as store:
+        with pytest.raises(StoreUnavailableError, match="cannot serve now"):
+            await store.run(
+                lambda c: c.execute(text("SELECT pg_terminate_backend(pg_backend_pid())")),
+                write=False,
+            )
+        with pytest.raises(StoreError, match="refused the operation") as refused:
+            await store.run(lambda c: c.execute(text("SELECT 1 / 0")), write=False)
+        assert not isinstance(refused.value, StoreUnavailableError)
