@@ -725,6 +725,36 @@ async def test_a_tool_that_runs_longer_than_the_lease_keeps_its_run(store: SQLSt
     assert events[-1].type == "completed"
 
 
+async def test_a_model_that_answers_later_than_the_lease_keeps_its_run(store: SQLStore):
+    """Renewed while the model works too: a replica waiting on a slow model is not taken for a
+    dead one, and its run is not given to another that would call the model again."""
+    thinking, answer = asyncio.Event(), asyncio.Event()
+
+    class Slow:
+        async def complete(self, messages: Any, tools: Any) -> ModelTurn:
+            thinking.set()
+            await answer.wait()
+            return ModelTurn(text="ok")
+
+    agent = Agent(name="ops", model=Slow(), tools=[])
+    lease = timedelta(milliseconds=150)
+    busy = Runner(agent, Gate(Policy.from_dict({}), store), lease=lease)
+    run = asyncio.create_task(collect(busy.start("t1", "hello")))
+    await thinking.wait()
+    run_id = await only_run(store)
+    created = (await store.get_run(run_id)).created_at
+    assert created is not None
+    async with asyncio.timeout(HANG):  # renewed three leases on, while the model thinks
+        while (written := (await store.get_run(run_id)).updated_at) is None or (
+            written < created + 3 * lease
+        ):
+            await asyncio.sleep(0.05)
+    then = created + 2 * lease
+    assert not await store.claim_run(run_id, owner="thief", now=then, lease=timedelta(minutes=1))
+    answer.set()
+    assert (await run)[-1].type == "completed"
+
+
 async def test_when_one_call_of_a_batch_fails_the_others_are_stopped(store: SQLStore):
     stopped = asyncio.Event()
 

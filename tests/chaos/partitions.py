@@ -473,7 +473,14 @@ async def view(client: httpx.AsyncClient) -> dict[str, Any]:
         runs += page["items"]
         if (cursor := page["next"]) is None:
             break
-    approvals = (await client.get("/v1/approvals", params={"limit": 500})).json()["items"]
+    approvals: list[dict[str, Any]] = []
+    cursor = None
+    while True:
+        page = (await client.get("/v1/approvals", params={"limit": 500} | (
+            {"cursor": cursor} if cursor else {}))).json()  # fmt: skip
+        approvals += page["items"]
+        if (cursor := page["next"]) is None:
+            break
     verified = (await client.get("/v1/audit/verify")).json()
     return {
         "runs": sorted((r["id"], r["status"]) for r in runs),
@@ -614,6 +621,12 @@ def planted(trial: Trial, seen: Snapshot) -> dict[str, list[str]]:
     verb, never_approved = seen.inputs[rejected.run_id or ""].split()
     use = next(e for e in seen.audit if e.action == "grant_use")
     early = replace(use, action="revoke", data={}, seq=use.seq - 1)
+    twice = next(e for e in seen.audit if e.action == "decision")
+    unrecorded = Op(0, "revoke", "a", "g-never-revoked", 0.0, 0.0, "ok", status=200)
+    crashed = replace(decided, outcome="info", status=500, value={})
+    unfinished = replace(seen, runs=[replace(seen.runs[0], status="running"), *seen.runs[1:]])
+    name_a, view_a = next(iter(trial.views.items()))
+    apart = {**trial.views, name_a: {**view_a, "runs": view_a["runs"][1:]}}
     faults = {
         "a call run twice": ([*lines, lines[0]], [], [], "ran 2 times"),
         "a result from a process that did not run the call": (
@@ -636,6 +649,9 @@ def planted(trial: Trial, seen: Snapshot) -> dict[str, list[str]]:
         ),
         "an acknowledged decision lost": (lines, [lost], [], "acknowledged"),
         "a grant used after its revocation": (lines, [], [early], "after its revocation"),
+        "an approval decided twice": (lines, [], [twice], "decided 2 times"),
+        "an acknowledged revocation not recorded": (lines, [unrecorded], [], "not in the audit"),
+        "a 500": (lines, [crashed], [], "answered 500"),
     }
     found: dict[str, list[str]] = {}
     for n, (fault, (side, history, audit, says)) in enumerate(faults.items()):
@@ -645,6 +661,10 @@ def planted(trial: Trial, seen: Snapshot) -> dict[str, list[str]]:
         found[fault] = [
             a for a in check(changed, replace(seen, audit=seen.audit + audit)) if says in a
         ]
+    found["a run left unfinished"] = [a for a in check(trial, unfinished) if "ended running" in a]
+    found["the replicas apart"] = [
+        a for a in check(replace(trial, views=apart), seen) if "replicas disagree" in a
+    ]
     return found
 
 

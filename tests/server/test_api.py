@@ -866,3 +866,31 @@ async def test_a_database_that_does_not_answer_is_a_503_to_try_again(
         "error": "StoreUnavailableError",
         "detail": "the database cannot be reached now: try again",
     }
+
+
+async def test_over_the_websocket_too_an_unanswering_database_is_said_without_its_address(
+    store: SQLStore, monkeypatch: pytest.MonkeyPatch
+):
+    import websockets
+    from websockets.typing import Subprotocol
+
+    async def unanswered(*_: Any, **__: Any) -> None:
+        raise StoreUnavailableError("the database did not answer: 10.0.0.5:5432 timed out")
+
+    monkeypatch.setattr(Service, "decide", unanswered)
+    offered = [Subprotocol("signoff.bearer"), Subprotocol("alice-token")]
+    decide = {"type": "decide", "request_id": 7, "id": "a1", "decision": {"kind": "approve"}}
+    async with (
+        live_server(store, []) as port,
+        asyncio.timeout(HANG),
+        websockets.connect(f"ws://127.0.0.1:{port}/v1/ws", subprotocols=offered) as socket,
+    ):
+        assert json.loads(await socket.recv())["type"] == "hello"
+        await socket.send(json.dumps(decide))
+        answer = json.loads(await socket.recv())
+    assert answer == {
+        "type": "error",
+        "request_id": 7,
+        "error": "StoreUnavailableError",
+        "detail": "the database cannot be reached now: try again",
+    }

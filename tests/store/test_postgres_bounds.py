@@ -53,9 +53,11 @@ def test_a_bound_that_is_not_a_number_of_seconds_is_refused_by_name(query: str):
         postgres_runner(f"postgresql://signoff@db/signoff?{query}")
 
 
-def test_a_bound_given_twice_is_refused():
+def test_a_bound_given_twice_or_under_asyncpgs_own_name_is_refused():
     with pytest.raises(StoreError, match="gives command_timeout 2 times: give it once"):
         postgres_runner("postgresql://signoff@db/signoff?command_timeout=5&command_timeout=9")
+    with pytest.raises(StoreError, match="URL's timeout is not read: give connect_timeout"):
+        postgres_runner("postgresql://signoff@db/signoff?timeout=5")
 
 
 async def test_only_a_database_that_cannot_serve_is_unavailable(postgres_url: str):

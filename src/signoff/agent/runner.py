@@ -244,18 +244,19 @@ class Runner:
             )
             reply: ModelTurn | None = None
             try:
-                if self.stream_text and isinstance(agent.model, StreamingModel):
-                    text: list[str] = []
-                    calls: list[ToolCall] = []
-                    async for delta in agent.model.stream(history, agent.specs):
-                        if delta.text:
-                            text.append(delta.text)
-                            yield TextDelta(run_id=record.id, text=delta.text)
-                        if delta.tool_call is not None:
-                            calls.append(delta.tool_call)
-                    reply = ModelTurn(text="".join(text), tool_calls=tuple(calls))
-                else:
-                    reply = await agent.model.complete(history, agent.specs)
+                async with self._heartbeat(scope):  # a slow model is not a dead worker either
+                    if self.stream_text and isinstance(agent.model, StreamingModel):
+                        text: list[str] = []
+                        calls: list[ToolCall] = []
+                        async for delta in agent.model.stream(history, agent.specs):
+                            if delta.text:
+                                text.append(delta.text)
+                                yield TextDelta(run_id=record.id, text=delta.text)
+                            if delta.tool_call is not None:
+                                calls.append(delta.tool_call)
+                        reply = ModelTurn(text="".join(text), tool_calls=tuple(calls))
+                    else:
+                        reply = await agent.model.complete(history, agent.specs)
             except Exception as exc:  # the model is another service: its failure ends the run
                 reason = f"the model failed: {type(exc).__name__}: {exc}"
                 async for event in self._fail(scope, reason):
@@ -441,8 +442,9 @@ class Runner:
 
     @contextlib.asynccontextmanager
     async def _heartbeat(self, scope: _Scope) -> AsyncIterator[None]:
-        """While a tool runs, renew the run's lease (and the runs above it) every third of the
-        lease: a call that runs longer than the lease is not taken for a dead worker's."""
+        """While the model or a tool works, renew the run's lease (and the runs above it) every
+        third of the lease: one that takes longer than the lease is not taken for a dead
+        worker's."""
 
         every = self.lease.total_seconds() / 3
         if every <= 0:  # a zero lease is never held: nothing to keep
@@ -457,7 +459,7 @@ class Runner:
                 except ConflictError:
                     # Another worker took the run over: the call's result will not be recorded
                     # by this one (its next write fails the same way).
-                    logger.warning("run %s was taken over while a tool ran", scope.record.id)
+                    logger.warning("run %s was taken over meanwhile", scope.record.id)
                     return
                 except SignoffError:
                     logger.exception("renewing the lease of run %s failed", scope.record.id)

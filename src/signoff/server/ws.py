@@ -18,12 +18,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from typing import Any
 
 from fastapi import WebSocket, WebSocketDisconnect
 from pydantic import ValidationError
 
-from signoff.errors import SignoffError
+from signoff.errors import SignoffError, StoreUnavailableError
 from signoff.server.auth import Auth
 from signoff.server.intake import BodyLimits
 from signoff.server.service import Principal, Service
@@ -33,6 +34,7 @@ __all__ = ["PUSHED", "websocket_channel"]
 
 PUSHED = frozenset({"approval_requested", "decision", "paused", "resumed", "completed", "failed"})
 _SUBPROTOCOL = "signoff.bearer"
+logger = logging.getLogger(__name__)
 
 
 async def websocket_channel(
@@ -94,6 +96,10 @@ async def websocket_channel(
                 await _error(socket, request_id, "InvalidRequest", problems)
             except _Refused as exc:
                 await _error(socket, request_id, exc.error, exc.detail)
+            except StoreUnavailableError as exc:  # what it was is for the server's log
+                logger.warning("a decision over the WebSocket: %s", exc)
+                detail = "the database cannot be reached now: try again"
+                await _error(socket, request_id, type(exc).__name__, detail)
             except SignoffError as exc:
                 await _error(socket, request_id, type(exc).__name__, str(exc))
             else:

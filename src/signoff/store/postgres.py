@@ -7,17 +7,19 @@ The bounds are the URL's to change (``postgresql://signoff@db/signoff?command_ti
 - ``command_timeout`` (seconds, default 60; 0: none): how long one statement may take, as this
   process waits for it; past it the request fails (503) instead of waiting on a silent network.
   Migrations and ``signoff prune`` are held to it too: give them a longer one if they need it;
-- ``idle_in_transaction_session_timeout`` (default 30s): the server ends a session that holds a
+- ``idle_in_transaction_session_timeout`` (default ``30s``): the server ends a session that holds a
   transaction open and hears nothing more from this process — its locks go with it, so the
   other replicas are not held up by one that lost the network (or stopped) mid-transaction;
-- ``tcp_user_timeout`` (default 30s): the server drops a connection whose other end stops
+- ``tcp_user_timeout`` (default ``30s``): the server drops a connection whose other end stops
   acknowledging what it sends.
 
 A setting given as ``none`` (``?tcp_user_timeout=none``) is not asked for at all: a connection
 pooler such as PgBouncer refuses startup parameters it was not told to ignore. The connection that
 listens for other replicas' decisions keeps only what the URL gives asyncpg: it holds no
 transaction, and a replica that loses it polls instead. Whatever else the URL's query names
-goes to asyncpg as it did before.
+goes to asyncpg as it did before, but for ``timeout`` and ``server_settings``, which signoff
+sets itself (and refuses in the URL). The two server settings take PostgreSQL's units: a number
+alone is milliseconds.
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ def postgres_runner(url: str) -> AsyncRunner:
         raise MissingExtraError("a PostgreSQL store", "postgres")
     parsed = make_url(url)
     query = dict(parsed.query)
+    for taken, instead in (("timeout", "connect_timeout"), ("server_settings", "each setting")):
+        if taken in query:  # signoff sets it: the URL's would be dropped without a word
+            raise StoreError(f"the database URL's {taken} is not read: give {instead} instead")
     given = {name: _one(name, query.pop(name)) for name in [*TIMEOUTS, *SERVER_SETTINGS]
              if name in query}  # fmt: skip
     settings = {
