@@ -263,9 +263,11 @@ class Workload:
 
     async def granting(self, number: int, replica: str) -> None:
         """Revoke the grant in force, and start a restart at once on the other replica (it must
-        wait for a person);
-        or, with none, approve a waiting restart always (for the agent, any arguments) and
-        start two (the grant lets them through) — or start one, to approve next time."""
+        wait for a person); or, with none, approve a waiting restart always (for the agent, any
+        arguments) and start two (the grant lets them through) — or start one, to approve next
+        time. A grant whose answer was lost is found by listing those in force."""
+        if self.grant is None:
+            self.grant = await self.in_force(replica)
         if self.grant is not None:
             op = Op(number, "revoke", replica, self.grant, time.time())
             if await self.request(op, "DELETE", f"/v1/grants/{self.grant}") is not None:
@@ -280,18 +282,20 @@ class Workload:
         self.pending.remove(restarts[0])
         approval = restarts[0][0]
         decision = {"kind": "approve", "always": {"scope": "agent", "with_args": False}}
-        listed: httpx.Response | None = None
         op = Op(number, "grant", replica, approval, time.time(), sent=decision)
         if await self.request(op, "POST", f"/v1/approvals/{approval}/decision") is None:
             return
-        with contextlib.suppress(httpx.TransportError):  # unknown: the next grant is another
-            listed = await self.clients[replica].get("/v1/grants", params={"tool": "restart_pod"})
-        if listed is not None and listed.is_success:
-            found = [g["id"] for g in listed.json()["items"] if g["approval_id"] == approval]
-            self.grant = found[0] if found else None
-            op.value["grant"] = self.grant
+        self.grant = await self.in_force(replica)
         for _ in range(2):
             await self.start(number, replica, "restart")
+
+    async def in_force(self, replica: str) -> str | None:
+        """A grant for restarts in force, as `replica` lists them; None for none, or no answer."""
+        with contextlib.suppress(httpx.TransportError):
+            listed = await self.clients[replica].get("/v1/grants", params={"tool": "restart_pod"})
+            if listed.is_success and listed.json()["items"]:
+                return str(listed.json()["items"][0]["id"])
+        return None
 
     async def after(self, count: int) -> None:
         """Wait until the workload has done `count` more operations, acknowledged: a replica
