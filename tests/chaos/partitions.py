@@ -469,28 +469,25 @@ async def settle(workload: Workload, clients: dict[str, httpx.AsyncClient]) -> N
 
 async def view(client: httpx.AsyncClient) -> dict[str, Any]:
     """What a replica says of every run and approval, and of the audit chain."""
-    runs: list[dict[str, Any]] = []
-    cursor = None
-    while True:
-        page = (await client.get("/v1/runs", params={"limit": 500} | (
-            {"cursor": cursor} if cursor else {}))).json()  # fmt: skip
-        runs += page["items"]
-        if (cursor := page["next"]) is None:
-            break
-    approvals: list[dict[str, Any]] = []
-    cursor = None
-    while True:
-        page = (await client.get("/v1/approvals", params={"limit": 500} | (
-            {"cursor": cursor} if cursor else {}))).json()  # fmt: skip
-        approvals += page["items"]
-        if (cursor := page["next"]) is None:
-            break
+    runs, approvals = await _every(client, "/v1/runs"), await _every(client, "/v1/approvals")
     verified = (await client.get("/v1/audit/verify")).json()
     return {
         "runs": sorted((r["id"], r["status"]) for r in runs),
         "approvals": sorted((a["id"], a["status"]) for a in approvals),
         "audit": (verified["ok"], verified["entries"]),
     }
+
+
+async def _every(client: httpx.AsyncClient, path: str) -> list[dict[str, Any]]:
+    """Every item of a listing, page after page."""
+    items: list[dict[str, Any]] = []
+    cursor = None
+    while True:
+        params = {"limit": 500} | ({} if cursor is None else {"cursor": cursor})
+        page = (await client.get(path, params=params)).json()
+        items += page["items"]
+        if (cursor := page["next"]) is None:
+            return items
 
 
 @dataclass(frozen=True)
