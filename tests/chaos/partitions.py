@@ -663,6 +663,8 @@ def planted(trial: Trial, seen: Snapshot) -> dict[str, list[str]]:
             a for a in check(changed, replace(seen, audit=seen.audit + audit)) if says in a
         ]
     found["a run left unfinished"] = [a for a in check(trial, unfinished) if "ended running" in a]
+    broken = replace(seen, verified=replace(seen.verified, ok=False, first_bad=1, reason="x"))
+    found["an audit chain broken"] = [a for a in check(trial, broken) if "does not verify" in a]
     found["the replicas apart"] = [
         a for a in check(replace(trial, views=apart), seen) if "replicas disagree" in a
     ]

@@ -28,4 +28,4 @@ async def test_partitions_and_kills_lose_no_decision_and_run_no_call_twice(tmp_p
     assert seen["tool executions"] > 0
     # And the checker sees each kind of fault it is there for.
     assert all(done.planted.values()), done.planted
-    assert len(done.planted) == 11
+    assert len(done.planted) == 12
