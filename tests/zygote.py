@@ -40,7 +40,7 @@ WARM = [
     "signoff.server",
     "signoff.server.auth",
     "signoff.server.config",
-    "signoff.server.redact",
+    "signoff.redaction",
     "signoff.server.run",
     "signoff.server.service",
     "signoff.protocols.mcp.gateway",

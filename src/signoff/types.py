@@ -16,13 +16,17 @@ from signoff.errors import InvalidArgumentsError
 
 __all__ = [
     "DECIDED_STATUS",
+    "KEPT_CHANGES",
     "Approval",
     "ApprovalStatus",
     "Approve",
+    "ArgChange",
     "Assignment",
     "AuditEntry",
     "CallKind",
     "Cancelled",
+    "Change",
+    "ChangeKind",
     "Context",
     "Decision",
     "Edit",
@@ -44,6 +48,7 @@ __all__ = [
     "approval_to_dict",
     "call_json",
     "canonical_json",
+    "change_to_dict",
     "decision_from_dict",
     "decision_to_dict",
     "grant_to_dict",
@@ -56,6 +61,9 @@ CallKind: TypeAlias = Literal["tool", "resource", "prompt"]
 """What a call asks for: a tool run, an MCP resource read (its name is the URI) or an MCP
 prompt got (its arguments are the prompt's)."""
 ScopeKind: TypeAlias = Literal["run", "thread", "agent", "global"]
+ChangeKind: TypeAlias = Literal["edit", "vote", "assign", "escalate", "policy"]
+"""What changed a pending approval: an edit of its call, one person's approval of several
+needed, its assignment, an escalation step reached, or a new policy's rule for it."""
 PreviewKind: TypeAlias = Literal["text", "diff", "table"]
 
 
@@ -195,6 +203,39 @@ class Assignment:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ArgChange:
+    """One argument an edit changed: where, and its value before and after (long values cut;
+    absent when the edit added or removed it)."""
+
+    path: tuple[str, ...]
+    """The keys (and list indices) down to the value."""
+    before: Any = None
+    after: Any = None
+    added: bool = False
+    """It was not there before the edit."""
+    removed: bool = False
+    """The edit took it away."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Change:
+    """What made a pending approval's `version` what it is: each change while it waits is one
+    version, so a decision sent on an older version can be told what it did not see."""
+
+    version: int
+    """The version this change made."""
+    kind: ChangeKind
+    by: str
+    """Who made it: a person, or ``signoff`` (an escalation, a new policy)."""
+    at: datetime
+    args: tuple[ArgChange, ...] = ()
+    """For an edit: the arguments it changed."""
+    note: str = ""
+    """For an assignment, to whom; for an escalation, who may decide now; for a new policy,
+    what its rule says now."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Scope:
     """How far an "approve always" reaches."""
 
@@ -271,6 +312,9 @@ DECIDED_STATUS: Final[dict[str, ApprovalStatus]] = {
     "cancelled": "cancelled",
 }
 """The status an approval takes for each decision kind."""
+
+KEPT_CHANGES: Final = 50
+"""The most changes an approval keeps (`Approval.changes`): the oldest go first."""
 
 AUTOMATIC: Final = "signoff"
 """Who decided an approval that signoff decided itself: an expiry, a decision on timeout."""
@@ -404,6 +448,9 @@ class Approval:
     preview: Preview | None = None
     """What the call would change, as its tool's preview computed it when the call was held;
     None when its tool has none."""
+    changes: tuple[Change, ...] = ()
+    """The changes made while it waited, oldest first (the newest `KEPT_CHANGES` of them):
+    each made one version."""
 
     @property
     def pending(self) -> bool:
@@ -603,7 +650,30 @@ def approval_to_dict(approval: Approval) -> dict[str, Any]:
             "at": iso(approval.assigned.at),
         },
         "preview": None if approval.preview is None else preview_to_dict(approval.preview),
+        "version": approval.version,
+        "changes": [change_to_dict(c) for c in approval.changes],
     }
+
+
+def change_to_dict(change: Change) -> dict[str, Any]:
+    """A change as JSON-ready data, as it is stored and as the API shows it (the API masks
+    the redacted arguments' values)."""
+    data: dict[str, Any] = {
+        "version": change.version,
+        "kind": change.kind,
+        "by": change.by,
+        "at": change.at.isoformat(),
+    }
+    if change.args:
+        data["args"] = [
+            {"path": list(a.path), "before": a.before, "after": a.after}
+            | ({"added": True} if a.added else {})
+            | ({"removed": True} if a.removed else {})
+            for a in change.args
+        ]
+    if change.note:
+        data["note"] = change.note
+    return data
 
 
 def grant_to_dict(

@@ -230,7 +230,7 @@ async def test_two_replicas_send_each_notification_once(store_url: str):
 
 
 async def test_a_notice_masks_what_the_config_redacts_in_both_argument_sets(store: SQLStore):
-    from signoff.server.redact import Redaction
+    from signoff.redaction import Redaction
     from signoff.server.shapes import approval_json, shown
 
     redaction = Redaction(["**.password"])

@@ -14,8 +14,8 @@ import uvicorn
 
 from signoff import Policy
 from signoff.gate import Gate
+from signoff.redaction import Redaction
 from signoff.server import Auth, Principal, Service, create_app
-from signoff.server.redact import Redaction
 from signoff.store import SQLStore
 from tests.deadline import HANG
 from tests.protocols.a2a_agents import POLICY, agents

@@ -39,8 +39,8 @@ from signoff import Approve, Policy
 from signoff.gate import Gate
 from signoff.protocols.a2a import EXTENSION
 from signoff.protocols.a2a.handler import SENT
+from signoff.redaction import MASK, Redaction
 from signoff.server import Auth, Service, create_app
-from signoff.server.redact import MASK, Redaction
 from signoff.store import SQLStore
 from tests.deadline import HANG
 from tests.processes import signoff_server

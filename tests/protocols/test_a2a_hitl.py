@@ -155,7 +155,7 @@ def test_a_task_shows_arguments_masked_whole_when_they_are_not_an_object():
     from datetime import UTC, datetime
 
     from signoff.protocols.a2a.tasks import TaskView
-    from signoff.server.redact import MASK, Redaction
+    from signoff.redaction import MASK, Redaction
     from signoff.store.runs import StoredEvent
 
     at = datetime(2026, 11, 23, tzinfo=UTC)

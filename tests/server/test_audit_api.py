@@ -14,8 +14,8 @@ import pytest
 
 from signoff import Policy
 from signoff.gate import Gate
+from signoff.redaction import Redaction
 from signoff.server import Auth, Principal, Service, create_app
-from signoff.server.redact import Redaction
 from signoff.store import AuditRecord, Checkpoint, SQLStore
 
 T0 = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from signoff.server.redact import Redaction
+from signoff.redaction import Redaction
 from signoff.store import SQLStore
 from tests.history import POLICY, write_history
 from tests.server.test_policy_api import client_of, make_service

@@ -10,7 +10,7 @@ from signoff.agent import ModelTurn
 from signoff.gate import Gate
 from signoff.gate import transcript as t
 from signoff.gate.external import ExternalRuns
-from signoff.server.redact import MASK
+from signoff.redaction import MASK
 from signoff.server.shapes import INPUT_CHARS
 from signoff.server.threads import ERROR_HIDDEN
 from signoff.store import SQLStore

@@ -18,9 +18,9 @@ from signoff import Policy, ToolCall
 from signoff.agent import Agent, ModelTurn, tool
 from signoff.errors import PolicyError
 from signoff.gate import CheckContext, Gate
+from signoff.redaction import MASK, Redaction
 from signoff.server import Auth, Principal, Service, create_app
 from signoff.server.config import load_config
-from signoff.server.redact import MASK, Redaction
 from signoff.server.shapes import INPUT_CHARS
 from signoff.server.web import CSP
 from signoff.store import SQLStore

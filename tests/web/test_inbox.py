@@ -16,7 +16,7 @@ from playwright.sync_api import BrowserContext, Locator, Page, expect
 
 from signoff import Policy, ToolCall
 from signoff.gate import CheckContext, Gate
-from signoff.server.redact import MASK
+from signoff.redaction import MASK
 from signoff.store import open_store
 from tests.deadline import HANG
 from tests.web.conftest import TIMEOUT, confirm, screenshot, send_now

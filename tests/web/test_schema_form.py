@@ -7,7 +7,7 @@ from typing import Any
 
 from playwright.sync_api import Page
 
-from signoff.server.redact import MASK
+from signoff.redaction import MASK
 
 # Builds a form in the page for `schema` and `value`, lets `act` change it, reads it back.
 FORM = """async ([schema, value, act]) => {

@@ -85,8 +85,8 @@ async def _serve(settings: ServerConfig, auth: Auth | None, *, host: str, port: 
     from signoff.limits import ArgumentLimits
     from signoff.protocols.mcp.gateway import Gateway
     from signoff.protocols.mcp.upstream import Upstream
+    from signoff.redaction import Redaction
     from signoff.server.intake import BodyLimits
-    from signoff.server.redact import Redaction
     from signoff.server.service import Service
     from signoff.store import open_store
 

@@ -60,11 +60,11 @@ def serve(
     """Serve the API: runs, approvals, decisions, audit."""
     check_port("serve", port)
     try:
+        from signoff.redaction import Redaction
         from signoff.server import Service, create_app
         from signoff.server.config import load_config
         from signoff.server.intake import BodyLimits
         from signoff.server.metrics import serve_metrics
-        from signoff.server.redact import Redaction
         from signoff.server.run import import_agents, run_app
         from signoff.server.shapes import approval_json, shown
         from signoff.server.tracing import export_spans

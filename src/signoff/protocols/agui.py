@@ -72,8 +72,8 @@ from signoff.gate.ids import new_id
 from signoff.protocols.a2a.hitl import Pending, request_parts
 from signoff.protocols.a2a.tasks import TaskView, task_state
 from signoff.protocols.ids import id_problem
+from signoff.redaction import Redaction
 from signoff.server.auth import Auth
-from signoff.server.redact import Redaction
 from signoff.server.service import Principal, Service
 from signoff.store.runs import RunRecord, StoredEvent
 from signoff.types import Approval, Approve, Decision, Edit, Reject, Respond

@@ -43,10 +43,10 @@ from signoff.policy.loader import OTHER_TOP_KEYS, load_data, locate
 from signoff.policy.reader import Reader
 from signoff.policy.source import parse_text
 from signoff.protocols.mcp.settings import GatewaySettings, UpstreamSpec, read_gateway, read_servers
+from signoff.redaction import Redaction
 from signoff.server.auth import allowed_host
 from signoff.server.intake import MAX_BODY
 from signoff.server.metrics import MetricsSettings, read_metrics
-from signoff.server.redact import Redaction
 from signoff.server.retention import RetentionSettings, read_retention
 from signoff.server.service import UNDO_SECONDS, Principal
 from signoff.server.sso.settings import OidcSettings, read_oidc
@@ -76,7 +76,7 @@ class ServerConfig:
     oidc: OidcSettings | None = None
     """Sign-on through an OpenID provider (``auth.oidc``; see `signoff.server.sso`)."""
     redact: tuple[str, ...] = ()
-    """Argument paths shown masked (see `signoff.server.redact`)."""
+    """Argument paths shown masked (see `signoff.redaction`)."""
     servers: dict[str, UpstreamSpec] = field(default_factory=dict)
     """The MCP servers the gateway reaches (those of ``servers:`` with a command or a url)."""
     gateway: GatewaySettings = field(default_factory=GatewaySettings)

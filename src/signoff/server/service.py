@@ -28,8 +28,8 @@ from signoff.gate.notifier import ANY
 from signoff.gate.preview import PREVIEW_SECONDS, Previews
 from signoff.notify import Notifications
 from signoff.policy import Policy, PolicyEngine
+from signoff.redaction import Redaction
 from signoff.server.logs import fields_of
-from signoff.server.redact import Redaction
 from signoff.store import AuditRecord, Store
 from signoff.store.runs import StoredEvent
 from signoff.types import Approval, Decision, Edit, Preview

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from signoff.errors import InvalidDecisionError
 from signoff.gate.deciders import MAX_NOTE, needed
 from signoff.limits import PREVIEW_CHARS, clip
-from signoff.server.redact import Redaction
+from signoff.redaction import Redaction
 from signoff.store.runs import StoredEvent
 from signoff.types import (
     Approval,

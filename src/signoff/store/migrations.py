@@ -309,6 +309,13 @@ def _v17(connection: Connection) -> None:
     )
 
 
+def _v18(connection: Connection) -> None:
+    """What changed a pending approval, version by version (an edit with the arguments it
+    changed, a vote, an assignment, an escalation, a new policy's rule): a decision sent on an
+    older version is refused, naming them. Approvals held before it have none."""
+    connection.execute(text("ALTER TABLE approvals ADD COLUMN changes TEXT"))
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _v1,
     _v2,
@@ -327,6 +334,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _v15,
     _v16,
     _v17,
+    _v18,
 ]
 LATEST = len(MIGRATIONS)
 

@@ -8,8 +8,11 @@ from typing import Any
 
 from signoff.store.times import from_micros, to_micros
 from signoff.types import (
+    KEPT_CHANGES,
     Approval,
+    ArgChange,
     Assignment,
+    Change,
     Escalation,
     OnTimeout,
     Quorum,
@@ -110,7 +113,48 @@ def decision_values(approval: Approval) -> dict[str, Any]:
             }
         ),
         "assigned_to": None if assigned is None else assigned.to,
+        "changes": None
+        if not approval.changes
+        else _json([_change_row(c) for c in approval.changes[-KEPT_CHANGES:]]),
     }
+
+
+def _change_row(change: Change) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "version": change.version,
+        "kind": change.kind,
+        "by": change.by,
+        "at": to_micros(change.at),
+    }
+    if change.args:
+        row["args"] = [
+            {"path": list(a.path), "before": a.before, "after": a.after,
+             "added": a.added, "removed": a.removed}
+            for a in change.args
+        ]  # fmt: skip
+    if change.note:
+        row["note"] = change.note
+    return row
+
+
+def _change(data: dict[str, Any]) -> Change:
+    return Change(
+        version=data["version"],
+        kind=data["kind"],
+        by=data["by"],
+        at=from_micros(data["at"]),
+        args=tuple(
+            ArgChange(
+                path=tuple(a["path"]),
+                before=a["before"],
+                after=a["after"],
+                added=a["added"],
+                removed=a["removed"],
+            )
+            for a in data.get("args", ())
+        ),
+        note=data.get("note", ""),
+    )
 
 
 def _micros(moment: datetime | None) -> int | None:
@@ -164,6 +208,7 @@ def approval_from_row(row: Any) -> Approval:
         on_timeout=None if row.on_timeout is None else OnTimeout(**json.loads(row.on_timeout)),
         assigned=None if row.assigned is None else _assignment(json.loads(row.assigned)),
         preview=None if row.preview is None else preview_from_dict(json.loads(row.preview)),
+        changes=() if row.changes is None else tuple(map(_change, json.loads(row.changes))),
     )
 
 

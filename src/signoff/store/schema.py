@@ -99,6 +99,9 @@ approvals = Table(
     Column("assigned_to", Text),
     # Since version 14: what the call would change, as its tool's preview computed it (JSON).
     Column("preview", Text),
+    # Since version 18: the changes made while it waited, one per version (JSON), so a decision
+    # sent on an older version is told what it did not see.
+    Column("changes", Text),
     # Listing is newest first, and ids are time-ordered: each index ends in `id` so a page is a
     # plain index range, never a sort of every matching row.
     Index("approvals_status_id", "status", "id"),

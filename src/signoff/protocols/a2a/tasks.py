@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from signoff.protocols.a2a.hitl import Pending, decision_part, request_parts
-from signoff.server.redact import Redaction
+from signoff.redaction import Redaction
 from signoff.store.runs import StoredEvent
 
 __all__ = [
