@@ -7,6 +7,7 @@
      ├── InvalidDecisionError   a decision that cannot apply: unknown scope, empty response, ...
      ├── NotFoundError          no approval, run or grant with that id
      ├── ConflictError          a different decision was already taken
+     │    ├── StaleDecisionError  a decision sent on a version of the approval that changed since
      │    └── ClaimLost         a ledger claim another worker took over: its result is not kept
      ├── ForbiddenError         the actor may not take this decision
      ├── ApprovalTimeout        nobody decided within the time asked for
@@ -25,6 +26,10 @@ or exit codes is the job of the outer layers (server, cli), not of the code that
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from signoff.types import Change
 
 __all__ = [
     "ApprovalTimeout",
@@ -43,6 +48,7 @@ __all__ = [
     "PolicyError",
     "Problem",
     "SignoffError",
+    "StaleDecisionError",
     "StoreError",
     "StoreUnavailableError",
 ]
@@ -107,6 +113,30 @@ class NotFoundError(SignoffError, LookupError):
 
 class ConflictError(SignoffError):
     """The object was changed by someone else first, for example a different decision."""
+
+
+class StaleDecisionError(ConflictError):
+    """A decision sent on a version of the approval that changed since — edited, voted on,
+    handed to someone, escalated, judged again by a new policy — is not taken: its sender
+    decided on something else than what stands now. Its message names what changed."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        approval_id: str,
+        seen: int | None,
+        version: int,
+        changes: tuple[Change, ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.approval_id = approval_id
+        self.seen = seen
+        """The version the decision was sent on; None when it named none."""
+        self.version = version
+        """The approval's version now: what to show again, and to send a decision on."""
+        self.changes = changes
+        """What changed since `seen`, oldest first, as far as the approval keeps them."""
 
 
 class ClaimLost(ConflictError):

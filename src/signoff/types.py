@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any, Final, Literal, TypeAlias
 
 from signoff.errors import InvalidArgumentsError
+from signoff.names import same_person
 
 __all__ = [
     "DECIDED_STATUS",
@@ -594,8 +595,9 @@ class Grant:
         return bound is not None and bound == self.subject and self._requester(context)
 
     def _requester(self, context: Context) -> bool:
-        """Whether the call is requested by the requester of the approved call, both known."""
-        return self.requested_by is not None and context.requested_by == self.requested_by
+        """Whether the call is requested by the requester of the approved call (one person
+        however the name is spelt: `same_person`), both known."""
+        return same_person(self.requested_by, context.requested_by)
 
 
 def approval_to_dict(approval: Approval) -> dict[str, Any]:

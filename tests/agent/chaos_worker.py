@@ -36,7 +36,7 @@ from signoff.agent import Agent, Message, ModelTurn, Runner, ToolSpec
 from signoff.agent.tools import idempotency_key
 from signoff.gate import Gate
 from signoff.store import SQLStore, open_store
-from signoff.store.base import DecisionPlan
+from signoff.store.base import DecisionPlan, Moment
 from signoff.types import Approval, ToolCall
 
 POLICY = Policy.from_dict({"rules": [{"allow": "probe"}, {"ask": "charge"}]})
@@ -132,7 +132,7 @@ def instrument(store: SQLStore, target: Target, *, plant_bug: bool) -> None:
         return await hold(tools, inside("holding", plan), **kwargs)
 
     async def decided(
-        approval_ids: Sequence[str], plan: Callable[[list[Approval]], DecisionPlan]
+        approval_ids: Sequence[str], plan: Callable[[list[Approval], Moment], DecisionPlan]
     ) -> DecisionPlan:
         made = await decide(approval_ids, inside("deciding", plan))
         target.reach("decided")

@@ -141,7 +141,7 @@ async def test_one_rejection_ends_it_and_an_edit_starts_the_count_again(gate: Ga
     # The edit replaced the call: alice approved the other one, so only carol counts.
     assert edited.pending and [v.by for v in edited.votes] == ["carol"]
     assert (edited.call.args, edited.requested_args) == ({"amount": 50}, {"amount": 90})
-    final = await gate.decide(edited_id, Approve(), actor="alice")
+    final = await gate.decide(edited_id, Approve(), actor="alice", version=edited.version)
     # An edited call is decided as an edit: every resumer runs its arguments.
     assert (final.status, final.call.args) == ("edited", {"amount": 50})
     assert isinstance(final.decision, Edit) and final.decision.args == {"amount": 50}

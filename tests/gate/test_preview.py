@@ -1,20 +1,26 @@
 """The shared preview mechanism (`signoff.gate.preview`): what a preview function returns
-becomes a bounded `Preview`; a slow or failing one says so; the gate previews only the calls it
-holds, once."""
+becomes a bounded `Preview`, its redacted arguments masked; a slow or failing one says so, and
+one that hangs holds only a preview thread; the gate previews only the calls it holds, once."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
+import textwrap
 import threading
 from typing import Any
 
 import pytest
 
-from signoff import Approve, Gate, Policy, Preview, Scope
+from signoff import Approve, Gate, Policy, Preview, Scope, ToolCall
 from signoff.gate import CheckContext
-from signoff.gate.preview import Previews, as_preview
+from signoff.gate.preview import Previews, PreviewThreads, as_preview, masked
+from signoff.redaction import MASK, Redaction
 from signoff.store import SQLStore
 from signoff.testing import call
+from tests.deadline import HANG
 
 DIFF = "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-1\n+2\n"
 
@@ -38,6 +44,18 @@ DIFF = "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-1\n+2\n"
 )  # fmt: skip
 def test_what_a_preview_returns_becomes_a_preview_of_its_kind(value: Any, expected: Preview):
     assert as_preview(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("error", "shown"),
+    [
+        ("the cluster cannot be reached", "preview failed: the cluster cannot be reached"),
+        ("  ", "preview failed"),
+        ("no preview for dry runs", "no preview for dry runs"),
+    ],
+)
+def test_a_preview_that_says_why_it_has_none_says_it_failed(error: str, shown: str):
+    assert as_preview(Preview(error=error)) == Preview(error=shown)
 
 
 def test_a_preview_past_its_size_is_cut_with_a_note():
@@ -148,3 +166,127 @@ async def test_a_call_judged_again_is_not_previewed_again(store: SQLStore):
     assert again.approval.id == first.approval.id
     assert again.approval.preview == Preview(body="to 3")
     assert seen == [3]
+
+
+def test_the_threads_of_previews_are_bounded():
+    with pytest.raises(ValueError, match="at least one thread"):
+        PreviewThreads(0)
+    with pytest.raises(ValueError, match="at least one at a time"):
+        Previews(at_once=0)
+
+
+class Stuck:
+    """A synchronous preview that blocks until `release` (or a hang), keeping the threads it
+    ran on."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.threads: list[threading.Thread] = []
+
+    def __call__(self, **_: Any) -> str:
+        self.threads.append(threading.current_thread())
+        self.release.wait(HANG)
+        return "late"
+
+
+async def test_a_hung_preview_is_abandoned_and_when_every_thread_is_held_a_preview_fails_at_once():
+    stuck = Stuck()
+    threads = PreviewThreads(1)
+    try:
+        hung = Previews({"hang": stuck}, timeout=0.05, threads=threads)
+        assert await hung.of(call("hang")) == Preview(error="preview took longer than 0.05 s")
+        assert threads.busy == 1  # abandoned, not stopped
+
+        # No queueing behind it: were this one to wait for the thread, it would wait a hang.
+        patient = Previews({"quick": lambda: "quick"}, timeout=HANG, threads=threads)
+        assert await patient.of(call("quick")) == Preview(
+            error="preview not run: all 1 preview threads are busy "
+            "(previews that did not return in time still hold them)"
+        )
+    finally:
+        stuck.release.set()
+    [thread] = stuck.threads
+    thread.join(HANG)
+    assert thread.daemon and threads.busy == 0
+    assert await patient.of(call("quick")) == Preview(body="quick")
+
+
+async def test_the_previews_of_calls_held_together_run_a_few_at_once_within_one_bound():
+    stuck = Stuck()
+    threads = PreviewThreads(8)
+    try:
+        previews = Previews({"hang": stuck}, timeout=0.1, at_once=2, threads=threads)
+        calls = [ToolCall(id=f"c{n}", name="hang", args={}) for n in range(5)]
+        found = await previews.of_many(calls)
+        errors = sorted(str(p.error) for p in found.values())
+        assert (
+            errors
+            == [
+                "preview not run: it waited 0.1 s for its turn behind the previews of the calls "
+                "held with it"
+            ]
+            * 3
+            + ["preview took longer than 0.1 s"] * 2
+        )
+        assert threads.busy == 2  # the other calls never took a thread
+    finally:
+        stuck.release.set()
+
+
+def test_a_hung_synchronous_preview_does_not_keep_its_process_from_exiting():
+    script = textwrap.dedent(
+        """
+        import asyncio, threading
+        from signoff.gate.preview import Previews
+        from signoff.testing import call
+
+        never = threading.Event()
+        previews = Previews({"hang": lambda: never.wait()}, timeout=0.05)
+        print(asyncio.run(previews.of(call("hang"))).error)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=HANG
+    )
+    assert (done.returncode, done.stdout) == (0, "preview took longer than 0.05 s\n"), done.stderr
+
+
+async def test_a_preview_masks_the_redacted_values_of_its_arguments_however_it_shows_them():
+    def report(user: str, password: str, headers: dict[str, str], pin: str) -> Any:
+        if user == "table":
+            return [{"user": user, password: "the column", "auth": headers["authorization"]}]
+        if user == "fails":
+            raise PermissionError(f"login refused for {user}:{password}")
+        return (
+            f"login {user}:{password}\n"
+            f"{json.dumps({'password': password, 'headers': headers})}\n"
+            f"{json.dumps(password, ensure_ascii=False)} pin {pin}"
+        )
+
+    secret = 'pa"ss-wörd'
+    args = {"password": secret, "headers": {"authorization": "Bearer t0k3n"}, "pin": "42"}
+    previews = Previews({"login": report}, redaction=Redaction(["password", "headers.*", "pin"]))
+
+    text = await previews.of(call("login", user="ann", **args))
+    assert text == Preview(
+        body=f'login ann:{MASK}\n{{"password": "{MASK}", "headers": {{"authorization": "{MASK}"}}}}'
+        f'\n"{MASK}" pin 42'
+    )  # a value under four characters is not looked for: "42" stays
+    table = await previews.of(call("login", user="table", **args))
+    assert table == Preview(kind="table", body=[
+        {"user": "table", MASK: "the column", "auth": MASK},
+    ])  # fmt: skip
+    failed = await previews.of(call("login", user="fails", **args))
+    assert failed == Preview(
+        error=f"preview failed: PermissionError: login refused for fails:{MASK}"
+    )
+
+
+def test_a_preview_cut_in_the_middle_of_a_redacted_value_masks_its_start():
+    secret = "s3cr3t-value-0123456789"
+    cut = as_preview("x" * 1010 + secret, max_bytes=1024)
+    assert cut.truncated and secret[:14] in str(cut.body)
+
+    shown = masked(cut, Redaction(["key"]), {"key": secret})
+    assert shown.body == "x" * 1010 + MASK + "\n… (preview cut at 1,024 bytes)"
+    assert masked(cut, Redaction(), {"key": secret}) == cut

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from signoff import Approve, ConflictError, Policy, Reject
 from signoff.gate import Gate
 from signoff.store import open_store
-from signoff.store.base import DecisionPlan
+from signoff.store.base import DecisionPlan, Moment
 from signoff.types import Approval
 
 POLICY = Policy.from_dict({"default": "ask"})
@@ -59,10 +59,10 @@ async def decide_all(url: str, count: int) -> None:
         decide = store.decide
 
         async def decide_and_stop(
-            approval_ids: Sequence[str], plan: Callable[[list[Approval]], DecisionPlan]
+            approval_ids: Sequence[str], plan: Callable[[list[Approval], Moment], DecisionPlan]
         ) -> DecisionPlan:
-            def planned(current: list[Approval]) -> DecisionPlan:  # in the transaction
-                made = plan(current)
+            def planned(current: list[Approval], moment: Moment) -> DecisionPlan:  # in it
+                made = plan(current, moment)
                 print("deciding", current[0].id, flush=True)
                 os.kill(os.getpid(), signal.SIGSTOP)
                 return made

@@ -30,6 +30,7 @@ from signoff.errors import (
 )
 from signoff.gate.once import Ledger
 from signoff.store import AuditRecord, DecisionPlan, SQLStore, Store, open_store
+from signoff.store.base import Moment
 from signoff.store.external import LedgerClaim, NewPause, Pause
 from signoff.store.ledger import LedgerEntry
 from signoff.store.migrations import LATEST
@@ -168,7 +169,7 @@ async def test_a_group_of_decisions_appends_each_to_its_own_runs_log(store: SQLS
     await store.create_approvals(pending)
 
     def deciding(ids: list[str], reject: bool = False):
-        def plan(current: list[Approval]) -> DecisionPlan:
+        def plan(current: list[Approval], _: Moment) -> DecisionPlan:
             if reject:
                 raise ConflictError("refused by its own plan")
             decided = [

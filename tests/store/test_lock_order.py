@@ -16,6 +16,7 @@ from sqlalchemy.engine import Connection
 
 from signoff.store import AuditRecord, DecisionPlan, SQLStore
 from signoff.store import ledger as ledger_module
+from signoff.store.base import Moment
 from signoff.store.runs import RunRecord, RunWrite
 from signoff.types import Approval, Approve, ToolCall
 from tests.deadline import HANG
@@ -71,7 +72,7 @@ async def test_a_ledger_start_and_a_decision_on_the_same_run_both_commit(
             audit=[AuditRecord(actor="w1", action="tool", subject="c0", at=T0)],
         )  # fmt: skip
 
-    def approve(current: list[Approval]) -> DecisionPlan:
+    def approve(current: list[Approval], _: Moment) -> DecisionPlan:
         [pending] = current
         decided = replace(pending, status="approved", decision=Approve(), decided_by="alice",
                           decided_at=T0, version=pending.version + 1)  # fmt: skip

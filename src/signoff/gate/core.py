@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
@@ -47,12 +47,15 @@ from signoff.gate.records import (
     use_record,
     vote_record,
 )
+from signoff.gate.rejudge import rejudged
 from signoff.gate.timing import Timing
+from signoff.gate.versions import changed, check_seen
 from signoff.limits import ArgumentLimits
 from signoff.policy import Policy, PolicyEngine
 from signoff.policy.engine import GRANTED
+from signoff.redaction import Redaction
 from signoff.store import AuditRecord, DecisionPlan, Store
-from signoff.store.base import HoldPlan
+from signoff.store.base import HoldPlan, Moment
 from signoff.store.external import ExternalRecord
 from signoff.store.runs import RunWrite, StoredEvent
 from signoff.types import (
@@ -71,7 +74,7 @@ from signoff.types import (
     canonical_json,
 )
 
-__all__ = ["CheckContext", "Gate", "Outcome", "RolesOf"]
+__all__ = ["AdoptPolicy", "CheckContext", "Gate", "Outcome", "RolesOf"]
 
 logger = logging.getLogger("signoff.gate")
 
@@ -81,6 +84,22 @@ call is checked where the schema is known (the asker's process, and before it ru
 RolesOf = Callable[[str], frozenset[str] | None]
 """A directory of principals: the roles a principal has now, or None when it is not (or no
 longer) known. The server builds one from its tokens."""
+AdoptPolicy = Callable[[str], Awaitable[None]]
+"""Put in force the policy the store saved last (its version given): a gate that follows the
+store's policy (a server's) is given one, and judges a decision only by that policy."""
+_ADOPTIONS = 5
+"""How many times a decision is judged again after its replica read a newer policy (and a
+waiting call after it changed meanwhile)."""
+_PAGE = 500
+"""Waiting calls read at a time when they are judged again."""
+
+
+class _PolicyBehind(Exception):
+    """The store has saved a newer policy than the gate judges by."""
+
+    def __init__(self, version: str) -> None:
+        super().__init__(version)
+        self.version = version
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -130,9 +149,17 @@ class Gate(Timing):
         poll_interval: float = 0.5,
         limits: ArgumentLimits | None = None,
         roles_of: RolesOf | None = None,
+        redaction: Redaction | None = None,
+        adopt_policy: AdoptPolicy | None = None,
     ) -> None:
         self.engine = policy if isinstance(policy, PolicyEngine) else PolicyEngine(policy)
         self.store = store
+        self.redaction = redaction or Redaction()
+        """The arguments never shown (the config's ``redact:``): masked in what the gate
+        words itself — a refused decision naming an edit's values."""
+        self.adopt_policy = adopt_policy
+        """How this gate reads the policy the store saved last, when it follows the store's
+        (a server's gate); None: its policy is the one it was given (a library's)."""
         self.roles_of = roles_of
         """Who the principals are now: a grant is judged by its granter's roles at the moment
         of use, and one whose granter is unknown lets nothing through. None (a library's gate)
@@ -238,7 +265,7 @@ class Gate(Timing):
         for the calls the policy asks about: it is kept with their approvals.
         Returns the outcomes and the run's new events."""
         context = context or CheckContext()
-        now = self._now()
+        now = await self.time()
         batch_id = new_id()
         keys = (
             {
@@ -501,33 +528,76 @@ class Gate(Timing):
     # -- deciding --------------------------------------------------------------------------
 
     async def decide(
-        self, approval_id: str, decision: Decision, *, actor: str, roles: Iterable[str] = ()
+        self,
+        approval_id: str,
+        decision: Decision,
+        *,
+        actor: str,
+        roles: Iterable[str] = (),
+        version: int | None = None,
     ) -> Approval:
-        """Take `decision` on one approval, as `actor` with `roles`.
+        """Take `decision` on one approval, as `actor` with `roles`, sent on the approval's
+        `version` as its sender saw it (see `signoff.gate.versions`).
 
         The same decision taken again returns the stored approval; a different one raises
-        `ConflictError`.
+        `ConflictError`, and one sent on a version that changed since `StaleDecisionError`.
         """
-        [approval] = await self.decide_batch({approval_id: decision}, actor=actor, roles=roles)
+        versions = None if version is None else {approval_id: version}
+        [approval] = await self.decide_batch(
+            {approval_id: decision}, actor=actor, roles=roles, versions=versions
+        )
         return approval
 
     async def decide_batch(
-        self, decisions: Mapping[str, Decision], *, actor: str, roles: Iterable[str] = ()
+        self,
+        decisions: Mapping[str, Decision],
+        *,
+        actor: str,
+        roles: Iterable[str] = (),
+        versions: Mapping[str, int] | None = None,
     ) -> list[Approval]:
-        """Take several decisions all-or-nothing ("Approve All" is every id with `Approve()`)."""
+        """Take several decisions all-or-nothing ("Approve All" is every id with `Approve()`),
+        each sent on the version of its approval in `versions` (an id missing there names no
+        version). Judged by the database's clock and by the policy saved last: a replica that
+        has not read that policy yet reads it (`adopt_policy`) and judges again."""
         roles = frozenset(roles)
         for decision in decisions.values():
             self._check_decision(decision)
+        for _ in range(_ADOPTIONS):
+            try:
+                return await self._decide_batch(decisions, actor, roles, versions or {})
+            except _PolicyBehind as behind:
+                if self.adopt_policy is None:  # pragma: no cover - only raised with one
+                    raise
+                await self.adopt_policy(behind.version)
+        raise ConflictError(  # pragma: no cover - the policy changed at every try
+            "the policy kept changing while this decision was judged; send it again"
+        )
+
+    async def _decide_batch(
+        self,
+        decisions: Mapping[str, Decision],
+        actor: str,
+        roles: frozenset[str],
+        versions: Mapping[str, int],
+    ) -> list[Approval]:
         results: dict[str, Approval] = {}
         overdue: list[Approval] = []
 
-        def plan(current: list[Approval]) -> DecisionPlan:
+        def plan(current: list[Approval], moment: Moment) -> DecisionPlan:
             # Runs inside the store's write transaction, with these approvals locked: what it
             # reads is what it writes over, and raising here writes nothing.
-            changes: list[tuple[Approval, int]] = []
-            grants: list[Grant] = []
-            audit: list[AuditRecord] = []
-            now = self._now()
+            now = self._now() if self._clock_given else moment.at
+            if (
+                self.adopt_policy is not None
+                and moment.policy is not None
+                and moment.policy != self.engine.version
+            ):
+                raise _PolicyBehind(moment.policy)
+            # Who may decide comes first: a request its sender may not make changes nothing,
+            # a lapse that falls due included.
+            for approval in current:
+                self._check_decider(approval, actor=actor, roles=roles, now=now)
             late = [
                 a for a in current if a.pending and a.expires_at is not None and a.expires_at <= now
             ]
@@ -537,24 +607,30 @@ class Gate(Timing):
                 # run the plan again.)
                 overdue[:] = [self._lapse(a, now) for a in late]
                 return DecisionPlan(
-                    changes=[(a, a.version - 1) for a in overdue],
+                    changes=[(a, b.version) for a, b in zip(overdue, late, strict=True)],
                     audit=[lapse_record(b, a, at=now) for b, a in zip(late, overdue, strict=True)],
                 )
+            changes: list[tuple[Approval, int]] = []
+            grants: list[Grant] = []
+            audit: list[AuditRecord] = []
             for approval in current:
                 decision = decisions[approval.id]
-                self._check_decider(approval, actor=actor, roles=roles, now=now)
                 if not approval.pending:
                     results[approval.id] = already_decided(approval, decision)
                     continue
+                check_seen(approval, versions.get(approval.id), decision, actor=actor,
+                           redaction=self.redaction)  # fmt: skip
                 self._authorize(approval, decision, actor=actor, roles=roles)
                 if approval.quorum is not None and isinstance(decision, Approve | Edit):
                     decided = vote(approval, decision, actor=actor, roles=roles, at=now)
                     results[approval.id] = decided
                     if decided is not approval:  # the same person's same approval: no change
+                        self._check_allowed_now(decided)
                         changes.append((decided, approval.version))
                         audit.append(vote_record(approval, decided, actor=actor, at=now))
                     continue
                 decided = applied(approval, decision, actor=actor, at=now)
+                self._check_allowed_now(decided)
                 changes.append((decided, approval.version))
                 results[approval.id] = decided
                 audit.append(decision_record(approval, decided, actor=actor, at=now))
@@ -576,11 +652,62 @@ class Gate(Timing):
             )
         return [results[i] for i in decisions]
 
+    def _check_allowed_now(self, decided: Approval) -> None:
+        """`ForbiddenError` when `decided` would run a call the policy in force denies: a
+        person's approval never lets through what the policy now forbids (a new policy also
+        rejects it, as it judges the waiting calls again: `rejudge`)."""
+        if decided.status not in ("approved", "edited"):
+            return
+        verdict = self.engine.evaluate(decided.call, self._context_of(decided))
+        if verdict.kind == "deny":
+            raise ForbiddenError(
+                f"the policy in force denies this call now ({verdict.reason}): it cannot be "
+                "approved"
+            )
+
+    @staticmethod
+    def _context_of(approval: Approval) -> Context:
+        return Context(
+            run_id=approval.run_id,
+            thread_id=approval.thread_id,
+            requested_by=approval.requested_by,
+        )
+
+    async def rejudge(self) -> list[Approval]:
+        """Judge every waiting call again by the policy in force (`signoff.gate.rejudge`): one
+        it now denies is rejected, one asked about under a changed rule follows it. Each
+        change a compare-and-set: a call decided or changed meanwhile is read and judged again,
+        and a replica that judges the same calls at the same time changes nothing twice.
+        Returns the approvals it changed."""
+        now = await self.time()
+        out: list[Approval] = []
+        cursor: str | None = None
+        while True:
+            page = await self.store.list_approvals(status="pending", before=cursor, limit=_PAGE)
+            for approval in page:
+                for _ in range(_ADOPTIONS):
+                    found = rejudged(approval, self.engine, at=now)
+                    if found is None:
+                        break
+                    after, record = found
+                    if await self.store.save_decisions([(after, approval.version)], audit=[record]):
+                        self.notifier.notify(approval.id)
+                        out.append(after)
+                        break
+                    approval = await self.store.get_approval(approval.id)
+                    if not approval.pending:
+                        break
+            if len(page) < _PAGE:
+                break
+            cursor = page[-1].id
+        telemetry.decided([a for a in out if not a.pending])
+        return out
+
     def may_decide(self, approval: Approval, *, actor: str, roles: Iterable[str] = ()) -> bool:
         """Whether `actor` with `roles` may decide `approval` now: its rule's approvers (as
         escalation has widened them), and self-approval where the rule forbids it."""
         try:
-            self._check_decider(approval, actor=actor, roles=frozenset(roles), now=self._now())
+            self._check_decider(approval, actor=actor, roles=frozenset(roles), now=self.now())
         except ForbiddenError:
             return False
         return True
@@ -600,18 +727,19 @@ class Gate(Timing):
         approvers and to self-approval like anyone."""
         to, note = assignee(to), note_text(note)
         approval = await self.store.get_approval(approval_id)
-        now = self._now()
+        now = await self.time()
         if not approval.pending:
             raise ConflictError(f"approval {approval_id!r} is already {approval.status}")
         self._check_decider(approval, actor=actor, roles=frozenset(roles), now=now)
         self._checkassignee(approval, to, now)
         assigned = Assignment(to=to, by=actor, note=note, at=now)
-        changed = replace(approval, assigned=assigned, version=approval.version + 1)
+        handed = changed(replace(approval, assigned=assigned), "assign", by=actor, at=now,
+                         note=f"to {to}", base=approval)  # fmt: skip
         record = assignment_record(approval, assigned)
-        if not await self.store.save_decisions([(changed, approval.version)], audit=[record]):
+        if not await self.store.save_decisions([(handed, approval.version)], audit=[record]):
             raise ConflictError(f"approval {approval_id!r} changed meanwhile; look again")
         self.notifier.notify(approval.id)
-        return changed
+        return handed
 
     def _checkassignee(self, approval: Approval, to: str, now: datetime) -> None:
         """`InvalidDecisionError` when `to` could not decide `approval` as far as is known."""
@@ -774,7 +902,7 @@ class Gate(Timing):
         return None
 
     async def revoke_grant(self, grant_id: str, *, actor: str) -> None:
-        now = self._now()
+        now = await self.time()
         record = AuditRecord(actor=actor, action="revoke", subject=grant_id, at=now)
         await self.store.revoke_grant(grant_id, actor=actor, at=now, audit=[record])
 

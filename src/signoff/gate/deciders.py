@@ -14,6 +14,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from signoff.errors import ConflictError, ForbiddenError, InvalidDecisionError
+from signoff.gate.versions import arg_changes, changed
+from signoff.names import ROLE_PREFIX, name_key, name_refusal, same_person
 from signoff.types import (
     DECIDED_STATUS,
     Approval,
@@ -84,9 +86,11 @@ def check_decider(
             f"{actor!r} may not decide this: rule {rule!r} needs one of the roles "
             f"{list(approvers)!r}"
         )
-    if forbid_self_approval and actor == requested_by:
+    if forbid_self_approval and same_person(actor, requested_by):
+        spelt = "" if actor == requested_by else f" (as {requested_by!r})"
         raise ForbiddenError(
-            f"{actor!r} started this run and rule {rule!r} forbids self-approval; ask someone else"
+            f"{actor!r} started this run{spelt} and rule {rule!r} forbids self-approval; "
+            "ask someone else"
         )
 
 
@@ -109,8 +113,9 @@ class Needed:
 
 def needed(quorum: Quorum, votes: Iterable[Vote]) -> Needed:
     """What `votes` leave to approve: the roles no voter can stand for (each voter stands for
-    one role), and the people still needed — at least one per such role."""
-    voters = list({v.by: v for v in votes}.values())
+    one role), and the people still needed — at least one per such role. Names that are one
+    person's (`same_person`) are that person's one vote."""
+    voters = list({name_key(v.by): v for v in votes}.values())
     matched = _matched_roles(quorum.roles, [frozenset(v.roles) for v in voters])
     missing = list(quorum.roles)
     for role in matched:
@@ -167,10 +172,14 @@ _MAX_ASSIGNEE = 200
 
 
 def assignee(to: object) -> str:
-    """A principal's name, or ``role:NAME``: printable, and not too long."""
+    """A principal's name, or ``role:NAME``: printable, and not too long; a name that could
+    pass for another's is refused (`name_refusal`), as at sign-in."""
     if not isinstance(to, str) or not to.strip() or to != to.strip():
         raise InvalidDecisionError("assign to a principal's name or role:NAME")
-    if len(to) > _MAX_ASSIGNEE or not to.isprintable() or to == "role:":
+    problem = None if to.startswith(ROLE_PREFIX) else name_refusal(to)
+    if problem is not None:
+        raise InvalidDecisionError(f"assign to a principal's name or role:NAME: {problem}")
+    if len(to) > _MAX_ASSIGNEE or not to.isprintable() or to == ROLE_PREFIX:
         raise InvalidDecisionError(
             f"assign to a principal's name or role:NAME of at most {_MAX_ASSIGNEE} printable "
             "characters"
@@ -215,7 +224,7 @@ def vote(
     if isinstance(decision, Edit) and decision.args != call.args:
         call, requested = replace(call, args=decision.args), approval.requested_call.args
         votes = (mine,) if counts(approval.quorum, (), mine) else ()
-    elif any(v.by == actor for v in votes):
+    elif any(same_person(v.by, actor) for v in votes):
         return approval
     elif not counts(approval.quorum, votes, mine):
         raise ForbiddenError(
@@ -224,9 +233,12 @@ def vote(
         )
     else:
         votes = (*votes, mine)
-    voted = replace(
-        approval, call=call, requested_args=requested, votes=votes, version=approval.version + 1
-    )
+    voted = replace(approval, call=call, requested_args=requested, votes=votes)
+    if call is approval.call:
+        voted = changed(voted, "vote", by=actor, at=at, base=approval)
+    else:
+        edits = arg_changes(approval.call.args, call.args)
+        voted = changed(voted, "edit", by=actor, at=at, args=edits, base=approval)
     if needed(approval.quorum, votes).people:
         return voted
     final = approval_of(voted)

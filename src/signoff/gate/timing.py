@@ -14,7 +14,7 @@ import socket
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from signoff import telemetry
 from signoff.errors import ApprovalTimeout, SignoffError
@@ -22,8 +22,10 @@ from signoff.gate.deciders import applied, approval_of, approvers_at, escalation
 from signoff.gate.ids import new_id
 from signoff.gate.notifier import Notifier
 from signoff.gate.records import escalation_record, lapse_record
+from signoff.gate.versions import changed
+from signoff.policy import PolicyEngine
 from signoff.store import Store
-from signoff.types import AUTOMATIC, Approval, Decision, Expired, Reject
+from signoff.types import AUTOMATIC, Approval, Context, Decision, Expired, Reject
 
 __all__ = ["SWEEPER", "Timing"]
 
@@ -37,11 +39,14 @@ class Timing:
     """The Gate's waiting and sweeping (the Gate is one)."""
 
     store: Store
+    engine: PolicyEngine
     notifier: Notifier
     _now: Callable[[], datetime]
     _clock_given: bool
     _poll: float
     _listening: bool
+    _skew: timedelta = timedelta(0)
+    """How far the store's clock was ahead of this machine's when last read."""
 
     async def wait(self, approval_id: str, timeout: float | None = None) -> Approval:
         """Wait until the approval is decided or expires; `ApprovalTimeout` after `timeout` s."""
@@ -61,7 +66,7 @@ class Timing:
                         approval = await self.store.get_approval(approval_id)
                         if not approval.pending:
                             return approval
-                        now = self._now()
+                        now = await self.time()
                         if approval.expires_at is not None and approval.expires_at <= now:
                             [expired] = await self.expire([approval])
                             return expired
@@ -91,7 +96,7 @@ class Timing:
         says, and any other (a waiter that gives up before then) expires: it never runs."""
         out = []
         for approval in approvals:
-            moment = now or self._now()
+            moment = now or await self.time()
             lapsed = self._lapse(approval, moment)
             record = lapse_record(approval, lapsed, at=moment)
             if await self.store.save_decisions([(lapsed, approval.version)], audit=[record]):
@@ -104,14 +109,21 @@ class Timing:
 
     def _lapse(self, approval: Approval, now: datetime) -> Approval:
         """`approval` as its time running out leaves it: expired, or — once its rule's time has
-        come, not before — decided by signoff as the rule's `on_timeout` says."""
+        come, not before — decided by signoff as the rule's `on_timeout` says; never approved
+        when the policy in force denies its call: rejected, saying so."""
         on_timeout = approval.on_timeout
         due = approval.expires_at is not None and approval.expires_at <= now
         decision: Decision
         if on_timeout is None or not due:
             decision = Expired()
         elif on_timeout.decide == "approve":
-            decision = approval_of(approval)
+            context = Context(run_id=approval.run_id, thread_id=approval.thread_id,
+                              requested_by=approval.requested_by)  # fmt: skip
+            verdict = self.engine.evaluate(approval.call, context)
+            if verdict.kind == "deny":
+                decision = Reject(reason=f"the policy in force denies this call: {verdict.reason}")
+            else:
+                decision = approval_of(approval)
         else:
             decision = Reject(reason=on_timeout.reason or "nobody decided in time")
         return applied(approval, decision, actor=AUTOMATIC, at=now)
@@ -134,19 +146,34 @@ class Timing:
             if reached <= approval.escalated:
                 continue
             steps = approval.escalate[approval.escalated : reached]
-            escalated = replace(approval, escalated=reached, version=approval.version + 1)
-            record = escalation_record(
-                approval, escalated, steps, approvers_at(approval, now), at=now
-            )
+            deciders = approvers_at(approval, now)
+            told = sorted({role for step in steps for role in step.to})
+            note = (
+                f"{', '.join(told)} may decide it too" if approval.approvers
+                else f"{', '.join(told)} told"
+            )  # fmt: skip
+            escalated = changed(replace(approval, escalated=reached), "escalate", by=AUTOMATIC,
+                                at=now, note=note, base=approval)  # fmt: skip
+            record = escalation_record(approval, escalated, steps, deciders, at=now)
             if await self.store.save_decisions([(escalated, approval.version)], audit=[record]):
                 self.notifier.notify(approval.id)
                 out.append(escalated)
         return out
 
     async def time(self) -> datetime:
-        """What time it is for what falls due: the store's clock — one for every replica — or
-        the clock this gate was given."""
-        return self._now() if self._clock_given else await self.store.clock()
+        """What time it is for everything that goes by time — what falls due, escalation,
+        when a call was held and until when it waits: the store's clock, one for every replica
+        (read seldom: `Store.clock`), or the clock this gate was given."""
+        if self._clock_given:
+            return self._now()
+        moment = await self.store.clock()
+        self._skew = moment - datetime.now(UTC)
+        return moment
+
+    def now(self) -> datetime:
+        """`time` without asking the store: its clock as last read, carried forward by this
+        machine's (for a judgement that only informs — who may decide, shown beforehand)."""
+        return self._now() if self._clock_given else datetime.now(UTC) + self._skew
 
     async def sweep(self, owner: str, *, lease: float = 5.0) -> bool:
         """One round of the sweeper, if `owner` holds (or takes) the store's lease on it for

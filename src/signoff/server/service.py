@@ -25,7 +25,7 @@ from signoff.errors import (
 )
 from signoff.gate import Gate
 from signoff.gate.notifier import ANY
-from signoff.gate.preview import PREVIEW_SECONDS, Previews
+from signoff.gate.preview import PREVIEW_SECONDS, Previews, masked
 from signoff.notify import Notifications
 from signoff.policy import Policy, PolicyEngine
 from signoff.redaction import Redaction
@@ -94,9 +94,20 @@ class Service:
         if len(set(names)) != len(names):
             raise ValueError(f"two agents share a name: {names}")
         self.runners = {
-            a.name: Runner(a, self.gate, lease=self.run_lease, preview_timeout=self.preview_timeout)
+            a.name: Runner(
+                a,
+                self.gate,
+                lease=self.run_lease,
+                preview_timeout=self.preview_timeout,
+                redaction=self.redaction,
+            )
             for a in self.agents
         }
+        # The server's gate follows the policy saved last, whichever replica saved it, and
+        # words what it refuses with this server's arguments masked.
+        self.gate.adopt_policy = self._adopt
+        if not self.gate.redaction:
+            self.gate.redaction = self.redaction
 
     async def decide(
         self, approval_id: str, decision: Decision, *, actor: str, roles: Iterable[str]
@@ -198,7 +209,9 @@ class Service:
         if verdict.kind == "deny":
             return Preview(error=f"not previewed: the policy denies the edited call: "
                                  f"{verdict.reason}")  # fmt: skip
-        return await previews.of(approval.call, edit.args) or Preview(error="no preview")
+        found = await previews.of(approval.call, edit.args) or Preview(error="no preview")
+        # An MCP gateway's previews know no redaction: masked here, as the card is.
+        return masked(found, self.redaction, approval.call.args, edit.args)
 
     def runner(self, agent: str) -> Runner:
         try:
@@ -235,7 +248,7 @@ class Service:
         picks it up within `policy_interval`). Raises `PolicyError` naming every mistake, and
         with `replaces`, `ConflictError` unless that is still the latest saved version."""
         policy = Policy.from_dict(document, source="the policy document")
-        now = datetime.now(UTC)
+        now = await self.gate.time()  # what orders the versions saved: one clock for all
         previous = self.gate.engine.version
         record = AuditRecord(
             actor=actor, action="policy", subject=policy.version,
@@ -245,6 +258,7 @@ class Service:
             policy.version, document, actor=actor, at=now, audit=[record], replaces=replaces
         )
         self._install(policy, document)
+        await self.gate.rejudge()
         return policy
 
     def _install(self, policy: Policy, document: dict[str, Any]) -> None:
@@ -262,6 +276,8 @@ class Service:
         await self._load_latest()
 
     async def _load_latest(self) -> None:
+        """Put the policy saved last in force here, if it is not, and judge the waiting calls
+        by it (every replica does as it reads it: what one changed, the others find done)."""
         # Under the lock a change through the API holds: a version read before that change
         # was saved is never installed over it.
         async with self.policy_lock:
@@ -270,6 +286,12 @@ class Service:
                 version, document = latest
                 policy = Policy.from_dict(document, source=f"policy version {version}")
                 self._install(policy, document)
+                await self.gate.rejudge()
+
+    async def _adopt(self, version: str) -> None:
+        """The gate's `adopt_policy`: a decision found a newer policy saved than this replica
+        judges by (`version`) — read it now, rather than at the next look."""
+        await self._load_latest()
 
     async def _follow_policy(self) -> None:
         while True:

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from signoff.store.checkpoint import Checkpoint
     from signoff.store.external import ExternalRecord, LedgerClaim, NewPause, Pause, PauseStatus
     from signoff.store.gauges import Gauges
-    from signoff.store.insights import ArgumentTest, GroupKey, GroupStats
+    from signoff.store.insights import ArgumentMatch, ArgumentTest, GroupKey, GroupStats, Voices
     from signoff.store.ledger import LedgerEntry
     from signoff.store.notes import Note
     from signoff.store.outbox import Delivery, DeliveryStatus, NewDelivery, OutboxEvent
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     )
     from signoff.store.verification import AuditReport
 
-__all__ = ["AuditRecord", "DecisionPlan", "HoldPlan", "Store"]
+__all__ = ["AuditRecord", "DecisionPlan", "HoldPlan", "Moment", "Store"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,6 +39,17 @@ class AuditRecord:
     subject: str
     data: dict[str, Any] = field(default_factory=dict)
     at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class Moment:
+    """What a decision's transaction reads beside its approvals: the time by the database's
+    clock — one for every replica, whatever each one's own says — and the policy saved last —
+    what every replica follows, whether or not it has read it yet."""
+
+    at: datetime
+    policy: str | None = None
+    """The latest saved policy's version; None when none was ever saved."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -145,7 +156,9 @@ class Store(Protocol):
     ) -> ResumedTurn | None: ...
 
     async def decide(
-        self, approval_ids: Sequence[str], plan: Callable[[list[Approval]], DecisionPlan]
+        self,
+        approval_ids: Sequence[str],
+        plan: Callable[[list[Approval], Moment], DecisionPlan],
     ) -> DecisionPlan: ...
 
     async def save_decisions(
@@ -275,6 +288,10 @@ class Store(Protocol):
     ) -> bool: ...
 
     async def notes(self, channel: str, subject: str, *, key: str | None = None) -> list[Note]: ...
+
+    async def end_session(self, session_id: str, *, until: datetime, now: datetime) -> None: ...
+
+    async def session_ended(self, session_id: str) -> bool: ...
 
     async def run_events(self, run_id: str, *, after: int = 0) -> list[StoredEvent]: ...
 
@@ -440,3 +457,16 @@ class Store(Protocol):
     async def count_matching(
         self, group: GroupKey, *, since: datetime, key: str, test: ArgumentTest, value: str
     ) -> dict[str, int]: ...
+
+    async def voices(
+        self,
+        group: GroupKey,
+        *,
+        since: datetime,
+        status: ApprovalStatus,
+        match: ArgumentMatch | None = None,
+    ) -> Voices: ...
+
+    async def refused_like(
+        self, tool: str, *, agent: str | None, since: datetime, match: ArgumentMatch, limit: int
+    ) -> list[Approval]: ...

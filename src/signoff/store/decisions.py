@@ -7,7 +7,8 @@ for fifty commits. Here the decisions that arrive while one group commits wait t
 next, and go as one transaction:
 
 - one ``SELECT … FOR UPDATE`` of every approval they name, locked in id order (so two groups, on
-  any replicas, never deadlock);
+  any replicas, never deadlock), and one read of the database's clock and of the policy saved
+  last (`Moment`): what every decision of the group is judged by;
 - each decision judged in turn, by its own `plan`, against what the decisions before it in the
   group left: of two people deciding the same approval, the second sees the first's decision,
   exactly as if they had committed one after the other;
@@ -28,6 +29,7 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import bindparam, text, update
@@ -36,16 +38,16 @@ from sqlalchemy.engine import Connection
 from signoff.errors import ConflictError, NotFoundError
 from signoff.store import schema
 from signoff.store.audit import append_audit
-from signoff.store.base import AuditRecord, DecisionPlan
+from signoff.store.base import AuditRecord, DecisionPlan, Moment
 from signoff.store.grants import insert_grants
 from signoff.store.lean import execute
 from signoff.store.rows import approval_from_row, decision_values
 from signoff.store.runs import append_events_to_runs
 from signoff.types import Approval, Grant, decision_to_dict
 
-__all__ = ["CHANNEL", "MAX_GROUP", "DecisionGroups", "Plan", "write_decisions"]
+__all__ = ["CHANNEL", "MAX_GROUP", "DecisionGroups", "Plan", "read_moment", "write_decisions"]
 
-Plan = Callable[[list[Approval]], DecisionPlan]
+Plan = Callable[[list[Approval], Moment], DecisionPlan]
 
 MAX_GROUP = 256
 """Decisions in one transaction at most: a longer queue is committed in several."""
@@ -65,6 +67,14 @@ _UPDATE = update(_approvals).where(
     _approvals.c.id == bindparam("b_id"),
     _approvals.c.version == bindparam("b_version"),
     _approvals.c.status == "pending",
+)
+# The database's clock and the policy saved last, in one round trip.
+_MOMENT_PG = text(
+    "SELECT clock_timestamp() AS at, (SELECT version FROM policy_versions "
+    "ORDER BY created_at DESC, version LIMIT 1) AS policy"
+)
+_POLICY_SQLITE = text(
+    "SELECT version FROM policy_versions ORDER BY created_at DESC, version LIMIT 1"
 )
 _NOTIFY = text(f"SELECT pg_notify('{CHANNEL}', id) FROM unnest(CAST(:ids AS text[])) AS id")
 
@@ -156,11 +166,12 @@ def _take(
     lock = _LOCK_PG if postgres else _LOCK_SQLITE
     rows = execute(connection, lock, {"ids": wanted if postgres else json.dumps(wanted)})
     current = {row.id: approval_from_row(row) for row in rows}
+    moment = read_moment(connection)
     outcomes: list[DecisionPlan | Exception] = []
     taken: list[DecisionPlan] = []
     for ids, plan in group:
         try:
-            decided = plan(_named(current, ids))
+            decided = plan(_named(current, ids), moment)
         except Exception as exc:
             outcomes.append(exc)
             continue
@@ -179,6 +190,15 @@ def _take(
         # Unreachable while the rows are locked; kept as the compare-and-set's guard.
         raise ConflictError("the approvals changed while being decided; try again")
     return outcomes
+
+
+def read_moment(connection: Connection) -> Moment:
+    """The database's time and the latest saved policy's version, in the caller's transaction
+    (SQLite's clock is this machine's)."""
+    if connection.dialect.name == "postgresql":
+        row = execute(connection, _MOMENT_PG).one()
+        return Moment(at=row.at.astimezone(UTC), policy=row.policy)
+    return Moment(at=datetime.now(UTC), policy=execute(connection, _POLICY_SQLITE).scalar())
 
 
 def write_decisions(

@@ -6,43 +6,53 @@ Percentiles come from a bounded sample: each group's newest `TIMED` decisions by
 newest first down the (tool, requested_at) index, ranked here (nearest rank). Ranking every
 decision of the window with a window function costs a sort of the whole window (3 s at a
 million on SQLite); the sample costs about a millisecond a group. Samples of one group's calls
-(to find what their arguments share) are likewise the newest `limit` of one status.
+(to find what their arguments share) are likewise the newest `limit` of one status; the calls
+people refused that a suggestion is checked against are read only where their argument passes a
+test run here (a superset of the suggested condition), at most `limit` of them.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Awaitable, Callable
+import string
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, Literal, TypeAlias
 
 from sqlalchemy import (
     ColumnElement,
+    Numeric,
     and_,
     case,
     cast,
     func,
     literal,
+    not_,
     select,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Connection
 
+from signoff.names import name_key
 from signoff.store import schema
 from signoff.store.rows import approval_from_row
 from signoff.store.times import to_micros
 from signoff.types import Approval, ApprovalStatus
 
 __all__ = [
+    "NAME_CHARACTERS",
+    "REFUSED",
     "STATUSES",
     "TIMED",
+    "ArgumentMatch",
     "ArgumentTest",
     "GroupKey",
     "GroupStats",
     "InsightStore",
     "TimeToDecision",
+    "Voices",
 ]
 
 STATUSES: Final[tuple[ApprovalStatus, ...]] = (
@@ -56,6 +66,8 @@ STATUSES: Final[tuple[ApprovalStatus, ...]] = (
 )
 _BY_PERSON: Final = ("approved", "edited", "responded", "rejected")
 """The statuses a person's decision leaves: time to a decision is measured over these."""
+REFUSED: Final[tuple[ApprovalStatus, ...]] = ("rejected", "edited", "responded")
+"""The statuses of a call a person would not run as it was requested."""
 
 TIMED: Final = 1000
 """The newest decisions of a group its time-to-decision percentiles are taken from."""
@@ -66,10 +78,54 @@ GroupKey: TypeAlias = tuple[str | None, str, str | None]
 """(rule, tool, agent): the rule that asked (None for the policy's default), the tool, and the
 calling agent's path (None for a call of no agent)."""
 
-ArgumentTest: TypeAlias = Literal["eq", "suffix", "prefix"]
-"""How a string argument is tested: equal to a value, ending with it, or starting with it."""
+NAME_CHARACTERS: Final = string.ascii_letters + string.digits + "._+-"
+"""What one name is made of — a file's in its folder, an address's before its domain: no
+separator (``/``, ``\\``), no second address (``,``, ``;``, ``@``, space, ``<``), no control
+character."""
+
+ArgumentTest: TypeAlias = Literal["eq", "suffix", "prefix", "in_folder", "at_domain", "at_most"]
+"""How an argument is tested. A string: equal to the value, ending with it, or starting with it;
+``in_folder``: the folder given (``/tmp/``) and then one name (`NAME_CHARACTERS`, not ``.`` or
+``..``); ``at_domain``: one name and then the mail domain given (``@example.com``). A number:
+``at_most`` the value."""
 
 _a = schema.approvals
+
+
+@dataclass(frozen=True, kw_only=True)
+class ArgumentMatch:
+    """A test of one argument of a call as it was requested, run in the database."""
+
+    key: str
+    """A plain name (letters, digits, ``_``, ``-``): the argument at the top of the call's."""
+    test: ArgumentTest
+    value: str | float
+    """A string for the string tests, a number for ``at_most``."""
+
+    def __post_init__(self) -> None:
+        if not _KEY.fullmatch(self.key):
+            raise ValueError(f"argument key {self.key!r} is not a plain name")
+        number = isinstance(self.value, int | float) and not isinstance(self.value, bool)
+        if (self.test == "at_most") != number:
+            kind = "a number" if self.test == "at_most" else "a string"
+            raise ValueError(f"{self.test!r} needs {kind}, not {self.value!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Voices:
+    """How many people stand behind some calls: a flood of calls from one counts once."""
+
+    people: int
+    """The distinct people who decided them (compared as `signoff.names` compares people)."""
+    requesters: int
+    """The distinct principals who requested them; calls of no known requester count as one."""
+
+    @classmethod
+    def count(cls, deciders: Iterable[str | None], requesters: Iterable[str | None]) -> Voices:
+        """The voices of calls decided by `deciders` and requested by `requesters`."""
+        people = {name_key(name) for name in deciders if name is not None}
+        asking = {None if name is None else name_key(name) for name in requesters}
+        return cls(people=len(people), requesters=len(asking))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -150,13 +206,12 @@ class InsightStore:
         value: str,
     ) -> dict[str, int]:
         """How many of the group's calls asked since `since` have each status, among those
-        whose requested argument `key` is a string that passes `test` with `value`."""
-        if not _KEY.fullmatch(key):
-            raise ValueError(f"argument key {key!r} is not a plain name")
+        whose requested argument `key` passes `test` with `value`."""
         rule, tool, agent = group
 
+        match = ArgumentMatch(key=key, test=test, value=value)
+
         def work(connection: Connection) -> dict[str, int]:
-            found = _string_at(connection, key)
             query = (
                 select(_a.c.status, func.count())
                 .where(
@@ -164,7 +219,7 @@ class InsightStore:
                     _a.c.requested_at >= to_micros(since),
                     _a.c.rule.is_not_distinct_from(rule),
                     _a.c.agent.is_not_distinct_from(agent),
-                    _passes(found, test, value),
+                    _matches(connection, match),
                 )
                 .group_by(_a.c.status)
             )
@@ -175,6 +230,66 @@ class InsightStore:
 
         counted: dict[str, int] = await self.run(work, write=False)
         return counted
+
+    async def voices(
+        self,
+        group: GroupKey,
+        *,
+        since: datetime,
+        status: ApprovalStatus,
+        match: ArgumentMatch | None = None,
+    ) -> Voices:
+        """Who decided and who requested the group's calls asked since `since` with `status`
+        (and whose requested argument passes `match`): one row per name leaves the database."""
+        rule, tool, agent = group
+
+        def work(connection: Connection) -> Voices:
+            where = [
+                _a.c.status == status,
+                _a.c.tool == tool,
+                _a.c.rule.is_not_distinct_from(rule),
+                _a.c.agent.is_not_distinct_from(agent),
+                _a.c.requested_at >= to_micros(since),
+            ]
+            if match is not None:
+                where.append(_matches(connection, match))
+            deciders = select(_a.c.decided_by).where(*where).distinct()
+            requesters = select(_a.c.requested_by).where(*where).distinct()
+            return Voices.count(
+                connection.execute(deciders).scalars(), connection.execute(requesters).scalars()
+            )
+
+        found: Voices = await self.run(work, write=False)
+        return found
+
+    async def refused_like(
+        self,
+        tool: str,
+        *,
+        agent: str | None,
+        since: datetime,
+        match: ArgumentMatch,
+        limit: int,
+    ) -> list[Approval]:
+        """The newest `limit` calls of `tool` asked since `since` that a person refused
+        (`REFUSED`) and whose requested argument passes `match` — of `agent`, or of every agent
+        when `agent` is None (a rule for a call of no agent names no agent), whatever rule
+        asked."""
+
+        def work(connection: Connection) -> list[Approval]:
+            where = [
+                _a.c.tool == tool,
+                _a.c.status.in_(REFUSED),
+                _a.c.requested_at >= to_micros(since),
+                _matches(connection, match),
+            ]
+            if agent is not None:
+                where.append(_a.c.agent == agent)
+            query = select(_a).where(*where).order_by(_a.c.requested_at.desc()).limit(limit)
+            return [approval_from_row(row) for row in connection.execute(query).all()]
+
+        found: list[Approval] = await self.run(work, write=False)
+        return found
 
 
 def _stats(connection: Connection, after: int, top: int) -> list[GroupStats]:
@@ -254,30 +369,89 @@ def _grant_uses(connection: Connection, after: int) -> dict[GroupKey, int]:
     return {(row.rule, row.tool, row.agent): row.n for row in connection.execute(query)}
 
 
-def _string_at(connection: Connection, key: str) -> ColumnElement[Any]:
-    """The requested argument `key` where it is a JSON string, else NULL."""
+def _matches(connection: Connection, match: ArgumentMatch) -> ColumnElement[bool]:
+    """Whether the requested argument passes `match`."""
+    if isinstance(match.value, str):
+        return _passes(connection, _string_at(connection, match.key), match.test, match.value)
+    return _number_at(connection, match.key) <= literal(match.value, Numeric())
+
+
+def _requested(connection: Connection) -> tuple[ColumnElement[Any], str]:
+    """The arguments as requested (a JSON document of the dialect's), and the dialect."""
     requested = func.coalesce(_a.c.requested_args, _a.c.args)
     if connection.dialect.name == "postgresql":
-        document = cast(requested, JSONB)
+        return cast(requested, JSONB), "postgresql"
+    return requested, "sqlite"
+
+
+def _string_at(connection: Connection, key: str) -> ColumnElement[Any]:
+    """The requested argument `key` where it is a JSON string, else NULL."""
+    document, dialect = _requested(connection)
+    if dialect == "postgresql":
         return case(
             (func.jsonb_typeof(document.op("->")(key)) == "string", document.op("->>")(key)),
             else_=None,
         )
     path = f'$."{key}"'
     return case(
-        (func.json_type(requested, path) == "text", func.json_extract(requested, path)),
+        (func.json_type(document, path) == "text", func.json_extract(document, path)),
         else_=None,
     )
 
 
-def _passes(found: ColumnElement[Any], test: ArgumentTest, value: str) -> ColumnElement[bool]:
+def _number_at(connection: Connection, key: str) -> ColumnElement[Any]:
+    """The requested argument `key` where it is a JSON number, else NULL."""
+    document, dialect = _requested(connection)
+    if dialect == "postgresql":
+        return case(
+            (
+                func.jsonb_typeof(document.op("->")(key)) == "number",
+                cast(document.op("->>")(key), Numeric()),
+            ),
+            else_=None,
+        )
+    path = f'$."{key}"'
+    return case(
+        (
+            func.json_type(document, path).in_(("integer", "real")),
+            func.json_extract(document, path),
+        ),
+        else_=None,
+    )
+
+
+def _passes(
+    connection: Connection, found: ColumnElement[Any], test: ArgumentTest, value: str
+) -> ColumnElement[bool]:
     """Case-sensitive on both databases: plain comparisons of substrings, not LIKE."""
     size = len(value)
-    if test == "eq":
-        return found == value
-    if test == "prefix":
-        return func.substr(found, 1, size) == value
-    return and_(
+    starts = func.substr(found, 1, size) == value
+    ends = and_(
         func.length(found) >= size,
         func.substr(found, func.length(found) - size + 1) == literal(value),
     )
+    match test:
+        case "eq":
+            return found == value
+        case "prefix":
+            return starts
+        case "suffix":
+            return ends
+        case "in_folder":
+            name = func.substr(found, size + 1)
+            return and_(
+                starts, func.length(found) > size, name.not_in((".", "..")),
+                _one_name(connection, name),
+            )  # fmt: skip
+        case "at_domain":
+            name = func.substr(found, 1, func.length(found) - size)
+            return and_(ends, func.length(found) > size, _one_name(connection, name))
+    raise ValueError(f"{test!r} does not test a string")
+
+
+def _one_name(connection: Connection, text: ColumnElement[Any]) -> ColumnElement[bool]:
+    """Whether `text` is made of `NAME_CHARACTERS` only (spelled out, not as ranges, so that
+    no collation widens them): SQLite's GLOB, PostgreSQL's regular expressions."""
+    if connection.dialect.name == "postgresql":
+        return not_(text.op("~")(literal(f"[^{NAME_CHARACTERS}]")))
+    return not_(text.op("GLOB")(literal(f"*[^{NAME_CHARACTERS}]*")))

@@ -28,6 +28,7 @@ from sqlalchemy import (
 )
 
 from signoff.errors import StoreError
+from signoff.names import assignee_key
 from signoff.store import schema
 
 __all__ = ["LATEST", "MIGRATIONS", "migrate", "schema_version"]
@@ -312,8 +313,31 @@ def _v17(connection: Connection) -> None:
 def _v18(connection: Connection) -> None:
     """What changed a pending approval, version by version (an edit with the arguments it
     changed, a vote, an assignment, an escalation, a new policy's rule): a decision sent on an
-    older version is refused, naming them. Approvals held before it have none."""
+    older version is refused, naming them. Approvals held before it have none. And the policy
+    saved last found by an index: every decision reads it (to be judged by it)."""
     connection.execute(text("ALTER TABLE approvals ADD COLUMN changes TEXT"))
+    connection.execute(
+        text("CREATE INDEX policy_versions_latest ON policy_versions (created_at DESC, version)")
+    )
+
+
+def _v19(connection: Connection) -> None:
+    """Sign-in sessions that ended (a person signed out: their cookie works on no replica
+    again). And assignments found by the key of the name they were handed to (one person, one
+    name: an approval handed to 'Mallory' is in mallory's "assigned to me")."""
+    connection.execute(
+        text("CREATE TABLE ended_sessions (id VARCHAR(64) PRIMARY KEY, until BIGINT NOT NULL)")
+    )
+    connection.execute(text("CREATE INDEX ended_sessions_until ON ended_sessions (until)"))
+    assigned = connection.execute(
+        text("SELECT id, assigned_to FROM approvals WHERE assigned_to IS NOT NULL")
+    ).all()
+    for approval_id, to in assigned:
+        if assignee_key(to) != to:
+            connection.execute(
+                text("UPDATE approvals SET assigned_to = :key WHERE id = :id"),
+                {"key": assignee_key(to), "id": approval_id},
+            )
 
 
 MIGRATIONS: list[Callable[[Connection], None]] = [
@@ -335,6 +359,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _v16,
     _v17,
     _v18,
+    _v19,
 ]
 LATEST = len(MIGRATIONS)
 

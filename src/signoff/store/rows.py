@@ -6,6 +6,7 @@ import json
 from datetime import datetime
 from typing import Any
 
+from signoff.names import assignee_key
 from signoff.store.times import from_micros, to_micros
 from signoff.types import (
     KEPT_CHANGES,
@@ -112,7 +113,8 @@ def decision_values(approval: Approval) -> dict[str, Any]:
                 "at": to_micros(assigned.at),
             }
         ),
-        "assigned_to": None if assigned is None else assigned.to,
+        # Found by its key: an approval handed to 'Mallory' is in mallory's "assigned to me".
+        "assigned_to": None if assigned is None else assignee_key(assigned.to),
         "changes": None
         if not approval.changes
         else _json([_change_row(c) for c in approval.changes[-KEPT_CHANGES:]]),

@@ -25,6 +25,7 @@ __all__ = [
     "audit_anchor",
     "audit_head",
     "blobs",
+    "ended_sessions",
     "events",
     "external_calls",
     "grants",
@@ -279,6 +280,8 @@ policy_versions = Table(
     Column("created_by", Text, nullable=False),
     Column("document", Text, nullable=False),
 )
+# Made by its migration only (`migrations._v18`): `policy_versions_latest` on (created_at DESC,
+# version), for the latest version every decision reads.
 
 notes = Table(
     "notes",
@@ -393,3 +396,13 @@ outbox = Table(
 )
 """Since version 7: one notification to send to one sink (a webhook, a Slack channel, a mail
 list) for one audit entry; claimed by one sender at a time (a lease), retried until sent."""
+
+ended_sessions = Table(
+    "ended_sessions",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("until", BigInteger, nullable=False),
+    Index("ended_sessions_until", "until"),
+)
+"""Since version 19: the sign-in sessions that ended before their cookies expired (`until`): a
+person signed out, and no replica takes the cookie again (see `signoff.store.sessions`)."""

@@ -26,9 +26,10 @@ from sqlalchemy.engine import Connection, Engine
 
 from signoff import telemetry
 from signoff.errors import ConflictError, NotFoundError, StoreError
+from signoff.names import assignee_key
 from signoff.store import schema
 from signoff.store.audit import LOCK_AUDIT_HEAD, append_audit, read_length, read_log
-from signoff.store.base import AuditRecord, DecisionPlan, HoldPlan
+from signoff.store.base import AuditRecord, DecisionPlan, HoldPlan, Moment
 from signoff.store.checkpoint import Checkpoint
 from signoff.store.decisions import CHANNEL, DecisionGroups, write_decisions
 from signoff.store.external import ExternalRecord, ExternalStore, find_external, insert_external
@@ -51,6 +52,7 @@ from signoff.store.runs import (
     read_turn,
     write_run,
 )
+from signoff.store.sessions import SessionStore
 from signoff.store.times import to_micros
 from signoff.store.verification import AuditReport, verify_chain
 from signoff.types import (
@@ -63,6 +65,9 @@ from signoff.types import (
 __all__ = ["SQLStore"]
 
 T = TypeVar("T")
+
+CLOCK_READ = 10.0
+"""How often, in seconds, a store reads PostgreSQL's clock again (`SQLStore.clock`)."""
 
 
 # Statements of the hot paths, built once: building a statement costs more than running it.
@@ -101,6 +106,7 @@ class SQLStore(
     OutboxStore,
     InsightStore,
     GaugeStore,
+    SessionStore,
 ):
     """Approvals, grants, the audit log, and the runtime's runs, in one SQL database."""
 
@@ -113,6 +119,8 @@ class SQLStore(
         self._closed = False
         self._listening = asyncio.Lock()
         self._decisions = DecisionGroups(self.run)
+        self._clock: tuple[datetime, float] | None = None
+        """The database's time as last read, and this machine's steady clock then."""
 
     @property
     def engine(self) -> Engine:
@@ -266,8 +274,8 @@ class SQLStore(
         limit: int = 100,
     ) -> list[Approval]:
         """Newest first; `before` is the id of the last item of the previous page;
-        `assigned_to` keeps those assigned to any of the names given (a principal, a
-        ``role:NAME``)."""
+        `assigned_to` keeps those assigned to any of the names given (a principal, however
+        the name is spelt: `assignee_key`; a ``role:NAME``)."""
         table = schema.approvals
         query = select(table)
         for column, value in (
@@ -282,7 +290,7 @@ class SQLStore(
             if value is not None:
                 query = query.where(column == value)
         if assigned_to is not None:
-            query = query.where(table.c.assigned_to.in_(list(assigned_to)))
+            query = query.where(table.c.assigned_to.in_([assignee_key(n) for n in assigned_to]))
         if before is not None:
             query = query.where(table.c.id < before)
         query = query.order_by(table.c.id.desc()).limit(limit)
@@ -425,7 +433,9 @@ class SQLStore(
         return result
 
     async def decide(
-        self, approval_ids: Sequence[str], plan: Callable[[list[Approval]], DecisionPlan]
+        self,
+        approval_ids: Sequence[str],
+        plan: Callable[[list[Approval], Moment], DecisionPlan],
     ) -> DecisionPlan:
         """Read the approvals locked for one write transaction, let `plan` judge them, and write
         what it returns in that same transaction. If `plan` raises, nothing is written.
@@ -466,12 +476,21 @@ class SQLStore(
         return await self._due(schema.approvals.c.next_escalation_at, now, limit)
 
     async def clock(self) -> datetime:
-        """The database's time: what due approvals are judged by, whichever replica asks
-        (SQLite's is this machine's)."""
+        """The database's time: what every time-based judgement goes by — due approvals,
+        escalation, leases — whichever replica makes it, whatever its own clock says (SQLite's
+        is this machine's). Read from the database at most every `CLOCK_READ` seconds, and
+        carried forward meanwhile by this machine's steady clock (which a change of its wall
+        clock does not move), half the read's round trip added."""
         if not self.notifies_across_processes:
             return datetime.now(UTC)
+        steady = _steady()
+        if self._clock is not None and steady - self._clock[1] < CLOCK_READ:
+            read, then = self._clock
+            return read + timedelta(seconds=steady - then)
         moment = await self.run(lambda c: c.execute(_CLOCK).scalar_one(), write=False)
-        return cast(datetime, moment).astimezone(UTC)
+        after = _steady()
+        self._clock = (cast(datetime, moment).astimezone(UTC), (steady + after) / 2)
+        return self._clock[0] + timedelta(seconds=(after - steady) / 2)
 
     async def lease(self, name: str, *, owner: str, now: datetime, until: datetime) -> bool:
         """Take or renew the lease on the job `name` for `owner` until `until`: True when
@@ -615,3 +634,10 @@ _LATEST_POLICY = (
     .order_by(schema.policy_versions.c.created_at.desc(), schema.policy_versions.c.version)
     .limit(1)
 )
+
+
+def _steady() -> float:
+    """Seconds of a clock that only moves forward, counting time the machine slept (Linux's
+    boot time clock; elsewhere the monotonic clock)."""
+    boottime = getattr(time, "CLOCK_BOOTTIME", None)
+    return time.clock_gettime(boottime) if boottime is not None else time.monotonic()
