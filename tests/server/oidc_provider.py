@@ -86,20 +86,29 @@ def provider_running(
 
 
 async def signed_in_by_hand(client: httpx.AsyncClient, name: str, *, after: str = "/") -> str:
-    """Sign in as `name` through `client` (signoff's API at http://signoff) without a browser:
+    """Sign in as `name` through `client` (signoff's API, at its `base_url`) without a browser:
     the provider's real pages, followed by hand. The callback's answer's location."""
+    back = await sign_in_by_hand(client, name, after=after)
+    assert back.status_code == 303, back.text
+    return str(back.headers["location"])
+
+
+async def sign_in_by_hand(
+    client: httpx.AsyncClient, name: str, *, after: str = "/"
+) -> httpx.Response:
+    """Sign in as `name` at the provider, as `signed_in_by_hand` does: signoff's answer to the
+    provider's redirect back, whatever it is."""
+    home = str(client.base_url).rstrip("/") + "/"
     login = await client.get("/auth/login", params={"next": after})
     at = login.headers["location"]
     async with httpx.AsyncClient() as browser:  # the person's browser at the provider
         answer = await browser.get(at)
-        while not at.startswith("http://signoff/"):
+        while not at.startswith(home):
             if answer.status_code == 200:  # the provider's login page
                 answer = await browser.post(at, data={"login": name})
             else:
                 at = str(answer.url.join(answer.headers["location"]))
-                if not at.startswith("http://signoff/"):
+                if not at.startswith(home):
                     answer = await browser.get(at)
     callback = urlsplit(at)
-    back = await client.get(f"{callback.path}?{callback.query}")
-    assert back.status_code == 303, back.text
-    return str(back.headers["location"])
+    return await client.get(f"{callback.path}?{callback.query}")

@@ -195,3 +195,27 @@ def test_an_approval_s_own_page_signs_in_and_comes_back_to_it(page: Page, setup:
     expect(own.locator(".asked .asker")).to_have_text("robot", timeout=TIMEOUT)
     own.locator("button[data-action=approve]").click()
     expect(own.locator(".decision")).to_contain_text("approved by ada", timeout=TIMEOUT)
+
+
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("mal\u200blory", "has an invisible formatting character (U+200B ZERO WIDTH SPACE)"),
+        ("Signoff", "'Signoff' is signoff itself ('signoff'), never a person"),
+        ("ada ", "'ada ' has white space around it"),
+    ],
+)
+def test_a_name_that_could_pass_for_another_is_refused_at_sign_in_on_a_page_saying_why(
+    page: Page, setup: Setup, name: str, why: str
+):
+    page.goto(setup.url)
+    page.locator("main a", has_text="Sign in with the test provider").click()
+    page.wait_for_url(f"{setup.provider.issuer}/interaction/*", timeout=TIMEOUT)
+    page.fill("input[name=login]", name)
+    with page.expect_response(lambda r: "/auth/callback" in r.url, timeout=TIMEOUT) as answer:
+        page.click("button[type=submit]")
+    assert answer.value.status == 403
+    expect(page.locator("h1")).to_have_text("Sign-in refused", timeout=TIMEOUT)
+    expect(page.locator("#why")).to_contain_text(why)
+    expect(page.locator("a", has_text="Sign in again")).to_have_attribute("href", "/auth/login")
+    assert not [c for c in page.context.cookies(setup.url) if c["name"] == "signoff_session"]

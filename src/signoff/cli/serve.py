@@ -103,6 +103,8 @@ def serve(
 
     async def main() -> None:
         async with open_store(database) as store:
+            if auth.sign_on is not None:  # signing out ends the session on every replica
+                auth.sign_on.sessions = store
             limits = ArgumentLimits(max_bytes=settings.argument_bytes)
             gate = Gate(settings.policy, store, limits=limits)
             redaction = Redaction(settings.redact)

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from signoff.errors import InvalidArgumentsError
 from signoff.limits import ArgumentLimits
+from signoff.names import same_person
 from signoff.policy.conditions import Condition, NotJSONError, is_json
 from signoff.policy.glob import Glob, compile_glob
 from signoff.policy.model import Policy, Rule, SectionDefault, default_digest
@@ -444,14 +445,14 @@ def _grant_problem(
         return (
             f"{grant.created_by!r} has none of the roles {list(asked.approvers)!r} the rule needs"
         )
-    if asked.forbid_self_approval and grant.created_by == context.requested_by:
+    if asked.forbid_self_approval and same_person(grant.created_by, context.requested_by):
         return f"{grant.created_by!r} asked for the call and the rule forbids self-approval"
     try:
         if not grant.covers(call, context):
             if grant.args_digest is not None and grant.args_digest != call.digest:
                 return "it is for other arguments"
             if grant.scope in ("run", "thread") and (
-                grant.requested_by is None or grant.requested_by != context.requested_by
+                not same_person(grant.requested_by, context.requested_by)
             ):
                 return (
                     f"it covers only calls {grant.requested_by!r} requests in its "

@@ -3,7 +3,9 @@
 Tokens are compared in constant time. The token travels in the ``Authorization`` header, never
 in a cookie or a URL. With sign-on (`signoff.server.sso`), a bearer token that is none of the
 config's is checked as the OpenID provider's access token, and a request without one is whoever
-its session cookie says.
+its session cookie says — unless that session ended (its person signed out). Principals are
+compared by the key of their names (`signoff.names`): no one signs in as a machine by spelling
+its name otherwise.
 
 Without authentication, a request is answered only when its ``Host`` names this machine's
 loopback (``localhost``, ``127.0.0.1``, ``[::1]``; any port) or a host the config allows: a web
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, HTTPException, Request
 
+from signoff.names import name_key, same_person
 from signoff.server.service import Principal
 
 if TYPE_CHECKING:
@@ -49,7 +52,8 @@ class Auth:
     def __post_init__(self) -> None:
         object.__setattr__(self, "hosts", frozenset(allowed_host(h) for h in self.hosts))
         if self.sign_on is not None:  # a person may not sign in as one of the machines
-            self.sign_on.provider.reserved = frozenset(p.name for p in self.tokens.values())
+            reserved = frozenset(name_key(p.name) for p in self.tokens.values())
+            self.sign_on.provider.reserved = reserved
 
     @classmethod
     def none(cls, roles: Iterable[str] = (), hosts: Iterable[str] = ()) -> Auth:
@@ -85,34 +89,40 @@ class Auth:
         raise _unauthorized("send 'Authorization: Bearer <token>'")
 
     def identify(self, headers: Mapping[str, str]) -> Principal | None:
-        """The principal of a request with these headers (lower-case names), or None: the
-        bearer token's (one of the config's, else the provider's, checked with the keys kept),
-        or without one, the session cookie's."""
+        """The principal of a request with these headers (lower-case names) by its bearer
+        token alone (one of the config's, else the provider's, checked with the keys kept), or
+        None: for the MCP gateway, where no person signs in. A session cookie takes the
+        database to check (`authenticate`)."""
         if self.anonymous is not None:
             return self.anonymous
         token = _bearer(headers)
-        if self.sign_on is None:
-            return None if token is None else self.find(token)
         if token is None:
-            return self.sign_on.session(headers)
+            return None
+        if self.sign_on is None:
+            return self.find(token)
         return self.find(token) or self.sign_on.token_now(token)
 
     async def authenticate(self, headers: Mapping[str, str]) -> Principal | None:
-        """`identify`, except that a provider's token signed with a key this server has not
-        seen yet has the provider's keys fetched again first (rate-limited)."""
+        """The principal of a request with these headers (lower-case names), or None: the
+        bearer token's (one of the config's, else the provider's — its keys fetched again
+        first, rate-limited, for a key this server has not seen yet), or without one, the
+        session cookie's, unless its session ended."""
         token = _bearer(headers)
-        if self.sign_on is None or self.anonymous is not None or token is None:
+        if self.sign_on is None or self.anonymous is not None:
             return self.identify(headers)
+        if token is None:
+            return await self.sign_on.session(headers)
         return self.find(token) or await self.sign_on.token(token)
 
     def roles_of(self, name: str) -> frozenset[str] | None:
-        """The roles of the principal called `name` — of all its tokens together, and of their
-        sign-in as this server last saw it — or None when no token (nor the local user, nor a
-        sign-in seen) is theirs: the gate's directory of principals, so a grant is judged by its
-        granter's roles as the config (or the provider) gives them now."""
-        if self.anonymous is not None and self.anonymous.name == name:
+        """The roles of the principal called `name`, however spelt (`same_person`) — of all
+        its tokens together, and of their sign-in as this server last saw it — or None when no
+        token (nor the local user, nor a sign-in seen) is theirs: the gate's directory of
+        principals, so a grant is judged by its granter's roles as the config (or the
+        provider) gives them now."""
+        if self.anonymous is not None and same_person(self.anonymous.name, name):
             return self.anonymous.roles
-        found = [p.roles for p in self.tokens.values() if p.name == name]
+        found = [p.roles for p in self.tokens.values() if same_person(p.name, name)]
         signed_in = None if self.sign_on is None else self.sign_on.roles_of(name)
         if signed_in is not None:
             found.append(signed_in)

@@ -37,6 +37,7 @@ from signoff.agent.runner import LEASE
 from signoff.errors import PolicyError, Problem
 from signoff.gate.preview import PREVIEW_SECONDS
 from signoff.limits import MAX_ARGS_BYTES
+from signoff.names import name_key, name_refusal, same_person
 from signoff.notify.settings import NotifySettings, read_notify
 from signoff.policy import Policy
 from signoff.policy.loader import OTHER_TOP_KEYS, load_data, locate
@@ -273,6 +274,7 @@ def _tokens(reader: Reader, auth: Any) -> dict[str, Principal]:
         reader.error(("auth", "tokens"), "auth.tokens must be a list of tokens")
         return {}
     tokens: dict[str, Principal] = {}
+    names: dict[str, str] = {}  # name_key -> the name as first written
     for index, entry in enumerate(entries):
         where = ("auth", "tokens", index)
         item = reader.mapping(entry, where, "a token")
@@ -282,12 +284,7 @@ def _tokens(reader: Reader, auth: Any) -> dict[str, Principal]:
         name = reader.string(item.get("principal"), (*where, "principal"), "principal")
         roles = reader.strings(item.get("roles", []), (*where, "roles"), "roles", allow_empty=True)
         token = _secret(reader, item, where)
-        if name == AUTOMATIC:
-            reader.error(
-                (*where, "principal"),
-                f"{AUTOMATIC!r} is who signoff decides as itself (an expiry, a decision on "
-                "timeout): name the principal otherwise",
-            )
+        if name is not None and not _principal_name(reader, name, names, (*where, "principal")):
             continue
         if name is None or roles is None or token is None:
             continue
@@ -296,6 +293,35 @@ def _tokens(reader: Reader, auth: Any) -> dict[str, Principal]:
             continue
         tokens[token] = Principal(name=name, roles=frozenset(roles))
     return tokens
+
+
+def _principal_name(
+    reader: Reader, name: str, names: dict[str, str], where: tuple[Any, ...]
+) -> bool:
+    """Whether `name` may name a principal (told to `reader` if not): one that could pass for
+    another (`name_refusal`), signoff's own, or another principal's spelt otherwise is not —
+    people are compared by their names' keys, and two spellings would be one principal. The
+    same name twice is one principal with several tokens."""
+    problem = name_refusal(name)
+    if problem is not None:
+        reader.error(where, f"{problem}: name the principal otherwise")
+        return False
+    if same_person(name, AUTOMATIC):
+        reader.error(
+            where,
+            f"{name!r} is who signoff decides as itself ({AUTOMATIC!r}: an expiry, a decision "
+            "on timeout): name the principal otherwise",
+        )
+        return False
+    known = names.setdefault(name_key(name), name)
+    if known != name:
+        reader.error(
+            where,
+            f"{name!r} and {known!r} are one principal to signoff (names are compared "
+            "ignoring case and Unicode's compatibility forms): spell them the same",
+        )
+        return False
+    return True
 
 
 def _secret(reader: Reader, item: dict[str, Any], where: tuple[Any, ...]) -> str | None:

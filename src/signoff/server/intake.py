@@ -2,8 +2,9 @@
 never read at all), a size cap, and a nesting limit (a JSON parser recurses, and a few hundred
 levels down gives up with a 500; thousands down it drops the connection).
 
-Answers are JSON, like every error of the API: 401, 413 or 400, naming the limit. And once the
-app has read a body: `validation_refusal`, what a body or parameters that fail validation get.
+Answers are JSON, like every error of the API: 401, 413 or 400, naming the limit (503 when the
+database that says whether a session ended does not answer). And once the app has read a body:
+`validation_refusal`, what a body or parameters that fail validation get.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequen
 from dataclasses import dataclass
 from typing import Any, Final
 
+from signoff.errors import StoreUnavailableError
 from signoff.limits import MAX_ARGS_BYTES, MAX_DEPTH, text_depth
 from signoff.server.auth import Auth
 
@@ -65,11 +67,17 @@ class Intake:
             await self.app(scope, receive, send)
             return
         headers = _headers(scope)
-        if (
-            self.auth.anonymous is None
-            and scope["path"] not in self.signed
-            and await self.auth.authenticate(headers) is None
-        ):
+        try:
+            stranger = (
+                self.auth.anonymous is None
+                and scope["path"] not in self.signed
+                and await self.auth.authenticate(headers) is None
+            )
+        except StoreUnavailableError:  # a session cookie's: as the app answers it
+            detail = "the database cannot be reached now: try again"
+            await refuse(send, 503, "StoreUnavailableError", detail, extra=[(b"retry-after", b"1")])
+            return
+        if stranger:
             # Nothing the stranger sent is read: the app's own check would parse it first.
             detail = "send 'Authorization: Bearer <token>' with a known token" + (
                 ", or sign in at /auth/login" if self.auth.sign_on is not None else ""

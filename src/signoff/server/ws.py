@@ -40,7 +40,7 @@ logger = logging.getLogger(__name__)
 async def websocket_channel(
     socket: WebSocket, service: Service, auth: Auth, *, limits: BodyLimits
 ) -> None:
-    principal, subprotocol = await _authenticate(socket, auth)
+    principal, subprotocol, headers = await _authenticate(socket, auth)
     if principal is None:
         # Accepted, then closed with a code a client can read (a refused handshake is a bare 403).
         await socket.accept()
@@ -83,6 +83,11 @@ async def websocket_channel(
                     raise _Refused("InvalidRequest", 'send {"type": "decide", "id", "decision"}')
                 body = DecisionBody.model_validate(message.get("decision"))
                 approval_id = str(message.get("id"))
+                # Who it is, again: a session signed out (or a provider's token expired)
+                # since the socket opened decides nothing more.
+                if auth.anonymous is None and await auth.authenticate(headers) is None:
+                    await socket.close(code=4401, reason="unauthorized: sign in again")
+                    break
                 approval = await service.decide(
                     approval_id,
                     body.decision(),
@@ -118,9 +123,13 @@ async def websocket_channel(
             await pusher
 
 
-async def _authenticate(socket: WebSocket, auth: Auth) -> tuple[Principal | None, str | None]:
+async def _authenticate(
+    socket: WebSocket, auth: Auth
+) -> tuple[Principal | None, str | None, dict[str, str]]:
+    """The socket's principal (or None), the subprotocol to answer with, and the headers it
+    was known by (to know it again)."""
     if auth.anonymous is not None:
-        return auth.anonymous, None
+        return auth.anonymous, None, {}
     offered = socket.scope.get("subprotocols") or []
     token = None
     if _SUBPROTOCOL in offered:
@@ -130,7 +139,7 @@ async def _authenticate(socket: WebSocket, auth: Auth) -> tuple[Principal | None
     if token is not None and "authorization" not in headers:
         headers["authorization"] = f"Bearer {token}"
     principal = await auth.authenticate(headers)
-    return principal, _SUBPROTOCOL if _SUBPROTOCOL in offered else None
+    return principal, _SUBPROTOCOL if _SUBPROTOCOL in offered else None, headers
 
 
 async def _error(socket: WebSocket, request_id: Any, error: str, detail: str) -> None:

@@ -27,11 +27,19 @@ from joserfc.errors import (
 )
 from joserfc.jwk import ECKey, KeySet, OKPKey, RSAKey
 
+from signoff.names import name_key, name_refusal, same_person
 from signoff.server.service import Principal
 from signoff.server.sso.settings import OidcSettings
 from signoff.types import AUTOMATIC
 
-__all__ = ["ALGORITHMS", "LEEWAY_SECONDS", "REFRESH_SECONDS", "Provider", "TokenRefused"]
+__all__ = [
+    "ALGORITHMS",
+    "LEEWAY_SECONDS",
+    "REFRESH_SECONDS",
+    "NameRefused",
+    "Provider",
+    "TokenRefused",
+]
 
 ALGORITHMS = (
     "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA",
@@ -54,6 +62,11 @@ class TokenRefused(Exception):
         self.reason = reason
         self.unknown_key = unknown_key
         """Signed with a key id the keys kept do not have: fetching them again may help."""
+
+
+class NameRefused(TokenRefused):
+    """A token whose person has a name no one may have here (see `signoff.names`): the provider
+    vouched for them, and signoff refuses the name."""
 
 
 class ProviderUnavailable(Exception):
@@ -79,8 +92,9 @@ class Provider:
         self.keys: dict[str, _PublicKey] = {} if keys is None else _keys(keys)
         """The provider's signing keys by key id, as last fetched (or as given)."""
         self.reserved: frozenset[str] = frozenset()
-        """Names no signed-in person may have: the principals of the config's static tokens
-        (a person named so would act, and be judged, as that machine)."""
+        """The keys (`name_key`) of the names no signed-in person may have: the principals of
+        the config's static tokens (a person named so would act, and be judged, as that
+        machine)."""
         self.key_fetches = 0
         """How often the keys were fetched: at start-up, then for unknown key ids."""
         self._fetched_at: float | None = None
@@ -168,24 +182,32 @@ class Provider:
 
     def principal(self, claims: Mapping[str, Any]) -> Principal:
         """Who the claims name (the first of the principal claims there; ``email`` only once
-        the provider says it verified it), with the roles their groups give."""
-        name = next(
+        the provider says it verified it), with the roles their groups give. A name that could
+        pass for another (`name_refusal`), or that is signoff's own or a machine's however it
+        is spelt, is refused (`NameRefused`)."""
+        claim, name = next(
             (
-                claims[claim]
+                (claim, claims[claim])
                 for claim in self.settings.principal_claims
                 if isinstance(claims.get(claim), str)
                 and claims[claim]
                 and (claim != "email" or claims.get("email_verified") is True)
             ),
-            None,
+            (None, None),
         )
         if name is None:
             claims_named = ", ".join(self.settings.principal_claims)
             raise TokenRefused(f"the token names no principal (none of {claims_named})")
-        if name == AUTOMATIC:
-            raise TokenRefused(f"{AUTOMATIC!r} is signoff itself, never a person")
-        if name in self.reserved:
-            raise TokenRefused(f"{name[:64]!r} is the name of one of auth.tokens' principals")
+        problem = name_refusal(name)
+        if problem is not None:
+            raise NameRefused(
+                f"the provider's {claim} for this person is refused: {problem}. Ask the "
+                "provider's administrators to correct it"
+            )
+        if same_person(name, AUTOMATIC):
+            raise NameRefused(f"{name!r} is signoff itself ({AUTOMATIC!r}), never a person")
+        if name_key(name) in self.reserved:
+            raise NameRefused(f"{name[:64]!r} is the name of one of auth.tokens' principals")
         return Principal(
             name=name, roles=self.settings.roles_of(claims.get(self.settings.roles_claim))
         )

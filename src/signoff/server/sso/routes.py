@@ -5,8 +5,11 @@
 - ``GET /auth/login?next=PATH``: to the provider (authorization code flow, PKCE S256, ``state``
   and ``nonce``), the flow's secrets kept in a sealed cookie for ten minutes;
 - ``GET /auth/callback``: the provider's answer: the code exchanged, the ID token checked
-  (issuer, audience = our client, nonce, expiry), the session cookie set, back to ``next``;
-- ``POST /auth/logout``: the cookie cleared; answers where to go next (the provider's
+  (issuer, audience = our client, nonce, expiry) and the name it gives the person
+  (`signoff.names`), the session cookie set, back to ``next``. A sign-in refused is a 4xx that
+  says why: a page for a browser, JSON for anything else;
+- ``POST /auth/logout``: the session ended, on every replica (its cookie, even copied, works
+  nowhere again), and the cookie cleared; answers where to go next (the provider's
   ``end_session_endpoint`` when it has one, to end the session there too).
 
 The session cookie is ``HttpOnly``, ``SameSite=Lax`` (the provider's redirect back is a
@@ -21,6 +24,7 @@ import base64
 import contextlib
 import hashlib
 import hmac
+import html
 import logging
 import re
 import secrets
@@ -30,11 +34,11 @@ from urllib.parse import urlencode, urlsplit
 
 import httpx
 from fastapi import APIRouter, FastAPI, HTTPException, Query, Request
-from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from signoff.server.auth import Auth
 from signoff.server.intake import refuse
-from signoff.server.sso.provider import ProviderUnavailable, TokenRefused
+from signoff.server.sso.provider import NameRefused, ProviderUnavailable, TokenRefused
 from signoff.server.sso.session import LOGIN_COOKIE, SESSION_COOKIE, cookie_value
 from signoff.server.sso.sign_on import SignOn
 
@@ -113,6 +117,14 @@ def _router(sign_on: SignOn) -> APIRouter:
 
     @router.get("/callback", name="callback")
     async def callback(request: Request) -> Response:
+        try:
+            return await signed_in(request)
+        except HTTPException as exc:
+            if "text/html" not in request.headers.get("accept", ""):
+                raise
+            return _refusal_page(exc)
+
+    async def signed_in(request: Request) -> Response:
         params = request.query_params
         sealed = cookie_value(request.headers.get("cookie", ""), LOGIN_COOKIE)
         flow = None if sealed is None else sign_on.sealer.open("login", sealed)
@@ -136,6 +148,9 @@ def _router(sign_on: SignOn) -> APIRouter:
             claims = await _id_claims(sign_on, id_token, flow["nonce"])
             claims = await _with_userinfo(sign_on, claims, tokens.get("access_token"))
             principal = provider.principal(claims)
+        except NameRefused as exc:
+            logger.warning("refused a sign-in: %s", exc.reason)
+            raise _problem(403, f"this sign-in is refused: {exc.reason}") from None
         except TokenRefused as exc:
             logger.warning("refused an ID token: %s", exc.reason)
             raise _problem(401, f"the provider's ID token is refused: {exc.reason}") from None
@@ -156,8 +171,12 @@ def _router(sign_on: SignOn) -> APIRouter:
 
     @router.post("/logout")
     async def logout(request: Request) -> Response:
-        """Clear the session; `next` is where the page goes: the provider, to end its
-        session too (and come back to the inbox), or the inbox."""
+        """End the session, here and on every replica, and clear its cookie; `next` is where
+        the page goes: the provider, to end its session too (and come back to the inbox), or
+        the inbox."""
+        ended = await sign_on.end(request.headers)
+        if ended is not None:
+            logger.info("%s signed out", ended.name)
         after = _origin(settings.redirect_uri or str(request.url_for("callback"))) + "/"
         going = after
         with contextlib.suppress(ProviderUnavailable, HTTPException):
@@ -289,8 +308,28 @@ def _origin(url: str) -> str:
 
 
 def _problem(status: int, detail: str) -> HTTPException:
-    phrases = {400: "InvalidRequest", 401: "Unauthorized", 502: "BadGateway", 503: "Unavailable"}
+    phrases = {
+        400: "InvalidRequest",
+        401: "Unauthorized",
+        403: "Forbidden",
+        502: "BadGateway",
+        503: "Unavailable",
+    }
     return HTTPException(status, detail={"error": phrases[status], "detail": detail})
+
+
+def _refusal_page(exc: HTTPException) -> HTMLResponse:
+    """A sign-in refused, as a page a person reads in the browser that came back from the
+    provider: why, and where to sign in again."""
+    said: Any = exc.detail  # `_problem`'s {"error", "detail"}
+    detail = str(said["detail"] if isinstance(said, dict) else said)
+    page = (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        "<title>Sign-in refused · signoff</title></head><body><main>"
+        f'<h1>Sign-in refused</h1><p id="why">{html.escape(detail)}</p>'
+        '<p><a href="/auth/login">Sign in again</a></p></main></body></html>'
+    )
+    return HTMLResponse(page, status_code=exc.status_code)
 
 
 class CookieOrigin:

@@ -3,16 +3,20 @@ under way (its ``state``, ``nonce`` and PKCE verifier).
 
 Each is a JWE (``dir``, ``A256GCM``) under a key derived from the config's session key, one key
 per purpose: nobody can read it (the roles, the verifier) or forge one, and a sign-in's cookie is
-never taken for a session. It holds all it needs, so replicas share nothing but the key.
+never taken for a session. It holds all it needs, so replicas share nothing but the key — and
+the database, which says which sessions ended early: a session cookie carries its session's id,
+which signing out records as ended (`signoff.store.sessions`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from joserfc import jwe
@@ -21,13 +25,24 @@ from joserfc.jwk import OctKey
 
 from signoff.server.service import Principal
 
-__all__ = ["LOGIN_COOKIE", "SESSION_COOKIE", "Sealer", "cookie_value"]
+__all__ = ["LOGIN_COOKIE", "SESSION_COOKIE", "Sealer", "Session", "cookie_value"]
 
 SESSION_COOKIE = "signoff_session"
 LOGIN_COOKIE = "signoff_login"
 _HEADER = {"alg": "dir", "enc": "A256GCM"}
 _ALGORITHMS = ("dir", "A256GCM")
 Purpose = Literal["session", "login"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Session:
+    """A signed-in person's session, as its cookie holds it."""
+
+    id: str
+    """Random, one per sign-in: what signing out records as ended."""
+    principal: Principal
+    expires: datetime
+    """When the cookie stops working anyway."""
 
 
 @dataclass(frozen=True)
@@ -57,20 +72,24 @@ class Sealer:
         return data
 
     def session(self, principal: Principal, *, seconds: float) -> str:
-        """A session cookie's value for `principal`."""
-        return self.seal(
-            "session", {"sub": principal.name, "roles": sorted(principal.roles)}, seconds=seconds
-        )
+        """A session cookie's value for `principal`: a new session, with an id of its own."""
+        data = {"sid": secrets.token_urlsafe(24), "sub": principal.name}
+        return self.seal("session", data | {"roles": sorted(principal.roles)}, seconds=seconds)
 
-    def principal(self, value: str) -> Principal | None:
-        """The principal of a session cookie's value, or None."""
+    def opened(self, value: str) -> Session | None:
+        """The session of a session cookie's value, or None: forged, expired, or sealed before
+        sessions had ids (which could not be ended: their people sign in again)."""
         data = self.open("session", value)
         if data is None:
             return None
-        name, roles = data.get("sub"), data.get("roles")
-        if not isinstance(name, str) or not isinstance(roles, list):
+        session_id, name, roles = data.get("sid"), data.get("sub"), data.get("roles")
+        if not isinstance(session_id, str) or not isinstance(name, str):
             return None
-        return Principal(name=name, roles=frozenset(r for r in roles if isinstance(r, str)))
+        if not isinstance(roles, list):
+            return None
+        principal = Principal(name=name, roles=frozenset(r for r in roles if isinstance(r, str)))
+        expires = datetime.fromtimestamp(data["exp"], UTC)
+        return Session(id=session_id, principal=principal, expires=expires)
 
     def _key(self, purpose: Purpose) -> OctKey:
         digest = hashlib.sha256(f"signoff {purpose} cookie\0{self.secret}".encode()).digest()
