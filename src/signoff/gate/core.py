@@ -658,12 +658,18 @@ class Gate(Timing):
         rejects it, as it judges the waiting calls again: `rejudge`)."""
         if decided.status not in ("approved", "edited"):
             return
-        verdict = self.engine.evaluate(decided.call, self._context_of(decided))
+        denied = self.denied_now(decided)
+        if denied is not None:
+            raise ForbiddenError(f"{denied}: it cannot be approved")
+
+    def denied_now(self, approval: Approval) -> str | None:
+        """Why `approval`'s call may not run now although a person (or its rule, on timeout)
+        approved it: the policy in force denies it — changed since. Checked where it is
+        decided and again where it runs, by every runtime and integration."""
+        verdict = self.engine.evaluate(approval.call, self._context_of(approval))
         if verdict.kind == "deny":
-            raise ForbiddenError(
-                f"the policy in force denies this call now ({verdict.reason}): it cannot be "
-                "approved"
-            )
+            return f"the policy in force denies this call now ({verdict.reason})"
+        return None
 
     @staticmethod
     def _context_of(approval: Approval) -> Context:
@@ -672,6 +678,12 @@ class Gate(Timing):
             thread_id=approval.thread_id,
             requested_by=approval.requested_by,
         )
+
+    async def use_policy(self, policy: Policy | PolicyEngine) -> list[Approval]:
+        """Judge by `policy` from now on — the calls that wait included: each is judged again
+        by it (`rejudge`). Returns the approvals that changed."""
+        self.engine = policy if isinstance(policy, PolicyEngine) else PolicyEngine(policy)
+        return await self.rejudge()
 
     async def rejudge(self) -> list[Approval]:
         """Judge every waiting call again by the policy in force (`signoff.gate.rejudge`): one

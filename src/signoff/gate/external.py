@@ -43,6 +43,7 @@ from signoff.errors import (
     InvalidArgumentsError,
     InvalidEditError,
     SignoffError,
+    StaleDecisionError,
 )
 from signoff.gate.answers import answer_text, blocked_text
 from signoff.gate.bridge import Bridge, run_here
@@ -240,10 +241,7 @@ class ExternalRuns:
             check_edit(approval.call.args, schema)
         except InvalidEditError as exc:
             return f"the edited arguments do not fit the tool's schema: {exc}"
-        verdict = self.gate.engine.evaluate(approval.call)
-        if verdict.kind == "deny":
-            return f"the policy denies the edited call: {verdict.reason}"
-        return None
+        return self.gate.denied_now(approval)
 
     async def step(
         self,
@@ -277,6 +275,11 @@ class ExternalRuns:
             problem = _mismatch(proposed, approval.call.digest, "it was approved")
             if problem is not None:
                 return await self._refused(key, proposed, record, problem, approval)
+            denied = self.gate.denied_now(approval)
+            if denied is not None:
+                await self.near(self._audit_refusal(key, proposed, record, denied))
+                text = blocked_text(f"{proposed.name!r} was approved, but {denied}")
+                return Step(kind="answer", key=key, text=text, ok=False, approval=approval)
             return Step(kind="run", key=key, call=proposed, approval=approval)
         # Edited. The framework holds the call as asked (LangGraph, the Agents SDK, ADK) or as
         # edited (Pydantic AI resumes with the edit): either is the call decided on.
@@ -335,13 +338,15 @@ class ExternalRuns:
         *,
         actor: str | None = None,
         roles: Iterable[str] | None = None,
+        versions: Mapping[str, int] | None = None,
     ) -> dict[str, Approval]:
         """Take decisions that arrived through the framework (a resume payload) as `actor` when
         the framework says who sent them (with `roles`, default none), else as the
         integration's principal with its roles — each compare-and-set: one taken elsewhere
         first stands, and one this decider may not take (approvers, their own call) is not
-        taken. With neither an actor nor a principal nothing is taken. Returns every approval
-        as it stands."""
+        taken, nor one sent on a version of its approval (`versions`, as the payload names
+        them) that changed since. With neither an actor nor a principal nothing is taken.
+        Returns every approval as it stands."""
         decider: str | None = actor or self.principal
         if actor is not None:
             held_roles = frozenset(roles or ())
@@ -362,8 +367,15 @@ class ExternalRuns:
                 try:
                     with telemetry.channel("framework"):
                         await self.gate.decide(
-                            approval_id, decision, actor=decider, roles=held_roles
+                            approval_id,
+                            decision,
+                            actor=decider,
+                            roles=held_roles,
+                            version=(versions or {}).get(approval_id),
                         )
+                except StaleDecisionError as exc:
+                    logger.warning("a decision sent through %s was not taken: %s",
+                                   self.origin, exc)  # fmt: skip
                 except ConflictError:
                     pass  # decided elsewhere first: that decision stands
                 except ForbiddenError as exc:
@@ -523,6 +535,8 @@ class ExternalRuns:
                 problem = _mismatch(call, approval.call.digest, f"it was {approval.status}")
                 if problem is None and approval.status == "edited":
                     problem = self.unfit(approval, self.gate.edit_schema(approval))
+                elif problem is None:
+                    problem = self.gate.denied_now(approval)
         if problem is None:
             return
         await self._audit_refusal(key, call, record, problem)

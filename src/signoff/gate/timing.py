@@ -48,8 +48,12 @@ class Timing:
     _skew: timedelta = timedelta(0)
     """How far the store's clock was ahead of this machine's when last read."""
 
-    async def wait(self, approval_id: str, timeout: float | None = None) -> Approval:
-        """Wait until the approval is decided or expires; `ApprovalTimeout` after `timeout` s."""
+    async def wait(
+        self, approval_id: str, timeout: float | None = None, *, past: int | None = None
+    ) -> Approval:
+        """Wait until the approval is decided or expires — or, with `past`, until it is no
+        longer at that version (a channel that shows it, to show it again); `ApprovalTimeout`
+        after `timeout` s."""
         deadline = None if timeout is None else time.monotonic() + timeout
         await self.listen()
         with self.notifier.subscription(approval_id) as decided:
@@ -64,7 +68,7 @@ class Timing:
                     # The read itself may queue behind other work: it gets the time left, no more.
                     async with asyncio.timeout(left):
                         approval = await self.store.get_approval(approval_id)
-                        if not approval.pending:
+                        if not approval.pending or past not in (None, approval.version):
                             return approval
                         now = await self.time()
                         if approval.expires_at is not None and approval.expires_at <= now:

@@ -29,8 +29,9 @@ from signoff.server.shapes import DecisionBody
 
 __all__ = ["QuickDecision", "Take"]
 
-Take = Callable[[Principal, str, DecisionBody], Awaitable[dict[str, Any]]]
-"""The route's own work: decide as the principal, and the approval as the API shows it."""
+Take = Callable[[Principal, str, DecisionBody, str | None], Awaitable[dict[str, Any]]]
+"""The route's own work: decide as the principal (on the version the body or the
+``If-Match`` header names), and the approval as the API shows it."""
 
 _PATH = re.compile(r"/v1/approvals/([^/]+)/decision")
 
@@ -67,13 +68,23 @@ class QuickDecision:
         response: Response
         try:
             who = await self.auth.principal(request)  # as the route's dependency: 401 first
-            response = JSONResponse(await self.take(who, found[1], decision))
+            response = JSONResponse(
+                await self.take(who, found[1], decision, _header(scope, b"if-match"))
+            )
         except Exception as exc:
             handler = _handler(scope, exc)
             if handler is None:
                 raise
             response = await handler(request, exc)
         await response(scope, replay, send)
+
+
+def _header(scope: Scope, wanted: bytes) -> str | None:
+    """The header's value, if it came (once: a second one goes to FastAPI's own reading)."""
+    for name, value in scope["headers"]:
+        if name == wanted:
+            return bytes(value).decode("latin-1")
+    return None
 
 
 def _json(scope: Scope) -> bool:
