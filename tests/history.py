@@ -10,7 +10,11 @@ Four groups, each with a lesson the suggestions should find, and one with none:
   three times in four, approved as asked otherwise;
 - ``write_file`` of no agent (``rules[3]``): approved, rejected, responded to or expired, mixed;
 
-plus a few calls still pending, and grant uses of a ``read_file`` grant.
+plus a few calls still pending, and grant uses of a ``read_file`` grant. Each group's calls are
+requested by three principals in turn and decided by three people.
+
+`approval_row` and `write_rows` write a history of one's own: a flood from one approver, a
+call a person refused among many approved.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
@@ -31,7 +35,7 @@ from signoff.store.base import AuditRecord
 from signoff.store.times import to_micros
 from signoff.types import Grant
 
-__all__ = ["POLICY", "approval_rows", "write_history"]
+__all__ = ["POLICY", "approval_row", "approval_rows", "write_history", "write_rows"]
 
 POLICY: dict[str, Any] = {
     "default": "ask",
@@ -47,6 +51,7 @@ POLICY: dict[str, Any] = {
 """The policy that asked every call of the history: rule ids as the approvals carry them."""
 
 _DECIDERS = ("alice", "alice", "alice", "bob", "bob", "carol")
+_REQUESTERS = ("agent-runner", "nightly", "ann")
 
 
 def approval_rows(
@@ -123,11 +128,37 @@ def _write_file(rng: random.Random) -> dict[str, Any]:
 
 
 def _complete(row: dict[str, Any], i: int, requested_at: int, rng: random.Random) -> dict[str, Any]:
-    text = json.dumps(row["args"], sort_keys=True, separators=(",", ":"))
-    requested = row.get("requested_args")
-    decided = row["status"] not in ("pending",)
-    person = decided and row["status"] != "expired"
+    person = row["status"] not in ("pending", "expired")
     took = int(rng.expovariate(1 / 240) * 1_000_000) + 1_000_000
+    return approval_row(
+        i,
+        requested_at=requested_at,
+        took=took,
+        decided_by=rng.choice(_DECIDERS) if person else None,
+        requested_by=_REQUESTERS[i % len(_REQUESTERS)],
+        **row,
+    )
+
+
+def approval_row(
+    i: int,
+    *,
+    tool: str,
+    rule: str | None,
+    agent: str | None,
+    args: dict[str, Any],
+    status: str,
+    decision: dict[str, Any] | None,
+    requested_at: int,
+    decided_by: str | None,
+    requested_by: str | None,
+    requested_args: dict[str, Any] | None = None,
+    took: int = 60_000_000,
+) -> dict[str, Any]:
+    """One row of the `approvals` table: the `i`-th call of a history (its id sorts by time),
+    asked at `requested_at` (microseconds) and, unless pending, decided `took` later."""
+    text = json.dumps(args, sort_keys=True, separators=(",", ":"))
+    decided = status != "pending"
     approval_id = f"{requested_at:015x}{i:08x}"
     return {
         "id": approval_id,
@@ -136,26 +167,26 @@ def _complete(row: dict[str, Any], i: int, requested_at: int, rng: random.Random
         "thread_id": None,
         "origin": "history",
         "call_id": f"call-{i}",
-        "tool": row["tool"],
+        "tool": tool,
         "server": None,
-        "agent": row["agent"],
+        "agent": agent,
         "args": text,
         "digest": hashlib.sha256(text.encode()).hexdigest(),
-        "rule": row["rule"],
-        "reason": f"approval required: {row['tool']}",
-        "status": row["status"],
+        "rule": rule,
+        "reason": f"approval required: {tool}",
+        "status": status,
         "requested_at": requested_at,
-        "requested_by": "agent-runner",
+        "requested_by": requested_by,
         "expires_at": None,
         "approvers": "[]",
         "forbid_self_approval": False,
-        "decided_by": rng.choice(_DECIDERS) if person else None,
+        "decided_by": decided_by,
         "decided_at": requested_at + took if decided else None,
-        "decision": None if row["decision"] is None else json.dumps(row["decision"]),
+        "decision": None if decision is None else json.dumps(decision),
         "version": 1 if decided else 0,
         "requested_args": None
-        if requested is None
-        else json.dumps(requested, sort_keys=True, separators=(",", ":")),
+        if requested_args is None
+        else json.dumps(requested_args, sort_keys=True, separators=(",", ":")),
     }
 
 
@@ -174,10 +205,7 @@ async def write_history(
 ) -> None:
     """Insert `count` approvals of the history, and `grant_uses` audit entries of calls one
     ``read_file`` grant let through (chained as the gate writes them)."""
-    rows = approval_rows(count, now=now, days=days)
-    statement = insert(schema.approvals)
-    while chunk := [row for _, row in zip(range(batch), rows, strict=False)]:
-        await store.run(partial(_insert, statement=statement, rows=chunk))
+    await write_rows(store, approval_rows(count, now=now, days=days), batch=batch)
     if not grant_uses:
         return
     grant = Grant(
@@ -200,3 +228,13 @@ async def write_history(
     ]
     for first in range(0, grant_uses, batch):
         await store.append_audit(uses[first : first + batch])
+
+
+async def write_rows(
+    store: SQLStore, rows: Iterable[dict[str, Any]], *, batch: int = 20_000
+) -> None:
+    """Insert rows of the `approvals` table, `batch` at a time."""
+    statement = insert(schema.approvals)
+    pending = iter(rows)
+    while chunk := [row for _, row in zip(range(batch), pending, strict=False)]:
+        await store.run(partial(_insert, statement=statement, rows=chunk))

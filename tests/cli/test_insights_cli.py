@@ -5,18 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 from typer.testing import CliRunner, Result
 
-from signoff import Policy
+from signoff import Policy, PolicyEngine, ToolCall
 from signoff.cli import app
 from signoff.demo.folder import ADDRESS
 from signoff.store import open_store
-from tests.history import POLICY, write_history
+from tests.history import POLICY, write_history, write_rows
+from tests.insights import histories
 from tests.processes import signoff_says, signoff_server
 
 runner = CliRunner()
@@ -35,6 +38,26 @@ def database(store_url: str) -> str:
 
     asyncio.run(fill())
     return store_url
+
+
+def filled(store_url: str, history: Callable[[datetime], list[dict[str, Any]]]) -> str:
+    """The database at `store_url` with `history` written in it, and the policy that asked it."""
+
+    async def fill() -> None:
+        async with open_store(store_url) as store:
+            now = datetime.now(UTC)
+            await write_rows(store, history(now))
+            await store.save_policy(
+                Policy.from_dict(POLICY).version, POLICY, actor="config", at=now
+            )
+
+    asyncio.run(fill())
+    return store_url
+
+
+def verdict(document: dict[str, Any], name: str, agent: str, **args: object) -> str:
+    engine = PolicyEngine(Policy.from_dict(document))
+    return engine.evaluate(ToolCall(id="c", name=name, agent=agent, args=args)).kind
 
 
 def signoff(*args: str) -> Result:
@@ -67,7 +90,7 @@ def test_suggest_prints_each_suggestion_with_its_diff(database: str):
 
     assert result.exit_code == 0, result.output
     text = result.stdout
-    assert "`send_email` (agent `mailer`) with `to` like `*@example.com` was approved" in text
+    assert "`send_email` (agent `mailer`) with `to` like `<name>@example.com` was approved" in text
     assert "`delete_file` (agent `ops`) was rejected 9" in text
     assert "edits of `charge` (agent `billing`) always lower `amount` under 100" in text
     assert f"--- policy {Policy.from_dict(POLICY).version}\n+++ policy suggested\n" in text
@@ -127,3 +150,73 @@ async def test_both_commands_work_through_the_demo_running_here(
     code, out, err = await signoff_says("insights", cwd=tmp_path)
     assert (code, out) == (2, "")
     assert err.startswith("signoff insights: no server given and no demo running here")
+
+
+def test_a_folder_suggested_allows_one_name_in_it_not_the_traversal_a_person_rejected(
+    store_url: str,
+):
+    database = filled(store_url, histories.tmp_files_and_a_traversal)
+
+    printed = signoff("policy", "suggest", "--database", database).stdout
+    [allow] = json.loads(signoff("insights", "--database", database, "--json").stdout)[
+        "suggestions"
+    ]
+
+    document = allow["document"]
+    assert verdict(document, "delete_file", "ops", path=histories.SHADOW) == "ask"
+    for path in ("/tmp/a/b", "/tmp/..", "/tmp/.", "/tmp/", "/tmp/x\n", "/tmp/a\\..\\b"):
+        assert verdict(document, "delete_file", "ops", path=path) == "ask", path
+    assert verdict(document, "delete_file", "ops", path="/tmp/cache-new.2") == "allow"
+    assert printed.startswith(
+        "`delete_file` (agent `ops`) with `path` like `/tmp/<name>` was approved unchanged 50 "
+        "of 50 times in 30 days, by 3 people, requested by 3 principals; it lets through none "
+        "of the 1 call like these that people refused: allow it with that condition?\n"
+        "checked: the policy with this rule judges the 50 calls behind it as said; it lets "
+        "through 0 of the 1 call like them that people refused\n"
+    )
+    assert "+      regex: \\A/tmp/(?!\\.\\.?\\Z)[A-Za-z0-9._+-]+\\Z\n" in printed
+
+
+def test_a_mail_domain_suggested_allows_one_address_not_the_pair_a_person_rejected(
+    store_url: str,
+):
+    database = filled(store_url, histories.mail_and_a_smuggled_address)
+
+    printed = signoff("policy", "suggest", "--database", database).stdout
+    [allow] = json.loads(signoff("insights", "--database", database, "--json").stdout)[
+        "suggestions"
+    ]
+
+    document = allow["document"]
+    assert verdict(document, "send_email", "mailer", to=histories.SMUGGLED, subject="Hi") == "ask"
+    for to in ("a@b@example.com", "a;b@example.com", "Boss <b@example.com>", "a b@example.com",
+               "@example.com", "a@example.com\n", "a@example.com.evil.test"):  # fmt: skip
+        assert verdict(document, "send_email", "mailer", to=to, subject="Hi") == "ask", to
+    ann = "ann.lee+news@example.com"
+    assert verdict(document, "send_email", "mailer", to=ann, subject="Hi") == "allow"
+    assert printed.startswith(
+        "`send_email` (agent `mailer`) with `to` like `<name>@example.com` was approved "
+        "unchanged 50 of 50 times in 30 days, by 3 people, requested by 3 principals; it lets "
+        "through none of the 1 call like these that people refused: allow it with that "
+        "condition?\n"
+    )
+    assert "+      regex: \\A[A-Za-z0-9._+-]+@example\\.com\\Z\n" in printed
+
+
+def test_no_rule_is_suggested_that_would_allow_a_call_a_person_edited(store_url: str):
+    database = filled(store_url, histories.edited_into_the_folder)
+
+    result = signoff("policy", "suggest", "--database", database)
+
+    assert result.stdout == "no suggestions from the decisions of the last 30 days\n"
+
+
+@pytest.mark.parametrize("history", [histories.one_approver, histories.one_requester])
+def test_a_flood_of_approvals_from_one_voice_suggests_nothing(
+    store_url: str, history: Callable[[datetime], list[dict[str, Any]]]
+):
+    database = filled(store_url, history)
+
+    result = signoff("policy", "suggest", "--database", database)
+
+    assert result.stdout == "no suggestions from the decisions of the last 30 days\n"

@@ -6,10 +6,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
 from signoff import Policy, PolicyEngine, ToolCall
 from signoff.insights import Suggestion, suggest
+from signoff.insights.suggestions import REFUSED_LIMIT
 from signoff.store import SQLStore
-from tests.history import POLICY, write_history
+from tests.history import POLICY, write_history, write_rows
+from tests.insights import histories
 
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
 
@@ -35,20 +39,26 @@ async def test_the_history_suggests_allowing_mail_to_one_domain_denying_deletes_
     assert set(found) == {"allow", "deny", "limit"}
     allow, deny, limit = found["allow"], found["deny"], found["limit"]
     assert allow.text == (
-        f"`send_email` (agent `mailer`) with `to` like `*@example.com` was approved unchanged "
-        f"{allow.matched} of {allow.matched} times in 30 days: allow it with that condition?"
+        f"`send_email` (agent `mailer`) with `to` like `<name>@example.com` was approved "
+        f"unchanged {allow.matched} of {allow.matched} times in 30 days, by 3 people, requested "
+        "by 3 principals; people refused no call like these: allow it with that condition?"
     )
     assert allow.rule == {
         "id": "suggested-allow-send_email", "allow": "send_email", "agent": "mailer",
-        "when": {"to": {"glob": "*@example.com"}}, "priority": 1,
+        "when": {"to": {"regex": r"\A[A-Za-z0-9._+-]+@example\.com\Z"}}, "priority": 1,
     }  # fmt: skip
     assert deny.rule == {"id": "suggested-deny-delete_file", "deny": "delete_file", "agent": "ops"}
     assert deny.text.startswith("`delete_file` (agent `ops`) was rejected 9")
-    assert deny.text.endswith(f"({deny.matched} of {deny.total} decisions in 30 days): deny it?")
+    assert deny.text.endswith(
+        f"({deny.matched} of {deny.total} decisions in 30 days, by 3 people, requested by 3 "
+        "principals): deny it?"
+    )
     assert limit.rule["when"] == {"amount": {"lt": 100}}
     assert limit.text.startswith(
         "edits of `charge` (agent `billing`) always lower `amount` under 100"
     )
+    for suggestion in (allow, deny, limit):
+        assert (suggestion.people, suggestion.requesters, suggestion.let_through) == (3, 3, 0)
 
 
 async def test_each_suggested_policy_loads_and_judges_the_evidence_as_it_says(store: SQLStore):
@@ -129,3 +139,24 @@ async def test_calls_the_default_asked_about_get_an_allow_at_priority_zero(store
 
     assert "priority" not in allow.rule
     assert verdict(allow.document, "send_email", "mailer", to="a@example.com") == "allow"
+
+
+async def suggested_from(store: SQLStore, rows: list[dict[str, Any]]) -> list[Suggestion]:
+    await write_rows(store, rows)
+    engine = PolicyEngine(Policy.from_dict(POLICY))
+    return await suggest(store, engine, POLICY, days=30, now=NOW)
+
+
+@pytest.mark.parametrize(("refusals", "offered"), [(REFUSED_LIMIT, 1), (REFUSED_LIMIT + 1, 0)])
+async def test_a_suggestion_is_checked_against_at_most_a_thousand_refused_calls_like_it(
+    store: SQLStore, refusals: int, offered: int
+):
+    rows = histories.tmp_files_and_refusals_deeper(NOW, refusals)
+
+    allows = [s for s in await suggested_from(store, rows) if s.kind == "allow"]
+
+    assert [(len(s.refused), s.let_through) for s in allows] == [(refusals, 0)] * offered
+
+
+async def test_a_deny_needs_two_people_too(store: SQLStore):
+    assert await suggested_from(store, histories.one_rejecter(NOW)) == []

@@ -8,9 +8,11 @@ from datetime import UTC, datetime
 
 import pytest
 
+from signoff import Policy, PolicyEngine, ToolCall
 from signoff.redaction import Redaction
 from signoff.store import SQLStore
-from tests.history import POLICY, write_history
+from tests.history import POLICY, write_history, write_rows
+from tests.insights import histories
 from tests.server.test_policy_api import client_of, make_service
 
 
@@ -99,3 +101,28 @@ async def test_a_suggestion_that_would_show_a_redacted_argument_is_left_out(hist
 
     assert sorted(s["kind"] for s in answer["suggestions"]) == ["deny", "limit"]
     assert "example.com" not in json.dumps(answer)
+
+
+async def test_a_suggestion_states_its_evidence_and_lets_through_nothing_people_refused(
+    store: SQLStore,
+):
+    await write_rows(store, histories.tmp_files_and_a_traversal(datetime.now(UTC)))
+    async with client_of(make_service(store, POLICY), "admin-token") as admin:
+        [allow] = (await admin.get("/v1/insights")).json()["suggestions"]
+
+    engine = PolicyEngine(Policy.from_dict(allow["document"]))
+    shadow = ToolCall(id="c", name="delete_file", agent="ops", args={"path": histories.SHADOW})
+    assert engine.evaluate(shadow).kind == "ask"
+    assert allow["rule"]["when"] == {"path": {"regex": r"\A/tmp/(?!\.\.?\Z)[A-Za-z0-9._+-]+\Z"}}
+    evidence = {key: allow[key] for key in ("matched", "total", "people", "requesters")}
+    assert evidence == {"matched": 50, "total": 50, "people": 3, "requesters": 3}
+    assert (allow["refused"], allow["let_through"]) == (1, 0)
+
+
+async def test_a_flood_of_approvals_from_one_approver_suggests_nothing(store: SQLStore):
+    await write_rows(store, histories.one_approver(datetime.now(UTC)))
+    async with client_of(make_service(store, POLICY), "admin-token") as admin:
+        answer = (await admin.get("/v1/insights")).json()
+
+    assert answer["groups"][0]["approved"] == 50
+    assert answer["suggestions"] == []

@@ -112,7 +112,10 @@ async def _computed(url: str, days: int, config: Path | None) -> dict[str, Any]:
 
 
 def show_suggestions(found: dict[str, Any], console: Console) -> None:
-    """Each suggestion: its sentence, its evidence checked, and its diff."""
+    """Each suggestion: its sentence (with its evidence: how many calls, decided by how many
+    people, requested by how many principals), what was checked — that the policy with it
+    judges its calls as it says, and lets through none of the calls people refused like them —
+    and its diff."""
     if found["policy_version"] is None:
         raise SignoffError("no policy to suggest changes to: give --config FILE")
     if not found["suggestions"]:
@@ -120,8 +123,8 @@ def show_suggestions(found: dict[str, Any], console: Console) -> None:
     for item in found["suggestions"]:
         console.print(f"[bold]{escape(item['text'])}[/]")
         console.print(
-            f"checked: the policy with this rule judges the {item['checked']} calls behind it "
-            "as said"
+            f"checked: the policy with this rule judges the {_calls(item['checked'])} behind "
+            f"it as said{_refusals(item)}"
         )
         for line in item["diff"].splitlines():
             style = "green" if line.startswith("+") else "red" if line.startswith("-") else ""
@@ -156,6 +159,21 @@ def _table(found: dict[str, Any]) -> Any:
             str(group["grant_uses"]),
         )
     return table
+
+
+def _refusals(item: dict[str, Any]) -> str:
+    if item["kind"] == "deny":  # lets nothing through
+        return ""
+    if not item["refused"]:
+        return "; people refused no call like them"
+    return (
+        f"; it lets through {item['let_through']} of the {_calls(item['refused'])} like them "
+        "that people refused"
+    )
+
+
+def _calls(count: int) -> str:
+    return "1 call" if count == 1 else f"{count:,} calls"
 
 
 def _duration(seconds: float) -> str:

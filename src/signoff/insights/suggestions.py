@@ -1,31 +1,37 @@
 """Suggestions: policy changes the decisions argue for, each with its evidence, never applied by
-themselves.
+themselves, and never wider than that evidence.
 
 Three lessons are looked for in each (rule, tool, agent) group of a window:
 
 - **allow with a condition**: among the calls a person approved unchanged, one argument's
-  values share a pattern (one fixed value, one mail domain ``*@example.com``, one folder
-  ``/tmp/*``), and of all the group's decided calls whose argument matches it, at least
-  `ALLOW_RATIO` were approved unchanged;
+  values share a pattern (`signoff.insights.patterns`: one value; one address at one mail
+  domain, ``<name>@example.com``; one name in one folder, ``/tmp/<name>``), and of all the
+  group's decided calls whose argument matches it, at least `ALLOW_RATIO` were approved
+  unchanged;
 - **deny**: at least `DENY_RATIO` of the group's calls decided by a person were rejected;
 - **allow below a bound**: at least `LIMIT_RATIO` of the group's edits lowered one numeric
   argument, all to below the lowest value asked for: calls under that bound are allowed.
 
-Each needs at least `MIN_SAMPLES` calls behind it. A suggestion is one rule appended to the
-policy document's ``rules``, for the group's tool and calling agent, within what the asking rule
-matches (its servers and conditions kept), so it changes only calls that rule asks about: an
-allow one priority above that rule (at priority 0 when a default asked: any rule comes before a
-default), a deny at that rule's priority (deny wins within a priority). No allow is suggested
-where a deny rule stands at the asking rule's priority for the tool: above it, the allow would
-override that deny. Before it is offered, the new document is loaded and the evidence calls
-evaluated by it: a suggestion whose rule does not judge them as it says is dropped.
+Each needs at least `MIN_SAMPLES` calls behind it, decided by at least `MIN_PEOPLE` people and
+requested by at least `MIN_REQUESTERS` principals: a flood of calls from one approver or one
+requester is one voice. A suggestion is one rule appended to the policy document's ``rules``,
+for the group's tool and calling agent, within what the asking rule matches (its servers and
+conditions kept), so it changes only calls that rule asks about: an allow one priority above
+that rule (at priority 0 when a default asked: any rule comes before a default), a deny at that
+rule's priority (deny wins within a priority). No allow is suggested where a deny rule stands at
+the asking rule's priority for the tool: above it, the allow would override that deny.
+
+Before it is offered, the new document is loaded and evaluated: the evidence calls must get the
+verdict the suggestion says, and an allow must allow **none** of the calls of the tool that
+people refused in the window (rejected, edited, answered with text; as they were requested) —
+each one whose argument looks like the condition's, read from the database, at most
+`REFUSED_LIMIT` of them (with more, the suggestion is not offered).
 """
 
 from __future__ import annotations
 
 import copy
 import difflib
-import fnmatch
 import math
 import re
 from collections.abc import Sequence
@@ -36,20 +42,25 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 import yaml
 
 from signoff.errors import PolicyError
+from signoff.insights.patterns import shared
+from signoff.insights.placement import asker_of, denied_beside, suggested_rule
 from signoff.insights.report import window_days
+from signoff.store.insights import ArgumentMatch, Voices
 from signoff.types import Approval, ToolCall, VerdictKind
 
 if TYPE_CHECKING:
     from signoff.policy import PolicyEngine
-    from signoff.policy.model import Rule
     from signoff.store.base import Store
-    from signoff.store.insights import ArgumentTest, GroupKey, GroupStats
+    from signoff.store.insights import GroupKey, GroupStats
 
 __all__ = [
     "ALLOW_RATIO",
     "DENY_RATIO",
     "LIMIT_RATIO",
+    "MIN_PEOPLE",
+    "MIN_REQUESTERS",
     "MIN_SAMPLES",
+    "REFUSED_LIMIT",
     "SAMPLE",
     "Suggestion",
     "policy_diff",
@@ -65,12 +76,20 @@ LIMIT_RATIO: Final = 0.95
 SAMPLE: Final = 200
 """The newest calls of a group read to find what their arguments share, and evaluated by the
 suggested policy."""
+MIN_PEOPLE: Final = 2
+"""The fewest distinct people who decided a suggestion's calls: a flood of decisions from one
+person is one voice, and taking people out of the loop needs four eyes."""
+MIN_REQUESTERS: Final = 2
+"""The fewest distinct principals who requested a suggestion's calls: a flood of calls from one
+requester — who chooses what to ask — is one voice."""
+REFUSED_LIMIT: Final = 1000
+"""The most calls people refused, like a suggestion's, that it is checked against: with more,
+it is not offered (too many refusals look like it to vouch for it)."""
 
 SuggestionKind: TypeAlias = Literal["allow", "deny", "limit"]
 _DECIDED: Final = ("approved", "edited", "responded", "rejected", "expired")
 _BY_PERSON: Final = ("approved", "edited", "responded", "rejected")
 _KEY: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
-_GLOB: Final = re.compile(r"[*?\[\]]")
 _ALLOW: Final[VerdictKind] = "allow"
 _DENY: Final[VerdictKind] = "deny"
 
@@ -93,8 +112,18 @@ class Suggestion:
     """How many calls of the window bear the suggestion out ..."""
     total: int
     """... of how many it was weighed against."""
+    people: int
+    """How many distinct people decided the calls that bear it out (one's flood counts once)."""
+    requesters: int
+    """How many distinct principals requested them (one's flood counts once)."""
     checks: tuple[tuple[ToolCall, VerdictKind], ...]
     """Evidence calls and the verdict each gets once the rule is added (verified)."""
+    refused: tuple[ToolCall, ...]
+    """The calls people refused, as requested, that look like the suggestion's and were
+    evaluated with the rule added; none for a deny, which lets nothing through."""
+    let_through: int
+    """How many of `refused` the policy with the rule allows: 0, or the suggestion is not
+    offered. Stated, so that nobody has to take it on trust."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -105,7 +134,11 @@ class Suggestion:
             "diff": self.diff,
             "matched": self.matched,
             "total": self.total,
+            "people": self.people,
+            "requesters": self.requesters,
             "checked": len(self.checks),
+            "refused": len(self.refused),
+            "let_through": self.let_through,
         }
 
 
@@ -116,7 +149,9 @@ class _Draft:
     rule: dict[str, Any]
     matched: int
     total: int
+    voices: Voices
     checks: tuple[tuple[ToolCall, VerdictKind], ...]
+    refused: tuple[ToolCall, ...] = ()
 
 
 async def suggest(
@@ -176,29 +211,32 @@ async def _allow(
         return None
     sample = await store.group_sample(key, status="approved", since=since, limit=SAMPLE)
     calls = [a.requested_call for a in sample]
-    asker = _asker(engine, calls)
-    if asker is None or _denied_beside(engine, group, asker):
+    asker = asker_of(engine, calls)
+    if asker is None or denied_beside(engine, group, asker):
         return None
-    for name, test, value in _shared(calls):
-        counts = await store.count_matching(key, since=since, key=name, test=test, value=value)
+    for pattern in shared(calls):
+        counts = await store.count_matching(
+            key, since=since, key=pattern.key, test=pattern.test, value=pattern.value
+        )
         approved, total = counts["approved"], sum(counts[s] for s in _DECIDED)
         if approved < MIN_SAMPLES or approved < ALLOW_RATIO * total:
             continue
-        pattern = {"eq": value, "prefix": f"{value}*", "suffix": f"*{value}"}[test]
-        operator = "eq" if test == "eq" else "glob"
-        condition = {name: {operator: pattern}}
-        evidence = [c for c in calls if _passes(c.args.get(name), test, value)]
-        rule = _rule("allow", group, engine, asker, asker.allow_priority(), condition)
+        voices = await store.voices(key, since=since, status="approved", match=pattern.match)
+        refused = await _refused(store, group, since, pattern.near_match)
+        if not _heard(voices) or refused is None:
+            continue
+        condition = {pattern.key: pattern.condition}
+        rule = suggested_rule("allow", group, engine, asker, asker.allow_priority(), condition)
         if rule is None:
             continue
-        shown = f"`{name}` = `{value}`" if test == "eq" else f"`{name}` like `{pattern}`"
         text = (
-            f"`{group.tool}`{_of(group)} with {shown} was approved unchanged {approved:,} of "
-            f"{total:,} times in {days} days: allow it with that condition?"
+            f"`{group.tool}`{_of(group)} with {pattern.shown} was approved unchanged "
+            f"{approved:,} of {total:,} times in {days} days, {_said(voices)}; "
+            f"{_refusals(refused)}: allow it with that condition?"
         )
-        checks = tuple((c, _ALLOW) for c in evidence)
+        checks = tuple((c, _ALLOW) for c in calls if pattern.holds(c.args.get(pattern.key)))
         return _Draft(kind="allow", text=text, rule=rule, matched=approved, total=total,
-                      checks=checks)  # fmt: skip
+                      voices=voices, checks=checks, refused=refused)  # fmt: skip
     return None
 
 
@@ -216,19 +254,20 @@ async def _deny(
         return None
     sample = await store.group_sample(key, status="rejected", since=since, limit=SAMPLE)
     calls = [a.requested_call for a in sample]
-    asker = _asker(engine, calls)
+    asker = asker_of(engine, calls)
     if asker is None:
         return None
-    rule = _rule("deny", group, engine, asker, asker.priority, {})
-    if rule is None:
+    voices = await store.voices(key, since=since, status="rejected")
+    rule = suggested_rule("deny", group, engine, asker, asker.priority, {})
+    if rule is None or not _heard(voices):
         return None
     share = math.floor(100 * rejected / decided)
     text = (
         f"`{group.tool}`{_of(group)} was rejected {share}% of the time ({rejected:,} of "
-        f"{decided:,} decisions in {days} days): deny it?"
+        f"{decided:,} decisions in {days} days, {_said(voices)}): deny it?"
     )
     return _Draft(kind="deny", text=text, rule=rule, matched=rejected, total=decided,
-                  checks=tuple((c, _DENY) for c in calls))  # fmt: skip
+                  voices=voices, checks=tuple((c, _DENY) for c in calls))  # fmt: skip
 
 
 async def _limit(
@@ -243,8 +282,8 @@ async def _limit(
         return None
     sample = await store.group_sample(key, status="edited", since=since, limit=SAMPLE)
     asked = [a.requested_call for a in sample]
-    asker = _asker(engine, asked)
-    if asker is None or _denied_beside(engine, group, asker):
+    asker = asker_of(engine, asked)
+    if asker is None or denied_beside(engine, group, asker):
         return None
     for name in sorted({k for call in asked for k in call.args if _KEY.fullmatch(k)}):
         lowered = _lowered(sample, name)
@@ -257,23 +296,59 @@ async def _limit(
         bound = _round_above(highest)
         condition: dict[str, Any]
         if bound <= lowest_asked:
-            condition, words = {name: {"lt": bound}}, f"under {bound}"
+            condition, words, most = {name: {"lt": bound}}, f"under {bound}", float(bound)
         else:
-            condition, words = {name: {"le": highest}}, f"to {highest} or less"
-        edits = "edits" if len(sample) == group.counts["edited"] else "newest edits"
+            condition, words, most = {name: {"le": highest}}, f"to {highest} or less", highest
+        edits = [a for *_, a in lowered]
+        voices = Voices.count((a.decided_by for a in edits), (a.requested_by for a in edits))
+        near = ArgumentMatch(key=name, test="at_most", value=most)
+        refused = await _refused(store, group, since, near)
+        rule = suggested_rule("allow", group, engine, asker, asker.allow_priority(), condition)
+        if rule is None or refused is None or not _heard(voices):
+            continue
+        newest = "edits" if len(sample) == group.counts["edited"] else "newest edits"
         text = (
             f"edits of `{group.tool}`{_of(group)} always lower `{name}` {words} "
-            f"({len(lowered):,} of the {len(sample):,} {edits} in {days} days): allow it "
-            f"{words} without asking?"
+            f"({len(lowered):,} of the {len(sample):,} {newest} in {days} days, "
+            f"{_said(voices)}); {_refusals(refused)}: allow it {words} without asking?"
         )
-        checks: list[tuple[ToolCall, VerdictKind]] = [(a.call, "allow") for *_, a in lowered]
-        checks += [(a.requested_call, "ask") for *_, a in lowered]
-        rule = _rule("allow", group, engine, asker, asker.allow_priority(), condition)
-        if rule is None:
-            continue
+        checks: list[tuple[ToolCall, VerdictKind]] = [(a.call, "allow") for a in edits]
+        checks += [(a.requested_call, "ask") for a in edits]
         return _Draft(kind="limit", text=text, rule=rule, matched=len(lowered),
-                      total=len(sample), checks=tuple(checks))  # fmt: skip
+                      total=len(sample), voices=voices, checks=tuple(checks),
+                      refused=refused)  # fmt: skip
     return None
+
+
+async def _refused(
+    store: Store, group: GroupStats, since: datetime, near: ArgumentMatch
+) -> tuple[ToolCall, ...] | None:
+    """The calls of the group's tool people refused in the window, as requested, whose
+    argument passes `near` (wider than the suggested condition); None when there are more than
+    `REFUSED_LIMIT`."""
+    found = await store.refused_like(
+        group.tool, agent=group.agent, since=since, match=near, limit=REFUSED_LIMIT + 1
+    )
+    if len(found) > REFUSED_LIMIT:
+        return None
+    return tuple(approval.requested_call for approval in found)
+
+
+def _heard(voices: Voices) -> bool:
+    """Whether enough voices stand behind a suggestion."""
+    return voices.people >= MIN_PEOPLE and voices.requesters >= MIN_REQUESTERS
+
+
+def _said(voices: Voices) -> str:
+    return f"by {voices.people:,} people, requested by {voices.requesters:,} principals"
+
+
+def _refusals(refused: Sequence[ToolCall]) -> str:
+    """What a rule that is offered lets through of the calls people refused: none."""
+    if not refused:
+        return "people refused no call like these"
+    calls = "1 call" if len(refused) == 1 else f"{len(refused):,} calls"
+    return f"it lets through none of the {calls} like these that people refused"
 
 
 def _lowered(edited: Sequence[Approval], name: str) -> list[tuple[float, float, Approval]]:
@@ -286,91 +361,6 @@ def _lowered(edited: Sequence[Approval], name: str) -> list[tuple[float, float, 
         if _number(before) and _number(after) and after < before:
             found.append((before, after, approval))
     return found
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Asker:
-    """What asks about a group's calls now: a rule (None for a default) and its priority."""
-
-    rule: Rule | None
-    priority: int
-
-    def allow_priority(self) -> int:
-        """An allow above the asking rule; beside a default, any rule already comes first."""
-        return 0 if self.rule is None else self.priority + 1
-
-
-def _asker(engine: PolicyEngine, calls: Sequence[ToolCall]) -> _Asker | None:
-    """What asks about these calls now, or None when the policy no longer asks about the first
-    of them (it changed since: nothing to suggest) or a rule of another kind asks."""
-    if not calls:
-        return None
-    verdict = engine.evaluate(calls[0])
-    if verdict.kind != "ask":
-        return None
-    if verdict.rule is None:
-        return _Asker(rule=None, priority=0)
-    try:
-        rule = engine.rule(verdict.rule)
-    except KeyError:  # a section's default: any rule comes before it
-        return _Asker(rule=None, priority=0)
-    return _Asker(rule=rule, priority=rule.priority) if rule.kind == "tool" else None
-
-
-def _denied_beside(engine: PolicyEngine, group: GroupStats, asker: _Asker) -> bool:
-    """Whether a deny rule at the asking rule's priority may judge the group's calls: an allow
-    placed above it would override that deny, so none is suggested."""
-    if asker.rule is None:
-        return False
-    for rule in engine.policy.rules:
-        if rule.effect != "deny" or rule.priority != asker.priority or rule.kind != "tool":
-            continue
-        named = any(fnmatch.fnmatchcase(group.tool, p) for p in rule.tools)
-        spared = any(fnmatch.fnmatchcase(group.tool, p) for p in rule.except_tools)
-        agent = group.agent
-        ours = (
-            not rule.agents
-            or agent is None
-            or any(fnmatch.fnmatchcase(agent, p) for p in rule.agents)
-        )
-        if named and not spared and ours:
-            return True
-    return False
-
-
-def _shared(calls: Sequence[ToolCall]) -> list[tuple[str, ArgumentTest, str]]:
-    """What one string argument of every call shares: one value; else one mail domain; else
-    one folder. Most specific first."""
-    if not calls:
-        return []
-    found: list[tuple[str, ArgumentTest, str]] = []
-    for name in sorted(k for k in calls[0].args if _KEY.fullmatch(k)):
-        values = [c.args.get(name) for c in calls]
-        if not all(isinstance(v, str) and v for v in values):
-            continue
-        texts: list[str] = values  # type: ignore[assignment]  # all strings, checked above
-        if len(set(texts)) == 1:
-            found.append((name, "eq", texts[0]))
-            continue
-        domains = {t.rpartition("@")[2] for t in texts if "@" in t}
-        if len(domains) == 1 and all("@" in t for t in texts):
-            suffix = "@" + domains.pop()
-            if not _GLOB.search(suffix):
-                found.append((name, "suffix", suffix))
-                continue
-        folders = {t.rpartition("/")[0] for t in texts if "/" in t}
-        if len(folders) == 1 and all("/" in t for t in texts):
-            prefix = folders.pop() + "/"
-            if len(prefix) > 1 and not _GLOB.search(prefix):
-                found.append((name, "prefix", prefix))
-    return found
-
-
-def _passes(value: Any, test: ArgumentTest, text: str) -> bool:
-    if not isinstance(value, str):
-        return False
-    return {"eq": value == text, "prefix": value.startswith(text),
-            "suffix": value.endswith(text)}[test]  # fmt: skip
 
 
 def _number(value: Any) -> bool:
@@ -391,50 +381,9 @@ def _of(group: GroupStats) -> str:
     return "" if group.agent is None else f" (agent `{group.agent}`)"
 
 
-def _rule(
-    effect: VerdictKind,
-    group: GroupStats,
-    engine: PolicyEngine,
-    asker: _Asker,
-    priority: int,
-    when: dict[str, Any],
-) -> dict[str, Any] | None:
-    """The rule to add: the group's tool and agent, within what the asking rule matches (its
-    servers and conditions too), with `when` added; None when `when` would test a path and
-    operator the asking rule tests already."""
-    taken = {rule.id for rule in engine.policy.rules}
-    base = f"suggested-{effect}-{group.tool}"
-    rule_id = next(
-        name for name in (base, *(f"{base}-{n}" for n in range(2, 1000))) if name not in taken
-    )
-    rule: dict[str, Any] = {"id": rule_id, effect: _literal_glob(group.tool)}
-    asked = {} if asker.rule is None else asker.rule.to_dict()
-    if "server" in asked:
-        rule["server"] = asked["server"]
-    if group.agent is not None:
-        rule["agent"] = _literal_glob(group.agent)
-    elif "agent" in asked:
-        rule["agent"] = asked["agent"]
-    conditions: dict[str, dict[str, Any]] = copy.deepcopy(asked.get("when", {}))
-    for path, tests in when.items():
-        if set(tests) & set(conditions.get(path, {})):
-            return None
-        conditions.setdefault(path, {}).update(tests)
-    if conditions:
-        rule["when"] = conditions
-    if priority:
-        rule["priority"] = priority
-    return rule
-
-
-def _literal_glob(name: str) -> str:
-    """A glob that matches `name` only: ``*``, ``?`` and ``[`` in brackets."""
-    return re.sub(r"[*?\[]", lambda m: f"[{m.group()}]", name)
-
-
 def _verified(draft: _Draft, engine: PolicyEngine, document: dict[str, Any]) -> Suggestion | None:
-    """The draft as a suggestion if the policy with its rule loads and gives each evidence
-    call the verdict the draft says; else None."""
+    """The draft as a suggestion if the policy with its rule loads, gives each evidence call
+    the verdict the draft says, and allows none of the calls people refused; else None."""
     from signoff.policy import Policy, PolicyEngine
 
     rules = document.get("rules", [])
@@ -448,6 +397,9 @@ def _verified(draft: _Draft, engine: PolicyEngine, document: dict[str, Any]) -> 
         return None
     if any(applied.evaluate(call).kind != kind for call, kind in draft.checks):
         return None
+    let_through = sum(applied.evaluate(call).kind == _ALLOW for call in draft.refused)
+    if let_through:
+        return None
     return Suggestion(
         kind=draft.kind,
         text=draft.text,
@@ -456,5 +408,9 @@ def _verified(draft: _Draft, engine: PolicyEngine, document: dict[str, Any]) -> 
         diff=policy_diff(document, changed, version=engine.version),
         matched=draft.matched,
         total=draft.total,
+        people=draft.voices.people,
+        requesters=draft.voices.requesters,
         checks=draft.checks,
+        refused=draft.refused,
+        let_through=let_through,
     )

@@ -29,7 +29,6 @@ from sqlalchemy import (
     cast,
     func,
     literal,
-    not_,
     select,
 )
 from sqlalchemy.dialects.postgresql import JSONB
@@ -452,6 +451,9 @@ def _passes(
 def _one_name(connection: Connection, text: ColumnElement[Any]) -> ColumnElement[bool]:
     """Whether `text` is made of `NAME_CHARACTERS` only (spelled out, not as ranges, so that
     no collation widens them): SQLite's GLOB, PostgreSQL's regular expressions."""
+    other: ColumnElement[bool]
     if connection.dialect.name == "postgresql":
-        return not_(text.op("~")(literal(f"[^{NAME_CHARACTERS}]")))
-    return not_(text.op("GLOB")(literal(f"*[^{NAME_CHARACTERS}]*")))
+        other = text.op("~", is_comparison=True)(literal(f"[^{NAME_CHARACTERS}]"))
+    else:
+        other = text.op("GLOB", is_comparison=True)(literal(f"*[^{NAME_CHARACTERS}]*"))
+    return ~other
