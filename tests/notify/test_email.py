@@ -1,12 +1,16 @@
 """Email: a real SMTP server on loopback (aiosmtpd) receives the notice — over STARTTLS with a
-login, its certificate checked — and a server that refuses the login is not asked again."""
+login, its certificate checked — and a server that refuses the login is not asked again; mail
+is sent on a thread of its own, never waiting for the tools' threads."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import ipaddress
 import ssl
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -25,6 +29,7 @@ from signoff.notify import Notifications
 from signoff.store import SQLStore
 from signoff.testing import call
 from signoff.types import Approve
+from tests.deadline import HANG
 from tests.notify.receivers import Mailbox, free_port
 from tests.notify.test_outbox import notify
 
@@ -180,3 +185,28 @@ def test_a_line_break_in_a_tool_name_never_reaches_a_header():
     mail = message(notice, settings)
     assert mail["Subject"] == "[signoff] Approval needed: delete_pod Bcc: everyone@example.com"
     assert mail["Bcc"] is None
+
+
+async def test_an_email_goes_out_while_every_thread_the_tools_run_on_is_busy(
+    store: SQLStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    loop = asyncio.get_running_loop()
+    tools = ThreadPoolExecutor(max_workers=1)
+    loop.set_default_executor(tools)  # where `asyncio.to_thread` runs a synchronous tool
+    release = threading.Event()
+    busy = loop.run_in_executor(None, release.wait, HANG)  # a tool that takes its time
+    mailbox = Mailbox()
+    try:
+        with smtp_server(mailbox, tmp_path) as (port, cert_file):
+            monkeypatch.setenv("SSL_CERT_FILE", str(cert_file))
+            notifications = Notifications(store, mail_settings(port, "smtp-pass"))
+            await store.outbox_events(limit=0)
+            await Gate(POLICY, store).check([call("delete_pod", name="nginx-123")], None)
+            async with asyncio.timeout(HANG):
+                assert await notifications.pump() == 1
+        assert not busy.done()  # the tool was still running when the mail went out
+        [mail] = mailbox.messages
+        assert mail["Subject"] == "[signoff] Approval needed: delete_pod"
+    finally:
+        release.set()
+        await busy

@@ -67,3 +67,29 @@ def test_slack_shows_the_preview_in_a_code_block_that_nothing_in_it_can_close():
     text = section["text"]["text"]
     assert text.startswith("*Preview*\n```--- a/app.conf")
     assert text.count("```") == 2 and "&lt;!channel&gt;" in text
+
+
+async def test_a_webhook_never_carries_a_redacted_value_a_preview_shows(store: SQLStore):
+    from signoff.redaction import MASK, Redaction
+    from signoff.server.shapes import approval_json, shown
+
+    redaction = Redaction(["**.password"])
+    gate = Gate(Policy.from_dict({"rules": [{"ask": "login"}]}), store)
+    receiver = Receiver()
+    with http_receiver(receiver) as url:
+        # Described as `signoff serve` describes an approval to its sinks.
+        notifications = Notifications(
+            store, hook(f"{url}/hook"),
+            describe=lambda approval, inputs: shown(approval_json(approval, inputs), redaction),
+        )  # fmt: skip
+        await store.outbox_events(limit=0)
+        # Previewed where the `redact:` is not known: a framework's app.
+        await gate.hold(
+            [call("login", user="olga", password="hunter2-8f2e")],
+            previews=Previews({"login": lambda user, password: f"ssh {user}:{password}@db"}),
+        )
+        await drained(notifications, store)
+    [request] = receiver.taken()
+    assert b"hunter2-8f2e" not in request.body
+    preview = request.json()["approval"]["preview"]
+    assert preview["body"] == f"ssh olga:{MASK}@db"

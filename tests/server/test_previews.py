@@ -1,21 +1,25 @@
 """Previews of signoff's own tools through the API: computed when a call is held, stored with
 its approval (SQLite and PostgreSQL), returned with it, recomputed for edited arguments — and a
-preview that fails or is too slow says so without holding up the decision."""
+preview that fails or is too slow says so without holding up the decision; the values the
+server's ``redact:`` hides never show in one, wherever it was computed."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import difflib
+import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
 import pytest
 
-from signoff import Policy
+from signoff import Policy, ToolCall
 from signoff.agent import Agent, ModelTurn, tool
-from signoff.gate import Gate
+from signoff.gate import CheckContext, Gate
+from signoff.gate.preview import Previews
+from signoff.redaction import MASK, Redaction
 from signoff.server import Auth, Principal, Service, create_app
 from signoff.store import SQLStore
 from signoff.testing import ScriptedModel, call
@@ -243,3 +247,69 @@ async def test_a_table_preview_lists_the_rows_a_call_would_touch(api: Any):
             "truncated": False,
             "error": None,
         }
+
+
+SECRET = "hunter2-8f2e91c4"
+REDACT = Redaction(["**.password"])
+
+
+def login_plan(host: str, password: str) -> str:
+    """What logging in would do, secret and all (a preview that does not mind `redact:`)."""
+    return f"ssh admin:{password}@{host}\n" + json.dumps({"host": host, "password": password})
+
+
+@tool(preview=login_plan)
+def login(host: str, password: str) -> str:
+    """Log in to a host."""
+    return f"logged in to {host}"
+
+
+async def test_a_previews_redacted_values_never_reach_the_api_wherever_it_was_computed(
+    store: SQLStore,
+):
+    policy = Policy.from_dict({"rules": [{"ask": "login"}]})
+    gate = Gate(policy, store)
+    turns = [ModelTurn(tool_calls=(call("login", host="db-1", password=SECRET),))]
+    agent = Agent(name="ops", model=ScriptedModel(turns), tools=[login])
+    service = Service(store=store, gate=gate, agents=[agent], redaction=REDACT)
+    # A framework's app previews its held call without knowing the server's `redact:`.
+    elsewhere = Previews({"login": login_plan})
+    held = ToolCall(id="c1", name="login", args={"host": "db-2", "password": SECRET})
+    [outcome] = await gate.hold_external(
+        [held], CheckContext(thread_id="t-app", origin="langgraph"), previews=elsewhere
+    )
+    assert outcome.approval is not None and outcome.approval.preview is not None
+    assert SECRET in str(outcome.approval.preview.body)  # stored as the app computed it
+
+    app = create_app(service, Auth(tokens=TOKENS))
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(
+            transport=transport,
+            base_url="http://signoff",
+            headers={"Authorization": "Bearer alice-token"},
+        ) as client:
+            run = await start(client, "t-ops")
+            [own] = run["pending_approvals"]
+            # This server's own agent's preview is masked where it is computed: stored so.
+            stored = (await store.get_approval(own)).preview
+            assert stored is not None and SECRET not in str(stored.body)
+
+            listed = await client.get("/v1/approvals", params={"status": "pending"})
+            pages = [await client.get(f"/v1/approvals/{i}") for i in (own, outcome.approval.id)]
+            for answer in (listed, *pages):
+                assert answer.status_code == 200 and SECRET not in answer.text
+            for page in pages:
+                host = page.json()["args"]["host"]
+                assert page.json()["preview"]["body"] == (
+                    f"ssh admin:{MASK}@{host}\n"
+                    + json.dumps({"host": host, "password": MASK}, ensure_ascii=False)
+                )
+
+            # An edit's preview, the mask sent back as the API showed it: the secret is put
+            # back to preview with, and masked in what is shown.
+            edited = await client.post(
+                f"/v1/approvals/{own}/preview", json={"args": {"host": "db-3", "password": MASK}}
+            )
+            assert edited.status_code == 200 and SECRET not in edited.text
+            assert edited.json()["preview"]["body"].startswith(f"ssh admin:{MASK}@db-3\n")

@@ -1,5 +1,7 @@
 """A held call's preview on its card, in real Chromium: a unified diff with its lines coloured,
-and — in the edit dialog — a fresh preview of the edited arguments before they run."""
+and — in the edit dialog — a fresh preview of the edited arguments before they run; a value the
+config's ``redact:`` hides, masked in a preview a framework's app computed; and a preview that
+failed, saying so."""
 
 from __future__ import annotations
 
@@ -10,8 +12,15 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
+from signoff import Policy, Preview, ToolCall
+from signoff.redaction import MASK
 from tests.web.conftest import ROOT, TIMEOUT, api, screenshot, serving
+from tests.web.test_frameworks import held_by_a_framework
 from tests.web.test_inbox import card, start_run
+
+APP_POLICY = Policy.from_dict({"rules": [{"ask": ["login", "scale"]}]})
+"""The policy of the framework's app whose calls the server shows (as the server's asks)."""
+SECRET = "hunter2-8f2e91c4"
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +31,7 @@ def files_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, P
     config = folder / "signoff.yaml"
     config.write_text(
         f"database: sqlite:///{folder}/signoff.db\nweb: {{undo_seconds: 0}}\n"
-        "rules:\n  - ask: [write_file]\n"
+        'redact: ["**.password"]\nrules:\n  - ask: [write_file, login, scale]\n'
     )
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "SIGNOFF_MODEL")}
     env |= {"SIGNOFF_TEST_DEMO_DIR": str(folder), "PYTHONPATH": str(ROOT)}
@@ -69,3 +78,46 @@ def test_a_diff_preview_shows_on_the_card_and_an_edit_is_previewed_before_it_run
     assert approval["args"] == {"path": "app.conf", "content": "port = 9090\nworkers = 4\n"}
     expect(page.locator("#run-status")).to_have_text("completed", timeout=TIMEOUT)
     assert (folder / "app.conf").read_text() == "port = 9090\nworkers = 4\n"
+
+
+def test_a_redacted_value_never_shows_in_a_preview_a_framework_computed(
+    page: Page, files_url: tuple[str, Path]
+):
+    url, folder = files_url
+    login = ToolCall(
+        id="c-login", name="login", args={"host": "db-1", "password": SECRET}, agent="app"
+    )
+    # The app's preview knows nothing of the server's `redact:`.
+    previews = {"login": lambda host, password: f"ssh admin:{password}@{host}"}
+    approval_id = held_by_a_framework(
+        folder, "langgraph", login, previews=previews, policy=APP_POLICY
+    )
+
+    page.goto(f"{url}/#/")
+    held = page.locator(f"article.approval[data-approval-id='{approval_id}']")
+    expect(held.locator(".preview pre.preview-text")).to_have_text(
+        f"ssh admin:{MASK}@db-1", timeout=TIMEOUT
+    )
+    assert SECRET not in page.content()
+
+    page.goto(f"{url}/approvals/{approval_id}")  # its own page: the approval whole
+    expect(page.locator(".preview pre.preview-text")).to_have_text(
+        f"ssh admin:{MASK}@db-1", timeout=TIMEOUT
+    )
+    assert SECRET not in page.content()
+
+
+def test_a_preview_that_failed_says_so_on_the_card(page: Page, files_url: tuple[str, Path]):
+    url, folder = files_url
+    scale = ToolCall(id="c-scale", name="scale", args={"name": "web", "replicas": 3}, agent="app")
+    previews = {"scale": lambda name, replicas: Preview(error="the cluster cannot be reached")}
+    approval_id = held_by_a_framework(
+        folder, "langgraph", scale, previews=previews, policy=APP_POLICY
+    )
+
+    page.goto(f"{url}/#/")
+    preview = page.locator(f"article.approval[data-approval-id='{approval_id}'] .preview")
+    expect(preview.locator(".preview-error")).to_have_text(
+        "preview failed: the cluster cannot be reached", timeout=TIMEOUT
+    )
+    expect(preview.locator("pre")).to_have_count(0)  # no empty body beside it

@@ -44,6 +44,7 @@ from signoff.gate.ids import new_id
 from signoff.gate.once import record_unknown
 from signoff.gate.preview import PREVIEW_SECONDS, Previews
 from signoff.gate.worker import work_ready
+from signoff.redaction import Redaction
 from signoff.store.ledger import LedgerEntry
 from signoff.store.runs import (
     ResumedTurn,
@@ -93,6 +94,7 @@ class Runner:
         lease: timedelta = LEASE,
         stream_text: bool = False,
         preview_timeout: float = PREVIEW_SECONDS,
+        redaction: Redaction | None = None,
     ) -> None:
         self.agent = agent
         self.gate = gate
@@ -108,11 +110,14 @@ class Runner:
         """Who holds a run's lease while working on it: this process and this runner."""
         self.preview_timeout = preview_timeout
         """How long a tool's preview may take when its call is held (`Tool.preview`)."""
+        self.redaction = redaction or Redaction()
+        """The argument values masked in what a preview says (a server's ``redact:``)."""
 
     def previews(self, agent: Agent) -> Previews:
-        """The previews of `agent`'s tools that have one, bounded by `preview_timeout`."""
-        functions = {t.name: t.previewed for t in agent.tools if t.preview is not None}
-        return Previews(functions, timeout=self.preview_timeout)
+        """The previews of `agent`'s tools that have one, bounded by `preview_timeout` and
+        masked by `redaction`."""
+        functions = {t.name: t.previewing() for t in agent.tools if t.preview is not None}
+        return Previews(functions, timeout=self.preview_timeout, redaction=self.redaction)
 
     async def start(
         self,

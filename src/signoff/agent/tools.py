@@ -70,18 +70,13 @@ class Tool:
         )
 
     async def invoke(self, args: dict[str, Any], *, key: str | None = None) -> ToolResult:
-        """Validate `args`, call the function (sync ones in a thread) with `key` as its
-        `idempotency_key()`, and report the outcome."""
+        """Validate `args`, call the function (sync ones in a thread of the loop's default
+        executor, which previews never use) with `key` as its `idempotency_key()`, and report
+        the outcome."""
         try:
-            validated = self._arguments.model_validate(args)
-        except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors()
-            )
-            return ToolResult(
-                content=f"invalid arguments for {self.name}: {problems}", is_error=True
-            )
-        kwargs = {name: getattr(validated, name) for name in type(validated).model_fields}
+            kwargs = self._validated(args)
+        except ValueError as exc:
+            return ToolResult(content=str(exc), is_error=True)
         token = _key.set(key)
         try:
             if inspect.iscoroutinefunction(self.function):
@@ -94,11 +89,29 @@ class Tool:
             _key.reset(token)
         return ToolResult(content=_as_text(result))
 
-    async def previewed(self, **args: Any) -> Any:
-        """What `preview` says of a call with `args`, once they are validated as the tool's
-        (a call they do not fit has no preview but why)."""
-        if self.preview is None:
+    def previewing(self) -> Callable[..., Any]:
+        """`preview`, taking a call's arguments as the model gave them: validated as the tool's
+        first (a call they do not fit has no preview but why). Synchronous when `preview` is,
+        so that `signoff.gate.preview.Previews` runs it on the previews' own threads — never on
+        those the tools run on, which a preview that hangs would otherwise keep."""
+        preview = self.preview
+        if preview is None:
             raise TypeError(f"tool {self.name!r} has no preview")
+        if inspect.iscoroutinefunction(preview):
+
+            async def awaited(**args: Any) -> Any:
+                return await preview(**self._validated(args))
+
+            return awaited
+
+        def called(**args: Any) -> Any:
+            return preview(**self._validated(args))
+
+        return called
+
+    def _validated(self, args: dict[str, Any]) -> dict[str, Any]:
+        """`args` validated as the tool's, as keyword arguments; `ValueError` saying what does
+        not fit."""
         try:
             validated = self._arguments.model_validate(args)
         except ValidationError as exc:
@@ -106,10 +119,7 @@ class Tool:
                 f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors()
             )
             raise ValueError(f"invalid arguments for {self.name}: {problems}") from None
-        kwargs = {name: getattr(validated, name) for name in type(validated).model_fields}
-        if inspect.iscoroutinefunction(self.preview):
-            return await self.preview(**kwargs)
-        return await asyncio.to_thread(self.preview, **kwargs)
+        return {name: getattr(validated, name) for name in type(validated).model_fields}
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r}, idempotent={self.idempotent})"

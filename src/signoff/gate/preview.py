@@ -33,7 +33,7 @@ import json
 import math
 import re
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Final
 
@@ -360,7 +360,7 @@ def _hidden_cell(value: Any, hide: Callable[[str], str]) -> Any:
     return value
 
 
-def _cut_start_hidden(text: str, forms: Sequence[str]) -> str:
+def _cut_start_hidden(text: str, forms: Iterable[str]) -> str:
     """`text` with a start of one of `forms` it ends with (where it was cut) masked."""
     for form in sorted(forms, key=len, reverse=True):
         for size in range(len(form) - 1, SHORTEST_MASKED - 1, -1):

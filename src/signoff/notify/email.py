@@ -1,13 +1,21 @@
 """Email over SMTP: the notice as a plain-text message with an HTML twin, sent with STARTTLS
 (or SMTPS) and the account from the environment. Certificates are checked against the system's
-trust store (``SSL_CERT_FILE`` names another)."""
+trust store (``SSL_CERT_FILE`` names another).
+
+smtplib blocks, so each sink sends on a thread of its own — not the loop's default executor,
+where tools run: an SMTP server that answers slowly (each step may take the sink's `timeout`)
+keeps its own mail waiting, never a tool. One thread is enough: a sink's notices go out one
+after another anyway."""
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import html
 import smtplib
 import ssl
+from concurrent.futures import ThreadPoolExecutor
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 
@@ -59,9 +67,12 @@ class Email:
     def __init__(self, settings: EmailSettings) -> None:
         self.settings = settings
         self.filters = settings.filters
+        self._sender = ThreadPoolExecutor(max_workers=1, thread_name_prefix="signoff-email")
 
     async def send(self, notice: Notice) -> None:
-        await asyncio.to_thread(self._send, message(notice, self.settings))
+        mail = message(notice, self.settings)
+        send = functools.partial(contextvars.copy_context().run, self._send, mail)
+        await asyncio.get_running_loop().run_in_executor(self._sender, send)
 
     def _send(self, mail: EmailMessage) -> None:
         settings = self.settings

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from signoff.errors import InvalidDecisionError
 from signoff.gate.deciders import MAX_NOTE, needed
+from signoff.gate.preview import masked
 from signoff.limits import PREVIEW_CHARS, clip
 from signoff.redaction import Redaction
 from signoff.store.runs import StoredEvent
@@ -26,11 +27,15 @@ from signoff.types import (
     Scope,
     approval_to_dict,
     grant_to_dict,
+    preview_from_dict,
+    preview_to_dict,
 )
 
 T = TypeVar("T")
 _ARGUMENTS = frozenset({"args", "requested_args"})
 """The keys that hold a call's arguments, wherever they are in the API's data."""
+_PREVIEW_KEYS = frozenset({"kind", "body", "truncated", "error"})
+"""The keys of a preview, as `preview_to_dict` makes it."""
 PREVIEW_BYTES = 64 * 1024
 """The most a listing shows of one call's arguments (as JSON, once long strings are cut)."""
 LISTED_PREVIEW_CHARS = 8000
@@ -172,15 +177,16 @@ def cut_input(asked: str | None) -> str | None:
 
 def shown(data: T, redaction: Redaction) -> T:
     """`data` as the API sends it whole: what nests too deep cut (it breaks JSON encoders), the
-    redacted arguments masked."""
+    redacted arguments masked, in the calls' previews too."""
     clipped, _ = clip(data)
-    return redaction.tree(cast(T, clipped))
+    return redaction.tree(_previews_masked(cast(T, clipped), redaction))
 
 
 def previewed(data: dict[str, Any], redaction: Redaction) -> dict[str, Any]:
     """`data` as a listing sends it: `shown`, with the long strings of every call's arguments
     cut too, and ``truncated`` saying whether anything was (the item's own page has it all)."""
     clipped, cut = clip(data)
+    clipped = _previews_masked(clipped, redaction)  # before a cut could split a value
 
     def walk(item: Any) -> Any:
         nonlocal cut
@@ -206,6 +212,31 @@ def previewed(data: dict[str, Any], redaction: Redaction) -> dict[str, Any]:
         return out
 
     return cast(dict[str, Any], redaction.tree(walk(clipped))) | {"truncated": cut}
+
+
+def _previews_masked(data: T, redaction: Redaction) -> T:
+    """`data` with the preview of every call in it masked by the call's own arguments (as asked
+    and as edited; see `signoff.gate.preview.masked`): a framework's app computes its previews
+    without knowing this server's ``redact:``."""
+    if not redaction:
+        return data
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, list):
+            return [walk(v) for v in item]
+        if not isinstance(item, dict):
+            return item
+        out = {k: v if k in _ARGUMENTS else walk(v) for k, v in item.items()}
+        preview = item.get("preview")
+        given = sorted(_ARGUMENTS & item.keys())
+        if given and isinstance(preview, dict) and preview.keys() >= _PREVIEW_KEYS:
+            arguments = [item[k] for k in given]
+            out["preview"] = preview_to_dict(
+                masked(preview_from_dict(preview), redaction, *arguments)
+            )
+        return out
+
+    return cast(T, walk(data))
 
 
 def _listed_preview(preview: dict[str, Any]) -> tuple[dict[str, Any], bool]:

@@ -14,11 +14,20 @@ export function previewView(preview) {
 }
 
 function previewBody(preview) {
-  if (preview.error) return h("p.preview-error", { role: "note" }, preview.error);
+  if (preview.error !== null && preview.error !== undefined) return h("p.preview-error", { role: "note" }, failure(preview.error));
   const cut = preview.truncated ? h("p.help.preview-cut", {}, "The preview is cut: the tool's preview said more than is kept.") : null;
   if (preview.kind === "table") return [table(preview.body || []), cut];
   if (preview.kind === "diff") return [diff(String(preview.body ?? "")), cut];
   return [h("pre.text.preview-text", {}, String(preview.body ?? "")), cut];
+}
+
+// Why there is no preview, saying that it failed: signoff's own words already do ("preview
+// took longer than 2 s", "not previewed: …"); another's — a framework app's `Preview(error=…)`
+// — get "preview failed: " before them, and none at all is still a failure, not a blank.
+function failure(error) {
+  const said = String(error).trim();
+  if (!said) return "preview failed";
+  return /preview/i.test(said) ? said : `preview failed: ${said}`;
 }
 
 // A unified diff, one line each: added lines green, removed ones red, hunk headers muted.
