@@ -1,7 +1,8 @@
-"""Arguments the API never shows (ARCHITECTURE §8): tokens, passwords, whatever the config's
-``redact:`` names. Masked in every call's arguments the server sends out — approvals, run
-messages, events, audit entries — and put back when an edit sends the mask unchanged, so a
-person edits the rest of a call without seeing (or losing) its secret.
+"""Arguments never shown (ARCHITECTURE §8): tokens, passwords, whatever the config's ``redact:``
+names. Masked in every call's arguments the server sends out — approvals, what an edit changed,
+run messages, events, audit entries — and in what the gate words itself, and put back when an
+edit sends the mask unchanged, so a person edits the rest of a call without seeing (or losing)
+its secret.
 
 A pattern is a dotted path into the arguments: ``password`` (a top-level key),
 ``headers.authorization``, ``env.*.value`` (``*`` is any one key or list index, or part of one:
@@ -22,6 +23,9 @@ _Data = TypeVar("_Data")
 
 _ARGUMENT_KEYS = frozenset({"args", "requested_args"})
 """Keys whose values are a call's arguments: those it runs with, and those it was asked with."""
+_EDITS = "edits"
+"""The key of what an edit changed (`signoff.types.change_to_dict`): each with its ``path``
+into the arguments and its values ``before`` and ``after``."""
 
 MASK = "••••••"
 """What a redacted value is shown as (the web inbox greys it)."""
@@ -66,17 +70,36 @@ class Redaction:
 
     def tree(self, data: _Data) -> _Data:
         """A copy of API data with the arguments of every call in it masked: the value of each
-        ``args`` or ``requested_args`` key, at any depth."""
+        ``args`` or ``requested_args`` key, and the values of each ``edits``, at any depth."""
         return cast(_Data, self._tree(data)) if self._compiled else data
 
     def _tree(self, data: Any) -> Any:
         if isinstance(data, dict):
             return {
-                k: self._args(v) if k in _ARGUMENT_KEYS else self._tree(v) for k, v in data.items()
+                k: self._args(v)
+                if k in _ARGUMENT_KEYS
+                else self._edits(v)
+                if k == _EDITS
+                else self._tree(v)
+                for k, v in data.items()
             }
         if isinstance(data, list):
             return [self._tree(v) for v in data]
         return data
+
+    def _edits(self, value: Any) -> Any:
+        """An edit's changes with the values at redacted paths masked; anything else that is
+        not such a list masked whole."""
+        if not isinstance(value, list):
+            return MASK
+        out = []
+        for edit in value:
+            path = edit.get("path") if isinstance(edit, dict) else None
+            if not isinstance(path, list) or not all(isinstance(p, str) for p in path):
+                out.append(MASK)
+                continue
+            out.append(edit | {k: self.args(edit.get(k), tuple(path)) for k in ("before", "after")})
+        return out
 
     def _args(self, value: Any) -> Any:
         """Arguments that are not an object (a model's unparsable text, a list) are masked

@@ -667,7 +667,7 @@ def change_to_dict(change: Change) -> dict[str, Any]:
         "at": change.at.isoformat(),
     }
     if change.args:
-        data["args"] = [
+        data["edits"] = [
             {"path": list(a.path), "before": a.before, "after": a.after}
             | ({"added": True} if a.added else {})
             | ({"removed": True} if a.removed else {})

@@ -23,7 +23,9 @@ async def drive(
     taken: list[tuple[str, str, DecisionBody]] = []
     behind: list[bytes] = []
 
-    async def take(who: Principal, approval_id: str, decision: DecisionBody) -> dict[str, Any]:
+    async def take(
+        who: Principal, approval_id: str, decision: DecisionBody, if_match: str | None
+    ) -> dict[str, Any]:
         taken.append((who.name, approval_id, decision))
         return {"id": approval_id}
 

@@ -119,11 +119,11 @@ async def test_if_match_carries_the_etag_and_a_vote_makes_the_next_view_stale(st
             headers={"If-Match": '"1"'},
         )
         assert mismatch.status_code == 422 and "If-Match" in mismatch.json()["detail"]
-        for bad in ('"x"', '"0"', "9" * 5000, '"²"'.encode("latin-1")):
+        for bad in (b'"x"', b'"0"', b"9" * 5000, '"²"'.encode("latin-1")):
             refused = await carol.post(
                 f"/v1/approvals/{approval_id}/decision",
                 json={"kind": "approve"},
-                headers={"If-Match": bad},
+                headers={b"If-Match": bad},
             )
             assert refused.status_code in (400, 422), (bad, refused.text)
         done = await carol.post(

@@ -16,7 +16,7 @@ import os
 from collections import defaultdict
 from collections.abc import AsyncIterator, Coroutine, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any, Literal, TypeAlias, TypeVar
 
 from signoff import telemetry
@@ -158,7 +158,7 @@ class Runner:
             path=self.agent.name,
             root_id=run_id,
             owner=self.owner,
-            now=_now(),
+            now=self.store.now(),
             lease=self.lease,
         )
         if state is None:
@@ -187,7 +187,7 @@ class Runner:
         (`store.run_events`)."""
 
         async def ready() -> list[str]:
-            return await self.store.ready_runs(self.agent.name, now=_now())
+            return await self.store.ready_runs(self.agent.name, now=await self.store.clock())
 
         # A run left mid-way when this stops is taken over by another worker once its lease
         # runs out.
@@ -212,7 +212,7 @@ class Runner:
     # -- the loop --------------------------------------------------------------------------
 
     async def _create(self, scope: _Scope, input: str) -> list[StoredEvent]:
-        now = _now()
+        now = self.store.now()
         started: dict[str, object] = {
             "agent": scope.agent.name,
             "thread_id": scope.record.thread_id,
@@ -326,7 +326,12 @@ class Runner:
             if approval is None:
                 (runnable if keys[call.id] in turn.begun else fresh).append(call)
             elif approval.status in ("approved", "edited"):
-                runnable.append(approval.call)  # as approved: edited arguments included
+                denied = self.gate.denied_now(approval)
+                if denied is None:
+                    runnable.append(approval.call)  # as approved: edited arguments included
+                else:  # approved, then the policy changed: it never runs what it now denies
+                    text = f"This call was approved, but {denied}. Do not retry it."
+                    results[call.id] = tool_message(call, status_result("blocked", text))
             elif approval.pending:  # pragma: no cover - resuming waits for every decision
                 held.append(approval)
             else:
@@ -424,7 +429,7 @@ class Runner:
             call_id=call.id,
             tool=call.name,
             digest=call.digest,
-            at=_now(),
+            at=self.store.now(),
             then=then,
         )
         log += stored
@@ -535,7 +540,7 @@ class Runner:
                 path=inner.path,
                 root_id=scope.root.id,
                 owner=self.owner,
-                now=_now(),
+                now=self.store.now(),
                 lease=self.lease,
             )
             if state is None:
@@ -561,7 +566,7 @@ class Runner:
         status: RunStatus | None = None,
     ) -> RunWrite:
         """A write of the run's log by this worker, after whatever waits to be written."""
-        now = _now()
+        now = self.store.now()
         pending_messages, pending_events = scope.take_pending()
         return RunWrite(
             run_id=scope.record.id,
@@ -793,7 +798,3 @@ def _outcome(scope: _Scope) -> ToolResult:
     if scope.failure is not None:
         return ToolResult(content=f"the agent {scope.path} failed: {scope.failure}", is_error=True)
     return ToolResult(content=scope.final)
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)

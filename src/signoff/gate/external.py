@@ -31,7 +31,7 @@ from collections.abc import (
     Sequence,
 )
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any, TypeVar
 
 from signoff import telemetry
@@ -316,7 +316,7 @@ class ExternalRuns:
                 actor="signoff",
                 action="refused",
                 subject=(record.approval_id if record else None) or key,
-                at=_now(),
+                at=self.store.now(),
                 data={"origin": self.origin, "tool": call.name[:200], "digest": _digest(call),
                       "judged_digest": record.digest if record else None,
                       "thread_id": record.thread_id if record else None,
@@ -408,7 +408,8 @@ class ExternalRuns:
             canonical_json([self.origin, thread, sorted(approvals)])
         ).hexdigest()
         return NewPause(id=pause_id, origin=self.origin, thread_id=thread, agent=agent,
-                        data=dict(data), approvals=list(approvals), at=_now())  # fmt: skip
+                        data=dict(data), approvals=list(approvals),
+                        at=self.store.now())  # fmt: skip
 
     async def pause(
         self,
@@ -433,7 +434,7 @@ class ExternalRuns:
     async def went_on(self, approvals: Sequence[str]) -> None:
         """The run went on past every pause on these approvals: no resumer needs to resume
         them."""
-        await self.near(self.store.finish_pauses(approvals, now=_now()))
+        await self.near(self.store.finish_pauses(approvals, now=self.store.now()))
 
     async def waiting(self, thread: str, *, limit: int = 100) -> list[Approval]:
         """The calls of `thread` (of this origin) that wait for a person now, newest first:
@@ -695,7 +696,8 @@ class Resumer:
 
     async def _work(self, poll_interval: float, concurrency: int) -> None:
         async def ready() -> list[str]:
-            return await self.runs.store.ready_pauses(self.runs.origin, now=_now())
+            store = self.runs.store
+            return await store.ready_pauses(self.runs.origin, now=await store.clock())
 
         await work_ready(self.runs.gate, ready, self.resume_ready, poll_interval=poll_interval,
                          concurrency=concurrency)  # fmt: skip
@@ -704,7 +706,9 @@ class Resumer:
         """Claim the pause and resume its run, if it is ready and nobody else has it. Returns
         whether this worker resumed it. A resume that fails leaves the pause to be tried again."""
         store = self.runs.store
-        pause = await store.claim_pause(pause_id, owner=self.owner, now=_now(), lease=self.lease)
+        pause = await store.claim_pause(
+            pause_id, owner=self.owner, now=store.now(), lease=self.lease
+        )
         if pause is None:
             return False
         try:
@@ -712,12 +716,12 @@ class Resumer:
                 went_on = await self.resume(pause)
         except Exception:  # a worker outlives one run's trouble; the pause is tried again
             logger.exception("resuming %s pause %s failed", pause.origin, pause.id)
-            await store.release_pause(pause.id, owner=self.owner, status="waiting", now=_now())
+            await store.release_pause(pause.id, owner=self.owner, status="waiting", now=store.now())
             return False
         if went_on is False:  # never marked done with a call it waits on unanswered
-            await store.release_pause(pause.id, owner=self.owner, status="waiting", now=_now())
+            await store.release_pause(pause.id, owner=self.owner, status="waiting", now=store.now())
             return False
-        await store.release_pause(pause.id, owner=self.owner, status="done", now=_now())
+        await store.release_pause(pause.id, owner=self.owner, status="done", now=store.now())
         telemetry.observer.resumed("framework")
         self.runs.gate.notifier.notify(pause.id)
         if isinstance(went_on, Resumed):
@@ -788,7 +792,3 @@ def _in_loop() -> bool:
     except RuntimeError:
         return False
     return True
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)

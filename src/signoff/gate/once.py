@@ -26,7 +26,7 @@ import socket
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from signoff import telemetry
@@ -114,7 +114,7 @@ class Ledger:
         deadline = None if wait is None else time.monotonic() + wait
         dead_until: datetime | None = None
         while True:
-            now = _now()
+            now = self.store.now()
             # The store takes over a claim whose lease ran out by `now`. One whose worker's
             # process is gone while its lease still runs is taken over as of that lease's end:
             # a compare-and-set on the lease seen, which a renewal or another taker moves on.
@@ -195,10 +195,11 @@ class Claim:
         """Stop renewing without a result: the key's outcome stays unknown — to whoever waits
         on it, at once (the claim ends now, not when its lease would have run out)."""
         await self._stop(wait=True)
+        store = self._ledger.store
         with contextlib.suppress(Exception):  # unended, it runs out with its lease
             # Fenced like every renewal: a claim taken over never ends the new holder's.
-            await self._ledger.store.ledger_renew(
-                self.key, owner=self._ledger.owner, fence=self.fence, until=_now()
+            await store.ledger_renew(
+                self.key, owner=self._ledger.owner, fence=self.fence, until=store.now()
             )
 
     async def _record(self, result: dict[str, Any]) -> None:
@@ -211,7 +212,7 @@ class Claim:
             # (its outcome unknown, the call never run again), where the claim itself, made
             # before the call ran, waited for the disk.
             await store.ledger_finish(
-                self.key, result=result, at=_now(), owner=owner, fence=self.fence,
+                self.key, result=result, at=store.now(), owner=owner, fence=self.fence,
                 durable=not getattr(store, "unsynced_commits_last", False),
             )  # fmt: skip
         except ClaimLost:
@@ -248,7 +249,10 @@ class Claim:
             await asyncio.sleep(every)
             try:
                 renewed = await ledger.store.ledger_renew(
-                    self.key, owner=ledger.owner, fence=self.fence, until=_now() + ledger.lease
+                    self.key,
+                    owner=ledger.owner,
+                    fence=self.fence,
+                    until=ledger.store.now() + ledger.lease,
                 )
             except Exception:  # a missed renewal only shortens the claim
                 continue
@@ -332,13 +336,11 @@ async def record_unknown(
     next caller that finds the key so records it."""
     data = {"tool": tool, "key": key[:500], "owner": owner, "run_id": run_id, "call_id": call_id}
     subject = hashlib.sha256(key.encode()).hexdigest()
-    record = AuditRecord(actor="signoff", action="unknown", subject=subject, at=_now(), data=data)
+    record = AuditRecord(
+        actor="signoff", action="unknown", subject=subject, at=store.now(), data=data
+    )
     try:
         if await store.record_unknown(record):
             telemetry.observer.unknown_outcome()
     except SignoffError:
         logger.exception("recording the unknown outcome of %r failed", key)
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)

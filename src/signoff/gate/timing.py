@@ -14,7 +14,7 @@ import socket
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from signoff import telemetry
 from signoff.errors import ApprovalTimeout, SignoffError
@@ -45,8 +45,6 @@ class Timing:
     _clock_given: bool
     _poll: float
     _listening: bool
-    _skew: timedelta = timedelta(0)
-    """How far the store's clock was ahead of this machine's when last read."""
 
     async def wait(
         self, approval_id: str, timeout: float | None = None, *, past: int | None = None
@@ -168,16 +166,12 @@ class Timing:
         """What time it is for everything that goes by time — what falls due, escalation,
         when a call was held and until when it waits: the store's clock, one for every replica
         (read seldom: `Store.clock`), or the clock this gate was given."""
-        if self._clock_given:
-            return self._now()
-        moment = await self.store.clock()
-        self._skew = moment - datetime.now(UTC)
-        return moment
+        return self._now() if self._clock_given else await self.store.clock()
 
     def now(self) -> datetime:
-        """`time` without asking the store: its clock as last read, carried forward by this
-        machine's (for a judgement that only informs — who may decide, shown beforehand)."""
-        return self._now() if self._clock_given else datetime.now(UTC) + self._skew
+        """`time` without waiting for the store: its clock as last read, carried forward
+        (`Store.now`)."""
+        return self._now() if self._clock_given else self.store.now()
 
     async def sweep(self, owner: str, *, lease: float = 5.0) -> bool:
         """One round of the sweeper, if `owner` holds (or takes) the store's lease on it for

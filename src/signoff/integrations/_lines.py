@@ -21,7 +21,6 @@ resume (tests/integrations/test_langgraph.py), where `Continuation` refuses it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from signoff.gate.external import LEASE, Pause
@@ -62,7 +61,7 @@ async def _claim(gate: Any, message: Any, config: Mapping[str, Any]) -> None:
     if found is None:
         return
     pause, current = found
-    now = datetime.now(UTC)
+    now = await gate.runs.store.clock()
     name = f"line:{pause.id[:35]}"  # the leases' names are short
     if not await gate.runs.store.lease(name, owner=current, now=now, until=now + LEASE):
         raise conflict(pause, None)

@@ -15,7 +15,7 @@ import contextlib
 from collections.abc import AsyncIterator, Iterator
 from contextvars import ContextVar
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from signoff.errors import ConflictError
 from signoff.gate.external import LEASE, ExternalRuns, Pause
@@ -55,7 +55,7 @@ class Continuation:
         owner = resumer[1] if resumer is not None and resumer[0] == pause.id else self.owner
         store, seen = self.runs.store, pause
         while True:
-            at = _now()
+            at = store.now()
             if not _takeable(seen, owner, at):
                 raise conflict(pause, seen.lease_owner)
             until = at + self.lease
@@ -146,14 +146,16 @@ class _Hold:
         if ok:
             # The lease stays on a done pause: an invocation that read the same checkpoint and
             # comes late is refused while the continuation may still be saving its step.
-            done = await self._set("done", self.seen.lease_owner, _now() + self.lease)
+            done = await self._set(
+                "done", self.seen.lease_owner, self.runs.store.now() + self.lease
+            )
             return None if done else self.seen
         with contextlib.suppress(Exception):  # not given back, it runs out with its lease
             await self._set("waiting", None, None)
         return None
 
     async def _set(self, status: PauseStatus, owner: str | None, until: datetime | None) -> bool:
-        at = _now()
+        at = self.runs.store.now()
         done = await self.runs.store.take_pause(self.seen.id, seen=self.seen, status=status,
                                                 owner=owner, until=until, now=at)  # fmt: skip
         if done:
@@ -166,7 +168,7 @@ class _Hold:
         # A renewal that finds the pause moved marks the claim lost itself (`_set`).
         await renew_while(self._stopping, self.lease,
                           lambda: self._set("resuming", self.seen.lease_owner,
-                                            _now() + self.lease))  # fmt: skip
+                                            self.runs.store.now() + self.lease))  # fmt: skip
 
 
 def _takeable(seen: Pause, owner: str, at: datetime) -> bool:
@@ -192,7 +194,3 @@ def conflict(pause: Pause, owner: str | None) -> ConflictError:
         f"continued,{by}: this resume is refused and writes nothing; read the thread's state "
         "to see where it stands"
     )
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)

@@ -23,7 +23,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
-from datetime import UTC, datetime
 from typing import Any
 
 from signoff.errors import (
@@ -267,7 +266,7 @@ class SignoffPlugin(BasePlugin):
         owner = f"{self.runs.ledger.owner}/{invocation}"
         store = self.runs.store
         claimed = await self.runs.near(
-            store.claim_pause(pause.id, owner=owner, now=_now(), lease=LEASE)
+            store.claim_pause(pause.id, owner=owner, now=store.now(), lease=LEASE)
         )
         if claimed is None:
             raise ConflictError("signoff: this pause is being continued, or was continued already")
@@ -279,7 +278,7 @@ class SignoffPlugin(BasePlugin):
         if claim is not None:
             pause_id, owner, approvals = claim
             await self.runs.near(self.runs.store.release_pause(
-                pause_id, owner=owner, status="done", now=_now()))  # fmt: skip
+                pause_id, owner=owner, status="done", now=self.runs.store.now()))  # fmt: skip
             await self.runs.went_on(list(approvals))
 
     async def on_run_error_callback(
@@ -290,7 +289,8 @@ class SignoffPlugin(BasePlugin):
         if claim is not None:
             pause_id, owner, _ = claim
             await self.runs.near(self.runs.store.release_pause(
-                pause_id, owner=owner, status="waiting", now=_now()))  # fmt: skip
+                pause_id, owner=owner, status="waiting",
+                now=self.runs.store.now()))  # fmt: skip
 
     async def _asked(
         self, invocation_context: InvocationContext, call_ids: set[str]
@@ -437,10 +437,6 @@ def _turn(events: Sequence[Event], call_id: str) -> str | None:
         if any(c.id == call_id and c.name != CONFIRMATION for c in event.get_function_calls()):
             return event.id
     return None
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
 
 
 def _thread(session: Any) -> str:

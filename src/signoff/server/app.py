@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, TypeVar
 
-from fastapi import FastAPI, Header, HTTPException, Query, Request, WebSocket
+from fastapi import FastAPI, Header, HTTPException, Query, Request, Response, WebSocket
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -29,10 +29,13 @@ from signoff.errors import (
     NotFoundError,
     PolicyError,
     SignoffError,
+    StaleDecisionError,
     StoreUnavailableError,
 )
 from signoff.gate.transcript import bounded
+from signoff.redaction import Redaction
 from signoff.server.auth import Auth, Who
+from signoff.server.changes import mount_changes
 from signoff.server.guards import KnownHost, NoNul, SameOrigin
 from signoff.server.insights import mount_insights
 from signoff.server.intake import BodyLimits, Intake, validation_refusal
@@ -56,8 +59,10 @@ from signoff.server.shapes import (
     grant_json,
     iso,
     previewed,
+    seen_version,
     shown,
     sse,
+    stale_json,
     verdict_json,
 )
 from signoff.server.slack import INTERACTIONS, mount_slack
@@ -131,10 +136,17 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
             for a in approvals
         ]
 
-    async def take(who: Principal, approval_id: str, body: DecisionBody) -> dict[str, Any]:
-        """A decision on one approval, as `POST /v1/approvals/{id}/decision` takes it."""
+    async def take(
+        who: Principal, approval_id: str, body: DecisionBody, if_match: str | None = None
+    ) -> dict[str, Any]:
+        """A decision on one approval, as `POST /v1/approvals/{id}/decision` takes it: on the
+        version its body or its ``If-Match`` names."""
         approval = await service.decide(
-            approval_id, body.decision(), actor=who.name, roles=who.roles
+            approval_id,
+            body.decision(),
+            actor=who.name,
+            roles=who.roles,
+            version=seen_version(body.version, if_match),
         )
         [shown_approval] = await approvals_json([approval])
         return show(shown_approval)
@@ -144,7 +156,7 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
         # Grants are judged by their granters' roles as this server's tokens give them now:
         # a token removed or a role taken away in the config takes the grant's power with it.
         service.gate.roles_of = auth.roles_of
-    _errors(app)
+    _errors(app, redaction)
     app.add_middleware(QuickDecision, auth=auth, take=take)  # inside Intake: after its checks
     # A Slack interaction is authenticated by its signature, which its route checks.
     signed = frozenset({INTERACTIONS}) if service.notifications is not None else frozenset()
@@ -158,6 +170,7 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
 
     mount_probes(app, service.store)
     mount_web(app)
+    mount_changes(app, service)  # before /v1/approvals/{id}: its path is no id
     mount_threads(app, service, show)
     mount_insights(app, service)
     if service.notifications is not None:
@@ -319,20 +332,34 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
 
     @app.get("/v1/approvals/{approval_id}")
     async def get_approval(
-        approval_id: str, _: Who, wait: Annotated[float, Query(ge=0, le=300)] = 0
+        approval_id: str,
+        _: Who,
+        response: Response,
+        wait: Annotated[float, Query(ge=0, le=300)] = 0,
+        version: Annotated[int | None, Query(ge=1, le=2**31)] = None,
     ) -> dict[str, Any]:
-        """The approval; with `wait`, once it is decided or that many seconds have passed."""
+        """The approval; with `wait`, once it is decided (with `version`, once it is no longer
+        at that version: edited, voted on, handed on, escalated) or that many seconds have
+        passed. Its ``ETag`` is its version: send it back as ``If-Match`` with a decision."""
         approval = await service.store.get_approval(approval_id)
-        if approval.pending and wait > 0:
+        if approval.pending and wait > 0 and version in (None, approval.version):
             with contextlib.suppress(ApprovalTimeout):
-                approval = await service.gate.wait(approval_id, timeout=wait)
+                approval = await service.gate.wait(approval_id, timeout=wait, past=version)
+        response.headers["ETag"] = f'"{approval.version}"'
         [shown_approval] = await approvals_json([approval])
         return show(shown_approval)
 
     @app.post("/v1/approvals/{approval_id}/decision")
-    async def decide(approval_id: str, body: DecisionBody, who: Who) -> dict[str, Any]:
+    async def decide(
+        approval_id: str,
+        body: DecisionBody,
+        who: Who,
+        if_match: Annotated[str | None, Header(max_length=64)] = None,
+    ) -> dict[str, Any]:
+        """Decide the approval, on the version its sender saw (``version``, or ``If-Match``):
+        one that changed since gets 409 naming what changed, and nothing is written."""
         # A well-formed decision seldom gets here: `QuickDecision` takes it to `take` first.
-        return await take(who, approval_id, body)
+        return await take(who, approval_id, body, if_match)
 
     @app.post("/v1/approvals/{approval_id}/assign")
     async def assign(approval_id: str, body: AssignBody, who: Who) -> dict[str, Any]:
@@ -355,9 +382,13 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
 
     @app.post("/v1/approvals/decisions")
     async def decide_batch(body: Decisions, who: Who) -> dict[str, Any]:
-        """Several decisions, all or nothing ("Approve All" is every id with approve)."""
+        """Several decisions, all or nothing ("Approve All" is every id with approve), each on
+        the version of its approval it names."""
         decisions = {i: d.decision() for i, d in body.decisions.items()}
-        decided = await service.decide_batch(decisions, actor=who.name, roles=who.roles)
+        versions = {i: d.version for i, d in body.decisions.items() if d.version is not None}
+        decided = await service.decide_batch(
+            decisions, actor=who.name, roles=who.roles, versions=versions
+        )
         return {"items": [show(a) for a in await approvals_json(decided)]}
 
     @app.get("/v1/policy")
@@ -634,7 +665,7 @@ def _policy(service: Service) -> dict[str, Any]:
     }
 
 
-def _errors(app: FastAPI) -> None:
+def _errors(app: FastAPI, redaction: Redaction) -> None:
     statuses: Mapping[type[SignoffError], int] = {
         StoreUnavailableError: 503,
         NotFoundError: 404,
@@ -653,6 +684,8 @@ def _errors(app: FastAPI) -> None:
             body |= {"path": exc.path, "schema_path": exc.schema_path}
         if isinstance(exc, PolicyError):
             body["problems"] = [{"path": p.path, "problem": p.message} for p in exc.problems]
+        if isinstance(exc, StaleDecisionError):
+            body |= stale_json(exc, redaction)
         if isinstance(exc, StoreUnavailableError):  # what it was is for the server's log
             logger.warning("%s %s: %s", request.method, request.url.path, exc)
             body["detail"] = "the database cannot be reached now: try again"

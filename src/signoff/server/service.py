@@ -110,25 +110,40 @@ class Service:
             self.gate.redaction = self.redaction
 
     async def decide(
-        self, approval_id: str, decision: Decision, *, actor: str, roles: Iterable[str]
+        self,
+        approval_id: str,
+        decision: Decision,
+        *,
+        actor: str,
+        roles: Iterable[str],
+        version: int | None = None,
     ) -> Approval:
         """`Gate.decide`, for a decision from outside: an edit's masks put back first, and an
         edit the schema refuses reported without the redacted values it holds."""
         decision = await self._unmasked(approval_id, decision)
         try:
-            decided = await self.gate.decide(approval_id, decision, actor=actor, roles=roles)
+            decided = await self.gate.decide(
+                approval_id, decision, actor=actor, roles=roles, version=version
+            )
         except InvalidEditError as exc:
             raise self._hidden(exc, [decision]) from None
         logger.info("%s: %s by %s", decided.id, decided.status, actor, extra=fields_of(decided))
         return decided
 
     async def decide_batch(
-        self, decisions: Mapping[str, Decision], *, actor: str, roles: Iterable[str]
+        self,
+        decisions: Mapping[str, Decision],
+        *,
+        actor: str,
+        roles: Iterable[str],
+        versions: Mapping[str, int] | None = None,
     ) -> list[Approval]:
         """`Gate.decide_batch`, as `decide` takes one."""
         unmasked = {i: await self._unmasked(i, d) for i, d in decisions.items()}
         try:
-            decided = await self.gate.decide_batch(unmasked, actor=actor, roles=roles)
+            decided = await self.gate.decide_batch(
+                unmasked, actor=actor, roles=roles, versions=versions
+            )
         except InvalidEditError as exc:
             raise self._hidden(exc, list(unmasked.values())) from None
         for one in decided:
@@ -349,7 +364,7 @@ class Service:
         come after it. Each read looks back `LOOK_BACK` behind the newest event sent, because
         writers' clocks and commit order do not quite agree, and skips what it sent already:
         nothing is lost nor sent twice."""
-        cursor = max(since or datetime.now(UTC), _EARLIEST)
+        cursor = max(since or self.store.now(), _EARLIEST)  # the clock the runs' events are by
         sent: dict[tuple[str, int], datetime] = {}
         with self.gate.notifier.subscription(ANY) as woken:
             while True:

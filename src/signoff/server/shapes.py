@@ -10,7 +10,7 @@ from typing import Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from signoff.errors import InvalidDecisionError
+from signoff.errors import InvalidDecisionError, StaleDecisionError
 from signoff.gate.deciders import MAX_NOTE, needed
 from signoff.gate.preview import masked
 from signoff.limits import PREVIEW_CHARS, clip
@@ -26,6 +26,7 @@ from signoff.types import (
     Respond,
     Scope,
     approval_to_dict,
+    change_to_dict,
     grant_to_dict,
     preview_from_dict,
     preview_to_dict,
@@ -59,8 +60,10 @@ __all__ = [
     "grant_json",
     "iso",
     "previewed",
+    "seen_version",
     "shown",
     "sse",
+    "stale_json",
     "verdict_json",
 ]
 
@@ -86,6 +89,9 @@ class DecisionBody(_Body):
     content: str | None = None
     reason: str | None = None
     always: Always | None = None
+    version: int | None = Field(default=None, ge=1, le=2**31)
+    """The approval's version the decision was made on (as it was shown: its ``version``):
+    one that changed since gets 409 naming what changed. Also taken from ``If-Match``."""
 
     def decision(self) -> Decision:
         """The decision, or `InvalidDecisionError` naming the field that is missing."""
@@ -166,6 +172,34 @@ def approval_json(approval: Approval, inputs: Mapping[str, str] | None = None) -
     if inputs is not None:
         data["input"] = cut_input(None if approval.run_id is None else inputs.get(approval.run_id))
     return data
+
+
+def seen_version(body: int | None, if_match: str | None) -> int | None:
+    """The version a decision was made on: its body's, or its ``If-Match`` header's (an ETag
+    the approval's page gave, ``"3"``, or a bare ``3``); both given must agree."""
+    if if_match is None:
+        return body
+    tag = if_match.strip().removeprefix("W/").strip('"')
+    if not (tag.isascii() and tag.isdigit() and len(tag) <= 10) or not 1 <= int(tag) <= 2**31:
+        raise InvalidDecisionError(
+            f'If-Match {if_match!r} is not a version of an approval: send its ETag, like "3"'
+        )
+    if body is not None and body != int(tag):
+        raise InvalidDecisionError(
+            f"the body says version {body} and If-Match says {tag}: send one, or both alike"
+        )
+    return int(tag)
+
+
+def stale_json(error: StaleDecisionError, redaction: Redaction) -> dict[str, Any]:
+    """What a 409 for a decision on a version that changed since adds to its words: the
+    version seen and the one now, and the changes between, redacted values masked."""
+    return {
+        "approval_id": error.approval_id,
+        "seen": error.seen,
+        "version": error.version,
+        "changes": redaction.tree([change_to_dict(c) for c in error.changes]),
+    }
 
 
 def cut_input(asked: str | None) -> str | None:

@@ -99,6 +99,7 @@ async def open_store(url: str | None = None, *, migrate: bool = True) -> AsyncIt
                 await store.migrate()
             else:
                 await store.check_schema()
+            await store.clock()  # what `now` carries forward from
         except StoreUnavailableError as exc:
             raise StoreUnavailableError(f"cannot open the store at {shown(url)!r}: {exc}") from exc
         except (OSError, DBAPIError) as exc:

@@ -492,6 +492,15 @@ class SQLStore(
         self._clock = (cast(datetime, moment).astimezone(UTC), (steady + after) / 2)
         return self._clock[0] + timedelta(seconds=(after - steady) / 2)
 
+    def now(self) -> datetime:
+        """`clock` without asking the database: its time as last read, carried forward by the
+        steady clock (before the first read, this machine's) — for a judgement made where
+        nothing can be awaited. `open_store` reads it first."""
+        if self._clock is None or not self.notifies_across_processes:
+            return datetime.now(UTC)
+        read, then = self._clock
+        return read + timedelta(seconds=_steady() - then)
+
     async def lease(self, name: str, *, owner: str, now: datetime, until: datetime) -> bool:
         """Take or renew the lease on the job `name` for `owner` until `until`: True when
         `owner` holds it now (it was free, ran out by `now`, or was `owner`'s already)."""
