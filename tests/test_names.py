@@ -6,8 +6,11 @@ from datetime import UTC, datetime
 
 import pytest
 
+from signoff import Policy, Reject, ToolCall
+from signoff.gate import CheckContext, Gate
 from signoff.gate.deciders import needed
 from signoff.names import MAX_NAME, assignee_key, name_key, name_refusal, same_person
+from signoff.store import SQLStore
 from signoff.types import Quorum, Vote
 
 
@@ -85,3 +88,18 @@ def test_a_name_that_could_pass_for_another_is_refused_naming_what_is_wrong(
 )
 def test_a_plain_name_is_accepted(name: str):
     assert name_refusal(name) is None
+
+
+async def test_a_change_made_under_another_spelling_is_one_s_own_for_a_decision_on_an_older_version(
+    store: SQLStore,
+):
+    gate = Gate(Policy.from_dict({"rules": [{"ask": "restart"}]}), store)
+    context = CheckContext(run_id="r1", thread_id="t1", requested_by="bob")
+    [outcome] = await gate.check([ToolCall(id="c1", name="restart")], context)
+    assert outcome.approval is not None
+    seen = outcome.approval.version
+    await gate.assign(outcome.approval.id, "ada", actor="Mallory")
+    decided = await gate.decide(
+        outcome.approval.id, Reject(reason="not now"), actor="mallory", version=seen
+    )
+    assert (decided.status, decided.decided_by) == ("rejected", "mallory")

@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from signoff.errors import StaleDecisionError
+from signoff.names import same_person
 from signoff.redaction import Redaction
 from signoff.types import (
     KEPT_CHANGES,
@@ -160,7 +161,7 @@ def check_seen(
         )
     missed = since(approval, seen)
     unseen = approval.version - seen - len(missed)  # changes older than those kept
-    if unseen == 0 and all(c.by == actor for c in missed):
+    if unseen == 0 and all(same_person(c.by, actor) for c in missed):
         return  # their own changes: they know what they did
     lost = f"; and {unseen} earlier changes" if unseen else ""
     raise StaleDecisionError(
