@@ -16,7 +16,7 @@ PYTEST := $(BIN)/pytest -n 2 --dist loadfile
 export UV_PYTHON_DOWNLOADS := never
 export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 
-.PHONY: install test pytest lint format typecheck bench demo lock clean chromium prometheus spin verify chaos screenshots dist
+.PHONY: install test pytest lint format typecheck bench demo lock clean chromium prometheus spin faketime verify chaos screenshots dist
 
 install: $(STAMP)
 
@@ -38,7 +38,7 @@ $(STAMP): pyproject.toml requirements.lock | $(UV)
 # tests, whose processes leave a core idle much of the time; its report shows when it is done, and
 # the tests' summary stays last. Under CI (CI=true) the property, fuzz and chaos tests run their
 # full counts; a developer's run samples lighter, to stay within minutes on two cores.
-test: lint $(JS_STAMP) chromium prometheus spin
+test: lint $(JS_STAMP) chromium prometheus spin faketime
 	@types=$$(mktemp); \
 	{ $(BIN)/mypy >"$$types" 2>&1; typed=$$?; printf '\n%s\n' "$(BIN)/mypy"; cat "$$types"; \
 	  rm -f "$$types"; exit $$typed; } & mypy=$$!; \
@@ -46,7 +46,7 @@ test: lint $(JS_STAMP) chromium prometheus spin
 	wait $$mypy || { echo "make test: the type check failed (its report is above)"; exit 1; }; \
 	exit $$tests
 
-pytest: install $(JS_STAMP) chromium prometheus spin
+pytest: install $(JS_STAMP) chromium prometheus spin faketime
 	$(PYTEST)
 
 # The browser tests drive Debian's Chromium (Playwright cannot download a browser here). Installed
@@ -77,6 +77,15 @@ spin:
 		elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then \
 			sudo apt-get update -qq && sudo apt-get install -y -qq spin gcc; \
 		else echo "spin is not installed: the model-checking tests will be skipped"; fi; }
+
+# A replica whose clock runs an hour ahead is a real `signoff serve` under libfaketime (Debian's
+# faketime package): the tests show it decides nothing early. Installed like Spin.
+faketime:
+	@command -v faketime >/dev/null || { \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq faketime; \
+		elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then \
+			sudo apt-get update -qq && sudo apt-get install -y -qq faketime; \
+		else echo "faketime is not installed: the skewed-clock tests will be skipped"; fi; }
 
 # Three workers as well as two, and two aborted transactions: minutes and a few GB, not seconds.
 verify: install spin

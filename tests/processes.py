@@ -73,12 +73,15 @@ def _stop(zygote: subprocess.Popen[bytes]) -> None:
 
 @asynccontextmanager
 async def signoff_server(
-    *arguments: str, env: Mapping[str, str] | None = None
+    *arguments: str, env: Mapping[str, str] | None = None, cold: bool = False
 ) -> AsyncIterator[tuple[str, asyncio.subprocess.Process]]:
     """Run ``python -m signoff ARGUMENTS`` (a command that serves and prints its URL first) for
-    as long as the block lasts; yields the URL and the process. Stopped with SIGINT, as Ctrl+C."""
+    as long as the block lasts; yields the URL and the process. Stopped with SIGINT, as Ctrl+C.
+    `cold`: a process of its own, not forked from the zygote (what `env` says of how a program
+    is loaded — ``LD_PRELOAD`` — applies only to a process started afresh)."""
+    command = [sys.executable, "-m", "signoff"] if cold else signoff_command()
     process = await asyncio.create_subprocess_exec(
-        *signoff_command(), *arguments,
+        *command, *arguments,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=env,
     )  # fmt: skip
     assert process.stdout is not None

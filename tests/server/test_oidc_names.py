@@ -348,3 +348,29 @@ def test_one_principal_may_have_several_tokens_under_one_spelling(tmp_path: Path
     path = tmp_path / "signoff.yaml"
     path.write_text(TOKENS_CONFIG.format(tokens=tokens))
     assert {p.name for p in load_config(path).tokens.values()} == {"ada"}
+
+
+async def test_a_grant_is_revoked_by_its_granter_under_another_spelling(
+    provider: RunningProvider, store: SQLStore
+):
+    async with people(provider, store) as at:
+        machine = await at.client(Authorization="Bearer machine-token")
+        upper, lower = await at.signed_in("Mallory"), await at.signed_in("mallory")
+        run = await started(machine, "restart api")
+        [held] = run["pending_approvals"]
+        await decide(upper, held, always={"scope": "agent", "with_args": True})
+        [grant] = (await machine.get("/v1/grants")).json()["items"]
+        revoked = await lower.delete(f"/v1/grants/{grant['id']}")
+        assert revoked.status_code == 200, revoked.text
+        assert revoked.json()["revoked_by"] == "mallory"
+
+
+async def test_the_requester_is_told_that_four_eyes_need_others_under_another_spelling(
+    provider: RunningProvider, store: SQLStore
+):
+    async with people(provider, store) as at:
+        upper, lower = await at.signed_in("Mallory"), await at.signed_in("mallory")
+        [held] = (await started(upper, "pay dave"))["pending_approvals"]
+        refused = await decide(lower, held)
+        assert refused.status_code == 403, refused.text
+        assert "people other than the one who asked" in refused.json()["detail"]

@@ -51,6 +51,7 @@ from signoff.gate.rejudge import rejudged
 from signoff.gate.timing import Timing
 from signoff.gate.versions import changed, check_seen
 from signoff.limits import ArgumentLimits
+from signoff.names import same_person
 from signoff.policy import Policy, PolicyEngine
 from signoff.policy.engine import GRANTED
 from signoff.redaction import Redaction
@@ -779,7 +780,7 @@ class Gate(Timing):
         approval: Approval, *, actor: str, roles: frozenset[str], now: datetime
     ) -> None:
         """A rule that needs several people never counts its requester among them."""
-        if approval.quorum is not None and actor == approval.requested_by:
+        if approval.quorum is not None and same_person(actor, approval.requested_by):
             raise ForbiddenError(
                 f"{actor!r} asked for this call, and rule {approval.rule!r} needs "
                 f"{approval.quorum.count} people other than the one who asked"

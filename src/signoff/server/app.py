@@ -33,6 +33,7 @@ from signoff.errors import (
     StoreUnavailableError,
 )
 from signoff.gate.transcript import bounded
+from signoff.names import same_person
 from signoff.redaction import Redaction
 from signoff.server.auth import Auth, Who
 from signoff.server.changes import mount_changes
@@ -487,7 +488,7 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
         """Revoke a grant (its granter, or the admin role): no call passes under it once this
         answers. Audited."""
         found = await service.store.get_grant(grant_id)
-        if found.created_by != who.name and "admin" not in who.roles:
+        if not same_person(found.created_by, who.name) and "admin" not in who.roles:
             raise ForbiddenError(
                 f"{who.name!r} may not revoke {found.created_by!r}'s grant: it needs the admin role"
             )

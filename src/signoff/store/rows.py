@@ -46,16 +46,28 @@ def approval_row(approval: Approval) -> dict[str, Any]:
         "kind": call.kind,
         "server": call.server,
         "agent": call.agent,
+        "requested_at": to_micros(approval.requested_at),
+        "requested_by": approval.requested_by,
+        "args_schema": None if approval.args_schema is None else _json(approval.args_schema),
+        # Not canonical: a table's columns keep the order its preview gave them.
+        "preview": None
+        if approval.preview is None
+        else json.dumps(preview_to_dict(approval.preview), ensure_ascii=False),
+        **decision_values(approval),
+    }
+
+
+def _rule_values(approval: Approval) -> dict[str, Any]:
+    """What the rule that asks says of the approval: a new policy may change it while it
+    waits (`signoff.gate.rejudge`)."""
+    return {
         "rule": approval.rule,
         "rule_digest": approval.rule_digest,
         "reason": approval.reason,
-        "requested_at": to_micros(approval.requested_at),
-        "requested_by": approval.requested_by,
         "expires_at": None if approval.expires_at is None else to_micros(approval.expires_at),
         "approvers": _json(list(approval.approvers)),
         "forbid_self_approval": approval.forbid_self_approval,
         "destructive": approval.destructive,
-        "args_schema": None if approval.args_schema is None else _json(approval.args_schema),
         "quorum": None
         if approval.quorum is None
         else _json({"count": approval.quorum.count, "roles": list(approval.quorum.roles)}),
@@ -63,11 +75,6 @@ def approval_row(approval: Approval) -> dict[str, Any]:
         if not approval.escalate
         else _json([{"after": e.after, "to": list(e.to)} for e in approval.escalate]),
         "on_timeout": None if approval.on_timeout is None else _json(_on_timeout(approval)),
-        # Not canonical: a table's columns keep the order its preview gave them.
-        "preview": None
-        if approval.preview is None
-        else json.dumps(preview_to_dict(approval.preview), ensure_ascii=False),
-        **decision_values(approval),
     }
 
 
@@ -82,10 +89,12 @@ def _on_timeout(approval: Approval) -> dict[str, Any]:
 
 
 def decision_values(approval: Approval) -> dict[str, Any]:
+    """The columns a change of a stored approval writes: a decision, a vote, an edit, an
+    assignment, an escalation, a new policy's rule."""
     decided_at = approval.decided_at
     decision = approval.decision
     assigned = approval.assigned
-    return {
+    return _rule_values(approval) | {
         "status": approval.status,
         "decided_by": approval.decided_by,
         "decided_at": None if decided_at is None else to_micros(decided_at),

@@ -1,0 +1,162 @@
+"""The policy of now reaches waiting calls, in the core, on both stores: a new policy judges each
+waiting call again, and nothing — a person's approval, a decision on timeout, a call approved
+before the change — runs what the policy in force denies."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from signoff import Approve, ForbiddenError, Policy, Reject, ToolCall
+from signoff.gate import CheckContext, Gate
+from signoff.store import SQLStore
+from signoff.types import Approval
+
+START = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+BEFORE = {
+    "rules": [
+        {"ask": "restart_service", "on_timeout": {"after": "30m", "decide": "approve"}},
+        {"ask": "pay", "approvals": {"count": 2}},
+        {"ask": "drain", "approvers": ["ops"]},
+        {"ask": "scale"},
+    ]
+}
+DENY_RESTART = {"rules": [{"deny": "restart_service", "reason": "restarts are frozen"},
+                          *BEFORE["rules"]]}  # fmt: skip
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = START
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def gate(store: SQLStore, clock: Clock) -> Gate:
+    return Gate(Policy.from_dict(BEFORE), store, clock=clock)
+
+
+async def held(gate: Gate, tool: str, **args: Any) -> Approval:
+    context = CheckContext(run_id="r1", thread_id="t1", requested_by="bob")
+    [outcome] = await gate.check([ToolCall(id=f"c-{tool}", name=tool, args=args)], context)
+    assert outcome.approval is not None
+    return outcome.approval
+
+
+async def test_a_waiting_call_the_new_policy_denies_is_rejected_with_its_reason(
+    gate: Gate, store: SQLStore
+):
+    restart = await held(gate, "restart_service", name="api")
+    scale = await held(gate, "scale", replicas=3)
+    changed = await gate.use_policy(Policy.from_dict(DENY_RESTART))
+    assert [a.id for a in changed] == [restart.id]
+    stored = await store.get_approval(restart.id)
+    assert (stored.status, stored.decided_by, stored.automatic) == ("rejected", "signoff", True)
+    assert isinstance(stored.decision, Reject)
+    assert "restarts are frozen" in stored.decision.reason
+    assert (await store.get_approval(scale.id)).pending  # still asked about: still waiting
+    [entry] = [e for e in await store.audit_log() if e.action == "decision"]
+    assert (entry.actor, entry.data["automatic"]) == ("signoff", True)
+    assert entry.data["policy"] == gate.engine.version
+    # Judged again (another replica reading the same policy): nothing changes twice.
+    assert await gate.rejudge() == []
+
+
+async def test_on_timeout_never_approves_a_call_the_policy_in_force_denies(
+    gate: Gate, clock: Clock, store: SQLStore
+):
+    restart = await held(gate, "restart_service", name="api")
+    # The policy changed here without judging the waiting calls again (a library's gate set
+    # its engine): the rule's time comes, and signoff rejects rather than approve.
+    gate.engine = Gate(Policy.from_dict(DENY_RESTART), store).engine
+    clock.now += timedelta(minutes=31)
+    [lapsed] = await gate.expire_due()
+    assert (lapsed.id, lapsed.status, lapsed.automatic) == (restart.id, "rejected", True)
+    assert isinstance(lapsed.decision, Reject) and "restarts are frozen" in lapsed.decision.reason
+
+
+async def test_a_persons_approval_of_a_call_the_policy_now_denies_is_refused(
+    gate: Gate, store: SQLStore
+):
+    restart = await held(gate, "restart_service", name="api")
+    gate.engine = Gate(Policy.from_dict(DENY_RESTART), store).engine
+    length = await store.audit_length()
+    with pytest.raises(ForbiddenError, match="restarts are frozen"):
+        await gate.decide(restart.id, Approve(), actor="alice")
+    assert (await store.get_approval(restart.id)).pending
+    assert await store.audit_length() == length
+    rejected = await gate.decide(restart.id, Reject(reason="no"), actor="alice")
+    assert rejected.status == "rejected"  # rejecting it runs nothing: still taken
+
+
+async def test_a_waiting_call_follows_its_rules_new_approvers_and_quorum(
+    gate: Gate, store: SQLStore
+):
+    pay = await held(gate, "pay", amount=10)
+    voted = await gate.decide(pay.id, Approve(), actor="alice", version=pay.version)
+    drain = await held(gate, "drain", node="n1")
+    stricter = {
+        "rules": [
+            {"ask": "pay", "approvals": {"count": 3}},
+            {"ask": "drain", "approvers": ["security"]},
+            {"ask": ["restart_service", "scale"]},
+        ]
+    }
+    await gate.use_policy(Policy.from_dict(stricter))
+    pay_now = await store.get_approval(pay.id)
+    assert pay_now.quorum is not None and pay_now.quorum.count == 3
+    assert pay_now.votes == ()  # given under another rule: they no longer count
+    assert pay_now.version == voted.version + 1
+    [change] = pay_now.changes[-1:]
+    assert (change.kind, change.by) == ("policy", "signoff")
+    assert "3 people must approve" in change.note
+    drain_now = await store.get_approval(drain.id)
+    assert drain_now.approvers == ("security",)
+    with pytest.raises(ForbiddenError, match="security"):
+        await gate.decide(drain.id, Approve(), actor="olga", roles=["ops"])
+    done = await gate.decide(drain.id, Approve(), actor="sam", roles=["security"])
+    assert done.status == "approved"
+
+
+async def test_a_call_the_new_policy_allows_keeps_waiting_for_its_person(
+    gate: Gate, store: SQLStore
+):
+    scale = await held(gate, "scale", replicas=3)
+    assert await gate.use_policy(Policy.from_dict({"rules": [{"allow": "scale"}]})) == []
+    assert (await store.get_approval(scale.id)).pending
+
+
+async def test_an_approved_call_the_policy_denies_by_the_time_it_runs_is_not_run(
+    gate: Gate, store: SQLStore
+):
+    restart = await held(gate, "restart_service", name="api")
+    approved = await gate.decide(restart.id, Approve(), actor="alice")
+    assert gate.denied_now(approved) is None
+    await gate.use_policy(Policy.from_dict(DENY_RESTART))
+    assert (await store.get_approval(restart.id)).status == "approved"  # decided: it stands
+    said = gate.denied_now(approved)
+    assert said is not None and "restarts are frozen" in said
+
+
+async def test_a_refused_request_lets_nothing_lapse(gate: Gate, clock: Clock, store: SQLStore):
+    """Who may decide comes before any lapse: a request someone may not make triggers nothing,
+    even past the approval's time (the sweeper, on the store's clock, does that)."""
+    drain = await held(gate, "drain", node="n1")
+    restart_gate = Gate(Policy.from_dict({"rules": [{"ask": "restart_service", "approvers":
+        ["ops"], "on_timeout": {"after": "30m", "decide": "approve", "despite_approvers":
+        True}}]}), store, clock=clock)  # fmt: skip
+    restart = await held(restart_gate, "restart_service", name="api")
+    clock.now += timedelta(hours=1)
+    with pytest.raises(ForbiddenError):
+        await restart_gate.decide(restart.id, Reject(reason="x"), actor="vic", roles=[])
+    assert (await store.get_approval(restart.id)).pending
+    assert (await store.get_approval(drain.id)).pending
