@@ -215,15 +215,13 @@ async def _allow(
     if asker is None or denied_beside(engine, group, asker):
         return None
     for pattern in shared(calls):
-        counts = await store.count_matching(
-            key, since=since, key=pattern.key, test=pattern.test, value=pattern.value
-        )
-        approved, total = counts["approved"], sum(counts[s] for s in _DECIDED)
-        if approved < MIN_SAMPLES or approved < ALLOW_RATIO * total:
+        tally = await store.tally(key, since=since, match=pattern.match)
+        approved, total = tally.counts["approved"], sum(tally.counts[s] for s in _DECIDED)
+        voices = tally.voices["approved"]
+        if approved < MIN_SAMPLES or approved < ALLOW_RATIO * total or not _heard(voices):
             continue
-        voices = await store.voices(key, since=since, status="approved", match=pattern.match)
         refused = await _refused(store, group, since, pattern.near_match)
-        if not _heard(voices) or refused is None:
+        if refused is None:
             continue
         condition = {pattern.key: pattern.condition}
         rule = suggested_rule("allow", group, engine, asker, asker.allow_priority(), condition)
@@ -257,7 +255,7 @@ async def _deny(
     asker = asker_of(engine, calls)
     if asker is None:
         return None
-    voices = await store.voices(key, since=since, status="rejected")
+    voices = (await store.tally(key, since=since)).voices["rejected"]
     rule = suggested_rule("deny", group, engine, asker, asker.priority, {})
     if rule is None or not _heard(voices):
         return None

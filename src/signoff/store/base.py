@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from signoff.store.checkpoint import Checkpoint
     from signoff.store.external import ExternalRecord, LedgerClaim, NewPause, Pause, PauseStatus
     from signoff.store.gauges import Gauges
-    from signoff.store.insights import ArgumentMatch, ArgumentTest, GroupKey, GroupStats, Voices
+    from signoff.store.insights import ArgumentMatch, ArgumentTest, GroupKey, GroupStats, Tally
     from signoff.store.ledger import LedgerEntry
     from signoff.store.notes import Note
     from signoff.store.outbox import Delivery, DeliveryStatus, NewDelivery, OutboxEvent
@@ -460,14 +460,9 @@ class Store(Protocol):
         self, group: GroupKey, *, since: datetime, key: str, test: ArgumentTest, value: str
     ) -> dict[str, int]: ...
 
-    async def voices(
-        self,
-        group: GroupKey,
-        *,
-        since: datetime,
-        status: ApprovalStatus,
-        match: ArgumentMatch | None = None,
-    ) -> Voices: ...
+    async def tally(
+        self, group: GroupKey, *, since: datetime, match: ArgumentMatch | None = None
+    ) -> Tally: ...
 
     async def refused_like(
         self, tool: str, *, agent: str | None, since: datetime, match: ArgumentMatch, limit: int
