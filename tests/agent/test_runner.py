@@ -780,3 +780,23 @@ async def test_when_one_call_of_a_batch_fails_the_others_are_stopped(store: SQLS
     with pytest.raises(Crash):
         await collect(runner.start("t1", "go"))
     assert stopped.is_set()  # nothing of the run goes on behind the caller's back
+
+
+async def test_an_approved_call_the_policy_denies_by_the_time_it_resumes_is_not_run(
+    store: SQLStore,
+):
+    run, model = runner(
+        store, [ModelTurn(tool_calls=(call("delete_pod", name="web-1"),)), ModelTurn(text="ok")]
+    )
+    events = await collect(run.start("t1", "delete web-1", started_by="bob"))
+    [requested] = of(events, "approval_requested")
+    await run.gate.decide(requested["approval_id"], Approve(), actor="alice")
+    frozen = {"rules": [{"deny": "delete_pod", "reason": "deletions are frozen"},
+                        {"ask": "delete_pod"}]}  # fmt: skip
+    await run.gate.use_policy(Policy.from_dict(frozen))
+    resumed = await collect(run.resume(events[0].run_id))
+    assert executed == []
+    assert resumed[-1].type == "completed"
+    [told] = last_tool_results(model)
+    assert "was approved, but the policy in force denies this call now" in told.content
+    assert "deletions are frozen" in told.content

@@ -321,6 +321,8 @@ class Runner:
         keys |= {c.id: turn.approvals[c.id].id for c in open_calls if c.id in turn.approvals}
         runnable: list[ToolCall] = []
         fresh: list[ToolCall] = []
+        if any(a.status in ("approved", "edited") for a in turn.approvals.values()):
+            await self.gate.catch_up()  # approved calls run only by the policy of now
         for call in open_calls:
             approval = turn.approvals.get(call.id)
             if approval is None:

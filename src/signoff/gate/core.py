@@ -85,9 +85,9 @@ call is checked where the schema is known (the asker's process, and before it ru
 RolesOf = Callable[[str], frozenset[str] | None]
 """A directory of principals: the roles a principal has now, or None when it is not (or no
 longer) known. The server builds one from its tokens."""
-AdoptPolicy = Callable[[str], Awaitable[None]]
-"""Put in force the policy the store saved last (its version given): a gate that follows the
-store's policy (a server's) is given one, and judges a decision only by that policy."""
+AdoptPolicy = Callable[[], Awaitable[None]]
+"""Put in force the policy the store saved last, if it is not: a gate that follows the store's
+policy (a server's) is given one, and judges decisions, lapses and what runs by that policy."""
 _ADOPTIONS = 5
 """How many times a decision is judged again after its replica read a newer policy (and a
 waiting call after it changed meanwhile)."""
@@ -567,10 +567,8 @@ class Gate(Timing):
         for _ in range(_ADOPTIONS):
             try:
                 return await self._decide_batch(decisions, actor, roles, versions or {})
-            except _PolicyBehind as behind:
-                if self.adopt_policy is None:  # pragma: no cover - only raised with one
-                    raise
-                await self.adopt_policy(behind.version)
+            except _PolicyBehind:
+                await self.catch_up()
         raise ConflictError(  # pragma: no cover - the policy changed at every try
             "the policy kept changing while this decision was judged; send it again"
         )
@@ -679,6 +677,13 @@ class Gate(Timing):
             thread_id=approval.thread_id,
             requested_by=approval.requested_by,
         )
+
+    async def catch_up(self) -> None:
+        """Read the policy the store saved last, when this gate follows the store's (a
+        server's: `adopt_policy`), before a judgement that must be by the policy of now — an
+        approval about to run, a lapse. A library's gate judges by the policy it was given."""
+        if self.adopt_policy is not None:
+            await self.adopt_policy()
 
     async def use_policy(self, policy: Policy | PolicyEngine) -> list[Approval]:
         """Judge by `policy` from now on — the calls that wait included: each is judged again

@@ -303,10 +303,12 @@ class Service:
                 self._install(policy, document)
                 await self.gate.rejudge()
 
-    async def _adopt(self, version: str) -> None:
-        """The gate's `adopt_policy`: a decision found a newer policy saved than this replica
-        judges by (`version`) — read it now, rather than at the next look."""
-        await self._load_latest()
+    async def _adopt(self) -> None:
+        """The gate's `adopt_policy`: before a judgement that must be by the policy of now (a
+        decision that found a newer one saved, a lapse, an approved call about to run), read
+        the policy saved last — its version first, the whole of it only when it is new here."""
+        if await self.store.latest_policy_version() not in (None, self.gate.engine.version):
+            await self._load_latest()
 
     async def _follow_policy(self) -> None:
         while True:

@@ -194,6 +194,8 @@ class Store(Protocol):
 
     async def latest_policy(self) -> tuple[str, dict[str, Any]] | None: ...
 
+    async def latest_policy_version(self) -> str | None: ...
+
     async def list_grants(
         self,
         *,

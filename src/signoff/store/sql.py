@@ -582,6 +582,12 @@ class SQLStore(
         found = await self.run(lambda c: c.execute(query).first(), write=False)
         return found is not None
 
+    async def latest_policy_version(self) -> str | None:
+        """The version of the latest saved policy, if any: what a replica compares with its
+        own before it reads the whole document."""
+        found = await self.run(lambda c: c.execute(_LATEST_POLICY).scalar(), write=False)
+        return cast(str | None, found)
+
     async def latest_policy(self) -> tuple[str, dict[str, Any]] | None:
         """The version and document of the latest saved policy, if any."""
         table = schema.policy_versions
