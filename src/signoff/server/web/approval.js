@@ -1,16 +1,17 @@
 // An approval's own page (/approvals/ID, where notifications link, or #/approvals/ID): its card
 // whatever its status — what the user asked, the call, who asks under which rule, the time left —
-// decided from here and redrawn when it is decided anywhere else; once decided, who decided
+// decided from here and redrawn in place whenever it changes anywhere else (edited, voted on,
+// handed on, escalated, decided); once decided, who decided
 // what, and the grant an "approve always" left. A call another framework's run holds (or the MCP
 // gateway) belongs to no run of signoff's: this page is where it is seen on its own, with the
 // conversation its thread had when the call was held.
 
 import { ApiError, get, query } from "./api.js";
-import { approvalCard, fill } from "./cards.js";
+import { approvalCard, update } from "./cards.js";
 import { showConversation } from "./conversation.js";
 import { clear, h, notify } from "./dom.js";
 
-const WAIT = 25; // seconds each long poll waits for a decision before asking again
+const WAIT = 25; // seconds each long poll waits for a change before asking again
 
 const GRANT_STATUS = { active: "in force", stale: "covers nothing: its rule changed", inactive: "covers nothing now", revoked: "revoked" };
 
@@ -34,8 +35,8 @@ export function approvalPage(main, app, id) {
       card = approvalCard(approval, context);
       clear(holder, card);
       showConversation(conversation, approval.id).catch((error) => notify(`The conversation did not load: ${error.message}`, "error"));
-    } else if (card.dataset.status !== approval.status) {
-      fill(card, approval, context);
+    } else {
+      update(card, approval, context);
     }
     app.cardsChanged();
     if (approval.decision?.always && !grant.hasChildNodes()) {
@@ -57,15 +58,17 @@ export function approvalPage(main, app, id) {
     );
   }
 
-  // Decisions on calls outside signoff's runs are in no run's event stream: the approval
-  // itself is asked, and the server answers once it is decided (or after WAIT seconds).
+  // Decisions on calls outside signoff's runs are in no run's event stream, and edits, votes,
+  // hand-overs in no stream of events at all: the approval itself is asked, and the server
+  // answers once it is no longer at the version shown (or after WAIT seconds).
   (async () => {
     let wait = 0;
+    let version = null;
     let failing = false;
     while (!stopped.signal.aborted) {
       let approval;
       try {
-        const path = `/approvals/${encodeURIComponent(id)}${wait ? `?wait=${wait}` : ""}`;
+        const path = `/approvals/${encodeURIComponent(id)}${wait ? query({ wait, version }) : ""}`;
         approval = await get(path, { signal: stopped.signal });
       } catch (error) {
         if (stopped.signal.aborted) return;
@@ -79,6 +82,7 @@ export function approvalPage(main, app, id) {
       show(approval);
       if (approval.status !== "pending") return;
       wait = WAIT;
+      version = approval.version;
     }
   })();
   return () => stopped.abort();

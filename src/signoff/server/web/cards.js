@@ -1,16 +1,19 @@
 // An approval as a card: the tool, what the user asked the run that makes the call, its
 // arguments, who asks under which rule, its status badge, and — while it is pending — the
 // decisions: approve, edit, respond, reject, approve always for a scope, assign to someone; a
-// call that needs several people shows who has approved it and who is still needed. Approving and
-// rejecting wait a few seconds (the server's `web.undo_seconds`) to be undone; approving or
-// editing a call its rule marks destructive asks first. The inbox, the run view and the approval's own
-// page show these.
+// call that needs several people shows who has approved it and who is still needed, and — edited
+// while it waited — both argument sets. Approving and rejecting wait a few seconds (the server's
+// `web.undo_seconds`) to be undone; approving or editing a call its rule marks destructive asks
+// first. Every decision names the version of the approval its card showed when the person acted
+// (versions.js): one the call changed under is refused, and the card says what changed. The inbox,
+// the run view and the approval's own page show these, redrawn in place as the approval changes.
 
 import { ApiError, get, post, sendOnLeaving } from "./api.js";
 import { argsDiff, h, clear, jsonView, notify, timeLeft, when } from "./dom.js";
 import { conversationFold } from "./conversation.js";
 import { schemaForm } from "./schemaform.js";
 import { editPreview, previewView } from "./preview.js";
+import { changedSince, editedArgs, isStale, staleNote, versioned } from "./versions.js";
 
 let undoSeconds = 5;
 
@@ -33,8 +36,9 @@ const LABELS = {
 };
 
 // Decisions waiting out their undo window, by approval id, until the server has answered; an
-// Approve All's calls share one: {ids, verb, detail, path, body, deadline, timer, sent, fire(),
-// undo()}. Once sent, a decision can be neither undone nor sent again.
+// Approve All's calls share one: {ids, seen: {id: version}, verb, noun, detail, path, body,
+// deadline, timer, sent, fire(), undo(), drop()}. Once sent, a decision can be neither undone
+// nor sent again.
 const waiting = new Map();
 
 export function badge(status) {
@@ -53,23 +57,42 @@ export function approvalCard(approval, context) {
 }
 
 // The approval's card from `cards` (by id, kept across refreshes so its state survives),
-// redrawn if its status changed, or a new one; its id goes into `seen`.
+// redrawn in place if the approval changed, or a new one; its id goes into `seen`.
 export function keptCard(approval, cards, seen, context) {
   seen.add(approval.id);
   let card = cards.get(approval.id);
   if (!card) {
     card = approvalCard(approval, context);
     cards.set(approval.id, card);
-  } else if (card.dataset.shown !== shownState(approval)) {
-    fill(card, approval, context);
+  } else {
+    update(card, approval, context);
   }
   return card;
 }
 
-// What a redraw of the card would change: its status, and — while it waits — who has approved
-// it, whom it is assigned to, how far it has escalated.
+// Redraw `card` for its approval as it stands now, if that changed what it shows. A decision on it
+// still in its undo window, made on an older version (or on a call decided meanwhile), is
+// dropped — never sent: the server would refuse it, and the person should see what changed
+// before deciding again.
+export function update(card, approval, context) {
+  if (card.dataset.shown === shownState(approval)) return;
+  const held = waiting.get(approval.id);
+  const seen = held?.seen[approval.id];
+  const moved = seen !== approval.version || approval.status !== "pending";
+  if (held && !held.sent && moved && held.drop()) {
+    card._stale = `your ${held.noun} waited to be sent while the call was ${changedSince(approval, seen)} (version ${seen}, now ${approval.version}): look again.`;
+  }
+  fill(card, approval, context);
+}
+
+// What a redraw of the card would change: its status and version (an edit, a vote, a hand-over,
+// an escalation each make a new one).
 function shownState(approval) {
-  return JSON.stringify([approval.status, (approval.votes || []).map((v) => v.by), approval.assigned, approval.escalated]);
+  return JSON.stringify([approval.status, approval.version, (approval.votes || []).map((v) => v.by), approval.assigned, approval.escalated]);
+}
+
+function cardOf(id) {
+  return document.querySelector(`article.approval[data-approval-id="${CSS.escape(id)}"]`);
 }
 
 // "Approve All (N)" over several pending approvals; nothing for fewer than two.
@@ -136,9 +159,10 @@ export function fill(card, approval, context) {
       origin(approval, context),
       place(approval, context),
     ),
+    approval.status === "pending" && card._stale ? staleNote(card._stale) : null,
     context.showRun ? asked(approval) : null,
     external(approval) && !context.own ? conversationFold(approval) : null,
-    jsonView(approval.args),
+    approval.status === "pending" && approval.edited ? editedArgs(approval) : jsonView(approval.args),
     previewView(approval.preview),
     approval.truncated ? wholeLink(card, approval, context) : null,
     approval.status === "pending" ? waitingOn(approval) : null,
@@ -290,14 +314,20 @@ function actions(card, approval, context) {
   );
 }
 
-// Post `body` as the decision on `approval`; `answered` runs once the server has answered,
-// before the card is redrawn. An error other than a conflict is returned.
+// Post `body` as the decision on `approval`, on the version the card showed as the person acted;
+// `answered` runs once the server has answered, before the card is redrawn. An error other than
+// a conflict is returned.
 async function send(card, approval, context, body, answered = () => {}) {
+  card._stale = null;
   let updated;
   try {
-    updated = await post(`/approvals/${encodeURIComponent(approval.id)}/decision`, body);
+    updated = await post(`/approvals/${encodeURIComponent(approval.id)}/decision`, versioned(approval, body));
   } catch (error) {
     answered();
+    if (isStale(error)) {
+      await refused(card, error, context);
+      return null;
+    }
     if (error instanceof ApiError && error.status === 409) {
       notify(`Already decided elsewhere: ${error.message}`, "error");
       context.changed();
@@ -309,6 +339,21 @@ async function send(card, approval, context, body, answered = () => {}) {
   fill(card, updated, context);
   context.changed();
   return null;
+}
+
+// The server refused a decision made on a version the call has changed since, writing nothing:
+// the card says what changed and shows the call as it stands now. Nothing is sent again by
+// itself — the person decides again on what they now see.
+async function refused(card, error, context) {
+  card._stale = error.body.detail || error.message;
+  let now = card._approval;
+  try {
+    now = await get(`/approvals/${encodeURIComponent(card.dataset.approvalId)}`);
+  } catch (failure) {
+    notify(`The approval did not load again: ${failure.message}`, "error");
+  }
+  fill(card, now, context);
+  context.changed();
 }
 
 // Approve (the button, Enter): an error is told, whether it comes back at once or after the
@@ -325,13 +370,16 @@ async function approving(card, approval, context, always = null) {
   return decideLater(card, approval, context, body, always ? "Approving always" : "Approving");
 }
 
-// "Approve All": every pending call of the turn at once (all or nothing), after one undo window.
-export async function approveAll(approvals, context) {
+// "Approve All": every pending call of the turn at once (all or nothing), after one undo window,
+// each on the version its card shows as the button is pressed.
+export async function approveAll(listed, context) {
+  const approvals = listed.map((a) => cardOf(a.id)?._approval || a);
   if (approvals.some((a) => waiting.has(a.id))) return;
   const risky = approvals.filter((a) => a.destructive);
   if (risky.length && !(await confirmed(null, risky))) return;
-  const decisions = Object.fromEntries(approvals.map((a) => [a.id, { kind: "approve" }]));
+  const decisions = Object.fromEntries(approvals.map((a) => [a.id, versioned(a, { kind: "approve" })]));
   const ids = approvals.map((a) => a.id);
+  for (const id of ids) if (cardOf(id)) cardOf(id)._stale = null;
   const redraw = () => {
     for (const card of document.querySelectorAll("article.approval")) {
       if (ids.includes(card.dataset.approvalId)) fill(card, card._approval, card._context);
@@ -339,7 +387,9 @@ export async function approveAll(approvals, context) {
     context.changed();
   };
   await later(ids, {
+    seen: Object.fromEntries(approvals.map((a) => [a.id, a.version])),
     verb: `Approving ${ids.length} calls`,
+    noun: "Approve All",
     path: "/approvals/decisions",
     body: { decisions },
     redraw,
@@ -350,7 +400,10 @@ export async function approveAll(approvals, context) {
         answered();
       } catch (error) {
         answered();
-        notify(error.message, "error");
+        // All or nothing: none was decided. The call that changed says what changed.
+        const changed = isStale(error) ? cardOf(error.body.approval_id) : null;
+        if (changed) await refused(changed, error, changed._context);
+        notify(isStale(error) ? `Approve All was not sent: ${error.message}` : error.message, "error");
         redraw();
       }
       context.changed();
@@ -358,21 +411,25 @@ export async function approveAll(approvals, context) {
   });
 }
 
-// Send `body` as the decision on `approval` once its undo window has passed (at once without
+// Send `body` as the decision on `approval` — the version the card showed as the person acted,
+// whatever it shows by the time it is sent — once its undo window has passed (at once without
 // one); an error it gets is returned when sent at once, else told.
 function decideLater(card, approval, context, body, verb) {
+  card._stale = null;
   return later([approval.id], {
+    seen: { [approval.id]: approval.version },
     verb,
+    noun: body.kind === "reject" ? "rejection" : "approval",
     detail: body.reason,
     path: `/approvals/${encodeURIComponent(approval.id)}/decision`,
-    body,
-    redraw: () => fill(card, approval, context),
+    body: versioned(approval, body), // as sent when the page is left, too
+    redraw: () => fill(card, card._approval, context),
     undone: body.kind === "reject" ? "Rejection undone" : "Approval undone",
     async go(answered) {
       const error = await send(card, approval, context, body, answered);
       if (error && undoSeconds) {
         notify(error.message, "error");
-        fill(card, approval, context);
+        fill(card, card._approval, context);
       }
       return error;
     },
@@ -397,11 +454,15 @@ async function later(ids, entry) {
     entry.redraw();
     return entry.go(release);
   };
-  held.undo = () => {
-    if (!open()) return;
+  // Dropped unsent (the call changed under it): whether it was still to send.
+  held.drop = () => {
+    if (!open()) return false;
     release();
     entry.redraw();
-    notify(entry.undone);
+    return true;
+  };
+  held.undo = () => {
+    if (held.drop()) notify(entry.undone);
   };
   held.timer = setTimeout(held.fire, undoSeconds * 1000);
   for (const id of ids) waiting.set(id, held);

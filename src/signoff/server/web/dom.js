@@ -86,8 +86,9 @@ function render(value, indent) {
   return h(`span.j-${typeof value}`, {}, JSON.stringify(value));
 }
 
-// What an edit changed: one row per path whose value differs, requested then decided.
-export function argsDiff(before, after) {
+// What an edit changed: one row per path whose value differs, requested then decided (or, for a
+// call still waiting, as `labels` name them).
+export function argsDiff(before, after, labels = ["requested", "ran with"]) {
   const rows = [];
   const walk = (a, b, path) => {
     const plain = (v) => v === null || typeof v !== "object";
@@ -103,7 +104,7 @@ export function argsDiff(before, after) {
   return h(
     "table.args-diff",
     {},
-    h("thead", {}, h("tr", {}, h("th", {}, "argument"), h("th", {}, "requested"), h("th", {}, "ran with"))),
+    h("thead", {}, h("tr", {}, h("th", {}, "argument"), h("th", {}, labels[0]), h("th", {}, labels[1]))),
     h("tbody", {}, rows.map(([path, a, b]) => h("tr", { dataset: { path } }, h("td.mono", {}, path), h("td.before", {}, cell(a)), h("td.after", {}, cell(b))))),
   );
 }

@@ -1,12 +1,13 @@
 // The inbox: every pending approval across runs and agents, newest first, filtered by agent,
-// tool and run — or those assigned to me — live through the event stream of every run.
+// tool and run — or those assigned to me — live through the stream of approval changes: every
+// approval held, edited, voted on, handed on, escalated, judged again or decided, whoever holds
+// it (a run of signoff's, another framework, the MCP gateway), each card redrawn in place. One
+// stream a tab: a browser opens six connections to a server at most, for all its tabs.
 
 import { follow, get, query } from "./api.js";
 import { keptCard } from "./cards.js";
 import { clear, debounce, guarded, h } from "./dom.js";
 import { chatBox } from "./runs.js";
-
-const REFRESHING = new Set(["approval_requested", "decision", "paused", "resumed", "completed", "failed"]);
 
 export function inbox(main, app, params) {
   const filters = {
@@ -87,16 +88,18 @@ export function inbox(main, app, params) {
   }
 
   const soon = debounce(refresh, 20);
-  const stop = follow("/events", (event) => {
-    if (event.type === "decision") {
-      // Decided (here or elsewhere): out of the inbox at once, before the refresh.
-      const card = cards.get(event.data.data.approval_id);
-      if (card) {
-        card.remove();
-        cards.delete(event.data.data.approval_id);
-      }
+  // {id, version, status} of each approval changed: one decided (here or elsewhere) is out of
+  // the inbox at once, before the refresh; a card not at that version is read again with it.
+  const stop = follow("/approvals/changes", (event) => {
+    if (event.type !== "approval") return;
+    const { id, version, status } = event.data;
+    const card = cards.get(id);
+    if (status === "pending" ? card?._approval.version === version : !card) return;
+    if (card && status !== "pending") {
+      card.remove();
+      cards.delete(id);
     }
-    if (REFRESHING.has(event.type)) soon();
+    soon();
   }, { onOpen: soon });
   refresh();
   return stop;
