@@ -24,7 +24,8 @@ from signoff.store import open_store
 from signoff.testing import ScriptedModel, call
 from tests.deadline import HANG
 
-STREAMS = {"/v1/events", "/v1/runs/{run_id}/events"}  # live streams: not request/response
+# Live streams: not request/response.
+STREAMS = {"/v1/events", "/v1/runs/{run_id}/events", "/v1/approvals/changes"}
 HEADERS = {"Authorization": "Bearer fuzz"}
 
 

@@ -7,10 +7,15 @@ session cookie of a person signed in (its ``Origin`` must be the server's own). 
 
 - the server sends ``{"type": "hello", "principal", "pending": [APPROVAL, ...]}``, then
   ``{"type": "event", "event": {run_id, seq, at, type, data}}`` for every run's
-  ``approval_requested``, ``decision``, ``paused``, ``resumed``, ``completed`` and ``failed``;
-- the client sends ``{"type": "decide", "id": APPROVAL_ID, "decision": {"kind", ...},
-  "request_id"?}`` and gets ``{"type": "decided", "request_id", "approval"}`` or
-  ``{"type": "error", "request_id", "error", "detail"}``.
+  ``approval_requested``, ``decision``, ``paused``, ``resumed``, ``completed`` and ``failed``,
+  and ``{"type": "approval", "approval": APPROVAL}`` for every approval changed since the hello
+  (held, edited, voted on, handed on, escalated, judged again, decided; as
+  ``GET /v1/approvals/changes`` finds them), as it stands then;
+- the client sends ``{"type": "decide", "id": APPROVAL_ID, "decision": {"kind", ...,
+  "version"}, "request_id"?}`` — ``version``: the approval's version it showed — and gets
+  ``{"type": "decided", "request_id", "approval"}`` or ``{"type": "error", "request_id",
+  "error", "detail"}`` (for a version that changed since, ``StaleDecisionError`` with ``seen``,
+  ``version`` and the ``changes`` between).
 """
 
 from __future__ import annotations
@@ -24,11 +29,19 @@ from typing import Any
 from fastapi import WebSocket, WebSocketDisconnect
 from pydantic import ValidationError
 
-from signoff.errors import SignoffError, StoreUnavailableError
+from signoff.errors import SignoffError, StaleDecisionError, StoreUnavailableError
 from signoff.server.auth import Auth
+from signoff.server.changes import approval_changes
 from signoff.server.intake import BodyLimits
 from signoff.server.service import Principal, Service
-from signoff.server.shapes import DecisionBody, approval_json, event_json, previewed, shown
+from signoff.server.shapes import (
+    DecisionBody,
+    approval_json,
+    event_json,
+    previewed,
+    shown,
+    stale_json,
+)
 
 __all__ = ["PUSHED", "websocket_channel"]
 
@@ -47,6 +60,7 @@ async def websocket_channel(
         await socket.close(code=4401, reason="unauthorized: send a known bearer token")
         return
     await socket.accept(subprotocol=subprotocol)
+    start = await service.store.audit_length()  # before the hello: no change falls between
     pending = await service.store.list_approvals(status="pending", limit=500)
     await socket.send_json(
         {
@@ -62,7 +76,12 @@ async def websocket_channel(
                 brief = previewed(event_json(event), service.redaction)
                 await socket.send_json({"type": "event", "event": brief})
 
-    pusher = asyncio.create_task(push())
+    async def push_changes() -> None:
+        async for _, approval in approval_changes(service, after=start):
+            shown_approval = previewed(approval_json(approval), service.redaction)
+            await socket.send_json({"type": "approval", "approval": shown_approval})
+
+    pushers = [asyncio.create_task(push()), asyncio.create_task(push_changes())]
     try:
         while True:
             frame = await socket.receive()
@@ -93,6 +112,7 @@ async def websocket_channel(
                     body.decision(),
                     actor=principal.name,
                     roles=principal.roles,
+                    version=body.version,
                 )
             except ValidationError as exc:
                 problems = "; ".join(
@@ -105,6 +125,9 @@ async def websocket_channel(
                 logger.warning("a decision over the WebSocket: %s", exc)
                 detail = "the database cannot be reached now: try again"
                 await _error(socket, request_id, type(exc).__name__, detail)
+            except StaleDecisionError as exc:  # what changed, to show again
+                extra = stale_json(exc, service.redaction)
+                await _error(socket, request_id, type(exc).__name__, str(exc), extra)
             except SignoffError as exc:
                 await _error(socket, request_id, type(exc).__name__, str(exc))
             else:
@@ -118,9 +141,10 @@ async def websocket_channel(
     except WebSocketDisconnect:
         pass
     finally:
-        pusher.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await pusher
+        for pusher in pushers:
+            pusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await pusher
 
 
 async def _authenticate(
@@ -142,9 +166,16 @@ async def _authenticate(
     return principal, _SUBPROTOCOL if _SUBPROTOCOL in offered else None, headers
 
 
-async def _error(socket: WebSocket, request_id: Any, error: str, detail: str) -> None:
+async def _error(
+    socket: WebSocket,
+    request_id: Any,
+    error: str,
+    detail: str,
+    extra: dict[str, Any] | None = None,
+) -> None:
     await socket.send_json(
         {"type": "error", "request_id": request_id, "error": error, "detail": detail}
+        | (extra or {})
     )
 
 
