@@ -18,7 +18,7 @@ import httpx
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from signoff import Policy, ToolCall
+from signoff import Approve, Policy, ToolCall
 from signoff.gate import Gate
 from signoff.store import open_store
 from tests.deadline import HANG
@@ -32,19 +32,25 @@ auth:
     - principal: olga
       roles: [ops]
       token_env: SIGNOFF_TEST_TOKEN
+    - principal: bob
+      token_env: SIGNOFF_TEST_TOKEN_BOB
 rules:
   - ask: delete_pod
     reason: deleting a pod stops what it serves
+  - ask: pay
+    approvals: {{count: 2}}
 """
 TOKEN = "t0ken"
+BOB = "b0b-token"
+FOUR_EYES = Policy.from_dict({"rules": [{"ask": "pay", "approvals": {"count": 2}}]})
 
 
 class Signoff:
     """A real `signoff serve` (the ops agent of tests/server/serve_agents.py, whose delete_pod
     writes each pod it really deleted to `side`), and a client with the token."""
 
-    def __init__(self, url: str, client: httpx.AsyncClient, side: Path) -> None:
-        self.url, self.client, self.side = url, client, side
+    def __init__(self, url: str, client: httpx.AsyncClient, side: Path, database: str) -> None:
+        self.url, self.client, self.side, self.database = url, client, side, database
 
     async def held(self, thread: str, pod: str, asked: str = "please delete") -> tuple[str, str]:
         """Start a run that asks to delete `pod`; its id and its one approval's id."""
@@ -97,6 +103,7 @@ async def signoff(tmp_path: Path) -> AsyncIterator[Signoff]:
     side = tmp_path / "side.txt"
     env = os.environ | {
         "SIGNOFF_TEST_TOKEN": TOKEN,
+        "SIGNOFF_TEST_TOKEN_BOB": BOB,
         "SIGNOFF_TEST_SIDE_FILE": str(side),
         "PYTHONPATH": str(ROOT),
     }
@@ -109,7 +116,7 @@ async def signoff(tmp_path: Path) -> AsyncIterator[Signoff]:
             base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=HANG
         ) as client,
     ):  # fmt: skip
-        yield Signoff(url, client, side)
+        yield Signoff(url, client, side, f"sqlite:///{tmp_path / 'signoff.db'}")
 
 
 def inbox(source: Any, **options: Any) -> AppTest:
@@ -401,3 +408,70 @@ def test_without_streamlit_the_module_says_which_extra_to_install():
         "signoff.errors.MissingExtraError: signoff.channels.streamlit needs the 'streamlit' "
         "extra: pip install 'signoff[streamlit]'"
     )
+
+
+async def paid(url: str, **args: Any) -> str:
+    """Hold a `pay` call that needs two people's approval, in the database at `url`."""
+    async with open_store(url) as store:
+        [outcome] = await Gate(FOUR_EYES, store).check([ToolCall(id="p", name="pay", args=args)])
+    assert outcome.approval is not None
+    return outcome.approval.id
+
+
+async def test_a_decision_on_a_card_older_than_an_edit_is_refused_and_the_card_shows_the_edit(
+    signoff: Signoff,
+):
+    held = await paid(signoff.database, amount=100, to="bob")
+    app = await run(inbox(signoff.url, token=BOB))
+    assert any(t.endswith(" · version 1") for t in shown(app))
+    # olga edits the call while bob's page shows it as it was: her edit is her approval.
+    edit = {"kind": "edit", "args": {"amount": 999999, "to": "mallory"}, "version": 1}
+    edited = await signoff.client.post(f"/v1/approvals/{held}/decision", json=edit)
+    assert edited.status_code == 200, edited.text
+
+    app = await run(app.button(key=f"signoff:{held}:approve").click())
+    assert not app.success
+    [error] = app.error
+    assert error.value.startswith(f"Not decided: approval '{held}' changed since version 1"), (
+        error.value
+    )
+    assert "edited by olga" in error.value and "amount 100 → 999999" in error.value
+    # The card shows the call as it is now, both argument sets, and whose approval it has.
+    texts = shown(app)
+    assert "**Edited by olga:** these arguments run" in texts
+    assert "**As requested:**" in texts
+    assert [c.value for c in app.code] == [  # what runs first, then what was asked
+        '{\n  "amount": 999999,\n  "to": "mallory"\n}',
+        '{\n  "amount": 100,\n  "to": "bob"\n}',
+    ]
+    assert "**Approvals so far:** olga (1 of 2)" in texts
+    assert any(t.endswith(" · version 2") for t in texts)
+    assert app.text_area(key=f"signoff:{held}:args").value == (
+        '{\n  "amount": 999999,\n  "to": "mallory"\n}'
+    )
+    approval = await signoff.approval(held)
+    assert (approval["status"], approval["version"], [v["by"] for v in approval["votes"]]) == (
+        "pending", 2, ["olga"],
+    )  # fmt: skip
+
+    # Seen as it is, bob's approval completes the two.
+    app = await run(app.button(key=f"signoff:{held}:approve").click())
+    assert [s.value for s in app.success] == ["Edited and approved pay, as bob."]
+    approval = await signoff.approval(held)
+    assert (approval["status"], approval["args"]) == ("edited", {"amount": 999999, "to": "mallory"})
+
+
+async def test_on_a_local_store_a_decision_is_made_on_the_version_its_card_showed(tmp_path: Path):
+    from signoff.channels.streamlit import LocalStore
+
+    url = f"sqlite:///{tmp_path / 'local.db'}"
+    held = await paid(url, amount=5)
+    app = await run(inbox(LocalStore(url, actor="carla", policy=FOUR_EYES)))
+    async with open_store(url) as store:  # olga approves first, elsewhere
+        await Gate(FOUR_EYES, store).decide(held, Approve(), actor="olga", version=1)
+    app = await run(app.button(key=f"signoff:{held}:reject").click())
+    [error] = app.error
+    assert "changed since version 1" in error.value and "approved by olga" in error.value
+    assert "**Approvals so far:** olga (1 of 2)" in shown(app)
+    app = await run(app.button(key=f"signoff:{held}:approve").click())
+    assert [s.value for s in app.success] == ["Approved pay, as carla."]

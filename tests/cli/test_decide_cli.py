@@ -1,5 +1,6 @@
 """`signoff approve` and `signoff reject`, straight on a database (through a server: see
-tests/server/test_demo.py); and what the commands send a server, to a stand-in for one."""
+tests/server/test_demo.py), each on the version of the approval looked at (``--version``); and
+what the commands send a server, to a stand-in for one."""
 
 from __future__ import annotations
 
@@ -17,14 +18,14 @@ from typing import Any
 
 import pytest
 
-from signoff import Policy, Reject, ToolCall
+from signoff import Approve, Edit, Policy, Reject, ToolCall
 from signoff.cli.decide import on_server, through_server
-from signoff.errors import NotFoundError, SignoffError
+from signoff.errors import NotFoundError, SignoffError, StaleDecisionError
 from signoff.gate import CheckContext, Gate
 from signoff.store import open_store
 from signoff.types import Approval
 from tests.cli.test_inbox_cli import reasons
-from tests.processes import signoff_command, typed_here
+from tests.processes import signoff_command, signoff_server, typed_here
 
 
 def signoff(*args: str) -> tuple[int, str, str]:
@@ -316,3 +317,84 @@ def test_what_a_server_says_instead_of_an_answer_is_one_line_naming_it():
         on_server(closed, None, "GET", "/v1/approvals")
     with pytest.raises(SignoffError, match="'localhost:8000' is not a server's URL"):
         on_server("localhost:8000", None, "GET", "/v1/approvals")
+
+
+async def edited_by_olga(url: str) -> str:
+    """A `pay` call that needs two people's approval, which olga edited (her approval)."""
+    policy = Policy.from_dict({"rules": [{"ask": "pay", "approvals": {"count": 2}}]})
+    async with open_store(url) as store:
+        gate = Gate(policy, store)
+        [held] = await gate.check([ToolCall(id="p", name="pay", args={"amount": 100})])
+        assert held.approval is not None
+        edit = Edit(args={"amount": 999999})
+        await gate.decide(held.approval.id, edit, actor="olga", version=1)
+    return held.approval.id
+
+
+def test_a_decision_names_the_version_looked_at_and_a_stale_one_says_what_changed(store_url: str):
+    approval_id = asyncio.run(edited_by_olga(store_url))
+    bob = ("--database", store_url, "--as", "bob")
+    look = f"See it as it is now with `{typed_here()} inbox` (show N), then decide with --version 2"
+    code, out, err = signoff("approve", approval_id, "--version", "1", *bob)
+    assert (code, out) == (1, "")
+    assert err.startswith(f"error: approval '{approval_id}' changed since version 1, "), err
+    assert "edited by olga at " in err and "amount 100 → 999999" in err and err.endswith(look)
+    # Naming no version, an approval of the edited call is refused too: say what you saw.
+    code, _, err = signoff("approve", approval_id, *bob)
+    assert code == 1 and "must say which version it was made on (now 2)" in err
+    assert err.endswith(look)
+    code, _, err = signoff("reject", approval_id, "too much", "--version", "0", *bob)
+    assert code == 2 and "--version" in err  # versions start at 1
+    assert asyncio.run(votes(store_url, approval_id)) == ("pending", ["olga"])
+
+    code, out, err = signoff("approve", approval_id[-8:], "--version", "2", *bob)
+    assert (code, out, err) == (0, f"{approval_id}: edited by bob (pay)\n", "")
+    assert asyncio.run(votes(store_url, approval_id)) == ("edited", ["olga", "bob"])
+
+
+async def votes(url: str, approval_id: str) -> tuple[str, list[str]]:
+    async with open_store(url) as store:
+        approval = await store.get_approval(approval_id)
+    return approval.status, [v.by for v in approval.votes]
+
+
+async def test_through_a_server_a_decision_carries_its_version(tmp_path: Path):
+    database = f"sqlite:///{tmp_path / 'signoff.db'}"
+    approval_id = await edited_by_olga(database)
+    config = tmp_path / "signoff.yaml"
+    config.write_text(
+        f"database: {database}\n"
+        "auth:\n  tokens:\n    - {principal: bob, token_env: SIGNOFF_TEST_TOKEN}\n"
+        "rules:\n  - {ask: pay, approvals: {count: 2}}\n"
+    )
+    env = {**os.environ, "SIGNOFF_TEST_TOKEN": "b0b"}
+    async with signoff_server("serve", "--config", str(config), "--port", "0", env=env) as (
+        url,
+        _,
+    ):
+        bob = ("--server", url, "--token", "b0b")
+        code, _, err = await asyncio.to_thread(
+            signoff, "reject", approval_id, "no", "--version", "1", *bob
+        )
+        assert code == 1
+        assert f"said 409: approval '{approval_id}' changed since version 1" in err
+        assert err.endswith("then decide with --version 2")
+        code, out, _ = await asyncio.to_thread(
+            signoff, "reject", approval_id, "no", "--version", "2", *bob
+        )
+        assert (code, out) == (0, f"{approval_id}: rejected by bob (pay)\n")
+
+
+def test_a_stale_answer_from_a_server_is_a_stale_decision_error():
+    body = (
+        b'{"error": "StaleDecisionError", "detail": "approval \'a1\' changed since version 1: '
+        b'approved by olga", "approval_id": "a1", "seen": 1, "version": 2, "changes": []}'
+    )
+    with answering(409, body) as (url, sent), pytest.raises(StaleDecisionError) as raised:
+        through_server(url, None, "a1", Approve(), version=1)
+    assert (
+        str(raised.value)
+        == f"{url} said 409: approval 'a1' changed since version 1: approved by olga"
+    )
+    assert (raised.value.seen, raised.value.version) == (1, 2)
+    assert sent[0]["body"] == b'{"kind": "approve", "version": 1}'

@@ -11,9 +11,10 @@ import subprocess
 import time
 from pathlib import Path
 
+import httpx
 from typer.testing import CliRunner
 
-from signoff import Approve, Policy, ToolCall
+from signoff import Approve, Edit, Policy, ToolCall
 from signoff.cli import app
 from signoff.cli.inbox import PAGE
 from signoff.gate import CheckContext, Gate
@@ -378,3 +379,80 @@ def test_show_prints_what_the_call_would_change_as_text(store_url: str):
     assert "preview: pod: web-1, node: n1" in terminal.until("inbox> ")
     terminal.type("quit")
     assert terminal.close() == 0
+
+
+FOUR_EYES = Policy.from_dict({"rules": [{"ask": "pay", "approvals": {"count": 2}}]})
+
+
+async def paid(url: str, **args: object) -> str:
+    """Hold a `pay` call that needs two people's approval."""
+    async with open_store(url) as store:
+        [held] = await Gate(FOUR_EYES, store).check([ToolCall(id="p", name="pay", args=args)])
+    assert held.approval is not None
+    return held.approval.id
+
+
+async def edited_elsewhere(url: str, approval_id: str, actor: str, **args: object) -> None:
+    async with open_store(url) as store:
+        await Gate(FOUR_EYES, store).decide(approval_id, Edit(args=args), actor=actor, version=1)
+
+
+def refused_and_shown_again(terminal: Terminal, approval_id: str) -> None:
+    """Type ``approve 1`` at a list made before olga's edit: refused, naming it, and the call
+    shown again as it is now; ``approve 1`` again decides on that."""
+    terminal.type("approve 1")
+    screen = " ".join(terminal.until("inbox> ").split())
+    # (Through a server, after the server's address: "http://…: said 409: approval …")
+    assert re.search(
+        f"not decided: (.* said 409: )?approval '{approval_id}' changed since version 1", screen
+    ), screen
+    assert "edited by olga" in screen and "amount 100 → 999999" in screen
+    assert f"#1 {approval_id[-8:]} pay, as it is now (version 2, edited by olga):" in screen
+    assert 'runs with: {"amount": 999999, "to": "mallory"}' in screen
+    assert 'requested: {"amount": 100, "to": "bob"}' in screen
+    assert "approvals: olga (1 of 2)" in screen
+    terminal.type("approve 1")
+    assert f"#1 {approval_id[-8:]} pay: edited by bob" in terminal.until("inbox> ")
+    terminal.type("quit")
+    assert terminal.close() == 0
+
+
+def test_a_decision_on_a_call_edited_since_it_was_listed_is_refused_and_shown_again(store_url: str):
+    approval_id = asyncio.run(paid(store_url, amount=100, to="bob"))
+    terminal = Terminal("inbox", "--database", store_url, "--as", "bob")
+    listed = terminal.until("inbox> ")
+    assert re.search(r"│ 1 +│ \w+ +│ pay +│ \{\"amount\": 100, \"to\": \"bob\"\} .*│ 1 +│", listed)
+    asyncio.run(edited_elsewhere(store_url, approval_id, "olga", amount=999999, to="mallory"))
+    refused_and_shown_again(terminal, approval_id)
+
+    async def read() -> tuple[str, dict[str, object], list[str]]:
+        async with open_store(store_url) as store:
+            approval = await store.get_approval(approval_id)
+        return approval.status, approval.call.args, [v.by for v in approval.votes]
+
+    assert asyncio.run(read()) == ("edited", {"amount": 999999, "to": "mallory"}, ["olga", "bob"])
+
+
+async def test_through_a_server_the_inbox_sends_the_version_it_listed(tmp_path: Path):
+    database = f"sqlite:///{tmp_path / 'signoff.db'}"
+    approval_id = await paid(database, amount=100, to="bob")
+    config = tmp_path / "signoff.yaml"
+    config.write_text(
+        f"database: {database}\n"
+        "auth:\n  tokens:\n"
+        "    - {principal: olga, token_env: SIGNOFF_TEST_TOKEN}\n"
+        "    - {principal: bob, token_env: SIGNOFF_TEST_TOKEN_BOB}\n"
+        "rules:\n  - {ask: pay, approvals: {count: 2}}\n"
+    )
+    env = {**os.environ, "SIGNOFF_TEST_TOKEN": "t0ken", "SIGNOFF_TEST_TOKEN_BOB": "b0b"}
+    serving = signoff_server("serve", "--config", str(config), "--port", "0", env=env)
+    async with serving as (url, _), httpx.AsyncClient(base_url=url, timeout=HANG) as client:
+        terminal = Terminal("inbox", "--server", url, "--token", "b0b")
+        assert "1 waiting" in terminal.until("inbox> ")
+        edit = {"kind": "edit", "args": {"amount": 999999, "to": "mallory"}, "version": 1}
+        olga = {"Authorization": "Bearer t0ken"}
+        answer = await client.post(f"/v1/approvals/{approval_id}/decision", json=edit, headers=olga)
+        assert answer.status_code == 200, answer.text
+        await asyncio.to_thread(refused_and_shown_again, terminal, approval_id)
+        approval = (await client.get(f"/v1/approvals/{approval_id}", headers=olga)).json()
+    assert (approval["status"], approval["decided_by"]) == ("edited", "bob")

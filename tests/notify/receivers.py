@@ -27,7 +27,8 @@ class Request:
 
 @dataclass
 class Receiver:
-    """Records every request; answers `status` with `answer` (JSON)."""
+    """Records every request; answers `status` with `answer` (JSON; or, when it is a function,
+    what it gives for the request)."""
 
     status: int = 200
     answer: Any = field(default_factory=dict)
@@ -60,12 +61,13 @@ def http_receiver(receiver: Receiver, port: int = 0) -> Iterator[str]:
         def do_POST(self) -> None:
             size = int(self.headers.get("content-length", "0"))
             body = self.rfile.read(size)
+            request = Request(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
             with receiver.lock:
-                receiver.requests.append(
-                    Request(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
-                )
+                receiver.requests.append(request)
                 receiver.lock.notify_all()
                 status, answer = receiver.status, receiver.answer
+                if callable(answer):
+                    answer = answer(request)
             data = json.dumps(answer).encode()
             self.send_response(status)
             self.send_header("content-type", "application/json")

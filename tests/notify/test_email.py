@@ -210,3 +210,35 @@ async def test_an_email_goes_out_while_every_thread_the_tools_run_on_is_busy(
     finally:
         release.set()
         await busy
+
+
+async def test_an_email_of_an_edit_shows_both_argument_sets_and_links_only_to_the_page(
+    store: SQLStore,
+):
+    """An email offers no decision link: its link opens the approval's page, which shows the
+    call as it is when opened, and decides on that version."""
+    from datetime import UTC, datetime
+
+    from signoff.notify import Notice
+    from signoff.notify.email import message
+    from signoff.types import Edit
+
+    settings = mail_settings(25, "smtp-pass")
+    gate = Gate(Policy.from_dict({"rules": [{"ask": "pay", "approvals": {"count": 2}}]}), store)
+    [held] = await gate.check([call("pay", amount=100)])
+    assert held.approval is not None
+    await gate.decide(held.approval.id, Edit(args={"amount": 999999}), actor="olga", version=1)
+    approval = await Notifications(store, settings).current(held.approval.id)
+    link = f"https://signoff.example/approvals/{held.approval.id}"
+    notice = Notice(
+        id="d1", kind="edited", at=datetime.now(UTC), actor="olga", tool="pay",
+        approval=approval, data={"needed": 1}, link=link,
+    )  # fmt: skip
+    mail = message(notice, settings.email[0])
+    text = str(mail.get_body(("plain",)).get_content())  # type: ignore[union-attr]
+    assert mail["Subject"] == "[signoff] Edited by olga, 1 more approval needed: pay"
+    assert 'Edited by: olga\nArguments:\n    {\n      "amount": 999999\n    }\n' in text
+    assert 'Requested arguments:\n    {\n      "amount": 100\n    }\n' in text
+    assert "Approvals: olga (1 of 2)\nVersion: 2\n" in text
+    page = str(mail.get_body(("html",)).get_content())  # type: ignore[union-attr]
+    assert page.count("href=") == 1 and f"href='{link}'" in page

@@ -23,7 +23,7 @@ from signoff.notify import BadSignature, Notifications, read_notify, verify_sign
 from signoff.policy.reader import Reader
 from signoff.store import SQLStore, open_store
 from signoff.testing import call
-from signoff.types import Approve, Reject
+from signoff.types import Approve, Edit, Reject
 from tests.deadline import HANG
 from tests.notify.receivers import Receiver, free_port, http_receiver
 
@@ -277,3 +277,51 @@ async def test_an_audit_row_signoff_never_wrote_is_skipped_and_what_follows_is_t
         assert await notifications.pump() == 1
     assert [r.json()["approval"]["id"] for r in receiver.taken()] == [good.approval.id]
     assert bad.approval is not None
+
+
+async def test_votes_edits_and_new_rules_reach_only_a_webhook_that_asks_for_them(store: SQLStore):
+    """A webhook set up before these kinds of event existed hears of none of them: its
+    ``events`` (all, by default) meant the six kinds there were."""
+    two = Policy.from_dict({"rules": [{"ask": "pay", "approvals": {"count": 2}}]})
+    gate = Gate(two, store)
+    receiver = Receiver()
+    with http_receiver(receiver) as url:
+        settings = notify(
+            {
+                "webhooks": [
+                    {"url": f"{url}/default"},
+                    {"url": f"{url}/changes", "events": ["voted", "edited", "rejudged"]},
+                ]
+            }
+        )
+        notifications = Notifications(store, settings)
+        await store.outbox_events(limit=0)
+        [held] = await gate.check([call("pay", amount=100)])
+        [other] = await gate.check([call("pay", amount=1)])
+        assert held.approval is not None and other.approval is not None
+        await gate.decide(held.approval.id, Edit(args={"amount": 99}), actor="olga", version=1)
+        await gate.decide(other.approval.id, Approve(), actor="olga", version=1)
+        three = Policy.from_dict({"rules": [{"ask": "pay", "approvals": {"count": 3}}]})
+        await gate.use_policy(three)
+        await drained(notifications, store)
+    told = {
+        path: [(r.json()["event"], r.json()["title"]) for r in receiver.taken() if r.path == path]
+        for path in ("/default", "/changes")
+    }
+    assert told["/default"] == [("approval.requested", "Approval needed: pay")] * 2
+    assert told["/changes"][:2] == [
+        ("approval.edited", "Edited by olga, 1 more approval needed: pay"),
+        ("approval.voted", "Approved by olga, 1 more approval needed: pay"),
+    ]
+    assert (
+        sorted(told["/changes"][2:])
+        == [
+            ("approval.rejudged", "Judged again by a new policy: pay"),
+        ]
+        * 2
+    )
+    edited = next(r.json() for r in receiver.taken() if r.json()["event"] == "approval.edited")
+    assert (edited["approval"]["args"], edited["approval"]["requested_args"]) == (
+        {"amount": 99},
+        {"amount": 100},
+    )

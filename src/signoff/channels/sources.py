@@ -1,7 +1,8 @@
 """Where a channel outside the server reads pending approvals and takes decisions: a signoff
 server over its REST API (the decider is the token's principal), or a database straight through
 the Python API (the decider is named by the app). Both speak the API's JSON, and both raise
-`SignoffError` with a message a person can act on."""
+`SignoffError` with a message a person can act on — `StaleDecisionError`, naming what changed,
+for a decision sent on a version of the approval that changed since."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from signoff.errors import SignoffError
+from signoff.errors import SignoffError, StaleDecisionError
 from signoff.types import Decision, approval_to_dict, decision_to_dict
 
 if TYPE_CHECKING:
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from signoff.policy import Policy, PolicyEngine
     from signoff.store import Store
 
-__all__ = ["LocalStore", "Server", "Source"]
+__all__ = ["LocalStore", "Server", "Source", "approvals_so_far", "edited_by", "stale_error"]
 
 T = TypeVar("T")
 
@@ -41,8 +42,11 @@ class Source(Protocol):
         """What the person who started the run asked, when the run is one of signoff's."""
         ...
 
-    def decide(self, approval_id: str, decision: Decision) -> dict[str, Any]:
-        """Take `decision`; the approval as it stands after it."""
+    def decide(
+        self, approval_id: str, decision: Decision, *, version: int | None = None
+    ) -> dict[str, Any]:
+        """Take `decision`, made on `version` of the approval (the one shown: refused with
+        `StaleDecisionError` when it changed since); the approval as it stands after it."""
         ...
 
 
@@ -73,9 +77,12 @@ class Server:
             return None
         return _first_user_message(run.get("messages") or [])
 
-    def decide(self, approval_id: str, decision: Decision) -> dict[str, Any]:
+    def decide(
+        self, approval_id: str, decision: Decision, *, version: int | None = None
+    ) -> dict[str, Any]:
         path = f"/v1/approvals/{approval_id}/decision"
-        return self._call("POST", path, json=decision_to_dict(decision))
+        body = decision_to_dict(decision) | ({} if version is None else {"version": version})
+        return self._call("POST", path, json=body)
 
     def _call(
         self,
@@ -110,6 +117,10 @@ class Server:
             answer: dict[str, Any] = body
             return answer
         detail = body.get("detail", body) if isinstance(body, dict) else body
+        if response.status_code == 409 and isinstance(body, dict):
+            stale = stale_error(body)
+            if stale is not None:
+                raise stale
         if response.status_code == 401:
             raise SignoffError(
                 f"the signoff server at {self.url} refused the token (401: {detail}); "
@@ -158,7 +169,9 @@ class LocalStore:
 
         return self._with_store(read)
 
-    def decide(self, approval_id: str, decision: Decision) -> dict[str, Any]:
+    def decide(
+        self, approval_id: str, decision: Decision, *, version: int | None = None
+    ) -> dict[str, Any]:
         from signoff.gate import Gate
         from signoff.policy import Policy, PolicyEngine
 
@@ -172,7 +185,9 @@ class LocalStore:
                     else PolicyEngine(Policy.from_dict(latest[1], source=f"policy {latest[0]}"))
                 )
             gate = Gate(policy, store, schemas=self.schemas)
-            approval = await gate.decide(approval_id, decision, actor=self.actor, roles=self.roles)
+            approval = await gate.decide(
+                approval_id, decision, actor=self.actor, roles=self.roles, version=version
+            )
             return approval_to_dict(approval)
 
         return self._with_store(decide)
@@ -185,6 +200,37 @@ class LocalStore:
                 return await action(store)
 
         return asyncio.run(run())
+
+
+def edited_by(item: dict[str, Any]) -> str | None:
+    """Who edited the call of `item` (an approval as the API shows it) while it waited — one of
+    several approvers — if anyone did: the last edit it keeps."""
+    if not item.get("edited"):
+        return None
+    edits = [c for c in item.get("changes") or [] if c.get("kind") == "edit"]
+    return str(edits[-1]["by"]) if edits else "someone"
+
+
+def approvals_so_far(item: dict[str, Any]) -> str:
+    """Who approved the call of `item` so far, of how many it needs: ``olga (1 of 2)``."""
+    voters = [str(v["by"]) for v in item.get("votes") or []]
+    count = (item.get("quorum") or {}).get("count", 1)
+    return f"{', '.join(voters) or 'none yet'} ({len(voters)} of {count})"
+
+
+def stale_error(body: dict[str, Any], *, message: str | None = None) -> StaleDecisionError | None:
+    """The `StaleDecisionError` a server's 409 body reports, if it is one; its message the
+    server's (naming what changed) unless `message` is given. Its changes stay in the body."""
+    version = body.get("version")
+    if body.get("error") != "StaleDecisionError" or not isinstance(version, int):
+        return None
+    seen = body.get("seen")
+    return StaleDecisionError(
+        message or str(body.get("detail") or "the approval changed since it was shown"),
+        approval_id=str(body.get("approval_id") or ""),
+        seen=seen if isinstance(seen, int) else None,
+        version=version,
+    )
 
 
 def _first_user_message(messages: list[dict[str, Any]]) -> str | None:

@@ -11,6 +11,10 @@ answers it with text instead of running it, rejects it with a reason, or approve
 within a scope. Over a server the decider is the token's principal; on a `LocalStore`, the actor
 the app names. What the server refuses (an edit its schema rejects, a decider without the rule's
 role, a call someone decided first) shows on the call's card as an error, never as a traceback.
+
+A decision is sent with the version of the call its card showed: when the call changed since (an
+edit, another person's approval, a handover), it is refused, the card says what changed and shows
+the call as it is now — an edit by another approver with both argument sets — for a second look.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
 
-from signoff.channels.sources import LocalStore, Server, Source
+from signoff.channels.sources import LocalStore, Server, Source, approvals_so_far, edited_by
 from signoff.errors import MissingExtraError, SignoffError
 from signoff.types import Approve, Decision, Edit, Reject, Respond, Scope, ScopeKind
 
@@ -113,6 +117,11 @@ def _card(source: Source, item: dict[str, Any], *, key: str, now: datetime) -> N
     if item.get("truncated"):  # the listing cut long arguments: an edit starts from them whole
         with contextlib.suppress(SignoffError):  # else shown as listed, and said so below
             item = source.approval(item["id"])
+    args = json.dumps(item["args"], indent=2, ensure_ascii=False)
+    if st.session_state.get(f"{at}:version") != item.get("version"):
+        # The call changed since the card was last drawn: the edit box starts from it as it is.
+        st.session_state[f"{at}:version"] = item.get("version")
+        st.session_state[f"{at}:args"] = args
     with st.container(border=True):
         server = f" · {_md(item['server'])}" if item.get("server") else ""
         st.markdown(f"**{_md(item['tool'])}**{server}")
@@ -122,8 +131,16 @@ def _card(source: Source, item: dict[str, Any], *, key: str, now: datetime) -> N
         asked = _run_input(source, item, key)
         if asked:
             st.markdown(f"**The run was asked:** {_md(asked)}")
-        args = json.dumps(item["args"], indent=2, ensure_ascii=False)
+        editor = edited_by(item)
+        if editor is not None:
+            st.markdown(f"**Edited by {_md(editor)}:** these arguments run")
         st.code(args, language="json")
+        if editor is not None:
+            st.markdown("**As requested:**")
+            requested = json.dumps(item.get("requested_args"), indent=2, ensure_ascii=False)
+            st.code(requested, language="json")
+        if item.get("quorum"):
+            st.markdown(f"**Approvals so far:** {_md(approvals_so_far(item))}")
         if item.get("truncated"):
             st.caption("Long arguments are shortened here.")
         # Always there, so that an error appearing moves nothing: the open tab stays open.
@@ -147,7 +164,7 @@ def _actions(source: Source, item: dict[str, Any], *, at: str, key: str, args: s
         st.text_input("Reason (the agent's model reads it)", key=f"{at}:reason")
         button(":red[Reject]", "reject", partial(_reject, at), icon=":material/block:")
     with edit:
-        st.text_area("Arguments (JSON)", value=args, key=f"{at}:args")
+        st.text_area("Arguments (JSON)", key=f"{at}:args")
         button("Run with these arguments", "edit", partial(_edit, at))
     with respond:
         st.text_area("Answer the agent instead of running the call", key=f"{at}:content")
@@ -172,7 +189,9 @@ def _take(source: Source, item: dict[str, Any], key: str, decision: Callable[[],
     refused = _refused(key)
     refused.pop(item["id"], None)
     try:
-        decided = source.decide(item["id"], decision())
+        # Made on the call as its card showed it: refused if it changed since.
+        # (The card drawn next shows it as it is now, under what changed.)
+        decided = source.decide(item["id"], decision(), version=item.get("version"))
     except (SignoffError, ValueError) as exc:
         refused[item["id"]] = (item["tool"], str(exc))
         return
@@ -240,6 +259,8 @@ def _facts(item: dict[str, Any], now: datetime) -> list[str]:
     if item.get("expires_at"):
         left = datetime.fromisoformat(item["expires_at"]) - now
         facts.append(f"expires in {_span(left)}" if left.total_seconds() > 0 else "expired")
+    if item.get("version"):
+        facts.append(f"version {item['version']}")
     return facts
 
 

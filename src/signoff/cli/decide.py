@@ -2,7 +2,12 @@
 (or hand the decision on) from a shell, through
 a server (``--server URL --token T``) or straight on a database (``--database URL``); with
 neither, through the demo running on this machine. ``ID`` is the approval's id or the short id
-``signoff inbox`` shows (see `signoff.cli.short_id`)."""
+``signoff inbox`` shows (see `signoff.cli.short_id`).
+
+``--version N`` makes the decision on version N of the approval, the one its sender looked at (the
+inbox's ``show N`` prints it): refused, naming what changed, when the approval changed since.
+Without it the decision names no version, which is refused only for an approval of a call edited
+while it waited (among several approvers): whoever approves it must say what they saw."""
 
 from __future__ import annotations
 
@@ -17,7 +22,13 @@ import typer
 from signoff.cli.listen import stop
 from signoff.cli.program import program
 from signoff.cli.short_id import resolve
-from signoff.errors import ConflictError, ForbiddenError, NotFoundError, SignoffError
+from signoff.errors import (
+    ConflictError,
+    ForbiddenError,
+    NotFoundError,
+    SignoffError,
+    StaleDecisionError,
+)
 from signoff.gate.deciders import needed
 from signoff.types import (
     Approve,
@@ -76,6 +87,16 @@ Actor = Annotated[
 Roles = Annotated[
     list[str] | None, typer.Option("--role", help="A role of the decider, on a database.")
 ]
+Version = Annotated[
+    int | None,
+    typer.Option(
+        "--version",
+        min=1,
+        help="The version of the approval you looked at (`show` in `signoff inbox` prints "
+        "it): refused if it changed since.",
+        show_default=False,
+    ),
+]
 
 
 ApprovalId = Annotated[
@@ -101,6 +122,7 @@ def approve(
             help="With --always: let the tool's calls through whatever their arguments.",
         ),
     ] = False,
+    version: Version = None,
     server: Server = None,
     token: Token = None,
     database: Database = None,
@@ -115,7 +137,7 @@ def approve(
         raise typer.BadParameter("widens a grant: give --always too", param_hint="--any-args")
     scope = None if always is None else Scope(kind=always, with_args=not any_args)  # type: ignore[arg-type]
     server, database = where("approve", server, database)
-    _decide(approval_id, Approve(always=scope), server, token, database, actor, role)
+    _decide(approval_id, Approve(always=scope), server, token, database, actor, role, version)
 
 
 def reject(
@@ -131,6 +153,7 @@ def reject(
         # The reason as an option too, as `reject N --reason R` in `signoff inbox`; one form shown.
         typer.Option("--reason", hidden=True),
     ] = None,
+    version: Version = None,
     server: Server = None,
     token: Token = None,
     database: Database = None,
@@ -145,7 +168,8 @@ def reject(
         raise typer.BadParameter("why? the agent's model reads it", param_hint="REASON")
     assert reason is not None
     server, database = where("reject", server, database)
-    _decide(approval_id, Reject(reason=reason.strip()), server, token, database, actor, role)
+    rejection = Reject(reason=reason.strip())
+    _decide(approval_id, rejection, server, token, database, actor, role, version)
 
 
 def _decide(
@@ -156,10 +180,12 @@ def _decide(
     database: str | None,
     actor: str | None,
     roles: list[str] | None,
+    version: int | None = None,
 ) -> None:
-    """Take `decision`, unless the approval is no longer pending: then say how it was decided
-    and exit 1. (The API answers the same decision taken again with the stored approval, as a
-    retry needs; from the command line it would read as a decision taken now.)"""
+    """Take `decision`, made on `version` of the approval, unless the approval is no longer
+    pending: then say how it was decided and exit 1. (The API answers the same decision taken
+    again with the stored approval, as a retry needs; from the command line it would read as a
+    decision taken now.)"""
     import asyncio
 
     approval_id = resolved(approval_id, server, token, database)
@@ -169,7 +195,7 @@ def _decide(
             return from_server(server, token, f"/v1/approvals/{approval_id}")
 
         def take() -> dict[str, Any]:
-            return through_server(server, token, approval_id, decision)
+            return through_server(server, token, approval_id, decision, version=version)
     else:
         assert database is not None  # where() gave one or the other
         url = database
@@ -179,13 +205,17 @@ def _decide(
 
         def take() -> dict[str, Any]:
             decider = actor or getpass.getuser()
-            return asyncio.run(on_database(url, approval_id, decision, decider, roles or []))
+            return asyncio.run(
+                on_database(url, approval_id, decision, decider, roles or [], version=version)
+            )
 
     found = current()
     if found["status"] != "pending":
         raise ConflictError(already(found))
     try:
         result = take()
+    except StaleDecisionError as exc:
+        raise _look_again(exc, approval_id) from None
     except ConflictError:  # decided differently meanwhile
         now = current()
         if now["status"] == "pending":
@@ -195,6 +225,19 @@ def _decide(
     granted = grant_words(result)
     if granted is not None:
         typer.echo(granted)
+
+
+def _look_again(error: StaleDecisionError, approval_id: str) -> StaleDecisionError:
+    """`error` with what to do next: look at the approval as it is, then decide naming the
+    version looked at."""
+    return StaleDecisionError(
+        f"{error}. See it as it is now with `{program()} inbox` (show N), then decide with "
+        f"--version {error.version}",
+        approval_id=approval_id,
+        seen=error.seen,
+        version=error.version,
+        changes=error.changes,
+    )
 
 
 def resolved(approval_id: str, server: str | None, token: str | None, database: str | None) -> str:
@@ -362,10 +405,17 @@ def from_server(
 
 
 def through_server(
-    server: str, token: str | None, approval_id: str, decision: Decision
+    server: str,
+    token: str | None,
+    approval_id: str,
+    decision: Decision,
+    *,
+    version: int | None = None,
 ) -> dict[str, Any]:
+    """Take `decision` on the server, made on `version` of the approval (None: names none)."""
     path = f"/v1/approvals/{approval_id}/decision"
-    return on_server(server, token, "POST", path, json=decision_to_dict(decision))
+    body = decision_to_dict(decision) | ({} if version is None else {"version": version})
+    return on_server(server, token, "POST", path, json=body)
 
 
 def on_server(
@@ -436,8 +486,15 @@ def _answer(server: str, status: int, body: bytes) -> dict[str, Any]:
         answer = {"detail": body.decode(errors="replace")[:200]}  # a proxy's page, not the API's
     if status == 200:
         return answer
+    said = f"{server} said {status}: {answer.get('detail', answer)}"
+    if status == 409:
+        from signoff.channels.sources import stale_error  # asyncio: loaded when needed
+
+        stale = stale_error(answer, message=said)
+        if stale is not None:
+            raise stale
     kind = {404: NotFoundError, 409: ConflictError, 403: ForbiddenError}.get(status, SignoffError)
-    raise kind(f"{server} said {status}: {answer.get('detail', answer)}")
+    raise kind(said)
 
 
 async def find_on_database(url: str, short_id: str, limit: int) -> list[dict[str, Any]]:
@@ -457,7 +514,13 @@ async def approval_on_database(url: str, approval_id: str) -> dict[str, Any]:
 
 
 async def on_database(
-    url: str, approval_id: str, decision: Decision, actor: str, roles: list[str]
+    url: str,
+    approval_id: str,
+    decision: Decision,
+    actor: str,
+    roles: list[str],
+    *,
+    version: int | None = None,
 ) -> dict[str, Any]:
     from signoff import telemetry
     from signoff.gate import Gate
@@ -468,5 +531,7 @@ async def on_database(
         # Deciding needs no policy but an edit's re-check; an approve or reject has none.
         gate = Gate(Policy.from_dict({}), store)
         telemetry.set_channel("cli")
-        approval = await gate.decide(approval_id, decision, actor=actor, roles=roles)
+        approval = await gate.decide(
+            approval_id, decision, actor=actor, roles=roles, version=version
+        )
     return approval_to_dict(approval)

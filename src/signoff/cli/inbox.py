@@ -14,6 +14,11 @@ The list comes a page at a time: ``list`` shows the newest `PAGE` calls waiting,
 A number names one call for the whole session: a call keeps its number when others are decided
 or arrive, a new one gets the next number, and a number whose call was decided (here or
 elsewhere) is refused, never passed on. Numbers are given only to calls the list has shown.
+
+A decision is made on the version of the call last shown here (in the list, by ``show``, or
+after a refusal): when the call changed since — someone edited it, approved it, handed it on —
+it is refused, what changed is said, and the call is shown again as it is now; the same command
+typed again decides on that.
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ from signoff.cli.decide import (
     where,
 )
 from signoff.cli.short_id import SHORTEST, resolve, shorten
-from signoff.errors import NotFoundError, SignoffError
+from signoff.errors import NotFoundError, SignoffError, StaleDecisionError
 from signoff.types import Approve, Decision, Edit, Reject, Respond, Scope, approval_to_dict
 
 __all__ = ["PAGE", "inbox"]
@@ -65,7 +70,9 @@ class Backend(Protocol):
 
     def get(self, approval_id: str) -> dict[str, Any]: ...
 
-    def decide(self, approval_id: str, decision: Decision) -> dict[str, Any]: ...
+    def decide(
+        self, approval_id: str, decision: Decision, version: int | None
+    ) -> dict[str, Any]: ...
 
 
 def inbox(
@@ -99,6 +106,8 @@ class Inbox:
         self.listed: dict[int, dict[str, Any]] = {}
         """Each number's approval, as last listed."""
         self.short: dict[str, str] = {}
+        self.seen: dict[str, int] = {}
+        """The version of each approval last shown: what a decision on it is made on."""
         self.pages: list[str | None] = [None]
         """The cursor of each page shown since the last `list`: the one on screen is last."""
         self.next: str | None = None
@@ -131,6 +140,7 @@ class Inbox:
             case "s" | "show":
                 number = self.pick(rest)
                 shown = self.backend.get(self.listed[number]["id"])
+                self.seen[shown["id"]] = shown["version"]
                 self.console.print_json(json.dumps(shown))
                 if shown.get("preview"):  # what the call would change, as text
                     from signoff.gate.preview import preview_text  # the gate loads on use
@@ -193,6 +203,7 @@ class Inbox:
         for item in reversed(page):  # numbered in the order they came
             number = self.numbers.setdefault(item["id"], len(self.numbers) + 1)
             self.listed[number] = item
+            self.seen[item["id"]] = item["version"]
         self.short = shorten(self.numbers)
         if not page:
             self.console.print("nothing waits for a decision")
@@ -203,10 +214,13 @@ class Inbox:
         if len(self.pages) > 1 or past:
             title = f"page {len(self.pages)}: {title}"
         table = Table(title=title, title_justify="left")
-        for header in ("#", "id", "tool", "arguments", "from", "rule", "expires"):
+        for header in ("#", "id", "tool", "arguments", "from", "rule", "expires", "v"):
             table.add_column(header)
         for item in sorted(page, key=lambda i: self.numbers[i["id"]]):
             arguments = json.dumps(item["args"], ensure_ascii=False)
+            editor = _editor(item)
+            if editor is not None:  # `show N` has the arguments asked for too
+                arguments = f"(edited by {editor}) {arguments}"
             table.add_row(
                 str(self.numbers[item["id"]]),
                 self.short[item["id"]],
@@ -215,6 +229,7 @@ class Inbox:
                 escape(_who(item)),
                 escape(item.get("rule") or "default"),
                 item.get("expires_at") or "",
+                str(item["version"]),
             )
         self.console.print(table)
         if past:
@@ -253,7 +268,12 @@ class Inbox:
 
     def decide(self, number: int, decision: Decision) -> None:
         item = self.listed[number]
-        decided = self.backend.decide(item["id"], decision)
+        try:
+            decided = self.backend.decide(item["id"], decision, self.seen.get(item["id"]))
+        except StaleDecisionError as exc:
+            self.console.print(f"[bold red]not decided:[/] {escape(str(exc))}")
+            self.again(number)
+            return
         self.listed[number] = decided
         self.console.print(
             f"#{number} {self.short[item['id']]} {escape(item['tool'])}: "
@@ -263,6 +283,37 @@ class Inbox:
         if granted is not None:
             self.console.print(escape(granted))
         self.show_page()
+
+    def again(self, number: int) -> None:
+        """Show the call of `number` as it is now, after a decision made on an older version
+        was refused: a decision typed next is made on this one."""
+        item = self.backend.get(self.listed[number]["id"])
+        self.listed[number] = item
+        if item["status"] != "pending":
+            raise SignoffError(_gone(number, item))
+        self.seen[item["id"]] = item["version"]
+        editor = _editor(item)
+        said = f"edited by {editor}" if editor else "not edited"
+        self.console.print(
+            f"#{number} {self.short[item['id']]} {escape(_what(item))}, as it is now "
+            f"(version {item['version']}, {escape(said)}):"
+        )
+        args = json.dumps(item["args"], ensure_ascii=False)
+        self.console.print(f"  {'runs with' if editor else 'arguments'}: {escape(args)}")
+        if editor:
+            asked = json.dumps(item["requested_args"], ensure_ascii=False)
+            self.console.print(f"  requested: {escape(asked)}")
+        if item.get("quorum"):
+            from signoff.channels.sources import approvals_so_far
+
+            self.console.print(f"  approvals: {escape(approvals_so_far(item))}")
+        self.console.print(f"[dim]a decision on #{number} now is made on this version[/]")
+
+
+def _editor(item: dict[str, Any]) -> str | None:
+    from signoff.channels.sources import edited_by  # asyncio: loaded when first needed
+
+    return edited_by(item)
 
 
 def _without(text: str, option: str) -> str:
@@ -326,8 +377,8 @@ class _ServerBackend:
     def get(self, approval_id: str) -> dict[str, Any]:
         return from_server(self.server, self.token, f"/v1/approvals/{approval_id}")
 
-    def decide(self, approval_id: str, decision: Decision) -> dict[str, Any]:
-        return through_server(self.server, self.token, approval_id, decision)
+    def decide(self, approval_id: str, decision: Decision, version: int | None) -> dict[str, Any]:
+        return through_server(self.server, self.token, approval_id, decision, version=version)
 
 
 class _DatabaseBackend:
@@ -351,12 +402,14 @@ class _DatabaseBackend:
 
         return asyncio.run(approval_on_database(self.url, approval_id))
 
-    def decide(self, approval_id: str, decision: Decision) -> dict[str, Any]:
+    def decide(self, approval_id: str, decision: Decision, version: int | None) -> dict[str, Any]:
         import asyncio
 
         from signoff.cli.decide import on_database
 
-        return asyncio.run(on_database(self.url, approval_id, decision, self.actor, self.roles))
+        return asyncio.run(
+            on_database(self.url, approval_id, decision, self.actor, self.roles, version=version)
+        )
 
 
 FRAMEWORKS = {

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -51,7 +51,8 @@ class Notice:
     @property
     def title(self) -> str:
         if self.kind == "requested":
-            return f"Approval needed: {self.tool}"
+            editor = self.data.get("edited_by")  # a message kept up to date says it at once
+            return f"Approval needed: {self.tool}" + (f" (edited by {editor})" if editor else "")
         if self.kind == "expired":
             return f"Expired without a decision: {self.tool} (not run)"
         if self.kind == "unknown":
@@ -61,6 +62,12 @@ class Notice:
         if self.kind == "escalated":
             roles = ", ".join(map(str, self.data.get("to") or []))
             return f"Still waiting, now also for {roles}: {self.tool}"
+        if self.kind == "voted":
+            return f"Approved by {self.actor}, {_approvals(self.data.get('needed'))}: {self.tool}"
+        if self.kind == "edited":
+            return f"Edited by {self.actor}, {_approvals(self.data.get('needed'))}: {self.tool}"
+        if self.kind == "rejudged":
+            return f"Judged again by a new policy: {self.tool}"
         status = self.data.get("status") or (self.approval or {}).get("status", "decided")
         if self.data.get("automatic"):
             return f"{self.tool} {_VERBS.get(status, status)} by signoff: nobody decided in time"
@@ -85,20 +92,36 @@ class Notice:
         for key, label in (("agent", "Agent"), ("server", "MCP server")):
             if approval.get(key):
                 out.append((label, str(approval[key])))
+        editor = self.editor()
+        if editor is not None:
+            out.append(("Edited by", editor))
         out.append(("Arguments", self.arguments()))
+        if editor is not None:
+            out.append(("Requested arguments", self.arguments("requested_args")))
+        if approval.get("quorum"):
+            out.append(("Approvals", _votes(approval)))
+        if self._waiting() and isinstance(approval.get("version"), int):
+            out.append(("Version", str(approval["version"])))
         if self.kind == "requested" and isinstance(approval.get("preview"), dict):
             out.append(("Preview", _cut(preview_text(approval["preview"]), _PREVIEW_SHOWN)))
         if approval.get("reason"):
             out.append(("Why it asks", str(approval["reason"])))
         if approval.get("requested_by"):
             out.append(("Requested by", str(approval["requested_by"])))
-        if self.kind in ("requested", "assigned", "escalated") and approval.get("expires_at"):
+        assigned = approval.get("assigned")
+        if self._waiting() and self.kind != "assigned" and isinstance(assigned, dict):
+            out.append(("Assigned to", f"{_whom(assigned.get('to'))} by {assigned.get('by')}"))
+        if self._waiting() and approval.get("expires_at"):
             out.append(("Expires", str(approval["expires_at"])))
         if self.kind == "assigned" and self.data.get("note"):
             out.append(("Note", _cut(str(self.data["note"]), 500)))
         if self.kind == "escalated":
             who = ", ".join(map(str, self.data.get("approvers") or [])) or "anyone"
             out.append(("May decide now", who))
+        if self.kind == "rejudged":
+            policy = [c for c in approval.get("changes") or [] if c.get("kind") == "policy"]
+            if policy and policy[-1].get("note"):
+                out.append(("What changed", str(policy[-1]["note"])))
         if self.kind == "decided" and self.data.get("automatic"):
             out.append(("Rule", str(self.data.get("rule") or "default")))
         decision = approval.get("decision") or {}
@@ -111,9 +134,46 @@ class Notice:
                 out.append(("Always", json.dumps(decision["always"])))
         return out
 
-    def arguments(self) -> str:
-        args = (self.approval or {}).get("args", {})
+    def arguments(self, key: str = "args") -> str:
+        """The arguments the call runs with (`key`: ``requested_args``, those it was asked
+        with), as indented JSON within a bound."""
+        args = (self.approval or {}).get(key, {})
         return _cut(json.dumps(args, indent=2, ensure_ascii=False, default=str), _ARGS_SHOWN)
+
+    def editor(self) -> str | None:
+        """Who edited the call's arguments, when someone did: the last edit while it waited
+        (one of several approvers), else its decider (an edit that decided it)."""
+        approval = self.approval or {}
+        if not approval.get("edited"):
+            return None
+        edits = [c for c in approval.get("changes") or [] if c.get("kind") == "edit"]
+        if edits:
+            return str(edits[-1].get("by"))
+        return str(approval.get("decided_by") or "someone")
+
+    def standing(self) -> Notice:
+        """This notice's approval as it stands now, for a message kept up to date in place:
+        a request while it waits, then what it came to."""
+        approval = self.approval or {}
+        status = approval.get("status", "pending")
+        if status == "pending":
+            editor = self.editor()
+            return replace(self, kind="requested", data={"edited_by": editor} if editor else {})
+        if status == "expired":
+            return replace(self, kind="expired", actor="signoff", data={})
+        automatic = bool(approval.get("automatic"))
+        decider = str(approval.get("decided_by") or "signoff")
+        return replace(
+            self,
+            kind="decided",
+            actor=decider,
+            data={"status": status, "automatic": automatic, "rule": approval.get("rule")},
+        )
+
+    def _waiting(self) -> bool:
+        """Whether the notice tells of a call still waiting for a decision."""
+        waits = self.kind not in ("decided", "expired", "unknown")
+        return waits and (self.approval or {}).get("status", "pending") == "pending"
 
     def text(self) -> str:
         """The notice as plain text (an email's body, a chat message's fallback)."""
@@ -139,6 +199,25 @@ class Notice:
             "approval": self.approval,
             "call": None if self.kind != "unknown" else self.data,
         }
+
+
+def _approvals(needed: Any) -> str:
+    """How many more approvals a call needs, in words."""
+    if not isinstance(needed, int) or needed < 1:
+        return "waiting"
+    return f"{needed} more {'approval' if needed == 1 else 'approvals'} needed"
+
+
+def _votes(approval: dict[str, Any]) -> str:
+    """Who approved a call that needs several people so far, of how many."""
+    voters = [str(v.get("by")) for v in approval.get("votes") or [] if isinstance(v, dict)]
+    count = (approval.get("quorum") or {}).get("count")
+    of = f" of {count}" if isinstance(count, int) else ""
+    shown = f"{', '.join(voters)} ({len(voters)}{of})" if voters else f"none yet (0{of})"
+    left = approval.get("needed")
+    if approval.get("status") == "pending" and isinstance(left, dict) and left.get("roles"):
+        shown += f"; still needed: one each with the roles {', '.join(map(str, left['roles']))}"
+    return shown
 
 
 def _whom(to: Any) -> str:

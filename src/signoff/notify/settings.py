@@ -7,8 +7,9 @@ notify:
   webhooks:
     - url: https://hooks.example.com/signoff
       secret_env: SIGNOFF_WEBHOOK_SECRET    # signs each body (HMAC-SHA256)
-      events: [requested, expired]          # default: all (requested, decided, expired,
-                                            # unknown, assigned, escalated)
+      events: [requested, expired]          # default: requested, decided, expired, unknown,
+                                            # assigned, escalated (voted, edited, rejudged
+                                            # only when listed)
       agents: ["ops*"]                      # globs; default: every agent, tool and rule
       tools: ["*_delete*"]
   slack:
@@ -42,6 +43,8 @@ from signoff.policy.reader import Reader
 from signoff.policy.source import Path
 
 __all__ = [
+    "CHANGES",
+    "DEFAULT_EVENTS",
     "EVENTS",
     "EmailSettings",
     "EventKind",
@@ -54,8 +57,18 @@ __all__ = [
     "read_notify",
 ]
 
-EventKind = Literal["requested", "decided", "expired", "unknown", "assigned", "escalated"]
+EventKind = Literal[
+    "requested", "decided", "expired", "unknown", "assigned", "escalated",
+    "voted", "edited", "rejudged",
+]  # fmt: skip
 EVENTS: tuple[EventKind, ...] = get_args(EventKind)
+DEFAULT_EVENTS: frozenset[EventKind] = frozenset(EVENTS[:6])
+"""What a sink with no ``events:`` hears of. The kinds added since (a vote, an edit among
+several approvals, a call judged again by a new policy) only when listed: a receiver set up
+before them is not sent what it never asked for."""
+CHANGES: frozenset[EventKind] = frozenset(EVENTS) - {"requested", "unknown"}
+"""The events that change a waiting approval (or end its wait): what a message kept up to date
+in place is updated for."""
 
 _TOP = frozenset({"base_url", "retry", "webhooks", "slack", "email"})
 _RETRY = frozenset({"attempts", "backoff", "max_backoff"})
@@ -77,7 +90,7 @@ class Filters:
     match one of the globs given (no globs: any)."""
 
     name: str
-    events: frozenset[EventKind] = frozenset(EVENTS)
+    events: frozenset[EventKind] = DEFAULT_EVENTS
     agents: tuple[str, ...] = ()
     tools: tuple[str, ...] = ()
     rules: tuple[str, ...] = ()
@@ -242,7 +255,7 @@ def _filters(reader: Reader, item: dict[str, Any], where: Path, default: str) ->
         name = reader.string(item["name"], (*where, "name"), "name") or default
         if len(name) > 64:
             reader.error((*where, "name"), "a sink's name has at most 64 characters")
-    events: frozenset[EventKind] = frozenset(EVENTS)
+    events = DEFAULT_EVENTS
     if "events" in item:
         given = reader.strings(item["events"], (*where, "events"), "events") or ()
         wrong = [e for e in given if e not in EVENTS]

@@ -1,6 +1,15 @@
 """Slack: the notice as a message (an incoming webhook, or a bot posting to a channel), with
 Approve / Reject buttons when the sink has a signing secret.
 
+The buttons carry the version of the approval the message shows: a press decides on that version,
+and one made on a message older than the approval's last change is refused, naming the change.
+A bot keeps its messages about a waiting call up to date (``chat.update``) as the call is edited,
+voted on, handed on, escalated, judged again and decided: where each message is (its channel and
+``ts``) is a note in the database, so any replica updates it; what it shows is the approval as it
+stands when updated, read again afterwards, so that of two replicas updating at once the last word
+is the newest. An event the sink tells of about a call it already has a message for is posted in
+that message's thread.
+
 A button press comes back as an interaction request, signed with the app's signing secret the
 way Slack signs every request: ``X-Slack-Signature: v0=<hex>``, the HMAC-SHA256 of
 ``v0:<X-Slack-Request-Timestamp>:<body>``. `interaction` checks it (and the timestamp's age)
@@ -11,12 +20,15 @@ principal the Slack user is mapped to, through the gate like any other.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import hmac
 import json
+import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
@@ -26,7 +38,24 @@ from signoff.notify.notice import Notice
 from signoff.notify.settings import SlackSettings
 from signoff.notify.transport import SendFailed, check_status
 
-__all__ = ["APPROVE", "REJECT", "BadRequest", "Press", "Slack", "blocks", "interaction", "sign"]
+if TYPE_CHECKING:
+    from signoff.store.base import Store
+    from signoff.store.notes import Note
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "APPROVE",
+    "NOTES",
+    "REJECT",
+    "BadRequest",
+    "Press",
+    "Slack",
+    "asking",
+    "blocks",
+    "interaction",
+    "sign",
+]
 
 APPROVE = "signoff.approve"
 REJECT = "signoff.reject"
@@ -36,6 +65,19 @@ TOLERANCE = 300.0
 MAX_PAYLOAD = 64 * 1024
 """The biggest interaction read: a button press is a few kilobytes."""
 _TEXT = 2900  # a section's text holds 3,000 characters
+NOTES = "slack"
+"""The notes' channel where each bot message about an approval is kept (its sink, channel, ts)."""
+_UPDATES = 3
+"""Times a message is updated in one send while the approval keeps changing under it (each
+later change brings its own send)."""
+_GONE = frozenset({"message_not_found", "channel_not_found", "cant_update_message",
+                   "edit_window_closed", "is_archived", "not_in_channel"})  # fmt: skip
+"""Slack's answers to ``chat.update`` for a message that can no longer be changed: left as is."""
+_CODE = frozenset({"Arguments", "Requested arguments", "Preview"})
+"""The facts shown in a code block."""
+
+Current = Callable[[str], Awaitable[dict[str, Any] | None]]
+"""An approval as a notice shows it, read now; None when it is gone."""
 
 
 class BadRequest(ValueError):
@@ -58,6 +100,9 @@ class Press:
     user_name: str
     action: str
     approval_id: str
+    version: int | None
+    """The version of the approval the pressed message showed; None on a message posted before
+    buttons carried one."""
     response_url: str | None
     """Where the original message can be replaced; None when it is not Slack's (or the
     sink's own API) address."""
@@ -130,9 +175,12 @@ def interaction(
     # The button names the sink that posted it: its users map the presser, and its app's
     # secret must be the one that signed (sinks of one Slack app share a secret).
     name, _, approval_id = value.rpartition("|")
+    approval_id, _, seen = approval_id.partition("@")
     sink = next((s for s in signed if s.filters.name == name), None)
     if sink is None or not approval_id:
         raise BadRequest(f"the button is not one of sink {name!r}'s", status=401)
+    if seen and not (seen.isascii() and seen.isdigit() and len(seen) <= 10):
+        raise BadRequest(f"the button's version {seen!r} is not a number")
     name = user.get("username") or user.get("name") or user_id
     response_url = payload.get("response_url")
     return Press(
@@ -141,6 +189,7 @@ def interaction(
         user_name=str(name),
         action=action_id,
         approval_id=approval_id,
+        version=int(seen) if seen else None,
         response_url=response_url if _trusted(response_url, sink) else None,
     )
 
@@ -162,7 +211,7 @@ def blocks(notice: Notice, *, buttons: bool, sink: str = "slack[0]") -> list[dic
         if (label, value) in short:
             continue
         text: dict[str, Any]
-        if label in ("Arguments", "Preview"):
+        if label in _CODE:
             code = escape(value)
             while "```" in code:  # no fence may close the block early
                 code = code.replace("```", "`\u200b``")
@@ -171,9 +220,12 @@ def blocks(notice: Notice, *, buttons: bool, sink: str = "slack[0]") -> list[dic
             text = {"type": "plain_text", "text": f"{label}:\n{value}"[:_TEXT], "emoji": False}
         out.append({"type": "section", "text": text})
     elements: list[dict[str, Any]] = []
-    asking = notice.kind in ("requested", "assigned", "escalated")
-    if buttons and asking and notice.approval is not None:
-        value = f"{sink}|{notice.approval['id']}"
+    if buttons and asking(notice) and notice.approval is not None:
+        # The version the message shows rides with the press: a press on a message older
+        # than the approval's last change is refused, naming it.
+        version = notice.approval.get("version")
+        at = f"@{version}" if isinstance(version, int) else ""
+        value = f"{sink}|{notice.approval['id']}{at}"
         elements += [
             _button("Approve", APPROVE, value, style="primary"),
             _button("Reject", REJECT, value, style="danger"),
@@ -192,6 +244,13 @@ def blocks(notice: Notice, *, buttons: bool, sink: str = "slack[0]") -> list[dic
     return out
 
 
+def asking(notice: Notice) -> bool:
+    """Whether `notice` tells of a call that waits for a decision (its message has buttons)."""
+    if notice.kind in ("decided", "expired", "unknown"):
+        return False
+    return bool((notice.approval or {}).get("status", "pending") == "pending")
+
+
 def escape(text: str) -> str:
     """Slack's three control characters, escaped: ``<!channel>`` or ``<url|text>`` from a
     call's arguments stay text."""
@@ -199,47 +258,147 @@ def escape(text: str) -> str:
 
 
 class Slack:
-    """A sink that posts each notice to Slack."""
+    """A sink that posts each notice to Slack. A bot (a `token`) given the `store` to keep its
+    messages' places in and `current` (the approval as a notice shows it, read now) also keeps
+    its messages about a waiting call up to date."""
 
-    def __init__(self, settings: SlackSettings, http: httpx.AsyncClient) -> None:
+    def __init__(
+        self,
+        settings: SlackSettings,
+        http: httpx.AsyncClient,
+        *,
+        store: Store | None = None,
+        current: Current | None = None,
+    ) -> None:
         self.settings = settings
         self.filters = settings.filters
         self._http = http
+        self._store = store
+        self._current = current
+
+    @property
+    def updates(self) -> bool:
+        """Whether this sink updates its messages in place: only a bot can (an incoming
+        webhook posts, and never hears of its messages again)."""
+        return self.settings.token is not None and self._store is not None
 
     async def send(self, notice: Notice) -> None:
+        approval_id = (notice.approval or {}).get("id")
+        updates = self.updates and isinstance(approval_id, str)
+        messages = await self._messages(str(approval_id)) if updates else []
+        places = [m.data for m in messages]
+        shown = False
+        if notice.kind in self.filters.events and all(m.key != notice.id for m in messages):
+            # (An attempt before this one posted it when its note is there.)
+            parent = places[0] if places else None
+            kept = await self._post(notice, thread=parent, keep=updates and parent is None)
+            if kept is not None:  # the approval's first message: it shows the notice's read
+                places, shown = [kept], True
+        if places and notice.approval is not None:
+            await self._refresh(notice, places, shown=shown)
+
+    async def _post(
+        self, notice: Notice, *, thread: dict[str, Any] | None, keep: bool
+    ) -> dict[str, Any] | None:
+        """Post `notice`: in the `thread` of the approval's message when it has one (without
+        buttons: that message has them, kept up to date), else as a message of its own, whose
+        place is noted and returned when it is to be kept up to date (`keep`: a bot's, while
+        the call waits)."""
         settings = self.settings
         message: dict[str, Any] = {
             "text": escape(notice.title),
             "blocks": blocks(
-                notice, buttons=settings.signing_secret is not None, sink=self.filters.name
+                notice,
+                buttons=settings.signing_secret is not None and thread is None,
+                sink=self.filters.name,
             ),
             "unfurl_links": False,
         }
-        headers = {"Content-Type": "application/json; charset=utf-8"}
         if settings.url is not None:
-            url = settings.url
-        else:
-            url = f"{settings.api_url}/chat.postMessage"
-            message["channel"] = settings.channel
+            await self._call(settings.url, message, bot=False)
+            return None
+        message["channel"] = settings.channel
+        if thread is not None:
+            message |= {"channel": thread["channel"], "thread_ts": thread["ts"]}
+        answer = await self._call(f"{settings.api_url}/chat.postMessage", message)
+        channel, ts = answer.get("channel") or settings.channel, answer.get("ts")
+        if not (keep and asking(notice) and isinstance(channel, str) and isinstance(ts, str)):
+            return None
+        assert self._store is not None and notice.approval is not None  # keep says so
+        place = {"sink": self.filters.name, "channel": channel, "ts": ts}
+        # Noted at the database's time: the first of an approval's messages is its thread's.
+        await self._store.add_note(NOTES, notice.approval["id"], notice.id, place,
+                                   at=self._store.now())  # fmt: skip
+        return place
+
+    async def _messages(self, approval_id: str) -> list[Note]:
+        """This sink's messages about the approval, oldest first: each a note whose key is the
+        delivery that posted it, and whose data is where it is (its channel and ts)."""
+        assert self._store is not None  # only a sink that updates asks
+        notes = await self._store.notes(NOTES, approval_id)
+        return [n for n in notes if n.data.get("sink") == self.filters.name]
+
+    async def _refresh(
+        self, notice: Notice, places: list[dict[str, Any]], *, shown: bool = False
+    ) -> None:
+        """Update the messages at `places` to show the notice's approval (`shown`: they show it
+        already), until reading it again afterwards finds no newer version. Of two replicas
+        updating at once, the one whose update lands last reads after it, and updates again
+        if what it wrote was older."""
+        approval = notice.approval or {}
+        for _ in range(_UPDATES):
+            if not shown:
+                standing = dataclasses.replace(notice, approval=approval).standing()
+                for place in places:
+                    await self._update(place, standing)
+            shown = False
+            now = None if self._current is None else await self._current(str(approval["id"]))
+            if now is None or now.get("version") == approval.get("version"):
+                return
+            approval = now
+
+    async def _update(self, place: dict[str, Any], notice: Notice) -> None:
+        body = {
+            "channel": place.get("channel"),
+            "ts": place.get("ts"),
+            "text": escape(notice.title),
+            "blocks": blocks(
+                notice, buttons=self.settings.signing_secret is not None, sink=self.filters.name
+            ),
+        }
+        await self._call(f"{self.settings.api_url}/chat.update", body, gone_ok=True)
+
+    async def _call(
+        self, url: str, body: dict[str, Any], *, bot: bool = True, gone_ok: bool = False
+    ) -> dict[str, Any]:
+        """Send `body` to `url` (the Web API's, with the bot's token, when `bot`); the API's
+        answer. `gone_ok`: a message Slack can no longer change is left as it is."""
+        settings = self.settings
+        headers = {"Content-Type": "application/json; charset=utf-8"}
+        if bot:
             headers["Authorization"] = f"Bearer {settings.token}"
         try:
             response = await self._http.post(
-                url, json=message, headers=headers, timeout=settings.timeout
+                url, json=body, headers=headers, timeout=settings.timeout
             )
         except httpx.HTTPError as exc:
             raise SendFailed(f"{type(exc).__name__}: {exc}", retry=True) from None
         check_status(response)
-        if settings.url is None:
-            # The Web API answers 200 with {"ok": false, "error": ...} for its own refusals.
-            try:
-                answer = response.json()
-            except ValueError:
-                answer = {}
-            if not isinstance(answer, dict) or answer.get("ok") is not True:
-                error = answer.get("error") if isinstance(answer, dict) else None
-                raise SendFailed(
-                    f"Slack refused the message: {error}", retry=error == "ratelimited"
-                )
+        if not bot:
+            return {}
+        # The Web API answers 200 with {"ok": false, "error": ...} for its own refusals.
+        try:
+            answer = response.json()
+        except ValueError:
+            answer = {}
+        if isinstance(answer, dict) and answer.get("ok") is True:
+            return answer
+        error = answer.get("error") if isinstance(answer, dict) else None
+        if gone_ok and error in _GONE:
+            logger.info("Slack message %s in %s not updated: %s", body.get("ts"),
+                        body.get("channel"), error)  # fmt: skip
+            return {}
+        raise SendFailed(f"Slack refused the message: {error}", retry=error == "ratelimited")
 
     async def reply(self, press: Press, text: str, *, replace: bool) -> None:
         """Tell Slack what became of a press: the message replaced by the outcome, or (when

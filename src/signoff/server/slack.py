@@ -4,7 +4,10 @@ Slack sends no bearer token: the request's signature (the Slack app's signing se
 authentication, checked before its body is believed. The presser's Slack user id is mapped to a
 principal by the sink's ``users:``; the decision goes through the gate as that principal, with
 its roles — the rule's approvers, the self-approval rule and the audit apply as anywhere else.
-An unmapped user, a stranger to the rule, or a second press decides nothing and is told why.
+An unmapped user, a stranger to the rule, or a second press decides nothing and is told why. A
+press decides on the version of the approval its message showed (the button carries it): a press
+on a message older than the approval's last change — an edit, a vote, a handover — decides nothing
+and is told what changed, while the message itself is brought up to date by the notifier.
 """
 
 from __future__ import annotations
@@ -70,7 +73,11 @@ def mount_slack(
         )
         try:
             approval = await service.decide(
-                press.approval_id, decision, actor=user.principal, roles=granted
+                press.approval_id,
+                decision,
+                actor=user.principal,
+                roles=granted,
+                version=press.version,
             )
         except (ForbiddenError, ConflictError, NotFoundError) as exc:
             await slack.reply(press, f"Nothing was decided: {exc}", replace=False)

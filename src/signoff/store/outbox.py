@@ -1,7 +1,8 @@
 """The notifications' outbox, fed by the audit log.
 
-Every request for approval, every decision and expiry, and every call whose outcome is unknown
-is an audit entry, written in the transaction of the change it records: the log is already a
+Every request for approval, every change to one while it waits (a vote, an edit, a handover,
+an escalation, a new policy's rule), every decision and expiry, and every call whose outcome is
+unknown is an audit entry, written in the transaction of the change it records: the log is already a
 durable outbox. The notifier reads it from a cursor (`outbox_events`), and turns each entry into
 one delivery per sink that wants it while moving the cursor on — a compare-and-set on the cursor,
 so of two replicas reading the same entries exactly one writes their deliveries
@@ -35,7 +36,10 @@ from signoff.types import canonical_json
 
 __all__ = ["Delivery", "NewDelivery", "OutboxEvent", "OutboxStore", "event_of"]
 
-EventKind = Literal["requested", "decided", "expired", "unknown", "assigned", "escalated"]
+EventKind = Literal[
+    "requested", "decided", "expired", "unknown", "assigned", "escalated",
+    "voted", "edited", "rejudged",
+]  # fmt: skip
 DeliveryStatus = Literal["pending", "sent", "failed"]
 
 _audit = schema.audit
@@ -123,9 +127,11 @@ _TOLD: dict[str, EventKind] = {
     "unknown": "unknown",
     "assign": "assigned",
     "escalate": "escalated",
+    "vote": "voted",
+    "rejudge": "rejudged",
 }
 """The audit actions people are told of, and the event each is (a verdict only when it asks,
-a decision "expired" when it is an expiry)."""
+a decision "expired" when it is an expiry, a vote "edited" when it edited the call)."""
 
 
 def event_of(
@@ -150,6 +156,8 @@ def event_of(
         kind = "requested"
     elif action == "decision":
         kind = "expired" if data.get("status") == "expired" else "decided"
+    elif action == "vote":
+        kind = "edited" if "edit" in data else "voted"
     else:
         kind = _TOLD[action]
     return OutboxEvent(seq=seq, at=moment, kind=kind, subject=subject, actor=actor, data=data)
