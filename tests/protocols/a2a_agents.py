@@ -31,6 +31,15 @@ from signoff.types import ToolCall
 POLICY = Policy.from_dict(
     {"rules": [{"allow": "list_pods"}, {"ask": ["delete_pod", "scale"], "timeout": "1h"}]}
 )
+FOUR_EYES = Policy.from_dict(
+    {
+        "rules": [
+            {"allow": "list_pods"},
+            {"ask": ["delete_pod", "scale"], "approvals": {"count": 2, "distinct": True}},
+        ]
+    }
+)
+"""The same, but each call that asks needs two people (never the one who asked)."""
 CONFIG_RULES = """\
 rules:
   - allow: list_pods

@@ -25,6 +25,7 @@ __all__ = ["TOKENS", "ran", "serving", "side"]
 TOKENS = {
     "alice-token": Principal(name="alice", roles=frozenset({"ops"})),
     "bob-token": Principal(name="bob"),
+    "carol-token": Principal(name="carol", roles=frozenset({"ops"})),
 }
 
 

@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ from a2a.utils.errors import (
 from a2a.utils.task import encode_page_token
 from google.protobuf.json_format import MessageToDict, ParseDict
 
-from signoff import Approve, Policy
+from signoff import Approve, Edit, Policy
 from signoff.gate import Gate
 from signoff.protocols.a2a import EXTENSION
 from signoff.protocols.a2a.handler import SENT
@@ -44,7 +45,7 @@ from signoff.server import Auth, Service, create_app
 from signoff.store import SQLStore
 from tests.deadline import HANG
 from tests.processes import signoff_server
-from tests.protocols.a2a_agents import CONFIG_RULES, POLICY, agents
+from tests.protocols.a2a_agents import CONFIG_RULES, FOUR_EYES, POLICY, agents
 from tests.protocols.live import TOKENS, ran, serving
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -147,6 +148,21 @@ async def subscribed(client: Client, task: str, seen: list[dict[str, Any]]) -> a
     return subscriber
 
 
+def kind_of(part: dict[str, Any]) -> Any:
+    """What a part is: its data's type or name, and its metadata's; or text."""
+    if "text" in part:
+        return "text"
+    return (part["data"].get("type") or part["data"].get("name"), part.get("metadata"))
+
+
+def documented_json(name: str) -> Any:
+    """The JSON example `name` of docs/a2a.md."""
+    text = (ROOT / "docs/a2a.md").read_text(encoding="utf-8")
+    found = re.search(rf"<!-- example: {name} -->\n```json\n(.*?)```", text, re.S)
+    assert found, name
+    return json.loads(found.group(1))
+
+
 async def get_task(client: Client, id: str, **fields: Any) -> dict[str, Any]:
     return MessageToDict(await client.get_task(GetTaskRequest(id=id, **fields)))
 
@@ -214,7 +230,9 @@ async def test_python_client_approves_a_held_call_and_the_task_completes(
         assert [f["name"] for f in form["fields"]] == [
             held["approvalId"],
             f"{held['approvalId']}.reason",
+            f"{held['approvalId']}.version",  # hidden: the call's version, sent back as it is
         ]
+        assert form["fields"][2]["value"] == held["version"] == 1
         assert ran(side) == []  # held: not run
 
         task = task_id(asked)
@@ -263,6 +281,83 @@ async def test_one_approval_of_two_leaves_the_task_waiting_and_the_second_comple
             while (await get_task(alice, task))["status"]["state"] != "TASK_STATE_COMPLETED":
                 await asyncio.sleep(0.02)
         assert ran(side) == ["delete_pod web-1"]
+
+
+@pytest.mark.parametrize(("binding", "streaming"), [("JSONRPC", True), ("HTTP+JSON", False)])
+async def test_an_approval_sent_on_the_call_before_an_edit_is_refused_naming_the_edit(
+    store: SQLStore, side: Path, binding: str, streaming: bool
+):
+    """Four eyes: alice asks; olga edits the call in signoff after bob was shown version 1. Bob's
+    approval of version 1 is not taken — the task, still waiting, says what changed and lists
+    the call as it stands — and his approval of version 2 runs the edited call."""
+    async with (
+        serving(store, policy=FOUR_EYES) as (url, service),
+        connect(url) as alice,
+        connect(url, token="bob-token", binding=binding, streaming=streaming) as bob,
+    ):
+        asked = await send(alice, message("scale web to 3"))
+        task = task_id(asked)
+        [shown] = listing(last_status(asked))
+        assert shown["version"] == 1 and "requestedArgs" not in shown
+        nine = Edit(args={"name": "web", "replicas": 9})
+        edited = await service.decide(shown["approvalId"], nine, actor="olga", roles=(), version=1)
+        assert (edited.status, edited.version) == ("pending", 2)
+        length = await store.audit_length()
+        history = (await get_task(bob, task))["history"]
+
+        on_one = {"decisions": {shown["approvalId"]: {"kind": "approve", "version": 1}}}
+        refused = await send(bob, message(data=on_one, task=task))
+        assert states(refused) == ["input_required"]
+        status = last_status(refused)
+        said = words(status)
+        assert said.startswith(f"Nothing was decided: approval '{shown['approvalId']}' changed")
+        # What docs/a2a.md shows of it: the same keys, the same parts in the same order.
+        documented = documented_json("a2a-stale")
+        assert sorted(documented) == sorted(status["message"])
+        assert [kind_of(p) for p in documented["parts"]] == [
+            kind_of(p) for p in status["message"]["parts"]
+        ]
+        assert "edited by olga at " in said and "replicas 3 → 9" in said
+        [stale] = [
+            p["data"] for p in data_parts(status) if p["data"].get("type") == "signoff.stale"
+        ]
+        assert (stale["approvalId"], stale["seen"], stale["version"]) == (
+            shown["approvalId"], 1, 2,
+        )  # fmt: skip
+        assert sorted(stale) == sorted(documented["parts"][1]["data"])
+        [change] = stale["changes"]
+        assert (change["kind"], change["by"], change["edits"]) == (
+            "edit", "olga", [{"path": ["replicas"], "before": 3, "after": 9}],
+        )  # fmt: skip
+        [now] = listing(status)  # the call as it stands, to decide again
+        assert (now["version"], now["args"], now["requestedArgs"]) == (
+            2, {"name": "web", "replicas": 9}, {"name": "web", "replicas": 3},
+        )  # fmt: skip
+        assert [c["by"] for c in now["changes"]] == ["olga"]
+        # Nothing written: the call waits on olga's one approval, and ran not.
+        assert ran(side) == []
+        [waiting] = await store.list_approvals(status="pending")
+        assert (waiting.version, [v.by for v in waiting.votes]) == (2, ["olga"])
+        assert await store.audit_length() == length
+        stored = await get_task(bob, task)
+        assert stored["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        assert stored["history"] == history
+
+        # kagent's approval names no version: of a call edited while it waited, it is refused.
+        bare = await send(bob, message(data={"decision_type": "approve"}, task=task))
+        assert "must say which version it was made on" in words(last_status(bare))
+        assert ran(side) == []
+
+        # The form of the refusal, sent back with its hidden version: the call as edited.
+        [form] = [p["data"] for p in data_parts(status) if p["data"].get("type") == "a2a.hitl.form"]
+        values = {
+            f["name"]: f.get("value", "approve") for f in form["fields"] if f["type"] != "text"
+        }
+        assert values[f"{shown['approvalId']}.version"] == 2
+        response = {"type": "a2a.hitl.formResponse", "formId": form["formId"], "values": values}
+        done = await send(bob, message(data=response, task=task))
+        assert states(done)[-1] == "completed"
+        assert ran(side) == ["scale web 9"]
 
 
 async def test_a_rejection_with_a_reason_reaches_the_model_over_rest(store: SQLStore, side: Path):
@@ -892,6 +987,7 @@ async def test_part_of_a_batch_decided_in_the_inbox_leaves_the_task_waiting_for_
         ]
         assert [f["name"] for f in form["fields"]] == [
             second["approvalId"], f"{second['approvalId']}.reason",
+            f"{second['approvalId']}.version",
         ]  # fmt: skip
         # The first is decided: naming it again is late; the rest is decided as usual.
         both = {first["approvalId"]: "approve", second["approvalId"]: "approve"}

@@ -3,11 +3,13 @@ refusal."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from signoff.protocols.a2a.hitl import (
+    Answer,
     LateDecision,
     PayloadError,
     Pending,
@@ -26,8 +28,12 @@ B = Pending(
 )  # fmt: skip
 
 
-def read(data: Any, *, decided: dict[str, str] | None = None, form: str = "f-1") -> Any:
+def answer(data: Any, *, decided: dict[str, str] | None = None, form: str = "f-1") -> Answer:
     return read_decisions([{"data": data}], [A, B], decided=decided or {}, form_id=form)
+
+
+def read(data: Any, *, decided: dict[str, str] | None = None, form: str = "f-1") -> Any:
+    return answer(data, decided=decided, form=form).decisions
 
 
 def test_the_request_says_it_in_words_a_listing_kagent_calls_and_a_form():
@@ -135,6 +141,72 @@ def test_what_cannot_be_taken_is_refused_with_words_saying_why(data: Any, words:
     with pytest.raises(PayloadError) as refused:
         read(data)
     assert words in str(refused.value)
+
+
+def test_each_vocabulary_carries_the_versions_the_calls_were_seen_at():
+    kagent = answer({"decision_type": "approve", "versions": {"ap-a": 2, "c-b": 1}})
+    assert kagent.versions == {"ap-a": 2, "ap-b": 1}
+    per_call = answer({"decisions": {"ap-a": {"kind": "approve", "version": 3}, "c-b": "reject"}})
+    assert per_call.versions == {"ap-a": 3}
+    values = {"ap-a": "approve", "ap-a.version": 2, "ap-b": "reject", "ap-b.version": "1"}
+    form = answer({"type": "a2a.hitl.formResponse", "formId": "f-1", "values": values})
+    assert form == Answer(
+        decisions={"ap-a": Approve(), "ap-b": Reject(reason="")}, versions={"ap-a": 2, "ap-b": 1}
+    )
+    assert answer({"decision_type": "approve"}).versions == {}  # none named: as before
+    # A2A's protobuf carries every number of a data part as a float.
+    assert answer({"decision_type": "approve", "versions": {"ap-a": 2.0}}).versions == {"ap-a": 2}
+
+
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [
+        ({"decision_type": "approve", "versions": [1]}, "'versions' must be an object"),
+        ({"decision_type": "approve", "versions": {"ap-a": 0}}, "versions.ap-a: 0 is not a"),
+        ({"decision_type": "approve", "versions": {"ap-a": True}}, "versions.ap-a: true is not"),
+        ({"decision_type": "approve", "versions": {"ap-a": 1.5}}, "versions.ap-a: 1.5 is not"),
+        ({"decision_type": "approve", "versions": {"ap-z": 1}}, "this task holds no call ap-z"),
+        (
+            {"decision_type": "approve", "versions": {"ap-a": 1, "c-a": 2}},
+            "c-a: the message names two versions of the call",
+        ),
+        (
+            {"decisions": {"ap-a": {"kind": "approve", "version": 0}, "ap-b": "approve"}},
+            "decisions.ap-a.version: Input should be greater than or equal to 1",
+        ),
+        (
+            {
+                "type": "a2a.hitl.formResponse", "formId": "f-1",
+                "values": {"ap-a": "approve", "ap-b": "approve", "ap-a.version": "two"},
+            },
+            'values.ap-a.version: "two" is not a version',
+        ),
+    ],
+)  # fmt: skip
+def test_what_is_not_a_version_is_refused_with_words_saying_why(data: Any, words: str):
+    with pytest.raises(PayloadError) as refused:
+        read(data)
+    assert words in str(refused.value)
+
+
+def test_the_request_shows_each_calls_version_and_after_an_edit_both_argument_sets():
+    edited = replace(
+        B, version=2, args={"name": "b", "replicas": 9},
+        requested_args={"name": "b", "replicas": 3},
+        changes=({"version": 2, "kind": "edit", "by": "olga", "at": "…"},),
+        changed="edited by olga at 10:02:11 UTC: replicas 3 → 9",
+    )  # fmt: skip
+    text, listing, _, _, form = request_parts([replace(A, version=1), edited], agent="ops",
+                                              form_id="f-1")  # fmt: skip
+    first, second = listing["data"]["approvals"]
+    assert first["version"] == 1 and "requestedArgs" not in first and "changes" not in first
+    assert (second["version"], second["args"], second["requestedArgs"]) == (
+        2, {"name": "b", "replicas": 9}, {"name": "b", "replicas": 3},
+    )  # fmt: skip
+    assert [c["by"] for c in second["changes"]] == ["olga"]
+    assert "Changed while it waited: edited by olga at 10:02:11 UTC: replicas 3 → 9" in text["text"]
+    hidden = {f["name"]: f["value"] for f in form["data"]["fields"] if f["type"] == "hidden"}
+    assert hidden == {"ap-a.version": 1, "ap-b.version": 2}
 
 
 def test_two_decision_parts_are_one_too_many():

@@ -18,15 +18,17 @@ import jsonpatch
 import pytest
 from ag_ui_validate.pytest_plugin import validate_agui
 
-from signoff import Approve, Policy
+from signoff import Approve, Edit, Policy
 from signoff.protocols.agui import CHANNEL, AguiAgent
 from signoff.server import Service
 from signoff.store import SQLStore
 from tests.deadline import HANG
+from tests.protocols.a2a_agents import FOUR_EYES
 from tests.protocols.live import ran, serving
 
 ROOT = Path(__file__).resolve().parents[2]
 ALICE = {"Authorization": "Bearer alice-token"}
+BOB = {"Authorization": "Bearer bob-token"}
 
 
 async def run(http: httpx.AsyncClient, body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -131,7 +133,10 @@ async def test_an_interrupt_and_its_resume_event_by_event(store: SQLStore, side:
         assert first["expiresAt"] is not None  # the rule's 1h timeout
         schema = first["responseSchema"]
         assert schema["required"] == ["approved"]
-        assert set(schema["properties"]) == {"approved", "editedArgs", "reason", "response"}
+        assert set(schema["properties"]) == {
+            "approved", "editedArgs", "reason", "response", "version",
+        }  # fmt: skip
+        assert schema["properties"]["version"]["const"] == first["metadata"]["version"] == 1
         assert schema["properties"]["editedArgs"]["properties"]["name"]["type"] == "string"
         explanation = asked[-6]["delta"]
         assert "delete_pod" in explanation and "need your approval" in explanation
@@ -395,6 +400,62 @@ async def test_a_resume_that_is_one_approval_of_two_ends_with_the_interrupt_stil
                 await asyncio.sleep(0.02)
 
 
+async def test_a_resume_on_the_call_before_an_edit_takes_nothing_and_interrupts_again(
+    store: SQLStore, side: Path
+):
+    """Four eyes: alice asks; olga edits the call in signoff after bob's client was shown
+    version 1. Bob's resume of version 1 takes nothing: the run ends on the interrupt again, its
+    call as edited, saying what changed; his resume of version 2 runs the edited call."""
+    async with (
+        serving(store, policy=FOUR_EYES) as (url, service),
+        httpx.AsyncClient(base_url=url, headers=ALICE, timeout=HANG) as alice,
+        httpx.AsyncClient(base_url=url, headers=BOB, timeout=HANG) as bob,
+    ):
+        asked = await run(alice, turn("t-v", "r1", "scale web to 3"))
+        [shown] = asked[-1]["outcome"]["interrupts"]
+        assert shown["metadata"]["version"] == 1 and "requestedArgs" not in shown["metadata"]
+        assert shown["responseSchema"]["properties"]["version"]["const"] == 1
+        approval_id = shown["metadata"]["approvalId"]
+        nine = Edit(args={"name": "web", "replicas": 9})
+        await service.decide(approval_id, nine, actor="olga", roles=(), version=1)
+        length = await store.audit_length()
+
+        stale = await run(bob, resume("t-v", "r2", approve(shown["id"], version=1)))
+        assert types(stale) == [
+            "RUN_STARTED", "STATE_SNAPSHOT", "ACTIVITY_SNAPSHOT", "RUN_FINISHED",
+        ]  # fmt: skip
+        assert findings(stale) == []
+        [again] = stale[-1]["outcome"]["interrupts"]
+        assert again["id"] == shown["id"] and again["toolCallId"] == shown["toolCallId"]
+        assert again["message"].startswith(f"Nothing was decided: approval '{approval_id}'")
+        assert "edited by olga at " in again["message"] and "replicas 3 → 9" in again["message"]
+        assert (again["metadata"]["version"], again["metadata"]["args"]) == (
+            2, {"name": "web", "replicas": 9},
+        )  # fmt: skip
+        assert again["metadata"]["requestedArgs"] == {"name": "web", "replicas": 3}
+        assert [c["by"] for c in again["metadata"]["changes"]] == ["olga"]
+        assert again["responseSchema"]["properties"]["version"]["const"] == 2
+        activity = stale[2]["content"]
+        assert (activity["version"], activity["args"]["replicas"]) == (2, 9)
+        assert activity["text"].startswith("Nothing was decided: ")
+        assert stale[1]["snapshot"]["view"]["pendingInterrupts"][shown["id"]]["version"] == 2
+        # Nothing written: the call waits on olga's one approval, and ran not.
+        assert ran(side) == []
+        [waiting] = await store.list_approvals(status="pending")
+        assert (waiting.version, [v.by for v in waiting.votes]) == (2, ["olga"])
+        assert await store.audit_length() == length
+        assert (await fresh(service, "t-v")) == stale[1]["snapshot"]
+
+        # Without a version, an approval of a call edited while it waited is refused alike.
+        bare = await run(bob, resume("t-v", "r3", approve(shown["id"])))
+        assert "must say which version" in bare[-1]["outcome"]["interrupts"][0]["message"]
+
+        done = await run(bob, resume("t-v", "r4", approve(again["id"], version=2)))
+        assert findings(done) == []
+        assert done[-1]["type"] == "RUN_FINISHED" and done[-1]["result"] == "done: scaled web to 9"
+        assert ran(side) == ["scale web 9"]
+
+
 async def test_the_endpoint_needs_the_token_and_a_valid_input(store: SQLStore, side: Path):
     async with serving(store) as (url, _), httpx.AsyncClient(base_url=url) as http:
         body = turn("t5", "r1", "hello")
@@ -455,6 +516,46 @@ async def test_the_ag_ui_client_runs_interrupts_and_resumes_with_approve_edit_an
     assert len(set(calls)) == len(calls) == 5  # list_pods, delete a and b, scale, delete z
     # delete z's result came while the client was away, and its next run moved on to new words.
     assert len(set(results)) == len(results) == 4 and set(results) <= set(calls)
+
+
+async def test_the_ag_ui_client_resumes_on_the_version_it_shows_and_gets_the_edit_it_missed(
+    store: SQLStore, side: Path
+):
+    """@ag-ui/client, four eyes: alice asks, carol edits the call through the API while the
+    client shows version 1, bob answers from the same client with that version — the run
+    interrupts again with the call as edited — then answers the new interrupt, which runs."""
+    async with serving(store, policy=FOUR_EYES) as (url, service):
+        node = await asyncio.create_subprocess_exec(
+            "node", str(ROOT / "tests/js/agui_versions.mjs"), url,
+            "alice-token", "carol-token", "bob-token", "js-versions",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        async with asyncio.timeout(HANG):
+            out, err = await node.communicate()
+        assert node.returncode == 0, err.decode()
+        report = json.loads(out)
+        assert report["state"] == await fresh(service, "js-versions")
+    shown = report["asked"]["interrupt"]
+    assert (shown["version"], shown["args"], shown["requestedArgs"]) == (
+        1, {"name": "web", "replicas": 3}, None,
+    )  # fmt: skip
+    assert shown["schemaVersion"]["const"] == 1
+    assert report["edited"] == {"status": 200, "version": 2}
+    stale = report["stale"]
+    assert (stale["error"], stale["outcome"]) == (None, "interrupt")
+    again = stale["interrupt"]
+    assert again["id"] == shown["id"]
+    assert "edited by carol at " in again["message"] and "replicas 3 → 9" in again["message"]
+    assert (again["version"], again["args"], again["requestedArgs"]) == (
+        2, {"name": "web", "replicas": 9}, {"name": "web", "replicas": 3},
+    )  # fmt: skip
+    assert again["schemaVersion"]["const"] == 2
+    assert (stale["activity"]["version"], stale["activity"]["stage"]) == (2, "awaiting_input")
+    # bob's answer to version 1 took nothing: the call still waited on carol's one approval.
+    assert report["held"] == {"status": "pending", "version": 2, "votes": ["carol"]}
+    done = report["done"]
+    assert (done["error"], done["result"], done["pending"]) == (None, "done: scaled web to 9", 0)
+    assert ran(side) == ["scale web 9"]
 
 
 async def test_respond_and_cancel_answer_interrupts_and_a_task_that_asks_again_interrupts_again(

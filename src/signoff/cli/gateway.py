@@ -91,9 +91,14 @@ async def _serve(settings: ServerConfig, auth: Auth | None, *, host: str, port: 
     from signoff.store import open_store
 
     key_env = settings.gateway.state_key_env
+    redaction = Redaction(settings.redact)
     async with open_store(settings.database) as store:
+        # The gate words what it refuses (a decision on a call changed since) masked too.
         gate = Gate(
-            settings.policy, store, limits=ArgumentLimits(max_bytes=settings.argument_bytes)
+            settings.policy,
+            store,
+            limits=ArgumentLimits(max_bytes=settings.argument_bytes),
+            redaction=redaction,
         )
         # The Service keeps the policy in step with the API's edits, and expires approvals.
         service = Service(store=store, gate=gate, agents=[], policy_document=settings.document)
@@ -103,7 +108,7 @@ async def _serve(settings: ServerConfig, auth: Auth | None, *, host: str, port: 
             settings=settings.gateway,
             asker=None if auth is None else _asker,
             forwarded=_forwarded,
-            show_args=Redaction(settings.redact).call_args,
+            show_args=redaction.call_args,
             state_keys=[os.environ[key_env]] if key_env else None,
         )
         async with service.running(), gateway.running():

@@ -12,6 +12,11 @@ other, and the task goes on in the same run log the web inbox and A2A read. That
 ``MESSAGES_SNAPSHOT`` of the conversation so far: the results it streams answer calls an earlier
 run streamed.
 
+Each interrupt shows its call at a version (``metadata.version``, and ``version`` in its
+``responseSchema``), which its answer sends back: an answer made on a version that changed since
+(edited, voted on, in the inbox or anywhere) takes nothing, and the run ends on the open
+interrupts again, each with its call as it stands, saying what changed.
+
 The shared state is ``{"view": {"tasks": {taskId: {status, lastRunId, lastInterruptId,
 summaries}}, "pendingInterrupts": {interruptId: {...}}}}``: one ``STATE_SNAPSHOT`` per run, then
 ``STATE_DELTA`` JSON Patches, each computed against a fresh reading of the store, so the deltas
@@ -67,9 +72,10 @@ from signoff.errors import (
     InvalidDecisionError,
     InvalidEditError,
     NotFoundError,
+    StaleDecisionError,
 )
 from signoff.gate.ids import new_id
-from signoff.protocols.a2a.hitl import Pending, request_parts
+from signoff.protocols.a2a.hitl import Pending, pending_of, request_parts
 from signoff.protocols.a2a.tasks import TaskView, task_state
 from signoff.protocols.ids import id_problem
 from signoff.redaction import Redaction
@@ -95,17 +101,28 @@ def interrupt_id(task_id: str, n: int) -> str:
     return f"hitl-{task_id}-{n}"
 
 
-def response_schema(args_schema: dict[str, Any] | None = None) -> dict[str, Any]:
+def response_schema(
+    args_schema: dict[str, Any] | None = None, version: int | None = None
+) -> dict[str, Any]:
     """What answers an interrupt: ``approved``, with ``editedArgs`` to run the call with other
-    arguments, ``reason`` for a rejection, or ``response`` to answer in the tool's place."""
+    arguments, ``reason`` for a rejection, or ``response`` to answer in the tool's place; and
+    ``version``, the version of the call it was made on, sent back as the interrupt gave it."""
+    properties: dict[str, Any] = {
+        "approved": {"type": "boolean"},
+        "editedArgs": args_schema or {"type": "object"},
+        "reason": {"type": "string"},
+        "response": {"type": "string"},
+    }
+    if version is not None:
+        properties["version"] = {
+            "type": "integer",
+            "const": version,
+            "description": "The version of the call this answer was made on: send it back as "
+            "it is. An answer on a version that changed since is not taken.",
+        }
     return {
         "type": "object",
-        "properties": {
-            "approved": {"type": "boolean"},
-            "editedArgs": args_schema or {"type": "object"},
-            "reason": {"type": "string"},
-            "response": {"type": "string"},
-        },
+        "properties": properties,
         "required": ["approved"],
         "additionalProperties": False,
     }
@@ -182,7 +199,12 @@ class AguiAgent:
         task: _Task | None = None
         after = 0
         if body.resume:
-            task, resolved, settled = await self._resume(thread, body.resume, message_id, who)
+            try:
+                task, resolved, settled = await self._resume(thread, body.resume, message_id, who)
+            except StaleDecisionError as stale:
+                async for event in self._asked_again(thread, run_id, stale):
+                    yield event
+                return
             after = task.view.last_seq
             counted = await self._counted(task, resolved)
             if counted is not None:
@@ -307,7 +329,8 @@ class AguiAgent:
                 + "; nothing changed",
                 "invalid_resume",
             )
-        decisions = {entry.interrupt_id: _decision(entry) for entry in resume}
+        answers = {entry.interrupt_id: _decision(entry) for entry in resume}
+        decisions = {interrupt: decision for interrupt, (decision, _) in answers.items()}
         if (
             not opened
             and task.view.state == "working"
@@ -322,10 +345,18 @@ class AguiAgent:
         settled = {i: a for a in task.decided for i in named if by_id.get(i) == a.id}
         taking = {i: d for i, d in decisions.items() if i in opened}
         if taking:
+            seen = {
+                opened[i].id: v for i, (_, v) in answers.items() if i in taking and v is not None
+            }
             try:
                 await self.service.decide_batch(
-                    {opened[i].id: d for i, d in taking.items()}, actor=who.name, roles=who.roles
+                    {opened[i].id: d for i, d in taking.items()},
+                    actor=who.name,
+                    roles=who.roles,
+                    versions=seen,
                 )
+            except StaleDecisionError:
+                raise  # nothing taken: the run asks again (`_asked_again`)
             except InvalidEditError as exc:
                 raise _Refused(
                     f"{exc} (at {exc.path or '/'}); nothing changed", "invalid_edit"
@@ -340,6 +371,37 @@ class AguiAgent:
                 settled |= {i: a for a in now.decided for i in taking if by_id.get(i) == a.id}
                 taking = {}
         return task, taking, settled
+
+    async def _asked_again(
+        self, thread: str, run_id: str, stale: StaleDecisionError
+    ) -> AsyncIterator[BaseEvent]:
+        """The run's end when its resume was made on a version of a call that changed since:
+        nothing was taken, and the open interrupts come again, each with its call as it stands
+        now (its activity too), the changed one saying what changed — the next run answers
+        them. (AG-UI lets a run whose answers leave interrupts open end on them again.)"""
+        task = await self._latest(thread)
+        if task is None or not task.open:  # decided meanwhile after all: nothing to answer
+            raise _Refused(f"{stale}; nothing was decided by this resume", "stale_decision")
+        refusal = f"Nothing was decided: {stale}."
+        words = f"{refusal}\n\n{_request_words(task, self.service)}"
+        for interrupt, approval in task.open.items():
+            yield ActivitySnapshotEvent(
+                message_id=interrupt,
+                activity_type=ACTIVITY,
+                content=self._activity(task, interrupt, approval, words),
+            )
+        yield RunFinishedEvent(
+            thread_id=thread,
+            run_id=run_id,
+            outcome=RunFinishedInterruptOutcome(
+                interrupts=[
+                    self._interrupt(
+                        task, i, a, refusal=refusal if a.id == stale.approval_id else None
+                    )
+                    for i, a in task.open.items()
+                ]
+            ),
+        )
 
     async def _counted(self, task: _Task, resolved: Mapping[str, Decision]) -> int | None:
         """When this resume's decisions left some of them open — approvals counted toward a
@@ -467,17 +529,20 @@ class AguiAgent:
             "agent": approval.call.agent,
             "reason": approval.reason,
             "expiresAt": None if approval.expires_at is None else approval.expires_at.isoformat(),
-            "schema": response_schema(self._args_schema(approval)),
+            "schema": response_schema(self._args_schema(approval), approval.version),
             "text": words,
-        }
+        } | self._version_of(approval)
 
-    def _interrupt(self, task: _Task, interrupt: str, approval: Approval) -> Interrupt:
+    def _interrupt(
+        self, task: _Task, interrupt: str, approval: Approval, *, refusal: str | None = None
+    ) -> Interrupt:
+        asks = f"{approval.call.name}: {approval.reason}"
         return Interrupt(
             id=interrupt,
             reason="tool_approval",
-            message=f"{approval.call.name}: {approval.reason}",
+            message=asks if refusal is None else f"{refusal} {asks}",
             tool_call_id=f"{task.run.id}-{approval.call.id}",
-            response_schema=response_schema(self._args_schema(approval)),
+            response_schema=response_schema(self._args_schema(approval), approval.version),
             expires_at=None if approval.expires_at is None else approval.expires_at.isoformat(),
             metadata={
                 "taskId": task.run.id,
@@ -486,8 +551,20 @@ class AguiAgent:
                 "args": self.service.redaction.call_args(approval.call.args),
                 "agent": approval.call.agent,
                 "rule": approval.rule,
-            },
+            }
+            | self._version_of(approval),
         )
+
+    def _version_of(self, approval: Approval) -> dict[str, Any]:
+        """The version of the call an interrupt shows (its answer sends it back), and — once it
+        changed while it waited — the arguments it was asked with and what changed."""
+        shown = pending_of(approval, self.service.redaction)
+        version: dict[str, Any] = {"version": approval.version}
+        if shown.requested_args is not None:
+            version["requestedArgs"] = shown.requested_args
+        if shown.changes:
+            version["changes"] = list(shown.changes)
+        return version
 
     def _args_schema(self, approval: Approval) -> dict[str, Any] | None:
         schema = self.service.gate.edit_schema(approval)
@@ -560,6 +637,7 @@ class AguiAgent:
                     "toolCallId": f"{run.id}-{approval.call.id}",
                     "tool": approval.call.name,
                     "reason": approval.reason,
+                    "version": approval.version,
                 }
         return {"view": {"tasks": tasks, "pendingInterrupts": pending}}
 
@@ -647,15 +725,29 @@ def _ops(patch: list[dict[str, Any]]) -> Any:
     return patch
 
 
-def _decision(entry: ResumeEntry) -> Decision:
-    """A resume entry as a decision, or `_Refused` naming what is wrong with it."""
+def _decision(entry: ResumeEntry) -> tuple[Decision, int | None]:
+    """A resume entry as a decision, with the version of the call it was made on (None when it
+    names none), or `_Refused` naming what is wrong with it."""
     where = f"resume entry {entry.interrupt_id}"
+    payload = entry.payload
+    version = payload.get("version") if isinstance(payload, dict) else None
+    if version is not None and (
+        isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= 2**31
+    ):
+        raise _Refused(
+            f"{where}: 'version' must be the interrupt's version (a whole number from 1)",
+            "invalid_resume",
+        )
+    return _answered(entry, where), version
+
+
+def _answered(entry: ResumeEntry, where: str) -> Decision:
     if entry.status == "cancelled":
         return Reject(reason="the interrupt was cancelled")
     payload = entry.payload
     if not isinstance(payload, dict) or not isinstance(payload.get("approved"), bool):
         raise _Refused(f"{where}: payload needs 'approved': true or false", "invalid_resume")
-    extra = sorted(set(payload) - {"approved", "editedArgs", "reason", "response"})
+    extra = sorted(set(payload) - {"approved", "editedArgs", "reason", "response", "version"})
     if extra:
         raise _Refused(f"{where}: unknown payload fields {extra}", "invalid_resume")
     reason = payload.get("reason")
@@ -706,19 +798,7 @@ def _summary(approval: Approval) -> str:
 
 
 def _request_words(task: _Task, service: Service) -> str:
-    held = [
-        Pending(
-            approval_id=a.id,
-            call_id=a.call.id,
-            tool=a.call.name,
-            args=service.redaction.call_args(a.call.args),
-            agent=a.call.agent,
-            rule=a.rule,
-            reason=a.reason,
-            expires_at=None if a.expires_at is None else a.expires_at.isoformat(),
-        )
-        for a in task.open.values()
-    ]
+    held = [pending_of(a, service.redaction) for a in task.open.values()]
     return _asking(held, agent=task.run.agent)
 
 

@@ -6,6 +6,9 @@ decides its held calls (see `hitl`); everything a client reads — a task, a str
 the run's log read by `TaskView`. Nothing lives only in memory: after a restart, or on another
 replica, the same task is read from the same database, and a decision taken in the web inbox
 or the CLI moves the task on for every A2A subscriber, because it is in the log they follow.
+
+A decision made on a version of a call that changed since is not taken: the answer is the task,
+still waiting, saying what changed and showing the calls as they stand.
 """
 
 from __future__ import annotations
@@ -72,6 +75,7 @@ from signoff.errors import (
     InvalidDecisionError,
     InvalidEditError,
     NotFoundError,
+    StaleDecisionError,
 )
 from signoff.gate.ids import new_id
 from signoff.protocols.a2a.hitl import (
@@ -79,7 +83,9 @@ from signoff.protocols.a2a.hitl import (
     PayloadError,
     Pending,
     is_decision,
+    pending_of,
     read_decisions,
+    stale_parts,
 )
 from signoff.protocols.a2a.tasks import (
     DECISION,
@@ -115,6 +121,17 @@ _STATES: dict[State, TaskState] = {
 logger = logging.getLogger(__name__)
 
 
+class _Stale(Exception):
+    """A decision message not taken, because a call it decides changed since the version the
+    decision was made on: nothing was written, and the task still waits."""
+
+    def __init__(self, run_id: str, message_id: str, error: StaleDecisionError) -> None:
+        super().__init__(str(error))
+        self.run_id = run_id
+        self.message_id = message_id
+        self.error = error
+
+
 class SignoffRequestHandler(RequestHandler):
     """The A2A server of one agent, over the service that runs it."""
 
@@ -133,7 +150,11 @@ class SignoffRequestHandler(RequestHandler):
         with _translated():
             validate_proto_required_fields(params)
             validate_history_length(params.configuration)
-            run_id = await self._accept(params.message, _principal(context))
+            try:
+                run_id = await self._accept(params.message, _principal(context))
+            except _Stale as stale:
+                task, _ = await self._task(stale.run_id, refused=stale)
+                return apply_history_length(task, params.configuration)
             if not params.configuration.return_immediately:
                 async for _ in self._events(run_id, stop_at_input=True):
                     pass
@@ -147,7 +168,12 @@ class SignoffRequestHandler(RequestHandler):
         with _translated():
             validate_proto_required_fields(params)
             validate_history_length(params.configuration)
-            run_id = await self._accept(params.message, _principal(context))
+            try:
+                run_id = await self._accept(params.message, _principal(context))
+            except _Stale as stale:
+                task, _ = await self._task(stale.run_id, refused=stale)
+                yield apply_history_length(task, params.configuration)
+                return
         async for event in self._events(run_id, stop_at_input=True):
             if isinstance(event, Task):
                 event = apply_history_length(event, params.configuration)
@@ -379,7 +405,7 @@ class SignoffRequestHandler(RequestHandler):
         held = [i for i in view.requested if i not in {a.id for a in pending}]
         decided = {a.id: a.status for a in await self.store.get_approvals(held)}
         try:
-            decisions = read_decisions(
+            answer = read_decisions(
                 sent["parts"], shown, decided=decided, form_id=view.form_id or ""
             )
         except LateDecision as exc:
@@ -388,7 +414,13 @@ class SignoffRequestHandler(RequestHandler):
             raise InvalidParamsError(str(exc), data=exc.data or None) from None
         at = datetime.now(UTC)
         try:
-            await self.service.decide_batch(decisions, actor=who.name, roles=who.roles)
+            await self.service.decide_batch(
+                answer.decisions, actor=who.name, roles=who.roles, versions=answer.versions
+            )
+        except StaleDecisionError as exc:
+            # Not an error of the request: the person decided on what no longer stands. The
+            # task, still waiting, shows what changed and the calls as they are now.
+            raise _Stale(run.id, sent["messageId"], exc) from None
         except InvalidEditError as exc:
             raise InvalidParamsError(
                 f"the edited arguments do not fit the tool's schema at {exc.path or '/'}: {exc}",
@@ -419,6 +451,12 @@ class SignoffRequestHandler(RequestHandler):
             update = view.see(event)
             if update is None:
                 continue
+            if event.type == "paused":
+                # The calls as they stand now, each at its version (the log's event knows
+                # them as they were held).
+                now = await self._pending_now(run_id)
+                if now:
+                    update = replace(update, message=view.request_for(now))
             if event.type == "decision" and await self._waiting(run_id):
                 # Part of the batch decided elsewhere: the task still waits for the rest.
                 update = replace(update, state="input-required")
@@ -435,8 +473,9 @@ class SignoffRequestHandler(RequestHandler):
             if update.ends:
                 return
 
-    async def _task(self, run_id: str) -> tuple[Task, TaskView]:
-        """The task as stored now: the run's log read through, and the messages clients sent."""
+    async def _task(self, run_id: str, refused: _Stale | None = None) -> tuple[Task, TaskView]:
+        """The task as stored now: the run's log read through, and the messages clients sent.
+        A task that waits on after a decision `refused` says first why it was not taken."""
         run = await self.store.get_run(run_id)
         view = self._view(run)
         # The clients' messages, then each event's: in time order, a client's first at a tie.
@@ -451,10 +490,12 @@ class SignoffRequestHandler(RequestHandler):
         # and the approvals': part of a batch decided elsewhere leaves the rest waiting.
         state, message = view.state, None
         if state in ("working", "input-required"):
-            pending = await self.store.list_approvals(status="pending", run_id=run.id, limit=500)
+            pending = await self._pending_now(run.id)
             state = task_state(state, run.status, bool(pending))
             if state == "input-required":
-                message = view.request_for([self._pending(a) for a in reversed(pending)])
+                message = view.request_for(pending)
+                if refused is not None:
+                    message = self._told(message, refused)
         elif state == "completed":
             message = view.answer
         elif state == "failed":
@@ -485,18 +526,24 @@ class SignoffRequestHandler(RequestHandler):
     async def _waiting(self, run_id: str) -> bool:
         return bool(await self.store.list_approvals(status="pending", run_id=run_id, limit=1))
 
+    async def _pending_now(self, run_id: str) -> list[Pending]:
+        """The task's calls that wait now, oldest first, as its request shows them."""
+        pending = await self.store.list_approvals(status="pending", run_id=run_id, limit=500)
+        return [self._pending(a) for a in reversed(pending)]
+
     def _pending(self, approval: Approval) -> Pending:
         """A held call as the task shows it."""
-        return Pending(
-            approval_id=approval.id,
-            call_id=approval.call.id,
-            tool=approval.call.name,
-            args=self.service.redaction.call_args(approval.call.args),
-            agent=approval.call.agent,
-            rule=approval.rule,
-            reason=approval.reason,
-            expires_at=None if approval.expires_at is None else approval.expires_at.isoformat(),
-        )
+        return pending_of(approval, self.service.redaction)
+
+    def _told(self, request: dict[str, Any], refused: _Stale) -> dict[str, Any]:
+        """The task's request, saying first why the decision `refused` was not taken (a message
+        of its own: the history keeps the request as it was made)."""
+        said, data = stale_parts(refused.error, self.service.redaction)
+        words, *rest = request["parts"]
+        return request | {
+            "messageId": f"{request['messageId']}-refused-{refused.message_id}",
+            "parts": [{"text": f"{said['text']}\n\n{words['text']}"}, data, *rest],
+        }
 
     def _view(self, run: RunRecord) -> TaskView:
         return TaskView(

@@ -6,17 +6,20 @@ Plain JSON both ways — the parts as A2A 1.0 writes them (``{"text"}`` or ``{"d
 A task that waits says so three ways at once, for three kinds of client:
 
 - ``signoff.approvals``: one data part listing every pending call (approval id, tool,
-  arguments, agent, rule, reason, expiry);
+  arguments, agent, rule, reason, expiry, and the version of the call it shows — with, once it
+  was edited while it waited, the arguments it was asked with and what changed);
 - kagent (seed 000): per call, an ``adk_request_confirmation`` function call whose
   ``originalFunctionCall`` is the held call, with metadata ``{type: function_call,
   is_long_running: true}``;
 - ADR 0012 (seed 001): an ``a2a.hitl.form`` with one field per call.
 
 The answer is one data part in a message on the same task, in any of the three vocabularies:
-kagent's ``{decision_type: approve|deny, reason?}`` for the whole batch, ADR 0012's
-``{type: a2a.hitl.formResponse, formId, values}``, or ``{decisions: {ID: {kind, args?, content?,
-reason?, always?}}}`` per call (ID: the approval's id, or the call's). Every pending call must be
-decided by the one message; anything else is refused with words saying what is wrong.
+kagent's ``{decision_type: approve|deny, reason?, versions?: {ID: N}}`` for the whole batch, ADR
+0012's ``{type: a2a.hitl.formResponse, formId, values}`` (the form's hidden ``ID.version`` among
+them), or ``{decisions: {ID: {kind, args?, content?, reason?, always?, version?}}}`` per call (ID:
+the approval's id, or the call's). Every pending call must be decided by the one message; anything
+else is refused with words saying what is wrong. A decision names the version of the call it was
+made on (see `signoff.gate.versions`): one made on a version that changed since is not taken.
 """
 
 from __future__ import annotations
@@ -28,22 +31,28 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from signoff.errors import InvalidDecisionError
+from signoff.errors import InvalidDecisionError, StaleDecisionError
+from signoff.gate.versions import describe
+from signoff.redaction import Redaction
 from signoff.server.shapes import DecisionBody
-from signoff.types import Approve, Decision, Reject
+from signoff.types import Approval, Approve, Decision, Reject, change_to_dict
 
 __all__ = [
     "APPROVALS",
     "EXTENSION",
     "FORM",
     "FORM_RESPONSE",
+    "STALE",
+    "Answer",
     "LateDecision",
     "PayloadError",
     "Pending",
     "decision_part",
     "is_decision",
+    "pending_of",
     "read_decisions",
     "request_parts",
+    "stale_parts",
 ]
 
 EXTENSION = "urn:signoff:a2a:hitl:v1"
@@ -51,8 +60,14 @@ EXTENSION = "urn:signoff:a2a:hitl:v1"
 APPROVALS = "signoff.approvals"
 FORM = "a2a.hitl.form"
 FORM_RESPONSE = "a2a.hitl.formResponse"
+STALE = "signoff.stale"
+"""The data part that says a decision was not taken: the call changed since the version it was
+made on."""
 KAGENT_CONFIRMATION = "adk_request_confirmation"
 _KINDS = ("approve", "edit", "respond", "reject")
+_VERSION = ".version"
+"""The suffix of a form's field that holds the version of the call it shows."""
+_MAX_VERSION = 2**31
 
 
 class PayloadError(ValueError):
@@ -79,29 +94,52 @@ class Pending:
     rule: str | None
     reason: str
     expires_at: str | None
+    version: int | None = None
+    """The approval's version this request shows: a decision names it. None where it is not
+    known (a request as the task's history kept it)."""
+    requested_args: Any = None
+    """The arguments the call was asked with, when an edit changed them (masked alike)."""
+    changes: tuple[dict[str, Any], ...] = ()
+    """What changed while it waited, oldest first, as the API shows changes (masked)."""
+    changed: str = ""
+    """The same in words."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Answer:
+    """What a decision message decides: a decision for each pending call, by approval id, and
+    the version of the call each was made on, where the message names one."""
+
+    decisions: dict[str, Decision]
+    versions: dict[str, int]
+
+
+def pending_of(approval: Approval, redaction: Redaction) -> Pending:
+    """A pending approval as a request shows it now: at its version, with what changed while it
+    waited, the arguments masked where redacted."""
+    return Pending(
+        approval_id=approval.id,
+        call_id=approval.call.id,
+        tool=approval.call.name,
+        args=redaction.call_args(approval.call.args),
+        agent=approval.call.agent,
+        rule=approval.rule,
+        reason=approval.reason,
+        expires_at=None if approval.expires_at is None else approval.expires_at.isoformat(),
+        version=approval.version,
+        requested_args=None
+        if approval.requested_args is None
+        else redaction.call_args(approval.requested_args),
+        changes=tuple(redaction.tree([change_to_dict(c) for c in approval.changes])),
+        changed=describe(approval.changes, redaction) if approval.changes else "",
+    )
 
 
 def request_parts(pending: Sequence[Pending], *, agent: str, form_id: str) -> list[dict[str, Any]]:
     """The parts of the input-required message: the words, the listing, kagent's confirmations
     and the ADR 0012 form."""
     text = _words(pending, agent=agent)
-    listing = {
-        "type": APPROVALS,
-        "formId": form_id,
-        "approvals": [
-            {
-                "approvalId": p.approval_id,
-                "callId": p.call_id,
-                "tool": p.tool,
-                "args": p.args,
-                "agent": p.agent,
-                "rule": p.rule,
-                "reason": p.reason,
-                "expiresAt": p.expires_at,
-            }
-            for p in pending
-        ],
-    }
+    listing = {"type": APPROVALS, "formId": form_id, "approvals": [_listed(p) for p in pending]}
     confirmations = [
         {
             "data": {
@@ -129,7 +167,7 @@ def request_parts(pending: Sequence[Pending], *, agent: str, form_id: str) -> li
                     {"value": "approve", "label": "Approve"},
                     {"value": "reject", "label": "Reject"},
                 ],
-                "metadata": {"tool": p.tool, "args": p.args, "agent": p.agent},
+                "metadata": {"tool": p.tool, "args": p.args, "agent": p.agent} | _seen(p),
             }
         )
         fields.append(
@@ -140,6 +178,16 @@ def request_parts(pending: Sequence[Pending], *, agent: str, form_id: str) -> li
                 "required": False,
             }
         )
+        if p.version is not None:  # sent back as it is: the call as this form shows it
+            fields.append(
+                {
+                    "name": p.approval_id + _VERSION,
+                    "label": "Version of the call shown",
+                    "type": "hidden",
+                    "required": False,
+                    "value": p.version,
+                }
+            )
     form = {
         "type": FORM,
         "formId": form_id,
@@ -153,6 +201,45 @@ def request_parts(pending: Sequence[Pending], *, agent: str, form_id: str) -> li
         *confirmations,
         _data(form, kind=FORM),
     ]
+
+
+def _listed(p: Pending) -> dict[str, Any]:
+    entry = {
+        "approvalId": p.approval_id,
+        "callId": p.call_id,
+        "tool": p.tool,
+        "args": p.args,
+        "agent": p.agent,
+        "rule": p.rule,
+        "reason": p.reason,
+        "expiresAt": p.expires_at,
+    }
+    return entry | _seen(p)
+
+
+def _seen(p: Pending) -> dict[str, Any]:
+    """The version of the call shown, and, when it changed while it waited, how."""
+    seen: dict[str, Any] = {} if p.version is None else {"version": p.version}
+    if p.requested_args is not None:
+        seen["requestedArgs"] = p.requested_args
+    if p.changes:
+        seen["changes"] = list(p.changes)
+    return seen
+
+
+def stale_parts(error: StaleDecisionError, redaction: Redaction) -> list[dict[str, Any]]:
+    """What a task that still waits says first when a decision was not taken because the call
+    changed since the version it was made on: in words, and as the API's 409 says it."""
+    data = {
+        "type": STALE,
+        "approvalId": error.approval_id,
+        "seen": error.seen,
+        "version": error.version,
+        "changes": redaction.tree([change_to_dict(c) for c in error.changes]),
+        "detail": str(error),
+    }
+    text = f"Nothing was decided: {error}."
+    return [{"text": text}, _data(data, kind=STALE)]
 
 
 def decision_part(
@@ -186,9 +273,10 @@ def read_decisions(
     *,
     decided: Mapping[str, str],
     form_id: str,
-) -> dict[str, Decision]:
-    """The decision for every pending call, from a message's parts. `decided` maps the task's
-    calls decided already (approval id → status) to refuse a late decision on one of them.
+) -> Answer:
+    """The decision for every pending call, from a message's parts, with the versions it names.
+    `decided` maps the task's calls decided already (approval id → status) to refuse a late
+    decision on one of them.
 
     Raises `PayloadError` naming what is wrong: no decision part or several, an unknown
     vocabulary or kind, a call named that the task does not hold, a pending call left out."""
@@ -206,27 +294,35 @@ def read_decisions(
         raise PayloadError(f"send one decision part, not {len(payloads)}")
     payload: dict[str, Any] = payloads[0]
     if "decision_type" in payload:
-        chosen = _kagent(payload, pending)
+        chosen, versions = _kagent(payload, pending)
     elif payload.get("type") == FORM_RESPONSE:
-        chosen = _form_response(payload, form_id=form_id)
+        chosen, versions = _form_response(payload, form_id=form_id)
     else:
-        chosen = _per_call(payload)
-    return _complete(chosen, pending, decided)
+        chosen, versions = _per_call(payload)
+    return _complete(chosen, versions, pending, decided)
 
 
-def _kagent(payload: dict[str, Any], pending: Sequence[Pending]) -> dict[str, Decision]:
+_Read = tuple[dict[str, Decision], dict[str, int]]
+"""Decisions and versions by the names a message gives the calls (approval or call ids)."""
+
+
+def _kagent(payload: dict[str, Any], pending: Sequence[Pending]) -> _Read:
     kind = payload["decision_type"]
     reason = payload.get("reason")
     if reason is not None and not isinstance(reason, str):
         raise PayloadError("decision_type's 'reason' must be a string")
+    versions = payload.get("versions", {})
+    if not isinstance(versions, dict):
+        raise PayloadError("'versions' must be an object: approval id → the version decided on")
+    seen = {name: _version(v, where=f"versions.{name}") for name, v in versions.items()}
     if kind == "approve":
-        return {p.approval_id: Approve() for p in pending}
+        return {p.approval_id: Approve() for p in pending}, seen
     if kind in ("deny", "reject"):
-        return {p.approval_id: Reject(reason=reason or "") for p in pending}
+        return {p.approval_id: Reject(reason=reason or "") for p in pending}, seen
     raise PayloadError(f"decision_type must be 'approve' or 'deny', not {json.dumps(kind)}")
 
 
-def _form_response(payload: dict[str, Any], *, form_id: str) -> dict[str, Decision]:
+def _form_response(payload: dict[str, Any], *, form_id: str) -> _Read:
     if payload.get("formId") != form_id:
         raise PayloadError(
             f"formId {json.dumps(payload.get('formId'))} is not the form this task waits on "
@@ -236,11 +332,14 @@ def _form_response(payload: dict[str, Any], *, form_id: str) -> dict[str, Decisi
     if not isinstance(values, dict):
         raise PayloadError("a2a.hitl.formResponse needs 'values': an object of the form's fields")
     reasons: dict[str, Any] = {}
+    seen: dict[str, int] = {}
     chosen: dict[str, Any] = {}
     for name, value in values.items():
         base, dot, field = name.rpartition(".")
         if dot and field == "reason":
             reasons[base] = value
+        elif dot and field == _VERSION[1:]:
+            seen[base] = _version(value, where=f"values.{name}")
         else:
             chosen[name] = value
     for name, reason in reasons.items():
@@ -250,21 +349,28 @@ def _form_response(payload: dict[str, Any], *, form_id: str) -> dict[str, Decisi
             raise PayloadError(f"values.{name}.reason must be a string")
         if chosen.get(name) in ("reject", "deny"):
             chosen[name] = {"kind": "reject", "reason": reason}
-    return _bodies(chosen, where="values")
+    decisions, given = _bodies(chosen, where="values")  # a value may be an object too
+    for name, version in given.items():
+        if seen.setdefault(name, version) != version:
+            raise PayloadError(f"values.{name}: the response names two versions of the call")
+    return decisions, seen
 
 
-def _per_call(payload: dict[str, Any]) -> dict[str, Decision]:
+def _per_call(payload: dict[str, Any]) -> _Read:
     decisions = payload["decisions"]
     if not isinstance(decisions, dict) or not decisions:
         raise PayloadError(
-            "'decisions' must be an object: approval id → {kind, args?, content?, reason?}"
+            "'decisions' must be an object: approval id → {kind, args?, content?, reason?, "
+            "version?}"
         )
     return _bodies(decisions, where="decisions")
 
 
-def _bodies(values: Mapping[str, Any], *, where: str) -> dict[str, Decision]:
-    """Each value as a decision: a kind's name, or an object shaped like the REST API's."""
+def _bodies(values: Mapping[str, Any], *, where: str) -> _Read:
+    """Each value as a decision: a kind's name, or an object shaped like the REST API's (with
+    the ``version`` it was made on)."""
     bodies: dict[str, Decision] = {}
+    seen: dict[str, int] = {}
     for name, value in values.items():
         if value == "deny":
             value = "reject"
@@ -275,42 +381,76 @@ def _bodies(values: Mapping[str, Any], *, where: str) -> dict[str, Decision]:
                 )
             value = {"kind": value}
         try:
-            bodies[name] = DecisionBody.model_validate(value).decision()
+            body = DecisionBody.model_validate(value)
+            bodies[name] = body.decision()
         except ValidationError as exc:
             first = exc.errors()[0]
             at = ".".join(str(step) for step in (where, name, *first["loc"]))
             raise PayloadError(f"{at}: {first['msg']}") from None
         except InvalidDecisionError as exc:
             raise PayloadError(f"{where}.{name}: {exc}") from None
-    return bodies
+        if body.version is not None:
+            seen[name] = body.version
+    return bodies, seen
+
+
+def _version(value: Any, *, where: str) -> int:
+    """A version as a message names it: a whole number from 1 — as a float too, as A2A's
+    protobuf carries every number of a data part, and as text, as a form may send it."""
+    whole = isinstance(value, float) and value.is_integer()
+    digits = isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 10
+    if whole or digits:
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= _MAX_VERSION:
+        raise PayloadError(
+            f"{where}: {json.dumps(value)} is not a version; send the one the call was shown "
+            "with (the listing's 'version')"
+        )
+    return value
 
 
 def _complete(
-    chosen: dict[str, Decision], pending: Sequence[Pending], decided: Mapping[str, str]
-) -> dict[str, Decision]:
-    """`chosen` keyed by approval id (a call's id is taken for its approval's), once it is
-    known to decide every pending call and nothing else."""
+    chosen: dict[str, Decision],
+    versions: dict[str, int],
+    pending: Sequence[Pending],
+    decided: Mapping[str, str],
+) -> Answer:
+    """`chosen` and `versions` keyed by approval id (a call's id is taken for its approval's),
+    once they are known to decide every pending call and nothing else."""
     by_call = {p.call_id: p.approval_id for p in pending}
     waiting = {p.approval_id: p for p in pending}
     keyed: dict[str, Decision] = {}
+    seen: dict[str, int] = {}
     unknown: list[str] = []
     late: list[str] = []
-    for name, body in chosen.items():
+
+    def key(name: str) -> str | None:
         approval_id = name if name in waiting or name in decided else by_call.get(name)
         if approval_id is None:
             unknown.append(name)
         elif approval_id in decided:
             late.append(f"{approval_id} ({decided[approval_id]})")
-        elif approval_id in keyed:
+            return None
+        return approval_id
+
+    for name, body in chosen.items():
+        approval_id = key(name)
+        if approval_id is not None and approval_id in keyed:
             raise PayloadError(f"{name}: the call is decided twice in this message")
-        else:
+        if approval_id is not None:
             keyed[approval_id] = body
+    for name, version in versions.items():
+        approval_id = key(name)
+        if approval_id is not None and seen.setdefault(approval_id, version) != version:
+            raise PayloadError(f"{name}: the message names two versions of the call")
     if late:
+        late = list(dict.fromkeys(late))
         raise LateDecision(
             f"already decided, nothing changed: {', '.join(late)}",
             decided=[entry.split()[0] for entry in late],
         )
     if unknown:
+        unknown = list(dict.fromkeys(unknown))
         raise PayloadError(
             f"this task holds no call {', '.join(unknown)}; it waits on "
             f"{', '.join(waiting) or 'nothing'}",
@@ -323,7 +463,7 @@ def _complete(
             + ", ".join(f"{p.approval_id} ({p.tool})" for p in missing),
             missing=[p.approval_id for p in missing],
         )
-    return keyed
+    return Answer(decisions=keyed, versions=seen)
 
 
 def _words(pending: Sequence[Pending], *, agent: str) -> str:
@@ -334,10 +474,13 @@ def _words(pending: Sequence[Pending], *, agent: str) -> str:
         rule = f"rule {p.rule}: " if p.rule else ""
         by = f" (by {p.agent})" if p.agent and p.agent != agent else ""
         lines.append(f"{n}. {p.tool}({_brief(p.args)}){by} — {rule}{p.reason}{expiry}")
+        if p.changed:
+            lines.append(f"   Changed while it waited: {p.changed}")
     lines.append(
         "Approve or reject on this task: "
         '{"decision_type": "approve"} or {"decision_type": "deny", "reason": "..."} for all, '
-        'or {"decisions": {APPROVAL_ID: {"kind": ...}}} per call.'
+        'or {"decisions": {APPROVAL_ID: {"kind": ..., "version": VERSION}}} per call (VERSION: '
+        "the listing's, the call as you saw it)."
     )
     return "\n".join(lines)
 

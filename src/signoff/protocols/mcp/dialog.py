@@ -2,13 +2,17 @@
 rule lets that person decide: what it asks, its fields, and the decision read from the answer.
 
 Over 2025-11-25 it goes as an ``elicitation/create`` request in the middle of the call; over
-2026-07-28 as an input-required result whose sealed request state names the approval.
+2026-07-28 as an input-required result whose sealed request state names the approval and the
+version of it the form shows. The answer is a decision on that version: if the call changed
+meanwhile (handed to someone, escalated, judged again by a new policy), it is not taken, and the
+person is shown the call again.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from mcp import types
@@ -17,7 +21,7 @@ from mcp_types import INVALID_PARAMS
 
 from signoff.types import Approval, Approve, Decision, Reject, canonical_json
 
-__all__ = ["INPUT", "SCHEMA", "decision_in", "input_required", "question"]
+__all__ = ["INPUT", "SCHEMA", "Shown", "decision_in", "input_required", "question", "shown_in"]
 
 INPUT = "approval"
 """The key of the form in a 2026-07-28 input-required result."""
@@ -42,8 +46,20 @@ SCHEMA: dict[str, Any] = {
 }
 
 
-def question(approval: Approval, show: Callable[[dict[str, Any]], Any]) -> str:
-    """What the form asks, the arguments as `show` masks them."""
+@dataclass(frozen=True)
+class Shown:
+    """What a 2026-07-28 retry's request state says its form showed."""
+
+    approval_id: str
+    version: int | None
+    """The version of the approval the form showed; None in a state made before versions."""
+
+
+def question(
+    approval: Approval, show: Callable[[dict[str, Any]], Any], *, changed: str = ""
+) -> str:
+    """What the form asks, the arguments as `show` masks them; `changed` says first what changed
+    since the person was last asked (and that their answer, if they gave one, was not taken)."""
     call = approval.call
     asking = {
         "tool": f"Allow {call.name} on {call.server}?",
@@ -51,6 +67,7 @@ def question(approval: Approval, show: Callable[[dict[str, Any]], Any]) -> str:
         "prompt": f"Allow the prompt {call.name} of {call.server}?",
     }[call.kind]
     lines = [
+        *([changed, ""] if changed else []),
         asking,
         *(
             []
@@ -58,23 +75,43 @@ def question(approval: Approval, show: Callable[[dict[str, Any]], Any]) -> str:
             else [f"Arguments: {canonical_json(show(call.args)).decode()}"]
         ),
         f"Why it asks: {approval.reason}" + (f" (rule {approval.rule})" if approval.rule else ""),
-        f"Approval {approval.id}: it can also be decided in the signoff inbox.",
+        f"Approval {approval.id}, version {approval.version}: it can also be decided in the "
+        "signoff inbox.",
     ]
     return "\n".join(lines)
 
 
 def input_required(
-    approval: Approval, show: Callable[[dict[str, Any]], Any]
+    approval: Approval, show: Callable[[dict[str, Any]], Any], *, changed: str = ""
 ) -> types.InputRequiredResult:
-    """The form as a 2026-07-28 client is shown it: answered, the call comes again with it."""
+    """The form as a 2026-07-28 client is shown it: answered, the call comes again with it,
+    and with the state naming the approval and the version the form shows."""
     request = types.ElicitRequest(
         params=types.ElicitRequestFormParams(
-            message=question(approval, show), requested_schema=SCHEMA
+            message=question(approval, show, changed=changed), requested_schema=SCHEMA
         )
     )
+    state = {"approval": approval.id, "version": approval.version}
     return types.InputRequiredResult(
-        input_requests={INPUT: request}, request_state=json.dumps({"approval": approval.id})
+        input_requests={INPUT: request}, request_state=json.dumps(state)
     )
+
+
+def shown_in(state: str) -> Shown:
+    """What a request state (as the gateway made it, unsealed) says the form showed; `ValueError`
+    when it says no such thing."""
+    try:
+        data = json.loads(state)
+    except ValueError:
+        data = None
+    version = data.get("version") if isinstance(data, dict) else None
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("approval"), str)
+        or (version is not None and (isinstance(version, bool) or not isinstance(version, int)))
+    ):
+        raise ValueError(f"{state!r} is not a request state of this gateway's")
+    return Shown(approval_id=data["approval"], version=version)
 
 
 def decision_in(answer: Any) -> Decision | None:

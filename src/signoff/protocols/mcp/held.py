@@ -8,6 +8,12 @@ asker decide, asked in the client too; the first decision wins. When its wait ru
 answers "pending", and the same call again (same asker, kind, name and arguments) waits on that
 approval, not a new one.
 
+The form in the client shows one version of the call, and its answer is a decision on that
+version: when the call changes while the form is out (handed to someone in the inbox, escalated,
+judged again by a new policy), the answer is not taken, and the person is shown the call again
+as it stands, told what changed. (An edit decides a call one person decides; a call that needs
+two people is never decided by its asker, so it is never asked in the client.)
+
 The gateway is an origin of external calls like any framework's (ARCHITECTURE §6): an asker's
 exact call is a thread, its approvals are held by `Gate.hold_external` under ids counting them,
 and each approval is answered once through the `Ledger` (the server's answer, or the
@@ -20,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -43,12 +48,14 @@ from signoff.errors import (
     InvalidEditError,
     NotFoundError,
     OutcomeUnknown,
+    StaleDecisionError,
 )
 from signoff.gate import CheckContext, Gate, Outcome
 from signoff.gate.edits import check_edit
 from signoff.gate.ids import external_key
 from signoff.gate.once import Claim, Ledger, Recorded
 from signoff.gate.preview import Previews
+from signoff.gate.versions import describe, since
 from signoff.protocols.mcp.answers import (
     DOING,
     Reply,
@@ -59,7 +66,14 @@ from signoff.protocols.mcp.answers import (
     shape_of,
     unknown,
 )
-from signoff.protocols.mcp.dialog import INPUT, SCHEMA, decision_in, input_required, question
+from signoff.protocols.mcp.dialog import (
+    INPUT,
+    SCHEMA,
+    decision_in,
+    input_required,
+    question,
+    shown_in,
+)
 from signoff.protocols.mcp.peer import Peer
 from signoff.protocols.mcp.screen import Screen
 from signoff.protocols.mcp.settings import GatewaySettings
@@ -143,9 +157,11 @@ class Holding:
         shape = shape_of(action.call)
         subject = _subject(asked.asker, action.call)
         answers: Mapping[str, Any] | None = None
+        seen: int | None = None
         if params.request_state:
-            # A 2026-07-28 retry: the approval it names, and the answer to the form it was shown.
-            approval = await self._from_state(params.request_state, asked.asker, subject)
+            # A 2026-07-28 retry: the approval it names, the version of it its form showed,
+            # and the answer to that form.
+            approval, seen = await self._from_state(params.request_state, asked.asker, subject)
             answers = params.input_responses
         else:
             found = await self._approval_for(asked, action, subject)
@@ -153,7 +169,11 @@ class Holding:
                 return found
             approval = found
         if approval.pending and answers:
-            approval = await self._decide_in_client(approval, asked.asker, answers)
+            approval, stale = await self._decide_in_client(approval, asked.asker, answers, seen)
+            if stale and approval.pending and self._can_elicit(asked, approval):
+                # Answered on a version that changed since: the call as it stands, asked anew.
+                note = f"Your answer was not taken: {stale}"
+                return input_required(approval, self._show, changed=note)
         if approval.pending:
             if self._can_elicit(asked, approval) and _modern(asked.ctx) and not answers:
                 return input_required(approval, self._show)
@@ -243,17 +263,21 @@ class Holding:
             low, high = found, min(found + step, high)
         return low
 
-    async def _from_state(self, state: str, asker: Asker, subject: str) -> Approval:
-        """The approval a 2026-07-28 retry names in its (unsealed) request state; it must be
-        one the gateway asked for this asker and this call."""
+    async def _from_state(
+        self, state: str, asker: Asker, subject: str
+    ) -> tuple[Approval, int | None]:
+        """The approval a 2026-07-28 retry names in its (unsealed) request state, and the
+        version of it the form showed; it must be one the gateway asked for this asker and this
+        call."""
         try:
-            approval = await self.store.get_approval(str(json.loads(state)["approval"]))
+            shown = shown_in(state)
+            approval = await self.store.get_approval(shown.approval_id)
             asked = (approval.origin, approval.thread_id, approval.requested_by)
-        except (ValueError, KeyError, TypeError, NotFoundError):
+        except (ValueError, NotFoundError):
             asked = None
         if asked != (ORIGIN, subject, asker.name):
             raise MCPError(INVALID_PARAMS, "requestState names no approval of this call")
-        return approval
+        return approval, shown.version
 
     # -- asking the person at the client ---------------------------------------------------
 
@@ -274,29 +298,37 @@ class Holding:
         )
 
     async def _decide_in_client(
-        self, approval: Approval, asker: Asker, responses: Mapping[str, Any]
-    ) -> Approval:
-        """Take the answer a 2026-07-28 client sent with its retry: only with the sealed state
-        of a form the gateway showed it (a first call's answers are never taken)."""
+        self, approval: Approval, asker: Asker, responses: Mapping[str, Any], seen: int | None
+    ) -> tuple[Approval, str]:
+        """Take the answer a 2026-07-28 client sent with its retry, on the version `seen` its
+        form showed: only with the sealed state of a form the gateway showed it (a first
+        call's answers are never taken). Returns the approval as it stands, and why the answer
+        was not taken if the call changed since (else "")."""
         answer = responses.get(INPUT)
         if answer is None:
-            return approval
+            return approval, ""
         if not self._may_answer(approval, asker):
             raise MCPError(INVALID_PARAMS, "this approval is not decided through the client")
-        return await self._take(approval, decision_in(answer), asker)
+        return await self._take(approval, decision_in(answer), asker, seen=seen)
 
-    async def _take(self, approval: Approval, decision: Decision | None, asker: Asker) -> Approval:
-        """Take the client's decision (None: it made none); a decision taken elsewhere first
-        stands."""
+    async def _take(
+        self, approval: Approval, decision: Decision | None, asker: Asker, *, seen: int | None
+    ) -> tuple[Approval, str]:
+        """Take the client's decision (None: it made none), made on version `seen` of the
+        approval; a decision taken elsewhere first stands. Returns the approval as it stands,
+        and what changed since `seen` when that is why the decision was not taken (else "")."""
         if decision is None:
-            return approval
+            return approval, ""
         try:
             with telemetry.channel("mcp"):
-                return await self.gate.decide(
-                    approval.id, decision, actor=asker.name, roles=asker.roles
+                decided = await self.gate.decide(
+                    approval.id, decision, actor=asker.name, roles=asker.roles, version=seen
                 )
+            return decided, ""
+        except StaleDecisionError as exc:
+            return await self.store.get_approval(approval.id), str(exc)
         except ConflictError:
-            return await self.store.get_approval(approval.id)
+            return await self.store.get_approval(approval.id), ""
 
     # -- waiting ---------------------------------------------------------------------------
 
@@ -328,20 +360,54 @@ class Holding:
             return None
 
     async def _elicit(self, asked: Asked, approval: Approval) -> Approval:
-        """The person at the client's decision; never returns if they make none (the inbox
-        may still decide)."""
+        """The person at the client's decision on the version of the call their form shows;
+        never returns if they make none (the inbox may still decide). When the call changes
+        while the form is out, or the answer comes on a version that changed since, the form
+        is shown again with the call as it stands, saying what changed."""
+        changed = ""
+        while True:
+            form = asyncio.create_task(self._ask(asked, approval, changed))
+            moved = asyncio.create_task(self.gate.wait(approval.id, past=approval.version))
+            try:
+                await asyncio.wait({form, moved}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for task in (form, moved):
+                    if not task.done():
+                        task.cancel()  # a form withdrawn: the client closes it
+                await asyncio.gather(form, moved, return_exceptions=True)
+            if form.done() and not form.cancelled() and form.exception() is None:
+                decision = form.result()
+                if decision is None:
+                    await asyncio.Event().wait()  # dismissed: the inbox may still decide
+                now, stale = await self._take(
+                    approval, decision, asked.asker, seen=approval.version
+                )
+                if not stale:
+                    return now
+                changed = f"Your answer was not taken: {stale}"
+            else:
+                now = moved.result()
+                what = describe(since(now, approval.version), self.gate.redaction)
+                changed = f"The call changed while you were asked: {what}."
+            if not now.pending:
+                return now
+            if not self._may_answer(now, asked.asker):
+                await asyncio.Event().wait()  # no longer theirs to decide: the inbox decides
+            approval = now
+
+    async def _ask(self, asked: Asked, approval: Approval, changed: str) -> Decision | None:
+        """The decision in the person's answer to the form (None: none made)."""
         ctx = asked.ctx
         try:
             answer = await ctx.session.elicit_form(
-                question(approval, self._show), SCHEMA, related_request_id=ctx.request_id
+                question(approval, self._show, changed=changed),
+                SCHEMA,
+                related_request_id=ctx.request_id,
             )
-            decision = decision_in(answer)
+            return decision_in(answer)
         except Exception as exc:  # the client's failure or odd answer: the inbox still decides
             logger.info("asking through the client failed (%s); waiting on the inbox", exc)
-            decision = None
-        if decision is None:
-            await asyncio.Event().wait()  # dismissed: the inbox may still decide
-        return await self._take(approval, decision, asked.asker)
+            return None
 
     async def _report(self, asked: Asked, approval: Approval) -> None:
         started = time.monotonic()
