@@ -17,7 +17,8 @@ import os
 import socket
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -28,7 +29,7 @@ from signoff.gate.ids import new_id
 from signoff.gate.notifier import ANY, Notifier
 from signoff.notify.email import Email
 from signoff.notify.notice import Notice
-from signoff.notify.settings import NotifySettings
+from signoff.notify.settings import CHANGES, EVENTS, NotifySettings
 from signoff.notify.slack import Slack
 from signoff.notify.transport import SendFailed, Sink
 from signoff.notify.webhook import Webhook
@@ -55,7 +56,8 @@ def _plain(approval: Approval, inputs: Mapping[str, str]) -> dict[str, Any]:
 
 
 class Notifications:
-    """Tell the configured sinks of requests, decisions, expiries and unknown outcomes."""
+    """Tell the configured sinks of requests, the changes to them (as each sink asks), decisions,
+    expiries and unknown outcomes."""
 
     def __init__(
         self,
@@ -94,9 +96,19 @@ class Notifications:
         for hook in settings.webhooks:
             self.sinks[hook.filters.name] = Webhook(hook, self._http)
         for slack in settings.slack:
-            self.sinks[slack.filters.name] = Slack(slack, self._http)
+            self.sinks[slack.filters.name] = Slack(
+                slack, self._http, store=store, current=self.current
+            )
         for mail in settings.email:
             self.sinks[mail.filters.name] = Email(mail)
+
+    async def current(self, approval_id: str) -> dict[str, Any] | None:
+        """The approval as a notice shows it, read now; None when it is gone."""
+        approval = (await self._approvals([approval_id])).get(approval_id)
+        if approval is None:
+            return None
+        runs = set() if approval.run_id is None else {approval.run_id}
+        return self.describe(approval, await self.store.run_inputs(runs))
 
     def slack(self, name: str) -> Slack | None:
         sink = self.sinks.get(name)
@@ -140,10 +152,10 @@ class Notifications:
         while await self.fill():
             pass
         sent = 0
-        started = _now()  # what failed during this round waits for the next
+        started = await self.store.clock()  # what failed during this round waits for the next
         while True:
             claimed = await self.store.outbox_claim(
-                owner=self.owner, now=_now(), due=started, lease=self.lease,
+                owner=self.owner, now=self.store.now(), due=started, lease=self.lease,
                 sinks=list(self.sinks), limit=CLAIM,
             )  # fmt: skip
             if not claimed:
@@ -187,7 +199,7 @@ class Notifications:
         ]
         # Not moved: another replica read these; the next read goes on from where it left.
         return await self.store.outbox_add(
-            deliveries, cursor=cursor, last=last, ids=new_id, at=_now()
+            deliveries, cursor=cursor, last=last, ids=new_id, at=self.store.now()
         )
 
     async def _approvals(self, ids: Sequence[str]) -> dict[str, Approval]:
@@ -213,7 +225,7 @@ class Notifications:
             if not isinstance(exc, SendFailed):  # a bug, or data no sink can send: given up
                 logger.exception("notifying %s of %s failed", delivery.sink, delivery.kind)
                 exc = SendFailed(f"{type(exc).__name__}: {exc}", retry=False)
-            now = _now()
+            now = self.store.now()
             attempts = delivery.attempts + 1
             retry = exc.retry and attempts < self.settings.retry.attempts
             wait = self.settings.retry.delay(attempts)
@@ -226,7 +238,7 @@ class Notifications:
                 retry_at=now + timedelta(seconds=wait) if retry else None,
             )  # fmt: skip
             return False
-        await self.store.outbox_done(delivery.id, owner=self.owner, at=_now())
+        await self.store.outbox_done(delivery.id, owner=self.owner, at=self.store.now())
         return True
 
     def _notice(self, delivery: Delivery, approval: dict[str, Any] | None) -> Notice:
@@ -256,6 +268,11 @@ class Notifications:
 
 
 def _wanted(sink: Sink, event: OutboxEvent, approval: Approval | None) -> bool:
+    filters = sink.filters
+    if isinstance(sink, Slack) and sink.updates and event.kind in CHANGES:
+        # A bot keeps its messages about a call up to date: every change to a call it may
+        # have posted about is one for it, whatever events it posts.
+        filters = replace(filters, events=frozenset(EVENTS))
     facts: dict[str, Any] = (
         {"agent": approval.call.agent, "tool": approval.call.name, "rule": approval.rule}
         if approval is not None
@@ -265,8 +282,8 @@ def _wanted(sink: Sink, event: OutboxEvent, approval: Approval | None) -> bool:
     if event.kind == "unknown":
         # The ledger knows the tool, not the agent or rule: a call that may have run twice, or
         # not at all, is told to every sink that hears of unknown outcomes of that tool.
-        return sink.filters.wants("unknown", agent=None, tool=_text(tool), rule=None, loose=True)
-    return sink.filters.wants(
+        return filters.wants("unknown", agent=None, tool=_text(tool), rule=None, loose=True)
+    return filters.wants(
         event.kind,
         agent=_text(agent),
         tool=_text(tool),
@@ -276,7 +293,3 @@ def _wanted(sink: Sink, event: OutboxEvent, approval: Approval | None) -> bool:
 
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
