@@ -8,13 +8,14 @@ only speak to the adapter and to signoff's gate, never to a framework.
 
 The scenarios' policy (`POLICY`): ``read_*`` runs, ``delete_*`` and a transfer to mallory are
 denied, ``transfer`` asks and forbids self-approval (from 10,000 on it needs two people),
-anything else asks.
+anything else asks. `FROZEN` is the same policy with every transfer denied, for a policy that
+changes while calls wait.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -23,6 +24,8 @@ from signoff import Policy
 from signoff.gate.external import ExternalRuns, Resumed, Resumer
 
 __all__ = [
+    "FROZEN",
+    "FROZEN_REASON",
     "POLICY",
     "PREVIEWS",
     "Adapter",
@@ -38,23 +41,29 @@ __all__ = [
     "transfer_preview",
 ]
 
-POLICY = Policy.from_dict(
+_RULES: list[dict[str, Any]] = [
+    {"allow": "read_*"},
+    {"deny": "delete_*"},
+    {"deny": "transfer", "when": {"to": {"eq": "mallory"}}},
+    {
+        "ask": "transfer",
+        "when": {"amount": {"ge": 10000}},
+        "approvals": {"count": 2},
+        "priority": 1,
+    },
+    {"ask": "transfer", "forbid_self_approval": True},
+]
+
+POLICY = Policy.from_dict({"default": "ask", "rules": _RULES})
+
+FROZEN_REASON = "transfers are frozen for the audit"
+FROZEN = Policy.from_dict(
     {
         "default": "ask",
-        "rules": [
-            {"allow": "read_*"},
-            {"deny": "delete_*"},
-            {"deny": "transfer", "when": {"to": {"eq": "mallory"}}},
-            {
-                "ask": "transfer",
-                "when": {"amount": {"ge": 10000}},
-                "approvals": {"count": 2},
-                "priority": 1,
-            },
-            {"ask": "transfer", "forbid_self_approval": True},
-        ],
+        "rules": [{"deny": "transfer", "reason": FROZEN_REASON, "priority": 2}, *_RULES],
     }
 )
+"""`POLICY` once transfers are frozen: every transfer is denied, above every rule that asks."""
 
 REQUESTER = "alice"
 """Who starts every scenario's run (the framework's user: LangGraph's ``user_id``, ADK's
@@ -113,11 +122,27 @@ class Adapter(Protocol):
         resumer does (its resume path, not a decision the framework's way)."""
         ...
 
-    async def send(self, thread: str, approve: bool, *, user: str | None) -> Outcome:
+    async def send(
+        self,
+        thread: str,
+        approve: bool,
+        *,
+        user: str | None,
+        seen: Mapping[str, int] | None = None,
+    ) -> Outcome:
         """Decide every waiting call the framework's own way — a LangGraph
         ``Command(resume=...)``, an ADK confirmation, a DCAF message — as `user` (None: the
-        framework names nobody) and continue. `NotSupported` where decisions only come through
-        signoff."""
+        framework names nobody) and continue. Each decision carries the version of its call its
+        sender was shown, as a client sends back what it got: `seen` (approval id → version,
+        as `shown` gave them earlier), else what the framework shows now. `NotSupported` where
+        decisions only come through signoff."""
+        ...
+
+    async def shown(self, thread: str) -> dict[str, int]:
+        """The waiting calls as the framework shows them to its app or client at the pause (the
+        interrupt's value, the deferred requests, the confirmation request, DCAF's pending
+        list): the version of each, by approval id. `NotSupported` where what the framework
+        shows has no room for signoff's approval (then only signoff's channels show it)."""
         ...
 
     def resumer(self, thread: str, *, on_resumed: Callable[[Resumed], Any]) -> Resumer:

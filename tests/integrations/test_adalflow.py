@@ -14,13 +14,14 @@ from typing import Any
 
 import pytest
 
-from signoff import Approve, Edit, Reject, Respond, Scope
+from signoff import Approve, Edit, Policy, Reject, Respond, Scope
 from signoff.errors import ForbiddenError, InvalidEditError
 from signoff.gate.answers import edited_text
 from signoff.types import Approval
 from tests.deadline import HANG
 from tests.integrations import harness as harness_base
 from tests.integrations.af_app import POLICY, Runner, Script, ToolManager, build, open_runs
+from tests.integrations.harness import POLICY as RULES
 from tests.integrations.harness import opened
 from tests.integrations.inbox import inbox_api
 
@@ -64,6 +65,22 @@ async def harness(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
 def observed(result: Any) -> list[tuple[str, str]]:
     """The runner's steps: each call's tool and what the model was told of it."""
     return [(s.function.name, str(s.observation)) for s in result.step_history]
+
+
+class Listed(dict[str, Any]):
+    """A permission manager's ``pending_approvals`` that queues each request listed in it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.listed: asyncio.Queue[Any] = asyncio.Queue()
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        super().__setitem__(key, value)
+        self.listed.put_nowait(value)
+
+    async def next(self) -> Any:
+        async with asyncio.timeout(HANG):
+            return await self.listed.get()
 
 
 async def test_allowed_calls_run_denied_ones_are_answered_and_an_asked_one_waits(
@@ -260,3 +277,31 @@ async def test_a_call_changed_between_the_check_and_the_execution_is_refused_and
         ("read_file", "it is not the call as it was judged (its tool or arguments changed since)"),
         ("charge", "it is not the call as it was approved (its tool or arguments changed since)"),
     ]
+
+
+async def test_the_pending_list_shows_a_held_call_as_it_stands_with_its_version(
+    harness: Harness,
+) -> None:
+    runner = harness.runner([("charge", {"amount": 50}), "done"])
+    listed = runner.permission_manager.pending_approvals = Listed()
+    run = asyncio.ensure_future(runner.acall(prompt_kwargs={"input_str": "go"}))
+    asked = await listed.next()
+    approval = await harness.waiting()
+    assert asked.confirmation_details == {"signoff": {"approval": approval.id, "version": 1}}
+
+    # Two people of finance must approve now; bob's edit is the first approval. Each change is
+    # a new version of the call, listed as it stands.
+    runs, two = harness.runs, {"ask": "charge", "approvers": ["finance"], "approvals": {"count": 2}}
+    await runs.bridge.arun(runs.gate.use_policy(Policy.from_dict(
+        {**RULES, "rules": [*RULES["rules"][:-1], two]})))  # fmt: skip
+    assert (await listed.next()).confirmation_details["signoff"]["version"] == 2
+    await harness.decide(approval.id, Edit(args={"amount": 40}))
+    edited = await listed.next()
+
+    assert edited.confirmation_details["signoff"]["version"] == 3
+    assert edited.tool.kwargs == {"amount": 40}
+    assert harness.executions() == []
+    carol = runs.gate.decide(approval.id, Approve(), actor="carol", roles=["finance"], version=3)
+    await runs.bridge.arun(carol)
+    assert observed(await run) == [("charge", edited_text({"amount": 40}, "charged 40"))]
+    assert listed == {}

@@ -42,6 +42,7 @@ from tests.integrations.ag_app import (
     build,
     open_runs,
 )
+from tests.integrations.harness import POLICY as RULES
 from tests.integrations.harness import finished, killed_inside_the_tool, lines, opened
 from tests.integrations.inbox import inbox_api
 
@@ -281,10 +282,45 @@ async def test_a_dcaf_decision_is_held_to_the_policys_rules_and_bad_bodies_are_r
     with pytest.raises(ForbiddenError, match="actor"):  # a decision is someone's
         await agent.dcaf({"messages": [{"data": {"tool_calls": [
             {"id": charge["requirement_id"], "execute": True}]}}]}, session_id=SESSION)  # fmt: skip
+    version = {"id": charge["requirement_id"], "execute": True, "version": "1"}  # not a number
     for bad in ({}, {"messages": []}, {"messages": [{"data": {"tool_calls": "all"}}]},
-                {"messages": [{"content": "x" * 70_000}]}):  # fmt: skip
+                {"messages": [{"content": "x" * 70_000}]},
+                {"messages": [{"data": {"tool_calls": [version]}}]}):  # fmt: skip
         with pytest.raises(ValidationError):
             await agent.dcaf(bad, session_id=SESSION)
+
+
+async def test_a_dcaf_answer_lists_each_call_as_it_stands_and_a_stale_decision_is_not_taken(
+    harness: Harness,
+) -> None:
+    agent = harness.agent([[("charge", {"amount": 50})], "charged"])
+    first = await agent.dcaf({"messages": [{"content": "go"}]}, session_id=SESSION)
+    [listed] = first["pending_requirements"]
+    [approval] = (await harness.pending()).values()
+    assert (listed["approval_id"], listed["version"]) == (approval.id, approval.version)
+    assert first["data"]["tool_calls"][0]["version"] == approval.version
+
+    # Two people of finance must approve now; bob lowers the amount, his approval the first.
+    runs, two = harness.runs, {"ask": "charge", "approvers": ["finance"], "approvals": {"count": 2}}
+    await runs.bridge.arun(runs.gate.use_policy(Policy.from_dict(
+        {**RULES, "rules": [*RULES["rules"][:-1], two]})))  # fmt: skip
+    await harness.decide(approval.id, Edit(args={"amount": 40}))
+
+    def decision(version: int) -> dict[str, Any]:
+        return {"messages": [{"data": {"tool_calls": [
+            {"id": listed["requirement_id"], "execute": True, "version": version}]}}]}  # fmt: skip
+
+    # Carol approves the call as she was first shown it: not taken; the answer lists it anew.
+    stale = await agent.dcaf(decision(listed["version"]), session_id=SESSION, actor="carol",
+                             roles=["finance"])  # fmt: skip
+    [now] = stale["pending_requirements"]
+    assert now["tool_args"] == {"amount": 40} and now["version"] > listed["version"]
+    assert harness.executions() == []
+
+    done = await agent.dcaf(decision(now["version"]), session_id=SESSION, actor="carol",
+                            roles=["finance"])  # fmt: skip
+
+    assert done["is_complete"] and harness.executions() == ["charge 40"]
 
 
 async def test_dcaf_decisions_sent_again_after_the_run_ended_start_nothing(

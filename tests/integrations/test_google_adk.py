@@ -186,6 +186,41 @@ async def test_a_clients_confirmation_is_the_users_decision_held_to_the_policys_
     await runner.close()
 
 
+async def test_a_clients_confirmation_on_a_version_that_changed_since_is_not_taken(
+    harness: Harness,
+) -> None:
+    runner, _ = harness.runner([[("send_email", {"to": "bob@example.com"})], "done"],
+                               client_decisions=True)  # fmt: skip
+    session, events = await harness.start(runner)
+    [request] = [c for e in events for c in e.get_function_calls() if c.name == CONFIRMATION]
+    payload = request.args["toolConfirmation"]["payload"]
+    [approval] = (await harness.pending()).values()
+    assert payload == {"signoff": {"approval": approval.id, "version": approval.version}}
+
+    def confirmed(version: Any) -> types.Content:
+        sent = {"signoff": {**payload["signoff"], "version": version}}
+        answer = types.FunctionResponse(name=CONFIRMATION, id=request.id,
+                                        response={"confirmed": True, "payload": sent})  # fmt: skip
+        return types.Content(role="user", parts=[types.Part(function_response=answer)])
+
+    # A new policy gives the call an hour: a new version of it, after the client was asked.
+    runs, hour = harness.runs, {"ask": "send_email", "timeout": "1h"}
+    await runs.bridge.arun(runs.gate.use_policy(Policy.from_dict(
+        {**POLICY, "rules": [*POLICY["rules"], hour]})))  # fmt: skip
+    [changed] = (await harness.pending()).values()
+
+    # The client sends the request's payload back: the version it was shown is not the call's.
+    # (Nor is a version that is no number.)
+    for shown in (approval.version, "2", True):
+        with pytest.raises(RuntimeError, match="wait for a person's decision"):
+            await say(runner, session, confirmed(shown))
+    assert harness.executions() == [] and changed.version > approval.version
+    found = results(await say(runner, session, confirmed(changed.version)))
+
+    assert found["call_0_0"] == {"sent": "bob@example.com"}
+    assert harness.executions() == ["send_email bob@example.com "]
+
+
 async def test_a_confirmation_that_leaves_a_call_of_the_pause_out_is_refused(
     harness: Harness,
 ) -> None:

@@ -301,6 +301,10 @@ def test_a_malformed_resume_is_refused_and_decides_nothing(harness: Harness) -> 
         agent.invoke(Command(resume={"decisions": [{"type": "approve"}, {"type": "yes"}]}), STUDIO)
     with pytest.raises(ValidationError, match="at least 2 items"):
         agent.invoke(Command(resume={"decisions": [{"type": "approve"}]}), STUDIO)
+    for version in ("1", True, 0):  # the version a decision was made on is a number from 1
+        with pytest.raises(ValidationError, match="version"):
+            agent.invoke(Command(resume={"decisions": [{"type": "approve", "version": version},
+                                                       {"type": "approve"}]}), STUDIO)  # fmt: skip
     assert len(harness.pending()) == 2
     assert executions(harness.side_effects) == ["read_file report.txt"]
 

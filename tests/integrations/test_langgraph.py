@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +18,10 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import tools_condition
 from langgraph.types import Command
 
-from signoff import Approve, Edit, Policy, Reject
-from signoff.errors import ConflictError
+from signoff import Approval, Approve, Edit, Policy, Reject, ToolCall
+from signoff.errors import ConflictError, InvalidDecisionError
 from signoff.gate.external import ExternalRuns
+from signoff.integrations._hitl import Sent, resume_decisions
 from signoff.integrations.langchain import SignoffMiddleware
 from signoff.integrations.langgraph import ApprovalToolNode, connect, gated, resumer
 from tests.conftest import fresh_postgres_database
@@ -240,3 +242,24 @@ async def test_an_async_agent_pauses_and_an_async_resumer_resumes_it(tmp_path: P
         assert executions(fx) == ["read_file a", "send_email bob "]
     finally:
         await asyncio.to_thread(runs.close)
+
+
+def test_a_resume_payload_names_the_version_each_decision_was_made_on() -> None:
+    asked = [
+        Approval(id=i, call=ToolCall(id=i, name="charge", args={"amount": 5}), batch_id="b",
+                 rule=None, reason="asks", requested_at=datetime.now(UTC))
+        for i in ("a1", "a2")
+    ]  # fmt: skip
+
+    listed = resume_decisions(
+        {"decisions": [{"type": "approve", "version": 3}, {"type": "reject"}]}, asked
+    )
+    by_id = resume_decisions({"a2": {"type": "approve", "version": 2}}, asked)
+
+    assert listed == Sent(decisions={"a1": Approve(), "a2": Reject(reason="")}, versions={"a1": 3})
+    assert by_id == Sent(decisions={"a2": Approve()}, versions={"a2": 2})
+    for bad in ("3", True, 0):  # a payload `LangGraphGate.take` is handed without LangGraph's check
+        with pytest.raises(InvalidDecisionError, match=r"decisions\[0\]\.version"):
+            resume_decisions(
+                {"decisions": [{"type": "approve", "version": bad}, {"type": "reject"}]}, asked
+            )

@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 
 from signoff import Approval, Approve, Decision, Edit, Reject, Respond
-from signoff.errors import ForbiddenError, InvalidEditError
+from signoff.errors import ForbiddenError, InvalidEditError, StaleDecisionError
 from signoff.types import Preview
 from tests.conftest import fresh_postgres_database
 from tests.integrations.scenarios import (
+    FROZEN,
+    FROZEN_REASON,
     REQUESTER,
     Adapter,
     Call,
@@ -67,11 +69,15 @@ async def pending(adapter: Adapter) -> list[Approval]:
     return list(await runs.bridge.arun(runs.store.list_approvals(status="pending")))
 
 
-async def decide(adapter: Adapter, decision: Decision, *, actor: str = APPROVER) -> None:
-    """Decide every pending call as a person allowed to (as the REST API does)."""
+async def decide(
+    adapter: Adapter, decision: Decision, *, actor: str = APPROVER, version: int | None = None
+) -> None:
+    """Decide every pending call as a person allowed to (as the REST API does), on `version`
+    of it where given."""
     runs = adapter.runs
     for approval in await pending(adapter):
-        await runs.bridge.arun(runs.gate.decide(approval.id, decision, actor=actor))
+        decided = runs.gate.decide(approval.id, decision, actor=actor, version=version)
+        await runs.bridge.arun(decided)
 
 
 async def audit_actions(adapter: Adapter) -> list[str]:
@@ -346,3 +352,89 @@ async def test_a_denied_call_never_runs_and_resuming_does_not_call_the_model_aga
     assert "blocked" in results["call_0"] and results["call_1"] == "transfer ok"
     # One more model call: the final text. The decided batch ran with no new model turn.
     assert adapter.model_turns == turns + 1
+
+
+LARGE = [[Call("call_0", "transfer", {"amount": 20000, "to": "acme"})], "finished"]
+LOWERED = {"amount": 15000, "to": "acme"}
+
+
+async def test_a_decision_on_a_version_edited_since_is_refused_and_the_edit_runs_once(
+    adapter: Adapter,
+) -> None:
+    await adapter.start("t-stale", LARGE)
+    [asked] = await pending(adapter)
+    try:
+        seen = await adapter.shown("t-stale")
+    except NotSupported:
+        seen = {asked.id: asked.version}  # only signoff's channels show it
+    assert seen == {asked.id: asked.version}
+
+    # Two people must approve. Bob lowers the amount: his edit is his approval of the call as
+    # edited, and a new version of it.
+    await decide(adapter, Edit(args=LOWERED), actor="bob", version=asked.version)
+
+    # Carol approves the call she was shown, before the edit: refused, and nothing runs.
+    try:
+        still = await adapter.send("t-stale", True, user="carol", seen=seen)
+    except NotSupported:
+        with pytest.raises(StaleDecisionError, match="edited by bob"):
+            await decide(adapter, Approve(), actor="carol", version=asked.version)
+        still = await adapter.resume("t-stale")
+    assert still.paused and executions(adapter.side_effects) == []
+    [edited] = await pending(adapter)
+    assert edited.call.args == LOWERED and [v.by for v in edited.votes] == ["bob"]
+    assert edited.version > asked.version
+
+    # On the version shown now, hers is the second approval: the edited call runs, once.
+    try:
+        done = await adapter.send("t-stale", True, user="carol")
+    except NotSupported:
+        await decide(adapter, Approve(), actor="carol", version=edited.version)
+        done = await adapter.resume("t-stale")
+    again = await adapter.resume("t-stale")
+
+    assert executions(adapter.side_effects) == ["transfer 15000 acme"]
+    [(call_id, result)] = told(done)
+    assert call_id == "call_0" and "transfer ok" in result
+    assert not again.paused
+
+
+async def test_a_policy_that_now_denies_a_waiting_call_rejects_it_and_the_model_reads_why(
+    adapter: Adapter,
+) -> None:
+    await adapter.start("t-frozen", TRANSFER)
+    runs = adapter.runs
+
+    [rejected] = await runs.bridge.arun(runs.gate.use_policy(FROZEN))
+    done = await adapter.resume("t-frozen")
+
+    assert (rejected.status, rejected.decided_by) == ("rejected", "signoff")
+    assert executions(adapter.side_effects) == []
+    [(call_id, result)] = told(done)
+    assert call_id == "call_0" and FROZEN_REASON in result and "Do not retry" in result
+    assert await pending(adapter) == []
+
+
+async def test_a_call_approved_before_the_policy_denied_it_is_not_run_and_the_model_is_told(
+    adapter: Adapter,
+) -> None:
+    await adapter.start("t-approved-frozen", TRANSFER)
+    try:
+        adapter.resumer("t-approved-frozen", on_resumed=lambda _: None)
+    except NotSupported as exc:
+        pytest.skip(
+            f"{exc}: a call that waits in memory goes on as it is approved, so none is ever "
+            "approved and not yet resumed when the policy changes"
+        )
+    runs = adapter.runs
+    await decide(adapter, Approve())
+
+    # Approved, not run yet: the policy changes before the run is resumed.
+    assert await runs.bridge.arun(runs.gate.use_policy(FROZEN)) == []
+    done = await adapter.resume("t-approved-frozen")
+    await adapter.resume("t-approved-frozen")
+
+    assert executions(adapter.side_effects) == []
+    [(call_id, result)] = told(done)
+    assert call_id == "call_0" and "blocked" in result and FROZEN_REASON in result
+    assert "refused" in await audit_actions(adapter)

@@ -1,7 +1,8 @@
 """LangChain's human-in-the-loop wire format, as LangGraph Studio and Agent Inbox speak it: the
 interrupt value signoff's LangGraph integration pauses with (``HITLRequest``: ``action_requests``,
-``review_configs``, and signoff's part under ``signoff``), and the resume payloads it accepts
-(``{"decisions": [...]}`` in the interrupt's order, or ``{approval id: decision}``), checked
+``review_configs``, and signoff's part under ``signoff``: the pause, the approvals and the version
+of each), and the resume payloads it accepts (``{"decisions": [...]}`` in the interrupt's order,
+or ``{approval id: decision}``; each decision may name the ``version`` it was made on), checked
 before anything is taken."""
 
 from __future__ import annotations
@@ -9,11 +10,13 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, NotRequired, Union
 
 from annotated_types import Len
 from pydantic import (
     Discriminator,
+    Field,
     GetCoreSchemaHandler,
     GetJsonSchemaHandler,
     StringConstraints,
@@ -28,7 +31,14 @@ from signoff.gate import transcript
 from signoff.limits import ArgumentLimits
 from signoff.types import Approval, Approve, Decision, Edit, Reject, Respond
 
-__all__ = ["MARK", "interrupt_value", "response_schema", "resume_decisions", "transcript_of"]
+__all__ = [
+    "MARK",
+    "Sent",
+    "interrupt_value",
+    "response_schema",
+    "resume_decisions",
+    "transcript_of",
+]
 
 MARK = "signoff"
 """The key of signoff's part in an interrupt's value, and of the resumer's resume value."""
@@ -49,12 +59,25 @@ def interrupt_value(pause_id: str, approvals: Sequence[Approval]) -> dict[str, A
         "review_configs": [
             {"action_name": a.call.name, "allowed_decisions": list(_DECISIONS)} for a in approvals
         ],
-        MARK: {"pause": pause_id, "approvals": [a.id for a in approvals]},
+        # The version of each call as shown here: a client sends it back with its decision,
+        # which is refused if the call changed since (edited, approved by another, ...).
+        MARK: {
+            "pause": pause_id,
+            "approvals": [a.id for a in approvals],
+            "versions": {a.id: a.version for a in approvals},
+        },
     }
+
+
+# ``version`` is signoff's, beside LangChain's keys: the version of the call the decision was
+# made on (the interrupt's ``signoff.versions``). Declared, so that LangGraph's check of the
+# payload keeps it.
+_Version = Annotated[int, Field(ge=1, strict=True)]
 
 
 class _Approve(TypedDict):
     type: Literal["approve"]
+    version: NotRequired[_Version]
 
 
 class _Action(TypedDict):
@@ -65,16 +88,19 @@ class _Action(TypedDict):
 class _Edit(TypedDict):
     type: Literal["edit"]
     edited_action: _Action
+    version: NotRequired[_Version]
 
 
 class _Reject(TypedDict):
     type: Literal["reject"]
     message: NotRequired[str]
+    version: NotRequired[_Version]
 
 
 class _Respond(TypedDict):
     type: Literal["respond"]
     message: Annotated[str, StringConstraints(min_length=1)]
+    version: NotRequired[_Version]
 
 
 _OneDecision = Annotated[Union[_Approve, _Edit, _Reject, _Respond], Discriminator("type")]  # noqa: UP007
@@ -139,11 +165,21 @@ def _inlined(schema: dict[str, Any]) -> dict[str, Any]:
     return inlined
 
 
-def resume_decisions(value: Any, approvals: Sequence[Approval]) -> dict[str, Decision]:
-    """The decisions a resume payload carries, by approval id; none for signoff's own.
-    Raises `InvalidDecisionError` naming the field that is wrong."""
+@dataclass(frozen=True, kw_only=True)
+class Sent:
+    """What a resume payload carries."""
+
+    decisions: dict[str, Decision] = field(default_factory=dict)
+    """Its decisions, by approval id."""
+    versions: dict[str, int] = field(default_factory=dict)
+    """The version of its call each decision was made on, where it names one."""
+
+
+def resume_decisions(value: Any, approvals: Sequence[Approval]) -> Sent:
+    """The decisions a resume payload carries (none for signoff's own), with the versions they
+    name. Raises `InvalidDecisionError` naming the field that is wrong."""
     if isinstance(value, Mapping) and MARK in value:
-        return {}
+        return Sent()
     if isinstance(value, Mapping) and "decisions" in value:
         listed = value["decisions"]
         if not isinstance(listed, list):
@@ -152,19 +188,31 @@ def resume_decisions(value: Any, approvals: Sequence[Approval]) -> dict[str, Dec
             raise InvalidDecisionError(
                 f"resume: 'decisions' has {len(listed)} item(s) for {len(approvals)} held call(s)"
             )
-        return {
-            a.id: _decision(d, f"decisions[{i}]", a)
-            for i, (a, d) in enumerate(zip(approvals, listed, strict=True))
-        }
-    if isinstance(value, Mapping):
+        pairs = [(a, d, f"decisions[{i}]")
+                 for i, (a, d) in enumerate(zip(approvals, listed, strict=True))]  # fmt: skip
+    elif isinstance(value, Mapping):
         ids = {a.id: a for a in approvals}
         unknown_ids = [k for k in value if k not in ids]
         if unknown_ids:
             raise InvalidDecisionError(f"resume: {unknown_ids[0]!r} is not a held call's approval")
-        return {k: _decision(d, repr(k), ids[k]) for k, d in value.items()}
-    raise InvalidDecisionError(
-        "resume: send {'decisions': [...]} (one per held call, in order) or decide in signoff"
-    )
+        pairs = [(ids[k], d, repr(k)) for k, d in value.items()]
+    else:
+        raise InvalidDecisionError(
+            "resume: send {'decisions': [...]} (one per held call, in order) or decide in signoff"
+        )
+    decisions = {a.id: _decision(d, where, a) for a, d, where in pairs}
+    versions = {a.id: _version(d["version"], where) for a, d, where in pairs
+                if d.get("version") is not None}  # fmt: skip
+    return Sent(decisions=decisions, versions=versions)
+
+
+def _version(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidDecisionError(  # (a bool is an int to Python, not to JSON)
+            f"resume: {where}.version is the version of the call the decision was made on (a "
+            f"whole number from 1, as the interrupt's signoff.versions gives it), not {value!r}"
+        )
+    return value
 
 
 def _decision(data: Any, where: str, approval: Approval) -> Decision:

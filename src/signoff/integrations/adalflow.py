@@ -8,12 +8,14 @@
 Every tool call the runner makes is judged by signoff's policy with its arguments (not only by
 the tool's name): allowed calls run, denied ones are answered with the reason, asked ones become
 approvals in signoff's store — in the web inbox, the API, the terminal, every channel — while
-the runner waits for the decision (`timeout` seconds at most: the approval then expires). An
-approval runs the call (PROCEED_ONCE); approve-always is a signoff grant, so the next such call
-runs without asking (PROCEED_ALWAYS); an edit runs the call with the edited arguments, checked
-against the tool's schema and the policy (modify); a rejection (CANCEL) or a person's response
-reaches the model as the tool's result, with its reason. AdalFlow's streaming run emits its
-``agent.tool_permission_request`` event for each call the policy may ask about.
+the runner waits for the decision (`timeout` seconds at most: the approval then expires), listed
+in the permission manager's ``pending_approvals`` as it stands (``confirmation_details`` names its
+signoff approval and version). An approval runs the call (PROCEED_ONCE); approve-always is a
+signoff grant, so the next such call runs without asking (PROCEED_ALWAYS); an edit runs the call
+with the edited arguments, checked against the tool's schema and the policy (modify); a rejection
+(CANCEL) or a person's response reaches the model as the tool's result, with its reason.
+AdalFlow's streaming run emits its ``agent.tool_permission_request`` event for each call the
+policy may ask about.
 
 A call that may run is handed back to the runner as a call of signoff's hidden `RUN` tool, which
 runs the real tool through signoff's ledger (`ExternalRuns.once`) with the call exactly as it
@@ -146,11 +148,10 @@ class SignoffPermissions(PermissionManager):  # type: ignore[misc]
         step = await self.runs.step(found, proposed, key=key, schema=schema)
         if step.kind == "wait":
             assert step.approval is not None  # a call waits on its approval
-            self.pending_approvals[proposed.id] = FunctionRequest(
-                id=proposed.id, tool_name=func.name, tool=func
-            )
+            request = FunctionRequest(id=proposed.id, tool_name=func.name, tool=func)
+            self.pending_approvals[proposed.id] = _shown(request, step.approval)
             try:
-                decided = await self._wait(step.approval)
+                decided = await self._wait(step.approval, request)
             finally:
                 self.pending_approvals.pop(proposed.id, None)
             step = await self.runs.step(
@@ -228,20 +229,41 @@ class SignoffPermissions(PermissionManager):  # type: ignore[misc]
                 named[name] = value
         return named
 
-    async def _wait(self, approval: Approval) -> Approval:
-        """The approval once decided — or expired, after `timeout` seconds."""
-        gate = self.runs.gate
-        try:
-            return await self.runs.bridge.arun(gate.wait(approval.id, self.timeout))
-        except ApprovalTimeout:
-            [expired] = await self.runs.bridge.arun(gate.expire([approval]))
-            return expired  # or the decision that came first
+    async def _wait(self, approval: Approval, request: FunctionRequest) -> Approval:
+        """The approval once decided — or expired, after `timeout` seconds. Meanwhile the
+        `request` in `pending_approvals` shows the call as it stands: each change to it (an
+        edit, one approval of several) is a new version, listed anew."""
+        gate, loop = self.runs.gate, asyncio.get_running_loop()
+        deadline = None if self.timeout is None else loop.time() + self.timeout
+        while True:
+            left = None if deadline is None else max(deadline - loop.time(), 0.0)
+            waited = gate.wait(approval.id, left, past=approval.version)
+            try:
+                found = await self.runs.bridge.arun(waited)
+            except ApprovalTimeout:
+                [expired] = await self.runs.bridge.arun(gate.expire([approval]))
+                return expired  # or the decision that came first
+            if not found.pending:
+                return found
+            approval = found
+            self.pending_approvals[request.id] = _shown(request, approval)  # listed anew
 
     @staticmethod
     def _answer(func: Function, text: str) -> Verdict:
         """Let the runner "run" signoff's answer in the call's place: the model reads it as
         the call's result (AdalFlow's own refusal would say only that it was cancelled)."""
         return True, Function(id=func.id, name=ANSWER, args=[], kwargs={"text": text}), text
+
+
+def _shown(request: FunctionRequest, approval: Approval) -> FunctionRequest:
+    """`request` showing the held call as it stands — its arguments as edited, if they were —
+    with its signoff approval and version (``confirmation_details``, for the app to show)."""
+    call, thought = approval.call, getattr(request.tool, "thought", None)
+    request.tool = Function(id=request.id, thought=thought, name=call.name, args=[],
+                            kwargs=dict(call.args))  # fmt: skip
+    request.confirmation_details = {"signoff": {"approval": approval.id,
+                                                "version": approval.version}}  # fmt: skip
+    return request
 
 
 def _say(text: str) -> str:

@@ -19,7 +19,9 @@ schema and the policy), a response is the tool's result, a rejection's reason re
 
 `SignoffAgent.dcaf` takes DCAF's wire format: decisions as ``data.tool_calls[{id, execute,
 rejection_reason}]``, answered with ``has_pending_approvals``, ``is_complete`` and
-``pending_requirements[{requirement_id, tool_name, tool_args}]``.
+``pending_requirements[{requirement_id, tool_name, tool_args}]``. signoff adds the held call's
+``approval_id`` and ``version`` to each call it lists, and takes a decision's ``version`` back: a
+decision made on a version that changed since is not taken.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from signoff.gate import transcript
 from signoff.gate.answers import blocked_text, edited_text
 from signoff.gate.external import ExternalRuns, Pause, Resumed, Resumer, connect
 from signoff.integrations._threads import Hold, busy, now
-from signoff.types import Approve, Decision, Reject, ToolCall
+from signoff.types import Approval, Approve, Decision, Reject, ToolCall
 
 os.environ.setdefault("AGNO_TELEMETRY", "false")  # signoff's users opt in to Agno's, not we
 
@@ -256,7 +258,9 @@ class SignoffAgent:
         with a ``rejection_reason`` rejects; anything else leaves the call waiting), taken as
         `actor` with `roles` — the person the app authenticated (`ForbiddenError` without
         one) — through the same rules as any channel; else the last user message starts a
-        run; decisions that find nothing waiting start nothing. Answers with DCAF's
+        run; decisions that find nothing waiting start nothing. A decision that names the
+        ``version`` of its call it was made on (as the last answer listed it) is not taken if
+        the call changed since: the answer lists it again, as it is now. Answers with DCAF's
         ``AgentResponse`` (`dcaf_answer`). Raises pydantic's `ValidationError` for a body
         that is not DCAF's (a 422 in a route)."""
         request = body if isinstance(body, DcafRequest) else DcafRequest.model_validate(body)
@@ -276,7 +280,9 @@ class SignoffAgent:
             out = await self.run(prompt, session_id=session_id, user_id=requester)
             return await self._dcaf_answer(out, session_id)
         by_requirement = {r.id: r for r in paused.active_requirements}
+        sent_on = request.versions()
         decisions: dict[str, Decision] = {}
+        versions: dict[str, int] = {}
         for rid, decision in wanted.items():
             requirement = by_requirement.get(rid)
             execution = requirement.tool_execution if requirement is not None else None
@@ -287,8 +293,10 @@ class SignoffAgent:
             found = (await self.runs.held(session_id, [call_id], turn=turn)).get(call_id)
             if found is not None and found.approval is not None and found.approval.pending:
                 decisions[found.approval.id] = decision
+                if rid in sent_on:
+                    versions[found.approval.id] = sent_on[rid]
         if decisions:
-            await self.runs.decide(decisions, actor=actor, roles=roles or ())
+            await self.runs.decide(decisions, actor=actor, roles=roles or (), versions=versions)
         resumed = await self.resume(session_id, run_id=paused.run_id)
         if resumed is None:  # another process continues it: answer with the run as it stands
             latest = await self._run_output(session_id, paused.run_id) if paused.run_id else None
@@ -296,23 +304,23 @@ class SignoffAgent:
         return await self._dcaf_answer(resumed, session_id)
 
     async def _dcaf_answer(self, out: RunOutput, session_id: str) -> dict[str, Any]:
-        """`dcaf_answer`, listing only the calls that wait on a person."""
+        """`dcaf_answer`, listing only the calls that wait on a person, as they stand now."""
         if not out.is_paused:
             return dcaf_answer(out, session_id)
-        answers, _waiting, _decided = await self._settle(out, session_id, out.user_id)
-        return dcaf_answer(out, session_id, waiting=[
-            r.id for r in out.active_requirements if r.needs_confirmation and r.id not in answers
-        ])  # fmt: skip
+        _answers, waiting, _decided = await self._settle(out, session_id, out.user_id)
+        held = waiting or {}
+        return dcaf_answer(out, session_id, waiting=held, approvals=held)
 
     # -- pauses ----------------------------------------------------------------------------
 
     async def _settle(
         self, out: RunOutput, session_id: str, user_id: str | None
-    ) -> tuple[dict[str, Answer], list[str] | None, list[str]]:
+    ) -> tuple[dict[str, Answer], dict[str, Approval] | None, list[str]]:
         """Judge the calls the paused run waits on (or read how they were decided): what to
-        tell Agno of each requirement, by its id; the approvals still undecided — None when
-        none is and the run can go on, [] when it waits on something that is not signoff's (a
-        user's input: answered through Agno); and the approvals decided."""
+        tell Agno of each requirement, by its id; the approvals still undecided, by
+        requirement id — None when none is and the run can go on, empty when it waits on
+        something that is not signoff's (a user's input: answered through Agno); and the
+        approvals decided."""
         pending = out.active_requirements
         foreign = [r for r in pending if not r.needs_confirmation]
         asked = [r for r in pending if r.needs_confirmation and r.tool_execution is not None]
@@ -327,7 +335,7 @@ class SignoffAgent:
             if r.id not in answers:
                 call = self._call(_execution(r))
                 by_turn.setdefault(_turn(out.messages, call.id), {})[r.id] = call
-        waiting: list[str] = []
+        waiting: dict[str, Approval] = {}
         decided: list[str] = []
         for turn, calls in by_turn.items():
             held = await self.runs.judged(
@@ -340,7 +348,7 @@ class SignoffAgent:
                     decided.append(step.approval.id)
                 if step.kind == "wait":
                     assert step.approval is not None  # a call waits on its approval
-                    waiting.append(step.approval.id)
+                    waiting[rid] = step.approval
                 elif step.kind == "run" or step.ok:
                     answers[rid] = ("confirm", None)  # the call itself reads what to do
                 else:
@@ -350,11 +358,11 @@ class SignoffAgent:
         return answers, waiting or None, decided
 
     async def _pause(
-        self, out: RunOutput, session_id: str, user_id: str | None, waiting: list[str]
+        self, out: RunOutput, session_id: str, user_id: str | None, waiting: Mapping[str, Approval]
     ) -> None:
         await self.runs.pause(
             thread=session_id,
-            approvals=waiting,
+            approvals=[a.id for a in waiting.values()],
             data={"session_id": session_id, "run_id": out.run_id, "user_id": user_id},
             agent=self.path,
             conversation=_transcript(out.messages or [], self.path),
@@ -520,6 +528,16 @@ class DcafToolCall(_Strict):
     id: str = Field(max_length=256)
     execute: bool = False
     rejection_reason: str | None = Field(default=None, max_length=4_096)
+    version: int | None = Field(default=None, ge=1, strict=True)
+    """signoff's: the version of the call the decision was made on (as the answer listed it)."""
+
+    def decision(self) -> Decision | None:
+        """``execute: true`` approves; ``false`` with a reason rejects; else none."""
+        if self.execute:
+            return Approve()
+        if self.rejection_reason:
+            return Reject(reason=self.rejection_reason)
+        return None
 
 
 class DcafData(_Strict):
@@ -539,26 +557,36 @@ class DcafRequest(_Strict):
 
     def decisions(self) -> dict[str, Decision]:
         """The decisions of the newest message that carries any, by requirement id."""
+        return {call.id: decision for call, decision in self._decided()}
+
+    def versions(self) -> dict[str, int]:
+        """The version each of those decisions was made on, where it names one, by requirement
+        id."""
+        return {call.id: call.version for call, _ in self._decided() if call.version is not None}
+
+    def _decided(self) -> list[tuple[DcafToolCall, Decision]]:
         for message in reversed(self.messages):
             calls = message.data.tool_calls if message.data is not None else []
-            found: dict[str, Decision] = {}
-            for call in calls:
-                if call.execute:
-                    found[call.id] = Approve()
-                elif call.rejection_reason:
-                    found[call.id] = Reject(reason=call.rejection_reason)
+            found = [(call, decision) for call in calls
+                     if (decision := call.decision()) is not None]  # fmt: skip
             if found:
                 return found
-        return {}
+        return []
 
 
 def dcaf_answer(
-    out: RunOutput, conversation_id: str, *, waiting: Collection[str] | None = None
+    out: RunOutput,
+    conversation_id: str,
+    *,
+    waiting: Collection[str] | None = None,
+    approvals: Mapping[str, Approval] | None = None,
 ) -> dict[str, Any]:
     """A run as DCAF's ``AgentResponse``: its text, the calls that wait (``data.tool_calls``
     with ``execute: false``, and ``pending_requirements``; those of the requirement ids
     `waiting`, or every one that asks for a confirmation), whether any waits, whether it is
-    complete."""
+    complete. A call held under one of `approvals` (by requirement id) is listed as it stands
+    there — its arguments as edited, if they were — with the approval's id and version: what
+    a decision on it sends back."""
     asked = [
         r
         for r in out.active_requirements
@@ -566,14 +594,7 @@ def dcaf_answer(
         and r.tool_execution is not None
         and (waiting is None or r.id in waiting)
     ]
-    pending = [
-        {
-            "requirement_id": r.id,
-            "tool_name": _execution(r).tool_name,
-            "tool_args": _execution(r).tool_args or {},
-        }
-        for r in asked
-    ]
+    pending = [_pending(r, (approvals or {}).get(r.id)) for r in asked]
     has_pending = out.is_paused
     return {
         "conversation_id": conversation_id,
@@ -585,6 +606,7 @@ def dcaf_answer(
                     "name": p["tool_name"],
                     "input": p["tool_args"],
                     "execute": False,
+                    **{k: p[k] for k in ("approval_id", "version") if k in p},
                 }
                 for p in pending
             ]
@@ -593,6 +615,20 @@ def dcaf_answer(
         "is_complete": out.status == RunStatus.completed and not has_pending,
         "pending_requirements": pending,
     }
+
+
+def _pending(requirement: RunRequirement, approval: Approval | None) -> dict[str, Any]:
+    """One waiting call as DCAF lists it (as signoff holds it, where it does)."""
+    execution = _execution(requirement)
+    listed: dict[str, Any] = {
+        "requirement_id": requirement.id,
+        "tool_name": execution.tool_name,
+        "tool_args": execution.tool_args or {},
+    }
+    if approval is not None:
+        listed.update(tool_args=approval.call.args, approval_id=approval.id,
+                      version=approval.version)  # fmt: skip
+    return listed
 
 
 # -- small things ------------------------------------------------------------------------------

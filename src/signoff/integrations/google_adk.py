@@ -10,12 +10,13 @@
 signoff's policy judges every tool call of every agent of the runner with its arguments
 (``before_tool_callback``): allowed calls run once, through signoff's ledger; denied ones answer
 the model with the reason; asked ones become approvals in signoff's store and ADK's own pause, a
-``request_confirmation`` carrying the approval's id — the run stops there, no model call. When
-the confirmation comes back (from the resumer, or from any ADK client), ADK runs the call again:
-signoff reads the decision **from its store**, never from the confirmation's payload, and runs
-the call once (approved, or edited: checked against the tool's schema and the policy), or gives
-the person's response as its result, or the rejection with its reason. ADK runs a confirmed tool
-again in each invocation that the confirmation reaches; the ledger keeps it to one execution.
+``request_confirmation`` carrying the approval's id and version — the run stops there, no model
+call. When the confirmation comes back (from the resumer, or from any ADK client), ADK runs the
+call again: signoff reads the decision **from its store**, never from the confirmation's
+payload, and runs the call once (approved, or edited: checked against the tool's schema and the
+policy), or gives the person's response as its result, or the rejection with its reason. ADK runs
+a confirmed tool again in each invocation that the confirmation reaches; the ledger keeps it to
+one execution.
 """
 
 from __future__ import annotations
@@ -135,9 +136,12 @@ class SignoffPlugin(BasePlugin):
         step = await self.runs.step(found, proposed, key=key, schema=schema)
         if step.kind == "wait":
             assert step.approval is not None  # a call waits on its approval
+            # The version of the call as asked: a client's answer sends it back, and is not
+            # taken if the call changed since (`client_decisions`).
+            shown = {"approval": step.approval.id, "version": step.approval.version}
             tool_context.request_confirmation(
                 hint=f"signoff: {tool.name} waits for a person's decision",
-                payload={"signoff": {"approval": step.approval.id}},
+                payload={"signoff": shown},
             )
             tool_context.actions.skip_summarization = True  # the run stops here: no model call
             return {"status": "waiting for a person's decision"}
@@ -211,7 +215,9 @@ class SignoffPlugin(BasePlugin):
         already — else ADK would spend the confirmations (a call left waiting could never
         run), call the model while calls wait, or call it once per client that sends the same
         answer. With `client_decisions`, a client's answer (kagent's UI, ``adk web``) is first
-        taken as the session's user's decision, held to the policy's rules like anyone's."""
+        taken as the session's user's decision, held to the policy's rules like anyone's — and
+        not taken if the version its payload sends back (the request's ``signoff.version``)
+        changed since."""
         sent = {
             p.function_response.id: p.function_response.response or {}
             for p in user_message.parts or []
@@ -235,12 +241,13 @@ class SignoffPlugin(BasePlugin):
             self.runs.store.get_approvals(list(asked.values())))}  # fmt: skip
         undecided = [a for a in asked.values() if a not in found or found[a].pending]
         if undecided and self.client_decisions:
-            decisions = {
-                approval: _decision(sent[call_id])
-                for call_id, approval in asked.items()
-                if approval in undecided
-            }
-            taken = await self.runs.decide(decisions, actor=session.user_id)
+            answers = {approval: _decision(sent[call_id])
+                       for call_id, approval in asked.items() if approval in undecided}  # fmt: skip
+            taken_as = {approval: found for approval, found in answers.items() if found}
+            decisions = {approval: decision for approval, (decision, _) in taken_as.items()}
+            versions = {approval: version for approval, (_, version) in taken_as.items()
+                        if version is not None}  # fmt: skip
+            taken = await self.runs.decide(decisions, actor=session.user_id, versions=versions)
             undecided = [a for a in undecided if a not in taken or taken[a].pending]
         if undecided:
             raise ConflictError(
@@ -417,17 +424,26 @@ def _confirmation_calls(event: Event) -> dict[str, tuple[str, str]]:
     return found
 
 
-def _decision(answer: dict[str, Any]) -> Decision:
-    """A client's answer to a confirmation, as a decision (a malformed one rejects)."""
+def _decision(answer: dict[str, Any]) -> tuple[Decision, int | None] | None:
+    """A client's answer to a confirmation, as a decision (a malformed one rejects), and the
+    version of the call it was made on where its payload names one — the request's payload
+    sent back (``{"signoff": {"approval": ..., "version": ...}}``). None, and nothing taken,
+    when that version is not a whole number from 1."""
     try:
         confirmation = ToolConfirmation.from_response_dict(answer)
     except (ValueError, TypeError):
-        return Reject(reason="the confirmation could not be read")
+        return Reject(reason="the confirmation could not be read"), None
+    payload = confirmation.payload if isinstance(confirmation.payload, dict) else {}
+    ours = payload.get("signoff")
+    version = ours.get("version") if isinstance(ours, dict) else None
+    if version is not None and (isinstance(version, bool) or not isinstance(version, int)
+                                or version < 1):  # fmt: skip
+        logger.warning("a confirmation naming version %r was not taken", version)
+        return None
     if confirmation.confirmed:
-        return Approve()
-    payload = confirmation.payload
-    reason = payload.get("reason") if isinstance(payload, dict) else None
-    return Reject(reason=reason if isinstance(reason, str) else "")
+        return Approve(), version
+    reason = payload.get("reason")
+    return Reject(reason=reason if isinstance(reason, str) else ""), version
 
 
 def _turn(events: Sequence[Event], call_id: str) -> str | None:

@@ -305,9 +305,9 @@ class LangGraphGate:
     ) -> dict[str, Any]:
         """Record the pause on the `pending` calls (with the graph's last `messages`) and make
         the interrupt's value: LangChain's ``HITLRequest`` shape (Agent Inbox and LangGraph
-        Studio show it), with signoff's part under ``signoff``. Re-entered (a re-run node on
-        its way to the resume value), the open pause that asked for them stands, with the calls
-        it listed."""
+        Studio show it), with signoff's part under ``signoff`` (the pause, its approvals and
+        the version of each). Re-entered (a re-run node on its way to the resume value), the
+        open pause that asked for them stands, with the calls it listed as they are now."""
         configurable, agent = config.get("configurable") or {}, self.agent_of(config)
         standing = await self.runs.open_pause([a.id for a in pending])
         if standing is not None and {a.id for a in pending} <= set(standing.data.get("asked", [])):
@@ -336,17 +336,21 @@ class LangGraphGate:
         """Record the decisions a resume payload carries (LangChain's ``{"decisions": [...]}``
         by position in the interrupt that asked, or ``{approval id: decision}``) as whoever
         sent it — the resuming run's ``configurable.user_id`` —, else as the integration's
-        principal (none named: not taken); signoff's own resume value carries none. Malformed
-        payloads are refused, nothing taken."""
+        principal (none named: not taken); signoff's own resume value carries none. A decision
+        that names the ``version`` it was made on is not taken if its call changed since (the
+        node then interrupts again, showing the version now). Malformed payloads are refused,
+        nothing taken."""
         if isinstance(value, Mapping) and MARK in value:
             return
         pause = await self.runs.open_pause([a.id for a in turn])
         by_id = {a.id: a for a in turn}
         asked = [by_id[i] for i in (pause.data.get("asked", []) if pause else []) if i in by_id]
-        decisions = resume_decisions(value, asked or [a for a in turn if a.pending])
-        if decisions:
+        sent = resume_decisions(value, asked or [a for a in turn if a.pending])
+        if sent.decisions:
             await self.runs.decide(
-                decisions, actor=None if config is None else self.requested_by(config)
+                sent.decisions,
+                actor=None if config is None else self.requested_by(config),
+                versions=sent.versions,
             )
 
     async def _went_on(

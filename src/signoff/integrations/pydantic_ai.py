@@ -11,12 +11,13 @@ signoff's policy judges every tool call with its arguments (a capability's `wrap
 and `handle_deferred_tool_calls` for tools declared ``requires_approval=True``): allowed calls run
 once, through signoff's ledger; denied ones give the model `ToolDenied` with the reason; asked
 ones become approvals in signoff's store and the run ends with Pydantic AI's
-`DeferredToolRequests`. signoff keeps the thread's message history (appended, never rewritten)
-so that any process resumes it: the decisions are read from signoff's store, never from a
-payload — an approval runs the call, an edit runs it with the edited arguments (checked against
-the tool's schema and the policy), a response is the tool's result, a rejection's reason reaches
-the model. Resumed twice, by two processes at once, the tool still runs once; a pause is
-continued at most once, and only once a call it waits on is decided.
+`DeferredToolRequests` (its ``metadata`` names each call's signoff approval and version). signoff
+keeps the thread's message history (appended, never rewritten) so that any process resumes it:
+the decisions are read from signoff's store, never from a payload — an approval runs the call, an
+edit runs it with the edited arguments (checked against the tool's schema and the policy), a
+response is the tool's result, a rejection's reason reaches the model. Resumed twice, by two
+processes at once, the tool still runs once; a pause is continued at most once, and only once a
+call it waits on is decided.
 """
 
 from __future__ import annotations
@@ -261,7 +262,10 @@ class SignoffAgent:
         step = await self.runs.step(found, proposed, key=key, schema=schema)
         if step.kind == "wait":
             assert step.approval is not None  # a call that waits has its approval
-            raise ApprovalRequired(metadata={"signoff": {"approval": step.approval.id}})
+            # What `DeferredToolRequests.metadata` shows of the call: its approval, and the
+            # version of the call as it stands (a decision in signoff sends it back).
+            shown = {"approval": step.approval.id, "version": step.approval.version}
+            raise ApprovalRequired(metadata={"signoff": shown})
         if step.kind == "answer":
             return step.text if step.ok else ToolDenied(step.text)
         assert step.call is not None  # a call to run is named

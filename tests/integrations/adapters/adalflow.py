@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -173,8 +173,24 @@ class AdalFlowAdapter:
     def text(self, output: Any) -> str | None:
         raise NotSupported("no resumer")
 
-    async def send(self, thread: str, approve: bool, *, user: str | None) -> Outcome:
+    async def send(
+        self,
+        thread: str,
+        approve: bool,
+        *,
+        user: str | None,
+        seen: Mapping[str, int] | None = None,
+    ) -> Outcome:
         raise NotSupported(NO_PAYLOAD)
+
+    async def shown(self, thread: str) -> dict[str, int]:
+        """The permission manager's `pending_approvals`: each request's confirmation details
+        name its approval and version."""
+        return {
+            request.confirmation_details["signoff"]["approval"]:
+                request.confirmation_details["signoff"]["version"]
+            for request in self._runs[thread].requests.values()
+        }  # fmt: skip
 
     async def tamper(self, thread: str, call: Call) -> None:
         raise NotSupported(NO_STATE)

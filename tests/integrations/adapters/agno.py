@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -127,17 +127,39 @@ class AgnoAdapter:
     def text(self, output: Any) -> str | None:
         return self._outcome(output).text
 
-    async def send(self, thread: str, approve: bool, *, user: str | None) -> Outcome:
-        """DCAF's message deciding every waiting call, as the person the app authenticated."""
+    async def send(
+        self,
+        thread: str,
+        approve: bool,
+        *,
+        user: str | None,
+        seen: Mapping[str, int] | None = None,
+    ) -> Outcome:
+        """DCAF's message deciding every waiting call, as the person the app authenticated,
+        each with the version of its call the answer listed (signoff's key)."""
         agent = self._agents[thread]
-        paused = await self._last(thread)
-        assert paused is not None
-        calls = [{"id": r.id, "execute": approve, "rejection_reason": None if approve else "no"}
-                 for r in paused.active_requirements]  # fmt: skip
+        listed = (await self._listed(thread))["pending_requirements"]
+        calls = [{"id": p["requirement_id"], "execute": approve,
+                  "rejection_reason": None if approve else "no",
+                  "version": p["version"] if seen is None else seen[p["approval_id"]]}
+                 for p in listed]  # fmt: skip
         body = {"messages": [{"role": "user", "content": "", "data": {"tool_calls": calls}}]}
         with contextlib.suppress(ForbiddenError):  # nobody named: nothing is taken
             await agent.dcaf(body, session_id=thread, actor=user)
         return self._outcome(await self._last(thread))
+
+    async def shown(self, thread: str) -> dict[str, int]:
+        """DCAF's pending list: each call with its approval and version (signoff's keys)."""
+        listed = (await self._listed(thread))["pending_requirements"]
+        return {p["approval_id"]: p["version"] for p in listed}
+
+    async def _listed(self, thread: str) -> dict[str, Any]:
+        """The answer to a DCAF message that decides nothing: the paused session as it
+        stands."""
+        paused = await self._last(thread)
+        assert paused is not None and paused.is_paused  # else the message would start a run
+        body = {"messages": [{"role": "user", "content": ""}]}
+        return await self._agents[thread].dcaf(body, session_id=thread)
 
     async def tamper(self, thread: str, call: Call) -> None:
         """What an editor of Agno's db does: the paused run's waiting call, same id, another

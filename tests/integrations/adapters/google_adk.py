@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import json
 import sqlite3
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -157,9 +157,16 @@ class GoogleAdkAdapter:
                  if p.text]  # fmt: skip
         return texts[-1] if texts else None
 
-    async def send(self, thread: str, approve: bool, *, user: str | None) -> Outcome:
+    async def send(
+        self,
+        thread: str,
+        approve: bool,
+        *,
+        user: str | None,
+        seen: Mapping[str, int] | None = None,
+    ) -> Outcome:
         """An ADK client's answer to the confirmations (kagent's UI), taken as the session's
-        user's decision."""
+        user's decision: each sends back the request's payload, with its version."""
         if user is None:
             raise NotSupported("ADK names the session's user with every message it takes")
         if user != REQUESTER:
@@ -167,17 +174,43 @@ class GoogleAdkAdapter:
                 "an ADK session belongs to one user: only she can send it a confirmation "
                 "(another person decides in signoff)"
             )
-        pause = await self._pause(thread)
-        assert pause is not None
-        answer = {"confirmed": approve}
+        asked = await self._asked(thread)
+        answers = {
+            call_id: {"confirmed": approve, "payload": {"signoff": {
+                **ours, "version": ours["version"] if seen is None else seen[ours["approval"]]}}}
+            for call_id, ours in asked.items()
+        }  # fmt: skip
         message = types.Content(role="user", parts=[
             types.Part(function_response=types.FunctionResponse(
                 name=CONFIRMATION, id=call_id, response=answer))
-            for call_id in pause.data["confirmations"]
+            for call_id, answer in answers.items()
         ])  # fmt: skip
         with contextlib.suppress(RuntimeError):  # refused: the calls still wait
             await self._say(thread, message)
         return await self._outcome(thread)
+
+    async def shown(self, thread: str) -> dict[str, int]:
+        """ADK's confirmation requests: each one's payload names signoff's approval and the
+        version of its call."""
+        return {ours["approval"]: ours["version"] for ours in (await self._asked(thread)).values()}
+
+    async def _asked(self, thread: str) -> dict[str, dict[str, Any]]:
+        """signoff's part of the payload of each confirmation the waiting pause asked ADK for,
+        by the confirmation call's id, as the session's events keep it."""
+        runner, _ = self._runners[thread]
+        pause = await self._pause(thread)
+        assert pause is not None
+        session = await runner.session_service.get_session(
+            app_name=APP, user_id=REQUESTER, session_id=thread
+        )
+        assert session is not None
+        asked: list[str] = list(pause.data["confirmations"])
+        return {
+            call_id: call.args["toolConfirmation"]["payload"]["signoff"]
+            for event in session.events
+            for call in event.get_function_calls()
+            if (call_id := call.id) in asked and call.name == CONFIRMATION and call.args
+        }
 
     async def tamper(self, thread: str, call: Call) -> None:
         """What an editor of ADK's session store does: the model's function call and ADK's

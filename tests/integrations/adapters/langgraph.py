@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -142,14 +142,32 @@ class LangChainAdapter:
     def text(self, output: Any) -> str | None:
         return self._outcome(output).text
 
-    async def send(self, thread: str, approve: bool, *, user: str | None) -> Outcome:
+    async def send(
+        self,
+        thread: str,
+        approve: bool,
+        *,
+        user: str | None,
+        seen: Mapping[str, int] | None = None,
+    ) -> Outcome:
+        """LangChain's ``{"decisions": [...]}``, in the interrupt's order, each with the version
+        of its call (signoff's key beside LangChain's)."""
         agent, config = self._agent(thread), self._config(thread, user)
         state = await asyncio.to_thread(agent.get_state, config)
         [interrupt] = state.interrupts
-        count = len(interrupt.value["action_requests"])
+        ours = interrupt.value[MARK]
+        versions = ours["versions"] if seen is None else seen
         decision = {"type": "approve"} if approve else {"type": "reject", "message": "no"}
-        command: Command[Any] = Command(resume={"decisions": [decision] * count})
+        decisions = [{**decision, "version": versions[a]} for a in ours["approvals"]]
+        command: Command[Any] = Command(resume={"decisions": decisions})
         return self._outcome(await asyncio.to_thread(agent.invoke, command, config))
+
+    async def shown(self, thread: str) -> dict[str, int]:
+        """The interrupt's value: signoff's part names each approval's version."""
+        state = await asyncio.to_thread(self._agent(thread).get_state, self._config(thread))
+        [interrupt] = state.interrupts
+        versions: dict[str, int] = interrupt.value[MARK]["versions"]
+        return versions
 
     async def tamper(self, thread: str, call: Call) -> None:
         """What LangGraph Studio's state editor does: the AI message, same id, other call."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -126,8 +126,16 @@ class MCPGatewayAdapter:
     def text(self, output: Any) -> str | None:
         raise NotSupported("no resumer")
 
-    async def send(self, thread: str, approve: bool, *, user: str | None) -> Outcome:
-        """Answer the gateway's dialog for each waiting call, as the person at the client."""
+    async def send(
+        self,
+        thread: str,
+        approve: bool,
+        *,
+        user: str | None,
+        seen: Mapping[str, int] | None = None,
+    ) -> Outcome:
+        """Answer the gateway's dialog for each waiting call, as the person at the client (the
+        answer is to the form as the gateway showed it: `seen` has no say in it)."""
         if user != REQUESTER:
             raise NotSupported(_not_theirs(user))
         session = self._sessions[thread]
@@ -152,6 +160,13 @@ class MCPGatewayAdapter:
             finally:
                 taken.cancel()
         return await self._next(thread)
+
+    async def shown(self, thread: str) -> dict[str, int]:
+        raise NotSupported(
+            "the MCP client has no list of held calls to read a version from: the gateway "
+            "shows a held call only in its elicitation dialog, a form for the person at the "
+            "client, and keeps what that form showed itself (src/signoff/protocols/mcp)"
+        )
 
     async def tamper(self, thread: str, call: Call) -> None:
         raise NotSupported(NO_STATE)
@@ -205,12 +220,13 @@ class MCPGatewayAdapter:
 
     async def _waiting(self, session: _Session) -> list[Approval]:
         """The pending approvals of the session's unanswered calls (the gateway's approvals
-        name the asker and the exact call, not the session)."""
+        name the asker and the exact call as asked — before any edit —, not the session)."""
         pending = await self.runs.store.list_approvals(status="pending")
         return [
             a for a in pending
             if a.origin == ORIGIN and a.requested_by == REQUESTER
-            and any((c.name, c.args) == (a.call.name, a.call.args) for c in session.calls)
+            and any((c.name, c.args) == (a.call.name, a.requested_call.args)
+                    for c in session.calls)
         ]  # fmt: skip
 
     async def _dialog(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -108,11 +108,25 @@ class OpenAIAgentsAdapter:
     def text(self, output: Any) -> str | None:
         return str(output.final_output)
 
-    async def send(self, thread: str, approve: bool, *, user: str | None) -> Outcome:
+    async def send(
+        self,
+        thread: str,
+        approve: bool,
+        *,
+        user: str | None,
+        seen: Mapping[str, int] | None = None,
+    ) -> Outcome:
         raise NotSupported(
             "the Agents SDK's own way to decide is RunState.approve/reject on a state its caller "
             "holds; SignoffAgent.resume takes none — it answers the kept RunState from the "
             "decisions in signoff's store, so decisions come only through signoff"
+        )
+
+    async def shown(self, thread: str) -> dict[str, int]:
+        raise NotSupported(
+            "the SDK's interruptions (ToolApprovalItem: the agent, the raw call item) have no "
+            "room for signoff's approval or its version: an app reads them from signoff "
+            "(runs.waiting(thread), the inbox), which shows them with every held call"
         )
 
     async def tamper(self, thread: str, call: Call) -> None:

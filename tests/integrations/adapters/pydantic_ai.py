@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from pydantic_ai.messages import (
     ToolReturnPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.tools import DeferredToolRequests
 from pydantic_core import to_json
 from sqlalchemy import update
 
@@ -71,6 +72,8 @@ class PydanticAIAdapter:
         self.side_effects = side_effects
         self._turns: list[int] = []
         self._agents: dict[str, SignoffAgent] = {}
+        self._outputs: dict[str, Any] = {}
+        """Each thread's last run's output: `DeferredToolRequests` while it waits."""
 
     @property
     def model_turns(self) -> int:
@@ -79,12 +82,14 @@ class PydanticAIAdapter:
     async def start(self, thread: str, script: Script) -> Outcome:
         agent = _agent(script, self._turns, self.side_effects)
         self._agents[thread] = SignoffAgent(agent, self.runs, requested_by=REQUESTER)
-        await self._agents[thread].run("go", thread=thread)
+        self._outputs[thread] = (await self._agents[thread].run("go", thread=thread)).output
         return await self._outcome(thread)
 
     async def resume(self, thread: str) -> Outcome:
         """As the resumer does (`SignoffAgent.resumer` calls the same resume)."""
-        await self._agents[thread].resume(thread)
+        result = await self._agents[thread].resume(thread)
+        if result is not None:
+            self._outputs[thread] = result.output
         return await self._outcome(thread)
 
     def resumer(self, thread: str, *, on_resumed: Callable[[Resumed], Any]) -> Resumer:
@@ -93,12 +98,28 @@ class PydanticAIAdapter:
     def text(self, output: Any) -> str | None:
         return str(output.output)
 
-    async def send(self, thread: str, approve: bool, *, user: str | None) -> Outcome:
+    async def send(
+        self,
+        thread: str,
+        approve: bool,
+        *,
+        user: str | None,
+        seen: Mapping[str, int] | None = None,
+    ) -> Outcome:
         raise NotSupported(
             "SignoffAgent.resume takes no DeferredToolResults: Pydantic AI's resume payload is "
             "built by signoff from the decisions in its store, so decisions come only through "
             "signoff"
         )
+
+    async def shown(self, thread: str) -> dict[str, int]:
+        """The run's `DeferredToolRequests`: its metadata names each call's approval and
+        version."""
+        requests = self._outputs[thread]
+        assert isinstance(requests, DeferredToolRequests)
+        return {
+            m["signoff"]["approval"]: m["signoff"]["version"] for m in requests.metadata.values()
+        }
 
     async def tamper(self, thread: str, call: Call) -> None:
         """Edit the model response in the thread's kept history (signoff's store), as an editor
