@@ -160,3 +160,27 @@ async def test_a_refused_request_lets_nothing_lapse(gate: Gate, clock: Clock, st
         await restart_gate.decide(restart.id, Reject(reason="x"), actor="vic", roles=[])
     assert (await store.get_approval(restart.id)).pending
     assert (await store.get_approval(drain.id)).pending
+
+
+async def test_a_framework_app_that_follows_the_saved_policy_never_runs_what_it_now_denies(
+    store: SQLStore,
+):
+    from signoff.gate.external import ExternalRuns, saved_policy
+
+    gate = Gate(Policy.from_dict(BEFORE), store)
+    gate.adopt_policy = saved_policy(gate)
+    runs = ExternalRuns(gate, origin="langgraph")
+    call = ToolCall(id="c1", name="restart_service", args={"name": "api"})
+    [outcome] = await runs.judge([call], thread="t1", requested_by="bob")
+    assert outcome.approval is not None
+    await gate.decide(outcome.approval.id, Approve(), actor="alice")
+    found = (await runs.held("t1", ["c1"]))["c1"]
+    assert (await runs.step(found, call, key=runs.key("t1", "c1"))).kind == "run"
+    # A server on the same database saves a policy that denies it (and judges its waiting
+    # calls; this one is decided already). The app reads it before the call runs.
+    frozen = Policy.from_dict(DENY_RESTART)
+    await store.save_policy(frozen.version, DENY_RESTART, actor="admin", at=await store.clock())
+    step = await runs.step(found, call, key=runs.key("t1", "c1"))
+    assert step.kind == "answer" and "restarts are frozen" in (step.text or "")
+    assert gate.engine.version == frozen.version
+    runs.close()

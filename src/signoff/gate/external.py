@@ -57,11 +57,21 @@ from signoff.gate.seen import Seen
 from signoff.gate.steps import Held, Step
 from signoff.gate.transcript import bounded
 from signoff.gate.worker import work_ready
+from signoff.policy import Policy, PolicyEngine
 from signoff.store.base import AuditRecord
 from signoff.store.external import ExternalRecord, JudgedOtherwise, NewPause, Pause
 from signoff.types import Approval, Decision, ToolCall, canonical_json
 
-__all__ = ["ExternalRuns", "Held", "Pause", "Resumed", "Resumer", "Step", "connect"]
+__all__ = [
+    "ExternalRuns",
+    "Held",
+    "Pause",
+    "Resumed",
+    "Resumer",
+    "Step",
+    "connect",
+    "saved_policy",
+]
 
 logger = logging.getLogger("signoff.external")
 T = TypeVar("T")
@@ -275,6 +285,7 @@ class ExternalRuns:
             problem = _mismatch(proposed, approval.call.digest, "it was approved")
             if problem is not None:
                 return await self._refused(key, proposed, record, problem, approval)
+            await self.near(self.gate.catch_up())
             denied = self.gate.denied_now(approval)
             if denied is not None:
                 await self.near(self._audit_refusal(key, proposed, record, denied))
@@ -287,6 +298,7 @@ class ExternalRuns:
         if _digest(proposed) not in (record.digest, edited.digest):
             problem = "it is not the call a person edited (its tool or arguments changed since)"
             return await self._refused(key, proposed, record, problem, approval)
+        await self.near(self.gate.catch_up())
         problem = self.unfit(
             approval, self.gate.edit_schema(approval) if schema is None else schema
         )
@@ -533,6 +545,7 @@ class ExternalRuns:
                 status = "missing" if approval is None else approval.status
                 problem = f"it was not approved (its approval is {status})"
             else:
+                await self.gate.catch_up()
                 problem = _mismatch(call, approval.call.digest, f"it was {approval.status}")
                 if problem is None and approval.status == "edited":
                     problem = self.unfit(approval, self.gate.edit_schema(approval))
@@ -606,6 +619,7 @@ def connect(
     schemas: Any = None,
     roles_of: RolesOf | None = None,
     previews: Previews | Mapping[str, PreviewFunction] | None = None,
+    follow_saved_policy: bool = False,
 ) -> ExternalRuns:
     """Open signoff for a framework's synchronous or asynchronous code: the store at
     `database` (or ``SIGNOFF_DATABASE_URL``, or ``signoff.db``) on a loop of its own, a gate over
@@ -613,8 +627,9 @@ def connect(
     principal's roles now (None: no longer one), so a grant is judged by its granter's roles
     at the moment it is used in this process too; without it, the roles stored with the grant
     stand. `previews` are the tools' preview functions by name (see `ExternalRuns`).
-    `close()` it when done."""
-    from signoff.policy import Policy
+    `follow_saved_policy`: judge by the policy a `signoff serve` on the same database saved last
+    (`PUT /v1/policy`), read before each approved call runs and whenever a newer one is found
+    deciding — `policy` only until one is saved. `close()` it when done."""
     from signoff.store import open_store
 
     if isinstance(policy, str | os.PathLike):
@@ -627,11 +642,30 @@ def connect(
         bridge.close()
         raise
     gate = Gate(policy, store, schemas=schemas, roles_of=roles_of)
+    if follow_saved_policy:
+        gate.adopt_policy = saved_policy(gate)
     runs = ExternalRuns(
         gate, origin=origin, principal=principal, roles=roles, bridge=bridge, previews=previews
     )
     runs._closers.append(lambda: opened.__aexit__(None, None, None))
     return runs
+
+
+def saved_policy(gate: Gate) -> Callable[[], Coroutine[Any, Any, None]]:
+    """An `adopt_policy` for `gate`: put in force the policy the store saved last, when it is
+    not the gate's (the version read first; the document only when it is new here). The server
+    that saved it judged the waiting calls by it already."""
+
+    async def adopt() -> None:
+        version = await gate.store.latest_policy_version()
+        if version is None or version == gate.engine.version:
+            return
+        latest = await gate.store.latest_policy()
+        if latest is not None:
+            saved, document = latest
+            gate.engine = PolicyEngine(Policy.from_dict(document, source=f"policy version {saved}"))
+
+    return adopt
 
 
 class Resumer:

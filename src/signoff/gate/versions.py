@@ -139,39 +139,38 @@ def check_seen(
     if seen is None:
         if approval.requested_args is None or not isinstance(decision, Approve | Edit):
             return
-        edits = [c for c in approval.changes if c.kind == "edit"]
+        edits = tuple(c for c in approval.changes if c.kind == "edit")
         what = describe(edits[-1:], redaction) if edits else "its arguments were edited"
-        raise StaleDecisionError(
-            f"approval {approval.id!r} was edited while it waited ({what}); a decision on it "
-            f"must say which version it was made on (now {approval.version}): look again",
-            approval_id=approval.id,
-            seen=None,
-            version=approval.version,
-            changes=tuple(edits),
-        )
+        raise _stale(
+            approval, None, edits,
+            f"was edited while it waited ({what}); a decision on it must say which version it "
+            f"was made on (now {approval.version})",
+        )  # fmt: skip
     if seen == approval.version:
         return
     if seen > approval.version or seen < 1:
-        raise StaleDecisionError(
-            f"approval {approval.id!r} never had version {seen} (it is at version "
-            f"{approval.version}): look again",
-            approval_id=approval.id,
-            seen=seen,
-            version=approval.version,
-        )
+        raise _stale(approval, seen, (), f"never had version {seen}")
     missed = since(approval, seen)
     unseen = approval.version - seen - len(missed)  # changes older than those kept
     if unseen == 0 and all(same_person(c.by, actor) for c in missed):
         return  # their own changes: they know what they did
     lost = f"; and {unseen} earlier changes" if unseen else ""
-    raise StaleDecisionError(
-        f"approval {approval.id!r} changed since version {seen}, which this decision was made "
-        f"on: {describe(missed, redaction)}{lost}. It is at version {approval.version} now: "
-        "look again",
+    raise _stale(
+        approval, seen, missed,
+        f"changed since version {seen}, which this decision was made on: "
+        f"{describe(missed, redaction)}{lost}",
+    )  # fmt: skip
+
+
+def _stale(
+    approval: Approval, seen: int | None, changes: tuple[Change, ...], what: str
+) -> StaleDecisionError:
+    return StaleDecisionError(
+        f"approval {approval.id!r} {what}. It is at version {approval.version} now: look again",
         approval_id=approval.id,
         seen=seen,
         version=approval.version,
-        changes=missed,
+        changes=changes,
     )
 
 

@@ -496,6 +496,7 @@ class Holding:
         try:
             result: Reply | None
             if approval.status in ("approved", "edited"):
+                await self.gate.catch_up()
                 result = self._unfit(action, approval)
             else:
                 result = outcome(shape, approval)
@@ -527,9 +528,9 @@ class Holding:
         not fit what the server takes), or None."""
         shape = shape_of(approval.call)
         doing = DOING[approval.call.kind]
-        verdict = self.gate.engine.evaluate(approval.call)
-        if verdict.kind == "deny":
-            return shape.refused(f"signoff blocked this {doing}: {verdict.reason}", "blocked")
+        denied = self.gate.denied_now(approval)
+        if denied is not None:
+            return shape.refused(f"signoff blocked this {doing}: {denied}", "blocked")
         if approval.status == "edited":
             if action.schema is None:
                 if approval.call.args:
