@@ -7,6 +7,7 @@ import json
 
 from signoff.agent.model import Message, message_to_dict
 from signoff.agent.tools import ToolResult
+from signoff.gate.answers import rejected_text
 from signoff.types import Approval, Respond, ToolCall, Verdict
 
 __all__ = [
@@ -27,9 +28,7 @@ def answer(approval: Approval) -> dict[str, object]:
             assert isinstance(decision, Respond)  # a responded approval carries its text
             return tool_message(approval.call, ToolResult(content=decision.content))
         case "rejected":
-            reason = getattr(decision, "reason", "") or "no reason given"
-            text = f"The user rejected this call: {reason}. Do not retry it."
-            return tool_message(approval.call, status_result("rejected", text))
+            return tool_message(approval.call, status_result("rejected", rejected_text(approval)))
         case "expired":
             text = "Nobody decided on this call in time; it did not run."
             return tool_message(approval.call, status_result("expired", text))

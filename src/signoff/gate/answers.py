@@ -7,13 +7,22 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from signoff.types import Approval, Reject, Respond
+from signoff.types import AUTOMATIC, Approval, Reject, Respond
 
-__all__ = ["answer_text", "blocked_text", "edited_text"]
+__all__ = ["answer_text", "blocked_text", "edited_text", "rejected_text"]
 
 
 def blocked_text(reason: str) -> str:
     return f"signoff blocked this call: {reason}. It did not run."
+
+
+def rejected_text(approval: Approval) -> str:
+    """What a model reads of a rejected call: who rejected it — a person, or signoff itself (on
+    timeout, or because the policy now denies it) — and why, and not to retry it."""
+    decision = approval.decision
+    reason = (decision.reason if isinstance(decision, Reject) else "") or "no reason given"
+    who = "signoff" if approval.decided_by == AUTOMATIC else "The user"
+    return f"{who} rejected this call: {reason}. Do not retry it."
 
 
 def answer_text(approval: Approval) -> tuple[str, bool]:
@@ -23,9 +32,7 @@ def answer_text(approval: Approval) -> tuple[str, bool]:
     if isinstance(decision, Respond):
         return decision.content, True
     if isinstance(decision, Reject):
-        reason = decision.reason or "no reason given"
-        message = f"The user rejected this call: {reason}. Do not retry it."
-        return json.dumps({"status": "rejected", "message": message}), False
+        return json.dumps({"status": "rejected", "message": rejected_text(approval)}), False
     if approval.status == "expired":
         expired = "Nobody approved this call in time; it did not run."
         return json.dumps({"status": "expired", "message": expired}), False
