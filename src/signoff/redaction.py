@@ -53,6 +53,11 @@ class Redaction:
         lowered = [step.lower() for step in path]
         return any(_matches(pattern, lowered) for pattern in self._compiled)
 
+    def covers(self, path: Sequence[str]) -> bool:
+        """Whether the value at `path` is redacted, or lies within one that is (a pattern may
+        name an object whose every value is secret)."""
+        return any(self.hidden(path[:end]) for end in range(1, len(path) + 1))
+
     def args(self, value: Any, path: tuple[str, ...] = ()) -> Any:
         """A copy of call arguments with each redacted value masked."""
         if path and self.hidden(path):
@@ -98,8 +103,15 @@ class Redaction:
             if not isinstance(path, list) or not all(isinstance(p, str) for p in path):
                 out.append(MASK)
                 continue
-            out.append(edit | {k: self.args(edit.get(k), tuple(path)) for k in ("before", "after")})
+            out.append(
+                edit | {k: self.value_at(edit.get(k), tuple(path)) for k in ("before", "after")}
+            )
         return out
+
+    def value_at(self, value: Any, path: tuple[str, ...]) -> Any:
+        """`value`, found at `path` in a call's arguments, as it may be shown: masked when it lies
+        within a redacted value (an edit's change of one of its parts, say)."""
+        return MASK if value is not None and self.covers(path) else self.args(value, path)
 
     def _args(self, value: Any) -> Any:
         """Arguments that are not an object (a model's unparsable text, a list) are masked

@@ -230,7 +230,9 @@ class Change:
     """Who made it: a person, or ``signoff`` (an escalation, a new policy)."""
     at: datetime
     args: tuple[ArgChange, ...] = ()
-    """For an edit: the arguments it changed."""
+    """For an edit: the arguments it changed (the first of them, when it changed many)."""
+    more: int = 0
+    """For an edit: how many more arguments it changed than `args` keeps."""
     note: str = ""
     """For an assignment, to whom; for an escalation, who may decide now; for a new policy,
     what its rule says now."""
@@ -673,6 +675,8 @@ def change_to_dict(change: Change) -> dict[str, Any]:
             | ({"removed": True} if a.removed else {})
             for a in change.args
         ]
+    if change.more:
+        data["more_edits"] = change.more
     if change.note:
         data["note"] = change.note
     return data

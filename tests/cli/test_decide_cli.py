@@ -398,3 +398,27 @@ def test_a_stale_answer_from_a_server_is_a_stale_decision_error():
     )
     assert (raised.value.seen, raised.value.version) == (1, 2)
     assert sent[0]["body"] == b'{"kind": "approve", "version": 1}'
+
+
+def test_on_a_database_a_decision_is_judged_by_the_policy_a_server_saved_there(store_url: str):
+    [held_id] = asyncio.run(held(store_url, 1))
+    frozen = {"rules": [{"deny": "delete_pod", "reason": "deletions are frozen"}]}
+
+    async def save() -> None:
+        async with open_store(store_url) as store:
+            policy = Policy.from_dict(frozen)
+            await store.save_policy(policy.version, frozen, actor="admin", at=await store.clock())
+
+    asyncio.run(save())
+    code, _, err = signoff(
+        "approve", held_id, "--database", store_url, "--as", "olga", "--role", "ops"
+    )
+    assert code != 0 and "rejected by signoff" in err, err
+
+    async def stored() -> Approval:
+        async with open_store(store_url) as store:
+            return await store.get_approval(held_id)
+
+    rejected = asyncio.run(stored())
+    assert (rejected.status, rejected.decided_by) == ("rejected", "signoff")
+    assert isinstance(rejected.decision, Reject) and "frozen" in rejected.decision.reason

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from signoff import Approve, ForbiddenError, Policy, Reject, ToolCall
+from signoff import Approve, Edit, ForbiddenError, InvalidDecisionError, Policy, Reject, ToolCall
 from signoff.gate import CheckContext, Gate
 from signoff.store import SQLStore
 from signoff.types import Approval
@@ -165,7 +165,8 @@ async def test_a_refused_request_lets_nothing_lapse(gate: Gate, clock: Clock, st
 async def test_a_framework_app_that_follows_the_saved_policy_never_runs_what_it_now_denies(
     store: SQLStore,
 ):
-    from signoff.gate.external import ExternalRuns, saved_policy
+    from signoff.gate.core import saved_policy
+    from signoff.gate.external import ExternalRuns
 
     gate = Gate(Policy.from_dict(BEFORE), store)
     gate.adopt_policy = saved_policy(gate)
@@ -184,3 +185,43 @@ async def test_a_framework_app_that_follows_the_saved_policy_never_runs_what_it_
     assert step.kind == "answer" and "restarts are frozen" in (step.text or "")
     assert gate.engine.version == frozen.version
     runs.close()
+
+
+async def test_a_new_rule_that_approves_on_timeout_gives_people_its_whole_time(
+    gate: Gate, clock: Clock, store: SQLStore
+):
+    scale = await held(gate, "scale", replicas=3)  # asked with no time limit
+    clock.now += timedelta(hours=1)
+    timed = {"rules": [{"ask": "scale", "on_timeout": {"after": "30m", "decide": "approve"}}]}
+    [ruled] = await gate.use_policy(Policy.from_dict(timed))
+    assert ruled.id == scale.id and ruled.expires_at == clock.now + timedelta(minutes=30)
+    assert await gate.expire_due() == []  # not approved at once for having waited an hour
+    clock.now += timedelta(minutes=31)
+    [lapsed] = await gate.expire_due()
+    assert (lapsed.status, lapsed.automatic) == ("approved", True)
+
+
+async def test_on_timeout_never_approves_an_edit_only_one_of_its_people_approved(
+    store: SQLStore, clock: Clock
+):
+    on_timeout = {"after": "30m", "decide": "approve", "despite_approvers": True}
+    rule = {"ask": "pay", "approvals": {"count": 2}, "on_timeout": on_timeout}
+    gate = Gate(Policy.from_dict({"rules": [rule]}), store, clock=clock)
+    pay = await held(gate, "pay", amount=100, to="bob")
+    await gate.decide(pay.id, Edit(args={"amount": 999999, "to": "mallory"}), actor="olga")
+    clock.now += timedelta(minutes=31)
+    [lapsed] = await gate.expire_due()
+    assert (lapsed.status, lapsed.automatic) == ("rejected", True)
+    assert isinstance(lapsed.decision, Reject) and "edited" in lapsed.decision.reason
+
+
+async def test_nobody_decides_as_signoff_nor_under_a_name_that_could_pass_for_another(
+    gate: Gate, store: SQLStore
+):
+    scale = await held(gate, "scale", replicas=3)
+    with pytest.raises(ForbiddenError, match="signoff decides by itself"):
+        await gate.decide(scale.id, Reject(reason="x"), actor="Signoff")
+    for name in ("mal\u200blory", " bob", "olga\n"):
+        with pytest.raises(InvalidDecisionError, match="refused"):
+            await gate.decide(scale.id, Approve(), actor=name)
+    assert (await store.get_approval(scale.id)).pending

@@ -16,6 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
+from signoff import Approve
+from signoff.errors import StaleDecisionError
 from tests.deadline import HANG
 from tests.installed import program
 from tests.processes import signoff_server
@@ -175,3 +177,39 @@ async def test_a_policy_saved_on_one_replica_is_what_the_other_decides_by(
                 run = (await b.get(f"/v1/runs/{waiting['run_id']}", headers=OLGA)).json()
         assert "web-1 is production" in str(run["messages"])
         assert ran(tmp_path)[1::2] == ["web-2"]
+
+
+async def test_a_policy_put_in_force_whose_judging_of_waiting_calls_failed_is_followed_still(
+    store_url: str,
+):
+    """A replica installed a new policy and died (or failed) before judging the waiting calls
+    by it: the next decision of one of them writes what the policy says of it, and is not taken
+    on the rule it replaced."""
+    from signoff import Policy, ToolCall
+    from signoff.gate import CheckContext, Gate
+    from signoff.server import Service
+    from signoff.store import open_store
+
+    before = {"rules": [{"ask": "drain", "approvers": ["ops"]}]}
+    after = {"rules": [{"ask": "drain", "approvers": ["ops"], "approvals": {"count": 2}}]}
+    async with open_store(store_url) as store:
+        service = Service(store=store, gate=Gate(Policy.from_dict(before), store), agents=[],
+                          policy_document=before)  # fmt: skip
+        await service.set_policy(before, actor="admin")
+        context = CheckContext(thread_id="t", requested_by="bob", origin="langgraph")
+        call = ToolCall(id="c1", name="drain", args={"node": "n1"})
+        [outcome] = await service.gate.check([call], context)
+        assert outcome.approval is not None
+        policy = Policy.from_dict(after)
+        await store.save_policy(policy.version, after, actor="admin", at=await store.clock())
+        service._install(policy, after)  # put in force; the waiting calls not judged by it
+        # Alone, olga would have approved it under the rule it replaced: it needs two now.
+        with pytest.raises(StaleDecisionError, match="judged again"):
+            await service.decide(outcome.approval.id, Approve(), actor="olga", roles={"ops"})
+        stored = await store.get_approval(outcome.approval.id)
+        assert (stored.status, stored.votes) == ("pending", ())
+        assert stored.quorum is not None and stored.quorum.count == 2
+        voted = await service.decide(
+            outcome.approval.id, Approve(), actor="olga", roles={"ops"}, version=stored.version
+        )
+        assert (voted.status, [v.by for v in voted.votes]) == ("pending", ["olga"])

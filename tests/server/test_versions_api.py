@@ -215,3 +215,44 @@ async def test_waiting_on_a_version_answers_once_it_changes(store: SQLStore):
         shown = (await waiting).json()
     assert (shown["status"], shown["version"]) == ("pending", 2)
     assert [c["kind"] for c in shown["changes"]] == ["vote"]
+
+
+async def test_what_an_edit_changed_inside_a_redacted_object_is_masked(store: SQLStore):
+    service = Service(
+        store=store, gate=Gate(POLICY, store), agents=[], redaction=Redaction(["headers"])
+    )
+    approval_id = await held(service, "pay", amount=1, headers={"authorization": "Bearer OLD-1"})
+    async with client(service, "bob") as bob, client(service, "olga") as olga:
+        edit = {"kind": "edit", "args": {"amount": 1, "headers": {"authorization": "Bearer NEW-2"}},
+                "version": 1}  # fmt: skip
+        assert (await olga.post(f"/v1/approvals/{approval_id}/decision", json=edit)).is_success
+        shown = await bob.get(f"/v1/approvals/{approval_id}")
+        listed = await bob.get("/v1/approvals", params={"status": "pending"})
+        stale = await bob.post(
+            f"/v1/approvals/{approval_id}/decision", json={"kind": "approve", "version": 1}
+        )
+    assert stale.status_code == 409
+    for text in (shown.text, listed.text, stale.text):
+        assert "OLD-1" not in text and "NEW-2" not in text
+    assert f"headers.authorization '{MASK}' → '{MASK}'" in stale.json()["detail"]
+
+
+async def test_an_edit_of_many_arguments_keeps_a_few_and_counts_the_rest(store: SQLStore):
+    service = Service(store=store, gate=Gate(POLICY, store), agents=[])
+    approval_id = await held(service, "pay", amount=1, items=list(range(500)))
+    async with client(service, "olga") as olga:
+        edits, version = 0, 1
+        for round_ in range(12):  # one person editing again and again
+            edit = {"kind": "edit", "args": {"amount": 1, "items": [round_] * 500},
+                    "version": version}  # fmt: skip
+            answer = await olga.post(f"/v1/approvals/{approval_id}/decision", json=edit)
+            assert answer.status_code == 200, answer.text
+            edits, version = edits + 1, answer.json()["version"]
+        shown = (await olga.get(f"/v1/approvals/{approval_id}")).json()
+        listed = (await olga.get("/v1/approvals", params={"status": "pending"})).json()
+    assert len(shown["changes"]) == edits
+    # Each changed (nearly) every item: 20 kept, the rest counted.
+    assert all(len(c["edits"]) == 20 and c["more_edits"] >= 479 for c in shown["changes"])
+    [item] = listed["items"]
+    assert len(item["changes"]) == 10 and item["truncated"]
+    assert [c["version"] for c in item["changes"]] == [c["version"] for c in shown["changes"]][-10:]

@@ -173,18 +173,15 @@ class LocalStore:
         self, approval_id: str, decision: Decision, *, version: int | None = None
     ) -> dict[str, Any]:
         from signoff.gate import Gate
-        from signoff.policy import Policy, PolicyEngine
 
         async def decide(store: Store) -> dict[str, Any]:
-            policy = self.policy
-            if policy is None:
-                latest = await store.latest_policy()
-                policy = (
-                    Policy.from_dict({})
-                    if latest is None
-                    else PolicyEngine(Policy.from_dict(latest[1], source=f"policy {latest[0]}"))
-                )
-            gate = Gate(policy, store, schemas=self.schemas)
+            # The policy given here, else the one a server saved there last (and any it saves
+            # while this decides), as the server would judge it.
+            gate = (
+                Gate(self.policy, store, schemas=self.schemas)
+                if self.policy is not None
+                else await Gate.following_saved(store, schemas=self.schemas)
+            )
             approval = await gate.decide(
                 approval_id, decision, actor=self.actor, roles=self.roles, version=version
             )

@@ -524,12 +524,11 @@ async def on_database(
 ) -> dict[str, Any]:
     from signoff import telemetry
     from signoff.gate import Gate
-    from signoff.policy import Policy
     from signoff.store import open_store
 
     async with open_store(url, migrate=False) as store:
-        # Deciding needs no policy but an edit's re-check; an approve or reject has none.
-        gate = Gate(Policy.from_dict({}), store)
+        # Judged by the policy a server saved there last, as the server would judge it.
+        gate = await Gate.following_saved(store)
         telemetry.set_channel("cli")
         approval = await gate.decide(
             approval_id, decision, actor=actor, roles=roles, version=version

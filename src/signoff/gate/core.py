@@ -22,6 +22,7 @@ from signoff.errors import (
     ForbiddenError,
     InvalidArgumentsError,
     InvalidDecisionError,
+    StaleDecisionError,
 )
 from signoff.gate.deciders import (
     already_decided,
@@ -29,6 +30,7 @@ from signoff.gate.deciders import (
     approvers_at,
     assignee,
     check_decider,
+    check_person,
     decision_kind,
     note_text,
     stricter,
@@ -49,7 +51,7 @@ from signoff.gate.records import (
 )
 from signoff.gate.rejudge import rejudged
 from signoff.gate.timing import Timing
-from signoff.gate.versions import changed, check_seen
+from signoff.gate.versions import changed, check_seen, describe
 from signoff.limits import ArgumentLimits
 from signoff.names import same_person
 from signoff.policy import Policy, PolicyEngine
@@ -75,7 +77,7 @@ from signoff.types import (
     canonical_json,
 )
 
-__all__ = ["AdoptPolicy", "CheckContext", "Gate", "Outcome", "RolesOf"]
+__all__ = ["AdoptPolicy", "CheckContext", "Gate", "Outcome", "RolesOf", "saved_policy"]
 
 logger = logging.getLogger("signoff.gate")
 
@@ -179,6 +181,23 @@ class Gate(Timing):
         )
         self._listening = False
 
+    @classmethod
+    async def following_saved(
+        cls,
+        store: Store,
+        *,
+        fallback: Policy | PolicyEngine | None = None,
+        schemas: SchemaLookup | Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> Gate:
+        """A gate that judges by the policy the store saved last (a server's: `PUT
+        /v1/policy`), read now and again before whatever must be judged by the policy of now;
+        `fallback` (none: the empty policy) until one is saved. For a tool that decides on a
+        server's database without the server: a command, a notebook, a Streamlit app."""
+        gate = cls(fallback or Policy.from_dict({}), store, schemas=schemas)
+        gate.adopt_policy = saved_policy(gate)
+        await gate.catch_up()
+        return gate
+
     def register_schemas(
         self,
         schemas: Mapping[str, Mapping[str, Any]],
@@ -266,7 +285,7 @@ class Gate(Timing):
         for the calls the policy asks about: it is kept with their approvals.
         Returns the outcomes and the run's new events."""
         context = context or CheckContext()
-        now = await self.time()
+        now = await self.time()  # for calls judged without a transaction (all allowed)
         batch_id = new_id()
         keys = (
             {
@@ -282,8 +301,13 @@ class Gate(Timing):
         stored: dict[str, tuple[ExternalRecord, Approval | None]] = {}  # as the store had them
 
         def plan(
-            grants: list[Grant], found: dict[str, tuple[ExternalRecord, Approval | None]]
+            grants: list[Grant],
+            found: dict[str, tuple[ExternalRecord, Approval | None]],
+            at: datetime,
         ) -> HoldPlan:
+            # Judged at the database's time, read in the transaction that writes what it judges
+            # (when the call was held, until when it waits); or by the clock this gate was given.
+            now = self._now() if self._clock_given else at
             current = tuple(g for g in map(self.grant_now, grants) if g is not None)
             stored.clear()
             stored.update(found)
@@ -324,7 +348,7 @@ class Gate(Timing):
         with telemetry.span("signoff.judge", current=False) as span:
             events: list[StoredEvent] = []
             if later:  # what was judged before is read, not locked: nothing else is written
-                decided = plan([], await self.store.external_verdicts(list(keys.values())))
+                decided = plan([], await self.store.external_verdicts(list(keys.values())), now)
                 later = all(o.kind == "run" for o in decided.outcomes if not o.recorded)
             if not later:
                 decided, events = await self.store.hold(
@@ -562,6 +586,7 @@ class Gate(Timing):
         version). Judged by the database's clock and by the policy saved last: a replica that
         has not read that policy yet reads it (`adopt_policy`) and judges again."""
         roles = frozenset(roles)
+        check_person(actor)
         for decision in decisions.values():
             self._check_decision(decision)
         for _ in range(_ADOPTIONS):
@@ -582,6 +607,7 @@ class Gate(Timing):
     ) -> list[Approval]:
         results: dict[str, Approval] = {}
         overdue: list[Approval] = []
+        rejudged_now: list[Approval] = []  # (assigned, not extended: the plan may run again)
 
         def plan(current: list[Approval], moment: Moment) -> DecisionPlan:
             # Runs inside the store's write transaction, with these approvals locked: what it
@@ -593,22 +619,35 @@ class Gate(Timing):
                 and moment.policy != self.engine.version
             ):
                 raise _PolicyBehind(moment.policy)
+            # The approvals as the policy in force has them, for a gate that follows the
+            # store's saved policy (a server's) and judges by it now (checked above): a change
+            # of policy not written to one yet (its replica read the policy after, or failed to
+            # judge them all) is written now.
+            ruled = {
+                a.id: found
+                for a in current
+                if self.adopt_policy is not None
+                and moment.policy is not None
+                and a.pending
+                and (found := rejudged(a, self.engine, at=now)) is not None
+            }
+            seen = [ruled[a.id][0] if a.id in ruled else a for a in current]
             # Who may decide comes first: a request its sender may not make changes nothing,
             # a lapse that falls due included.
-            for approval in current:
+            for approval in seen:
                 self._check_decider(approval, actor=actor, roles=roles, now=now)
-            late = [
-                a for a in current if a.pending and a.expires_at is not None and a.expires_at <= now
-            ]
-            if late:
+            late = {
+                a.id: self._lapse(a, now)
+                for a in seen
+                if a.pending and a.expires_at is not None and a.expires_at <= now
+            }
+            if ruled or late:
                 # Past its time an approval lapses (expires, or is decided as its rule says),
-                # whoever decides first: write only that. (Assigned, not extended: the store may
-                # run the plan again.)
-                overdue[:] = [self._lapse(a, now) for a in late]
-                return DecisionPlan(
-                    changes=[(a, b.version) for a, b in zip(overdue, late, strict=True)],
-                    audit=[lapse_record(b, a, at=now) for b, a in zip(late, overdue, strict=True)],
-                )
+                # whoever decides first; what the policy says of it is written as it says.
+                # Only that is written: this decision was made on something else.
+                overdue[:] = list(late.values())
+                rejudged_now[:] = [found[0] for found in ruled.values()]
+                return _lapsed_or_ruled(current, ruled, late, now)
             changes: list[tuple[Approval, int]] = []
             grants: list[Grant] = []
             audit: list[AuditRecord] = []
@@ -649,6 +688,8 @@ class Gate(Timing):
             raise ConflictError(
                 f"approval {names} ran out of time before this decision; it was not taken"
             )
+        if rejudged_now:
+            raise _changed_by_policy(rejudged_now)
         return [results[i] for i in decisions]
 
     def _check_allowed_now(self, decided: Approval) -> None:
@@ -665,18 +706,15 @@ class Gate(Timing):
         """Why `approval`'s call may not run now although a person (or its rule, on timeout)
         approved it: the policy in force denies it — changed since. Checked where it is
         decided and again where it runs, by every runtime and integration."""
-        verdict = self.engine.evaluate(approval.call, self._context_of(approval))
+        return self.denied_call(approval.call, _context_of(approval))
+
+    def denied_call(self, call: ToolCall, context: Context | None = None) -> str | None:
+        """Why `call` may not run now, whatever let it through before (a verdict to run judged
+        earlier, a grant, an approval): the policy in force denies it."""
+        verdict = self.engine.evaluate(call, context)
         if verdict.kind == "deny":
             return f"the policy in force denies this call now ({verdict.reason})"
         return None
-
-    @staticmethod
-    def _context_of(approval: Approval) -> Context:
-        return Context(
-            run_id=approval.run_id,
-            thread_id=approval.thread_id,
-            requested_by=approval.requested_by,
-        )
 
     async def catch_up(self) -> None:
         """Read the policy the store saved last, when this gate follows the store's (a
@@ -744,6 +782,7 @@ class Gate(Timing):
         `roles_of`, can tell). It widens nothing: whoever it is handed to is held to the rule's
         approvers and to self-approval like anyone."""
         to, note = assignee(to), note_text(note)
+        check_person(actor)
         approval = await self.store.get_approval(approval_id)
         now = await self.time()
         if not approval.pending:
@@ -884,6 +923,12 @@ class Gate(Timing):
         if approval.status == "expired":
             raise ApprovalTimeout(f"approval {approval.id!r} expired before anyone decided")
         assert approval.decision is not None  # decided approvals carry their decision
+        if approval.status in ("approved", "edited"):
+            # The caller runs it now: by the policy of now, as every runtime does.
+            await self.catch_up()
+            denied = self.denied_now(approval)
+            if denied is not None:
+                return Reject(reason=f"it was approved, but {denied}")
         return approval.decision
 
     # -- grants ----------------------------------------------------------------------------
@@ -941,3 +986,70 @@ def _recorded(
     if record.kind == "hold" and approval is None:  # pragma: no cover - written together
         raise ConflictError(f"the approval of call {call.id!r} is missing")
     return Outcome(call=call, kind=record.kind, verdict=verdict, approval=approval, recorded=True)
+
+
+def _lapsed_or_ruled(
+    current: Sequence[Approval],
+    ruled: Mapping[str, tuple[Approval, AuditRecord]],
+    late: Mapping[str, Approval],
+    now: datetime,
+) -> DecisionPlan:
+    """What a decision writes instead of itself: each approval as the policy in force rules it,
+    then lapsed where its time is up."""
+    changes: list[tuple[Approval, int]] = []
+    audit: list[AuditRecord] = []
+    for approval in current:
+        after = approval
+        if approval.id in ruled:
+            after, record = ruled[approval.id]
+            audit.append(record)
+        if approval.id in late:
+            audit.append(lapse_record(after, late[approval.id], at=now))
+            after = late[approval.id]
+        if after is not approval:
+            changes.append((after, approval.version))
+    return DecisionPlan(changes=changes, audit=audit)
+
+
+def _changed_by_policy(approvals: Sequence[Approval]) -> ConflictError:
+    """Why a decision was not taken: the policy in force had changed the approvals it named."""
+    [first, *_] = approvals
+    if not first.pending:
+        assert first.decision is not None  # decided: rejected by the policy
+        return ConflictError(
+            f"approval {first.id!r} was rejected by signoff before this decision: "
+            f"{getattr(first.decision, 'reason', '')}; it was not taken"
+        )
+    [change] = first.changes[-1:]
+    return StaleDecisionError(
+        f"approval {first.id!r} changed before this decision: {describe([change])}. It is at "
+        f"version {first.version} now: look again",
+        approval_id=first.id,
+        seen=first.version - 1,
+        version=first.version,
+        changes=(change,),
+    )
+
+
+def _context_of(approval: Approval) -> Context:
+    """Where `approval`'s call is judged: its run, thread and requester."""
+    return Context(
+        run_id=approval.run_id, thread_id=approval.thread_id, requested_by=approval.requested_by
+    )
+
+
+def saved_policy(gate: Gate) -> AdoptPolicy:
+    """An `adopt_policy` for `gate`: put in force the policy the store saved last, when it is
+    not the gate's (the version read first; the document only when it is new here). The server
+    that saved it judged the waiting calls by it already."""
+
+    async def adopt() -> None:
+        version = await gate.store.latest_policy_version()
+        if version is None or version == gate.engine.version:
+            return
+        latest = await gate.store.latest_policy()
+        if latest is not None:
+            saved, document = latest
+            gate.engine = PolicyEngine(Policy.from_dict(document, source=f"policy version {saved}"))
+
+    return adopt

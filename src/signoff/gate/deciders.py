@@ -17,6 +17,7 @@ from signoff.errors import ConflictError, ForbiddenError, InvalidDecisionError
 from signoff.gate.versions import arg_changes, changed
 from signoff.names import ROLE_PREFIX, name_key, name_refusal, same_person
 from signoff.types import (
+    AUTOMATIC,
     DECIDED_STATUS,
     Approval,
     Approve,
@@ -40,6 +41,7 @@ __all__ = [
     "approvers_at",
     "assignee",
     "check_decider",
+    "check_person",
     "counts",
     "decision_kind",
     "escalations_due",
@@ -68,6 +70,22 @@ def escalations_due(approval: Approval, now: datetime) -> int:
 def _reached(steps: Sequence[Escalation], approval: Approval, now: datetime) -> list[Escalation]:
     waited = (now - approval.requested_at).total_seconds()
     return [step for step in steps if step.after <= waited]
+
+
+def check_person(actor: object) -> None:
+    """`InvalidDecisionError` unless `actor` can name a person who decides — a name that could
+    pass for another's (`signoff.names.name_refusal`) is refused however it came (a framework's
+    payload, a command's option) — and `ForbiddenError` for signoff's own: nobody decides as
+    signoff."""
+    problem = name_refusal(actor) if isinstance(actor, str) else "a decider is named by text"
+    if problem is not None:
+        raise InvalidDecisionError(f"the decider's name is refused: {problem}")
+    assert isinstance(actor, str)  # name_refusal took it
+    if same_person(actor, AUTOMATIC):
+        raise ForbiddenError(
+            f"{actor!r} is the name signoff decides by itself (on timeout, by policy); no one "
+            "decides as it"
+        )
 
 
 def check_decider(

@@ -47,7 +47,7 @@ from signoff.errors import (
 )
 from signoff.gate.answers import answer_text, blocked_text
 from signoff.gate.bridge import Bridge, run_here
-from signoff.gate.core import CheckContext, Gate, Outcome, RolesOf
+from signoff.gate.core import CheckContext, Gate, Outcome, RolesOf, saved_policy
 from signoff.gate.edits import check_edit
 from signoff.gate.ids import external_key, new_id
 from signoff.gate.once import Claim, Ledger, Recorded
@@ -57,7 +57,7 @@ from signoff.gate.seen import Seen
 from signoff.gate.steps import Held, Step
 from signoff.gate.transcript import bounded
 from signoff.gate.worker import work_ready
-from signoff.policy import Policy, PolicyEngine
+from signoff.policy import Policy
 from signoff.store.base import AuditRecord
 from signoff.store.external import ExternalRecord, JudgedOtherwise, NewPause, Pause
 from signoff.types import Approval, Decision, ToolCall, canonical_json
@@ -70,7 +70,6 @@ __all__ = [
     "Resumer",
     "Step",
     "connect",
-    "saved_policy",
 ]
 
 logger = logging.getLogger("signoff.external")
@@ -273,6 +272,11 @@ class ExternalRuns:
             problem = _mismatch(proposed, record.digest, "it was judged")
             if problem is not None:
                 return await self._refused(key, proposed, record, problem)
+            # Judged to run (by the policy, or a grant) before a policy that denies it: not now.
+            denied = self.gate.denied_call(proposed)
+            if denied is not None:
+                await self.near(self._audit_refusal(key, proposed, record, denied))
+                return Step(kind="answer", key=key, text=blocked_text(denied), ok=False)
             return Step(kind="run", key=key, call=proposed)
         if approval is None:  # pragma: no cover - a held call's record names its approval
             return await self._refused(key, proposed, record, "its approval is missing")
@@ -536,7 +540,7 @@ class ExternalRuns:
         elif record.kind == "block":
             problem = f"the policy blocked it ({record.reason})"
         elif record.kind == "run":
-            problem = _mismatch(call, record.digest, "it was judged")
+            problem = _mismatch(call, record.digest, "it was judged") or self.gate.denied_call(call)
         else:
             approval = (await self._approvals([record.approval_id or ""])).get(
                 record.approval_id or ""
@@ -649,23 +653,6 @@ def connect(
     )
     runs._closers.append(lambda: opened.__aexit__(None, None, None))
     return runs
-
-
-def saved_policy(gate: Gate) -> Callable[[], Coroutine[Any, Any, None]]:
-    """An `adopt_policy` for `gate`: put in force the policy the store saved last, when it is
-    not the gate's (the version read first; the document only when it is new here). The server
-    that saved it judged the waiting calls by it already."""
-
-    async def adopt() -> None:
-        version = await gate.store.latest_policy_version()
-        if version is None or version == gate.engine.version:
-            return
-        latest = await gate.store.latest_policy()
-        if latest is not None:
-            saved, document = latest
-            gate.engine = PolicyEngine(Policy.from_dict(document, source=f"policy version {saved}"))
-
-    return adopt
 
 
 class Resumer:

@@ -6,7 +6,8 @@ judged again by it (`Gate.rejudge`).
 - A call the policy still asks about, under another rule or a rule that changed — who may
   decide, how many people, its time, its escalation, what happens on timeout — follows the new
   rule from then on. Approvals given under the old rule are dropped when who may approve or how
-  many must changed: they were given for another rule. Its time counts from when it was held.
+  many must changed: they were given for another rule. Its time counts from when it was held,
+  but a rule that approves on timeout gives people its whole time from the change.
 - A call the policy now allows keeps waiting for its person: a change of policy approves nothing
   that nobody approved.
 
@@ -51,7 +52,7 @@ def rejudged(
         return decided, record
     if verdict.kind == "allow" or verdict.rule_digest == approval.rule_digest:
         return None
-    ruled = _ruled(approval, verdict)
+    ruled = _ruled(approval, verdict, at)
     note = _note(approval, ruled, verdict)
     after = changed(ruled, "policy", by=AUTOMATIC, at=at, note=note, base=approval)
     record = AuditRecord(
@@ -73,8 +74,10 @@ def rejudged(
     return after, record
 
 
-def _ruled(approval: Approval, verdict: Verdict) -> Approval:
-    """`approval` under the rule that asks about its call now."""
+def _ruled(approval: Approval, verdict: Verdict, at: datetime) -> Approval:
+    """`approval` under the rule that asks about its call now, from `at`. Its time counts from
+    when it was held — but a rule that approves on timeout gives people its whole time from
+    when it came into force: a change of policy never approves at once what waited longer."""
     same_deciders = (
         verdict.quorum == approval.quorum
         and verdict.approvers == approval.approvers
@@ -93,10 +96,16 @@ def _ruled(approval: Approval, verdict: Verdict) -> Approval:
         escalate=verdict.escalate,
         escalated=0 if verdict.escalate != approval.escalate else approval.escalated,
         on_timeout=verdict.on_timeout,
-        expires_at=None
-        if verdict.timeout is None
-        else approval.requested_at + timedelta(seconds=verdict.timeout),
+        expires_at=None if verdict.timeout is None else _until(approval, verdict, at),
     )
+
+
+def _until(approval: Approval, verdict: Verdict, at: datetime) -> datetime:
+    assert verdict.timeout is not None  # only a rule with a timeout has an end
+    start = approval.requested_at
+    if verdict.on_timeout is not None and verdict.on_timeout.decide == "approve":
+        start = max(start, at)
+    return start + timedelta(seconds=verdict.timeout)
 
 
 def _note(before: Approval, after: Approval, verdict: Verdict) -> str:

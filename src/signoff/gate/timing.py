@@ -25,7 +25,7 @@ from signoff.gate.records import escalation_record, lapse_record
 from signoff.gate.versions import changed
 from signoff.policy import PolicyEngine
 from signoff.store import Store
-from signoff.types import AUTOMATIC, Approval, Context, Decision, Expired, Reject
+from signoff.types import AUTOMATIC, Approval, Decision, Expired, Reject
 
 __all__ = ["SWEEPER", "Timing"]
 
@@ -47,6 +47,8 @@ class Timing:
     _listening: bool
 
     async def catch_up(self) -> None: ...
+
+    def denied_now(self, approval: Approval) -> str | None: ...
 
     async def wait(
         self, approval_id: str, timeout: float | None = None, *, past: int | None = None
@@ -99,6 +101,7 @@ class Timing:
         whose time is up (at `now`, default this gate's clock) as its rule's `on_timeout`
         says, and any other (a waiter that gives up before then) expires: it never runs."""
         out = []
+        await self.catch_up()  # what signoff decides on timeout is by the policy of now
         for approval in approvals:
             moment = now or await self.time()
             lapsed = self._lapse(approval, moment)
@@ -121,11 +124,14 @@ class Timing:
         if on_timeout is None or not due:
             decision = Expired()
         elif on_timeout.decide == "approve":
-            context = Context(run_id=approval.run_id, thread_id=approval.thread_id,
-                              requested_by=approval.requested_by)  # fmt: skip
-            verdict = self.engine.evaluate(approval.call, context)
-            if verdict.kind == "deny":
-                decision = Reject(reason=f"the policy in force denies this call: {verdict.reason}")
+            denied = self.denied_now(approval)
+            if denied is not None:
+                decision = Reject(reason=denied)
+            elif approval.quorum is not None and approval.requested_args is not None:
+                # Edited by one of the people it needs, and nobody else approved the edit:
+                # approving it would run one person's choice. The call asked for was replaced.
+                decision = Reject(reason="its arguments were edited, and nobody else approved "
+                                         "the edit in time")  # fmt: skip
             else:
                 decision = approval_of(approval)
         else:

@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 MAX_ARG_CHANGES: Final = 20
-"""The most arguments an edit's change names; the rest are counted."""
+"""The most arguments an edit's change keeps; the rest are counted."""
 _VALUE_CHARS: Final = 80
 """The most of one string value a change keeps (and of a list, as JSON)."""
 _MISSING: Final = object()
@@ -63,7 +63,8 @@ def changed(
     `KEPT_CHANGES`). `base` is the approval as it stood before, when `approval` is already
     that approval with its new content: its version is the one counted from."""
     version = (base or approval).version + 1
-    change = Change(version=version, kind=kind, by=by, at=at, args=args, note=note)
+    change = Change(version=version, kind=kind, by=by, at=at, args=args[:MAX_ARG_CHANGES],
+                    more=max(0, len(args) - MAX_ARG_CHANGES), note=note)  # fmt: skip
     kept = (*(base or approval).changes, change)[-KEPT_CHANGES:]
     return replace(approval, version=version, changes=kept)
 
@@ -184,9 +185,8 @@ def _one(change: Change, redaction: Redaction) -> str:
     at = change.at.strftime("%H:%M:%S UTC")
     match change.kind:
         case "edit":
-            shown = ", ".join(_arg(a, redaction) for a in change.args[:MAX_ARG_CHANGES])
-            more = len(change.args) - MAX_ARG_CHANGES
-            shown += f" and {more} more" if more > 0 else ""
+            shown = ", ".join(_arg(a, redaction) for a in change.args)
+            shown += f" and {change.more} more" if change.more else ""
             return f"edited by {change.by} at {at}: {shown or 'no argument changed'}"
         case "vote":
             return f"approved by {change.by} at {at}"
@@ -200,8 +200,8 @@ def _one(change: Change, redaction: Redaction) -> str:
 
 def _arg(change: ArgChange, redaction: Redaction) -> str:
     where = ".".join(change.path) or "(the arguments)"
-    before = redaction.args(change.before, change.path)
-    after = redaction.args(change.after, change.path)
+    before = redaction.value_at(change.before, change.path)
+    after = redaction.value_at(change.after, change.path)
     if change.added:
         return f"{where} added: {_value(after)}"
     if change.removed:

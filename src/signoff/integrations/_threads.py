@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from signoff.gate.external import LEASE, ExternalRuns, Pause, Resumed, Resumer
@@ -33,8 +33,10 @@ __all__ = [
 _MARK = "signoff.resume"
 
 
-def now() -> datetime:
-    return datetime.now(UTC)
+def now(runs: ExternalRuns) -> datetime:
+    """The time resume marks are written and judged by: the store's clock, one for every
+    process (a process whose own clock runs ahead takes no thread over early)."""
+    return runs.store.now()
 
 
 def is_mark(entry: str) -> bool:
@@ -80,7 +82,7 @@ async def keep(runs: ExternalRuns, origin: str, thread: str, items: Sequence[str
                after: int, pause: NewPause | None) -> bool:  # fmt: skip
     """Append `items` after the `after` entries read, with `pause` recorded in the same
     transaction: a thread never waits with no pause that points a resumer at it."""
-    at = now()
+    at = now(runs)
     if pause is None:
         return await runs.near(runs.store.append_history(origin, thread, items, after=after,
                                                          now=at))  # fmt: skip
@@ -159,7 +161,7 @@ class Hold:
         """Mark the thread as resumed by this process (after `entries`, as read) and renew the
         mark until the hold ends; None when another process resumes it, or extended it
         since."""
-        at = now()
+        at = now(runs)
         if busy(entries, at):
             return None
         hold = cls(runs, origin, thread, len(entries), lease)
@@ -192,7 +194,7 @@ class Hold:
                            "by": self.runs.ledger.owner})  # fmt: skip
 
     def _released(self) -> str:
-        return json.dumps({_MARK: "released", "at": now().isoformat()})
+        return json.dumps({_MARK: "released", "at": now(self.runs).isoformat()})
 
     async def _append(self, items: list[str], pause: NewPause | None = None) -> bool:
         appended = await keep(self.runs, self.origin, self.thread, items, after=self.length,
@@ -203,7 +205,7 @@ class Hold:
 
     async def _renew(self) -> None:
         self.lost = not await renew_while(
-            self._stopping, self.lease, lambda: self._append([self._mark(now())])
+            self._stopping, self.lease, lambda: self._append([self._mark(now(self.runs))])
         )
 
     async def _stop(self) -> None:

@@ -156,7 +156,7 @@ class SignoffAgent:
         paused (`RunOutput.is_paused`) while calls wait for a person: the session takes no new
         input until it is resumed."""
         entries = await self._entries(session_id)
-        if busy(entries, now()):
+        if busy(entries, now(self.runs)):
             raise ConflictError(f"session {session_id!r} is being resumed")
         if await self._paused(session_id) is not None:
             raise ConflictError(

@@ -197,7 +197,7 @@ class SignoffAgent:
         (the whole conversation anew, after a run that rewrote it: a handoff's input filter),
         or a resume mark."""
         entries = await self.runs.near(self.runs.store.history(ORIGIN, thread))
-        if not waiting and busy(entries, now()):
+        if not waiting and busy(entries, now(self.runs)):
             raise ConflictError(f"thread {thread!r} is being resumed")
         conversation: list[Any] = []
         paused: dict[str, Any] | None = None

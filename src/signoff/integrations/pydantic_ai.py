@@ -176,7 +176,7 @@ class SignoffAgent:
         """The thread's history (kept items and messages), refused while it waits on people:
         it takes no new prompt until it is resumed."""
         items = await self.runs.near(self.runs.store.history(ORIGIN, thread))
-        if busy(items, now()):
+        if busy(items, now(self.runs)):
             raise ConflictError(f"thread {thread!r} is being resumed")
         history = _messages(items)
         if _open_calls(history):

@@ -39,6 +39,8 @@ _PREVIEW_KEYS = frozenset({"kind", "body", "truncated", "error"})
 """The keys of a preview, as `preview_to_dict` makes it."""
 PREVIEW_BYTES = 64 * 1024
 """The most a listing shows of one call's arguments (as JSON, once long strings are cut)."""
+LISTED_CHANGES = 10
+"""The most of an approval's changes a listing shows: the newest (its own page has them all)."""
 LISTED_PREVIEW_CHARS = 8000
 """The most a listing shows of a held call's preview (text, or a table's rows as JSON)."""
 
@@ -218,7 +220,8 @@ def shown(data: T, redaction: Redaction) -> T:
 
 def previewed(data: dict[str, Any], redaction: Redaction) -> dict[str, Any]:
     """`data` as a listing sends it: `shown`, with the long strings of every call's arguments
-    cut too, and ``truncated`` saying whether anything was (the item's own page has it all)."""
+    cut too, an approval's newest changes only, and ``truncated`` saying whether anything was
+    (the item's own page has it all)."""
     clipped, cut = clip(data)
     clipped = _previews_masked(clipped, redaction)  # before a cut could split a value
 
@@ -234,6 +237,9 @@ def previewed(data: dict[str, Any], redaction: Redaction) -> dict[str, Any]:
                 value, shortened = _listed_preview(value)
                 cut = cut or shortened
                 out[key] = value
+            elif key == "changes" and isinstance(value, list) and len(value) > LISTED_CHANGES:
+                cut = True  # the newest changes: what a card shows of what happened
+                out[key] = walk(value[-LISTED_CHANGES:])
             elif key in _ARGUMENTS:
                 value, shortened = clip(value, chars=PREVIEW_CHARS)
                 size = len(json.dumps(value))

@@ -134,7 +134,9 @@ class Store(Protocol):
     async def hold(
         self,
         tools: Collection[str],
-        plan: Callable[[list[Grant], dict[str, tuple[ExternalRecord, Approval | None]]], HoldPlan],
+        plan: Callable[
+            [list[Grant], dict[str, tuple[ExternalRecord, Approval | None]], datetime], HoldPlan
+        ],
         *,
         keys: Sequence[str] = (),
     ) -> tuple[HoldPlan, list[StoredEvent]]: ...

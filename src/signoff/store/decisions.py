@@ -30,7 +30,7 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import bindparam, text, update
 from sqlalchemy.engine import Connection
@@ -45,7 +45,15 @@ from signoff.store.rows import approval_from_row, decision_values
 from signoff.store.runs import append_events_to_runs
 from signoff.types import Approval, Grant, decision_to_dict
 
-__all__ = ["CHANNEL", "MAX_GROUP", "DecisionGroups", "Plan", "read_moment", "write_decisions"]
+__all__ = [
+    "CHANNEL",
+    "MAX_GROUP",
+    "DecisionGroups",
+    "Plan",
+    "read_clock",
+    "read_moment",
+    "write_decisions",
+]
 
 Plan = Callable[[list[Approval], Moment], DecisionPlan]
 
@@ -68,6 +76,7 @@ _UPDATE = update(_approvals).where(
     _approvals.c.version == bindparam("b_version"),
     _approvals.c.status == "pending",
 )
+_CLOCK = text("SELECT clock_timestamp()")
 # The database's clock and the policy saved last, in one round trip.
 _MOMENT_PG = text(
     "SELECT clock_timestamp() AS at, (SELECT version FROM policy_versions "
@@ -190,6 +199,13 @@ def _take(
         # Unreachable while the rows are locked; kept as the compare-and-set's guard.
         raise ConflictError("the approvals changed while being decided; try again")
     return outcomes
+
+
+def read_clock(connection: Connection) -> datetime:
+    """The database's time, in the caller's transaction (SQLite's clock is this machine's)."""
+    if connection.dialect.name == "postgresql":
+        return cast(datetime, execute(connection, _CLOCK).scalar_one()).astimezone(UTC)
+    return datetime.now(UTC)
 
 
 def read_moment(connection: Connection) -> Moment:

@@ -143,6 +143,8 @@ def _change_row(change: Change) -> dict[str, Any]:
              "added": a.added, "removed": a.removed}
             for a in change.args
         ]  # fmt: skip
+    if change.more:
+        row["more"] = change.more
     if change.note:
         row["note"] = change.note
     return row
@@ -164,6 +166,7 @@ def _change(data: dict[str, Any]) -> Change:
             )
             for a in data.get("args", ())
         ),
+        more=data.get("more", 0),
         note=data.get("note", ""),
     )
 

@@ -31,7 +31,7 @@ from signoff.store import schema
 from signoff.store.audit import LOCK_AUDIT_HEAD, append_audit, read_length, read_log
 from signoff.store.base import AuditRecord, DecisionPlan, HoldPlan, Moment
 from signoff.store.checkpoint import Checkpoint
-from signoff.store.decisions import CHANNEL, DecisionGroups, write_decisions
+from signoff.store.decisions import CHANNEL, DecisionGroups, read_clock, write_decisions
 from signoff.store.external import ExternalRecord, ExternalStore, find_external, insert_external
 from signoff.store.gauges import GaugeStore
 from signoff.store.grants import GrantStore, count_uses, in_force, known_ids
@@ -68,6 +68,9 @@ T = TypeVar("T")
 
 CLOCK_READ = 10.0
 """How often, in seconds, a store reads PostgreSQL's clock again (`SQLStore.clock`)."""
+CLOCK_TRUST = 0.05
+"""The longest round trip, in seconds, whose reading of the clock replaces the last one: its
+middle is the reading's time, within half of it."""
 
 
 # Statements of the hot paths, built once: building a statement costs more than running it.
@@ -121,6 +124,8 @@ class SQLStore(
         self._decisions = DecisionGroups(self.run)
         self._clock: tuple[datetime, float] | None = None
         """The database's time as last read, and this machine's steady clock then."""
+        self._clock_due = 0.0
+        """When (by the steady clock) to read the database's time again."""
 
     @property
     def engine(self) -> Engine:
@@ -316,22 +321,25 @@ class SQLStore(
     async def hold(
         self,
         tools: Collection[str],
-        plan: Callable[[list[Grant], dict[str, tuple[ExternalRecord, Approval | None]]], HoldPlan],
+        plan: Callable[
+            [list[Grant], dict[str, tuple[ExternalRecord, Approval | None]], datetime], HoldPlan
+        ],
         *,
         keys: Sequence[str] = (),
     ) -> tuple[HoldPlan, list[StoredEvent]]:
         """Read the grants in force for `tools` and what was judged before under `keys` (calls
-        of other frameworks' runs, with their approvals), let `plan` judge the calls by them,
-        and write the approvals, records, audit entries and run write it returns — one
-        transaction."""
+        of other frameworks' runs, with their approvals), let `plan` judge the calls by them at
+        the database's time, and write the approvals, records, audit entries and run write it
+        returns — one transaction."""
         names = sorted(tools)
 
         def work(connection: Connection) -> tuple[HoldPlan, list[StoredEvent]]:
+            at = read_clock(connection)
             found = _judged_before(connection, keys)
             revoked: set[str] = set()
             while True:
                 grants = [g for g in in_force(connection, names) if g.id not in revoked]
-                decided = plan(grants, found)
+                decided = plan(grants, found, at)
                 lost = count_uses(connection, decided)
                 if not lost:
                     break
@@ -480,17 +488,21 @@ class SQLStore(
         escalation, leases — whichever replica makes it, whatever its own clock says (SQLite's
         is this machine's). Read from the database at most every `CLOCK_READ` seconds, and
         carried forward meanwhile by this machine's steady clock (which a change of its wall
-        clock does not move), half the read's round trip added."""
+        clock does not move), taken at the middle of its read's round trip — a read slower
+        than `CLOCK_TRUST` leaves the last one in use."""
         if not self.notifies_across_processes:
             return datetime.now(UTC)
         steady = _steady()
-        if self._clock is not None and steady - self._clock[1] < CLOCK_READ:
-            read, then = self._clock
-            return read + timedelta(seconds=steady - then)
+        if self._clock is not None and steady < self._clock_due:
+            return self.now()
         moment = await self.run(lambda c: c.execute(_CLOCK).scalar_one(), write=False)
         after = _steady()
-        self._clock = (cast(datetime, moment).astimezone(UTC), (steady + after) / 2)
-        return self._clock[0] + timedelta(seconds=(after - steady) / 2)
+        if self._clock is None or after - steady <= CLOCK_TRUST:
+            self._clock = (cast(datetime, moment).astimezone(UTC), (steady + after) / 2)
+            self._clock_due = after + CLOCK_READ
+        else:  # a slow read says little of when it was made: keep carrying the last one
+            self._clock_due = after + 1.0
+        return self.now()
 
     def now(self) -> datetime:
         """`clock` without asking the database: its time as last read, carried forward by the
@@ -545,7 +557,10 @@ class SQLStore(
         """Make `document` (whose policy has `version`) the latest policy, with its audit
         entries, in one transaction; a version seen before becomes the latest again. With
         `replaces`, only if that is still the latest version (`ConflictError` otherwise): a
-        change made from a copy of it loses nothing made meanwhile, on any replica."""
+        change made from a copy of it loses nothing made meanwhile, on any replica. Policy
+        writers take turns, and each is stamped with the database's time once it has its turn
+        (`at` on SQLite, this machine's): the latest saved is the last to commit, whichever
+        replica's clock runs ahead."""
         table = schema.policy_versions
         values = {
             "version": version,
@@ -555,8 +570,10 @@ class SQLStore(
         }
 
         def work(connection: Connection) -> None:
+            connection.execute(LOCK_AUDIT_HEAD).one()  # policy writers take turns
+            if connection.dialect.name == "postgresql":
+                values["created_at"] = to_micros(read_clock(connection))
             if replaces is not None:
-                connection.execute(LOCK_AUDIT_HEAD).one()  # policy writers take turns
                 latest = connection.execute(_LATEST_POLICY).scalar()
                 if latest is not None and latest != replaces:
                     raise ConflictError(
