@@ -22,6 +22,7 @@ __all__ = [
     "one_approver",
     "one_rejecter",
     "one_requester",
+    "signoff_on_timeout",
     "tmp_files_and_a_traversal",
     "tmp_files_and_refusals_deeper",
 ]
@@ -66,6 +67,15 @@ def one_approver(now: datetime) -> list[dict[str, Any]]:
 def one_requester(now: datetime) -> list[dict[str, Any]]:
     """50 deletes of ``/tmp/cache-N`` approved by three people, every one requested by ann."""
     return _rows(now, [_delete(f"/tmp/cache-{n}") for n in range(50)], requesters=("ann",))
+
+
+def signoff_on_timeout(now: datetime) -> list[dict[str, Any]]:
+    """50 deletes of ``/tmp/cache-N`` approved by signoff itself (nobody decided in time, and
+    the rule approves on timeout), by three requesters; and one approved by each of two
+    people."""
+    automatic = _rows(now, [_delete(f"/tmp/cache-{n}") for n in range(50)], people=("signoff",))
+    people = _rows(now, [_delete(f"/tmp/cache-{n}") for n in (50, 51)], people=("alice", "bob"))
+    return automatic + [row | {"id": f"p{row['id']}"} for row in people]
 
 
 def one_rejecter(now: datetime) -> list[dict[str, Any]]:

@@ -160,3 +160,7 @@ async def test_a_suggestion_is_checked_against_at_most_a_thousand_refused_calls_
 
 async def test_a_deny_needs_two_people_too(store: SQLStore):
     assert await suggested_from(store, histories.one_rejecter(NOW)) == []
+
+
+async def test_what_signoff_decided_itself_is_no_ones_evidence(store: SQLStore):
+    assert await suggested_from(store, histories.signoff_on_timeout(NOW)) == []

@@ -30,6 +30,7 @@ from sqlalchemy import (
     cast,
     func,
     literal,
+    or_,
     select,
 )
 from sqlalchemy.dialects.postgresql import JSONB
@@ -39,7 +40,7 @@ from signoff.names import name_key
 from signoff.store import schema
 from signoff.store.rows import approval_from_row
 from signoff.store.times import to_micros
-from signoff.types import Approval, ApprovalStatus
+from signoff.types import AUTOMATIC, Approval, ApprovalStatus
 
 __all__ = [
     "NAME_CHARACTERS",
@@ -183,6 +184,11 @@ class GroupStats:
         return sum(self.counts[s] for s in STATUSES)
 
 
+_BY_PEOPLE = or_(_a.c.status == "expired", _a.c.decided_by.is_distinct_from(AUTOMATIC))
+"""The calls people decided (and those nobody did): what signoff decided itself — on timeout,
+by a new policy — is no one's evidence for a suggestion."""
+
+
 class InsightStore:
     """The insights' half of the store; `SQLStore` provides `run`."""
 
@@ -215,6 +221,7 @@ class InsightStore:
                 _a.c.rule.is_not_distinct_from(rule),
                 _a.c.agent.is_not_distinct_from(agent),
                 _a.c.requested_at >= to_micros(since),
+                _BY_PEOPLE,
             )
             .order_by(_a.c.requested_at.desc())
             .limit(limit)
@@ -253,6 +260,7 @@ class InsightStore:
                     _a.c.requested_at >= to_micros(since),
                     _a.c.rule.is_not_distinct_from(rule),
                     _a.c.agent.is_not_distinct_from(agent),
+                    _BY_PEOPLE,
                     *(() if match is None else (_matches(connection, match),)),
                 )
                 .group_by(_a.c.status)
