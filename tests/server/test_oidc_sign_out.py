@@ -182,6 +182,17 @@ async def test_signing_out_on_one_replica_ends_the_session_on_every_replica(
             )
             hello = json.loads(await socket.recv())
             assert (hello["type"], hello["principal"]) == ("hello", "ada")
+            # A second socket that never sends anything, and a stream of approvals' changes.
+            quiet = await stack.enter_async_context(
+                websockets.connect(
+                    other.replace("http", "ws") + "/v1/ws",
+                    additional_headers=copied | {"Origin": other},
+                    open_timeout=HANG,
+                )
+            )
+            await quiet.recv()  # its hello
+            changes = await stack.enter_async_context(thief.stream("GET", "/v1/approvals/changes"))
+            assert changes.status_code == 200
 
             assert (await ada.post("/auth/logout")).status_code == 200
 
@@ -191,3 +202,9 @@ async def test_signing_out_on_one_replica_ends_the_session_on_every_replica(
             async with asyncio.timeout(HANG):
                 await socket.wait_closed()  # (after any events pushed meanwhile)
             assert socket.close_code == 4401, socket.close_reason
+            # What was opened with it and sends nothing ends too: the stream, the quiet socket.
+            async with asyncio.timeout(HANG):
+                async for _ in changes.aiter_lines():
+                    pass
+                await quiet.wait_closed()
+            assert quiet.close_code == 4401, quiet.close_reason

@@ -243,6 +243,7 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
     async def run_events(
         run_id: str,
         _: Who,
+        request: Request,
         last_event_id: Annotated[int | None, Header(ge=0, le=_MAX_SEQ)] = None,
         after: Annotated[int, Query(ge=0, le=_MAX_SEQ)] = 0,
     ) -> StreamingResponse:
@@ -255,12 +256,15 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
             async for event in events:
                 yield sse(brief(event_json(event)), event.type, str(event.seq))
 
-        return StreamingResponse(stream(), media_type="text/event-stream")
+        # Ended once who opened it may no longer read it (signed out, on any replica).
+        watched = auth.while_signed_in(request.headers, stream())
+        return StreamingResponse(watched, media_type="text/event-stream")
 
     @app.get("/v1/events")
     async def all_events(
         _: Who,
-        last_event_id: Annotated[str | None, Header()] = None,
+        request: Request,
+        last_event_id: Annotated[str | None, Header(max_length=200)] = None,
         since: datetime | None = None,
     ) -> StreamingResponse:
         """Every run's events as server-sent events, live: from now on, from `since`, or after
@@ -286,7 +290,8 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
                 event_id = f"{to_micros(event.at)}.{event.run_id}.{event.seq}"
                 yield sse(brief(event_json(event)), event.type, event_id)
 
-        return StreamingResponse(stream(), media_type="text/event-stream")
+        watched = auth.while_signed_in(request.headers, stream())
+        return StreamingResponse(watched, media_type="text/event-stream")
 
     @app.get("/v1/approvals")
     async def list_approvals(

@@ -15,12 +15,14 @@ and its requests carry its own name as ``Host``.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import ipaddress
 import re
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 from fastapi import Depends, HTTPException, Request
 
@@ -30,7 +32,20 @@ from signoff.server.service import Principal
 if TYPE_CHECKING:
     from signoff.server.sso import SignOn
 
-__all__ = ["LOOPBACK_NAMES", "Auth", "allowed_host", "host_name", "is_loopback"]
+SESSION_CHECK = 5.0
+"""How often, in seconds, a long-lived response checks that whoever opened it may still (a
+session signed out, a token taken away): it ends within that long."""
+
+__all__ = [
+    "LOOPBACK_NAMES",
+    "SESSION_CHECK",
+    "Auth",
+    "allowed_host",
+    "host_name",
+    "is_loopback",
+]
+
+T = TypeVar("T")
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 """The loopback names a server without authentication answers to, as a browser writes them."""
@@ -113,6 +128,39 @@ class Auth:
         if token is None:
             return await self.sign_on.session(headers)
         return self.find(token) or await self.sign_on.token(token)
+
+    async def while_signed_in(
+        self, headers: Mapping[str, str], stream: AsyncIterator[T]
+    ) -> AsyncIterator[T]:
+        """`stream`, for as long as the request with these headers would still be let in: a
+        long-lived response (server-sent events) ends within `SESSION_CHECK` seconds of the
+        session it was opened with ending, on any replica — a copied cookie's stream with it —
+        or of its token no longer being known."""
+        if self.anonymous is not None:
+            async for item in stream:
+                yield item
+            return
+        items = aiter(stream)
+        check = time.monotonic() + SESSION_CHECK
+        waiting: asyncio.Task[T] | None = None
+        try:
+            while True:
+                waiting = waiting or asyncio.ensure_future(anext(items))
+                done, _ = await asyncio.wait({waiting}, timeout=max(0.0, check - time.monotonic()))
+                if waiting in done:
+                    try:
+                        item = waiting.result()
+                    except StopAsyncIteration:
+                        return
+                    waiting = None
+                    yield item
+                if time.monotonic() >= check:
+                    if await self.authenticate(headers) is None:
+                        return
+                    check = time.monotonic() + SESSION_CHECK
+        finally:
+            if waiting is not None:
+                waiting.cancel()
 
     def roles_of(self, name: str) -> frozenset[str] | None:
         """The roles of the principal called `name`, however spelt (`same_person`) — of all

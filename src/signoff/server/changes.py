@@ -17,12 +17,12 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import Annotated, Final
 
-from fastapi import FastAPI, Header
+from fastapi import FastAPI, Header, Request
 from fastapi.responses import StreamingResponse
 
 from signoff.errors import NotFoundError, StoreUnavailableError
 from signoff.gate.notifier import ANY
-from signoff.server.auth import Who
+from signoff.server.auth import Auth, Who
 from signoff.server.service import Service
 from signoff.server.shapes import sse
 from signoff.types import Approval, AuditEntry
@@ -44,6 +44,7 @@ def mount_changes(app: FastAPI, service: Service) -> None:
     @app.get("/v1/approvals/changes", response_class=StreamingResponse)
     async def changes(
         _: Who,
+        request: Request,
         last_event_id: Annotated[int | None, Header(ge=0, le=_MAX_SEQ)] = None,
     ) -> StreamingResponse:
         """Every change to an approval as server-sent events, live: from now on, or after
@@ -63,7 +64,10 @@ def mount_changes(app: FastAPI, service: Service) -> None:
                 brief = {"id": approval.id, "version": approval.version, "status": approval.status}
                 yield sse(brief, "approval", str(seq))
 
-        return StreamingResponse(stream(), media_type="text/event-stream")
+        # Ended once who opened it may no longer read it (signed out, on any replica).
+        auth: Auth = request.app.state.auth
+        watched = auth.while_signed_in(request.headers, stream())
+        return StreamingResponse(watched, media_type="text/event-stream")
 
 
 async def approval_changes(service: Service, *, after: int) -> AsyncIterator[tuple[int, Approval]]:

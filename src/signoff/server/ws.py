@@ -30,7 +30,7 @@ from fastapi import WebSocket, WebSocketDisconnect
 from pydantic import ValidationError
 
 from signoff.errors import SignoffError, StaleDecisionError, StoreUnavailableError
-from signoff.server.auth import Auth
+from signoff.server.auth import SESSION_CHECK, Auth
 from signoff.server.changes import approval_changes
 from signoff.server.intake import BodyLimits
 from signoff.server.service import Principal, Service
@@ -81,7 +81,20 @@ async def websocket_channel(
             shown_approval = previewed(approval_json(approval), service.redaction)
             await socket.send_json({"type": "approval", "approval": shown_approval})
 
-    pushers = [asyncio.create_task(push()), asyncio.create_task(push_changes())]
+    async def watch() -> None:
+        # Who opened it may stop being let in (signed out, on any replica): the socket is
+        # closed then, its pushes with it.
+        while auth.anonymous is None:
+            await asyncio.sleep(SESSION_CHECK)
+            if await auth.authenticate(headers) is None:
+                await socket.close(code=4401, reason="unauthorized: sign in again")
+                return
+
+    pushers = [
+        asyncio.create_task(push()),
+        asyncio.create_task(push_changes()),
+        asyncio.create_task(watch()),
+    ]
     try:
         while True:
             frame = await socket.receive()
