@@ -256,3 +256,16 @@ async def test_an_edit_of_many_arguments_keeps_a_few_and_counts_the_rest(store: 
     [item] = listed["items"]
     assert len(item["changes"]) == 10 and item["truncated"]
     assert [c["version"] for c in item["changes"]] == [c["version"] for c in shown["changes"]][-10:]
+
+
+async def test_a_version_is_a_whole_number_and_nothing_else(store: SQLStore):
+    service = Service(store=store, gate=Gate(POLICY, store), agents=[])
+    approval_id = await held(service, "restart", name="web")
+    async with client(service, "olga") as olga:
+        for bad in (True, "1", 1.5, 0, 2**31 + 1, [1]):
+            answer = await olga.post(
+                f"/v1/approvals/{approval_id}/decision", json={"kind": "approve", "version": bad}
+            )
+            assert answer.status_code == 422, (bad, answer.text)
+            assert "version" in answer.json()["detail"]
+        assert (await olga.get(f"/v1/approvals/{approval_id}")).json()["status"] == "pending"

@@ -35,18 +35,31 @@ from signoff.types import (
 
 __all__ = [
     "MAX_ARG_CHANGES",
+    "MAX_VERSION",
     "arg_changes",
     "changed",
     "check_seen",
     "describe",
     "since",
+    "version_of",
 ]
 
 MAX_ARG_CHANGES: Final = 20
 """The most arguments an edit's change keeps; the rest are counted."""
+MAX_VERSION: Final = 2**31
+"""The highest version a decision may name (a store's integer column holds it)."""
 _VALUE_CHARS: Final = 80
 """The most of one string value a change keeps (and of a list, as JSON)."""
 _MISSING: Final = object()
+
+
+def version_of(value: object) -> int | None:
+    """`value` as the version of an approval a decision names — a whole number from 1 to
+    `MAX_VERSION` (``true`` is not one, though Python says so) — or None when it is not one:
+    every channel reads what its payload says with this, and refuses None."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_VERSION:
+        return None
+    return value
 
 
 def changed(

@@ -28,6 +28,7 @@ from typing_extensions import TypedDict
 
 from signoff.errors import InvalidDecisionError
 from signoff.gate import transcript
+from signoff.gate.versions import version_of
 from signoff.limits import ArgumentLimits
 from signoff.types import Approval, Approve, Decision, Edit, Reject, Respond
 
@@ -207,12 +208,14 @@ def resume_decisions(value: Any, approvals: Sequence[Approval]) -> Sent:
 
 
 def _version(value: Any, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidDecisionError(  # (a bool is an int to Python, not to JSON)
+    version = version_of(value)
+    if version is None:
+        raise InvalidDecisionError(
             f"resume: {where}.version is the version of the call the decision was made on (a "
-            f"whole number from 1, as the interrupt's signoff.versions gives it), not {value!r}"
+            f"whole number from 1, as the interrupt's signoff.versions gives it), not "
+            f"{repr(value)[:40]}"
         )
-    return value
+    return version
 
 
 def _decision(data: Any, where: str, approval: Approval) -> Decision:

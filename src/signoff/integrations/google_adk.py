@@ -36,6 +36,7 @@ from signoff.errors import (
 from signoff.gate import transcript
 from signoff.gate.answers import blocked_text, edited_text
 from signoff.gate.external import LEASE, ExternalRuns, Held, Pause, Resumed, Resumer, connect
+from signoff.gate.versions import version_of
 from signoff.types import Approve, Decision, Reject, ToolCall
 
 try:
@@ -435,10 +436,10 @@ def _decision(answer: dict[str, Any]) -> tuple[Decision, int | None] | None:
         return Reject(reason="the confirmation could not be read"), None
     payload = confirmation.payload if isinstance(confirmation.payload, dict) else {}
     ours = payload.get("signoff")
-    version = ours.get("version") if isinstance(ours, dict) else None
-    if version is not None and (isinstance(version, bool) or not isinstance(version, int)
-                                or version < 1):  # fmt: skip
-        logger.warning("a confirmation naming version %r was not taken", version)
+    named = ours.get("version") if isinstance(ours, dict) else None
+    version = version_of(named)
+    if named is not None and version is None:
+        logger.warning("a confirmation naming version %.40r was not taken", named)
         return None
     if confirmation.confirmed:
         return Approve(), version

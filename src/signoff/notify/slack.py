@@ -33,6 +33,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 
+from signoff.gate.versions import version_of
 from signoff.limits import MAX_DEPTH, text_depth
 from signoff.notify.notice import Notice
 from signoff.notify.settings import SlackSettings
@@ -179,7 +180,8 @@ def interaction(
     sink = next((s for s in signed if s.filters.name == name), None)
     if sink is None or not approval_id:
         raise BadRequest(f"the button is not one of sink {name!r}'s", status=401)
-    if seen and not (seen.isascii() and seen.isdigit() and len(seen) <= 10):
+    if seen and (not (seen.isascii() and seen.isdigit() and len(seen) <= 10)
+                 or version_of(int(seen)) is None):  # fmt: skip
         raise BadRequest(f"the button's version {seen!r} is not a number")
     name = user.get("username") or user.get("name") or user_id
     response_url = payload.get("response_url")

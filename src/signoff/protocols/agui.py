@@ -75,6 +75,7 @@ from signoff.errors import (
     StaleDecisionError,
 )
 from signoff.gate.ids import new_id
+from signoff.gate.versions import version_of
 from signoff.protocols.a2a.hitl import Pending, pending_of, request_parts
 from signoff.protocols.a2a.tasks import TaskView, task_state
 from signoff.protocols.ids import id_problem
@@ -730,10 +731,9 @@ def _decision(entry: ResumeEntry) -> tuple[Decision, int | None]:
     names none), or `_Refused` naming what is wrong with it."""
     where = f"resume entry {entry.interrupt_id}"
     payload = entry.payload
-    version = payload.get("version") if isinstance(payload, dict) else None
-    if version is not None and (
-        isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= 2**31
-    ):
+    named = payload.get("version") if isinstance(payload, dict) else None
+    version = version_of(named)
+    if named is not None and version is None:
         raise _Refused(
             f"{where}: 'version' must be the interrupt's version (a whole number from 1)",
             "invalid_resume",

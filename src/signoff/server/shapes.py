@@ -8,11 +8,12 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Literal, TypeVar, cast
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from signoff.errors import InvalidDecisionError, StaleDecisionError
 from signoff.gate.deciders import MAX_NOTE, needed
 from signoff.gate.preview import masked
+from signoff.gate.versions import MAX_VERSION
 from signoff.limits import PREVIEW_CHARS, clip
 from signoff.redaction import Redaction
 from signoff.store.runs import StoredEvent
@@ -91,7 +92,7 @@ class DecisionBody(_Body):
     content: str | None = None
     reason: str | None = None
     always: Always | None = None
-    version: int | None = Field(default=None, ge=1, le=2**31)
+    version: StrictInt | None = Field(default=None, ge=1, le=MAX_VERSION)
     """The approval's version the decision was made on (as it was shown: its ``version``):
     one that changed since gets 409 naming what changed. Also taken from ``If-Match``."""
 
@@ -182,9 +183,9 @@ def seen_version(body: int | None, if_match: str | None) -> int | None:
     if if_match is None:
         return body
     tag = if_match.strip().removeprefix("W/").strip('"')
-    if not (tag.isascii() and tag.isdigit() and len(tag) <= 10) or not 1 <= int(tag) <= 2**31:
+    if not (tag.isascii() and tag.isdigit() and len(tag) <= 10) or not 1 <= int(tag) <= MAX_VERSION:
         raise InvalidDecisionError(
-            f'If-Match {if_match!r} is not a version of an approval: send its ETag, like "3"'
+            f'If-Match {if_match[:40]!r} is not a version of an approval: send its ETag, like "3"'
         )
     if body is not None and body != int(tag):
         raise InvalidDecisionError(

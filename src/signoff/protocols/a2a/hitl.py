@@ -32,7 +32,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from signoff.errors import InvalidDecisionError, StaleDecisionError
-from signoff.gate.versions import describe
+from signoff.gate.versions import MAX_VERSION, describe, version_of
 from signoff.redaction import Redaction
 from signoff.server.shapes import DecisionBody
 from signoff.types import Approval, Approve, Decision, Reject, change_to_dict
@@ -67,7 +67,6 @@ KAGENT_CONFIRMATION = "adk_request_confirmation"
 _KINDS = ("approve", "edit", "respond", "reject")
 _VERSION = ".version"
 """The suffix of a form's field that holds the version of the call it shows."""
-_MAX_VERSION = 2**31
 
 
 class PayloadError(ValueError):
@@ -397,16 +396,15 @@ def _bodies(values: Mapping[str, Any], *, where: str) -> _Read:
 def _version(value: Any, *, where: str) -> int:
     """A version as a message names it: a whole number from 1 — as a float too, as A2A's
     protobuf carries every number of a data part, and as text, as a form may send it."""
-    whole = isinstance(value, float) and value.is_integer()
+    whole = isinstance(value, float) and value.is_integer() and abs(value) <= MAX_VERSION
     digits = isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 10
-    if whole or digits:
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= _MAX_VERSION:
+    version = version_of(int(value) if whole or digits else value)
+    if version is None:
         raise PayloadError(
-            f"{where}: {json.dumps(value)} is not a version; send the one the call was shown "
-            "with (the listing's 'version')"
+            f"{where}: {json.dumps(value)[:40]} is not a version; send the one the call was "
+            "shown with (the listing's 'version')"
         )
-    return value
+    return version
 
 
 def _complete(

@@ -19,6 +19,7 @@ from mcp import types
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
+from signoff.gate.versions import version_of
 from signoff.types import Approval, Approve, Decision, Reject, canonical_json
 
 __all__ = ["INPUT", "SCHEMA", "Shown", "decision_in", "input_required", "question", "shown_in"]
@@ -104,11 +105,12 @@ def shown_in(state: str) -> Shown:
         data = json.loads(state)
     except ValueError:
         data = None
-    version = data.get("version") if isinstance(data, dict) else None
+    named = data.get("version") if isinstance(data, dict) else None
+    version = version_of(named)
     if (
         not isinstance(data, dict)
         or not isinstance(data.get("approval"), str)
-        or (version is not None and (isinstance(version, bool) or not isinstance(version, int)))
+        or (named is not None and version is None)
     ):
         raise ValueError(f"{state!r} is not a request state of this gateway's")
     return Shown(approval_id=data["approval"], version=version)
