@@ -199,9 +199,9 @@ async def test_a_hung_preview_is_abandoned_and_when_every_thread_is_held_a_previ
 
         # No queueing behind it: were this one to wait for the thread, it would wait a hang.
         patient = Previews({"quick": lambda: "quick"}, timeout=HANG, threads=threads)
-        assert await patient.of(call("quick")) == Preview(
-            error="preview not run: all 1 preview threads are busy "
-            "(previews that did not return in time still hold them)"
+        refused = await patient.of(call("quick"))
+        assert refused is not None and (refused.error or "").startswith(
+            "preview not run: the preview threads it may use are busy"
         )
     finally:
         stuck.release.set()
@@ -209,6 +209,23 @@ async def test_a_hung_preview_is_abandoned_and_when_every_thread_is_held_a_previ
     thread.join(HANG)
     assert thread.daemon and threads.busy == 0
     assert await patient.of(call("quick")) == Preview(body="quick")
+
+
+async def test_a_tool_whose_previews_hang_holds_only_its_share_of_the_threads():
+    stuck = Stuck()
+    threads = PreviewThreads(8, per_tool=2)
+    try:
+        hung = Previews({"hang": stuck}, timeout=0.05, threads=threads)
+        for _ in range(5):  # turn after turn of calls whose previews never return
+            await hung.of(call("hang"))
+        assert threads.busy == 2  # its share, no more: the rest of the threads are free
+        other = Previews({"quick": lambda: "quick"}, timeout=HANG, threads=threads)
+        assert await other.of(call("quick")) == Preview(body="quick")
+    finally:
+        stuck.release.set()
+    for thread in stuck.threads:
+        thread.join(HANG)
+    assert threads.busy == 0
 
 
 async def test_the_previews_of_calls_held_together_run_a_few_at_once_within_one_bound():

@@ -62,6 +62,9 @@ PREVIEW_BYTES: Final = 64 * 1024
 PREVIEW_THREADS: Final = 16
 """How many synchronous previews a process runs at once, those abandoned past their bound
 included (`PreviewThreads`)."""
+PREVIEW_THREADS_PER_TOOL: Final = 4
+"""How many of them one tool's previews may hold at once: a tool whose previews hang takes no
+more, and the other tools' previews still run."""
 PREVIEWS_AT_ONCE: Final = 4
 """How many previews of the calls held together run at once; the others wait their turn, within
 the same time bound."""
@@ -85,11 +88,16 @@ class PreviewThreads:
     thread until it returns, and never a tool's, nor the process's exit. When every thread is
     held, a preview is refused at once rather than queued behind ones that may never return."""
 
-    def __init__(self, size: int = PREVIEW_THREADS) -> None:
-        if size < 1:
-            raise ValueError(f"previews need at least one thread, not {size!r}")
+    def __init__(
+        self, size: int = PREVIEW_THREADS, *, per_tool: int = PREVIEW_THREADS_PER_TOOL
+    ) -> None:
+        if size < 1 or per_tool < 1:
+            raise ValueError(f"previews need at least one thread, not {min(size, per_tool)!r}")
         self.size = size
+        self.per_tool = per_tool
+        """How many threads one tool's previews may hold (see `PREVIEW_THREADS_PER_TOOL`)."""
         self._busy = 0
+        self._by_tool: dict[str, int] = {}
         self._lock = threading.Lock()
 
     @property
@@ -99,29 +107,35 @@ class PreviewThreads:
             return self._busy
 
     def start(
-        self, function: PreviewFunction, arguments: Mapping[str, Any]
+        self, function: PreviewFunction, arguments: Mapping[str, Any], *, tool: str = ""
     ) -> asyncio.Future[Any] | None:
-        """`function(**arguments)` started on a thread, its outcome to be awaited on the running
-        loop (cancelling the wait abandons it); None when every thread is busy."""
+        """`function(**arguments)` — `tool`'s preview — started on a thread, its outcome to be
+        awaited on the running loop (cancelling the wait abandons it); None when every thread
+        is busy, or the tool's previews hold their share."""
         with self._lock:
-            if self._busy >= self.size:
+            if self._busy >= self.size or self._by_tool.get(tool, 0) >= self.per_tool:
                 return None
             self._busy += 1
+            self._by_tool[tool] = self._by_tool.get(tool, 0) + 1
         loop = asyncio.get_running_loop()
         outcome: asyncio.Future[Any] = loop.create_future()
         run = functools.partial(contextvars.copy_context().run, function, **arguments)
         thread = threading.Thread(
-            target=self._work, args=(run, loop, outcome), name="signoff-preview", daemon=True
+            target=self._work, args=(run, loop, outcome, tool), name="signoff-preview", daemon=True
         )
         try:
             thread.start()
         except BaseException:
-            self._release()
+            self._release(tool)
             raise
         return outcome
 
     def _work(
-        self, run: Callable[[], Any], loop: asyncio.AbstractEventLoop, outcome: asyncio.Future[Any]
+        self,
+        run: Callable[[], Any],
+        loop: asyncio.AbstractEventLoop,
+        outcome: asyncio.Future[Any],
+        tool: str,
     ) -> None:
         try:
             value = run()
@@ -130,13 +144,16 @@ class PreviewThreads:
         else:
             settle = functools.partial(_settle, outcome, value, None)
         finally:
-            self._release()
+            self._release(tool)
         with contextlib.suppress(RuntimeError):  # its loop is closed: nobody waits any more
             loop.call_soon_threadsafe(settle)
 
-    def _release(self) -> None:
+    def _release(self, tool: str) -> None:
         with self._lock:
             self._busy -= 1
+            self._by_tool[tool] -= 1
+            if not self._by_tool[tool]:
+                del self._by_tool[tool]
 
 
 def _settle(outcome: asyncio.Future[Any], value: Any, error: Exception | None) -> None:
@@ -232,7 +249,7 @@ class Previews:
         try:
             async with bound, turn or contextlib.nullcontext():
                 started = True
-                preview = _converted(await self._called(function, arguments))
+                preview = _converted(await self._called(function, arguments, call.name))
         except TimeoutError as exc:
             if not bound.expired():  # the preview's own (a socket's), not its bound
                 preview = Preview(error=f"preview failed: {_words(exc)}")
@@ -245,17 +262,18 @@ class Previews:
                 )
         except _NoThread:
             preview = Preview(
-                error=f"preview not run: all {self.threads.size} preview threads are busy "
-                "(previews that did not return in time still hold them)"
+                error=f"preview not run: the preview threads it may use are busy ({call.name}'s "
+                f"previews may hold {self.threads.per_tool} of {self.threads.size}; those that "
+                "did not return in time still hold theirs)"
             )
         except Exception as exc:  # a preview's failure is shown on the card, never raised
             preview = Preview(error=f"preview failed: {_words(exc)}")
         return _bounded(masked(preview, self.redaction, call.args, arguments), self.max_bytes)
 
-    async def _called(self, function: PreviewFunction, arguments: dict[str, Any]) -> Any:
+    async def _called(self, function: PreviewFunction, arguments: dict[str, Any], tool: str) -> Any:
         if inspect.iscoroutinefunction(function):
             return await function(**arguments)
-        running = self.threads.start(function, arguments)
+        running = self.threads.start(function, arguments, tool=tool)
         if running is None:
             raise _NoThread
         value = await running
