@@ -248,19 +248,19 @@ async def test_a_database_that_stops_answering_pauses_the_stream_and_loses_nothi
 ):
     service = Service(store=store, gate=Gate(POLICY, store), agents=[])
     refused = asyncio.Event()
-    read = store.audit_log
+    read = store.audit_changes
 
-    async def unanswered(**_: Any) -> list[Any]:
+    async def unanswered(**_: Any) -> Any:
         refused.set()
         raise StoreUnavailableError("the database did not answer: 10.0.0.5:5432 timed out")
 
     async with people(service) as person, changes(person("bob")) as events:
         await events.next()  # open
-        monkeypatch.setattr(store, "audit_log", unanswered)
+        monkeypatch.setattr(store, "audit_changes", unanswered)
         approval_id = await held(service, "c1", "pay", amount=1)  # wakes the stream: refused
         async with asyncio.timeout(HANG):
             await refused.wait()
-        monkeypatch.setattr(store, "audit_log", read)
+        monkeypatch.setattr(store, "audit_changes", read)
         _, kind, data = await events.next()
     assert (kind, data) == ("approval", {"id": approval_id, "version": 1, "status": "pending"})
 

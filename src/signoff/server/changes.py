@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from typing import Annotated, Final
 
 from fastapi import FastAPI, Header, Request
@@ -25,12 +25,10 @@ from signoff.gate.notifier import ANY
 from signoff.server.auth import Auth, Who
 from signoff.server.service import Service
 from signoff.server.shapes import sse
-from signoff.types import Approval, AuditEntry
+from signoff.types import Approval
 
-__all__ = ["CHANGING", "approval_changes", "mount_changes"]
+__all__ = ["approval_changes", "mount_changes"]
 
-CHANGING: Final = frozenset({"vote", "assign", "escalate", "rejudge", "decision"})
-"""The audit actions that change a held approval (a ``verdict`` that asks holds a new one)."""
 PAGE: Final = 500
 """Audit entries read at a time."""
 _MAX_SEQ: Final = 2**62
@@ -80,30 +78,22 @@ async def approval_changes(service: Service, *, after: int) -> AsyncIterator[tup
             woken.clear()
             try:
                 while True:  # every page written since, however many
-                    entries = await service.store.audit_log(after=after, limit=PAGE)
-                    changed = _changed(entries)
+                    last, found = await service.store.audit_changes(after=after, limit=PAGE)
+                    changed: dict[str, int] = {}
+                    for seq, approval_id in found:  # each once, at its newest change
+                        changed.pop(approval_id, None)
+                        changed[approval_id] = seq
                     for approval in await _read(service, changed):
                         yield changed[approval.id], approval
-                    if entries:
-                        after = entries[-1].seq
-                    if len(entries) < PAGE:
+                    if last - after < PAGE:
+                        after = last
                         break
+                    after = last
             except StoreUnavailableError as exc:
                 logger.warning("following approval changes: %s", exc)
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(service.poll_interval):
                     await woken.wait()
-
-
-def _changed(entries: Sequence[AuditEntry]) -> dict[str, int]:
-    """The approvals `entries` change, each with its newest entry's number, in that order."""
-    changed: dict[str, int] = {}
-    for entry in entries:
-        held = entry.action == "verdict" and entry.data.get("verdict") == "ask"
-        if held or entry.action in CHANGING:
-            changed.pop(entry.subject, None)  # to the end: ids go up
-            changed[entry.subject] = entry.seq
-    return changed
 
 
 async def _read(service: Service, changed: dict[str, int]) -> list[Approval]:

@@ -14,9 +14,21 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
-from sqlalchemy import ColumnElement, LargeBinary, case, cast, func, insert, select, true, update
+from sqlalchemy import (
+    ColumnElement,
+    LargeBinary,
+    and_,
+    case,
+    cast,
+    func,
+    insert,
+    or_,
+    select,
+    true,
+    update,
+)
 from sqlalchemy.engine import Connection
 
 from signoff.errors import InvalidArgumentsError
@@ -283,6 +295,44 @@ def read_log(connection: Connection, *, after: int, limit: int) -> list[AuditEnt
         .limit(limit)
     )
     return [_entry(row).shown() for row in connection.execute(query)]
+
+
+CHANGING: Final = ("vote", "assign", "escalate", "rejudge", "decision")
+"""The audit actions that change an approval; a ``verdict`` that asks holds a new one."""
+_HELD = '%"verdict":"ask"%'
+"""A verdict entry's data (canonical JSON: no spaces, keys sorted) when it held a call."""
+
+
+def read_changes(
+    connection: Connection, *, after: int, limit: int
+) -> tuple[int, list[tuple[int, str]]]:
+    """The number of the last of the `limit` entries after `after`, and among them those that
+    hold or change an approval, as ``(seq, subject)`` — read without the entries' data (a
+    subject that cannot be read is passed over)."""
+    sqlite = _sqlite(connection)
+    seq = _audit.c.seq
+    changing = or_(
+        _audit.c.action.in_(CHANGING),
+        and_(_audit.c.action == "verdict", _audit.c.data.like(_HELD)),
+    )
+    query = (
+        select(seq, _raw(_audit.c.subject, sqlite).label("subject"), changing.label("changing"))
+        .where(seq > after, _is_integer(seq, sqlite))
+        .order_by(seq)
+        .limit(limit)
+    )
+    rows = connection.execute(query).all()
+    found = []
+    for row in rows:
+        subject = row.subject
+        if isinstance(subject, bytes):
+            try:
+                subject = subject.decode()
+            except UnicodeDecodeError:
+                continue
+        if row.changing and isinstance(subject, str):
+            found.append((int(row.seq), subject))
+    return (int(rows[-1].seq) if rows else after), found
 
 
 def read_length(connection: Connection) -> int:

@@ -216,6 +216,10 @@ class Store(Protocol):
 
     async def audit_log(self, *, after: int = 0, limit: int = 1000) -> list[AuditEntry]: ...
 
+    async def audit_changes(
+        self, *, after: int = 0, limit: int = 1000
+    ) -> tuple[int, list[tuple[int, str]]]: ...
+
     async def verify_audit(
         self, *, since: Checkpoint | None = None, batch: int = 5000
     ) -> AuditReport: ...

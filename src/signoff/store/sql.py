@@ -28,7 +28,13 @@ from signoff import telemetry
 from signoff.errors import ConflictError, NotFoundError, StoreError
 from signoff.names import assignee_key
 from signoff.store import schema
-from signoff.store.audit import LOCK_AUDIT_HEAD, append_audit, read_length, read_log
+from signoff.store.audit import (
+    LOCK_AUDIT_HEAD,
+    append_audit,
+    read_changes,
+    read_length,
+    read_log,
+)
 from signoff.store.base import AuditRecord, DecisionPlan, HoldPlan, Moment
 from signoff.store.checkpoint import Checkpoint
 from signoff.store.decisions import CHANNEL, DecisionGroups, read_clock, write_decisions
@@ -627,6 +633,14 @@ class SQLStore(
         """Entries after `after`, in order; a row that cannot be shown as written comes back
         with its `problem` named, never as an exception."""
         return await self.run(lambda c: read_log(c, after=after, limit=limit), write=False)
+
+    async def audit_changes(
+        self, *, after: int = 0, limit: int = 1000
+    ) -> tuple[int, list[tuple[int, str]]]:
+        """The approvals held or changed by the `limit` audit entries after `after`, as
+        ``(seq, approval id)`` in order, and the number of the last entry read (`after` when
+        none): what a channel that follows approvals reads, without the entries' data."""
+        return await self.run(lambda c: read_changes(c, after=after, limit=limit), write=False)
 
     async def verify_audit(
         self, *, since: Checkpoint | None = None, batch: int = 5000
