@@ -63,6 +63,7 @@ def assignee_key(to: str) -> str:
     return to if to.startswith(ROLE_PREFIX) else name_key(to)
 
 
+@lru_cache(maxsize=4096)
 def name_refusal(name: str) -> str | None:
     """Why `name` cannot name a person, or None when it can (see the module's docstring): a
     phrase naming `name` and what is wrong with it (an offending character by its code point

@@ -65,8 +65,12 @@ CHANNEL = "signoff_decisions"
 _approvals = schema.approvals
 # One statement text whatever the number of ids (no expanding IN to render again for each
 # count): an array on PostgreSQL, a JSON array on SQLite. Locked in id order.
+# On PostgreSQL the database's clock and the policy saved last come with the rows locked: one
+# round trip for all three.
 _LOCK_PG = text(
-    "SELECT * FROM approvals WHERE id = ANY(CAST(:ids AS text[])) ORDER BY id FOR UPDATE"
+    "SELECT *, clock_timestamp() AS signoff_at, (SELECT version FROM policy_versions "
+    "ORDER BY created_at DESC, version LIMIT 1) AS signoff_policy "
+    "FROM approvals WHERE id = ANY(CAST(:ids AS text[])) ORDER BY id FOR UPDATE"
 )
 _LOCK_SQLITE = text(
     "SELECT * FROM approvals WHERE id IN (SELECT value FROM json_each(:ids)) ORDER BY id"
@@ -173,9 +177,12 @@ def _take(
     wanted = sorted({i for ids, _ in group for i in ids})
     postgres = connection.dialect.name == "postgresql"
     lock = _LOCK_PG if postgres else _LOCK_SQLITE
-    rows = execute(connection, lock, {"ids": wanted if postgres else json.dumps(wanted)})
+    rows = execute(connection, lock, {"ids": wanted if postgres else json.dumps(wanted)}).all()
     current = {row.id: approval_from_row(row) for row in rows}
-    moment = read_moment(connection)
+    if postgres and rows:
+        moment = Moment(at=rows[0].signoff_at.astimezone(UTC), policy=rows[0].signoff_policy)
+    else:
+        moment = read_moment(connection)
     outcomes: list[DecisionPlan | Exception] = []
     taken: list[DecisionPlan] = []
     for ids, plan in group:
