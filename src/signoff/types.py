@@ -454,6 +454,9 @@ class Approval:
     changes: tuple[Change, ...] = ()
     """The changes made while it waited, oldest first (the newest `KEPT_CHANGES` of them):
     each made one version."""
+    policy: str | None = None
+    """The version of the policy that judged it (and ruled it since): a new version of the
+    same policy — one saved in the store — judges it again; None before signoff kept it."""
 
     @property
     def pending(self) -> bool:

@@ -225,3 +225,27 @@ async def test_nobody_decides_as_signoff_nor_under_a_name_that_could_pass_for_an
         with pytest.raises(InvalidDecisionError, match="refused"):
             await gate.decide(scale.id, Approve(), actor=name)
     assert (await store.get_approval(scale.id)).pending
+
+
+async def test_a_server_policy_rules_only_its_own_waiting_calls_and_denies_any(store: SQLStore):
+    """A framework app that judges by a policy of its own holds a call under it; a server on the
+    same database, under another policy, neither loosens nor tightens that call's rule — it is
+    the app's — but a call the server's policy denies is rejected."""
+    app_policy = {"rules": [{"ask": "pay", "approvals": {"count": 2}}, {"ask": "restart_service"}]}
+    app = Gate(Policy.from_dict(app_policy), store)
+    pay = await held(app, "pay", amount=5)
+    restart = await held(app, "restart_service", name="api")
+    loose = {"rules": [{"ask": ["pay", "restart_service"]}]}
+    server = await Gate.following_saved(store, fallback=Policy.from_dict(loose))
+    policy = Policy.from_dict(loose)
+    await store.save_policy(policy.version, loose, actor="admin", at=await store.clock())
+    await server.catch_up()
+    assert await server.rejudge() == []  # not its lineage: nothing loosened
+    voted = await server.decide(pay.id, Approve(), actor="alice")
+    assert (voted.status, len(voted.votes)) == ("pending", 1)  # still two people
+    frozen = {"rules": [{"deny": "restart_service", "reason": "frozen"}, *loose["rules"]]}
+    policy = Policy.from_dict(frozen)
+    await store.save_policy(policy.version, frozen, actor="admin", at=await store.clock())
+    await server.catch_up()
+    [rejected] = await server.rejudge()
+    assert (rejected.id, rejected.status) == (restart.id, "rejected")

@@ -172,7 +172,7 @@ def test_each_vocabulary_carries_the_versions_the_calls_were_seen_at():
         ),
         (
             {"decisions": {"ap-a": {"kind": "approve", "version": 0}, "ap-b": "approve"}},
-            "decisions.ap-a.version: Input should be greater than or equal to 1",
+            "decisions.ap-a.version: 0 is not a version",
         ),
         (
             {

@@ -155,6 +155,7 @@ class Gate(Timing):
         redaction: Redaction | None = None,
         adopt_policy: AdoptPolicy | None = None,
     ) -> None:
+        self._judged_by: set[str] = set()
         self.engine = policy if isinstance(policy, PolicyEngine) else PolicyEngine(policy)
         self.store = store
         self.redaction = redaction or Redaction()
@@ -197,6 +198,22 @@ class Gate(Timing):
         gate.adopt_policy = saved_policy(gate)
         await gate.catch_up()
         return gate
+
+    @property
+    def engine(self) -> PolicyEngine:
+        """The policy this gate judges by now (set it, or `use_policy`, to change it)."""
+        return self._engine
+
+    @engine.setter
+    def engine(self, engine: PolicyEngine) -> None:
+        self._engine = engine
+        self._judged_by.add(engine.version)
+
+    def judged_by(self, approval: Approval, *, saved: bool = False) -> bool:
+        """Whether a version of this gate's policy judged `approval`: one it judged by itself,
+        or (`saved`) one saved in the store, a server's lineage. Only then does a new version
+        rule it — another policy's approvals (a framework app's own) keep their rule."""
+        return saved or (approval.policy is not None and approval.policy in self._judged_by)
 
     def register_schemas(
         self,
@@ -496,6 +513,7 @@ class Gate(Timing):
                     escalate=verdict.escalate,
                     on_timeout=verdict.on_timeout,
                     preview=(previews or {}).get(call.id),
+                    policy=self.engine.version,
                 )
                 held.append(approval)
                 if key is not None:
@@ -629,7 +647,15 @@ class Gate(Timing):
                 if self.adopt_policy is not None
                 and moment.policy is not None
                 and a.pending
-                and (found := rejudged(a, self.engine, at=now)) is not None
+                and (
+                    found := rejudged(
+                        a,
+                        self.engine,
+                        at=now,
+                        lineage=self.judged_by(a, saved=a.id in moment.saved),
+                    )
+                )
+                is not None
             }
             seen = [ruled[a.id][0] if a.id in ruled else a for a in current]
             # Who may decide comes first: a request its sender may not make changes nothing,
@@ -731,7 +757,9 @@ class Gate(Timing):
 
     async def rejudge(self) -> list[Approval]:
         """Judge every waiting call again by the policy in force (`signoff.gate.rejudge`): one
-        it now denies is rejected, one asked about under a changed rule follows it. Each
+        it now denies is rejected, one asked about under a changed rule follows it — when a
+        version of the policy saved in the store judged it (another lineage's rules, a
+        framework app's own, are its own). Each
         change a compare-and-set: a call decided or changed meanwhile is read and judged again,
         and a replica that judges the same calls at the same time changes nothing twice.
         Returns the approvals it changed."""
@@ -740,9 +768,11 @@ class Gate(Timing):
         cursor: str | None = None
         while True:
             page = await self.store.list_approvals(status="pending", before=cursor, limit=_PAGE)
+            saved = await self.store.saved_policies({a.policy for a in page if a.policy})
             for approval in page:
                 for _ in range(_ADOPTIONS):
-                    found = rejudged(approval, self.engine, at=now)
+                    lineage = self.judged_by(approval, saved=approval.policy in saved)
+                    found = rejudged(approval, self.engine, at=now, lineage=lineage)
                     if found is None:
                         break
                     after, record = found

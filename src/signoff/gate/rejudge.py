@@ -32,17 +32,20 @@ __all__ = ["rejudged"]
 
 
 def rejudged(
-    approval: Approval, engine: PolicyEngine, *, at: datetime
+    approval: Approval, engine: PolicyEngine, *, at: datetime, lineage: bool = True
 ) -> tuple[Approval, AuditRecord] | None:
     """`approval` as the policy of `engine` judges it at `at`, with the audit entry that
-    records the change; None when nothing changes."""
+    records the change; None when nothing changes. Unless `lineage` — a version of this policy
+    judged the approval — only a denial applies: a call held under another policy (a framework
+    app's own) keeps the rule that asked, who may decide and how many, and is rejected only
+    when this policy denies it."""
     context = Context(
         run_id=approval.run_id, thread_id=approval.thread_id, requested_by=approval.requested_by
     )
     verdict = engine.evaluate(approval.call, context)
     if verdict.kind == "deny":
         decided = applied(
-            approval,
+            replace(approval, policy=engine.version),
             Reject(reason=f"the policy now denies this call: {verdict.reason}"),
             actor=AUTOMATIC,
             at=at,
@@ -50,9 +53,9 @@ def rejudged(
         record = decision_record(approval, decided, actor=AUTOMATIC, at=at)
         record.data.update(automatic=True, rule=verdict.rule, policy=engine.version)
         return decided, record
-    if verdict.kind == "allow" or verdict.rule_digest == approval.rule_digest:
+    if not lineage or verdict.kind == "allow" or verdict.rule_digest == approval.rule_digest:
         return None
-    ruled = _ruled(approval, verdict, at)
+    ruled = _ruled(approval, verdict, at, engine.version)
     note = _note(approval, ruled, verdict)
     after = changed(ruled, "policy", by=AUTOMATIC, at=at, note=note, base=approval)
     record = AuditRecord(
@@ -74,7 +77,7 @@ def rejudged(
     return after, record
 
 
-def _ruled(approval: Approval, verdict: Verdict, at: datetime) -> Approval:
+def _ruled(approval: Approval, verdict: Verdict, at: datetime, engine_version: str) -> Approval:
     """`approval` under the rule that asks about its call now, from `at`. Its time counts from
     when it was held — but a rule that approves on timeout gives people its whole time from
     when it came into force: a change of policy never approves at once what waited longer."""
@@ -97,6 +100,7 @@ def _ruled(approval: Approval, verdict: Verdict, at: datetime) -> Approval:
         escalated=0 if verdict.escalate != approval.escalate else approval.escalated,
         on_timeout=verdict.on_timeout,
         expires_at=None if verdict.timeout is None else _until(approval, verdict, at),
+        policy=engine_version,
     )
 
 

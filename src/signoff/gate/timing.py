@@ -23,7 +23,6 @@ from signoff.gate.ids import new_id
 from signoff.gate.notifier import Notifier
 from signoff.gate.records import escalation_record, lapse_record
 from signoff.gate.versions import changed
-from signoff.policy import PolicyEngine
 from signoff.store import Store
 from signoff.types import AUTOMATIC, Approval, Decision, Expired, Reject
 
@@ -39,7 +38,6 @@ class Timing:
     """The Gate's waiting and sweeping (the Gate is one)."""
 
     store: Store
-    engine: PolicyEngine
     notifier: Notifier
     _now: Callable[[], datetime]
     _clock_given: bool

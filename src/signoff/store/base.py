@@ -50,6 +50,8 @@ class Moment:
     at: datetime
     policy: str | None = None
     """The latest saved policy's version; None when none was ever saved."""
+    saved: frozenset[str] = frozenset()
+    """The approvals (of those read) that a saved version of the policy judged."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -197,6 +199,8 @@ class Store(Protocol):
     async def latest_policy(self) -> tuple[str, dict[str, Any]] | None: ...
 
     async def latest_policy_version(self) -> str | None: ...
+
+    async def saved_policies(self, versions: Collection[str]) -> frozenset[str]: ...
 
     async def list_grants(
         self,

@@ -67,13 +67,16 @@ _approvals = schema.approvals
 # count): an array on PostgreSQL, a JSON array on SQLite. Locked in id order.
 # On PostgreSQL the database's clock and the policy saved last come with the rows locked: one
 # round trip for all three.
+_SAVED = (
+    "EXISTS (SELECT 1 FROM policy_versions p WHERE p.version = approvals.policy) AS signoff_saved"
+)
 _LOCK_PG = text(
-    "SELECT *, clock_timestamp() AS signoff_at, (SELECT version FROM policy_versions "
-    "ORDER BY created_at DESC, version LIMIT 1) AS signoff_policy "
+    f"SELECT *, {_SAVED}, clock_timestamp() AS signoff_at, (SELECT version FROM "
+    "policy_versions ORDER BY created_at DESC, version LIMIT 1) AS signoff_policy "
     "FROM approvals WHERE id = ANY(CAST(:ids AS text[])) ORDER BY id FOR UPDATE"
 )
 _LOCK_SQLITE = text(
-    "SELECT * FROM approvals WHERE id IN (SELECT value FROM json_each(:ids)) ORDER BY id"
+    f"SELECT *, {_SAVED} FROM approvals WHERE id IN (SELECT value FROM json_each(:ids)) ORDER BY id"
 )
 _UPDATE = update(_approvals).where(
     _approvals.c.id == bindparam("b_id"),
@@ -179,10 +182,13 @@ def _take(
     lock = _LOCK_PG if postgres else _LOCK_SQLITE
     rows = execute(connection, lock, {"ids": wanted if postgres else json.dumps(wanted)}).all()
     current = {row.id: approval_from_row(row) for row in rows}
+    saved = frozenset(row.id for row in rows if row.signoff_saved)
     if postgres and rows:
-        moment = Moment(at=rows[0].signoff_at.astimezone(UTC), policy=rows[0].signoff_policy)
+        at, policy = rows[0].signoff_at.astimezone(UTC), rows[0].signoff_policy
     else:
-        moment = read_moment(connection)
+        read = read_moment(connection)
+        at, policy = read.at, read.policy
+    moment = Moment(at=at, policy=policy, saved=saved)
     outcomes: list[DecisionPlan | Exception] = []
     taken: list[DecisionPlan] = []
     for ids, plan in group:

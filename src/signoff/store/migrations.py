@@ -313,9 +313,11 @@ def _v17(connection: Connection) -> None:
 def _v18(connection: Connection) -> None:
     """What changed a pending approval, version by version (an edit with the arguments it
     changed, a vote, an assignment, an escalation, a new policy's rule): a decision sent on an
-    older version is refused, naming them. Approvals held before it have none. And the policy
+    older version is refused, naming them; and the version of the policy that judged it (a new
+    version of that policy judges it again). Approvals held before it have neither. And the policy
     saved last found by an index: every decision reads it (to be judged by it)."""
     connection.execute(text("ALTER TABLE approvals ADD COLUMN changes TEXT"))
+    connection.execute(text("ALTER TABLE approvals ADD COLUMN policy VARCHAR(32)"))
     connection.execute(
         text("CREATE INDEX policy_versions_latest ON policy_versions (created_at DESC, version)")
     )

@@ -75,6 +75,7 @@ def _rule_values(approval: Approval) -> dict[str, Any]:
         if not approval.escalate
         else _json([{"after": e.after, "to": list(e.to)} for e in approval.escalate]),
         "on_timeout": None if approval.on_timeout is None else _json(_on_timeout(approval)),
+        "policy": approval.policy,
     }
 
 
@@ -223,6 +224,7 @@ def approval_from_row(row: Any) -> Approval:
         assigned=None if row.assigned is None else _assignment(json.loads(row.assigned)),
         preview=None if row.preview is None else preview_from_dict(json.loads(row.preview)),
         changes=() if row.changes is None else tuple(map(_change, json.loads(row.changes))),
+        policy=row.policy,
     )
 
 

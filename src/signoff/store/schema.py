@@ -103,6 +103,9 @@ approvals = Table(
     # Since version 18: the changes made while it waited, one per version (JSON), so a decision
     # sent on an older version is told what it did not see.
     Column("changes", Text),
+    # And the version of the policy that judged it: a new version of that policy judges it
+    # again (a policy of another lineage — a framework app's own — does not rule it).
+    Column("policy", String(32)),
     # Listing is newest first, and ids are time-ordered: each index ends in `id` so a page is a
     # plain index range, never a sort of every matching row.
     Index("approvals_status_id", "status", "id"),

@@ -605,6 +605,15 @@ class SQLStore(
         found = await self.run(lambda c: c.execute(query).first(), write=False)
         return found is not None
 
+    async def saved_policies(self, versions: Collection[str]) -> frozenset[str]:
+        """Which of `versions` are of a policy saved here (a server's lineage)."""
+        if not versions:
+            return frozenset()
+        table = schema.policy_versions
+        query = select(table.c.version).where(table.c.version.in_(sorted(versions)))
+        found = await self.run(lambda c: c.execute(query).scalars().all(), write=False)
+        return frozenset(found)
+
     async def latest_policy_version(self) -> str | None:
         """The version of the latest saved policy, if any: what a replica compares with its
         own before it reads the whole document."""

@@ -379,6 +379,10 @@ def _bodies(values: Mapping[str, Any], *, where: str) -> _Read:
                     f"{where}.{name}: {json.dumps(value)} is not one of {', '.join(_KINDS)}"
                 )
             value = {"kind": value}
+        if isinstance(value, dict) and value.get("version") is not None:
+            # A2A's data parts carry every number as a float: the version is read as A2A sends it.
+            seen[name] = _version(value["version"], where=f"{where}.{name}.version")
+            value = {k: v for k, v in value.items() if k != "version"}
         try:
             body = DecisionBody.model_validate(value)
             bodies[name] = body.decision()
@@ -388,8 +392,7 @@ def _bodies(values: Mapping[str, Any], *, where: str) -> _Read:
             raise PayloadError(f"{at}: {first['msg']}") from None
         except InvalidDecisionError as exc:
             raise PayloadError(f"{where}.{name}: {exc}") from None
-        if body.version is not None:
-            seen[name] = body.version
+
     return bodies, seen
 
 
