@@ -60,8 +60,8 @@ from _common import (
 )
 from signoff import Approve, Policy, ToolCall, telemetry
 from signoff.gate import Gate
+from signoff.prometheus import process_observer
 from signoff.server import Auth, Principal, Service, create_app
-from signoff.server.metrics import process_observer
 from signoff.store import open_store
 
 Mode = Literal["off", "metrics", "traces", "on"]

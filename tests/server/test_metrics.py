@@ -20,10 +20,11 @@ from signoff.gate import Gate
 from signoff.gate.once import record_unknown
 from signoff.notify import Notifications, NotifySettings, read_notify
 from signoff.policy.reader import Reader
+from signoff.prometheus import process_observer
 from signoff.server import create_app
 from signoff.server.auth import Auth
 from signoff.server.config import load_config
-from signoff.server.metrics import process_observer, serve_metrics
+from signoff.server.metrics import serve_metrics
 from signoff.store import SQLStore, open_store
 from signoff.store.gauges import OTHER
 from signoff.store.insights import STATUSES

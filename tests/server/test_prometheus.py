@@ -7,6 +7,7 @@ under CI, where they fail."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -44,19 +45,27 @@ EXTRA_JOBS = """\
 """
 
 
-def scrapes(token_file: Path, api: str, metrics: str) -> str:
-    """The Prometheus config: docs/operations.md's job, scraping `api` every second with the
-    token in `token_file`; and two more jobs, on the metrics address and without a token."""
-    [documented] = yaml.safe_load(files(ROOT / "docs" / "operations.md")["prometheus.yml"])[
-        "scrape_configs"
-    ]
-    documented["scrape_interval"] = "1s"
-    documented["authorization"]["credentials_file"] = str(token_file)
-    documented["static_configs"] = [{"targets": [api]}]
+def documented(job: str, target: str) -> dict[str, Any]:
+    """docs/operations.md's scrape job `job`, scraping `target` every second."""
+    jobs = yaml.safe_load(files(ROOT / "docs" / "operations.md")["prometheus.yml"])
+    [found] = [j for j in jobs["scrape_configs"] if j["job_name"] == job]
+    found["scrape_interval"] = "1s"
+    found["static_configs"] = [{"targets": [target]}]
+    return dict(found)
+
+
+def api_job(token_file: Path, api: str) -> dict[str, Any]:
+    """docs/operations.md's job that scrapes the API, at `api` with the token in `token_file`."""
+    job = documented("signoff", api)
+    job["authorization"]["credentials_file"] = str(token_file)
+    return job
+
+
+def scrapes(token_file: Path, api: str, metrics: str) -> list[dict[str, Any]]:
+    """docs/operations.md's job, scraping `api` every second with the token in `token_file`;
+    and two more jobs, on the metrics address and without a token."""
     extra = yaml.safe_load(EXTRA_JOBS.format(api=api, metrics=metrics))
-    config = {"global": {"scrape_interval": "1s", "scrape_timeout": "1s"},
-              "scrape_configs": [documented, *extra]}  # fmt: skip
-    return yaml.safe_dump(config)
+    return [api_job(token_file, api), *extra]
 
 
 HEADERS = {"Authorization": "Bearer t0ken"}
@@ -103,11 +112,20 @@ def prometheus(
     """A Prometheus scraping `signoff` every second, for the module: a client of its API."""
     url, metrics_port = signoff
     folder = tmp_path_factory.mktemp("prometheus")
-    config = folder / "prometheus.yml"
-    api = url.removeprefix("http://")
     token_file = folder / "signoff-token"
     token_file.write_text(TOKEN)
-    config.write_text(scrapes(token_file, api, f"127.0.0.1:{metrics_port}"))
+    api = url.removeprefix("http://")
+    with scraping(scrapes(token_file, api, f"127.0.0.1:{metrics_port}"), folder) as client:
+        yield client
+
+
+@contextlib.contextmanager
+def scraping(jobs: list[dict[str, Any]], folder: Path) -> Iterator[httpx.Client]:
+    """A Prometheus running `jobs` every second, its files in `folder`: a client of its API."""
+    config = folder / "prometheus.yml"
+    config.write_text(yaml.safe_dump({
+        "global": {"scrape_interval": "1s", "scrape_timeout": "1s"}, "scrape_configs": jobs,
+    }))  # fmt: skip
     port = free_port()
     with (folder / "log.txt").open("w") as log:
         process = subprocess.Popen(

@@ -2,12 +2,13 @@
 
 What is counted as it happens (verdicts, decisions and their time, grants used, pauses and
 resumes, unknown outcomes, failed notifications, store transactions) comes from the core's
-hooks (`signoff.telemetry`), counted by this process: Prometheus sums the replicas. What is
-waiting (approvals by agent, tool and rule; notifications not sent) is the database's, read at
-each scrape in one grouped query (`Store.gauges`), so every replica tells the same truth. Label
-values are bounded: verdicts, channels, statuses, sink kinds — never an id or an argument;
-agent, tool and rule names of waiting approvals are capped to the `GROUPS` largest groups, the
-rest summed as ``other``.
+hooks (`signoff.telemetry`), counted by this process (`signoff.prometheus`): Prometheus sums
+the replicas, and the framework apps, which serve their own counts. What is waiting (approvals
+by agent, tool and rule; notifications not sent) is the database's, read at each scrape in one
+grouped query (`Store.gauges`), so every replica tells the same truth. Label values are
+bounded: verdicts, channels, statuses, sink kinds — never an id or an argument; agent, tool and
+rule names of waiting approvals are capped to the `GROUPS` largest groups, the rest summed as
+``other``.
 
 The route needs the API's bearer token (any principal: give the scraper a token of its own,
 with no roles). The config may also serve it on a listen address of its own, without
@@ -31,28 +32,24 @@ from fastapi.responses import Response
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
-    Counter,
-    Histogram,
     generate_latest,
     start_http_server,
 )
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from signoff import telemetry
 from signoff.errors import StoreError
 from signoff.policy.reader import Reader
+from signoff.prometheus import process_observer
 from signoff.server.auth import Who
 from signoff.server.service import Service
 from signoff.server.tracing import RequestContext
 from signoff.store.base import Store
 from signoff.store.gauges import Gauges
-from signoff.store.insights import STATUSES
 
 __all__ = [
     "GROUPS",
     "MetricsSettings",
-    "PrometheusObserver",
     "install_metrics",
     "read_metrics",
     "serve_metrics",
@@ -63,107 +60,8 @@ logger = logging.getLogger(__name__)
 PATH: Final = "/metrics"
 GROUPS: Final = 200
 """The most (agent, tool, rule) label sets of waiting approvals; the rest are summed."""
-DECISION_BUCKETS: Final = (
-    1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 28800, 86400, 172800, 345600,
-    604800,
-)  # fmt: skip
-"""Seconds from a request to its decision: a second to a week."""
-TRANSACTION_BUCKETS: Final = (
-    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
-)  # fmt: skip
-"""Seconds a store transaction takes: half a millisecond to five seconds."""
 _SCRAPE_SECONDS: Final = 10.0
 _SHOWN: Final = 2 * GROUPS
-_VERDICTS: Final = frozenset({"allow", "ask", "deny"})
-_KINDS: Final = frozenset({"runtime", "framework"})
-_SINKS: Final = frozenset({"webhook", "slack", "email"})
-
-
-def _bounded(value: str, known: frozenset[str]) -> str:
-    return value if value in known else "other"
-
-
-class PrometheusObserver(telemetry.Observer):
-    """The core's hooks as Prometheus metrics (registered in no registry: see `collectors`)."""
-
-    def __init__(self) -> None:
-        self.calls = Counter(
-            "signoff_calls_judged", "Tool calls judged, by verdict.", ["verdict"], registry=None
-        )
-        self.decisions = Histogram(
-            "signoff_decision_seconds",
-            "Time from a call's request to its decision, by channel and outcome (its status).",
-            ["channel", "outcome"],
-            buckets=DECISION_BUCKETS,
-            registry=None,
-        )
-        self.grants = Counter(
-            "signoff_grants_used", "Calls a grant let through without asking.", registry=None
-        )
-        self.pauses = Counter(
-            "signoff_pauses", "Runs paused on held calls, by kind of run.", ["kind"], registry=None
-        )
-        self.resumes = Counter(
-            "signoff_resumes", "Paused runs resumed, by kind of run.", ["kind"], registry=None
-        )
-        self.unknown = Counter(
-            "signoff_unknown_outcomes",
-            "Calls found started and never finished: whether they ran is unknown.",
-            registry=None,
-        )
-        self.failures = Counter(
-            "signoff_notification_failures",
-            "Notifications that could not be sent, by kind of sink; final: not tried again.",
-            ["sink", "final"],
-            registry=None,
-        )
-        self.transactions = Histogram(
-            "signoff_store_transaction_seconds",
-            "Time a store transaction takes, waiting in line included, by kind (read, write).",
-            ["kind"],
-            buckets=TRANSACTION_BUCKETS,
-            registry=None,
-        )
-        self._transactions = {kind: self.transactions.labels(kind) for kind in ("read", "write")}
-        self._decided: dict[tuple[str, str], Histogram] = {}
-        """The decision histogram's children, by their labels."""
-
-    def collectors(self) -> list[Collector]:
-        return [self.calls, self.decisions, self.grants, self.pauses, self.resumes,
-                self.unknown, self.failures, self.transactions]  # fmt: skip
-
-    def judged(self, verdict: str, calls: int) -> None:
-        self.calls.labels(_bounded(verdict, _VERDICTS)).inc(calls)
-
-    # The hot paths keep their labelled children: `labels` costs as much as the count itself.
-
-    def grants_used(self, calls: int) -> None:
-        self.grants.inc(calls)
-
-    def decided(self, channel: str, outcome: str, seconds: float) -> None:
-        labels = _bounded(channel, telemetry.CHANNELS), _bounded(outcome, _OUTCOMES)
-        child = self._decided.get(labels)
-        if child is None:
-            child = self._decided[labels] = self.decisions.labels(*labels)
-        child.observe(seconds)
-
-    def paused(self, kind: str) -> None:
-        self.pauses.labels(_bounded(kind, _KINDS)).inc()
-
-    def resumed(self, kind: str) -> None:
-        self.resumes.labels(_bounded(kind, _KINDS)).inc()
-
-    def unknown_outcome(self) -> None:
-        self.unknown.inc()
-
-    def notification_failed(self, sink: str, final: bool) -> None:
-        self.failures.labels(_bounded(sink, _SINKS), "true" if final else "false").inc()
-
-    def transaction(self, kind: str, seconds: float) -> None:
-        self._transactions["read" if kind == "read" else "write"].observe(seconds)
-
-
-_OUTCOMES: Final = frozenset(STATUSES) - {"pending"}
 
 
 class StoreGauges(Collector):
@@ -232,20 +130,6 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
-
-
-_observer: PrometheusObserver | None = None
-
-
-def process_observer() -> PrometheusObserver:
-    """This process's counts, installed as the core's observer (in place of any other; once,
-    whatever number of apps the process serves)."""
-    global _observer
-    if _observer is None:
-        _observer = PrometheusObserver()
-    if telemetry.current_observer() is not _observer:
-        telemetry.observe(_observer)
-    return _observer
 
 
 def install_metrics(app: FastAPI, service: Service) -> None:
