@@ -203,20 +203,64 @@ def test_a_mail_domain_suggested_allows_one_address_not_the_pair_a_person_reject
     assert "+      regex: \\A[A-Za-z0-9._+-]+@example\\.com\\Z\n" in printed
 
 
-def test_no_rule_is_suggested_that_would_allow_a_call_a_person_edited(store_url: str):
+def test_no_rule_is_suggested_that_would_allow_a_call_a_person_edited_and_it_says_so(
+    store_url: str,
+):
     database = filled(store_url, histories.edited_into_the_folder)
 
     result = signoff("policy", "suggest", "--database", database)
 
-    assert result.stdout == "no suggestions from the decisions of the last 30 days\n"
+    assert result.stdout.startswith(
+        "no suggestions from the decisions of the last 30 days\n"
+        "nearest to a suggestion:\n"
+        "  allow `delete_file` (agent `ops`) with `path` like `/tmp/<name>`: 98.4% approved "
+        "unchanged, needs 98%; 60 approvals, needs 20; 3 people deciding, needs 2; 3 principals "
+        "requesting, needs 2; not offered: it would have allowed 1 of the 1 call like these that "
+        "people refused (rejected, edited or answered with text)\n"
+    )
 
 
-@pytest.mark.parametrize("history", [histories.one_approver, histories.one_requester])
-def test_a_flood_of_approvals_from_one_voice_suggests_nothing(
-    store_url: str, history: Callable[[datetime], list[dict[str, Any]]]
+@pytest.mark.parametrize(
+    ("history", "short"),
+    [
+        (histories.one_approver, "1 person deciding, needs 2"),
+        (histories.one_requester, "1 principal requesting, needs 2"),
+    ],
+)
+def test_a_flood_of_approvals_from_one_voice_suggests_nothing_and_says_whose_voice_is_missing(
+    store_url: str, history: Callable[[datetime], list[dict[str, Any]]], short: str
 ):
     database = filled(store_url, history)
 
     result = signoff("policy", "suggest", "--database", database)
 
-    assert result.stdout == "no suggestions from the decisions of the last 30 days\n"
+    lines = result.stdout.splitlines()
+    assert lines[:2] == [
+        "no suggestions from the decisions of the last 30 days",
+        "nearest to a suggestion:",
+    ]
+    assert lines[2].startswith("  allow `delete_file` (agent `ops`) with `path` like `/tmp/")
+    assert short in lines[2]
+
+
+def test_both_commands_say_how_near_each_candidate_came_when_none_is_suggested(store_url: str):
+    database = filled(store_url, histories.mail_nearly_always_approved)
+    nearest = (
+        "allow `send_email` (agent `mailer`) with `to` like `<name>@example.com`: 95.7% "
+        "approved unchanged, needs 98%; 22 approvals, needs 20; 3 people deciding, needs 2; "
+        "3 principals requesting, needs 2"
+    )
+
+    suggested = signoff("policy", "suggest", "--database", database)
+    told = signoff("insights", "--database", database)
+
+    assert suggested.stdout == (
+        "no suggestions from the decisions of the last 30 days\n"
+        "nearest to a suggestion:\n"
+        f"  {nearest}\n"
+        "  deny `send_email` (agent `mailer`): 4.3% rejected, needs 95%; 23 decisions, needs 20\n"
+    )
+    assert told.stdout.endswith(
+        f"no suggestions; the nearest: {nearest} (see the others with `signoff policy suggest "
+        "--days 30`)\n"
+    )

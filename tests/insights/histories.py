@@ -19,6 +19,7 @@ __all__ = [
     "SMUGGLED",
     "edited_into_the_folder",
     "mail_and_a_smuggled_address",
+    "mail_nearly_always_approved",
     "one_approver",
     "one_rejecter",
     "one_requester",
@@ -47,6 +48,13 @@ def mail_and_a_smuggled_address(now: datetime) -> list[dict[str, Any]]:
     (each with a subject of its own: the address is what they share)."""
     approved = [_mail(f"user{n}@example.com", f"Report {n}") for n in range(50)]
     return _rows(now, [*approved, _mail(SMUGGLED, "Report 50", status="rejected")])
+
+
+def mail_nearly_always_approved(now: datetime) -> list[dict[str, Any]]:
+    """22 mails to ``userN@example.com`` approved unchanged and one rejected: 95.7%, short of
+    the 98% an allow needs."""
+    approved = [_mail(f"user{n}@example.com", f"Report {n}") for n in range(22)]
+    return _rows(now, [*approved, _mail("user22@example.com", "Report 22", status="rejected")])
 
 
 def edited_into_the_folder(now: datetime) -> list[dict[str, Any]]:

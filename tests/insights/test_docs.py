@@ -51,6 +51,7 @@ def test_the_commands_run_as_written_and_print_what_the_page_shows(tmp_path: Pat
 
     suggested = printed["signoff policy suggest --database sqlite:///signoff.db"]
     assert example("suggest-output", "text") in suggested
+    assert example("nearest-output", "text") in suggested
     assert json.loads(printed["signoff insights --database sqlite:///signoff.db --days 7 --json"])
 
 

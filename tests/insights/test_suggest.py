@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from signoff import Policy, PolicyEngine, ToolCall
-from signoff.insights import Suggestion, suggest
+from signoff.insights import Suggestion, suggest, weigh
 from signoff.insights.suggestions import REFUSED_LIMIT
 from signoff.store import SQLStore
 from tests.history import POLICY, write_history, write_rows
@@ -118,6 +118,21 @@ async def test_no_allow_is_suggested_over_a_deny_beside_the_rule_that_asked(stor
     kinds = sorted(s.kind for s in await suggested(store, document))
 
     assert kinds == ["deny", "limit"]  # allowing mail above the deny would let secrets out
+
+
+async def test_an_allow_kept_back_by_a_deny_beside_its_rule_is_told_as_a_candidate(
+    store: SQLStore,
+):
+    secret = {"deny": "send_email", "when": {"subject": {"eq": "secret"}}}
+    document = {**POLICY, "rules": [*POLICY["rules"], secret]}
+    await write_history(store, 400, now=NOW)
+
+    weighed = await weigh(store, PolicyEngine(Policy.from_dict(document)), document, days=30,
+                          now=NOW)  # fmt: skip
+
+    [mail] = [c for c in weighed.nearest if (c.kind, c.tool) == ("allow", "send_email")]
+    assert mail.dropped == "it would override a deny rule beside the rule that asked"
+    assert sorted(s.kind for s in weighed.suggestions) == ["deny", "limit"]
 
 
 async def test_a_suggested_rule_stays_within_what_the_asking_rule_matched(store: SQLStore):

@@ -126,3 +126,55 @@ async def test_a_flood_of_approvals_from_one_approver_suggests_nothing(store: SQ
 
     assert answer["groups"][0]["approved"] == 50
     assert answer["suggestions"] == []
+
+
+async def test_with_no_suggestion_the_nearest_candidates_say_how_far_each_bar_is(store: SQLStore):
+    await write_rows(store, histories.mail_nearly_always_approved(datetime.now(UTC)))
+    async with client_of(make_service(store, POLICY), "ops-token") as ops:
+        answer = (await ops.get("/v1/insights")).json()
+
+    assert answer["suggestions"] == []
+    allow, deny = answer["nearest"]
+    assert allow == {
+        "kind": "allow",
+        "rule": "tools.send_email",
+        "tool": "send_email",
+        "agent": "mailer",
+        "text": "allow `send_email` (agent `mailer`) with `to` like `<name>@example.com`: 95.7% "
+        "approved unchanged, needs 98%; 22 approvals, needs 20; 3 people deciding, needs 2; "
+        "3 principals requesting, needs 2",
+        "needs": [
+            {"what": "approved unchanged", "have": 22 / 23, "need": 0.98, "met": False},
+            {"what": "approvals", "have": 22, "need": 20, "met": True},
+            {"what": "people deciding", "have": 3, "need": 2, "met": True},
+            {"what": "principals requesting", "have": 3, "need": 2, "met": True},
+        ],
+        "dropped": None,
+    }
+    assert (deny["kind"], deny["tool"], deny["dropped"]) == ("deny", "send_email", None)
+
+
+async def test_a_candidate_dropped_for_allowing_a_call_a_person_edited_says_so(store: SQLStore):
+    await write_rows(store, histories.edited_into_the_folder(datetime.now(UTC)))
+    async with client_of(make_service(store, POLICY), "ops-token") as ops:
+        answer = (await ops.get("/v1/insights")).json()
+
+    assert answer["suggestions"] == []
+    dropped = answer["nearest"][0]
+    assert (dropped["kind"], dropped["tool"]) == ("allow", "delete_file")
+    assert all(need["met"] for need in dropped["needs"])
+    assert dropped["dropped"] == (
+        "it would have allowed 1 of the 1 call like these that people refused (rejected, edited "
+        "or answered with text)"
+    )
+
+
+async def test_a_candidate_that_would_show_a_redacted_argument_is_left_out(store: SQLStore):
+    await write_rows(store, histories.mail_nearly_always_approved(datetime.now(UTC)))
+    service = make_service(store, POLICY)
+    service.redaction = Redaction(patterns=("to",))
+    async with client_of(service, "ops-token") as ops:
+        answer = (await ops.get("/v1/insights")).json()
+
+    assert [c["kind"] for c in answer["nearest"]] == ["deny"]
+    assert "example.com" not in json.dumps(answer)

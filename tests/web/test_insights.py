@@ -1,5 +1,6 @@
 """The Insights page of `signoff serve` with tokens, in real Chromium: the figures of a history of
-decisions, its suggestions, and an admin applying one — a new policy version; a viewer sees the
+decisions, its suggestions and the candidates nearest to one, and an admin applying a suggestion
+once they confirm the rule it adds — a new policy version, audited as theirs; a viewer sees the
 suggestions with no way to apply them."""
 
 from __future__ import annotations
@@ -74,7 +75,20 @@ def test_a_viewer_sees_the_figures_and_suggestions_but_no_apply_button(page: Pag
     expect(page.locator("main")).to_contain_text("applying one needs the admin role")
 
 
-def test_an_admin_applies_a_suggestion_and_the_policy_version_bumps(page: Page, served: str):
+def test_the_page_lists_the_candidates_nearest_to_a_suggestion_with_what_each_lacks(
+    page: Page, served: str
+):
+    sign_in(page, served, "viewer-t0ken", "vic")
+    answer = api(served, "GET", "/insights", headers={"Authorization": "Bearer viewer-t0ken"})
+
+    candidates = page.locator("#nearest li.candidate")
+    expect(candidates).to_have_text([c["text"].replace("`", "") for c in answer["nearest"]])
+    expect(candidates.first).to_contain_text("needs 95%")
+
+
+def test_an_admin_applies_a_suggestion_only_once_they_confirm_the_rule_it_adds(
+    page: Page, served: str
+):
     admin = {"Authorization": "Bearer admin-t0ken"}
     before = api(served, "GET", "/policy", headers=admin)["version"]
     sign_in(page, served, "admin-t0ken", "ada")
@@ -82,8 +96,19 @@ def test_an_admin_applies_a_suggestion_and_the_policy_version_bumps(page: Page, 
     deny = page.locator("section.suggestion-deny")
     expect(deny.locator("pre.diff")).to_contain_text("+  deny: delete_file")
     screenshot(page, "insights")
+    dialog = page.locator("dialog#dialog")
 
     deny.locator("button.apply").click()
+
+    expect(dialog.locator("pre.diff span")).to_have_text(
+        ["+- id: suggested-deny-delete_file", "+  deny: delete_file", "+  agent: ops"]
+    )
+    expect(dialog.locator(".allowed")).to_contain_text("It allows nothing")
+    assert api(served, "GET", "/policy", headers=admin)["version"] == before
+    dialog.locator("button[data-action=cancel]").click()
+    expect(dialog).to_be_hidden()
+    deny.locator("button.apply").click()
+    dialog.locator("button[data-action=submit]").click()
 
     expect(page.locator("#insights-policy-version")).not_to_have_text(before, timeout=TIMEOUT)
     after = api(served, "GET", "/policy", headers=admin)
@@ -91,3 +116,8 @@ def test_an_admin_applies_a_suggestion_and_the_policy_version_bumps(page: Page, 
     assert after["document"]["rules"][-1]["deny"] == "delete_file"
     expect(page.locator("section.suggestion-deny")).to_have_count(0)
     expect(page.locator("section.suggestion")).to_have_count(2)
+    log = api(served, "GET", "/audit", params={"limit": 1000}, headers=admin)["items"]
+    changes = [e for e in log if e["action"] == "policy" and e["actor"] != "config"]
+    assert [(e["actor"], e["subject"], e["data"]["previous"]) for e in changes] == [
+        ("ada", after["version"], before)
+    ]

@@ -51,6 +51,12 @@ def insights(
         console.print(
             f"{count} suggestion(s); see them with `signoff policy suggest --days {days}`"
         )
+    elif nearest := found.get("nearest"):
+        console.print(
+            f"no suggestions; the nearest: {escape(nearest[0]['text'])} (see the others with "
+            f"`signoff policy suggest --days {days}`)",
+            soft_wrap=True,
+        )
 
 
 def report(
@@ -82,7 +88,7 @@ def report(
 
 
 async def _computed(url: str, days: int, config: Path | None) -> dict[str, Any]:
-    from signoff.insights import gather, suggest
+    from signoff.insights import gather, weigh
     from signoff.policy import Policy, PolicyEngine
     from signoff.policy.source import parse_text
     from signoff.store import open_store
@@ -97,16 +103,18 @@ async def _computed(url: str, days: int, config: Path | None) -> dict[str, Any]:
         elif (latest := await store.latest_policy()) is not None:
             version, document = latest
             policy = Policy.from_dict(document, source=f"policy version {version}")
-        suggestions = []
+        suggestions: list[dict[str, Any]] = []
+        nearest: list[dict[str, Any]] = []
         if isinstance(document, dict):
             engine = PolicyEngine(policy)
-            suggestions = await suggest(
-                store, engine, document, days=days, now=now, groups=found.groups
-            )
+            weighed = await weigh(store, engine, document, days=days, now=now, groups=found.groups)
+            suggestions = [s.to_json() for s in weighed.suggestions]
+            nearest = [c.to_json() for c in weighed.nearest]
         return {
             **found.to_json(),
             "policy_version": None if document is None else policy.version,
-            "suggestions": [s.to_json() for s in suggestions],
+            "suggestions": suggestions,
+            "nearest": nearest,
             "can_apply": False,
         }
 
@@ -115,7 +123,8 @@ def show_suggestions(found: dict[str, Any], console: Console) -> None:
     """Each suggestion: its sentence (with its evidence: how many calls, decided by how many
     people, requested by how many principals), what was checked — that the policy with it
     judges its calls as it says, and lets through none of the calls people refused like them —
-    and its diff."""
+    and its diff; then the candidates not offered that came nearest, each bar with how far its
+    calls got, or why it was dropped."""
     if found["policy_version"] is None:
         raise SignoffError("no policy to suggest changes to: give --config FILE")
     if not found["suggestions"]:
@@ -130,6 +139,10 @@ def show_suggestions(found: dict[str, Any], console: Console) -> None:
             style = "green" if line.startswith("+") else "red" if line.startswith("-") else ""
             console.print(f"[{style}]{escape(line)}[/]" if style else escape(line))
         console.print()
+    if nearest := found.get("nearest"):
+        console.print("nearest to a suggestion:")
+        for item in nearest:
+            console.print(f"  {escape(item['text'])}")
 
 
 def _table(found: dict[str, Any]) -> Any:

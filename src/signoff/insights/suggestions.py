@@ -26,6 +26,9 @@ verdict the suggestion says, and an allow must allow **none** of the calls of th
 people refused in the window (rejected, edited, answered with text; as they were requested) —
 each one whose argument looks like the condition's, read from the database, at most
 `REFUSED_LIMIT` of them (with more, the suggestion is not offered).
+
+What is not offered is a candidate (`signoff.insights.candidates`): `weigh` tells the nearest,
+each bar with how far its calls got, or why it was dropped though they cleared every bar.
 """
 
 from __future__ import annotations
@@ -35,13 +38,14 @@ import difflib
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 import yaml
 
 from signoff.errors import PolicyError
+from signoff.insights.candidates import Candidate, Need, described, nearest, voices_needed
 from signoff.insights.patterns import shared
 from signoff.insights.placement import asker_of, denied_beside, suggested_rule
 from signoff.insights.report import window_days
@@ -63,8 +67,10 @@ __all__ = [
     "REFUSED_LIMIT",
     "SAMPLE",
     "Suggestion",
+    "Weighed",
     "policy_diff",
     "suggest",
+    "weigh",
 ]
 
 MIN_SAMPLES: Final = 20
@@ -90,6 +96,7 @@ SuggestionKind: TypeAlias = Literal["allow", "deny", "limit"]
 _DECIDED: Final = ("approved", "edited", "responded", "rejected", "expired")
 _BY_PERSON: Final = ("approved", "edited", "responded", "rejected")
 _KEY: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_OVERRIDES: Final = "it would override a deny rule beside the rule that asked"
 _ALLOW: Final[VerdictKind] = "allow"
 _DENY: Final[VerdictKind] = "deny"
 
@@ -143,6 +150,15 @@ class Suggestion:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Weighed:
+    """What the decisions of a window argue for, and what they came near to."""
+
+    suggestions: tuple[Suggestion, ...]
+    nearest: tuple[Candidate, ...]
+    """The candidates not offered, nearest first (at most `candidates.NEAREST`)."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class _Draft:
     kind: SuggestionKind
     text: str
@@ -151,7 +167,41 @@ class _Draft:
     total: int
     voices: Voices
     checks: tuple[tuple[ToolCall, VerdictKind], ...]
+    candidate: Candidate
+    """What it is if it is dropped: every bar cleared."""
     refused: tuple[ToolCall, ...] = ()
+
+
+async def weigh(
+    store: Store,
+    engine: PolicyEngine,
+    document: dict[str, Any],
+    *,
+    days: int,
+    now: datetime,
+    groups: Sequence[GroupStats] | None = None,
+) -> Weighed:
+    """The suggestions the window's decisions make for the policy `document` (which `engine`
+    enforces), and the candidates nearest to one; `groups` when the window's stats were read
+    already."""
+    since = now - timedelta(days=window_days(days))
+    if groups is None:
+        groups = await store.decision_stats(since=since)
+    found: list[Suggestion] = []
+    missed: list[Candidate] = []
+    for group in groups:
+        key: GroupKey = (group.rule, group.tool, group.agent)
+        for weighed in (
+            await _allow(store, engine, group, key, since, days),
+            await _deny(store, engine, group, key, since, days),
+            await _limit(store, engine, group, key, since, days),
+        ):
+            outcome = _verified(weighed, engine, document)
+            if isinstance(outcome, Suggestion):
+                found.append(outcome)
+            elif outcome is not None:
+                missed.append(outcome)
+    return Weighed(suggestions=tuple(found), nearest=nearest(missed))
 
 
 async def suggest(
@@ -163,24 +213,9 @@ async def suggest(
     now: datetime,
     groups: Sequence[GroupStats] | None = None,
 ) -> list[Suggestion]:
-    """The suggestions the window's decisions make for the policy `document` (which `engine`
-    enforces); `groups` when the window's stats were read already."""
-    since = now - timedelta(days=window_days(days))
-    if groups is None:
-        groups = await store.decision_stats(since=since)
-    found: list[Suggestion] = []
-    for group in groups:
-        key: GroupKey = (group.rule, group.tool, group.agent)
-        for draft in (
-            await _allow(store, engine, group, key, since, days),
-            await _deny(store, engine, group, key, since, days),
-            await _limit(store, engine, group, key, since, days),
-        ):
-            if draft is not None:
-                suggestion = _verified(draft, engine, document)
-                if suggestion is not None:
-                    found.append(suggestion)
-    return found
+    """The suggestions of `weigh`, without the candidates."""
+    weighed = await weigh(store, engine, document, days=days, now=now, groups=groups)
+    return list(weighed.suggestions)
 
 
 def policy_diff(before: dict[str, Any], after: dict[str, Any], *, version: str) -> str:
@@ -206,26 +241,36 @@ async def _allow(
     key: GroupKey,
     since: datetime,
     days: int,
-) -> _Draft | None:
-    if group.counts["approved"] < MIN_SAMPLES:
+) -> _Draft | Candidate | None:
+    approved = group.counts["approved"]
+    if not approved:
         return None
+    total = sum(group.counts[s] for s in _DECIDED)
+    near = _candidate("allow", group, _approvals(approved, total))
+    if approved < MIN_SAMPLES:
+        return near
     sample = await store.group_sample(key, status="approved", since=since, limit=SAMPLE)
     calls = [a.requested_call for a in sample]
     asker = asker_of(engine, calls)
-    if asker is None or denied_beside(engine, group, asker):
+    if asker is None:
         return None
+    if denied_beside(engine, group, asker):
+        return replace(near, dropped=_OVERRIDES)
+    misses: list[Candidate] = []
     for pattern in shared(calls):
         tally = await store.tally(key, since=since, match=pattern.match)
         approved, total = tally.counts["approved"], sum(tally.counts[s] for s in _DECIDED)
         voices = tally.voices["approved"]
-        if approved < MIN_SAMPLES or approved < ALLOW_RATIO * total or not _heard(voices):
+        needs = (*_approvals(approved, total), *voices_needed(voices, MIN_PEOPLE, MIN_REQUESTERS))
+        near = _candidate("allow", group, needs, f"with {pattern.shown}", pattern.key)
+        if not _cleared(near):
+            misses.append(near)
             continue
         refused = await _refused(store, group, since, pattern.near_match)
-        if refused is None:
-            continue
         condition = {pattern.key: pattern.condition}
         rule = suggested_rule("allow", group, engine, asker, asker.allow_priority(), condition)
-        if rule is None:
+        if not _cleared(near) or rule is None or refused is None:
+            misses.append(_held_back(near, too_many_refused=refused is None))
             continue
         text = (
             f"`{group.tool}`{_of(group)} with {pattern.shown} was approved unchanged "
@@ -234,8 +279,10 @@ async def _allow(
         )
         checks = tuple((c, _ALLOW) for c in calls if pattern.holds(c.args.get(pattern.key)))
         return _Draft(kind="allow", text=text, rule=rule, matched=approved, total=total,
-                      voices=voices, checks=checks, refused=refused)  # fmt: skip
-    return None
+                      voices=voices, checks=checks, refused=refused, candidate=near)  # fmt: skip
+    if not misses:
+        return replace(near, dropped="the approved calls share no value, mail domain or folder")
+    return max(misses, key=lambda c: c.closeness)
 
 
 async def _deny(
@@ -245,27 +292,36 @@ async def _deny(
     key: GroupKey,
     since: datetime,
     days: int,
-) -> _Draft | None:
+) -> _Draft | Candidate | None:
     rejected = group.counts["rejected"]
-    decided = sum(group.counts[s] for s in _BY_PERSON)
-    if decided < MIN_SAMPLES or rejected < DENY_RATIO * decided:
+    if not rejected:
         return None
+    decided = sum(group.counts[s] for s in _BY_PERSON)
+    needs = (
+        Need(what="rejected", have=rejected / decided, need=DENY_RATIO, share=True),
+        Need(what="decisions", one="decision", have=decided, need=MIN_SAMPLES),
+    )
+    near = _candidate("deny", group, needs)
+    if not _cleared(near):
+        return near
     sample = await store.group_sample(key, status="rejected", since=since, limit=SAMPLE)
     calls = [a.requested_call for a in sample]
     asker = asker_of(engine, calls)
     if asker is None:
         return None
     voices = (await store.tally(key, since=since)).voices["rejected"]
+    near = replace(near, needs=(*needs, *voices_needed(voices, MIN_PEOPLE, MIN_REQUESTERS)))
     rule = suggested_rule("deny", group, engine, asker, asker.priority, {})
-    if rule is None or not _heard(voices):
-        return None
+    if rule is None or not _cleared(near):
+        return near
     share = math.floor(100 * rejected / decided)
     text = (
         f"`{group.tool}`{_of(group)} was rejected {share}% of the time ({rejected:,} of "
         f"{decided:,} decisions in {days} days, {_said(voices)}): deny it?"
     )
     return _Draft(kind="deny", text=text, rule=rule, matched=rejected, total=decided,
-                  voices=voices, checks=tuple((c, _DENY) for c in calls))  # fmt: skip
+                  voices=voices, checks=tuple((c, _DENY) for c in calls),
+                  candidate=near)  # fmt: skip
 
 
 async def _limit(
@@ -275,21 +331,40 @@ async def _limit(
     key: GroupKey,
     since: datetime,
     days: int,
-) -> _Draft | None:
-    if group.counts["edited"] < MIN_SAMPLES:
+) -> _Draft | Candidate | None:
+    edited = group.counts["edited"]
+    if not edited:
         return None
+    count = Need(what="edits", one="edit", have=edited, need=MIN_SAMPLES)
+    near = _candidate("limit", group, (count,), "below a bound")
+    if edited < MIN_SAMPLES:
+        return near
     sample = await store.group_sample(key, status="edited", since=since, limit=SAMPLE)
     asked = [a.requested_call for a in sample]
     asker = asker_of(engine, asked)
-    if asker is None or denied_beside(engine, group, asker):
+    if asker is None:
         return None
+    if denied_beside(engine, group, asker):
+        return replace(near, dropped=_OVERRIDES)
+    misses: list[Candidate] = []
     for name in sorted({k for call in asked for k in call.args if _KEY.fullmatch(k)}):
         lowered = _lowered(sample, name)
-        if len(lowered) < MIN_SAMPLES or len(lowered) < LIMIT_RATIO * len(sample):
+        if not lowered:
+            continue
+        needs: tuple[Need, ...] = (
+            Need(what=f"of edits lower `{name}`", have=len(lowered) / len(sample),
+                 need=LIMIT_RATIO, share=True),
+            Need(what=f"edits lower `{name}`", one=f"edit lowers `{name}`", have=len(lowered),
+                 need=MIN_SAMPLES),
+        )  # fmt: skip
+        near = _candidate("limit", group, needs, f"with `{name}` below a bound", name)
+        if not _cleared(near):
+            misses.append(near)
             continue
         highest = max(after for _, after, _ in lowered)
         lowest_asked = min(before for before, _, _ in lowered)
         if highest >= lowest_asked:
+            misses.append(replace(near, dropped=f"edits lowered `{name}` to values asked for"))
             continue
         bound = _round_above(highest)
         condition: dict[str, Any]
@@ -299,10 +374,13 @@ async def _limit(
             condition, words, most = {name: {"le": highest}}, f"to {highest} or less", highest
         edits = [a for *_, a in lowered]
         voices = Voices.count((a.decided_by for a in edits), (a.requested_by for a in edits))
-        near = ArgumentMatch(key=name, test="at_most", value=most)
-        refused = await _refused(store, group, since, near)
+        needs = (*needs, *voices_needed(voices, MIN_PEOPLE, MIN_REQUESTERS))
+        near = _candidate("limit", group, needs, f"with `{name}` {words}", name)
+        looks = ArgumentMatch(key=name, test="at_most", value=most)
+        refused = await _refused(store, group, since, looks)
         rule = suggested_rule("allow", group, engine, asker, asker.allow_priority(), condition)
-        if rule is None or refused is None or not _heard(voices):
+        if not _cleared(near) or rule is None or refused is None:
+            misses.append(_held_back(near, too_many_refused=refused is None))
             continue
         newest = "edits" if len(sample) == group.counts["edited"] else "newest edits"
         text = (
@@ -314,8 +392,10 @@ async def _limit(
         checks += [(a.requested_call, "ask") for a in edits]
         return _Draft(kind="limit", text=text, rule=rule, matched=len(lowered),
                       total=len(sample), voices=voices, checks=tuple(checks),
-                      refused=refused)  # fmt: skip
-    return None
+                      refused=refused, candidate=near)  # fmt: skip
+    if not misses:
+        return replace(near, dropped="the edits lowered no number")
+    return max(misses, key=lambda c: c.closeness)
 
 
 async def _refused(
@@ -332,9 +412,39 @@ async def _refused(
     return tuple(approval.requested_call for approval in found)
 
 
-def _heard(voices: Voices) -> bool:
-    """Whether enough voices stand behind a suggestion."""
-    return voices.people >= MIN_PEOPLE and voices.requesters >= MIN_REQUESTERS
+def _candidate(
+    kind: SuggestionKind,
+    group: GroupStats,
+    needs: Sequence[Need],
+    condition: str = "",
+    argument: str | None = None,
+) -> Candidate:
+    return Candidate(kind=kind, rule=group.rule, tool=group.tool, agent=group.agent,
+                     subject=described(kind, group, condition), argument=argument,
+                     needs=tuple(needs))  # fmt: skip
+
+
+def _approvals(approved: int, total: int) -> tuple[Need, Need]:
+    return (
+        Need(what="approved unchanged", have=approved / total, need=ALLOW_RATIO, share=True),
+        Need(what="approvals", one="approval", have=approved, need=MIN_SAMPLES),
+    )
+
+
+def _cleared(candidate: Candidate) -> bool:
+    """Whether the calls behind a candidate clear every bar it has: enough of them, agreeing,
+    from enough voices."""
+    return all(need.met for need in candidate.needs)
+
+
+def _held_back(near: Candidate, *, too_many_refused: bool) -> Candidate:
+    """`near`, saying why it was dropped if its calls clear every bar: more calls like them
+    were refused than it is checked against, or it has no rule to add."""
+    if not _cleared(near):
+        return near
+    if too_many_refused:
+        return replace(near, dropped=f"more than {REFUSED_LIMIT:,} calls like these were refused")
+    return replace(near, dropped="the rule that asked tests that argument so already")
 
 
 def _said(voices: Voices) -> str:
@@ -345,8 +455,11 @@ def _refusals(refused: Sequence[ToolCall]) -> str:
     """What a rule that is offered lets through of the calls people refused: none."""
     if not refused:
         return "people refused no call like these"
-    calls = "1 call" if len(refused) == 1 else f"{len(refused):,} calls"
-    return f"it lets through none of the {calls} like these that people refused"
+    return f"it lets through none of the {_calls(len(refused))} like these that people refused"
+
+
+def _calls(count: int) -> str:
+    return "1 call" if count == 1 else f"{count:,} calls"
 
 
 def _lowered(edited: Sequence[Approval], name: str) -> list[tuple[float, float, Approval]]:
@@ -379,11 +492,17 @@ def _of(group: GroupStats) -> str:
     return "" if group.agent is None else f" (agent `{group.agent}`)"
 
 
-def _verified(draft: _Draft, engine: PolicyEngine, document: dict[str, Any]) -> Suggestion | None:
-    """The draft as a suggestion if the policy with its rule loads, gives each evidence call
-    the verdict the draft says, and allows none of the calls people refused; else None."""
+def _verified(
+    draft: _Draft | Candidate | None, engine: PolicyEngine, document: dict[str, Any]
+) -> Suggestion | Candidate | None:
+    """A draft as a suggestion if the policy with its rule loads, gives each evidence call
+    the verdict the draft says, and allows none of the calls people refused; else its
+    candidate, saying which of these failed (None for a document with no list of rules).
+    What is no draft stays as it is."""
     from signoff.policy import Policy, PolicyEngine
 
+    if not isinstance(draft, _Draft):
+        return draft
     rules = document.get("rules", [])
     if not isinstance(rules, list) or not draft.checks:
         return None
@@ -392,12 +511,17 @@ def _verified(draft: _Draft, engine: PolicyEngine, document: dict[str, Any]) -> 
     try:
         applied = PolicyEngine(Policy.from_dict(changed, source="the suggested policy"))
     except PolicyError:
-        return None
+        return replace(draft.candidate, dropped="the policy with its rule does not load")
     if any(applied.evaluate(call).kind != kind for call, kind in draft.checks):
-        return None
+        dropped = "the policy with its rule would not judge the calls behind it as said"
+        return replace(draft.candidate, dropped=dropped)
     let_through = sum(applied.evaluate(call).kind == _ALLOW for call in draft.refused)
     if let_through:
-        return None
+        dropped = (
+            f"it would have allowed {let_through:,} of the {_calls(len(draft.refused))} like "
+            "these that people refused (rejected, edited or answered with text)"
+        )
+        return replace(draft.candidate, dropped=dropped)
     return Suggestion(
         kind=draft.kind,
         text=draft.text,

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from fastapi import FastAPI, Query
 
-from signoff.insights import DEFAULT_DAYS, MAX_DAYS, Suggestion, gather, suggest
+from signoff.insights import DEFAULT_DAYS, MAX_DAYS, Candidate, Suggestion, gather, weigh
 from signoff.server.auth import Who
 from signoff.server.service import Service
 
@@ -26,22 +26,25 @@ def mount_insights(app: FastAPI, service: Service) -> None:
         each status; the median and 90th percentile of the time to a person's decision; the
         top deciders; the calls grants let through. Then the suggestions, each a whole policy
         document to put with ``PUT /v1/policy`` (`can_apply`: the admin role, and a policy
-        that was not given in code). Suggestions that would show a redacted argument are
-        left out."""
+        that was not given in code). Then the candidates nearest to a suggestion that were
+        not offered, each bar with how far its calls got. Suggestions and candidates that
+        would show a redacted argument are left out."""
         now = datetime.now(UTC)
         found = await gather(service.store, days=days, now=now)
         document = service.policy_document
-        suggestions: list[Suggestion] = []
+        suggestions: tuple[Suggestion, ...] = ()
+        nearest: tuple[Candidate, ...] = ()
         if document is not None:
-            suggestions = await suggest(
+            weighed = await weigh(
                 service.store, service.gate.engine, document,
                 days=days, now=now, groups=found.groups,
             )  # fmt: skip
-        shown = [s for s in suggestions if not _reveals(service, s)]
+            suggestions, nearest = weighed.suggestions, weighed.nearest
         return {
             **found.to_json(),
             "policy_version": service.gate.engine.version,
-            "suggestions": [s.to_json() for s in shown],
+            "suggestions": [s.to_json() for s in suggestions if not _reveals(service, s)],
+            "nearest": [c.to_json() for c in nearest if not _shows_hidden(service, c)],
             "can_apply": document is not None and "admin" in who.roles,
         }
 
@@ -49,3 +52,7 @@ def mount_insights(app: FastAPI, service: Service) -> None:
 def _reveals(service: Service, suggestion: Suggestion) -> bool:
     when = suggestion.rule.get("when", {})
     return any(service.redaction.hidden((key,)) for key in when)
+
+
+def _shows_hidden(service: Service, candidate: Candidate) -> bool:
+    return candidate.argument is not None and service.redaction.hidden((candidate.argument,))

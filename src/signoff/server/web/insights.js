@@ -1,7 +1,8 @@
 // The insights page: per rule, tool and agent over a window, how many calls asked and how each
 // ended, how long a decision took, who decides and how often grants let calls through; then the
-// policy changes the decisions suggest, each with its evidence and its diff. An admin applies
-// one with PUT /v1/policy: a new, audited policy version like any other change.
+// policy changes the decisions suggest, each with its evidence and its diff, and the candidates
+// that came nearest, with what each lacks. An admin applies a suggestion with PUT /v1/policy — a
+// new, audited policy version like any other change — once they confirm the rule it adds.
 
 import { get, put, query } from "./api.js";
 import { clear, h, labelCells, notify } from "./dom.js";
@@ -33,8 +34,14 @@ export function insightsPage(main, app, params) {
     if (!found.groups.length) clear(body, h("tr", {}, h("td", { colSpan: COLUMNS.length }, "No calls in this window.")));
     labelCells(table);
     clear(suggestions, found.suggestions.map((s) => suggestion(s, found, app, refresh)));
-    if (!found.suggestions.length) clear(suggestions, h("p.muted", {}, "No suggestions: no rule has enough decisions that agree."));
+    if (!found.suggestions.length) clear(suggestions, h("p.muted", {}, found.nearest.length ? "No suggestions: no candidate clears every bar yet." : "No suggestions: no rule has enough decisions that agree."));
     else if (!found.can_apply) suggestions.append(h("p.notice.info", {}, `You (${app.me.name}) can read the suggestions; applying one needs the admin role.`));
+    if (found.nearest.length) {
+      suggestions.append(
+        h("h3", {}, "Nearest to a suggestion"),
+        h("ul.nearest", { id: "nearest" }, found.nearest.map((c) => h("li.candidate", { dataset: { kind: c.kind, tool: c.tool } }, worded(c.text)))),
+      );
+    }
   }
   form.addEventListener("submit", (event) => {
     event.preventDefault();
@@ -69,6 +76,7 @@ function duration(seconds) {
 function suggestion(item, found, app, refresh) {
   const apply = found.can_apply ? h("button.primary.apply", { type: "button" }, "Apply") : null;
   apply?.addEventListener("click", async () => {
+    if (!(await confirmed(item, found))) return;
     apply.disabled = true;
     try {
       const policy = await put("/policy", { document: item.document, version: found.policy_version });
@@ -81,9 +89,51 @@ function suggestion(item, found, app, refresh) {
   return h(
     `section.suggestion.suggestion-${item.kind}`,
     {},
-    h("p.suggestion-text", {}, item.text.split("`").map((part, i) => (i % 2 ? h("code", {}, part) : part))),
+    h("p.suggestion-text", {}, worded(item.text)),
     h("pre.diff", {}, item.diff.split("\n").map((line) => h(line.startsWith("+") && !line.startsWith("+++") ? "span.added" : "span", {}, `${line}\n`))),
     h("p.help", {}, `Checked: the policy with this rule judges the ${item.checked} calls behind it as said.`),
     apply,
   );
+}
+
+// Whether the admin confirms applying `item`: it changes the live policy at once, so the rule it
+// adds (its lines of the diff) and what it would have let through are shown first, as approving
+// a destructive call asks first. Nothing is sent before Apply here.
+function confirmed(item, found) {
+  const box = document.getElementById("dialog");
+  const added = item.diff.split("\n").filter((line) => line.startsWith("+") && !line.startsWith("+++"));
+  const cancel = h("button.secondary", { type: "button", dataset: { action: "cancel" }, onclick: () => box.close() }, "Cancel");
+  const form = h(
+    "form.dialog-form.confirm-apply",
+    { method: "dialog" },
+    h("h2", {}, "Change the live policy?"),
+    h("p", {}, "This adds a rule to policy version ", h("code", {}, found.policy_version), ", in force at once, recorded in the audit as your change:"),
+    h("pre.diff", {}, added.map((line) => h("span.diff-line.diff-add", {}, line))),
+    h("p.help.allowed", {}, allowed(item, found.days)),
+    h("div.dialog-actions", {}, cancel, h("button.primary", { type: "submit", dataset: { action: "submit" } }, "Apply")),
+  );
+  return new Promise((resolve) => {
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      resolve(true);
+      box.close();
+    });
+    box.addEventListener("close", () => resolve(false), { once: true });
+    clear(box, form);
+    box.showModal();
+    cancel.focus(); // Enter does not apply by itself
+  });
+}
+
+// What the rule would have let through of the window's calls.
+function allowed(item, days) {
+  const refused = `of the ${item.refused} like them that people refused, it allows ${item.let_through}`;
+  if (item.kind === "deny") return `It allows nothing: it denies these calls from now on (${item.matched} of the ${item.total} decided in the last ${days} days were rejected).`;
+  if (item.kind === "limit") return `It would have allowed the ${item.matched} calls as people edited them, without asking (it still asks about them as they were requested); ${refused}.`;
+  return `It would have allowed calls like these without asking: ${item.matched} of the ${item.total} decided in the last ${days} days were approved unchanged; ${refused}.`;
+}
+
+// A text with `code` in backquotes, as elements.
+function worded(text) {
+  return text.split("`").map((part, i) => (i % 2 ? h("code", {}, part) : part));
 }
