@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
-from playwright.sync_api import BrowserContext, Page, expect
+from playwright.sync_api import BrowserContext, Locator, Page, expect
 
+from signoff import ToolCall
 from tests.web.conftest import TIMEOUT, api, confirm, held, screenshot, send_now
+from tests.web.test_frameworks import held_by_a_framework
 
 PHONE = 390
 """Pixels: the width of a small phone's screen."""
@@ -192,3 +195,76 @@ def test_no_page_is_wider_than_a_phone_s_screen(context: BrowserContext, demo_ur
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE
     box = page.locator("dialog#dialog").bounding_box()
     assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE, json.dumps(box)
+
+
+OUTSIDE = """() => [...document.querySelectorAll("body *")]
+  .filter(e => e.getBoundingClientRect().right > innerWidth || e.getBoundingClientRect().left < 0)
+  .slice(0, 5)
+  .map(e => `${e.tagName.toLowerCase()}.${e.className}`)"""
+CUT = """() => [...document.querySelectorAll("article.approval *, dialog[open] *")]
+  .filter(e => e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 1)
+  .map(e => `${e.tagName.toLowerCase()}.${e.className}: ${e.scrollWidth} > ${e.clientWidth}`)"""
+
+
+def fits_a_phone(page: Page, where: str) -> None:
+    """Nothing on the page is wider than the screen, and nothing in a card or a dialog is cut
+    or scrolls sideways: all of it is read, and decided, without scrolling sideways."""
+    width, screen = page.evaluate("[document.documentElement.scrollWidth, innerWidth]")
+    assert width <= screen == PHONE, (where, width, page.evaluate(OUTSIDE))
+    assert page.evaluate(CUT) == [], where
+
+
+def in_reach(buttons: Locator) -> None:
+    """Each of the buttons is on the screen, whole, and takes a tap."""
+    expect(buttons.first).to_be_visible(timeout=TIMEOUT)
+    for button in buttons.all():
+        button.scroll_into_view_if_needed()
+        box = button.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE, box
+        button.click(trial=True)  # visible, enabled, and nothing covers it
+
+
+def test_a_phone_reads_every_card_and_reaches_every_decision_without_scrolling_sideways(
+    context: BrowserContext, demo_url: str, demo_folder: Path
+):
+    _, ids = held(demo_url, "ops", "delete nginx-123 and scale web to 3")
+    # Another framework's call, with what a phone finds hardest: long words with no place to
+    # break (a tool's and its server's names, an agent's path, a URL), long keys, long text.
+    call = ToolCall(
+        id="c1",
+        name="create_or_update_file_contents_in_the_repository",
+        args={
+            "amount": 500,
+            "to": "acme-" + "x" * 300,
+            "a_rather_long_argument_name_with_no_spaces_at_all": "https://example.com/" + "p" * 200,
+            "memo": "pay the invoice " * 40,
+        },
+        server="the-platform-teams-github-enterprise-mcp-server",
+        agent="billing/treasury-payments-approver/second-level-reviewer",
+    )
+    long_id = held_by_a_framework(demo_folder, "langgraph", call)
+    page = context.new_page()
+    page.set_viewport_size({"width": PHONE, "height": 844})
+
+    page.goto(f"{demo_url}/#/")
+    for approval_id in [ids["nginx-123"], ids["web"], long_id]:
+        card = page.locator(f"#inbox-list article.approval[data-approval-id='{approval_id}']")
+        in_reach(card.locator(".actions button"))
+    fits_a_phone(page, "the inbox")
+    page.evaluate("scrollTo(0, 0)")  # the header sticks at the top of the picture, not amid it
+    screenshot(page, "phone-inbox")
+
+    page.goto(f"{demo_url}/approvals/{long_id}")
+    own = page.locator("#approval article.approval")
+    in_reach(own.locator(".actions button"))
+    fits_a_phone(page, "an approval's page")
+    page.evaluate("scrollTo(0, 0)")
+    screenshot(page, "phone-approval")
+
+    own.locator("button[data-action=edit]").click()
+    dialog = page.locator("dialog#dialog")
+    expect(dialog.locator("[data-path='/to'] :is(input, textarea)")).to_be_visible()
+    fits_a_phone(page, "the edit form")
+    in_reach(dialog.locator(".dialog-actions button"))
+    page.evaluate("scrollTo(0, 0)")
+    screenshot(page, "phone-edit")

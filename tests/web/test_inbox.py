@@ -431,6 +431,51 @@ def test_the_inbox_filters_by_agent_and_tool_and_shows_the_scripted_model(
     expect(deadline).not_to_have_text(first, timeout=TIMEOUT)  # it ticks
 
 
+def test_the_inbox_filters_offer_and_find_the_agents_and_tools_of_calls_held_elsewhere(
+    page: Page, demo_url: str, demo_folder: Path
+):
+    """A framework app's agents and the MCP gateway's tools are none of the server's: the
+    filters offer them from the approvals held on its database, and find their calls."""
+    thread = f"t-{uuid.uuid4().hex[:8]}"
+    payer = "billing/payer"
+    refund, upload = held_elsewhere(
+        demo_folder,
+        (
+            ToolCall(id="c1", name="refund_order", args={"order": 7}, agent=payer),
+            CheckContext(origin="langgraph", thread_id=thread, requested_by="alice"),
+        ),
+        (
+            ToolCall(id="c2", name="upload_file", args={"path": "/srv/a"}, server="fs"),
+            CheckContext(origin="mcp-gateway", thread_id=thread, requested_by="carol"),
+        ),
+    )
+    refund_card = page.locator(f"article.approval[data-approval-id='{refund}']")
+    upload_card = page.locator(f"article.approval[data-approval-id='{upload}']")
+    agents = page.locator(".filters select[name=agent]")
+    tools = page.locator(".filters select[name=tool]")
+
+    page.goto(f"{demo_url}/#/")
+    expect(agents.locator(f"option[value='{payer}']")).to_have_count(1, timeout=TIMEOUT)
+    expect(agents.locator("option[value=ops]")).to_have_count(1)  # the server's own stay
+    agents.select_option(payer)
+    expect(refund_card).to_be_visible(timeout=TIMEOUT)
+    expect(upload_card).to_have_count(0)
+    agents.select_option("")
+    tools.select_option("upload_file")
+    expect(upload_card).to_be_visible(timeout=TIMEOUT)
+    expect(refund_card).to_have_count(0)
+
+    # Decided, the call's agent is still offered: what has waited, not only what waits.
+    api(demo_url, "POST", f"/approvals/{refund}/decision", json={"kind": "reject"})
+    page.goto(f"{demo_url}/#/")
+    page.reload()
+    expect(agents.locator(f"option[value='{payer}']")).to_have_count(1, timeout=TIMEOUT)
+    agents.select_option(payer)
+    expect(page.locator("#inbox-count")).to_have_text("(0 pending)", timeout=TIMEOUT)
+    page.reload()  # a bookmarked filter shows what it filters by
+    expect(agents).to_have_value(payer, timeout=TIMEOUT)
+
+
 def test_a_sub_agents_held_call_shows_on_the_run_that_handed_it_over(page: Page, demo_url: str):
     run_id = start_run(page, demo_url, "ops", "ask db to drop table sessions")
     handed = card(page, "db")  # the ops agent's call of its sub-agent, running meanwhile

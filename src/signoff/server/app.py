@@ -36,6 +36,7 @@ from signoff.gate.transcript import bounded
 from signoff.names import same_person
 from signoff.redaction import Redaction
 from signoff.server.auth import Auth, Who
+from signoff.server.catalog import mount_catalog
 from signoff.server.changes import mount_changes
 from signoff.server.guards import KnownHost, NoNul, SameOrigin
 from signoff.server.insights import mount_insights
@@ -172,6 +173,7 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
     mount_probes(app, service.store)
     mount_web(app)
     mount_changes(app, service)  # before /v1/approvals/{id}: its path is no id
+    mount_catalog(app, service)  # the same
     mount_threads(app, service, show)
     mount_insights(app, service)
     if service.notifications is not None:

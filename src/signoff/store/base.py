@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from signoff.types import Approval, ApprovalStatus, AuditEntry, Grant
 
 if TYPE_CHECKING:
+    from signoff.store.catalog import Catalog
     from signoff.store.checkpoint import Checkpoint
     from signoff.store.external import ExternalRecord, LedgerClaim, NewPause, Pause, PauseStatus
     from signoff.store.gauges import Gauges
@@ -459,6 +460,8 @@ class Store(Protocol):
     async def record_unknown(self, record: AuditRecord) -> bool: ...
 
     async def gauges(self, *, groups: int = 200) -> Gauges: ...
+
+    async def catalog(self, *, limit: int = 200) -> Catalog: ...
 
     async def decision_stats(
         self, *, since: datetime, top_deciders: int = 3

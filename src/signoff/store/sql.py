@@ -36,6 +36,7 @@ from signoff.store.audit import (
     read_log,
 )
 from signoff.store.base import AuditRecord, DecisionPlan, HoldPlan, Moment
+from signoff.store.catalog import CatalogStore
 from signoff.store.checkpoint import Checkpoint
 from signoff.store.decisions import CHANNEL, DecisionGroups, read_clock, write_decisions
 from signoff.store.external import ExternalRecord, ExternalStore, find_external, insert_external
@@ -115,6 +116,7 @@ class SQLStore(
     OutboxStore,
     InsightStore,
     GaugeStore,
+    CatalogStore,
     SessionStore,
 ):
     """Approvals, grants, the audit log, and the runtime's runs, in one SQL database."""

@@ -21,19 +21,20 @@ export function inbox(main, app, params) {
   const cards = new Map();
   const context = { schemaFor: app.schemaFor, changed: () => refresh(), showRun: true };
 
-  const agentSelect = h(
-    "select",
-    { name: "agent", "aria-label": "agent" },
-    h("option", { value: "" }, "all agents"),
-    app.agents.map((a) => h("option", { value: a.path, selected: a.path === filters.agent }, a.path)),
-  );
-  const tools = [...new Set(app.agents.flatMap((a) => a.tools.map((t) => t.name)))].sort();
-  const toolSelect = h(
-    "select",
-    { name: "tool", "aria-label": "tool" },
-    h("option", { value: "" }, "all tools"),
-    tools.map((t) => h("option", { value: t, selected: t === filters.tool }, t)),
-  );
+  // The filters offer the server's own agents and tools, and every agent and tool approvals
+  // here name: other frameworks' apps on this database and the MCP gateway hold calls under
+  // agents and tools the server does not run. Each page read adds any new one.
+  const agentSelect = h("select", { name: "agent", "aria-label": "agent" }, h("option", { value: "" }, "all agents"));
+  const toolSelect = h("select", { name: "tool", "aria-label": "tool" }, h("option", { value: "" }, "all tools"));
+  offer(agentSelect, [filters.agent, ...app.agents.map((a) => a.path)]);
+  offer(toolSelect, [filters.tool, ...app.agents.flatMap((a) => a.tools.map((t) => t.name))]);
+  agentSelect.value = filters.agent;
+  toolSelect.value = filters.tool;
+  guarded(async () => {
+    const found = await get("/approvals/catalog");
+    offer(agentSelect, found.agents);
+    offer(toolSelect, found.tools);
+  }, "The filters' agents and tools did not load")();
   const runInput = h("input", { name: "run", type: "search", placeholder: "run id", value: filters.run_id, "aria-label": "run" });
   const assignedSelect = h(
     "select",
@@ -81,6 +82,8 @@ export function inbox(main, app, params) {
     ordered.forEach((card, i) => {
       if (list.children[i] !== card) list.insertBefore(card, list.children[i] || null);
     });
+    offer(agentSelect, page.items.map((a) => a.agent));
+    offer(toolSelect, page.items.map((a) => a.tool));
     count.textContent = `(${page.items.length} pending)`;
     if (!page.items.length) clear(list, h("p.empty", {}, "Nothing is waiting for you."));
     else list.querySelector("p.empty")?.remove();
@@ -103,4 +106,16 @@ export function inbox(main, app, params) {
   }, { onOpen: soon });
   refresh();
   return stop;
+}
+
+// Add to `select` an option for each of `names` it lacks (none for an empty one), in order
+// after its first ("all …"), leaving the one chosen as it is.
+function offer(select, names) {
+  const offered = new Set([...select.options].map((o) => o.value));
+  for (const name of names) {
+    if (!name || offered.has(name)) continue;
+    offered.add(name);
+    const after = [...select.options].slice(1).find((o) => o.value > name);
+    select.insertBefore(h("option", { value: name }, name), after || null);
+  }
 }
