@@ -3,11 +3,13 @@ a user data folder of the suite's own, so that no command a test runs finds the 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,23 +49,132 @@ async def _postgres_available() -> bool:
 
 
 @contextlib.asynccontextmanager
-async def fresh_postgres_database() -> AsyncIterator[str]:
-    """A new, empty PostgreSQL database, dropped afterwards."""
+async def fresh_postgres_database(*, empty: bool = False) -> AsyncIterator[str]:
+    """A PostgreSQL database of the test's own, with signoff's schema and nothing in it — or,
+    with `empty`, without even the schema (to migrate it), dropped afterwards.
+
+    Making and migrating a database takes a third of a second, emptying one a few
+    milliseconds: a process keeps its databases for the next tests and empties each before it
+    gives it out again (its other sessions ended first), unless a test changed its schema —
+    then it makes another."""
     import asyncpg
 
     if not await _postgres_available():
         if os.environ.get("CI"):
             pytest.fail(f"PostgreSQL is not reachable at {PG_ADMIN} and CI must test it")
         pytest.skip(f"PostgreSQL is not reachable at {PG_ADMIN}")
-    name = f"signoff_test_{uuid.uuid4().hex[:12]}"
     admin = await asyncpg.connect(PG_ADMIN)
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    base = PG_ADMIN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://")
     try:
-        yield f"{base}/{name}"
+        if empty:
+            name = await _create(admin)
+            try:
+                yield _url(name)
+            finally:
+                await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            return
+        name = await _kept_database(admin)
+        try:
+            yield _url(name)
+        finally:
+            _IDLE.append(name)  # emptied when given out next
     finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         await admin.close()
+
+
+_IDLE: list[str] = []
+"""This process's databases with signoff's schema, free for the next test."""
+_KEPT: list[str] = []
+"""Every such database this process made (dropped when its tests end)."""
+_SCHEMA: list[str] = []
+"""The fingerprint of signoff's schema as migrating makes it."""
+# The schema as it stands: every column and index (a test that changes one — the audit's tamper
+# tests drop a table's key — leaves a database to be made anew).
+_FINGERPRINT = """
+SELECT md5(coalesce((SELECT string_agg(table_name || '.' || column_name || ':' || data_type ||
+                                       ':' || is_nullable, ',' ORDER BY table_name, column_name)
+                     FROM information_schema.columns WHERE table_schema = 'public'), '')
+           || coalesce((SELECT string_agg(indexname || indexdef, ',' ORDER BY indexname)
+                        FROM pg_indexes WHERE schemaname = 'public'), ''))
+"""
+
+
+def _url(name: str) -> str:
+    base = PG_ADMIN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://")
+    return f"{base}/{name}"
+
+
+async def _create(admin: Any) -> str:
+    name = f"signoff_test_{uuid.uuid4().hex[:12]}"
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    return name
+
+
+async def _kept_database(admin: Any) -> str:
+    """A database of this process's with signoff's schema and no rows: an idle one emptied, or
+    a new one migrated."""
+    import asyncpg
+
+    from signoff.store.migrations import LATEST
+
+    while _IDLE:
+        name = _IDLE.pop()
+        await admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = $1 AND pid <> pg_backend_pid()",
+            name,
+        )
+        connection = await asyncpg.connect(_url(name).replace("+asyncpg", ""))
+        try:
+            if await connection.fetchval(_FINGERPRINT) == _SCHEMA[0]:
+                tables = await connection.fetch(
+                    "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+                )
+                async with connection.transaction():
+                    for (table,) in tables:
+                        await connection.execute(f'DELETE FROM "{table}"')
+                    await connection.execute(
+                        "INSERT INTO audit_head (id, seq, hash) VALUES (1, 0, $1)", "0" * 64
+                    )
+                    await connection.execute(
+                        "INSERT INTO signoff_schema (version) VALUES ($1)", LATEST
+                    )
+                return name
+        finally:
+            await connection.close()
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        _KEPT.remove(name)
+    name = await _create(admin)
+    _KEPT.append(name)
+    async with open_store(_url(name)):
+        pass
+    connection = await asyncpg.connect(_url(name).replace("+asyncpg", ""))
+    try:
+        fingerprint = await connection.fetchval(_FINGERPRINT)
+    finally:
+        await connection.close()
+    if not _SCHEMA:
+        _SCHEMA.append(fingerprint)
+    return name
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _drop_kept_databases() -> Iterator[None]:
+    """This process's kept databases dropped when its tests are done."""
+    yield
+    if not _KEPT:
+        return
+
+    async def drop() -> None:
+        import asyncpg
+
+        admin = await asyncpg.connect(PG_ADMIN)
+        try:
+            for name in _KEPT:
+                await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        finally:
+            await admin.close()
+
+    asyncio.run(drop())
 
 
 @pytest.fixture
@@ -78,11 +189,16 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-async def store_url(backend: str, tmp_path: Path) -> AsyncIterator[str]:
+async def store_url(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[str]:
+    """A database on the backend: with signoff's schema and nothing in it — or, for a test
+    marked ``empty_database``, without even the schema (a migration's test)."""
     if backend == "sqlite":
         yield f"sqlite:///{tmp_path / 'signoff.db'}"
         return
-    async with fresh_postgres_database() as url:
+    empty = request.node.get_closest_marker("empty_database") is not None
+    async with fresh_postgres_database(empty=empty) as url:
         yield url
 
 

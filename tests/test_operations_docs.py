@@ -94,7 +94,10 @@ def test_the_sqlite_backup_example_backs_up_restores_and_verifies(tmp_path: Path
 
 def test_the_postgres_backup_example_dumps_restores_and_verifies(tmp_path: Path):
     async def databases() -> None:
-        async with fresh_postgres_database() as source, fresh_postgres_database() as restored:
+        async with (
+            fresh_postgres_database() as source,
+            fresh_postgres_database(empty=True) as restored,
+        ):
             await asyncio.to_thread(fill, source, old=3, new=4)
             said = await asyncio.to_thread(
                 run_shell,

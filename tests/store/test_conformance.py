@@ -256,6 +256,7 @@ async def test_concurrent_audit_writers_never_fork_the_chain(store: SQLStore):
     assert (await store.verify_audit()).ok
 
 
+@pytest.mark.empty_database
 async def test_migrating_from_empty_reaches_the_latest_version_and_is_idempotent(store_url: str):
     async with open_store(store_url) as store:
         assert await store.migrate() == LATEST
@@ -299,6 +300,7 @@ async def test_an_unsupported_url_is_a_store_error():
             pass
 
 
+@pytest.mark.empty_database
 @pytest.mark.parametrize("start", range(LATEST))
 async def test_migrating_from_every_earlier_version_reaches_the_current_schema(
     store_url: str, start: int
@@ -338,6 +340,7 @@ async def test_migrating_from_every_earlier_version_reaches_the_current_schema(
     assert found_indexes >= declared | {"messages_by_role", "events_by_type", "events_by_time"}
 
 
+@pytest.mark.empty_database
 async def test_migrating_binds_each_grant_to_the_agent_and_requester_of_its_approval(
     store_url: str,
 ):
@@ -741,6 +744,7 @@ async def test_a_renewal_by_a_fenced_out_holder_does_not_move_the_new_holders_le
     assert await store.ledger_renew("k", owner="b", fence=taken.fence, until=T0 + timedelta(days=1))
 
 
+@pytest.mark.empty_database
 async def test_ledger_entries_written_before_version_5_are_read_after_migrating(store_url: str):
     from signoff.store.migrations import migrate
     from signoff.store.postgres import postgres_runner
@@ -775,6 +779,7 @@ async def test_ledger_entries_written_before_version_5_are_read_after_migrating(
         assert taken.claimed
 
 
+@pytest.mark.empty_database
 async def test_a_claim_made_before_version_9_is_fenced_out_once_taken_over(store_url: str):
     from signoff.store.migrations import migrate
     from signoff.store.postgres import postgres_runner
