@@ -33,7 +33,8 @@ GETTING_STARTED = ROOT / "docs" / "getting-started.md"
 PAGES = [*GUIDES, GETTING_STARTED]
 """In the order the tests take them."""
 DOCUMENTED = "http://127.0.0.1:8000"
-"""Where the pages' server listens; the tests' listens on a free port (``SIGNOFF_PORT=0``)."""
+"""Where the pages' server listens; the tests' listens on a free port (``--port 0``), which the
+apps are told in ``SIGNOFF_SERVER``, as the pages say to tell them of another port."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,9 +86,15 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     first = set_up(GETTING_STARTED)
     folder = tmp_path_factory.mktemp("my-agent")
     (folder / "signoff.yaml").write_text(first.files["signoff.yaml"], encoding="utf-8")
-    env = environment() | {"SIGNOFF_PORT": "0"}  # the page's command, on a free port
+    port = first.serve.index("--port") + 1
+    assert first.serve[port] == "8000", "the page shows the port"
+    free = [
+        *first.serve[:port],
+        "0",
+        *first.serve[port + 1 :],
+    ]  # the page's command, on a free port
     process = subprocess.Popen(
-        [*signoff_command(), *first.serve], cwd=folder, env=env,
+        [*signoff_command(), *free], cwd=folder, env=environment(),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     assert process.stdout is not None
@@ -97,7 +104,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
             line = process.stdout.readline()
             assert line, "signoff serve ended before serving:\n" + "".join(said)
             said.append(line)
-        assert found[1] != "8000", "serve listens where SIGNOFF_PORT says"
+        assert found[1] != "8000", "serve listens where --port says"
         yield Served(folder=folder, url=found[0], setup=first)
     finally:
         process.terminate()
@@ -118,10 +125,12 @@ class App:
     def __init__(self, setup: SetUp, served: Served) -> None:
         for name, body in setup.files.items():
             (served.folder / name).write_text(body, encoding="utf-8")
-        env = environment()
+        env = environment() | {"SIGNOFF_SERVER": served.url}  # the page's port is not free here
         if "adalflow" in setup.files["app.py"]:
             env = offline_tiktoken(served.folder, env)
         self.setup = setup
+        self.prints = [line.replace(DOCUMENTED, served.url) for line in setup.prints]
+        """What the page says the app prints, with the server's address (ID for the id)."""
         self.errors = tempfile.TemporaryFile("w+")  # noqa: SIM115 - closed by close()
         self.process = subprocess.Popen(
             [sys.executable, *setup.app], cwd=served.folder, env=env,
@@ -134,7 +143,9 @@ class App:
         """The id of the approval the app says it waits for, once it has said so; None if it
         ended first."""
         assert self.process.stdout is not None
-        pattern = re.escape(self.setup.prints[0]).replace("ID", r"(?P<id>[\w-]+)")
+        # Whatever address it names (the test's, checked once it has finished).
+        pattern = re.escape(self.setup.prints[0]).replace(re.escape(DOCUMENTED), r"\S+")
+        pattern = pattern.replace("ID", r"(?P<id>[\w-]+)")
         while self.approval is None:
             line = self.process.stdout.readline()
             if not line:
@@ -153,7 +164,7 @@ class App:
             raise
         self.said += out.splitlines()
         assert self.process.returncode == 0, self.failed()
-        assert self.said == [line.replace("ID", approval) for line in self.setup.prints]
+        assert self.said == [line.replace("ID", approval) for line in self.prints]
 
     def failed(self) -> str:
         self.process.wait(timeout=HANG)
