@@ -3,17 +3,23 @@ it claims; every link between them leads to a file (and a heading of it)."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from signoff import Policy, PolicyEngine, ToolCall
+from signoff.server.config import load_config
+from signoff.store import AuditRecord, open_store
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
@@ -41,6 +47,27 @@ def files(doc: Path) -> dict[str, str]:
     """The files `doc` has its reader save, by name."""
     found = _BLOCK.finditer(doc.read_text(encoding="utf-8"))
     return {m["name"]: m["body"] for m in found if m["mark"] == "file"}
+
+
+def example(doc: str, name: str) -> str:
+    """The block of `doc` (its path in the repository) marked ``<!-- example: NAME -->``."""
+    text = (ROOT / doc).read_text(encoding="utf-8")
+    [body] = [
+        m["body"] for m in _BLOCK.finditer(text) if (m["mark"], m["name"]) == ("example", name)
+    ]
+    return body
+
+
+def shell(body: str, folder: Path, **env: str) -> str:
+    """`body` run by bash in `folder`, as a terminal with the venv active runs it, stopping at
+    the first failure: what it printed."""
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    result = subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", body], cwd=folder, capture_output=True, text=True,
+        env=os.environ | {"PATH": path, "COLUMNS": "200"} | env, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return result.stdout
 
 
 def named(name: str) -> PolicyEngine:
@@ -168,6 +195,17 @@ def test_every_framework_example_runs_twice_in_one_folder(
     run_example(doc, name, body)
 
 
+@pytest.mark.parametrize(("doc", "name", "body"), numbered(blocks("yaml")))
+def test_every_yaml_example_is_a_config_signoff_serve_reads(
+    doc: str, name: str, body: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # Its secrets from the environment, as the example names them (each as long as a key).
+    for variable in re.findall(r"_env:\s*(\w+)", body):
+        monkeypatch.setenv(variable, f"{variable.lower()}-{'k' * 32}")
+    (tmp_path / "signoff.yaml").write_text(body, encoding="utf-8")
+    load_config(tmp_path / "signoff.yaml")
+
+
 def run_example(doc: str, name: str, body: str) -> None:
     if "adalflow" in body:
         # AdalFlow downloads tiktoken's encoding at import: give it one offline (as a reader
@@ -197,6 +235,44 @@ def test_the_policy_commands_print_what_the_docs_show():
                 assert result.stdout.strip() == follows[2:]
                 answers += 1
     assert answers, "no command's shown answer was compared with what it prints"
+
+
+def test_the_policy_commands_run_on_the_example_policy_and_its_calls(tmp_path: Path):
+    # The page's files are the clone's examples, saved where the commands look for them.
+    examples = ROOT / "src" / "signoff" / "examples"
+    shutil.copy(examples / "policy.yaml", tmp_path / "signoff.yaml")
+    shutil.copy(examples / "calls.yaml", tmp_path / "calls.yaml")
+    commands = example("docs/policy.md", "commands")
+
+    said = shell(commands, tmp_path).splitlines()
+
+    assert said[0].startswith("ok signoff.yaml: ")
+    keys = commands.splitlines()[-1].partition("# ")[2].split(", ")
+    assert list(json.loads(said[-1])) == keys  # the last command's JSON has the keys it names
+
+
+def test_the_audit_commands_verify_list_and_checkpoint_a_log(tmp_path: Path):
+    async def audited() -> None:
+        at = datetime.now(UTC)
+        records = [AuditRecord(actor="ada", action="decided", subject=s, at=at) for s in "abc"]
+        async with open_store(f"sqlite:///{tmp_path / 'signoff.db'}") as store:
+            await store.append_audit(records)
+
+    asyncio.run(audited())
+
+    said = shell(example("docs/approvals.md", "audit"), tmp_path).splitlines()
+
+    assert said[0] == example("docs/approvals.md", "verified").strip().replace("57", "3")
+    assert [json.loads(line)["seq"] for line in said[1:]] == [1, 2, 3]
+
+    commands = example("docs/approvals.md", "checkpoint")
+    checked = shell(commands, tmp_path, DB="sqlite:///signoff.db")
+
+    assert checked.startswith("ok: chain intact (3 entries), and entries 1 to 3 are those of ")
+    [kept] = (tmp_path / "checkpoints.txt").read_text().splitlines()
+    [shown] = re.findall(r"^# (signoff-audit-.*)$", commands, re.M)
+    assert kept.split(".")[:2] == ["signoff-audit-1", "3"]
+    assert len(kept.split(".")) == len(shown.split("."))  # its fields, as the page shows them
 
 
 def test_make_demo_passes_the_docs_args_to_signoff_demo():
