@@ -16,7 +16,7 @@ PYTEST := $(BIN)/pytest -n 2 --dist loadfile
 export UV_PYTHON_DOWNLOADS := never
 export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 
-.PHONY: install test pytest lint format typecheck bench demo lock clean chromium prometheus spin faketime verify chaos screenshots dist
+.PHONY: install test pytest lint format typecheck bench demo lock clean chromium debian verify chaos screenshots dist
 
 install: $(STAMP)
 
@@ -38,7 +38,7 @@ $(STAMP): pyproject.toml requirements.lock | $(UV)
 # tests, whose processes leave a core idle much of the time; its report shows when it is done, and
 # the tests' summary stays last. Under CI (CI=true) the property, fuzz and chaos tests run their
 # full counts; a developer's run samples lighter, to stay within minutes on two cores.
-test: lint $(JS_STAMP) chromium prometheus spin faketime
+test: lint $(JS_STAMP) chromium debian
 	@types=$$(mktemp); \
 	{ $(BIN)/mypy >"$$types" 2>&1; typed=$$?; printf '\n%s\n' "$(BIN)/mypy"; cat "$$types"; \
 	  rm -f "$$types"; exit $$typed; } & mypy=$$!; \
@@ -46,49 +46,41 @@ test: lint $(JS_STAMP) chromium prometheus spin faketime
 	wait $$mypy || { echo "make test: the type check failed (its report is above)"; exit 1; }; \
 	exit $$tests
 
-pytest: install $(JS_STAMP) chromium prometheus spin faketime
+pytest: install $(JS_STAMP) chromium debian
 	$(PYTEST)
 
-# The browser tests drive Debian's Chromium (Playwright cannot download a browser here). Installed
-# when missing and this user may; otherwise those tests are skipped (and fail under CI).
+# The browser tests drive Debian's Chromium (Playwright cannot download a browser here), the one
+# system package `make test` may install: under CI, or when SIGNOFF_INSTALL=yes, it does (as root or
+# with passwordless sudo); at a terminal it asks first; otherwise those tests are skipped.
 chromium:
 	@command -v chromium >/dev/null || { \
-		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; \
+		if [ -n "$$CI" ] || [ "$$SIGNOFF_INSTALL" = yes ]; then answer=y; \
+		elif [ -t 0 ]; then printf "chromium is not installed; install Debian's chromium with apt for the browser tests? [y/N] "; read -r answer; \
+		else answer=n; fi; \
+		if [ "$$answer" != y ]; then echo "chromium is not installed: the browser tests will be skipped"; \
+		elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; \
 		elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then \
 			sudo apt-get update -qq && sudo apt-get install -y -qq chromium; \
-		else echo "chromium is not installed: the browser tests will be skipped"; fi; }
+		else echo "chromium is not installed (and apt needs root): the browser tests will be skipped"; fi; }
 
-# The metrics tests scrape a server with a real Prometheus (Debian's package; its service is not
-# started: the tests run their own). Installed like Chromium, else those tests are skipped.
-prometheus:
-	@command -v prometheus >/dev/null || { \
-		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && \
-			apt-get install -y -qq --no-install-recommends prometheus && \
-			{ systemctl disable --now prometheus 2>/dev/null || service prometheus stop 2>/dev/null || true; }; \
-		elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then \
-			sudo apt-get update -qq && sudo apt-get install -y -qq --no-install-recommends prometheus; \
-		else echo "prometheus is not installed: the metrics scrape tests will be skipped"; fi; }
+# Prometheus (the metrics tests scrape with it), Spin (it checks the protocols' models, with the
+# machine's C compiler) and libfaketime (a replica an hour ahead) are Debian packages that are
+# unpacked into .tools/debian, not installed: `apt-get download` and `dpkg-deb -x`, no service, no
+# root needed (root refreshes apt's package lists where a fresh machine has none). Without them,
+# the tests that need them are skipped (and fail under CI).
+DEBIAN := $(TOOLS)/debian
+DEBIAN_PACKAGES := prometheus spin libfaketime
+debian: $(DEBIAN)/.unpacked
 
-# The run-once protocol's model (verify/once.pml) is checked with Spin (Debian's package, with the
-# C compiler it needs): by the tests at the bounds CI affords, and deeper by `make verify`.
-spin:
-	@command -v spin >/dev/null || { \
-		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq spin gcc; \
-		elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then \
-			sudo apt-get update -qq && sudo apt-get install -y -qq spin gcc; \
-		else echo "spin is not installed: the model-checking tests will be skipped"; fi; }
-
-# A replica whose clock runs an hour ahead is a real `signoff serve` under libfaketime (Debian's
-# faketime package): the tests show it decides nothing early. Installed like Spin.
-faketime:
-	@command -v faketime >/dev/null || { \
-		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq faketime; \
-		elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then \
-			sudo apt-get update -qq && sudo apt-get install -y -qq faketime; \
-		else echo "faketime is not installed: the skewed-clock tests will be skipped"; fi; }
+$(DEBIAN)/.unpacked:
+	@mkdir -p $(DEBIAN)/debs && cd $(DEBIAN)/debs && \
+	{ apt-get download $(DEBIAN_PACKAGES) >/dev/null 2>&1 || \
+	  { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get download $(DEBIAN_PACKAGES) >/dev/null 2>&1; }; } && \
+	for deb in *.deb; do dpkg-deb -x "$$deb" ..; done && rm -f *.deb && touch ../.unpacked || \
+	echo "could not fetch Debian's $(DEBIAN_PACKAGES): the tests that need them will be skipped"
 
 # Three workers as well as two, and two aborted transactions: minutes and a few GB, not seconds.
-verify: install spin
+verify: install debian
 	$(BIN)/python -m tests.verify.spin
 
 # Two replicas and a PostgreSQL of their own in network namespaces (root only), partitioned,

@@ -5,7 +5,6 @@ one every replica decides by — at once, not at its next look."""
 from __future__ import annotations
 
 import asyncio
-import glob
 import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -19,7 +18,7 @@ import pytest
 from signoff import Approve
 from signoff.errors import StaleDecisionError
 from tests.deadline import HANG
-from tests.installed import program
+from tests.installed import library
 from tests.processes import signoff_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,14 +41,6 @@ OLGA, SAM, VIC = ({"Authorization": f"Bearer {t}"} for t in ("olga-t", "sam-t", 
 Replica = Callable[..., AbstractAsyncContextManager[httpx.AsyncClient]]
 
 
-def libfaketime() -> str:
-    program("faketime")
-    found = sorted(glob.glob("/usr/lib/*/faketime/libfaketime.so.1"))
-    if not found:  # pragma: no cover - the package puts it there
-        pytest.fail("Debian's faketime is installed but its libfaketime.so.1 is not found")
-    return found[0]
-
-
 @pytest.fixture
 def replica(tmp_path: Path) -> Replica:
     """A `signoff serve` of the config on `database`, its clock `ahead` of this machine's;
@@ -67,7 +58,10 @@ def replica(tmp_path: Path) -> Replica:
             "PYTHONPATH": str(ROOT),
         }
         if ahead is not None:
-            env |= {"LD_PRELOAD": libfaketime(), "FAKETIME": ahead}
+            env |= {
+                "LD_PRELOAD": library("faketime/libfaketime.so.1", "libfaketime"),
+                "FAKETIME": ahead,
+            }
         arguments = ["serve", "--config", str(config), "--port", "0",
                      "--agents", "tests.server.serve_agents:agents"]  # fmt: skip
         async with (
