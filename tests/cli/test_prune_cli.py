@@ -147,3 +147,82 @@ def test_a_bound_given_for_only_some_kinds_keeps_the_others(tmp_path: Path):
         "payloads: kept (retention: names no bound for payloads)",
     ]
     assert seqs(url) == [1, 2, 3]
+
+
+SERVING_SECRETS = (
+    "SIGNOFF_TOKEN_OLGA", "SIGNOFF_OIDC_SECRET", "SIGNOFF_SESSION_KEY", "HOOK_SECRET",
+    "SLACK_WEBHOOK_URL", "SLACK_SIGNING_SECRET", "SMTP_USERNAME", "SMTP_PASSWORD",
+)  # fmt: skip
+"""What only a server needs: its people's tokens, its sign-on's and its notifications' secrets."""
+
+
+def serving_config(path: Path, url: str, *, more: str = "") -> Path:
+    """A config at `path` on the database `url` that names every secret of `SERVING_SECRETS`."""
+    path.write_text(
+        f"database: {url}\n"
+        "retention: {audit: 365d, outbox: 7d}\n"
+        "auth:\n"
+        "  tokens: [{principal: olga, roles: [ops], token_env: SIGNOFF_TOKEN_OLGA}]\n"
+        "  oidc: {issuer: 'https://login.example.com', client_id: signoff,\n"
+        "         client_secret_env: SIGNOFF_OIDC_SECRET, session_key_env: SIGNOFF_SESSION_KEY}\n"
+        "notify:\n"
+        "  webhooks: [{url: 'https://hooks.example.com/s', secret_env: HOOK_SECRET}]\n"
+        "  slack: [{url_env: SLACK_WEBHOOK_URL, signing_secret_env: SLACK_SIGNING_SECRET}]\n"
+        "  email: [{host: smtp.example.com, sender: s@example.com, to: [o@example.com],\n"
+        "           username_env: SMTP_USERNAME, password_env: SMTP_PASSWORD}]\n"
+        f"{more}"
+        "rules: [{ask: delete_pod}]\n"
+    )
+    return path
+
+
+def test_commands_that_serve_nothing_read_none_of_the_server_s_secrets(
+    store_url: str, tmp_path: Path
+):
+    config = serving_config(tmp_path / "signoff.yaml", store_url)
+    add_entries(store_url, 3, OLD)
+    unset: dict[str, str | None] = dict.fromkeys(SERVING_SECRETS)
+    made = signoff("audit", "checkpoint", "--database", store_url, env=SIGNED | unset)
+    assert made.exit_code == 0, made.output
+    checkpoint = made.stdout.strip()
+
+    # The prune job holds SIGNOFF_AUDIT_KEY alone (docs/operations.md).
+    pruned = signoff(
+        "prune", "--config", str(config), "--checkpoint", checkpoint, env=SIGNED | unset
+    )
+    assert pruned.exit_code == 0, pruned.output
+    assert pruned.stdout.splitlines()[0] == (
+        "audit:    removed 3 entries (1 to 3) behind the checkpoint of entry 3"
+    )
+    # So do the other commands that read a config: only its policy.
+    for command in (
+        ["policy", "check", str(config)],
+        ["policy", "explain", "--config", str(config), "--tool", "delete_pod"],
+        ["policy", "suggest", "--config", str(config), "--database", store_url],
+    ):
+        result = signoff(*command, env=unset)
+        assert result.exit_code == 0, (command, result.output)
+
+
+def test_a_config_a_command_that_serves_nothing_reads_is_still_checked_whole(tmp_path: Path):
+    from signoff.errors import PolicyError
+    from signoff.server.config import load_config
+
+    wrong = serving_config(
+        tmp_path / "wrong.yaml",
+        f"sqlite:///{tmp_path / 'signoff.db'}",
+        more="web: {undo_seconds: 99}\n",
+    )
+    text = wrong.read_text()
+    wrong.write_text(text.replace("secret_env: HOOK_SECRET", "secret_env: [HOOK_SECRET]"))
+    unset: dict[str, str | None] = dict.fromkeys(SERVING_SECRETS)
+    result = runner.invoke(app, ["prune", "--config", str(wrong)], env=unset)
+    assert isinstance(result.exception, PolicyError)
+    assert str(result.exception).splitlines() == [
+        f"{wrong}:8:63: notify.webhooks[0].secret_env: secret_env must be a non-empty string, "
+        "not ['HOOK_SECRET']",
+        f"{wrong}:12:21: web.undo_seconds: web.undo_seconds must be from 0 (no undo) to 60, not 99",
+    ]
+    # What serves reads every secret, and says which is missing.
+    with pytest.raises(PolicyError, match="the environment variable SIGNOFF_TOKEN_OLGA is not set"):
+        load_config(serving_config(tmp_path / "right.yaml", "sqlite:///x.db"))

@@ -56,7 +56,7 @@ def prune(
         raise MissingExtraError("signoff prune", "server") from None
     from signoff.store import store_url
 
-    settings = load_config(config)
+    settings = load_config(config, secrets=False)  # it serves nothing: only its own key
     import asyncio
 
     if not settings.retention.configured:

@@ -28,8 +28,10 @@ rules:
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
+from hashlib import sha256
 from pathlib import Path
 from typing import Any
 
@@ -105,10 +107,14 @@ class ServerConfig:
     """Where else ``/metrics`` is served, without authentication (``metrics.listen``)."""
 
 
-def load_config(path: Path, *, gateway: bool = False) -> ServerConfig:
+def load_config(path: Path, *, gateway: bool = False, secrets: bool = True) -> ServerConfig:
     """Read and check the config file; `PolicyError` lists every problem with its place. For
     the MCP gateway (`gateway`), the servers' ``${VAR}`` are read from the environment and
-    its state key checked there; other commands never reach those servers, nor need them."""
+    its state key checked there; other commands never reach those servers, nor need them.
+
+    Without `secrets` (a command that serves nothing, as `signoff prune`), no secret the file
+    names is read from the environment, nor need it be set there: the file is checked
+    whole, and the config has no tokens, sign-on or notifications: never serve it."""
     source = str(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -125,10 +131,11 @@ def load_config(path: Path, *, gateway: bool = False) -> ServerConfig:
         if database is not None and not _url(database):
             reader.error(("database",), f"database must be a database URL, not {database!r}")
             database = None
-    tokens = _tokens(reader, top.get("auth"))
+    environment: Mapping[str, str] = os.environ if secrets else _StandIns()
+    tokens = _tokens(reader, top.get("auth"), environment)
     auth, oidc = top.get("auth"), None
     if not gateway and isinstance(auth, dict) and "oidc" in auth:  # the gateway: no people
-        oidc = read_oidc(reader, auth["oidc"])
+        oidc = read_oidc(reader, auth["oidc"], environment=environment)
     redact = _redact(reader, top.get("redact", []))
     limits = _limits(reader, top.get("limits", {}))
     hosts = _hosts(reader, top.get("allowed_hosts", []))
@@ -136,11 +143,15 @@ def load_config(path: Path, *, gateway: bool = False) -> ServerConfig:
     run_lease = _run_lease(reader, top.get("runs", {}))
     retention = read_retention(reader, top.get("retention"))
     metrics = read_metrics(reader, top.get("metrics"))
-    environment = os.environ if gateway else None
-    servers = read_servers(reader, top.get("servers"), environment=environment)
-    settings = read_gateway(reader, top.get("gateway"), environment=environment)
+    upstream = os.environ if gateway else None
+    servers = read_servers(reader, top.get("servers"), environment=upstream)
+    settings = read_gateway(reader, top.get("gateway"), environment=upstream)
     # The gateway tells no one: its notifications' secrets need not be set where it runs.
-    notify = NotifySettings() if gateway else read_notify(reader, top.get("notify"))
+    notify = (
+        NotifySettings()
+        if gateway
+        else read_notify(reader, top.get("notify"), environment=environment)
+    )
     problems = locate(reader.problems, source, text)
     try:
         policy = load_data(data, source=source, text=text)
@@ -149,6 +160,8 @@ def load_config(path: Path, *, gateway: bool = False) -> ServerConfig:
     if problems:
         raise PolicyError(sorted(problems, key=lambda p: (p.line or 0, p.column or 0)))
     document = {k: v for k, v in top.items() if k not in OTHER_TOP_KEYS}
+    if not secrets:  # made of stand-ins
+        tokens, oidc, notify = {}, None, NotifySettings()
     return ServerConfig(
         database=database,
         policy=policy,
@@ -262,7 +275,22 @@ def _url(text: str) -> bool:
     return True
 
 
-def _tokens(reader: Reader, auth: Any) -> dict[str, Principal]:
+class _StandIns(Mapping[str, str]):
+    """The environment a command that serves nothing checks its config in: every variable is
+    set, to a stand-in of its own with the form a secret is checked for (a URL, of more than
+    32 characters), so the file is checked whole while no secret is read."""
+
+    def __getitem__(self, variable: str) -> str:
+        return f"https://stand-in.invalid/{sha256(variable.encode()).hexdigest()}"
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+def _tokens(reader: Reader, auth: Any, environment: Mapping[str, str]) -> dict[str, Principal]:
     if auth is None:
         return {}
     section = reader.mapping(auth, ("auth",), "auth")
@@ -283,7 +311,7 @@ def _tokens(reader: Reader, auth: Any) -> dict[str, Principal]:
         reader.keys(item, where, _TOKEN_KEYS, "a token")
         name = reader.string(item.get("principal"), (*where, "principal"), "principal")
         roles = reader.strings(item.get("roles", []), (*where, "roles"), "roles", allow_empty=True)
-        token = _secret(reader, item, where)
+        token = _secret(reader, item, where, environment)
         if name is not None and not _principal_name(reader, name, names, (*where, "principal")):
             continue
         if name is None or roles is None or token is None:
@@ -324,7 +352,9 @@ def _principal_name(
     return True
 
 
-def _secret(reader: Reader, item: dict[str, Any], where: tuple[Any, ...]) -> str | None:
+def _secret(
+    reader: Reader, item: dict[str, Any], where: tuple[Any, ...], environment: Mapping[str, str]
+) -> str | None:
     if ("token" in item) == ("token_env" in item):
         reader.error(where, "give either 'token_env' (an environment variable) or 'token'")
         return None
@@ -333,7 +363,7 @@ def _secret(reader: Reader, item: dict[str, Any], where: tuple[Any, ...]) -> str
     variable = reader.string(item["token_env"], (*where, "token_env"), "token_env")
     if variable is None:
         return None
-    value = os.environ.get(variable)
+    value = environment.get(variable)
     if not value:
         reader.error((*where, "token_env"), f"the environment variable {variable} is not set")
         return None
