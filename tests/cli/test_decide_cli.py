@@ -227,6 +227,54 @@ def test_approve_needs_somewhere_to_decide(tmp_path: Path):
     )
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["approve", "a1", "--as", "olga"],
+        ["reject", "a1", "no", "--as", "olga", "--role", "ops"],
+        ["assign", "a1", "fay", "--as", "olga"],
+        ["inbox", "--as", "olga"],
+        ["grants", "revoke", "g1", "--as", "olga"],
+    ],
+    ids=lambda command: command[0] if command[0] != "grants" else "grants revoke",
+)
+def test_as_through_a_server_is_refused_saying_the_token_decides_and_nothing_is_sent(
+    command: list[str],
+):
+    with answering(200, b'{"items": []}') as (url, sent):
+        code, out, err = signoff(*command, "--server", url)
+    assert (code, out, sent) == (2, "", [])
+    name = " ".join(command[:2] if command[0] == "grants" else command[:1])
+    assert err == (
+        f"signoff {name}: --as olga cannot apply through a server ({url}): it decides who you "
+        "are from your token (one without authentication, as the demo, takes everyone for "
+        "'local'). To act as olga, give olga's token (--token T, or SIGNOFF_TOKEN); --as and "
+        "--role are for working straight on a database (--database URL)"
+    )
+
+
+def test_a_role_through_a_server_is_refused_too_and_so_is_a_database_a_server_overrides(
+    tmp_path: Path,
+):
+    with answering(200, b'{"items": []}') as (url, sent):
+        code, _, err = signoff("approve", "a1", "--role", "finance", "--server", url)
+        assert (code, sent) == (2, [])
+        assert "--role finance cannot apply through a server" in err
+        assert "To act with other roles, give a token that has them (--token T" in err
+        # A server in the environment comes before a database typed: say so.
+        database = f"sqlite:///{tmp_path / 'signoff.db'}"
+        result = subprocess.run(
+            [*signoff_command(), "approve", "a1", "--database", database, "--as", "olga"],
+            capture_output=True, text=True, env=os.environ | {"SIGNOFF_SERVER": url},
+            check=False,
+        )  # fmt: skip
+    assert (result.returncode, sent) == (2, [])
+    assert result.stderr.endswith(
+        "--as and --role are for working straight on a database (--database URL), given no "
+        "server: one is given too (--server or SIGNOFF_SERVER), and it wins\n"
+    )
+
+
 @contextmanager
 def answering(
     status: int, body: bytes, headers: dict[str, str] | None = None

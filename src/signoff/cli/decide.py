@@ -45,6 +45,7 @@ __all__ = [
     "already",
     "approval_on_database",
     "approve",
+    "as_yourself",
     "assign",
     "assign_on_database",
     "decided_words",
@@ -137,6 +138,7 @@ def approve(
         raise typer.BadParameter("widens a grant: give --always too", param_hint="--any-args")
     scope = None if always is None else Scope(kind=always, with_args=not any_args)  # type: ignore[arg-type]
     server, database = where("approve", server, database)
+    as_yourself("approve", server, database, actor, role)
     _decide(approval_id, Approve(always=scope), server, token, database, actor, role, version)
 
 
@@ -168,6 +170,7 @@ def reject(
         raise typer.BadParameter("why? the agent's model reads it", param_hint="REASON")
     assert reason is not None
     server, database = where("reject", server, database)
+    as_yourself("reject", server, database, actor, role)
     rejection = Reject(reason=reason.strip())
     _decide(approval_id, rejection, server, token, database, actor, role, version)
 
@@ -297,6 +300,7 @@ def assign(
     import asyncio
 
     server, database = where("assign", server, database)
+    as_yourself("assign", server, database, actor, role)
     approval_id = resolved(approval_id, server, token, database)
     if server:
         path = f"/v1/approvals/{approval_id}/assign"
@@ -395,6 +399,36 @@ def where(
         err=True,
     )
     return url, None
+
+
+def as_yourself(
+    command: str,
+    server: str | None,
+    database: str | None,
+    actor: str | None,
+    roles: list[str] | None,
+) -> None:
+    """Stop (status 2) when `command` is given ``--as`` or ``--role`` for a server: a server
+    decides who you are from your token, so they could not apply, and taken silently the
+    decision would be someone else's than the one meant."""
+    if not server or (actor is None and not roles):
+        return
+    if actor is not None:
+        given, instead = f"--as {actor}", f"To act as {actor}, give {actor}'s token"
+    else:
+        assert roles  # one of the two is given, checked above
+        given, instead = f"--role {roles[0]}", "To act with other roles, give a token that has them"
+    place = "a database (--database URL)"
+    if database:  # the environment's server, say, beside a database typed
+        place += ", given no server: one is given too (--server or SIGNOFF_SERVER), and it wins"
+    stop(
+        command,
+        f"{given} cannot apply through a server ({server}): it decides who you are from your "
+        "token (one without authentication, as the demo, takes everyone for 'local'). "
+        f"{instead} (--token T, or SIGNOFF_TOKEN); --as and --role are for working straight "
+        f"on {place}",
+        code=2,
+    )
 
 
 def from_server(

@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from signoff.cli.decide import Actor, Database, Server, Token, on_server, where
+from signoff.cli.decide import Actor, Database, Server, Token, as_yourself, on_server, where
 from signoff.types import Grant, grant_to_dict
 
 if TYPE_CHECKING:
@@ -89,6 +89,7 @@ def revoke(
 ) -> None:
     """Revoke a grant: no call passes under it from now on. Audited."""
     server, database = where("grants revoke", server, database)
+    as_yourself("grants revoke", server, database, actor, None)
     if server:
         shown = on_server(server, token, "DELETE", f"/v1/grants/{grant_id}")
     else:

@@ -42,6 +42,7 @@ from signoff.cli.decide import (
     Server,
     Token,
     approval_on_database,
+    as_yourself,
     from_server,
     grant_words,
     through_server,
@@ -89,6 +90,7 @@ def inbox(
     number (or short id) from the list, and `quit` to leave.
     """
     server, database = where("inbox", server, database)
+    as_yourself("inbox", server, database, actor, role)
     backend: Backend
     if server:
         backend = _ServerBackend(server, token)
