@@ -14,7 +14,7 @@ import pytest
 from signoff import Policy, ToolCall
 from signoff.agent import Agent, ModelTurn, tool
 from signoff.gate import CheckContext, Gate
-from signoff.server import Principal, Service
+from signoff.server import Auth, Principal, Service, create_app
 from signoff.store import SQLStore
 from signoff.testing import ScriptedModel, call
 from tests.deadline import HANG
@@ -145,6 +145,39 @@ async def test_a_bad_assignment_gets_a_4xx_and_writes_nothing(
         assert answer.status_code == status, answer.text
         shown = (await http.get(f"/v1/approvals/{approval_id}")).json()
         assert shown["assigned"] is None
+
+
+async def test_a_call_handed_to_a_name_no_token_gives_says_where_the_names_come_from(
+    service: Service,
+):
+    approval_id = await held(service, "drain")
+    async with client(service, "otto") as otto:
+        answer = await otto.post(f"/v1/approvals/{approval_id}/assign", json={"to": "olgaa"})
+    assert (answer.status_code, answer.json()["detail"]) == (
+        422,
+        "'olgaa' is not a known principal: the principals are the names auth.tokens gives in "
+        "the server's config",
+    )
+
+
+async def test_without_authentication_a_call_handed_to_anyone_but_local_says_how_to_name_people(
+    service: Service,
+):
+    approval_id = await held(service, "restart")
+    app = create_app(service, Auth.none(roles=["admin"]))
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1"
+        ) as local,
+    ):
+        answer = await local.post(f"/v1/approvals/{approval_id}/assign", json={"to": "olga"})
+    assert (answer.status_code, answer.json()["detail"]) == (
+        422,
+        "'olga' is not a known principal: without authentication (the demo, `signoff serve "
+        "--no-auth`) the only principal is 'local'; to hand calls to people, serve a config "
+        "whose auth.tokens name them",
+    )
 
 
 async def test_assigning_an_unknown_or_decided_approval(service: Service):

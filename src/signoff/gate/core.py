@@ -168,6 +168,9 @@ class Gate(Timing):
         """Who the principals are now: a grant is judged by its granter's roles at the moment
         of use, and one whose granter is unknown lets nothing through. None (a library's gate)
         judges each grant by the roles it stores, those its granter had when granting."""
+        self.principals_from = ""
+        """Where the principals `roles_of` knows come from, in words (a server's: its config's
+        tokens), said when a call is handed to a name that is none of them."""
         self.limits = limits or ArgumentLimits()
         """How deep and big a call's arguments (and an edit's) may be: a call past them is
         blocked, an edit past them refused."""
@@ -843,7 +846,8 @@ class Gate(Timing):
             return  # no directory: whoever it is must qualify when deciding
         their_roles = self.roles_of(to)
         if their_roles is None:
-            raise InvalidDecisionError(f"{to!r} is not a known principal")
+            known = f": {self.principals_from}" if self.principals_from else ""
+            raise InvalidDecisionError(f"{to!r} is not a known principal{known}")
         try:
             self._check_decider(approval, actor=to, roles=their_roles, now=now)
         except ForbiddenError as exc:

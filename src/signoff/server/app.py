@@ -158,6 +158,7 @@ def create_app(service: Service, auth: Auth, *, limits: BodyLimits | None = None
         # Grants are judged by their granters' roles as this server's tokens give them now:
         # a token removed or a role taken away in the config takes the grant's power with it.
         service.gate.roles_of = auth.roles_of
+        service.gate.principals_from = auth.principals_from
     _errors(app, redaction)
     app.add_middleware(QuickDecision, auth=auth, take=take)  # inside Intake: after its checks
     # A Slack interaction is authenticated by its signature, which its route checks.

@@ -176,6 +176,21 @@ class Auth:
             found.append(signed_in)
         return frozenset().union(*found) if found else None
 
+    @property
+    def principals_from(self) -> str:
+        """Where the principals of `roles_of` come from, in words: said when a call is handed
+        to a name that is none of them."""
+        if self.anonymous is not None:
+            return (
+                "without authentication (the demo, `signoff serve --no-auth`) the only "
+                f"principal is {self.anonymous.name!r}; to hand calls to people, serve a config "
+                "whose auth.tokens name them"
+            )
+        said = "the principals are the names auth.tokens gives in the server's config"
+        if self.sign_on is not None:
+            said += ", and the people who have signed in since it started"
+        return said
+
     def find(self, token: str) -> Principal | None:
         """The principal of a token, compared in constant time with every known one."""
         found = None
