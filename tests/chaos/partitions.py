@@ -369,8 +369,13 @@ async def cut_mid_transaction(
 ) -> int:
     """Partition `replica` from the database at a moment one of its sessions there has a
     write transaction open: cut, and if none is left open, heal and try again after the next
-    operation. How many tries it took."""
+    operation. How many tries it took.
+
+    Meanwhile each audited write lingers in the database for `LINGER` after it has taken the
+    audit chain's head (a trigger of the test's own), so a cut finds one open at any speed of
+    the machine, not only when it happens to land in the gap between two statements."""
     connection = await asyncpg.connect(f"postgresql://postgres@{pg.address}:5432/postgres")
+    await connection.execute(_LINGERING)
     query = (
         "SELECT count(*) FILTER (WHERE state = 'active' AND wait_event_type IS DISTINCT FROM"
         " 'Lock' AND wait_event IS DISTINCT FROM 'ClientWrite'),"
@@ -394,8 +399,19 @@ async def cut_mid_transaction(
             f"{replica.name} was never cut off with a write transaction open in {HANG:g} s"
         ) from None
     finally:
+        await connection.execute("DROP TRIGGER IF EXISTS chaos_linger ON audit_head")
         await connection.close()
     raise AssertionError("unreachable")
+
+
+LINGER = 0.05
+"""Seconds an audited write waits, holding the audit chain's head, while a cut is being made."""
+_LINGERING = f"""
+CREATE OR REPLACE FUNCTION chaos_linger() RETURNS trigger LANGUAGE plpgsql
+    AS $$ BEGIN PERFORM pg_sleep({LINGER}); RETURN NULL; END $$;
+CREATE OR REPLACE TRIGGER chaos_linger AFTER UPDATE ON audit_head
+    FOR EACH ROW EXECUTE FUNCTION chaos_linger();
+"""
 
 
 async def trial(folder: Path, size: Size, seed: int = 20261127, *, plant: bool = False) -> Trial:
