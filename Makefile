@@ -16,7 +16,7 @@ PYTEST := $(BIN)/pytest -n 2 --dist loadfile
 export UV_PYTHON_DOWNLOADS := never
 export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 
-.PHONY: install test pytest lint format typecheck bench demo lock clean chromium debian verify chaos screenshots dist
+.PHONY: install test test-all pytest lint format typecheck bench demo lock clean chromium debian verify chaos screenshots dist
 
 install: $(STAMP)
 
@@ -45,6 +45,11 @@ test: lint $(JS_STAMP) chromium debian
 	$(PYTEST); tests=$$?; \
 	wait $$mypy || { echo "make test: the type check failed (its report is above)"; exit 1; }; \
 	exit $$tests
+
+# Every test: what CI runs. `make test` leaves the heaviest to it (tests marked heavy, the
+# PostgreSQL runs of the framework and protocol tests): see tests/conftest.py.
+test-all: export SIGNOFF_TEST_ALL := 1
+test-all: test
 
 pytest: install $(JS_STAMP) chromium debian
 	$(PYTEST)

@@ -34,6 +34,35 @@ def own_user_data_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[P
         yield folder
 
 
+EVERY_TEST = bool(os.environ.get("CI") or os.environ.get("SIGNOFF_TEST_ALL"))
+"""CI and `make test-all` run every test; a developer's `make test` leaves the heaviest to them:
+the tests marked ``heavy`` and the PostgreSQL runs of the framework and protocol tests (each
+of those runs on SQLite too, and the store's and the gate's PostgreSQL tests stay)."""
+_POSTGRES_IN_CI = ("tests/integrations/", "tests/protocols/")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if EVERY_TEST:
+        return
+    heavy = pytest.mark.skip(reason="heavy: CI and `make test-all` run it")
+    postgres = pytest.mark.skip(
+        reason="the PostgreSQL run of a framework or protocol test: CI and `make test-all` run it"
+    )
+    root = Path(str(config.rootpath))
+    for item in items:
+        if item.get_closest_marker("heavy"):
+            item.add_marker(heavy)
+            continue
+        callspec = getattr(item, "callspec", None)
+        where = item.path.relative_to(root).as_posix()
+        if (
+            callspec is not None
+            and "postgres" in callspec.id.split("-")
+            and where.startswith(_POSTGRES_IN_CI)
+        ):
+            item.add_marker(postgres)
+
+
 PG_ADMIN = os.environ.get("SIGNOFF_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 
 

@@ -12,6 +12,7 @@ import pytest
 from tests.chaos.partitions import SMALL, figures, trial, why_not
 
 
+@pytest.mark.heavy
 async def test_partitions_and_kills_lose_no_decision_and_run_no_call_twice(tmp_path: Path):
     reason = why_not()
     if reason is not None:

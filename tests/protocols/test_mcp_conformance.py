@@ -98,6 +98,7 @@ def gateway_config(tmp_path: Path, **policy: Any) -> Path:
     return path
 
 
+@pytest.mark.heavy
 async def test_every_scenario_that_passes_directly_passes_through_the_gateway(
     tmp_path: Path,
 ) -> None:
