@@ -10,7 +10,7 @@ JS := tests/js
 JS_STAMP := $(JS)/node_modules/.package-lock.json
 # The suite waits on real processes (servers, browsers, npm peers) much of the time: two workers,
 # each given whole files, overlap those waits (1.7x on a 2-core machine).
-PYTEST := $(BIN)/pytest -n 2 --dist loadfile
+PYTEST := $(BIN)/pytest -n 2 --dist loadfile --durations=15
 
 # uv uses this machine's Python (>= 3.11) and never downloads one.
 export UV_PYTHON_DOWNLOADS := never
