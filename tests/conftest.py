@@ -34,10 +34,14 @@ def own_user_data_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[P
         yield folder
 
 
-EVERY_TEST = bool(os.environ.get("CI") or os.environ.get("SIGNOFF_TEST_ALL"))
+EVERY_TEST = any(
+    os.environ.get(name, "").lower() not in ("", "0", "false", "no")
+    for name in ("CI", "SIGNOFF_TEST_ALL")
+)
 """CI and `make test-all` run every test; a developer's `make test` leaves the heaviest to them:
 the tests marked ``heavy`` and the PostgreSQL runs of the framework and protocol tests (each
-of those runs on SQLite too, and the store's and the gate's PostgreSQL tests stay)."""
+of those runs on SQLite too, and the store's and the gate's PostgreSQL tests stay). A test file
+named on the command line runs whole."""
 _POSTGRES_IN_CI = ("tests/integrations/", "tests/protocols/")
 
 
@@ -48,17 +52,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     postgres = pytest.mark.skip(
         reason="the PostgreSQL run of a framework or protocol test: CI and `make test-all` run it"
     )
+    here = Path(config.invocation_params.dir)
+    named = {(here / arg.split("::")[0]).resolve() for arg in config.args}
     root = Path(str(config.rootpath))
     for item in items:
+        if item.path in named:
+            continue
         if item.get_closest_marker("heavy"):
             item.add_marker(heavy)
             continue
         callspec = getattr(item, "callspec", None)
-        where = item.path.relative_to(root).as_posix()
         if (
             callspec is not None
             and "postgres" in callspec.id.split("-")
-            and where.startswith(_POSTGRES_IN_CI)
+            and item.path.is_relative_to(root)
+            and item.path.relative_to(root).as_posix().startswith(_POSTGRES_IN_CI)
         ):
             item.add_marker(postgres)
 
@@ -116,14 +124,29 @@ _KEPT: list[str] = []
 """Every such database this process made (dropped when its tests end)."""
 _SCHEMA: list[str] = []
 """The fingerprint of signoff's schema as migrating makes it."""
-# The schema as it stands: every column and index (a test that changes one — the audit's tamper
-# tests drop a table's key — leaves a database to be made anew).
+# The schema as it stands: every column, index, constraint, trigger, function and view (a test
+# that changes one — the audit's tamper tests drop a table's key — leaves a database to be made
+# anew).
 _FINGERPRINT = """
-SELECT md5(coalesce((SELECT string_agg(table_name || '.' || column_name || ':' || data_type ||
-                                       ':' || is_nullable, ',' ORDER BY table_name, column_name)
-                     FROM information_schema.columns WHERE table_schema = 'public'), '')
-           || coalesce((SELECT string_agg(indexname || indexdef, ',' ORDER BY indexname)
-                        FROM pg_indexes WHERE schemaname = 'public'), ''))
+SELECT md5(
+  coalesce((SELECT string_agg(concat_ws(':', table_name, column_name, data_type, is_nullable,
+                                        column_default, character_maximum_length),
+                              ',' ORDER BY table_name, column_name)
+            FROM information_schema.columns WHERE table_schema = 'public'), '')
+  || coalesce((SELECT string_agg(indexname || indexdef, ',' ORDER BY indexname)
+               FROM pg_indexes WHERE schemaname = 'public'), '')
+  || coalesce((SELECT string_agg(conname || pg_get_constraintdef(c.oid), ',' ORDER BY conname)
+               FROM pg_constraint c JOIN pg_namespace n ON n.oid = c.connamespace
+               WHERE n.nspname = 'public'), '')
+  || coalesce((SELECT string_agg(tgname, ',' ORDER BY tgname)
+               FROM pg_trigger t JOIN pg_class r ON r.oid = t.tgrelid
+               JOIN pg_namespace n ON n.oid = r.relnamespace
+               WHERE n.nspname = 'public' AND NOT t.tgisinternal), '')
+  || coalesce((SELECT string_agg(proname, ',' ORDER BY proname)
+               FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+               WHERE n.nspname = 'public'), '')
+  || coalesce((SELECT string_agg(viewname, ',' ORDER BY viewname)
+               FROM pg_views WHERE schemaname = 'public'), ''))
 """
 
 
@@ -138,6 +161,27 @@ async def _create(admin: Any) -> str:
     return name
 
 
+async def _sealed(admin: Any, name: str) -> str:
+    """The kept database `name` under a new name, once every session of it has ended: no client
+    of the test before (a server still stopping, a pool that reconnects) reaches it again."""
+    import asyncpg
+
+    new = f"signoff_test_{uuid.uuid4().hex[:12]}"
+    async with asyncio.timeout(HANG):
+        while True:
+            await admin.execute(  # waits for each to end (5 s at most)
+                "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity "
+                "WHERE datname = $1 AND pid <> pg_backend_pid()",
+                name,
+            )
+            try:
+                await admin.execute(f'ALTER DATABASE "{name}" RENAME TO "{new}"')
+            except asyncpg.ObjectInUseError:  # one connected again meanwhile
+                continue
+            _KEPT[_KEPT.index(name)] = new
+            return new
+
+
 async def _kept_database(admin: Any) -> str:
     """A database of this process's with signoff's schema and no rows: an idle one emptied, or
     a new one migrated."""
@@ -146,12 +190,7 @@ async def _kept_database(admin: Any) -> str:
     from signoff.store.migrations import LATEST
 
     while _IDLE:
-        name = _IDLE.pop()
-        await admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE datname = $1 AND pid <> pg_backend_pid()",
-            name,
-        )
+        name = await _sealed(admin, _IDLE.pop())
         connection = await asyncpg.connect(_url(name).replace("+asyncpg", ""))
         try:
             if await connection.fetchval(_FINGERPRINT) == _SCHEMA[0]:
