@@ -90,7 +90,7 @@ verify: install debian
 
 # Two replicas and a PostgreSQL of their own in network namespaces (root only), partitioned,
 # killed and paused under a workload, then checked (tests/chaos/partitions.py): the large size,
-# a few minutes; `make test` runs the small one.
+# a few minutes; `make test-all` and CI run the small one.
 chaos: install
 	$(BIN)/python -m tests.chaos.partitions
 

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from signoff import Policy, PolicyEngine, ToolCall
+from signoff.insights import candidates
 from signoff.redaction import Redaction
 from signoff.store import SQLStore
 from tests.history import POLICY, write_history, write_rows
@@ -178,3 +179,18 @@ async def test_a_candidate_that_would_show_a_redacted_argument_is_left_out(store
 
     assert [c["kind"] for c in answer["nearest"]] == ["deny"]
     assert "example.com" not in json.dumps(answer)
+
+
+async def test_a_hidden_candidate_takes_no_place_of_a_shown_one(
+    store: SQLStore, monkeypatch: pytest.MonkeyPatch
+):
+    """The nearest are chosen among the candidates that may be shown: with room for one, the
+    redacted allow (nearer) leaves it to the deny."""
+    monkeypatch.setattr(candidates, "NEAREST", 1)
+    await write_rows(store, histories.mail_nearly_always_approved(datetime.now(UTC)))
+    service = make_service(store, POLICY)
+    service.redaction = Redaction(patterns=("to",))
+    async with client_of(service, "ops-token") as ops:
+        answer = (await ops.get("/v1/insights")).json()
+
+    assert [c["kind"] for c in answer["nearest"]] == ["deny"]

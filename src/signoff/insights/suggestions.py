@@ -37,7 +37,7 @@ import copy
 import difflib
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
@@ -180,10 +180,11 @@ async def weigh(
     days: int,
     now: datetime,
     groups: Sequence[GroupStats] | None = None,
+    shown: Callable[[Candidate], bool] = lambda _: True,
 ) -> Weighed:
     """The suggestions the window's decisions make for the policy `document` (which `engine`
-    enforces), and the candidates nearest to one; `groups` when the window's stats were read
-    already."""
+    enforces), and the candidates nearest to one of those that may be `shown`; `groups` when
+    the window's stats were read already."""
     since = now - timedelta(days=window_days(days))
     if groups is None:
         groups = await store.decision_stats(since=since)
@@ -201,7 +202,7 @@ async def weigh(
                 found.append(outcome)
             elif outcome is not None:
                 missed.append(outcome)
-    return Weighed(suggestions=tuple(found), nearest=nearest(missed))
+    return Weighed(suggestions=tuple(found), nearest=nearest(filter(shown, missed)))
 
 
 async def suggest(
@@ -260,6 +261,8 @@ async def _allow(
     for pattern in shared(calls):
         tally = await store.tally(key, since=since, match=pattern.match)
         approved, total = tally.counts["approved"], sum(tally.counts[s] for s in _DECIDED)
+        if not total:  # pruned since the sample was read
+            continue
         voices = tally.voices["approved"]
         needs = (*_approvals(approved, total), *voices_needed(voices, MIN_PEOPLE, MIN_REQUESTERS))
         near = _candidate("allow", group, needs, f"with {pattern.shown}", pattern.key)
@@ -269,7 +272,7 @@ async def _allow(
         refused = await _refused(store, group, since, pattern.near_match)
         condition = {pattern.key: pattern.condition}
         rule = suggested_rule("allow", group, engine, asker, asker.allow_priority(), condition)
-        if not _cleared(near) or rule is None or refused is None:
+        if rule is None or refused is None:
             misses.append(_held_back(near, too_many_refused=refused is None))
             continue
         text = (
@@ -379,7 +382,7 @@ async def _limit(
         looks = ArgumentMatch(key=name, test="at_most", value=most)
         refused = await _refused(store, group, since, looks)
         rule = suggested_rule("allow", group, engine, asker, asker.allow_priority(), condition)
-        if not _cleared(near) or rule is None or refused is None:
+        if rule is None or refused is None:
             misses.append(_held_back(near, too_many_refused=refused is None))
             continue
         newest = "edits" if len(sample) == group.counts["edited"] else "newest edits"

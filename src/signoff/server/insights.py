@@ -38,13 +38,14 @@ def mount_insights(app: FastAPI, service: Service) -> None:
             weighed = await weigh(
                 service.store, service.gate.engine, document,
                 days=days, now=now, groups=found.groups,
+                shown=lambda candidate: not _shows_hidden(service, candidate),
             )  # fmt: skip
             suggestions, nearest = weighed.suggestions, weighed.nearest
         return {
             **found.to_json(),
             "policy_version": service.gate.engine.version,
             "suggestions": [s.to_json() for s in suggestions if not _reveals(service, s)],
-            "nearest": [c.to_json() for c in nearest if not _shows_hidden(service, c)],
+            "nearest": [c.to_json() for c in nearest],
             "can_apply": document is not None and "admin" in who.roles,
         }
 
