@@ -644,10 +644,22 @@ def planted(trial: Trial, seen: Snapshot) -> dict[str, list[str]]:
     unfinished = replace(seen, runs=[replace(seen.runs[0], status="running"), *seen.runs[1:]])
     name_a, view_a = next(iter(trial.views.items()))
     apart = {**trial.views, name_a: {**view_a, "runs": view_a["runs"][1:]}}
+    # A call whose run recorded its result (one cut short by a kill records none).
+    reported = {
+        tuple(str(m["content"]).split(" ")[:2])
+        for messages in seen.messages.values()
+        for m in messages
+        if m["role"] == "tool" and " by " in str(m["content"])
+    }
+    n, line = next(
+        (n, line) for n, line in enumerate(lines) if tuple(line.split()[1:3]) in reported
+    )
+    runner, *rest = line.split()
+    foreign = [*lines[:n], " ".join([str(int(runner) + 1), *rest]), *lines[n + 1 :]]
     faults = {
         "a call run twice": ([*lines, lines[0]], [], [], "ran 2 times"),
         "a result from a process that did not run the call": (
-            [f"{int(pid) + 1} {tool} {name} {at}", *lines[1:]],
+            foreign,
             [],
             [],
             "result says process",
