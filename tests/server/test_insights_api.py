@@ -170,22 +170,11 @@ async def test_a_candidate_dropped_for_allowing_a_call_a_person_edited_says_so(s
     )
 
 
-async def test_a_candidate_that_would_show_a_redacted_argument_is_left_out(store: SQLStore):
-    await write_rows(store, histories.mail_nearly_always_approved(datetime.now(UTC)))
-    service = make_service(store, POLICY)
-    service.redaction = Redaction(patterns=("to",))
-    async with client_of(service, "ops-token") as ops:
-        answer = (await ops.get("/v1/insights")).json()
-
-    assert [c["kind"] for c in answer["nearest"]] == ["deny"]
-    assert "example.com" not in json.dumps(answer)
-
-
-async def test_a_hidden_candidate_takes_no_place_of_a_shown_one(
+async def test_a_candidate_that_would_show_a_redacted_argument_is_left_out(
     store: SQLStore, monkeypatch: pytest.MonkeyPatch
 ):
-    """The nearest are chosen among the candidates that may be shown: with room for one, the
-    redacted allow (nearer) leaves it to the deny."""
+    """And takes no place of one that may be shown: the nearest are chosen among those, so
+    with room for one, the redacted allow (nearer) leaves it to the deny."""
     monkeypatch.setattr(candidates, "NEAREST", 1)
     await write_rows(store, histories.mail_nearly_always_approved(datetime.now(UTC)))
     service = make_service(store, POLICY)
@@ -194,3 +183,4 @@ async def test_a_hidden_candidate_takes_no_place_of_a_shown_one(
         answer = (await ops.get("/v1/insights")).json()
 
     assert [c["kind"] for c in answer["nearest"]] == ["deny"]
+    assert "example.com" not in json.dumps(answer)
