@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from signoff.types import Change
+    from signoff.types.change import Change
 
 __all__ = [
     "ApprovalTimeout",
