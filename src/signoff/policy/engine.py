@@ -20,7 +20,8 @@ from signoff.limits import ArgumentLimits
 from signoff.names import same_person
 from signoff.policy.conditions import Condition, NotJSONError, is_json
 from signoff.policy.glob import Glob, compile_glob
-from signoff.policy.model import Policy, Rule, SectionDefault, default_digest
+from signoff.policy.loader import Policy
+from signoff.policy.model import Rule, SectionDefault, default_digest
 from signoff.policy.source import paused_gc
 from signoff.types import CallKind, Context, Grant, ToolCall, Verdict, VerdictKind, grant_to_dict
 

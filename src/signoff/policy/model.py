@@ -1,18 +1,18 @@
-"""A loaded policy: its rules, its defaults and its version, before compilation."""
+"""What a policy is made of: its rules and the defaults of its server and agent sections, each
+with the digest a grant binds to."""
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
-from signoff.errors import InvalidArgumentsError, Problem
+from signoff.errors import InvalidArgumentsError
 from signoff.policy.conditions import Condition
 from signoff.types import CallKind, Escalation, OnTimeout, Quorum, VerdictKind, canonical_json
 
-__all__ = ["Policy", "Rule", "SectionDefault", "default_digest"]
+__all__ = ["Rule", "SectionDefault", "default_digest"]
 
 SectionKind: TypeAlias = Literal["server", "agent"]
 
@@ -143,36 +143,3 @@ def _digest(content: Any) -> str:
     except InvalidArgumentsError:  # an operand YAML read as a date: its text says it all
         data = repr(content).encode()
     return hashlib.sha256(data).hexdigest()
-
-
-@dataclass(frozen=True, kw_only=True)
-class Policy:
-    """A validated policy. Build one with `from_file`, `from_yaml` or `from_dict`."""
-
-    rules: tuple[Rule, ...]
-    default: VerdictKind = "ask"
-    section_defaults: tuple[SectionDefault, ...] = ()
-    version: str
-    """A stable id: the hash of the normalized rules and defaults."""
-    source: str | None = None
-    warnings: tuple[Problem, ...] = ()
-    """Things the loader ignored on purpose, like a toggle for a tool that is not listed."""
-
-    @classmethod
-    def from_file(cls, path: str | Path) -> Policy:
-        """Load a YAML (or JSON) policy file; raise `PolicyError` with file, line and column."""
-        from signoff.policy.loader import load_file
-
-        return load_file(Path(path))
-
-    @classmethod
-    def from_yaml(cls, text: str, *, source: str | None = None) -> Policy:
-        from signoff.policy.loader import load_text
-
-        return load_text(text, source=source)
-
-    @classmethod
-    def from_dict(cls, data: Any, *, source: str | None = None) -> Policy:
-        from signoff.policy.loader import load_data
-
-        return load_data(data, source=source)

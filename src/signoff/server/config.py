@@ -42,8 +42,9 @@ from signoff.limits import MAX_ARGS_BYTES
 from signoff.names import name_key, name_refusal, same_person
 from signoff.notify.settings import NotifySettings, read_notify
 from signoff.policy import Policy
-from signoff.policy.loader import OTHER_TOP_KEYS, load_data, locate
+from signoff.policy.loader import load_data, locate
 from signoff.policy.reader import Reader
+from signoff.policy.sections import OTHER_TOP_KEYS
 from signoff.policy.source import parse_text
 from signoff.protocols.mcp.settings import GatewaySettings, UpstreamSpec, read_gateway, read_servers
 from signoff.redaction import Redaction
