@@ -76,7 +76,7 @@ def findings(events: list[dict[str, Any]]) -> list[str]:
 
 async def fresh(service: Service, thread: str) -> dict[str, Any]:
     """The thread's state as a new run's STATE_SNAPSHOT would show it now."""
-    return await AguiAgent(service, "ops")._state(thread)
+    return await AguiAgent(service, "ops").threads.state(thread)
 
 
 class Shadow:
@@ -703,9 +703,9 @@ async def test_a_nul_character_in_an_id_ends_the_run_before_anything_is_read_or_
 async def test_a_quiet_stream_sends_keep_alive_comments_between_events(
     store: SQLStore, side: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    from signoff.protocols import agui
+    from signoff.protocols.agui import transport
 
-    monkeypatch.setattr(agui, "KEEP_ALIVE", 0.2)
+    monkeypatch.setattr(transport, "KEEP_ALIVE", 0.2)
     async with (
         serving(store) as (url, _),
         httpx.AsyncClient(base_url=url, headers=ALICE, timeout=HANG) as http,
