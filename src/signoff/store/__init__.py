@@ -11,8 +11,9 @@ from signoff._lazy import lazy_exports as _lazy_exports
 from signoff.errors import StoreError, StoreUnavailableError
 
 if TYPE_CHECKING:
-    from signoff.store.base import AuditRecord, DecisionPlan, Store
+    from signoff.store.base import Store
     from signoff.store.checkpoint import Checkpoint
+    from signoff.store.records import AuditRecord, DecisionPlan
     from signoff.store.sql import SQLStore
     from signoff.store.verification import AuditReport
 
@@ -34,8 +35,8 @@ DEFAULT_URL = "sqlite:///signoff.db"
 # Loaded when first named: `signoff.store.checkpoint` (and the CLI that names its variable) must
 # not pay for SQLAlchemy.
 _LAZY = {
-    "AuditRecord": "signoff.store.base",
-    "DecisionPlan": "signoff.store.base",
+    "AuditRecord": "signoff.store.records",
+    "DecisionPlan": "signoff.store.records",
     "Store": "signoff.store.base",
     "Checkpoint": "signoff.store.checkpoint",
     "SQLStore": "signoff.store.sql",

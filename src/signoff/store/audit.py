@@ -33,8 +33,8 @@ from sqlalchemy.engine import Connection
 
 from signoff.errors import InvalidArgumentsError
 from signoff.store import schema
-from signoff.store.base import AuditRecord
 from signoff.store.lean import execute
+from signoff.store.records import AuditRecord
 from signoff.store.times import from_micros, to_micros
 from signoff.types import AuditEntry, canonical_json
 

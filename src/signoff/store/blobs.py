@@ -9,8 +9,8 @@ from __future__ import annotations
 import hashlib
 import json
 import zlib
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.dialects import postgresql, sqlite
@@ -19,17 +19,14 @@ from sqlalchemy.engine import Connection
 from signoff.store import schema
 from signoff.types import canonical_json
 
-if TYPE_CHECKING:
-    from signoff.store.runs import StoredEvent
-
 __all__ = [
     "LARGE",
     "PRUNED",
     "event_data",
     "inflate",
     "message_from_row",
+    "read_large",
     "stored_message",
-    "unblob",
 ]
 
 PRUNED = "(pruned by retention)"
@@ -83,19 +80,16 @@ def inflate(blob: bytes) -> str:
     return zlib.decompress(blob).decode()
 
 
-def unblob(connection: Connection, events: list[StoredEvent]) -> list[StoredEvent]:
-    """The events with the data of large ones read back from their blobs."""
-    refs = {e.data[_BLOB] for e in events if set(e.data) == {_BLOB}}
+def read_large(connection: Connection, data: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Events' data with the large ones read back from their blobs; the rest as they are."""
+    refs = {d[_BLOB] for d in data if set(d) == {_BLOB}}
     if not refs:
-        return events
+        return list(data)
     blobs = schema.blobs
     found = dict(
         connection.execute(select(blobs.c.hash, blobs.c.data).where(blobs.c.hash.in_(refs))).all()
     )
-    return [
-        replace(e, data=_data(found.get(e.data[_BLOB]))) if set(e.data) == {_BLOB} else e
-        for e in events
-    ]
+    return [_data(found.get(d[_BLOB])) if set(d) == {_BLOB} else d for d in data]
 
 
 def _data(blob: bytes | None) -> dict[str, Any]:

@@ -38,11 +38,11 @@ from sqlalchemy.engine import Connection
 from signoff.errors import ConflictError, NotFoundError
 from signoff.store import schema
 from signoff.store.audit import append_audit
-from signoff.store.base import AuditRecord, DecisionPlan, Moment
 from signoff.store.grants import insert_grants
+from signoff.store.history import append_events_to_runs
 from signoff.store.lean import execute
+from signoff.store.records import AuditRecord, DecisionPlan, Moment
 from signoff.store.rows import approval_from_row, decision_values
-from signoff.store.runs import append_events_to_runs
 from signoff.types import Approval, Grant, decision_to_dict
 
 __all__ = [

@@ -16,8 +16,8 @@ from sqlalchemy.engine import Connection
 from signoff.errors import NotFoundError
 from signoff.store import schema
 from signoff.store.audit import append_audit
-from signoff.store.base import AuditRecord, HoldPlan
 from signoff.store.lean import execute
+from signoff.store.records import AuditRecord, HoldPlan
 from signoff.store.times import from_micros, to_micros
 from signoff.types import Grant, canonical_json
 

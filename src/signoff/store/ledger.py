@@ -17,8 +17,8 @@ from sqlalchemy.engine import Connection
 from signoff.errors import ClaimLost
 from signoff.store import schema
 from signoff.store.audit import append_audit
-from signoff.store.base import AuditRecord
 from signoff.store.lean import execute
+from signoff.store.records import AuditRecord
 from signoff.store.runs import RunWrite, StoredEvent, write_run
 from signoff.store.times import to_micros
 from signoff.types import canonical_json

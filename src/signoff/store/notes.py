@@ -15,7 +15,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from signoff.store import schema
-from signoff.store.base import NoteRecord
+from signoff.store.records import NoteRecord
 from signoff.store.times import from_micros, to_micros
 from signoff.types import canonical_json
 

@@ -29,8 +29,8 @@ from sqlalchemy.engine import Connection
 from signoff.errors import InvalidArgumentsError
 from signoff.store import schema
 from signoff.store.audit import append_audit
-from signoff.store.base import AuditRecord, NoteRecord
 from signoff.store.notes import add_note
+from signoff.store.records import AuditRecord, NoteRecord
 from signoff.store.times import from_micros, to_micros
 from signoff.types import canonical_json
 
