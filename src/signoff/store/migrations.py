@@ -10,16 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from sqlalchemy import (
-    BigInteger,
-    Boolean,
     Column,
     Connection,
     Index,
-    Integer,
     MetaData,
-    String,
     Table,
-    Text,
     insert,
     inspect,
     select,
@@ -50,102 +45,45 @@ _V1_TABLES = frozenset(
 )
 
 
-# `runs` as version 1 built it (migration 2 added its sequence counters).
-_v1_runs = Table(
-    "runs",
-    MetaData(),
-    Column("id", String(40), primary_key=True),
-    Column("thread_id", Text, nullable=False),
-    Column("agent", Text, nullable=False),
-    Column("status", String(16), nullable=False),
-    Column("started_by", Text),
-    Column("lease_owner", Text),
-    Column("lease_until", BigInteger),
-    Column("created_at", BigInteger, nullable=False),
-    Column("updated_at", BigInteger, nullable=False),
-    Column("version", Integer, nullable=False),
-    Index("runs_thread", "thread_id"),
-    Index("runs_status", "status"),
-)
+# The tables a later migration changed, as version 1 built them: each with its columns through
+# the one named here — the later ones were added at the end, as ``ALTER TABLE … ADD COLUMN``
+# adds them — and the indexes over those. The rest of version 1's tables are `schema`'s as they
+# stand. tests/store pins the statements version 1 makes: a column that shipped is never edited.
+_V1_LAST_COLUMN = {
+    "runs": "version",
+    "approvals": "version",
+    "grants": "revoked_at",
+    "ledger": "finished_at",
+}
 
 
-# `approvals` and `grants` as version 1 built them (migration 4 added columns to both).
-_v1_approvals = Table(
-    "approvals",
-    MetaData(),
-    Column("id", String(40), primary_key=True),
-    Column("batch_id", String(40), nullable=False),
-    Column("run_id", Text),
-    Column("thread_id", Text),
-    Column("origin", Text, nullable=False),
-    Column("call_id", Text, nullable=False),
-    Column("tool", Text, nullable=False),
-    Column("server", Text),
-    Column("agent", Text),
-    Column("args", Text, nullable=False),
-    Column("digest", String(64), nullable=False),
-    Column("rule", Text),
-    Column("reason", Text, nullable=False),
-    Column("status", String(16), nullable=False),
-    Column("requested_at", BigInteger, nullable=False),
-    Column("requested_by", Text),
-    Column("expires_at", BigInteger),
-    Column("approvers", Text, nullable=False),
-    Column("forbid_self_approval", Boolean, nullable=False),
-    Column("decided_by", Text),
-    Column("decided_at", BigInteger),
-    Column("decision", Text),
-    Column("version", Integer, nullable=False),
-    Index("approvals_status_id", "status", "id"),
-    Index("approvals_status_tool_id", "status", "tool", "id"),
-    Index("approvals_status_agent_id", "status", "agent", "id"),
-    Index("approvals_run_id", "run_id", "id"),
-    Index("approvals_batch", "batch_id"),
-    Index("approvals_expiry", "status", "expires_at"),
-    Index("approvals_digest", "digest", "status"),
-)
+def _as_version_1(table: Table) -> Table:
+    """`table` as migration 1 built it (see `_V1_LAST_COLUMN`)."""
+    names = [column.name for column in table.columns]
+    kept = names[: names.index(_V1_LAST_COLUMN[table.name]) + 1]
+    columns = [
+        Column(c.name, c.type, primary_key=c.primary_key, nullable=c.nullable)
+        for c in (table.c[name] for name in kept)
+    ]
+    indexes = [
+        Index(index.name, *(c.name for c in index.columns))
+        for index in table.indexes
+        if all(c.name in kept for c in index.columns)
+    ]
+    return Table(table.name, MetaData(), *columns, *indexes)
 
-_v1_grants = Table(
-    "grants",
-    MetaData(),
-    Column("id", String(40), primary_key=True),
-    Column("tool", Text, nullable=False),
-    Column("server", Text),
-    Column("scope", String(16), nullable=False),
-    Column("subject", Text),
-    Column("args_digest", String(64)),
-    Column("rule", Text),
-    Column("approval_id", String(40)),
-    Column("created_by", Text, nullable=False),
-    Column("created_at", BigInteger, nullable=False),
-    Column("revoked_by", Text),
-    Column("revoked_at", BigInteger),
-    Index("grants_tool", "tool", "revoked_at"),
-)
-# `ledger` as version 1 built it (migration 5 added its owner and lease).
-_v1_ledger = Table(
-    "ledger",
-    MetaData(),
-    Column("key", Text, primary_key=True),
-    Column("run_id", String(40), nullable=False),
-    Column("call_id", Text, nullable=False),
-    Column("tool", Text, nullable=False),
-    Column("digest", String(64), nullable=False),
-    Column("status", String(16), nullable=False),
-    Column("result", Text),
-    Column("started_at", BigInteger, nullable=False),
-    Column("finished_at", BigInteger),
-    Index("ledger_run", "run_id"),
-)
-_FROZEN = frozenset({"runs", "approvals", "grants", "ledger"})
+
+def version_1_tables() -> list[Table]:
+    """The tables migration 1 creates, as it creates them."""
+    return [
+        _as_version_1(table) if table.name in _V1_LAST_COLUMN else table
+        for table in schema.metadata.sorted_tables
+        if table.name in _V1_TABLES
+    ]
 
 
 def _v1(connection: Connection) -> None:
-    tables = [
-        t for t in schema.metadata.sorted_tables if t.name in _V1_TABLES and t.name not in _FROZEN
-    ]
-    schema.metadata.create_all(connection, tables=tables)
-    for table in (_v1_runs, _v1_approvals, _v1_grants, _v1_ledger):
+    for table in version_1_tables():
         table.create(connection)
     connection.execute(insert(schema.audit_head).values(id=1, seq=0, hash="0" * 64))
 
