@@ -23,16 +23,14 @@ import contextvars
 import logging
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, get_args
+from typing import Any, Final, Literal, Protocol, TypeAlias, get_args
 
-from signoff.types import AUTOMATIC, Approval, ToolCall
-
-if TYPE_CHECKING:
-    from signoff.gate.core import Outcome
+from signoff.types import AUTOMATIC, Approval, ToolCall, Verdict
 
 __all__ = [
     "CHANNELS",
     "Channel",
+    "Judged",
     "Observer",
     "channel",
     "current_channel",
@@ -155,7 +153,30 @@ def channel(name: Channel) -> Iterator[None]:
 # -- the gate's hooks ----------------------------------------------------------------------
 
 
-def judged(outcomes: Sequence[Outcome], grants_used: int, within: Any = None) -> None:
+class Judged(Protocol):
+    """A call as the gate judged it (`signoff.gate.Outcome`), as far as it is counted."""
+
+    @property
+    def call(self) -> ToolCall: ...
+
+    @property
+    def kind(self) -> str:
+        """``run``, ``block`` or ``hold``."""
+        ...
+
+    @property
+    def verdict(self) -> Verdict: ...
+
+    @property
+    def approval(self) -> Approval | None: ...
+
+    @property
+    def recorded(self) -> bool:
+        """Judged before: not a new call."""
+        ...
+
+
+def judged(outcomes: Sequence[Judged], grants_used: int, within: Any = None) -> None:
     """Count the verdicts of calls judged now (not those judged before: a re-run is not a
     new call) and the grants that let some through; mark the judge span `within` with the
     calls' tools and verdicts, and open a `signoff.hold` span for each call held."""
@@ -221,7 +242,7 @@ def executing(call: ToolCall, approval_id: str | None = None) -> dict[str, Any]:
     }
 
 
-def _described(outcomes: Sequence[Outcome]) -> dict[str, Any]:
+def _described(outcomes: Sequence[Judged]) -> dict[str, Any]:
     """The judge span's attributes: of one call, its tool and verdict; of several, lists."""
     tools = [o.call.name for o in outcomes]
     verdicts = [o.verdict.kind for o in outcomes]

@@ -40,6 +40,7 @@ __all__ = [
     "approval_of",
     "approvers_at",
     "assignee",
+    "check_approval_decider",
     "check_decider",
     "check_person",
     "counts",
@@ -110,6 +111,27 @@ def check_decider(
             f"{actor!r} started this run{spelt} and rule {rule!r} forbids self-approval; "
             "ask someone else"
         )
+
+
+def check_approval_decider(
+    approval: Approval, *, actor: str, roles: frozenset[str], now: datetime
+) -> None:
+    """`ForbiddenError` unless `actor` with `roles` may decide `approval` at `now`: its rule's
+    approvers as escalation has widened them, and self-approval where the rule forbids it. A
+    rule that needs several people never counts its requester among them."""
+    if approval.quorum is not None and same_person(actor, approval.requested_by):
+        raise ForbiddenError(
+            f"{actor!r} asked for this call, and rule {approval.rule!r} needs "
+            f"{approval.quorum.count} people other than the one who asked"
+        )
+    check_decider(
+        approval.rule,
+        approvers_at(approval, now),
+        approval.forbid_self_approval or approval.quorum is not None,
+        approval.requested_by,
+        actor=actor,
+        roles=roles,
+    )
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,17 @@
-"""What a decision leaves behind, apart from its approval's new status: its audit entry, the
-grant an "approve always" makes and the grant's own entry, and the entry of each call a grant
-lets through (`Gate.decide_batch`, `Gate.hold`)."""
+"""The audit entries the gate writes, and what a decision leaves behind apart from its approval's
+new status: each verdict's entry, a decision's (or a vote's, a lapse's, an escalation's, an
+assignment's), the grant an "approve always" makes and the grant's own entry, and the entry of
+each call a grant lets through (`Gate.hold`, `Gate.decide_batch`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from signoff.gate.deciders import needed
 from signoff.gate.ids import new_id
+from signoff.gate.outcome import CheckContext
 from signoff.store import AuditRecord
 from signoff.types import (
     AUTOMATIC,
@@ -20,11 +22,9 @@ from signoff.types import (
     Escalation,
     Grant,
     ToolCall,
+    Verdict,
     decision_to_dict,
 )
-
-if TYPE_CHECKING:
-    from signoff.gate.core import CheckContext
 
 __all__ = [
     "assignment_record",
@@ -34,8 +34,42 @@ __all__ = [
     "grant_record",
     "lapse_record",
     "use_record",
+    "verdict_record",
     "vote_record",
 ]
+
+
+def verdict_record(
+    call: ToolCall,
+    verdict: Verdict,
+    context: CheckContext,
+    *,
+    subject: str,
+    digest: str | None,
+    policy: str,
+    keyed: bool,
+    at: datetime,
+) -> AuditRecord:
+    """The audit entry of the policy's verdict on a call (`subject`: its approval's id when it
+    is held, else the call's), under which `policy` version; `keyed` for a call of another
+    framework's run, named by its origin, thread and call id."""
+    data: dict[str, Any] = {
+        "verdict": verdict.kind,
+        "rule": verdict.rule,
+        "reason": verdict.reason,
+        "tool": call.name,
+        "server": call.server,
+        "agent": call.agent,
+        "digest": digest,
+        "run_id": context.run_id,
+        "policy": policy,
+    }
+    if call.kind != "tool":
+        data["kind"] = call.kind
+    if keyed:
+        data |= {"origin": context.origin, "thread_id": context.thread_id, "call_id": call.id}
+    actor = context.requested_by or "agent"
+    return AuditRecord(actor=actor, action="verdict", subject=subject, at=at, data=data)
 
 
 def decision_record(before: Approval, after: Approval, *, actor: str, at: datetime) -> AuditRecord:

@@ -22,11 +22,12 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from signoff.gate.deciders import applied
+from signoff.gate.outcome import approval_context
 from signoff.gate.records import decision_record
 from signoff.gate.versions import changed
 from signoff.policy import PolicyEngine
 from signoff.store import AuditRecord
-from signoff.types import AUTOMATIC, Approval, Context, Reject, Verdict
+from signoff.types import AUTOMATIC, Approval, Reject, Verdict
 
 __all__ = ["rejudged"]
 
@@ -39,10 +40,7 @@ def rejudged(
     judged the approval — only a denial applies: a call held under another policy (a framework
     app's own) keeps the rule that asked, who may decide and how many, and is rejected only
     when this policy denies it."""
-    context = Context(
-        run_id=approval.run_id, thread_id=approval.thread_id, requested_by=approval.requested_by
-    )
-    verdict = engine.evaluate(approval.call, context)
+    verdict = engine.evaluate(approval.call, approval_context(approval))
     if verdict.kind == "deny":
         decided = applied(
             replace(approval, policy=engine.version),

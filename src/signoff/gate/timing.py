@@ -12,18 +12,17 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
 from signoff import telemetry
 from signoff.errors import ApprovalTimeout, SignoffError
+from signoff.gate.base import GateBase
 from signoff.gate.deciders import applied, approval_of, approvers_at, escalations_due
 from signoff.gate.ids import new_id
-from signoff.gate.notifier import Notifier
 from signoff.gate.records import escalation_record, lapse_record
 from signoff.gate.versions import changed
-from signoff.store import Store
 from signoff.types import AUTOMATIC, Approval, Decision, Expired, Reject
 
 __all__ = ["SWEEPER", "Timing"]
@@ -34,19 +33,8 @@ SWEEPER = "sweeper"
 """The store's lease on letting due approvals lapse and announcing due escalations."""
 
 
-class Timing:
+class Timing(GateBase):
     """The Gate's waiting and sweeping (the Gate is one)."""
-
-    store: Store
-    notifier: Notifier
-    _now: Callable[[], datetime]
-    _clock_given: bool
-    _poll: float
-    _listening: bool
-
-    async def catch_up(self) -> None: ...
-
-    def denied_now(self, approval: Approval) -> str | None: ...
 
     async def wait(
         self, approval_id: str, timeout: float | None = None, *, past: int | None = None
@@ -167,17 +155,6 @@ class Timing:
                 self.notifier.notify(approval.id)
                 out.append(escalated)
         return out
-
-    async def time(self) -> datetime:
-        """What time it is for everything that goes by time — what falls due, escalation,
-        when a call was held and until when it waits: the store's clock, one for every replica
-        (read seldom: `Store.clock`), or the clock this gate was given."""
-        return self._now() if self._clock_given else await self.store.clock()
-
-    def now(self) -> datetime:
-        """`time` without waiting for the store: its clock as last read, carried forward
-        (`Store.now`)."""
-        return self._now() if self._clock_given else self.store.now()
 
     async def sweep(self, owner: str, *, lease: float = 5.0) -> bool:
         """One round of the sweeper, if `owner` holds (or takes) the store's lease on it for
