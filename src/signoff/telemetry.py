@@ -341,6 +341,11 @@ def _find_tracer() -> Any:
 
 
 def _tracer_of(provider: Any) -> Any:
-    from signoff import __version__
+    # The installed distribution's version, read here: telemetry sits below the package.
+    from importlib.metadata import PackageNotFoundError, version
 
-    return provider.get_tracer("signoff", __version__)
+    try:
+        release = version("signoff")
+    except PackageNotFoundError:  # pragma: no cover - a source tree without install
+        release = "0.0.0"  # what `signoff.__version__` says then
+    return provider.get_tracer("signoff", release)
