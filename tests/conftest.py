@@ -39,10 +39,54 @@ EVERY_TEST = any(
     for name in ("CI", "SIGNOFF_TEST_ALL")
 )
 """CI and `make test-all` run every test; a developer's `make test` leaves the heaviest to them:
-the tests marked ``heavy`` and the PostgreSQL runs of the framework and protocol tests (each
-of those runs on SQLite too, and the store's and the gate's PostgreSQL tests stay). A test file
-named on the command line runs whole."""
+the tests marked ``heavy``, the end-to-end tier below, and the PostgreSQL runs of the framework
+and protocol tests (each of those runs on SQLite too, and the store's and the gate's PostgreSQL
+tests stay). A test file named on the command line runs whole."""
 _POSTGRES_IN_CI = ("tests/integrations/", "tests/protocols/")
+
+END_TO_END: dict[str, str] = {
+    # Each proves its promise through whole processes (servers, browsers, framework workers, npm
+    # and OpenID peers, a wheel in a fresh venv); `make test` keeps the same promises' in-process
+    # tests, and CI and `make test-all` run these too. On the quiet 2-core machine these files
+    # are about two thirds of the suite's time.
+    "tests/protocols/test_mcp_conformance.py": "the MCP conformance suite through the gateway",
+    "tests/verify/test_model.py": "Spin's deep searches of the protocols' models",
+    "tests/test_setups.py": "each framework guide's app, run as written from an empty folder",
+    "tests/test_people_docs.py": "the people pages' shell examples against a server of their own",
+    "tests/test_operations_docs.py": "the operations page's examples against a server of their own",
+    "tests/test_sign_on_docs.py": "the sign-on page's trial: an OpenID provider, Chromium",
+    "tests/insights/test_docs.py": "the insights page's commands against a server of their own",
+    "tests/test_dist.py": "the wheel installed in a fresh venv",
+    "tests/server/test_fuzz.py": "generated requests against a running server",
+    "tests/policy/test_property.py": "the compiled engine against a plain loop, property-based",
+    "tests/server/test_oidc_sign_out.py": "sign-out across replicas with a real OpenID provider",
+    "tests/server/test_now.py": "a replica an hour ahead (libfaketime) beside another",
+    "tests/server/test_demo.py": "`signoff demo` started, reset and stopped as a process",
+    "tests/gate/test_processes.py": "gates in separate processes deciding at once",
+    "tests/agent/test_chaos.py": "agent workers killed at random",
+    "tests/agent/test_processes.py": "agent runs resumed by other processes",
+    "tests/test_prometheus.py": "a real Prometheus scraping a server",
+    "tests/integrations/test_langchain.py": "LangGraph workers killed in a tool, resumed elsewhere",
+    "tests/integrations/test_google_adk.py": "ADK sessions resumed by other processes",
+    "tests/integrations/test_pydantic_ai.py": "Pydantic AI threads resumed by other processes",
+    "tests/cli/test_program.py": "the installed program's banner and help, as a process",
+    "tests/cli/test_discovery.py": "commands finding the demo that runs here",
+    "tests/web/test_versions.py": "Chromium: a card's version through edits on two pages",
+    "tests/web/test_approval_page.py": "Chromium: an approval's own page, on a phone too",
+    "tests/web/test_decisions.py": "Chromium: each decision kind from the inbox",
+    "tests/web/test_papercuts.py": "Chromium: the pages' small print",
+    "tests/web/test_sign_on.py": "Chromium: sign-on with a real OpenID provider",
+    "tests/web/test_sign_in.py": "Chromium: sign-in with a token",
+    "tests/web/test_insights.py": "Chromium: the insights page",
+    "tests/web/test_previews.py": "Chromium: previews on cards",
+    "tests/web/test_frameworks.py": "Chromium: a framework call's card",
+    "tests/web/test_metrics_channel.py": "Chromium: a decision counted as the web's",
+    "tests/web/test_handovers.py": "Chromium: handovers",
+    "tests/web/test_threads.py": "Chromium: a conversation's runs",
+    "tests/web/test_schema_form.py": "Chromium: the edit form from a schema",
+    "tests/web/test_slack_preview.py": "Chromium: a Slack message's preview",
+}
+"""The end-to-end tier: whole files `make test` leaves to CI and `make test-all`."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -60,6 +104,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         if item.get_closest_marker("heavy"):
             item.add_marker(heavy)
+            continue
+        where = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else ""
+        if where in END_TO_END:
+            item.add_marker(
+                pytest.mark.skip(
+                    reason=f"end to end: {END_TO_END[where]} (CI and `make test-all` run it)"
+                )
+            )
             continue
         callspec = getattr(item, "callspec", None)
         if (
