@@ -90,6 +90,9 @@ END_TO_END: dict[str, str] = {
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    gone = [name for name in END_TO_END if not (Path(str(config.rootpath)) / name).is_file()]
+    if gone:
+        raise pytest.UsageError(f"tests/conftest.py's END_TO_END names files that are gone: {gone}")
     if EVERY_TEST:
         return
     heavy = pytest.mark.skip(reason="heavy: CI and `make test-all` run it")
