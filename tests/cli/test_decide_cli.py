@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from signoff import Approve, Edit, Policy, Reject, ToolCall
-from signoff.cli.decide import on_server, through_server
+from signoff.cli.client import on_server, through_server
 from signoff.errors import NotFoundError, SignoffError, StaleDecisionError
 from signoff.gate import CheckContext, Gate
 from signoff.store import open_store

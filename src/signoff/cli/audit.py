@@ -20,8 +20,9 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from signoff.cli.decide import Server, Token, on_server, where
+from signoff.cli.client import on_server
 from signoff.cli.program import program
+from signoff.cli.target import Server, Token, where
 from signoff.errors import CheckpointError, SignoffError, StoreError
 from signoff.store.checkpoint import KEY_VARIABLE
 

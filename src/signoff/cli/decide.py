@@ -13,81 +13,33 @@ from __future__ import annotations
 
 import getpass
 from datetime import UTC, datetime
-from json import dumps, loads
+from json import dumps
 from typing import Annotated, Any
-from urllib.parse import urlencode, urlsplit
 
 import typer
 
-from signoff.cli.listen import stop
+from signoff.cli.client import from_server, on_server, through_server
 from signoff.cli.program import program
 from signoff.cli.short_id import resolve
-from signoff.errors import (
-    ConflictError,
-    ForbiddenError,
-    NotFoundError,
-    SignoffError,
-    StaleDecisionError,
-)
+from signoff.cli.target import Actor, Database, Roles, Server, Token, as_yourself, where
+from signoff.errors import ConflictError, StaleDecisionError
 from signoff.gate.deciders import needed
-from signoff.types import (
-    Approve,
-    Decision,
-    Quorum,
-    Reject,
-    Scope,
-    Vote,
-    approval_to_dict,
-    decision_to_dict,
-)
+from signoff.types import Approve, Decision, Quorum, Reject, Scope, Vote, approval_to_dict
 
 __all__ = [
     "already",
     "approval_on_database",
     "approve",
-    "as_yourself",
     "assign",
     "assign_on_database",
     "decided_words",
     "find_on_database",
-    "from_server",
     "grant_words",
     "on_database",
-    "on_server",
     "reject",
     "resolved",
-    "through_server",
-    "where",
 ]
 
-Server = Annotated[
-    str | None,
-    typer.Option(
-        "--server",
-        "--url",
-        help="The URL of the signoff server to work through (default: the demo running here).",
-        envvar="SIGNOFF_SERVER",
-        show_default=False,
-    ),
-]
-Token = Annotated[
-    str | None, typer.Option(help="Its bearer token.", envvar="SIGNOFF_TOKEN", show_default=False)
-]
-Database = Annotated[
-    str | None,
-    typer.Option(
-        help="Work straight on this database instead (its URL).",
-        envvar="SIGNOFF_DATABASE_URL",
-        show_default=False,
-    ),
-]
-Actor = Annotated[
-    str | None,
-    typer.Option("--as", help="Who decides, on a database (default: your user name)."),
-]
-Roles = Annotated[
-    list[str] | None, typer.Option("--role", help="A role of the decider, on a database.")
-]
 Version = Annotated[
     int | None,
     typer.Option(
@@ -366,169 +318,6 @@ def grant_words(approval: dict[str, Any]) -> str | None:
         f"grant: from now on {tool} {args} runs without asking {where} — while the rule that "
         f"asked stays as it is and the approver keeps a role it needs ({program()} grants list)"
     )
-
-
-def where(
-    command: str,
-    server: str | None,
-    database: str | None,
-    *,
-    flag: str = "--server",
-    more: str = "",
-) -> tuple[str | None, str | None]:
-    """The server or the database `command` works on: as given (an option, or its environment
-    variable); with neither, the demo serving from its default data folder, said on stderr;
-    with no demo serving either, one line on how to name one (status 2): `flag` (the
-    command's option for a server's URL), `more` (its other ways, if any) or ``--database``."""
-    if server or database:
-        return server, database
-    from signoff.demo.folder import ADDRESS, default_data_dir, serving
-
-    folder = default_data_dir()
-    url = serving(folder)
-    if url is None:
-        stop(
-            command,
-            f"no server given and no demo running here: pass {flag} URL (with --token){more} "
-            f"or --database URL, or start one with `{program()} demo`",
-            code=2,
-        )
-    typer.echo(
-        f"signoff {command}: through the demo at {url} (from {folder / ADDRESS}; "
-        f"{flag} URL names another)",
-        err=True,
-    )
-    return url, None
-
-
-def as_yourself(
-    command: str,
-    server: str | None,
-    database: str | None,
-    actor: str | None,
-    roles: list[str] | None,
-) -> None:
-    """Stop (status 2) when `command` is given ``--as`` or ``--role`` for a server: a server
-    decides who you are from your token, so they could not apply, and taken silently the
-    decision would be someone else's than the one meant."""
-    if not server or (actor is None and not roles):
-        return
-    if actor is not None:
-        given, instead = f"--as {actor}", f"To act as {actor}, give {actor}'s token"
-    else:
-        assert roles  # one of the two is given, checked above
-        given, instead = f"--role {roles[0]}", "To act with other roles, give a token that has them"
-    place = "a database (--database URL)"
-    if database:  # the environment's server, say, beside a database typed
-        place += ", given no server: one is given too (--server or SIGNOFF_SERVER), and it wins"
-    stop(
-        command,
-        f"{given} cannot apply through a server ({server}): it decides who you are from your "
-        "token (one without authentication, as the demo, takes everyone for 'local'). "
-        f"{instead} (--token T, or SIGNOFF_TOKEN); --as and --role are for working straight "
-        f"on {place}",
-        code=2,
-    )
-
-
-def from_server(
-    server: str, token: str | None, path: str, params: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """What the server answers to `GET path`."""
-    return on_server(server, token, "GET", path, params=params)
-
-
-def through_server(
-    server: str,
-    token: str | None,
-    approval_id: str,
-    decision: Decision,
-    *,
-    version: int | None = None,
-) -> dict[str, Any]:
-    """Take `decision` on the server, made on `version` of the approval (None: names none)."""
-    path = f"/v1/approvals/{approval_id}/decision"
-    body = decision_to_dict(decision) | ({} if version is None else {"version": version})
-    return on_server(server, token, "POST", path, json=body)
-
-
-def on_server(
-    server: str,
-    token: str | None,
-    method: str,
-    path: str,
-    *,
-    params: dict[str, Any] | None = None,
-    json: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The body of the server's 200 answer to `method path`; else the error its status says.
-    A parameter that is None is left out; True and False are sent as ``true`` and ``false``."""
-    if urlsplit(server).scheme not in ("http", "https"):
-        raise SignoffError(f"{server!r} is not a server's URL: give one like http://HOST:PORT")
-    url = f"{server.rstrip('/')}{path}"
-    if params:
-        query = {k: _query_value(v) for k, v in params.items() if v is not None}
-        url += "?" + urlencode(query)
-    headers = {"Accept": "application/json"}
-    if token is not None:
-        headers["Authorization"] = f"Bearer {token}"
-    body = None
-    if json is not None:
-        body = dumps(json).encode()
-        headers["Content-Type"] = "application/json"
-    status, answer = _send(server, method, url, body, headers)
-    return _answer(server, status, answer)
-
-
-def _query_value(value: object) -> str:
-    return ("true" if value else "false") if isinstance(value, bool) else str(value)
-
-
-def _send(
-    server: str, method: str, url: str, body: bytes | None, headers: dict[str, str]
-) -> tuple[int, bytes]:
-    """The status and body of the answer. The standard library's client, not httpx: it loads
-    in a sixth of the time (a command's start), and is there without the server extra."""
-    import http.client
-    import urllib.error
-    import urllib.request
-
-    class Unredirected(urllib.request.HTTPRedirectHandler):
-        # A redirect is answered as its status: the token is never sent on to another address.
-        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-            return None
-
-    opener = urllib.request.build_opener(Unredirected)
-    request = urllib.request.Request(url, data=body, headers=headers, method=method)
-    try:
-        with opener.open(request, timeout=30) as response:
-            return response.status, response.read()
-    except urllib.error.HTTPError as error:  # an answer, with a status other than 2xx
-        with error:
-            return error.code, error.read()
-    except urllib.error.URLError as exc:
-        raise SignoffError(f"cannot reach {server}: {exc.reason}") from None
-    except (OSError, http.client.HTTPException) as exc:  # a timeout, a connection cut
-        raise SignoffError(f"cannot reach {server}: {str(exc) or type(exc).__name__}") from None
-
-
-def _answer(server: str, status: int, body: bytes) -> dict[str, Any]:
-    """The body of a 200, or the error the status says."""
-    try:
-        answer: dict[str, Any] = loads(body)
-    except ValueError:
-        answer = {"detail": body.decode(errors="replace")[:200]}  # a proxy's page, not the API's
-    if status == 200:
-        return answer
-    said = f"{server} said {status}: {answer.get('detail', answer)}"
-    if status == 409:
-        from signoff.channels.sources import stale_error  # asyncio: loaded when needed
-
-        stale = stale_error(answer, message=said)
-        if stale is not None:
-            raise stale
-    kind = {404: NotFoundError, 409: ConflictError, 403: ForbiddenError}.get(status, SignoffError)
-    raise kind(said)
 
 
 async def find_on_database(url: str, short_id: str, limit: int) -> list[dict[str, Any]]:

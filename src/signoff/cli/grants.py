@@ -12,7 +12,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from signoff.cli.decide import Actor, Database, Server, Token, as_yourself, on_server, where
+from signoff.cli.client import on_server
+from signoff.cli.target import Actor, Database, Server, Token, as_yourself, where
 from signoff.types import Grant, grant_to_dict
 
 if TYPE_CHECKING:

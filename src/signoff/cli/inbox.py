@@ -35,20 +35,10 @@ from typing import Any, Protocol
 from rich.console import Console
 from rich.markup import escape
 
-from signoff.cli.decide import (
-    Actor,
-    Database,
-    Roles,
-    Server,
-    Token,
-    approval_on_database,
-    as_yourself,
-    from_server,
-    grant_words,
-    through_server,
-    where,
-)
+from signoff.cli.client import from_server, through_server
+from signoff.cli.decide import approval_on_database, grant_words
 from signoff.cli.short_id import SHORTEST, resolve, shorten
+from signoff.cli.target import Actor, Database, Roles, Server, Token, as_yourself, where
 from signoff.errors import NotFoundError, SignoffError, StaleDecisionError
 from signoff.types import Approve, Decision, Edit, Reject, Respond, Scope, approval_to_dict
 
