@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from signoff.cli import app
-from signoff.cli.policy import load_calls
+from signoff.cli.calls import load_calls
 from signoff.demo.agents import cluster_pods, demo_agents
 from signoff.demo.folder import announce, reset, serving, withdraw
 from signoff.demo.model import ScriptedDemoModel

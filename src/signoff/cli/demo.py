@@ -10,12 +10,14 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 from rich.markup import escape
 
+from signoff.cli.calls import load_calls
 from signoff.cli.listen import check_port, check_port_free, run_server
-from signoff.cli.policy import explain_table, load_calls, table_console
 from signoff.cli.program import program
 from signoff.cli.serve import LogFormatOption
+from signoff.cli.tables import explain_table, table_console
 from signoff.errors import MissingExtraError
 
 __all__ = ["demo", "explain_demo"]
@@ -85,37 +87,39 @@ def demo(
         )
     inbox = f"{program()} inbox" + ("" if data_dir is None else " --server URL")
 
-    def ready(url: str) -> None:
-        console.print(f"[bold]signoff demo[/] on {url}  (data in {escape(str(folder))})")
-        console.print(f"  web inbox:    {url}/   (open it in a browser)")
-        console.print(
-            f"  start a run:  curl -s -X POST {url}/v1/threads/t1/runs?wait=5 "
-            """-H 'content-type: application/json' """
-            """-d '{"agent": "ops", "input": "list pods then delete nginx-123"}'"""
-        )
-        console.print(f"  pending:      curl -s {url}/v1/approvals?status=pending")
-        console.print(
-            f"  approve:      curl -s -X POST {url}/v1/approvals/ID/decision "
-            """-H 'content-type: application/json' -d '{"kind": "approve"}'"""
-        )
-        console.print(f"  or decide in a terminal: {inbox.replace('URL', url)}")
-        if importlib.util.find_spec("a2a") is not None:  # the a2a extra is installed
-            console.print(f"  A2A agents:   {url}/a2a/ops/.well-known/agent-card.json (and files)")
-        if importlib.util.find_spec("ag_ui") is not None:  # the ag-ui extra is installed
-            console.print(f"  AG-UI:        POST {url}/agui/ops (and files)")
-        console.print(f"  OpenAPI:      {url}/openapi.json   (Ctrl+C stops)")
-
     with contextlib.suppress(KeyboardInterrupt):
         run_server(
             serve_demo(
                 host=host,
                 port=port,
                 data_dir=folder,
-                ready=ready,
+                ready=lambda url: _say_ready(console, url, folder=folder, inbox=inbox),
                 hosts=hosts,
                 log_format=log_format,
             )
         )
+
+
+def _say_ready(console: Console, url: str, *, folder: Path, inbox: str) -> None:
+    """Where the demo listens, and how to start a run, see what waits and decide it."""
+    console.print(f"[bold]signoff demo[/] on {url}  (data in {escape(str(folder))})")
+    console.print(f"  web inbox:    {url}/   (open it in a browser)")
+    console.print(
+        f"  start a run:  curl -s -X POST {url}/v1/threads/t1/runs?wait=5 "
+        """-H 'content-type: application/json' """
+        """-d '{"agent": "ops", "input": "list pods then delete nginx-123"}'"""
+    )
+    console.print(f"  pending:      curl -s {url}/v1/approvals?status=pending")
+    console.print(
+        f"  approve:      curl -s -X POST {url}/v1/approvals/ID/decision "
+        """-H 'content-type: application/json' -d '{"kind": "approve"}'"""
+    )
+    console.print(f"  or decide in a terminal: {inbox.replace('URL', url)}")
+    if importlib.util.find_spec("a2a") is not None:  # the a2a extra is installed
+        console.print(f"  A2A agents:   {url}/a2a/ops/.well-known/agent-card.json (and files)")
+    if importlib.util.find_spec("ag_ui") is not None:  # the ag-ui extra is installed
+        console.print(f"  AG-UI:        POST {url}/agui/ops (and files)")
+    console.print(f"  OpenAPI:      {url}/openapi.json   (Ctrl+C stops)")
 
 
 def explain_demo() -> None:

@@ -12,7 +12,9 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from signoff.cli.decide import Database, Server, Token, on_server, where
+from signoff.cli.client import on_server
+from signoff.cli.tables import table_console
+from signoff.cli.target import Database, Server, Token, where
 from signoff.errors import SignoffError
 from signoff.insights.report import DEFAULT_DAYS, MAX_DAYS
 
@@ -42,8 +44,6 @@ def insights(
 
         typer.echo(json.dumps(found, ensure_ascii=False))
         return
-    from signoff.cli.policy import table_console
-
     console = table_console()
     console.print(_table(found))
     count = len(found["suggestions"])

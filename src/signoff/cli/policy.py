@@ -13,15 +13,16 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from signoff.cli.decide import Token, on_server, where
+from signoff.cli.calls import load_calls, parse_args
+from signoff.cli.client import on_server
 from signoff.cli.insights import Days
-from signoff.errors import PolicyError, Problem, SignoffError
+from signoff.cli.tables import explain_table, table_console
+from signoff.cli.target import Token, where
+from signoff.errors import PolicyError, SignoffError
 from signoff.insights.report import DEFAULT_DAYS
 from signoff.types import Context, ToolCall, Verdict
 
 if TYPE_CHECKING:
-    from rich.table import Table
-
     from signoff.policy import Explanation, PolicyEngine
     from signoff.types import Grant
 
@@ -34,14 +35,12 @@ class CallKindOption(StrEnum):
     prompt = "prompt"
 
 
-__all__ = ["app", "explain_table", "load_calls", "table_console"]
+__all__ = ["app"]
 
 app = typer.Typer(
     help="Validate a policy, explain its verdicts, and see what the decisions suggest.",
     no_args_is_help=True,
 )
-
-_STYLE = {"allow": "bold green", "ask": "bold yellow", "deny": "bold red"}
 
 
 @app.command()
@@ -135,24 +134,42 @@ def explain(
     else:
         assert tool is not None  # one of --tool and --calls is given, checked above
         batch = [
-            ToolCall(id="cli", name=tool, server=server, agent=agent, args=_parse_args(args),
+            ToolCall(id="cli", name=tool, server=server, agent=agent, args=parse_args(args),
                      kind=kind.value)
         ]  # fmt: skip
     context = Context(run_id=run, thread_id=thread, requested_by=requested_by)
-    if config is None and not url and Path(_HERE).is_file():
-        config = Path(_HERE)
-    if config is not None:
-        objects = _explained(batch, context, config, database)
-    else:
-        url, database = where("policy explain", url, database, flag="--url", more=", --config FILE")
-        if url:
-            objects = [_explained_by(url, token, call, context) for call in batch]
-        else:
-            assert database is not None  # where() gave one or the other
-            objects = _explained(batch, context, config, database)
+    objects = _explained_where(batch, context, config=config, url=url, token=token,
+                               database=database)  # fmt: skip
     if as_json:
         typer.echo(json.dumps(objects[0] if tool is not None else objects, ensure_ascii=False))
         return
+    _show_explained(batch, objects)
+
+
+def _explained_where(
+    batch: Sequence[ToolCall],
+    context: Context,
+    *,
+    config: Path | None,
+    url: str | None,
+    token: str | None,
+    database: str | None,
+) -> list[dict[str, Any]]:
+    """Each call explained by the policy `explain` was pointed at: the config file (given, or
+    signoff.yaml here), else the server's or the database's, else the demo's running here."""
+    if config is None and not url and Path(_HERE).is_file():
+        config = Path(_HERE)
+    if config is not None:
+        return _explained(batch, context, config, database)
+    url, database = where("policy explain", url, database, flag="--url", more=", --config FILE")
+    if url:
+        return [_explained_by(url, token, call, context) for call in batch]
+    assert database is not None  # where() gave one or the other
+    return _explained(batch, context, config, database)
+
+
+def _show_explained(batch: Sequence[ToolCall], objects: list[dict[str, Any]]) -> None:
+    """The table of verdicts, then each grant of a call's tool that does not apply, and why."""
     console = table_console()
     verdicts = [Verdict(kind=o["verdict"], rule=o["rule"], reason=o["reason"]) for o in objects]
     console.print(explain_table(batch, verdicts))
@@ -240,99 +257,6 @@ def _explained_by(url: str, token: str | None, call: ToolCall, context: Context)
             "agent": call.agent, "context": where}  # fmt: skip
     answer = on_server(url, token, "POST", "/v1/policy/explain", json=body)
     return {"verdict": answer.pop("kind"), **answer}
-
-
-def table_console() -> Console:
-    """A console for tables: written to a pipe or a file, 140 columns rather than rich's 80."""
-    console = Console(highlight=False)
-    return console if console.is_terminal else Console(highlight=False, width=140)
-
-
-def explain_table(calls: Sequence[ToolCall], verdicts: Sequence[Verdict]) -> Table:
-    """One row per call: the call, the verdict, the deciding rule and why."""
-    from rich.table import Table
-
-    table = Table(show_lines=False, header_style="bold")
-    for column in ("tool", "server", "agent", "arguments", "verdict", "rule", "reason"):
-        table.add_column(column, overflow="fold")
-    for call, verdict in zip(calls, verdicts, strict=True):
-        arguments = json.dumps(call.args, ensure_ascii=False)
-        table.add_row(
-            escape(call.name),
-            escape(call.server or ""),
-            escape(call.agent or ""),
-            escape(arguments if len(arguments) <= 60 else arguments[:57] + "..."),
-            f"[{_STYLE[verdict.kind]}]{verdict.kind}[/]",
-            escape(verdict.rule or "(default)"),
-            escape(verdict.reason),
-        )
-    return table
-
-
-def load_calls(path: Path) -> list[ToolCall]:
-    """A list of ``{tool, server?, agent?, args?}`` mappings; problems carry line and column."""
-    from signoff.policy.source import Locator, format_path, parse_text
-
-    source = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PolicyError(
-            [Problem(message=f"cannot read the calls: {exc}", source=source)]
-        ) from None
-    data = parse_text(text, source=source, json_only=path.suffix == ".json")
-    if not isinstance(data, list):
-        raise PolicyError([Problem(message="expected a list of calls", source=source)])
-    calls: list[ToolCall] = []
-    problems: list[Problem] = []
-    locate = Locator(text)
-    for i, item in enumerate(data):
-        message = _call_problem(item)
-        if message is None:
-            calls.append(
-                ToolCall(
-                    id=f"call-{i}",
-                    name=item["tool"],
-                    server=item.get("server"),
-                    agent=item.get("agent"),
-                    args=item.get("args", {}),
-                )
-            )
-            continue
-        line, column = locate((i,)) or (None, None)
-        problems.append(
-            Problem(
-                message=message, path=format_path((i,)), source=source, line=line, column=column
-            )
-        )
-    if problems:
-        raise PolicyError(problems)
-    return calls
-
-
-def _call_problem(item: Any) -> str | None:
-    if not isinstance(item, dict):
-        return "a call must be a mapping like {tool: NAME, args: {...}}"
-    unknown = set(item) - {"tool", "server", "agent", "args"}
-    if unknown:
-        return f"unknown keys {sorted(unknown)!r}; a call has tool, server, agent and args"
-    if not isinstance(item.get("tool"), str) or not item["tool"]:
-        return "a call needs 'tool', the tool's name"
-    for key in ("server", "agent"):
-        if key in item and not isinstance(item[key], str):
-            return f"{key!r} must be a string"
-    return None
-
-
-def _parse_args(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise typer.BadParameter(
-            f"not valid JSON at column {exc.colno}: {exc.msg}", param_hint="'--args'"
-        ) from None
-    except RecursionError:
-        raise typer.BadParameter("nested too deep to read", param_hint="'--args'") from None
 
 
 async def _kept(url: str) -> tuple[PolicyEngine | None, list[Grant]]:

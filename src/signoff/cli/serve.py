@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -16,8 +17,10 @@ from signoff.errors import MissingExtraError
 if TYPE_CHECKING:
     from signoff.agent import Agent
     from signoff.notify import Notifications
-    from signoff.server import Auth, Principal
+    from signoff.server import Auth, Principal, Service
+    from signoff.server.config import ServerConfig
     from signoff.server.sso import OidcSettings
+    from signoff.store import Store
 
 __all__ = ["LogFormatOption", "serve"]
 
@@ -60,21 +63,13 @@ def serve(
     """Serve the API: runs, approvals, decisions, audit."""
     check_port("serve", port)
     try:
-        from signoff.redaction import Redaction
-        from signoff.server import Service, create_app
         from signoff.server.config import load_config
-        from signoff.server.intake import BodyLimits
-        from signoff.server.metrics import serve_metrics
-        from signoff.server.run import import_agents, run_app
-        from signoff.server.shapes import approval_json, shown
+        from signoff.server.run import import_agents
         from signoff.server.tracing import export_spans
     except ImportError:
         raise MissingExtraError("signoff serve", "server") from None
 
-    from signoff.gate import Gate
-    from signoff.limits import ArgumentLimits
-    from signoff.notify import Notifications
-    from signoff.store import open_store, store_url
+    from signoff.store import store_url
 
     settings = load_config(config)
     try:
@@ -98,53 +93,88 @@ def serve(
     if settings.metrics.listen is not None:
         where = "choose another metrics.listen in the config"
         check_port_free("serve", *settings.metrics.listen, instead=where)
-
     database = store_url(settings.database)
-
-    async def main() -> None:
-        async with open_store(database) as store:
-            if auth.sign_on is not None:  # signing out ends the session on every replica
-                auth.sign_on.sessions = store
-            limits = ArgumentLimits(max_bytes=settings.argument_bytes)
-            gate = Gate(settings.policy, store, limits=limits)
-            redaction = Redaction(settings.redact)
-            notifications = None
-            if settings.notify:
-                notifications = Notifications(
-                    store,
-                    settings.notify,
-                    notifier=gate.notifier,
-                    describe=lambda approval, inputs: shown(
-                        approval_json(approval, inputs), redaction
-                    ),
-                )
-            service = Service(
-                store=store,
-                gate=gate,
-                agents=loaded,
-                policy_document=settings.document,
-                redaction=redaction,
-                notifications=notifications,
-                undo_seconds=settings.undo_seconds,
-                preview_timeout=settings.preview_seconds,
-                run_lease=settings.run_lease,
-            )
-            app = create_app(service, auth, limits=BodyLimits(max_bytes=settings.body_bytes))
-            if settings.metrics.listen is not None:
-                serve_metrics(app, settings.metrics.listen)
-            await run_app(
-                app,
-                host=host,
-                port=port,
-                ready=lambda url: ready(
-                    url, notifications, database=database, agents=loaded, auth=auth
-                ),
-                max_message=settings.body_bytes,
-                log_format=log_format,
-            )
-
+    listening = _Listening(host=host, port=port, log_format=log_format)
     with contextlib.suppress(KeyboardInterrupt):
-        run_server(main())
+        run_server(_serve(settings, auth, loaded, database, listening))
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Listening:
+    """Where the server listens, and how it logs."""
+
+    host: str
+    port: int
+    log_format: Literal["text", "json"]
+
+
+async def _serve(
+    settings: ServerConfig,
+    auth: Auth,
+    agents: list[Agent],
+    database: str,
+    listening: _Listening,
+) -> None:
+    """Open the database, assemble the app over it and serve it (and the metrics, when the
+    config asks for them) until stopped."""
+    from signoff.server import create_app
+    from signoff.server.intake import BodyLimits
+    from signoff.server.metrics import serve_metrics
+    from signoff.server.run import run_app
+    from signoff.store import open_store
+
+    async with open_store(database) as store:
+        if auth.sign_on is not None:  # signing out ends the session on every replica
+            auth.sign_on.sessions = store
+        service = _service(store, settings, agents)
+        app = create_app(service, auth, limits=BodyLimits(max_bytes=settings.body_bytes))
+        if settings.metrics.listen is not None:
+            serve_metrics(app, settings.metrics.listen)
+        notifications = service.notifications
+        await run_app(
+            app,
+            host=listening.host,
+            port=listening.port,
+            ready=lambda url: ready(
+                url, notifications, database=database, agents=agents, auth=auth
+            ),
+            max_message=settings.body_bytes,
+            log_format=listening.log_format,
+        )
+
+
+def _service(store: Store, settings: ServerConfig, agents: list[Agent]) -> Service:
+    """The gate over `store` and the config's policy, with the agents, the redaction and the
+    notifications the config asks for."""
+    from signoff.gate import Gate
+    from signoff.limits import ArgumentLimits
+    from signoff.notify import Notifications
+    from signoff.redaction import Redaction
+    from signoff.server import Service
+    from signoff.server.shapes import approval_json, shown
+
+    limits = ArgumentLimits(max_bytes=settings.argument_bytes)
+    gate = Gate(settings.policy, store, limits=limits)
+    redaction = Redaction(settings.redact)
+    notifications = None
+    if settings.notify:
+        notifications = Notifications(
+            store,
+            settings.notify,
+            notifier=gate.notifier,
+            describe=lambda approval, inputs: shown(approval_json(approval, inputs), redaction),
+        )
+    return Service(
+        store=store,
+        gate=gate,
+        agents=agents,
+        policy_document=settings.document,
+        redaction=redaction,
+        notifications=notifications,
+        undo_seconds=settings.undo_seconds,
+        preview_timeout=settings.preview_seconds,
+        run_lease=settings.run_lease,
+    )
 
 
 def ready(
