@@ -1,11 +1,15 @@
 """What the model and the run's log are told of each call: its result as a tool message, the
-words for a rejection, an expiry or a block (ARCHITECTURE §3), and the data of its events."""
+words for a rejection, an expiry or a block (ARCHITECTURE §3), for a tool the agent does not have
+and for a sub-agent's run, and the data of its events."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
+from signoff.agent.agent import Agent
 from signoff.agent.model import Message, message_to_dict
+from signoff.agent.state import RunScope
 from signoff.agent.tools import ToolResult
 from signoff.gate.answers import rejected_text
 from signoff.types import Approval, Respond, ToolCall, Verdict
@@ -16,7 +20,9 @@ __all__ = [
     "blocked_result",
     "call_data",
     "status_result",
+    "subagent_result",
     "tool_message",
+    "unknown_tools",
 ]
 
 
@@ -76,3 +82,22 @@ def approval_data(approval: Approval) -> dict[str, object]:
         "reason": approval.reason,
         "expires_at": None if approval.expires_at is None else approval.expires_at.isoformat(),
     }
+
+
+def unknown_tools(agent: Agent, calls: Sequence[ToolCall]) -> dict[str, dict[str, object]]:
+    """The results of the calls of tools the agent does not have: nothing to approve, they
+    could never run."""
+    results: dict[str, dict[str, object]] = {}
+    for call in calls:
+        if agent.tool(call.name) is None and agent.subagent(call.name) is None:
+            names = sorted(s.name for s in agent.specs)
+            text = f"unknown tool {call.name!r}; the tools are {names}"
+            results[call.id] = tool_message(call, ToolResult(content=text, is_error=True))
+    return results
+
+
+def subagent_result(scope: RunScope) -> ToolResult:
+    """What a sub-agent's finished run gives its parent: its last words, or why it failed."""
+    if scope.failure is not None:
+        return ToolResult(content=f"the agent {scope.path} failed: {scope.failure}", is_error=True)
+    return ToolResult(content=scope.final)

@@ -5,22 +5,23 @@ paused run is resumed by whoever claims it first (compare-and-set on the run), o
 call is decided. Approved and edited calls run through the ledger, keyed by their approval, so a
 call runs at most once however often resuming is retried; rejected, answered and expired calls
 become tool results. The model is called again only when every call of its turn has a result.
+
+The runner drives the loop; what it writes to a run's log, and when, is `RunLog`'s.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
-from collections import defaultdict
 from collections.abc import AsyncIterator, Coroutine, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import timedelta
-from typing import Any, Literal, TypeAlias, TypeVar
+from typing import Any, TypeVar
 
 from signoff import telemetry
 from signoff.agent.agent import Agent
+from signoff.agent.events import RunEvent, TextDelta
 from signoff.agent.model import (
     History,
     Message,
@@ -31,54 +32,32 @@ from signoff.agent.model import (
 )
 from signoff.agent.results import (
     answer,
-    approval_data,
     blocked_result,
     call_data,
     status_result,
+    subagent_result,
     tool_message,
+    unknown_tools,
 )
+from signoff.agent.run_log import RunLog, closing, in_order
+from signoff.agent.state import OpenTurn, RunScope, Suspended, unique_ids
 from signoff.agent.tools import ToolResult
-from signoff.errors import ConflictError, SignoffError
+from signoff.errors import ConflictError
 from signoff.gate import CheckContext, Gate, Outcome
 from signoff.gate.ids import new_id
 from signoff.gate.once import record_unknown
 from signoff.gate.preview import PREVIEW_SECONDS, Previews
 from signoff.gate.worker import work_ready
 from signoff.redaction import Redaction
-from signoff.store.ledger import LedgerEntry
-from signoff.store.runs import (
-    ResumedTurn,
-    RunRecord,
-    RunStatus,
-    RunWrite,
-    StoredEvent,
-)
+from signoff.store.runs import RunRecord, RunWrite, StoredEvent
 from signoff.types import Approval, ToolCall
 
-__all__ = ["RunEvent", "Runner", "TextDelta"]
+__all__ = ["LEASE", "Runner"]
 
 LEASE = timedelta(minutes=5)
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, kw_only=True)
-class TextDelta:
-    """A piece of the model's text as it streams, for live display. Never stored: the whole
-    text is stored as one ``text`` event when the turn is complete."""
-
-    run_id: str
-    text: str
-    type: Literal["text_delta"] = "text_delta"
-
-    @property
-    def data(self) -> dict[str, Any]:
-        return {"text": self.text}
-
-
-RunEvent: TypeAlias = StoredEvent | TextDelta
-"""What `Runner.start` and `Runner.resume` stream."""
 
 
 class Runner:
@@ -112,6 +91,8 @@ class Runner:
         """How long a tool's preview may take when its call is held (`Tool.preview`)."""
         self.redaction = redaction or Redaction()
         """The argument values masked in what a preview says (a server's ``redact:``)."""
+        self.log = RunLog(self.store, owner=self.owner, lease=lease)
+        """This runner's writes to the logs of the runs it works on."""
 
     def previews(self, agent: Agent) -> Previews:
         """The previews of `agent`'s tools that have one, bounded by `preview_timeout` and
@@ -138,8 +119,8 @@ class Runner:
             lease_owner=self.owner,
             version=1,
         )
-        scope = _Scope(agent=self.agent, path=self.agent.name, record=record, root=record)
-        for stored in await self._create(scope, input):
+        scope = RunScope(agent=self.agent, path=self.agent.name, record=record, root=record)
+        for stored in await self.log.create(scope, input):
             yield stored
         async for event in self._run(scope, None):
             yield event
@@ -151,26 +132,17 @@ class Runner:
         Raises `ConflictError` when another worker holds the run, the run is finished, some
         call still waits for a person, or the run is a sub-agent's (resume its root run).
         """
-        # Claim the run and read its open turn in one step: nobody can change it under us.
-        state = await self.store.resume_turn(
-            run_id,
-            agent=self.agent.name,
-            path=self.agent.name,
-            root_id=run_id,
-            owner=self.owner,
-            now=self.store.now(),
-            lease=self.lease,
+        state = await self.log.claim(
+            run_id, agent=self.agent.name, path=self.agent.name, root_id=run_id
         )
         if state is None:
             raise ConflictError(f"run {run_id!r} is not paused, or another worker resumed it")
-        scope = _Scope(
+        scope = RunScope(
             agent=self.agent, path=self.agent.name, record=state.record, root=state.record
         )
-        turn = _turn(scope, state)
+        turn = await self.log.reopen(scope, state)
         if turn.waiting:
-            await self._pause_again(scope, turn)
             raise ConflictError(f"run {run_id!r} still waits on {len(turn.waiting)} approval(s)")
-        scope.pending_events.append(("resumed", {"approvals": turn.decided}))
         telemetry.observer.resumed("runtime")
         async for event in self._run(scope, turn):
             yield event
@@ -211,24 +183,7 @@ class Runner:
 
     # -- the loop --------------------------------------------------------------------------
 
-    async def _create(self, scope: _Scope, input: str) -> list[StoredEvent]:
-        now = self.store.now()
-        started: dict[str, object] = {
-            "agent": scope.agent.name,
-            "thread_id": scope.record.thread_id,
-            "input": input,
-        }
-        if scope.record.parent_id is not None:
-            started |= {"path": scope.path, "parent_run_id": scope.record.parent_id}
-        return await self.store.create_run(
-            scope.record,
-            at=now,
-            lease_until=now + self.lease,
-            messages=[message_to_dict(Message(role="user", content=input))],
-            events=[("run_started", started)],
-        )
-
-    async def _run(self, scope: _Scope, turn: _OpenTurn | None) -> AsyncIterator[RunEvent]:
+    async def _run(self, scope: RunScope, turn: OpenTurn | None) -> AsyncIterator[RunEvent]:
         """Settle the open turn (if any), then alternate model turns and settling until the
         model stops calling tools, a call is held, or the run's turn budget is spent."""
         agent, record = scope.agent, scope.record
@@ -249,7 +204,7 @@ class Runner:
             )
             reply: ModelTurn | None = None
             try:
-                async with self._heartbeat(scope):  # a slow model is not a dead worker either
+                async with self.log.heartbeat(scope):  # a slow model is not a dead worker either
                     if self.stream_text and isinstance(agent.model, StreamingModel):
                         text: list[str] = []
                         calls: list[ToolCall] = []
@@ -273,7 +228,7 @@ class Runner:
             admit = self.gate.limits.admit
             calls_made = [
                 replace(c, agent=scope.path, server=_server(agent, c), args=admit(c.args))
-                for c in _unique_ids(reply.tool_calls)
+                for c in unique_ids(reply.tool_calls)
             ]
             said = Message(role="assistant", content=reply.text, tool_calls=tuple(calls_made))
             events: list[tuple[str, dict[str, object]]] = []
@@ -284,43 +239,76 @@ class Runner:
                 # Written with the turn's first step (its calls held, or started): one commit.
                 scope.pending_messages.append(message_to_dict(said))
                 scope.pending_events += events
-                turn = _OpenTurn(number=scope.turns, calls=calls_made, approvals={}, requested=[])
+                turn = OpenTurn(number=scope.turns, calls=calls_made, approvals={}, requested=[])
                 continue
             events.append(("completed", {}))
             scope.final = reply.text
-            for event in await self._append(
+            for event in await self.log.append(
                 scope, messages=[message_to_dict(said)], events=events, status="completed"
             ):
                 yield event
             return
 
-    async def _fail(self, scope: _Scope, reason: str) -> AsyncIterator[RunEvent]:
+    async def _fail(self, scope: RunScope, reason: str) -> AsyncIterator[RunEvent]:
         scope.failure = reason
-        for event in await self._append(
+        for event in await self.log.append(
             scope, events=[("failed", {"reason": reason})], status="failed"
         ):
             yield event
 
-    async def _settle(self, scope: _Scope, turn: _OpenTurn) -> AsyncIterator[RunEvent]:
+    async def _settle(self, scope: RunScope, turn: OpenTurn) -> AsyncIterator[RunEvent]:
         """Give every open call of the turn its result: decided ones from their decision, the
         others through the gate — running, blocking, or holding them (then the run pauses).
         A call already started (a sub-agent's, or one a dead worker began) goes on without
         asking the gate again."""
-        agent, record = scope.agent, scope.record
-        results: dict[str, dict[str, object]] = {}
-        log: list[RunEvent] = []  # what running the calls wrote to the run's (and sub-runs') logs
-        held: list[Approval] = []
-        for call in turn.calls:
-            if agent.tool(call.name) is None and agent.subagent(call.name) is None:
-                # Nothing to approve: the call could never run.
-                names = sorted(s.name for s in agent.specs)
-                text = f"unknown tool {call.name!r}; the tools are {names}"
-                results[call.id] = tool_message(call, ToolResult(content=text, is_error=True))
+        results = unknown_tools(scope.agent, turn.calls)
         open_calls = [c for c in turn.calls if c.id not in results]
-        keys = {c.id: f"{record.id}:{turn.number}:{c.id}" for c in open_calls}
+        keys = {c.id: f"{scope.record.id}:{turn.number}:{c.id}" for c in open_calls}
         keys |= {c.id: turn.approvals[c.id].id for c in open_calls if c.id in turn.approvals}
+        runnable, fresh, held = await self._sorted(turn, open_calls, keys, results)
+        log: list[RunEvent] = []  # what running the calls wrote to the run's (and sub-runs') logs
+        settled = False
+        if fresh:
+            more, blocked, asked, stored = await self._hold(
+                scope, turn, fresh, runnable=runnable, results=results, held=held
+            )
+            log += stored
+            runnable += more
+            results |= blocked
+            held += asked
+            settled = not runnable
+        elif len(runnable) > 1 and scope.pending():
+            log += await self.log.append(scope)  # before calls that run side by side
+        if runnable:
+            executed = await _all(
+                [self._execute(scope, c, key=keys[c.id], log=log) for c in runnable]
+            )
+            for call, result in zip(runnable, executed, strict=True):
+                if isinstance(result, Suspended):
+                    held += result.approvals
+                else:
+                    results[call.id] = result
+        scope.held = held
+        if not settled:
+            log += await self.log.commit(closing(self.log.write(scope), turn, results, held))
+        if held and scope.record.id == scope.root.id:  # a sub-agent's pause is its root's
+            telemetry.observer.paused("runtime")
+        for event in in_order(log):
+            yield event
+
+    async def _sorted(
+        self,
+        turn: OpenTurn,
+        open_calls: list[ToolCall],
+        keys: dict[str, str],
+        results: dict[str, dict[str, object]],
+    ) -> tuple[list[ToolCall], list[ToolCall], list[Approval]]:
+        """The open calls sorted by what happens to them: those to run (approved, or started
+        before), those the gate has not judged yet, and those still held; the results of the
+        others (answered, rejected, expired, or approved but denied now) go into `results`."""
         runnable: list[ToolCall] = []
         fresh: list[ToolCall] = []
+        held: list[Approval] = []
         if any(a.status in ("approved", "edited") for a in turn.approvals.values()):
             await self.gate.catch_up()  # approved calls run only by the policy of now
         for call in open_calls:
@@ -338,66 +326,45 @@ class Runner:
                 held.append(approval)
             else:
                 results[call.id] = answer(approval)
-        settled = False
-        if fresh:
-            context = CheckContext(
-                run_id=scope.root.id,
-                thread_id=scope.root.thread_id,
-                requested_by=scope.root.started_by,
-                origin="runtime",
-            )
-            write = self._write(scope)  # the turn's calls (or the resume), written first
+        return runnable, fresh, held
 
-            def then(outcomes: list[Outcome]) -> RunWrite:
-                # On the store's thread, in the hold's transaction: only computes.
-                more, blocked, asked = _tally(outcomes)
-                if runnable or more:
-                    return write
-                # Nothing to run: the turn settles (or pauses) in this very transaction.
-                return _closing(write, turn, results | blocked, held + asked)
+    async def _hold(
+        self,
+        scope: RunScope,
+        turn: OpenTurn,
+        fresh: list[ToolCall],
+        *,
+        runnable: list[ToolCall],
+        results: dict[str, dict[str, object]],
+        held: list[Approval],
+    ) -> tuple[list[ToolCall], dict[str, dict[str, object]], list[Approval], list[StoredEvent]]:
+        """Judge the calls the gate has not judged yet: the calls it lets run, the results of
+        those it blocks, the approvals of those it holds, and the events written. With nothing
+        to run after it, the turn settles (or pauses) in the hold's own transaction."""
+        context = CheckContext(
+            run_id=scope.root.id,
+            thread_id=scope.root.thread_id,
+            requested_by=scope.root.started_by,
+            origin="runtime",
+        )
+        write = self.log.write(scope)  # the turn's calls (or the resume), written first
 
-            outcomes, stored = await self.gate.hold(
-                fresh, context, then=then, previews=self.previews(agent)
-            )
-            log += stored
+        def then(outcomes: list[Outcome]) -> RunWrite:
+            # On the store's thread, in the hold's transaction: only computes.
             more, blocked, asked = _tally(outcomes)
-            runnable += more
-            results |= blocked
-            held += asked
-            settled = not runnable
-        elif len(runnable) > 1 and scope.pending():
-            log += await self._append(scope)  # before calls that run side by side
-        if runnable:
-            executed = await _all(
-                [self._execute(scope, c, key=keys[c.id], log=log) for c in runnable]
-            )
-            for call, result in zip(runnable, executed, strict=True):
-                if isinstance(result, _Suspended):
-                    held += result.approvals
-                else:
-                    results[call.id] = result
-        scope.held = held
-        if not settled:
-            log += await self._store(_closing(self._write(scope), turn, results, held))
-        if held and scope.record.id == scope.root.id:  # a sub-agent's pause is its root's
-            telemetry.observer.paused("runtime")
-        for event in _in_order(log):
-            yield event
+            if runnable or more:
+                return write
+            # Nothing to run: the turn settles (or pauses) in this very transaction.
+            return closing(write, turn, results | blocked, held + asked)
 
-    async def _pause_again(self, scope: _Scope, turn: _OpenTurn) -> None:
-        """Give back a run that still waits, logging any approval its last pause did not (its
-        worker died in between) and the pause itself when so."""
-        unlisted = [a for a in turn.waiting if a.id not in turn.listed]
-        events: list[tuple[str, dict[str, object]]] = [
-            ("approval_requested", approval_data(a)) for a in unlisted
-        ]
-        if unlisted:
-            events.append(("paused", {"approvals": [a.id for a in turn.waiting]}))
-        await self._append(scope, events=events, status="paused")
+        outcomes, stored = await self.gate.hold(
+            fresh, context, then=then, previews=self.previews(scope.agent)
+        )
+        return (*_tally(outcomes), stored)
 
     async def _execute(
-        self, scope: _Scope, call: ToolCall, *, key: str, log: list[RunEvent]
-    ) -> dict[str, object] | _Suspended:
+        self, scope: RunScope, call: ToolCall, *, key: str, log: list[RunEvent]
+    ) -> dict[str, object] | Suspended:
         """Run the call once, through the ledger: a second attempt with the same key returns the
         first result, and a call whose first attempt died midway is re-run only if idempotent
         (a sub-agent's run is picked up where it stopped). The events it writes (tool started,
@@ -414,26 +381,8 @@ class Runner:
             # Leave the call unstarted: a worker that can run it takes the run over.
             raise ConflictError(f"tool {call.name!r} cannot be run now; the call was not started")
         rerun = sub is not None or (tool is not None and tool.idempotent)
-        write = self._write(scope)  # anything not yet written goes first
-        started: dict[str, object] = {"call_id": call.id, "tool": call.name, "key": key}
-
-        def then(previous: LedgerEntry | None) -> RunWrite | None:
-            # On the store's thread, in the ledger's transaction: only computes.
-            if previous is None:
-                return _plus(write, [("tool_started", started | {"retry": False})])
-            if previous.result is None and rerun and sub is None:
-                return _plus(write, [("tool_started", started | {"retry": True})])
-            return write if write.messages or write.events else None
-
-        previous, stored = await self.store.ledger_start(
-            key,
-            run_id=scope.record.id,
-            call_id=call.id,
-            tool=call.name,
-            digest=call.digest,
-            at=self.store.now(),
-            then=then,
-        )
+        # Anything not yet written goes first.
+        previous, stored = await self.log.start(scope, call, key, retry=rerun and sub is None)
         log += stored
         if previous is not None and previous.result is not None:
             return previous.result
@@ -448,61 +397,20 @@ class Runner:
             return tool_message(call, status_result("unknown", text))
         held = None if ":" in key else key  # a held call runs under its approval's id
         with telemetry.span("signoff.execute", telemetry.executing(call, held)):
-            async with self._heartbeat(scope):
+            async with self.log.heartbeat(scope):
                 result = await tool.invoke(args, key=key)
-        return await self._finish(scope, call, key, result, log)
-
-    @contextlib.asynccontextmanager
-    async def _heartbeat(self, scope: _Scope) -> AsyncIterator[None]:
-        """While the model or a tool works, renew the run's lease (and the runs above it) every
-        third of the lease: one that takes longer than the lease is not taken for a dead
-        worker's."""
-
-        every = self.lease.total_seconds() / 3
-        if every <= 0:  # a zero lease is never held: nothing to keep
-            yield
-            return
-
-        async def beat() -> None:
-            while True:
-                await asyncio.sleep(max(every, 0.01))
-                try:
-                    await self._store(self._write(scope))
-                except ConflictError:
-                    # Another worker took the run over: the call's result will not be recorded
-                    # by this one (its next write fails the same way).
-                    logger.warning("run %s was taken over meanwhile", scope.record.id)
-                    return
-                except SignoffError:
-                    logger.exception("renewing the lease of run %s failed", scope.record.id)
-
-        task = asyncio.create_task(beat())
-        try:
-            yield
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-
-    async def _finish(
-        self, scope: _Scope, call: ToolCall, key: str, result: ToolResult, log: list[RunEvent]
-    ) -> dict[str, object]:
-        message = tool_message(call, result)
-        finished = {"call_id": call.id, "tool": call.name, "is_error": result.is_error}
-        write = _plus(self._write(scope), [("tool_finished", finished)])
-        log += await self.store.ledger_finish(key, result=message, at=write.at, write=write)
-        return message
+        return await self.log.finish(scope, call, key, result, log)
 
     async def _delegate(
         self,
-        scope: _Scope,
+        scope: RunScope,
         sub: Agent,
         call: ToolCall,
         args: dict[str, Any],
         *,
         key: str,
         log: list[RunEvent],
-    ) -> dict[str, object] | _Suspended:
+    ) -> dict[str, object] | Suspended:
         """Answer a call of a sub-agent: start its run (one per call, keyed by the call's
         ledger key), or pick it up where it stopped; a run that pauses suspends the call, and
         its held approvals pause this run too."""
@@ -511,7 +419,7 @@ class Runner:
             text = args.get("input")
             if not isinstance(text, str):
                 result = ToolResult(content="the input must be a string", is_error=True)
-                return await self._finish(scope, call, key, result, log)
+                return await self.log.finish(scope, call, key, result, log)
             record = RunRecord(
                 id=new_id(),
                 thread_id=f"{key}/{sub.name}",
@@ -524,7 +432,7 @@ class Runner:
                 parent_key=key,
             )
             inner = scope.child(sub, record)
-            log += await self._create(inner, text)
+            log += await self.log.create(inner, text)
             turn = None
         else:
             inner = scope.child(sub, child)
@@ -535,189 +443,21 @@ class Runner:
                 if child.status == "failed":
                     [*_, end] = await self.store.run_events(child.id)
                     inner.failure = str(end.data.get("reason", "unknown"))
-                return await self._finish(scope, call, key, _outcome(inner), log)
-            state = await self.store.resume_turn(
-                child.id,
-                agent=sub.name,
-                path=inner.path,
-                root_id=scope.root.id,
-                owner=self.owner,
-                now=self.store.now(),
-                lease=self.lease,
+                return await self.log.finish(scope, call, key, subagent_result(inner), log)
+            state = await self.log.claim(
+                child.id, agent=sub.name, path=inner.path, root_id=scope.root.id
             )
             if state is None:
                 raise ConflictError(f"the sub-agent's run {child.id!r} is held by another worker")
             inner = scope.child(sub, state.record)
-            turn = _turn(inner, state)
-            if turn.waiting:  # its worker died between its pause and ours: pause again
-                await self._pause_again(inner, turn)
-                return _Suspended(approvals=turn.waiting)
-            inner.pending_events.append(("resumed", {"approvals": turn.decided}))
+            turn = await self.log.reopen(inner, state)
+            if turn.waiting:  # its worker died between its pause and ours: paused again
+                return Suspended(approvals=turn.waiting)
         async for event in self._run(inner, turn):
             log.append(event)
         if inner.held:
-            return _Suspended(approvals=inner.held)
-        return await self._finish(scope, call, key, _outcome(inner), log)
-
-    def _write(
-        self,
-        scope: _Scope,
-        *,
-        messages: Sequence[dict[str, object]] = (),
-        events: Sequence[tuple[str, dict[str, object]]] = (),
-        status: RunStatus | None = None,
-    ) -> RunWrite:
-        """A write of the run's log by this worker, after whatever waits to be written."""
-        now = self.store.now()
-        pending_messages, pending_events = scope.take_pending()
-        return RunWrite(
-            run_id=scope.record.id,
-            owner=self.owner,
-            at=now,
-            lease_until=now + self.lease,  # every write renews the lease: a live worker keeps it
-            messages=[*pending_messages, *messages],
-            events=[*pending_events, *events],
-            status=status,
-            ancestors=scope.ancestors,  # and a sub-agent's keeps the runs it works for
-        )
-
-    async def _store(self, write: RunWrite) -> list[StoredEvent]:
-        return await self.store.append_to_run(
-            write.run_id,
-            at=write.at,
-            messages=write.messages,
-            events=write.events,
-            status=write.status,
-            owner=write.owner,
-            lease_until=write.lease_until,
-            ancestors=write.ancestors,
-        )
-
-    async def _append(
-        self,
-        scope: _Scope,
-        *,
-        messages: Sequence[dict[str, object]] = (),
-        events: Sequence[tuple[str, dict[str, object]]] = (),
-        status: RunStatus | None = None,
-    ) -> list[StoredEvent]:
-        return await self._store(
-            self._write(scope, messages=messages, events=events, status=status)
-        )
-
-
-@dataclass(kw_only=True)
-class _Scope:
-    """One run being worked on: the root run, or a sub-agent's run inside it."""
-
-    agent: Agent
-    path: str
-    """The agent path its calls carry: ``root`` or ``root/sub/subsub``."""
-    record: RunRecord
-    root: RunRecord
-    """The run whose approvals these are: approvals surface there, with the agent path."""
-    ancestors: tuple[str, ...] = ()
-    """The runs this one works for, nearest first: their leases are renewed with its own."""
-    turns: int = 0
-    held: list[Approval] = field(default_factory=list)
-    """After settling a turn: the approvals it is paused on (its sub-agents' included)."""
-    final: str = ""
-    failure: str | None = None
-    pending_messages: list[dict[str, object]] = field(default_factory=list)
-    pending_events: list[tuple[str, dict[str, object]]] = field(default_factory=list)
-    """What the next write of the run's log carries first (a model turn, a resume): written
-    with the step that follows, so that each step costs one commit."""
-
-    def pending(self) -> bool:
-        return bool(self.pending_messages or self.pending_events)
-
-    def take_pending(
-        self,
-    ) -> tuple[list[dict[str, object]], list[tuple[str, dict[str, object]]]]:
-        taken = self.pending_messages, self.pending_events
-        self.pending_messages, self.pending_events = [], []
-        return taken
-
-    def child(self, agent: Agent, record: RunRecord) -> _Scope:
-        return _Scope(
-            agent=agent,
-            path=f"{self.path}/{agent.name}",
-            record=record,
-            root=self.root,
-            ancestors=(self.record.id, *self.ancestors),
-        )
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Suspended:
-    """A sub-agent's call that cannot finish yet: its run waits on these approvals."""
-
-    approvals: list[Approval]
-
-
-@dataclass(kw_only=True)
-class _OpenTurn:
-    number: int
-    """The turn's number in its run: part of each call's ledger key."""
-    calls: list[ToolCall]
-    """The turn's calls that have no result yet, in the order the model made them."""
-    approvals: dict[str, Approval]
-    """By call id: the approval holding that call, for those held."""
-    requested: list[Approval]
-    """The approvals the turn waits or waited on: its own, and its sub-agents' of its last
-    pause."""
-    listed: set[str] = field(default_factory=set)
-    """Those its last pause logged."""
-    begun: set[str] = field(default_factory=set)
-    """The ledger keys of the turn's calls already started."""
-
-    @property
-    def waiting(self) -> list[Approval]:
-        return [a for a in self.requested if a.pending]
-
-    @property
-    def decided(self) -> list[str]:
-        return [a.id for a in self.requested if not a.pending]
-
-
-def _unique_ids(calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
-    """The turn's calls with ids unique within it (models may repeat or omit them): each result
-    must answer exactly one call."""
-    seen: set[str] = set()
-    out = []
-    for index, call in enumerate(calls):
-        call_id = call.id or f"call_{index}"
-        while call_id in seen:
-            call_id = f"{call_id}_{index}"
-        seen.add(call_id)
-        out.append(call if call_id == call.id else replace(call, id=call_id))
-    return tuple(out)
-
-
-def _turn(scope: _Scope, state: ResumedTurn) -> _OpenTurn:
-    """The calls of the run's last model turn that have no result yet, with the approvals that
-    hold them (also those a worker requested and died before logging, which would otherwise be
-    asked for twice) and those its last pause waited on (its sub-agents' too)."""
-    tail = state.turn
-    scope.turns = tail.turns
-    if not tail.messages:
-        return _OpenTurn(number=tail.turns, calls=[], approvals={}, requested=[])
-    said, after = message_from_dict(tail.messages[0]), tail.messages[1:]
-    answered = {m["tool_call_id"] for m in after if m["role"] == "tool"}
-    calls = [c for c in said.tool_calls if c.id not in answered]
-    open_ids = {c.id for c in calls}
-    own = [a for a in state.own if a.call.id in open_ids]
-    requested = list({a.id: a for a in [*state.listed, *own]}.values())
-    return _OpenTurn(
-        number=tail.turns,
-        calls=calls,
-        approvals={
-            a.call.id: a for a in requested if a.call.id in open_ids and a.call.agent == scope.path
-        },
-        requested=requested,
-        listed={a.id for a in state.listed},
-        begun=state.begun,
-    )
+            return Suspended(approvals=inner.held)
+        return await self.log.finish(scope, call, key, subagent_result(inner), log)
 
 
 def _tally(
@@ -735,31 +475,6 @@ def _tally(
     )
 
 
-def _closing(
-    write: RunWrite,
-    turn: _OpenTurn,
-    results: dict[str, dict[str, object]],
-    held: Sequence[Approval],
-) -> RunWrite:
-    """`write`, closing the settling of a turn: the results in call order, then the held
-    approvals and the pause, if any."""
-    ordered = [results[c.id] for c in turn.calls if c.id in results]
-    events: list[tuple[str, dict[str, object]]] = [("tool_result", r) for r in ordered]
-    events += [("approval_requested", approval_data(a)) for a in held]
-    if held:
-        events.append(("paused", {"approvals": [a.id for a in held]}))
-    return replace(
-        write,
-        messages=[*write.messages, *ordered],
-        events=[*write.events, *events],
-        status="paused" if held else write.status,
-    )
-
-
-def _plus(write: RunWrite, events: Sequence[tuple[str, dict[str, object]]]) -> RunWrite:
-    return replace(write, events=[*write.events, *events])
-
-
 async def _all(steps: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
     """Run the steps side by side; if one fails, stop the others before raising its error, so
     that nothing of the run goes on behind the caller's back."""
@@ -775,28 +490,7 @@ async def _all(steps: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
         raise
 
 
-def _in_order(log: Sequence[RunEvent]) -> list[RunEvent]:
-    """The events in the order they were written, each run's in sequence: calls running at
-    once may return their events out of order."""
-    slots: dict[str, list[int]] = defaultdict(list)
-    for index, event in enumerate(log):
-        slots[event.run_id].append(index)
-    ordered = list(log)
-    for indexes in slots.values():
-        events = sorted((log[i] for i in indexes), key=lambda e: getattr(e, "seq", 0))
-        for index, event in zip(indexes, events, strict=True):
-            ordered[index] = event
-    return ordered
-
-
 def _server(agent: Agent, call: ToolCall) -> str | None:
     """The MCP server a call goes to, as the policy's ``servers:`` sections match it."""
     tool = agent.tool(call.name)
     return None if tool is None else tool.server
-
-
-def _outcome(scope: _Scope) -> ToolResult:
-    """What a sub-agent's finished run gives its parent: its last words, or why it failed."""
-    if scope.failure is not None:
-        return ToolResult(content=f"the agent {scope.path} failed: {scope.failure}", is_error=True)
-    return ToolResult(content=scope.final)
