@@ -52,6 +52,7 @@ __all__ = [
     "REFUSED_LIMIT",
     "SAMPLE",
     "Draft",
+    "Window",
     "count_of_calls",
     "lessons",
 ]
@@ -100,27 +101,28 @@ class Draft:
     refused: tuple[ToolCall, ...] = ()
 
 
-async def lessons(
-    store: Store, engine: PolicyEngine, group: GroupStats, since: datetime, days: int
-) -> tuple[Draft | Candidate | None, ...]:
+@dataclass(frozen=True, kw_only=True)
+class Window:
+    """Where lessons are looked for: the decisions kept in `store` since `since` (a window of
+    `days`), for the policy `engine` enforces now."""
+
+    store: Store
+    engine: PolicyEngine
+    since: datetime
+    days: int
+
+
+def _key(group: GroupStats) -> GroupKey:
+    return (group.rule, group.tool, group.agent)
+
+
+async def lessons(window: Window, group: GroupStats) -> tuple[Draft | Candidate | None, ...]:
     """The group's three lessons (allow with a condition, deny, allow below a bound): each a
     draft, else the candidate nearest to one, or None where there is nothing to weigh."""
-    key: GroupKey = (group.rule, group.tool, group.agent)
-    return (
-        await _allow(store, engine, group, key, since, days),
-        await _deny(store, engine, group, key, since, days),
-        await _limit(store, engine, group, key, since, days),
-    )
+    return await _allow(window, group), await _deny(window, group), await _limit(window, group)
 
 
-async def _allow(
-    store: Store,
-    engine: PolicyEngine,
-    group: GroupStats,
-    key: GroupKey,
-    since: datetime,
-    days: int,
-) -> Draft | Candidate | None:
+async def _allow(window: Window, group: GroupStats) -> Draft | Candidate | None:
     approved = group.counts["approved"]
     if not approved:
         return None
@@ -128,15 +130,15 @@ async def _allow(
     near = _candidate("allow", group, _approvals(approved, total))
     if approved < MIN_SAMPLES:
         return near
-    if (sampled := await _sampled(store, engine, key, "approved", since)) is None:
+    if (sampled := await _sampled(window, group, "approved")) is None:
         return None
     sample, asker = sampled
     calls = [a.requested_call for a in sample]
-    if denied_beside(engine, group, asker):
+    if denied_beside(window.engine, group, asker):
         return replace(near, dropped=_OVERRIDES)
     misses: list[Candidate] = []
     for pattern in shared(calls):
-        tally = await store.tally(key, since=since, match=pattern.match)
+        tally = await window.store.tally(_key(group), since=window.since, match=pattern.match)
         approved, total = tally.counts["approved"], sum(tally.counts[s] for s in _DECIDED)
         if not total:  # pruned since the sample was read
             continue
@@ -147,7 +149,7 @@ async def _allow(
             misses.append(near)
             continue
         condition = {pattern.key: pattern.condition}
-        allowed = await _allowing(store, engine, group, asker, since, pattern.near_match,
+        allowed = await _allowing(window, group, asker, pattern.near_match,
                                   condition, near)  # fmt: skip
         if isinstance(allowed, Candidate):
             misses.append(allowed)
@@ -155,7 +157,7 @@ async def _allow(
         rule, refused = allowed
         text = (
             f"`{group.tool}`{_of(group)} with {pattern.shown} was approved unchanged "
-            f"{approved:,} of {total:,} times in {days} days, {_said(voices)}; "
+            f"{approved:,} of {total:,} times in {window.days} days, {_said(voices)}; "
             f"{_refusals(refused)}: allow it with that condition?"
         )
         checks = tuple((c, _ALLOW) for c in calls if pattern.holds(c.args.get(pattern.key)))
@@ -164,14 +166,7 @@ async def _allow(
     return _nearest(misses, near, "the approved calls share no value, mail domain or folder")
 
 
-async def _deny(
-    store: Store,
-    engine: PolicyEngine,
-    group: GroupStats,
-    key: GroupKey,
-    since: datetime,
-    days: int,
-) -> Draft | Candidate | None:
+async def _deny(window: Window, group: GroupStats) -> Draft | Candidate | None:
     rejected = group.counts["rejected"]
     if not rejected:
         return None
@@ -183,33 +178,26 @@ async def _deny(
     near = _candidate("deny", group, needs)
     if not _cleared(near):
         return near
-    if (sampled := await _sampled(store, engine, key, "rejected", since)) is None:
+    if (sampled := await _sampled(window, group, "rejected")) is None:
         return None
     sample, asker = sampled
     calls = [a.requested_call for a in sample]
-    voices = (await store.tally(key, since=since)).voices["rejected"]
+    voices = (await window.store.tally(_key(group), since=window.since)).voices["rejected"]
     near = replace(near, needs=(*needs, *voices_needed(voices, MIN_PEOPLE, MIN_REQUESTERS)))
-    rule = suggested_rule("deny", group, engine, asker, asker.priority, {})
+    rule = suggested_rule("deny", group, window.engine, asker, asker.priority, {})
     if rule is None or not _cleared(near):
         return near
     share = math.floor(100 * rejected / decided)
     text = (
         f"`{group.tool}`{_of(group)} was rejected {share}% of the time ({rejected:,} of "
-        f"{decided:,} decisions in {days} days, {_said(voices)}): deny it?"
+        f"{decided:,} decisions in {window.days} days, {_said(voices)}): deny it?"
     )
     return Draft(kind="deny", text=text, rule=rule, matched=rejected, total=decided,
                   voices=voices, checks=tuple((c, _DENY) for c in calls),
                   candidate=near)  # fmt: skip
 
 
-async def _limit(
-    store: Store,
-    engine: PolicyEngine,
-    group: GroupStats,
-    key: GroupKey,
-    since: datetime,
-    days: int,
-) -> Draft | Candidate | None:
+async def _limit(window: Window, group: GroupStats) -> Draft | Candidate | None:
     edited = group.counts["edited"]
     if not edited:
         return None
@@ -217,11 +205,11 @@ async def _limit(
     near = _candidate("limit", group, (count,), "below a bound")
     if edited < MIN_SAMPLES:
         return near
-    if (sampled := await _sampled(store, engine, key, "edited", since)) is None:
+    if (sampled := await _sampled(window, group, "edited")) is None:
         return None
     sample, asker = sampled
     asked = [a.requested_call for a in sample]
-    if denied_beside(engine, group, asker):
+    if denied_beside(window.engine, group, asker):
         return replace(near, dropped=_OVERRIDES)
     misses: list[Candidate] = []
     for name in sorted({k for call in asked for k in call.args if _KEY.fullmatch(k)}):
@@ -254,7 +242,7 @@ async def _limit(
         needs = (*needs, *voices_needed(voices, MIN_PEOPLE, MIN_REQUESTERS))
         near = _candidate("limit", group, needs, f"with `{name}` {words}", name)
         looks = ArgumentMatch(key=name, test="at_most", value=most)
-        allowed = await _allowing(store, engine, group, asker, since, looks, condition, near)
+        allowed = await _allowing(window, group, asker, looks, condition, near)
         if isinstance(allowed, Candidate):
             misses.append(allowed)
             continue
@@ -262,7 +250,7 @@ async def _limit(
         newest = "edits" if len(sample) == group.counts["edited"] else "newest edits"
         text = (
             f"edits of `{group.tool}`{_of(group)} always lower `{name}` {words} "
-            f"({len(lowered):,} of the {len(sample):,} {newest} in {days} days, "
+            f"({len(lowered):,} of the {len(sample):,} {newest} in {window.days} days, "
             f"{_said(voices)}); {_refusals(refused)}: allow it {words} without asking?"
         )
         checks: list[tuple[ToolCall, VerdictKind]] = [(a.call, "allow") for a in edits]
@@ -274,29 +262,29 @@ async def _limit(
 
 
 async def _sampled(
-    store: Store, engine: PolicyEngine, key: GroupKey, status: ApprovalStatus, since: datetime
+    window: Window, group: GroupStats, status: ApprovalStatus
 ) -> tuple[list[Approval], Asker] | None:
     """The group's newest calls that ended `status` (at most `SAMPLE`), and what asks about
     them now; None when nothing does (the policy changed since, or a rule of another kind)."""
-    sample = await store.group_sample(key, status=status, since=since, limit=SAMPLE)
-    asker = asker_of(engine, [a.requested_call for a in sample])
+    sample = await window.store.group_sample(
+        _key(group), status=status, since=window.since, limit=SAMPLE
+    )
+    asker = asker_of(window.engine, [a.requested_call for a in sample])
     return None if asker is None else (sample, asker)
 
 
 async def _allowing(
-    store: Store,
-    engine: PolicyEngine,
+    window: Window,
     group: GroupStats,
     asker: Asker,
-    since: datetime,
     looks: ArgumentMatch,
     condition: dict[str, Any],
     near: Candidate,
 ) -> tuple[dict[str, Any], tuple[ToolCall, ...]] | Candidate:
     """The allow rule with `condition` to suggest, and the refused calls that look like it
     (`looks`) to check it against; else `near`, saying why it is held back."""
-    refused = await _refused(store, group, since, looks)
-    rule = suggested_rule("allow", group, engine, asker, asker.allow_priority(), condition)
+    refused = await _refused(window, group, looks)
+    rule = suggested_rule("allow", group, window.engine, asker, asker.allow_priority(), condition)
     if rule is None or refused is None:
         return _held_back(near, too_many_refused=refused is None)
     return rule, refused
@@ -310,13 +298,13 @@ def _nearest(misses: Sequence[Candidate], near: Candidate, none: str) -> Candida
 
 
 async def _refused(
-    store: Store, group: GroupStats, since: datetime, near: ArgumentMatch
+    window: Window, group: GroupStats, near: ArgumentMatch
 ) -> tuple[ToolCall, ...] | None:
     """The calls of the group's tool people refused in the window, as requested, whose
     argument passes `near` (wider than the suggested condition); None when there are more than
     `REFUSED_LIMIT`."""
-    found = await store.refused_like(
-        group.tool, agent=group.agent, since=since, match=near, limit=REFUSED_LIMIT + 1
+    found = await window.store.refused_like(
+        group.tool, agent=group.agent, since=window.since, match=near, limit=REFUSED_LIMIT + 1
     )
     if len(found) > REFUSED_LIMIT:
         return None

@@ -43,6 +43,7 @@ from signoff.insights.lessons import (
     REFUSED_LIMIT,
     SAMPLE,
     Draft,
+    Window,
     count_of_calls,
     lessons,
 )
@@ -144,10 +145,11 @@ async def weigh(
     since = now - timedelta(days=window_days(days))
     if groups is None:
         groups = await store.decision_stats(since=since)
+    window = Window(store=store, engine=engine, since=since, days=days)
     found: list[Suggestion] = []
     missed: list[Candidate] = []
     for group in groups:
-        for weighed in await lessons(store, engine, group, since, days):
+        for weighed in await lessons(window, group):
             outcome = _verified(weighed, engine, document)
             if isinstance(outcome, Suggestion):
                 found.append(outcome)
