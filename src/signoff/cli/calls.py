@@ -10,7 +10,6 @@ from typing import Any
 import typer
 
 from signoff.errors import PolicyError, Problem
-from signoff.policy.source import Locator, format_path, parse_text
 from signoff.types import ToolCall
 
 __all__ = ["load_calls", "parse_args"]
@@ -18,6 +17,7 @@ __all__ = ["load_calls", "parse_args"]
 
 def load_calls(path: Path) -> list[ToolCall]:
     """A list of ``{tool, server?, agent?, args?}`` mappings; problems carry line and column."""
+    from signoff.policy.source import Locator, format_path, parse_text
 
     source = str(path)
     try:
