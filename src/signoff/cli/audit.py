@@ -22,7 +22,7 @@ from rich.markup import escape
 
 from signoff.cli.client import on_server
 from signoff.cli.program import program
-from signoff.cli.target import Server, Token, where
+from signoff.cli.target import Server, StoreOption, Token, where
 from signoff.errors import CheckpointError, SignoffError, StoreError
 from signoff.store.checkpoint import KEY_VARIABLE
 
@@ -35,15 +35,6 @@ __all__ = ["app"]
 
 app = typer.Typer(help="Read and verify the hash-chained audit log.", no_args_is_help=True)
 
-DatabaseOption = Annotated[
-    str | None,
-    typer.Option(
-        "--database",
-        "-d",
-        help="The store's URL (default: SIGNOFF_DATABASE_URL, or signoff.db here).",
-        envvar="SIGNOFF_DATABASE_URL",
-    ),
-]
 SinceOption = Annotated[
     str | None,
     typer.Option(
@@ -116,7 +107,7 @@ def _checked_by(server: str, token: str | None, since: str | None) -> dict[str, 
 
 
 @app.command()
-def checkpoint(database: DatabaseOption = None, since: SinceOption = None) -> None:
+def checkpoint(database: StoreOption = None, since: SinceOption = None) -> None:
     """Verify the log and print its head as a checkpoint to keep outside the database.
 
     Signed with SIGNOFF_AUDIT_KEY when it is set; check the log against it with
@@ -151,7 +142,7 @@ def checkpoint(database: DatabaseOption = None, since: SinceOption = None) -> No
 
 @app.command("list")
 def list_entries(
-    database: DatabaseOption = None,
+    database: StoreOption = None,
     after: Annotated[int, typer.Option(min=0, help="Show entries after this sequence number.")] = 0,
     limit: Annotated[int, typer.Option(min=1, help="How many entries to show.")] = 100,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,

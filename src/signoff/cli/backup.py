@@ -19,6 +19,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from signoff.cli.target import StoreOption
+
 __all__ = ["backup", "copy_sqlite"]
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -29,15 +31,7 @@ def backup(
         Path,
         typer.Argument(help="Where to write the copy (replaced if it exists).", metavar="FILE"),
     ],
-    database: Annotated[
-        str | None,
-        typer.Option(
-            "--database",
-            "-d",
-            help="The store's URL (default: SIGNOFF_DATABASE_URL, or signoff.db here).",
-            envvar="SIGNOFF_DATABASE_URL",
-        ),
-    ] = None,
+    database: StoreOption = None,
 ) -> None:
     """Copy a SQLite store to FILE while it is in use (PostgreSQL: use pg_dump)."""
     import sqlite3

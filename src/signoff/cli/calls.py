@@ -17,16 +17,10 @@ __all__ = ["load_calls", "parse_args"]
 
 def load_calls(path: Path) -> list[ToolCall]:
     """A list of ``{tool, server?, agent?, args?}`` mappings; problems carry line and column."""
-    from signoff.policy.source import Locator, format_path, parse_text
+    from signoff.policy.source import Locator, format_path, read_file
 
     source = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PolicyError(
-            [Problem(message=f"cannot read the calls: {exc}", source=source)]
-        ) from None
-    data = parse_text(text, source=source, json_only=path.suffix == ".json")
+    text, data = read_file(path, "the calls")
     if not isinstance(data, list):
         raise PolicyError([Problem(message="expected a list of calls", source=source)])
     calls: list[ToolCall] = []

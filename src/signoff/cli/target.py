@@ -11,7 +11,7 @@ import typer
 from signoff.cli.listen import stop
 from signoff.cli.program import program
 
-__all__ = ["Actor", "Database", "Roles", "Server", "Token", "as_yourself", "where"]
+__all__ = ["Actor", "Database", "Roles", "Server", "StoreOption", "Token", "as_yourself", "where"]
 
 Server = Annotated[
     str | None,
@@ -45,6 +45,16 @@ Actor = Annotated[
 Roles = Annotated[
     list[str] | None, typer.Option("--role", help="A role of the decider, on a database.")
 ]
+StoreOption = Annotated[
+    str | None,
+    typer.Option(
+        "--database",
+        "-d",
+        help="The store's URL (default: SIGNOFF_DATABASE_URL, or signoff.db here).",
+        envvar="SIGNOFF_DATABASE_URL",
+    ),
+]
+"""The database of a command that works on one only (``audit``, ``backup``)."""
 
 
 def where(

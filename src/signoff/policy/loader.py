@@ -13,7 +13,7 @@ from signoff.errors import PolicyError, Problem
 from signoff.policy.model import Rule, SectionDefault
 from signoff.policy.reader import Recorded
 from signoff.policy.sections import RuleBuilder
-from signoff.policy.source import Locator, format_path, parse_text, paused_gc
+from signoff.policy.source import Locator, format_path, parse_text, paused_gc, read_file
 from signoff.types import VerdictKind, canonical_json
 
 __all__ = ["Policy", "load_data", "load_file", "load_text", "locate"]
@@ -47,15 +47,8 @@ class Policy:
 
 
 def load_file(path: Path) -> Policy:
-    source = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PolicyError(
-            [Problem(message=f"cannot read the policy: {exc}", source=source)]
-        ) from None
-    data = parse_text(text, source=source, json_only=path.suffix == ".json")
-    return load_data(data, source=source, text=text)
+    text, data = read_file(path, "the policy")
+    return load_data(data, source=str(path), text=text)
 
 
 def load_text(text: str, *, source: str | None = None) -> Policy:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
+import pathlib
 import re
 from collections.abc import Hashable, Iterator
 from typing import Any, TypeAlias
@@ -95,6 +96,19 @@ def parse_text(text: str, *, source: str | None, json_only: bool = False) -> Any
         raise PolicyError([problem]) from None
     except yaml.YAMLError as exc:
         raise PolicyError([Problem(message=str(exc), source=source)]) from None
+
+
+def read_file(path: pathlib.Path, what: str) -> tuple[str, Any]:
+    """The text of the YAML file at `path` (JSON when it is named ``.json``) and what it holds;
+    a `PolicyError` naming the file when it cannot be read or parsed. `what` is what the file
+    should hold, as the message says it (``the policy``)."""
+    source = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        problem = Problem(message=f"cannot read {what}: {exc}", source=source)
+        raise PolicyError([problem]) from None
+    return text, parse_text(text, source=source, json_only=path.suffix == ".json")
 
 
 def _check_nesting(text: str, source: str | None) -> None:
