@@ -381,7 +381,6 @@ class Runner:
             # Leave the call unstarted: a worker that can run it takes the run over.
             raise ConflictError(f"tool {call.name!r} cannot be run now; the call was not started")
         rerun = sub is not None or (tool is not None and tool.idempotent)
-        # Anything not yet written goes first.
         previous, stored = await self.log.start(scope, call, key, retry=rerun and sub is None)
         log += stored
         if previous is not None and previous.result is not None:
