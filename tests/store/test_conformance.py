@@ -31,9 +31,10 @@ from signoff.errors import (
 from signoff.gate.once import Ledger
 from signoff.store import AuditRecord, DecisionPlan, SQLStore, Store, open_store
 from signoff.store.base import Moment
-from signoff.store.external import LedgerClaim, NewPause, Pause
+from signoff.store.external import LedgerClaim
 from signoff.store.ledger import LedgerEntry
 from signoff.store.migrations import LATEST
+from signoff.store.pauses import NewPause, Pause
 from signoff.types import Approval
 
 T0 = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)

@@ -19,11 +19,15 @@ import signoff.gate.external
 import signoff.gate.once
 import signoff.integrations._threads
 import signoff.store.external
+import signoff.store.histories
 import signoff.store.ledger
+import signoff.store.pauses
 import signoff.store.sql
 import signoff.types
 from signoff.store import external as external_store
+from signoff.store import histories as history_store
 from signoff.store import ledger as ledger_store
+from signoff.store import pauses as pause_store
 from tests.installed import program
 from tests.verify.spin import check
 
@@ -40,6 +44,8 @@ MODULES = (
     signoff.gate.once,
     signoff.store.sql,
     signoff.store.external,
+    signoff.store.pauses,
+    signoff.store.histories,
     signoff.store.ledger,
     signoff.types,
     signoff.errors,
@@ -99,7 +105,7 @@ def test_the_models_states_are_the_codes():
     assert {"edited", "expired"} <= code
     [(attribute, pause)] = mtypes(RESUME_TEXT).items()
     assert attribute == "Pause.status"
-    assert {s.lower() for s in pause} == set(typing.get_args(external_store.PauseStatus))
+    assert {s.lower() for s in pause} == set(typing.get_args(pause_store.PauseStatus))
 
 
 def sql(statement: object) -> str:
@@ -123,9 +129,10 @@ def test_the_compare_and_sets_the_model_relies_on_are_in_the_stores_statements()
     assert "judged" in typing.get_type_hints(external_store.ExternalStore.ledger_claim)
     # A pause is claimed while waiting, or resuming with its lease run out; a thread's history
     # grows only from the length its writer read.
-    claim = inspect.getsource(external_store.ExternalStore.claim_pause)
-    assert '_pauses.c.status == "waiting"' in claim and "_pauses.c.lease_until <" in claim
-    append = inspect.getsource(external_store._append)
+    assert "_claimable(now)" in inspect.getsource(external_store.ExternalStore.claim_pause)
+    claimable = inspect.getsource(pause_store._claimable)
+    assert '_pauses.c.status == "waiting"' in claimable and "_pauses.c.lease_until <" in claimable
+    append = inspect.getsource(history_store._append)
     assert "_LENGTH" in append and "!= after" in append
     for writer in (
         external_store.ExternalStore.append_history,

@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterator
-from contextvars import ContextVar
+from collections.abc import Coroutine
+from contextvars import ContextVar, Token
 from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from signoff.errors import ConflictError
-from signoff.gate.external import LEASE, ExternalRuns, Pause
+from signoff.gate.external import LEASE, ExternalRuns, Pause, PauseStatus
 from signoff.gate.ids import new_id
 from signoff.gate.once import owner_alive
 from signoff.integrations._threads import renew_while
-from signoff.store.external import PauseStatus
 
 __all__ = ["RESUMING", "Continuation", "acontinuing", "conflict", "continuing"]
 
@@ -53,17 +53,17 @@ class Continuation:
             return
         resumer = self._resuming
         owner = resumer[1] if resumer is not None and resumer[0] == pause.id else self.owner
-        store, seen = self.runs.store, pause
+        runs, seen = self.runs, pause
         while True:
-            at = store.now()
+            at = runs.now()
             if not _takeable(seen, owner, at):
                 raise conflict(pause, seen.lease_owner)
             until = at + self.lease
-            taken = await store.take_pause(pause.id, seen=seen, status="resuming", owner=owner,
-                                           until=until, now=at)  # fmt: skip
+            taken = await runs.take_pause(seen, status="resuming", owner=owner, until=until,
+                                          now=at)  # fmt: skip
             if taken:
                 break
-            found = await store.get_pause(pause.id)
+            found = await runs.get_pause(pause.id)
             if found is None:  # pragma: no cover - pauses are never deleted
                 raise conflict(pause, None)
             seen = found
@@ -85,43 +85,55 @@ _CONTINUING: ContextVar[Continuation | None] = ContextVar("signoff_continuing", 
 """The pauses the node running in this context continues (`continuing`)."""
 
 
-@contextlib.contextmanager
-def continuing(runs: ExternalRuns) -> Iterator[Continuation]:
+class _Continuing:
+    """`continuing` and `acontinuing`: the node's run's `Continuation` while the block runs."""
+
+    def __init__(self, runs: ExternalRuns) -> None:
+        self.runs = runs
+        self._token: Token[Continuation | None] | None = None
+        self._continuation: Continuation | None = None
+
+    def _enter(self) -> Continuation:
+        outer = _CONTINUING.get()
+        if outer is not None and outer.runs is self.runs:
+            return outer  # the outer block ends it
+        self._continuation = Continuation(self.runs)
+        self._token = _CONTINUING.set(self._continuation)
+        return self._continuation
+
+    def _leave(self, ok: bool) -> Coroutine[Any, Any, None] | None:
+        """How this block's continuation ends (None when an outer block's goes on)."""
+        if self._token is None or self._continuation is None:
+            return None
+        _CONTINUING.reset(self._token)
+        return self._continuation.end(ok=ok)
+
+    def __enter__(self) -> Continuation:
+        return self._enter()
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        end = self._leave(ok=kind is None)
+        if end is not None:
+            self.runs.run(end)
+
+    async def __aenter__(self) -> Continuation:
+        return self._enter()
+
+    async def __aexit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        end = self._leave(ok=kind is None)
+        if end is not None:
+            await self.runs.bridge.arun(end)
+
+
+def continuing(runs: ExternalRuns) -> _Continuing:
     """Hold the pauses a node's run goes on past until it ends (the node's run's, when a node
     already holds them): done when it returns, given back when it raises."""
-    outer = _CONTINUING.get()
-    if outer is not None and outer.runs is runs:
-        yield outer
-        return
-    continuation = Continuation(runs)
-    token = _CONTINUING.set(continuation)
-    try:
-        yield continuation
-    except BaseException:
-        _CONTINUING.reset(token)
-        runs.run(continuation.end(ok=False))
-        raise
-    _CONTINUING.reset(token)
-    runs.run(continuation.end(ok=True))
+    return _Continuing(runs)
 
 
-@contextlib.asynccontextmanager
-async def acontinuing(runs: ExternalRuns) -> AsyncIterator[Continuation]:
-    """`continuing` for async nodes."""
-    outer = _CONTINUING.get()
-    if outer is not None and outer.runs is runs:
-        yield outer
-        return
-    continuation = Continuation(runs)
-    token = _CONTINUING.set(continuation)
-    try:
-        yield continuation
-    except BaseException:
-        _CONTINUING.reset(token)
-        await runs.bridge.arun(continuation.end(ok=False))
-        raise
-    _CONTINUING.reset(token)
-    await runs.bridge.arun(continuation.end(ok=True))
+def acontinuing(runs: ExternalRuns) -> _Continuing:
+    """`continuing` for async nodes (``async with``)."""
+    return _Continuing(runs)
 
 
 class _Hold:
@@ -146,18 +158,16 @@ class _Hold:
         if ok:
             # The lease stays on a done pause: an invocation that read the same checkpoint and
             # comes late is refused while the continuation may still be saving its step.
-            done = await self._set(
-                "done", self.seen.lease_owner, self.runs.store.now() + self.lease
-            )
+            done = await self._set("done", self.seen.lease_owner, self.runs.now() + self.lease)
             return None if done else self.seen
         with contextlib.suppress(Exception):  # not given back, it runs out with its lease
             await self._set("waiting", None, None)
         return None
 
     async def _set(self, status: PauseStatus, owner: str | None, until: datetime | None) -> bool:
-        at = self.runs.store.now()
-        done = await self.runs.store.take_pause(self.seen.id, seen=self.seen, status=status,
-                                                owner=owner, until=until, now=at)  # fmt: skip
+        at = self.runs.now()
+        done = await self.runs.take_pause(self.seen, status=status, owner=owner, until=until,
+                                          now=at)  # fmt: skip
         if done:
             self.seen = replace(self.seen, status=status, lease_owner=owner, lease_until=until)
         else:
@@ -168,7 +178,7 @@ class _Hold:
         # A renewal that finds the pause moved marks the claim lost itself (`_set`).
         await renew_while(self._stopping, self.lease,
                           lambda: self._set("resuming", self.seen.lease_owner,
-                                            self.runs.store.now() + self.lease))  # fmt: skip
+                                            self.runs.now() + self.lease))  # fmt: skip
 
 
 def _takeable(seen: Pause, owner: str, at: datetime) -> bool:

@@ -14,16 +14,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from signoff.gate.external import LEASE, ExternalRuns, Pause, Resumed, Resumer
+from signoff.gate.external import LEASE, ExternalRuns, NewPause, Pause, Resumed, Resumer
 from signoff.gate.once import owner_alive
-from signoff.store.external import NewPause
 
 __all__ = [
     "Append",
     "Hold",
     "appender",
     "busy",
-    "keep",
     "now",
     "renew_while",
     "resumer",
@@ -34,9 +32,8 @@ _MARK = "signoff.resume"
 
 
 def now(runs: ExternalRuns) -> datetime:
-    """The time resume marks are written and judged by: the store's clock, one for every
-    process (a process whose own clock runs ahead takes no thread over early)."""
-    return runs.store.now()
+    """The time resume marks are written and judged by: the store's clock (`ExternalRuns.now`)."""
+    return runs.now()
 
 
 def is_mark(entry: str) -> bool:
@@ -73,26 +70,9 @@ def appender(runs: ExternalRuns, origin: str, thread: str, after: int) -> Append
     """`Append` to the thread's kept history as it was read, `after` entries long."""
 
     async def append(new: Sequence[str], pause: NewPause | None = None) -> bool:
-        return await keep(runs, origin, thread, new, after=after, pause=pause)
+        return await runs.append_history(origin, thread, new, after=after, pause=pause)
 
     return append
-
-
-async def keep(runs: ExternalRuns, origin: str, thread: str, items: Sequence[str], *,
-               after: int, pause: NewPause | None) -> bool:  # fmt: skip
-    """Append `items` after the `after` entries read, with `pause` recorded in the same
-    transaction: a thread never waits with no pause that points a resumer at it."""
-    at = now(runs)
-    if pause is None:
-        return await runs.near(runs.store.append_history(origin, thread, items, after=after,
-                                                         now=at))  # fmt: skip
-    saved = await runs.near(
-        runs.store.append_paused(origin, thread, items, after=after, now=at, pause=pause)
-    )
-    if saved is None:
-        return False
-    runs.paused(pause, saved)
-    return True
 
 
 async def renew_while(
@@ -197,8 +177,8 @@ class Hold:
         return json.dumps({_MARK: "released", "at": now(self.runs).isoformat()})
 
     async def _append(self, items: list[str], pause: NewPause | None = None) -> bool:
-        appended = await keep(self.runs, self.origin, self.thread, items, after=self.length,
-                              pause=pause)  # fmt: skip
+        appended = await self.runs.append_history(self.origin, self.thread, items,
+                                                  after=self.length, pause=pause)  # fmt: skip
         if appended:
             self.length += len(items)
         return appended

@@ -16,12 +16,13 @@ from signoff.types import Approval, ApprovalStatus, AuditEntry, Grant
 if TYPE_CHECKING:
     from signoff.store.catalog import Catalog
     from signoff.store.checkpoint import Checkpoint
-    from signoff.store.external import ExternalRecord, LedgerClaim, NewPause, Pause, PauseStatus
+    from signoff.store.external import ExternalRecord, LedgerClaim
     from signoff.store.gauges import Gauges
     from signoff.store.insights import ArgumentMatch, ArgumentTest, GroupKey, GroupStats, Tally
     from signoff.store.ledger import LedgerEntry
     from signoff.store.notes import Note
     from signoff.store.outbox import Delivery, DeliveryStatus, NewDelivery, OutboxEvent
+    from signoff.store.pauses import NewPause, Pause, PauseStatus
     from signoff.store.runs import (
         OpenTurn,
         ResumedTurn,
