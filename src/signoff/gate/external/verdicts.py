@@ -9,8 +9,8 @@ from __future__ import annotations
 import copy
 from collections.abc import Collection, Sequence
 
-from signoff.gate.core import CheckContext, Outcome
 from signoff.gate.external.base import RunsBase
+from signoff.gate.outcome import CheckContext, Outcome
 from signoff.gate.steps import Held
 from signoff.store.external import ExternalRecord
 from signoff.types import Approval, ToolCall
