@@ -35,8 +35,10 @@ from signoff.gate.ids import new_id
 from signoff.gate.preview import Previews
 from signoff.protocols.mcp.answers import REFUSED, RESOURCE_NOT_FOUND, not_offered
 from signoff.protocols.mcp.catalog import Catalog, Offered
-from signoff.protocols.mcp.held import ORIGIN, Action, Asked, Asker, Holding, upstream_previews
+from signoff.protocols.mcp.held import ORIGIN, Holding
 from signoff.protocols.mcp.peer import Peer
+from signoff.protocols.mcp.preview import upstream_previews
+from signoff.protocols.mcp.request import Action, Asked, Asker
 from signoff.protocols.mcp.settings import GatewaySettings
 from signoff.protocols.mcp.upstream import Upstream, UpstreamError
 from signoff.protocols.mcp.uris import canonical_uri
@@ -395,11 +397,6 @@ class Gateway:
         await self._peer(ctx).roots_changed()
 
     # -- shared ----------------------------------------------------------------------------
-
-    def _call(
-        self, upstream: Upstream, kind: CallKind, name: str, args: dict[str, Any]
-    ) -> ToolCall:
-        return ToolCall(id=new_id(), name=name, args=args, server=upstream.name, kind=kind)
 
     def edit_previews(self, approval: Approval) -> Previews | None:
         """The preview of `approval`'s call with other arguments, for a server that runs this

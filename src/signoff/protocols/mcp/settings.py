@@ -143,39 +143,12 @@ def _server(
     if "command" in body and "url" in body:
         reader.error(where, f"server {name!r}: give either 'command' or 'url', not both")
         return None
-    transport = body.get("transport", body.get("transport_type"))
     command = url = None
     args: tuple[str, ...] = ()
     if "command" in body:
-        command = reader.string(body["command"], (*where, "command"), "command")
-        args = (
-            reader.strings(body.get("args", []), (*where, "args"), "args", allow_empty=True) or ()
-        )
-        if transport is not None and transport != "stdio":
-            key = "transport" if "transport" in body else "transport_type"
-            reader.error((*where, key), f"a server with a command speaks stdio, not {transport!r}")
-        for key in ("headers", "allowed_headers", "path"):
-            if key in body:
-                reader.error(
-                    (*where, key),
-                    f"{key} is for a server reached by url; this one is started by a command "
-                    "(give it credentials in 'env')",
-                    at_key=True,
-                )
+        command, args = _stdio(reader, body, where)
     else:
-        url = reader.string(body["url"], (*where, "url"), "url")
-        if url is not None and not url.startswith(("http://", "https://")):
-            reader.error((*where, "url"), f"url must be an http:// or https:// URL, not {url!r}")
-        if "path" in body and url is not None:
-            path = reader.string(body["path"], (*where, "path"), "path")
-            url = url.rstrip("/") + "/" + (path or "").lstrip("/")
-        if transport is not None and transport not in _HTTP_TRANSPORTS:
-            key = "transport" if "transport" in body else "transport_type"
-            reader.error(
-                (*where, key),
-                f"the gateway reaches URLs over streamable HTTP, not {transport!r}"
-                + (" (the SSE transport is deprecated)" if transport == "sse" else ""),
-            )
+        url = _url(reader, body, where)
     env = _text_map(reader, body.get("env"), (*where, "env"), "env", environment)
     headers = _text_map(reader, body.get("headers"), (*where, "headers"), "headers", environment)
     cwd = reader.string(body["cwd"], (*where, "cwd"), "cwd") if "cwd" in body else None
@@ -183,15 +156,7 @@ def _server(
         body.get("allowed_headers", []), (*where, "allowed_headers"), "allowed_headers",
         allow_empty=True,
     )  # fmt: skip
-    prefix = None
-    if "tool_name_prefix" in body:
-        prefix = reader.string(body["tool_name_prefix"], (*where, "tool_name_prefix"), "prefix")
-        if prefix is not None and not _NAME.match(prefix):
-            reader.error(
-                (*where, "tool_name_prefix"),
-                f"tool_name_prefix must be letters, digits, _ and - (it begins tool names), "
-                f"not {prefix!r}",
-            )
+    prefix = _prefix(reader, body, where)
     timeout = None
     if "timeout_seconds" in body:
         timeout = reader.duration(body["timeout_seconds"], (*where, "timeout_seconds"))
@@ -211,6 +176,62 @@ def _server(
         timeout=timeout,
         previews=previews,
     )
+
+
+def _stdio(reader: Reader, body: dict[str, Any], where: Path) -> tuple[str | None, tuple[str, ...]]:
+    """The command and arguments of a server started as a process, spoken to over stdio."""
+    command = reader.string(body["command"], (*where, "command"), "command")
+    args = reader.strings(body.get("args", []), (*where, "args"), "args", allow_empty=True) or ()
+    transport = _transport(body)
+    if transport is not None and transport != "stdio":
+        key = "transport" if "transport" in body else "transport_type"
+        reader.error((*where, key), f"a server with a command speaks stdio, not {transport!r}")
+    for key in ("headers", "allowed_headers", "path"):
+        if key in body:
+            reader.error(
+                (*where, key),
+                f"{key} is for a server reached by url; this one is started by a command "
+                "(give it credentials in 'env')",
+                at_key=True,
+            )
+    return command, tuple(args)
+
+
+def _url(reader: Reader, body: dict[str, Any], where: Path) -> str | None:
+    """The URL of a server reached over streamable HTTP (with its ``path``, if given)."""
+    url = reader.string(body["url"], (*where, "url"), "url")
+    if url is not None and not url.startswith(("http://", "https://")):
+        reader.error((*where, "url"), f"url must be an http:// or https:// URL, not {url!r}")
+    if "path" in body and url is not None:
+        path = reader.string(body["path"], (*where, "path"), "path")
+        url = url.rstrip("/") + "/" + (path or "").lstrip("/")
+    transport = _transport(body)
+    if transport is not None and transport not in _HTTP_TRANSPORTS:
+        key = "transport" if "transport" in body else "transport_type"
+        reader.error(
+            (*where, key),
+            f"the gateway reaches URLs over streamable HTTP, not {transport!r}"
+            + (" (the SSE transport is deprecated)" if transport == "sse" else ""),
+        )
+    return url
+
+
+def _transport(body: dict[str, Any]) -> Any:
+    return body.get("transport", body.get("transport_type"))
+
+
+def _prefix(reader: Reader, body: dict[str, Any], where: Path) -> str | None:
+    """``tool_name_prefix``: what begins the server's tools' names behind a gateway of several."""
+    if "tool_name_prefix" not in body:
+        return None
+    prefix = reader.string(body["tool_name_prefix"], (*where, "tool_name_prefix"), "prefix")
+    if prefix is not None and not _NAME.match(prefix):
+        reader.error(
+            (*where, "tool_name_prefix"),
+            f"tool_name_prefix must be letters, digits, _ and - (it begins tool names), "
+            f"not {prefix!r}",
+        )
+    return prefix
 
 
 def _previews(reader: Reader, value: Any, where: Path) -> dict[str, PreviewSpec]:
