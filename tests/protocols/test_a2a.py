@@ -39,7 +39,7 @@ from google.protobuf.json_format import MessageToDict, ParseDict
 from signoff import Approve, Edit, Policy
 from signoff.gate import Gate
 from signoff.protocols.a2a import EXTENSION
-from signoff.protocols.a2a.handler import SENT
+from signoff.protocols.a2a.messages import SENT
 from signoff.redaction import MASK, Redaction
 from signoff.server import Auth, Service, create_app
 from signoff.store import SQLStore

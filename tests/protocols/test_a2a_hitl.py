@@ -8,14 +8,8 @@ from typing import Any
 
 import pytest
 
-from signoff.protocols.a2a.hitl import (
-    Answer,
-    LateDecision,
-    PayloadError,
-    Pending,
-    read_decisions,
-    request_parts,
-)
+from signoff.protocols.a2a.decisions import Answer, LateDecision, PayloadError, read_decisions
+from signoff.protocols.a2a.hitl import Pending, request_parts
 from signoff.types import Approve, Edit, Reject, Respond, Scope
 
 A = Pending(
