@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 from mcp import types
 from mcp.shared.exceptions import MCPError
@@ -22,8 +22,19 @@ from mcp_types import INVALID_PARAMS
 from signoff.gate.versions import version_of
 from signoff.types import Approval, Approve, Decision, Reject, canonical_json
 
-__all__ = ["INPUT", "SCHEMA", "Shown", "decision_in", "input_required", "question", "shown_in"]
+__all__ = [
+    "INPUT",
+    "SCHEMA",
+    "ShowArgs",
+    "Shown",
+    "decision_in",
+    "input_required",
+    "question",
+    "shown_in",
+]
 
+ShowArgs: TypeAlias = Callable[[dict[str, Any]], Any]
+"""How the form shows a call's arguments (masked where redacted)."""
 INPUT = "approval"
 """The key of the form in a 2026-07-28 input-required result."""
 SCHEMA: dict[str, Any] = {
@@ -56,9 +67,7 @@ class Shown:
     """The version of the approval the form showed; None in a state made before versions."""
 
 
-def question(
-    approval: Approval, show: Callable[[dict[str, Any]], Any], *, changed: str = ""
-) -> str:
+def question(approval: Approval, show: ShowArgs, *, changed: str = "") -> str:
     """What the form asks, the arguments as `show` masks them; `changed` says first what changed
     since the person was last asked (and that their answer, if they gave one, was not taken)."""
     call = approval.call
@@ -83,7 +92,7 @@ def question(
 
 
 def input_required(
-    approval: Approval, show: Callable[[dict[str, Any]], Any], *, changed: str = ""
+    approval: Approval, show: ShowArgs, *, changed: str = ""
 ) -> types.InputRequiredResult:
     """The form as a 2026-07-28 client is shown it: answered, the call comes again with it,
     and with the state naming the approval and the version the form shows."""

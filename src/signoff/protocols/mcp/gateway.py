@@ -35,6 +35,7 @@ from signoff.gate.ids import new_id
 from signoff.gate.preview import Previews
 from signoff.protocols.mcp.answers import REFUSED, RESOURCE_NOT_FOUND, not_offered
 from signoff.protocols.mcp.catalog import Catalog, Offered
+from signoff.protocols.mcp.dialog import ShowArgs
 from signoff.protocols.mcp.held import ORIGIN, Holding
 from signoff.protocols.mcp.peer import Peer
 from signoff.protocols.mcp.preview import upstream_previews
@@ -74,7 +75,7 @@ class Gateway:
         settings: GatewaySettings | None = None,
         asker: Callable[[Any], Asker] | None = None,
         forwarded: Callable[[Any, Upstream], Mapping[str, str]] | None = None,
-        show_args: Callable[[dict[str, Any]], Any] = lambda args: args,
+        show_args: ShowArgs = lambda args: args,
         state_keys: list[str] | None = None,
     ) -> None:
         """`asker` tells who sent a request (default: the configured principal, or the OS

@@ -17,7 +17,7 @@ it an identical call asks again (unless an approve-always grant lets it through)
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -30,7 +30,7 @@ from signoff.gate.ids import external_key
 from signoff.gate.once import Ledger
 from signoff.gate.preview import Previews
 from signoff.protocols.mcp.answers import DOING, Reply, pending, shape_of
-from signoff.protocols.mcp.dialog import shown_in
+from signoff.protocols.mcp.dialog import ShowArgs, shown_in
 from signoff.protocols.mcp.forward import forwarding, send
 from signoff.protocols.mcp.preview import upstream_previews
 from signoff.protocols.mcp.request import Action, Asked, Asker
@@ -53,13 +53,7 @@ _READ = 64
 class Holding:
     """The gateway's judging, waiting and answering, over `gate`."""
 
-    def __init__(
-        self,
-        gate: Gate,
-        settings: GatewaySettings,
-        *,
-        show_args: Callable[[dict[str, Any]], Any],
-    ) -> None:
+    def __init__(self, gate: Gate, settings: GatewaySettings, *, show_args: ShowArgs) -> None:
         self.gate = gate
         self.store = gate.store
         self.settings = settings

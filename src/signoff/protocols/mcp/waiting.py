@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from mcp import types
@@ -25,7 +25,14 @@ from signoff import telemetry
 from signoff.errors import ApprovalTimeout, ConflictError, StaleDecisionError
 from signoff.gate import Gate
 from signoff.gate.versions import describe, since
-from signoff.protocols.mcp.dialog import INPUT, SCHEMA, decision_in, input_required, question
+from signoff.protocols.mcp.dialog import (
+    INPUT,
+    SCHEMA,
+    ShowArgs,
+    decision_in,
+    input_required,
+    question,
+)
 from signoff.protocols.mcp.request import Asked, Asker, modern
 from signoff.protocols.mcp.settings import GatewaySettings
 from signoff.types import Approval, Decision
@@ -38,13 +45,7 @@ logger = logging.getLogger("signoff.mcp.gateway")
 class Waiting:
     """The gateway's waits for decisions, over `gate`."""
 
-    def __init__(
-        self,
-        gate: Gate,
-        settings: GatewaySettings,
-        *,
-        show_args: Callable[[dict[str, Any]], Any],
-    ) -> None:
+    def __init__(self, gate: Gate, settings: GatewaySettings, *, show_args: ShowArgs) -> None:
         self.gate = gate
         self.store = gate.store
         self.settings = settings
