@@ -23,8 +23,8 @@ summaries}}, "pendingInterrupts": {interruptId: {...}}}}``: one ``STATE_SNAPSHOT
 applied to the snapshot always give what a new snapshot would.
 
 The package: `mapping` says AG-UI's words for signoff's, both ways; `threads` reads a thread's
-tasks, state and conversation from the store; `agent` runs one AG-UI run; `transport` serves
-them over HTTP.
+tasks, state and conversation from the store; `agent` runs one AG-UI run, starting or resuming
+its task, and `stream` follows the task's log; `transport` serves them over HTTP.
 """
 
 from __future__ import annotations

@@ -17,20 +17,16 @@ stands, saying what changed.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from ag_ui.core import (
-    ActivitySnapshotEvent,
     BaseEvent,
     MessagesSnapshotEvent,
     ResumeEntry,
     RunAgentInput,
     RunErrorEvent,
-    RunFinishedEvent,
-    RunFinishedInterruptOutcome,
     RunStartedEvent,
     StateDeltaEvent,
     StateSnapshotEvent,
@@ -44,10 +40,7 @@ from signoff.errors import (
     StaleDecisionError,
 )
 from signoff.gate.ids import new_id
-from signoff.protocols.a2a.tasks import TaskView
 from signoff.protocols.agui.mapping import (
-    ACTIVITY,
-    COMPLETED,
     Projection,
     Refused,
     activity_delta,
@@ -55,9 +48,9 @@ from signoff.protocols.agui.mapping import (
     decision_of,
     last_user,
     ops,
-    said,
     settled_patch,
 )
+from signoff.protocols.agui.stream import TaskStream
 from signoff.protocols.agui.threads import CHANNEL, Task, Threads
 from signoff.protocols.ids import id_problem
 from signoff.server.service import Principal, Service
@@ -77,6 +70,7 @@ class AguiAgent:
         self.store = service.store
         self.threads = Threads(service.store, agent, service.redaction)
         self.projection = Projection(service.redaction, service.gate.edit_schema)
+        self.stream = TaskStream(service, self.threads, self.projection)
 
     async def run(self, body: RunAgentInput, who: Principal) -> AsyncIterator[BaseEvent]:
         """The AG-UI events of one run: a new turn of the conversation, or the resume of the
@@ -108,7 +102,7 @@ class AguiAgent:
             planned = str(taken.data["task"])
             if await self.store.run_exists(planned):
                 retried = await self.threads.read(planned)
-                async for event in self._stream(thread, state, retried, run_id=run_id, after=0):
+                async for event in self.stream.run(thread, state, retried, run_id=run_id, after=0):
                     yield event
                 return
         resolved: dict[str, Decision] = {}
@@ -135,7 +129,7 @@ class AguiAgent:
             state, delta = await self.threads.delta(thread, state)
             if delta:
                 yield StateDeltaEvent(delta=ops(delta))
-        async for event in self._stream(
+        async for event in self.stream.run(
             thread, state, task, run_id=run_id, after=after, resolved=resolved
         ):
             yield event
@@ -170,24 +164,6 @@ class AguiAgent:
         told += [activity_delta(i, decided_patch(d)) for i, d in resolved.items()]
         told += [activity_delta(i, settled_patch(a, done=done)) for i, a in earlier.items()]
         return _Resumed(task=None if moves_on else task, resolved=resolved, after=after, told=told)
-
-    async def _stream(
-        self,
-        thread: str,
-        state: dict[str, Any],
-        task: Task,
-        *,
-        run_id: str,
-        after: int,
-        resolved: dict[str, Decision] | None = None,
-    ) -> AsyncIterator[BaseEvent]:
-        async for event in self._follow(task, after=after, run_id=run_id, resolved=resolved or {}):
-            if isinstance(event, StateDeltaEvent):
-                state, delta = await self.threads.delta(thread, state)
-                if delta:
-                    yield StateDeltaEvent(delta=ops(delta))
-            else:
-                yield event
 
     # -- starting and resuming ---------------------------------------------------------------
 
@@ -309,9 +285,9 @@ class AguiAgent:
             raise Refused(f"{stale}; nothing was decided by this resume", "stale_decision")
         refusal = f"Nothing was decided: {stale}."
         words = self.projection.request_words(task.open.values(), agent=task.run.agent)
-        for event in self._activities(task, f"{refusal}\n\n{words}"):
+        for event in self.stream.activities(task, f"{refusal}\n\n{words}"):
             yield event
-        yield self._interrupted(
+        yield self.stream.interrupted(
             task, run_id, refusal=lambda a: refusal if a.id == stale.approval_id else None
         )
 
@@ -331,83 +307,6 @@ class AguiAgent:
     def _new(self, message_id: str | None, said: set[str]) -> bool:
         """Whether the input's last user message is one no earlier run was given."""
         return message_id is not None and message_id not in said
-
-    # -- the stream --------------------------------------------------------------------------
-
-    async def _follow(
-        self, task: Task, *, after: int, run_id: str, resolved: dict[str, Decision]
-    ) -> AsyncIterator[BaseEvent]:
-        """The task's events after `after` as AG-UI events, until it waits or ends. A
-        `StateDeltaEvent` with no delta marks where the state may have changed."""
-        view = TaskView(run_id=task.run.id, agent=task.run.agent, context_id=task.run.thread_id)
-        async for event in self.service.follow(task.run.id, after=0):
-            view.see(event)
-            if event.seq <= after:
-                continue
-            for out in self.projection.events(task.run.id, event):
-                yield out
-            if event.type == "paused":
-                current = await self.threads.read(task.run.id)
-                own = set(event.data["approvals"])
-                if not any(a.id in own for a in current.pending):
-                    continue  # decided meanwhile: the run went on (to this pause's end, or on)
-                for interrupt in resolved:  # what this run resumed is done with
-                    yield activity_delta(interrupt, COMPLETED)
-                words = self.projection.request_words(
-                    current.open.values(), agent=current.run.agent
-                )
-                for out in said(f"{task.run.id}-{event.seq}-ask", words):
-                    yield out
-                for out in self._activities(current, words):
-                    yield out
-                yield StateDeltaEvent(delta=[])
-                yield self._interrupted(current, run_id)
-                return
-            if event.type in ("completed", "failed"):
-                for out in self._ending(task, view, run_id=run_id, resolved=resolved):
-                    yield out
-                return
-        # The log had ended before `after` (a resume sent again): the run ends as the task did.
-        for out in self._ending(task, view, run_id=run_id, resolved={}):
-            yield out
-
-    def _activities(self, task: Task, words: str) -> Iterable[BaseEvent]:
-        """The ``HITL_FORM`` activity of each open interrupt, asking in `words`."""
-        for interrupt, approval in task.open.items():
-            yield ActivitySnapshotEvent(
-                message_id=interrupt,
-                activity_type=ACTIVITY,
-                content=self.projection.activity(task.run.id, interrupt, approval, words),
-            )
-
-    def _interrupted(
-        self, task: Task, run_id: str, *, refusal: Callable[[Approval], str | None] | None = None
-    ) -> RunFinishedEvent:
-        """The run's end on the task's open interrupts; `refusal` says of each call why an
-        answer to it was not taken (None: it needs no such words)."""
-        interrupts = [
-            self.projection.interrupt(task.run.id, i, a, refusal=refusal and refusal(a))
-            for i, a in task.open.items()
-        ]
-        return RunFinishedEvent(
-            thread_id=task.run.thread_id,
-            run_id=run_id,
-            outcome=RunFinishedInterruptOutcome(interrupts=interrupts),
-        )
-
-    def _ending(
-        self, task: Task, view: TaskView, *, run_id: str, resolved: dict[str, Decision]
-    ) -> Iterable[BaseEvent]:
-        for interrupt in resolved:
-            yield activity_delta(interrupt, COMPLETED)
-        yield StateDeltaEvent(delta=[])
-        if view.state == "failed":
-            reason = "".join(p.get("text", "") for p in (view.failure or {}).get("parts", []))
-            yield RunErrorEvent(message=reason or "the run failed", code="run_failed")
-            return
-        answer = view.answer
-        text = "".join(p.get("text", "") for p in answer["parts"]) if answer else ""
-        yield RunFinishedEvent(thread_id=task.run.thread_id, run_id=run_id, result=text or None)
 
 
 @dataclass(frozen=True, kw_only=True)
