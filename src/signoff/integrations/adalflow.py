@@ -35,16 +35,11 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
-from signoff.errors import (
-    ApprovalTimeout,
-    CallRefused,
-    ExecutionFailed,
-    MissingExtraError,
-    OutcomeUnknown,
-)
+from signoff.errors import ApprovalTimeout, MissingExtraError
 from signoff.gate.answers import blocked_text, edited_text
 from signoff.gate.external import ExternalRuns, Held, connect
 from signoff.gate.ids import new_id
+from signoff.integrations._calls import Unrun, run_once
 from signoff.types import Approval, ToolCall
 
 try:
@@ -189,13 +184,11 @@ class SignoffPermissions(PermissionManager):  # type: ignore[misc]
             return {"output": to_jsonable_python(recorded, fallback=repr)}
 
         try:
-            value = await self.runs.once(key, call, run)
+            value = await run_once(self.runs, key, call, run)
         except _Failed:
             return ran[0]
-        except CallRefused as exc:
-            return _output(call, blocked_text(str(exc)))
-        except (OutcomeUnknown, ExecutionFailed) as exc:
-            return _output(call, f"signoff: {exc}")
+        if isinstance(value, Unrun):
+            return _output(call, value.text)
         # A key is new for each check, so the tool ran here: its own output, not the record.
         output = ran[0] if ran else _output(call, value["output"])
         if edited:

@@ -35,18 +35,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from signoff.errors import (
-    CallRefused,
-    ConflictError,
-    ExecutionFailed,
-    ForbiddenError,
-    MissingExtraError,
-    OutcomeUnknown,
-    SignoffError,
-)
+from signoff.errors import ConflictError, ForbiddenError, MissingExtraError, SignoffError
 from signoff.gate import transcript
 from signoff.gate.answers import blocked_text, edited_text
 from signoff.gate.external import ExternalRuns, Pause, Resumed, Resumer, connect
+from signoff.integrations._calls import Schemas, Unrun, run_once, step_of
 from signoff.integrations._threads import Hold, busy, now
 from signoff.types import Approval, Approve, Decision, Reject, ToolCall
 
@@ -142,7 +135,7 @@ class SignoffAgent:
         self.requested_by = requested_by
         self.idempotent = frozenset(idempotent)
         self._servers = dict(servers or {})
-        self._schemas: set[str] = set()
+        self._schemas = Schemas(runs)
         for model in [agent.model, *fallbacks]:
             assert isinstance(model, Model)  # checked above
             _guard(model, self)
@@ -445,21 +438,19 @@ class SignoffAgent:
         proposed = self._call_of(call.function.name, call.call_id, call.arguments or {})
         schema = self._register(call.function, proposed.name)
         requested_by = self.requested_by or (context.user_id if context is not None else None)
-        found = (
-            await self.runs.judged([proposed], thread=thread, requested_by=requested_by, turn=turn)
-        )[proposed.id]
-        key = self.runs.key(thread, proposed.id, turn)
-        step = await self.runs.step(found, proposed, key=key, schema=schema)
+        step = await step_of(
+            self.runs, proposed, thread=thread, turn=turn, requested_by=requested_by, schema=schema
+        )
         if step.kind == "wait":
             return "signoff: this call waits for a person's decision; it did not run."
         if step.kind == "answer":
             return step.text
         assert step.call is not None  # a call to run is named
         if step.edited is None:
-            return await self._once(key, step.call, original, args, kwargs)
+            return await self._once(step.key, step.call, original, args, kwargs)
         edit = step.edited
         injected = {k: v for k, v in kwargs.items() if k not in proposed.args}
-        value = await self._once(key, step.call, original, args, {**injected, **edit})
+        value = await self._once(step.key, step.call, original, args, {**injected, **edit})
         if isinstance(value, ToolResult):
             return value.model_copy(update={"content": edited_text(edit, value.content)})
         return edited_text(edit, value) if isinstance(value, str) else value
@@ -478,12 +469,9 @@ class SignoffAgent:
             return {kind: to_jsonable_python(value, fallback=str)}
 
         idempotent = call.name in self.idempotent
-        try:
-            value = await self.runs.once(key, call, run, idempotent=idempotent)
-        except CallRefused as exc:
-            return blocked_text(str(exc))
-        except (OutcomeUnknown, ExecutionFailed) as exc:
-            return f"signoff: {exc}"
+        value = await run_once(self.runs, key, call, run, idempotent=idempotent)
+        if isinstance(value, Unrun):
+            return value.text
         if "tool_result" in value:  # an MCP tool's, or one with media: kept as Agno's own
             return ToolResult.model_validate(value["tool_result"])
         return value["result"]
@@ -511,9 +499,7 @@ class SignoffAgent:
         """Edits of the agent's calls are checked against its tools' schemas when decided (and
         again before an edited call runs: it may have been decided elsewhere)."""
         schema = function.parameters if isinstance(function.parameters, dict) else None
-        if schema is not None and name not in self._schemas:
-            self.runs.gate.register_schemas({name: schema}, agent=self.path)
-            self._schemas.add(name)
+        self._schemas.register(name, schema, agent=self.path)
         return schema
 
 

@@ -26,17 +26,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any
 
-from signoff.errors import (
-    CallRefused,
-    ConflictError,
-    ExecutionFailed,
-    MissingExtraError,
-    OutcomeUnknown,
-)
+from signoff.errors import ConflictError, MissingExtraError
 from signoff.gate import transcript
 from signoff.gate.answers import blocked_text, edited_text
-from signoff.gate.external import LEASE, ExternalRuns, Held, Pause, Resumed, Resumer, connect
+from signoff.gate.external import LEASE, ExternalRuns, Pause, Resumed, Resumer, connect
 from signoff.gate.versions import version_of
+from signoff.integrations._calls import Schemas, Unrun, held_call, run_once, step_of
 from signoff.types import Approve, Decision, Reject, ToolCall
 
 try:
@@ -93,7 +88,7 @@ class SignoffPlugin(BasePlugin):
             id(getattr(toolset, "_mcp_session_manager", toolset)): name
             for name, toolset in (servers or {}).items()
         }
-        self._schemas: set[tuple[str, str]] = set()
+        self._schemas = Schemas(runs)
         self._claims: dict[str, tuple[str, str, Sequence[str]]] = {}
         """The pauses the invocations of this process continue: invocation id → (pause,
         claim owner, approvals)."""
@@ -122,19 +117,18 @@ class SignoffPlugin(BasePlugin):
         name, server = self._named(tool)
         schema = self._register(tool, name, path)
         proposed = ToolCall(id=call_id, name=name, args=tool_args, server=server, agent=path)
-        found: Held | None = None
-        if tool_context.tool_confirmation is not None:
-            # Confirmed: the call was judged when it was proposed. What runs is what signoff's
-            # store says, whatever the confirmation carried.
-            found = (await self.runs.held(thread, [call_id], turn=turn)).get(call_id)
-        if found is None:
-            requested_by = self.requested_by or tool_context.user_id
-            judged = await self.runs.judged(
-                [proposed], thread=thread, requested_by=requested_by, turn=turn
-            )
-            found = judged[call_id]
-        key = self.runs.key(thread, call_id, turn)
-        step = await self.runs.step(found, proposed, key=key, schema=schema)
+        # Confirmed: the call was judged when it was proposed. What runs is what signoff's
+        # store says, whatever the confirmation carried.
+        confirmed = tool_context.tool_confirmation is not None
+        step = await step_of(
+            self.runs,
+            proposed,
+            thread=thread,
+            turn=turn,
+            requested_by=self.requested_by or tool_context.user_id,
+            schema=schema,
+            found=await held_call(self.runs, thread, proposed, turn) if confirmed else None,
+        )
         if step.kind == "wait":
             assert step.approval is not None  # a call waits on its approval
             # The version of the call as asked: a client's answer sends it back, and is not
@@ -149,7 +143,7 @@ class SignoffPlugin(BasePlugin):
         if step.kind == "answer":
             return {"result": step.text} if step.ok else {"error": step.text}
         assert step.call is not None  # a call to run is named
-        return await self._once(key, step.call, tool, tool_context, edited=step.edited)
+        return await self._once(step.key, step.call, tool, tool_context, edited=step.edited)
 
     async def _once(
         self,
@@ -173,14 +167,10 @@ class SignoffPlugin(BasePlugin):
                 tool_context.tool_confirmation = given
             return to_jsonable_python(result)
 
-        try:
-            result = await self.runs.once(
-                key, call, execute, idempotent=tool.name in self.idempotent
-            )
-        except CallRefused as exc:
-            return {"error": blocked_text(str(exc))}
-        except (OutcomeUnknown, ExecutionFailed) as exc:
-            return {"error": f"signoff: {exc}"}
+        idempotent = tool.name in self.idempotent
+        result = await run_once(self.runs, key, call, execute, idempotent=idempotent)
+        if isinstance(result, Unrun):
+            return {"error": result.text}
         answer = result if isinstance(result, dict) else {"result": result}
         if edited is not None:
             note = edited_text(edited, "").rstrip()
@@ -201,9 +191,7 @@ class SignoffPlugin(BasePlugin):
         schema = declaration.parameters_json_schema if declaration is not None else None
         if not isinstance(schema, dict):
             return None
-        if (path, name) not in self._schemas:
-            self.runs.gate.register_schemas({name: schema}, agent=path)
-            self._schemas.add((path, name))
+        self._schemas.register(name, schema, agent=path)
         return schema
 
     # -- confirmations from ADK clients -----------------------------------------------------

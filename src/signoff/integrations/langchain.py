@@ -22,6 +22,7 @@ from typing import Any
 
 from signoff.errors import MissingExtraError, OutcomeUnknown
 from signoff.gate.external import ExternalRuns, connect
+from signoff.integrations._calls import Schemas
 from signoff.integrations._lines import acheck_line, check_line
 from signoff.integrations.langgraph import (
     ORIGIN,
@@ -65,7 +66,7 @@ class SignoffMiddleware(AgentMiddleware):
         config's ``configurable.user_id``)."""
         super().__init__()
         self.signoff = LangGraphGate(runs, agent=agent, requested_by=requested_by)
-        self._schemas: set[str] = set()
+        self._schemas = Schemas(runs)
 
     @property
     def name(self) -> str:
@@ -165,14 +166,11 @@ class SignoffMiddleware(AgentMiddleware):
     def _register_all(self, tools: Iterable[Any]) -> None:
         """The schemas of the tools the model is shown: an edit of a call is checked against
         its tool's schema when it is decided, before the call reaches the tools step."""
+        agent = self.signoff.agent
         for tool in tools:
             name = getattr(tool, "name", None)
-            if not isinstance(name, str) or name in self._schemas:
-                continue
-            schema = tool_schema(tool)
-            if schema is not None:
-                self.signoff.runs.gate.register_schemas({name: schema}, agent=self.signoff.agent)
-            self._schemas.add(name)
+            if isinstance(name, str) and (agent, name) not in self._schemas:
+                self._schemas.register(name, tool_schema(tool), agent=agent)
 
     def _key(self, request: ToolCallRequest) -> str:
         return self.signoff.key_of(request)

@@ -33,18 +33,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from datetime import timedelta
 from typing import Any
 
-from signoff.errors import (
-    CallRefused,
-    ConflictError,
-    ExecutionFailed,
-    MissingExtraError,
-    OutcomeUnknown,
-    SignoffError,
-)
+from signoff.errors import ConflictError, MissingExtraError, SignoffError
 from signoff.gate import transcript
 from signoff.gate.answers import answer_text, blocked_text, edited_text
 from signoff.gate.external import LEASE, ExternalRuns, Held, Resumed, Resumer, connect
 from signoff.gate.ids import new_id
+from signoff.integrations._calls import Schemas, Unrun, held_call, run_once, step_of
 from signoff.integrations._threads import Append, Hold, appender, busy, now, resumer, unmarked
 from signoff.types import ToolCall
 
@@ -105,7 +99,7 @@ class SignoffAgent:
         self.requested_by = requested_by
         self.idempotent = frozenset(idempotent)
         self.lease = lease
-        self._schemas: set[tuple[str, str]] = set()
+        self._schemas = Schemas(runs)
 
     # -- running ---------------------------------------------------------------------------
 
@@ -285,20 +279,20 @@ class SignoffAgent:
         invoke: Invoke,
     ) -> Any:
         """Run one call as it was judged and decided, or answer it."""
-        found = (await self.runs.held(thread, [proposed.id], turn=turn)).get(proposed.id)
-        if found is None:
+        found = await held_call(self.runs, thread, proposed, turn)
+        if found is None and self.runs.gate.engine.evaluate(proposed).kind != "allow":
             # The SDK runs it without having asked the tool (an approval given outside signoff,
             # an `on_approval` callback): it runs only where the policy allows it outright.
-            verdict = self.runs.gate.engine.evaluate(proposed)
-            if verdict.kind != "allow":
-                return blocked_text("the SDK ran it without signoff's policy asked first")
-            found = (
-                await self.runs.judged(
-                    [proposed], thread=thread, requested_by=self.requested_by, turn=turn
-                )
-            )[proposed.id]
-        key = self.runs.key(thread, proposed.id, turn)
-        step = await self.runs.step(found, proposed, key=key, schema=schema)
+            return blocked_text("the SDK ran it without signoff's policy asked first")
+        step = await step_of(
+            self.runs,
+            proposed,
+            thread=thread,
+            turn=turn,
+            requested_by=self.requested_by,
+            schema=schema,
+            found=found,
+        )
         if step.kind == "wait":
             return blocked_text("it waits for a person's decision")
         if step.kind == "answer":
@@ -308,7 +302,7 @@ class SignoffAgent:
         # arguments, and the model is told.
         edited = step.edited
         arguments = raw if edited is None else json.dumps(edited)
-        return await self._once(key, step.call, ctx, arguments, invoke, edited=edited)
+        return await self._once(step.key, step.call, ctx, arguments, invoke, edited=edited)
 
     async def _once(
         self,
@@ -327,12 +321,9 @@ class SignoffAgent:
             return {"result": to_jsonable_python(await invoke(ctx, raw))}
 
         idempotent = call.name in self.idempotent
-        try:
-            value = await self.runs.once(key, call, execute, idempotent=idempotent)
-        except CallRefused as exc:
-            return blocked_text(str(exc))
-        except (OutcomeUnknown, ExecutionFailed) as exc:
-            return f"signoff: {exc}"
+        value = await run_once(self.runs, key, call, execute, idempotent=idempotent)
+        if isinstance(value, Unrun):
+            return value.text
         result = value["result"]
         if edited is None:
             return result
@@ -343,9 +334,7 @@ class SignoffAgent:
 
     def register(self, path: str, name: str, schema: dict[str, Any]) -> None:
         """Edits of this agent's calls are checked against its tools' schemas when decided."""
-        if (path, name) not in self._schemas:
-            self.runs.gate.register_schemas({name: schema}, agent=path)
-            self._schemas.add((path, name))
+        self._schemas.register(name, schema, agent=path)
 
 
 class _Wrapping:

@@ -28,16 +28,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from signoff.errors import (
-    CallRefused,
-    ConflictError,
-    ExecutionFailed,
-    MissingExtraError,
-    OutcomeUnknown,
-)
+from signoff.errors import ConflictError, MissingExtraError
 from signoff.gate import transcript
 from signoff.gate.answers import answer_text, blocked_text, edited_text
 from signoff.gate.external import LEASE, ExternalRuns, Held, Resumed, Resumer, connect
+from signoff.integrations._calls import Schemas, Unrun, held_call, run_once, step_of
 from signoff.integrations._threads import Append, Hold, appender, busy, now, resumer, unmarked
 from signoff.types import ToolCall
 
@@ -94,7 +89,7 @@ class SignoffAgent:
         self.path = path
         self.requested_by = requested_by
         self.lease = lease
-        self._schemas: set[tuple[str | None, str]] = set()
+        self._schemas = Schemas(runs)
 
     # -- running ---------------------------------------------------------------------------
 
@@ -247,19 +242,19 @@ class SignoffAgent:
             id=call.tool_call_id, name=call.tool_name, args=call.args_as_dict(), agent=path
         )
         turn = _turn(ctx.messages, proposed.id)
-        found = None
-        if ctx.tool_call_approved:
-            # Resumed: the call was judged when it was proposed (its arguments may be edited).
-            found = (await self.runs.held(thread, [proposed.id], turn=turn)).get(proposed.id)
-        if found is None:
-            found = (
-                await self.runs.judged(
-                    [proposed], thread=thread, requested_by=self.requested_by, turn=turn
-                )
-            )[proposed.id]
-        key = self.runs.key(thread, proposed.id, turn)
-        schema = tool_def.parameters_json_schema
-        step = await self.runs.step(found, proposed, key=key, schema=schema)
+        # Resumed: the call was judged when it was proposed (its arguments may be edited).
+        found = (
+            await held_call(self.runs, thread, proposed, turn) if ctx.tool_call_approved else None
+        )
+        step = await step_of(
+            self.runs,
+            proposed,
+            thread=thread,
+            turn=turn,
+            requested_by=self.requested_by,
+            schema=tool_def.parameters_json_schema,
+            found=found,
+        )
         if step.kind == "wait":
             assert step.approval is not None  # a call that waits has its approval
             # What `DeferredToolRequests.metadata` shows of the call: its approval, and the
@@ -273,7 +268,7 @@ class SignoffAgent:
             # The handler's `args` were validated from the call as resumed: only a resume that
             # carried the edit (`ToolApproved(override_args=...)`) runs it.
             return ToolDenied(blocked_text("the resume did not carry the edited arguments"))
-        return await self._once(key, step.call, handler, args, edited=step.edited)
+        return await self._once(step.key, step.call, handler, args, edited=step.edited)
 
     async def settle(
         self, thread: str, ctx: RunContext[Any], requests: DeferredToolRequests
@@ -317,12 +312,10 @@ class SignoffAgent:
         async def execute() -> Any:
             return {"result": to_jsonable_python(await handler(args))}
 
-        try:
-            value = (await self.runs.once(key, call, execute))["result"]
-        except CallRefused as exc:
-            return ToolDenied(blocked_text(str(exc)))
-        except (OutcomeUnknown, ExecutionFailed) as exc:
-            return ToolDenied(f"signoff: {exc}")
+        ran = await run_once(self.runs, key, call, execute)
+        if isinstance(ran, Unrun):
+            return ToolDenied(ran.text)
+        value = ran["result"]
         if edited is not None and isinstance(value, str):
             return edited_text(edited, value)
         return value
@@ -333,11 +326,7 @@ class SignoffAgent:
 
     def _register(self, tool_def: ToolDefinition, path: str | None) -> None:
         """Edits of this agent's calls are checked against its tools' schemas when decided."""
-        if (path, tool_def.name) in self._schemas:
-            return
-        schema = tool_def.parameters_json_schema
-        self.runs.gate.register_schemas({tool_def.name: schema}, agent=path)
-        self._schemas.add((path, tool_def.name))
+        self._schemas.register(tool_def.name, tool_def.parameters_json_schema, agent=path)
 
 
 @dataclass

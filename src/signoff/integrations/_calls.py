@@ -1,0 +1,93 @@
+"""One tool call of a framework's run, as every adapter takes it: how it stands — read as it was
+judged, or judged now (the same verdict and approval when it was judged before) — and what to do
+with it (`ExternalRuns.step`); running it once through signoff's ledger, with the text the model
+reads when signoff does not run it; and the tools' schemas a person's edit is checked against,
+registered with the gate once each."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from signoff.errors import CallRefused, ExecutionFailed, OutcomeUnknown
+from signoff.gate.answers import blocked_text
+from signoff.gate.external import ExternalRuns, Held, Step
+from signoff.types import ToolCall
+
+__all__ = ["Schemas", "Unrun", "held_call", "run_once", "step_of"]
+
+
+async def held_call(
+    runs: ExternalRuns, thread: str, call: ToolCall, turn: str | None
+) -> Held | None:
+    """How `call` of `thread`'s model response `turn` stands, when it was judged before (a
+    confirmed or resumed call: what runs is what signoff's store says); else None."""
+    return (await runs.held(thread, [call.id], turn=turn)).get(call.id)
+
+
+async def step_of(
+    runs: ExternalRuns,
+    call: ToolCall,
+    *,
+    thread: str,
+    turn: str | None,
+    requested_by: str | None,
+    schema: Mapping[str, Any] | None = None,
+    found: Held | None = None,
+) -> Step:
+    """What to do with `call` of `thread`'s model response `turn`: run it (as approved or
+    edited), answer the model, or wait — as `found` stands, else judged now."""
+    if found is None:
+        judged = await runs.judged([call], thread=thread, requested_by=requested_by, turn=turn)
+        found = judged[call.id]
+    return await runs.step(found, call, key=runs.key(thread, call.id, turn), schema=schema)
+
+
+@dataclass(frozen=True)
+class Unrun:
+    """A call let through that did not run: signoff refused it, or a worker died inside it
+    (its outcome is unknown). `text` is what the model reads instead of its result."""
+
+    text: str
+
+
+async def run_once(
+    runs: ExternalRuns,
+    key: str,
+    call: ToolCall,
+    run: Callable[[], Awaitable[Any]],
+    *,
+    idempotent: bool = False,
+) -> Any:
+    """`run` the call once under `key` (its recorded result when it ran before) — or `Unrun`
+    when signoff refuses it, or cannot say how it went."""
+    try:
+        return await runs.once(key, call, run, idempotent=idempotent)
+    except CallRefused as exc:
+        return Unrun(blocked_text(str(exc)))
+    except (OutcomeUnknown, ExecutionFailed) as exc:
+        return Unrun(f"signoff: {exc}")
+
+
+class Schemas:
+    """The schemas of an adapter's tools, registered with the gate once per agent path and tool:
+    an edit of a call is checked against its tool's schema when it is decided (and again before
+    an edited call runs: it may have been decided elsewhere)."""
+
+    def __init__(self, runs: ExternalRuns) -> None:
+        self.runs = runs
+        self._seen: set[tuple[str | None, str]] = set()
+
+    def __contains__(self, tool: tuple[str | None, str]) -> bool:
+        """Whether (agent path, tool name) was registered, or found without a schema."""
+        return tool in self._seen
+
+    def register(self, name: str, schema: Mapping[str, Any] | None, *, agent: str | None) -> None:
+        """Register the schema of the tool `name` of `agent` (none: edits are checked by the
+        policy only)."""
+        if (agent, name) in self._seen:
+            return
+        if schema is not None:
+            self.runs.gate.register_schemas({name: schema}, agent=agent)
+        self._seen.add((agent, name))
