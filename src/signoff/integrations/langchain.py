@@ -24,18 +24,11 @@ from signoff.errors import MissingExtraError, OutcomeUnknown
 from signoff.gate.external import ExternalRuns, connect
 from signoff.integrations._calls import Schemas
 from signoff.integrations._lines import acheck_line, check_line
-from signoff.integrations.langgraph import (
-    ORIGIN,
-    AsyncHandler,
-    Handler,
-    LangGraphGate,
-    answer,
-    blocked,
-    resumer,
-    thread_of,
-    tool_schema,
-    unknown,
-)
+from signoff.integrations.langgraph import ORIGIN, resumer
+from signoff.integrations.langgraph.config import thread_of, tool_schema
+from signoff.integrations.langgraph.gate import AsyncHandler, Handler, LangGraphGate
+from signoff.integrations.langgraph.interrupt import adecide_turn, decide_turn
+from signoff.integrations.langgraph.messages import answer, blocked, unknown
 
 try:
     from langchain.agents.middleware import AgentMiddleware, ModelRequest, hook_config
@@ -103,7 +96,7 @@ class SignoffMiddleware(AgentMiddleware):
         held = self.signoff.runs.run_near(self.signoff.judge(message, config))
         if not _waits_alone(held, message):
             return _blocked(message, held, self.signoff, config)
-        held, _ = self.signoff.decide_turn(message, set(), config, state["messages"])
+        held, _ = decide_turn(self.signoff, message, set(), config, state["messages"])
         return _settle(message, set(), held, self.signoff, config, jump=False)
 
     async def aafter_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
@@ -114,7 +107,7 @@ class SignoffMiddleware(AgentMiddleware):
         held = await self.signoff.judge(message, config)
         if not _waits_alone(held, message):
             return _blocked(message, held, self.signoff, config)
-        held, _ = await self.signoff.adecide_turn(message, set(), config, state["messages"])
+        held, _ = await adecide_turn(self.signoff, message, set(), config, state["messages"])
         return _settle(message, set(), held, self.signoff, config, jump=False)
 
     # -- the tools step: run once, or answer ----------------------------------------------
@@ -145,7 +138,7 @@ class SignoffMiddleware(AgentMiddleware):
         if message is None:
             return None
         config, answered = get_config(), _answered(state["messages"])
-        held, _ = self.signoff.decide_turn(message, answered, config, state["messages"])
+        held, _ = decide_turn(self.signoff, message, answered, config, state["messages"])
         return _settle(message, answered, held, self.signoff, config)
 
     @hook_config(can_jump_to=["tools"])
@@ -154,7 +147,7 @@ class SignoffMiddleware(AgentMiddleware):
         if message is None:
             return None
         config, answered = get_config(), _answered(state["messages"])
-        held, _ = await self.signoff.adecide_turn(message, answered, config, state["messages"])
+        held, _ = await adecide_turn(self.signoff, message, answered, config, state["messages"])
         return _settle(message, answered, held, self.signoff, config)
 
     # -- small things ----------------------------------------------------------------------
