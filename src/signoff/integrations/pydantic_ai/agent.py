@@ -1,24 +1,7 @@
-"""Pydantic AI agents behind signoff: the agent as it is, run through `SignoffAgent`.
-
-    runs = connect("policy.yaml", origin="pydantic-ai", database="sqlite:///signoff.db")
-    agent = SignoffAgent(my_agent, runs)
-    result = await agent.run("Mail the notes to Bob", thread="notes-1")
-    # result.output: the agent's output, or DeferredToolRequests while calls wait for a person
-    ...                                   # decided in the web inbox, the API, the terminal
-    result = await agent.resume("notes-1")  # or agent.resumer().start() next to the app
-
-signoff's policy judges every tool call with its arguments (a capability's `wrap_tool_execute`,
-and `handle_deferred_tool_calls` for tools declared ``requires_approval=True``): allowed calls run
-once, through signoff's ledger; denied ones give the model `ToolDenied` with the reason; asked
-ones become approvals in signoff's store and the run ends with Pydantic AI's
-`DeferredToolRequests` (its ``metadata`` names each call's signoff approval and version). signoff
-keeps the thread's message history (appended, never rewritten) so that any process resumes it:
-the decisions are read from signoff's store, never from a payload — an approval runs the call, an
-edit runs it with the edited arguments (checked against the tool's schema and the policy), a
-response is the tool's result, a rejection's reason reaches the model. Resumed twice, by two
-processes at once, the tool still runs once; a pause is continued at most once, and only once a
-call it waits on is decided.
-"""
+"""`SignoffAgent`: a Pydantic AI agent run, deferred and resumed behind signoff — its thread's
+history kept in signoff's store (`history`), resumed by one process at a time with the decisions
+read from the store — and `SignoffCapability`, the hooks that judge each call of a run and run
+it once."""
 
 from __future__ import annotations
 
@@ -28,38 +11,27 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from signoff.errors import ConflictError, MissingExtraError
-from signoff.gate import transcript
+from pydantic_ai import Agent, ApprovalRequired, RunContext
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.messages import ModelMessage, ToolCallPart
+from pydantic_ai.tools import (
+    DeferredToolRequests,
+    DeferredToolResults,
+    ToolApproved,
+    ToolDefinition,
+    ToolDenied,
+)
+from pydantic_core import to_json, to_jsonable_python
+
+from signoff.errors import ConflictError
 from signoff.gate.answers import answer_text, blocked_text, edited_text
-from signoff.gate.external import LEASE, ExternalRuns, Held, Resumed, Resumer, connect
+from signoff.gate.external import LEASE, ExternalRuns, Held, Resumed, Resumer
 from signoff.integrations._calls import Schemas, Unrun, held_call, run_once, step_of
-from signoff.integrations._threads import Append, Hold, appender, busy, now, resumer, unmarked
+from signoff.integrations._threads import Append, Hold, appender, busy, now, resumer
+from signoff.integrations.pydantic_ai.history import messages_of, open_calls, transcript_of, turn_of
 from signoff.types import ToolCall
 
-try:
-    from pydantic_ai import Agent, ApprovalRequired, RunContext
-    from pydantic_ai.capabilities import AbstractCapability
-    from pydantic_ai.messages import (
-        ModelMessage,
-        ModelMessagesTypeAdapter,
-        ModelRequest,
-        ModelResponse,
-        RetryPromptPart,
-        ToolCallPart,
-        ToolReturnPart,
-    )
-    from pydantic_ai.tools import (
-        DeferredToolRequests,
-        DeferredToolResults,
-        ToolApproved,
-        ToolDefinition,
-        ToolDenied,
-    )
-    from pydantic_core import to_json, to_jsonable_python
-except ImportError as exc:  # pragma: no cover - exercised without the extra installed
-    raise MissingExtraError("signoff.integrations.pydantic_ai", "pydantic-ai") from exc
-
-__all__ = ["ORIGIN", "SignoffAgent", "SignoffCapability", "connect"]
+__all__ = ["ORIGIN", "SignoffAgent", "SignoffCapability"]
 
 ORIGIN = "pydantic-ai"
 
@@ -137,11 +109,11 @@ class SignoffAgent:
     async def _resume(self, thread: str, **kwargs: Any) -> tuple[Any | None, bool]:
         """`resume`, and whether the thread's pause is over (False: it waits on)."""
         items = await self.runs.near(self.runs.store.history(ORIGIN, thread))
-        history = _messages(items)
-        waiting = _open_calls(history)
+        history = messages_of(items)
+        waiting = open_calls(history)
         if not waiting:
             return None, True  # nothing waits: the run went on already
-        turn = _turn(history, waiting[0].tool_call_id)
+        turn = turn_of(history, waiting[0].tool_call_id)
         held = await self.runs.held(thread, [c.tool_call_id for c in waiting], turn=turn)
         decided = [h.approval.id for h in held.values() if h.approval and not h.approval.pending]
         if not decided:
@@ -173,8 +145,8 @@ class SignoffAgent:
         items = await self.runs.near(self.runs.store.history(ORIGIN, thread))
         if busy(items, now(self.runs)):
             raise ConflictError(f"thread {thread!r} is being resumed")
-        history = _messages(items)
-        if _open_calls(history):
+        history = messages_of(items)
+        if open_calls(history):
             raise ConflictError(
                 f"thread {thread!r} waits on calls a person has not all answered: resume it "
                 "(SignoffAgent.resume) once they are decided"
@@ -205,7 +177,7 @@ class SignoffAgent:
         new = [to_json(m).decode() for m in result.new_messages()]
         output, pause = result.output, None
         if isinstance(output, DeferredToolRequests) and output.approvals:
-            turn = _turn(result.all_messages(), output.approvals[0].tool_call_id)
+            turn = turn_of(result.all_messages(), output.approvals[0].tool_call_id)
             records = await self.runs.records(
                 thread, [c.tool_call_id for c in output.approvals], turn=turn
             )
@@ -216,7 +188,7 @@ class SignoffAgent:
                     approvals=asked,
                     data={"thread_id": thread, "asked": asked},
                     agent=self.path or self.agent.name,
-                    conversation=_transcript(result.all_messages(), self.path or self.agent.name),
+                    conversation=transcript_of(result.all_messages(), self.path or self.agent.name),
                 )
         if not await append(new, pause):
             raise ConflictError(
@@ -241,7 +213,7 @@ class SignoffAgent:
         proposed = ToolCall(
             id=call.tool_call_id, name=call.tool_name, args=call.args_as_dict(), agent=path
         )
-        turn = _turn(ctx.messages, proposed.id)
+        turn = turn_of(ctx.messages, proposed.id)
         # Resumed: the call was judged when it was proposed (its arguments may be edited).
         found = (
             await held_call(self.runs, thread, proposed, turn) if ctx.tool_call_approved else None
@@ -282,7 +254,7 @@ class SignoffAgent:
         ]
         if not calls:
             return None
-        turn = _turn(ctx.messages, calls[0].id)
+        turn = turn_of(ctx.messages, calls[0].id)
         held = await self.runs.judged(
             calls, thread=thread, requested_by=self.requested_by, turn=turn
         )
@@ -377,68 +349,3 @@ def _with_deferred(output_type: Any) -> Any:
     wait for a person)."""
     types = list(output_type) if isinstance(output_type, Sequence) else [output_type]
     return types if DeferredToolRequests in types else [*types, DeferredToolRequests]
-
-
-def _turn(messages: Sequence[ModelMessage], call_id: str) -> str | None:
-    """The model response that made the call `call_id` (the newest that did), as its place in
-    the thread's history and its time. signoff keeps the history append-only and resumes the
-    same history, so a resumed response is known again; a provider that numbers every
-    response's calls ``call_0`` gets each response's calls judged anew. (The provider's
-    response id is not used: a `FunctionModel` and many providers leave it unset.)"""
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
-        if isinstance(message, ModelResponse) and any(
-            isinstance(p, ToolCallPart) and p.tool_call_id == call_id for p in message.parts
-        ):
-            return f"{index}@{message.timestamp.isoformat()}"
-    return None
-
-
-def _transcript(history: Sequence[ModelMessage], agent: str | None) -> list[dict[str, Any]]:
-    """The thread's messages as `transcript` messages: the model's responses are `agent`'s."""
-    found: list[dict[str, Any]] = []
-    for message in transcript.tail(history):
-        if isinstance(message, ModelResponse):
-            text = "\n".join(p.content for p in message.parts if p.part_kind == "text")
-            calls = [transcript.call(p.tool_call_id, p.tool_name, p.args)
-                     for p in message.parts if isinstance(p, ToolCallPart)]  # fmt: skip
-            found.append(transcript.message("assistant", text, tool_calls=calls, agent=agent))
-            continue
-        for part in message.parts:
-            if part.part_kind in ("user-prompt", "system-prompt"):
-                role: transcript.Role = "user" if part.part_kind == "user-prompt" else "system"
-                found.append(transcript.message(role, part.content))
-            elif isinstance(part, ToolReturnPart | RetryPromptPart):
-                content = part.model_response() if isinstance(part, RetryPromptPart) else (
-                    part.model_response_str())  # fmt: skip
-                found.append(transcript.message(
-                    "tool", content, tool_call_id=part.tool_call_id, name=part.tool_name,
-                    is_error=isinstance(part, RetryPromptPart)))  # fmt: skip
-    return found
-
-
-def _messages(items: Sequence[str]) -> list[ModelMessage]:
-    messages = unmarked(items)
-    if not messages:
-        return []
-    return ModelMessagesTypeAdapter.validate_json("[" + ",".join(messages) + "]")
-
-
-def _open_calls(history: Sequence[ModelMessage]) -> list[ToolCallPart]:
-    """The calls of the last model response that have no result yet (a run that ended waiting
-    on them)."""
-    answered: set[str] = set()
-    for message in reversed(history):
-        if isinstance(message, ModelRequest):
-            answered.update(
-                p.tool_call_id
-                for p in message.parts
-                if isinstance(p, ToolReturnPart | RetryPromptPart)
-            )
-        elif isinstance(message, ModelResponse):
-            return [
-                p
-                for p in message.parts
-                if isinstance(p, ToolCallPart) and p.tool_call_id not in answered
-            ]
-    return []
