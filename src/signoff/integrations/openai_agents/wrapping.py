@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import weakref
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from agents import (
@@ -205,29 +206,19 @@ class _Responses(AgentHooksBase[Any, Any]):
         if self.inner is not None:
             await self.inner.on_llm_end(context, agent, response)
 
-    async def on_start(self, *args: Any, **kwargs: Any) -> None:
-        if self.inner is not None:
-            await self.inner.on_start(*args, **kwargs)
 
-    async def on_end(self, *args: Any, **kwargs: Any) -> None:
-        if self.inner is not None:
-            await self.inner.on_end(*args, **kwargs)
+def _forwarded(name: str) -> Callable[..., Awaitable[None]]:
+    """The hook `name` of `_Responses`: the agent's own, where it has hooks."""
 
-    async def on_handoff(self, *args: Any, **kwargs: Any) -> None:
+    async def hook(self: _Responses, *args: Any, **kwargs: Any) -> None:
         if self.inner is not None:
-            await self.inner.on_handoff(*args, **kwargs)
+            await getattr(self.inner, name)(*args, **kwargs)
 
-    async def on_tool_start(self, *args: Any, **kwargs: Any) -> None:
-        if self.inner is not None:
-            await self.inner.on_tool_start(*args, **kwargs)
+    return hook
 
-    async def on_tool_end(self, *args: Any, **kwargs: Any) -> None:
-        if self.inner is not None:
-            await self.inner.on_tool_end(*args, **kwargs)
 
-    async def on_llm_start(self, *args: Any, **kwargs: Any) -> None:
-        if self.inner is not None:
-            await self.inner.on_llm_start(*args, **kwargs)
+for _hook in ("on_start", "on_end", "on_handoff", "on_tool_start", "on_tool_end", "on_llm_start"):
+    setattr(_Responses, _hook, _forwarded(_hook))
 
 
 def _arguments(raw: str | None) -> dict[str, Any]:
