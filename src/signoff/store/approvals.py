@@ -6,9 +6,9 @@ that asked for them is `signoff.store.holding`.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import and_, bindparam, func, insert, select
 from sqlalchemy.engine import Connection
@@ -21,6 +21,7 @@ from signoff.store.grants import known_ids
 from signoff.store.lean import execute
 from signoff.store.records import AuditRecord
 from signoff.store.rows import approval_from_row, approval_row
+from signoff.store.runner import Transactional
 from signoff.store.times import to_micros
 from signoff.types import Approval
 
@@ -32,10 +33,8 @@ _INSERT_APPROVAL = insert(_approvals)
 _SELECT_APPROVALS = select(_approvals).where(_approvals.c.id.in_(bindparam("ids", expanding=True)))
 
 
-class ApprovalStore:
-    """The approvals' half of the store; `SQLStore` provides `run`."""
-
-    run: Callable[..., Awaitable[Any]]
+class ApprovalStore(Transactional, Protocol):
+    """The approvals' half of the store."""
 
     async def create_approvals(
         self, approvals: Sequence[Approval], *, audit: Sequence[AuditRecord] = ()

@@ -8,15 +8,15 @@ never the number of approvals. SQLite and PostgreSQL both walk it with a recursi
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, get_args
+from typing import Any, Protocol, get_args
 
 from sqlalchemy import Integer, Select, Text, bindparam, literal, select, union_all
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
 from signoff.store import schema
+from signoff.store.runner import Transactional
 from signoff.types import ApprovalStatus
 
 __all__ = ["Catalog", "CatalogStore"]
@@ -64,10 +64,8 @@ _CATALOG = union_all(
 )
 
 
-class CatalogStore:
-    """The catalog's half of the store; `SQLStore` provides `run`."""
-
-    run: Callable[..., Awaitable[Any]]
+class CatalogStore(Transactional, Protocol):
+    """The catalog's half of the store."""
 
     async def catalog(self, *, limit: int = 200) -> Catalog:
         """The agents and the tools of the approvals of every status, at most `limit` of each

@@ -4,14 +4,14 @@ replica's own memory knows only its own part). One grouped read each, in one tra
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final, Protocol
 
 from sqlalchemy import func, select
 from sqlalchemy.engine import Connection
 
 from signoff.store import schema
+from signoff.store.runner import Transactional
 
 __all__ = ["OTHER", "GaugeStore", "Gauges"]
 
@@ -34,10 +34,8 @@ class Gauges:
     """Notifications waiting to be sent (or tried again), by sink."""
 
 
-class GaugeStore:
-    """The gauges' half of the store; `SQLStore` provides `run`."""
-
-    run: Callable[..., Awaitable[Any]]
+class GaugeStore(Transactional, Protocol):
+    """The gauges' half of the store."""
 
     async def gauges(self, *, groups: int = 200) -> Gauges:
         """The counts now, with at most `groups` (agent, tool, rule) groups of waiting

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import Row, and_, bindparam, func, insert, select, update
 from sqlalchemy.engine import Connection
@@ -18,6 +18,8 @@ from signoff.store import schema
 from signoff.store.audit import append_audit
 from signoff.store.lean import execute
 from signoff.store.records import AuditRecord, HoldPlan
+from signoff.store.rows import same_named
+from signoff.store.runner import Transactional
 from signoff.store.times import from_micros, to_micros
 from signoff.types import Grant, canonical_json
 
@@ -51,10 +53,8 @@ _IN_FORCE_ONE = (
 """`_IN_FORCE` for one tool: a list spelt out at each execution costs more than the query."""
 
 
-class GrantStore:
-    """The grants' half of the store; `SQLStore` provides `run`."""
-
-    run: Callable[..., Awaitable[Any]]
+class GrantStore(Transactional, Protocol):
+    """The grants' half of the store."""
 
     async def list_grants(
         self,
@@ -139,45 +139,37 @@ def known_ids(ids: Iterable[str], what: str) -> list[str]:
     return ids
 
 
+_AS_STORED = (
+    "id",
+    "tool",
+    "kind",
+    "server",
+    "agent",
+    "scope",
+    "subject",
+    "requested_by",
+    "args_digest",
+    "rule",
+    "rule_digest",
+    "approval_id",
+    "created_by",
+    "uses",
+)
+"""The columns that hold a grant's fields as they are."""
+
+
 def _grant_row(grant: Grant) -> dict[str, Any]:
-    return {
-        "id": grant.id,
-        "tool": grant.tool,
-        "kind": grant.kind,
-        "server": grant.server,
-        "agent": grant.agent,
-        "scope": grant.scope,
-        "subject": grant.subject,
-        "requested_by": grant.requested_by,
-        "args_digest": grant.args_digest,
-        "rule": grant.rule,
-        "rule_digest": grant.rule_digest,
-        "approval_id": grant.approval_id,
-        "created_by": grant.created_by,
+    return same_named(grant, _AS_STORED) | {
         "roles": canonical_json(list(grant.roles)).decode(),
         "created_at": to_micros(grant.created_at),
-        "uses": grant.uses,
     }
 
 
 def _grant(row: Row[Any]) -> Grant:
     return Grant(
-        id=row.id,
-        tool=row.tool,
-        kind=row.kind,
-        server=row.server,
-        agent=row.agent,
-        scope=row.scope,
-        subject=row.subject,
-        requested_by=row.requested_by,
-        args_digest=row.args_digest,
-        rule=row.rule,
-        rule_digest=row.rule_digest,
-        approval_id=row.approval_id,
-        created_by=row.created_by,
+        **same_named(row, _AS_STORED),
         roles=tuple(json.loads(row.roles)),
         created_at=from_micros(row.created_at),
-        uses=row.uses,
         last_used_at=None if row.last_used_at is None else from_micros(row.last_used_at),
         revoked_by=row.revoked_by,
         revoked_at=None if row.revoked_at is None else from_micros(row.revoked_at),

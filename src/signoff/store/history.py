@@ -9,10 +9,10 @@ too. Who may write to a run, and when, is `signoff.store.runs`.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import and_, bindparam, func, insert, literal, select, text, tuple_, update
 from sqlalchemy.engine import Connection
@@ -20,6 +20,8 @@ from sqlalchemy.engine import Connection
 from signoff.store import schema
 from signoff.store.blobs import event_data, inflate, message_from_row, read_large, stored_message
 from signoff.store.lean import execute
+from signoff.store.rows import same_named
+from signoff.store.runner import Transactional
 from signoff.store.times import from_micros, to_micros
 
 __all__ = [
@@ -117,10 +119,8 @@ class OpenTurn:
     """The approvals the turn's last pause waited on (none if it has not paused)."""
 
 
-class HistoryStore:
-    """The runs' histories' half of the store; `SQLStore` provides `run`."""
-
-    run: Callable[..., Awaitable[Any]]
+class HistoryStore(Transactional, Protocol):
+    """The runs' histories' half of the store."""
 
     async def open_turn(self, run_id: str) -> OpenTurn:
         """The run's last model turn: its assistant message, what followed it, and the events
@@ -318,10 +318,8 @@ def _events(
 
 def _event(row: Any) -> StoredEvent:
     return StoredEvent(
-        run_id=row.run_id,
-        seq=row.seq,
+        **same_named(row, ("run_id", "seq", "type")),
         at=from_micros(row.at),
-        type=row.type,
         data=json.loads(row.data),
     )
 

@@ -6,9 +6,9 @@ audit entries of every verdict, the run's step — is written in that same trans
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Protocol
 
 from sqlalchemy.engine import Connection
 
@@ -20,6 +20,7 @@ from signoff.store.external import ExternalRecord, find_external, insert_externa
 from signoff.store.grants import count_uses, in_force
 from signoff.store.history import StoredEvent
 from signoff.store.records import HoldPlan
+from signoff.store.runner import Transactional
 from signoff.store.runs import write_run
 from signoff.types import Approval, Grant
 
@@ -29,10 +30,8 @@ Judged = dict[str, tuple[ExternalRecord, Approval | None]]
 """What was judged before under each key: the record, and the approval it asked for if any."""
 
 
-class HoldStore:
-    """The hold's half of the store; `SQLStore` provides `run`."""
-
-    run: Callable[..., Awaitable[Any]]
+class HoldStore(Transactional, Protocol):
+    """The hold's half of the store."""
 
     async def hold(
         self,

@@ -17,10 +17,10 @@ import json
 import math
 import re
 import string
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final, Literal, Protocol, TypeAlias
 
 from sqlalchemy import (
     ColumnElement,
@@ -39,6 +39,7 @@ from sqlalchemy.engine import Connection
 from signoff.names import name_key
 from signoff.store import schema
 from signoff.store.rows import approval_from_row
+from signoff.store.runner import Transactional
 from signoff.store.times import to_micros
 from signoff.types import AUTOMATIC, Approval, ApprovalStatus
 
@@ -189,10 +190,8 @@ _BY_PEOPLE = or_(_a.c.status == "expired", _a.c.decided_by.is_distinct_from(AUTO
 by a new policy — is no one's evidence for a suggestion."""
 
 
-class InsightStore:
-    """The insights' half of the store; `SQLStore` provides `run`."""
-
-    run: Callable[..., Awaitable[Any]]
+class InsightStore(Transactional, Protocol):
+    """The insights' half of the store."""
 
     async def decision_stats(self, *, since: datetime, top_deciders: int = 3) -> list[GroupStats]:
         """Every group with a call asked since `since` (or a grant use since then), ordered by

@@ -5,10 +5,10 @@ each in the same transaction as the run's write that goes with it."""
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -19,6 +19,7 @@ from signoff.store import schema
 from signoff.store.audit import append_audit
 from signoff.store.lean import execute
 from signoff.store.records import AuditRecord
+from signoff.store.runner import Transactional
 from signoff.store.runs import RunWrite, StoredEvent, write_run
 from signoff.store.times import to_micros
 from signoff.types import canonical_json
@@ -50,10 +51,8 @@ class LedgerEntry:
     result: dict[str, Any] | None
 
 
-class LedgerStore:
-    """The ledger's half of the store; `SQLStore` provides `run`."""
-
-    run: Callable[..., Awaitable[Any]]
+class LedgerStore(Transactional, Protocol):
+    """The ledger's half of the store."""
 
     async def ledger_start(
         self,

@@ -5,10 +5,9 @@ started. One note per (channel, subject, key), never rewritten."""
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import and_, select
 from sqlalchemy.dialects import postgresql, sqlite
@@ -16,6 +15,7 @@ from sqlalchemy.engine import Connection
 
 from signoff.store import schema
 from signoff.store.records import NoteRecord
+from signoff.store.runner import Transactional
 from signoff.store.times import from_micros, to_micros
 from signoff.types import canonical_json
 
@@ -36,10 +36,8 @@ class Note:
     data: dict[str, Any]
 
 
-class NoteStore:
-    """The notes' half of the store; `SQLStore` provides `run`."""
-
-    run: Callable[..., Awaitable[Any]]
+class NoteStore(Transactional, Protocol):
+    """The notes' half of the store."""
 
     async def add_note(
         self, channel: str, subject: str, key: str, data: dict[str, Any], *, at: datetime

@@ -17,10 +17,10 @@ entry n.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from sqlalchemy import bindparam, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -31,6 +31,8 @@ from signoff.store import schema
 from signoff.store.audit import append_audit
 from signoff.store.notes import add_note
 from signoff.store.records import AuditRecord, NoteRecord
+from signoff.store.rows import same_named
+from signoff.store.runner import Transactional
 from signoff.store.times import from_micros, to_micros
 from signoff.types import canonical_json
 
@@ -163,10 +165,8 @@ def event_of(
     return OutboxEvent(seq=seq, at=moment, kind=kind, subject=subject, actor=actor, data=data)
 
 
-class OutboxStore:
-    """The outbox's half of the store; `SQLStore` provides `run`."""
-
-    run: Callable[..., Awaitable[Any]]
+class OutboxStore(Transactional, Protocol):
+    """The outbox's half of the store."""
 
     async def outbox_events(self, *, limit: int = 500) -> tuple[int, int, list[OutboxEvent]]:
         """The cursor, the last audit entry read after it (the cursor itself when none was),
@@ -330,15 +330,9 @@ def _delivery(row: Any) -> Delivery:
     except (ValueError, RecursionError):
         data = None
     return Delivery(
-        id=row.id,
-        sink=row.sink,
-        seq=row.seq,
+        **same_named(row, ("id", "sink", "seq", "subject", "status", "attempts", "error")),
         kind=row.event,
-        subject=row.subject,
         data=data if isinstance(data, dict) else {},
-        status=row.status,
-        attempts=row.attempts,
         next_at=from_micros(row.next_at),
-        error=row.error,
         sent_at=None if row.sent_at is None else from_micros(row.sent_at),
     )

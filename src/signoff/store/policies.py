@@ -6,9 +6,9 @@ the last to commit whichever replica's clock runs ahead.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from sqlalchemy import select
 from sqlalchemy.dialects import postgresql, sqlite
@@ -19,6 +19,7 @@ from signoff.store import schema
 from signoff.store.audit import LOCK_AUDIT_HEAD, append_audit
 from signoff.store.decisions import read_clock
 from signoff.store.records import AuditRecord
+from signoff.store.runner import Transactional
 from signoff.store.times import to_micros
 from signoff.types import canonical_json
 
@@ -31,10 +32,8 @@ _LATEST_POLICY = (
 )
 
 
-class PolicyStore:
-    """The policy versions' half of the store; `SQLStore` provides `run`."""
-
-    run: Callable[..., Awaitable[Any]]
+class PolicyStore(Transactional, Protocol):
+    """The policy versions' half of the store."""
 
     async def save_policy(
         self,

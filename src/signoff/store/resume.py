@@ -5,10 +5,9 @@ calls already started since the turn began — so a worker resumes with one roun
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Protocol
 
 from sqlalchemy import and_, bindparam, select
 from sqlalchemy.engine import Connection
@@ -19,6 +18,7 @@ from signoff.store.approvals import read_approvals
 from signoff.store.history import OpenTurn, read_turn
 from signoff.store.lean import execute
 from signoff.store.rows import approval_from_row
+from signoff.store.runner import Transactional
 from signoff.store.runs import ResumedTurn, claim, read_run
 from signoff.store.times import to_micros
 from signoff.types import Approval
@@ -48,10 +48,8 @@ _TURN_LEDGER = select(schema.ledger.c.key).where(
 _SUBRUN = select(schema.subruns).where(schema.subruns.c.run_id == bindparam("rid"))
 
 
-class ResumeStore:
-    """The resume's half of the store; `SQLStore` provides `run`."""
-
-    run: Callable[..., Awaitable[Any]]
+class ResumeStore(Transactional, Protocol):
+    """The resume's half of the store."""
 
     async def resume_turn(
         self,

@@ -1,8 +1,10 @@
-"""Approvals as rows of the `approvals` table and back."""
+"""Records as rows of their tables and back: approvals in full, and for every record the columns
+that hold its fields as they are (`same_named`)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -26,7 +28,13 @@ from signoff.types import (
     preview_to_dict,
 )
 
-__all__ = ["approval_from_row", "approval_row", "decision_values"]
+__all__ = ["approval_from_row", "approval_row", "decision_values", "same_named"]
+
+
+def same_named(source: Any, names: Iterable[str]) -> dict[str, Any]:
+    """`source`'s attributes of these names, by name: the columns that hold a record's fields as
+    they are — read from a row into the record, or from the record into a row."""
+    return {name: getattr(source, name) for name in names}
 
 
 def _json(value: Any) -> str:

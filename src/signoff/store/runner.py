@@ -21,9 +21,18 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from signoff.errors import StoreError, StoreUnavailableError
 
-__all__ = ["AsyncRunner", "Runner", "ThreadRunner"]
+__all__ = ["AsyncRunner", "Runner", "ThreadRunner", "Transactional"]
 
 T = TypeVar("T")
+
+
+class Transactional(Protocol):
+    """What each concern of the store is written over (`signoff.store.base`): `run` does its
+    work as one transaction — committed if it returns, rolled back if it raises."""
+
+    async def run(
+        self, work: Callable[[Connection], T], *, write: bool = True, durable: bool = True
+    ) -> T: ...
 
 
 class Runner(Protocol):

@@ -8,10 +8,10 @@ under a lease, and written by its lease holder only; its messages and events are
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias
 
 from sqlalchemy import and_, bindparam, func, insert, literal, or_, select, tuple_, update
 from sqlalchemy.engine import Connection
@@ -21,6 +21,8 @@ from signoff.errors import ConflictError, NotFoundError
 from signoff.store import schema
 from signoff.store.history import OpenTurn, StoredEvent, insert_history
 from signoff.store.lean import execute
+from signoff.store.rows import same_named
+from signoff.store.runner import Transactional
 from signoff.store.times import from_micros, to_micros
 from signoff.types import Approval
 
@@ -164,10 +166,8 @@ class ResumedTurn:
     """The ledger keys of the calls started since the turn began."""
 
 
-class RunStore:
-    """The runtime's half of the store; `SQLStore` provides `run`."""
-
-    run: Callable[..., Awaitable[Any]]
+class RunStore(Transactional, Protocol):
+    """The runtime's half of the store."""
 
     async def create_run(
         self,
@@ -473,24 +473,17 @@ def _runs_query() -> Any:
     )
 
 
+_AS_STORED = ("id", "thread_id", "agent", "status", "started_by", "lease_owner", "version")
+"""The columns that hold a run's fields as they are."""
+
+
 def _run_record(row: Any, *, linked: bool = True) -> RunRecord:
     """The record of a `runs` row; of a row read without its link (`linked=False`), with no
     parent and no times."""
     link: dict[str, Any] = {}
     if linked:
-        link = {
-            "parent_id": row.parent_id,
-            "parent_key": row.parent_key,
+        link = same_named(row, ("parent_id", "parent_key")) | {
             "created_at": from_micros(row.created_at),
             "updated_at": from_micros(row.updated_at),
         }
-    return RunRecord(
-        id=row.id,
-        thread_id=row.thread_id,
-        agent=row.agent,
-        status=row.status,
-        started_by=row.started_by,
-        lease_owner=row.lease_owner,
-        version=row.version,
-        **link,
-    )
+    return RunRecord(**same_named(row, _AS_STORED), **link)

@@ -5,9 +5,8 @@ expires; the database says only which sessions ended early. A record outlives it
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Protocol
 
 from sqlalchemy import bindparam, delete, select
 from sqlalchemy.dialects import postgresql, sqlite
@@ -15,6 +14,7 @@ from sqlalchemy.engine import Connection
 
 from signoff.store import schema
 from signoff.store.lean import execute
+from signoff.store.runner import Transactional
 from signoff.store.times import to_micros
 
 __all__ = ["KEPT_PAST_EXPIRY", "SessionStore"]
@@ -32,10 +32,8 @@ _FORGET = delete(_ended).where(_ended.c.until < bindparam("before"))
 _ENDED = select(_ended.c.id).where(_ended.c.id == bindparam("id"))
 
 
-class SessionStore:
-    """The sessions' half of the store; `SQLStore` provides `run`."""
-
-    run: Callable[..., Awaitable[Any]]
+class SessionStore(Transactional, Protocol):
+    """The sessions' half of the store."""
 
     async def end_session(self, session_id: str, *, until: datetime, now: datetime) -> None:
         """Record that the session `session_id`, whose cookie expires at `until`, has ended;

@@ -25,27 +25,15 @@ from sqlalchemy.engine import Connection, Engine
 from signoff import telemetry
 from signoff.errors import StoreError
 from signoff.store import schema
-from signoff.store.approvals import ApprovalStore
 from signoff.store.audit import append_audit, read_changes, read_length, read_log
-from signoff.store.catalog import CatalogStore
+from signoff.store.base import Store
 from signoff.store.checkpoint import Checkpoint
 from signoff.store.decisions import CHANNEL, DecisionGroups, write_decisions
 from signoff.store.external import ExternalStore
-from signoff.store.gauges import GaugeStore
-from signoff.store.grants import GrantStore, known_ids
-from signoff.store.history import HistoryStore
-from signoff.store.holding import HoldStore
-from signoff.store.insights import InsightStore
-from signoff.store.ledger import LedgerStore
+from signoff.store.grants import known_ids
 from signoff.store.migrations import LATEST, migrate, schema_version
-from signoff.store.notes import NoteStore
-from signoff.store.outbox import OutboxStore
-from signoff.store.policies import PolicyStore
 from signoff.store.records import AuditRecord, DecisionPlan, Moment
-from signoff.store.resume import ResumeStore
 from signoff.store.runner import Runner, ThreadRunner
-from signoff.store.runs import RunStore
-from signoff.store.sessions import SessionStore
 from signoff.store.times import to_micros
 from signoff.store.verification import AuditReport, verify_chain
 from signoff.types import Approval, AuditEntry, Grant
@@ -63,23 +51,7 @@ middle is the reading's time, within half of it."""
 _CLOCK = text("SELECT clock_timestamp()")
 
 
-class SQLStore(
-    ApprovalStore,
-    HoldStore,
-    PolicyStore,
-    RunStore,
-    ResumeStore,
-    HistoryStore,
-    LedgerStore,
-    NoteStore,
-    GrantStore,
-    ExternalStore,
-    OutboxStore,
-    InsightStore,
-    GaugeStore,
-    CatalogStore,
-    SessionStore,
-):
+class SQLStore(ExternalStore, Store):
     """Approvals, grants, the audit log, and the runtime's runs, in one SQL database."""
 
     def __init__(self, runner: Runner, *, url: str) -> None:
