@@ -17,10 +17,10 @@ from signoff.store.approvals import ApprovalStore
 from signoff.store.catalog import CatalogStore
 from signoff.store.gauges import GaugeStore
 from signoff.store.grants import GrantStore
-from signoff.store.history import HistoryStore
 from signoff.store.holding import HoldStore
 from signoff.store.insights import InsightStore
 from signoff.store.ledger import LedgerStore
+from signoff.store.log import LogStore
 from signoff.store.notes import NoteStore
 from signoff.store.outbox import OutboxStore
 from signoff.store.policies import PolicyStore
@@ -45,7 +45,7 @@ class Store(
     PolicyStore,
     RunStore,
     ResumeStore,
-    HistoryStore,
+    LogStore,
     LedgerStore,
     NoteStore,
     GrantStore,

@@ -39,8 +39,8 @@ from signoff.errors import ConflictError, NotFoundError
 from signoff.store import schema
 from signoff.store.audit import append_audit
 from signoff.store.grants import insert_grants
-from signoff.store.history import append_events_to_runs
 from signoff.store.lean import execute
+from signoff.store.log import append_events_to_runs
 from signoff.store.records import AuditRecord, DecisionPlan, Moment
 from signoff.store.rows import approval_from_row, decision_values
 from signoff.types import Approval, Grant, decision_to_dict

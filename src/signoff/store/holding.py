@@ -18,7 +18,7 @@ from signoff.store.audit import append_audit
 from signoff.store.decisions import read_clock
 from signoff.store.external import ExternalRecord, find_external, insert_external
 from signoff.store.grants import count_uses, in_force
-from signoff.store.history import StoredEvent
+from signoff.store.log import StoredEvent
 from signoff.store.records import HoldPlan
 from signoff.store.runner import Transactional
 from signoff.store.runs import write_run

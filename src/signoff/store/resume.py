@@ -15,8 +15,8 @@ from sqlalchemy.engine import Connection
 from signoff.errors import ConflictError, NotFoundError
 from signoff.store import schema
 from signoff.store.approvals import read_approvals
-from signoff.store.history import OpenTurn, read_turn
 from signoff.store.lean import execute
+from signoff.store.log import OpenTurn, read_turn
 from signoff.store.rows import approval_from_row
 from signoff.store.runner import Transactional
 from signoff.store.runs import ResumedTurn, claim, read_run

@@ -1,7 +1,7 @@
 """Runs: who holds each one and what it is (running, paused, finished), a sub-agent's run linked
 to its parent's call. A run is created with its first messages, claimed by one worker at a time
-under a lease, and written by its lease holder only; its messages and events are its history
-(`signoff.store.history`), and the ledger that makes tool execution exactly-once is
+under a lease, and written by its lease holder only; its messages and events are its log
+(`signoff.store.log`), and the ledger that makes tool execution exactly-once is
 `signoff.store.ledger`.
 """
 
@@ -19,8 +19,8 @@ from sqlalchemy.exc import IntegrityError
 
 from signoff.errors import ConflictError, NotFoundError
 from signoff.store import schema
-from signoff.store.history import OpenTurn, StoredEvent, insert_history
 from signoff.store.lean import execute
+from signoff.store.log import OpenTurn, StoredEvent, insert_log
 from signoff.store.rows import same_named
 from signoff.store.runner import Transactional
 from signoff.store.times import from_micros, to_micros
@@ -216,7 +216,7 @@ class RunStore(Transactional, Protocol):
                         "parent_key": record.parent_key,
                     },
                 )
-            return insert_history(connection, record.id, at, messages, events, first=(1, 1))
+            return insert_log(connection, record.id, at, messages, events, first=(1, 1))
 
         result: list[StoredEvent] = await self.run(work)
         return result
@@ -439,7 +439,7 @@ def write_run(connection: Connection, write: RunWrite) -> list[StoredEvent]:
             raise ConflictError(
                 f"run {run_id!r} works for a run no longer held by this worker ({owner!r})"
             )
-    return insert_history(connection, run_id, write.at, write.messages, write.events, first=first)
+    return insert_log(connection, run_id, write.at, write.messages, write.events, first=first)
 
 
 def _filtered(

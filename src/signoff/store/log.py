@@ -1,4 +1,4 @@
-"""A run's history: its messages and events, appended after the last ones and read back by index.
+"""A run's log: its messages and events, appended after the last ones and read back by index.
 
 Pausing appends: the new messages and events are inserted after the run's last ones, and the
 conversation is never rewritten, so a pause costs the same at 10 messages and at 10,000. Reading
@@ -25,12 +25,12 @@ from signoff.store.runner import Transactional
 from signoff.store.times import from_micros, to_micros
 
 __all__ = [
-    "HistoryStore",
+    "LogStore",
     "OpenTurn",
     "StoredEvent",
     "append_events",
     "append_events_to_runs",
-    "insert_history",
+    "insert_log",
     "read_turn",
 ]
 
@@ -119,8 +119,8 @@ class OpenTurn:
     """The approvals the turn's last pause waited on (none if it has not paused)."""
 
 
-class HistoryStore(Transactional, Protocol):
-    """The runs' histories' half of the store."""
+class LogStore(Transactional, Protocol):
+    """The runs' logs' half of the store."""
 
     async def open_turn(self, run_id: str) -> OpenTurn:
         """The run's last model turn: its assistant message, what followed it, and the events
@@ -198,7 +198,7 @@ class HistoryStore(Transactional, Protocol):
 
 
 def read_turn(connection: Connection, run_id: str) -> OpenTurn:
-    """`HistoryStore.open_turn` inside the caller's transaction."""
+    """`LogStore.open_turn` inside the caller's transaction."""
     turns, last = execute(connection, _TURNS, {"rid": run_id}).one()
     tail: Sequence[Any] = ()
     if last is not None:
@@ -225,7 +225,7 @@ def append_events(
     last = execute(connection, _BUMP_EVENTS, {"rid": run_id, "n": len(events)}).scalar()
     if last is None:
         return None
-    return insert_history(connection, run_id, at, (), events, first=(0, last - len(events) + 1))
+    return insert_log(connection, run_id, at, (), events, first=(0, last - len(events) + 1))
 
 
 def append_events_to_runs(
@@ -261,7 +261,7 @@ def append_events_to_runs(
     execute(connection, _INSERT_EVENTS, [_event_row(connection, e) for e in stored])
 
 
-def insert_history(
+def insert_log(
     connection: Connection,
     run_id: str,
     at: datetime,
