@@ -21,7 +21,7 @@ import typer
 from signoff.cli.client import from_server, on_server, through_server
 from signoff.cli.program import program
 from signoff.cli.short_id import resolve
-from signoff.cli.target import Actor, Database, Roles, Server, Token, as_yourself, where
+from signoff.cli.target import Actor, Database, Roles, Server, Token, deciding
 from signoff.errors import ConflictError, StaleDecisionError
 from signoff.gate.deciders import needed
 from signoff.types import Approve, Decision, Quorum, Reject, Scope, Vote, approval_to_dict
@@ -89,8 +89,7 @@ def approve(
     if any_args and always is None:
         raise typer.BadParameter("widens a grant: give --always too", param_hint="--any-args")
     scope = None if always is None else Scope(kind=always, with_args=not any_args)  # type: ignore[arg-type]
-    server, database = where("approve", server, database)
-    as_yourself("approve", server, database, actor, role)
+    server, database = deciding("approve", server, database, actor, role)
     _decide(approval_id, Approve(always=scope), server, token, database, actor, role, version)
 
 
@@ -121,8 +120,7 @@ def reject(
     if not (reason or "").strip():
         raise typer.BadParameter("why? the agent's model reads it", param_hint="REASON")
     assert reason is not None
-    server, database = where("reject", server, database)
-    as_yourself("reject", server, database, actor, role)
+    server, database = deciding("reject", server, database, actor, role)
     rejection = Reject(reason=reason.strip())
     _decide(approval_id, rejection, server, token, database, actor, role, version)
 
@@ -251,8 +249,7 @@ def assign(
     "assigned to me". It widens nothing: they are held to the rule's approvers like anyone."""
     import asyncio
 
-    server, database = where("assign", server, database)
-    as_yourself("assign", server, database, actor, role)
+    server, database = deciding("assign", server, database, actor, role)
     approval_id = resolved(approval_id, server, token, database)
     if server:
         path = f"/v1/approvals/{approval_id}/assign"

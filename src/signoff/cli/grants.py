@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from signoff.cli.client import on_server
-from signoff.cli.target import Actor, Database, Server, Token, as_yourself, where
+from signoff.cli.target import Actor, Database, Server, Token, deciding, where
 from signoff.types import Grant, grant_to_dict
 
 if TYPE_CHECKING:
@@ -89,8 +89,7 @@ def revoke(
     actor: Actor = None,
 ) -> None:
     """Revoke a grant: no call passes under it from now on. Audited."""
-    server, database = where("grants revoke", server, database)
-    as_yourself("grants revoke", server, database, actor, None)
+    server, database = deciding("grants revoke", server, database, actor, None)
     if server:
         shown = on_server(server, token, "DELETE", f"/v1/grants/{grant_id}")
     else:

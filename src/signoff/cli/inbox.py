@@ -38,7 +38,7 @@ from rich.markup import escape
 from signoff.cli.client import from_server, through_server
 from signoff.cli.decide import approval_on_database, grant_words
 from signoff.cli.short_id import SHORTEST, resolve, shorten
-from signoff.cli.target import Actor, Database, Roles, Server, Token, as_yourself, where
+from signoff.cli.target import Actor, Database, Roles, Server, Token, deciding
 from signoff.errors import NotFoundError, SignoffError, StaleDecisionError
 from signoff.types import Approve, Decision, Edit, Reject, Respond, Scope, approval_to_dict
 
@@ -79,8 +79,7 @@ def inbox(
     again. Type `approve N`, `reject N REASON`, `edit N`, `respond N TEXT` or `show N` with a
     number (or short id) from the list, and `quit` to leave.
     """
-    server, database = where("inbox", server, database)
-    as_yourself("inbox", server, database, actor, role)
+    server, database = deciding("inbox", server, database, actor, role)
     backend: Backend
     if server:
         backend = _ServerBackend(server, token)

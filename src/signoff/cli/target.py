@@ -11,7 +11,7 @@ import typer
 from signoff.cli.listen import stop
 from signoff.cli.program import program
 
-__all__ = ["Actor", "Database", "Roles", "Server", "StoreOption", "Token", "as_yourself", "where"]
+__all__ = ["Actor", "Database", "Roles", "Server", "StoreOption", "Token", "deciding", "where"]
 
 Server = Annotated[
     str | None,
@@ -90,7 +90,21 @@ def where(
     return url, None
 
 
-def as_yourself(
+def deciding(
+    command: str,
+    server: str | None,
+    database: str | None,
+    actor: str | None,
+    roles: list[str] | None,
+) -> tuple[str | None, str | None]:
+    """The server or the database `command` decides on (`where`), refusing ``--as`` and
+    ``--role`` through a server (`_as_yourself`)."""
+    server, database = where(command, server, database)
+    _as_yourself(command, server, database, actor, roles)
+    return server, database
+
+
+def _as_yourself(
     command: str,
     server: str | None,
     database: str | None,
