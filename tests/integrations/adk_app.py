@@ -1,13 +1,11 @@
-"""One Google ADK agent behind signoff, built the same way by the tests and by the worker
-processes they start (tests/integrations/adk_worker.py): the real `LlmAgent`, `App` and `Runner`,
-a `BaseLlm` that plays a script (offline), ADK's SQLite session service, and tools that count
-every real execution in a file."""
+"""One Google ADK agent behind signoff, the framework's `Rig` (tests/integrations/harness.py):
+built the same way by its tests and by the worker processes they start: the real `LlmAgent`,
+`App` and `Runner`, a `BaseLlm` that plays a script (offline), ADK's SQLite session service, and
+tools that count every real execution in a file."""
 
 from __future__ import annotations
 
 import json
-import os
-import time
 from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
@@ -24,13 +22,16 @@ from google.genai import types
 
 from signoff import Policy
 from signoff.gate.external import ExternalRuns
-from signoff.integrations.google_adk import ORIGIN, SignoffPlugin, connect
-from tests.integrations.harness import DEFAULT, HANG_IN_TOOL, POLICY
+from signoff.integrations.google_adk import ORIGIN, SignoffPlugin, confirmations, connect
+from tests.integrations.harness import DEFAULT, POLICY, side_effects_in, tools, turns_in
 
-__all__ = ["DEFAULT", "HANG_IN_TOOL", "POLICY", "build", "open_runs", "say", "user"]
+__all__ = ["DEFAULT", "POLICY", "build", "open_runs", "say", "sessions_in", "user"]
 
 APP = "shop"
 USER = "alice"
+THREAD = "s-1"
+"""The session a worker starts."""
+LOST_RACE: tuple[type[BaseException], ...] = ()
 
 Script = list[Any]
 """Turn n of a session (the model's answers so far) plays `script[n]`: tool calls
@@ -93,49 +94,50 @@ def build(
     **options: Any,
 ) -> tuple[Runner, SignoffPlugin]:
     """The assistant's runner, and its plugin (`options` for it)."""
-
-    def record(line: str) -> None:
-        with side_effects.open("a") as f:
-            f.write(line + "\n")
-
-    def read_file(path: str) -> dict[str, Any]:
-        """Read a file."""
-        record(f"read_file {path}")
-        return {"contents": f"contents of {path}"}
-
-    def send_email(to: str, body: str = "") -> dict[str, Any]:
-        """Send an email."""
-        record(f"send_email {to} {body}")
-        return {"sent": to}
-
-    def charge(amount: int) -> dict[str, Any]:
-        """Charge the customer."""
-        record(f"charge {amount}")
-        if os.environ.get(HANG_IN_TOOL):
-            print("inside the tool", flush=True)
-            while True:
-                time.sleep(1)  # the test kills this process here
-        return {"charged": amount}
-
-    def read_secrets() -> dict[str, Any]:
-        """Read the secrets (the tool itself asks for a confirmation)."""
-        record("read_secrets")
-        return {"secrets": "the secrets"}
-
+    read_file, send_email, charge, read_secrets = tools(side_effects)
     model = Played(script=script, calls=str(calls), numbered=options.pop("numbered", False))
     agent = LlmAgent(
         name="assistant",
         model=model,
         tools=[
-            FunctionTool(read_file),
-            FunctionTool(send_email),
-            FunctionTool(charge),
+            *(FunctionTool(t) for t in (read_file, send_email, charge)),
             FunctionTool(read_secrets, require_confirmation=True),
         ],
     )
     plugin = SignoffPlugin(runs, **options)
     app = App(name=APP, root_agent=agent, plugins=[plugin])
     return Runner(app=app, session_service=SqliteSessionService(str(sessions))), plugin
+
+
+def agent(runs: ExternalRuns, folder: Path, script: Script = DEFAULT,
+          **options: Any) -> tuple[Runner, SignoffPlugin]:  # fmt: skip
+    """`build`'s runner, its sessions kept in `folder`."""
+    return build(runs, script, side_effects_in(folder), turns_in(folder), sessions_in(folder),
+                 **options)  # fmt: skip
+
+
+def sessions_in(folder: Path) -> Path:
+    return folder / "sessions.db"
+
+
+async def start(agent: tuple[Runner, SignoffPlugin], thread: str, text: str = "go") -> list[Any]:
+    """A new session `thread`, told `text`: the run's events."""
+    runner, _ = agent
+    await runner.session_service.create_session(app_name=APP, user_id=USER, session_id=thread)
+    return await say(runner, thread, user(text))
+
+
+async def resume(agent: tuple[Runner, SignoffPlugin], thread: str) -> list[Any] | None:
+    """The confirmations the session's pause asked for, sent back once its calls are decided
+    (the runner closed after): the run's events."""
+    runner, plugin = agent
+    found = await plugin.runs.bridge.arun(plugin.runs.store.list_approvals(status="approved"))
+    pause = await plugin.runs.open_pause([a.id for a in found])
+    if pause is None:
+        return None
+    events = await say(runner, thread, confirmations(pause.data["confirmations"]))
+    await runner.close()
+    return events
 
 
 async def say(runner: Runner, session: str, message: types.Content) -> list[Any]:

@@ -43,6 +43,8 @@ from signoff import Policy  # noqa: E402
 from signoff.gate.external import ExternalRuns  # noqa: E402
 from signoff.integrations.adalflow import ORIGIN, SignoffPermissions, connect  # noqa: E402
 from tests.integrations.harness import POLICY as RULES  # noqa: E402
+from tests.integrations.harness import asynced, side_effects_in, turns_in  # noqa: E402
+from tests.integrations.harness import tools as counting  # noqa: E402
 
 __all__ = ["POLICY", "Runner", "ToolManager", "build", "open_runs"]
 
@@ -96,28 +98,8 @@ def build(
     manager: type[ToolManager] | None = None,
 ) -> Runner:
     """The agent's runner; `manager` the class of its tool manager (default: AdalFlow's own)."""
-    side_effects = folder / "side-effects.txt"
-
-    def record(line: str) -> None:
-        with side_effects.open("a") as f:
-            f.write(line + "\n")
-
-    def read_file(path: str) -> str:
-        """Read a file."""
-        record(f"read_file {path}")
-        return f"contents of {path}"
-
-    def send_email(to: str, body: str = "") -> str:
-        """Send an email."""
-        record(f"send_email {to} {body}")
-        return f"sent to {to}"
-
-    async def charge(amount: int) -> str:
-        """Charge the customer."""
-        record(f"charge {amount}")
-        return f"charged {amount}"
-
-    tools = [FunctionTool(read_file), FunctionTool(send_email), FunctionTool(charge)]
+    read_file, send_email, charge, _ = counting(side_effects_in(folder))
+    tools = [FunctionTool(read_file), FunctionTool(send_email), FunctionTool(asynced(charge))]
     agent = Agent(
         name="assistant",
         tools=tools,
@@ -126,7 +108,7 @@ def build(
             if manager is not None
             else None
         ),
-        model_client=Scripted(script, folder / "calls.txt"),
+        model_client=Scripted(script, turns_in(folder)),
         model_kwargs={"model": "scripted"},
         cache_path=str(folder / "adalflow-cache"),  # never the home folder
         use_cache=False,

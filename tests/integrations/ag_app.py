@@ -1,13 +1,11 @@
-"""One Agno agent behind signoff, built the same way by the tests and by the worker processes
-they start (tests/integrations/ag_worker.py): the real `Agent` with its own `SqliteDb`, a `Model`
-of Agno's interface playing a script (offline), tools that count every real execution in a
-file."""
+"""One Agno agent behind signoff, the framework's `Rig` (tests/integrations/harness.py): built the
+same way by its tests, the tests every framework shares and the worker processes they start: the
+real `Agent` with its own `SqliteDb`, a `Model` of Agno's interface playing a script (offline),
+tools that count every real execution in a file."""
 
 from __future__ import annotations
 
 import json
-import os
-import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,18 +16,29 @@ from agno.db.sqlite import SqliteDb
 from agno.models.base import Model
 from agno.models.message import Message
 from agno.models.response import ModelResponse
+from agno.run.agent import RunOutput
+from agno.run.base import RunStatus
 from agno.tools import tool
 
 from signoff import Policy
 from signoff.gate.external import ExternalRuns
-from signoff.integrations.agno import ORIGIN, connect
-from tests.integrations.harness import DEFAULT, HANG_IN_TOOL
+from signoff.integrations.agno import ORIGIN, SignoffAgent, connect
+from tests.integrations.harness import (
+    DEFAULT,
+    asynced,
+    listed,
+    side_effects_in,
+    turns_in,
+)
 from tests.integrations.harness import POLICY as RULES
-
-__all__ = ["DEFAULT", "HANG_IN_TOOL", "POLICY", "SESSION", "build", "open_runs"]
+from tests.integrations.harness import tools as counting
 
 POLICY = Policy.from_dict(RULES)
-SESSION = "s-1"
+THREAD = "s-1"
+"""The session its tests run on."""
+LOST_RACE: tuple[type[BaseException], ...] = ()
+WAITS_ON_DENIED = True
+"""A resume that lost the race finds the run taken, and nothing to resume."""
 Script = list[Any]
 
 
@@ -90,40 +99,18 @@ class Scripted(Model):
 
 
 def build(script: Script, side_effects: Path, turns: Path, *, tools: list[Any] = ()) -> Agent:  # type: ignore[assignment]
-    def record(line: str) -> None:
-        with side_effects.open("a") as f:
-            f.write(line + "\n")
-
-    def read_file(path: str) -> str:
-        """Read a file."""
-        record(f"read_file {path}")
-        return f"contents of {path}"
-
-    async def send_email(to: str, body: str = "") -> str:
-        """Send an email."""
-        record(f"send_email {to} {body}")
-        return f"sent to {to}"
-
-    def charge(amount: int) -> str:
-        """Charge the customer."""
-        record(f"charge {amount}")
-        if os.environ.get(HANG_IN_TOOL):
-            print("inside the tool", flush=True)
-            while True:
-                time.sleep(1)  # the test kills this process here
-        return f"charged {amount}"
-
-    @tool(requires_confirmation=True)
-    def read_secrets() -> str:
-        """Read the secrets (the tool itself asks for confirmation)."""
-        record("read_secrets")
-        return "the secrets"
-
+    read_file, send_email, charge, read_secrets = counting(side_effects)
     return Agent(
         name="assistant",
         id="assistant",
         model=Scripted(script=script, turns=turns),
-        tools=[read_file, send_email, charge, read_secrets, *tools],
+        tools=[
+            read_file,
+            asynced(send_email),
+            charge,
+            tool(requires_confirmation=True)(read_secrets),
+            *tools,
+        ],
         db=SqliteDb(db_file=str(side_effects.parent / "agno.db")),
         add_history_to_context=True,  # the model sees the session's earlier runs
         num_history_runs=100,
@@ -132,3 +119,37 @@ def build(script: Script, side_effects: Path, turns: Path, *, tools: list[Any] =
 
 def open_runs(database: str) -> ExternalRuns:
     return connect(POLICY, origin=ORIGIN, database=database)
+
+
+def agent(runs: ExternalRuns, folder: Path, script: Script = DEFAULT) -> SignoffAgent:
+    built = build(script, side_effects_in(folder), turns_in(folder))
+    return SignoffAgent(built, runs, requested_by="alice")
+
+
+async def start(agent: SignoffAgent, thread: str, text: str = "go") -> RunOutput:
+    return await agent.run(text, session_id=thread)
+
+
+async def resume(agent: SignoffAgent, thread: str) -> RunOutput | None:
+    return await agent.resume(thread)
+
+
+def asked(result: RunOutput) -> list[str]:
+    """The calls the run waits on: its active requirements."""
+    assert result.is_paused, result
+    found = [r.tool_execution for r in result.active_requirements]
+    return [e.tool_call_id or "" for e in found if e is not None]
+
+
+def text(result: RunOutput | None) -> str:
+    assert result is not None and result.status == RunStatus.completed, result
+    return str(result.content)
+
+
+async def last(agent: SignoffAgent, thread: str) -> dict[str, Any] | None:
+    """What the model's final text listed, once the session's last run (in Agno's db) is
+    complete."""
+    found = await agent.agent.aget_last_run_output(session_id=thread)
+    if found is None or found.status != RunStatus.completed:
+        return None
+    return listed(text(found))

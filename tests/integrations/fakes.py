@@ -1,19 +1,17 @@
 """Test doubles for the LangChain/LangGraph integration tests: a chat model that proposes the
-tool calls of a script, and tools that count every real execution in a side-effect file."""
+tool calls of a script, and two callers released at once."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.tools import BaseTool, StructuredTool
 
 from tests.deadline import HANG
 
@@ -54,35 +52,6 @@ class ScriptedChatModel(BaseChatModel):
             ]
             message = AIMessage(content="", tool_calls=calls)
         return ChatResult(generations=[ChatGeneration(message=message)])
-
-
-def counting_tools(side_effects: Path) -> list[BaseTool]:
-    """send_email, charge, read_file: each real execution appends a line to `side_effects`."""
-
-    def record(line: str) -> None:
-        with side_effects.open("a") as f:
-            f.write(line + "\n")
-
-    def send_email(to: str, body: str = "") -> str:
-        """Send an email."""
-        record(f"send_email {to} {body}")
-        return f"sent to {to}"
-
-    def charge(amount: int, customer: str = "acme") -> str:
-        """Charge a customer."""
-        record(f"charge {amount} {customer}")
-        return f"charged {amount}"
-
-    def read_file(path: str) -> str:
-        """Read a file."""
-        record(f"read_file {path}")
-        return f"contents of {path}"
-
-    return [StructuredTool.from_function(f) for f in (send_email, charge, read_file)]
-
-
-def executions(side_effects: Path) -> list[str]:
-    return side_effects.read_text().splitlines() if side_effects.exists() else []
 
 
 def at_once(work: Callable[[], Any], count: int = 2) -> list[Any]:

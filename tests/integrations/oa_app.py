@@ -1,33 +1,50 @@
-"""One OpenAI Agents SDK agent behind signoff, built the same way by the tests and by the worker
-processes they start (tests/integrations/oa_worker.py): the real `Agent`, a `Model` of the SDK's
-interface that plays a script (offline), tools that count every real execution in a file."""
+"""One OpenAI Agents SDK agent behind signoff, the framework's `Rig`
+(tests/integrations/harness.py): built the same way by its tests, the tests every framework
+shares and the worker processes they start: the real `Agent`, a `Model` of the SDK's interface
+that plays a script (offline), tools that count every real execution in a file."""
 
 from __future__ import annotations
 
 import json
 import os
-import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from agents import Agent, Model, ModelResponse, Usage, function_tool, handoff
+from agents import (
+    Agent,
+    Model,
+    ModelResponse,
+    Usage,
+    function_tool,
+    handoff,
+    set_tracing_disabled,
+)
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 from signoff import Policy
+from signoff.errors import ConflictError
 from signoff.gate.external import ExternalRuns
 from signoff.integrations.openai_agents import ORIGIN, SignoffAgent, connect
-from tests.integrations.harness import DEFAULT, HANG_IN_TOOL
+from tests.integrations.harness import (
+    DEFAULT,
+    IDEMPOTENT,
+    listed,
+    side_effects_in,
+    tools,
+    turns_in,
+)
 from tests.integrations.harness import POLICY as RULES
 
-__all__ = ["DEFAULT", "HANG_IN_TOOL", "POLICY", "THREAD", "build", "open_runs"]
-
-POLICY: dict[str, Any] = {
-    **RULES,
-    "agents": {"assistant/billing": {"rules": [{"allow": "charge"}]}},
-}
+POLICY = Policy.from_dict(
+    {**RULES, "agents": {"assistant/billing": {"rules": [{"allow": "charge"}]}}}
+)
 THREAD = "t-1"
+LOST_RACE = (ConflictError,)
+WAITS_ON_DENIED = False
+STREAMED = "run_item_stream_event"
+"""What a streamed run yields on its way to the tools."""
 
 
 Script = list[Any]
@@ -36,7 +53,7 @@ Script = list[Any]
 
 
 def open_runs(database: str) -> ExternalRuns:
-    return connect(Policy.from_dict(POLICY), origin=ORIGIN, database=database)
+    return connect(POLICY, origin=ORIGIN, database=database)
 
 
 class Played(Model):
@@ -92,65 +109,82 @@ def _field(item: Any, name: str) -> Any:
 
 
 def build(script: Script, side_effects: Path, calls: Path, *, billing: bool = False,
-          fresh_ids: bool = False, billing_filter: Any = None) -> Agent[Any]:  # fmt: skip
-    """The assistant (and, with `billing`, a billing agent it can hand off to, through a
-    handoff with `billing_filter` as its input filter when given)."""
-
-    def record(line: str) -> None:
-        with side_effects.open("a") as f:
-            f.write(line + "\n")
-
-    @function_tool
-    def read_file(path: str) -> str:
-        """Read a file."""
-        record(f"read_file {path}")
-        return f"contents of {path}"
-
-    @function_tool
-    def send_email(to: str, body: str = "") -> str:
-        """Send an email."""
-        record(f"send_email {to} {body}")
-        return f"sent to {to}"
-
-    @function_tool
-    def charge(amount: int) -> str:
-        """Charge the customer."""
-        record(f"charge {amount}")
-        if os.environ.get(HANG_IN_TOOL):
-            print("inside the tool", flush=True)
-            while True:
-                time.sleep(1)  # the test kills this process here
-        return f"charged {amount}"
-
-    @function_tool(needs_approval=True)
-    def read_secrets() -> str:
-        """Read the secrets (the tool itself asks for approval)."""
-        record("read_secrets")
-        return "the secrets"
+          fresh_ids: bool = False, billing_filter: Any = None,
+          more: Sequence[Callable[..., Any]] = ()) -> Agent[Any]:  # fmt: skip
+    """The assistant, with the tools `more` beside the counting ones (and, with `billing`, a
+    billing agent it can hand off to, through a handoff with `billing_filter` as its input
+    filter when given)."""
+    read_file, send_email, charge, read_secrets = tools(side_effects)
 
     @function_tool(failure_error_function=None)
     def flaky(note: str) -> str:
         """A tool whose failure ends the run (no error text for the model)."""
-        record(f"flaky {note}")
+        with side_effects.open("a") as f:
+            f.write(f"flaky {note}\n")
         raise RuntimeError("the printer is on fire")
 
     model = Played(script, calls, fresh_ids=fresh_ids)
     handoffs: Sequence[Any] = ()
     if billing:
-        biller = Agent(name="billing", model=model, tools=[charge, send_email])
+        biller = Agent(name="billing", model=model,
+                       tools=[function_tool(charge), function_tool(send_email)])  # fmt: skip
         handoffs = [
             biller if billing_filter is None else handoff(biller, input_filter=billing_filter)
         ]
     return Agent(
         name="assistant",
         model=model,
-        tools=[read_file, send_email, charge, read_secrets, flaky],
+        tools=[
+            *(function_tool(t) for t in (read_file, send_email, charge, *more)),
+            function_tool(read_secrets, needs_approval=True),
+            flaky,
+        ],
         handoffs=list(handoffs),
     )
 
 
-def signoff_agent(runs: ExternalRuns, script: Script, side_effects: Path, calls: Path,
-                  **kwargs: Any) -> SignoffAgent:  # fmt: skip
-    options = {k: kwargs.pop(k) for k in ("billing", "fresh_ids", "billing_filter") if k in kwargs}
-    agent = build(script, side_effects, calls, **options)
-    return SignoffAgent(agent, runs, requested_by="alice", **kwargs)
+def agent(runs: ExternalRuns, folder: Path, script: Script = DEFAULT,
+          **kwargs: Any) -> SignoffAgent:  # fmt: skip
+    """`build`'s assistant behind signoff (`kwargs` for `build`, then for `SignoffAgent`); its
+    `charge` is idempotent where `IDEMPOTENT` is set."""
+    set_tracing_disabled(True)  # offline: the SDK would export traces to OpenAI
+    built_with = ("billing", "fresh_ids", "billing_filter", "more")
+    options = {k: kwargs.pop(k) for k in built_with if k in kwargs}
+    built = build(script, side_effects_in(folder), turns_in(folder), **options)
+    idempotent = ["charge"] if os.environ.get(IDEMPOTENT) else []
+    return SignoffAgent(built, runs, requested_by="alice", idempotent=idempotent, **kwargs)
+
+
+async def start(agent: SignoffAgent, thread: str, text: str = "go") -> Any:
+    return await agent.run(text, thread=thread)
+
+
+async def resume(agent: SignoffAgent, thread: str) -> Any:
+    return await agent.resume(thread)
+
+
+async def stream(agent: SignoffAgent, thread: str) -> list[str]:
+    """The kinds of what a streamed run yields: the SDK's stream events."""
+    return [event.type async for event in agent.stream("go", thread=thread)]
+
+
+def asked(result: Any) -> list[str]:
+    """The calls the run waits on: its interruptions."""
+    return [i.call_id for i in result.interruptions]
+
+
+def text(result: Any) -> str:
+    return str(result.final_output)
+
+
+async def last(agent: SignoffAgent, thread: str) -> dict[str, Any] | None:
+    """What the model's final text listed, once the thread's kept entries end with it (not with
+    a paused run's state)."""
+    entries = await agent.runs.bridge.arun(agent.runs.store.history(ORIGIN, thread))
+    kept = [json.loads(e) for e in entries]
+    end = [e for e in kept if "state" in e or "item" in e or "conversation" in e][-1]
+    if "state" in end:
+        return None
+    item = end["item"] if "item" in end else end["conversation"][-1]
+    [part] = item["content"]
+    return listed(part["text"])

@@ -1,16 +1,16 @@
-"""One Pydantic AI agent behind signoff, built the same way by the tests and by the worker
-processes they start (tests/integrations/pa_worker.py): the real `Agent`, its own `FunctionModel`
-playing a script (offline), tools that count every real execution in a file."""
+"""One Pydantic AI agent behind signoff, the framework's `Rig` (tests/integrations/harness.py):
+built the same way by its tests, the tests every framework shares and the worker processes they
+start: the real `Agent`, its own `FunctionModel` playing a script (offline), tools that count
+every real execution in a file."""
 
 from __future__ import annotations
 
 import json
-import os
-import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic_ai import Agent
+from pydantic_ai import Agent, DeferredToolRequests, Tool
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -22,16 +22,20 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from signoff import Policy
+from signoff.errors import ConflictError
 from signoff.gate.external import ExternalRuns
-from signoff.integrations.pydantic_ai import ORIGIN, connect
-from tests.integrations.harness import DEFAULT, HANG_IN_TOOL
+from signoff.integrations.pydantic_ai import ORIGIN, SignoffAgent, connect
+from tests.integrations.harness import DEFAULT, listed, side_effects_in, tools, turns_in
 from tests.integrations.harness import POLICY as RULES
 
-__all__ = ["DEFAULT", "HANG_IN_TOOL", "POLICY", "THREAD", "build", "open_runs"]
-
+__all__ = ["DEFAULT", "THREAD", "build", "open_runs"]  # what other tests take from this app
 
 POLICY = Policy.from_dict(RULES)
 THREAD = "t-1"
+LOST_RACE = (ConflictError,)
+WAITS_ON_DENIED = False
+STREAMED = "CallToolsNode"
+"""What a streamed run yields on its way to the tools."""
 Script = list[list[tuple[str, dict[str, Any]]] | str]
 
 
@@ -63,42 +67,53 @@ def scripted(script: Script, turns: Path) -> FunctionModel:
     return FunctionModel(reply)
 
 
-def build(script: Script, side_effects: Path, turns: Path) -> Agent[None, str]:
-    agent = Agent(scripted(script, turns), name="assistant")
+def build(script: Script, side_effects: Path, turns: Path, *,
+          more: Sequence[Callable[..., Any]] = ()) -> Agent[None, str]:  # fmt: skip
+    """The assistant, with the tools `more` beside the counting ones."""
+    read_file, send_email, charge, read_secrets = tools(side_effects)
+    return Agent(
+        scripted(script, turns),
+        name="assistant",
+        tools=[read_file, send_email, charge, Tool(read_secrets, requires_approval=True), *more],
+    )
 
-    def record(line: str) -> None:
-        with side_effects.open("a") as f:
-            f.write(line + "\n")
 
-    @agent.tool_plain
-    def read_file(path: str) -> str:
-        """Read a file."""
-        record(f"read_file {path}")
-        return f"contents of {path}"
+def agent(runs: ExternalRuns, folder: Path, script: Script = DEFAULT, *,
+          more: Sequence[Callable[..., Any]] = (), **options: Any) -> SignoffAgent:  # fmt: skip
+    """`build`'s assistant behind signoff (`options` for `SignoffAgent`)."""
+    built = build(script, side_effects_in(folder), turns_in(folder), more=more)
+    return SignoffAgent(built, runs, requested_by="alice", **options)
 
-    @agent.tool_plain
-    def send_email(to: str, body: str = "") -> str:
-        """Send an email."""
-        record(f"send_email {to} {body}")
-        return f"sent to {to}"
 
-    @agent.tool_plain
-    def charge(amount: int) -> str:
-        """Charge the customer."""
-        record(f"charge {amount}")
-        if os.environ.get(HANG_IN_TOOL):
-            print("inside the tool", flush=True)
-            while True:
-                time.sleep(1)  # the test kills this process here
-        return f"charged {amount}"
+async def start(agent: SignoffAgent, thread: str, text: str = "go") -> Any:
+    return await agent.run(text, thread=thread)
 
-    @agent.tool_plain(requires_approval=True)
-    def read_secrets() -> str:
-        """Read the secrets (the tool itself asks for approval)."""
-        record("read_secrets")
-        return "the secrets"
 
-    return agent
+async def resume(agent: SignoffAgent, thread: str) -> Any:
+    return await agent.resume(thread)
+
+
+async def stream(agent: SignoffAgent, thread: str) -> list[str]:
+    """The kinds of what a streamed run yields: its graph's nodes."""
+    return [type(node).__name__ async for node in agent.stream("go", thread=thread)]
+
+
+def asked(result: Any) -> list[str]:
+    """The calls the run waits on: its deferred requests."""
+    assert isinstance(result.output, DeferredToolRequests), result
+    return [c.tool_call_id for c in result.output.approvals]
+
+
+def text(result: Any) -> str:
+    return str(result.output)
+
+
+async def last(agent: SignoffAgent, thread: str) -> dict[str, Any] | None:
+    """What the model's final text listed, once the thread's kept history ends with it."""
+    entries = await agent.runs.bridge.arun(agent.runs.store.history(ORIGIN, thread))
+    *_, message = [m for m in map(json.loads, entries) if "kind" in m]
+    texts = [p["content"] for p in message["parts"] if p["part_kind"] == "text"]
+    return listed(texts[-1]) if message["kind"] == "response" and texts else None
 
 
 def open_runs(database: str) -> ExternalRuns:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from signoff.integrations.pydantic_ai import SignoffAgent
 from tests.deadline import HANG
-from tests.integrations.pa_app import DEFAULT, THREAD, build, open_runs
+from tests.integrations.harness import DEFAULT
+from tests.integrations.pa_app import THREAD, build, open_runs
 from tests.test_docs import ROOT, files
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "NotSupported",
     "Outcome",
     "Script",
+    "Seen",
     "executions",
     "final_text",
     "record",
@@ -86,6 +87,10 @@ JSON list of ``[call id, result]`` in the conversation's order — so a scenario
 the model was told (`told`)."""
 
 
+Seen = Mapping[str, int] | None
+"""The version of each waiting call a client was shown, by approval id (`Adapter.send`)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Outcome:
     """Where a run stands after `start` or a resume."""
@@ -123,12 +128,7 @@ class Adapter(Protocol):
         ...
 
     async def send(
-        self,
-        thread: str,
-        approve: bool,
-        *,
-        user: str | None,
-        seen: Mapping[str, int] | None = None,
+        self, thread: str, approve: bool, *, user: str | None, seen: Seen = None
     ) -> Outcome:
         """Decide every waiting call the framework's own way — a LangGraph
         ``Command(resume=...)``, an ADK confirmation, a DCAF message — as `user` (None: the

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,23 +17,23 @@ from signoff.errors import ForbiddenError, InvalidEditError
 from signoff.gate.answers import edited_text
 from signoff.types import Approval
 from tests.deadline import HANG
+from tests.integrations import af_app
 from tests.integrations import harness as harness_base
-from tests.integrations.af_app import POLICY, Runner, Script, ToolManager, build, open_runs
+from tests.integrations.af_app import POLICY, Runner, Script, ToolManager, build
 from tests.integrations.harness import POLICY as RULES
-from tests.integrations.harness import opened
 from tests.integrations.inbox import inbox_api
 
 from signoff.integrations.adalflow import ANSWER, ORIGIN, RUN, SignoffPermissions  # isort: skip
 
+RIG = af_app
 THREAD = "t-1"
 MIXED: Script = [("read_file", {"path": "report.txt"}), ("charge", {"amount": 5000}),
                  ("charge", {"amount": 50}), "done"]  # fmt: skip
+CHARGE: Script = [("charge", {"amount": 50}), "done"]
 
 
 @dataclass
 class Harness(harness_base.Harness):
-    folder: Path = Path()
-
     def runner(
         self,
         script: Script = MIXED,
@@ -46,6 +44,13 @@ class Harness(harness_base.Harness):
                                          requested_by="alice", timeout=timeout)  # fmt: skip
         return build(script, self.folder, permissions, manager)
 
+    def started(self, script: Script = MIXED) -> asyncio.Future[Any]:
+        """A runner of `script` told "go", running on its own."""
+        run: asyncio.Future[Any] = asyncio.ensure_future(
+            self.runner(script).acall(prompt_kwargs={"input_str": "go"})
+        )
+        return run
+
     async def waiting(self) -> Approval:
         """The approval a runner waits on, once it does."""
         async with asyncio.timeout(HANG):
@@ -54,12 +59,6 @@ class Harness(harness_base.Harness):
         [approval] = found
         assert isinstance(approval, Approval)
         return approval
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-async def harness(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Harness]:
-    async with opened(request.param, tmp_path, open_runs) as found:
-        yield Harness(*found, folder=tmp_path)
 
 
 def observed(result: Any) -> list[tuple[str, str]]:
@@ -86,7 +85,7 @@ class Listed(dict[str, Any]):
 async def test_allowed_calls_run_denied_ones_are_answered_and_an_asked_one_waits(
     harness: Harness,
 ) -> None:
-    run = asyncio.ensure_future(harness.runner().acall(prompt_kwargs={"input_str": "go"}))
+    run = harness.started()
     approval = await harness.waiting()
 
     assert (approval.origin, approval.thread_id, approval.requested_by, approval.call.agent) == (
@@ -110,7 +109,7 @@ async def test_allowed_calls_run_denied_ones_are_answered_and_an_asked_one_waits
 
 async def test_a_rejections_reason_and_a_response_reach_the_model(harness: Harness) -> None:
     script: Script = [("send_email", {"to": "bob@example.com"}), ("charge", {"amount": 50}), "done"]
-    run = asyncio.ensure_future(harness.runner(script).acall(prompt_kwargs={"input_str": "go"}))
+    run = harness.started(script)
     await harness.decide((await harness.waiting()).id, Reject(reason="no mail today"))
     await harness.decide((await harness.waiting()).id, Respond(content="already paid"))
 
@@ -127,8 +126,7 @@ async def test_a_rejections_reason_and_a_response_reach_the_model(harness: Harne
 async def test_an_edit_runs_with_the_edited_arguments_and_a_bad_edit_is_refused(
     harness: Harness,
 ) -> None:
-    script: Script = [("charge", {"amount": 50}), "done"]
-    run = asyncio.ensure_future(harness.runner(script).acall(prompt_kwargs={"input_str": "go"}))
+    run = harness.started(CHARGE)
     approval = await harness.waiting()
 
     with pytest.raises(InvalidEditError, match="amount"):
@@ -144,7 +142,7 @@ async def test_an_edit_runs_with_the_edited_arguments_and_a_bad_edit_is_refused(
 async def test_approve_always_is_a_grant_the_next_such_call_runs_under(harness: Harness) -> None:
     script: Script = [("send_email", {"to": "bob@example.com"}),
                       ("send_email", {"to": "eve@x.org"}), "done"]  # fmt: skip
-    run = asyncio.ensure_future(harness.runner(script).acall(prompt_kwargs={"input_str": "go"}))
+    run = harness.started(script)
     await harness.decide(
         (await harness.waiting()).id, Approve(always=Scope(kind="thread", with_args=False))
     )
@@ -155,9 +153,7 @@ async def test_approve_always_is_a_grant_the_next_such_call_runs_under(harness: 
 
 
 async def test_a_call_nobody_decides_in_time_expires_and_does_not_run(harness: Harness) -> None:
-    script: Script = [("charge", {"amount": 50}), "done"]
-
-    result = await harness.runner(script, timeout=0.01).acall(prompt_kwargs={"input_str": "go"})
+    result = await harness.runner(CHARGE, timeout=0.01).acall(prompt_kwargs={"input_str": "go"})
 
     [(_tool, said)] = observed(result)
     assert json.loads(said)["status"] == "expired"
@@ -169,8 +165,7 @@ async def test_a_call_nobody_decides_in_time_expires_and_does_not_run(harness: H
 async def test_a_decision_through_the_rest_api_unblocks_the_waiting_runner(
     harness: Harness,
 ) -> None:
-    script: Script = [("charge", {"amount": 50}), "done"]
-    run = asyncio.ensure_future(harness.runner(script).acall(prompt_kwargs={"input_str": "go"}))
+    run = harness.started(CHARGE)
     approval = await harness.waiting()
 
     async with inbox_api(harness.database, POLICY) as api:
@@ -282,7 +277,7 @@ async def test_a_call_changed_between_the_check_and_the_execution_is_refused_and
 async def test_the_pending_list_shows_a_held_call_as_it_stands_with_its_version(
     harness: Harness,
 ) -> None:
-    runner = harness.runner([("charge", {"amount": 50}), "done"])
+    runner = harness.runner(CHARGE)
     listed = runner.permission_manager.pending_approvals = Listed()
     run = asyncio.ensure_future(runner.acall(prompt_kwargs={"input_str": "go"}))
     asked = await listed.next()

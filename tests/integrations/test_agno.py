@@ -1,99 +1,39 @@
 """Agno agents behind signoff: the real `Agent` with its own `SqliteDb`, a `Model` of Agno's
 interface playing a script (offline), signoff's store on SQLite and PostgreSQL, tools that count
 every real execution in a side-effect file, worker processes that resume, race and die, a real
-MCP server, and DCAF's wire format."""
+MCP server, and DCAF's wire format — this framework's own tests, and those every framework
+shares, on its app (tests/integrations/ag_app.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import os
-import subprocess
 import sys
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from agno.exceptions import ModelProviderError
 from agno.models.fallback import FallbackConfig
-from agno.run.agent import RunOutput
-from agno.run.base import RunStatus
 from agno.tools.mcp import MCPTools
 from agno.tools.user_control_flow import UserControlFlowTools
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from pydantic import ValidationError
 
-from signoff import Approve, Edit, Policy, Scope
-from signoff.errors import ConflictError, ForbiddenError, SignoffError
-from signoff.gate.external import ExternalRuns
+from signoff import Approve, Edit, Policy
+from signoff.errors import ForbiddenError, SignoffError
 from signoff.integrations.agno import ORIGIN, SignoffAgent, connect
-from tests.deadline import HANG
-from tests.integrations import harness as harness_base
-from tests.integrations.ag_app import (
-    DEFAULT,
-    HANG_IN_TOOL,
-    POLICY,
-    SESSION,
-    Script,
-    Scripted,
-    build,
-    open_runs,
-)
+from tests.integrations import ag_app
+from tests.integrations.ag_app import THREAD as SESSION
+from tests.integrations.ag_app import Script, Scripted, build
+from tests.integrations.harness import DEFAULT, EVERY, ROOT, Harness, lines
 from tests.integrations.harness import POLICY as RULES
-from tests.integrations.harness import finished, killed_inside_the_tool, lines, opened
-from tests.integrations.inbox import inbox_api
+from tests.integrations.shared import *  # noqa: F403 - the shared tests run here, on this rig
 
-UPSTREAM = harness_base.ROOT / "tests" / "protocols" / "mcp_upstream.py"
-EVERY = ["read_file report.txt", "send_email bob@example.com hi", "charge 50"]
-
-
-@dataclass
-class Harness(harness_base.Harness):
-    def agent(self, script: Script = DEFAULT, runs: ExternalRuns | None = None) -> SignoffAgent:
-        built = build(script, self.side_effects, self.calls)
-        return SignoffAgent(built, runs or self.runs, requested_by="alice")
-
-    async def last_run(self) -> RunOutput:
-        """The session's last run, as Agno's db keeps it."""
-        found = await build(DEFAULT, self.side_effects, self.calls).aget_last_run_output(SESSION)
-        assert found is not None
-        return found
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-async def harness(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Harness]:
-    async with opened(request.param, tmp_path, open_runs) as found:
-        yield Harness(*found)
-
-
-def said(out: Any) -> dict[str, str]:
-    """The tool results the model's last text listed, by call id."""
-    assert out is not None and out.status == RunStatus.completed, out
-    text = str(out.content)
-    found: dict[str, str] = json.loads(text[text.index("{") :])
-    return found
-
-
-async def test_allowed_calls_run_denied_ones_are_blocked_and_asked_ones_wait(
-    harness: Harness,
-) -> None:
-    out = await harness.agent().run("go", session_id=SESSION)
-
-    assert out.is_paused
-    assert harness.executions() == ["read_file report.txt"]
-    pending = await harness.pending()
-    assert set(pending) == {'send_email {"body": "hi", "to": "bob@example.com"}',
-                            'charge {"amount": 50}'}  # fmt: skip
-    approval = pending['charge {"amount": 50}']
-    assert (approval.origin, approval.thread_id, approval.requested_by, approval.call.agent) == (
-        ORIGIN, SESSION, "alice", "assistant")  # fmt: skip
-    # The session waits: a new input is refused until its calls are answered.
-    with pytest.raises(ConflictError, match="resume it"):
-        await harness.agent().run("and another thing", session_id=SESSION)
-    assert harness.turns() == [0]
+RIG = ag_app
+UPSTREAM = ROOT / "tests" / "protocols" / "mcp_upstream.py"
 
 
 async def test_a_run_is_continued_only_once_every_call_of_its_pause_is_decided(
@@ -113,68 +53,14 @@ async def test_a_run_is_continued_only_once_every_call_of_its_pause_is_decided(
     await harness.decide(
         pending['send_email {"body": "hi", "to": "bob@example.com"}'].id, Approve()
     )
-    assert said(await agent.resume(SESSION))["call_0_1"] == "sent to bob@example.com"
+    assert harness.said(await agent.resume(SESSION))["call_0_1"] == "sent to bob@example.com"
     assert sorted(harness.executions()) == sorted(EVERY)
-
-
-async def test_the_same_pause_resumed_twice_and_by_two_at_once_runs_each_tool_once(
-    harness: Harness,
-) -> None:
-    other = await asyncio.to_thread(open_runs, harness.database)  # another replica's store
-    try:
-        await harness.agent().run("go", session_id=SESSION)
-        await harness.approve_all()
-
-        outcomes = await asyncio.gather(
-            harness.agent().resume(SESSION), harness.agent(runs=other).resume(SESSION)
-        )
-        again = await harness.agent(runs=other).resume(SESSION)
-    finally:
-        await asyncio.to_thread(other.close)
-
-    # One resume continued the run; the other found it taken, or nothing waiting.
-    assert sorted(o is None for o in outcomes) == [False, True], outcomes
-    assert again is None
-    assert sorted(harness.executions()) == sorted(EVERY)
-    assert harness.turns() == [0, 1]
-    assert (await harness.last_run()).status == RunStatus.completed
-
-
-async def test_approve_always_for_the_session_lets_the_next_such_call_through(
-    harness: Harness,
-) -> None:
-    script: Script = [[("send_email", {"to": "bob@example.com"})], "sent",
-                      [("send_email", {"to": "eve@x.org"})], "sent again"]  # fmt: skip
-    agent = harness.agent(script)
-    await agent.run("go", session_id=SESSION)
-    [approval] = (await harness.pending()).values()
-    await harness.decide(approval.id, Approve(always=Scope(kind="thread", with_args=False)))
-    await agent.resume(SESSION)
-
-    again = await agent.run("once more", session_id=SESSION)
-
-    assert str(again.content).startswith("sent again")
-    assert harness.executions() == ["send_email bob@example.com ", "send_email eve@x.org "]
-    other = await harness.agent(script).run("go", session_id="s-2")
-    assert other.is_paused  # another session still asks
-
-
-async def test_a_tool_that_asks_for_confirmation_itself_is_judged_by_the_policy(
-    harness: Harness,
-) -> None:
-    agent = harness.agent([[("read_secrets", {})], "done"])
-
-    out = await agent.run("go", session_id=SESSION)
-
-    # The policy allows read_*: the tool's own requires_confirmation is answered by it.
-    assert said(out)["call_0_0"] == "the secrets"
-    assert harness.executions() == ["read_secrets"]
 
 
 async def test_a_run_of_the_agent_around_signoff_runs_nothing_the_policy_holds(
     harness: Harness,
 ) -> None:
-    guarded = harness.agent()
+    guarded: SignoffAgent = harness.agent()
     agent = guarded.agent  # the Agno agent itself, run without SignoffAgent
 
     out = await agent.arun("go", session_id=SESSION)
@@ -184,7 +70,7 @@ async def test_a_run_of_the_agent_around_signoff_runs_nothing_the_policy_holds(
     out = await agent.acontinue_run(run_id=out.run_id, session_id=SESSION,
                                     requirements=out.requirements)  # fmt: skip
 
-    results = said(out)
+    results = harness.said(out)
     assert results["call_0_2"].startswith("signoff blocked this call: denied")
     assert "did not run" in results["call_0_1"] and "did not run" in results["call_0_3"]
     assert harness.executions() == ["read_file report.txt"]
@@ -200,30 +86,6 @@ async def test_an_agent_without_a_db_or_a_model_instance_is_refused(harness: Har
     agent.model = "openai:gpt-4o"  # type: ignore[assignment]
     with pytest.raises(SignoffError, match="Model instance"):
         SignoffAgent(agent, harness.runs)
-
-
-async def test_a_decision_taken_through_the_inbox_api_resumes_the_run(harness: Harness) -> None:
-    agent = harness.agent()
-    await agent.run("go", session_id=SESSION)
-    stop = agent.resumer().start(poll_interval=0.05)
-    try:
-        async with inbox_api(harness.database, POLICY) as api:
-            listed = (await api.get("/v1/approvals", params={"status": "pending"})).json()
-            by_tool = {a["tool"]: a["id"] for a in listed["items"]}
-            edit = {"kind": "edit", "args": {"to": "carol@example.com", "body": "hi"}}
-            for approval, body in ((by_tool["send_email"], edit),
-                                   (by_tool["charge"], {"kind": "approve"})):  # fmt: skip
-                answer = await api.post(f"/v1/approvals/{approval}/decision", json=body)
-                assert answer.status_code == 200, answer.text
-            async with asyncio.timeout(HANG):
-                while (await harness.last_run()).status != RunStatus.completed:
-                    await asyncio.sleep(0.05)
-    finally:
-        await asyncio.to_thread(stop)
-    assert harness.turns() == [0, 1]
-    assert sorted(harness.executions()) == sorted(
-        ["read_file report.txt", "send_email carol@example.com hi", "charge 50"]
-    )
 
 
 # -- DCAF's wire format --------------------------------------------------------------------
@@ -449,48 +311,8 @@ async def test_an_mcp_servers_tools_are_judged_with_their_server(
             ("echo", "upstream"), ("count", "upstream")}  # fmt: skip
         await harness.decide(pending['echo {"text": "hello"}'].id, Edit(args={"text": "bye"}))
         await harness.decide(pending["count {}"].id, Approve())
-        results = said(await agent.resume(SESSION))
+        results = harness.said(await agent.resume(SESSION))
         assert await agent.resume(SESSION) is None
 
     assert "it ran with the arguments" in results["call_0_0"] and "bye" in results["call_0_0"]
     assert len(lines(counted)) == 1  # the upstream's count ran once
-
-
-# -- other processes -----------------------------------------------------------------------
-
-
-def worker(harness: Harness, action: str, env: dict[str, str] | None = None
-           ) -> subprocess.Popen[str]:  # fmt: skip
-    return harness_base.worker("tests.integrations.ag_worker", harness, SESSION, action, env)
-
-
-async def test_a_session_started_in_one_process_is_resumed_by_two_others_at_once(
-    harness: Harness,
-) -> None:
-    await finished(worker(harness, "start"))
-    assert len(await harness.pending()) == 2
-    await harness.approve_all()
-
-    both = [worker(harness, "resume"), worker(harness, "resume")]
-    outcomes = [await asyncio.to_thread(p.communicate, timeout=HANG) for p in both]
-
-    assert [p.returncode for p in both] == [0, 0], outcomes
-    said_ = sorted(out.splitlines()[0] for out, _err in outcomes)
-    assert said_ == ["nothing to resume", "resumed"], outcomes
-    assert (await harness.last_run()).status == RunStatus.completed
-    assert sorted(harness.executions()) == sorted(EVERY)
-    assert harness.turns() == [0, 1]
-
-
-async def test_a_worker_killed_inside_the_tool_leaves_the_call_unknown_and_not_run_again(
-    harness: Harness,
-) -> None:
-    await harness.agent().run("go", session_id=SESSION)
-    await harness.approve_all()
-    await killed_inside_the_tool(worker(harness, "resume", env={HANG_IN_TOOL: "1"}))
-
-    await finished(worker(harness, "resume"))
-
-    assert [e for e in harness.executions() if e.startswith("charge")] == ["charge 50"]
-    results = said(await harness.last_run())
-    assert "not run again" in results["call_0_3"]

@@ -8,7 +8,7 @@ import asyncio
 import logging
 import os
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from signoff.integrations.google_adk import (
     connect,
 )
 from tests.deadline import HANG
+from tests.integrations import adk_app
 from tests.integrations import harness as harness_base
 from tests.integrations.adk_app import (
     APP,
@@ -41,14 +42,15 @@ from tests.integrations.adk_app import (
     USER,
     Played,
     Script,
-    build,
     open_runs,
     say,
+    sessions_in,
     user,
 )
-from tests.integrations.harness import finished, lines, opened
-from tests.integrations.inbox import inbox_api
+from tests.integrations.harness import EVERY, finished, lines
+from tests.integrations.inbox import EDITED, decided_in_the_inbox
 
+RIG = adk_app
 UPSTREAM = harness_base.ROOT / "tests" / "protocols" / "mcp_upstream.py"
 
 
@@ -64,12 +66,14 @@ def quiet() -> Iterator[None]:
 
 @dataclass
 class Harness(harness_base.Harness):
-    sessions: Path = Path()
-
     def runner(self, script: Script = DEFAULT, runs: ExternalRuns | None = None,
                **options: Any) -> tuple[Runner, SignoffPlugin]:  # fmt: skip
-        return build(runs or self.runs, script, self.side_effects, self.calls, self.sessions,
-                     **options)  # fmt: skip
+        runner: tuple[Runner, SignoffPlugin] = self.agent(script, runs, **options)
+        return runner
+
+    @property
+    def sessions(self) -> Path:
+        return sessions_in(self.folder)
 
     async def start(self, runner: Runner) -> tuple[str, list[Any]]:
         """A new session, told "go": its id and the run's events."""
@@ -83,12 +87,6 @@ class Harness(harness_base.Harness):
         assert pause is not None
         found: dict[str, str] = pause.data["confirmations"]
         return found
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-async def harness(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Harness]:
-    async with opened(request.param, tmp_path, open_runs) as found:
-        yield Harness(*found, sessions=tmp_path / "sessions.db")
 
 
 def results(events: list[Any]) -> dict[str, Any]:
@@ -131,7 +129,7 @@ async def test_the_run_stops_at_the_asked_calls_and_the_model_is_not_called_agai
 
     assert asked(events) == ["call_0_1", "call_0_3"]
     found = results(events)
-    assert found["call_0_0"] == {"contents": "contents of report.txt"}
+    assert found["call_0_0"] == {"result": "contents of report.txt"}
     assert found["call_0_2"]["error"].startswith("signoff blocked this call: denied")
     assert harness.executions() == ["read_file report.txt"]
     assert harness.turns() == [0]  # the pause is the end of the run: no model call after it
@@ -157,7 +155,7 @@ async def test_a_clients_confirmation_decides_nothing_unless_client_decisions_ar
     assert len(await harness.pending()) == 2
     await harness.approve_all()
     found = results(await say(runner, session, confirmations(await harness.confirmations())))
-    assert found["call_0_3"] == {"charged": 50}
+    assert found["call_0_3"] == {"result": "charged 50"}
     await runner.close()
 
 
@@ -178,8 +176,8 @@ async def test_a_clients_confirmation_is_the_users_decision_held_to_the_policys_
     assert list(await harness.pending()) == ['charge {"amount": 50}']
     await harness.approve_all()  # finance approves the charge
     found = results(await say(runner, session, confirmations(asked_for)))
-    assert found["call_0_1"] == {"sent": "bob@example.com"}
-    assert found["call_0_3"] == {"charged": 50}
+    assert found["call_0_1"] == {"result": "sent to bob@example.com"}
+    assert found["call_0_3"] == {"result": "charged 50"}
     assert harness.turns() == [0, 1]
     decided = await harness.runs.bridge.arun(harness.runs.store.list_approvals())
     assert {a.call.name: a.decided_by for a in decided} == {"send_email": USER, "charge": "bob"}
@@ -217,7 +215,7 @@ async def test_a_clients_confirmation_on_a_version_that_changed_since_is_not_tak
     assert harness.executions() == [] and changed.version > approval.version
     found = results(await say(runner, session, confirmed(changed.version)))
 
-    assert found["call_0_0"] == {"sent": "bob@example.com"}
+    assert found["call_0_0"] == {"result": "sent to bob@example.com"}
     assert harness.executions() == ["send_email bob@example.com "]
 
 
@@ -279,9 +277,7 @@ async def test_three_clients_sending_one_confirmation_at_once_continue_the_pause
         # One client continued the pause: the model was called once after the tools, each
         # tool ran once; every other sender is told so, before ADK takes its confirmations.
         assert harness.turns() == [0, 1]
-        assert sorted(harness.executions()) == sorted(
-            ["read_file report.txt", "send_email bob@example.com hi", "charge 50"]
-        )
+        assert sorted(harness.executions()) == sorted(EVERY)
         assert sum(not isinstance(r, BaseException) for r in sent) == 1, sent
         assert all(isinstance(r, RuntimeError) and "continued" in str(r) for r in again), again
         for closing in (other, third, runner):
@@ -336,7 +332,7 @@ async def test_a_tool_that_asks_for_a_confirmation_itself_is_judged_by_the_polic
     _, events = await harness.start(runner)
 
     # The policy allows read_*: the tool's own require_confirmation gives way to it.
-    assert results(events)["call_0_0"] == {"secrets": "the secrets"}
+    assert results(events)["call_0_0"] == {"result": "the secrets"}
     assert asked(events) == []
     assert harness.executions() == ["read_secrets"]
     await runner.close()
@@ -347,25 +343,17 @@ async def test_a_decision_taken_through_the_inbox_api_resumes_the_session(
 ) -> None:
     runner, plugin = harness.runner()
     session, _ = await harness.start(runner)
+    approvals = [a.id for a in (await harness.pending()).values()]
+
+    async def done() -> bool:  # the resumer is done with the pause
+        return await harness.runs.open_pause(approvals) is None
+
     stop = plugin.resumer(runner).start(poll_interval=0.05)
     try:
-        async with inbox_api(harness.database, Policy.from_dict(POLICY)) as api:
-            listed = (await api.get("/v1/approvals", params={"status": "pending"})).json()
-            by_tool = {a["tool"]: a["id"] for a in listed["items"]}
-            edit = {"kind": "edit", "args": {"to": "carol@example.com", "body": "hi"}}
-            for approval, body in ((by_tool["send_email"], edit),
-                                   (by_tool["charge"], {"kind": "approve"})):  # fmt: skip
-                answer = await api.post(f"/v1/approvals/{approval}/decision", json=body)
-                assert answer.status_code == 200, answer.text
-            approvals = list(by_tool.values())
-            async with asyncio.timeout(HANG):  # until the resumer is done with the pause
-                while await harness.runs.open_pause(approvals) is not None:
-                    await asyncio.sleep(0.05)
+        await decided_in_the_inbox(harness.database, Policy.from_dict(POLICY), done)
     finally:
         await asyncio.to_thread(stop)
-    assert sorted(harness.executions()) == sorted(
-        ["read_file report.txt", "send_email carol@example.com hi", "charge 50"]
-    )
+    assert sorted(harness.executions()) == sorted(EDITED)
     kept = await runner.session_service.get_session(app_name=APP, user_id=USER,
                                                     session_id=session)  # fmt: skip
     assert kept is not None and "done" in text(kept.events)
@@ -379,12 +367,9 @@ async def test_a_session_paused_in_one_process_is_resumed_by_another(harness: Ha
     await runner.close()
     await harness.approve_all()
 
-    await finished(harness_base.worker("tests.integrations.adk_worker", harness, session,
-                                       str(harness.sessions)))  # fmt: skip
+    await finished(harness.worker(session, "resume"))
 
-    assert sorted(harness.executions()) == sorted(
-        ["read_file report.txt", "send_email bob@example.com hi", "charge 50"]
-    )
+    assert sorted(harness.executions()) == sorted(EVERY)
     assert harness.turns() == [0, 1]
 
 

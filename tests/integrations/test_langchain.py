@@ -4,6 +4,7 @@ and PostgreSQL), a scripted chat model, and tools that count every real executio
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import signal
@@ -28,16 +29,10 @@ from signoff.integrations.langchain import SignoffMiddleware
 from signoff.integrations.langgraph import resumer
 from tests.conftest import fresh_postgres_database
 from tests.deadline import HANG
-from tests.integrations.fakes import at_once, executions
-from tests.integrations.inbox import inbox_api
-from tests.integrations.lc_app import (
-    HANG_IN_TOOL,
-    IDEMPOTENT,
-    build,
-    checkpointer,
-    open_runs,
-    policy,
-)
+from tests.integrations.fakes import at_once
+from tests.integrations.harness import EVERY, HANG_IN_TOOL, IDEMPOTENT, lines, until
+from tests.integrations.inbox import EDITED, decided_in_the_inbox
+from tests.integrations.lc_app import build, checkpointer, open_runs, policy
 
 ROOT = Path(__file__).parents[2]
 
@@ -131,7 +126,7 @@ def test_a_turn_runs_allowed_calls_blocks_denied_ones_and_interrupts_once_for_th
         a.id for a in harness.pending().values()
     }
     # The allowed sibling ran before the pause; the denied call never runs.
-    assert executions(harness.side_effects) == ["read_file report.txt"]
+    assert lines(harness.side_effects) == ["read_file report.txt"]
     results = tool_results(result)
     assert results['read_file {"path": "report.txt"}'] == "contents of report.txt"
     assert results['charge {"amount": 5000}'].startswith("signoff blocked this call: denied")
@@ -167,7 +162,7 @@ def test_each_decision_reaches_the_model_and_the_tools_run_once_however_often_it
         "message": "The user rejected this call: not this month. Do not retry it.",
     }
     assert resumed["messages"][-1].content == "done"
-    assert executions(harness.side_effects) == ["read_file report.txt",
+    assert lines(harness.side_effects) == ["read_file report.txt",
                                                 "send_email carol@example.com hi"]  # fmt: skip
     assert tool_results(again) == results
     # One model turn before the pause, one after: none on the way back in.
@@ -187,7 +182,7 @@ def test_a_turn_with_nothing_to_run_first_interrupts_straight_after_the_model(
     assert [r["name"] for r in interrupt.value["action_requests"]] == ["send_email", "charge"]
     # No tools step on the way to the pause: it waits in the node after the model.
     assert agent.get_state(CONFIG).next == ("signoff.after_model",)
-    assert executions(harness.side_effects) == []
+    assert lines(harness.side_effects) == []
     decisions = {"decisions": [{"type": "approve"}, {"type": "reject", "message": "too early"}]}
 
     resumed = agent.invoke(Command(resume=decisions), STUDIO)
@@ -199,7 +194,7 @@ def test_a_turn_with_nothing_to_run_first_interrupts_straight_after_the_model(
     assert "too early" in results['charge {"amount": 50}']
     assert resumed["messages"][-1].content == "done"
     assert tool_results(again) == results
-    assert executions(harness.side_effects) == ["send_email bob@example.com "]
+    assert lines(harness.side_effects) == ["send_email bob@example.com "]
     assert harness.model_turns() == ["0", "1"]
 
 
@@ -223,14 +218,14 @@ def test_two_raw_resumes_of_the_paused_checkpoint_at_once_go_on_once_and_one_is_
     outcomes = at_once(lambda: agent.invoke(command, config))
 
     refusals = [o for o in outcomes if isinstance(o, Exception)]
-    assert len(refusals) == 1, (outcomes, executions(harness.side_effects))
+    assert len(refusals) == 1, (outcomes, lines(harness.side_effects))
     [refused] = refusals
     assert isinstance(refused, ConflictError), refused
     assert "is being continued, or was continued" in str(refused)
     [resumed] = [o for o in outcomes if not isinstance(o, Exception)]
     assert resumed["messages"][-1].content == "done"
     # The approved call ran once, the model went on once, and the next turn's call ran once.
-    assert executions(harness.side_effects) == ["send_email bob@example.com ", "read_file next.txt"]
+    assert lines(harness.side_effects) == ["send_email bob@example.com ", "read_file next.txt"]
     assert harness.model_turns() == ["0", "1", "2"]
 
 
@@ -245,7 +240,7 @@ def test_a_late_raw_resume_of_the_paused_checkpoint_is_refused_before_the_model(
     with pytest.raises(ConflictError, match="is being continued, or was continued"):
         agent.invoke(command, config)
 
-    assert executions(harness.side_effects) == ["send_email bob@example.com ", "read_file next.txt"]
+    assert lines(harness.side_effects) == ["send_email bob@example.com ", "read_file next.txt"]
     assert harness.model_turns() == ["0", "1", "2"]
 
 
@@ -261,7 +256,7 @@ def test_approve_always_for_the_thread_lets_the_next_such_call_through(harness: 
     resumed = resume(agent, result)
 
     assert "__interrupt__" not in resumed
-    assert executions(harness.side_effects) == ["send_email bob@example.com ",
+    assert lines(harness.side_effects) == ["send_email bob@example.com ",
                                                 "send_email eve@x.org "]  # fmt: skip
     other = start(agent, {"configurable": {"thread_id": "t-2"}})
     assert "__interrupt__" in other  # another thread still asks
@@ -306,13 +301,13 @@ def test_a_malformed_resume_is_refused_and_decides_nothing(harness: Harness) -> 
             agent.invoke(Command(resume={"decisions": [{"type": "approve", "version": version},
                                                        {"type": "approve"}]}), STUDIO)  # fmt: skip
     assert len(harness.pending()) == 2
-    assert executions(harness.side_effects) == ["read_file report.txt"]
+    assert lines(harness.side_effects) == ["read_file report.txt"]
 
     # Refused payloads were not saved: the interrupt can still be answered.
     good = {"decisions": [{"type": "reject", "message": "no"}, {"type": "reject"}]}
     resumed = agent.invoke(Command(resume=good), STUDIO)
     assert resumed["messages"][-1].content == "done"
-    assert executions(harness.side_effects) == ["read_file report.txt"]
+    assert lines(harness.side_effects) == ["read_file report.txt"]
 
 
 async def test_the_resumer_resumes_the_thread_when_a_decision_is_taken_elsewhere(
@@ -330,15 +325,12 @@ async def test_the_resumer_resumes_the_thread_when_a_decision_is_taken_elsewhere
             decisions = {a.id: Approve() for a in pending.values()}
             await asyncio.to_thread(inbox.run, inbox.gate.decide_batch(
                 decisions, actor="bob", roles=["finance"]))  # fmt: skip
-            async with asyncio.timeout(HANG):
-                while "done" not in str(await asyncio.to_thread(_last_message, agent)):
-                    await asyncio.sleep(0.05)
+            await until(functools.partial(answered, agent))
         finally:
             await asyncio.to_thread(stop)
     finally:
         await asyncio.to_thread(inbox.close)
-    assert sorted(executions(harness.side_effects)) == sorted(
-        ["read_file report.txt", "send_email bob@example.com hi", "charge 50 acme"])  # fmt: skip
+    assert sorted(lines(harness.side_effects)) == sorted(EVERY)
 
 
 async def test_a_decision_taken_through_the_inbox_api_resumes_the_thread(
@@ -348,25 +340,16 @@ async def test_a_decision_taken_through_the_inbox_api_resumes_the_thread(
     await asyncio.to_thread(start, agent)
     stop = resumer(agent, harness.runs).start(poll_interval=0.05)
     try:
-        async with inbox_api(harness.database, policy()) as api:
-            listed = (await api.get("/v1/approvals", params={"status": "pending"})).json()
-            by_tool = {a["tool"]: a["id"] for a in listed["items"]}
-            edit = {"kind": "edit", "args": {"to": "carol@example.com", "body": "hi"}}
-            for approval, body in ((by_tool["send_email"], edit),
-                                   (by_tool["charge"], {"kind": "approve"})):  # fmt: skip
-                answer = await api.post(f"/v1/approvals/{approval}/decision", json=body)
-                assert answer.status_code == 200, answer.text
-            async with asyncio.timeout(HANG):
-                while "done" not in str(await asyncio.to_thread(_last_message, agent)):
-                    await asyncio.sleep(0.05)
+        await decided_in_the_inbox(harness.database, policy(), functools.partial(answered, agent))
     finally:
         await asyncio.to_thread(stop)
-    assert sorted(executions(harness.side_effects)) == sorted(
-        ["read_file report.txt", "send_email carol@example.com hi", "charge 50 acme"])  # fmt: skip
+    assert sorted(lines(harness.side_effects)) == sorted(EDITED)
 
 
-def _last_message(agent: Any) -> Any:
-    return agent.get_state(CONFIG).values["messages"][-1].content
+async def answered(agent: Any) -> bool:
+    """Whether the model's final answer ends the thread."""
+    state = await asyncio.to_thread(agent.get_state, CONFIG)
+    return "done" in str(state.values["messages"][-1].content)
 
 
 # -- other processes -----------------------------------------------------------------------
@@ -398,8 +381,7 @@ def test_two_processes_resuming_the_same_checkpoint_at_once_run_each_tool_once(
     both = [worker(harness, "resume", pause), worker(harness, "resume", pause)]
     ended = [(*p.communicate(timeout=HANG), p.returncode) for p in both]
 
-    assert sorted(executions(harness.side_effects)) == sorted(
-        ["read_file report.txt", "send_email bob@example.com hi", "charge 50 acme"])  # fmt: skip
+    assert sorted(lines(harness.side_effects)) == sorted(EVERY)
     # Both may have read the paused checkpoint: then one went on and the other was refused.
     assert any(code == 0 for _, _, code in ended)
     for _, err, code in ended:
@@ -413,15 +395,15 @@ def test_a_worker_killed_inside_the_tool_leaves_the_call_unknown_and_it_is_not_r
 
     finished(worker(harness, "resume", pause))
 
-    charges = [line for line in executions(harness.side_effects) if line.startswith("charge")]
-    assert charges == ["charge 50 acme"]
+    charges = [line for line in lines(harness.side_effects) if line.startswith("charge")]
+    assert charges == ["charge 50"]
     results = tool_results({"messages": harness.agent().get_state(CONFIG).values["messages"]})
     assert "not run again" in results['charge {"amount": 50}']
     # The email ran beside it in the killed worker: recorded, or cut off and unknown too — once
     # at most either way.
     email = results['send_email {"body": "hi", "to": "bob@example.com"}']
     assert email == "sent to bob@example.com" or "not run again" in email
-    assert executions(harness.side_effects).count("send_email bob@example.com hi") <= 1
+    assert lines(harness.side_effects).count("send_email bob@example.com hi") <= 1
 
 
 def test_an_idempotent_tool_whose_worker_was_killed_inside_it_runs_again_once(
@@ -431,8 +413,8 @@ def test_an_idempotent_tool_whose_worker_was_killed_inside_it_runs_again_once(
 
     finished(worker(harness, "resume", pause, env={IDEMPOTENT: "1"}))
 
-    charges = [line for line in executions(harness.side_effects) if line.startswith("charge")]
-    assert charges == ["charge 50 acme", "charge 50 acme"]  # the killed one, and its re-run
+    charges = [line for line in lines(harness.side_effects) if line.startswith("charge")]
+    assert charges == ["charge 50", "charge 50"]  # the killed one, and its re-run
     assert harness.agent().get_state(CONFIG).values["messages"][-1].content == "done"
 
 

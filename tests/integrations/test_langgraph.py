@@ -26,7 +26,9 @@ from signoff.integrations.langchain import SignoffMiddleware
 from signoff.integrations.langgraph import ApprovalToolNode, connect, gated, resumer
 from tests.conftest import fresh_postgres_database
 from tests.deadline import HANG
-from tests.integrations.fakes import ScriptedChatModel, at_once, counting_tools, executions
+from tests.integrations.fakes import ScriptedChatModel, at_once
+from tests.integrations.harness import lines as executions
+from tests.integrations.lc_app import tools as counting_tools
 
 POLICY = Policy.from_dict({
     "default": "ask",
@@ -169,8 +171,14 @@ def test_a_sub_agent_subgraph_is_judged_by_its_own_section_of_the_policy(
     assert sorted(executions(fx)) == ["read_file a", "send_email bob "]
 
 
-def test_gated_inside_a_node_holds_the_call_and_runs_it_once_after_approval(
-    runs: ExternalRuns, tmp_path: Path
+@pytest.mark.parametrize(
+    ("decision", "said", "ran"),
+    [(Approve(), "ran: ok", ["charge 40"]),
+     (Reject(reason="over budget"), "rejected: over budget", [])],
+    ids=["approved", "rejected"],
+)  # fmt: skip
+def test_gated_inside_a_node_holds_the_call_until_it_is_decided_and_runs_it_once_if_approved(
+    runs: ExternalRuns, tmp_path: Path, decision: Approve | Reject, said: str, ran: list[str]
 ) -> None:
     fx = tmp_path / "fx"
 
@@ -193,31 +201,13 @@ def test_gated_inside_a_node_holds_the_call_and_runs_it_once_after_approval(
     paused = graph.invoke({"messages": [("user", "pay")]}, CONFIG)
     [approval] = runs.run(runs.store.list_approvals(status="pending"))
     assert (approval.call.name, approval.call.args) == ("charge", {"amount": 40})
-    runs.run(runs.gate.decide(approval.id, Approve(), actor="ann"))
+    assert executions(fx) == []
+    runs.run(runs.gate.decide(approval.id, decision, actor="ann"))
     pause = paused["__interrupt__"][0].value["signoff"]["pause"]
     done = graph.invoke(Command(resume={"signoff": {"pause": pause}}), CONFIG)
 
-    assert done["messages"][-1].content == "ran: ok"
-    assert executions(fx) == ["charge 40"]
-
-
-def test_gated_returns_a_rejection_with_its_reason(runs: ExternalRuns, tmp_path: Path) -> None:
-    def pay(state: MessagesState) -> dict[str, Any]:
-        result = gated(runs, "charge", {"amount": 40}, id="pay", run=lambda args: "ran")
-        return {"messages": [AIMessage(content=f"{result.status}: {result.message}")]}
-
-    builder = StateGraph(MessagesState)
-    builder.add_node("pay", pay)
-    builder.add_edge(START, "pay")
-    graph = builder.compile(checkpointer=InMemorySaver())
-    paused = graph.invoke({"messages": [("user", "pay")]}, CONFIG)
-    [approval] = runs.run(runs.store.list_approvals(status="pending"))
-    runs.run(runs.gate.decide(approval.id, Reject(reason="over budget"), actor="ann"))
-
-    pause = paused["__interrupt__"][0].value["signoff"]["pause"]
-    done = graph.invoke(Command(resume={"signoff": {"pause": pause}}), CONFIG)
-
-    assert done["messages"][-1].content == "rejected: over budget"
+    assert done["messages"][-1].content == said
+    assert executions(fx) == ran
 
 
 async def test_an_async_agent_pauses_and_an_async_resumer_resumes_it(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from tests.integrations.scenarios import (
     Adapter,
     Call,
     NotSupported,
+    Outcome,
     executions,
     told,
     transfer_preview,
@@ -270,14 +271,22 @@ async def test_a_call_asked_after_a_resume_is_still_the_requesters(adapter: Adap
         await decide(adapter, Approve(), actor=REQUESTER)
 
 
+async def approved_the_frameworks_way(
+    adapter: Adapter, thread: str, *, user: str | None
+) -> Outcome:
+    """`TRANSFER` started on `thread`, its call approved the framework's way as `user` (the
+    scenario is skipped where the framework has no way of its own)."""
+    await adapter.start(thread, TRANSFER)
+    try:
+        return await adapter.send(thread, True, user=user)
+    except NotSupported as exc:
+        pytest.skip(str(exc))
+
+
 async def test_the_requester_cannot_approve_her_own_call_the_frameworks_way(
     adapter: Adapter,
 ) -> None:
-    await adapter.start("t-self", TRANSFER)
-    try:
-        still = await adapter.send("t-self", True, user=REQUESTER)
-    except NotSupported as exc:
-        pytest.skip(str(exc))
+    still = await approved_the_frameworks_way(adapter, "t-self", user=REQUESTER)
 
     assert executions(adapter.side_effects) == []
     [approval] = await pending(adapter)  # still waiting on someone else
@@ -291,11 +300,7 @@ async def test_the_requester_cannot_approve_her_own_call_the_frameworks_way(
 async def test_a_decision_the_frameworks_way_from_nobody_named_is_not_taken(
     adapter: Adapter,
 ) -> None:
-    await adapter.start("t-nobody", TRANSFER)
-    try:
-        await adapter.send("t-nobody", True, user=None)
-    except NotSupported as exc:
-        pytest.skip(str(exc))
+    await approved_the_frameworks_way(adapter, "t-nobody", user=None)
 
     assert executions(adapter.side_effects) == []
     assert len(await pending(adapter)) == 1
@@ -304,11 +309,7 @@ async def test_a_decision_the_frameworks_way_from_nobody_named_is_not_taken(
 async def test_a_decision_the_frameworks_way_by_another_person_is_theirs(
     adapter: Adapter,
 ) -> None:
-    await adapter.start("t-other", TRANSFER)
-    try:
-        done = await adapter.send("t-other", True, user=APPROVER)
-    except NotSupported as exc:
-        pytest.skip(str(exc))
+    done = await approved_the_frameworks_way(adapter, "t-other", user=APPROVER)
 
     assert executions(adapter.side_effects) == ["transfer 500 acme"]
     assert told(done) == [("call_0", "transfer ok")]
