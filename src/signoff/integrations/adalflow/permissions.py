@@ -1,64 +1,30 @@
-"""AdalFlow runners behind signoff: a `PermissionManager` backed by signoff's gate (seed 004).
-
-    runs = connect("policy.yaml", origin="adalflow", database="sqlite:///signoff.db")
-    permissions = SignoffPermissions(runs, agent="assistant", timeout=600)
-    runner = Runner(agent=agent, permission_manager=permissions)
-    result = await runner.acall(prompt_kwargs={"input_str": "Clean up the tmp folder"})
-
-Every tool call the runner makes is judged by signoff's policy with its arguments (not only by
-the tool's name): allowed calls run, denied ones are answered with the reason, asked ones become
-approvals in signoff's store — in the web inbox, the API, the terminal, every channel — while
-the runner waits for the decision (`timeout` seconds at most: the approval then expires), listed
-in the permission manager's ``pending_approvals`` as it stands (``confirmation_details`` names its
-signoff approval and version). An approval runs the call (PROCEED_ONCE); approve-always is a
-signoff grant, so the next such call runs without asking (PROCEED_ALWAYS); an edit runs the call
-with the edited arguments, checked against the tool's schema and the policy (modify); a rejection
-(CANCEL) or a person's response reaches the model as the tool's result, with its reason.
-AdalFlow's streaming run emits its ``agent.tool_permission_request`` event for each call the
-policy may ask about.
-
-A call that may run is handed back to the runner as a call of signoff's hidden `RUN` tool, which
-runs the real tool through signoff's ledger (`ExternalRuns.once`) with the call exactly as it
-was judged, approved or edited: the core refuses (and audits) anything else, whatever the tool
-manager does between the check and the execution.
-
-The AdalFlow run itself is not durable: the framework keeps it in memory, so a process that
-stops loses the run (the approval stays in signoff's store, decided or not, and audited).
-"""
+"""`SignoffPermissions`: AdalFlow's `PermissionManager` deciding with signoff's policy, approvals
+and grants — a call waits in memory for its decision — and signoff's two hidden tools in the
+runner's tool manager: `ANSWER`, signoff's answer in a call's place, and `RUN`, the call let
+through, run once through signoff's ledger exactly as judged, approved or edited."""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import AsyncIterator
 from typing import Any
 
+from adalflow.apps.permission_manager import PermissionManager
+from adalflow.core.func_tool import FunctionTool
+from adalflow.core.tool_manager import ToolManager
+from adalflow.core.types import Function, FunctionOutput, FunctionRequest
 from pydantic_core import to_jsonable_python
 
-from signoff.errors import ApprovalTimeout, MissingExtraError
-from signoff.gate.answers import blocked_text, edited_text
-from signoff.gate.external import ExternalRuns, Held, connect
+from signoff.errors import ApprovalTimeout
+from signoff.gate.answers import blocked_text
+from signoff.gate.external import ExternalRuns, Held
 from signoff.gate.ids import new_id
 from signoff.integrations._calls import Unrun, run_once
+from signoff.integrations.adalflow.outputs import as_output, note_edit, settled
+from signoff.integrations.adalflow.schema import schema_of
 from signoff.types import Approval, ToolCall
 
-try:
-    from adalflow.apps.permission_manager import PermissionManager
-    from adalflow.core.func_tool import FunctionTool
-    from adalflow.core.tool_manager import ToolManager
-    from adalflow.core.types import (
-        Function,
-        FunctionOutput,
-        FunctionRequest,
-        ToolCallActivityRunItem,
-        ToolOutput,
-    )
-except ImportError as exc:  # pragma: no cover - exercised without the extra installed
-    raise MissingExtraError("signoff.integrations.adalflow", "adalflow") from exc
-
-__all__ = ["ANSWER", "ORIGIN", "RUN", "SignoffPermissions", "connect"]
-
-ORIGIN = "adalflow"
+__all__ = ["ANSWER", "RUN", "SignoffPermissions"]
 
 ANSWER = "signoff.answer"
 """The tool, known to the runner's tool manager but never shown to the model, that gives the
@@ -107,7 +73,7 @@ class SignoffPermissions(PermissionManager):  # type: ignore[misc]
         tool_manager.context[RUN] = _Run(self)
         for tool in tool_manager.tools:
             definition = getattr(tool, "definition", None)
-            schema = _schema(definition)
+            schema = schema_of(definition)
             if definition is not None and schema is not None:
                 self.runs.gate.register_schemas({definition.func_name: schema}, agent=self.path)
 
@@ -177,7 +143,7 @@ class SignoffPermissions(PermissionManager):  # type: ignore[misc]
             output = await context[name].acall(**args)  # a missing tool fails as in AdalFlow
             recorded = None
             if isinstance(output, FunctionOutput):
-                output.output, recorded = await _settled(output.output)
+                output.output, recorded = await settled(output.output)
             ran.append(output)
             if isinstance(output, FunctionOutput) and output.error is not None:
                 raise _Failed(output.error)  # FunctionTool caught it: the ledger records it
@@ -188,11 +154,11 @@ class SignoffPermissions(PermissionManager):  # type: ignore[misc]
         except _Failed:
             return ran[0]
         if isinstance(value, Unrun):
-            return _output(call, value.text)
+            return as_output(call, value.text)
         # A key is new for each check, so the tool ran here: its own output, not the record.
-        output = ran[0] if ran else _output(call, value["output"])
+        output = ran[0] if ran else as_output(call, value["output"])
         if edited:
-            _note_edit(output, args)
+            note_edit(output, args)
         return output
 
     # -- the rest --------------------------------------------------------------------------
@@ -281,66 +247,3 @@ class _Run:
 
 class _Failed(Exception):
     """The tool raised, and AdalFlow's `FunctionTool` turned it into its output's error."""
-
-
-async def _settled(output: Any) -> tuple[Any, Any]:
-    """A generator tool's output run to its end inside the ledger's claim — what it does
-    happens before the call is recorded — replayed to the runner as the same kind of generator;
-    and what the ledger records (its items, progress reports left out)."""
-    if inspect.isasyncgen(output):
-        items = [item async for item in output]
-        return _replay(items), _results(items)
-    if inspect.isgenerator(output):
-        items = list(output)
-        return (item for item in items), _results(items)
-    return output, output
-
-
-async def _replay(items: list[Any]) -> AsyncIterator[Any]:
-    for item in items:
-        yield item
-
-
-def _results(items: list[Any]) -> list[Any]:
-    return [i for i in items if not isinstance(i, ToolCallActivityRunItem)]
-
-
-def _output(call: ToolCall, text: Any) -> FunctionOutput:
-    """What the runner reads as the result of `call`, from signoff rather than the tool."""
-    function = Function(id=call.id, name=call.name, args=[], kwargs=dict(call.args))
-    return FunctionOutput(name=call.name, input=function, output=text)
-
-
-def _note_edit(output: FunctionOutput, args: dict[str, Any]) -> None:
-    """Tell the model a person edited the call, where its result is text."""
-    if isinstance(output.output, str):
-        output.output = edited_text(args, output.output)
-    elif isinstance(output.output, ToolOutput) and isinstance(output.output.observation, str):
-        output.output.observation = edited_text(args, output.output.observation)
-
-
-_JSON_TYPES = {"int": "integer", "float": "number", "str": "string", "bool": "boolean",
-               "list": "array", "tuple": "array", "dict": "object", "none": "null",
-               "nonetype": "null"}  # fmt: skip
-
-
-def _schema(definition: Any) -> dict[str, Any] | None:
-    """The tool's parameters as a JSON schema: AdalFlow writes Python's type names there
-    (``{"type": "int"}``); a type JSON schema has no name for constrains nothing."""
-    parameters = getattr(definition, "func_parameters", None)
-    return _json_schema(parameters) if isinstance(parameters, dict) else None
-
-
-def _json_schema(node: Any) -> Any:
-    if isinstance(node, list):
-        return [_json_schema(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    out = {k: _json_schema(v) for k, v in node.items() if k != "type"}
-    kind = node.get("type")
-    if isinstance(kind, str):
-        base = kind.split("[", 1)[0].removeprefix("typing.").lower()  # List[int] → list
-        named = kind if kind in _JSON_TYPES.values() else _JSON_TYPES.get(base)
-        if named is not None:
-            out["type"] = named
-    return out
