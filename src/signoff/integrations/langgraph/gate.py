@@ -32,8 +32,9 @@ AsyncHandler = Callable[[ToolCallRequest], "Awaitable[ToolMessage | Command[Any]
 
 
 class LangGraphGate:
-    """Judging a model turn's calls, running each through the ledger, answering decided
-    ones."""
+    """What the LangGraph and LangChain integrations share: judging a model turn's calls,
+    running each through the ledger, answering decided ones (the turn's one interrupt:
+    `signoff.integrations.langgraph.interrupt`)."""
 
     def __init__(
         self,
