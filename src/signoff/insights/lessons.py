@@ -130,12 +130,11 @@ async def _allow(window: Window, group: GroupStats) -> Draft | Candidate | None:
     near = _candidate("allow", group, _approvals(approved, total))
     if approved < MIN_SAMPLES:
         return near
-    if (sampled := await _sampled(window, group, "approved")) is None:
-        return None
+    sampled = await _sampled(window, group, "approved", allowing=near)
+    if not isinstance(sampled, tuple):
+        return sampled
     sample, asker = sampled
     calls = [a.requested_call for a in sample]
-    if denied_beside(window.engine, group, asker):
-        return replace(near, dropped=_OVERRIDES)
     misses: list[Candidate] = []
     for pattern in shared(calls):
         tally = await window.store.tally(_key(group), since=window.since, match=pattern.match)
@@ -178,8 +177,8 @@ async def _deny(window: Window, group: GroupStats) -> Draft | Candidate | None:
     near = _candidate("deny", group, needs)
     if not _cleared(near):
         return near
-    if (sampled := await _sampled(window, group, "rejected")) is None:
-        return None
+    if not isinstance(sampled := await _sampled(window, group, "rejected"), tuple):
+        return sampled
     sample, asker = sampled
     calls = [a.requested_call for a in sample]
     voices = (await window.store.tally(_key(group), since=window.since)).voices["rejected"]
@@ -205,12 +204,11 @@ async def _limit(window: Window, group: GroupStats) -> Draft | Candidate | None:
     near = _candidate("limit", group, (count,), "below a bound")
     if edited < MIN_SAMPLES:
         return near
-    if (sampled := await _sampled(window, group, "edited")) is None:
-        return None
+    sampled = await _sampled(window, group, "edited", allowing=near)
+    if not isinstance(sampled, tuple):
+        return sampled
     sample, asker = sampled
     asked = [a.requested_call for a in sample]
-    if denied_beside(window.engine, group, asker):
-        return replace(near, dropped=_OVERRIDES)
     misses: list[Candidate] = []
     for name in sorted({k for call in asked for k in call.args if _KEY.fullmatch(k)}):
         lowered = _lowered(sample, name)
@@ -262,15 +260,21 @@ async def _limit(window: Window, group: GroupStats) -> Draft | Candidate | None:
 
 
 async def _sampled(
-    window: Window, group: GroupStats, status: ApprovalStatus
-) -> tuple[list[Approval], Asker] | None:
+    window: Window, group: GroupStats, status: ApprovalStatus, *, allowing: Candidate | None = None
+) -> tuple[list[Approval], Asker] | Candidate | None:
     """The group's newest calls that ended `status` (at most `SAMPLE`), and what asks about
-    them now; None when nothing does (the policy changed since, or a rule of another kind)."""
+    them now; None when nothing does (the policy changed since, or a rule of another kind).
+    For a lesson that would allow, its candidate (`allowing`), dropped when an allow would
+    override a deny rule beside the one that asks."""
     sample = await window.store.group_sample(
         _key(group), status=status, since=window.since, limit=SAMPLE
     )
     asker = asker_of(window.engine, [a.requested_call for a in sample])
-    return None if asker is None else (sample, asker)
+    if asker is None:
+        return None
+    if allowing is not None and denied_beside(window.engine, group, asker):
+        return replace(allowing, dropped=_OVERRIDES)
+    return sample, asker
 
 
 async def _allowing(
