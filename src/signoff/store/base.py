@@ -1,20 +1,21 @@
 """The one interface every store implements; the Gate and the runtime see only this.
 
 `Store` is the union of the store's concerns — each module's `…Store` protocol (approvals,
-grants, runs, the ledger, the outbox, …), written once there with the implementation over a
-transaction (`run`) that every store provides — and of what a store does as a whole: its
-connection, its clock, deciding, the audit log. Nothing of the store imports it back: it stands
-above the concerns, under the one implementation (`signoff.store.sql`).
+grants, runs, the ledger, other frameworks' runs, the outbox, …), written once there with its
+implementation over a transaction (`run`) that every store provides — and of what a store does
+as a whole: its connection, its clock, deciding, the audit log. Nothing of the store imports it
+back: it stands above the concerns, under the one implementation (`signoff.store.sql`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 from signoff.store.approvals import ApprovalStore
 from signoff.store.catalog import CatalogStore
+from signoff.store.external import ExternalStore
 from signoff.store.gauges import GaugeStore
 from signoff.store.grants import GrantStore
 from signoff.store.holding import HoldStore
@@ -32,8 +33,6 @@ from signoff.types import Approval, AuditEntry, Grant
 
 if TYPE_CHECKING:
     from signoff.store.checkpoint import Checkpoint
-    from signoff.store.external import ExternalRecord, LedgerClaim
-    from signoff.store.pauses import NewPause, Pause, PauseStatus
     from signoff.store.verification import AuditReport
 
 __all__ = ["AuditRecord", "DecisionPlan", "HoldPlan", "Moment", "Store"]
@@ -49,6 +48,7 @@ class Store(
     LedgerStore,
     NoteStore,
     GrantStore,
+    ExternalStore,
     OutboxStore,
     InsightStore,
     GaugeStore,
@@ -100,73 +100,3 @@ class Store(
     ) -> AuditReport: ...
 
     async def append_audit(self, records: Sequence[AuditRecord]) -> None: ...
-
-    # -- other frameworks' runs (see signoff.store.external) --
-
-    async def external_calls(self, keys: Sequence[str]) -> dict[str, ExternalRecord]: ...
-
-    async def save_pause(self, pause: NewPause) -> Pause: ...
-
-    async def append_paused(
-        self,
-        origin: str,
-        thread_id: str,
-        items: Sequence[str],
-        *,
-        after: int,
-        now: datetime,
-        pause: NewPause,
-    ) -> Pause | None: ...
-
-    async def get_pause(self, pause_id: str) -> Pause | None: ...
-
-    async def ready_pauses(self, origin: str, *, now: datetime, limit: int = 100) -> list[str]: ...
-
-    async def claim_pause(
-        self, pause_id: str, *, owner: str, now: datetime, lease: timedelta
-    ) -> Pause | None: ...
-
-    async def release_pause(
-        self, pause_id: str, *, owner: str, status: PauseStatus, now: datetime
-    ) -> bool: ...
-
-    async def finish_pause(self, pause_id: str, *, now: datetime) -> None: ...
-
-    async def open_pause(self, approval_ids: Sequence[str]) -> Pause | None: ...
-
-    async def last_pause(self, approval_ids: Sequence[str]) -> Pause | None: ...
-
-    async def take_pause(
-        self,
-        pause_id: str,
-        *,
-        seen: Pause,
-        status: PauseStatus,
-        owner: str | None,
-        until: datetime | None,
-        now: datetime,
-    ) -> bool: ...
-
-    async def finish_pauses(self, approval_ids: Sequence[str], *, now: datetime) -> None: ...
-
-    async def history(self, origin: str, thread_id: str) -> list[str]: ...
-
-    async def append_history(
-        self, origin: str, thread_id: str, items: Sequence[str], *, after: int, now: datetime
-    ) -> bool: ...
-
-    async def ledger_claim(
-        self,
-        key: str,
-        *,
-        owner: str,
-        now: datetime,
-        lease: timedelta,
-        takeover: bool,
-        tool: str = "",
-        digest: str = "",
-        run_id: str = "external",
-        judged: ExternalRecord | None = None,
-    ) -> LedgerClaim: ...
-
-    async def ledger_renew(self, key: str, *, owner: str, fence: int, until: datetime) -> bool: ...

@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from sqlalchemy import bindparam, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -137,8 +137,8 @@ def insert_external(connection: Connection, records: Sequence[ExternalRecord]) -
     return True
 
 
-class ExternalStore(PauseStore, HistoryStore):
-    """The external runs' half of the store; `SQLStore` provides `run`."""
+class ExternalStore(PauseStore, HistoryStore, Protocol):
+    """The external runs' half of the store."""
 
     async def external_calls(self, keys: Sequence[str]) -> dict[str, ExternalRecord]:
         """The calls judged under these keys."""

@@ -5,9 +5,9 @@ transaction."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Protocol
 
 from sqlalchemy import bindparam, func, select
 from sqlalchemy.dialects import postgresql, sqlite
@@ -16,6 +16,7 @@ from sqlalchemy.engine import Connection
 from signoff.store import schema
 from signoff.store.lean import execute
 from signoff.store.pauses import NewPause, Pause, save_pause
+from signoff.store.runner import Transactional
 from signoff.store.times import to_micros
 
 __all__ = ["HistoryStore"]
@@ -30,10 +31,8 @@ _HISTORY = select(_history.c.data).where(*_THREAD).order_by(_history.c.seq)
 _LENGTH = select(func.count()).where(*_THREAD)
 
 
-class HistoryStore:
-    """The kept threads' half of `ExternalStore`; `SQLStore` provides `run`."""
-
-    run: Callable[..., Awaitable[Any]]
+class HistoryStore(Transactional, Protocol):
+    """The kept threads' half of `ExternalStore`."""
 
     async def history(self, origin: str, thread_id: str) -> list[str]:
         """The items appended to the thread's history, in order."""

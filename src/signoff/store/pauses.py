@@ -6,16 +6,17 @@ compare-and-set, so any number of processes on one database agree."""
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from sqlalchemy import ColumnElement, and_, exists, or_, select, true, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from signoff.store import schema
+from signoff.store.runner import Transactional
 from signoff.store.times import from_micros, to_micros
 from signoff.types import canonical_json
 
@@ -71,10 +72,8 @@ class NewPause:
     at: datetime
 
 
-class PauseStore:
-    """The pauses' half of `ExternalStore`; `SQLStore` provides `run`."""
-
-    run: Callable[..., Awaitable[Any]]
+class PauseStore(Transactional, Protocol):
+    """The pauses' half of `ExternalStore`."""
 
     async def save_pause(self, pause: NewPause) -> Pause:
         """Record the pause unless it is recorded already (the same run paused on the same

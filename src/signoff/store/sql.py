@@ -29,7 +29,6 @@ from signoff.store.audit import append_audit, read_changes, read_length, read_lo
 from signoff.store.base import Store
 from signoff.store.checkpoint import Checkpoint
 from signoff.store.decisions import CHANNEL, DecisionGroups, write_decisions
-from signoff.store.external import ExternalStore
 from signoff.store.grants import known_ids
 from signoff.store.migrations import LATEST, migrate, schema_version
 from signoff.store.records import AuditRecord, DecisionPlan, Moment
@@ -51,7 +50,7 @@ middle is the reading's time, within half of it."""
 _CLOCK = text("SELECT clock_timestamp()")
 
 
-class SQLStore(ExternalStore, Store):
+class SQLStore(Store):
     """Approvals, grants, the audit log, and the runtime's runs, in one SQL database."""
 
     def __init__(self, runner: Runner, *, url: str) -> None:
