@@ -62,7 +62,7 @@ def demo(
     try:
         from signoff.demo import default_data_dir, serve_demo
         from signoff.demo.folder import reset as reset_folder
-        from signoff.server.auth import allowed_host, is_loopback
+        from signoff.server.hosts import allowed_host, is_loopback
     except ImportError:
         raise MissingExtraError("signoff demo", "server") from None
 

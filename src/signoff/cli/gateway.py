@@ -180,7 +180,7 @@ class _Authenticated:
             return  # no other kind of connection is served
         headers = dict(scope.get("headers") or [])
         if self.auth.checks_hosts:
-            from signoff.server.auth import host_name
+            from signoff.server.hosts import host_name
 
             host = host_name(headers.get(b"host", b"").decode("latin-1"))
             if host is None or not self.auth.serves(host):

@@ -246,7 +246,8 @@ def checked_auth(
     everyone as the local user with `roles`. A server without either does not start, nor one
     given both sign-on and ``--no-auth`` (which would let everyone past it). `hosts` are those
     served besides the loopback names (every host is, with tokens and none given)."""
-    from signoff.server.auth import Auth, is_loopback
+    from signoff.server.auth import Auth
+    from signoff.server.hosts import is_loopback
 
     if no_auth and not is_loopback(host):
         raise typer.BadParameter(

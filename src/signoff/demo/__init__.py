@@ -44,7 +44,7 @@ async def serve_demo(
     from signoff.gate import Gate
     from signoff.policy import Policy
     from signoff.redaction import Redaction
-    from signoff.server.auth import is_loopback
+    from signoff.server.hosts import is_loopback
     from signoff.store import open_store
 
     if not is_loopback(host):  # the command says so first; this is for callers from Python

@@ -8,17 +8,13 @@ compared by the key of their names (`signoff.names`): no one signs in as a machi
 its name otherwise.
 
 Without authentication, a request is answered only when its ``Host`` names this machine's
-loopback (``localhost``, ``127.0.0.1``, ``[::1]``; any port) or a host the config allows: a web
-page whose DNS name an attacker points at 127.0.0.1 (DNS rebinding) is same-origin with itself,
-and its requests carry its own name as ``Host``.
+loopback or a host the config allows (`signoff.server.hosts`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import hmac
-import ipaddress
-import re
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
@@ -27,28 +23,19 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 from fastapi import Depends, HTTPException, Request
 
 from signoff.names import name_key, same_person
+from signoff.server.hosts import allowed_host, is_loopback
 from signoff.server.service import Principal
 
 if TYPE_CHECKING:
-    from signoff.server.sso import SignOn
+    from signoff.server.sso.sign_on import SignOn
 
 SESSION_CHECK = 5.0
 """How often, in seconds, a long-lived response checks that whoever opened it may still (a
 session signed out, a token taken away): it ends within that long."""
 
-__all__ = [
-    "LOOPBACK_NAMES",
-    "SESSION_CHECK",
-    "Auth",
-    "allowed_host",
-    "host_name",
-    "is_loopback",
-]
+__all__ = ["SESSION_CHECK", "Auth", "Who"]
 
 T = TypeVar("T")
-
-LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
-"""The loopback names a server without authentication answers to, as a browser writes them."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -204,57 +191,6 @@ def _bearer(headers: Mapping[str, str]) -> str | None:
     scheme, _, token = headers.get("authorization", "").partition(" ")
     token = token.strip()
     return token if scheme.lower() == "bearer" and token else None
-
-
-def is_loopback(host: str) -> bool:
-    """Whether `host` is ``localhost`` or a loopback address (``127.0.0.0/8``, ``::1``).
-    ``*.localhost`` is not: not every resolver keeps those names off DNS, and a name DNS
-    answers for can be pointed anywhere."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-_HOST = re.compile(r"(?:\[(?P<v6>[0-9a-f:.]+)\]|(?P<name>[a-z0-9_.-]+))(?::[0-9]{1,5})?")
-_LABEL = r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?"
-_NAME = re.compile(rf"(?=.{{1,253}}$){_LABEL}(?:\.{_LABEL})*")
-
-
-def host_name(header: str) -> str | None:
-    """The host a ``Host`` header names — lower case, without its port, an IPv6 address
-    without its brackets — or None when the header is no ``host[:port]``."""
-    found = _HOST.fullmatch(header.lower())
-    if found is None:
-        return None
-    if found["v6"] is None:
-        return str(found["name"])
-    try:
-        return str(ipaddress.IPv6Address(found["v6"]))
-    except ValueError:
-        return None
-
-
-def allowed_host(text: str) -> str:
-    """`text` — a DNS name or an IP address (IPv6 with or without brackets), alone — as
-    `host_name` gives it; ValueError saying what is wrong."""
-    if text == "*":
-        raise ValueError(
-            "'*' would let any web page reach the server through a DNS name of its own: "
-            "name the hosts, or configure auth.tokens"
-        )
-    try:
-        return str(ipaddress.ip_address(text.removeprefix("[").removesuffix("]")))
-    except ValueError:
-        pass
-    if _NAME.fullmatch(text.lower()):
-        return text.lower()
-    raise ValueError(
-        f"{text!r} is not a host name: give the name alone, such as inbox.internal "
-        "(no scheme, port or path: every port is served)"
-    )
 
 
 def _unauthorized(detail: str) -> HTTPException:

@@ -48,7 +48,7 @@ from signoff.policy.sections import OTHER_TOP_KEYS
 from signoff.policy.source import parse_text
 from signoff.protocols.mcp.settings import GatewaySettings, UpstreamSpec, read_gateway, read_servers
 from signoff.redaction import Redaction
-from signoff.server.auth import allowed_host
+from signoff.server.hosts import allowed_host
 from signoff.server.intake import MAX_BODY
 from signoff.server.metrics import MetricsSettings, read_metrics
 from signoff.server.retention import RetentionSettings, read_retention

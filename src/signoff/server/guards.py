@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from signoff.server.auth import LOOPBACK_NAMES, Auth, host_name
+from signoff.server.auth import Auth
+from signoff.server.hosts import LOOPBACK_NAMES, host_name
 from signoff.server.intake import refuse
 from signoff.server.probes import PROBES
 

@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from signoff.policy.reader import Reader
-from signoff.server.auth import is_loopback
+from signoff.server.hosts import is_loopback
 
 __all__ = ["DEFAULT_PRINCIPAL_CLAIMS", "MIN_SESSION_KEY", "OidcSettings", "read_oidc"]
 
