@@ -38,7 +38,7 @@ class _Checked(Protocol):
 
 
 def mount_probes(app: FastAPI, store: Store) -> None:
-    """Add the probes' routes to `app`."""
+    """Add the probes' routes to `app`, and the API's own ``/v1/health`` (behind its guards)."""
 
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, str]:
@@ -50,6 +50,10 @@ def mount_probes(app: FastAPI, store: Store) -> None:
         return JSONResponse(
             {"status": "ready" if ready else "not ready"}, status_code=200 if ready else 503
         )
+
+    @app.get("/v1/health")
+    async def health() -> dict[str, str]:
+        return {"status": "ok"}
 
 
 async def _ready(store: Store) -> bool:

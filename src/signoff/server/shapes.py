@@ -44,9 +44,13 @@ LISTED_CHANGES = 10
 """The most of an approval's changes a listing shows: the newest (its own page has them all)."""
 LISTED_PREVIEW_CHARS = 8000
 """The most a listing shows of a held call's preview (text, or a table's rows as JSON)."""
+MAX_SEQ = 2**62
+"""The largest sequence number (of an event, an audit entry) a request may name: the
+databases' integers stop at 2**63."""
 
 __all__ = [
     "INPUT_CHARS",
+    "MAX_SEQ",
     "Always",
     "AssignBody",
     "DecisionBody",

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 from functools import cache
 from importlib.resources import files
+from typing import Any
 
-from fastapi import FastAPI, HTTPException
+from fastapi import APIRouter, HTTPException
 from fastapi.responses import Response
 
-__all__ = ["CSP", "mount_web"]
+from signoff.server.auth import Who
+from signoff.server.routes.depends import Served
+
+__all__ = ["CSP", "router"]
 
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -37,24 +41,34 @@ _HEADERS = {
 }
 
 
-def mount_web(app: FastAPI) -> None:
-    """Serve the page at ``/`` and at ``/approvals/<id>`` (an approval's own page, which
-    notifications link to), and its files under ``/ui/``. The page names its files and the API
-    from the root, so it works the same at either path."""
+router = APIRouter()
+"""The page at ``/`` and at ``/approvals/<id>`` (an approval's own page, which notifications
+link to), its files under ``/ui/``, and what it takes from the server's config. The page names
+its files and the API from the root, so it works the same at either path."""
 
-    @app.get("/", include_in_schema=False)
-    async def page() -> Response:
-        return _file("index.html")
 
-    @app.get("/approvals/{approval_id}", include_in_schema=False)
-    async def approval_page(approval_id: str) -> Response:
-        # Whether the approval exists is the API's to say, to a signed-in page: the page shows
-        # "no such approval" itself.
-        return _file("index.html")
+@router.get("/", include_in_schema=False)
+async def page() -> Response:
+    return _file("index.html")
 
-    @app.get("/ui/{name}", include_in_schema=False)
-    async def asset(name: str) -> Response:
-        return _file(name)
+
+@router.get("/approvals/{approval_id}", include_in_schema=False)
+async def approval_page(approval_id: str) -> Response:
+    # Whether the approval exists is the API's to say, to a signed-in page: the page shows
+    # "no such approval" itself.
+    return _file("index.html")
+
+
+@router.get("/ui/{name}", include_in_schema=False)
+async def asset(name: str) -> Response:
+    return _file(name)
+
+
+@router.get("/v1/web")
+async def web(_: Who, service: Served) -> dict[str, Any]:
+    """What the web inbox takes from the server's config: how many seconds it holds an
+    approval or a rejection back, undoable, before sending it (0: none)."""
+    return {"undo_seconds": service.undo_seconds}
 
 
 def _file(name: str) -> Response:
