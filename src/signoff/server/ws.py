@@ -24,12 +24,15 @@ import asyncio
 import contextlib
 import json
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import WebSocket, WebSocketDisconnect
 from pydantic import ValidationError
+from starlette.types import Message
 
 from signoff.errors import SignoffError, StaleDecisionError, StoreUnavailableError
+from signoff.redaction import Redaction
 from signoff.server.auth import SESSION_CHECK, Auth
 from signoff.server.changes import approval_changes
 from signoff.server.intake import BodyLimits
@@ -53,6 +56,8 @@ logger = logging.getLogger(__name__)
 async def websocket_channel(
     socket: WebSocket, service: Service, auth: Auth, *, limits: BodyLimits
 ) -> None:
+    """Serve one client: let it in (or close with 4401), say hello, push what happens while
+    it is open, and answer its decisions until it goes."""
     principal, subprotocol, headers = await _authenticate(socket, auth)
     if principal is None:
         # Accepted, then closed with a code a client can read (a refused handshake is a bare 403).
@@ -69,88 +74,15 @@ async def websocket_channel(
             "pending": [previewed(approval_json(a), service.redaction) for a in pending],
         }
     )
-
-    async def push() -> None:
-        async for event in service.follow_all():
-            if event.type in PUSHED:
-                brief = previewed(event_json(event), service.redaction)
-                await socket.send_json({"type": "event", "event": brief})
-
-    async def push_changes() -> None:
-        async for _, approval in approval_changes(service, after=start):
-            shown_approval = previewed(approval_json(approval), service.redaction)
-            await socket.send_json({"type": "approval", "approval": shown_approval})
-
-    async def watch() -> None:
-        # Who opened it may stop being let in (signed out, on any replica): the socket is
-        # closed then, its pushes with it.
-        while auth.anonymous is None:
-            await asyncio.sleep(SESSION_CHECK)
-            if await auth.authenticate(headers) is None:
-                await socket.close(code=4401, reason="unauthorized: sign in again")
-                return
-
+    channel = _Channel(socket, service, auth, principal, headers, limits)
     pushers = [
-        asyncio.create_task(push()),
-        asyncio.create_task(push_changes()),
-        asyncio.create_task(watch()),
+        asyncio.create_task(channel.push_events()),
+        asyncio.create_task(channel.push_changes(after=start)),
+        asyncio.create_task(channel.watch()),
     ]
     try:
-        while True:
-            frame = await socket.receive()
-            if frame["type"] == "websocket.disconnect":
-                break
-            request_id = None
-            try:
-                text = frame.get("text") or ""
-                problem = limits.problem(text.encode())
-                if problem is not None:
-                    raise _Refused("InvalidRequest", f"{problem}; it was not read")
-                try:
-                    message: Any = json.loads(text)
-                except (ValueError, RecursionError):
-                    raise _Refused("InvalidRequest", "send JSON text frames") from None
-                request_id = message.get("request_id") if isinstance(message, dict) else None
-                if not isinstance(message, dict) or message.get("type") != "decide":
-                    raise _Refused("InvalidRequest", 'send {"type": "decide", "id", "decision"}')
-                body = DecisionBody.model_validate(message.get("decision"))
-                approval_id = str(message.get("id"))
-                # Who it is, again: a session signed out (or a provider's token expired)
-                # since the socket opened decides nothing more.
-                if auth.anonymous is None and await auth.authenticate(headers) is None:
-                    await socket.close(code=4401, reason="unauthorized: sign in again")
-                    break
-                approval = await service.decide(
-                    approval_id,
-                    body.decision(),
-                    actor=principal.name,
-                    roles=principal.roles,
-                    version=body.version,
-                )
-            except ValidationError as exc:
-                problems = "; ".join(
-                    f"decision.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()
-                )
-                await _error(socket, request_id, "InvalidRequest", problems)
-            except _Refused as exc:
-                await _error(socket, request_id, exc.error, exc.detail)
-            except StoreUnavailableError as exc:  # what it was is for the server's log
-                logger.warning("a decision over the WebSocket: %s", exc)
-                detail = "the database cannot be reached now: try again"
-                await _error(socket, request_id, type(exc).__name__, detail)
-            except StaleDecisionError as exc:  # what changed, to show again
-                extra = stale_json(exc, service.redaction)
-                await _error(socket, request_id, type(exc).__name__, str(exc), extra)
-            except SignoffError as exc:
-                await _error(socket, request_id, type(exc).__name__, str(exc))
-            else:
-                await socket.send_json(
-                    {
-                        "type": "decided",
-                        "request_id": request_id,
-                        "approval": shown(approval_json(approval), service.redaction),
-                    }
-                )
+        while await channel.answer(await socket.receive()):
+            pass
     except WebSocketDisconnect:
         pass
     finally:
@@ -158,6 +90,114 @@ async def websocket_channel(
             pusher.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await pusher
+
+
+@dataclass(frozen=True)
+class _Channel:
+    """One client's socket, as who it was let in as."""
+
+    socket: WebSocket
+    service: Service
+    auth: Auth
+    principal: Principal
+    headers: dict[str, str]
+    """The headers it was known by, to know it again."""
+    limits: BodyLimits
+
+    async def push_events(self) -> None:
+        async for event in self.service.follow_all():
+            if event.type in PUSHED:
+                brief = previewed(event_json(event), self.service.redaction)
+                await self.socket.send_json({"type": "event", "event": brief})
+
+    async def push_changes(self, *, after: int) -> None:
+        async for _, approval in approval_changes(self.service, after=after):
+            shown_approval = previewed(approval_json(approval), self.service.redaction)
+            await self.socket.send_json({"type": "approval", "approval": shown_approval})
+
+    async def watch(self) -> None:
+        """Close the socket once who opened it is no longer let in (signed out, on any
+        replica): its pushes end with it."""
+        while self.auth.anonymous is None:
+            await asyncio.sleep(SESSION_CHECK)
+            if not await self.let_in():
+                await self.socket.close(code=4401, reason="unauthorized: sign in again")
+                return
+
+    async def let_in(self) -> bool:
+        """Whether who opened the socket is still let in."""
+        return (
+            self.auth.anonymous is not None
+            or await self.auth.authenticate(self.headers) is not None
+        )
+
+    async def answer(self, frame: Message) -> bool:
+        """Answer one frame of the client's: a decision taken, or why not. False once the
+        socket is done with."""
+        if frame["type"] == "websocket.disconnect":
+            return False
+        request_id = None
+        try:
+            message = _read(frame.get("text") or "", self.limits)
+            request_id = message.get("request_id") if isinstance(message, dict) else None
+            if not isinstance(message, dict) or message.get("type") != "decide":
+                raise _Refused("InvalidRequest", 'send {"type": "decide", "id", "decision"}')
+            body = DecisionBody.model_validate(message.get("decision"))
+            approval_id = str(message.get("id"))
+            # Who it is, again: a session signed out (or a provider's token expired) since
+            # the socket opened decides nothing more.
+            if not await self.let_in():
+                await self.socket.close(code=4401, reason="unauthorized: sign in again")
+                return False
+            approval = await self.service.decide(
+                approval_id,
+                body.decision(),
+                actor=self.principal.name,
+                roles=self.principal.roles,
+                version=body.version,
+            )
+        except (ValidationError, _Refused, SignoffError) as exc:
+            error, detail, extra = _refusal(exc, self.service.redaction)
+            await self.socket.send_json(
+                {"type": "error", "request_id": request_id, "error": error, "detail": detail}
+                | extra
+            )
+        else:
+            shown_approval = shown(approval_json(approval), self.service.redaction)
+            await self.socket.send_json(
+                {"type": "decided", "request_id": request_id, "approval": shown_approval}
+            )
+        return True
+
+
+def _read(text: str, limits: BodyLimits) -> Any:
+    """A text frame's JSON, or `_Refused` (too large or too deep, or no JSON)."""
+    problem = limits.problem(text.encode())
+    if problem is not None:
+        raise _Refused("InvalidRequest", f"{problem}; it was not read")
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        raise _Refused("InvalidRequest", "send JSON text frames") from None
+
+
+def _refusal(
+    exc: ValidationError | _Refused | SignoffError, redaction: Redaction
+) -> tuple[str, str, dict[str, Any]]:
+    """What an error frame says of `exc`: its error, its detail, and what else it shows."""
+    if isinstance(exc, ValidationError):
+        problems = "; ".join(
+            f"decision.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()
+        )
+        return "InvalidRequest", problems, {}
+    if isinstance(exc, _Refused):
+        return exc.error, exc.detail, {}
+    if isinstance(exc, StoreUnavailableError):  # what it was is for the server's log
+        logger.warning("a decision over the WebSocket: %s", exc)
+        return type(exc).__name__, "the database cannot be reached now: try again", {}
+    if isinstance(exc, StaleDecisionError):  # what changed, to show again
+        return type(exc).__name__, str(exc), stale_json(exc, redaction)
+    return type(exc).__name__, str(exc), {}
 
 
 async def _authenticate(
@@ -177,19 +217,6 @@ async def _authenticate(
         headers["authorization"] = f"Bearer {token}"
     principal = await auth.authenticate(headers)
     return principal, _SUBPROTOCOL if _SUBPROTOCOL in offered else None, headers
-
-
-async def _error(
-    socket: WebSocket,
-    request_id: Any,
-    error: str,
-    detail: str,
-    extra: dict[str, Any] | None = None,
-) -> None:
-    await socket.send_json(
-        {"type": "error", "request_id": request_id, "error": error, "detail": detail}
-        | (extra or {})
-    )
 
 
 class _Refused(Exception):
