@@ -11,8 +11,8 @@ from signoff.gate import Gate
 from signoff.gate import transcript as t
 from signoff.gate.external import ExternalRuns
 from signoff.redaction import MASK
-from signoff.server.shapes import INPUT_CHARS
 from signoff.server.routes.conversation import ERROR_HIDDEN
+from signoff.server.shapes import INPUT_CHARS
 from signoff.store import SQLStore
 from tests.server.test_web_api import DOCUMENT, client_for
 

@@ -21,8 +21,8 @@ from signoff.gate import CheckContext, Gate
 from signoff.redaction import MASK, Redaction
 from signoff.server import Auth, Principal, Service, create_app
 from signoff.server.config import load_config
-from signoff.server.shapes import INPUT_CHARS
 from signoff.server.routes.web import CSP
+from signoff.server.shapes import INPUT_CHARS
 from signoff.store import SQLStore
 from signoff.testing import ScriptedModel, call
 from tests.server.test_api import until
