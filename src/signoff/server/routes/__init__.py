@@ -1,6 +1,5 @@
 """The API's rooms: one router per resource, each its own module, assembled by `create_app`.
 
-- `probes`: ``/healthz``, ``/readyz``, ``/v1/health``;
 - `web`: the inbox's page and files, and what it takes from the config (``/v1/web``);
 - `me`: who the request is (``/v1/me``);
 - `agents`: the agents that run here (``/v1/agents``);
@@ -10,6 +9,8 @@
   decision's short way through the framework is `signoff.server.quick`;
 - `policy`, `grants`, `audit`, `insights`.
 
-Each route reads what `create_app` keeps on the app through the dependencies of `depends`,
-and its principal through `signoff.server.auth.Who`.
+Beside them, the probes (`signoff.server.probes`), the metrics (`signoff.server.metrics`), Slack's
+buttons (`signoff.server.slack`) and sign-on (`signoff.server.sso.routes`) mount their own. Each
+route reads what `create_app` keeps on the app through the dependencies of `depends`, and its
+principal through `signoff.server.auth.Who`.
 """
