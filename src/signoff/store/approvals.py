@@ -17,10 +17,9 @@ from signoff.errors import NotFoundError
 from signoff.names import assignee_key
 from signoff.store import schema
 from signoff.store.audit import append_audit
-from signoff.store.grants import known_ids
 from signoff.store.lean import execute
 from signoff.store.records import AuditRecord
-from signoff.store.rows import approval_from_row, approval_row
+from signoff.store.rows import approval_from_row, approval_row, known_ids
 from signoff.store.runner import Transactional
 from signoff.store.times import to_micros
 from signoff.types import Approval

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -18,12 +18,12 @@ from signoff.store import schema
 from signoff.store.audit import append_audit
 from signoff.store.lean import execute
 from signoff.store.records import AuditRecord, HoldPlan
-from signoff.store.rows import same_named
+from signoff.store.rows import known_ids, same_named
 from signoff.store.runner import Transactional
 from signoff.store.times import from_micros, to_micros
 from signoff.types import Grant, canonical_json
 
-__all__ = ["GrantStore", "count_uses", "in_force", "insert_grants", "known_ids"]
+__all__ = ["GrantStore", "count_uses", "in_force", "insert_grants"]
 
 _grants = schema.grants
 _INSERT_GRANT = insert(_grants)
@@ -127,16 +127,6 @@ def count_uses(connection: Connection, plan: HoldPlan) -> set[str]:
 def insert_grants(connection: Connection, grants: Sequence[Grant]) -> None:
     if grants:
         execute(connection, _INSERT_GRANT, [_grant_row(g) for g in grants])
-
-
-def known_ids(ids: Iterable[str], what: str) -> list[str]:
-    """`ids`, or `NotFoundError` for one that no row can have: a NUL character, which SQLite
-    would compare and PostgreSQL refuses with its own words, is in none of signoff's ids."""
-    ids = list(ids)
-    for found in ids:
-        if "\x00" in found:
-            raise NotFoundError(f"no {what} with id {found!r}")
-    return ids
 
 
 _AS_STORED = (

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from signoff.errors import NotFoundError
 from signoff.names import assignee_key
 from signoff.store.times import from_micros, to_micros
 from signoff.types import (
@@ -28,7 +29,17 @@ from signoff.types import (
     preview_to_dict,
 )
 
-__all__ = ["approval_from_row", "approval_row", "decision_values", "same_named"]
+__all__ = ["approval_from_row", "approval_row", "decision_values", "known_ids", "same_named"]
+
+
+def known_ids(ids: Iterable[str], what: str) -> list[str]:
+    """`ids`, or `NotFoundError` for one that no row can have: a NUL character, which SQLite
+    would compare and PostgreSQL refuses with its own words, is in none of signoff's ids."""
+    ids = list(ids)
+    for found in ids:
+        if "\x00" in found:
+            raise NotFoundError(f"no {what} with id {found!r}")
+    return ids
 
 
 def same_named(source: Any, names: Iterable[str]) -> dict[str, Any]:

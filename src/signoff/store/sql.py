@@ -29,9 +29,9 @@ from signoff.store.audit import append_audit, read_changes, read_length, read_lo
 from signoff.store.base import Store
 from signoff.store.checkpoint import Checkpoint
 from signoff.store.decisions import CHANNEL, DecisionGroups, write_decisions
-from signoff.store.grants import known_ids
 from signoff.store.migrations import LATEST, migrate, schema_version
 from signoff.store.records import AuditRecord, DecisionPlan, Moment
+from signoff.store.rows import known_ids
 from signoff.store.runner import Runner, ThreadRunner
 from signoff.store.times import to_micros
 from signoff.store.verification import AuditReport, verify_chain
