@@ -10,6 +10,7 @@ counts its decorators and all that is nested in it).
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -287,3 +288,15 @@ def test_the_list_of_exceptions_only_shrinks() -> None:
     stale = [m for m in OVERSIZED_MODULES if modules.get(m, 0) <= MAX_MODULE_LINES]
     stale += [f for f in OVERSIZED_FUNCTIONS if longest.get(f, 0) <= MAX_FUNCTION_LINES]
     assert not stale, f"within the caps now; remove from the lists: {stale}"
+
+
+def test_the_map_in_the_docs_draws_these_floors() -> None:
+    """docs/architecture.md §2's table of floors says what FLOORS says, package by package."""
+    text = (SOURCE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    drawn: dict[str, int] = {}
+    for row in re.findall(r"^\| (\d) \|[^|]*\|(.*)\|$", text, flags=re.MULTILINE):
+        floor, packages = int(row[0]), row[1]
+        for name in re.findall(r"`([\w.]+)`", packages):
+            drawn["signoff" if name == "signoff" else f"signoff.{name}"] = floor
+    assert len(drawn) >= 20, "the table of floors is missing from docs/architecture.md"
+    assert {name: _floor(name) for name in drawn} == drawn
