@@ -14,7 +14,6 @@ from datetime import datetime, timedelta
 from typing import Any, Literal, Protocol
 
 from sqlalchemy import bindparam, or_, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from signoff.store import schema
@@ -34,11 +33,7 @@ __all__ = [
 
 _calls = schema.external_calls
 _ledger = schema.ledger
-_INSERT_CALL, _INSERT_LEDGER = (
-    {name: dialect.insert(table).on_conflict_do_nothing()
-     for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))}
-    for table in (_calls, _ledger)
-)  # fmt: skip
+_INSERT_CALL, _INSERT_LEDGER = schema.inserts_if_new(_calls), schema.inserts_if_new(_ledger)
 _FIND_CALLS = select(_calls).where(_calls.c.key.in_(bindparam("keys", expanding=True)))
 _FIND_CALL = select(_calls).where(_calls.c.key == bindparam("key"))
 _LEDGER_ENTRY = select(_ledger).where(_ledger.c.key == bindparam("k"))

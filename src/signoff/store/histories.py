@@ -10,7 +10,6 @@ from datetime import datetime
 from typing import Protocol
 
 from sqlalchemy import bindparam, func, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from signoff.store import schema
@@ -22,10 +21,7 @@ from signoff.store.times import to_micros
 __all__ = ["HistoryStore"]
 
 _history = schema.external_history
-_INSERT_HISTORY = {
-    name: dialect.insert(_history).on_conflict_do_nothing()
-    for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))
-}
+_INSERT_HISTORY = schema.inserts_if_new(_history)
 _THREAD = (_history.c.origin == bindparam("o"), _history.c.thread_id == bindparam("t"))
 _HISTORY = select(_history.c.data).where(*_THREAD).order_by(_history.c.seq)
 _LENGTH = select(func.count()).where(*_THREAD)

@@ -11,7 +11,6 @@ from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from sqlalchemy import bindparam, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from signoff.errors import ClaimLost
@@ -38,10 +37,7 @@ _FINISH_HELD = _FINISH.where(
     _ledger.c.fence == bindparam("f"),
     _ledger.c.status == "started",
 )
-_START = {
-    name: dialect.insert(_ledger).on_conflict_do_nothing()
-    for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))
-}
+_START = schema.inserts_if_new(_ledger)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -10,7 +10,6 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from sqlalchemy import and_, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from signoff.store import schema
@@ -21,10 +20,7 @@ from signoff.types import canonical_json
 
 __all__ = ["Note", "NoteStore", "add_note"]
 
-_ADD_NOTE = {
-    name: dialect.insert(schema.notes).on_conflict_do_nothing()
-    for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))
-}
+_ADD_NOTE = schema.inserts_if_new(schema.notes)
 
 
 @dataclass(frozen=True, kw_only=True)

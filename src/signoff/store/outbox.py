@@ -23,7 +23,6 @@ from datetime import datetime, timedelta
 from typing import Any, Literal, Protocol
 
 from sqlalchemy import bindparam, func, or_, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from signoff.errors import InvalidArgumentsError
@@ -48,15 +47,9 @@ _audit = schema.audit
 _box = schema.outbox
 _cursor = schema.outbox_cursor
 _READ_CURSOR = select(_cursor.c.seq).where(_cursor.c.id == 1)
-_START_CURSOR = {
-    name: dialect.insert(_cursor).on_conflict_do_nothing()
-    for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))
-}
+_START_CURSOR = schema.inserts_if_new(_cursor)
 _MOVE_CURSOR = update(_cursor).where(_cursor.c.id == 1, _cursor.c.seq == bindparam("was"))
-_ADD = {
-    name: dialect.insert(_box).on_conflict_do_nothing()
-    for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))
-}
+_ADD = schema.inserts_if_new(_box)
 _READ_AFTER = (
     select(_audit.c.seq, _audit.c.at, _audit.c.actor, _audit.c.action, _audit.c.subject)
     .add_columns(_audit.c.data)

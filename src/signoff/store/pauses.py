@@ -12,7 +12,6 @@ from datetime import datetime, timedelta
 from typing import Any, Literal, Protocol
 
 from sqlalchemy import ColumnElement, and_, exists, or_, select, true, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from signoff.store import schema
@@ -26,11 +25,7 @@ PauseStatus = Literal["waiting", "resuming", "done"]
 
 _pauses = schema.pauses
 _links = schema.pause_approvals
-_INSERT_PAUSE, _INSERT_LINK = (
-    {name: dialect.insert(table).on_conflict_do_nothing()
-     for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))}
-    for table in (_pauses, _links)
-)  # fmt: skip
+_INSERT_PAUSE, _INSERT_LINK = schema.inserts_if_new(_pauses), schema.inserts_if_new(_links)
 _PENDING = (
     select(_links.c.approval_id)
     .join(schema.approvals, schema.approvals.c.id == _links.c.approval_id)

@@ -1,6 +1,7 @@
 """The tables, as SQLAlchemy Core. Times are integer microseconds since the epoch (UTC); JSON is
 stored as canonical text, so SQLite and PostgreSQL hold byte-identical values and the audit chain
-hashes the same bytes on both."""
+hashes the same bytes on both. Beside them, the one statement their writers share: a row's insert
+that leaves a row of the same key as it is (`inserts_if_new`)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from sqlalchemy import (
     UniqueConstraint,
     false,
 )
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.sql.dml import Insert
 
 __all__ = [
     "approvals",
@@ -29,6 +32,7 @@ __all__ = [
     "events",
     "external_calls",
     "grants",
+    "inserts_if_new",
     "ledger",
     "messages",
     "metadata",
@@ -409,3 +413,12 @@ ended_sessions = Table(
 )
 """Since version 19: the sign-in sessions that ended before their cookies expired (`until`): a
 person signed out, and no replica takes the cookie again (see `signoff.store.sessions`)."""
+
+
+def inserts_if_new(table: Table) -> dict[str, Insert]:
+    """The insert of a row of `table` that does nothing when a row of the same key is there (its
+    ``rowcount`` 0), by dialect name: ``postgresql`` and ``sqlite``."""
+    return {
+        name: dialect.insert(table).on_conflict_do_nothing()
+        for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))
+    }

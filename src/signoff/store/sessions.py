@@ -9,7 +9,6 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from sqlalchemy import bindparam, delete, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from signoff.store import schema
@@ -24,10 +23,7 @@ KEPT_PAST_EXPIRY = timedelta(days=1)
 two replicas' clocks disagree, so none takes the cookie for unexpired once the record is gone."""
 
 _ended = schema.ended_sessions
-_END = {
-    name: dialect.insert(_ended).on_conflict_do_nothing()
-    for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))
-}
+_END = schema.inserts_if_new(_ended)
 _FORGET = delete(_ended).where(_ended.c.until < bindparam("before"))
 _ENDED = select(_ended.c.id).where(_ended.c.id == bindparam("id"))
 
