@@ -29,6 +29,7 @@ FLOORS: dict[str, int] = {
     "signoff.limits": 0,
     "signoff.redaction": 0,
     "signoff._lazy": 0,
+    "signoff._moved": 0,
     "signoff.telemetry": 0,
     # 1 rules: pure and synchronous.
     "signoff.policy": 1,

@@ -13,6 +13,7 @@ from agno.agent import Agent
 from agno.run.agent import RunOutput
 from agno.run.base import RunStatus
 
+from signoff._moved import moved
 from signoff.errors import ConflictError, ForbiddenError
 from signoff.gate import transcript
 from signoff.gate.external import ExternalRuns, Pause, Resumed, Resumer
@@ -65,6 +66,18 @@ class SignoffAgent:
         )
         for model in models:
             self._guard.guard(model)
+
+    # -- deprecated: the guard's own now ----------------------------------------------------
+
+    @moved(
+        "SignoffAgent.guarded", "the guard the agent's model is wrapped in (it is guarded in place)"
+    )
+    def guarded(self, *args: Any, **kwargs: Any) -> Any:
+        return self._guard.guarded(*args, **kwargs)
+
+    @moved("SignoffAgent.execute", "the guard the agent's model is wrapped in")
+    def execute(self, *args: Any, **kwargs: Any) -> Any:
+        return self._guard.execute(*args, **kwargs)
 
     # -- running ---------------------------------------------------------------------------
 

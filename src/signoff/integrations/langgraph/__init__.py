@@ -21,11 +21,13 @@ principal the app connected with, compare-and-set against one taken elsewhere.
 
 from __future__ import annotations
 
+from signoff._moved import moved
 from signoff.errors import MissingExtraError
 from signoff.gate.external import connect
 from signoff.integrations._hitl import MARK, response_schema
 
 try:  # the framework is imported by the parts below
+    from signoff.integrations.langgraph import interrupt
     from signoff.integrations.langgraph.gate import LangGraphGate
     from signoff.integrations.langgraph.gated import CallResult, gated
     from signoff.integrations.langgraph.node import ApprovalToolNode
@@ -46,3 +48,10 @@ __all__ = [
 ]
 
 ORIGIN = "langgraph"
+
+# `LangGraphGate`'s interrupt methods are functions of `interrupt` that take the gate: the old
+# methods stay, deprecated, attached here where both are known (the gate's module cannot import
+# the interrupt's, which imports it).
+for _name in ("decide_turn", "adecide_turn", "pause", "take"):
+    _new = f"signoff.integrations.langgraph.interrupt.{_name}(gate, ...)"
+    setattr(LangGraphGate, _name, moved(f"LangGraphGate.{_name}", _new)(getattr(interrupt, _name)))

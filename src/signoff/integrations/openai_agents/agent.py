@@ -15,6 +15,7 @@ from agents.items import ToolApprovalItem
 from agents.result import RunResult, RunResultStreaming
 from agents.stream_events import StreamEvent
 
+from signoff._moved import moved
 from signoff.errors import ConflictError
 from signoff.gate.answers import answer_text, blocked_text
 from signoff.gate.external import LEASE, ExternalRuns, Held, Resumed, Resumer
@@ -55,6 +56,20 @@ class SignoffAgent:
         self.idempotent = frozenset(idempotent)
         self.lease = lease
         self._calls = Calls(runs, requested_by=requested_by, idempotent=self.idempotent)
+
+    # -- deprecated: the calls' own now ----------------------------------------------------
+
+    @moved("SignoffAgent.asks", "the wrapped agent's tools, which ask by themselves")
+    def asks(self, *args: Any, **kwargs: Any) -> Any:
+        return self._calls.asks(*args, **kwargs)
+
+    @moved("SignoffAgent.execute", "the wrapped agent's tools, which run once by themselves")
+    def execute(self, *args: Any, **kwargs: Any) -> Any:
+        return self._calls.execute(*args, **kwargs)
+
+    @moved("SignoffAgent.register", "the wrapped agent's tools, registered as they are wrapped")
+    def register(self, *args: Any, **kwargs: Any) -> Any:
+        return self._calls.register(*args, **kwargs)
 
     # -- running ---------------------------------------------------------------------------
 
