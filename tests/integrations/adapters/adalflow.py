@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,9 +28,9 @@ from adalflow.core.types import GeneratorOutput, ModelType  # isort: skip
 from signoff.gate.external import ExternalRuns, Resumed, Resumer
 from signoff.integrations.adalflow import ORIGIN, SignoffPermissions, connect
 from tests.deadline import HANG
+from tests.integrations.adapters import _base
+from tests.integrations.adapters._base import AdapterBase
 from tests.integrations.scenarios import (
-    POLICY,
-    PREVIEWS,
     REQUESTER,
     Call,
     NotSupported,
@@ -121,19 +121,15 @@ class _Run:
     requests: _Requests
 
 
-class AdalFlowAdapter:
+class AdalFlowAdapter(AdapterBase):
     name = "adalflow"
+    no_send = NO_PAYLOAD
+    no_state = NO_STATE
 
     def __init__(self, runs: ExternalRuns, tmp_path: Path) -> None:
-        self.runs = runs
+        super().__init__(runs, tmp_path / "side-effects.txt")
         self.tmp_path = tmp_path
-        self.side_effects = tmp_path / "side-effects.txt"
-        self._turns: list[int] = []
         self._runs: dict[str, _Run] = {}
-
-    @property
-    def model_turns(self) -> int:
-        return len(self._turns)
 
     async def start(self, thread: str, script: Script) -> Outcome:
         steps: list[Call | str] = []
@@ -173,16 +169,6 @@ class AdalFlowAdapter:
     def text(self, output: Any) -> str | None:
         raise NotSupported("no resumer")
 
-    async def send(
-        self,
-        thread: str,
-        approve: bool,
-        *,
-        user: str | None,
-        seen: Mapping[str, int] | None = None,
-    ) -> Outcome:
-        raise NotSupported(NO_PAYLOAD)
-
     async def shown(self, thread: str) -> dict[str, int]:
         """The permission manager's `pending_approvals`: each request's confirmation details
         name its approval and version."""
@@ -191,9 +177,6 @@ class AdalFlowAdapter:
                 request.confirmation_details["signoff"]["version"]
             for request in self._runs[thread].requests.values()
         }  # fmt: skip
-
-    async def tamper(self, thread: str, call: Call) -> None:
-        raise NotSupported(NO_STATE)
 
     async def _next(self, thread: str) -> Outcome:
         """Where the run stands once it waits on a call nobody decided yet, or has finished."""
@@ -229,12 +212,9 @@ class AdalFlowAdapter:
 
 @contextlib.asynccontextmanager
 async def opened(database: str, tmp_path: Path) -> AsyncIterator[AdalFlowAdapter]:
-    runs = await asyncio.to_thread(
-        connect, POLICY, origin=ORIGIN, database=database, previews=PREVIEWS
-    )
-    adapter = AdalFlowAdapter(runs, tmp_path)
-    try:
-        yield adapter
-    finally:
-        await adapter.close()
-        await asyncio.to_thread(runs.close)
+    async with _base.connected(connect, ORIGIN, database) as runs:
+        adapter = AdalFlowAdapter(runs, tmp_path)
+        try:
+            yield adapter
+        finally:
+            await adapter.close()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,13 +22,14 @@ from agno.run.agent import RunOutput
 from signoff.errors import ForbiddenError
 from signoff.gate.external import ExternalRuns, Resumed, Resumer
 from signoff.integrations.agno import ORIGIN, SignoffAgent, connect
+from tests.integrations.adapters import _base
+from tests.integrations.adapters._base import AdapterBase
 from tests.integrations.scenarios import (
-    POLICY,
-    PREVIEWS,
     REQUESTER,
     Call,
     Outcome,
     Script,
+    Seen,
     final_text,
     tools,
 )
@@ -47,7 +48,7 @@ class _Model(Model):
     def _reply(self, messages: list[Message]) -> ModelResponse:
         turn = sum(m.role == "assistant" for m in messages)
         self.turns.append(turn)
-        step = self.script[turn] if turn < len(self.script) else "done"
+        step = _base.step(self.script, turn)
         if isinstance(step, str):
             results = [(m.tool_call_id or "", str(m.content)) for m in messages
                        if m.role == "tool"]  # fmt: skip
@@ -84,19 +85,13 @@ def _tools(side_effects: Path) -> list[Any]:
     return list(tools(side_effects))
 
 
-class AgnoAdapter:
+class AgnoAdapter(AdapterBase):
     name = "agno"
 
     def __init__(self, runs: ExternalRuns, folder: Path) -> None:
-        self.runs = runs
+        super().__init__(runs, folder / "side-effects.txt")
         self.db = SqliteDb(db_file=str(folder / "agno.db"))
-        self.side_effects = folder / "side-effects.txt"
-        self._turns: list[int] = []
         self._agents: dict[str, SignoffAgent] = {}
-
-    @property
-    def model_turns(self) -> int:
-        return len(self._turns)
 
     @staticmethod
     def _outcome(out: RunOutput | None) -> Outcome:
@@ -128,12 +123,7 @@ class AgnoAdapter:
         return self._outcome(output).text
 
     async def send(
-        self,
-        thread: str,
-        approve: bool,
-        *,
-        user: str | None,
-        seen: Mapping[str, int] | None = None,
+        self, thread: str, approve: bool, *, user: str | None, seen: Seen = None
     ) -> Outcome:
         """DCAF's message deciding every waiting call, as the person the app authenticated,
         each with the version of its call the answer listed (signoff's key)."""
@@ -178,10 +168,5 @@ class AgnoAdapter:
 
 @contextlib.asynccontextmanager
 async def opened(database: str, tmp_path: Path) -> AsyncIterator[AgnoAdapter]:
-    runs = await asyncio.to_thread(
-        connect, POLICY, origin=ORIGIN, database=database, previews=PREVIEWS
-    )
-    try:
+    async with _base.connected(connect, ORIGIN, database) as runs:
         yield AgnoAdapter(runs, tmp_path)
-    finally:
-        await asyncio.to_thread(runs.close)

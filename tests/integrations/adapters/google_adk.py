@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import json
 import sqlite3
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +24,15 @@ from google.genai import types
 
 from signoff.gate.external import ExternalRuns, Resumed, Resumer
 from signoff.integrations.google_adk import CONFIRMATION, ORIGIN, SignoffPlugin, connect
+from tests.integrations.adapters import _base
+from tests.integrations.adapters._base import AdapterBase
 from tests.integrations.scenarios import (
-    POLICY,
-    PREVIEWS,
     REQUESTER,
     Call,
     NotSupported,
     Outcome,
     Script,
+    Seen,
     final_text,
     tools,
 )
@@ -53,7 +54,7 @@ class _Model(BaseLlm):
         turn = sum(c.role == "model" and any(p.function_call or p.text for p in c.parts or [])
                    for c in contents)  # fmt: skip
         self.turns.append(turn)
-        step = self.script[turn] if turn < len(self.script) else "done"
+        step = _base.step(self.script, turn)
         if isinstance(step, str):
             results = [
                 (p.function_response.id or "", _said(p.function_response.response or {}))
@@ -83,19 +84,13 @@ def _tools(side_effects: Path) -> list[FunctionTool]:
     return [FunctionTool(f) for f in tools(side_effects)]
 
 
-class GoogleAdkAdapter:
+class GoogleAdkAdapter(AdapterBase):
     name = "google-adk"
 
     def __init__(self, runs: ExternalRuns, sessions: Path, side_effects: Path) -> None:
-        self.runs = runs
+        super().__init__(runs, side_effects)
         self.sessions = sessions
-        self.side_effects = side_effects
-        self._turns: list[int] = []
         self._runners: dict[str, tuple[Runner, SignoffPlugin]] = {}
-
-    @property
-    def model_turns(self) -> int:
-        return len(self._turns)
 
     async def close(self) -> None:
         for runner, _ in self._runners.values():
@@ -158,12 +153,7 @@ class GoogleAdkAdapter:
         return texts[-1] if texts else None
 
     async def send(
-        self,
-        thread: str,
-        approve: bool,
-        *,
-        user: str | None,
-        seen: Mapping[str, int] | None = None,
+        self, thread: str, approve: bool, *, user: str | None, seen: Seen = None
     ) -> Outcome:
         """An ADK client's answer to the confirmations (kagent's UI), taken as the session's
         user's decision: each sends back the request's payload, with its version."""
@@ -244,12 +234,9 @@ class GoogleAdkAdapter:
 
 @contextlib.asynccontextmanager
 async def opened(database: str, tmp_path: Path) -> AsyncIterator[GoogleAdkAdapter]:
-    runs = await asyncio.to_thread(
-        connect, POLICY, origin=ORIGIN, database=database, previews=PREVIEWS
-    )
-    adapter = GoogleAdkAdapter(runs, tmp_path / "sessions.db", tmp_path / "side-effects.txt")
-    try:
-        yield adapter
-    finally:
-        await adapter.close()
-        await asyncio.to_thread(runs.close)
+    async with _base.connected(connect, ORIGIN, database) as runs:
+        adapter = GoogleAdkAdapter(runs, tmp_path / "sessions.db", tmp_path / "side-effects.txt")
+        try:
+            yield adapter
+        finally:
+            await adapter.close()

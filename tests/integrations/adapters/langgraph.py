@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +24,15 @@ from langgraph.types import Command
 from signoff.gate.external import ExternalRuns, Resumed, Resumer
 from signoff.integrations.langchain import SignoffMiddleware, connect
 from signoff.integrations.langgraph import MARK, ApprovalToolNode, resumer
+from tests.integrations.adapters import _base
+from tests.integrations.adapters._base import AdapterBase
 from tests.integrations.lc_app import checkpointer
 from tests.integrations.scenarios import (
-    POLICY,
-    PREVIEWS,
     REQUESTER,
     Call,
     Outcome,
     Script,
+    Seen,
     final_text,
     tools,
 )
@@ -59,7 +60,7 @@ class _Model(BaseChatModel):
     ) -> ChatResult:
         turn = sum(isinstance(m, AIMessage) for m in messages)
         self.turns.append(turn)
-        step = self.script[turn] if turn < len(self.script) else "done"
+        step = _base.step(self.script, turn)
         if isinstance(step, str):
             results = [(m.tool_call_id, str(m.content)) for m in messages
                        if isinstance(m, ToolMessage)]  # fmt: skip
@@ -74,19 +75,13 @@ def _tools(side_effects: Path) -> list[StructuredTool]:
     return [StructuredTool.from_function(f) for f in tools(side_effects)]
 
 
-class LangChainAdapter:
+class LangChainAdapter(AdapterBase):
     name = "langchain"
 
     def __init__(self, runs: ExternalRuns, saver: Any, side_effects: Path) -> None:
-        self.runs = runs
+        super().__init__(runs, side_effects)
         self.saver = saver
-        self.side_effects = side_effects
-        self._turns: list[int] = []
         self._agents: dict[str, Any] = {}
-
-    @property
-    def model_turns(self) -> int:
-        return len(self._turns)
 
     def _agent(self, thread: str, script: Script | None = None) -> Any:
         if script is not None:
@@ -143,12 +138,7 @@ class LangChainAdapter:
         return self._outcome(output).text
 
     async def send(
-        self,
-        thread: str,
-        approve: bool,
-        *,
-        user: str | None,
-        seen: Mapping[str, int] | None = None,
+        self, thread: str, approve: bool, *, user: str | None, seen: Seen = None
     ) -> Outcome:
         """LangChain's ``{"decisions": [...]}``, in the interrupt's order, each with the version
         of its call (signoff's key beside LangChain's)."""
@@ -216,11 +206,6 @@ async def opened(
         checkpoints = str(tmp_path / "checkpoints.db")
     else:
         checkpoints = database.replace("postgresql+asyncpg://", "postgresql://")
-    runs = await asyncio.to_thread(
-        connect, POLICY, origin="langgraph", database=database, previews=PREVIEWS
-    )
-    try:
+    async with _base.connected(connect, "langgraph", database) as runs:
         with checkpointer(checkpoints) as saver:
             yield kind(runs, saver, tmp_path / "side-effects.txt")
-    finally:
-        await asyncio.to_thread(runs.close)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ from signoff.protocols.mcp.upstream import Upstream
 from signoff.store import open_store
 from signoff.types import Approval
 from tests.deadline import HANG
+from tests.integrations.adapters._base import AdapterBase
 from tests.integrations.scenarios import (
     POLICY,
     REQUESTER,
@@ -43,6 +44,7 @@ from tests.integrations.scenarios import (
     NotSupported,
     Outcome,
     Script,
+    Seen,
     final_text,
 )
 from tests.protocols.test_mcp_gateway import text
@@ -87,16 +89,20 @@ class _Session:
         return await answer
 
 
-class MCPGatewayAdapter:
+class MCPGatewayAdapter(AdapterBase):
     name = "mcp-gateway"
+    no_shown = (
+        "the MCP client has no list of held calls to read a version from: the gateway "
+        "shows a held call only in its elicitation dialog, a form for the person at the "
+        "client, and keeps what that form showed itself (src/signoff/protocols/mcp)"
+    )
+    no_state = NO_STATE
 
     def __init__(self, runs: ExternalRuns, front: Gateway, side_effects: Path) -> None:
-        self.runs = runs
-        """The gateway's own gate and store, as the scenarios reach them (the gateway holds
-        its calls through `Gate.hold_external` itself, not through `ExternalRuns`)."""
+        # `runs`: the gateway's own gate and store, as the scenarios reach them (the gateway
+        # holds its calls through `Gate.hold_external` itself, not through `ExternalRuns`).
+        super().__init__(runs, side_effects)
         self.front = front
-        self.side_effects = side_effects
-        self.model_turns = 0
         self._sessions: dict[str, _Session] = {}
 
     async def start(self, thread: str, script: Script) -> Outcome:
@@ -127,12 +133,7 @@ class MCPGatewayAdapter:
         raise NotSupported("no resumer")
 
     async def send(
-        self,
-        thread: str,
-        approve: bool,
-        *,
-        user: str | None,
-        seen: Mapping[str, int] | None = None,
+        self, thread: str, approve: bool, *, user: str | None, seen: Seen = None
     ) -> Outcome:
         """Answer the gateway's dialog for each waiting call, as the person at the client (the
         answer is to the form as the gateway showed it: `seen` has no say in it)."""
@@ -161,16 +162,6 @@ class MCPGatewayAdapter:
                 taken.cancel()
         return await self._next(thread)
 
-    async def shown(self, thread: str) -> dict[str, int]:
-        raise NotSupported(
-            "the MCP client has no list of held calls to read a version from: the gateway "
-            "shows a held call only in its elicitation dialog, a form for the person at the "
-            "client, and keeps what that form showed itself (src/signoff/protocols/mcp)"
-        )
-
-    async def tamper(self, thread: str, call: Call) -> None:
-        raise NotSupported(NO_STATE)
-
     async def _play(self, session: _Session, script: Script) -> str:
         """The model: each turn's calls sent at once, until its final text (``done`` after the
         script), told every result in order."""
@@ -180,11 +171,11 @@ class MCPGatewayAdapter:
         # dialog asked in the middle of the call, as Claude Desktop or VS Code meet it.
         async with Client(self.front.server, mode="legacy", elicitation_callback=callback) as c:
             for turn in script:
-                self.model_turns += 1
+                self._turns.append(len(self._turns))
                 if isinstance(turn, str):
                     return final_text(turn, results)
                 results += await asyncio.gather(*(self._call(session, c, call) for call in turn))
-        self.model_turns += 1
+        self._turns.append(len(self._turns))
         return final_text("done", results)
 
     async def _call(self, session: _Session, client: Client, call: Call) -> tuple[str, str]:

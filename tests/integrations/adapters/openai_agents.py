@@ -5,10 +5,9 @@ drive them: a `Model` of the SDK's interface playing the script with the provide
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +18,9 @@ from sqlalchemy import update
 from signoff.gate.external import ExternalRuns, Resumed, Resumer
 from signoff.integrations.openai_agents import ORIGIN, SignoffAgent, connect
 from signoff.store import schema
+from tests.integrations.adapters import _base
+from tests.integrations.adapters._base import AdapterBase
 from tests.integrations.scenarios import (
-    POLICY,
-    PREVIEWS,
     REQUESTER,
     Call,
     NotSupported,
@@ -51,7 +50,7 @@ class _Played(Model):
                                                                   != "function_call"))
                    for n, k in enumerate(kinds))  # fmt: skip
         self.turns.append(turn)
-        step = self.script[turn] if turn < len(self.script) else "done"
+        step = _base.step(self.script, turn)
         if isinstance(step, str):
             results = [(_field(i, "call_id"), str(_field(i, "output"))) for i in items
                        if _field(i, "type") == "function_call_output"]  # fmt: skip
@@ -71,18 +70,22 @@ def _agent(script: Script, turns: list[int], side_effects: Path) -> Agent[Any]:
                  tools=[function_tool(f) for f in tools(side_effects)])  # fmt: skip
 
 
-class OpenAIAgentsAdapter:
+class OpenAIAgentsAdapter(AdapterBase):
     name = "openai-agents"
+    no_send = (
+        "the Agents SDK's own way to decide is RunState.approve/reject on a state its caller "
+        "holds; SignoffAgent.resume takes none — it answers the kept RunState from the "
+        "decisions in signoff's store, so decisions come only through signoff"
+    )
+    no_shown = (
+        "the SDK's interruptions (ToolApprovalItem: the agent, the raw call item) have no "
+        "room for signoff's approval or its version: an app reads them from signoff "
+        "(runs.waiting(thread), the inbox), which shows them with every held call"
+    )
 
     def __init__(self, runs: ExternalRuns, side_effects: Path) -> None:
-        self.runs = runs
-        self.side_effects = side_effects
-        self._turns: list[int] = []
+        super().__init__(runs, side_effects)
         self._agents: dict[str, SignoffAgent] = {}
-
-    @property
-    def model_turns(self) -> int:
-        return len(self._turns)
 
     async def start(self, thread: str, script: Script) -> Outcome:
         ids = [c.id for turn in script if not isinstance(turn, str) for c in turn]
@@ -107,27 +110,6 @@ class OpenAIAgentsAdapter:
 
     def text(self, output: Any) -> str | None:
         return str(output.final_output)
-
-    async def send(
-        self,
-        thread: str,
-        approve: bool,
-        *,
-        user: str | None,
-        seen: Mapping[str, int] | None = None,
-    ) -> Outcome:
-        raise NotSupported(
-            "the Agents SDK's own way to decide is RunState.approve/reject on a state its caller "
-            "holds; SignoffAgent.resume takes none — it answers the kept RunState from the "
-            "decisions in signoff's store, so decisions come only through signoff"
-        )
-
-    async def shown(self, thread: str) -> dict[str, int]:
-        raise NotSupported(
-            "the SDK's interruptions (ToolApprovalItem: the agent, the raw call item) have no "
-            "room for signoff's approval or its version: an app reads them from signoff "
-            "(runs.waiting(thread), the inbox), which shows them with every held call"
-        )
 
     async def tamper(self, thread: str, call: Call) -> None:
         """Edit the paused run's saved `RunState` JSON in the thread's kept entries (signoff's
@@ -190,11 +172,8 @@ def _replace(value: Any, call: Call) -> None:
 @contextlib.asynccontextmanager
 async def opened(database: str, tmp_path: Path) -> AsyncIterator[OpenAIAgentsAdapter]:
     set_tracing_disabled(True)  # offline: the SDK would export traces to OpenAI
-    runs = await asyncio.to_thread(
-        connect, POLICY, origin=ORIGIN, database=database, previews=PREVIEWS
-    )
     try:
-        yield OpenAIAgentsAdapter(runs, tmp_path / "side-effects.txt")
+        async with _base.connected(connect, ORIGIN, database) as runs:
+            yield OpenAIAgentsAdapter(runs, tmp_path / "side-effects.txt")
     finally:
-        await asyncio.to_thread(runs.close)
         set_tracing_disabled(False)

@@ -4,10 +4,9 @@ and the thread's message history where the integration keeps it — in signoff's
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +28,11 @@ from sqlalchemy import update
 from signoff.gate.external import ExternalRuns, Resumed, Resumer
 from signoff.integrations.pydantic_ai import ORIGIN, SignoffAgent, connect
 from signoff.store import schema
+from tests.integrations.adapters import _base
+from tests.integrations.adapters._base import AdapterBase
 from tests.integrations.scenarios import (
-    POLICY,
-    PREVIEWS,
     REQUESTER,
     Call,
-    NotSupported,
     Outcome,
     Script,
     final_text,
@@ -49,7 +47,7 @@ def _model(script: Script, turns: list[int]) -> FunctionModel:
     def reply(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         turn = sum(isinstance(m, ModelResponse) for m in messages)
         turns.append(turn)
-        step = script[turn] if turn < len(script) else "done"
+        step = _base.step(script, turn)
         if isinstance(step, str):
             results = [(p.tool_call_id, str(p.content)) for m in messages
                        if isinstance(m, ModelRequest) for p in m.parts
@@ -64,20 +62,19 @@ def _agent(script: Script, turns: list[int], side_effects: Path) -> Agent[None, 
     return Agent(_model(script, turns), name="assistant", tools=tools(side_effects))
 
 
-class PydanticAIAdapter:
+class PydanticAIAdapter(AdapterBase):
     name = "pydantic-ai"
+    no_send = (
+        "SignoffAgent.resume takes no DeferredToolResults: Pydantic AI's resume payload is "
+        "built by signoff from the decisions in its store, so decisions come only through "
+        "signoff"
+    )
 
     def __init__(self, runs: ExternalRuns, side_effects: Path) -> None:
-        self.runs = runs
-        self.side_effects = side_effects
-        self._turns: list[int] = []
+        super().__init__(runs, side_effects)
         self._agents: dict[str, SignoffAgent] = {}
         self._outputs: dict[str, Any] = {}
         """Each thread's last run's output: `DeferredToolRequests` while it waits."""
-
-    @property
-    def model_turns(self) -> int:
-        return len(self._turns)
 
     async def start(self, thread: str, script: Script) -> Outcome:
         agent = _agent(script, self._turns, self.side_effects)
@@ -97,20 +94,6 @@ class PydanticAIAdapter:
 
     def text(self, output: Any) -> str | None:
         return str(output.output)
-
-    async def send(
-        self,
-        thread: str,
-        approve: bool,
-        *,
-        user: str | None,
-        seen: Mapping[str, int] | None = None,
-    ) -> Outcome:
-        raise NotSupported(
-            "SignoffAgent.resume takes no DeferredToolResults: Pydantic AI's resume payload is "
-            "built by signoff from the decisions in its store, so decisions come only through "
-            "signoff"
-        )
 
     async def shown(self, thread: str) -> dict[str, int]:
         """The run's `DeferredToolRequests`: its metadata names each call's approval and
@@ -169,10 +152,5 @@ class PydanticAIAdapter:
 
 @contextlib.asynccontextmanager
 async def opened(database: str, tmp_path: Path) -> AsyncIterator[PydanticAIAdapter]:
-    runs = await asyncio.to_thread(
-        connect, POLICY, origin=ORIGIN, database=database, previews=PREVIEWS
-    )
-    try:
+    async with _base.connected(connect, ORIGIN, database) as runs:
         yield PydanticAIAdapter(runs, tmp_path / "side-effects.txt")
-    finally:
-        await asyncio.to_thread(runs.close)

@@ -1,0 +1,63 @@
+"""What every adapter of the shared scenario suite does alike: the integration's `ExternalRuns`
+opened on the scenarios' policy and previews, the count of model turns its scripted model
+played, and the refusals of what a framework has no way to do (a decision sent the
+framework's way, the calls it shows, a state a person could edit)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from signoff.gate.external import ExternalRuns
+from tests.integrations.scenarios import POLICY, PREVIEWS, Call, NotSupported, Outcome, Seen
+
+
+class AdapterBase:
+    """An adapter's shared part: its runs, the file its tools write, the model's turns, and
+    the refusals it names in `no_send`, `no_shown` and `no_state` (empty: it does them)."""
+
+    name = ""
+    no_send = no_shown = no_state = ""
+
+    def __init__(self, runs: ExternalRuns, side_effects: Path) -> None:
+        self.runs = runs
+        self.side_effects = side_effects
+        self._turns: list[int] = []
+        """The turn the scripted model played at each of its calls."""
+
+    @property
+    def model_turns(self) -> int:
+        return len(self._turns)
+
+    async def send(
+        self, thread: str, approve: bool, *, user: str | None, seen: Seen = None
+    ) -> Outcome:
+        raise NotSupported(self.no_send)
+
+    async def shown(self, thread: str) -> dict[str, int]:
+        raise NotSupported(self.no_shown)
+
+    async def tamper(self, thread: str, call: Call) -> None:
+        raise NotSupported(self.no_state)
+
+
+def step(script: Sequence[Any], turn: int) -> Any:
+    """What the script's model plays at `turn`: its calls or its final text (``done`` after
+    the script)."""
+    return script[turn] if turn < len(script) else "done"
+
+
+@contextlib.asynccontextmanager
+async def connected(connect: Callable[..., ExternalRuns], origin: str, database: str
+                    ) -> AsyncIterator[ExternalRuns]:  # fmt: skip
+    """The integration's `connect` on the scenarios' policy and previews, closed after."""
+    runs = await asyncio.to_thread(
+        connect, POLICY, origin=origin, database=database, previews=PREVIEWS
+    )
+    try:
+        yield runs
+    finally:
+        await asyncio.to_thread(runs.close)
