@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from signoff.gate.external import ExternalRuns
+from tests.deadline import HANG
 from tests.integrations.scenarios import POLICY, PREVIEWS, Call, NotSupported, Outcome, Seen
 
 
@@ -61,3 +62,34 @@ async def connected(connect: Callable[..., ExternalRuns], origin: str, database:
         yield runs
     finally:
         await asyncio.to_thread(runs.close)
+
+
+async def stopped(
+    task: asyncio.Task[Any], asked: asyncio.Event, waits: Callable[[], Awaitable[bool]]
+) -> bool:
+    """Wait until a run that goes on by itself in `task` ends (False) or waits on a call nobody
+    decided yet (True, by `waits`); `asked` is set each time it may have begun to wait."""
+    async with asyncio.timeout(HANG):
+        while True:
+            asked.clear()
+            if task.done():
+                return False
+            if await waits():
+                return True
+            # Still going, or still waking up from a decision: until it asks again or ends.
+            woken = asyncio.ensure_future(asked.wait())
+            try:
+                await asyncio.wait([task, woken], return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                woken.cancel()
+
+
+async def cancelled(tasks: Iterable[asyncio.Task[Any]]) -> None:
+    """Stop the runs still waiting on a person (a scenario that stops before the end)."""
+    tasks = list(tasks)
+    for task in tasks:
+        task.cancel()
+    for task in tasks:
+        with contextlib.suppress(asyncio.CancelledError):
+            async with asyncio.timeout(HANG):
+                await task

@@ -27,7 +27,6 @@ from adalflow.core.types import GeneratorOutput, ModelType  # isort: skip
 
 from signoff.gate.external import ExternalRuns, Resumed, Resumer
 from signoff.integrations.adalflow import ORIGIN, SignoffPermissions, connect
-from tests.deadline import HANG
 from tests.integrations.adapters import _base
 from tests.integrations.adapters._base import AdapterBase
 from tests.integrations.scenarios import (
@@ -181,19 +180,13 @@ class AdalFlowAdapter(AdapterBase):
     async def _next(self, thread: str) -> Outcome:
         """Where the run stands once it waits on a call nobody decided yet, or has finished."""
         run = self._runs[thread]
-        async with asyncio.timeout(HANG):
-            while True:
-                run.requests.asked.clear()
-                if run.task.done():
-                    return Outcome(paused=False, text=str(run.task.result().answer))
-                if run.requests and await self._undecided(thread):
-                    return Outcome(paused=True)
-                # Still going, or still waking up from a decision: until it asks again or ends.
-                asked = asyncio.ensure_future(run.requests.asked.wait())
-                try:
-                    await asyncio.wait([run.task, asked], return_when=asyncio.FIRST_COMPLETED)
-                finally:
-                    asked.cancel()
+
+        async def waits() -> bool:
+            return bool(run.requests) and await self._undecided(thread)
+
+        if await _base.stopped(run.task, run.requests.asked, waits):
+            return Outcome(paused=True)
+        return Outcome(paused=False, text=str(run.task.result().answer))
 
     async def _undecided(self, thread: str) -> bool:
         store = self.runs.store
@@ -201,13 +194,7 @@ class AdalFlowAdapter(AdapterBase):
         return any(a.thread_id == thread for a in pending)
 
     async def close(self) -> None:
-        """Stop the runs still waiting on a person (a scenario that stops before the end)."""
-        for run in self._runs.values():
-            run.task.cancel()
-        for run in self._runs.values():
-            with contextlib.suppress(asyncio.CancelledError):
-                async with asyncio.timeout(HANG):
-                    await run.task
+        await _base.cancelled(run.task for run in self._runs.values())
 
 
 @contextlib.asynccontextmanager

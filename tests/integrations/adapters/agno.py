@@ -7,14 +7,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agno.agent import Agent
 from agno.db.sqlite import SqliteDb
-from agno.models.base import Model
 from agno.models.message import Message
 from agno.models.response import ModelResponse
 from agno.run.agent import RunOutput
@@ -24,6 +23,7 @@ from signoff.gate.external import ExternalRuns, Resumed, Resumer
 from signoff.integrations.agno import ORIGIN, SignoffAgent, connect
 from tests.integrations.adapters import _base
 from tests.integrations.adapters._base import AdapterBase
+from tests.integrations.ag_app import Scripted
 from tests.integrations.scenarios import (
     REQUESTER,
     Call,
@@ -36,18 +36,17 @@ from tests.integrations.scenarios import (
 
 
 @dataclass
-class _Model(Model):
-    """Turn n (the assistant messages so far) proposes `script[n]`, with the script's ids."""
+class _Model(Scripted):
+    """The rig's model (tests/integrations/ag_app.py) playing a scenario's script: turn n (the
+    assistant messages so far) proposes `script[n]`, with the script's ids."""
 
     id: str = "scenario"
     name: str = "Scenario"
-    provider: str = "signoff-tests"
-    script: list[Any] = field(default_factory=list)
-    turns: list[int] = field(default_factory=list)
+    played: list[int] = field(default_factory=list)
 
     def _reply(self, messages: list[Message]) -> ModelResponse:
         turn = sum(m.role == "assistant" for m in messages)
-        self.turns.append(turn)
+        self.played.append(turn)
         step = _base.step(self.script, turn)
         if isinstance(step, str):
             results = [(m.tool_call_id or "", str(m.content)) for m in messages
@@ -57,28 +56,6 @@ class _Model(Model):
                   "function": {"name": c.name, "arguments": json.dumps(c.args)}}
                  for c in step]  # fmt: skip
         return ModelResponse(role="assistant", tool_calls=calls)
-
-    def invoke(self, messages: list[Message], *args: Any, **kwargs: Any) -> ModelResponse:
-        return self._reply(messages)
-
-    async def ainvoke(self, messages: list[Message], *args: Any, **kwargs: Any) -> ModelResponse:
-        return self._reply(messages)
-
-    def invoke_stream(
-        self, messages: list[Message], *args: Any, **kwargs: Any
-    ) -> Iterator[ModelResponse]:
-        yield self._reply(messages)
-
-    async def ainvoke_stream(
-        self, messages: list[Message], *args: Any, **kwargs: Any
-    ) -> AsyncIterator[ModelResponse]:
-        yield self._reply(messages)
-
-    def _parse_provider_response(self, response: Any, **kwargs: Any) -> ModelResponse:
-        return response  # type: ignore[no-any-return]
-
-    def _parse_provider_response_delta(self, response: Any) -> ModelResponse:
-        return response  # type: ignore[no-any-return]
 
 
 def _tools(side_effects: Path) -> list[Any]:
@@ -104,7 +81,7 @@ class AgnoAdapter(AdapterBase):
         return await self._agents[thread].agent.aget_last_run_output(session_id=thread)
 
     async def start(self, thread: str, script: Script) -> Outcome:
-        model = _Model(script=list(script), turns=self._turns)
+        model = _Model(script=list(script), played=self._turns)
         agent = Agent(name="assistant", id="assistant", model=model,
                       tools=_tools(self.side_effects), db=self.db)  # fmt: skip
         self._agents[thread] = SignoffAgent(agent, self.runs)

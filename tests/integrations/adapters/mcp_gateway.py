@@ -36,6 +36,7 @@ from signoff.protocols.mcp.upstream import Upstream
 from signoff.store import open_store
 from signoff.types import Approval
 from tests.deadline import HANG
+from tests.integrations.adapters import _base
 from tests.integrations.adapters._base import AdapterBase
 from tests.integrations.scenarios import (
     POLICY,
@@ -195,19 +196,13 @@ class MCPGatewayAdapter(AdapterBase):
         model has finished."""
         session = self._sessions[thread]
         assert session.task is not None
-        async with asyncio.timeout(HANG):
-            while True:
-                session.asked.clear()
-                if session.task.done():
-                    return Outcome(paused=False, text=session.task.result())
-                if await self._waiting(session):
-                    return Outcome(paused=True)
-                # Still going, or waking up from a decision: until a call waits again, or the end.
-                asked = asyncio.ensure_future(session.asked.wait())
-                try:
-                    await asyncio.wait([session.task, asked], return_when=asyncio.FIRST_COMPLETED)
-                finally:
-                    asked.cancel()
+
+        async def waits() -> bool:
+            return bool(await self._waiting(session))
+
+        if await _base.stopped(session.task, session.asked, waits):
+            return Outcome(paused=True)
+        return Outcome(paused=False, text=session.task.result())
 
     async def _waiting(self, session: _Session) -> list[Approval]:
         """The pending approvals of the session's unanswered calls (the gateway's approvals
@@ -234,14 +229,7 @@ class MCPGatewayAdapter(AdapterBase):
                 await session.asked.wait()
 
     async def close(self) -> None:
-        """Stop the sessions still waiting on a person (a scenario that stops before the end)."""
-        tasks = [s.task for s in self._sessions.values() if s.task is not None]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                async with asyncio.timeout(HANG):
-                    await task
+        await _base.cancelled(s.task for s in self._sessions.values() if s.task is not None)
 
 
 @contextlib.asynccontextmanager
