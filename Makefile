@@ -47,7 +47,7 @@ test: lint $(JS_STAMP) chromium debian
 	exit $$tests
 
 # Every test: what CI runs. `make test` leaves the heaviest to it (tests marked heavy, the
-# PostgreSQL runs of the framework and protocol tests): see tests/conftest.py.
+# end-to-end tier, the PostgreSQL runs of the framework and protocol tests): see tests/conftest.py.
 test-all: export SIGNOFF_TEST_ALL := 1
 test-all: test
 
