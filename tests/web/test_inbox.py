@@ -224,6 +224,9 @@ def test_a_decision_in_one_tab_updates_the_others_live(context: BrowserContext, 
     inbox.goto(f"{demo_url}/#/?run={run_id}")
     expect(inbox.locator("article.approval")).to_have_count(5, timeout=TIMEOUT)
     screenshot(inbox, "inbox")
+    # Clicks wait for their button to hold still over two animation frames, which a page in the
+    # background draws none of.
+    deciding.bring_to_front()
     delays = []
     for remaining in range(4, -1, -1):
         approval_id = deciding.locator("article.approval.status-pending").first.get_attribute(
