@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from signoff.errors import InvalidArgumentsError
 from signoff.limits import ArgumentLimits
 from signoff.names import same_person
+from signoff.policy import shell
 from signoff.policy.conditions import Condition, NotJSONError, is_json
 from signoff.policy.glob import Glob, compile_glob
 from signoff.policy.loader import Policy
@@ -126,7 +127,25 @@ class PolicyEngine:
         return self._rules[rule_id]
 
     def evaluate(self, call: ToolCall, context: Context | None = None) -> Verdict:
-        """The verdict for `call`: allow, ask or deny, and the rule that decided."""
+        """The verdict for `call`: allow, ask or deny, and the rule that decided. A shell
+        tool's command is judged part by part (`signoff.policy.shell`)."""
+        command = shell.command_of(call)
+        if command is None:
+            return self._evaluate(call, context)
+        verdict = shell.judge(call, command, lambda part: self._evaluate(part, context))
+        if verdict.kind == "ask" and context is not None and context.grants:
+            # Only a grant for this very command covers it whole; one for any arguments
+            # covers each part it was left for, judged above.
+            digest = shell.digest(call)
+            exact = tuple(g for g in context.grants if digest and g.args_digest == digest)
+            candidates, _ = self._lookup((call.name, call.server, call.agent, call.kind))
+            grant = _covering_grant(call, replace(context, grants=exact), candidates, verdict)
+            if grant is not None:
+                return _granted(grant)
+        return verdict
+
+    def _evaluate(self, call: ToolCall, context: Context | None) -> Verdict:
+        """The verdict for `call` as the rules and grants say, its arguments read as data."""
         key = (call.name, call.server, call.agent, call.kind)
         cached = self._cache.get(key)
         if cached is None:
