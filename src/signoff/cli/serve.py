@@ -174,6 +174,7 @@ def _service(store: Store, settings: ServerConfig, agents: list[Agent]) -> Servi
         undo_seconds=settings.undo_seconds,
         preview_timeout=settings.preview_seconds,
         run_lease=settings.run_lease,
+        hooks=settings.hooks,
     )
 
 

@@ -46,7 +46,7 @@ _SECTION_KEYS = frozenset(
 # Keys read by other parts of signoff (the store, the server, the MCP gateway).
 OTHER_TOP_KEYS = frozenset(
     {"database", "auth", "gateway", "redact", "limits", "allowed_hosts", "notify", "web"}
-    | {"retention", "metrics", "runs"}
+    | {"retention", "metrics", "runs", "hooks"}
 )
 _TOP_KEYS = _SECTION_KEYS | {"version", "servers", "agents"} | OTHER_TOP_KEYS
 # How the MCP gateway reaches a server; the policy ignores them.

@@ -29,6 +29,7 @@ from signoff.server.routes import (
     changes,
     conversation,
     grants,
+    hooks,
     insights,
     me,
     policy,
@@ -54,6 +55,7 @@ ROOMS = (
     policy,
     grants,
     audit,
+    hooks,
 )
 """The API's routers, in the order their routes are matched: the changes' and the catalog's
 paths are no ids, and go before ``/v1/approvals/{id}``."""

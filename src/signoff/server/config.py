@@ -46,6 +46,7 @@ from signoff.policy.loader import load_data, locate
 from signoff.policy.reader import Reader
 from signoff.policy.sections import OTHER_TOP_KEYS
 from signoff.policy.source import parse_text
+from signoff.protocols.hooks.settings import HookSettings, read_hooks
 from signoff.protocols.mcp.settings import GatewaySettings, UpstreamSpec, read_gateway, read_servers
 from signoff.redaction import Redaction
 from signoff.server.hosts import allowed_host
@@ -106,6 +107,8 @@ class ServerConfig:
     retention: RetentionSettings = field(default_factory=RetentionSettings)
     metrics: MetricsSettings = field(default_factory=MetricsSettings)
     """Where else ``/metrics`` is served, without authentication (``metrics.listen``)."""
+    hooks: HookSettings = field(default_factory=HookSettings)
+    """How coding agents' hooks wait for decisions (``hooks:``)."""
 
 
 def load_config(path: Path, *, gateway: bool = False, secrets: bool = True) -> ServerConfig:
@@ -144,6 +147,7 @@ def load_config(path: Path, *, gateway: bool = False, secrets: bool = True) -> S
     run_lease = _run_lease(reader, top.get("runs", {}))
     retention = read_retention(reader, top.get("retention"))
     metrics = read_metrics(reader, top.get("metrics"))
+    hooks = read_hooks(reader, top.get("hooks"))
     upstream = os.environ if gateway else None
     servers = read_servers(reader, top.get("servers"), environment=upstream)
     settings = read_gateway(reader, top.get("gateway"), environment=upstream)
@@ -179,6 +183,7 @@ def load_config(path: Path, *, gateway: bool = False, secrets: bool = True) -> S
         run_lease=run_lease,
         retention=retention,
         metrics=metrics,
+        hooks=hooks,
     )
 
 

@@ -28,6 +28,7 @@ from signoff.gate.notifier import ANY
 from signoff.gate.preview import PREVIEW_SECONDS, Previews, masked
 from signoff.notify import Notifications
 from signoff.policy import Policy, PolicyEngine
+from signoff.protocols.hooks.settings import HookSettings
 from signoff.redaction import Redaction
 from signoff.server.logs import fields_of
 from signoff.store import AuditRecord, Store
@@ -81,6 +82,8 @@ class Service:
     """How long a preview of one of the agents' tools may take (`Tool.preview`)."""
     run_lease: timedelta = LEASE
     """How long this replica holds a run without renewing it (the config's ``runs.lease``)."""
+    hooks: HookSettings = field(default_factory=HookSettings)
+    """How coding agents' hooks wait for decisions (the config's ``hooks:``)."""
     edit_previews: list[EditPreviews] = field(default_factory=list)
     """Where else this process can preview an edited call: an MCP gateway running in it
     (`Gateway.edit_previews`). Its own agents' tools it previews itself."""

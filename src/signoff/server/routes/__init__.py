@@ -7,7 +7,8 @@
 - `changes`, `catalog`, `conversation`: what the inbox reads besides the approvals themselves;
 - `approvals`: the approvals and the decisions on them (the WebSocket channel too); the
   decision's short way through the framework is `signoff.server.quick`;
-- `policy`, `grants`, `audit`, `insights`.
+- `policy`, `grants`, `audit`, `insights`;
+- `hooks`: coding agents' tool hooks (Claude Code, Gemini CLI).
 
 Beside them, the probes (`signoff.server.probes`), the metrics (`signoff.server.metrics`), Slack's
 buttons (`signoff.server.slack`) and sign-on (`signoff.server.sso.routes`) mount their own. Each

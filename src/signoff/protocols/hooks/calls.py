@@ -1,0 +1,164 @@
+"""A coding agent's tool call as its hook tells it: Claude Code's ``PreToolUse`` /
+``PostToolUse`` and Gemini CLI's ``BeforeTool`` / ``AfterTool`` input, read into one `HookCall`
+— checked, bounded, and named as signoff's policy reads a call: the tool (an MCP tool by its
+server and name), its arguments, the agent (``claude-code/REPOSITORY``) and the session its
+thread."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+from typing import Any, Literal
+
+from signoff.errors import SignoffError
+from signoff.types import ToolCall, canonical_json
+
+__all__ = ["AGENTS", "HookCall", "HookInputError", "read_call", "repository_of", "tail"]
+
+Agent = Literal["claude-code", "gemini-cli"]
+AGENTS: tuple[Agent, ...] = ("claude-code", "gemini-cli")
+
+_MCP = {
+    "claude-code": re.compile(r"^mcp__(.+?)__(.+)$"),
+    "gemini-cli": re.compile(r"^mcp_(.+?)_(.+)$"),
+}
+"""How each agent names an MCP server's tool: ``mcp__github__create_issue``."""
+_FIELD = 4096
+"""The longest session id, tool name, path or id taken from a hook's input."""
+
+
+class HookInputError(SignoffError):
+    """A hook's input that is not a coding agent's tool call (a 400: the field it names)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class HookCall:
+    """One tool call of a coding agent, as its hook reported it."""
+
+    agent: Agent
+    event: str
+    """``PreToolUse``/``BeforeTool`` (judge it), ``PostToolUse``/``AfterTool`` (it ran)."""
+    session: str
+    call_id: str
+    """The agent's id of the call (Claude Code's ``tool_use_id``), or one derived from the
+    call when the agent gives none."""
+    tool: str
+    """The tool as the policy names it: an MCP tool's own name, its server in `server`."""
+    server: str | None
+    args: dict[str, Any]
+    cwd: str | None
+    repository: str | None
+    """The repository the agent works in (its folder's name), where it can be told."""
+    transcript_path: str | None
+    response: Any = None
+    """After the call: what the tool returned."""
+
+    @property
+    def before(self) -> bool:
+        return self.event in ("PreToolUse", "BeforeTool")
+
+    @property
+    def path(self) -> str:
+        """The agent path the policy's ``agents:`` section matches: ``claude-code/signoff``."""
+        return f"{self.agent}/{self.repository}" if self.repository else self.agent
+
+    def call(self) -> ToolCall:
+        return ToolCall(
+            id=self.call_id, name=self.tool, args=self.args, server=self.server, agent=self.path
+        )
+
+
+def read_call(agent: Agent, body: Any) -> HookCall:
+    """The call `body` (a hook's input, parsed JSON) reports; `HookInputError` naming the
+    field that is wrong."""
+    if not isinstance(body, Mapping):
+        raise HookInputError("the hook's input must be a JSON object")
+    event = _text(body, "hook_event_name")
+    known = ("PreToolUse", "PostToolUse") if agent == "claude-code" else ("BeforeTool", "AfterTool")
+    if event not in known:
+        raise HookInputError(f"hook_event_name: {event!r} is not one of {list(known)}")
+    name = _text(body, "tool_name")
+    args = body.get("tool_input", {})
+    if not isinstance(args, Mapping):
+        raise HookInputError("tool_input: must be a JSON object")
+    session = _text(body, "session_id")
+    cwd = _optional(body, "cwd")
+    server, tool = _mcp_tool(agent, name, body)
+    call_id = _optional(body, "tool_use_id")
+    if call_id is None:
+        # Gemini CLI names no call: each hook it runs is one call (two alike in one turn are
+        # two), told apart by the moment it was run.
+        moment = _optional(body, "timestamp") or secrets.token_hex(8)
+        digest = hashlib.sha256(canonical_json([moment, name, dict(args)])).hexdigest()[:24]
+        call_id = f"call-{digest}"
+    return HookCall(
+        agent=agent, event=event, session=session, call_id=call_id, tool=tool, server=server,
+        args=dict(args), cwd=cwd, repository=repository_of(cwd),
+        transcript_path=_optional(body, "transcript_path"),
+        response=body.get("tool_response"),
+    )  # fmt: skip
+
+
+def _mcp_tool(agent: Agent, name: str, body: Mapping[str, Any]) -> tuple[str | None, str]:
+    """The MCP server of the tool `name` (None: not an MCP tool), and the tool's own name — as
+    the agent says them (Claude Code's ``mcp_server``, Gemini CLI's ``mcp_context``), else read
+    from its name (``mcp__github__create_issue``)."""
+    context = body.get("mcp_context")
+    if isinstance(context, Mapping):
+        server, tool = context.get("server_name"), context.get("tool_name")
+        if isinstance(server, str) and isinstance(tool, str) and server and tool:
+            return server[:_FIELD], tool[:_FIELD]
+    found = _MCP[agent].match(name)
+    if found is None:
+        return None, name
+    server = body.get("mcp_server")
+    if isinstance(server, str) and name.startswith(f"mcp__{server}__"):
+        return server, name[len(f"mcp__{server}__") :]
+    return found.group(1), found.group(2)
+
+
+def repository_of(cwd: str | None) -> str | None:
+    """The name of the repository `cwd` is in: the folder holding ``.git`` above it where this
+    machine has it, else `cwd`'s own name."""
+    if not cwd:
+        return None
+    try:
+        for folder in (Path(cwd), *Path(cwd).parents):
+            if (folder / ".git").exists():
+                return folder.name or None
+    except OSError:
+        pass
+    return PurePath(cwd).name or None
+
+
+def _text(body: Mapping[str, Any], field: str) -> str:
+    value = body.get(field)
+    if not isinstance(value, str) or not value:
+        raise HookInputError(f"{field}: must be a non-empty string")
+    if len(value) > _FIELD:
+        raise HookInputError(f"{field}: longer than {_FIELD} characters")
+    return value
+
+
+def _optional(body: Mapping[str, Any], field: str) -> str | None:
+    if body.get(field) in (None, ""):
+        return None
+    return _text(body, field)
+
+
+def tail(value: Any, chars: int = 2000, *, depth: int = 4) -> Any:
+    """A bounded copy of what a tool returned, for the audit: each string's last `chars` (a
+    command's output ends with what went wrong), nothing nested past `depth`."""
+    if isinstance(value, str):
+        return value if len(value) <= chars else "…" + value[-chars:]
+    if depth <= 0 and isinstance(value, dict | list):
+        return "…"
+    if isinstance(value, dict):
+        return {str(k)[:200]: tail(v, chars, depth=depth - 1) for k, v in list(value.items())[:50]}
+    if isinstance(value, list):
+        return [tail(v, chars, depth=depth - 1) for v in value[:50]]
+    return value

@@ -1,0 +1,148 @@
+"""What signoff answers a coding agent's hook, on the same `ExternalRuns` core as every
+framework: the call is judged (its session the thread, its call id the key), a call that asks
+is held and waits for a person's decision from any channel up to a bound, and the answer is the
+decision's — allow (with a person's edit as the new input), or deny with the reason the model
+reads. A call let through is recorded in the ledger as handed to the agent, once: the same call
+id is never let through twice. After it ran, what it returned is audited beside its decision.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from signoff.errors import ApprovalTimeout, CallRefused
+from signoff.gate import Gate
+from signoff.gate.answers import blocked_text
+from signoff.gate.bridge import Bridge
+from signoff.gate.external import ExternalRuns, Step
+from signoff.gate.once import Recorded
+from signoff.integrations._calls import step_of
+from signoff.protocols.hooks.calls import AGENTS, Agent, HookCall, tail
+from signoff.store.records import AuditRecord
+
+__all__ = ["Answer", "Hooks", "OnTimeout"]
+
+logger = logging.getLogger("signoff.hooks")
+
+OnTimeout = Literal["ask", "deny"]
+Decision = Literal["allow", "deny", "ask"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Answer:
+    """What the hook tells the agent: run the call (`updated_input`, a person's edit of it), do
+    not (the `reason` is what the model reads), or ask the person at the terminal."""
+
+    decision: Decision
+    reason: str
+    updated_input: dict[str, Any] | None = None
+    approval_id: str | None = None
+
+
+class Hooks:
+    """signoff's answers to the hooks of coding agents, over `gate`. `wait` is how long a held
+    call waits for a decision (seconds; keep it below the hook's own timeout); `on_timeout`
+    what the agent is told when nobody decided by then: ``ask`` (its own prompt at the
+    terminal) or ``deny``."""
+
+    def __init__(
+        self,
+        gate: Gate,
+        *,
+        wait: float,
+        on_timeout: OnTimeout = "ask",
+        bridge: Bridge | None = None,
+        inbox: str | None = None,
+    ) -> None:
+        self.gate = gate
+        self.wait = wait
+        self.on_timeout = on_timeout
+        self.inbox = inbox
+        """The web inbox's address, for the words an agent shows while a call waits."""
+        self._runs: dict[Agent, ExternalRuns] = {
+            agent: ExternalRuns(gate, origin=agent, bridge=bridge) for agent in AGENTS
+        }
+
+    async def answer(self, call: HookCall, *, requested_by: str | None) -> Answer | None:
+        """The answer to a hook's report of `call` by the agent run by `requested_by`: for a
+        call about to run, whether it may; after one ran, None (its result is audited)."""
+        if call.before:
+            return await self.before(call, requested_by=requested_by)
+        await self.after(call, requested_by=requested_by)
+        return None
+
+    async def before(self, call: HookCall, *, requested_by: str | None) -> Answer:
+        """Whether `call` may run: judged, and — held for a person — decided within `wait`."""
+        runs = self._runs[call.agent]
+        proposed = call.call()
+        step = await step_of(
+            runs, proposed, thread=call.session, turn=None, requested_by=requested_by
+        )
+        if step.kind == "wait":
+            assert step.approval is not None
+            try:
+                await runs.gate.wait(step.approval.id, timeout=self.wait)
+            except ApprovalTimeout:
+                return self._unanswered(step)
+            step = await step_of(
+                runs, proposed, thread=call.session, turn=None, requested_by=requested_by
+            )
+            if step.kind == "wait":  # pragma: no cover - a wait returns once decided
+                return self._unanswered(step)
+        approval_id = None if step.approval is None else step.approval.id
+        if step.kind == "answer":
+            return Answer(decision="deny", reason=_told(step), approval_id=approval_id)
+        assert step.call is not None
+        return await self._let_through(runs, step, approval_id)
+
+    async def _let_through(self, runs: ExternalRuns, step: Step, approval_id: str | None) -> Answer:
+        """Allow the call — recorded in the ledger as handed to the agent, once."""
+        assert step.call is not None
+        try:
+            claim = await runs.claim(step.key, step.call)
+        except CallRefused as exc:
+            return Answer(decision="deny", reason=blocked_text(str(exc)), approval_id=approval_id)
+        if isinstance(claim, Recorded):
+            reason = "signoff let this call through once already; it does not run twice"
+            return Answer(decision="deny", reason=reason, approval_id=approval_id)
+        await runs.finish(claim, {"handed_to": runs.origin})
+        if step.approval is None:
+            reason = "signoff: the policy allows this call"
+        else:
+            reason = f"signoff: {step.approval.status} by {step.approval.decided_by}"
+        return Answer(decision="allow", reason=reason, updated_input=step.edited,
+                      approval_id=approval_id)  # fmt: skip
+
+    def _unanswered(self, step: Step) -> Answer:
+        assert step.approval is not None
+        where = f" ({self.inbox}/#/approvals/{step.approval.id})" if self.inbox else ""
+        reason = (
+            f"Nobody decided this call in signoff within {self.wait:g} s; it waits there as "
+            f"approval {step.approval.id}{where}"
+        )
+        return Answer(decision=self.on_timeout, reason=reason, approval_id=step.approval.id)
+
+    async def after(self, call: HookCall, *, requested_by: str | None) -> None:
+        """Audit what `call` returned, next to how it was judged and decided."""
+        runs = self._runs[call.agent]
+        held = (await runs.held(call.session, [call.call_id])).get(call.call_id)
+        record = None if held is None else held.record
+        subject = (record.approval_id if record else None) or runs.key(call.session, call.call_id)
+        data: dict[str, Any] = {
+            "origin": call.agent, "tool": call.tool[:200], "server": call.server,
+            "thread_id": call.session, "call_id": call.call_id, "judged": record is not None,
+            "result": tail(call.response),
+        }  # fmt: skip
+        actor = requested_by or call.agent
+        entry = AuditRecord(actor=actor, action="ran", subject=subject, at=runs.store.now(),
+                            data=data)  # fmt: skip
+        await runs.near(runs.store.append_audit([entry]))
+
+
+def _told(step: Step) -> str:
+    """What the model reads of a call that does not run: a person's response, or why not."""
+    if step.ok and step.approval is not None:
+        return f"A person answered instead of running this call: {step.text}"
+    return step.text
