@@ -63,7 +63,9 @@ def _gate(store: SQLStore) -> Gate:
     return Gate(POLICY, store)
 
 
-def pre(command: str, *, call_id: str = "toolu_1", tool: str = "Bash", **more: Any) -> dict:
+def pre(
+    command: str, *, call_id: str = "toolu_1", tool: str = "Bash", **more: Any
+) -> dict[str, Any]:
     return {
         "session_id": "s-1", "transcript_path": "/nowhere/s-1.jsonl", "cwd": "/work/shop",
         "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": tool,
@@ -84,7 +86,8 @@ async def held(person: httpx.AsyncClient) -> dict[str, Any]:
         items = (await person.get("/v1/approvals", params={"status": "pending"})).json()["items"]
         if items:
             [approval] = items
-            return approval
+            found: dict[str, Any] = approval
+            return found
         await asyncio.sleep(0.01)
 
 
