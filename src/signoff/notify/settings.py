@@ -190,12 +190,9 @@ def read_notify(
 ) -> NotifySettings:
     """The ``notify:`` section; every problem recorded in `reader` with its place."""
     env = os.environ if environment is None else environment
-    if value is None:
-        return NotifySettings()
-    top = reader.mapping(value, ("notify",), "notify")
+    top = reader.section(value, "notify", _TOP)
     if top is None:
         return NotifySettings()
-    reader.keys(top, ("notify",), _TOP, "notify")
     base_url = None
     if "base_url" in top:
         base_url = _url(reader, top["base_url"], ("notify", "base_url"), "base_url")
@@ -431,14 +428,7 @@ def _secret(
         if required:
             reader.error(where, f"{named!r} is required")
         return None
-    variable = reader.string(item[named], (*where, named), named)
-    if variable is None:
-        return None
-    found = env.get(variable)
-    if not found:
-        reader.error((*where, named), f"the environment variable {variable} is not set")
-        return None
-    return found
+    return reader.variable(item[named], (*where, named), named, env)
 
 
 def _url(reader: Reader, value: Any, where: Path, what: str, *, secret: bool = False) -> str | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast, get_args
 
@@ -69,6 +70,27 @@ class Reader:
                     f"(expected one of: {', '.join(sorted(allowed))})",
                     at_key=True,
                 )
+
+    def section(self, value: Any, name: str, allowed: frozenset[str]) -> dict[str, Any] | None:
+        """The top-level section ``name:`` as a mapping, its unknown keys recorded; None when
+        it is left out (null) or is no mapping."""
+        if value is None:
+            return None
+        data = self.mapping(value, (name,), name)
+        if data is not None:
+            self.keys(data, (name,), allowed, name)
+        return data
+
+    def variable(self, value: Any, path: Path, what: str, env: Mapping[str, str]) -> str | None:
+        """The value of the environment variable that `value` names, looked up in `env`."""
+        variable = self.string(value, path, what)
+        if variable is None:
+            return None
+        found = env.get(variable)
+        if not found:
+            self.error(path, f"the environment variable {variable} is not set")
+            return None
+        return found
 
     def string(self, value: Any, path: Path, what: str) -> str | None:
         if not isinstance(value, str) or not value:

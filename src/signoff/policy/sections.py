@@ -69,6 +69,8 @@ _CONNECTION_KEYS = frozenset(
     }
 )
 _SERVER_KEYS = _SECTION_KEYS | _CONNECTION_KEYS
+_NAMED = {"server": ("a server name", _SERVER_KEYS), "agent": ("an agent path", _SECTION_KEYS)}
+"""For the sections under ``servers:`` and ``agents:``: what their names are, and their keys."""
 _KAGENT_BLOCK_KEYS = frozenset(
     {"name", "kind", "apiGroup", "toolNames", "requireApproval", "allowedHeaders"}
 )
@@ -128,7 +130,7 @@ class RuleBuilder:
             and not _TOP_KEYS.intersection(top)
             and all(_is_dcaf_server(v) for v in top.values())
         ):
-            self._servers(top, ())
+            self._named("server", top, ())
         else:
             self.reader.keys(top, (), _TOP_KEYS, "the policy")
             version = top.get("version", 1)
@@ -136,24 +138,17 @@ class RuleBuilder:
                 self.reader.error(("version",), f"unsupported version {version!r}; use 1")
             self._section(top, (), _Scope("global"))
 
-    def _agents(self, agents: dict[str, Any], path: Path) -> None:
-        for name, section in agents.items():
+    def _named(
+        self, kind: Literal["server", "agent"], sections: dict[str, Any], path: Path
+    ) -> None:
+        """The sections of the servers or agents, each under its name (a glob)."""
+        what, allowed = _NAMED[kind]
+        for name, section in sections.items():
             where = (*path, name)
-            if self.reader.globs(name, where, "an agent path") and (
-                body := self._map(section, where)
-            ):
-                self.reader.keys(body, where, _SECTION_KEYS, f"agent {name!r}")
-                self._section(body, where, _Scope("agent", name))
-
-    def _servers(self, servers: dict[str, Any], path: Path) -> None:
-        for name, section in servers.items():
-            where = (*path, name)
-            if self.reader.globs(name, where, "a server name") and (
-                body := self._map(section, where)
-            ):
-                self.reader.keys(body, where, _SERVER_KEYS, f"server {name!r}")
-                self._section(body, where, _Scope("server", name))
-                if _CONNECTION_KEYS.intersection(body):
+            if self.reader.globs(name, where, what) and (body := self._map(section, where)):
+                self.reader.keys(body, where, allowed, f"{kind} {name!r}")
+                self._section(body, where, _Scope(kind, name))
+                if kind == "server" and _CONNECTION_KEYS.intersection(body):
                     self.fronted = True
 
     def _kagent_resource(self, top: dict[str, Any]) -> None:
@@ -212,9 +207,9 @@ class RuleBuilder:
             elif (
                 scope.kind == "global" and key == "servers" and (servers := self._map(value, where))
             ):
-                self._servers(servers, where)
+                self._named("server", servers, where)
             elif scope.kind == "global" and key == "agents" and (agents := self._map(value, where)):
-                self._agents(agents, where)
+                self._named("agent", agents, where)
         # DCAF: a tool that matches neither list asks, whatever the global default says.
         if scope.kind != "global" and "default" not in data and _DCAF_KEYS.intersection(data):
             self._set_default(path, scope, "ask")

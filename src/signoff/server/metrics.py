@@ -164,13 +164,8 @@ class MetricsSettings:
 
 def read_metrics(reader: Reader, value: Any) -> MetricsSettings:
     """The ``metrics:`` section, its mistakes reported to `reader` (file, line, column)."""
-    if value is None:
-        return MetricsSettings()
-    section = reader.mapping(value, ("metrics",), "metrics")
-    if section is None:
-        return MetricsSettings()
-    reader.keys(section, ("metrics",), frozenset({"listen"}), "metrics")
-    if "listen" not in section:
+    section = reader.section(value, "metrics", frozenset({"listen"}))
+    if section is None or "listen" not in section:
         return MetricsSettings()
     where = ("metrics", "listen")
     text = reader.string(section["listen"], where, "metrics.listen")

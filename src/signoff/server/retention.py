@@ -38,12 +38,9 @@ class RetentionSettings:
 
 def read_retention(reader: Reader, value: Any) -> RetentionSettings:
     """The ``retention:`` section; its mistakes are the reader's, with their place."""
-    if value is None:
-        return RetentionSettings()
-    section = reader.mapping(value, ("retention",), "retention")
+    section = reader.section(value, "retention", _KEYS)
     if section is None:
         return RetentionSettings()
-    reader.keys(section, ("retention",), _KEYS, "retention")
     bounds: dict[str, timedelta] = {}
     for key in sorted(_KEYS & section.keys()):
         seconds = reader.duration(section[key], ("retention", key), f"retention.{key}")

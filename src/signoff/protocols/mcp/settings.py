@@ -292,12 +292,9 @@ def read_gateway(
 ) -> GatewaySettings:
     """The ``gateway:`` section; with `environment` (the gateway's own), its state key is
     checked there too."""
-    if value is None:
-        return GatewaySettings()
-    data = reader.mapping(value, ("gateway",), "gateway")
+    data = reader.section(value, "gateway", _GATEWAY_KEYS)
     if data is None:
         return GatewaySettings()
-    reader.keys(data, ("gateway",), _GATEWAY_KEYS, "gateway")
     found: dict[str, Any] = {}
     for key in ("wait", "progress_every", "preview_timeout"):
         if key in data and (seconds := reader.duration(data[key], ("gateway", key), key)):

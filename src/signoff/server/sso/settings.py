@@ -203,11 +203,4 @@ def _environment(
     key: str,
     env: Mapping[str, str],
 ) -> str | None:
-    variable = reader.string(section[key], (*where, key), key)
-    if variable is None:
-        return None
-    found = env.get(variable)
-    if not found:
-        reader.error((*where, key), f"the environment variable {variable} is not set")
-        return None
-    return found
+    return reader.variable(section[key], (*where, key), key, env)
