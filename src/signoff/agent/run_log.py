@@ -21,6 +21,7 @@ from signoff.agent.results import approval_data, tool_message
 from signoff.agent.state import OpenTurn, RunScope, open_turn
 from signoff.agent.tools import ToolResult
 from signoff.errors import ConflictError, SignoffError
+from signoff.gate.background import background
 from signoff.store.ledger import LedgerEntry
 from signoff.store.runs import ResumedTurn, RunStatus, RunWrite, StoredEvent
 from signoff.types import Approval, ToolCall
@@ -191,13 +192,8 @@ class RunLog:
                 except SignoffError:
                     logger.exception("renewing the lease of run %s failed", scope.record.id)
 
-        task = asyncio.create_task(beat())
-        try:
+        async with background(beat()):
             yield
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
 
     async def finish(
         self, scope: RunScope, call: ToolCall, key: str, result: ToolResult, log: list[RunEvent]

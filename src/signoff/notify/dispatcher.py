@@ -25,6 +25,7 @@ import httpx
 
 from signoff import telemetry
 from signoff.errors import NotFoundError
+from signoff.gate.background import background
 from signoff.gate.ids import new_id
 from signoff.gate.notifier import ANY, Notifier
 from signoff.notify.email import Email
@@ -119,13 +120,10 @@ class Notifications:
         """Send for as long as the block lasts. The outbox's cursor is placed first, so every
         event from then on is told."""
         await self.store.outbox_events(limit=0)
-        task = asyncio.create_task(self.run())
         try:
-            yield self
+            async with background(self.run()):
+                yield self
         finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
             if self._own_http:
                 await self._http.aclose()
 

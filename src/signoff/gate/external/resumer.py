@@ -15,6 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 from signoff import telemetry
+from signoff.gate.background import background, cancel
 from signoff.gate.external.runs import ExternalRuns
 from signoff.gate.ids import new_id
 from signoff.gate.resumed import Outputs, Resumed
@@ -136,13 +137,8 @@ class Resumer:
     @contextlib.asynccontextmanager
     async def running(self, *, poll_interval: float = 1.0) -> AsyncIterator[Resumer]:
         """Work in the background while the block runs."""
-        task = asyncio.ensure_future(self.work(poll_interval=poll_interval))
-        try:
+        async with background(self.work(poll_interval=poll_interval)):
             yield self
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
 
     def start(self, *, poll_interval: float = 1.0) -> Callable[[], None]:
         """Work on the bridge's loop in the background, for synchronous apps; returns `stop`,
@@ -154,12 +150,7 @@ class Resumer:
 
         task = self.runs.bridge.run(begin())
 
-        async def halt() -> None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-
         def stop() -> None:
-            self.runs.bridge.run(halt())
+            self.runs.bridge.run(cancel(task))
 
         return stop
