@@ -3,7 +3,7 @@ preview of what it would change, its changes — up to the decision it carries."
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Final, Literal, TypeAlias
 
@@ -87,12 +87,7 @@ class Preview:
 
 def preview_to_dict(preview: Preview) -> dict[str, Any]:
     """The preview as JSON-ready data, as it is stored and as the API shows it."""
-    return {
-        "kind": preview.kind,
-        "body": preview.body,
-        "truncated": preview.truncated,
-        "error": preview.error,
-    }
+    return asdict(preview)
 
 
 def preview_from_dict(data: dict[str, Any]) -> Preview:

@@ -101,8 +101,6 @@ class LangGraphGate:
         if not isinstance(started, tuple):
             return started
         plan, claim = started
-        if isinstance(claim, Recorded):
-            return restored(claim.value, plan.key, plan.edited)
         try:
             result = handler(plan.request)
         except BaseException as exc:
@@ -119,8 +117,6 @@ class LangGraphGate:
         if not isinstance(started, tuple):
             return started
         plan, claim = started
-        if isinstance(claim, Recorded):
-            return restored(claim.value, plan.key, plan.edited)
         try:
             result = await handler(plan.request)
         except BaseException as exc:
@@ -130,9 +126,10 @@ class LangGraphGate:
 
     async def _start(
         self, request: ToolCallRequest
-    ) -> ToolMessage | Command[Any] | tuple[_Run, Claim | Recorded]:
+    ) -> ToolMessage | Command[Any] | tuple[_Run, Claim]:
         """`_plan`, and for a call to run, its claim (on the bridge's loop: one hop for both).
-        A call signoff refuses to run is answered, never run."""
+        A call signoff refuses to run is answered, never run; one that ran before, by its
+        recorded result."""
         plan = await self._plan(request)
         if not isinstance(plan, _Run):
             return plan
@@ -140,6 +137,8 @@ class LangGraphGate:
             claim = await self.runs.claim(plan.key, plan.call, idempotent=plan.idempotent)
         except CallRefused as exc:
             return blocked(request.tool_call, str(exc), plan.key)
+        if isinstance(claim, Recorded):
+            return restored(claim.value, plan.key, plan.edited)
         return plan, claim
 
     async def _plan(self, request: ToolCallRequest) -> _Run | ToolMessage | Command[Any]:
