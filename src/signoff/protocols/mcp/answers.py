@@ -133,24 +133,29 @@ DOING = {"tool": "call", "resource": "read", "prompt": "prompt"}
 """What an answer calls each kind of call."""
 
 
+_NOT_RUN: dict[Status, str] = {
+    "unknown": "was started before and cut off midway (its client went away or its gateway "
+    "stopped): its outcome is unknown, and it was not run again. Calling it again asks for a "
+    "new approval.",
+    "running": "is running for an identical call and has not finished within the gateway's "
+    "wait; its result goes to that call. Calling it again waits on it while it runs, and asks "
+    "anew once it has finished.",
+}
+"""Why an approved call is not run for this request, by the status its answer carries."""
+
+
 def unknown(shape: Shape, approval: Approval) -> Reply:
     """The approved call was started and cut off midway, and may not run again."""
-    return shape.refused(
-        f"the call approved by {approval.id} was started before and cut off midway (its client "
-        "went away or its gateway stopped): its outcome is unknown, and it was not run again. "
-        "Calling it again asks for a new approval.",
-        "unknown",
-    )
+    return _not_run(shape, approval, "unknown")
 
 
 def running(shape: Shape, approval: Approval) -> Reply:
     """The approved call runs for another request, longer than the gateway waits."""
-    return shape.refused(
-        f"the call approved by {approval.id} is running for an identical call and has not "
-        "finished within the gateway's wait; its result goes to that call. Calling it again "
-        "waits on it while it runs, and asks anew once it has finished.",
-        "running",
-    )
+    return _not_run(shape, approval, "running")
+
+
+def _not_run(shape: Shape, approval: Approval, status: Status) -> Reply:
+    return shape.refused(f"the call approved by {approval.id} {_NOT_RUN[status]}", status)
 
 
 def pending(shape: Shape, approval: Approval) -> Reply:
