@@ -25,8 +25,10 @@ from signoff.types import (
     Verdict,
     decision_to_dict,
 )
+from signoff.types.fields import attributes
 
 __all__ = [
+    "approval_record",
     "assignment_record",
     "decision_record",
     "escalation_record",
@@ -128,13 +130,12 @@ def escalation_record(
     at: datetime,
 ) -> AuditRecord:
     """The audit entry of escalation steps reached: who may decide now, and who is told."""
-    return AuditRecord(
+    return approval_record(
+        before,
+        "escalate",
         actor=AUTOMATIC,
-        action="escalate",
-        subject=before.id,
         at=at,
         data={
-            "tool": before.call.name,
             "rule": before.rule,
             "to": sorted({role for step in steps for role in step.to}),
             "approvers": list(approvers),
@@ -145,13 +146,12 @@ def escalation_record(
 
 def assignment_record(before: Approval, assigned: Assignment) -> AuditRecord:
     """The audit entry of an approval handed to someone: to whom, by whom, with what note."""
-    return AuditRecord(
+    return approval_record(
+        before,
+        "assign",
         actor=assigned.by,
-        action="assign",
-        subject=before.id,
         at=assigned.at,
         data={
-            "tool": before.call.name,
             "rule": before.rule,
             "to": assigned.to,
             "note": assigned.note,
@@ -160,48 +160,47 @@ def assignment_record(before: Approval, assigned: Assignment) -> AuditRecord:
     )
 
 
-def grant_record(grant: Grant, approval: Approval, *, actor: str, at: datetime) -> AuditRecord:
+def approval_record(
+    approval: Approval, action: str, *, actor: str, at: datetime, data: dict[str, Any]
+) -> AuditRecord:
+    """An audit entry of `action` on `approval`: its data names the call's tool, then `data`."""
     return AuditRecord(
         actor=actor,
-        action="grant",
-        subject=grant.id,
+        action=action,
+        subject=approval.id,
         at=at,
-        data={
-            "tool": grant.tool,
-            **({} if grant.kind == "tool" else {"kind": grant.kind}),
-            "agent": grant.agent,
-            "scope": grant.scope,
-            "subject": grant.subject,
-            "requested_by": grant.requested_by,
-            "args_digest": grant.args_digest,
-            "rule": grant.rule,
-            "rule_digest": grant.rule_digest,
-            "roles": list(grant.roles),
-            "approval": approval.id,
-        },
+        data={"tool": approval.call.name, **data},
     )
+
+
+def grant_record(grant: Grant, approval: Approval, *, actor: str, at: datetime) -> AuditRecord:
+    data = {
+        **_tool(grant.tool, grant.kind),
+        **attributes(grant, "agent", "scope", "subject", "requested_by"),
+        **attributes(grant, "args_digest", "rule", "rule_digest"),
+        "roles": list(grant.roles),
+        "approval": approval.id,
+    }
+    return AuditRecord(actor=actor, action="grant", subject=grant.id, at=at, data=data)
 
 
 def use_record(
     grant_id: str, call: ToolCall, context: CheckContext, *, at: datetime
 ) -> AuditRecord:
     """The audit entry of one call a grant let through without asking anyone."""
-    return AuditRecord(
-        actor=context.requested_by or "agent",
-        action="grant_use",
-        subject=grant_id,
-        at=at,
-        data={
-            "tool": call.name,
-            **({} if call.kind == "tool" else {"kind": call.kind}),
-            "server": call.server,
-            "agent": call.agent,
-            "digest": call.digest,
-            "call_id": call.id,
-            "run_id": context.run_id,
-            "thread_id": context.thread_id,
-        },
-    )
+    data = {
+        **_tool(call.name, call.kind),
+        **attributes(call, "server", "agent", "digest"),
+        "call_id": call.id,
+        **attributes(context, "run_id", "thread_id"),
+    }
+    actor = context.requested_by or "agent"
+    return AuditRecord(actor=actor, action="grant_use", subject=grant_id, at=at, data=data)
+
+
+def _tool(name: str, kind: str) -> dict[str, Any]:
+    """The tool an entry is about, and what kind of call it is when it is not a tool's."""
+    return {"tool": name} if kind == "tool" else {"tool": name, "kind": kind}
 
 
 def grant_for(

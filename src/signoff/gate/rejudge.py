@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 
 from signoff.gate.deciders import applied
 from signoff.gate.outcome import approval_context
-from signoff.gate.records import decision_record
+from signoff.gate.records import approval_record, decision_record
 from signoff.gate.versions import changed
 from signoff.policy import PolicyEngine
 from signoff.store import AuditRecord
@@ -56,13 +56,12 @@ def rejudged(
     ruled = _ruled(approval, verdict, at, engine.version)
     note = _note(approval, ruled, verdict)
     after = changed(ruled, "policy", by=AUTOMATIC, at=at, note=note, base=approval)
-    record = AuditRecord(
+    record = approval_record(
+        approval,
+        "rejudge",
         actor=AUTOMATIC,
-        action="rejudge",
-        subject=approval.id,
         at=at,
         data={
-            "tool": approval.call.name,
             "policy": engine.version,
             "rule": verdict.rule,
             "previous_rule": approval.rule,

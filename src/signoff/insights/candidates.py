@@ -9,6 +9,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
+from signoff.types.fields import attributes
+
 if TYPE_CHECKING:
     from signoff.store.insights import GroupStats, Voices
 
@@ -84,11 +86,7 @@ class Candidate:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "kind": self.kind,
-            "rule": self.rule,
-            "tool": self.tool,
-            "agent": self.agent,
-            "text": self.text,
+            **attributes(self, "kind", "rule", "tool", "agent", "text"),
             "needs": [need.to_json() for need in self.needs],
             "dropped": self.dropped,
         }

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
 from signoff.errors import SignoffError
+from signoff.types.fields import attributes
 
 if TYPE_CHECKING:
     from signoff.store.base import Store
@@ -53,10 +54,7 @@ async def gather(store: Store, *, days: int, now: datetime) -> Insights:
 def _group_json(group: GroupStats) -> dict[str, Any]:
     times = group.time_to_decision
     return {
-        "rule": group.rule,
-        "tool": group.tool,
-        "agent": group.agent,
-        "asked": group.asked,
+        **attributes(group, "rule", "tool", "agent", "asked"),
         **group.counts,
         "median_seconds": None if times is None else times.median_seconds,
         "p90_seconds": None if times is None else times.p90_seconds,

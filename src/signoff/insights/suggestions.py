@@ -49,6 +49,7 @@ from signoff.insights.lessons import (
 )
 from signoff.insights.report import window_days
 from signoff.types import ToolCall, VerdictKind
+from signoff.types.fields import attributes
 
 if TYPE_CHECKING:
     from signoff.policy import PolicyEngine
@@ -105,15 +106,8 @@ class Suggestion:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "kind": self.kind,
-            "text": self.text,
-            "rule": self.rule,
-            "document": self.document,
-            "diff": self.diff,
-            "matched": self.matched,
-            "total": self.total,
-            "people": self.people,
-            "requesters": self.requesters,
+            **attributes(self, "kind", "text", "rule", "document", "diff"),
+            **attributes(self, "matched", "total", "people", "requesters"),
             "checked": len(self.checks),
             "refused": len(self.refused),
             "let_through": self.let_through,

@@ -21,6 +21,7 @@ from signoff.store.histories import HistoryStore
 from signoff.store.lean import execute
 from signoff.store.pauses import PauseStore
 from signoff.store.times import from_micros, to_micros
+from signoff.types.fields import attributes
 
 __all__ = [
     "ExternalRecord",
@@ -226,15 +227,7 @@ class ExternalStore(PauseStore, HistoryStore, Protocol):
 
 def _record(row: Any) -> ExternalRecord:
     return ExternalRecord(
-        key=row.key,
-        origin=row.origin,
-        thread_id=row.thread_id,
-        call_id=row.call_id,
-        agent=row.agent,
-        digest=row.digest,
-        kind=row.kind,
-        rule=row.rule,
-        reason=row.reason,
-        approval_id=row.approval_id,
+        **attributes(row, "key", "origin", "thread_id", "call_id", "agent", "digest", "kind"),
+        **attributes(row, "rule", "reason", "approval_id"),
         at=from_micros(row.at),
     )

@@ -18,6 +18,7 @@ from signoff.store import schema
 from signoff.store.runner import Transactional
 from signoff.store.times import from_micros, to_micros
 from signoff.types import canonical_json
+from signoff.types.fields import attributes
 
 __all__ = ["NewPause", "Pause", "PauseStatus", "PauseStore", "save_pause"]
 
@@ -262,14 +263,9 @@ def _read_pause(connection: Connection, pause_id: str, *, missing_ok: bool = Fal
         .order_by(_links.c.approval_id)
     ).scalars()
     return Pause(
-        id=row.id,
-        origin=row.origin,
-        thread_id=row.thread_id,
-        agent=row.agent,
-        status=row.status,
+        **attributes(row, "id", "origin", "thread_id", "agent", "status", "attempts"),
         data=json.loads(row.data),
         approvals=tuple(linked),
-        attempts=row.attempts,
         created_at=from_micros(row.created_at),
         updated_at=from_micros(row.updated_at),
         lease_owner=row.lease_owner,

@@ -28,6 +28,7 @@ from signoff.types import (
     preview_from_dict,
     preview_to_dict,
 )
+from signoff.types.fields import attributes
 
 __all__ = ["approval_from_row", "approval_row", "decision_values", "known_ids", "same_named"]
 
@@ -55,16 +56,10 @@ def _json(value: Any) -> str:
 def approval_row(approval: Approval) -> dict[str, Any]:
     call = approval.call
     return {
-        "id": approval.id,
-        "batch_id": approval.batch_id,
-        "run_id": approval.run_id,
-        "thread_id": approval.thread_id,
-        "origin": approval.origin,
+        **attributes(approval, "id", "batch_id", "run_id", "thread_id", "origin"),
         "call_id": call.id,
         "tool": call.name,
-        "kind": call.kind,
-        "server": call.server,
-        "agent": call.agent,
+        **attributes(call, "kind", "server", "agent"),
         "requested_at": to_micros(approval.requested_at),
         "requested_by": approval.requested_by,
         "args_schema": None if approval.args_schema is None else _json(approval.args_schema),
@@ -206,16 +201,9 @@ def approval_from_row(row: Any) -> Approval:
             agent=row.agent,
             kind=row.kind,
         ),
-        batch_id=row.batch_id,
-        run_id=row.run_id,
-        thread_id=row.thread_id,
-        origin=row.origin,
-        rule=row.rule,
-        rule_digest=row.rule_digest,
-        reason=row.reason,
-        status=row.status,
+        **attributes(row, "batch_id", "run_id", "thread_id", "origin", "status"),
+        **attributes(row, "rule", "rule_digest", "reason", "requested_by"),
         requested_at=from_micros(row.requested_at),
-        requested_by=row.requested_by,
         expires_at=None if row.expires_at is None else from_micros(row.expires_at),
         approvers=tuple(json.loads(row.approvers)),
         forbid_self_approval=bool(row.forbid_self_approval),

@@ -28,6 +28,7 @@ from signoff.server.shapes import (
 )
 from signoff.store.runs import RunRecord
 from signoff.store.times import from_micros, to_micros
+from signoff.types.fields import attributes
 
 __all__ = ["EARLIER_BYTES", "EARLIER_RUNS", "router"]
 
@@ -166,12 +167,7 @@ async def _run(service: Service, run_id: str, *, earlier: bool = True) -> dict[s
 
 def _run_summary(record: RunRecord) -> dict[str, Any]:
     return {
-        "id": record.id,
-        "thread_id": record.thread_id,
-        "agent": record.agent,
-        "status": record.status,
-        "started_by": record.started_by,
-        "parent_id": record.parent_id,
+        **attributes(record, "id", "thread_id", "agent", "status", "started_by", "parent_id"),
         "created_at": None if record.created_at is None else iso(record.created_at),
         "updated_at": None if record.updated_at is None else iso(record.updated_at),
     }
