@@ -16,6 +16,17 @@ _ARGS_SHOWN = 1500
 """Characters of the arguments a message shows; the approval's page has them all."""
 _PREVIEW_SHOWN = 1500
 """Characters of a held call's preview a message shows; the approval's page has it all."""
+_TITLES = {
+    "expired": "Expired without a decision: {tool} (not run)",
+    "unknown": "Outcome unknown: {tool} may or may not have run",
+    "assigned": "Assigned to {to} by {actor}: {tool}",
+    "voted": "Approved by {actor}, {needed}: {tool}",
+    "edited": "Edited by {actor}, {needed}: {tool}",
+    "rejudged": "Judged again by a new policy: {tool}",
+}
+"""The titles of the notices that say the same for every call but its tool (and who, and how
+many approvals more)."""
+
 _VERBS = {
     "approved": "approved",
     "edited": "approved with edits",
@@ -53,21 +64,16 @@ class Notice:
         if self.kind == "requested":
             editor = self.data.get("edited_by")  # a message kept up to date says it at once
             return f"Approval needed: {self.tool}" + (f" (edited by {editor})" if editor else "")
-        if self.kind == "expired":
-            return f"Expired without a decision: {self.tool} (not run)"
-        if self.kind == "unknown":
-            return f"Outcome unknown: {self.tool} may or may not have run"
-        if self.kind == "assigned":
-            return f"Assigned to {_whom(self.data.get('to'))} by {self.actor}: {self.tool}"
         if self.kind == "escalated":
             roles = ", ".join(map(str, self.data.get("to") or []))
             return f"Still waiting, now also for {roles}: {self.tool}"
-        if self.kind == "voted":
-            return f"Approved by {self.actor}, {_approvals(self.data.get('needed'))}: {self.tool}"
-        if self.kind == "edited":
-            return f"Edited by {self.actor}, {_approvals(self.data.get('needed'))}: {self.tool}"
-        if self.kind == "rejudged":
-            return f"Judged again by a new policy: {self.tool}"
+        if self.kind in _TITLES:
+            return _TITLES[self.kind].format(
+                tool=self.tool,
+                actor=self.actor,
+                to=_whom(self.data.get("to")),
+                needed=_approvals(self.data.get("needed")),
+            )
         status = self.data.get("status") or (self.approval or {}).get("status", "decided")
         if self.data.get("automatic"):
             return f"{self.tool} {_VERBS.get(status, status)} by signoff: nobody decided in time"
