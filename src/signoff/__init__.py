@@ -46,16 +46,10 @@ if TYPE_CHECKING:
 # Schema; each loads on first use, so that `import signoff` (and the `signoff` command's start)
 # stays light.
 _LAZY = {
-    "CheckContext": "signoff.gate",
-    "Explanation": "signoff.policy",
-    "Gate": "signoff.gate",
-    "Outcome": "signoff.gate",
-    "Policy": "signoff.policy",
-    "PolicyEngine": "signoff.policy",
-    "Rule": "signoff.policy",
+    **dict.fromkeys(("CheckContext", "Gate", "Outcome"), "signoff.gate"),
+    **dict.fromkeys(("Explanation", "Policy", "PolicyEngine", "Rule"), "signoff.policy"),
     "open_store": "signoff.store",
-    "Tool": "signoff.agent",
-    "tool": "signoff.agent",
+    **dict.fromkeys(("Tool", "tool"), "signoff.agent"),
 }
 
 

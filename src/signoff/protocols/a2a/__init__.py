@@ -8,7 +8,9 @@ them so."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from signoff._lazy import lazy_exports as _lazy_exports
 
 if TYPE_CHECKING:
     from signoff.protocols.a2a.handler import SignoffRequestHandler
@@ -17,17 +19,11 @@ if TYPE_CHECKING:
 
 __all__ = ["EXTENSION", "SignoffRequestHandler", "agent_card", "mount_a2a"]
 
-_WHERE = {
-    "EXTENSION": "signoff.protocols.a2a.hitl",
-    "SignoffRequestHandler": "signoff.protocols.a2a.handler",
-    "agent_card": "signoff.protocols.a2a.routes",
-    "mount_a2a": "signoff.protocols.a2a.routes",
-}
-
-
-def __getattr__(name: str) -> Any:
-    import importlib
-
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(_WHERE[name]), name)
+__getattr__ = _lazy_exports(
+    __name__,
+    {
+        "EXTENSION": "signoff.protocols.a2a.hitl",
+        "SignoffRequestHandler": "signoff.protocols.a2a.handler",
+        **dict.fromkeys(("agent_card", "mount_a2a"), "signoff.protocols.a2a.routes"),
+    },
+)
