@@ -128,13 +128,10 @@ async def _allow(window: Window, group: GroupStats) -> Draft | Candidate | None:
         return None
     total = sum(group.counts[s] for s in _DECIDED)
     near = _candidate("allow", group, _approvals(approved, total))
-    if approved < MIN_SAMPLES:
-        return near
     sampled = await _sampled(window, group, "approved", allowing=near)
     if not isinstance(sampled, tuple):
         return sampled
-    sample, asker = sampled
-    calls = [a.requested_call for a in sample]
+    _, calls, asker = sampled
     misses: list[Candidate] = []
     for pattern in shared(calls):
         tally = await window.store.tally(_key(group), since=window.since, match=pattern.match)
@@ -179,8 +176,7 @@ async def _deny(window: Window, group: GroupStats) -> Draft | Candidate | None:
         return near
     if not isinstance(sampled := await _sampled(window, group, "rejected"), tuple):
         return sampled
-    sample, asker = sampled
-    calls = [a.requested_call for a in sample]
+    _, calls, asker = sampled
     voices = (await window.store.tally(_key(group), since=window.since)).voices["rejected"]
     near = replace(near, needs=(*needs, *voices_needed(voices, MIN_PEOPLE, MIN_REQUESTERS)))
     rule = suggested_rule("deny", group, window.engine, asker, asker.priority, {})
@@ -202,13 +198,10 @@ async def _limit(window: Window, group: GroupStats) -> Draft | Candidate | None:
         return None
     count = Need(what="edits", one="edit", have=edited, need=MIN_SAMPLES)
     near = _candidate("limit", group, (count,), "below a bound")
-    if edited < MIN_SAMPLES:
-        return near
     sampled = await _sampled(window, group, "edited", allowing=near)
     if not isinstance(sampled, tuple):
         return sampled
-    sample, asker = sampled
-    asked = [a.requested_call for a in sample]
+    sample, asked, asker = sampled
     misses: list[Candidate] = []
     for name in sorted({k for call in asked for k in call.args if _KEY.fullmatch(k)}):
         lowered = _lowered(sample, name)
@@ -261,20 +254,24 @@ async def _limit(window: Window, group: GroupStats) -> Draft | Candidate | None:
 
 async def _sampled(
     window: Window, group: GroupStats, status: ApprovalStatus, *, allowing: Candidate | None = None
-) -> tuple[list[Approval], Asker] | Candidate | None:
-    """The group's newest calls that ended `status` (at most `SAMPLE`), and what asks about
-    them now; None when nothing does (the policy changed since, or a rule of another kind).
-    For a lesson that would allow, its candidate (`allowing`), dropped when an allow would
+) -> tuple[list[Approval], list[ToolCall], Asker] | Candidate | None:
+    """The group's newest approvals that ended `status` (at most `SAMPLE`), their calls as
+    requested, and what asks about them now; None when nothing does (the policy changed since,
+    or a rule of another kind). For a lesson that would allow, its candidate (`allowing`): as
+    it is while fewer than `MIN_SAMPLES` calls ended `status`, dropped when an allow would
     override a deny rule beside the one that asks."""
+    if allowing is not None and group.counts[status] < MIN_SAMPLES:
+        return allowing
     sample = await window.store.group_sample(
         _key(group), status=status, since=window.since, limit=SAMPLE
     )
-    asker = asker_of(window.engine, [a.requested_call for a in sample])
+    calls = [a.requested_call for a in sample]
+    asker = asker_of(window.engine, calls)
     if asker is None:
         return None
     if allowing is not None and denied_beside(window.engine, group, asker):
         return replace(allowing, dropped=_OVERRIDES)
-    return sample, asker
+    return sample, calls, asker
 
 
 async def _allowing(
