@@ -260,8 +260,7 @@ class OutboxStore(Transactional, Protocol):
             rows = connection.execute(select(_box).where(_box.c.id.in_(taken))).all()
             return sorted((_delivery(r) for r in rows), key=lambda d: (d.next_at, d.seq, d.sink))
 
-        claimed: list[Delivery] = await self.run(work)
-        return claimed
+        return await self.run(work)
 
     async def outbox_done(
         self,

@@ -218,8 +218,7 @@ class RunStore(Transactional, Protocol):
                 )
             return insert_log(connection, record.id, at, messages, events, first=(1, 1))
 
-        result: list[StoredEvent] = await self.run(work)
-        return result
+        return await self.run(work)
 
     async def append_to_run(
         self,
