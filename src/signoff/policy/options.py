@@ -76,12 +76,15 @@ def read_options(
 
 def _quorum(reader: Reader, value: Any, path: Path) -> Quorum | None:
     """``approvals: {count: 2, distinct: true, from: [ops, finance]}``: how many people."""
-    data = reader.mapping(value, path, "approvals")
+    data = reader.mapping_with(
+        value,
+        path,
+        "approvals",
+        _APPROVALS_KEYS,
+        needs=("count",),
+        missing="approvals needs 'count': how many people must approve",
+    )
     if data is None:
-        return None
-    reader.keys(data, path, _APPROVALS_KEYS, "approvals")
-    if "count" not in data:
-        reader.error(path, "approvals needs 'count': how many people must approve")
         return None
     count = reader.integer(data["count"], (*path, "count"), "approvals.count")
     if count is not None and not 1 <= count <= MAX_QUORUM:
@@ -121,12 +124,15 @@ def _escalate(reader: Reader, value: Any, path: Path) -> tuple[Escalation, ...] 
     steps: list[Escalation] = []
     for i, item in enumerate(value):
         where = (*path, i)
-        data = reader.mapping(item, where, "an escalation step")
+        data = reader.mapping_with(
+            item,
+            where,
+            "an escalation step",
+            _ESCALATION_KEYS,
+            needs=("after", "to"),
+            missing="an escalation step needs 'after' and 'to'",
+        )
         if data is None:
-            return None
-        reader.keys(data, where, _ESCALATION_KEYS, "an escalation step")
-        if "after" not in data or "to" not in data:
-            reader.error(where, "an escalation step needs 'after' and 'to'")
             return None
         after = reader.duration(data["after"], (*where, "after"), "escalate.after")
         to = reader.strings(data["to"], (*where, "to"), "escalate.to")
@@ -145,12 +151,15 @@ def _on_timeout(
     """``on_timeout: {after: 15m, decide: approve}`` (or ``reject``, with a ``reason``):
     what signoff decides when nobody does in time; and the time."""
     where = (*path, "on_timeout")
-    found = reader.mapping(data["on_timeout"], where, "on_timeout")
+    found = reader.mapping_with(
+        data["on_timeout"],
+        where,
+        "on_timeout",
+        _ON_TIMEOUT_KEYS,
+        needs=("after", "decide"),
+        missing="on_timeout needs 'after' and 'decide' (approve or reject)",
+    )
     if found is None:
-        return None
-    reader.keys(found, where, _ON_TIMEOUT_KEYS, "on_timeout")
-    if "after" not in found or "decide" not in found:
-        reader.error(where, "on_timeout needs 'after' and 'decide' (approve or reject)")
         return None
     if "timeout" in data:
         reader.error(

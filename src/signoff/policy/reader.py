@@ -71,6 +71,28 @@ class Reader:
                     at_key=True,
                 )
 
+    def mapping_with(
+        self,
+        value: Any,
+        path: Path,
+        what: str,
+        allowed: frozenset[str],
+        *,
+        needs: tuple[str, ...],
+        missing: str,
+    ) -> dict[str, Any] | None:
+        """`value` as a mapping of `allowed` keys (an unknown one recorded) that has every key
+        it `needs`; None when it is no mapping or lacks one (`missing`, what to write, is
+        recorded)."""
+        data = self.mapping(value, path, what)
+        if data is None:
+            return None
+        self.keys(data, path, allowed, what)
+        if not data.keys() >= set(needs):
+            self.error(path, missing)
+            return None
+        return data
+
     def section(self, value: Any, name: str, allowed: frozenset[str]) -> dict[str, Any] | None:
         """The top-level section ``name:`` as a mapping, its unknown keys recorded; None when
         it is left out (null) or is no mapping."""
