@@ -43,6 +43,16 @@ app = typer.Typer(
 )
 
 
+def _asking(what: str) -> Any:
+    """The ``--url`` option of a command that can ask a server for `what` instead."""
+    return typer.Option(
+        "--url",
+        help=f"Ask the signoff server at this URL: {what}.",
+        envvar="SIGNOFF_SERVER",
+        show_default=False,
+    )
+
+
 @app.command()
 def check(
     file: Annotated[Path, typer.Argument(help="The policy or config file to validate.")],
@@ -103,15 +113,7 @@ def explain(
             "by the policy its servers put in force last."
         ),
     ] = None,
-    url: Annotated[
-        str | None,
-        typer.Option(
-            "--url",
-            help="Ask the signoff server at this URL: its policy, its grants.",
-            envvar="SIGNOFF_SERVER",
-            show_default=False,
-        ),
-    ] = None,
+    url: Annotated[str | None, _asking("its policy, its grants")] = None,
     token: Token = None,
     requested_by: Annotated[
         str | None, typer.Option(help="Who asks for the call (with --database).")
@@ -203,15 +205,7 @@ def suggest(
         str | None,
         typer.Option(help="Read the decisions from this database (its URL).", show_default=False),
     ] = None,
-    url: Annotated[
-        str | None,
-        typer.Option(
-            "--url",
-            help="Ask the signoff server at this URL: its decisions, its policy.",
-            envvar="SIGNOFF_SERVER",
-            show_default=False,
-        ),
-    ] = None,
+    url: Annotated[str | None, _asking("its decisions, its policy")] = None,
     token: Token = None,
 ) -> None:
     """Print the policy changes the decisions of the window suggest, each with its evidence
