@@ -12,7 +12,7 @@ import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Final
 
 from signoff.errors import ConflictError, InvalidArgumentsError
 from signoff.gate.ids import new_id
@@ -23,8 +23,23 @@ from signoff.policy import PolicyEngine
 from signoff.store import AuditRecord
 from signoff.store.external import ExternalRecord
 from signoff.types import Approval, Context, Grant, Preview, ToolCall, Verdict, call_json
+from signoff.types.fields import attributes
 
-__all__ = ["Judge", "Judgement", "admit"]
+__all__ = ["RULE_SAYS", "Judge", "Judgement", "admit"]
+
+RULE_SAYS: Final = (
+    "rule",
+    "rule_digest",
+    "reason",
+    "approvers",
+    "forbid_self_approval",
+    "destructive",
+    "quorum",
+    "escalate",
+    "on_timeout",
+)
+"""What an approval takes from the verdict that holds the call: what the asking rule says of
+it (a new policy's verdict changes them while it waits: `signoff.gate.rejudge`)."""
 
 Admitted = tuple[str | None, str | None]
 """A call's digest, or why the gate cannot take its arguments."""
@@ -147,24 +162,13 @@ class Judge:
             id=new_id(),
             call=call,
             batch_id=self.batch_id,
-            run_id=context.run_id,
-            thread_id=context.thread_id,
-            origin=context.origin,
-            rule=verdict.rule,
-            rule_digest=verdict.rule_digest,
-            reason=verdict.reason,
+            **attributes(context, "run_id", "thread_id", "origin", "requested_by"),
+            **attributes(verdict, *RULE_SAYS),
             requested_at=self.now,
-            requested_by=context.requested_by,
             expires_at=None
             if verdict.timeout is None
             else self.now + timedelta(seconds=verdict.timeout),
-            approvers=verdict.approvers,
-            forbid_self_approval=verdict.forbid_self_approval,
-            destructive=verdict.destructive,
             args_schema=self.kept_schema(call),
-            quorum=verdict.quorum,
-            escalate=verdict.escalate,
-            on_timeout=verdict.on_timeout,
             preview=self.previews.get(call.id),
             policy=self.engine.version,
         )

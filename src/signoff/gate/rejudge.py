@@ -22,12 +22,14 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from signoff.gate.deciders import applied
+from signoff.gate.judge import RULE_SAYS
 from signoff.gate.outcome import approval_context
 from signoff.gate.records import approval_record, decision_record
 from signoff.gate.versions import changed
 from signoff.policy import PolicyEngine
 from signoff.store import AuditRecord
 from signoff.types import AUTOMATIC, Approval, Reject, Verdict
+from signoff.types.fields import attributes
 
 __all__ = ["rejudged"]
 
@@ -85,17 +87,9 @@ def _ruled(approval: Approval, verdict: Verdict, at: datetime, engine_version: s
     )
     return replace(
         approval,
-        rule=verdict.rule,
-        rule_digest=verdict.rule_digest,
-        reason=verdict.reason,
-        approvers=verdict.approvers,
-        forbid_self_approval=verdict.forbid_self_approval,
-        destructive=verdict.destructive,
-        quorum=verdict.quorum,
+        **attributes(verdict, *RULE_SAYS),
         votes=approval.votes if same_deciders else (),
-        escalate=verdict.escalate,
         escalated=0 if verdict.escalate != approval.escalate else approval.escalated,
-        on_timeout=verdict.on_timeout,
         expires_at=None if verdict.timeout is None else _until(approval, verdict, at),
         policy=engine_version,
     )
