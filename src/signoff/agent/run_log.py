@@ -25,6 +25,7 @@ from signoff.gate.background import background
 from signoff.store.ledger import LedgerEntry
 from signoff.store.runs import ResumedTurn, RunStatus, RunWrite, StoredEvent
 from signoff.types import Approval, ToolCall
+from signoff.types.fields import attributes
 
 if TYPE_CHECKING:
     from signoff.store.base import Store
@@ -86,13 +87,8 @@ class RunLog:
     async def commit(self, write: RunWrite) -> list[StoredEvent]:
         return await self.store.append_to_run(
             write.run_id,
-            at=write.at,
-            messages=write.messages,
-            events=write.events,
-            status=write.status,
-            owner=write.owner,
-            lease_until=write.lease_until,
-            ancestors=write.ancestors,
+            **attributes(write, "at", "messages", "events", "status"),
+            **attributes(write, "owner", "lease_until", "ancestors"),
         )
 
     async def append(

@@ -25,6 +25,7 @@ from signoff.policy.loader import Policy
 from signoff.policy.model import Rule, SectionDefault, default_digest
 from signoff.policy.source import paused_gc
 from signoff.types import CallKind, Context, Grant, ToolCall, Verdict, VerdictKind, grant_to_dict
+from signoff.types.fields import attributes
 
 __all__ = ["GRANTED", "Explanation", "PolicyEngine"]
 
@@ -367,14 +368,9 @@ def _entry(rule: Rule) -> _Entry:
         kind=rule.effect,
         rule=rule.id,
         reason=rule.reason or f"{lead}: {_describe(rule)}",
-        timeout=rule.timeout,
-        approvers=rule.approvers,
-        forbid_self_approval=rule.forbid_self_approval,
-        destructive=rule.destructive,
         rule_digest=rule.digest,
-        quorum=rule.quorum,
-        escalate=rule.escalate,
-        on_timeout=rule.on_timeout,
+        **attributes(rule, "timeout", "approvers", "forbid_self_approval", "destructive"),
+        **attributes(rule, "quorum", "escalate", "on_timeout"),
     )
     return _Entry(
         rule=rule,
