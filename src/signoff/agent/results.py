@@ -13,7 +13,7 @@ from signoff.agent.state import RunScope
 from signoff.agent.tools import ToolResult
 from signoff.gate.answers import rejected_text
 from signoff.types import Approval, Respond, ToolCall, Verdict
-from signoff.types.fields import attributes
+from signoff.types.fields import same_named
 
 __all__ = [
     "answer",
@@ -63,7 +63,7 @@ def blocked_result(verdict: Verdict) -> ToolResult:
 
 
 def call_data(call: ToolCall) -> dict[str, object]:
-    return attributes(call, "id", "name", "args", "server", "agent")
+    return same_named(call, ("id", "name", "args", "server", "agent"))
 
 
 def approval_data(approval: Approval) -> dict[str, object]:

@@ -25,7 +25,7 @@ from signoff.gate.background import background
 from signoff.store.ledger import LedgerEntry
 from signoff.store.runs import ResumedTurn, RunStatus, RunWrite, StoredEvent
 from signoff.types import Approval, ToolCall
-from signoff.types.fields import attributes
+from signoff.types.fields import same_named
 
 if TYPE_CHECKING:
     from signoff.store.base import Store
@@ -87,8 +87,8 @@ class RunLog:
     async def commit(self, write: RunWrite) -> list[StoredEvent]:
         return await self.store.append_to_run(
             write.run_id,
-            **attributes(write, "at", "messages", "events", "status"),
-            **attributes(write, "owner", "lease_until", "ancestors"),
+            **same_named(write, ("at", "messages", "events", "status")),
+            **same_named(write, ("owner", "lease_until", "ancestors")),
         )
 
     async def append(

@@ -23,7 +23,7 @@ from signoff.policy import PolicyEngine
 from signoff.store import AuditRecord
 from signoff.store.external import ExternalRecord
 from signoff.types import Approval, Context, Grant, Preview, ToolCall, Verdict, call_json
-from signoff.types.fields import attributes
+from signoff.types.fields import same_named
 
 __all__ = ["RULE_SAYS", "Judge", "Judgement", "admit"]
 
@@ -162,8 +162,8 @@ class Judge:
             id=new_id(),
             call=call,
             batch_id=self.batch_id,
-            **attributes(context, "run_id", "thread_id", "origin", "requested_by"),
-            **attributes(verdict, *RULE_SAYS),
+            **same_named(context, ("run_id", "thread_id", "origin", "requested_by")),
+            **same_named(verdict, RULE_SAYS),
             requested_at=self.now,
             expires_at=None
             if verdict.timeout is None

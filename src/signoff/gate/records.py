@@ -25,7 +25,7 @@ from signoff.types import (
     Verdict,
     decision_to_dict,
 )
-from signoff.types.fields import attributes
+from signoff.types.fields import same_named
 
 __all__ = [
     "approval_record",
@@ -176,8 +176,8 @@ def approval_record(
 def grant_record(grant: Grant, approval: Approval, *, actor: str, at: datetime) -> AuditRecord:
     data = {
         **_tool(grant.tool, grant.kind),
-        **attributes(grant, "agent", "scope", "subject", "requested_by"),
-        **attributes(grant, "args_digest", "rule", "rule_digest"),
+        **same_named(grant, ("agent", "scope", "subject", "requested_by")),
+        **same_named(grant, ("args_digest", "rule", "rule_digest")),
         "roles": list(grant.roles),
         "approval": approval.id,
     }
@@ -190,9 +190,9 @@ def use_record(
     """The audit entry of one call a grant let through without asking anyone."""
     data = {
         **_tool(call.name, call.kind),
-        **attributes(call, "server", "agent", "digest"),
+        **same_named(call, ("server", "agent", "digest")),
         "call_id": call.id,
-        **attributes(context, "run_id", "thread_id"),
+        **same_named(context, ("run_id", "thread_id")),
     }
     actor = context.requested_by or "agent"
     return AuditRecord(actor=actor, action="grant_use", subject=grant_id, at=at, data=data)

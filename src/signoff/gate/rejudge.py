@@ -29,7 +29,7 @@ from signoff.gate.versions import changed
 from signoff.policy import PolicyEngine
 from signoff.store import AuditRecord
 from signoff.types import AUTOMATIC, Approval, Reject, Verdict
-from signoff.types.fields import attributes
+from signoff.types.fields import same_named
 
 __all__ = ["rejudged"]
 
@@ -87,7 +87,7 @@ def _ruled(approval: Approval, verdict: Verdict, at: datetime, engine_version: s
     )
     return replace(
         approval,
-        **attributes(verdict, *RULE_SAYS),
+        **same_named(verdict, RULE_SAYS),
         votes=approval.votes if same_deciders else (),
         escalated=0 if verdict.escalate != approval.escalate else approval.escalated,
         expires_at=None if verdict.timeout is None else _until(approval, verdict, at),

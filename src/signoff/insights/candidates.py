@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
-from signoff.types.fields import attributes
+from signoff.types.fields import same_named
 
 if TYPE_CHECKING:
     from signoff.store.insights import GroupStats, Voices
@@ -86,7 +86,7 @@ class Candidate:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            **attributes(self, "kind", "rule", "tool", "agent", "text"),
+            **same_named(self, ("kind", "rule", "tool", "agent", "text")),
             "needs": [need.to_json() for need in self.needs],
             "dropped": self.dropped,
         }

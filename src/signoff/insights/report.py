@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
 from signoff.errors import SignoffError
-from signoff.types.fields import attributes
+from signoff.types.fields import same_named
 
 if TYPE_CHECKING:
     from signoff.store.base import Store
@@ -54,7 +54,7 @@ async def gather(store: Store, *, days: int, now: datetime) -> Insights:
 def _group_json(group: GroupStats) -> dict[str, Any]:
     times = group.time_to_decision
     return {
-        **attributes(group, "rule", "tool", "agent", "asked"),
+        **same_named(group, ("rule", "tool", "agent", "asked")),
         **group.counts,
         "median_seconds": None if times is None else times.median_seconds,
         "p90_seconds": None if times is None else times.p90_seconds,

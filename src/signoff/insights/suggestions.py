@@ -49,7 +49,7 @@ from signoff.insights.lessons import (
 )
 from signoff.insights.report import window_days
 from signoff.types import ToolCall, VerdictKind
-from signoff.types.fields import attributes
+from signoff.types.fields import same_named
 
 if TYPE_CHECKING:
     from signoff.policy import PolicyEngine
@@ -106,8 +106,8 @@ class Suggestion:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            **attributes(self, "kind", "text", "rule", "document", "diff"),
-            **attributes(self, "matched", "total", "people", "requesters"),
+            **same_named(self, ("kind", "text", "rule", "document", "diff")),
+            **same_named(self, ("matched", "total", "people", "requesters")),
             "checked": len(self.checks),
             "refused": len(self.refused),
             "let_through": self.let_through,

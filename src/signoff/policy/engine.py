@@ -25,7 +25,7 @@ from signoff.policy.loader import Policy
 from signoff.policy.model import Rule, SectionDefault, default_digest
 from signoff.policy.source import paused_gc
 from signoff.types import CallKind, Context, Grant, ToolCall, Verdict, VerdictKind, grant_to_dict
-from signoff.types.fields import attributes
+from signoff.types.fields import same_named
 
 __all__ = ["GRANTED", "Explanation", "PolicyEngine"]
 
@@ -369,8 +369,8 @@ def _entry(rule: Rule) -> _Entry:
         rule=rule.id,
         reason=rule.reason or f"{lead}: {_describe(rule)}",
         rule_digest=rule.digest,
-        **attributes(rule, "timeout", "approvers", "forbid_self_approval", "destructive"),
-        **attributes(rule, "quorum", "escalate", "on_timeout"),
+        **same_named(rule, ("timeout", "approvers", "forbid_self_approval", "destructive")),
+        **same_named(rule, ("quorum", "escalate", "on_timeout")),
     )
     return _Entry(
         rule=rule,

@@ -21,7 +21,7 @@ from signoff.store.histories import HistoryStore
 from signoff.store.lean import execute
 from signoff.store.pauses import PauseStore
 from signoff.store.times import from_micros, to_micros
-from signoff.types.fields import attributes
+from signoff.types.fields import same_named
 
 __all__ = [
     "ExternalRecord",
@@ -227,7 +227,7 @@ class ExternalStore(PauseStore, HistoryStore, Protocol):
 
 def _record(row: Any) -> ExternalRecord:
     return ExternalRecord(
-        **attributes(row, "key", "origin", "thread_id", "call_id", "agent", "digest", "kind"),
-        **attributes(row, "rule", "reason", "approval_id"),
+        **same_named(row, ("key", "origin", "thread_id", "call_id", "agent", "digest", "kind")),
+        **same_named(row, ("rule", "reason", "approval_id")),
         at=from_micros(row.at),
     )

@@ -18,7 +18,7 @@ from signoff.store import schema
 from signoff.store.runner import Transactional
 from signoff.store.times import from_micros, to_micros
 from signoff.types import canonical_json
-from signoff.types.fields import attributes
+from signoff.types.fields import same_named
 
 __all__ = ["NewPause", "Pause", "PauseStatus", "PauseStore", "save_pause"]
 
@@ -263,7 +263,7 @@ def _read_pause(connection: Connection, pause_id: str, *, missing_ok: bool = Fal
         .order_by(_links.c.approval_id)
     ).scalars()
     return Pause(
-        **attributes(row, "id", "origin", "thread_id", "agent", "status", "attempts"),
+        **same_named(row, ("id", "origin", "thread_id", "agent", "status", "attempts")),
         data=json.loads(row.data),
         approvals=tuple(linked),
         created_at=from_micros(row.created_at),

@@ -28,7 +28,7 @@ from signoff.types import (
     preview_from_dict,
     preview_to_dict,
 )
-from signoff.types.fields import attributes
+from signoff.types.fields import same_named
 
 __all__ = ["approval_from_row", "approval_row", "decision_values", "known_ids", "same_named"]
 
@@ -43,12 +43,6 @@ def known_ids(ids: Iterable[str], what: str) -> list[str]:
     return ids
 
 
-def same_named(source: Any, names: Iterable[str]) -> dict[str, Any]:
-    """`source`'s attributes of these names, by name: the columns that hold a record's fields as
-    they are — read from a row into the record, or from the record into a row."""
-    return {name: getattr(source, name) for name in names}
-
-
 def _json(value: Any) -> str:
     return canonical_json(value).decode()
 
@@ -56,10 +50,10 @@ def _json(value: Any) -> str:
 def approval_row(approval: Approval) -> dict[str, Any]:
     call = approval.call
     return {
-        **attributes(approval, "id", "batch_id", "run_id", "thread_id", "origin"),
+        **same_named(approval, ("id", "batch_id", "run_id", "thread_id", "origin")),
         "call_id": call.id,
         "tool": call.name,
-        **attributes(call, "kind", "server", "agent"),
+        **same_named(call, ("kind", "server", "agent")),
         "requested_at": to_micros(approval.requested_at),
         "requested_by": approval.requested_by,
         "args_schema": None if approval.args_schema is None else _json(approval.args_schema),
@@ -201,8 +195,8 @@ def approval_from_row(row: Any) -> Approval:
             agent=row.agent,
             kind=row.kind,
         ),
-        **attributes(row, "batch_id", "run_id", "thread_id", "origin", "status"),
-        **attributes(row, "rule", "rule_digest", "reason", "requested_by"),
+        **same_named(row, ("batch_id", "run_id", "thread_id", "origin", "status")),
+        **same_named(row, ("rule", "rule_digest", "reason", "requested_by")),
         requested_at=from_micros(row.requested_at),
         expires_at=None if row.expires_at is None else from_micros(row.expires_at),
         approvers=tuple(json.loads(row.approvers)),

@@ -1,12 +1,14 @@
-"""A value's attributes as data, where each is written under its own name."""
+"""A value's fields as data, where each is written under its own name."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["attributes"]
+__all__ = ["same_named"]
 
 
-def attributes(value: object, *names: str) -> dict[str, Any]:
-    """`value`'s attributes of these `names`, under those names, in that order."""
-    return {name: getattr(value, name) for name in names}
+def same_named(source: Any, names: Iterable[str]) -> dict[str, Any]:
+    """`source`'s attributes of these names, by name, in that order: the fields that a record,
+    a row, a verdict or a document holds under the same names — read from one into another."""
+    return {name: getattr(source, name) for name in names}

@@ -28,7 +28,7 @@ from signoff.server.shapes import (
 )
 from signoff.store.runs import RunRecord
 from signoff.store.times import from_micros, to_micros
-from signoff.types.fields import attributes
+from signoff.types.fields import same_named
 
 __all__ = ["EARLIER_BYTES", "EARLIER_RUNS", "router"]
 
@@ -167,7 +167,7 @@ async def _run(service: Service, run_id: str, *, earlier: bool = True) -> dict[s
 
 def _run_summary(record: RunRecord) -> dict[str, Any]:
     return {
-        **attributes(record, "id", "thread_id", "agent", "status", "started_by", "parent_id"),
+        **same_named(record, ("id", "thread_id", "agent", "status", "started_by", "parent_id")),
         "created_at": None if record.created_at is None else iso(record.created_at),
         "updated_at": None if record.updated_at is None else iso(record.updated_at),
     }
