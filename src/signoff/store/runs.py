@@ -11,7 +11,7 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias, TypedDict, Unpack
 
 from sqlalchemy import and_, bindparam, func, insert, literal, or_, select, tuple_, update
 from sqlalchemy.engine import Connection
@@ -29,6 +29,7 @@ from signoff.types import Approval
 __all__ = [
     "OpenTurn",
     "ResumedTurn",
+    "RunFilters",
     "RunRecord",
     "RunStatus",
     "RunStore",
@@ -40,6 +41,19 @@ __all__ = [
 ]
 
 RunStatus: TypeAlias = Literal["running", "paused", "completed", "failed"]
+
+
+class RunFilters(TypedDict, total=False):
+    """Which runs `RunStore.list_runs` and `RunStore.count_runs` take; each left out takes
+    them all."""
+
+    agent: str | None
+    status: str | None
+    thread_id: str | None
+    roots: bool
+    """Only runs of their own, not a sub-agent's (those have a `parent_id`)."""
+    updated_after: datetime | None
+
 
 # The statements of the run's writes, built once with bound parameters: building a statement
 # costs several times what running it does on SQLite.
@@ -272,27 +286,12 @@ class RunStore(Transactional, Protocol):
         return found
 
     async def list_runs(
-        self,
-        *,
-        agent: str | None = None,
-        status: str | None = None,
-        thread_id: str | None = None,
-        roots: bool = False,
-        updated_after: datetime | None = None,
-        before: str | None = None,
-        limit: int = 50,
+        self, *, before: str | None = None, limit: int = 50, **filters: Unpack[RunFilters]
     ) -> list[RunRecord]:
         """Runs, newest first (by start, then id), after the run `before` when given;
         sub-agents' runs included (they have a `parent_id`) unless `roots`."""
         runs = schema.runs
-        query = _filtered(
-            _runs_query(),
-            agent=agent,
-            status=status,
-            thread_id=thread_id,
-            roots=roots,
-            updated_after=updated_after,
-        )
+        query = _filtered(_runs_query(), filters)
         if before is not None:
             anchor = select(runs.c.created_at).where(runs.c.id == before).scalar_subquery()
             query = query.where(
@@ -302,26 +301,11 @@ class RunStore(Transactional, Protocol):
         rows = await self.run(lambda c: c.execute(query).all(), write=False)
         return [_run_record(row) for row in rows]
 
-    async def count_runs(
-        self,
-        *,
-        agent: str | None = None,
-        status: str | None = None,
-        thread_id: str | None = None,
-        roots: bool = False,
-        updated_after: datetime | None = None,
-    ) -> int:
+    async def count_runs(self, **filters: Unpack[RunFilters]) -> int:
         """How many runs `list_runs` with the same filters lists, over all its pages."""
         runs, subruns = schema.runs, schema.subruns
         linked = runs.outerjoin(subruns, subruns.c.run_id == runs.c.id)
-        query = _filtered(
-            select(func.count()).select_from(linked),
-            agent=agent,
-            status=status,
-            thread_id=thread_id,
-            roots=roots,
-            updated_after=updated_after,
-        )
+        query = _filtered(select(func.count()).select_from(linked), filters)
         count: int = await self.run(lambda c: c.execute(query).scalar_one(), write=False)
         return count
 
@@ -441,26 +425,15 @@ def write_run(connection: Connection, write: RunWrite) -> list[StoredEvent]:
     return insert_log(connection, run_id, write.at, write.messages, write.events, first=first)
 
 
-def _filtered(
-    query: Any,
-    *,
-    agent: str | None,
-    status: str | None,
-    thread_id: str | None,
-    roots: bool,
-    updated_after: datetime | None,
-) -> Any:
+def _filtered(query: Any, filters: RunFilters) -> Any:
     """`query` over runs (and their parent links), narrowed by the filters given."""
     runs, subruns = schema.runs, schema.subruns
-    if agent is not None:
-        query = query.where(runs.c.agent == agent)
-    if thread_id is not None:
-        query = query.where(runs.c.thread_id == thread_id)
-    if status is not None:
-        query = query.where(runs.c.status == status)
-    if roots:
+    for name in ("agent", "thread_id", "status"):
+        if (value := filters.get(name)) is not None:
+            query = query.where(runs.c[name] == value)
+    if filters.get("roots", False):
         query = query.where(subruns.c.run_id.is_(None))
-    if updated_after is not None:
+    if (updated_after := filters.get("updated_after")) is not None:
         query = query.where(runs.c.updated_at > to_micros(updated_after))
     return query
 

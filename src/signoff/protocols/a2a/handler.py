@@ -60,6 +60,7 @@ from signoff.protocols.a2a.messages import Messages
 from signoff.protocols.a2a.reader import Stale, TaskReader, check_id
 from signoff.protocols.ids import id_problem
 from signoff.server.service import Principal, Service
+from signoff.store.runs import RunFilters
 
 __all__ = ["PRINCIPAL", "SignoffRequestHandler", "state_filter_problem"]
 
@@ -177,7 +178,7 @@ class SignoffRequestHandler(RequestHandler):
                     raise InvalidParamsError(
                         f"pageToken {params.page_token!r} is not one this server gave"
                     ) from None
-            filters: dict[str, Any] = {
+            filters: RunFilters = {
                 "agent": self.agent,
                 "status": status,
                 "thread_id": params.context_id or None,
