@@ -109,11 +109,8 @@ def _one_domain(key: str, texts: Sequence[str]) -> Pattern | None:
     if not _DOMAIN.fullmatch(domain):
         return None
     suffix = f"@{domain}"
-    return Pattern(
-        key=key, test="at_domain", value=suffix, near="suffix",
-        condition={"regex": rf"\A{NAME}{re.escape(suffix)}\Z"},
-        shown=f"`{key}` like `<name>{suffix}`",
-    )  # fmt: skip
+    regex = rf"\A{NAME}{re.escape(suffix)}\Z"
+    return _like(key, "at_domain", suffix, "suffix", regex, f"<name>{suffix}")
 
 
 def _one_folder(key: str, texts: Sequence[str]) -> Pattern | None:
@@ -130,8 +127,14 @@ def _one_folder(key: str, texts: Sequence[str]) -> Pattern | None:
     if not all(_NAME.fullmatch(s) and s not in _DOTS for s in segments):
         return None
     prefix = f"{folder}/"
-    return Pattern(
-        key=key, test="in_folder", value=prefix, near="prefix",
-        condition={"regex": rf"\A{re.escape(prefix)}(?!\.\.?\Z){NAME}\Z"},
-        shown=f"`{key}` like `{prefix}<name>`",
-    )  # fmt: skip
+    regex = rf"\A{re.escape(prefix)}(?!\.\.?\Z){NAME}\Z"
+    return _like(key, "in_folder", prefix, "prefix", regex, f"{prefix}<name>")
+
+
+def _like(
+    key: str, test: ArgumentTest, value: str, near: ArgumentTest, regex: str, example: str
+) -> Pattern:
+    """`key` like `example` (``<name>`` standing for any one name): the rule tests it with
+    `regex`, the database with `test` (and `near`) of `value`."""
+    return Pattern(key=key, test=test, value=value, near=near, condition={"regex": regex},
+                   shown=f"`{key}` like `{example}`")  # fmt: skip
