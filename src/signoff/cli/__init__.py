@@ -19,6 +19,7 @@ from signoff.cli import (
     demo,
     gateway,
     grants,
+    hook,
     inbox,
     insights,
     policy,
@@ -84,6 +85,7 @@ app = typer.Typer(
 app.add_typer(policy.app, name="policy")
 app.add_typer(audit.app, name="audit")
 app.add_typer(grants.app, name="grants")
+app.add_typer(hook.app, name="hook")
 app.command("demo")(demo.demo)
 app.command("serve")(serve.serve)
 app.command("approve")(decide.approve)
