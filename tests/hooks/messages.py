@@ -63,8 +63,10 @@ def _events(model: str, turn: Turn) -> Iterator[bytes]:
         blocks.append({"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:24]}", "name": name,
                        "input": arguments})  # fmt: skip
     usage = {"input_tokens": 10, "output_tokens": 1}
-    start: dict[str, Any] = {"id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant",
-             "model": model, "content": [], "stop_reason": None, "usage": usage}  # fmt: skip
+    start: dict[str, Any] = {
+        "id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant",
+        "model": model, "content": [], "stop_reason": None, "usage": usage,
+    }  # fmt: skip
     yield _event("message_start", {"message": start})
     for index, block in enumerate(blocks):
         opened: dict[str, Any]
