@@ -102,13 +102,14 @@ async def signoff_server(
 
 @contextmanager
 def served(
-    arguments: list[str], env: Mapping[str, str]
+    arguments: list[str], env: Mapping[str, str], *, cwd: Path | None = None
 ) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    """`signoff ARGUMENTS --port 0` as a process, until the block ends: its URL, and the process
-    (what it prints after its first line is the block's to read). Stopped with SIGINT."""
+    """`signoff ARGUMENTS --port 0` as a process (in `cwd`), until the block ends: its URL, and
+    the process (what it prints after its first line is the block's to read). Stopped with
+    SIGINT."""
     process = subprocess.Popen(
         [*signoff_command(), *arguments, "--port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=cwd,
     )  # fmt: skip
     assert process.stdout is not None
     try:

@@ -23,7 +23,11 @@ from signoff.store import AuditRecord, open_store
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
-GUIDES = sorted((ROOT / "docs" / "integrations").glob("*.md"))
+CODING_AGENTS = frozenset({"claude-code.md", "gemini-cli.md"})
+"""Pages of agents that run no app of the reader's: tests/hooks run them, not the guides' tests."""
+GUIDES = sorted(
+    p for p in (ROOT / "docs" / "integrations").glob("*.md") if p.name not in CODING_AGENTS
+)
 _BLOCK = re.compile(
     r"(?:<!-- (?P<mark>example|file): (?P<name>[\w.-]+) -->\n)?```(?P<lang>\w+)\n(?P<body>.*?)```",
     re.S,

@@ -21,11 +21,18 @@ from tests.deadline import HANG
 from tests.hooks.messages import Messages, Turn, scripted_messages
 from tests.processes import served, signoff_command
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("claude_agent_sdk") is None,
-    reason="the Claude Agent SDK (and the Claude Code CLI it carries) is not installed: "
-    "pip install 'signoff[claude]'",
-)
+
+def cli_missing() -> str:
+    """Why the Claude Code CLI cannot run here, or "" when it can."""
+    if importlib.util.find_spec("claude_agent_sdk") is None:
+        return (
+            "the Claude Agent SDK (and the Claude Code CLI it carries) is not installed: "
+            "pip install 'signoff[claude]'"
+        )
+    return ""
+
+
+pytestmark = pytest.mark.skipif(bool(cli_missing()), reason=cli_missing() or "installed")
 
 CONFIG = """\
 auth:
@@ -78,8 +85,9 @@ def project(tmp_path: Path, server: str, kind: str, *more: str) -> Path:
     return folder
 
 
-async def claude(folder: Path, api: Messages) -> str:
-    """Run ``claude -p`` in `folder` against the scripted API; what it printed."""
+async def claude(folder: Path, api: Messages, *, token: str = "dev-token") -> str:
+    """Run ``claude -p`` in `folder` against the scripted API, with `token` for signoff in its
+    environment; what it printed."""
     home = folder.parent / "home"
     home.mkdir(exist_ok=True)
     env = {
@@ -87,7 +95,7 @@ async def claude(folder: Path, api: Messages) -> str:
         "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-ant-offline",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "CLAUDE_CODE_MAX_RETRIES": "0",
         "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_ERROR_REPORTING": "1",
-        "SIGNOFF_TOKEN": "dev-token",
+        "SIGNOFF_TOKEN": token,
     }  # fmt: skip
     process = await asyncio.create_subprocess_exec(
         cli(), "-p", "do what the scripted model says", "--output-format", "json",
