@@ -31,6 +31,7 @@ POLICY = Policy.from_dict(
             },
             {"allow": "Bash", "when": {"command": {"glob": "ls*"}}},
             {"allow": ["Read", "Grep"]},
+            {"allow": "Write", "when": {"file_path": {"glob": "/work/shop/**"}}},
             {"deny": "send_money", "server": "bank", "reason": "not from an agent"},
         ],
     }
@@ -221,3 +222,46 @@ async def test_a_hook_needs_a_token_and_a_known_agent(store: SQLStore) -> None:
         agent.headers.pop("Authorization")
         anonymous = await agent.post("/v1/hooks/claude-code", json=pre("ls"))
         assert anonymous.status_code == 401
+
+
+def write(path: str, cwd: str = "/work/shop", call_id: str = "w1") -> dict[str, Any]:
+    return pre("", tool="Write", call_id=call_id) | {
+        "cwd": cwd,
+        "tool_input": {"file_path": path, "content": "hello\n"},
+    }
+
+
+async def test_a_write_is_judged_on_the_path_it_writes_and_runs_on_that_path(
+    store: SQLStore, tmp_path: Any
+) -> None:
+    async with api(store, wait=0.05) as (agent, person):
+        inside = said(await agent.post("/v1/hooks/claude-code", json=write("notes.md")))
+        assert inside["permissionDecision"] == "allow"
+        assert inside["updatedInput"] == {"file_path": "/work/shop/notes.md", "content": "hello\n"}
+        escape = write("/work/shop/../../etc/passwd", call_id="w2")
+        held_out = said(await agent.post("/v1/hooks/claude-code", json=escape))
+        assert held_out["permissionDecision"] == "ask"  # not the allow for /work/shop/**
+        approval = await held(person)
+        assert approval["args"]["file_path"] == "/etc/passwd"
+        assert "+hello" in approval["preview"]["body"]  # the card's diff
+
+
+async def test_a_symlink_out_of_the_project_is_judged_where_it_leads(
+    store: SQLStore, tmp_path: Any
+) -> None:
+    shop = tmp_path / "work" / "shop"
+    shop.mkdir(parents=True)
+    (shop / "out").symlink_to(tmp_path)
+    policy_glob = f"{shop}/**"
+    store_policy = Policy.from_dict(
+        {"rules": [{"allow": "Write", "when": {"file_path": {"glob": policy_glob}}}]}
+    )
+    from signoff.protocols.hooks import Hooks, read_call
+
+    hooks = Hooks(Gate(store_policy, store), wait=0.01)
+    inside = await hooks.before(read_call("claude-code", write("a.md", cwd=str(shop))),
+                                requested_by="dev")  # fmt: skip
+    assert inside.decision == "allow"
+    through = read_call("claude-code", write("out/b.md", cwd=str(shop), call_id="w2"))
+    assert through.args["file_path"] == str(tmp_path / "b.md")
+    assert (await hooks.before(through, requested_by="dev")).decision == "ask"

@@ -178,6 +178,7 @@ async def _on_database(
             gate,
             wait=settings.hooks.wait if wait is None else wait,
             on_timeout=settings.hooks.on_timeout,
+            from_disk=True,  # this process is the agent's user's: it may read their files
         )
         answer = await hooks.answer(call, requested_by=actor or getpass.getuser())
     return output(call.agent, answer)

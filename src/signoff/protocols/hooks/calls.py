@@ -15,6 +15,7 @@ from pathlib import Path, PurePath
 from typing import Any, Literal
 
 from signoff.errors import SignoffError
+from signoff.protocols.hooks.files import resolved
 from signoff.types import ToolCall, canonical_json
 
 __all__ = ["AGENTS", "HookCall", "HookInputError", "read_call", "repository_of", "tail"]
@@ -50,6 +51,9 @@ class HookCall:
     """The tool as the policy names it: an MCP tool's own name, its server in `server`."""
     server: str | None
     args: dict[str, Any]
+    """The arguments as judged and run: a file tool's path resolved (`files.resolved`)."""
+    asked: dict[str, Any]
+    """The arguments as the agent sent them."""
     cwd: str | None
     repository: str | None
     """The repository the agent works in (its folder's name), where it can be told."""
@@ -95,9 +99,11 @@ def read_call(agent: Agent, body: Any) -> HookCall:
         moment = _optional(body, "timestamp") or secrets.token_hex(8)
         digest = hashlib.sha256(canonical_json([moment, name, dict(args)])).hexdigest()[:24]
         call_id = f"call-{digest}"
+    asked = dict(args)
     return HookCall(
         agent=agent, event=event, session=session, call_id=call_id, tool=tool, server=server,
-        args=dict(args), cwd=cwd, repository=repository_of(cwd),
+        args=resolved(name, asked, cwd) if server is None else asked, asked=asked, cwd=cwd,
+        repository=repository_of(cwd),
         transcript_path=_optional(body, "transcript_path"),
         response=body.get("tool_response"),
     )  # fmt: skip

@@ -20,6 +20,7 @@ from signoff.gate.external import ExternalRuns, Step
 from signoff.gate.once import Recorded
 from signoff.integrations._calls import step_of
 from signoff.protocols.hooks.calls import AGENTS, Agent, HookCall, tail
+from signoff.protocols.hooks.files import previews
 from signoff.store.records import AuditRecord
 
 __all__ = ["Answer", "Hooks", "OnTimeout"]
@@ -55,14 +56,19 @@ class Hooks:
         on_timeout: OnTimeout = "ask",
         bridge: Bridge | None = None,
         inbox: str | None = None,
+        from_disk: bool = False,
     ) -> None:
+        """`from_disk`: a write's preview shows the file as it is on this machine (only where
+        the hook runs as the agent's own user, never in a server)."""
         self.gate = gate
         self.wait = wait
         self.on_timeout = on_timeout
         self.inbox = inbox
         """The web inbox's address, for the words an agent shows while a call waits."""
+        shown = previews(from_disk=from_disk)
         self._runs: dict[Agent, ExternalRuns] = {
-            agent: ExternalRuns(gate, origin=agent, bridge=bridge) for agent in AGENTS
+            agent: ExternalRuns(gate, origin=agent, bridge=bridge, previews=shown)
+            for agent in AGENTS
         }
 
     async def answer(self, call: HookCall, *, requested_by: str | None) -> Answer | None:
@@ -95,10 +101,13 @@ class Hooks:
         if step.kind == "answer":
             return Answer(decision="deny", reason=_told(step), approval_id=approval_id)
         assert step.call is not None
-        return await self._let_through(runs, step, approval_id)
+        return await self._let_through(runs, step, approval_id, call)
 
-    async def _let_through(self, runs: ExternalRuns, step: Step, approval_id: str | None) -> Answer:
-        """Allow the call — recorded in the ledger as handed to the agent, once."""
+    async def _let_through(
+        self, runs: ExternalRuns, step: Step, approval_id: str | None, call: HookCall
+    ) -> Answer:
+        """Allow the call — recorded in the ledger as handed to the agent, once — as it was
+        judged: a person's edit, or the arguments resolved, in place of what the agent sent."""
         assert step.call is not None
         try:
             claim = await runs.claim(step.key, step.call)
@@ -112,7 +121,10 @@ class Hooks:
             reason = "signoff: the policy allows this call"
         else:
             reason = f"signoff: {step.approval.status} by {step.approval.decided_by}"
-        return Answer(decision="allow", reason=reason, updated_input=step.edited,
+        updated = step.edited
+        if updated is None and call.args != call.asked:
+            updated = call.args
+        return Answer(decision="allow", reason=reason, updated_input=updated,
                       approval_id=approval_id)  # fmt: skip
 
     def _unanswered(self, step: Step) -> Answer:
