@@ -49,6 +49,8 @@ rules:
     when: {command: {glob: "echo *"}}
   - allow: Bash                  # each redirection is a part of its own: this one is allowed
     when: {command: {eq: ">> effects.txt"}}
+  - allow: Bash
+    when: {command: {eq: "exit 3"}}
 """
 TOKENS = {"SIGNOFF_TOKEN_DEV": "dev-token", "SIGNOFF_TOKEN_OLGA": "olga-token"}
 KINDS = ["http", "command"]
@@ -135,7 +137,7 @@ async def test_an_allowed_command_runs_and_a_denied_one_never_does(
 ) -> None:
     folder = project(tmp_path, server, kind)
     turns = [
-        Turn(calls=[("Bash", {"command": "echo allowed >> effects.txt"})]),
+        Turn(calls=[("Bash", {"command": "echo allowed >> effects.txt; exit 3"})]),
         Turn(calls=[("Bash", {"command": "rm -rf effects.txt"})]),
         Turn(text="All done."),
     ]
@@ -143,7 +145,9 @@ async def test_an_allowed_command_runs_and_a_denied_one_never_does(
         await claude(folder, api)
     assert ran(folder) == ["allowed"]
     allowed, denied = api.results()
-    assert not allowed["is_error"]
+    assert "Exit code 3" in allowed["content"]
+    failed = [e for e in await _audited(server, "ran") if "Exit code 3" in str(e["data"])]
+    assert failed and failed[0]["data"]["judged"]  # PostToolUseFailure, beside its verdict
     assert denied["is_error"] and "nothing is removed wholesale here" in denied["content"]
 
 
@@ -158,8 +162,19 @@ async def test_an_asked_command_approved_in_signoff_runs_once(
         approval = await decide(server, command, {"kind": "approve"})
         await agent
     assert approval["origin"] == "claude-code" and approval["requested_by"] == "dev"
+    audit = await _audited(server, "ran")
+    assert any(e["subject"] == approval["id"] for e in audit)  # PostToolUse, beside it
     assert approval["agent"] == "claude-code/shop"
     assert ran(folder) == ["approved"]
+    headers = {"Authorization": "Bearer olga-token"}
+    async with httpx.AsyncClient(base_url=server, headers=headers, timeout=HANG) as http:
+        shown = await http.get(f"/v1/approvals/{approval['id']}/conversation")
+    said = [m["content"] for m in shown.json()["messages"]]
+    if kind == "command":  # read from the transcript as the user, sent along with the call
+        assert f"Claude Code, working in {folder}" in said
+        assert "do what the scripted model says" in said
+    else:  # the server reads no file a request names
+        assert said == []
 
 
 async def test_an_edit_runs_the_edited_command(tmp_path: Path, server: str) -> None:
@@ -209,3 +224,11 @@ async def test_nobody_deciding_in_time_falls_back_to_claude_codes_own_prompt(
     assert ran(folder) == []  # asked at a terminal that `claude -p` does not have: refused
     [told] = api.results()
     assert "Nobody decided this call in signoff" in told["content"]
+
+
+async def _audited(server: str, action: str) -> list[dict[str, Any]]:
+    headers = {"Authorization": "Bearer olga-token"}
+    async with httpx.AsyncClient(base_url=server, headers=headers, timeout=HANG) as http:
+        found = await http.get("/v1/audit", params={"action": action, "limit": 500})
+    entries: list[dict[str, Any]] = found.json()["items"]
+    return [e for e in entries if e["action"] == action]

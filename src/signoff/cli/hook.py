@@ -93,7 +93,7 @@ def _answer(
 ) -> None:
     """Answer the hook on stdin, or block the call (status 2, why on stderr)."""
     try:
-        body = _read_input()
+        body = _with_conversation(agent, _read_input())
         server = server or (None if database or config else _demo())
         if server:
             said = _through_server(agent, server, token, body)
@@ -109,6 +109,19 @@ def _answer(
     except Exception as exc:
         _block(f"{type(exc).__name__}: {exc}")
     sys.stdout.write(json.dumps(said) + "\n")
+
+
+def _with_conversation(agent: str, body: Any) -> Any:
+    """The hook's input with the session's last turns, read here as the agent's user, for the
+    people who decide a held call (`signoff.protocols.hooks.transcript`)."""
+    from signoff.protocols.hooks.transcript import FIELD, conversation
+
+    if agent != "claude-code" or not isinstance(body, dict):
+        return body
+    path, folder = body.get("transcript_path"), body.get("cwd")
+    if body.get("hook_event_name") != "PreToolUse" or not isinstance(path, str):
+        return body
+    return {**body, FIELD: conversation(path, folder=folder if isinstance(folder, str) else None)}
 
 
 def _demo() -> str | None:

@@ -27,7 +27,10 @@ from signoff.cli.listen import stop
 
 __all__ = ["install", "uninstall"]
 
-_EVENTS = {"claude-code": ("PreToolUse", "PostToolUse"), "gemini-cli": ("BeforeTool", "AfterTool")}
+_EVENTS = {
+    "claude-code": ("PreToolUse", "PostToolUse", "PostToolUseFailure"),
+    "gemini-cli": ("BeforeTool", "AfterTool"),
+}
 _FOLDER = {"claude-code": ".claude", "gemini-cli": ".gemini"}
 _MARK = "/v1/hooks/"
 _GRACE = 30
@@ -125,7 +128,7 @@ def _settings_path(agent: str, user: bool, project: Path) -> Path:
 def _entries(
     agent: str, server: str | None, config: Path | None, wait: float, *, http: bool
 ) -> list[Any]:
-    """Signoff's hook entry for each of the agent's two events."""
+    """Signoff's hook entry for each of the agent's events."""
     if agent == "claude-code" and server and http:
         hook = {
             "type": "http",
@@ -135,7 +138,7 @@ def _entries(
             "timeout": int(wait) + _GRACE,
             "onFailure": "block",
         }
-        return [hook, hook]
+        return [hook] * len(_EVENTS[agent])
     command = [*_program(), "hook", agent]
     if server:
         command += ["--server", server]
@@ -147,7 +150,7 @@ def _entries(
     else:  # Gemini CLI counts milliseconds, and names its hooks
         entry = {"type": "command", "name": "signoff", "command": shlex.join(command),
                  "timeout": (int(wait) + _GRACE) * 1000}  # fmt: skip
-    return [entry, entry]
+    return [entry] * len(_EVENTS[agent])
 
 
 def _program() -> list[str]:

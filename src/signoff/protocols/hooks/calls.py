@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from signoff.errors import SignoffError
 from signoff.protocols.hooks.files import resolved
+from signoff.protocols.hooks.transcript import sent
 from signoff.types import ToolCall, canonical_json
 
 __all__ = ["AGENTS", "HookCall", "HookInputError", "read_call", "repository_of", "tail"]
@@ -28,6 +29,11 @@ _MCP = {
     "gemini-cli": re.compile(r"^mcp_(.+?)_(.+)$"),
 }
 """How each agent names an MCP server's tool: ``mcp__github__create_issue``."""
+_EVENTS = {
+    "claude-code": ("PreToolUse", "PostToolUse", "PostToolUseFailure"),
+    "gemini-cli": ("BeforeTool", "AfterTool"),
+}
+"""The events a hook reports: the first asks whether a call may run, the others say it ran."""
 _FIELD = 4096
 """The longest session id, tool name, path or id taken from a hook's input."""
 
@@ -60,6 +66,8 @@ class HookCall:
     transcript_path: str | None
     response: Any = None
     """After the call: what the tool returned."""
+    conversation: list[dict[str, Any]] | None = None
+    """The session's last messages, where the command hook sent them (`transcript.sent`)."""
 
     @property
     def before(self) -> bool:
@@ -82,7 +90,7 @@ def read_call(agent: Agent, body: Any) -> HookCall:
     if not isinstance(body, Mapping):
         raise HookInputError("the hook's input must be a JSON object")
     event = _text(body, "hook_event_name")
-    known = ("PreToolUse", "PostToolUse") if agent == "claude-code" else ("BeforeTool", "AfterTool")
+    known = _EVENTS[agent]
     if event not in known:
         raise HookInputError(f"hook_event_name: {event!r} is not one of {list(known)}")
     name = _text(body, "tool_name")
@@ -105,7 +113,7 @@ def read_call(agent: Agent, body: Any) -> HookCall:
         args=resolved(name, asked, cwd) if server is None else asked, asked=asked, cwd=cwd,
         repository=repository_of(cwd),
         transcript_path=_optional(body, "transcript_path"),
-        response=body.get("tool_response"),
+        response=body.get("tool_response", body.get("error")), conversation=sent(body),
     )  # fmt: skip
 
 

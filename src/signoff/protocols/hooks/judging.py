@@ -88,6 +88,7 @@ class Hooks:
         )
         if step.kind == "wait":
             assert step.approval is not None
+            await self._paused(runs, call, step.approval.id)
             try:
                 await runs.gate.wait(step.approval.id, timeout=self.wait)
             except ApprovalTimeout:
@@ -126,6 +127,13 @@ class Hooks:
             updated = call.args
         return Answer(decision="allow", reason=reason, updated_input=updated,
                       approval_id=approval_id)  # fmt: skip
+
+    async def _paused(self, runs: ExternalRuns, call: HookCall, approval_id: str) -> None:
+        """Keep the session's conversation with the held call, for the people who decide (the
+        same call held again is the same pause)."""
+        data = {"cwd": call.cwd, "repository": call.repository, "session": call.session}
+        await runs.pause(thread=call.session, approvals=[approval_id], data=data,
+                         agent=call.path, conversation=call.conversation)  # fmt: skip
 
     def _unanswered(self, step: Step) -> Answer:
         assert step.approval is not None
