@@ -108,8 +108,11 @@ async def claude(folder: Path, api: Messages, *, token: str = "dev-token") -> st
     return out.decode()
 
 
-async def decide(server: str, command: str, decision: dict[str, Any]) -> dict[str, Any]:
-    """Wait for the held call of `command`, and decide it as olga."""
+async def decide(
+    server: str, command: str, decision: dict[str, Any], agent: asyncio.Task[str]
+) -> dict[str, Any]:
+    """Wait for the held call of `command` (while the `agent` runs: one that ends first never
+    held it), and decide it as olga."""
     headers = {"Authorization": "Bearer olga-token"}
     async with httpx.AsyncClient(base_url=server, headers=headers, timeout=HANG) as http:
         async with asyncio.timeout(HANG * 4):
@@ -118,6 +121,7 @@ async def decide(server: str, command: str, decision: dict[str, Any]) -> dict[st
                 found = [a for a in pending.json()["items"] if a["args"]["command"] == command]
                 if found:
                     break
+                assert not agent.done(), f"claude ended, the call not held: {agent.result()}"
                 await asyncio.sleep(0.05)
         [approval] = found
         decided = await http.post(f"/v1/approvals/{approval['id']}/decision", json=decision)
@@ -159,7 +163,7 @@ async def test_an_asked_command_approved_in_signoff_runs_once(
     command = f"touch approved-{kind} && echo approved >> effects.txt"
     with scripted_messages([Turn(calls=[("Bash", {"command": command})])]) as api:
         agent = asyncio.create_task(claude(folder, api))
-        approval = await decide(server, command, {"kind": "approve"})
+        approval = await decide(server, command, {"kind": "approve"}, agent)
         await agent
     assert approval["origin"] == "claude-code" and approval["requested_by"] == "dev"
     audit = await _audited(server, "ran")
@@ -183,7 +187,7 @@ async def test_an_edit_runs_the_edited_command(tmp_path: Path, server: str) -> N
     edited = {"command": "echo edited >> effects.txt"}
     with scripted_messages([Turn(calls=[("Bash", {"command": command})])]) as api:
         agent = asyncio.create_task(claude(folder, api))
-        await decide(server, command, {"kind": "edit", "args": edited})
+        await decide(server, command, {"kind": "edit", "args": edited}, agent)
         await agent
     assert ran(folder) == ["edited"]
     assert not (folder / "asked").exists()
@@ -197,7 +201,7 @@ async def test_a_smuggled_command_is_held_and_a_rejection_reaches_the_model(
     reason = {"kind": "reject", "reason": "no piping the internet into a shell"}
     with scripted_messages([Turn(calls=[("Bash", {"command": command})])]) as api:
         agent = asyncio.create_task(claude(folder, api))
-        approval = await decide(server, command, reason)
+        approval = await decide(server, command, reason, agent)
         await agent
     assert "curl -s http://127.0.0.1:9/x" in approval["reason"]  # the part no rule allows
     assert ran(folder) == []
