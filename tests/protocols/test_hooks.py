@@ -265,3 +265,19 @@ async def test_a_symlink_out_of_the_project_is_judged_where_it_leads(
     through = read_call("claude-code", write("out/b.md", cwd=str(shop), call_id="w2"))
     assert through.args["file_path"] == str(tmp_path / "b.md")
     assert (await hooks.before(through, requested_by="dev")).decision == "ask"
+
+
+def test_a_bad_hooks_section_is_refused_with_its_place(tmp_path: Any) -> None:
+    from pathlib import Path
+
+    from signoff.errors import PolicyError
+    from signoff.server.config import load_config
+
+    config = Path(tmp_path) / "signoff.yaml"
+    config.write_text("hooks:\n  wait: 2h\n  on_timeout: maybe\n  extra: 1\ndefault: ask\n")
+    with pytest.raises(PolicyError) as refused:
+        load_config(config, secrets=False)
+    said = str(refused.value)
+    assert "signoff.yaml:2:9: hooks.wait" in said and "at most 1h" in said
+    assert "signoff.yaml:3:15: hooks.on_timeout" in said
+    assert "signoff.yaml:4:3: hooks.extra: unknown key 'extra'" in said
