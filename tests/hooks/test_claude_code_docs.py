@@ -92,6 +92,11 @@ def _approve_on_a_phone(url: str, token: str) -> None:
             expect(card.locator(".badge")).to_have_text("pending", timeout=TIMEOUT)
             expect(card).to_contain_text("rm -rf build")
             screenshot(page, "claude-code-phone")
+            card.locator("button[data-action=always]").click()  # scopes in a coding agent's words
+            scopes = page.locator("dialog#dialog fieldset.scopes")
+            expect(scopes).to_contain_text("this session (")
+            expect(scopes).to_contain_text("this repository (claude-code/shop)")
+            page.keyboard.press("Escape")
             card.locator("button[data-action=approve]").click()
             confirm(page)  # the rule marks it destructive: "are you sure?"
             send = card.locator("button[data-action=send-now]")

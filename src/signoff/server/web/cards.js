@@ -733,18 +733,25 @@ export function alwaysDialog(card, approval, context) {
   // Only the scopes the call has: another framework's call belongs to no run of signoff's. An
   // MCP gateway's "thread" is its asker's exact call (a hash), so it is named for what it covers.
   const gateway = approval.origin === "mcp-gateway";
+  // A coding agent's thread is its session, and its agent path names the repository it works in.
+  const coding = ["claude-code", "gemini-cli"].includes(approval.origin);
   // A run or thread grant covers only its requester's calls: without one it is not offered.
   const who = approval.requested_by;
   const thread = gateway
     ? `this exact call, when ${who} makes it again`
-    : `this conversation (thread ${approval.thread_id}), when ${who} makes them`;
+    : coding
+      ? `this session (${approval.thread_id}), when ${who} makes them`
+      : `this conversation (thread ${approval.thread_id}), when ${who} makes them`;
+  const agent = coding
+    ? `this repository (${approval.agent}), in any session, whoever runs the agent`
+    : `agent ${approval.agent}, in any run or thread, whoever makes them`;
   // Only a run of signoff's own has a run id, and it can fire there: the run's later turns
   // and its sub-agents make their calls in it. Each message of a conversation starts a new
   // run, so the conversation is the default.
   const scopes = [
     approval.run_id && who ? ["run", `this run only (its later turns and sub-agents), when ${who} makes them`] : null,
     approval.thread_id && who ? ["thread", thread] : null,
-    approval.agent ? ["agent", `agent ${approval.agent}, in any run or thread, whoever makes them`] : null,
+    approval.agent ? ["agent", agent] : null,
     ["global", "everywhere, whoever makes them"],
   ].filter(Boolean);
   const preferred = scopes.some(([scope]) => scope === "thread") ? "thread" : scopes[0][0];
