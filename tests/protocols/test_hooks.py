@@ -145,6 +145,11 @@ async def test_nobody_in_time_is_the_configured_fallback(store: SQLStore) -> Non
         assert "Nobody decided" in out["permissionDecisionReason"]
         approval = await held(person)  # it waits on in the inbox
         assert approval["id"] in out["permissionDecisionReason"]
+        # ... until the call ran, let through at the terminal: then it is done with there.
+        ran = pre("make deploy") | {"hook_event_name": "PostToolUse", "tool_response": {}}
+        assert (await agent.post("/v1/hooks/claude-code", json=ran)).json() == {}
+        lapsed = (await person.get(f"/v1/approvals/{approval['id']}")).json()
+        assert lapsed["status"] == "expired"
 
 
 async def test_a_call_is_let_through_once(store: SQLStore) -> None:

@@ -149,6 +149,10 @@ class Hooks:
         runs = self._runs[call.agent]
         held = (await runs.held(call.session, [call.call_id])).get(call.call_id)
         record = None if held is None else held.record
+        if held is not None and held.approval is not None and held.approval.pending:
+            # Let through at the agent's own prompt after nobody decided here in time: what
+            # waits in the inbox is done with (it lapses, and never runs).
+            await runs.near(runs.gate.expire([held.approval]))
         subject = (record.approval_id if record else None) or runs.key(call.session, call.call_id)
         data: dict[str, Any] = {
             "origin": call.agent, "tool": call.tool[:200], "server": call.server,
