@@ -26,7 +26,7 @@ def test_all_is_sorted_and_complete():
 FORBIDDEN = [
     "signoff.cli", "signoff.server", "signoff.protocols", "signoff.integrations",
     "typer", "rich", "click", "fastapi", "starlette", "uvicorn", "a2a", "ag_ui", "mcp",
-    "langgraph", "langchain", "agents", "pydantic_ai", "agno", "openai",
+    "langgraph", "langchain", "agents", "pydantic_ai", "agno", "openai", "claude_agent_sdk",
     "opentelemetry", "prometheus_client",  # spans on first use; metrics are the server's
 ]  # fmt: skip
 

@@ -2,14 +2,15 @@
 of the agent loop is the script's next — tool calls the test chooses, then text — streamed as
 the API streams (``message_start``, ``content_block_*``, ``message_delta``, ``message_stop``).
 Every request is kept, so a test reads what the model was told of each call (its tool
-result: the output, or why a hook kept it from running)."""
+result: the output, or why a hook kept it from running). The script may also be a function
+that answers each request of the agent loop (its body) with a turn."""
 
 from __future__ import annotations
 
 import json
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,17 +21,19 @@ __all__ = ["Messages", "Turn", "scripted_messages"]
 
 @dataclass(frozen=True)
 class Turn:
-    """One model turn: tool calls (name and input each), or text."""
+    """One model turn: tool calls (name and input each), or text. `ids` names the calls
+    (default: a fresh ``toolu_…`` each, as the API gives)."""
 
     calls: Sequence[tuple[str, dict[str, Any]]] = ()
     text: str = ""
+    ids: Sequence[str] = ()
 
 
 @dataclass
 class Messages:
     """The API's script and what it was sent."""
 
-    turns: Sequence[Turn]
+    turns: Sequence[Turn] | Callable[[dict[str, Any]], Turn]
     requests: list[dict[str, Any]] = field(default_factory=list)
     url: str = ""
 
@@ -59,9 +62,9 @@ def _events(model: str, turn: Turn) -> Iterator[bytes]:
     blocks: list[dict[str, Any]] = []
     if turn.text or not turn.calls:
         blocks.append({"type": "text", "text": turn.text or "Done."})
-    for name, arguments in turn.calls:
-        blocks.append({"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:24]}", "name": name,
-                       "input": arguments})  # fmt: skip
+    ids = list(turn.ids) or [f"toolu_{uuid.uuid4().hex[:24]}" for _ in turn.calls]
+    for (name, arguments), call_id in zip(turn.calls, ids, strict=True):
+        blocks.append({"type": "tool_use", "id": call_id, "name": name, "input": arguments})
     usage = {"input_tokens": 10, "output_tokens": 1}
     start: dict[str, Any] = {
         "id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant",
@@ -90,7 +93,8 @@ def _event(kind: str, data: dict[str, Any]) -> bytes:
 
 
 @contextmanager
-def scripted_messages(turns: Sequence[Turn]) -> Iterator[Messages]:
+def scripted_messages(turns: Sequence[Turn] | Callable[[dict[str, Any]], Turn]
+                      ) -> Iterator[Messages]:  # fmt: skip
     """The API on a free loopback port for the block: `Messages.url` is its base URL. A request
     of the agent loop (one with tools) gets the turn its count of assistant messages names; past
     the script, and for any other request, a short text."""
@@ -112,7 +116,10 @@ def scripted_messages(turns: Sequence[Turn]) -> Iterator[Messages]:
                 with lock:
                     api.requests.append(body)
                 done = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
-                turn = api.turns[done] if done < len(api.turns) else turn
+                if callable(api.turns):
+                    turn = api.turns(body)
+                elif done < len(api.turns):
+                    turn = api.turns[done]
             model = body.get("model", "claude-sonnet-4-5")
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")

@@ -116,6 +116,10 @@ class Adapter(Protocol):
     side_effects: Path
     model_turns: int
     """How many times the model was called, in every process of this adapter."""
+    answers_in_place: bool
+    """signoff's answer to a call that does not run (a person's response) is the call's
+    result as given; False where the framework only lets a hook refuse a call, and the model
+    reads the answer as the refusal's reason, in the framework's words (Claude Code)."""
 
     async def start(self, thread: str, script: Script) -> Outcome:
         """Run the agent on a new `thread`, started by `REQUESTER`, its model playing

@@ -22,6 +22,7 @@ class AdapterBase:
 
     name = ""
     no_send = no_shown = no_state = ""
+    answers_in_place = True
 
     def __init__(self, runs: ExternalRuns, side_effects: Path) -> None:
         self.runs = runs

@@ -9,6 +9,7 @@ id is never let through twice. After it ran, what it returned is audited beside 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -22,19 +23,22 @@ from signoff.integrations._calls import step_of
 from signoff.protocols.hooks.calls import AGENTS, Agent, HookCall, tail
 from signoff.protocols.hooks.files import previews
 from signoff.store.records import AuditRecord
+from signoff.types import Approval
 
 __all__ = ["Answer", "Hooks", "OnTimeout"]
 
 logger = logging.getLogger("signoff.hooks")
 
-OnTimeout = Literal["ask", "deny"]
-Decision = Literal["allow", "deny", "ask"]
+OnTimeout = Literal["ask", "deny", "defer"]
+Decision = Literal["allow", "deny", "ask", "defer"]
 
 
 @dataclass(frozen=True, kw_only=True)
 class Answer:
     """What the hook tells the agent: run the call (`updated_input`, a person's edit of it), do
-    not (the `reason` is what the model reads), or ask the person at the terminal."""
+    not (the `reason` is what the model reads), ask the person at the terminal, or stop the run
+    with the call kept for a resume (Claude Code's ``defer``, honoured only without a
+    terminal)."""
 
     decision: Decision
     reason: str
@@ -46,7 +50,10 @@ class Hooks:
     """signoff's answers to the hooks of coding agents, over `gate`. `wait` is how long a held
     call waits for a decision (seconds; keep it below the hook's own timeout); `on_timeout`
     what the agent is told when nobody decided by then: ``ask`` (its own prompt at the
-    terminal) or ``deny``."""
+    terminal), ``deny``, or ``defer`` (Claude Code without a terminal stops the run, the call
+    kept; resumed, it asks the hook again). `runs`: one app's runs that every call is judged
+    on (the Claude Agent SDK's, under the app's origin), else one per agent on `gate`;
+    `on_hold` is told of each call that begins to wait for a person."""
 
     def __init__(
         self,
@@ -57,6 +64,8 @@ class Hooks:
         bridge: Bridge | None = None,
         inbox: str | None = None,
         from_disk: bool = False,
+        runs: ExternalRuns | None = None,
+        on_hold: Callable[[Approval], object] | None = None,
     ) -> None:
         """`from_disk`: a write's preview shows the file as it is on this machine (only where
         the hook runs as the agent's own user, never in a server)."""
@@ -65,9 +74,10 @@ class Hooks:
         self.on_timeout = on_timeout
         self.inbox = inbox
         """The web inbox's address, for the words an agent shows while a call waits."""
+        self.on_hold = on_hold
         shown = previews(from_disk=from_disk)
         self._runs: dict[Agent, ExternalRuns] = {
-            agent: ExternalRuns(gate, origin=agent, bridge=bridge, previews=shown)
+            agent: runs or ExternalRuns(gate, origin=agent, bridge=bridge, previews=shown)
             for agent in AGENTS
         }
 
@@ -89,8 +99,10 @@ class Hooks:
         if step.kind == "wait":
             assert step.approval is not None
             await self._paused(runs, call, step.approval.id)
+            if self.on_hold is not None:
+                self.on_hold(step.approval)
             try:
-                await runs.gate.wait(step.approval.id, timeout=self.wait)
+                await runs.bridge.arun(runs.gate.wait(step.approval.id, timeout=self.wait))
             except ApprovalTimeout:
                 return self._unanswered(step)
             step = await step_of(
