@@ -1,0 +1,157 @@
+"""A Claude Agent SDK session stopped on a deferred call (``on_timeout="defer"``) and resumed
+with ``resume=session_id``, on the real Claude Code CLI against a scripted Messages API: the
+resumed session asks the PreToolUse hook about the same ``tool_use_id`` again, and signoff
+answers with the decision taken meanwhile — here while no app was running — once. Each
+``async with connected(...)`` below is one life of the app; its saved state is Claude Code's
+transcript of the session, in the app's home."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any
+
+from tests.integrations.adapters import claude_agent_sdk as sdk  # skips without the SDK
+
+from claude_agent_sdk import (  # isort: skip
+    ClaudeAgentOptions,
+    ResultMessage,
+    create_sdk_mcp_server,
+    query,
+)
+
+from signoff import Approve, Decision, Reject
+from signoff.gate.external import ExternalRuns
+from signoff.integrations.claude_agent_sdk import ORIGIN, connect, signoff_hooks
+from tests.hooks.messages import scripted_messages
+from tests.integrations.adapters._base import connected
+from tests.integrations.scenarios import REQUESTER, Call, executions
+
+TRANSFER = [[Call("call_0", "transfer", {"amount": 500, "to": "acme"})], "finished"]
+
+
+class App:
+    """The app's folder, home (where Claude Code keeps the session) and tools, across lives."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.home, self.work = tmp_path / "home", tmp_path / "work"
+        self.home.mkdir()
+        self.work.mkdir()
+        self.side_effects = tmp_path / "side-effects.txt"
+        self.tools = sdk.sdk_tools(self.side_effects)
+        self.session = str(uuid.uuid4())
+        self.turns: list[int] = []
+        self.told: list[tuple[str, str]] = []
+
+    async def run(self, runs: ExternalRuns, *, resume: bool) -> list[ResultMessage]:
+        """The session started (or resumed), every held call deferred at once."""
+        play = sdk.player(TRANSFER, self.turns)
+
+        def model(body: dict[str, Any]) -> Any:
+            self.told = sdk.results(body)
+            return play(body)
+
+        hooks = signoff_hooks(runs, requested_by=REQUESTER, wait=0.01, on_timeout="defer",
+                              tools={sdk.SERVER: self.tools})  # fmt: skip
+        found = []
+        with scripted_messages(model) as api:
+            options = ClaudeAgentOptions(
+                tools=[], setting_sources=[], model="claude-sonnet-4-5", stderr=lambda _: None,
+                mcp_servers={sdk.SERVER: create_sdk_mcp_server(sdk.SERVER, tools=self.tools)},
+                cwd=str(self.work), env=sdk.claude_env(self.home, api.url), hooks=hooks,
+                **({"resume": self.session} if resume else {"session_id": self.session}),
+            )  # fmt: skip
+            prompt = "go on" if resume else "do what the scripted model says"
+            async for message in query(prompt=prompt, options=options):
+                if isinstance(message, ResultMessage):
+                    found.append(message)
+        return found
+
+    def transcript(self) -> Path:
+        [found] = self.home.rglob(f"{self.session}.jsonl")
+        return found
+
+
+async def deferred(app: App, database: str) -> str:
+    """The app's first life: the transfer is held, nobody decides, the session stops on it.
+    The approval's id."""
+    async with connected(connect, ORIGIN, database) as runs:
+        [result] = await app.run(runs, resume=False)
+        [approval] = await runs.waiting(app.session)
+    assert result.stop_reason == "tool_deferred" and result.deferred_tool_use is not None
+    assert result.deferred_tool_use.id == "call_0"
+    assert executions(app.side_effects) == []
+    return approval.id
+
+
+async def decided(database: str, approval: str, decision: Decision) -> None:
+    """A person decides while no app runs (the inbox, another process)."""
+    async with connected(connect, ORIGIN, database) as runs:
+        await runs.bridge.arun(runs.gate.decide(approval, decision, actor="bob"))
+
+
+async def test_a_call_approved_while_the_app_was_down_runs_once_when_the_session_resumes(
+    tmp_path: Path, store_url: str
+) -> None:
+    app = App(tmp_path)
+    approval = await deferred(app, store_url)
+    saved = shutil.copy(app.transcript(), tmp_path / "saved.jsonl")
+    await decided(store_url, approval, Approve())
+
+    async with connected(connect, ORIGIN, store_url) as runs:
+        await app.run(runs, resume=True)
+        assert executions(app.side_effects) == ["transfer 500 acme"]
+        assert app.told[0] == ("call_0", "transfer ok")
+
+        # The same saved session resumed again: asked about call_0 again, signoff lets it
+        # through no second time.
+        shutil.copy(saved, app.transcript())
+        await app.run(runs, resume=True)
+    assert executions(app.side_effects) == ["transfer 500 acme"]
+    [(call_id, result)] = app.told[:1]
+    assert call_id == "call_0" and "does not run twice" in result
+
+
+async def test_a_rejection_taken_while_the_app_was_down_reaches_the_model_on_resume(
+    tmp_path: Path, store_url: str
+) -> None:
+    app = App(tmp_path)
+    approval = await deferred(app, store_url)
+    await decided(store_url, approval, Reject(reason="not this month"))
+
+    async with connected(connect, ORIGIN, store_url) as runs:
+        await app.run(runs, resume=True)
+    assert executions(app.side_effects) == []
+    [(call_id, result)] = app.told[:1]
+    assert call_id == "call_0" and "not this month" in result and "Do not retry" in result
+
+
+async def test_a_deferred_call_changed_in_the_saved_session_is_refused_and_audited(
+    tmp_path: Path, store_url: str
+) -> None:
+    app = App(tmp_path)
+    approval = await deferred(app, store_url)
+    await decided(store_url, approval, Approve())
+    transcript = app.transcript()
+    lines = [_tampered(line) for line in transcript.read_text().splitlines()]
+    transcript.write_text("\n".join(lines) + "\n")
+
+    async with connected(connect, ORIGIN, store_url) as runs:
+        await app.run(runs, resume=True)
+        audit = await runs.bridge.arun(runs.store.audit_log())
+    assert executions(app.side_effects) == []
+    assert "refused" in [entry.action for entry in audit]
+
+
+def _tampered(line: str) -> str:
+    """The transcript's line with the transfer's recipient changed, as an editor of the saved
+    session would."""
+    if "mallory" in line or '"call_0"' not in line or '"tool_use"' not in line:
+        return line
+    entry = json.loads(line)
+    for block in entry.get("message", {}).get("content", []):
+        if isinstance(block, dict) and block.get("type") == "tool_use":
+            block["input"] = {"amount": 999, "to": "mallory"}
+    return json.dumps(entry)
