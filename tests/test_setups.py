@@ -11,6 +11,7 @@ all, in one folder, and the apps run there one after another: each finds the oth
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -25,6 +26,7 @@ import pytest
 from playwright.sync_api import expect, sync_playwright
 
 from tests.deadline import HANG
+from tests.hooks.messages import Turn, scripted_messages
 from tests.processes import signoff_command
 from tests.test_docs import _BLOCK, GUIDES, ROOT, files
 from tests.web.conftest import FLAGS, TIMEOUT, chromium, screenshot
@@ -77,6 +79,8 @@ class Served:
     url: str
     setup: SetUp
     """What the server was started from."""
+    claude: str
+    """The scripted Messages API that plays Claude for the Claude Agent SDK's page."""
 
 
 @pytest.fixture(scope="module")
@@ -98,15 +102,18 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     assert process.stdout is not None
+    stack = contextlib.ExitStack()
     try:
+        api = stack.enter_context(scripted_messages(CLAUDE))
         said: list[str] = []
         while not (found := re.search(r"http://127\.0\.0\.1:(\d+)", "".join(said[-1:]))):
             line = process.stdout.readline()
             assert line, "signoff serve ended before serving:\n" + "".join(said)
             said.append(line)
         assert found[1] != "8000", "serve listens where --port says"
-        yield Served(folder=folder, url=found[0], setup=first)
+        yield Served(folder=folder, url=found[0], setup=first, claude=api.url)
     finally:
+        stack.close()
         process.terminate()
         process.wait(timeout=HANG)
         process.stdout.close()
@@ -128,6 +135,8 @@ class App:
         env = environment() | {"SIGNOFF_SERVER": served.url}  # the page's port is not free here
         if "adalflow" in setup.files["app.py"]:
             env = offline_tiktoken(served.folder, env)
+        if "claude_agent_sdk" in setup.files["app.py"]:
+            env = offline_claude(served, env)
         self.setup = setup
         self.prints = [line.replace(DOCUMENTED, served.url) for line in setup.prints]
         """What the page says the app prints, with the server's address (ID for the id)."""
@@ -249,6 +258,26 @@ def offline_tiktoken(folder: Path, env: dict[str, str]) -> dict[str, str]:
         encoding="utf-8",
     )
     return env | {"PYTHONPATH": os.pathsep.join([str(site), env.get("PYTHONPATH", "")])}
+
+
+CLAUDE = [
+    Turn(calls=[("mcp__notes__read_notes", {"day": "monday"})]),
+    Turn(calls=[("mcp__notes__send_email", {"to": "bob@example.com"})]),
+    Turn(text="I emailed Monday's notes to Bob."),
+]
+"""Claude, as the Claude Agent SDK page's prompt would have it answer."""
+
+
+def offline_claude(served: Served, env: dict[str, str]) -> dict[str, str]:
+    """`env` with Claude played by the scripted Messages API (a reader has a key and
+    Anthropic's), and Claude Code's home a folder of the test's."""
+    home = served.folder / ".claude-home"
+    home.mkdir(exist_ok=True)
+    return env | {
+        "HOME": str(home), "ANTHROPIC_BASE_URL": served.claude,
+        "ANTHROPIC_API_KEY": "sk-ant-offline", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "CLAUDE_CODE_MAX_RETRIES": "0", "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1",
+    }  # fmt: skip
 
 
 def test_getting_started_runs_as_written_and_approve_in_the_inbox_prints_the_answer(
