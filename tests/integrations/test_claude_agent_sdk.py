@@ -7,6 +7,7 @@ transcript of the session, in the app's home."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import uuid
@@ -25,9 +26,18 @@ from claude_agent_sdk import (  # isort: skip
 from signoff import Approve, Decision, Reject
 from signoff.gate.external import ExternalRuns
 from signoff.integrations.claude_agent_sdk import ORIGIN, connect, signoff_hooks
+from tests.deadline import HANG
 from tests.hooks.messages import scripted_messages
 from tests.integrations.adapters._base import connected
-from tests.integrations.scenarios import REQUESTER, Call, executions
+from tests.integrations.inbox import inbox_api
+from tests.integrations.scenarios import (
+    FROZEN,
+    FROZEN_REASON,
+    POLICY,
+    REQUESTER,
+    Call,
+    executions,
+)
 
 TRANSFER = [[Call("call_0", "transfer", {"amount": 500, "to": "acme"})], "finished"]
 
@@ -45,16 +55,18 @@ class App:
         self.turns: list[int] = []
         self.told: list[tuple[str, str]] = []
 
-    async def run(self, runs: ExternalRuns, *, resume: bool) -> list[ResultMessage]:
-        """The session started (or resumed), every held call deferred at once."""
+    async def run(
+        self, runs: ExternalRuns, *, resume: bool, wait: float = 0.01, on_hold: Any = None
+    ) -> list[ResultMessage]:
+        """The session started (or resumed), a held call deferred after `wait` seconds."""
         play = sdk.player(TRANSFER, self.turns)
 
         def model(body: dict[str, Any]) -> Any:
             self.told = sdk.results(body)
             return play(body)
 
-        hooks = signoff_hooks(runs, requested_by=REQUESTER, wait=0.01, on_timeout="defer",
-                              tools={sdk.SERVER: self.tools})  # fmt: skip
+        hooks = signoff_hooks(runs, requested_by=REQUESTER, wait=wait, on_timeout="defer",
+                              tools={sdk.SERVER: self.tools}, on_hold=on_hold)  # fmt: skip
         found = []
         with scripted_messages(model) as api:
             options = ClaudeAgentOptions(
@@ -143,6 +155,44 @@ async def test_a_deferred_call_changed_in_the_saved_session_is_refused_and_audit
         audit = await runs.bridge.arun(runs.store.audit_log())
     assert executions(app.side_effects) == []
     assert "refused" in [entry.action for entry in audit]
+
+
+async def test_a_call_approved_while_down_that_the_policy_now_denies_is_not_run_on_resume(
+    tmp_path: Path, store_url: str
+) -> None:
+    app = App(tmp_path)
+    approval = await deferred(app, store_url)
+    await decided(store_url, approval, Approve())
+
+    async with connected(connect, ORIGIN, store_url) as runs:
+        assert await runs.bridge.arun(runs.gate.use_policy(FROZEN)) == []
+        await app.run(runs, resume=True)
+        audit = await runs.bridge.arun(runs.store.audit_log())
+    assert executions(app.side_effects) == []
+    [(call_id, result)] = app.told[:1]
+    assert call_id == "call_0" and FROZEN_REASON in result
+    assert "refused" in [entry.action for entry in audit]
+
+
+async def test_a_decision_in_the_inbox_reaches_the_call_waiting_in_the_hook(
+    tmp_path: Path, store_url: str
+) -> None:
+    app = App(tmp_path)
+    held: asyncio.Queue[str] = asyncio.Queue()
+    async with connected(connect, ORIGIN, store_url) as runs:
+        session = asyncio.ensure_future(
+            app.run(runs, resume=False, wait=HANG, on_hold=lambda a: held.put_nowait(a.id))
+        )
+        approval = await asyncio.wait_for(held.get(), HANG)
+        # The inbox's server: another store on the same database, as another process has it.
+        async with inbox_api(store_url, POLICY) as api:
+            edit = {"kind": "edit", "args": {"amount": 50, "to": "acme"}}
+            decided = await api.post(f"/v1/approvals/{approval}/decision", json=edit)
+            assert decided.status_code == 200, decided.text
+        [result] = await asyncio.wait_for(session, HANG)
+    assert result.stop_reason != "tool_deferred"
+    assert executions(app.side_effects) == ["transfer 50 acme"]
+    assert app.told[0][0] == "call_0" and "transfer ok" in app.told[0][1]
 
 
 def _tampered(line: str) -> str:

@@ -31,6 +31,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
+from pydantic import TypeAdapter, create_model
+
 from signoff.errors import MissingExtraError
 from signoff.gate.external import ExternalRuns, connect
 from signoff.protocols.hooks import Hooks, output, read_call
@@ -84,8 +86,6 @@ def signoff_hooks(
 def _schema(declared: Any) -> dict[str, Any]:
     """The JSON schema of an SDK tool's ``input_schema``: a JSON schema as given, else the one
     pydantic makes of its fields' types (``{"amount": int}``, a TypedDict)."""
-    from pydantic import TypeAdapter, create_model
-
     if isinstance(declared, Mapping):
         if "properties" in declared or declared.get("type") == "object":
             return dict(declared)
