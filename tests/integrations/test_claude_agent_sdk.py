@@ -36,6 +36,7 @@ from tests.integrations.scenarios import (
     POLICY,
     REQUESTER,
     Call,
+    Script,
     executions,
 )
 
@@ -45,7 +46,8 @@ TRANSFER = [[Call("call_0", "transfer", {"amount": 500, "to": "acme"})], "finish
 class App:
     """The app's folder, home (where Claude Code keeps the session) and tools, across lives."""
 
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, script: Script = TRANSFER) -> None:
+        self.script = script
         self.home, self.work = tmp_path / "home", tmp_path / "work"
         self.home.mkdir()
         self.work.mkdir()
@@ -59,7 +61,7 @@ class App:
         self, runs: ExternalRuns, *, resume: bool, wait: float = 0.01, on_hold: Any = None
     ) -> list[ResultMessage]:
         """The session started (or resumed), a held call deferred after `wait` seconds."""
-        play = sdk.player(TRANSFER, self.turns)
+        play = sdk.player(self.script, self.turns)
 
         def model(body: dict[str, Any]) -> Any:
             self.told = sdk.results(body)
@@ -193,6 +195,27 @@ async def test_a_decision_in_the_inbox_reaches_the_call_waiting_in_the_hook(
     assert result.stop_reason != "tool_deferred"
     assert executions(app.side_effects) == ["transfer 50 acme"]
     assert app.told[0][0] == "call_0" and "transfer ok" in app.told[0][1]
+
+
+async def test_of_two_calls_deferred_in_one_turn_claude_code_asks_again_only_about_the_last(
+    tmp_path: Path, store_url: str
+) -> None:
+    # Claude Code's limit, kept here so that the guide's warning stays true: a deferred call is
+    # one alone in its turn, and its siblings are dropped on resume (neither run nor answered).
+    both = [Call("call_0", "transfer", {"amount": 5, "to": "acme"}),
+            Call("call_1", "transfer", {"amount": 7, "to": "acme"})]  # fmt: skip
+    app = App(tmp_path, [both, "finished"])
+    async with connected(connect, ORIGIN, store_url) as runs:
+        [result] = await app.run(runs, resume=False)
+        waiting = await runs.waiting(app.session)
+    assert result.stop_reason == "tool_deferred" and len(waiting) == 2
+    for approval in waiting:
+        await decided(store_url, approval.id, Approve())
+
+    async with connected(connect, ORIGIN, store_url) as runs:
+        await app.run(runs, resume=True)
+    assert executions(app.side_effects) == ["transfer 7 acme"]
+    assert [call_id for call_id, _ in app.told[:2]] == ["call_1"]
 
 
 def _tampered(line: str) -> str:
