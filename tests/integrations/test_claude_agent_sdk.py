@@ -40,7 +40,7 @@ from tests.integrations.scenarios import (
     executions,
 )
 
-TRANSFER = [[Call("call_0", "transfer", {"amount": 500, "to": "acme"})], "finished"]
+TRANSFER: Script = [[Call("call_0", "transfer", {"amount": 500, "to": "acme"})], "finished"]
 
 
 class App:
