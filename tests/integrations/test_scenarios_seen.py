@@ -69,8 +69,9 @@ async def test_a_server_on_the_same_database_refuses_an_edit_that_breaks_the_too
 
 KEEPS_NO_CONVERSATION = {"adalflow", "mcp-gateway", "claude-agent-sdk"}
 """Integrations whose pauses keep no conversation: AdalFlow's run is one synchronous step, the
-MCP gateway's client keeps its own, and so does Claude Code (its session's transcript: a hook
-is told the call alone)."""
+MCP gateway's client keeps its own, and Claude Code its transcript, which an SDK session writes
+behind its hooks (none yet at a session's first call: a held call's card shows the turns
+written by then)."""
 
 
 async def test_a_server_shows_the_conversation_and_agent_of_a_held_call(

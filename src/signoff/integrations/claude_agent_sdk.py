@@ -28,6 +28,7 @@ alone in its model turn: of several deferred together, only the last is asked ag
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
@@ -37,6 +38,7 @@ from signoff.errors import MissingExtraError
 from signoff.gate.external import ExternalRuns, connect
 from signoff.protocols.hooks import Hooks, output, read_call
 from signoff.protocols.hooks.judging import OnTimeout
+from signoff.protocols.hooks.transcript import FIELD, conversation
 from signoff.types import Approval
 
 try:
@@ -74,13 +76,21 @@ def signoff_hooks(
     async def answer(
         input_data: HookInput, tool_use_id: str | None, context: HookContext
     ) -> SyncHookJSONOutput:
-        call = read_call("claude-code", dict(input_data))
+        body: dict[str, Any] = dict(input_data)
+        if body.get("hook_event_name") == "PreToolUse":
+            # The app runs as the agent's user: the session's last turns, for the people who
+            # decide a held call, as signoff's command hook sends them.
+            path, folder = body.get("transcript_path"), body.get("cwd")
+            told = await asyncio.to_thread(conversation, path, folder=folder)
+            body[FIELD] = told
+        call = read_call("claude-code", body)
         said = output("claude-code", await hooks.answer(call, requested_by=requested_by))
         return cast("SyncHookJSONOutput", said)
 
     # A failure in signoff blocks the call: nothing runs that signoff did not answer.
     before = HookMatcher(hooks=[answer], timeout=wait + _MARGIN, on_failure="block")
-    return {"PreToolUse": [before], "PostToolUse": [HookMatcher(hooks=[answer])]}
+    after = [HookMatcher(hooks=[answer])]
+    return {"PreToolUse": [before], "PostToolUse": after, "PostToolUseFailure": after}
 
 
 def _schema(declared: Any) -> dict[str, Any]:
