@@ -14,6 +14,7 @@ import asyncio
 import getpass
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -56,30 +57,27 @@ Actor = Annotated[
 ]
 
 
-@app.command("claude-code")
-def claude_code(
-    server: Server = None,
-    token: Token = None,
-    database: Database = None,
-    config: Config = None,
-    wait: Wait = None,
-    actor: Actor = None,
-) -> None:
-    """Answer Claude Code's PreToolUse or PostToolUse hook (JSON on stdin and stdout)."""
-    _answer("claude-code", server, token, database, config, wait, actor)
+def _hook(agent: str, events: str) -> Callable[..., None]:
+    """The command that answers `agent`'s hook."""
+
+    def answer(
+        server: Server = None,
+        token: Token = None,
+        database: Database = None,
+        config: Config = None,
+        wait: Wait = None,
+        actor: Actor = None,
+    ) -> None:
+        _answer(agent, server, token, database, config, wait, actor)
+
+    answer.__doc__ = f"Answer {events} hook (JSON on stdin and stdout)."
+    return answer
 
 
-@app.command("gemini-cli")
-def gemini_cli(
-    server: Server = None,
-    token: Token = None,
-    database: Database = None,
-    config: Config = None,
-    wait: Wait = None,
-    actor: Actor = None,
-) -> None:
-    """Answer Gemini CLI's BeforeTool or AfterTool hook (JSON on stdin and stdout)."""
-    _answer("gemini-cli", server, token, database, config, wait, actor)
+app.command("claude-code")(_hook("claude-code", "Claude Code's PreToolUse or PostToolUse"))
+gemini = _hook("gemini-cli", "Gemini CLI's BeforeTool or AfterTool")
+app.command("gemini")(gemini)
+app.command("gemini-cli", hidden=True)(gemini)  # the agent's name in the API's path
 
 
 def _answer(

@@ -31,12 +31,13 @@ _EVENTS = {
     "claude-code": ("PreToolUse", "PostToolUse", "PostToolUseFailure"),
     "gemini-cli": ("BeforeTool", "AfterTool"),
 }
+_ALIASES = {"gemini": "gemini-cli"}
 _FOLDER = {"claude-code": ".claude", "gemini-cli": ".gemini"}
 _MARK = "/v1/hooks/"
 _GRACE = 30
 """Seconds the agent's timeout for the hook is above signoff's wait for a decision."""
 
-Agent = Annotated[str, typer.Argument(help="claude-code or gemini-cli.", show_default=False)]
+Agent = Annotated[str, typer.Argument(help="claude-code or gemini.", show_default=False)]
 User = Annotated[bool, typer.Option("--user", help="In your own settings (~/), not the project's.")]
 Project = Annotated[
     Path,
@@ -80,6 +81,7 @@ def install(
     ] = False,
 ) -> None:
     """Write signoff's hook into a coding agent's settings."""
+    agent = _ALIASES.get(agent, agent)
     path = _settings_path(agent, user, project)
     settings = _read(path)
     entries = _entries(agent, server, config, wait, http=not command)
@@ -95,6 +97,7 @@ def install(
 
 def uninstall(agent: Agent, user: User = False, project: Project = Path(".")) -> None:
     """Remove signoff's hook from a coding agent's settings."""
+    agent = _ALIASES.get(agent, agent)
     path = _settings_path(agent, user, project)
     if not path.exists():
         typer.echo(f"signoff hook uninstall: {path} does not exist; nothing to remove")
