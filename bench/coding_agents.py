@@ -1,0 +1,399 @@
+"""What signoff's Claude Code hook adds to an allowed tool call: the real Claude Code CLI (the one
+the Claude Agent SDK's wheel carries) run as ``claude -p`` without a hook, with signoff's HTTP
+hook and with its command hook, in the same run.
+
+Run it with ``make bench``. Everything is offline, on loopback: a scripted Messages API
+(``tests/hooks/messages.py``) plays the model — a ``Bash`` call of ``echo run-N``, then the text
+``Done.`` — and a ``signoff serve`` on a SQLite file answers the hooks, its policy allowing
+``echo *`` (``default: deny``). One sample is one whole CLI run, from its start to its exit:
+the CLI starting, two model turns, the hooks, the command run. Three projects, the same but for
+their ``.claude/settings.json``:
+
+- **no hook** (the peer): no settings; the call is allowed by Claude Code's own allow-list
+  (``--allowedTools 'Bash(echo:*)'``, passed to every variant alike).
+- **HTTP hook**: ``signoff hook install claude-code --server URL`` — Claude Code posts its
+  ``PreToolUse`` and ``PostToolUse`` events to ``/v1/hooks/claude-code`` (bearer token): the call
+  judged, allowed and claimed in the ledger before, its result recorded after.
+- **command hook**: the same with ``--command`` — Claude Code runs ``signoff hook claude-code
+  --server URL`` for each event, a Python process each time that reads the event on stdin and
+  posts it to the same server. Its start-up (the interpreter, signoff's imports, httpx) is part
+  of what it costs, twice per tool call.
+
+The variants take turns, round-robin, the order rotated each round, so drift of the machine falls
+on all alike; `WARMUP` rounds are not counted. Every run is checked: the command ran (its output
+is the tool result the model was sent) and, with a hook, signoff's audit log grew. The added
+latency of a hook is its p50 minus the no-hook p50.
+
+**The hook alone.** In each round the bench also sends the same two events itself, as Claude
+Code would: posted to the server on a new connection (HTTP), and piped to the command hook's own
+command line through ``sh -c`` (command). That is the hook's own share of a run; what is left of
+the added latency is Claude Code's side (settings with hooks, running them, reading answers).
+
+Nothing here is a test: the figures depend on the machine and its load, which
+``bench/results/coding_agents.json`` records with them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import importlib.util
+import json
+import operator
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Final
+from urllib.parse import urlsplit
+
+import httpx
+from rich.table import Table
+
+from _common import environment, ms, percentile, wide_console
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' scripted Messages API
+
+from tests.hooks.messages import Messages, Turn, scripted_messages
+
+from signoff import __version__
+
+ROUNDS: Final = 40
+WARMUP: Final = 2
+TOKEN: Final = "bench-token"
+CONFIG: Final = """\
+auth:
+  tokens:
+    - {principal: dev, token_env: SIGNOFF_TOKEN_DEV}
+hooks: {wait: 10m}
+default: deny
+rules:
+  - allow: Bash
+    when: {command: {glob: "echo *"}}
+"""
+ALLOWED_TOOLS: Final = "Bash(echo:*)"
+VARIANTS: Final = ("no hook", "HTTP hook", "command hook")
+RESULTS: Final = Path(__file__).resolve().parent / "results" / "coding_agents.json"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Figures:
+    p50_ms: float
+    p90_ms: float
+    max_ms: float
+    samples: int
+
+
+def figures(seconds: list[float]) -> Figures:
+    ordered = sorted(seconds)
+
+    def rank(q: float) -> float:
+        return round(percentile(ordered, q) * 1_000, 2)
+
+    return Figures(p50_ms=rank(0.5), p90_ms=rank(0.9), max_ms=rank(1.0), samples=len(ordered))
+
+
+def claude() -> str:
+    """The Claude Code CLI in the Claude Agent SDK's wheel."""
+    spec = importlib.util.find_spec("claude_agent_sdk")
+    if spec is None or spec.origin is None:
+        raise SystemExit("the Claude Agent SDK is not installed: pip install 'signoff[claude]'")
+    return str(Path(spec.origin).parent / "_bundled" / "claude")
+
+
+@contextlib.contextmanager
+def serve(folder: Path) -> Iterator[str]:
+    """``signoff serve`` on a SQLite file in `folder`, for the block: its URL."""
+    config = folder / "signoff.yaml"
+    config.write_text(CONFIG + f"database: sqlite+aiosqlite:///{folder / 'signoff.db'}\n")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "signoff", "serve", "--config", str(config), "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "SIGNOFF_TOKEN_DEV": TOKEN},
+    )  # fmt: skip
+    assert server.stdout is not None
+    try:
+        first = server.stdout.readline()
+        found = re.search(r"http://127\.0\.0\.1:\d+", first)
+        assert found, f"signoff serve did not start: {first}"
+        yield found.group(0)
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=30)
+        server.stdout.close()
+
+
+def project(folder: Path, url: str, variant: str) -> Path:
+    """A project folder; with a hook, its settings written by ``signoff hook install``."""
+    folder.mkdir()
+    if variant != "no hook":
+        command = ["--command"] if variant == "command hook" else []
+        subprocess.run(
+            [sys.executable, "-m", "signoff", "hook", "install", "claude-code",
+             "--project", str(folder), "--server", url, *command],
+            check=True, capture_output=True,
+        )  # fmt: skip
+    return folder
+
+
+def cli_environment(home: Path) -> dict[str, str]:
+    """Claude Code's environment: offline, a scratch home, signoff's token for the hook."""
+    env = {
+        "PATH": os.environ["PATH"], "HOME": str(home), "LANG": "C.UTF-8",
+        "ANTHROPIC_API_KEY": "sk-ant-offline", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "CLAUDE_CODE_MAX_RETRIES": "0", "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_ERROR_REPORTING": "1", "SIGNOFF_TOKEN": TOKEN,
+    }  # fmt: skip
+    if "PYTHONPATH" in os.environ:  # the command hook runs the signoff this bench runs
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return env
+
+
+def run_cli(cli: str, folder: Path, env: dict[str, str], api: Messages, n: int) -> float:
+    """One ``claude -p`` run in `folder`, timed whole; checked: the command ran."""
+    api.turns = [Turn(calls=[("Bash", {"command": f"echo run-{n}"})]), Turn(text="Done.")]
+    api.requests.clear()
+    start = time.perf_counter()
+    done = subprocess.run(
+        [cli, "-p", "do what the scripted model says", "--output-format", "json",
+         "--allowedTools", ALLOWED_TOOLS],
+        cwd=folder, env={**env, "ANTHROPIC_BASE_URL": api.url},
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    elapsed = time.perf_counter() - start
+    assert done.returncode == 0, done.stderr
+    told = api.results()
+    assert told == [{"content": f"run-{n}", "is_error": False}], told
+    return elapsed
+
+
+def events(folder: Path, n: int) -> list[bytes]:
+    """The ``PreToolUse`` and ``PostToolUse`` events of one call, as Claude Code sends them."""
+    call = {
+        "session_id": str(uuid.uuid4()), "transcript_path": str(folder / "transcript.jsonl"),
+        "cwd": str(folder), "permission_mode": "default", "tool_name": "Bash",
+        "tool_input": {"command": f"echo direct-{n}"}, "tool_use_id": f"toolu_{uuid.uuid4().hex}",
+    }  # fmt: skip
+    after = {"stdout": f"direct-{n}", "stderr": "", "interrupted": False, "isImage": False}
+    return [
+        json.dumps({**call, "hook_event_name": "PreToolUse"}).encode(),
+        json.dumps({**call, "hook_event_name": "PostToolUse", "tool_response": after}).encode(),
+    ]
+
+
+def allowed(answer: bytes) -> bool:
+    """Whether a ``PreToolUse`` answer lets the call run."""
+    said = json.loads(answer).get("hookSpecificOutput", {})
+    return bool(said.get("permissionDecision") == "allow")
+
+
+def http_hook(url: str) -> Callable[[list[bytes]], None]:
+    """The events posted as Claude Code's HTTP hook posts them, each on a new connection
+    (``http.client``: next to nothing on the client's side)."""
+    where = urlsplit(url)
+    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+
+    def send(bodies: list[bytes]) -> None:
+        for i, body in enumerate(bodies):
+            connection = http.client.HTTPConnection(where.hostname or "", where.port, timeout=60)
+            try:
+                connection.request("POST", "/v1/hooks/claude-code", body=body, headers=headers)
+                response = connection.getresponse()
+                answer = response.read()
+            finally:
+                connection.close()
+            assert response.status == 200, answer
+            assert i > 0 or allowed(answer), answer
+
+    return send
+
+
+def command_hook(line: str, env: dict[str, str]) -> Callable[[list[bytes]], None]:
+    """The events piped to the command hook's command line, as Claude Code runs it."""
+
+    def send(bodies: list[bytes]) -> None:
+        for i, body in enumerate(bodies):
+            done = subprocess.run(["sh", "-c", line], input=body, env=env, capture_output=True,
+                                  timeout=60, check=False)  # fmt: skip
+            assert done.returncode == 0, done.stderr
+            assert i > 0 or allowed(done.stdout), done.stdout
+
+    return send
+
+
+def audit_length(signoff: httpx.Client) -> int:
+    """How many entries signoff's audit log holds."""
+    found: int = signoff.get("/v1/audit", params={"limit": 1}).json()["length"]
+    return found
+
+
+def hook_command(folder: Path) -> str:
+    """The command line ``signoff hook install --command`` wrote for ``PreToolUse``."""
+    settings = json.loads((folder / ".claude" / "settings.json").read_text())
+    line: str = settings["hooks"]["PreToolUse"][-1]["hooks"][0]["command"]
+    return line
+
+
+def measure(
+    cli: str, root: Path, url: str, api: Messages, signoff: httpx.Client
+) -> tuple[dict[str, list[float]], list[float]]:
+    """Every variant's runs and the hook alone, round-robin (see the module); and the load
+    average (1 min) at each round."""
+    folders = {variant: project(root / f"project-{i}", url, variant)
+               for i, variant in enumerate(VARIANTS)}  # fmt: skip
+    env = cli_environment(root / "home")
+    (root / "home").mkdir()
+    alone = {
+        "HTTP hook alone": http_hook(url),
+        "command hook alone": command_hook(hook_command(folders["command hook"]), env),
+    }
+    samples: dict[str, list[float]] = {name: [] for name in (*VARIANTS, *alone)}
+    loads: list[float] = []
+    n = 0
+
+    def sample(name: str) -> float:
+        nonlocal n
+        n += 1
+        if name in alone:
+            bodies = events(root, n)
+            start = time.perf_counter()
+            alone[name](bodies)
+            return time.perf_counter() - start
+        before = audit_length(signoff)
+        elapsed = run_cli(cli, folders[name], env, api, n)
+        if name != "no hook":
+            assert audit_length(signoff) > before, f"the {name} did not reach signoff"
+        return elapsed
+
+    names = list(samples)
+    for round_ in range(WARMUP + ROUNDS):
+        turn = names[round_ % len(names) :] + names[: round_ % len(names)]
+        for name in turn:
+            elapsed = sample(name)
+            if round_ >= WARMUP:
+                samples[name].append(elapsed)
+        loads.append(os.getloadavg()[0])
+    return samples, loads
+
+
+@dataclass(frozen=True, kw_only=True)
+class Compared:
+    """A hooked variant against the no-hook runs of the same rounds."""
+
+    added_p50_ms: float
+    """Its p50 less the no-hook p50."""
+    added_same_round_ms: float
+    """The median, over the rounds, of its run less the no-hook run of the same round."""
+    ratio: float
+    """Its p50 over the no-hook p50."""
+    alone_share: float | None
+    """The hook alone's p50 over `added_p50_ms` (None: nothing was added)."""
+
+
+def compare(samples: dict[str, list[float]], results: dict[str, Figures]) -> dict[str, Compared]:
+    plain = results["no hook"].p50_ms
+    compared = {}
+    for variant in VARIANTS[1:]:
+        added = round(results[variant].p50_ms - plain, 1)
+        differences = map(operator.sub, samples[variant], samples["no hook"])
+        compared[variant] = Compared(
+            added_p50_ms=added,
+            added_same_round_ms=round(statistics.median(differences) * 1_000, 1),
+            ratio=round(results[variant].p50_ms / plain, 2),
+            alone_share=round(results[f"{variant} alone"].p50_ms / added, 2) if added > 0 else None,
+        )
+    return compared
+
+
+def runs_table(results: dict[str, Figures], compared: dict[str, Compared]) -> Table:
+    table = Table(title="One `claude -p` run: an allowed Bash call, then text (ms)")
+    for header in ("", "p50", "p90", "max", "n", "added p50", "same round", "p50 / no hook"):
+        table.add_column(header, justify="left" if not header else "right")
+    for variant in VARIANTS:
+        found = results[variant]
+        against = compared.get(variant)
+        more = ["—", "—", "1.00x"]
+        if against is not None:
+            more = [f"{against.added_p50_ms:+.1f}", f"{against.added_same_round_ms:+.1f}",
+                    f"{against.ratio:.2f}x"]  # fmt: skip
+        table.add_row(variant, ms(found.p50_ms), ms(found.p90_ms), ms(found.max_ms),
+                      str(found.samples), *more)  # fmt: skip
+    return table
+
+
+def alone_table(results: dict[str, Figures], compared: dict[str, Compared]) -> Table:
+    table = Table(title="The hook alone: its PreToolUse and PostToolUse sent by the bench (ms)")
+    for header in ("", "p50", "p90", "n", "share of the added p50"):
+        table.add_column(header, justify="left" if not header else "right")
+    for variant, against in compared.items():
+        found = results[f"{variant} alone"]
+        share = "—" if against.alone_share is None else f"{against.alone_share:.2f}"
+        table.add_row(variant, ms(found.p50_ms), ms(found.p90_ms), str(found.samples), share)
+    return table
+
+
+def main() -> None:
+    console = wide_console()
+    cli = claude()
+    version = subprocess.run([cli, "--version"], capture_output=True, text=True, check=True)
+    claude_version = version.stdout.split()[0]
+    started = time.perf_counter()
+    load_before = os.getloadavg()
+    console.print(
+        f"signoff {__version__}, Claude Code {claude_version}: {ROUNDS} rounds (after {WARMUP}), "
+        f"one CLI run per variant per round; load average {load_before[0]:.2f} on "
+        f"{os.cpu_count()} cores",
+        highlight=False,
+    )
+    with tempfile.TemporaryDirectory(prefix="signoff-bench-") as name:
+        root = Path(name)
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        with (
+            serve(root) as url,
+            scripted_messages([]) as api,
+            httpx.Client(base_url=url, headers=headers) as signoff,
+        ):
+            samples, loads = measure(cli, root, url, api, signoff)
+    results = {name: figures(seconds) for name, seconds in samples.items()}
+    compared = compare(samples, results)
+    console.print(runs_table(results, compared))
+    console.print(
+        "added p50: the variant's p50 less the no-hook p50; same round: the median of its run "
+        "less the no-hook run of the same round",
+        style="dim",
+    )
+    console.print(alone_table(results, compared))
+    wall_s = time.perf_counter() - started
+    RESULTS.parent.mkdir(exist_ok=True)
+    document = {
+        **environment("coding_agents"),
+        "claude_code": claude_version,
+        "cpu_count": os.cpu_count(),
+        "config": {"rounds": ROUNDS, "warmup": WARMUP, "allowed_tools": ALLOWED_TOOLS},
+        "results": {name: asdict(found) for name, found in results.items()},
+        "against_no_hook": {variant: asdict(found) for variant, found in compared.items()},
+        "load_average": {
+            "before": load_before,
+            "after": os.getloadavg(),
+            "each_round_1min": {"min": min(loads), "max": max(loads)},
+        },
+        "wall_time_s": round(wall_s, 1),
+    }
+    RESULTS.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    console.print(
+        f"load average (1 min) {min(loads):.2f} to {max(loads):.2f} during the rounds; "
+        f"wall time {wall_s:.1f} s; results in {RESULTS}",
+        highlight=False,
+    )
+
+
+if __name__ == "__main__":
+    main()
