@@ -123,6 +123,7 @@ bench: install
 	$(BIN)/python bench/inbox.py
 	$(BIN)/python bench/a2a_roundtrip.py
 	$(BIN)/python bench/mcp_gateway.py
+	$(BIN)/python bench/coding_agents.py
 	$(BIN)/python bench/integrations.py
 	$(BIN)/python bench/frameworks.py
 	$(BIN)/python bench/peers.py
