@@ -6,11 +6,14 @@ Run it with ``make bench``. Everything is offline, on loopback: a scripted Messa
 (``tests/hooks/messages.py``) plays the model — a ``Bash`` call of ``echo run-N``, then the text
 ``Done.`` — and a ``signoff serve`` on a SQLite file answers the hooks, its policy allowing
 ``echo *`` (``default: deny``). One sample is one whole CLI run, from its start to its exit:
-the CLI starting, two model turns, the hooks, the command run. Three projects, the same but for
+the CLI starting, two model turns, the hooks, the command run. Four projects, the same but for
 their ``.claude/settings.json``:
 
 - **no hook** (the peer): no settings; the call is allowed by Claude Code's own allow-list
   (``--allowedTools 'Bash(echo:*)'``, passed to every variant alike).
+- **no-op HTTP hook** (the floor of any HTTP hook): the settings ``signoff hook install`` writes,
+  pointed at a server in this process that answers ``allow`` at once without looking — what
+  Claude Code itself spends on an HTTP hook.
 - **HTTP hook**: ``signoff hook install claude-code --server URL`` — Claude Code posts its
   ``PreToolUse`` and ``PostToolUse`` events to ``/v1/hooks/claude-code`` (bearer token): the call
   judged, allowed and claimed in the ledger before, its result recorded after.
@@ -21,13 +24,17 @@ their ``.claude/settings.json``:
 
 The variants take turns, round-robin, the order rotated each round, so drift of the machine falls
 on all alike; `WARMUP` rounds are not counted. Every run is checked: the command ran (its output
-is the tool result the model was sent) and, with a hook, signoff's audit log grew. The added
-latency of a hook is its p50 minus the no-hook p50.
+is the tool result the model was sent) and the hook was asked (signoff's audit log grew; the
+no-op server counted two requests). The added latency of a hook is its p50 minus the no-hook
+p50; beside it, the median over the rounds of each run less the no-hook run of its round.
+The model answers at once here; a real model's turns take seconds, so the ratios to the no-hook
+run are an upper bound of what a person sees.
 
 **The hook alone.** In each round the bench also sends the same two events itself, as Claude
 Code would: posted to the server on a new connection (HTTP), and piped to the command hook's own
 command line through ``sh -c`` (command). That is the hook's own share of a run; what is left of
-the added latency is Claude Code's side (settings with hooks, running them, reading answers).
+the added latency is Claude Code's side (settings with hooks, running them, reading answers),
+which the no-op HTTP hook measures on its own.
 
 Nothing here is a test: the figures depend on the machine and its load, which
 ``bench/results/coding_agents.json`` records with them.
@@ -47,10 +54,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Final
 from urllib.parse import urlsplit
@@ -66,7 +75,7 @@ from tests.hooks.messages import Messages, Turn, scripted_messages
 
 from signoff import __version__
 
-ROUNDS: Final = 40
+ROUNDS: Final = 30
 WARMUP: Final = 2
 TOKEN: Final = "bench-token"
 CONFIG: Final = """\
@@ -80,7 +89,9 @@ rules:
     when: {command: {glob: "echo *"}}
 """
 ALLOWED_TOOLS: Final = "Bash(echo:*)"
-VARIANTS: Final = ("no hook", "HTTP hook", "command hook")
+VARIANTS: Final = ("no hook", "no-op HTTP hook", "HTTP hook", "command hook")
+SIGNOFF: Final = ("HTTP hook", "command hook")
+"""The variants that ask signoff (the others are peers)."""
 RESULTS: Final = Path(__file__).resolve().parent / "results" / "coding_agents.json"
 
 
@@ -131,17 +142,62 @@ def serve(folder: Path) -> Iterator[str]:
         server.stdout.close()
 
 
-def project(folder: Path, url: str, variant: str) -> Path:
-    """A project folder; with a hook, its settings written by ``signoff hook install``."""
+def project(folder: Path, variant: str, url: str, noop: str) -> Path:
+    """A project folder; with a hook, its settings written by ``signoff hook install`` (the
+    no-op hook's with the no-op server's URL)."""
     folder.mkdir()
     if variant != "no hook":
+        server = noop if variant == "no-op HTTP hook" else url
         command = ["--command"] if variant == "command hook" else []
         subprocess.run(
             [sys.executable, "-m", "signoff", "hook", "install", "claude-code",
-             "--project", str(folder), "--server", url, *command],
+             "--project", str(folder), "--server", server, *command],
             check=True, capture_output=True,
         )  # fmt: skip
     return folder
+
+
+@dataclass
+class NoOp:
+    """An HTTP hook server that allows every call at once, without looking."""
+
+    url: str = ""
+    requests: int = 0
+
+
+@contextlib.contextmanager
+def noop_hook() -> Iterator[NoOp]:
+    """The no-op hook server on loopback (a thread of this process), for the block."""
+    noop = NoOp()
+    allow = {"hookEventName": "PreToolUse", "permissionDecision": "allow"}
+    answer = json.dumps({"hookSpecificOutput": allow}).encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # the headers and the body are two writes
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            noop.requests += 1
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    noop.url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        yield noop
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def cli_environment(home: Path) -> dict[str, str]:
@@ -243,11 +299,11 @@ def hook_command(folder: Path) -> str:
 
 
 def measure(
-    cli: str, root: Path, url: str, api: Messages, signoff: httpx.Client
+    cli: str, root: Path, url: str, noop: NoOp, api: Messages, signoff: httpx.Client
 ) -> tuple[dict[str, list[float]], list[float]]:
     """Every variant's runs and the hook alone, round-robin (see the module); and the load
     average (1 min) at each round."""
-    folders = {variant: project(root / f"project-{i}", url, variant)
+    folders = {variant: project(root / f"project-{i}", variant, url, noop.url)
                for i, variant in enumerate(VARIANTS)}  # fmt: skip
     env = cli_environment(root / "home")
     (root / "home").mkdir()
@@ -267,10 +323,12 @@ def measure(
             start = time.perf_counter()
             alone[name](bodies)
             return time.perf_counter() - start
-        before = audit_length(signoff)
+        before = audit_length(signoff), noop.requests
         elapsed = run_cli(cli, folders[name], env, api, n)
-        if name != "no hook":
-            assert audit_length(signoff) > before, f"the {name} did not reach signoff"
+        if name in SIGNOFF:
+            assert audit_length(signoff) > before[0], f"the {name} did not reach signoff"
+        elif name == "no-op HTTP hook":
+            assert noop.requests == before[1] + 2, "the no-op hook was not asked twice"
         return elapsed
 
     names = list(samples)
@@ -286,31 +344,28 @@ def measure(
 
 @dataclass(frozen=True, kw_only=True)
 class Compared:
-    """A hooked variant against the no-hook runs of the same rounds."""
+    """A variant against a peer's runs of the same rounds."""
 
+    peer: str
     added_p50_ms: float
-    """Its p50 less the no-hook p50."""
+    """Its p50 less the peer's."""
     added_same_round_ms: float
-    """The median, over the rounds, of its run less the no-hook run of the same round."""
+    """The median, over the rounds, of its run less the peer's run of the same round."""
     ratio: float
-    """Its p50 over the no-hook p50."""
-    alone_share: float | None
-    """The hook alone's p50 over `added_p50_ms` (None: nothing was added)."""
+    """Its p50 over the peer's."""
 
 
-def compare(samples: dict[str, list[float]], results: dict[str, Figures]) -> dict[str, Compared]:
-    plain = results["no hook"].p50_ms
-    compared = {}
-    for variant in VARIANTS[1:]:
-        added = round(results[variant].p50_ms - plain, 1)
-        differences = map(operator.sub, samples[variant], samples["no hook"])
-        compared[variant] = Compared(
-            added_p50_ms=added,
-            added_same_round_ms=round(statistics.median(differences) * 1_000, 1),
-            ratio=round(results[variant].p50_ms / plain, 2),
-            alone_share=round(results[f"{variant} alone"].p50_ms / added, 2) if added > 0 else None,
-        )
-    return compared
+def compare(
+    samples: dict[str, list[float]], results: dict[str, Figures], variant: str, peer: str
+) -> Compared:
+    mine, theirs = results[variant].p50_ms, results[peer].p50_ms
+    differences = map(operator.sub, samples[variant], samples[peer])
+    return Compared(
+        peer=peer,
+        added_p50_ms=round(mine - theirs, 1),
+        added_same_round_ms=round(statistics.median(differences) * 1_000, 1),
+        ratio=round(mine / theirs, 2),
+    )
 
 
 def runs_table(results: dict[str, Figures], compared: dict[str, Compared]) -> Table:
@@ -331,11 +386,12 @@ def runs_table(results: dict[str, Figures], compared: dict[str, Compared]) -> Ta
 
 def alone_table(results: dict[str, Figures], compared: dict[str, Compared]) -> Table:
     table = Table(title="The hook alone: its PreToolUse and PostToolUse sent by the bench (ms)")
-    for header in ("", "p50", "p90", "n", "share of the added p50"):
+    for header in ("", "p50", "p90", "n", "of the added p50"):
         table.add_column(header, justify="left" if not header else "right")
-    for variant, against in compared.items():
+    for variant in SIGNOFF:
         found = results[f"{variant} alone"]
-        share = "—" if against.alone_share is None else f"{against.alone_share:.2f}"
+        added = compared[variant].added_p50_ms
+        share = f"{found.p50_ms / added:.2f}" if added > 0 else "—"
         table.add_row(variant, ms(found.p50_ms), ms(found.p90_ms), str(found.samples), share)
     return table
 
@@ -358,17 +414,24 @@ def main() -> None:
         headers = {"Authorization": f"Bearer {TOKEN}"}
         with (
             serve(root) as url,
+            noop_hook() as noop,
             scripted_messages([]) as api,
             httpx.Client(base_url=url, headers=headers) as signoff,
         ):
-            samples, loads = measure(cli, root, url, api, signoff)
+            samples, loads = measure(cli, root, url, noop, api, signoff)
     results = {name: figures(seconds) for name, seconds in samples.items()}
-    compared = compare(samples, results)
+    compared = {variant: compare(samples, results, variant, "no hook") for variant in VARIANTS[1:]}
+    over_noop = compare(samples, results, "HTTP hook", "no-op HTTP hook")
     console.print(runs_table(results, compared))
     console.print(
         "added p50: the variant's p50 less the no-hook p50; same round: the median of its run "
         "less the no-hook run of the same round",
         style="dim",
+    )
+    console.print(
+        f"signoff's HTTP hook over the no-op HTTP hook: {over_noop.added_p50_ms:+.1f} ms p50, "
+        f"{over_noop.added_same_round_ms:+.1f} ms same round ({over_noop.ratio:.2f}x)",
+        highlight=False,
     )
     console.print(alone_table(results, compared))
     wall_s = time.perf_counter() - started
@@ -380,6 +443,7 @@ def main() -> None:
         "config": {"rounds": ROUNDS, "warmup": WARMUP, "allowed_tools": ALLOWED_TOOLS},
         "results": {name: asdict(found) for name, found in results.items()},
         "against_no_hook": {variant: asdict(found) for variant, found in compared.items()},
+        "http_hook_against_noop": asdict(over_noop),
         "load_average": {
             "before": load_before,
             "after": os.getloadavg(),
