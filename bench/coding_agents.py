@@ -135,6 +135,8 @@ def serve(folder: Path) -> Iterator[str]:
         first = server.stdout.readline()
         found = re.search(r"http://127\.0\.0\.1:\d+", first)
         assert found, f"signoff serve did not start: {first}"
+        # What it says later is read and dropped, so a full pipe never stops it.
+        threading.Thread(target=server.stdout.read, daemon=True).start()
         yield found.group(0)
     finally:
         server.send_signal(signal.SIGINT)
