@@ -125,8 +125,7 @@ def scripted_messages(turns: Sequence[Turn] | Callable[[dict[str, Any]], Turn]
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Connection", "close")
             self.end_headers()
-            for chunk in _events(model, turn):
-                self.wfile.write(chunk)
+            self.wfile.write(b"".join(_events(model, turn)))  # one write: no Nagle stall
             self.close_connection = True
 
         def _json(self, data: dict[str, Any]) -> None:
