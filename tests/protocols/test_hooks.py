@@ -2,7 +2,7 @@
 CLI's ``BeforeTool`` hooks are answered — allowed, denied with the rule's reason, held for a
 person and answered with their decision (approve, edit, respond, reject), nobody in time — each
 call let through once, what ran audited, and bad input refused with the field it names. The real
-CLIs drive the same endpoint in tests/integrations/test_claude_code.py."""
+CLIs drive the same endpoint in tests/hooks/."""
 
 from __future__ import annotations
 
@@ -197,6 +197,58 @@ async def test_gemini_clis_hook_gets_its_own_words(store: SQLStore) -> None:
         assert answered.status_code == 200, answered.text
         assert answered.json()["decision"] == "deny"
         assert "no rm -rf" in answered.json()["reason"]
+
+
+def before(tool: str, args: dict[str, Any], **more: Any) -> dict[str, Any]:
+    """Gemini CLI's ``BeforeTool`` input: no call id, a millisecond timestamp."""
+    return {
+        "session_id": "g-1", "cwd": "/work/shop", "hook_event_name": "BeforeTool",
+        "timestamp": "2026-11-29T14:45:15.499Z", "tool_name": tool, "tool_input": args, **more,
+    }  # fmt: skip
+
+
+async def test_gemini_cli_is_denied_not_asked_when_nobody_decides_in_time(
+    store: SQLStore,
+) -> None:
+    async with api(store, wait=0.05, on_timeout="ask") as (agent, person):
+        # `ask` would keep a headless `gemini -p` waiting for a prompt forever
+        answered = await agent.post("/v1/hooks/gemini-cli", json=before("deploy", {}))
+        out = answered.json()
+        assert out["decision"] == "deny"
+        assert "Nobody decided this call in signoff within 0.05 s" in out["reason"]
+        assert (await held(person))["id"] in out["reason"]
+
+
+async def test_a_hook_may_wait_less_than_the_servers_hooks_wait(store: SQLStore) -> None:
+    async with api(store, wait=600) as (agent, _):
+        answered = await agent.post(
+            "/v1/hooks/gemini-cli", json=before("deploy", {}), params={"wait": 0.05}
+        )
+        assert "within 0.05 s" in answered.json()["reason"]
+        too_long = await agent.post(
+            "/v1/hooks/gemini-cli", json=before("deploy", {}), params={"wait": 7200}
+        )
+        assert too_long.status_code == 422
+
+
+async def test_two_alike_gemini_calls_at_once_are_two_each_audited_beside_its_decision(
+    store: SQLStore,
+) -> None:
+    async with api(store) as (agent, person):
+        call = before("Read", {"file_path": "README.md"})  # the same millisecond, too
+        first, second = await asyncio.gather(
+            agent.post("/v1/hooks/gemini-cli", json=call),
+            agent.post("/v1/hooks/gemini-cli", json=call),
+        )
+        assert [first.json()["decision"], second.json()["decision"]] == ["allow", "allow"]
+        after = call | {"hook_event_name": "AfterTool", "tool_response": {"llmContent": "hi"}}
+        for _ in range(2):
+            answered = await agent.post("/v1/hooks/gemini-cli", json=after)
+            assert (answered.status_code, answered.json()) == (200, {})
+        entries = (await person.get("/v1/audit", params={"limit": 1000})).json()["items"]
+        ran = [e["data"] for e in entries if e["action"] == "ran"]
+        assert [(r["judged"], r["result"]) for r in ran] == [(True, {"llmContent": "hi"})] * 2
+        assert ran[0]["call_id"] != ran[1]["call_id"]
 
 
 @pytest.mark.parametrize(

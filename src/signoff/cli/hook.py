@@ -46,8 +46,9 @@ Config = Annotated[
 Wait = Annotated[
     float | None,
     typer.Option(
-        help="Seconds a held call waits for a decision, on a database (the config's "
-        "hooks.wait, else 300). Keep it below the hook's own timeout.",
+        help="Seconds a held call waits for a decision: on a database (the config's "
+        "hooks.wait, else 300); through a server, at most (its hooks.wait if less). Keep it "
+        "below the hook's own timeout.",
         show_default=False,
     ),
 ]
@@ -94,7 +95,7 @@ def _answer(
         body = _with_conversation(agent, _read_input())
         server = server or (None if database or config else _demo())
         if server:
-            said = _through_server(agent, server, token, body)
+            said = _through_server(agent, server, token, body, wait)
         elif database or config:
             said = asyncio.run(_on_database(agent, database, config, wait, actor, body))
         else:
@@ -148,15 +149,22 @@ def _read_input() -> Any:
         raise _Blocked(f"the hook's input is not JSON: {exc}") from None
 
 
-def _through_server(agent: str, server: str, token: str | None, body: Any) -> Any:
-    """The server's answer (`POST /v1/hooks/AGENT`), waiting as long as it holds the call."""
+def _through_server(
+    agent: str, server: str, token: str | None, body: Any, wait: float | None
+) -> Any:
+    """The server's answer (`POST /v1/hooks/AGENT`), waiting as long as it holds the call — at
+    most `wait` seconds, when given (and a little more for the answer to come)."""
     import httpx
 
     headers = {} if token is None else {"Authorization": f"Bearer {token}"}
     url = f"{server.rstrip('/')}/v1/hooks/{agent}"
-    timeout = httpx.Timeout(10.0, read=None)  # the server bounds the wait (hooks.wait)
+    params = {} if wait is None else {"wait": f"{wait:g}"}
+    # the server bounds the wait: its hooks.wait, or `wait`
+    timeout = httpx.Timeout(10.0, read=None if wait is None else wait + 10.0)
     try:
-        response = httpx.post(url, json=body, headers=headers, timeout=timeout)
+        response = httpx.post(url, json=body, params=params, headers=headers, timeout=timeout)
+    except httpx.ReadTimeout:  # only with `wait`: else no read is timed
+        raise _Blocked(f"signoff at {server} did not answer within {wait} s") from None
     except httpx.HTTPError as exc:
         raise _Blocked(f"signoff at {server} cannot be reached: {exc}") from None
     if response.status_code != 200:

@@ -68,7 +68,8 @@ def install(
         float,
         typer.Option(
             help="Seconds a held call waits for a person (a server waits its "
-            "config's hooks.wait): the agent's timeout is 30 s above it."
+            "config's hooks.wait; for Gemini CLI, at most this): the agent's timeout is 30 s "
+            "above it."
         ),
     ] = 300.0,
     command: Annotated[
@@ -143,7 +144,9 @@ def _entries(
         }
         return [hook] * len(_EVENTS[agent])
     command = [*_program(), "hook", agent]
-    if server:
+    if server and agent == "gemini-cli":  # Gemini CLI runs the call when its hook times out
+        command += ["--server", server, "--wait", f"{wait:g}"]
+    elif server:
         command += ["--server", server]
     elif config is not None:
         command += ["--config", str(config.resolve()), "--wait", f"{wait:g}"]

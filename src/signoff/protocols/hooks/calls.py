@@ -6,7 +6,6 @@ thread."""
 
 from __future__ import annotations
 
-import hashlib
 import re
 import secrets
 from collections.abc import Mapping
@@ -17,7 +16,7 @@ from typing import Any, Literal
 from signoff.errors import SignoffError
 from signoff.protocols.hooks.files import resolved
 from signoff.protocols.hooks.transcript import sent
-from signoff.types import ToolCall, canonical_json
+from signoff.types import ToolCall
 
 __all__ = ["AGENTS", "HookCall", "HookInputError", "read_call", "repository_of", "tail"]
 
@@ -51,8 +50,11 @@ class HookCall:
     """``PreToolUse``/``BeforeTool`` (judge it), ``PostToolUse``/``AfterTool`` (it ran)."""
     session: str
     call_id: str
-    """The agent's id of the call (Claude Code's ``tool_use_id``), or one derived from the
-    call when the agent gives none."""
+    """The agent's id of the call (Claude Code's ``tool_use_id``), or a new one when the agent
+    gives none (`named` is False)."""
+    named: bool
+    """Whether the agent names its calls: Gemini CLI does not, and its ``AfterTool`` is told
+    apart from another call only by what ran."""
     tool: str
     """The tool as the policy names it: an MCP tool's own name, its server in `server`."""
     server: str | None
@@ -101,17 +103,16 @@ def read_call(agent: Agent, body: Any) -> HookCall:
     cwd = _optional(body, "cwd")
     server, tool = _mcp_tool(agent, name, body)
     call_id = _optional(body, "tool_use_id")
+    named = call_id is not None
     if call_id is None:
-        # Gemini CLI names no call: each hook it runs is one call (two alike in one turn are
-        # two), told apart by the moment it was run.
-        moment = _optional(body, "timestamp") or secrets.token_hex(8)
-        digest = hashlib.sha256(canonical_json([moment, name, dict(args)])).hexdigest()[:24]
-        call_id = f"call-{digest}"
+        # Gemini CLI names no call: each hook it runs is one call. Two alike in one turn are
+        # two, and their hooks may start in the same millisecond (its `timestamp`'s grain).
+        call_id = f"call-{secrets.token_hex(12)}"
     asked = dict(args)
     return HookCall(
-        agent=agent, event=event, session=session, call_id=call_id, tool=tool, server=server,
-        args=resolved(name, asked, cwd) if server is None else asked, asked=asked, cwd=cwd,
-        repository=repository_of(cwd),
+        agent=agent, event=event, session=session, call_id=call_id, named=named, tool=tool,
+        server=server, args=resolved(name, asked, cwd) if server is None else asked,
+        asked=asked, cwd=cwd, repository=repository_of(cwd),
         transcript_path=_optional(body, "transcript_path"),
         response=body.get("tool_response", body.get("error")), conversation=sent(body),
     )  # fmt: skip

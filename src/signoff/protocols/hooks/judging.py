@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from signoff.errors import ApprovalTimeout, CallRefused
@@ -23,7 +23,7 @@ from signoff.integrations._calls import step_of
 from signoff.protocols.hooks.calls import AGENTS, Agent, HookCall, tail
 from signoff.protocols.hooks.files import previews
 from signoff.store.records import AuditRecord
-from signoff.types import Approval
+from signoff.types import Approval, canonical_json
 
 __all__ = ["Answer", "Hooks", "OnTimeout"]
 
@@ -80,17 +80,24 @@ class Hooks:
             agent: runs or ExternalRuns(gate, origin=agent, bridge=bridge, previews=shown)
             for agent in AGENTS
         }
+        self._unnamed = _LetThrough()
 
-    async def answer(self, call: HookCall, *, requested_by: str | None) -> Answer | None:
+    async def answer(
+        self, call: HookCall, *, requested_by: str | None, wait: float | None = None
+    ) -> Answer | None:
         """The answer to a hook's report of `call` by the agent run by `requested_by`: for a
-        call about to run, whether it may; after one ran, None (its result is audited)."""
+        call about to run, whether it may (waiting at most `wait`, when the hook says less
+        than `Hooks.wait`); after one ran, None (its result is audited)."""
         if call.before:
-            return await self.before(call, requested_by=requested_by)
+            return await self.before(call, requested_by=requested_by, wait=wait)
         await self.after(call, requested_by=requested_by)
         return None
 
-    async def before(self, call: HookCall, *, requested_by: str | None) -> Answer:
+    async def before(
+        self, call: HookCall, *, requested_by: str | None, wait: float | None = None
+    ) -> Answer:
         """Whether `call` may run: judged, and — held for a person — decided within `wait`."""
+        wait = self.wait if wait is None else min(wait, self.wait)
         runs = self._runs[call.agent]
         proposed = call.call()
         step = await step_of(
@@ -102,14 +109,14 @@ class Hooks:
             if self.on_hold is not None:
                 self.on_hold(step.approval)
             try:
-                await runs.bridge.arun(runs.gate.wait(step.approval.id, timeout=self.wait))
+                await runs.bridge.arun(runs.gate.wait(step.approval.id, timeout=wait))
             except ApprovalTimeout:
-                return self._unanswered(step)
+                return self._unanswered(step, wait)
             step = await step_of(
                 runs, proposed, thread=call.session, turn=None, requested_by=requested_by
             )
             if step.kind == "wait":  # pragma: no cover - a wait returns once decided
-                return self._unanswered(step)
+                return self._unanswered(step, wait)
         approval_id = None if step.approval is None else step.approval.id
         if step.kind == "answer":
             return Answer(decision="deny", reason=_told(step), approval_id=approval_id)
@@ -130,6 +137,8 @@ class Hooks:
             reason = "signoff let this call through once already; it does not run twice"
             return Answer(decision="deny", reason=reason, approval_id=approval_id)
         await runs.finish(claim, {"handed_to": runs.origin})
+        if not call.named:
+            self._unnamed.add(call, step.call.args)
         if step.approval is None:
             reason = "signoff: the policy allows this call"
         else:
@@ -147,11 +156,11 @@ class Hooks:
         await runs.pause(thread=call.session, approvals=[approval_id], data=data,
                          agent=call.path, conversation=call.conversation)  # fmt: skip
 
-    def _unanswered(self, step: Step) -> Answer:
+    def _unanswered(self, step: Step, wait: float) -> Answer:
         assert step.approval is not None
         where = f" ({self.inbox}/#/approvals/{step.approval.id})" if self.inbox else ""
         reason = (
-            f"Nobody decided this call in signoff within {self.wait:g} s; it waits there as "
+            f"Nobody decided this call in signoff within {wait:g} s; it waits there as "
             f"approval {step.approval.id}{where}"
         )
         return Answer(decision=self.on_timeout, reason=reason, approval_id=step.approval.id)
@@ -159,6 +168,8 @@ class Hooks:
     async def after(self, call: HookCall, *, requested_by: str | None) -> None:
         """Audit what `call` returned, next to how it was judged and decided."""
         runs = self._runs[call.agent]
+        if not call.named:  # the call this process let through with these arguments, if it did
+            call = replace(call, call_id=self._unnamed.pop(call) or call.call_id)
         held = (await runs.held(call.session, [call.call_id])).get(call.call_id)
         record = None if held is None else held.record
         if held is not None and held.approval is not None and held.approval.pending:
@@ -175,6 +186,40 @@ class Hooks:
         entry = AuditRecord(actor=actor, action="ran", subject=subject, at=runs.store.now(),
                             data=data)  # fmt: skip
         await runs.near(runs.store.append_audit([entry]))
+
+
+class _LetThrough:
+    """The calls let through that the agent did not name, by what they run — so that what one
+    returned is audited beside its decision. The oldest first; a bounded number."""
+
+    LIMIT = 4096
+
+    def __init__(self) -> None:
+        self._ids: dict[str, list[str]] = {}
+        self._count = 0
+
+    def add(self, call: HookCall, args: dict[str, Any]) -> None:
+        self._ids.setdefault(self._key(call, args), []).append(call.call_id)
+        self._count += 1
+        while self._count > self.LIMIT:
+            oldest = next(iter(self._ids))
+            self._count -= len(self._ids.pop(oldest))
+
+    def pop(self, call: HookCall) -> str | None:
+        """The id of the oldest call let through that ran as `call` did, now it ran."""
+        key = self._key(call, call.args)
+        ids = self._ids.get(key)
+        if not ids:
+            return None
+        self._count -= 1
+        found = ids.pop(0)
+        if not ids:
+            del self._ids[key]
+        return found
+
+    @staticmethod
+    def _key(call: HookCall, args: dict[str, Any]) -> str:
+        return canonical_json([call.agent, call.session, call.server, call.tool, args]).decode()
 
 
 def _told(step: Step) -> str:

@@ -5,6 +5,7 @@ the agent is told when nobody decided by then.
 hooks:
   wait: 5m            # below the hook's own timeout (`signoff hook install` sets it 30 s above)
   on_timeout: ask     # ask: the agent's own prompt at its terminal; deny: it does not run
+                      # (Gemini CLI is always told deny: `gemini -p` waits on `ask` forever)
 ```
 """
 

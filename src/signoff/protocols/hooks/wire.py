@@ -1,5 +1,8 @@
 """Each coding agent's hook output: what signoff's `Answer` is in the words of Claude Code's
-``PreToolUse`` hook and of Gemini CLI's ``BeforeTool`` hook."""
+``PreToolUse`` hook and of Gemini CLI's ``BeforeTool`` hook.
+
+Gemini CLI is never told ``ask``: a headless run (``gemini -p``) has no prompt to ask at and
+waits for one forever. Its call does not run instead, and the model reads why."""
 
 from __future__ import annotations
 
@@ -24,7 +27,8 @@ def output(agent: Agent, answer: Answer | None) -> dict[str, Any]:
         if answer.updated_input is not None:
             said["updatedInput"] = answer.updated_input
         return {"hookSpecificOutput": said}
-    said = {"decision": answer.decision, "reason": answer.reason}
+    said = {"decision": "deny" if answer.decision == "ask" else answer.decision,
+            "reason": answer.reason}  # fmt: skip
     if answer.updated_input is not None:
         said["hookSpecificOutput"] = {
             "hookEventName": "BeforeTool",
