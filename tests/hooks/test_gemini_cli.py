@@ -285,3 +285,13 @@ async def test_a_server_that_waits_longer_than_the_hook_still_answers_in_time(
     assert ran(folder) == []
     [told] = api.results()
     assert "Nobody decided this call in signoff within 1 s" in told["error"]
+
+
+async def test_a_signoff_that_cannot_be_reached_blocks_the_call(tmp_path: Path) -> None:
+    # Gemini CLI runs a call whose hook crashes or times out: the hook must say no itself
+    folder = install(tmp_path / "shop", "--server", "http://127.0.0.1:9")
+    with scripted_gemini([Turn(calls=[shell("echo unguarded >> effects.txt")])]) as api:
+        await gemini(folder, api)
+    assert ran(folder) == []
+    [told] = api.results()
+    assert "signoff blocked this call" in told["error"] and "cannot be reached" in told["error"]

@@ -52,7 +52,7 @@ class HookCall:
     call_id: str
     """The agent's id of the call (Claude Code's ``tool_use_id``), or a new one when the agent
     gives none (`named` is False)."""
-    named: bool
+    named: bool = True
     """Whether the agent names its calls: Gemini CLI does not, and its ``AfterTool`` is told
     apart from another call only by what ran."""
     tool: str
