@@ -249,6 +249,10 @@ async def test_two_alike_gemini_calls_at_once_are_two_each_audited_beside_its_de
         ran = [e["data"] for e in entries if e["action"] == "ran"]
         assert [(r["judged"], r["result"]) for r in ran] == [(True, {"llmContent": "hi"})] * 2
         assert ran[0]["call_id"] != ran[1]["call_id"]
+        # a third ran, let through by no call of this process: who judged it is not known here
+        await agent.post("/v1/hooks/gemini-cli", json=after)
+        entries = (await person.get("/v1/audit", params={"limit": 1000})).json()["items"]
+        assert [e["data"]["judged"] for e in entries if e["action"] == "ran"][-1] is None
 
 
 @pytest.mark.parametrize(

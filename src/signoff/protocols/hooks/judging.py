@@ -168,8 +168,11 @@ class Hooks:
     async def after(self, call: HookCall, *, requested_by: str | None) -> None:
         """Audit what `call` returned, next to how it was judged and decided."""
         runs = self._runs[call.agent]
+        paired = call.named
         if not call.named:  # the call this process let through with these arguments, if it did
-            call = replace(call, call_id=self._unnamed.pop(call) or call.call_id)
+            found = self._unnamed.pop(call)
+            paired = found is not None
+            call = replace(call, call_id=found or call.call_id)
         held = (await runs.held(call.session, [call.call_id])).get(call.call_id)
         record = None if held is None else held.record
         if held is not None and held.approval is not None and held.approval.pending:
@@ -182,6 +185,8 @@ class Hooks:
             "thread_id": call.session, "call_id": call.call_id, "judged": record is not None,
             "result": tail(call.response),
         }  # fmt: skip
+        if not paired:  # judged, maybe, by another process (a command hook is one per call)
+            data["judged"] = None
         actor = requested_by or call.agent
         entry = AuditRecord(actor=actor, action="ran", subject=subject, at=runs.store.now(),
                             data=data)  # fmt: skip
