@@ -10,7 +10,6 @@ both agents read as "do not run it" — never a silent pass.
 
 from __future__ import annotations
 
-import asyncio
 import getpass
 import json
 import sys
@@ -97,6 +96,8 @@ def _answer(
         if server:
             said = _through_server(agent, server, token, body, wait)
         elif database or config:
+            import asyncio  # only here: `signoff --help` and the server's way load none of it
+
             said = asyncio.run(_on_database(agent, database, config, wait, actor, body))
         else:
             raise _Blocked(
