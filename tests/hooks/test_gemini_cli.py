@@ -102,15 +102,16 @@ def project(tmp_path: Path, server: tuple[str, Path], kind: str) -> Path:
     return install(tmp_path / "shop", "--config", str(config), "--wait", "600")
 
 
-async def gemini(folder: Path, api: Gemini) -> str:
-    """Run ``gemini -p`` in `folder` against the scripted API; what it printed."""
+async def gemini(folder: Path, api: Gemini, *, token: str = "dev-token") -> str:
+    """Run ``gemini -p`` in `folder` against the scripted API, with `token` for signoff in its
+    environment; what it printed."""
     home = folder.parent / "home"
     (home / ".gemini").mkdir(parents=True, exist_ok=True)
     (home / ".gemini" / "settings.json").write_text(json.dumps(USER_SETTINGS))
     env = {
         "PATH": os.environ["PATH"], "HOME": str(home), "LANG": "C.UTF-8", "TERM": "dumb",
         "GOOGLE_GEMINI_BASE_URL": api.url, "GEMINI_API_KEY": "offline",
-        "GEMINI_CLI_TRUST_WORKSPACE": "true", "SIGNOFF_TOKEN": "dev-token",
+        "GEMINI_CLI_TRUST_WORKSPACE": "true", "SIGNOFF_TOKEN": token,
     }  # fmt: skip
     if "PYTHONPATH" in os.environ:  # the hook runs the signoff under test
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
