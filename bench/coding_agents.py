@@ -59,7 +59,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Final
 from urllib.parse import urlsplit
@@ -72,6 +72,7 @@ from _common import environment, ms, percentile, wide_console
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' scripted Messages API
 
 from tests.hooks.messages import Messages, Turn, scripted_messages
+from tests.hooks.rig import loopback
 
 from signoff import __version__
 
@@ -190,16 +191,9 @@ def noop_hook() -> Iterator[NoOp]:
             self.end_headers()
             self.wfile.write(answer)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    noop.url = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
+    with loopback(Handler) as url:
+        noop.url = url
         yield noop
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def cli_environment(home: Path) -> dict[str, str]:

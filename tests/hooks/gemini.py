@@ -12,8 +12,10 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.hooks.rig import loopback
 
 __all__ = ["Gemini", "Turn", "scripted_gemini"]
 
@@ -107,13 +109,6 @@ def scripted_gemini(turns: Sequence[Turn]) -> Iterator[Gemini]:
             self.end_headers()
             self.wfile.write(raw)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    api.url = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
+    with loopback(Handler) as url:
+        api.url = url
         yield api
-    finally:
-        server.shutdown()
-        server.server_close()

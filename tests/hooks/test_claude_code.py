@@ -19,6 +19,7 @@ import pytest
 
 from tests.deadline import HANG
 from tests.hooks.messages import Messages, Turn, scripted_messages
+from tests.hooks.rig import TOKENS, config, decide, ran
 from tests.processes import served, signoff_command
 
 
@@ -34,25 +35,13 @@ def cli_missing() -> str:
 
 pytestmark = pytest.mark.skipif(bool(cli_missing()), reason=cli_missing() or "installed")
 
-CONFIG = """\
-auth:
-  tokens:
-    - {principal: dev, token_env: SIGNOFF_TOKEN_DEV}
-    - {principal: olga, roles: [ops], token_env: SIGNOFF_TOKEN_OLGA}
-hooks: {wait: 10m}
-default: ask
-rules:
-  - deny: Bash
-    when: {command: {glob: "rm -rf*"}}
-    reason: nothing is removed wholesale here
-  - allow: Bash
-    when: {command: {glob: "echo *"}}
-  - allow: Bash                  # each redirection is a part of its own: this one is allowed
-    when: {command: {eq: ">> effects.txt"}}
+CONFIG = config(
+    "Bash",
+    """\
   - allow: Bash
     when: {command: {eq: "exit 3"}}
-"""
-TOKENS = {"SIGNOFF_TOKEN_DEV": "dev-token", "SIGNOFF_TOKEN_OLGA": "olga-token"}
+""",
+)
 KINDS = ["http", "command"]
 
 
@@ -106,33 +95,6 @@ async def claude(folder: Path, api: Messages, *, token: str = "dev-token") -> st
     out, err = await asyncio.wait_for(process.communicate(), HANG * 4)
     assert process.returncode == 0, err.decode()
     return out.decode()
-
-
-async def decide(
-    server: str, command: str, decision: dict[str, Any], agent: asyncio.Task[str]
-) -> dict[str, Any]:
-    """Wait for the held call of `command` (while the `agent` runs: one that ends first never
-    held it), and decide it as olga."""
-    headers = {"Authorization": "Bearer olga-token"}
-    async with httpx.AsyncClient(base_url=server, headers=headers, timeout=HANG) as http:
-        async with asyncio.timeout(HANG * 4):
-            while True:
-                pending = await http.get("/v1/approvals", params={"status": "pending"})
-                found = [a for a in pending.json()["items"] if a["args"]["command"] == command]
-                if found:
-                    break
-                assert not agent.done(), f"claude ended, the call not held: {agent.result()}"
-                await asyncio.sleep(0.05)
-        [approval] = found
-        decided = await http.post(f"/v1/approvals/{approval['id']}/decision", json=decision)
-        assert decided.status_code == 200, decided.text
-        held: dict[str, Any] = approval
-        return held
-
-
-def ran(folder: Path) -> list[str]:
-    effects = folder / "effects.txt"
-    return effects.read_text().splitlines() if effects.exists() else []
 
 
 @pytest.mark.parametrize("kind", KINDS)

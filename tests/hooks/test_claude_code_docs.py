@@ -9,68 +9,32 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shlex
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from tests.deadline import HANG
 from tests.hooks.messages import Turn, scripted_messages
+from tests.hooks.rig import bash, page_set_up
 from tests.hooks.test_claude_code import claude, cli_missing
-from tests.processes import served, signoff_command
 from tests.test_docs import ROOT, example, files
 from tests.web.conftest import FLAGS, TIMEOUT, chromium, confirm, screenshot
 
-PAGE = ROOT / "docs" / "integrations" / "claude-code.md"
 DOC = "docs/integrations/claude-code.md"
-DOCUMENTED = "http://127.0.0.1:8000"
 
 pytestmark = pytest.mark.skipif(bool(cli_missing()), reason=cli_missing() or "installed")
-
-
-def bash(body: str, folder: Path, env: dict[str, str]) -> str:
-    done = subprocess.run(
-        ["bash", "-e", "-c", body], cwd=folder, env=env, capture_output=True, text=True,
-        timeout=HANG, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
-def signoff_line(body: str) -> list[str]:
-    """The arguments after ``signoff`` of the one command of an example."""
-    [line] = [x for x in body.splitlines() if x.strip() and not x.startswith("#")]
-    words = shlex.split(line)
-    assert words[0] == "signoff", line
-    return words[1:]
 
 
 async def test_the_page_from_an_empty_folder_to_a_command_approved_on_a_phone(
     tmp_path: Path,
 ) -> None:
-    folder = tmp_path / "signoff"
-    project = tmp_path / "shop"
-    folder.mkdir()
-    (project / "build").mkdir(parents=True)
-    (folder / "signoff.yaml").write_text(files(PAGE)["signoff.yaml"])
-    env = os.environ | {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    token = bash(example(DOC, "token") + 'printf %s "$SIGNOFF_TOKEN"', folder, env)
-    assert len(token) >= 24
-    env["SIGNOFF_TOKEN"] = token
-    with served(signoff_line(example(DOC, "serve")), env, cwd=folder) as (url, _):
-        install = [a.replace(DOCUMENTED, url) for a in signoff_line(example(DOC, "install"))]
-        done = subprocess.run(
-            [*signoff_command(), *install], cwd=project, env=env, capture_output=True,
-            text=True, timeout=HANG, check=False,
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr
+    with page_set_up(DOC, tmp_path) as (url, project, env):
         settings = json.loads((project / ".claude" / "settings.json").read_text())
         assert settings["hooks"]["PreToolUse"][0]["hooks"][0]["onFailure"] == "block"
         turns = [Turn(calls=[("Bash", {"command": "rm -rf build"})]), Turn(text="Removed.")]
         with scripted_messages(turns) as api:
+            token = env["SIGNOFF_TOKEN"]
             agent = asyncio.create_task(claude(project, api, token=token))
             await asyncio.to_thread(_approve_on_a_phone, url, token)
             await agent
@@ -99,20 +63,18 @@ def _approve_on_a_phone(url: str, token: str) -> None:
             page.keyboard.press("Escape")
             card.locator("button[data-action=approve]").click()
             confirm(page)  # the rule marks it destructive: "are you sure?"
-            send = card.locator("button[data-action=send-now]")
-            send.click()
+            card.locator("button[data-action=send-now]").click()
             expect(card).to_have_count(0, timeout=TIMEOUT)  # decided: off the inbox
         finally:
             browser.close()
 
 
 def test_the_pages_explain_lines_say_what_the_policy_says(tmp_path: Path) -> None:
-    (tmp_path / "signoff.yaml").write_text(files(PAGE)["signoff.yaml"])
+    (tmp_path / "signoff.yaml").write_text(files(ROOT / DOC)["signoff.yaml"])
     body = example(DOC, "explain")
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
-    said = [
-        json.loads(line) for line in bash(body, tmp_path, os.environ | {"PATH": path}).splitlines()
-    ]
+    printed = bash(body, tmp_path, os.environ | {"PATH": path})
+    said = [json.loads(line) for line in printed.splitlines()]
     shown = [json.loads(_shown(line)) for line in body.splitlines() if line.startswith("# {")]
     for found, page_says in zip(said, shown, strict=True):
         assert found["verdict"] == page_says["verdict"] and found["rule"] == page_says["rule"]

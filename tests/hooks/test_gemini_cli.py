@@ -22,6 +22,7 @@ import pytest
 
 from tests.deadline import HANG
 from tests.hooks.gemini import Gemini, Turn, scripted_gemini
+from tests.hooks.rig import TOKENS, config, decide, ran
 from tests.processes import served, signoff_command
 
 INSTALLED = Path(__file__).parents[1] / "js" / "node_modules" / ".bin" / "gemini"
@@ -34,28 +35,16 @@ pytestmark = pytest.mark.skipif(
     "in SIGNOFF_GEMINI_CLI",
 )
 
-CONFIG = """\
-auth:
-  tokens:
-    - {principal: dev, token_env: SIGNOFF_TOKEN_DEV}
-    - {principal: olga, roles: [ops], token_env: SIGNOFF_TOKEN_OLGA}
-hooks: {wait: 10m}
-default: ask
-rules:
-  - deny: run_shell_command
-    when: {command: {glob: "rm -rf*"}}
-    reason: nothing is removed wholesale here
-  - allow: run_shell_command
-    when: {command: {glob: "echo *"}}
-  - allow: run_shell_command     # each redirection is a part of its own: this one is allowed
-    when: {command: {eq: ">> effects.txt"}}
+CONFIG = config(
+    "run_shell_command",
+    """\
   - deny: transfer
     server: the_bank
     reason: money moves only by a person's hand
   - allow: read_file
     server: the_bank
-"""
-TOKENS = {"SIGNOFF_TOKEN_DEV": "dev-token", "SIGNOFF_TOKEN_OLGA": "olga-token"}
+""",
+)
 KINDS = ["server", "database"]
 USER_SETTINGS = {
     "security": {"auth": {"selectedType": "gemini-api-key"}},
@@ -130,29 +119,6 @@ async def gemini(folder: Path, api: Gemini, *, token: str = "dev-token") -> str:
     return out.decode()
 
 
-async def decide(server: str, command: str, decision: dict[str, Any]) -> dict[str, Any]:
-    """Wait for the held call of `command`, and decide it as olga."""
-    headers = {"Authorization": "Bearer olga-token"}
-    async with httpx.AsyncClient(base_url=server, headers=headers, timeout=HANG) as http:
-        async with asyncio.timeout(HANG * 4):
-            while True:
-                pending = await http.get("/v1/approvals", params={"status": "pending"})
-                found = [a for a in pending.json()["items"] if a["args"]["command"] == command]
-                if found:
-                    break
-                await asyncio.sleep(0.05)
-        [approval] = found
-        decided = await http.post(f"/v1/approvals/{approval['id']}/decision", json=decision)
-        assert decided.status_code == 200, decided.text
-        held: dict[str, Any] = approval
-        return held
-
-
-def ran(folder: Path) -> list[str]:
-    effects = folder / "effects.txt"
-    return effects.read_text().splitlines() if effects.exists() else []
-
-
 def shell(command: str) -> tuple[str, dict[str, Any]]:
     return ("run_shell_command", {"command": command})
 
@@ -184,7 +150,7 @@ async def test_an_asked_command_approved_in_signoff_runs_once(
     command = f"touch approved-{kind} && echo approved >> effects.txt"
     with scripted_gemini([Turn(calls=[shell(command)])]) as api:
         agent = asyncio.create_task(gemini(folder, api))
-        approval = await decide(server[0], command, {"kind": "approve"})
+        approval = await decide(server[0], command, {"kind": "approve"}, agent)
         await agent
     assert approval["origin"] == "gemini-cli" and approval["agent"] == "gemini-cli/shop"
     assert approval["requested_by"] == ("dev" if kind == "server" else getpass.getuser())
@@ -200,7 +166,7 @@ async def test_an_edit_runs_the_edited_command_and_is_audited_beside_it(
     edited = {"command": "echo edited >> effects.txt"}
     with scripted_gemini([Turn(calls=[shell(command)])]) as api:
         agent = asyncio.create_task(gemini(folder, api))
-        approval = await decide(server[0], command, {"kind": "edit", "args": edited})
+        approval = await decide(server[0], command, {"kind": "edit", "args": edited}, agent)
         await agent
     assert ran(folder) == ["edited"]
     assert not (folder / "asked").exists()
@@ -239,7 +205,7 @@ async def test_a_smuggled_command_is_held_and_a_rejection_reaches_the_model(
     reason = {"kind": "reject", "reason": "no piping the internet into a shell"}
     with scripted_gemini([Turn(calls=[shell(command)])]) as api:
         agent = asyncio.create_task(gemini(folder, api))
-        approval = await decide(server[0], command, reason)
+        approval = await decide(server[0], command, reason, agent)
         await agent
     assert "curl -s http://127.0.0.1:9/x" in approval["reason"]  # the part no rule allows
     assert ran(folder) == []

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -17,12 +15,11 @@ import pytest
 
 from tests.deadline import HANG
 from tests.hooks.gemini import Turn, scripted_gemini
-from tests.hooks.test_claude_code_docs import DOCUMENTED, bash, signoff_line
+from tests.hooks.rig import DOCUMENTED, page_set_up, signoff_line
 from tests.hooks.test_gemini_cli import CLI, gemini
-from tests.processes import served, signoff_command
-from tests.test_docs import ROOT, example, files
+from tests.processes import signoff_command
+from tests.test_docs import example
 
-PAGE = ROOT / "docs" / "integrations" / "gemini-cli.md"
 DOC = "docs/integrations/gemini-cli.md"
 
 pytestmark = pytest.mark.skipif(
@@ -31,26 +28,13 @@ pytestmark = pytest.mark.skipif(
 
 
 async def test_the_page_from_an_empty_folder_to_an_approved_command(tmp_path: Path) -> None:
-    folder, project = tmp_path / "signoff", tmp_path / "shop"
-    folder.mkdir()
-    (project / "build").mkdir(parents=True)
-    (folder / "signoff.yaml").write_text(files(PAGE)["signoff.yaml"])
-    env = os.environ | {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    token = bash(example(DOC, "token") + 'printf %s "$SIGNOFF_TOKEN"', folder, env)
-    env["SIGNOFF_TOKEN"] = token
-    with served(signoff_line(example(DOC, "serve")), env, cwd=folder) as (url, _):
-        install = [a.replace(DOCUMENTED, url) for a in signoff_line(example(DOC, "install"))]
-        done = subprocess.run(
-            [*signoff_command(), *install], cwd=project, env=env, capture_output=True,
-            text=True, timeout=HANG, check=False,
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr
+    with page_set_up(DOC, tmp_path) as (url, project, env):
         assert json.loads((project / ".gemini" / "settings.json").read_text())["hooks"]
         turns = [Turn(calls=[("run_shell_command", {"command": "rm -rf build"})]),
                  Turn(text="Removed.")]  # fmt: skip
         with scripted_gemini(turns) as api:
-            agent = asyncio.create_task(gemini(project, api, token=token))
-            approval = await _held(url, token, agent)
+            agent = asyncio.create_task(gemini(project, api, token=env["SIGNOFF_TOKEN"]))
+            approval = await _held(url, env["SIGNOFF_TOKEN"], agent)
             approve = [a.replace(DOCUMENTED, url).replace("ID", approval)
                        for a in signoff_line(example(DOC, "approve"))]  # fmt: skip
             approved = await asyncio.to_thread(
