@@ -106,6 +106,13 @@ async def decided(database: str, approval: str, decision: Decision) -> None:
         await runs.bridge.arun(runs.gate.decide(approval, decision, actor="bob"))
 
 
+async def approved_while_down(tmp_path: Path, database: str) -> App:
+    """An app whose held call was deferred, then approved while no app ran."""
+    app = App(tmp_path)
+    await decided(database, await deferred(app, database), Approve())
+    return app
+
+
 async def test_a_call_approved_while_the_app_was_down_runs_once_when_the_session_resumes(
     tmp_path: Path, store_url: str
 ) -> None:
@@ -145,9 +152,7 @@ async def test_a_rejection_taken_while_the_app_was_down_reaches_the_model_on_res
 async def test_a_deferred_call_changed_in_the_saved_session_is_refused_and_audited(
     tmp_path: Path, store_url: str
 ) -> None:
-    app = App(tmp_path)
-    approval = await deferred(app, store_url)
-    await decided(store_url, approval, Approve())
+    app = await approved_while_down(tmp_path, store_url)
     transcript = app.transcript()
     lines = [_tampered(line) for line in transcript.read_text().splitlines()]
     transcript.write_text("\n".join(lines) + "\n")
@@ -162,9 +167,7 @@ async def test_a_deferred_call_changed_in_the_saved_session_is_refused_and_audit
 async def test_a_call_approved_while_down_that_the_policy_now_denies_is_not_run_on_resume(
     tmp_path: Path, store_url: str
 ) -> None:
-    app = App(tmp_path)
-    approval = await deferred(app, store_url)
-    await decided(store_url, approval, Approve())
+    app = await approved_while_down(tmp_path, store_url)
 
     async with connected(connect, ORIGIN, store_url) as runs:
         assert await runs.bridge.arun(runs.gate.use_policy(FROZEN)) == []

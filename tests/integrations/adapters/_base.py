@@ -46,6 +46,33 @@ class AdapterBase:
         raise NotSupported(self.no_state)
 
 
+class GoesOnByItself:
+    """An adapter whose held call waits in memory and goes on by itself once decided: nothing
+    resumes it (`no_resumer` says why), and resuming is waiting for its next wait or its end."""
+
+    no_resumer = ""
+
+    async def _next(self, thread: str) -> Outcome:
+        raise NotImplementedError
+
+    async def resume(self, thread: str) -> Outcome:
+        """The held call goes on by itself once decided: wait for the next wait or the end."""
+        return await self._next(thread)
+
+    def resumer(self, thread: str, *, on_resumed: Callable[[Any], Any]) -> Any:
+        raise NotSupported(self.no_resumer)
+
+    def text(self, output: Any) -> str | None:
+        raise NotSupported("no resumer")
+
+
+def unique_ids(script: Sequence[Any], why: str) -> None:
+    """Refuse (`NotSupported`, `why`) a script whose model gives two calls one id."""
+    ids = [c.id for turn in script if not isinstance(turn, str) for c in turn]
+    if len(set(ids)) < len(ids):
+        raise NotSupported(why)
+
+
 def step(script: Sequence[Any], turn: int) -> Any:
     """What the script's model plays at `turn`: its calls or its final text (``done`` after
     the script)."""
@@ -63,6 +90,20 @@ async def connected(connect: Callable[..., ExternalRuns], origin: str, database:
         yield runs
     finally:
         await asyncio.to_thread(runs.close)
+
+
+@contextlib.asynccontextmanager
+async def opened_with(
+    connect: Callable[..., ExternalRuns], origin: str, database: str,
+    make: Callable[[ExternalRuns], Any],
+) -> AsyncIterator[Any]:  # fmt: skip
+    """The adapter `make` builds on the integration's runs (`connected`), closed after."""
+    async with connected(connect, origin, database) as runs:
+        adapter = make(runs)
+        try:
+            yield adapter
+        finally:
+            await adapter.close()
 
 
 async def stopped(

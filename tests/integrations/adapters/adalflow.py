@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,14 +25,13 @@ from adalflow.core.func_tool import FunctionTool  # isort: skip
 from adalflow.core.model_client import ModelClient  # isort: skip
 from adalflow.core.types import GeneratorOutput, ModelType  # isort: skip
 
-from signoff.gate.external import ExternalRuns, Resumed, Resumer
+from signoff.gate.external import ExternalRuns
 from signoff.integrations.adalflow import ORIGIN, SignoffPermissions, connect
 from tests.integrations.adapters import _base
-from tests.integrations.adapters._base import AdapterBase
+from tests.integrations.adapters._base import AdapterBase, GoesOnByItself
 from tests.integrations.scenarios import (
     REQUESTER,
     Call,
-    NotSupported,
     Outcome,
     Script,
     final_text,
@@ -120,10 +119,14 @@ class _Run:
     requests: _Requests
 
 
-class AdalFlowAdapter(AdapterBase):
+class AdalFlowAdapter(GoesOnByItself, AdapterBase):
     name = "adalflow"
     no_send = NO_PAYLOAD
     no_state = NO_STATE
+    no_resumer = (
+        "an AdalFlow run is not durable: it waits in memory for its decision and goes on "
+        "by itself, so nothing resumes it (its runner returns the output)"
+    )
 
     def __init__(self, runs: ExternalRuns, tmp_path: Path) -> None:
         super().__init__(runs, tmp_path / "side-effects.txt")
@@ -154,20 +157,6 @@ class AdalFlowAdapter(AdapterBase):
         self._runs[thread] = _Run(task=task, requests=requests)
         return await self._next(thread)
 
-    async def resume(self, thread: str) -> Outcome:
-        """The run goes on by itself once its call is decided: wait for its next wait or its
-        end."""
-        return await self._next(thread)
-
-    def resumer(self, thread: str, *, on_resumed: Callable[[Resumed], Any]) -> Resumer:
-        raise NotSupported(
-            "an AdalFlow run is not durable: it waits in memory for its decision and goes on "
-            "by itself, so nothing resumes it (its runner returns the output)"
-        )
-
-    def text(self, output: Any) -> str | None:
-        raise NotSupported("no resumer")
-
     async def shown(self, thread: str) -> dict[str, int]:
         """The permission manager's `pending_approvals`: each request's confirmation details
         name its approval and version."""
@@ -197,11 +186,9 @@ class AdalFlowAdapter(AdapterBase):
         await _base.cancelled(run.task for run in self._runs.values())
 
 
-@contextlib.asynccontextmanager
-async def opened(database: str, tmp_path: Path) -> AsyncIterator[AdalFlowAdapter]:
-    async with _base.connected(connect, ORIGIN, database) as runs:
-        adapter = AdalFlowAdapter(runs, tmp_path)
-        try:
-            yield adapter
-        finally:
-            await adapter.close()
+def opened(
+    database: str, tmp_path: Path
+) -> contextlib.AbstractAsyncContextManager[AdalFlowAdapter]:
+    return _base.opened_with(
+        connect, ORIGIN, database, lambda runs: AdalFlowAdapter(runs, tmp_path)
+    )

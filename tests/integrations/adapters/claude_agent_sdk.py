@@ -19,7 +19,7 @@ import contextlib
 import importlib.util
 import re
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,15 +42,14 @@ from claude_agent_sdk import (
     tool,
 )
 
-from signoff.gate.external import ExternalRuns, Resumed, Resumer
+from signoff.gate.external import ExternalRuns
 from signoff.integrations.claude_agent_sdk import ORIGIN, connect, signoff_hooks
 from tests.deadline import HANG
 from tests.hooks.messages import Turn, scripted_messages
 from tests.integrations.adapters import _base
-from tests.integrations.adapters._base import AdapterBase
+from tests.integrations.adapters._base import AdapterBase, GoesOnByItself, unique_ids
 from tests.integrations.scenarios import (
     REQUESTER,
-    NotSupported,
     Outcome,
     Script,
     final_text,
@@ -141,7 +140,7 @@ class _Run:
     stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
 
 
-class ClaudeAgentSDKAdapter(AdapterBase):
+class ClaudeAgentSDKAdapter(GoesOnByItself, AdapterBase):
     name = "claude-agent-sdk"
     no_send = NO_PAYLOAD
     no_shown = (
@@ -149,6 +148,10 @@ class ClaudeAgentSDKAdapter(AdapterBase):
         "signoff's channels show the call and its version"
     )
     no_state = NO_STATE
+    no_resumer = (
+        "a held call waits in the hook, in memory, and goes on by itself once decided: "
+        "nothing resumes it (a deferred call is resumed by the app: resume=session_id)"
+    )
     answers_in_place = False  # a PreToolUse hook allows or denies: a response is the reason
 
     def __init__(self, runs: ExternalRuns, tmp_path: Path) -> None:
@@ -162,13 +165,12 @@ class ClaudeAgentSDKAdapter(AdapterBase):
         self._runs: dict[str, _Run] = {}
 
     async def start(self, thread: str, script: Script) -> Outcome:
-        ids = [c.id for turn in script if not isinstance(turn, str) for c in turn]
-        if len(set(ids)) < len(ids):
-            raise NotSupported(
-                "Claude Code's hook names a call by its tool_use_id alone (no model response), "
-                "and Anthropic's Messages API never gives two calls one id (toolu_…): a script "
-                "that reuses call_0 is not one Claude Code meets"
-            )
+        unique_ids(
+            script,
+            "Claude Code's hook names a call by its tool_use_id alone (no model response), "
+            "and Anthropic's Messages API never gives two calls one id (toolu_…): a script "
+            "that reuses call_0 is not one Claude Code meets",
+        )
         stack = contextlib.ExitStack()
         api = stack.enter_context(scripted_messages(player(script, self._turns)))
         session = str(uuid.uuid4())
@@ -184,19 +186,6 @@ class ClaudeAgentSDKAdapter(AdapterBase):
         task = asyncio.ensure_future(_final(options))
         self._runs[thread] = _Run(session=session, task=task, asked=asked, stack=stack)
         return await self._next(thread)
-
-    async def resume(self, thread: str) -> Outcome:
-        """The held call goes on by itself once decided: wait for the next wait or the end."""
-        return await self._next(thread)
-
-    def resumer(self, thread: str, *, on_resumed: Callable[[Resumed], Any]) -> Resumer:
-        raise NotSupported(
-            "a held call waits in the hook, in memory, and goes on by itself once decided: "
-            "nothing resumes it (a deferred call is resumed by the app: resume=session_id)"
-        )
-
-    def text(self, output: Any) -> str | None:
-        raise NotSupported("no resumer")
 
     async def _next(self, thread: str) -> Outcome:
         run = self._runs[thread]
@@ -223,11 +212,9 @@ async def _final(options: ClaudeAgentOptions) -> str | None:
     return text
 
 
-@contextlib.asynccontextmanager
-async def opened(database: str, tmp_path: Path) -> AsyncIterator[ClaudeAgentSDKAdapter]:
-    async with _base.connected(connect, ORIGIN, database) as runs:
-        adapter = ClaudeAgentSDKAdapter(runs, tmp_path)
-        try:
-            yield adapter
-        finally:
-            await adapter.close()
+def opened(
+    database: str, tmp_path: Path
+) -> contextlib.AbstractAsyncContextManager[ClaudeAgentSDKAdapter]:
+    return _base.opened_with(
+        connect, ORIGIN, database, lambda runs: ClaudeAgentSDKAdapter(runs, tmp_path)
+    )

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,7 @@ from mcp import Client, types
 from mcp.shared.exceptions import MCPError
 
 from signoff.gate import Gate
-from signoff.gate.external import ExternalRuns, Resumed, Resumer
+from signoff.gate.external import ExternalRuns
 from signoff.protocols.mcp.gateway import ORIGIN, Gateway
 from signoff.protocols.mcp.settings import GatewaySettings, PreviewSpec, UpstreamSpec
 from signoff.protocols.mcp.upstream import Upstream
@@ -37,7 +37,7 @@ from signoff.store import open_store
 from signoff.types import Approval
 from tests.deadline import HANG
 from tests.integrations.adapters import _base
-from tests.integrations.adapters._base import AdapterBase
+from tests.integrations.adapters._base import AdapterBase, GoesOnByItself
 from tests.integrations.scenarios import (
     POLICY,
     REQUESTER,
@@ -90,7 +90,7 @@ class _Session:
         return await answer
 
 
-class MCPGatewayAdapter(AdapterBase):
+class MCPGatewayAdapter(GoesOnByItself, AdapterBase):
     name = "mcp-gateway"
     no_shown = (
         "the MCP client has no list of held calls to read a version from: the gateway "
@@ -98,6 +98,10 @@ class MCPGatewayAdapter(AdapterBase):
         "client, and keeps what that form showed itself (src/signoff/protocols/mcp)"
     )
     no_state = NO_STATE
+    no_resumer = (
+        "the gateway's client repeats its request (or waits on it): the answer goes to the "
+        "client, and no run of the gateway's is resumed"
+    )
 
     def __init__(self, runs: ExternalRuns, front: Gateway, side_effects: Path) -> None:
         # `runs`: the gateway's own gate and store, as the scenarios reach them (the gateway
@@ -118,20 +122,6 @@ class MCPGatewayAdapter(AdapterBase):
         session = self._sessions[thread] = _Session()
         session.task = asyncio.ensure_future(self._play(session, script))
         return await self._next(thread)
-
-    async def resume(self, thread: str) -> Outcome:
-        """A held call goes on by itself once it is decided: wait for the next wait or the
-        end."""
-        return await self._next(thread)
-
-    def resumer(self, thread: str, *, on_resumed: Callable[[Resumed], Any]) -> Resumer:
-        raise NotSupported(
-            "the gateway's client repeats its request (or waits on it): the answer goes to the "
-            "client, and no run of the gateway's is resumed"
-        )
-
-    def text(self, output: Any) -> str | None:
-        raise NotSupported("no resumer")
 
     async def send(
         self, thread: str, approve: bool, *, user: str | None, seen: Seen = None

@@ -19,11 +19,10 @@ from signoff.gate.external import ExternalRuns, Resumed, Resumer
 from signoff.integrations.openai_agents import ORIGIN, SignoffAgent, connect
 from signoff.store import schema
 from tests.integrations.adapters import _base
-from tests.integrations.adapters._base import AdapterBase
+from tests.integrations.adapters._base import AdapterBase, unique_ids
 from tests.integrations.scenarios import (
     REQUESTER,
     Call,
-    NotSupported,
     Outcome,
     Script,
     final_text,
@@ -88,13 +87,12 @@ class OpenAIAgentsAdapter(AdapterBase):
         self._agents: dict[str, SignoffAgent] = {}
 
     async def start(self, thread: str, script: Script) -> Outcome:
-        ids = [c.id for turn in script if not isinstance(turn, str) for c in turn]
-        if len(set(ids)) < len(ids):
-            raise NotSupported(
-                "the Agents SDK ends a run whose model reuses a call id within the run "
-                "(ModelBehaviorError: 'Model reused a tool call ID for a different "
-                "invocation'): this scenario's one run cannot be played"
-            )
+        unique_ids(
+            script,
+            "the Agents SDK ends a run whose model reuses a call id within the run "
+            "(ModelBehaviorError: 'Model reused a tool call ID for a different "
+            "invocation'): this scenario's one run cannot be played",
+        )
         agent = _agent(script, self._turns, self.side_effects)
         self._agents[thread] = SignoffAgent(agent, self.runs, requested_by=REQUESTER)
         await self._agents[thread].run("go", thread=thread)
