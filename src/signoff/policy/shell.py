@@ -34,6 +34,15 @@ MAX_COMMAND = 64 * 1024
 _REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
 _DECLARATIONS = frozenset({"declaration_command", "unset_command"})
 _HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
+_UNREAD = re.compile(r"`|\(\(|\$\{(?![A-Za-z_][A-Za-z0-9_]*\})")
+"""What the grammar does not read as bash runs it, so a command holding it asks a person:
+backticks (bash parses their text again, unescaped, inside heredocs and ``${…}`` too),
+arithmetic (``$((x))`` evaluates what ``x`` holds, ``a[$(…)]`` included), and any ``${…}`` but
+a plain name (operators, transformations such as ``@P``, subscripts)."""
+_SUBSTITUTIONS = frozenset({"command_substitution", "process_substitution"})
+_OPENING = re.compile(rb"\$\(|[<>]\(")
+"""Where a command substitution or a process substitution opens: each must be one the walk
+reads as such (one inside quotes the grammar took for text asks, as one it missed would)."""
 _DUPLICATION = re.compile(r"\d*[<>]&(\d+-?|-)")
 """A redirection that copies or closes a file descriptor: no file is read or written."""
 
@@ -66,6 +75,9 @@ def judge(call: ToolCall, command: str, evaluate: Evaluate) -> Verdict:
     denies or asks it."""
     found = parts(command)
     if found is None:
+        whole = evaluate(call)
+        if whole.kind == "deny":
+            return whole  # a rule that denies the text denies it, read or not
         return Verdict(
             kind="ask", rule=None,
             reason="signoff could not read this shell command as a whole, so a person decides",
@@ -144,18 +156,25 @@ def parts(command: str) -> tuple[str, ...] | None:
     source = command.encode()
     if len(source) > MAX_COMMAND or "\0" in command:
         return None
+    if _UNREAD.search(command):
+        return None
     tree = _parser().parse(source)
     root = tree.root_node
     if root.has_error:
         return None
     found: list[str] = []
+    opened: set[int] = set()
     stack = [root]
     while stack:
         node = stack.pop()
+        if node.type in _SUBSTITUTIONS:
+            opened.add(node.start_byte)
         part = _part(node)
         if part:
             found.append(part)
         stack.extend(reversed(node.children))
+    if any(m.start() not in opened for m in _OPENING.finditer(source)):
+        return None  # a command run where the grammar does not read one: ask
     return tuple(found)
 
 
