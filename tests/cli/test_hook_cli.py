@@ -39,7 +39,7 @@ def test_install_writes_an_http_hook_that_blocks_when_the_server_fails(tmp_path:
     theirs, ours = written["hooks"]["PreToolUse"]
     assert theirs == THEIRS
     [hook] = ours["hooks"]
-    assert hook["url"] == f"{server}/v1/hooks/claude-code"
+    assert hook["url"] == f"{server}/v1/hooks/claude-code?wait=300"
     assert hook["headers"] == {"Authorization": "Bearer $SIGNOFF_TOKEN"}
     assert hook["allowedEnvVars"] == ["SIGNOFF_TOKEN"]
     assert (hook["onFailure"], hook["timeout"]) == ("block", 330)
@@ -92,3 +92,24 @@ def test_the_command_hook_blocks_a_call_it_cannot_ask_anyone_about(tmp_path: Pat
         app, ["hook", "claude-code", "--server", "http://127.0.0.1:9"], input="{not json"
     )
     assert garbled.exit_code == 2 and "the hook's input is not JSON" in garbled.output
+
+
+def test_install_refuses_an_event_that_is_not_a_list_and_keeps_the_files_mode(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / ".claude").mkdir()
+    path = tmp_path / ".claude" / "settings.json"
+    odd = json.dumps({"hooks": {"PreToolUse": THEIRS}})
+    path.write_text(odd)
+    arguments = ["hook", "install", "claude-code", "--project", str(tmp_path)]
+    refused = runner.invoke(app, [*arguments, "--server", "http://x"])
+    assert refused.exit_code == 1 and "hooks.PreToolUse is not a list" in refused.output
+    assert path.read_text() == odd
+    path.write_text("{}")
+    path.chmod(0o640)
+    done = runner.invoke(app, [*arguments, "--server", "http://x", "--command"])
+    assert done.exit_code == 0, done.output
+    assert path.stat().st_mode & 0o777 == 0o640
+    [hook] = settings(tmp_path)["hooks"]["PreToolUse"][0]["hooks"]
+    assert hook["type"] == "command" and hook["onFailure"] == "block"
+    assert hook["command"].endswith("hook claude-code --server http://x --wait 300")

@@ -89,6 +89,10 @@ def install(
     hooks = settings.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         stop("hook install", f"{path}: its 'hooks' is not an object; nothing was written", code=1)
+    for event in _EVENTS[agent]:
+        if not isinstance(hooks.get(event, []), list):
+            stop("hook install", f"{path}: its hooks.{event} is not a list; nothing was written",
+                 code=1)  # fmt: skip
     for event, entry in zip(_EVENTS[agent], entries, strict=True):
         kept = [group for group in hooks.get(event, []) if not _ours(group)]
         hooks[event] = [*kept, {"matcher": "*" if agent == "claude-code" else "", "hooks": [entry]}]
@@ -136,7 +140,7 @@ def _entries(
     if agent == "claude-code" and server and http:
         hook = {
             "type": "http",
-            "url": f"{server.rstrip('/')}{_MARK}claude-code",
+            "url": f"{server.rstrip('/')}{_MARK}claude-code?wait={wait:g}",
             "headers": {"Authorization": "Bearer $SIGNOFF_TOKEN"},
             "allowedEnvVars": ["SIGNOFF_TOKEN"],
             "timeout": int(wait) + _GRACE,
@@ -144,15 +148,14 @@ def _entries(
         }
         return [hook] * len(_EVENTS[agent])
     command = [*_program(), "hook", agent]
-    if server and agent == "gemini-cli":  # Gemini CLI runs the call when its hook times out
+    if server:  # the server waits no longer than the agent waits for the hook
         command += ["--server", server, "--wait", f"{wait:g}"]
-    elif server:
-        command += ["--server", server]
     elif config is not None:
         command += ["--config", str(config.resolve()), "--wait", f"{wait:g}"]
     if agent == "claude-code":
+        # A hook that cannot start or dies blocks the call, as one that answers no does.
         entry: dict[str, Any] = {"type": "command", "command": shlex.join(command),
-                                 "timeout": int(wait) + _GRACE}  # fmt: skip
+                                 "timeout": int(wait) + _GRACE, "onFailure": "block"}  # fmt: skip
     else:  # Gemini CLI counts milliseconds, and names its hooks
         entry = {"type": "command", "name": "signoff", "command": shlex.join(command),
                  "timeout": (int(wait) + _GRACE) * 1000}  # fmt: skip
@@ -202,13 +205,19 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 def _write(path: Path, settings: dict[str, Any]) -> None:
-    """Replace `path` with `settings` whole: written beside it, then renamed over it."""
+    """Replace `path` (the file a link there points to) with `settings` whole: written beside
+    it with its mode, flushed to disk, then renamed over it."""
+    path = path.resolve() if path.is_symlink() else path
     path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".settings.", suffix=".json")
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as file:
             json.dump(settings, file, indent=2)
             file.write("\n")
+            file.flush()
+            os.fsync(file.fileno())
+        os.chmod(temporary, mode)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
