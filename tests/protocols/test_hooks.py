@@ -342,3 +342,19 @@ def test_a_bad_hooks_section_is_refused_with_its_place(tmp_path: Any) -> None:
     assert "signoff.yaml:2:9: hooks.wait" in said and "at most 1h" in said
     assert "signoff.yaml:3:15: hooks.on_timeout" in said
     assert "signoff.yaml:4:3: hooks.extra: unknown key 'extra'" in said
+
+
+async def test_a_principal_reaches_none_of_anothers_calls_by_their_ids(store: SQLStore) -> None:
+    async with api(store, wait=0.05) as (dev, olga):
+        held_out = said(await dev.post("/v1/hooks/claude-code", json=pre("make deploy")))
+        assert held_out["permissionDecision"] == "ask"
+        approval = await held(olga)
+        assert approval["thread_id"] == "dev:s-1"
+        # olga, who reads the ids in the inbox, sends the call as if it had run: nothing ends
+        ran = pre("make deploy") | {"hook_event_name": "PostToolUse", "tool_response": {}}
+        await olga.post("/v1/hooks/claude-code", json=ran)
+        assert (await olga.get(f"/v1/approvals/{approval['id']}")).json()["status"] == "pending"
+        # ... nor does her own call under dev's ids take its place, or let his through
+        theirs = said(await olga.post("/v1/hooks/claude-code", json=pre("ls", call_id="t2")))
+        mine = said(await dev.post("/v1/hooks/claude-code", json=pre("ls", call_id="t2")))
+        assert theirs["permissionDecision"] == mine["permissionDecision"] == "allow"

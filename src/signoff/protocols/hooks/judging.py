@@ -101,11 +101,15 @@ class Hooks:
         runs = self._runs[call.agent]
         proposed = call.call()
         step = await step_of(
-            runs, proposed, thread=call.session, turn=None, requested_by=requested_by
+            runs,
+            proposed,
+            thread=thread_of(call, requested_by),
+            turn=None,
+            requested_by=requested_by,
         )
         if step.kind == "wait":
             assert step.approval is not None
-            await self._paused(runs, call, step.approval.id)
+            await self._paused(runs, call, step.approval.id, requested_by)
             if self.on_hold is not None:
                 self.on_hold(step.approval)
             try:
@@ -113,7 +117,11 @@ class Hooks:
             except ApprovalTimeout:
                 return self._unanswered(step, wait)
             step = await step_of(
-                runs, proposed, thread=call.session, turn=None, requested_by=requested_by
+                runs,
+                proposed,
+                thread=thread_of(call, requested_by),
+                turn=None,
+                requested_by=requested_by,
             )
             if step.kind == "wait":  # pragma: no cover - a wait returns once decided
                 return self._unanswered(step, wait)
@@ -149,11 +157,13 @@ class Hooks:
         return Answer(decision="allow", reason=reason, updated_input=updated,
                       approval_id=approval_id)  # fmt: skip
 
-    async def _paused(self, runs: ExternalRuns, call: HookCall, approval_id: str) -> None:
+    async def _paused(
+        self, runs: ExternalRuns, call: HookCall, approval_id: str, requested_by: str | None
+    ) -> None:
         """Keep the session's conversation with the held call, for the people who decide (the
         same call held again is the same pause)."""
         data = {"cwd": call.cwd, "repository": call.repository, "session": call.session}
-        await runs.pause(thread=call.session, approvals=[approval_id], data=data,
+        await runs.pause(thread=thread_of(call, requested_by), approvals=[approval_id], data=data,
                          agent=call.path, conversation=call.conversation)  # fmt: skip
 
     def _unanswered(self, step: Step, wait: float) -> Answer:
@@ -173,13 +183,14 @@ class Hooks:
             found = self._unnamed.pop(call)
             paired = found is not None
             call = replace(call, call_id=found or call.call_id)
-        held = (await runs.held(call.session, [call.call_id])).get(call.call_id)
+        thread = thread_of(call, requested_by)
+        held = (await runs.held(thread, [call.call_id])).get(call.call_id)
         record = None if held is None else held.record
         if held is not None and held.approval is not None and held.approval.pending:
             # Let through at the agent's own prompt after nobody decided here in time: what
             # waits in the inbox is done with (it lapses, and never runs).
             await runs.near(runs.gate.expire([held.approval]))
-        subject = (record.approval_id if record else None) or runs.key(call.session, call.call_id)
+        subject = (record.approval_id if record else None) or runs.key(thread, call.call_id)
         data: dict[str, Any] = {
             "origin": call.agent, "tool": call.tool[:200], "server": call.server,
             "thread_id": call.session, "call_id": call.call_id, "judged": record is not None,
@@ -225,6 +236,13 @@ class _LetThrough:
     @staticmethod
     def _key(call: HookCall, args: dict[str, Any]) -> str:
         return canonical_json([call.agent, call.session, call.server, call.tool, args]).decode()
+
+
+def thread_of(call: HookCall, requested_by: str | None) -> str:
+    """The thread a call is kept in: its session, as the principal running the agent has it —
+    a principal who reads another's session and call ids in the inbox reaches none of its
+    calls (neither lets one through, nor takes its place, nor ends its approval)."""
+    return call.session if requested_by is None else f"{requested_by}:{call.session}"
 
 
 def _told(step: Step) -> str:
