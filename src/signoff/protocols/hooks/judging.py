@@ -64,17 +64,20 @@ class Hooks:
         bridge: Bridge | None = None,
         inbox: str | None = None,
         from_disk: bool = False,
+        per_principal: bool = False,
         runs: ExternalRuns | None = None,
         on_hold: Callable[[Approval], object] | None = None,
     ) -> None:
         """`from_disk`: a write's preview shows the file as it is on this machine (only where
-        the hook runs as the agent's own user, never in a server)."""
+        the hook runs as the agent's own user, never in a server). `per_principal`: each
+        principal's calls apart (a server's, where many run agents)."""
         self.gate = gate
         self.wait = wait
         self.on_timeout = on_timeout
         self.inbox = inbox
         """The web inbox's address, for the words an agent shows while a call waits."""
         self.on_hold = on_hold
+        self.per_principal = per_principal
         shown = previews(from_disk=from_disk)
         self._runs: dict[Agent, ExternalRuns] = {
             agent: runs or ExternalRuns(gate, origin=agent, bridge=bridge, previews=shown)
@@ -103,7 +106,7 @@ class Hooks:
         step = await step_of(
             runs,
             proposed,
-            thread=thread_of(call, requested_by),
+            thread=self._thread(call, requested_by),
             turn=None,
             requested_by=requested_by,
         )
@@ -119,7 +122,7 @@ class Hooks:
             step = await step_of(
                 runs,
                 proposed,
-                thread=thread_of(call, requested_by),
+                thread=self._thread(call, requested_by),
                 turn=None,
                 requested_by=requested_by,
             )
@@ -163,8 +166,17 @@ class Hooks:
         """Keep the session's conversation with the held call, for the people who decide (the
         same call held again is the same pause)."""
         data = {"cwd": call.cwd, "repository": call.repository, "session": call.session}
-        await runs.pause(thread=thread_of(call, requested_by), approvals=[approval_id], data=data,
-                         agent=call.path, conversation=call.conversation)  # fmt: skip
+        thread = self._thread(call, requested_by)
+        await runs.pause(thread=thread, approvals=[approval_id], data=data, agent=call.path,
+                         conversation=call.conversation)  # fmt: skip
+
+    def _thread(self, call: HookCall, requested_by: str | None) -> str:
+        """The thread a call is kept in: its session — on a server, as the principal running
+        the agent has it, so that one who reads another's session and call ids in the inbox
+        reaches none of its calls (lets none through, takes none's place, ends no approval)."""
+        if not self.per_principal or requested_by is None:
+            return call.session
+        return f"{requested_by}:{call.session}"
 
     def _unanswered(self, step: Step, wait: float) -> Answer:
         assert step.approval is not None
@@ -183,7 +195,7 @@ class Hooks:
             found = self._unnamed.pop(call)
             paired = found is not None
             call = replace(call, call_id=found or call.call_id)
-        thread = thread_of(call, requested_by)
+        thread = self._thread(call, requested_by)
         held = (await runs.held(thread, [call.call_id])).get(call.call_id)
         record = None if held is None else held.record
         if held is not None and held.approval is not None and held.approval.pending:
@@ -236,13 +248,6 @@ class _LetThrough:
     @staticmethod
     def _key(call: HookCall, args: dict[str, Any]) -> str:
         return canonical_json([call.agent, call.session, call.server, call.tool, args]).decode()
-
-
-def thread_of(call: HookCall, requested_by: str | None) -> str:
-    """The thread a call is kept in: its session, as the principal running the agent has it —
-    a principal who reads another's session and call ids in the inbox reaches none of its
-    calls (neither lets one through, nor takes its place, nor ends its approval)."""
-    return call.session if requested_by is None else f"{requested_by}:{call.session}"
 
 
 def _told(step: Step) -> str:

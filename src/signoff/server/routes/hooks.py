@@ -53,6 +53,7 @@ def _hooks(request: Request, service: Service) -> Hooks:
     if hooks is None:
         settings = service.hooks
         hooks = Hooks(service.gate, wait=settings.wait, on_timeout=settings.on_timeout,
-                      inbox=str(request.base_url).rstrip("/"))  # fmt: skip
+                      inbox=str(request.base_url).rstrip("/"),
+                      per_principal=True)  # fmt: skip
         request.app.state.hooks = hooks
     return hooks
