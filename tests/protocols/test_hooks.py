@@ -320,12 +320,16 @@ async def test_a_symlink_out_of_the_project_is_judged_where_it_leads(
     from signoff.protocols.hooks import Hooks, read_call
 
     hooks = Hooks(Gate(store_policy, store), wait=0.01)
-    inside = await hooks.before(read_call("claude-code", write("a.md", cwd=str(shop))),
-                                requested_by="dev")  # fmt: skip
-    assert inside.decision == "allow"
-    through = read_call("claude-code", write("out/b.md", cwd=str(shop), call_id="w2"))
+    here = read_call("claude-code", write("a.md", cwd=str(shop)), local=True)
+    assert (await hooks.before(here, requested_by="dev")).decision == "allow"
+    # Where the agent's files are this process's (the command hook, an app), links resolved:
+    through = read_call("claude-code", write("out/b.md", cwd=str(shop), call_id="w2"), local=True)
     assert through.args["file_path"] == str(tmp_path / "b.md")
     assert (await hooks.before(through, requested_by="dev")).decision == "ask"
+    # ... a server looks at no path a request names: `..` collapsed, links left as they are
+    served = read_call("claude-code", write("out/../out/c.md", cwd=str(shop), call_id="w3"))
+    assert served.args["file_path"] == str(shop / "out" / "c.md")
+    assert served.repository == "shop"
 
 
 def test_a_bad_hooks_section_is_refused_with_its_place(tmp_path: Any) -> None:

@@ -91,7 +91,7 @@ def _answer(
 ) -> None:
     """Answer the hook on stdin, or block the call (status 2, why on stderr)."""
     try:
-        body = _with_conversation(agent, _read_input())
+        body = _seen_here(agent, _read_input())
         server = server or (None if database or config else _demo())
         if server:
             said = _through_server(agent, server, token, body, wait)
@@ -111,14 +111,31 @@ def _answer(
     sys.stdout.write(json.dumps(said) + "\n")
 
 
-def _with_conversation(agent: str, body: Any) -> Any:
-    """The hook's input with the session's last turns, read here as the agent's user, for the
-    people who decide a held call (`signoff.protocols.hooks.transcript`)."""
+def _seen_here(agent: str, body: Any) -> Any:
+    """The hook's input with what this process, the agent's user's, sees of it: the project
+    the agent runs in (its ``*_PROJECT_DIR``: the repository a policy names, whatever folder a
+    command ``cd``s to), a file tool's path with its links resolved, and the session's last
+    turns for the people who decide a held call (`signoff.protocols.hooks.transcript`)."""
+    import os
+
+    from signoff.protocols.hooks.calls import PROJECT
+    from signoff.protocols.hooks.files import resolved
     from signoff.protocols.hooks.transcript import FIELD, conversation
 
-    if agent != "claude-code" or not isinstance(body, dict):
+    if not isinstance(body, dict):
         return body
-    path, folder = body.get("transcript_path"), body.get("cwd")
+    project = os.environ.get(
+        "CLAUDE_PROJECT_DIR" if agent == "claude-code" else "GEMINI_PROJECT_DIR"
+    )
+    if project:
+        body = {**body, PROJECT: project}
+    tool, args, folder = body.get("tool_name"), body.get("tool_input"), body.get("cwd")
+    if isinstance(tool, str) and isinstance(args, dict):
+        here = folder if isinstance(folder, str) else None
+        body = {**body, "tool_input": resolved(tool, args, here, local=True)}
+    if agent != "claude-code":
+        return body
+    path = body.get("transcript_path")
     if body.get("hook_event_name") != "PreToolUse" or not isinstance(path, str):
         return body
     return {**body, FIELD: conversation(path, folder=folder if isinstance(folder, str) else None)}
@@ -191,7 +208,7 @@ async def _on_database(
     if config is None:
         raise _Blocked("name the policy to judge by: --config FILE (or SIGNOFF_CONFIG)")
     settings = load_config(config, secrets=False)
-    call = read_call(agent, body)  # type: ignore[arg-type]  # one of AGENTS, as called
+    call = read_call(agent, body, local=True)  # type: ignore[arg-type]  # one of AGENTS
     async with open_store(database or settings.database) as store:
         gate = Gate(settings.policy, store)
         hooks = Hooks(

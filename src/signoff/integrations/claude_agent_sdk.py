@@ -83,7 +83,7 @@ def signoff_hooks(
             path, folder = body.get("transcript_path"), body.get("cwd")
             told = await asyncio.to_thread(conversation, path, folder=folder)
             body[FIELD] = told
-        call = read_call("claude-code", body)
+        call = read_call("claude-code", body, local=True)  # the app's files are the agent's
         said = output("claude-code", await hooks.answer(call, requested_by=requested_by))
         return cast("SyncHookJSONOutput", said)
 

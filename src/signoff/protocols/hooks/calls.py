@@ -86,9 +86,11 @@ class HookCall:
         )
 
 
-def read_call(agent: Agent, body: Any) -> HookCall:
+def read_call(agent: Agent, body: Any, *, local: bool = False) -> HookCall:
     """The call `body` (a hook's input, parsed JSON) reports; `HookInputError` naming the
-    field that is wrong."""
+    field that is wrong. `local`: the agent's files are this process's (the command hook, an
+    app's hooks), where a file tool's path has its symlinks resolved and the repository is the
+    project's — else (a server) nothing a request names is looked at."""
     if not isinstance(body, Mapping):
         raise HookInputError("the hook's input must be a JSON object")
     event = _text(body, "hook_event_name")
@@ -111,8 +113,8 @@ def read_call(agent: Agent, body: Any) -> HookCall:
     asked = dict(args)
     return HookCall(
         agent=agent, event=event, session=session, call_id=call_id, named=named, tool=tool,
-        server=server, args=resolved(name, asked, cwd) if server is None else asked,
-        asked=asked, cwd=cwd, repository=repository_of(cwd),
+        server=server, args=resolved(name, asked, cwd, local=local) if server is None else asked,
+        asked=asked, cwd=cwd, repository=_repository(body, cwd, local=local),
         transcript_path=_optional(body, "transcript_path"),
         response=body.get("tool_response", body.get("error")), conversation=sent(body),
     )  # fmt: skip
@@ -136,9 +138,25 @@ def _mcp_tool(agent: Agent, name: str, body: Mapping[str, Any]) -> tuple[str | N
     return found.group(1), found.group(2)
 
 
+PROJECT = "signoff_project"
+"""Where the command hook names the agent's project folder (its ``CLAUDE_PROJECT_DIR``,
+``GEMINI_PROJECT_DIR``) in the input it sends a server."""
+
+
+def _repository(body: Mapping[str, Any], cwd: str | None, *, local: bool) -> str | None:
+    """The repository the agent works in: the project's — its folder's, or that of the folder
+    holding ``.git`` above it where this process sees the agent's files — else the name of the
+    folder the call runs in (which the model's ``cd`` moves)."""
+    project = body.get(PROJECT)
+    folder = project if isinstance(project, str) and project else cwd
+    if local:
+        return repository_of(folder)
+    return (PurePath(folder).name or None) if folder else None
+
+
 def repository_of(cwd: str | None) -> str | None:
-    """The name of the repository `cwd` is in: the folder holding ``.git`` above it where this
-    machine has it, else `cwd`'s own name."""
+    """The name of the repository `cwd` is in: the folder holding ``.git`` above it, else
+    `cwd`'s own name."""
     if not cwd:
         return None
     try:

@@ -32,9 +32,11 @@ _READ_AT_MOST = 256 * 1024
 """The biggest file a preview reads."""
 
 
-def resolved(tool: str, args: Mapping[str, Any], cwd: str | None) -> dict[str, Any]:
+def resolved(tool: str, args: Mapping[str, Any], cwd: str | None, *, local: bool) -> dict[str, Any]:
     """`args` with the file a file tool touches as an absolute, normalized path — symlinks
-    resolved where `cwd` is a folder of this machine; other tools' arguments as they are."""
+    resolved too where the agent's files are this process's (`local`: the command hook, an
+    app's hooks; a server looks at no path a request names); other tools' arguments as they
+    are."""
     argument = PATHS.get(tool)
     if argument is None:
         return dict(args)
@@ -43,7 +45,7 @@ def resolved(tool: str, args: Mapping[str, Any], cwd: str | None) -> dict[str, A
         return dict(args)
     path = given if os.path.isabs(given) or not cwd else os.path.join(cwd, given)
     path = os.path.normpath(path)
-    if cwd and os.path.isabs(path) and os.path.isdir(cwd):
+    if local and os.path.isabs(path):
         path = os.path.realpath(path)
     return {**args, argument: path}
 
