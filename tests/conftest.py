@@ -47,8 +47,9 @@ _POSTGRES_IN_CI = ("tests/integrations/", "tests/protocols/")
 END_TO_END: dict[str, str] = {
     # Each proves its promise through whole processes (servers, browsers, framework workers, npm
     # and OpenID peers, a wheel in a fresh venv); `make test` keeps the same promises' in-process
-    # tests, and CI and `make test-all` run these too: more than a third of the whole suite's time
-    # on the quiet 2-core machine (make test's pytest 5 min, make test-all's 12).
+    # tests, and CI and `make test-all` run these too: with the heavy tests and the PostgreSQL
+    # runs, about half of the whole suite's time on the quiet 2-core machine (make test's pytest
+    # 5 min, make test-all's 12).
     "tests/protocols/test_mcp_conformance.py": "the MCP conformance suite through the gateway",
     "tests/verify/test_model.py": "Spin's deep searches of the protocols' models",
     "tests/test_setups.py": "each framework guide's app, run as written from an empty folder",
