@@ -102,14 +102,14 @@ class Hooks:
         """Whether `call` may run: judged, and — held for a person — decided within `wait`."""
         wait = self.wait if wait is None else min(wait, self.wait)
         runs = self._runs[call.agent]
-        proposed = call.call()
-        step = await step_of(
-            runs,
-            proposed,
-            thread=self._thread(call, requested_by),
-            turn=None,
-            requested_by=requested_by,
-        )
+        proposed, thread = call.call(), self._thread(call, requested_by)
+
+        async def standing() -> Step:
+            return await step_of(
+                runs, proposed, thread=thread, turn=None, requested_by=requested_by
+            )
+
+        step = await standing()
         if step.kind == "wait":
             assert step.approval is not None
             await self._paused(runs, call, step.approval.id, requested_by)
@@ -119,13 +119,7 @@ class Hooks:
                 await runs.bridge.arun(runs.gate.wait(step.approval.id, timeout=wait))
             except ApprovalTimeout:
                 return self._unanswered(step, wait)
-            step = await step_of(
-                runs,
-                proposed,
-                thread=self._thread(call, requested_by),
-                turn=None,
-                requested_by=requested_by,
-            )
+            step = await standing()
             if step.kind == "wait":  # pragma: no cover - a wait returns once decided
                 return self._unanswered(step, wait)
         approval_id = None if step.approval is None else step.approval.id
