@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import KW_ONLY, InitVar, dataclass, replace
 from typing import Any, Literal
 
 from signoff.errors import ApprovalTimeout, CallRefused
@@ -46,6 +46,7 @@ class Answer:
     approval_id: str | None = None
 
 
+@dataclass
 class Hooks:
     """signoff's answers to the hooks of coding agents, over `gate`. `wait` is how long a held
     call waits for a decision (seconds; keep it below the hook's own timeout); `on_timeout`
@@ -55,32 +56,27 @@ class Hooks:
     on (the Claude Agent SDK's, under the app's origin), else one per agent on `gate`;
     `on_hold` is told of each call that begins to wait for a person."""
 
-    def __init__(
-        self,
-        gate: Gate,
-        *,
-        wait: float,
-        on_timeout: OnTimeout = "ask",
-        bridge: Bridge | None = None,
-        inbox: str | None = None,
-        from_disk: bool = False,
-        per_principal: bool = False,
-        runs: ExternalRuns | None = None,
-        on_hold: Callable[[Approval], object] | None = None,
+    gate: Gate
+    _: KW_ONLY
+    wait: float
+    on_timeout: OnTimeout = "ask"
+    inbox: str | None = None
+    """The web inbox's address, for the words an agent shows while a call waits."""
+    on_hold: Callable[[Approval], object] | None = None
+    per_principal: bool = False
+    """Each principal's calls apart (a server's, where many run agents)."""
+    bridge: InitVar[Bridge | None] = None
+    from_disk: InitVar[bool] = False
+    """A write's preview shows the file as it is on this machine (only where the hook runs as
+    the agent's own user, never in a server)."""
+    runs: InitVar[ExternalRuns | None] = None
+
+    def __post_init__(
+        self, bridge: Bridge | None, from_disk: bool, runs: ExternalRuns | None
     ) -> None:
-        """`from_disk`: a write's preview shows the file as it is on this machine (only where
-        the hook runs as the agent's own user, never in a server). `per_principal`: each
-        principal's calls apart (a server's, where many run agents)."""
-        self.gate = gate
-        self.wait = wait
-        self.on_timeout = on_timeout
-        self.inbox = inbox
-        """The web inbox's address, for the words an agent shows while a call waits."""
-        self.on_hold = on_hold
-        self.per_principal = per_principal
         shown = previews(from_disk=from_disk)
         self._runs: dict[Agent, ExternalRuns] = {
-            agent: runs or ExternalRuns(gate, origin=agent, bridge=bridge, previews=shown)
+            agent: runs or ExternalRuns(self.gate, origin=agent, bridge=bridge, previews=shown)
             for agent in AGENTS
         }
         self._unnamed = _LetThrough()
