@@ -362,3 +362,12 @@ async def test_a_principal_reaches_none_of_anothers_calls_by_their_ids(store: SQ
         theirs = said(await olga.post("/v1/hooks/claude-code", json=pre("ls", call_id="t2")))
         mine = said(await dev.post("/v1/hooks/claude-code", json=pre("ls", call_id="t2")))
         assert theirs["permissionDecision"] == mine["permissionDecision"] == "allow"
+
+
+def test_a_search_is_judged_on_the_folder_it_reads() -> None:
+    from signoff.protocols.hooks import read_call
+
+    body = pre("", tool="Grep") | {"tool_input": {"pattern": "key", "path": "../../etc"}}
+    assert read_call("claude-code", body).args == {"pattern": "key", "path": "/etc"}
+    without = pre("", tool="Grep") | {"tool_input": {"pattern": "key"}}
+    assert read_call("claude-code", without).args == {"pattern": "key"}

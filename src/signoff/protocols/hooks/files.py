@@ -23,11 +23,12 @@ __all__ = ["PATHS", "previews", "resolved"]
 PATHS: dict[str, str] = {
     # Claude Code
     "Read": "file_path", "Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path",
-    "NotebookEdit": "notebook_path",
+    "NotebookEdit": "notebook_path", "Grep": "path", "Glob": "path", "LS": "path",
     # Gemini CLI
     "read_file": "file_path", "write_file": "file_path", "replace": "file_path",
 }  # fmt: skip
-"""The file tools of the coding agents, and the argument naming the file."""
+"""The file tools of the coding agents, and the argument naming the file (or the folder a
+search reads)."""
 _READ_AT_MOST = 256 * 1024
 """The biggest file a preview reads."""
 
