@@ -371,3 +371,20 @@ def test_a_search_is_judged_on_the_folder_it_reads() -> None:
     assert read_call("claude-code", body).args == {"pattern": "key", "path": "/etc"}
     without = pre("", tool="Grep") | {"tool_input": {"pattern": "key"}}
     assert read_call("claude-code", without).args == {"pattern": "key"}
+
+
+async def test_a_path_the_command_hook_resolved_is_judged_and_the_agent_told_to_use_it(
+    store: SQLStore,
+) -> None:
+    async with api(store, wait=0.05) as (agent, _):
+        body = write("docs/notes.md") | {
+            "signoff_resolved": {"file_path": "/work/shop/real/notes.md", "content": "hello\n"}
+        }
+        out = said(await agent.post("/v1/hooks/claude-code", json=body))
+        assert out["permissionDecision"] == "allow"
+        assert out["updatedInput"]["file_path"] == "/work/shop/real/notes.md"
+        outside = write("docs/keys", call_id="w2") | {
+            "signoff_resolved": {"file_path": "/root/.ssh/keys", "content": "hello\n"}
+        }
+        held_out = said(await agent.post("/v1/hooks/claude-code", json=outside))
+        assert held_out["permissionDecision"] != "allow"

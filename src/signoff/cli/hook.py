@@ -118,7 +118,7 @@ def _seen_here(agent: str, body: Any) -> Any:
     turns for the people who decide a held call (`signoff.protocols.hooks.transcript`)."""
     import os
 
-    from signoff.protocols.hooks.calls import PROJECT
+    from signoff.protocols.hooks.calls import PROJECT, RESOLVED
     from signoff.protocols.hooks.files import resolved
     from signoff.protocols.hooks.transcript import FIELD, conversation
 
@@ -132,7 +132,7 @@ def _seen_here(agent: str, body: Any) -> Any:
     tool, args, folder = body.get("tool_name"), body.get("tool_input"), body.get("cwd")
     if isinstance(tool, str) and isinstance(args, dict):
         here = folder if isinstance(folder, str) else None
-        body = {**body, "tool_input": resolved(tool, args, here, local=True)}
+        body = {**body, RESOLVED: resolved(tool, args, here, local=True)}
     if agent != "claude-code":
         return body
     path = body.get("transcript_path")

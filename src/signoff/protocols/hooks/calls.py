@@ -111,9 +111,11 @@ def read_call(agent: Agent, body: Any, *, local: bool = False) -> HookCall:
         # two, and their hooks may start in the same millisecond (its `timestamp`'s grain).
         call_id = f"call-{secrets.token_hex(12)}"
     asked = dict(args)
+    judged = body.get(RESOLVED)
+    judged = dict(judged) if isinstance(judged, Mapping) else asked
     return HookCall(
         agent=agent, event=event, session=session, call_id=call_id, named=named, tool=tool,
-        server=server, args=resolved(name, asked, cwd, local=local) if server is None else asked,
+        server=server, args=resolved(name, judged, cwd, local=local) if server is None else asked,
         asked=asked, cwd=cwd, repository=_repository(body, cwd, local=local),
         transcript_path=_optional(body, "transcript_path"),
         response=body.get("tool_response", body.get("error")), conversation=sent(body),
@@ -138,6 +140,9 @@ def _mcp_tool(agent: Agent, name: str, body: Mapping[str, Any]) -> tuple[str | N
     return found.group(1), found.group(2)
 
 
+RESOLVED = "signoff_resolved"
+"""Where the command hook puts the call's arguments with a file tool's links resolved, as the
+agent's own user sees them: what is judged, and what the agent is told to run."""
 PROJECT = "signoff_project"
 """Where the command hook names the agent's project folder (its ``CLAUDE_PROJECT_DIR``,
 ``GEMINI_PROJECT_DIR``) in the input it sends a server."""
