@@ -411,6 +411,10 @@ FRAMEWORKS = {
     "google-adk": "Google ADK",
     "agno": "Agno",
     "adalflow": "AdalFlow",
+    "agent-framework": "Microsoft Agent Framework",
+    "strands": "Strands Agents",
+    "llama-index": "LlamaIndex",
+    "crewai": "CrewAI",
 }
 """The frameworks whose runs hold their calls in signoff, by origin, as people name them."""
 _OWN = frozenset({"runtime", "gate", "mcp-gateway"})

@@ -118,6 +118,10 @@ const FRAMEWORKS = {
   "google-adk": "Google ADK",
   agno: "Agno",
   adalflow: "AdalFlow",
+  "agent-framework": "Microsoft Agent Framework",
+  strands: "Strands Agents",
+  "llama-index": "LlamaIndex",
+  crewai: "CrewAI",
 };
 
 // Another framework's call: no run of signoff's, but that framework's thread and agent.
