@@ -1,6 +1,5 @@
-"""One tool call of a framework's run, as every adapter takes it: how it stands — read as it was
-judged, or judged now (the same verdict and approval when it was judged before) — and what to do
-with it (`ExternalRuns.step`); running it once through signoff's ledger, with the text the model
+"""One tool call of a framework's run, as every adapter takes it (what to do with it is
+`ExternalRuns.step_of`): running it once through signoff's ledger, with the text the model
 reads when signoff does not run it; and the tools' schemas a person's edit is checked against,
 registered with the gate once each."""
 
@@ -12,36 +11,10 @@ from typing import Any
 
 from signoff.errors import CallRefused, ExecutionFailed, OutcomeUnknown
 from signoff.gate.answers import blocked_text
-from signoff.gate.external import ExternalRuns, Held, Step
+from signoff.gate.external import ExternalRuns
 from signoff.types import ToolCall
 
-__all__ = ["Schemas", "Unrun", "held_call", "run_once", "step_of"]
-
-
-async def held_call(
-    runs: ExternalRuns, thread: str, call: ToolCall, turn: str | None
-) -> Held | None:
-    """How `call` of `thread`'s model response `turn` stands, when it was judged before (a
-    confirmed or resumed call: what runs is what signoff's store says); else None."""
-    return (await runs.held(thread, [call.id], turn=turn)).get(call.id)
-
-
-async def step_of(
-    runs: ExternalRuns,
-    call: ToolCall,
-    *,
-    thread: str,
-    turn: str | None,
-    requested_by: str | None,
-    schema: Mapping[str, Any] | None = None,
-    found: Held | None = None,
-) -> Step:
-    """What to do with `call` of `thread`'s model response `turn`: run it (as approved or
-    edited), answer the model, or wait — as `found` stands, else judged now."""
-    if found is None:
-        judged = await runs.judged([call], thread=thread, requested_by=requested_by, turn=turn)
-        found = judged[call.id]
-    return await runs.step(found, call, key=runs.key(thread, call.id, turn), schema=schema)
+__all__ = ["Schemas", "Unrun", "run_once"]
 
 
 @dataclass(frozen=True)

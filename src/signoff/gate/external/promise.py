@@ -40,6 +40,28 @@ class Promise(Verdicts):
             return f"the edited arguments do not fit the tool's schema: {exc}"
         return self.gate.denied_now(approval)
 
+    async def step_of(
+        self,
+        call: ToolCall,
+        *,
+        thread: str,
+        turn: str | None,
+        requested_by: str | None,
+        schema: Mapping[str, Any] | None = None,
+        found: Held | None = None,
+    ) -> Step:
+        """What to do with `call` of `thread`'s model response `turn` (`step`): as `found`
+        stands — how it was judged before, when the framework resumes — else judged now."""
+        if found is None:
+            judged = await self.judged([call], thread=thread, requested_by=requested_by, turn=turn)
+            found = judged[call.id]
+        return await self.step(found, call, key=self.key(thread, call.id, turn), schema=schema)
+
+    async def held_call(self, thread: str, call: ToolCall, turn: str | None) -> Held | None:
+        """How `call` of `thread`'s model response `turn` stands, when it was judged before (a
+        confirmed or resumed call: what runs is what signoff's store says); else None."""
+        return (await self.held(thread, [call.id], turn=turn)).get(call.id)
+
     async def step(
         self,
         found: Held,

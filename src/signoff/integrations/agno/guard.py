@@ -23,7 +23,7 @@ from pydantic_core import to_jsonable_python
 from signoff.errors import SignoffError
 from signoff.gate.answers import blocked_text, edited_text
 from signoff.gate.external import ExternalRuns
-from signoff.integrations._calls import Schemas, Unrun, run_once, step_of
+from signoff.integrations._calls import Schemas, Unrun, run_once
 from signoff.types import Approval, ToolCall
 
 __all__ = ["Answer", "Guard", "guardable", "turn_of"]
@@ -208,8 +208,8 @@ class Guard:
         proposed = self._call_of(call.function.name, call.call_id, call.arguments or {})
         schema = self._register(call.function, proposed.name)
         requested_by = self.requested_by or (context.user_id if context is not None else None)
-        step = await step_of(
-            self.runs, proposed, thread=thread, turn=turn, requested_by=requested_by, schema=schema
+        step = await self.runs.step_of(
+            proposed, thread=thread, turn=turn, requested_by=requested_by, schema=schema
         )
         if step.kind == "wait":
             return "signoff: this call waits for a person's decision; it did not run."

@@ -21,7 +21,7 @@ from pydantic_core import to_jsonable_python
 
 from signoff.gate.answers import blocked_text, edited_text
 from signoff.gate.external import ExternalRuns, Pause, Resumed, Resumer
-from signoff.integrations._calls import Schemas, Unrun, held_call, run_once, step_of
+from signoff.integrations._calls import Schemas, Unrun, run_once
 from signoff.integrations.google_adk.confirmation import (
     CONFIRMATION,
     confirmation_calls,
@@ -95,14 +95,13 @@ class SignoffPlugin(BasePlugin):
         # Confirmed: the call was judged when it was proposed. What runs is what signoff's
         # store says, whatever the confirmation carried.
         confirmed = tool_context.tool_confirmation is not None
-        step = await step_of(
-            self.runs,
+        step = await self.runs.step_of(
             proposed,
             thread=thread,
             turn=turn,
             requested_by=self.requested_by or tool_context.user_id,
             schema=schema,
-            found=await held_call(self.runs, thread, proposed, turn) if confirmed else None,
+            found=await self.runs.held_call(thread, proposed, turn) if confirmed else None,
         )
         if step.kind == "wait":
             assert step.approval is not None  # a call waits on its approval

@@ -17,7 +17,6 @@ from langgraph.types import Command
 from signoff.errors import CallRefused
 from signoff.gate.external import ExternalRuns, Held
 from signoff.gate.once import Claim, Recorded
-from signoff.integrations._calls import held_call, step_of
 from signoff.integrations.langgraph.config import invoker, thread_of, tool_schema, turn_of
 from signoff.integrations.langgraph.messages import blocked, record, reply, restored
 from signoff.limits import ArgumentLimits
@@ -151,14 +150,13 @@ class LangGraphGate:
         [proposed] = self.calls(AIMessage(content="", tool_calls=[tool_call]), config)
         # Not judged with its turn (another middleware's call, a state edited by hand): judged
         # now, alone.
-        step = await step_of(
-            self.runs,
+        step = await self.runs.step_of(
             proposed,
             thread=thread,
             turn=turn,
             requested_by=self.requested_by(config),
             schema=tool_schema(request.tool),
-            found=await held_call(self.runs, thread, proposed, turn),
+            found=await self.runs.held_call(thread, proposed, turn),
         )
         if step.kind == "wait":
             return DEFERRED

@@ -13,7 +13,7 @@ from pydantic_core import to_jsonable_python
 
 from signoff.gate.answers import blocked_text, edited_text
 from signoff.gate.external import ExternalRuns
-from signoff.integrations._calls import Schemas, Unrun, held_call, run_once, step_of
+from signoff.integrations._calls import Schemas, Unrun, run_once
 from signoff.types import ToolCall
 
 __all__ = ["Calls", "Invoke"]
@@ -50,13 +50,12 @@ class Calls:
         invoke: Invoke,
     ) -> Any:
         """Run one call as it was judged and decided, or answer it."""
-        found = await held_call(self.runs, thread, proposed, turn)
+        found = await self.runs.held_call(thread, proposed, turn)
         if found is None and self.runs.gate.engine.evaluate(proposed).kind != "allow":
             # The SDK runs it without having asked the tool (an approval given outside signoff,
             # an `on_approval` callback): it runs only where the policy allows it outright.
             return blocked_text("the SDK ran it without signoff's policy asked first")
-        step = await step_of(
-            self.runs,
+        step = await self.runs.step_of(
             proposed,
             thread=thread,
             turn=turn,

@@ -26,7 +26,7 @@ from pydantic_core import to_json, to_jsonable_python
 from signoff.errors import ConflictError
 from signoff.gate.answers import answer_text, blocked_text, edited_text
 from signoff.gate.external import LEASE, ExternalRuns, Held, Resumed, Resumer
-from signoff.integrations._calls import Schemas, Unrun, held_call, run_once, step_of
+from signoff.integrations._calls import Schemas, Unrun, run_once
 from signoff.integrations._threads import Append, Hold, appender, busy, now, resumer
 from signoff.integrations.pydantic_ai.history import messages_of, open_calls, transcript_of, turn_of
 from signoff.types import ToolCall
@@ -216,10 +216,9 @@ class SignoffAgent:
         turn = turn_of(ctx.messages, proposed.id)
         # Resumed: the call was judged when it was proposed (its arguments may be edited).
         found = (
-            await held_call(self.runs, thread, proposed, turn) if ctx.tool_call_approved else None
+            await self.runs.held_call(thread, proposed, turn) if ctx.tool_call_approved else None
         )
-        step = await step_of(
-            self.runs,
+        step = await self.runs.step_of(
             proposed,
             thread=thread,
             turn=turn,

@@ -19,7 +19,6 @@ from signoff.gate.answers import blocked_text
 from signoff.gate.bridge import Bridge
 from signoff.gate.external import ExternalRuns, Step
 from signoff.gate.once import Recorded
-from signoff.integrations._calls import step_of
 from signoff.protocols.hooks.calls import AGENTS, Agent, HookCall, tail
 from signoff.protocols.hooks.files import previews
 from signoff.store.records import AuditRecord
@@ -101,9 +100,7 @@ class Hooks:
         proposed, thread = call.call(), self._thread(call, requested_by)
 
         async def standing() -> Step:
-            return await step_of(
-                runs, proposed, thread=thread, turn=None, requested_by=requested_by
-            )
+            return await runs.step_of(proposed, thread=thread, turn=None, requested_by=requested_by)
 
         step = await standing()
         if step.kind == "wait":
