@@ -7,14 +7,18 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic_core import to_jsonable_python
 
 from signoff.errors import CallRefused, ExecutionFailed, OutcomeUnknown
 from signoff.gate.answers import blocked_text
 from signoff.gate.external import ExternalRuns
 from signoff.types import ToolCall
 
-__all__ = ["Schemas", "Unrun", "run_once"]
+__all__ = ["Schemas", "Unrun", "result_once", "run_once"]
+
+S = TypeVar("S", bound=Mapping[str, Any] | None)
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,24 @@ async def run_once(
         return Unrun(f"signoff: {exc}")
 
 
+async def result_once(
+    runs: ExternalRuns,
+    key: str,
+    call: ToolCall,
+    run: Callable[[], Awaitable[Any]],
+    *,
+    idempotent: bool = False,
+) -> Any:
+    """`run_once` for a tool whose result is kept as JSON (``{"result": ...}`` in the ledger):
+    what `run` returned, or its recorded result — or `Unrun`."""
+
+    async def execute() -> Any:
+        return {"result": to_jsonable_python(await run())}
+
+    ran = await run_once(runs, key, call, execute, idempotent=idempotent)
+    return ran if isinstance(ran, Unrun) else ran["result"]
+
+
 class Schemas:
     """The schemas of an adapter's tools, registered with the gate once per agent path and tool:
     an edit of a call is checked against its tool's schema when it is decided (and again before
@@ -56,11 +78,12 @@ class Schemas:
         """Whether (agent path, tool name) was registered, or found without a schema."""
         return tool in self._seen
 
-    def register(self, name: str, schema: Mapping[str, Any] | None, *, agent: str | None) -> None:
+    def register(self, name: str, schema: S, *, agent: str | None) -> S:
         """Register the schema of the tool `name` of `agent` (none: edits are checked by the
-        policy only)."""
+        policy only), and give it back."""
         if (agent, name) in self._seen:
-            return
+            return schema
         if schema is not None:
             self.runs.gate.register_schemas({name: schema}, agent=agent)
         self._seen.add((agent, name))
+        return schema

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -16,10 +16,10 @@ from agents.result import RunResult, RunResultStreaming
 from agents.stream_events import StreamEvent
 
 from signoff._moved import moved
-from signoff.errors import ConflictError
 from signoff.gate.answers import answer_text, blocked_text
-from signoff.gate.external import LEASE, ExternalRuns, Held, Resumed, Resumer
-from signoff.integrations._threads import Append, Hold, appender, busy, now, resumer
+from signoff.gate.external import LEASE, ExternalRuns, Held
+from signoff.integrations._kept import KeptThreads, extended, waits
+from signoff.integrations._threads import Append
 from signoff.integrations.openai_agents.calls import Calls
 from signoff.integrations.openai_agents.conversation import added, items, read, transcript_of
 from signoff.integrations.openai_agents.wrapping import Wrapping
@@ -29,9 +29,13 @@ __all__ = ["ORIGIN", "SignoffAgent"]
 ORIGIN = "openai-agents"
 
 
-class SignoffAgent:
+class SignoffAgent(KeptThreads[RunResult]):
     """An OpenAI Agents SDK `Agent` with signoff's policy, approvals, grants, ledger and
-    audit, and its threads kept in signoff's store."""
+    audit, and its threads kept in signoff's store. A resume takes the run's ``context`` when
+    it could not be kept; an undecided call waits on; each resumed run's `RunResult` reaches a
+    `resumer`'s ``on_resumed``."""
+
+    origin = ORIGIN
 
     def __init__(
         self,
@@ -85,14 +89,6 @@ class SignoffAgent:
         kept: RunResult = await self._settle(wrapping, append, conversation, result, kwargs)
         return kept
 
-    async def resume(self, thread: str, **kwargs: Any) -> RunResult | None:
-        """Resume `thread` with the decisions signoff's store holds for its waiting calls (an
-        undecided one waits on). None when nothing waits, nothing it waits on is decided, or
-        another process resumes it now. `context` (when the run's context could not be kept)
-        and `kwargs` go to the SDK."""
-        result, _ = await self._resume(thread, **kwargs)
-        return result
-
     async def _resume(self, thread: str, **kwargs: Any) -> tuple[RunResult | None, bool]:
         """`resume`, and whether the thread's pause is over (False: it waits on)."""
         entries, conversation, paused = await self._thread(thread, waiting=True)
@@ -106,16 +102,13 @@ class SignoffAgent:
         answered, decided = _answer(state, held, wrapping)
         if not answered:
             return None, False  # nothing it waits on is decided: it waits on, untouched
-        hold = await Hold.take(self.runs, ORIGIN, thread, entries, lease=self.lease)
-        if hold is None:
-            return None, False  # another process resumes it
-        try:
+
+        async def go(append: Append) -> RunResult:
             result = await Runner.run(wrapped, state, **kwargs)
-            kept: RunResult = await self._settle(wrapping, hold.keep, conversation, result, kwargs)
-        finally:
-            await hold.release()  # a no-op once kept
-        await self.runs.went_on(decided)
-        return kept, True
+            kept: RunResult = await self._settle(wrapping, append, conversation, result, kwargs)
+            return kept
+
+        return await self._held(thread, entries, go, decided)
 
     async def stream(
         self, input: str | list[Any], *, thread: str, **kwargs: Any
@@ -135,22 +128,8 @@ class SignoffAgent:
         """`run` from synchronous code (not inside a running event loop)."""
         return asyncio.run(self.run(input, thread=thread, **kwargs))
 
-    def resume_sync(self, thread: str, **kwargs: Any) -> RunResult | None:
-        """`resume` from synchronous code (not inside a running event loop)."""
-        return asyncio.run(self.resume(thread, **kwargs))
-
-    def resumer(self, *, on_resumed: Callable[[Resumed], Any] | None = None) -> Resumer:
-        """A `Resumer` that resumes this agent's waiting threads once every call a pause waits
-        on is decided — in any channel, with no code of the user's: ``.start()`` it next to
-        the app, or ``await ....work()`` in a task. Each resumed run's `RunResult` reaches
-        `on_resumed`, and ``wait(thread)`` / ``await resumed(thread)``."""
-        return resumer(self.runs, self._resume, on_resumed)
-
     def _wrapping(self, thread: str, context: Any, run: dict[str, Any] | None = None) -> Wrapping:
         return Wrapping(self.agent, self.path, self._calls, thread, context, run)
-
-    def _appender(self, thread: str, after: int) -> Append:
-        return appender(self.runs, ORIGIN, thread, after)
 
     async def _thread(
         self, thread: str, *, waiting: bool
@@ -159,15 +138,10 @@ class SignoffAgent:
         people — which takes no new input (`waiting` False) until it is resumed.
 
         (Its entries: `signoff.integrations.openai_agents.conversation`.)"""
-        entries = await self.runs.near(self.runs.store.history(ORIGIN, thread))
-        if not waiting and busy(entries, now(self.runs)):
-            raise ConflictError(f"thread {thread!r} is being resumed")
+        entries = await self._entries(thread, resuming=waiting)
         conversation, paused = read(entries)
         if paused is not None and not waiting:
-            raise ConflictError(
-                f"thread {thread!r} waits on calls a person has not all answered: resume it "
-                "(SignoffAgent.resume) once they are decided"
-            )
+            raise waits(thread)
         return entries, conversation, paused
 
     async def _settle(
@@ -195,20 +169,12 @@ class SignoffAgent:
         if result.interruptions:
             new = [json.dumps({"state": result.to_state().to_json(), **wrapping.where()})]
             asked = [h.approval.id for h in held.values() if h.approval is not None]
-            pause = self.runs.pause_of(
-                thread=thread,
-                approvals=asked,
-                data={"thread_id": thread, "asked": asked},
-                agent=self.path,
-                conversation=transcript_of(result.to_input_list(), self.path),
-            )
+            shown = transcript_of(result.to_input_list(), self.path)
+            pause = self._pause(thread, asked, self.path, shown)
         else:
             new = added(conversation, result.to_input_list())
         if not await append(new, pause):  # the pause, if any, with the entries: one write
-            raise ConflictError(
-                f"thread {thread!r} was extended by another run meanwhile; this run was not "
-                "kept (its tools ran once all the same)"
-            )
+            raise extended(thread)
         return result
 
     async def _judged(

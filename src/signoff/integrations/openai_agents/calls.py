@@ -9,11 +9,10 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from agents.tool_context import ToolContext
-from pydantic_core import to_jsonable_python
 
 from signoff.gate.answers import blocked_text, edited_text
 from signoff.gate.external import ExternalRuns
-from signoff.integrations._calls import Schemas, Unrun, run_once
+from signoff.integrations._calls import Schemas, Unrun, result_once
 from signoff.types import ToolCall
 
 __all__ = ["Calls", "Invoke"]
@@ -86,15 +85,11 @@ class Calls:
     ) -> Any:
         """Invoke the tool once under `key` (its recorded result when it ran); a call signoff
         refuses is answered, never run."""
-
-        async def execute() -> Any:
-            return {"result": to_jsonable_python(await invoke(ctx, raw))}
-
         idempotent = call.name in self.idempotent
-        value = await run_once(self.runs, key, call, execute, idempotent=idempotent)
-        if isinstance(value, Unrun):
-            return value.text
-        result = value["result"]
+        result = await result_once(self.runs, key, call, lambda: invoke(ctx, raw),
+                                   idempotent=idempotent)  # fmt: skip
+        if isinstance(result, Unrun):
+            return result.text
         if edited is None:
             return result
         if isinstance(result, list):  # content parts (an MCP tool's): the note comes first

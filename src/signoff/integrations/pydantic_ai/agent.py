@@ -21,13 +21,13 @@ from pydantic_ai.tools import (
     ToolDefinition,
     ToolDenied,
 )
-from pydantic_core import to_json, to_jsonable_python
+from pydantic_core import to_json
 
-from signoff.errors import ConflictError
 from signoff.gate.answers import answer_text, blocked_text, edited_text
-from signoff.gate.external import LEASE, ExternalRuns, Held, Resumed, Resumer
-from signoff.integrations._calls import Schemas, Unrun, run_once
-from signoff.integrations._threads import Append, Hold, appender, busy, now, resumer
+from signoff.gate.external import LEASE, ExternalRuns, Held
+from signoff.integrations._calls import Schemas, Unrun, result_once
+from signoff.integrations._kept import KeptThreads, extended, waits
+from signoff.integrations._threads import Append
 from signoff.integrations.pydantic_ai.history import messages_of, open_calls, transcript_of, turn_of
 from signoff.types import ToolCall
 
@@ -38,9 +38,12 @@ ORIGIN = "pydantic-ai"
 Handler = Callable[[Any], Awaitable[Any]]
 
 
-class SignoffAgent:
+class SignoffAgent(KeptThreads[Any]):
     """A Pydantic AI `Agent` with signoff's policy, approvals, grants, ledger and audit, and
-    its threads' histories kept in signoff's store."""
+    its threads' histories kept in signoff's store. A resume asks a call still undecided
+    again; each resumed run's `AgentRunResult` reaches a `resumer`'s ``on_resumed``."""
+
+    origin = ORIGIN
 
     def __init__(
         self,
@@ -99,16 +102,9 @@ class SignoffAgent:
             assert run.result is not None  # the run ended
             await self._keep(thread, run.result, self._appender(thread, len(items)))
 
-    async def resume(self, thread: str, **kwargs: Any) -> Any | None:
-        """Resume `thread` with the decisions signoff's store holds for its waiting calls (one
-        still undecided is asked again). None when nothing waits, nothing it waits on is
-        decided yet, or another process resumes it now."""
-        result, _ = await self._resume(thread, **kwargs)
-        return result
-
     async def _resume(self, thread: str, **kwargs: Any) -> tuple[Any | None, bool]:
         """`resume`, and whether the thread's pause is over (False: it waits on)."""
-        items = await self.runs.near(self.runs.store.history(ORIGIN, thread))
+        items = await self._entries(thread, resuming=True)
         history = messages_of(items)
         waiting = open_calls(history)
         if not waiting:
@@ -119,13 +115,11 @@ class SignoffAgent:
         if not decided:
             # Going on would only ask the same calls again: the pause waits on, untouched.
             return None, False
-        hold = await Hold.take(self.runs, ORIGIN, thread, items, lease=self.lease)
-        if hold is None:
-            return None, False  # another process resumes it
-        try:
-            results = DeferredToolResults(
-                approvals={c.tool_call_id: _resume_value(held.get(c.tool_call_id)) for c in waiting}
-            )
+        results = DeferredToolResults(
+            approvals={c.tool_call_id: _resume_value(held.get(c.tool_call_id)) for c in waiting}
+        )
+
+        async def go(append: Append) -> Any:
             result = await self.agent.run(
                 message_history=history,
                 deferred_tool_results=results,
@@ -133,43 +127,23 @@ class SignoffAgent:
                 output_type=_with_deferred(self.agent.output_type),
                 **kwargs,
             )
-            await self._keep(thread, result, hold.keep)
-        finally:
-            await hold.release()  # a no-op once kept
-        await self.runs.went_on(decided)
-        return result, True
+            await self._keep(thread, result, append)
+            return result
+
+        return await self._held(thread, items, go, decided)
 
     async def _history(self, thread: str) -> tuple[list[str], list[ModelMessage]]:
         """The thread's history (kept items and messages), refused while it waits on people:
         it takes no new prompt until it is resumed."""
-        items = await self.runs.near(self.runs.store.history(ORIGIN, thread))
-        if busy(items, now(self.runs)):
-            raise ConflictError(f"thread {thread!r} is being resumed")
+        items = await self._entries(thread)
         history = messages_of(items)
         if open_calls(history):
-            raise ConflictError(
-                f"thread {thread!r} waits on calls a person has not all answered: resume it "
-                "(SignoffAgent.resume) once they are decided"
-            )
+            raise waits(thread)
         return items, history
 
     def run_sync(self, prompt: str | None = None, *, thread: str, **kwargs: Any) -> Any:
         """`run` from synchronous code (not inside a running event loop)."""
         return asyncio.run(self.run(prompt, thread=thread, **kwargs))
-
-    def resume_sync(self, thread: str, **kwargs: Any) -> Any | None:
-        """`resume` from synchronous code (not inside a running event loop)."""
-        return asyncio.run(self.resume(thread, **kwargs))
-
-    def resumer(self, *, on_resumed: Callable[[Resumed], Any] | None = None) -> Resumer:
-        """A `Resumer` that resumes this agent's waiting threads once every call a pause waits
-        on is decided — in any channel, with no code of the user's: ``.start()`` it next to
-        the app, or ``await ....work()`` in a task. Each resumed run's `AgentRunResult`
-        reaches `on_resumed`, and ``wait(thread)`` / ``await resumed(thread)``."""
-        return resumer(self.runs, self._resume, on_resumed)
-
-    def _appender(self, thread: str, after: int) -> Append:
-        return appender(self.runs, ORIGIN, thread, after)
 
     async def _keep(self, thread: str, result: Any, append: Append) -> None:
         """Append the run's new messages to the thread's history, with the pause when the run
@@ -183,18 +157,11 @@ class SignoffAgent:
             )
             asked = [r.approval_id for r in records.values() if r.approval_id is not None]
             if asked:
-                pause = self.runs.pause_of(
-                    thread=thread,
-                    approvals=asked,
-                    data={"thread_id": thread, "asked": asked},
-                    agent=self.path or self.agent.name,
-                    conversation=transcript_of(result.all_messages(), self.path or self.agent.name),
-                )
+                agent = self.path or self.agent.name
+                conversation = transcript_of(result.all_messages(), agent)
+                pause = self._pause(thread, asked, agent, conversation)
         if not await append(new, pause):
-            raise ConflictError(
-                f"thread {thread!r} was extended by another run meanwhile; this run's messages "
-                "were not kept (its tools ran once all the same)"
-            )
+            raise extended(thread)
 
     # -- one call --------------------------------------------------------------------------
 
@@ -209,7 +176,8 @@ class SignoffAgent:
     ) -> Any:
         """Judge one call (or read how it was judged) and run it, answer it, or defer it."""
         path = self._path(ctx)
-        self._register(tool_def, path)
+        # Edits of this agent's calls are checked against its tools' schemas when decided.
+        self._schemas.register(tool_def.name, tool_def.parameters_json_schema, agent=path)
         proposed = ToolCall(
             id=call.tool_call_id, name=call.tool_name, args=call.args_as_dict(), agent=path
         )
@@ -239,7 +207,12 @@ class SignoffAgent:
             # The handler's `args` were validated from the call as resumed: only a resume that
             # carried the edit (`ToolApproved(override_args=...)`) runs it.
             return ToolDenied(blocked_text("the resume did not carry the edited arguments"))
-        return await self._once(step.key, step.call, handler, args, edited=step.edited)
+        ran = await result_once(self.runs, step.key, step.call, lambda: handler(args))
+        if isinstance(ran, Unrun):
+            return ToolDenied(ran.text)
+        if step.edited is not None and isinstance(ran, str):
+            return edited_text(step.edited, ran)
+        return ran
 
     async def settle(
         self, thread: str, ctx: RunContext[Any], requests: DeferredToolRequests
@@ -257,47 +230,17 @@ class SignoffAgent:
         held = await self.runs.judged(
             calls, thread=thread, requested_by=self.requested_by, turn=turn
         )
-        answers: dict[str, bool | ToolApproved | ToolDenied] = {}
-        for call in calls:
-            found = held[call.id]
-            if found.record.kind == "run":
-                answers[call.id] = True
-            elif found.record.kind == "block":
-                answers[call.id] = ToolDenied(blocked_text(found.record.reason))
-            elif found.approval is not None and not found.approval.pending:
-                answers[call.id] = _resume_value(found)
+        answers = {
+            call.id: _resume_value(found)
+            for call in calls
+            if (found := held[call.id]).record.kind != "hold"
+            or (found.approval is not None and not found.approval.pending)
+        }
         return DeferredToolResults(approvals=answers) if answers else None
-
-    async def _once(
-        self,
-        key: str,
-        call: ToolCall,
-        handler: Handler,
-        args: Any,
-        *,
-        edited: dict[str, Any] | None,
-    ) -> Any:
-        """Run `call` once under `key` (its recorded result when it ran before); a call
-        signoff refuses is answered, never run."""
-
-        async def execute() -> Any:
-            return {"result": to_jsonable_python(await handler(args))}
-
-        ran = await run_once(self.runs, key, call, execute)
-        if isinstance(ran, Unrun):
-            return ToolDenied(ran.text)
-        value = ran["result"]
-        if edited is not None and isinstance(value, str):
-            return edited_text(edited, value)
-        return value
 
     def _path(self, ctx: RunContext[Any]) -> str | None:
         """The agent path its calls are judged by: the one given, else the agent's name."""
         return self.path or (ctx.agent.name if ctx.agent is not None else None)
-
-    def _register(self, tool_def: ToolDefinition, path: str | None) -> None:
-        """Edits of this agent's calls are checked against its tools' schemas when decided."""
-        self._schemas.register(tool_def.name, tool_def.parameters_json_schema, agent=path)
 
 
 @dataclass
@@ -335,8 +278,10 @@ def _resume_value(found: Held | None) -> bool | ToolApproved | ToolDenied:
     approval = found.approval
     if found.record.kind == "block":
         return ToolDenied(blocked_text(found.record.reason))
-    if approval is None or approval.pending or approval.status in ("approved", "responded"):
-        return True  # an undecided call is asked again
+    if found.record.kind == "run" or approval is None or approval.pending:
+        return True  # allowed; or undecided: asked again
+    if approval.status in ("approved", "responded"):
+        return True
     if approval.status == "edited":
         return ToolApproved(override_args=approval.call.args)
     text, _ = answer_text(approval)
