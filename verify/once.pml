@@ -17,7 +17,15 @@
  * properties; for `ends` they would let a holder whose tool never returns keep the others
  * waiting, which `ends` assumes away (see docs/guarantees.md).
  *
- * Bounds: W workers (2 or 3), ABORTS aborted transactions in all, IDEMPOTENT or not.
+ * The relaxed claim (issue 49): an idempotent call's claim, and every call's result, are commits
+ * that do not wait for the disk. LOSS crashes of the machine or the database server lose what
+ * was committed since the last commit that waited (a later durable commit, anyone's, makes the
+ * earlier ones durable with it: the write-ahead log is one sequence). The workers may go on
+ * (PostgreSQL's server crashed alone) or crash too. A non-idempotent call's claim waits for the
+ * disk, so no crash frees its key: it still runs at most once.
+ *
+ * Bounds: W workers (2 or 3), ABORTS aborted transactions in all, IDEMPOTENT or not, LOSS
+ * losses of what was not on the disk yet.
  */
 
 #ifndef W
@@ -28,6 +36,9 @@
 #endif
 #ifndef ABORTS
 #define ABORTS 1
+#endif
+#ifndef LOSS
+#define LOSS 1
 #endif
 
 #define ASKED 1   /* the arguments the model proposed (a digest) */
@@ -50,6 +61,21 @@ bool lease_live = false;     /* the claim's lease has not run out */
 byte result_by = 0;          /* whose result is recorded */
 byte aborts = 0;
 
+/* What the disk holds: the store as of the last commit that waited for it. */
+mtype d_verdict = NONE;
+byte d_verdict_digest = 0;
+mtype d_entry = ABSENT;
+byte d_holder = 0;
+byte d_fence = 0;
+bool d_lease_live = false;
+byte d_result_by = 0;
+byte losses = 0;
+
+/* A commit that waits for the disk: it, and every commit before it, is on the disk. */
+#define SYNC \
+  d_verdict = verdict; d_verdict_digest = verdict_digest; d_entry = entry; d_holder = holder; \
+  d_fence = fence; d_lease_live = lease_live; d_result_by = result_by
+
 /* The world, which the store does not see. */
 byte executions = 0;         /* real executions of the tool */
 byte ran[W];                 /* by each worker */
@@ -57,6 +83,7 @@ byte ran_digest = 0;         /* the arguments it last ran with */
 bool unknown = false;        /* recorded as unknown: it may have run, it is never run again */
 bool answered = false;       /* a worker answered the model instead (blocked, rejected, refused) */
 bool steady_done = false;    /* worker 0, which never crashes, is done */
+bool let_through[4];         /* the arguments the store ever let run (a verdict, an approval) */
 
 /* A transaction that may abort: nothing written, the caller tries again. */
 #define may_abort(label) \
@@ -100,7 +127,8 @@ judge:  /* @code Gate.hold: what was judged before is read; else the policy judg
           fi;
           verdict_digest = proposed
        fi;
-       mine = verdict; unwritten = false
+       mine = verdict; unwritten = false;
+       SYNC
      }
   :: me != 0 -> goto crash
   fi;
@@ -131,11 +159,15 @@ claim:  /* @code ExternalRuns.claim */
      atomic {  /* @code ExternalStore.ledger_claim (judged=): the verdict written with the claim */
        may_abort(claim);
        if
-       :: verdict == NONE -> verdict = RUN; verdict_digest = running
+       :: verdict == NONE -> verdict = RUN; verdict_digest = running; let_through[running] = true
        :: verdict == RUN && verdict_digest == running -> skip
        :: else -> unwritten = false; goto permit  /* @code JudgedOtherwise: rolled back */
        fi;
        unwritten = false;
+       if  /* one transaction with the claim below: on the disk with it, or lost with it */
+       :: !IDEMPOTENT -> SYNC
+       :: else -> skip
+       fi;
        goto take
      }
   :: !unwritten -> skip
@@ -159,6 +191,11 @@ take:  /* @code Ledger.claim */
     :: entry == STARTED && !lease_live && !IDEMPOTENT ->
        unknown = true; goto done               /* @code record_unknown, OutcomeUnknown */
     :: entry == STARTED && lease_live -> goto take  /* a live worker has it: wait, poll */
+    fi;
+    /* The claim waits for the disk unless the call is idempotent (the relaxed claim). */
+    if
+    :: !IDEMPOTENT -> SYNC
+    :: else -> skip
     fi
   };
 
@@ -166,7 +203,8 @@ execute:  /* the tool runs: only the call let through, never twice unless idempo
   if
   :: me != 0 -> goto crash
   :: atomic {
-       assert(PERMITTED(running));
+       assert(let_through[running]);
+       assert(PERMITTED(running) || (IDEMPOTENT && losses > 0));
        executions++; ran[me]++; ran_digest = running;
        assert(IDEMPOTENT || executions == 1)
      }
@@ -193,10 +231,24 @@ finish:  /* @code Claim._record, LedgerStore.ledger_finish (fenced) */
           holder fenced out meanwhile (an idempotent call taken over). */
        assert(holder == me + 1 && fence == myfence && ran[me] > 0);
        entry = FINISHED; result_by = me + 1; lease_live = false
+    :: entry == ABSENT && IDEMPOTENT -> goto retake  /* its claim lost before the disk */
     :: else -> skip  /* @code ClaimLost: the new holder's result stands */
     fi
   };
   goto done;
+
+retake:  /* @code ExternalRuns.finish: the key claimed again, to record what ran */
+  atomic {
+    may_abort(retake);
+    if
+    :: entry == ABSENT -> entry = STARTED; holder = me + 1; fence = 1; lease_live = true;
+                          myfence = fence; goto finish
+    :: entry == STARTED && !lease_live ->
+       holder = me + 1; fence++; lease_live = true; myfence = fence; goto finish
+    :: entry == FINISHED -> goto done          /* another's result stands */
+    :: entry == STARTED && lease_live -> goto retake
+    fi
+  };
 
 crash:
   skip;
@@ -215,8 +267,26 @@ end:  /* nothing held: nothing to decide */
     :: approval = APPROVED; decided_digest = verdict_digest  /* @code Approve */
     :: approval = APPROVED; decided_digest = EDITED           /* @code Edit */
     :: approval = REJECTED                                    /* @code Reject */
-    fi
+    fi;
+    if
+    :: approval == APPROVED -> let_through[decided_digest] = true
+    :: else -> skip
+    fi;
+    SYNC
   }
+}
+
+proctype Disk() {
+  /* The machine or the database server crashes: what did not reach the disk is lost. */
+end:
+  do
+  :: atomic {
+       losses < LOSS ->
+       losses++;
+       verdict = d_verdict; verdict_digest = d_verdict_digest; entry = d_entry;
+       holder = d_holder; fence = d_fence; lease_live = d_lease_live; result_by = d_result_by
+     }
+  od
 }
 
 proctype Clock() {
@@ -235,7 +305,8 @@ init {
     :: i == W -> break
     od;
     run Decider();
-    run Clock()
+    run Clock();
+    run Disk()
   }
 }
 

@@ -200,11 +200,11 @@ def recording(store: SQLStore) -> list[tuple[str, bool]]:
     writes: list[tuple[str, bool]] = []
     real = store.run
 
-    async def recorded(work: Any, *, write: bool = True, durable: bool = True) -> Any:
+    async def recorded(work: Any, *, write: bool = True, durable: bool = True, **rest: Any) -> Any:
         if write:
             # "ExternalStore.ledger_claim.<locals>.work": the store's method
             writes.append((getattr(work, "__qualname__", "").split(".")[1], durable))
-        return await real(work, write=write, durable=durable)
+        return await real(work, write=write, durable=durable, **rest)
 
     store.run = recorded  # type: ignore[method-assign]
     return writes

@@ -344,6 +344,33 @@ def test_a_rule_marked_destructive_says_so_in_its_verdict_and_its_place_when_wro
     )
 
 
+def test_a_rule_marked_idempotent_says_so_in_its_verdict_and_its_place_when_wrong():
+    policy = load(
+        """
+        rules:
+          - allow: ["get_*", "list_*"]
+            idempotent: true
+        tools:
+          search: {verdict: allow, idempotent: true}
+          drop_table: {verdict: deny, idempotent: true}
+        """
+    )
+    engine = PolicyEngine(policy)
+    assert engine.evaluate(ToolCall(id="1", name="get_user")).idempotent is True
+    assert engine.evaluate(ToolCall(id="1", name="search")).idempotent is True
+    assert engine.evaluate(ToolCall(id="1", name="send_email")).idempotent is False
+    assert [str(w) for w in policy.warnings] == [
+        "signoff.yaml:7:31: tools.drop_table.idempotent: 'idempotent' has no effect on a rule "
+        "that denies",
+    ]
+    assert policy.rules[0].to_dict()["idempotent"] is True  # as it would be written
+    assert Policy.from_dict({"rules": [policy.rules[0].to_dict()]}).rules[0].idempotent
+    [problem] = problems("rules:\n  - allow: x\n    idempotent: mostly\n")
+    assert problem == (
+        "signoff.yaml:3:17: rules[0].idempotent: idempotent must be true or false, not 'mostly'"
+    )
+
+
 def test_an_unsupported_version_is_refused():
     [problem] = problems("version: 2\n")
     assert problem == "signoff.yaml:1:10: version: unsupported version 2; use 1"

@@ -149,9 +149,11 @@ def spin_or_skip() -> str:
 def test_spin_finds_no_run_twice_no_unapproved_run_and_no_foreign_result(
     tmp_path: Path, idempotent: int
 ):
-    """Every state of two workers, the decider, lapsing leases, an aborted transaction and
-    crashes at every step: the assertions hold — the call run only as let through, a
-    non-idempotent call at most once, a result recorded only by a holder that ran it."""
+    """Every state of two workers, the decider, lapsing leases, an aborted transaction,
+    crashes at every step and a crash of the machine or the database server that loses what
+    was not on the disk yet: the assertions hold — the call run only as let through, a
+    non-idempotent call at most once (an idempotent one's claim does not wait for the disk),
+    a result recorded only by a holder that ran it."""
     checked = check(spin_or_skip(), MODEL, tmp_path, {"W": 2, "IDEMPOTENT": idempotent})
     assert checked.errors == 0, checked.report
     assert checked.states > 1_000, checked.report  # a real search, not an empty model
@@ -175,6 +177,12 @@ MUTATIONS = {
     "a claim that overwrites another verdict": (
         ":: else -> unwritten = false; goto permit  /* @code JudgedOtherwise: rolled back */",
         ":: else -> verdict = RUN; verdict_digest = running",
+    ),
+    # A claim of a call that is not idempotent made without waiting for the disk (the relaxed
+    # claim for every call): a crash loses it, and another worker runs the call again.
+    "a claim of a call that is not idempotent not waiting for the disk": (
+        "    if\n    :: !IDEMPOTENT -> SYNC\n    :: else -> skip\n    fi\n  };",
+        "  };",
     ),
     # A result recorded without its fence: a holder taken over records over the new one's.
     "a result recorded unfenced": (

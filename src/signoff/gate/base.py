@@ -116,6 +116,11 @@ class GateBase:
             return f"the policy in force denies this call now ({verdict.reason})"
         return None
 
+    def idempotent(self, call: ToolCall, context: Context | None = None) -> bool:
+        """Whether the policy in force marks `call` read-only or idempotent (a rule's
+        ``idempotent: true``): its claim need not wait for the disk (`Ledger.claim`)."""
+        return self.engine.evaluate(call, context).idempotent
+
     # -- tool schemas ----------------------------------------------------------------------
 
     def register_schemas(

@@ -110,7 +110,9 @@ class Ledger:
         """`once` in two steps, for callers that run the call themselves (on another thread,
         in another loop): the key claimed — run it, then `finish` — or its recorded result.
         `judged`: the key's verdict to run the call, written with the claim
-        (`ExternalStore.ledger_claim`)."""
+        (`ExternalStore.ledger_claim`). An `idempotent` call's claim and result do not wait for
+        the disk: lost with the machine (or, on PostgreSQL, with the server), the key is free
+        again and the call runs again, which it may."""
         deadline = None if wait is None else time.monotonic() + wait
         dead_until: datetime | None = None
         while True:
@@ -121,11 +123,11 @@ class Ledger:
             at = now if dead_until is None else max(now, dead_until)
             found = await self.store.ledger_claim(
                 key, owner=self.owner, now=at, lease=self.lease, takeover=idempotent,
-                tool=tool, digest=digest, judged=judged,
+                tool=tool, digest=digest, judged=judged, durable=not idempotent,
             )  # fmt: skip
             judged = None  # written: a second round only claims
             if found.claimed:
-                return Claim(key, self, fence=found.fence)
+                return Claim(key, self, fence=found.fence, idempotent=idempotent)
             if found.status == "finished":
                 return Recorded(value=_recorded(key, found.result))
             if not _alive(found, now):
@@ -160,9 +162,12 @@ class Claim:
     again: from then on this claim records nothing. `lost` is set as soon as a renewal finds
     that, and `finish` and `fail` raise `ClaimLost`."""
 
-    def __init__(self, key: str, ledger: Ledger, *, fence: int) -> None:
+    def __init__(self, key: str, ledger: Ledger, *, fence: int, idempotent: bool = False) -> None:
         self.key = key
         self.fence = fence
+        self.idempotent = idempotent
+        """Whether the call may run again: its result, like its claim, need not wait for the
+        disk."""
         """Which claim of the key this is (the store counts them): what fences it out once
         another caller takes the key over."""
         self.lost = asyncio.Event()
@@ -206,14 +211,16 @@ class Claim:
         await self._stop()
         owner = self._ledger.owner
         store = self._ledger.store
+        # On SQLite the result need not wait for the disk: lost only with the machine, before
+        # the next durable commit, it leaves the claim as a crash inside the call leaves it
+        # (its outcome unknown, the call never run again), where the claim itself, made
+        # before the call ran, waited for the disk. An idempotent call's result never waits:
+        # lost, its key is free or unknown, and the call may run again.
+        durable = not (self.idempotent or getattr(store, "unsynced_commits_last", False))
         try:
-            # On SQLite the result need not wait for the disk: lost only with the machine, before
-            # the next durable commit, it leaves the claim as a crash inside the call leaves it
-            # (its outcome unknown, the call never run again), where the claim itself, made
-            # before the call ran, waited for the disk.
             await store.ledger_finish(
                 self.key, result=result, at=store.now(), owner=owner, fence=self.fence,
-                durable=not getattr(store, "unsynced_commits_last", False),
+                durable=durable,
             )  # fmt: skip
         except ClaimLost:
             self._lose()

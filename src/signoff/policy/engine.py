@@ -370,7 +370,7 @@ def _entry(rule: Rule) -> _Entry:
         reason=rule.reason or f"{lead}: {_describe(rule)}",
         rule_digest=rule.digest,
         **same_named(rule, ("timeout", "approvers", "forbid_self_approval", "destructive")),
-        **same_named(rule, ("quorum", "escalate", "on_timeout")),
+        **same_named(rule, ("quorum", "escalate", "on_timeout", "idempotent")),
     )
     return _Entry(
         rule=rule,

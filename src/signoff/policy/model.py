@@ -47,6 +47,10 @@ class Rule:
     destructive: bool = False
     """Whether the calls it asks about cannot be undone: the web inbox asks "are you sure?"
     before approving one."""
+    idempotent: bool = False
+    """Whether the calls it lets through are read-only or idempotent: one that may have run
+    before a crash is run again rather than shown to a person, so its claim need not wait for
+    the disk (docs/guarantees.md)."""
     quorum: Quorum | None = None
     """How many people must approve a call it asks about, when more than one."""
     escalate: tuple[Escalation, ...] = ()
@@ -98,6 +102,8 @@ class Rule:
             out["forbid_self_approval"] = True
         if self.destructive:
             out["destructive"] = True
+        if self.idempotent:
+            out["idempotent"] = True
         if self.quorum is not None:
             out["approvals"] = {"count": self.quorum.count}
             if self.quorum.roles:

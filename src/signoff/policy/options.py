@@ -18,7 +18,7 @@ __all__ = ["MAX_ESCALATIONS", "MAX_QUORUM", "RULE_OPTIONS", "read_conditions", "
 
 RULE_OPTIONS = frozenset(
     {"timeout", "approvers", "forbid_self_approval", "destructive", "reason", "priority",
-     "approvals", "escalate", "on_timeout"}
+     "approvals", "escalate", "on_timeout", "idempotent"}
 )  # fmt: skip
 _ASKING_OPTIONS = ("timeout", "approvers", "forbid_self_approval", "destructive", "approvals",
                    "escalate", "on_timeout")  # fmt: skip
@@ -59,6 +59,11 @@ def read_options(
         out["destructive"] = reader.boolean(
             data["destructive"], (*path, "destructive"), "destructive"
         )
+    if "idempotent" in data:
+        if effect == "deny":
+            reader.warn((*path, "idempotent"), "'idempotent' has no effect on a rule that denies",
+                        at_key=True)  # fmt: skip
+        out["idempotent"] = reader.boolean(data["idempotent"], (*path, "idempotent"), "idempotent")
     if "reason" in data:
         out["reason"] = reader.string(data["reason"], (*path, "reason"), "reason")
     if "approvals" in data:

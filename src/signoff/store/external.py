@@ -139,7 +139,7 @@ class ExternalStore(PauseStore, HistoryStore, Protocol):
     async def external_calls(self, keys: Sequence[str]) -> dict[str, ExternalRecord]:
         """The calls judged under these keys."""
         found: dict[str, ExternalRecord] = await self.run(
-            lambda c: find_external(c, keys), write=False
+            lambda c: find_external(c, keys), write=False, snapshot=False
         )
         return found
 
@@ -157,12 +157,14 @@ class ExternalStore(PauseStore, HistoryStore, Protocol):
         digest: str = "",
         run_id: str = "external",
         judged: ExternalRecord | None = None,
+        durable: bool = True,
     ) -> LedgerClaim:
         """Claim the key for `owner`: a new key is theirs; a started one whose lease ran out is
         theirs when `takeover` (an idempotent call re-run); otherwise what stands is returned.
         `judged` is the key's verdict to run the call, not written yet (`Gate.hold`'s
         ``unwritten``): it is written first, in the same transaction; `JudgedOtherwise` (nothing
-        written) when the key holds another verdict."""
+        written) when the key holds another verdict. Not `durable`: the commit does not wait
+        for the disk (an idempotent call's claim, harmless to lose)."""
         until = to_micros(now + lease)
         row = {
             "key": key,
@@ -205,7 +207,7 @@ class ExternalStore(PauseStore, HistoryStore, Protocol):
                 fence=found.fence,
             )
 
-        claim: LedgerClaim = await self.run(work)
+        claim: LedgerClaim = await self.run(work, durable=durable)
         return claim
 
     async def ledger_renew(self, key: str, *, owner: str, fence: int, until: datetime) -> bool:

@@ -34,7 +34,7 @@ class HistoryStore(Transactional, Protocol):
         """The items appended to the thread's history, in order."""
         thread = {"o": origin, "t": thread_id}
         items: list[str] = await self.run(
-            lambda c: list(execute(c, _HISTORY, thread).scalars()), write=False
+            lambda c: list(execute(c, _HISTORY, thread).scalars()), write=False, snapshot=False
         )
         return items
 

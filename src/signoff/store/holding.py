@@ -78,7 +78,10 @@ class HoldStore(Transactional, Protocol):
         """What was judged before under `keys`, with the approvals as they stand (a read)."""
         if not keys:
             return {}
-        found: Judged = await self.run(lambda c: _judged_before(c, keys), write=False)
+        # The approvals a record names were written with it: read after it, they are there.
+        found: Judged = await self.run(
+            lambda c: _judged_before(c, keys), write=False, snapshot=False
+        )
         return found
 
 

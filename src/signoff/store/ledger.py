@@ -145,5 +145,7 @@ class LedgerStore(Transactional, Protocol):
             append_audit(connection, audit)
             return [] if write is None else write_run(connection, write)
 
-        stored: list[StoredEvent] = await self.run(work, durable=durable)
+        # A claim's result alone is one statement: it needs no transaction around it.
+        alone = fence is not None and write is None and not audit
+        stored: list[StoredEvent] = await self.run(work, durable=durable, snapshot=not alone)
         return stored

@@ -31,7 +31,12 @@ class Transactional(Protocol):
     work as one transaction — committed if it returns, rolled back if it raises."""
 
     async def run(
-        self, work: Callable[[Connection], T], *, write: bool = True, durable: bool = True
+        self,
+        work: Callable[[Connection], T],
+        *,
+        write: bool = True,
+        durable: bool = True,
+        snapshot: bool = True,
     ) -> T: ...
 
 
@@ -40,7 +45,12 @@ class Runner(Protocol):
     def engine(self) -> Engine: ...
 
     async def run(
-        self, work: Callable[[Connection], T], *, write: bool, durable: bool = True
+        self,
+        work: Callable[[Connection], T],
+        *,
+        write: bool,
+        durable: bool = True,
+        snapshot: bool = True,
     ) -> T: ...
 
     async def reset(self) -> None:
@@ -94,7 +104,14 @@ class ThreadRunner:
     def engine(self) -> Engine:
         return self._engine
 
-    async def run(self, work: Callable[[Connection], T], *, write: bool, durable: bool = True) -> T:
+    async def run(
+        self,
+        work: Callable[[Connection], T],
+        *,
+        write: bool,
+        durable: bool = True,
+        snapshot: bool = True,
+    ) -> T:
         loop = asyncio.get_running_loop()
         # The result comes back in a box the caller empties, not through the futures: they
         # would keep it alive until the loop drops them, and a large read (a long history)
@@ -130,9 +147,20 @@ class AsyncRunner:
     def engine(self) -> Engine:
         return self._async_engine.sync_engine
 
-    async def run(self, work: Callable[[Connection], T], *, write: bool, durable: bool = True) -> T:
+    async def run(
+        self,
+        work: Callable[[Connection], T],
+        *,
+        write: bool,
+        durable: bool = True,
+        snapshot: bool = True,
+    ) -> T:
         try:
             async with self._connection() as connection:
+                if not snapshot:
+                    # Each statement its own transaction: no BEGIN and COMMIT, two round trips.
+                    connection = await connection.execution_options(isolation_level="AUTOCOMMIT")
+                    return await connection.run_sync(work)
                 if not write:
                     connection = await connection.execution_options(signoff_read=True)
                 async with connection.begin():

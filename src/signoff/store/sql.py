@@ -91,18 +91,26 @@ class SQLStore(Store):
         return self.engine.dialect.name == "postgresql"
 
     async def run(
-        self, work: Callable[[Connection], T], *, write: bool = True, durable: bool = True
+        self,
+        work: Callable[[Connection], T],
+        *,
+        write: bool = True,
+        durable: bool = True,
+        snapshot: bool = True,
     ) -> T:
         """Run `work` as one transaction: committed if it returns, rolled back if it raises.
 
         A write that need not survive a crash on its own (`durable=False`: a claim, which the
         next durable write of the same worker makes durable with it, and which is harmless to
-        lose) skips the wait for the disk."""
+        lose) skips the wait for the disk. Work whose statements need no one transaction
+        (`snapshot=False`: one statement, or reads each of which finds what the one before
+        implies is there) runs each statement on its own on PostgreSQL: no round trips to
+        begin and end a transaction (a write is then durable whatever `durable` says)."""
         if self._closed:
             raise StoreError(f"the store at {self.engine.url.render_as_string()!r} is closed")
         started = time.perf_counter()
         try:
-            return await self.runner.run(work, write=write, durable=durable)
+            return await self.runner.run(work, write=write, durable=durable, snapshot=snapshot)
         finally:
             kind = "write" if write else "read"
             telemetry.observer.transaction(kind, time.perf_counter() - started)

@@ -71,7 +71,12 @@ class AuditReport:
 
 class _Runs(Protocol):
     async def run(
-        self, work: Callable[[Connection], T], *, write: bool = True, durable: bool = True
+        self,
+        work: Callable[[Connection], T],
+        *,
+        write: bool = True,
+        durable: bool = True,
+        snapshot: bool = True,
     ) -> T: ...
 
 

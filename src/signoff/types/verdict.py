@@ -30,6 +30,9 @@ class Verdict:
     destructive: bool = False
     """When true, the rule marks the call as one that cannot be undone: a person confirms
     before approving it."""
+    idempotent: bool = False
+    """When true, the rule marks the call as read-only or idempotent: run again, not shown to
+    a person, when a crash may have cut it short, and claimed without waiting for the disk."""
     rule_digest: str | None = None
     """A hash of what the deciding rule (or default) says, wherever it stands: a grant left
     under an asked call binds to it, so an edited or replaced rule never inherits the grant."""

@@ -158,7 +158,10 @@ class Promise(Verdicts):
         recorded result (`Ledger.claim`). Refused (`CallRefused`, audited) unless `call` is
         what the policy allowed under `key`, or what a person approved, or their edit
         exactly: whatever an integration, a tampered checkpoint or a forged resume payload
-        hands over, nothing else runs."""
+        hands over, nothing else runs. A call the policy marks read-only or idempotent (a
+        rule's ``idempotent: true``) is claimed as `idempotent` says: without waiting for the
+        disk, and run again when a crash may have cut it short."""
+        idempotent = idempotent or self.gate.idempotent(call)
 
         async def checked() -> Claim | Recorded:
             judged = self._unwritten.get_many([key]).get(key)
@@ -254,11 +257,12 @@ class Promise(Verdicts):
             try:
                 await claim.finish(value)
             except ClaimLost:
-                recorded = await self.ledger.claim(claim.key)
+                recorded = await self.ledger.claim(claim.key, idempotent=claim.idempotent)
                 if isinstance(recorded, Recorded):
                     return recorded.value
-                await recorded.abandon()  # pragma: no cover - a lost claim's key is not free
-                raise
+                # Free again: an idempotent call's claim, lost with the database server's
+                # crash before it reached the disk. It ran: its result is recorded now.
+                await recorded.finish(value)
             return value
 
         return await self.near(record())
