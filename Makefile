@@ -126,6 +126,7 @@ bench: install
 	$(BIN)/python bench/coding_agents.py
 	$(BIN)/python bench/integrations.py
 	$(BIN)/python bench/frameworks.py
+	$(BIN)/python bench/overhead.py
 	$(BIN)/python bench/peers.py
 	$(BIN)/python bench/telemetry.py
 

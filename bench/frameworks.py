@@ -205,15 +205,16 @@ class Sides:
     name: str
     plain_allowed: Step
     signoff_allowed: Step
-    own_pause: Step
-    own_resume: Step
-    signoff_pause: Step
-    signoff_resume: Step
-    fill: Callable[[str, int, random.Random], Awaitable[None]]
+    own_pause: Step | None
+    """None for a framework with no durable approval path of its own (AdalFlow)."""
+    own_resume: Step | None
+    signoff_pause: Step | None
+    signoff_resume: Step | None
+    fill: Callable[[str, int, random.Random], Awaitable[None]] | None
     runs: ExternalRuns
 
 
-def pydantic_sides(kept: Kept, database: str, allow: ExternalRuns, ask: ExternalRuns) -> Sides:
+def pydantic_sides(kept: Kept, allow: ExternalRuns, ask: ExternalRuns) -> Sides:
     def reply(messages: list[ModelMessage], info: AgentInfo) -> PAResponse:
         last = messages[-1]
         if isinstance(last, ModelRequest) and any(
@@ -290,7 +291,7 @@ class Answering(Model):
         raise NotImplementedError
 
 
-def openai_sides(kept: Kept, database: str, allow: ExternalRuns, ask: ExternalRuns) -> Sides:
+def openai_sides(kept: Kept, allow: ExternalRuns, ask: ExternalRuns) -> Sides:
     model = Answering()
     allowed = OAAgent(name="assistant", model=model, tools=[function_tool(lookup)])
     held = OAAgent(name="assistant", model=model, tools=[function_tool(send_report)])
@@ -359,7 +360,7 @@ class AdkAnswering(BaseLlm):
         )
 
 
-def adk_sides(kept: Kept, database: str, allow: ExternalRuns, ask: ExternalRuns) -> Sides:
+def adk_sides(kept: Kept, allow: ExternalRuns, ask: ExternalRuns) -> Sides:
     sessions = SqliteSessionService(str(kept.path.with_name("adk-sessions.db")))
     model = AdkAnswering()
 
@@ -467,7 +468,7 @@ class AgnoAnswering(AgnoModel):
         return response
 
 
-def agno_sides(kept: Kept, database: str, allow: ExternalRuns, ask: ExternalRuns) -> Sides:
+def agno_sides(kept: Kept, allow: ExternalRuns, ask: ExternalRuns) -> Sides:
     db = SqliteDb(db_file=str(kept.path.with_name("agno.db")))
 
     def agent(*tools: Any) -> AgnoAgent:
@@ -560,24 +561,37 @@ async def bench(sides: Sides, rng: random.Random, console: Any) -> Figures:
     console.print(f"  {sides.name}: an allowed call, {ALLOWED_CYCLES} cycles each", style="dim")
     held: dict[int, dict[str, Latency]] = {}
     for size in SIZES:
-        found: dict[str, list[float]] = {}
-        own = [("own pause", sides.own_pause), ("own resume", sides.own_resume)]
-        ours = [("signoff pause", sides.signoff_pause), ("signoff resume", sides.signoff_resume)]
-        for cycle in range(WARMUP + HELD_CYCLES[size]):
-            mine, theirs = f"held-{uuid.uuid4().hex}", f"held-{uuid.uuid4().hex}"
-            await sides.fill(mine, size, rng)
-            await sides.fill(theirs, size, rng)
-            turns = [(own, theirs), (ours, mine)]
-            for side, thread in turns if cycle % 2 else turns[::-1]:
-                for name, step in side:
-                    if name == "signoff resume":
-                        await decide_all(sides.runs, thread)
-                    took = await timed(step, thread)
-                    if cycle >= WARMUP:
-                        found.setdefault(name, []).append(took)
+        found = await held_samples(sides, size, HELD_CYCLES[size], rng)
         held[size] = {name: latency(values) for name, values in found.items()}
         console.print(f"  {sides.name}: a held call at N={size:,}", style="dim")
     return Figures(allowed=allowed, held=held)
+
+
+async def held_samples(
+    sides: Sides, size: int, cycles: int, rng: random.Random
+) -> dict[str, list[float]]:
+    """A held call paused and resumed the SDK's own way and signoff's, on threads of `size`
+    messages, `cycles` times each after `WARMUP` (the sides take turns going first): each
+    step's times, in cycle order."""
+    assert sides.fill is not None, f"{sides.name} has no held call to measure"
+    own = [("own pause", sides.own_pause), ("own resume", sides.own_resume)]
+    ours = [("signoff pause", sides.signoff_pause), ("signoff resume", sides.signoff_resume)]
+    found: dict[str, list[float]] = {}
+    for cycle in range(WARMUP + cycles):
+        # Named by side: a framework's own held thread may be written otherwise (LangChain).
+        mine, theirs = f"signoff-{uuid.uuid4().hex}", f"own-{uuid.uuid4().hex}"
+        await sides.fill(mine, size, rng)
+        await sides.fill(theirs, size, rng)
+        turns = [(own, theirs), (ours, mine)]
+        for side, thread in turns if cycle % 2 else turns[::-1]:
+            for name, step in side:
+                assert step is not None
+                if name == "signoff resume":
+                    await decide_all(sides.runs, thread)
+                took = await timed(step, thread)
+                if cycle >= WARMUP:
+                    found.setdefault(name, []).append(took)
+    return found
 
 
 async def decide_all(runs: ExternalRuns, thread: str) -> None:
@@ -648,6 +662,12 @@ def adalflow_allowed(folder: Path, allow: ExternalRuns) -> tuple[Step, Step]:
         check((await guarded.acall(prompt_kwargs={"input_str": QUESTION})).answer, "lookup")
 
     return plain_allowed, run_allowed
+
+
+def adalflow_sides(folder: Path, allow: ExternalRuns) -> Sides:
+    """`adalflow_allowed` as `Sides` with no held steps."""
+    plain, ours = adalflow_allowed(folder, allow)
+    return Sides("AdalFlow", plain, ours, None, None, None, None, None, allow)
 
 
 async def bench_allowed(plain: Step, ours: Step) -> dict[str, Latency]:
@@ -729,7 +749,7 @@ async def main_async(console: Any) -> dict[str, Figures]:
         kept = Kept(path)
         try:
             for build in (pydantic_sides, openai_sides, adk_sides, agno_sides):
-                sides = build(kept, database, allow, ask)
+                sides = build(kept, allow, ask)
                 results[sides.name] = await bench(sides, rng, console)
             # Last: AdalFlow patches asyncio for the whole process (nest_asyncio).
             allowed = await bench_allowed(*adalflow_allowed(Path(folder), allow))
