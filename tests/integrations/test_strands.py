@@ -7,12 +7,17 @@ interrupts itself, at once, malformed, or from a saved state someone changed."""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+if importlib.util.find_spec("strands") is None:  # pragma: no cover
+    pytest.skip("Strands Agents is not installed: pip install 'signoff[strands]'",
+                allow_module_level=True)  # fmt: skip
 
 from signoff import Approve, Policy, Scope
 from signoff.errors import ConflictError, InvalidDecisionError

@@ -5,6 +5,13 @@ store the approvals, the pause and the ledger."""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+
+import pytest
+
+if importlib.util.find_spec("strands") is None:  # pragma: no cover
+    pytest.skip("Strands Agents is not installed: pip install 'signoff[strands]'",
+                allow_module_level=True)  # fmt: skip
 
 from tests.deadline import HANG
 from tests.integrations import st_app

@@ -5,10 +5,17 @@ a `Model` playing the script with the provider's call ids, and the scenarios' to
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
+
+import pytest
+
+if importlib.util.find_spec("strands") is None:  # pragma: no cover
+    pytest.skip("Strands Agents is not installed: pip install 'signoff[strands]'",
+                allow_module_level=True)  # fmt: skip
 
 from strands import Agent, tool
 from strands.agent import AgentResult
