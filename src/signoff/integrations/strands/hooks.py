@@ -8,7 +8,6 @@ import inspect
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, cast
 
-from pydantic_core import to_jsonable_python
 from strands import Agent, hooks
 from strands.tools.tools import PythonAgentTool
 from strands.types._events import ToolResultEvent
@@ -17,7 +16,7 @@ from strands.types.tools import AgentTool, ToolResult, ToolUse
 from signoff.errors import ConflictError
 from signoff.gate.answers import edited_text
 from signoff.gate.external import ExternalRuns, Pause, Resumed, Resumer, Step
-from signoff.integrations._calls import Schemas, Unrun, run_once
+from signoff.integrations._calls import Schemas, Unrun, result_once
 from signoff.integrations._hitl import MARK, resume_decisions
 from signoff.integrations._pauses import RESUMING, Continuation
 from signoff.integrations.strands import session
@@ -65,8 +64,8 @@ class SignoffHooks(hooks.HookProvider):
             return
         call_id, thread = str(use["toolUseId"]), thread_of(agent)
         turn = session.turn_of(agent.messages, call_id)  # the model response it came from
-        found_schema = tool.tool_spec.get("inputSchema", {}).get("json")
-        schema = found_schema if isinstance(found_schema, dict) else None
+        spec = tool.tool_spec.get("inputSchema", {}).get("json")
+        schema = spec if isinstance(spec, dict) else None
         self._schemas.register(use["name"], schema, agent=agent.name)
         proposed = ToolCall(id=call_id, name=use["name"], args=args, agent=agent.name)
         interrupts, interrupt_id = agent._interrupt_state.interrupts, event._interrupt_id(NAME)
@@ -103,9 +102,9 @@ class SignoffHooks(hooks.HookProvider):
             async def execute() -> Any:
                 found = [e.tool_result async for e in tool.stream(tool_use, state)
                          if isinstance(e, ToolResultEvent)]  # fmt: skip
-                return to_jsonable_python(found[-1])
+                return found[-1]
 
-            value = await run_once(self.runs, step.key, call, execute, idempotent=idempotent)
+            value = await result_once(self.runs, step.key, call, execute, idempotent=idempotent)
             if isinstance(value, Unrun):
                 return _text(tool_use, value.text, ok=False)
             notes = [] if step.edited is None else [{"text": edited_text(step.edited, "").rstrip()}]
