@@ -20,7 +20,7 @@ if importlib.util.find_spec("strands") is None:  # pragma: no cover
                 allow_module_level=True)  # fmt: skip
 
 from signoff import Approve, Policy, Scope
-from signoff.errors import ConflictError, InvalidDecisionError
+from signoff.errors import ConflictError, InvalidDecisionError, InvalidEditError
 from signoff.integrations.strands import DECIDED, NAME
 from tests.deadline import HANG
 from tests.integrations import harness as harness_base
@@ -149,6 +149,20 @@ async def test_a_malformed_answer_is_refused_before_anything_runs(
     await harness.approve_all()  # the session was left as it was: the resumer goes on
     assert await st_app.resume(app, THREAD) is not None
     assert sorted(harness.executions()) == sorted(EVERY)
+
+
+async def test_an_edit_the_app_sends_that_breaks_the_tools_schema_is_refused(
+    harness: Harness,
+) -> None:
+    app = harness.app()
+    result = await start(app, THREAD)
+    edit = {"type": "edit", "edited_action": {"args": {"to": 5}}}
+
+    with pytest.raises(InvalidEditError):
+        await harness.answer(app, result, edit, user="bob")
+
+    assert harness.executions() == ["read_file report.txt"]
+    assert set(await harness.pending()) == {EMAIL, CHARGE}
 
 
 async def test_an_interrupt_whose_saved_reason_names_another_approval_is_refused(
