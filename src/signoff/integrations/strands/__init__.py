@@ -5,9 +5,8 @@
     result = agent("Pay the invoice", invocation_state={"user_id": "alice"})  # an interrupt
     stop = hooks.resumer(agent_of).start()  # answers it once decided, in any channel
 
-Allowed calls run once through signoff's ledger, denied ones are cancelled with the reason,
-asked ones are Strands' interrupt (``signoff``), kept by the agent's session manager; answered,
-the decision is read from signoff's store, never from the answer.
+Allowed calls run once through signoff's ledger, denied ones are cancelled, asked ones are Strands'
+interrupt, kept by the session manager; answered, the decision is read from signoff's store.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ sends and claims the pause; one stopped on them records it. `resumer` answers th
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, cast
 
@@ -25,6 +26,7 @@ from signoff.types import Approval, ToolCall
 
 __all__ = ["DECIDED", "NAME", "SignoffHooks"]
 
+logger = logging.getLogger("signoff.strands")
 DECIDED = {MARK: "decided"}
 """The response signoff's resumer gives its interrupts: the decisions are in signoff's store."""
 
@@ -170,8 +172,9 @@ class SignoffHooks(hooks.HookProvider):
             data = pause.data
             state = (agent := agent_of(data["session"]))._interrupt_state
             open_ = [i for i in data["interrupts"] if i in state.interrupts and state.activated]
-            if not open_:
-                return None  # the agent went on past the pause
+            if not open_:  # it went on past the pause; or `agent_of` restored no saved state
+                logger.warning("session %s waits on no interrupt of the pause", data["session"])
+                return None
             answers: Any = [{"interruptResponse": {"interruptId": i, "response": DECIDED}}
                             for i in open_]  # fmt: skip
             token = RESUMING.set((pause.id, pause.lease_owner or ""))

@@ -5,7 +5,7 @@ interrupts, and its messages as the transcript people see. Interrupts are read f
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from strands import Agent
 from strands.interrupt import Interrupt
@@ -29,8 +29,7 @@ def turn_of(messages: Sequence[Message], call_id: str) -> str | None:
     for message in reversed(messages):
         uses = [b["toolUse"]["toolUseId"] for b in message.get("content", []) if "toolUse" in b]
         if message.get("role") == "assistant" and call_id in uses:
-            turn: str | None = message.get("tracking_id")
-            return turn
+            return cast(str | None, message.get("tracking_id"))
     return None
 
 
