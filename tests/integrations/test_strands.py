@@ -69,6 +69,14 @@ async def test_the_agent_stops_at_the_asked_calls_and_the_model_is_not_called_ag
         "strands", f"{THREAD}/default", "alice", "assistant")  # fmt: skip
     assert harness.executions() == ["read_file report.txt"]  # the large charge was denied
     assert harness.turns() == [0]
+    # What the card shows: the tool's schema, and the conversation at the pause.
+    assert charge.args_schema is not None and "amount" in charge.args_schema["properties"]
+    pause = await harness.runs.open_pause([charge.id])
+    assert pause is not None
+    said = [(m["role"], m.get("agent")) for m in pause.data["conversation"]]
+    assert said == [("user", None), ("assistant", "assistant")]
+    assert [c["name"] for c in pause.data["conversation"][1]["tool_calls"]] == [
+        "read_file", "send_email", "charge", "charge"]  # fmt: skip
 
 
 async def test_a_decision_in_the_inbox_resumes_the_session_with_the_edit(
