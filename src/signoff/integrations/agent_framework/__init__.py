@@ -2,8 +2,6 @@
 origin="agent-framework"))``, whose `SignoffMiddleware` judges each call and whose threads'
 sessions signoff keeps (docs/integrations/agent-framework.md)."""
 
-from __future__ import annotations
-
 from signoff.errors import MissingExtraError
 from signoff.gate.external import connect
 

@@ -133,8 +133,9 @@ class SignoffAgent:
 
     async def _asked(self, thread: str, requests: Sequence[Json]) -> dict[str, Approval]:
         """The approvals of the thread the requests name (those signoff made), by request id."""
-        named = {str(r.get("id")): str(((r.get("additional_properties") or {}).get("signoff")
-                                        or {}).get("approval")) for r in requests}  # fmt: skip
+        shown = {str(r.get("id")): (r.get("additional_properties") or {}).get("signoff")
+                 for r in requests}  # fmt: skip
+        named = {r: str(s.get("approval")) for r, s in shown.items() if isinstance(s, dict)}
         found = await self.runs.near(self.runs.store.get_approvals(list(named.values())))
         mine = {a.id: a for a in found if (a.origin, a.thread_id) == (ORIGIN, thread)}
         return {request: mine[a] for request, a in named.items() if a in mine}
