@@ -39,11 +39,11 @@ class SignoffAgent:
                                             idempotent=idempotent)  # fmt: skip
 
     async def run(self, input: Any = None, *, thread: str, user: str | None = None,
-                  **kwargs: Any) -> AgentResponse:  # fmt: skip
+                  roles: Iterable[str] = (), **kwargs: Any) -> AgentResponse:  # fmt: skip
         """Run the agent on `thread` with its session (`kwargs` go to `Agent.run`): its answer,
         or the framework's approval requests while calls wait for a person. While the thread
         waits, `input` answers them the framework's way (``to_function_approval_response``),
-        taken as `user`'s decisions (else the principal `connect` names, else not taken)."""
+        taken as `user`'s, with `roles` (else the principal `connect` names, else not taken)."""
         entries = await self.runs.near(self.runs.store.history(ORIGIN, thread))
         if threads.busy(entries, threads.now(self.runs)):
             raise ConflictError(f"thread {thread!r} is being resumed")
@@ -52,7 +52,7 @@ class SignoffAgent:
         answers = [c for m in given if isinstance(m, Message) for c in m.contents
                    if c.type == "function_approval_response"]  # fmt: skip
         if requests and answers:  # going on: a call still undecided is asked again, as it is now
-            await self._answer(thread, requests, answers, user)
+            await self._answer(thread, requests, answers, user, roles)
             response, _ = await self._resume(thread, force=True, **kwargs)
             if response is None:
                 raise ConflictError(f"thread {thread!r} is being resumed")
@@ -141,7 +141,7 @@ class SignoffAgent:
         return {request: mine[a] for request, a in named.items() if a in mine}
 
     async def _answer(self, thread: str, requests: list[Json], answers: list[Content],
-                      user: str | None) -> None:  # fmt: skip
+                      user: str | None, roles: Iterable[str]) -> None:  # fmt: skip
         """Take the approval responses sent the framework's way as `user`'s decisions, each on
         the version its request showed."""
         asked = await self._asked(thread, requests)
@@ -157,7 +157,7 @@ class SignoffAgent:
             shown = (answer.additional_properties or {}).get("signoff")
             if isinstance(shown, dict) and type(shown.get("version")) is int:
                 versions[approval.id] = shown["version"]
-        await self.runs.decide(decisions, actor=user, versions=versions)
+        await self.runs.decide(decisions, actor=user, roles=roles, versions=versions)
 
 
 def _approved(requests: Sequence[Json]) -> Message:
