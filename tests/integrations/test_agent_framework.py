@@ -2,12 +2,21 @@
 framework's own layers playing a script (offline), signoff's store on SQLite and PostgreSQL,
 tools that count every real execution in a side-effect file, and worker processes that resume,
 race and die — this framework's own tests, and those every framework shares, on its app
-(tests/integrations/maf_app.py). What may run and who may decide is the shared scenarios'
-(tests/integrations/test_scenarios.py)."""
+(tests/integrations/maf_app.py), but the streamed run: `SignoffAgent` runs each run to its end.
+What may run and who may decide is the shared scenarios' (tests/integrations/test_scenarios.py)."""
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
+
+if importlib.util.find_spec("agent_framework") is None:  # pragma: no cover
+    pytest.skip(
+        "Microsoft Agent Framework is not installed: pip install 'signoff[agent-framework]'",
+        allow_module_level=True,
+    )
+
 from agent_framework import Content, Message
 
 from signoff.errors import InvalidDecisionError

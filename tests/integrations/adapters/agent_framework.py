@@ -7,10 +7,19 @@ store."""
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+import pytest
+
+if importlib.util.find_spec("agent_framework") is None:  # pragma: no cover
+    pytest.skip(
+        "Microsoft Agent Framework is not installed: pip install 'signoff[agent-framework]'",
+        allow_module_level=True,
+    )
 
 from agent_framework import (
     Agent,
