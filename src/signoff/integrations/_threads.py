@@ -12,9 +12,8 @@ import contextlib
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
-from signoff.errors import ConflictError
 from signoff.gate.external import LEASE, ExternalRuns, NewPause, Pause, Resumed, Resumer
 from signoff.gate.once import owner_alive
 
@@ -23,15 +22,11 @@ __all__ = [
     "Hold",
     "appender",
     "busy",
-    "held_resume",
-    "keep",
     "now",
     "renew_while",
     "resumer",
     "unmarked",
 ]
-
-T = TypeVar("T")
 
 _MARK = "signoff.resume"
 
@@ -78,37 +73,6 @@ def appender(runs: ExternalRuns, origin: str, thread: str, after: int) -> Append
         return await runs.append_history(origin, thread, new, after=after, pause=pause)
 
     return append
-
-
-async def keep(append: Append, thread: str, new: Sequence[str],
-               pause: NewPause | None = None) -> None:  # fmt: skip
-    """`append` what a run added to the thread, with the pause it ended on: `ConflictError` when
-    another run extended the thread meanwhile (this run is not kept; its tools ran once all the
-    same)."""
-    if not await append(new, pause):
-        raise ConflictError(
-            f"thread {thread!r} was extended by another run meanwhile; this run was not kept "
-            "(its tools ran once all the same)"
-        )
-
-
-async def held_resume(
-    runs: ExternalRuns, origin: str, thread: str, entries: Sequence[str],
-    go: Callable[[Append], Awaitable[T]], *, decided: Sequence[str], lease: timedelta = LEASE,
-) -> tuple[T | None, bool]:  # fmt: skip
-    """Resume the thread in this process alone: hold it (`Hold.take`, after `entries` as read)
-    while `go(append)` resumes the framework's run and appends what it added, then end the
-    pauses on the `decided` approvals. What `go` returned and True; (None, False) when another
-    process resumes the thread (its pause waits on)."""
-    hold = await Hold.take(runs, origin, thread, entries, lease=lease)
-    if hold is None:
-        return None, False
-    try:
-        output = await go(hold.keep)
-    finally:
-        await hold.release()  # a no-op once kept
-    await runs.went_on(decided)
-    return output, True
 
 
 async def renew_while(

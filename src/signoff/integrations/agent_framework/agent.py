@@ -1,12 +1,12 @@
 """`SignoffAgent`: an Agent Framework agent behind `SignoffMiddleware`, its `AgentSession` kept in
 signoff's store — messages appended (``{"message": ...}``, or ``{"messages": [...]}`` after a
 run that rewrote them), then the rest and the approval requests the run ended on (``{"session":
-..., "requests": [...]}``) — so that any process resumes it, once (`held_resume`)."""
+..., "requests": [...]}``) — so that any process resumes it, once (`KeptThreads`)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from typing import Any, cast
 
@@ -14,9 +14,9 @@ from agent_framework import Agent, AgentResponse, AgentSession, Content, Message
 
 from signoff.errors import ConflictError, InvalidDecisionError
 from signoff.gate import transcript
-from signoff.gate.external import LEASE, ExternalRuns, Resumed, Resumer
-from signoff.integrations import _threads as threads
-from signoff.integrations._threads import Append
+from signoff.gate.external import LEASE, ExternalRuns
+from signoff.integrations._kept import KeptThreads, extended, waits
+from signoff.integrations._threads import Append, unmarked
 from signoff.integrations.agent_framework.middleware import SignoffMiddleware
 from signoff.types import Approval, Approve, Decision, Reject
 
@@ -27,8 +27,10 @@ ORIGIN = "agent-framework"
 Json = dict[str, Any]
 
 
-class SignoffAgent:
+class SignoffAgent(KeptThreads[AgentResponse]):
     """A Microsoft Agent Framework `Agent` behind signoff, its threads kept in signoff's store."""
+
+    origin = ORIGIN
 
     def __init__(self, agent: Agent[Any], runs: ExternalRuns, *, path: str | None = None,
                  requested_by: str | None = None, idempotent: Iterable[str] = (),
@@ -44,9 +46,7 @@ class SignoffAgent:
         or the framework's approval requests while calls wait for a person. While the thread
         waits, `input` answers them the framework's way (``to_function_approval_response``),
         taken as `user`'s, with `roles` (else the principal `connect` names, else not taken)."""
-        entries = await self.runs.near(self.runs.store.history(ORIGIN, thread))
-        if threads.busy(entries, threads.now(self.runs)):
-            raise ConflictError(f"thread {thread!r} is being resumed")
+        entries = await self._entries(thread)
         messages, session, requests = read(entries)
         given = input if isinstance(input, list) else [input]
         answers = [c for m in given if isinstance(m, Message) for c in m.contents
@@ -58,22 +58,16 @@ class SignoffAgent:
                 raise ConflictError(f"thread {thread!r} is being resumed")
             return response
         if requests or answers:
-            raise ConflictError(f"thread {thread!r} waits on calls a person has not all answered:"
-                                " resume it once they are decided" if requests
-                                else f"thread {thread!r} waits on no approval request")  # fmt: skip
-        append = threads.appender(self.runs, ORIGIN, thread, len(entries))
+            raise waits(thread) if requests else InvalidDecisionError(
+                f"thread {thread!r} waits on no approval request")  # fmt: skip
         current = self._session(thread, messages, session)
-        return await self._go(thread, current, messages, input, append, kwargs)
-
-    async def resume(self, thread: str, **kwargs: Any) -> AgentResponse | None:
-        """Resume `thread` with the decisions in signoff's store (an undecided call is asked
-        again); None when nothing waits or is decided, or another process resumes it."""
-        return (await self._resume(thread, **kwargs))[0]
+        return await self._go(thread, current, messages, input,
+                              self._appender(thread, len(entries)), kwargs)  # fmt: skip
 
     async def _resume(self, thread: str, *, force: bool = False,
                       **kwargs: Any) -> tuple[AgentResponse | None, bool]:  # fmt: skip
         """`resume` (`force`: with nothing decided), and whether the pause is over (else: waits)."""
-        entries = await self.runs.near(self.runs.store.history(ORIGIN, thread))
+        entries = await self._entries(thread, resuming=True)
         messages, session, requests = read(entries)
         if not requests:
             return None, True  # nothing waits: the run went on already
@@ -86,12 +80,7 @@ class SignoffAgent:
             current = self._session(thread, messages, session)
             return await self._go(thread, current, messages, _approved(requests), append, kwargs)
 
-        return await threads.held_resume(self.runs, ORIGIN, thread, entries, go, decided=decided,
-                                 lease=self.lease)  # fmt: skip
-
-    def resumer(self, *, on_resumed: Callable[[Resumed], Any] | None = None) -> Resumer:
-        """A `Resumer` of its threads as their calls are decided (outputs: `AgentResponse`)."""
-        return threads.resumer(self.runs, self._resume, on_resumed)
+        return await self._held(thread, entries, go, decided)  # (None, False): another has it
 
     def _session(self, thread: str, messages: list[Json], session: Json | None) -> AgentSession:
         """The thread's session as kept (a new one, under the thread's id, at first)."""
@@ -124,11 +113,11 @@ class SignoffAgent:
             new = [json.dumps({"messages": messages})]
         kept["state"] = {**kept["state"], "in_memory": memory}
         new.append(json.dumps({"session": kept, "requests": requests}))
-        pause = asked and self.runs.pause_of(
-            thread=thread, approvals=[a.id for a in asked.values()],
-            data={"thread_id": thread, "asked": [a.id for a in asked.values()]},
-            agent=self.path, conversation=transcript_of(messages, self.path))  # fmt: skip
-        await threads.keep(append, thread, new, pause or None)
+        ids = [a.id for a in asked.values()]
+        shown = transcript_of(messages, self.path) if ids else []
+        pause = self._pause(thread, ids, self.path, shown) if ids else None
+        if not await append(new, pause):  # the pause, if any, with the entries: one write
+            raise extended(thread)
         return response
 
     async def _asked(self, thread: str, requests: Sequence[Json]) -> dict[str, Approval]:
@@ -169,7 +158,7 @@ def _approved(requests: Sequence[Json]) -> Message:
 def read(entries: Sequence[str]) -> tuple[list[Json], Json | None, list[Json]]:
     """The thread's messages, the rest of its session, and the requests it waits on."""
     messages, session, requests = cast(list[Json], []), None, []
-    for parsed in map(json.loads, threads.unmarked(entries)):
+    for parsed in map(json.loads, unmarked(entries)):
         if "session" in parsed:
             session, requests = parsed["session"], list(parsed["requests"])
         elif "message" in parsed:

@@ -34,8 +34,7 @@ class SignoffMiddleware(FunctionMiddleware):
     async def process(self, context: FunctionInvocationContext,
                       call_next: Callable[[], Awaitable[None]]) -> None:  # fmt: skip
         tool, meta = context.function, context.metadata
-        schema = tool.parameters()
-        self._schemas.register(tool.name, schema, agent=self.path)
+        schema = self._schemas.register(tool.name, tool.parameters(), agent=self.path)
         thread = context.session.session_id if context.session is not None else "-"  # sessionless
         turn = meta.get("function_call_occurrence_id")  # a provider's ``call_0`` of each response
         args = context.arguments
