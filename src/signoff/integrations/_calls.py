@@ -5,7 +5,7 @@ registered with the gate once each."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -16,7 +16,7 @@ from signoff.gate.answers import blocked_text
 from signoff.gate.external import ExternalRuns
 from signoff.types import ToolCall
 
-__all__ = ["Schemas", "Unrun", "result_once", "run_once"]
+__all__ = ["Schemas", "Tools", "Unrun", "result_once", "run_once"]
 
 S = TypeVar("S", bound=Mapping[str, Any] | None)
 
@@ -87,3 +87,32 @@ class Schemas:
             self.runs.gate.register_schemas({name: schema}, agent=agent)
         self._seen.add((agent, name))
         return schema
+
+
+class Tools:
+    """An adapter's agent as signoff judges and runs its tools' calls: `runs`, the agent `path`
+    the policy's ``agents:`` section judges them by, who `requested_by` them (a rule may forbid
+    them approving their own), the tools safe to run again when a worker died inside them
+    (`idempotent`; any other is then ``unknown``, not re-run), and their schemas."""
+
+    def __init__(
+        self,
+        runs: ExternalRuns,
+        *,
+        path: str | None = None,
+        requested_by: str | None = None,
+        idempotent: Iterable[str] = (),
+    ) -> None:
+        self.runs = runs
+        self.path = path
+        self.requested_by = requested_by
+        self.idempotent = frozenset(idempotent)
+        self._schemas = Schemas(runs)
+
+    async def once(
+        self, key: str, call: ToolCall, run: Callable[[], Awaitable[Any]], *, json: bool = False
+    ) -> Any:
+        """`run_once` (`result_once`: `json`), safe to run again where `call`'s tool is
+        `idempotent`."""
+        once = result_once if json else run_once
+        return await once(self.runs, key, call, run, idempotent=call.name in self.idempotent)

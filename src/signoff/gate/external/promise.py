@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -56,6 +56,16 @@ class Promise(Verdicts):
             judged = await self.judged([call], thread=thread, requested_by=requested_by, turn=turn)
             found = judged[call.id]
         return await self.step(found, call, key=self.key(thread, call.id, turn), schema=schema)
+
+    async def steps(
+        self, calls: Sequence[ToolCall], *, thread: str, turn: str | None,
+        requested_by: str | None,
+    ) -> dict[str, Step]:  # fmt: skip
+        """What to do with each call of `thread`'s model response `turn` (`step`), by call id:
+        the calls judged together, or read as they were judged before."""
+        held = await self.judged(calls, thread=thread, requested_by=requested_by, turn=turn)
+        return {c.id: await self.step(held[c.id], c, key=self.key(thread, c.id, turn))
+                for c in calls}  # fmt: skip
 
     async def held_call(self, thread: str, call: ToolCall, turn: str | None) -> Held | None:
         """How `call` of `thread`'s model response `turn` stands, when it was judged before (a

@@ -115,7 +115,7 @@ class SignoffAgent(KeptThreads[AgentResponse]):
         new.append(json.dumps({"session": kept, "requests": requests}))
         ids = [a.id for a in asked.values()]
         shown = transcript_of(messages, self.path) if ids else []
-        pause = self._pause(thread, ids, self.path, shown) if ids else None
+        pause = self._pause_of(thread, ids, self.path, shown) if ids else None
         if not await append(new, pause):  # the pause, if any, with the entries: one write
             raise extended(thread)
         return response

@@ -16,8 +16,9 @@ from agno.run.base import RunStatus
 from signoff._moved import moved
 from signoff.errors import ConflictError, ForbiddenError
 from signoff.gate import transcript
-from signoff.gate.external import ExternalRuns, Pause, Resumed, Resumer
-from signoff.integrations._threads import Hold, busy, now
+from signoff.gate.external import LEASE, ExternalRuns, Pause, Resumed, Resumer
+from signoff.integrations._kept import Threads, waits
+from signoff.integrations._threads import Append
 from signoff.integrations.agno.dcaf import DcafRequest, dcaf_answer
 from signoff.integrations.agno.guard import Guard, guardable, turn_of
 from signoff.types import Approval, Decision
@@ -27,8 +28,10 @@ __all__ = ["ORIGIN", "SignoffAgent"]
 ORIGIN = "agno"
 
 
-class SignoffAgent:
+class SignoffAgent(Threads[RunOutput]):
     """An Agno `Agent` with signoff's policy, approvals, grants, ledger and audit."""
+
+    origin, noun, lease = ORIGIN, "session", LEASE
 
     def __init__(
         self,
@@ -87,14 +90,9 @@ class SignoffAgent:
         """Run the agent on `session_id` (`Agent.arun`; `kwargs` go to it). Ends completed, or
         paused (`RunOutput.is_paused`) while calls wait for a person: the session takes no new
         input until it is resumed."""
-        entries = await self._entries(session_id)
-        if busy(entries, now(self.runs)):
-            raise ConflictError(f"session {session_id!r} is being resumed")
+        await self._entries(session_id)  # refused while another process continues it
         if await self._paused(session_id) is not None:
-            raise ConflictError(
-                f"session {session_id!r} waits on calls a person has not all answered: resume "
-                "it (SignoffAgent.resume) once they are decided"
-            )
+            raise waits(session_id, self.noun)
         out = await self.agent.arun(input, session_id=session_id, user_id=user_id, **kwargs)
         assert isinstance(out, RunOutput)  # not streamed
         if not out.is_paused:
@@ -112,13 +110,9 @@ class SignoffAgent:
         """Continue the session's paused run (or run `run_id`) with the decisions signoff's
         store holds for its calls, once every one is decided — else the run as it stands, still
         paused. None when nothing waits, or another process is continuing it."""
-        # The session's mark is renewed while this process continues it, so a continue longer
-        # than the lease is not taken over, and ended on every path.
-        hold = await Hold.take(self.runs, ORIGIN, session_id, await self._entries(session_id))
-        if hold is None:
-            return None
         decided: list[str] = []
-        try:
+
+        async def go(_: Append) -> RunOutput | None:
             out = await self._paused(session_id, run_id)  # read after the mark: still paused?
             while out is not None and out.is_paused:
                 user_id = out.user_id
@@ -127,7 +121,7 @@ class SignoffAgent:
                     if waiting:
                         await self._pause(out, session_id, user_id, waiting)
                     break
-                decided += now_decided
+                decided.extend(now_decided)
                 for requirement in out.active_requirements:
                     verb, note = answers[requirement.id]
                     if verb == "confirm":
@@ -141,11 +135,12 @@ class SignoffAgent:
                     requirements=out.requirements,
                     **kwargs,
                 )
-        finally:
-            await hold.release()
-        if decided:
-            await self.runs.went_on(decided)
-        return out
+            return out
+
+        # The session's mark is renewed while this process continues it, so a continue longer
+        # than the lease is not taken over, and ended on every path.
+        entries = await self._entries(session_id, resuming=True)
+        return (await self._held(session_id, entries, go, decided))[0]
 
     def run_sync(
         self, input: Any = None, *, session_id: str, user_id: str | None = None, **kwargs: Any
@@ -267,9 +262,6 @@ class SignoffAgent:
 
     async def _run_output(self, session_id: str, run_id: str) -> RunOutput | None:
         return await self.agent.aget_run_output(run_id=run_id, session_id=session_id)
-
-    async def _entries(self, session_id: str) -> list[str]:
-        return await self.runs.near(self.runs.store.history(ORIGIN, session_id))
 
 
 def _transcript(messages: Sequence[Any], agent: str | None) -> list[dict[str, Any]]:

@@ -16,14 +16,13 @@ from agno.agent import Agent
 from agno.models.base import Model
 from agno.models.response import ToolExecution
 from agno.run.agent import RunOutput
-from agno.run.requirement import RunRequirement
 from agno.tools.function import Function, FunctionCall, ToolResult
 from pydantic_core import to_jsonable_python
 
 from signoff.errors import SignoffError
 from signoff.gate.answers import blocked_text, edited_text
 from signoff.gate.external import ExternalRuns
-from signoff.integrations._calls import Schemas, Unrun, run_once
+from signoff.integrations._calls import Tools, Unrun
 from signoff.types import Approval, ToolCall
 
 __all__ = ["Answer", "Guard", "guardable", "turn_of"]
@@ -79,7 +78,7 @@ def guardable(agent: Agent) -> list[Model]:
     return [m for m in [agent.model, *fallbacks] if isinstance(m, Model)]  # all are
 
 
-class Guard:
+class Guard(Tools):
     """The calls of one `SignoffAgent`'s agent, judged and run once."""
 
     def __init__(
@@ -92,18 +91,32 @@ class Guard:
         idempotent: Iterable[str],
         servers: Mapping[str, Any],
     ) -> None:
+        super().__init__(runs, path=path, requested_by=requested_by, idempotent=idempotent)
         self.agent = agent
-        self.runs = runs
-        self.path = path
-        self.requested_by = requested_by
-        self.idempotent = frozenset(idempotent)
         self._servers = dict(servers)
-        self._schemas = Schemas(runs)
 
     def guard(self, model: Model) -> None:
         """Have `model` hand every call it runs — proposed in a turn, or confirmed on a
-        continue — to this guard first (on this instance: Agno asks the model for both)."""
-        _guard(model, self)
+        continue — to this guard first: the model's own methods replaced on this instance
+        (Agno asks the model for both), each asking the guard the model names now."""
+        cls = type(model)
+
+        def calls(  # Agno names the arguments
+            assistant_message: Any, messages: Any, functions: Any = None
+        ) -> list[FunctionCall]:
+            found = cls.get_function_calls_to_run(model, assistant_message, messages, functions)
+            turn = getattr(assistant_message, "id", None)
+            return [getattr(model, _MARK).guarded(c, turn) for c in found]
+
+        def confirmed(tool_execution: ToolExecution, functions: Any = None) -> FunctionCall:
+            call = cls.get_function_call_to_run_from_tool_execution(model, tool_execution,
+                                                                    functions)  # fmt: skip
+            return getattr(model, _MARK).guarded(call)  # type: ignore[no-any-return]
+
+        setattr(model, _MARK, self)
+        # A method of this instance only (mypy would refuse assigning to a method).
+        setattr(model, "get_function_calls_to_run", calls)  # noqa: B010
+        setattr(model, "get_function_call_to_run_from_tool_execution", confirmed)  # noqa: B010
 
     async def settle(
         self, out: RunOutput, session_id: str, user_id: str | None
@@ -115,27 +128,24 @@ class Guard:
         approvals decided."""
         pending = out.active_requirements
         foreign = [r for r in pending if not r.needs_confirmation]
-        asked = [r for r in pending if r.needs_confirmation and r.tool_execution is not None]
-        answers: dict[str, Answer] = {
-            r.id: ("reject", blocked_text("a call without an id is not run"))
-            for r in asked
-            if not (out.run_id and _execution(r).tool_call_id)  # it cannot be kept once
-        }
-        requested_by = self.requested_by or user_id
+        asked = [(r.id, r.tool_execution) for r in pending
+                 if r.needs_confirmation and r.tool_execution is not None]  # fmt: skip
+        answers: dict[str, Answer] = {}
         by_turn: dict[str | None, dict[str, ToolCall]] = {}
-        for r in asked:
-            if r.id not in answers:
-                call = self.call(_execution(r))
-                by_turn.setdefault(turn_of(out.messages, call.id), {})[r.id] = call
+        for rid, execution in asked:
+            if not (out.run_id and execution.tool_call_id):  # it cannot be kept once
+                answers[rid] = ("reject", blocked_text("a call without an id is not run"))
+                continue
+            call = self._call_of(execution.tool_name or "", execution.tool_call_id,
+                                 execution.tool_args or {})  # fmt: skip
+            by_turn.setdefault(turn_of(out.messages, call.id), {})[rid] = call
         waiting: dict[str, Approval] = {}
         decided: list[str] = []
         for turn, calls in by_turn.items():
-            held = await self.runs.judged(
-                list(calls.values()), thread=session_id, requested_by=requested_by, turn=turn
-            )
+            steps = await self.runs.steps(list(calls.values()), thread=session_id, turn=turn,
+                                          requested_by=self.requested_by or user_id)  # fmt: skip
             for rid, call in calls.items():
-                key = self.runs.key(session_id, call.id, turn)
-                step = await self.runs.step(held[call.id], call, key=key)
+                step = steps[call.id]
                 if step.approval is not None and not step.approval.pending:
                     decided.append(step.approval.id)
                 if step.kind == "wait":
@@ -169,22 +179,20 @@ class Guard:
             mine.requires_user_input = mine.external_execution = False
             mine.requires_confirmation = False
             original = _refused
+
+        @functools.wraps(original)
+        async def entry(*args: Any, **kwargs: Any) -> Any:
+            return await self.execute(call, original, args, kwargs, turn)
+
+        @functools.wraps(original)
+        def entry_sync(*args: Any, **kwargs: Any) -> Any:
+            return asyncio.run(entry(*args, **kwargs))
+
         try:
             asyncio.get_running_loop()
-        except RuntimeError:  # Agno's synchronous run: no loop in this thread
-
-            @functools.wraps(original)
-            def entry_sync(*args: Any, **kwargs: Any) -> Any:
-                return asyncio.run(self.execute(call, original, args, kwargs, turn))
-
-            mine.entrypoint = entry_sync
-        else:
-
-            @functools.wraps(original)
-            async def entry(*args: Any, **kwargs: Any) -> Any:
-                return await self.execute(call, original, args, kwargs, turn)
-
             mine.entrypoint = entry
+        except RuntimeError:  # Agno's synchronous run: no loop in this thread
+            mine.entrypoint = entry_sync
         call.function = mine
         return call
 
@@ -198,16 +206,15 @@ class Guard:
     ) -> Any:
         """Judge one call (or read how it was decided) and run it once, or answer it."""
         context = call.function._run_context
-        thread = context.session_id if context is not None else None
-        run_id = context.run_id if context is not None else None
-        if thread is None or not run_id or not call.call_id:
+        if context is None or context.session_id is None or not context.run_id or not call.call_id:
             return blocked_text("a call outside a session's run, or without an id, is not run")
+        thread, run_id = context.session_id, context.run_id
         if turn is None:  # a confirmed call Agno continues: its message is in the saved run
             saved = await self.agent.aget_run_output(run_id=run_id, session_id=thread)
             turn = turn_of(saved.messages if saved is not None else None, call.call_id)
         proposed = self._call_of(call.function.name, call.call_id, call.arguments or {})
         schema = self._register(call.function, proposed.name)
-        requested_by = self.requested_by or (context.user_id if context is not None else None)
+        requested_by = self.requested_by or context.user_id
         step = await self.runs.step_of(
             proposed, thread=thread, turn=turn, requested_by=requested_by, schema=schema
         )
@@ -217,39 +224,28 @@ class Guard:
             return step.text
         assert step.call is not None  # a call to run is named
         if step.edited is None:
-            return await self._once(step.key, step.call, original, args, kwargs)
+            return await self._once(step.key, step.call, lambda: original(*args, **kwargs))
         edit = step.edited
-        injected = {k: v for k, v in kwargs.items() if k not in proposed.args}
-        value = await self._once(step.key, step.call, original, args, {**injected, **edit})
+        edited = {**{k: v for k, v in kwargs.items() if k not in proposed.args}, **edit}
+        value = await self._once(step.key, step.call, lambda: original(*args, **edited))
         if isinstance(value, ToolResult):
             return value.model_copy(update={"content": edited_text(edit, value.content)})
         return edited_text(edit, value) if isinstance(value, str) else value
 
-    async def _once(
-        self,
-        key: str,
-        call: ToolCall,
-        original: Callable[..., Any],
-        args: Sequence[Any],
-        kwargs: dict[str, Any],
-    ) -> Any:
+    async def _once(self, key: str, call: ToolCall, call_tool: Callable[[], Any]) -> Any:
+        """Run the tool once under `key` (or read its result); a refused call is answered."""
+
         async def run() -> Any:
-            value = await _outcome(original(*args, **kwargs))
+            value = await _outcome(call_tool())
             kind = "tool_result" if isinstance(value, ToolResult) else "result"
             return {kind: to_jsonable_python(value, fallback=str)}
 
-        idempotent = call.name in self.idempotent
-        value = await run_once(self.runs, key, call, run, idempotent=idempotent)
+        value = await self.once(key, call, run)
         if isinstance(value, Unrun):
             return value.text
         if "tool_result" in value:  # an MCP tool's, or one with media: kept as Agno's own
             return ToolResult.model_validate(value["tool_result"])
         return value["result"]
-
-    def call(self, execution: ToolExecution) -> ToolCall:
-        return self._call_of(
-            execution.tool_name or "", execution.tool_call_id or "", execution.tool_args or {}
-        )
 
     def _call_of(self, tool: str, call_id: str, args: dict[str, Any]) -> ToolCall:
         name, server = self._named(tool)
@@ -266,30 +262,9 @@ class Guard:
         return tool, None
 
     def _register(self, function: Function, name: str) -> dict[str, Any] | None:
-        """Edits of the agent's calls are checked against its tools' schemas when decided (and
-        again before an edited call runs: it may have been decided elsewhere)."""
+        """Edits of the agent's calls are checked against its tools' schemas when decided."""
         schema = function.parameters if isinstance(function.parameters, dict) else None
-        self._schemas.register(name, schema, agent=self.path)
-        return schema
-
-
-def _guard(model: Model, signoff: Guard) -> None:
-    """`Guard.guard`: the model's own methods replaced on this instance."""
-    cls = type(model)
-
-    def calls(assistant_message: Any, messages: Any, functions: Any = None) -> list[FunctionCall]:
-        found = cls.get_function_calls_to_run(model, assistant_message, messages, functions)
-        turn = getattr(assistant_message, "id", None)
-        return [getattr(model, _MARK).guarded(c, turn) for c in found]
-
-    def confirmed(tool_execution: ToolExecution, functions: Any = None) -> FunctionCall:
-        call = cls.get_function_call_to_run_from_tool_execution(model, tool_execution, functions)
-        return getattr(model, _MARK).guarded(call)  # type: ignore[no-any-return]
-
-    setattr(model, _MARK, signoff)
-    # A method of this instance only (mypy would refuse assigning to a method).
-    setattr(model, "get_function_calls_to_run", calls)  # noqa: B010
-    setattr(model, "get_function_call_to_run_from_tool_execution", confirmed)  # noqa: B010
+        return self._schemas.register(name, schema, agent=self.path)
 
 
 def turn_of(messages: Sequence[Any] | None, call_id: str) -> str | None:
@@ -304,11 +279,6 @@ def turn_of(messages: Sequence[Any] | None, call_id: str) -> str | None:
         ):
             return str(message.id)
     return None
-
-
-def _execution(requirement: RunRequirement) -> ToolExecution:
-    assert requirement.tool_execution is not None  # a confirmation is about a tool call
-    return requirement.tool_execution
 
 
 async def _outcome(value: Any) -> Any:

@@ -170,7 +170,7 @@ class SignoffAgent(KeptThreads[RunResult]):
             new = [json.dumps({"state": result.to_state().to_json(), **wrapping.where()})]
             asked = [h.approval.id for h in held.values() if h.approval is not None]
             shown = transcript_of(result.to_input_list(), self.path)
-            pause = self._pause(thread, asked, self.path, shown)
+            pause = self._pause_of(thread, asked, self.path, shown)
         else:
             new = added(conversation, result.to_input_list())
         if not await append(new, pause):  # the pause, if any, with the entries: one write

@@ -5,14 +5,13 @@ invoked with the person's arguments, the model told — or answers it."""
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from agents.tool_context import ToolContext
 
 from signoff.gate.answers import blocked_text, edited_text
-from signoff.gate.external import ExternalRuns
-from signoff.integrations._calls import Schemas, Unrun, result_once
+from signoff.integrations._calls import Tools, Unrun
 from signoff.types import ToolCall
 
 __all__ = ["Calls", "Invoke"]
@@ -20,16 +19,8 @@ __all__ = ["Calls", "Invoke"]
 Invoke = Callable[[ToolContext[Any], str], Awaitable[Any]]
 
 
-class Calls:
+class Calls(Tools):
     """The calls of one `SignoffAgent`'s tools, judged and run once."""
-
-    def __init__(
-        self, runs: ExternalRuns, *, requested_by: str | None, idempotent: Iterable[str]
-    ) -> None:
-        self.runs = runs
-        self.requested_by = requested_by
-        self.idempotent = frozenset(idempotent)
-        self._schemas = Schemas(runs)
 
     async def asks(self, thread: str, call: ToolCall, turn: str) -> bool:
         """The tool's ``needs_approval``: judge the call; True when it waits for a person."""
@@ -85,9 +76,7 @@ class Calls:
     ) -> Any:
         """Invoke the tool once under `key` (its recorded result when it ran); a call signoff
         refuses is answered, never run."""
-        idempotent = call.name in self.idempotent
-        result = await result_once(self.runs, key, call, lambda: invoke(ctx, raw),
-                                   idempotent=idempotent)  # fmt: skip
+        result = await self.once(key, call, lambda: invoke(ctx, raw), json=True)
         if isinstance(result, Unrun):
             return result.text
         if edited is None:

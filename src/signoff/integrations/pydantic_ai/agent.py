@@ -159,7 +159,7 @@ class SignoffAgent(KeptThreads[Any]):
             if asked:
                 agent = self.path or self.agent.name
                 conversation = transcript_of(result.all_messages(), agent)
-                pause = self._pause(thread, asked, agent, conversation)
+                pause = self._pause_of(thread, asked, agent, conversation)
         if not await append(new, pause):
             raise extended(thread)
 
