@@ -35,6 +35,7 @@ ADAPTERS = {
     "google-adk": "tests.integrations.adapters.google_adk",
     "agno": "tests.integrations.adapters.agno",
     "adalflow": "tests.integrations.adapters.adalflow",
+    "crewai": "tests.integrations.adapters.crewai",
     "mcp-gateway": "tests.integrations.adapters.mcp_gateway",
     "claude-agent-sdk": "tests.integrations.adapters.claude_agent_sdk",
     "strands": "tests.integrations.adapters.strands",

@@ -1,22 +1,24 @@
 """One tool call of a framework's run, as every adapter takes it (what to do with it is
 `ExternalRuns.step_of`): running it once through signoff's ledger, with the text the model
-reads when signoff does not run it; and the tools' schemas a person's edit is checked against,
-registered with the gate once each."""
+reads when signoff does not run it; waiting in memory for its decision, where the framework
+cannot pause; and the tools' schemas a person's edit is checked against, registered with the
+gate once each."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic_core import to_jsonable_python
 
-from signoff.errors import CallRefused, ExecutionFailed, OutcomeUnknown
+from signoff.errors import ApprovalTimeout, CallRefused, ExecutionFailed, OutcomeUnknown
 from signoff.gate.answers import blocked_text
 from signoff.gate.external import ExternalRuns
-from signoff.types import ToolCall
+from signoff.types import Approval, ToolCall
 
-__all__ = ["Schemas", "Tools", "Unrun", "result_once", "run_once"]
+__all__ = ["Schemas", "Tools", "Unrun", "decided", "result_once", "run_once"]
 
 S = TypeVar("S", bound=Mapping[str, Any] | None)
 
@@ -63,6 +65,30 @@ async def result_once(
 
     ran = await run_once(runs, key, call, execute, idempotent=idempotent)
     return ran if isinstance(ran, Unrun) else ran["result"]
+
+
+async def decided(
+    runs: ExternalRuns,
+    approval: Approval,
+    timeout: float | None,
+    changed: Callable[[Approval], Any] | None = None,
+) -> Approval:
+    """`approval` once decided, waited for in memory by a framework whose run cannot pause — or
+    expired after `timeout` seconds (None: the rule's own timeout, or no limit). `changed` gets
+    it each time it changes while it waits (an edit, one approval of several: a new version)."""
+    gate, loop = runs.gate, asyncio.get_running_loop()
+    deadline = None if timeout is None else loop.time() + timeout
+    while approval.pending:
+        left = None if deadline is None else max(deadline - loop.time(), 0.0)
+        try:
+            found = await runs.bridge.arun(gate.wait(approval.id, left, past=approval.version))
+        except ApprovalTimeout:
+            [expired] = await runs.bridge.arun(gate.expire([approval]))
+            return expired  # or the decision that came first
+        if found.pending and changed is not None:
+            changed(found)
+        approval = found
+    return approval
 
 
 class Schemas:

@@ -15,11 +15,10 @@ from adalflow.core.tool_manager import ToolManager
 from adalflow.core.types import Function, FunctionOutput, FunctionRequest
 from pydantic_core import to_jsonable_python
 
-from signoff.errors import ApprovalTimeout
 from signoff.gate.answers import blocked_text
 from signoff.gate.external import ExternalRuns, Held
 from signoff.gate.ids import new_id
-from signoff.integrations._calls import Unrun, run_once
+from signoff.integrations._calls import Unrun, decided, run_once
 from signoff.integrations.adalflow.outputs import as_output, note_edit, settled
 from signoff.integrations.adalflow.schema import schema_of
 from signoff.types import Approval, ToolCall
@@ -192,20 +191,11 @@ class SignoffPermissions(PermissionManager):  # type: ignore[misc]
         """The approval once decided — or expired, after `timeout` seconds. Meanwhile the
         `request` in `pending_approvals` shows the call as it stands: each change to it (an
         edit, one approval of several) is a new version, listed anew."""
-        gate, loop = self.runs.gate, asyncio.get_running_loop()
-        deadline = None if self.timeout is None else loop.time() + self.timeout
-        while True:
-            left = None if deadline is None else max(deadline - loop.time(), 0.0)
-            waited = gate.wait(approval.id, left, past=approval.version)
-            try:
-                found = await self.runs.bridge.arun(waited)
-            except ApprovalTimeout:
-                [expired] = await self.runs.bridge.arun(gate.expire([approval]))
-                return expired  # or the decision that came first
-            if not found.pending:
-                return found
-            approval = found
-            self.pending_approvals[request.id] = _shown(request, approval)  # listed anew
+
+        def listed(found: Approval) -> None:
+            self.pending_approvals[request.id] = _shown(request, found)
+
+        return await decided(self.runs, approval, self.timeout, listed)
 
     @staticmethod
     def _answer(func: Function, text: str) -> Verdict:

@@ -1,0 +1,86 @@
+"""One CrewAI crew behind signoff, for the tests: the real `Agent`, `Task` and `Crew`, a `BaseLLM`
+subclass playing a script through native function calling (offline), and the tools.
+
+CrewAI sends anonymous telemetry and may offer to trace runs to its cloud: the tests switch both
+off before it is imported (``CREWAI_DISABLE_TELEMETRY``, ``CREWAI_TRACING_ENABLED``), not with
+``OTEL_SDK_DISABLED``, which would switch off signoff's own OpenTelemetry spans in the same
+process. CrewAI's own files (its last kickoff's outputs) go to a folder of the tests', never the
+home folder. Importing CrewAI makes Python warn of its own module `crewai.rag`: the tests let
+that one warning pass."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
+os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
+os.environ.setdefault("CREWAI_TESTING", "true")
+os.environ.setdefault("CREWAI_STORAGE_DIR", tempfile.mkdtemp(prefix="crewai-tests-"))
+
+from pydantic import PrivateAttr
+
+with warnings.catch_warnings():
+    # CrewAI's `crewai.rag` module refuses its own submodules as attributes, and Python warns
+    # (an ImportWarning) as it imports them.
+    warnings.simplefilter("ignore", ImportWarning)
+    from crewai import Agent, Crew, Task
+    from crewai.llms.base_llm import BaseLLM
+    from crewai.tools import BaseTool, tool
+
+__all__ = ["Scripted", "crew_of", "crewai_tools"]
+
+Turn = Sequence[tuple[str, str, dict[str, Any]]] | str
+"""A model turn: its calls ``(id, tool, arguments)``, or its final text."""
+
+
+class Scripted(BaseLLM):
+    """A model that supports function calling, playing `script` one turn a call: its tool calls,
+    or its final text — `final(text, results)` of the tool results it was given, ``(call id,
+    result)`` in the conversation's order. After the script it answers ``done``."""
+
+    script: list[Any]
+    _played: list[int] = PrivateAttr(default_factory=list)
+    _final: Callable[[str, list[tuple[str, str]]], str] = PrivateAttr()
+
+    def supports_function_calling(self) -> bool:
+        return True
+
+    def call(self, messages: Any, tools: Any = None, callbacks: Any = None,
+             available_functions: Any = None, from_task: Any = None, from_agent: Any = None,
+             response_model: Any = None) -> Any:  # fmt: skip
+        turn = len(self._played)
+        self._played.append(turn)
+        step = self.script[turn] if turn < len(self.script) else "done"
+        if isinstance(step, str):
+            said = [m for m in messages if isinstance(m, dict) and m.get("role") == "tool"]
+            return self._final(step, [(m["tool_call_id"], m["content"]) for m in said])
+        return [{"id": i, "type": "function",
+                 "function": {"name": name, "arguments": json.dumps(args)}}
+                for i, name, args in step]  # fmt: skip
+
+
+def crew_of(
+    script: list[Turn],
+    tools: list[BaseTool],
+    played: list[int],
+    final: Callable[[str, list[tuple[str, str]]], str],
+) -> Crew:
+    """A crew of one agent (role ``assistant``) and one task, its model playing `script`; each
+    model call is noted in `played`."""
+    model = Scripted(model="scripted", script=script)
+    model._played, model._final = played, final
+    agent = Agent(role="assistant", goal="Do what is asked.", backstory="A careful assistant.",
+                  llm=model, tools=tools, allow_delegation=False,
+                  max_iter=len(script) + 2)  # fmt: skip
+    task = Task(description="go", expected_output="what was done", agent=agent)
+    return Crew(agents=[agent], tasks=[task])
+
+
+def crewai_tools(functions: list[Callable[..., Any]]) -> list[BaseTool]:
+    """Plain functions as CrewAI tools (their names, signatures and docstrings)."""
+    return [tool(f) for f in functions]
