@@ -32,7 +32,14 @@ with warnings.catch_warnings():
     from crewai.llms.base_llm import BaseLLM
     from crewai.tools import BaseTool, tool
 
-__all__ = ["Scripted", "crew_of", "crewai_tools"]
+from signoff import Policy
+from signoff.gate.external import ExternalRuns
+from signoff.integrations.crewai import ORIGIN, connect
+from tests.integrations.harness import POLICY as RULES
+
+__all__ = ["POLICY", "Scripted", "crew_of", "crewai_tools", "open_runs"]
+
+POLICY = Policy.from_dict(RULES)
 
 Turn = Sequence[tuple[str, str, dict[str, Any]]] | str
 """A model turn: its calls ``(id, tool, arguments)``, or its final text."""
@@ -84,3 +91,7 @@ def crew_of(
 def crewai_tools(functions: list[Callable[..., Any]]) -> list[BaseTool]:
     """Plain functions as CrewAI tools (their names, signatures and docstrings)."""
     return [tool(f) for f in functions]
+
+
+def open_runs(database: str) -> ExternalRuns:
+    return connect(POLICY, origin=ORIGIN, database=database)
