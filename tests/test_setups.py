@@ -137,6 +137,8 @@ class App:
             env = offline_tiktoken(served.folder, env)
         if "claude_agent_sdk" in setup.files["app.py"]:
             env = offline_claude(served, env)
+        if "crewai" in setup.files["app.py"]:  # its files (kickoff outputs) not in the home
+            env = env | {"CREWAI_STORAGE_DIR": str(served.folder / ".crewai")}
         self.setup = setup
         self.prints = [line.replace(DOCUMENTED, served.url) for line in setup.prints]
         """What the page says the app prints, with the server's address (ID for the id)."""

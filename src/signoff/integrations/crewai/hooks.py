@@ -160,9 +160,9 @@ class SignoffHooks:
             return f"Error executing tool: {exc}"
         if isinstance(value, Unrun):
             return value.text
-        from crewai.utilities.agent_utils import format_native_tool_output_for_agent
-
-        text = format_native_tool_output_for_agent(tool, ran[0] if ran else value["output"])
+        raw = ran[0] if ran else value["output"]
+        shown = getattr(tool, "format_output_for_agent", None)  # how CrewAI shows it the agent
+        text = str(shown(raw)) if callable(shown) else str(raw)
         return text if step.edited is None else edited_text(step.edited, text)
 
 
