@@ -4,18 +4,24 @@ subclass playing a script through native function calling (offline), and the too
 CrewAI sends anonymous telemetry and may offer to trace runs to its cloud: the tests switch both
 off before it is imported (``CREWAI_DISABLE_TELEMETRY``, ``CREWAI_TRACING_ENABLED``), not with
 ``OTEL_SDK_DISABLED``, which would switch off signoff's own OpenTelemetry spans in the same
-process. CrewAI's own files (its last kickoff's outputs) go to a folder of the tests', never the
-home folder. Importing CrewAI makes Python warn of its own module `crewai.rag`: the tests let
-that one warning pass."""
+process; ``CREWAI_TESTING`` keeps it from asking about tracing. CrewAI's own files (its last
+kickoff's outputs) go to a folder of the tests', never the home folder. Importing CrewAI makes
+Python warn of its own module `crewai.rag`: the tests let that one warning pass."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import tempfile
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
+
+import pytest
+
+if importlib.util.find_spec("crewai") is None:  # pragma: no cover
+    pytest.skip("CrewAI is not installed: pip install 'signoff[crewai]'", allow_module_level=True)
 
 os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
