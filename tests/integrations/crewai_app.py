@@ -43,7 +43,7 @@ from signoff.gate.external import ExternalRuns
 from signoff.integrations.crewai import ORIGIN, connect
 from tests.integrations.harness import POLICY as RULES
 
-__all__ = ["POLICY", "Scripted", "crew_of", "crewai_tools", "open_runs"]
+__all__ = ["POLICY", "Reacting", "Scripted", "crew_of", "crewai_tools", "open_runs"]
 
 POLICY = Policy.from_dict(RULES)
 
@@ -77,15 +77,38 @@ class Scripted(BaseLLM):
                 for i, name, args in step]  # fmt: skip
 
 
+class Reacting(Scripted):
+    """`Scripted` without function calling: CrewAI's ReAct loop, one call a turn, as text; the
+    results it was given are the observations CrewAI wrote after each (``react`` for their id)."""
+
+    def supports_function_calling(self) -> bool:
+        return False
+
+    def call(self, messages: Any, tools: Any = None, callbacks: Any = None,
+             available_functions: Any = None, from_task: Any = None, from_agent: Any = None,
+             response_model: Any = None) -> Any:  # fmt: skip
+        turn = len(self._played)
+        self._played.append(turn)
+        step = self.script[turn] if turn < len(self.script) else "done"
+        if isinstance(step, str):
+            said = "\n".join(m.get("content") or "" for m in messages
+                             if isinstance(m, dict) and m.get("role") == "assistant")  # fmt: skip
+            seen = [o.split("\n")[0].strip() for o in said.split("Observation:")[1:]]
+            return f"Thought: done\nFinal Answer: {self._final(step, [('react', o) for o in seen])}"
+        [(_, name, args)] = step
+        return f"Thought: go\nAction: {name}\nAction Input: {json.dumps(args)}"
+
+
 def crew_of(
     script: list[Turn],
     tools: list[BaseTool],
     played: list[int],
     final: Callable[[str, list[tuple[str, str]]], str],
+    model_class: type[Scripted] = Scripted,
 ) -> Crew:
-    """A crew of one agent (role ``assistant``) and one task, its model playing `script`; each
-    model call is noted in `played`."""
-    model = Scripted(model="scripted", script=script)
+    """A crew of one agent (role ``assistant``) and one task, its model (`model_class`) playing
+    `script`; each model call is noted in `played`."""
+    model = model_class(model="scripted", script=script)
     model._played, model._final = played, final
     agent = Agent(role="assistant", goal="Do what is asked.", backstory="A careful assistant.",
                   llm=model, tools=tools, allow_delegation=False,

@@ -19,7 +19,7 @@ from signoff.integrations.crewai import ORIGIN, SignoffHooks
 from signoff.types import Approval
 from tests.deadline import HANG
 from tests.integrations import crewai_app
-from tests.integrations.crewai_app import POLICY, crew_of, crewai_tools
+from tests.integrations.crewai_app import POLICY, Reacting, crew_of, crewai_tools
 from tests.integrations.harness import Harness, side_effects_in
 from tests.integrations.harness import tools as counting
 from tests.integrations.inbox import inbox_api
@@ -175,6 +175,26 @@ async def test_a_crew_kicked_off_on_an_event_loop_is_judged_off_that_loop(
     said = told(output)
     assert said["c1"] == "contents of a" and "no tool of this agent" in said["c2"]
     assert harness.executions() == ["read_file a"]
+
+
+async def test_a_model_without_function_calling_is_judged_in_crewais_react_loop(
+    harness: Harness,
+) -> None:
+    _, _, charge, _ = counting(side_effects_in(harness.folder))
+    script = [[("c1", "charge", {"amount": 50})], [("c2", "charge", {"amount": 5000})], "done"]
+    crew = crew_of(script, crewai_tools([charge]), [], final_text, Reacting)
+    async with hooked(harness) as hooks:
+        run = asyncio.ensure_future(asyncio.to_thread(crew.kickoff))
+        [approval] = await waiting(hooks)
+        await harness.decide(approval.id, Approve())
+        output: Any = await run
+
+    _, _, results = str(output.raw).partition(" ")
+    assert json.loads(results) == [
+        ["react", "charged 50"],
+        ["react", "signoff blocked this call: denied: charge when amount gt 1000. It did not run."],
+    ]
+    assert harness.executions() == ["charge 50"]
 
 
 def test_importing_the_integration_leaves_crewai_unimported() -> None:
