@@ -40,6 +40,7 @@ ADAPTERS = {
     "claude-agent-sdk": "tests.integrations.adapters.claude_agent_sdk",
     "strands": "tests.integrations.adapters.strands",
     "agent-framework": "tests.integrations.adapters.agent_framework",
+    "llama-index": "tests.integrations.adapters.llama_index",
 }
 """Each adapter module's `opened(database, tmp_path)` (or the function after a colon): an async
 context manager of its `Adapter` over signoff's store at `database`."""

@@ -28,6 +28,7 @@ from typing_extensions import TypedDict
 
 from signoff.errors import InvalidDecisionError
 from signoff.gate import transcript
+from signoff.gate.external import ExternalRuns
 from signoff.gate.versions import version_of
 from signoff.limits import ArgumentLimits
 from signoff.types import Approval, Approve, Decision, Edit, Reject, Respond
@@ -38,6 +39,7 @@ __all__ = [
     "interrupt_value",
     "response_schema",
     "resume_decisions",
+    "take_sent",
     "transcript_of",
 ]
 
@@ -205,6 +207,23 @@ def resume_decisions(value: Any, approvals: Sequence[Approval]) -> Sent:
     versions = {a.id: _version(d["version"], where) for a, d, where in pairs
                 if d.get("version") is not None}  # fmt: skip
     return Sent(decisions=decisions, versions=versions)
+
+
+async def take_sent(
+    runs: ExternalRuns, sent: Sequence[tuple[Any, Any, Any]], approvals: Sequence[Approval]
+) -> None:
+    """Take the decisions a framework's events carry — each (approval id, one decision in this
+    module's shape, who sent it) — as their senders' (`ExternalRuns.decide`: the policy's
+    approvers, self-approval, the version each names; a sender named by no text is nobody).
+    None is taken unless each is well formed and names another of `approvals`
+    (`InvalidDecisionError`, naming what is wrong)."""
+    named = [a for a, _, _ in sent]
+    if not all(isinstance(a, str) for a in named) or len(set(named)) < len(named):
+        raise InvalidDecisionError("resume: one decision per held call, each naming its approval")
+    taken = [(resume_decisions({a: d}, approvals), by) for a, d, by in sent]
+    for decided, by in taken:
+        actor = by if isinstance(by, str) and by.strip() else None
+        await runs.decide(decided.decisions, actor=actor, versions=decided.versions)
 
 
 def _version(value: Any, where: str) -> int:
