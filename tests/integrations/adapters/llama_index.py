@@ -55,8 +55,8 @@ def model(script: Script, turns: list[int]) -> MockFunctionCallingLLM:
 
 
 def agent(script: Script, turns: list[int], side_effects: Path) -> FunctionAgent:
-    return FunctionAgent(name="assistant", llm=model(script, turns),
-                         tools=[FunctionTool.from_defaults(f) for f in tools(side_effects)])  # fmt: skip
+    functions = [FunctionTool.from_defaults(f) for f in tools(side_effects)]
+    return FunctionAgent(name="assistant", llm=model(script, turns), tools=functions)
 
 
 class LlamaIndexAdapter(AdapterBase):
@@ -83,10 +83,10 @@ class LlamaIndexAdapter(AdapterBase):
         """Answer each request the run wrote to the stream with a ``HumanResponseEvent``, as a
         LlamaIndex app does, naming the version it was shown."""
         shown = seen if seen is not None else await self.shown(thread)
-        decision = {"type": "approve" if approve else "reject"}
-        responses = [HumanResponseEvent(approval=approval, decision={**decision, "version": version},
+        kind = "approve" if approve else "reject"
+        responses = [HumanResponseEvent(approval=approval, decision={"type": kind, "version": v},
                                         **({"user": user} if user else {}))
-                     for approval, version in shown.items()]  # fmt: skip
+                     for approval, v in shown.items()]  # fmt: skip
         return self._outcome(thread, await self._agents[thread].resume(thread, responses))
 
     async def shown(self, thread: str) -> dict[str, int]:
@@ -122,7 +122,7 @@ class LlamaIndexAdapter(AdapterBase):
         if ran is not None:
             self._ran[thread] = ran
         last = self._ran[thread]
-        if last.paused:
+        if last.waiting:
             return Outcome(paused=True)
         return Outcome(paused=False, text=str(last.output.response.content))
 

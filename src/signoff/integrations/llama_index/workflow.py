@@ -34,10 +34,8 @@ from signoff.types import Approval, ToolCall
 __all__ = ["ORIGIN", "Gated", "Ran", "SignoffWorkflow"]
 
 ORIGIN = "llama-index"
-WAITER = "signoff:"
-"""The prefix of the waiter id a held call waits under (its approval's id follows)."""
-THREAD = "signoff_thread"
-"""The key of the run's signoff thread in the workflow's store (kept with its context)."""
+WAITER = "signoff:"  # a held call waits under this, then its approval's id
+THREAD = "signoff_thread"  # the run's signoff thread, in the workflow's store (its context)
 
 
 class Gated(AsyncBaseTool):
@@ -67,8 +65,7 @@ class Gated(AsyncBaseTool):
             return self._output(blocked_text("run the agent through SignoffWorkflow"), True)
         proposed = ToolCall(id=str(getattr(worker.event, "tool_id", "")), name=self.name,
                             args=args, agent=self.path)  # fmt: skip
-        # The call's work item: kept by a re-run, a wake-up or a restored context, counted on
-        # across the thread's runs — the model response the call is known by.
+        # Its work item, kept by a re-run or a restore and counted on in the thread: its turn.
         turn = worker.state.work_item_id
         judge = functools.partial(self.runs.step_of, proposed, thread=thread, turn=turn,
                                   requested_by=self.requested_by, schema=self.schema)  # fmt: skip
@@ -118,8 +115,7 @@ def asked(approval: Approval) -> InputRequiredEvent:
 
 
 class _Serializer(JsonSerializer):
-    """LlamaIndex's JSON serializer, a chat memory kept as its messages: its own serialization
-    fails on a message with a tool call under pydantic 2.14, and leaves the memory out."""
+    """LlamaIndex's, a chat memory kept as its messages (its own fails under pydantic 2.14)."""
 
     def serialize_value(self, value: Any) -> Any:
         if isinstance(value, ChatMemoryBuffer):
@@ -133,9 +129,6 @@ class _Serializer(JsonSerializer):
         return super().deserialize_value(data)
 
 
-SERIALIZER = _Serializer()
-
-
 @dataclass(frozen=True)
 class Ran:
     """Where a run of the workflow on a thread stands."""
@@ -147,10 +140,6 @@ class Ran:
     """Its requests for held calls: each names its ``approval``, ``version``, ``tool``, ``args``."""
     waiting: list[str] = field(default_factory=list)
     """The approvals the run stopped on: it is resumed once they are decided."""
-
-    @property
-    def paused(self) -> bool:
-        return bool(self.waiting)
 
 
 class SignoffWorkflow:
@@ -179,8 +168,7 @@ class SignoffWorkflow:
         result, or stops where calls wait for a person. `kwargs` go to the workflow's ``run``."""
         entries, last = await self._thread(thread)
         if busy(entries, now(self.runs)) or (last is not None and last["waiting"]):
-            raise ConflictError(f"thread {thread!r} waits on calls a person has not all "
-                                "answered: resume it once they are decided")  # fmt: skip
+            raise ConflictError(f"thread {thread!r} waits on undecided calls: resume it first")
         ctx = self._context(last["ctx"] if last else None)
         await ctx.store.set(THREAD, thread)
         ran, entry, pause = await self._drive(self.workflow.run(user_msg=user_msg, ctx=ctx,
@@ -191,10 +179,9 @@ class SignoffWorkflow:
         return ran
 
     async def resume(self, thread: str, responses: Sequence[Any] = ()) -> Ran | None:
-        """Resume `thread` once every call it waits on is decided, in signoff or by `responses`
-        (``HumanResponseEvent(approval=..., decision={"type": "approve"}, user=...)``, each its
-        user's: `take_sent`). A `Ran` that waits while a call is undecided; None when nothing
-        waits, or another process resumes it now."""
+        """Resume `thread` once its calls are decided, in signoff or by `responses` (each a
+        ``HumanResponseEvent(approval=..., decision={"type": "approve"}, user=...)``: `take_sent`).
+        A `Ran` that waits while one is undecided; None when nothing waits, or another resumes."""
         ran, _ = await self._resume(thread, responses)
         return ran
 
@@ -213,8 +200,8 @@ class SignoffWorkflow:
         if len(found) < len(waiting) or any(a.pending for a in found):  # it waits on, untouched
             return Ran(thread, None, [asked(a) for a in found if a.pending], waiting), False
         hold = await Hold.take(self.runs, ORIGIN, thread, entries, lease=self.lease)
-        if hold is None:
-            return None, False  # another process resumes it
+        if hold is None:  # another process resumes it
+            return None, False
         try:
             wake = [HumanResponseEvent.model_validate({"approval": a}) for a in waiting]
             handler = self.workflow.run(ctx=self._context(last["ctx"]))
@@ -229,17 +216,15 @@ class SignoffWorkflow:
     async def _thread(self, thread: str) -> tuple[list[str], dict[str, Any] | None]:
         """The thread's kept entries, and the last (its context, the approvals it waits on)."""
         entries = await self.runs.near(self.runs.store.history(ORIGIN, thread))
-        kept = unmarked(entries)
-        return entries, json.loads(kept[-1]) if kept else None
+        return entries, next((json.loads(e) for e in reversed(unmarked(entries))), None)
 
     def resumer(self, *, on_resumed: Callable[[Resumed], Any] | None = None) -> Resumer:
-        """A `Resumer` that resumes this workflow's waiting threads once every call a pause
-        waits on is decided, in any channel: ``.start()`` it next to the app. Each resumed
-        run's `Ran` reaches `on_resumed`, and ``wait(thread)`` / ``await resumed(thread)``."""
+        """A `Resumer` of this workflow's threads once their calls are decided, in any channel
+        (``.start()`` it next to the app); each resumed `Ran` reaches `on_resumed` and ``wait``."""
         return resumer(self.runs, self._resume, on_resumed)
 
     def _context(self, data: dict[str, Any] | None) -> Context:
-        return Context.from_dict(self.workflow, data or {}, serializer=SERIALIZER)
+        return Context.from_dict(self.workflow, data or {}, serializer=_Serializer())
 
     async def _drive(self, handler: WorkflowHandler, thread: str, wake: list[Any]
                      ) -> tuple[Ran, str, NewPause | None]:  # fmt: skip
@@ -257,7 +242,7 @@ class SignoffWorkflow:
                     handler.ctx.send_event(response)
                 wake, woken = [], False
             elif isinstance(event, WorkflowIdleEvent) and woken:
-                data = handler.ctx.to_dict(serializer=SERIALIZER)
+                data = handler.ctx.to_dict(serializer=_Serializer())
                 said = await _transcript(handler.ctx, self.path)
                 await handler.cancel_run()
                 waiting = sorted(_waiters(data))
@@ -266,7 +251,7 @@ class SignoffWorkflow:
                 entry = json.dumps({"ctx": data, "waiting": waiting})
                 return Ran(thread, None, asked, waiting), entry, pause
         output = await handler
-        entry = json.dumps({"ctx": handler.ctx.to_dict(serializer=SERIALIZER), "waiting": []})
+        entry = json.dumps({"ctx": handler.ctx.to_dict(serializer=_Serializer()), "waiting": []})
         return Ran(thread, output, asked), entry, None
 
 
