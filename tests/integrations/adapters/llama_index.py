@@ -84,9 +84,9 @@ class LlamaIndexAdapter(AdapterBase):
         LlamaIndex app does, naming the version it was shown."""
         shown = seen if seen is not None else await self.shown(thread)
         kind = "approve" if approve else "reject"
-        responses = [HumanResponseEvent(approval=approval, decision={"type": kind, "version": v},
-                                        **({"user": user} if user else {}))
-                     for approval, v in shown.items()]  # fmt: skip
+        responses = [HumanResponseEvent.model_validate({
+            "approval": approval, "decision": {"type": kind, "version": v},
+            **({"user": user} if user else {})}) for approval, v in shown.items()]  # fmt: skip
         return self._outcome(thread, await self._agents[thread].resume(thread, responses))
 
     async def shown(self, thread: str) -> dict[str, int]:
