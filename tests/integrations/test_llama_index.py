@@ -14,6 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+pytest.importorskip("llama_index.core", reason="LlamaIndex is not installed: pip install "
+                    "'signoff[llama-index]'")  # fmt: skip
+
 from llama_index.core.agent.workflow import AgentWorkflow
 from llama_index.core.workflow import Context, HumanResponseEvent
 from workflows.events import StepState, StepStateChanged, WorkflowIdleEvent

@@ -11,6 +11,11 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+pytest.importorskip("llama_index.core", reason="LlamaIndex is not installed: pip install "
+                    "'signoff[llama-index]'")  # fmt: skip
+
 from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.base.llms.types import ToolCallBlock
 from llama_index.core.llms import ChatMessage, MessageRole
