@@ -51,7 +51,7 @@ class Scripted(BaseChatModel):
         if isinstance(messages[-1], HumanMessage):
             call = {"name": self.tool, "args": ARGS[self.tool], "id": uuid.uuid4().hex,
                     "type": "tool_call"}  # fmt: skip
-            reply = AIMessage(content="", tool_calls=[call])  # type: ignore[list-item]
+            reply = AIMessage(content="", tool_calls=[call])
         else:
             reply = AIMessage(content=REPLY)
         return ChatResult(generations=[ChatGeneration(message=reply)])
@@ -99,14 +99,14 @@ def langchain_sides(kept: Kept, allow: ExternalRuns, ask: ExternalRuns) -> Sides
 
     async def own_resume(thread: str) -> None:
         asked.pop(thread)
-        command = Command(resume={"decisions": [{"type": "approve"}]})
+        command: Command[Any] = Command(resume={"decisions": [{"type": "approve"}]})
         check(said(await invoke(own, command, thread)), "send_report")
 
     async def signoff_pause(thread: str) -> None:
         await pause(ours, thread)
 
     async def signoff_resume(thread: str) -> None:
-        command = Command(resume={"signoff": asked.pop(thread).value["signoff"]})
+        command: Command[Any] = Command(resume={"signoff": asked.pop(thread).value["signoff"]})
         check(said(await invoke(ours, command, thread)), "send_report")
 
     async def fill(thread: str, size: int, rng: random.Random) -> None:
