@@ -71,7 +71,7 @@ END_TO_END: dict[str, str] = {
     "tests/integrations/test_google_adk.py": "ADK sessions resumed by other processes",
     "tests/integrations/test_pydantic_ai.py": "Pydantic AI threads resumed by other processes",
     "tests/integrations/test_strands_processes.py": "Strands sessions resumed by other processes",
-    "tests/integrations/test_agent_framework.py": "Agent Framework threads resumed elsewhere",
+    "tests/integrations/test_agent_framework_processes.py": "Agent Framework: other processes",
     "tests/hooks/test_claude_code_docs.py": "the Claude Code page: its server, the CLI, Chromium",
     "tests/hooks/test_gemini_cli_docs.py": "the Gemini CLI page: its server, the CLI",
     "tests/hooks/test_gemini_cli.py": "the real Gemini CLI behind the hooks, a process a call",

@@ -1,9 +1,10 @@
 """Microsoft Agent Framework agents behind signoff: the real `Agent`, a chat client of the
 framework's own layers playing a script (offline), signoff's store on SQLite and PostgreSQL,
-tools that count every real execution in a side-effect file, and worker processes that resume,
-race and die — this framework's own tests, and those every framework shares, on its app
-(tests/integrations/maf_app.py), but the streamed run: `SignoffAgent` runs each run to its end.
-What may run and who may decide is the shared scenarios' (tests/integrations/test_scenarios.py)."""
+tools that count every real execution in a side-effect file — this framework's own tests, and
+those every framework shares, in this process, on its app (tests/integrations/maf_app.py); but
+the streamed run (`SignoffAgent` runs each run to its end). Worker processes that resume, race
+and die: tests/integrations/test_agent_framework_processes.py. What may run and who may decide
+is the shared scenarios' (tests/integrations/test_scenarios.py)."""
 
 from __future__ import annotations
 
@@ -22,15 +23,17 @@ from agent_framework import Content, Message
 from signoff.errors import InvalidDecisionError
 from signoff.integrations.agent_framework import SignoffMiddleware
 from tests.integrations import maf_app
-from tests.integrations.harness import (
-    HANG_IN_TOOL,
-    IDEMPOTENT,
-    Harness,
-    finished,
-    killed_inside_the_tool,
-)
+from tests.integrations.harness import Harness
 from tests.integrations.maf_app import THREAD, build
-from tests.integrations.shared import *  # noqa: F403 - the shared tests run here, on this rig
+from tests.integrations.shared import (
+    test_a_decision_taken_through_the_inbox_api_resumes_the_run,
+    test_a_response_is_the_tools_result_and_approve_runs_as_proposed,
+    test_a_tool_that_asks_for_approval_itself_is_judged_by_the_policy,
+    test_allowed_calls_run_denied_ones_are_blocked_and_asked_ones_wait,
+    test_approve_always_for_the_thread_lets_the_next_such_call_through,
+    test_the_resumer_resumes_the_thread_when_a_decision_is_taken_elsewhere,
+    test_the_same_pause_resumed_twice_and_by_two_at_once_runs_each_tool_once,
+)
 from tests.integrations.shared_kept import (
     test_a_resume_before_any_decision_leaves_the_pause_to_the_later_decision,
     test_a_resume_renews_its_mark_while_a_tool_runs_and_ends_it,
@@ -38,11 +41,18 @@ from tests.integrations.shared_kept import (
     test_the_resumer_leaves_a_pause_waiting_while_another_process_resumes_the_thread,
 )
 
-__all__ = [
+__all__ = [  # the shared tests, run here on this rig
+    "test_a_decision_taken_through_the_inbox_api_resumes_the_run",
+    "test_a_response_is_the_tools_result_and_approve_runs_as_proposed",
     "test_a_resume_before_any_decision_leaves_the_pause_to_the_later_decision",
     "test_a_resume_renews_its_mark_while_a_tool_runs_and_ends_it",
+    "test_a_tool_that_asks_for_approval_itself_is_judged_by_the_policy",
+    "test_allowed_calls_run_denied_ones_are_blocked_and_asked_ones_wait",
     "test_an_undecided_call_waits_on_and_the_decided_one_runs",
+    "test_approve_always_for_the_thread_lets_the_next_such_call_through",
     "test_the_resumer_leaves_a_pause_waiting_while_another_process_resumes_the_thread",
+    "test_the_resumer_resumes_the_thread_when_a_decision_is_taken_elsewhere",
+    "test_the_same_pause_resumed_twice_and_by_two_at_once_runs_each_tool_once",
 ]
 
 RIG = maf_app
@@ -100,21 +110,3 @@ async def test_the_middleware_alone_runs_only_what_signoff_approved_whatever_the
                            session=session, middleware=[middleware])  # fmt: skip
     assert harness.said(done) == {"call_0_0": "charged 50"}
     assert harness.executions() == ["charge 50"]
-
-
-async def test_an_idempotent_tool_whose_worker_was_killed_inside_it_runs_again_once(
-    harness: Harness,
-) -> None:
-    await harness.agent().run("go", thread=THREAD)
-    await harness.approve_all()
-    idempotent = {IDEMPOTENT: "1"}
-    await killed_inside_the_tool(
-        harness.worker(THREAD, "resume", env={HANG_IN_TOOL: "1", **idempotent})
-    )
-
-    await finished(harness.worker(THREAD, "resume", env=idempotent))
-
-    charges = [e for e in harness.executions() if e.startswith("charge")]
-    assert charges == ["charge 50", "charge 50"]  # the killed one, and its re-run
-    last = await maf_app.last(harness.agent(), THREAD)
-    assert last is not None and last["call_0_3"] == "charged 50"
