@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +16,11 @@ from agent_framework import (
     AgentResponse,
     BaseChatClient,
     ChatResponse,
+    ChatResponseUpdate,
     Content,
     FunctionInvocationLayer,
     Message,
+    ResponseStream,
     tool,
 )
 
@@ -43,6 +45,8 @@ POLICY = Policy.from_dict(RULES)
 THREAD = "t-1"
 LOST_RACE = (ConflictError,)
 WAITS_ON_DENIED = False
+STREAMED = "AgentResponseUpdate"
+"""What a streamed run yields on its way to the tools."""
 Script = list[list[tuple[str, dict[str, Any]]] | str]
 
 
@@ -69,6 +73,13 @@ class Scripted(FunctionInvocationLayer[Any], BaseChatClient[Any]):
             contents = [Content.from_function_call(call_id=f"call_{turn}_{i}", name=name,
                                                    arguments=args)
                         for i, (name, args) in enumerate(step)]  # fmt: skip
+
+        if stream:  # the same answer, as one update
+
+            async def updates() -> AsyncIterator[ChatResponseUpdate]:
+                yield ChatResponseUpdate(role="assistant", contents=contents)
+
+            return ResponseStream(updates(), finalizer=ChatResponse.from_updates)
 
         async def respond() -> ChatResponse:
             return ChatResponse(messages=[Message("assistant", contents)])
@@ -101,6 +112,11 @@ async def start(agent: SignoffAgent, thread: str, text: str = "go") -> AgentResp
 
 async def resume(agent: SignoffAgent, thread: str) -> AgentResponse | None:
     return await agent.resume(thread)
+
+
+async def stream(agent: SignoffAgent, thread: str) -> list[str]:
+    """The kinds of what a streamed run yields: the framework's updates."""
+    return [type(update).__name__ async for update in agent.stream("go", thread=thread)]
 
 
 def asked(result: AgentResponse) -> list[str]:

@@ -1,10 +1,10 @@
 """Microsoft Agent Framework agents behind signoff: the real `Agent`, a chat client of the
 framework's own layers playing a script (offline), signoff's store on SQLite and PostgreSQL,
 tools that count every real execution in a side-effect file — this framework's own tests, and
-those every framework shares, in this process, on its app (tests/integrations/maf_app.py); but
-the streamed run (`SignoffAgent` runs each run to its end). Worker processes that resume, race
-and die: tests/integrations/test_agent_framework_processes.py. What may run and who may decide
-is the shared scenarios' (tests/integrations/test_scenarios.py)."""
+those every framework shares, in this process, on its app (tests/integrations/maf_app.py).
+Worker processes that resume, race and die: tests/integrations/test_agent_framework_processes.py.
+What may run and who may decide is the shared scenarios' (tests/integrations/test_scenarios.py).
+"""
 
 from __future__ import annotations
 
@@ -37,6 +37,7 @@ from tests.integrations.shared import (
 from tests.integrations.shared_kept import (
     test_a_resume_before_any_decision_leaves_the_pause_to_the_later_decision,
     test_a_resume_renews_its_mark_while_a_tool_runs_and_ends_it,
+    test_a_streamed_run_pauses_and_resumes_the_same_way,
     test_an_undecided_call_waits_on_and_the_decided_one_runs,
     test_the_resumer_leaves_a_pause_waiting_while_another_process_resumes_the_thread,
 )
@@ -46,6 +47,7 @@ __all__ = [  # the shared tests, run here on this rig
     "test_a_response_is_the_tools_result_and_approve_runs_as_proposed",
     "test_a_resume_before_any_decision_leaves_the_pause_to_the_later_decision",
     "test_a_resume_renews_its_mark_while_a_tool_runs_and_ends_it",
+    "test_a_streamed_run_pauses_and_resumes_the_same_way",
     "test_a_tool_that_asks_for_approval_itself_is_judged_by_the_policy",
     "test_allowed_calls_run_denied_ones_are_blocked_and_asked_ones_wait",
     "test_an_undecided_call_waits_on_and_the_decided_one_runs",

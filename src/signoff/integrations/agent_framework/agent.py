@@ -6,11 +6,12 @@ run that rewrote them), then the rest and the approval requests the run ended on
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import timedelta
 from typing import Any, cast
 
 from agent_framework import Agent, AgentResponse, AgentSession, Content, Message
+from agent_framework import AgentResponseUpdate as Update
 
 from signoff.errors import ConflictError, InvalidDecisionError
 from signoff.gate import transcript
@@ -46,8 +47,7 @@ class SignoffAgent(KeptThreads[AgentResponse]):
         or the framework's approval requests while calls wait for a person. While the thread
         waits, `input` answers them the framework's way (``to_function_approval_response``),
         taken as `user`'s, with `roles` (else the principal `connect` names, else not taken)."""
-        entries = await self._entries(thread)
-        messages, session, requests = read(entries)
+        messages, session, requests = read(entries := await self._entries(thread))
         given = input if isinstance(input, list) else [input]
         answers = [c for m in given if isinstance(m, Message) for c in m.contents
                    if c.type == "function_approval_response"]  # fmt: skip
@@ -64,11 +64,24 @@ class SignoffAgent(KeptThreads[AgentResponse]):
         return await self._go(thread, current, messages, input,
                               self._appender(thread, len(entries)), kwargs)  # fmt: skip
 
+    async def stream(self, input: Any = None, *, thread: str,
+                     **kwargs: Any) -> AsyncIterator[Update]:  # fmt: skip
+        """`run`, streamed: the framework's updates as they come; the thread kept at its end."""
+        messages, session, requests = read(entries := await self._entries(thread))
+        if requests:
+            raise waits(thread)
+        current = self._session(thread, messages, session)
+        streamed = self.agent.run(input, session=current, middleware=[self.middleware],
+                                  stream=True, **kwargs)  # fmt: skip
+        async for update in streamed:
+            yield update
+        await self._go(thread, current, messages, input, self._appender(thread, len(entries)),
+                       kwargs, first=await streamed.get_final_response())  # fmt: skip
+
     async def _resume(self, thread: str, *, force: bool = False,
                       **kwargs: Any) -> tuple[AgentResponse | None, bool]:  # fmt: skip
         """`resume` (`force`: with nothing decided), and whether the pause is over (else: waits)."""
-        entries = await self._entries(thread, resuming=True)
-        messages, session, requests = read(entries)
+        messages, session, requests = read(entries := await self._entries(thread, resuming=True))
         if not requests:
             return None, True  # nothing waits: the run went on already
         asked = await self._asked(thread, requests)
@@ -91,12 +104,14 @@ class SignoffAgent(KeptThreads[AgentResponse]):
         return AgentSession.from_dict({**session, "session_id": thread, "state": state})
 
     async def _go(self, thread: str, session: AgentSession, before: list[Json], input: Any,
-                  append: Append, kwargs: dict[str, Any]) -> AgentResponse:  # fmt: skip
-        """Run the agent; `append` what it added to the session, with the pause it ended on."""
+                  append: Append, kwargs: dict[str, Any],
+                  first: AgentResponse | None = None) -> AgentResponse:  # fmt: skip
+        """Run the agent (`first`: it ran); `append` what it added, with the pause it ended on."""
         seen: set[str] = set()
         while True:
-            response: AgentResponse = await self.agent.run(
+            response: AgentResponse = first if first is not None else await self.agent.run(
                 input, session=session, middleware=[self.middleware], **kwargs)  # fmt: skip
+            first = None
             requests = [c.to_dict() for c in response.user_input_requests
                         if c.type == "function_approval_request"]  # fmt: skip
             asked = await self._asked(thread, requests)
@@ -114,9 +129,8 @@ class SignoffAgent(KeptThreads[AgentResponse]):
         kept["state"] = {**kept["state"], "in_memory": memory}
         new.append(json.dumps({"session": kept, "requests": requests}))
         ids = [a.id for a in asked.values()]
-        shown = transcript_of(messages, self.path) if ids else []
-        pause = self._pause_of(thread, ids, self.path, shown) if ids else None
-        if not await append(new, pause):  # the pause, if any, with the entries: one write
+        pause = ids and self._pause_of(thread, ids, self.path, transcript_of(messages, self.path))
+        if not await append(new, pause or None):  # the pause, if any, with the entries: one write
             raise extended(thread)
         return response
 

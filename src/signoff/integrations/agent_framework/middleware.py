@@ -67,8 +67,7 @@ class SignoffMiddleware(FunctionMiddleware):
                 await call_next()
                 value = context.result
             else:
-                # On a context of its own: the framework binds the arguments it asked about to
-                # the run's context, and a person's edit is not among them.
+                # A context of its own: the run's binds the arguments as the model proposed them.
                 own = FunctionInvocationContext(function=tool, arguments=call.args,
                                                 session=context.session, kwargs=context.kwargs,
                                                 tools=context.tools)  # fmt: skip
