@@ -49,9 +49,13 @@ class Promise(Verdicts):
         requested_by: str | None,
         schema: Mapping[str, Any] | None = None,
         found: Held | None = None,
+        resumed: bool = False,
     ) -> Step:
         """What to do with `call` of `thread`'s model response `turn` (`step`): as `found`
-        stands — how it was judged before, when the framework resumes — else judged now."""
+        stands — how it was judged before, when the framework resumes (`resumed`: read here,
+        `held_call`; a confirmed call runs as signoff's store says) — else judged now."""
+        if found is None and resumed:
+            found = await self.held_call(thread, call, turn)
         if found is None:
             judged = await self.judged([call], thread=thread, requested_by=requested_by, turn=turn)
             found = judged[call.id]

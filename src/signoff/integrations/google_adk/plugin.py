@@ -94,14 +94,13 @@ class SignoffPlugin(BasePlugin):
         proposed = ToolCall(id=call_id, name=name, args=tool_args, server=server, agent=path)
         # Confirmed: the call was judged when it was proposed. What runs is what signoff's
         # store says, whatever the confirmation carried.
-        confirmed = tool_context.tool_confirmation is not None
         step = await self.runs.step_of(
             proposed,
             thread=thread,
             turn=turn,
             requested_by=self.requested_by or tool_context.user_id,
             schema=schema,
-            found=await self.runs.held_call(thread, proposed, turn) if confirmed else None,
+            resumed=tool_context.tool_confirmation is not None,
         )
         if step.kind == "wait":
             assert step.approval is not None  # a call waits on its approval
@@ -163,10 +162,8 @@ class SignoffPlugin(BasePlugin):
         """The tool's parameters' schema; edits of its calls are checked against it."""
         declaration = tool._get_declaration()
         schema = declaration.parameters_json_schema if declaration is not None else None
-        if not isinstance(schema, dict):
-            return None
-        self._schemas.register(name, schema, agent=path)
-        return schema
+        return self._schemas.register(name, schema if isinstance(schema, dict) else None,
+                                      agent=path)  # fmt: skip
 
     # -- confirmations from ADK clients -----------------------------------------------------
 

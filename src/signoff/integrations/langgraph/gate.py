@@ -156,7 +156,7 @@ class LangGraphGate:
             turn=turn,
             requested_by=self.requested_by(config),
             schema=tool_schema(request.tool),
-            found=await self.runs.held_call(thread, proposed, turn),
+            resumed=True,
         )
         if step.kind == "wait":
             return DEFERRED

@@ -25,7 +25,7 @@ from pydantic_core import to_json
 
 from signoff.gate.answers import answer_text, blocked_text, edited_text
 from signoff.gate.external import LEASE, ExternalRuns, Held
-from signoff.integrations._calls import Schemas, Unrun, result_once
+from signoff.integrations._calls import Tools, Unrun
 from signoff.integrations._kept import KeptThreads, extended, waits
 from signoff.integrations._threads import Append
 from signoff.integrations.pydantic_ai.history import messages_of, open_calls, transcript_of, turn_of
@@ -38,7 +38,7 @@ ORIGIN = "pydantic-ai"
 Handler = Callable[[Any], Awaitable[Any]]
 
 
-class SignoffAgent(KeptThreads[Any]):
+class SignoffAgent(KeptThreads[Any], Tools):
     """A Pydantic AI `Agent` with signoff's policy, approvals, grants, ledger and audit, and
     its threads' histories kept in signoff's store. A resume asks a call still undecided
     again; each resumed run's `AgentRunResult` reaches a `resumer`'s ``on_resumed``."""
@@ -59,12 +59,9 @@ class SignoffAgent(KeptThreads[Any]):
         `requested_by` who starts its threads (a rule may forbid them approving their own) —
         recorded on each approval; `lease` how long a resume holds its thread unrenewed (it
         renews it every third of that while it runs)."""
+        Tools.__init__(self, runs, path=path, requested_by=requested_by)
         self.agent = agent
-        self.runs = runs
-        self.path = path
-        self.requested_by = requested_by
         self.lease = lease
-        self._schemas = Schemas(runs)
 
     # -- running ---------------------------------------------------------------------------
 
@@ -183,16 +180,13 @@ class SignoffAgent(KeptThreads[Any]):
         )
         turn = turn_of(ctx.messages, proposed.id)
         # Resumed: the call was judged when it was proposed (its arguments may be edited).
-        found = (
-            await self.runs.held_call(thread, proposed, turn) if ctx.tool_call_approved else None
-        )
         step = await self.runs.step_of(
             proposed,
             thread=thread,
             turn=turn,
             requested_by=self.requested_by,
             schema=tool_def.parameters_json_schema,
-            found=found,
+            resumed=ctx.tool_call_approved,
         )
         if step.kind == "wait":
             assert step.approval is not None  # a call that waits has its approval
@@ -207,7 +201,7 @@ class SignoffAgent(KeptThreads[Any]):
             # The handler's `args` were validated from the call as resumed: only a resume that
             # carried the edit (`ToolApproved(override_args=...)`) runs it.
             return ToolDenied(blocked_text("the resume did not carry the edited arguments"))
-        ran = await result_once(self.runs, step.key, step.call, lambda: handler(args))
+        ran = await self.once(step.key, step.call, lambda: handler(args), json=True)
         if isinstance(ran, Unrun):
             return ToolDenied(ran.text)
         if step.edited is not None and isinstance(ran, str):
