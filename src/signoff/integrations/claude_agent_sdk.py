@@ -34,18 +34,16 @@ from typing import Any, cast
 
 from pydantic import TypeAdapter, create_model
 
-from signoff.errors import MissingExtraError
 from signoff.gate.external import ExternalRuns, connect
+from signoff.integrations._extra import needs
 from signoff.protocols.hooks import Hooks, output, read_call
 from signoff.protocols.hooks.judging import OnTimeout
 from signoff.protocols.hooks.transcript import FIELD, conversation
 from signoff.types import Approval
 
-try:
+with needs(__name__, "claude"):
     from claude_agent_sdk import HookContext, HookInput, HookMatcher, SdkMcpTool
     from claude_agent_sdk.types import HookEvent, SyncHookJSONOutput
-except ImportError as exc:  # pragma: no cover - exercised without the extra installed
-    raise MissingExtraError("signoff.integrations.claude_agent_sdk", "claude") from exc
 
 __all__ = ["ORIGIN", "connect", "signoff_hooks"]
 

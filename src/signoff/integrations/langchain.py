@@ -20,9 +20,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from signoff.errors import MissingExtraError, OutcomeUnknown
+from signoff.errors import OutcomeUnknown
 from signoff.gate.external import ExternalRuns, connect
 from signoff.integrations._calls import Schemas
+from signoff.integrations._extra import needs
 from signoff.integrations._lines import acheck_line, check_line
 from signoff.integrations.langgraph import ORIGIN, resumer
 from signoff.integrations.langgraph.config import thread_of, tool_schema
@@ -30,15 +31,13 @@ from signoff.integrations.langgraph.gate import AsyncHandler, Handler, LangGraph
 from signoff.integrations.langgraph.interrupt import adecide_turn, decide_turn
 from signoff.integrations.langgraph.messages import answer, blocked, unknown
 
-try:
+with needs(__name__, "langgraph"):
     from langchain.agents.middleware import AgentMiddleware, ModelRequest, hook_config
     from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
     from langchain_core.runnables import RunnableConfig
     from langgraph.config import get_config
     from langgraph.prebuilt.tool_node import ToolCallRequest
     from langgraph.types import Command
-except ImportError as exc:  # pragma: no cover - exercised without the extra installed
-    raise MissingExtraError("signoff.integrations.langchain", "langgraph") from exc
 
 __all__ = ["ORIGIN", "SignoffMiddleware", "connect", "resumer"]
 

@@ -28,13 +28,11 @@ stops loses the run (the approval stays in signoff's store, decided or not, and 
 
 from __future__ import annotations
 
-from signoff.errors import MissingExtraError
 from signoff.gate.external import connect
+from signoff.integrations._extra import needs
 
-try:  # the framework is imported by the parts below
+with needs(__name__, "adalflow"):  # the framework is imported by the parts below
     from signoff.integrations.adalflow.permissions import ANSWER, RUN, SignoffPermissions
-except ImportError as exc:  # pragma: no cover - exercised without the extra installed
-    raise MissingExtraError("signoff.integrations.adalflow", "adalflow") from exc
 
 __all__ = ["ANSWER", "ORIGIN", "RUN", "SignoffPermissions", "connect"]
 

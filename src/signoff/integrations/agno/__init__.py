@@ -28,15 +28,13 @@ from __future__ import annotations
 
 import os
 
-from signoff.errors import MissingExtraError
 from signoff.gate.external import connect
+from signoff.integrations._extra import needs
 
 os.environ.setdefault("AGNO_TELEMETRY", "false")  # signoff's users opt in to Agno's, not we
 
-try:  # the framework is imported by the parts below
+with needs(__name__, "agno"):  # the framework is imported by the parts below
     from signoff.integrations.agno.agent import ORIGIN, SignoffAgent
     from signoff.integrations.agno.dcaf import DcafRequest, dcaf_answer
-except ImportError as exc:  # pragma: no cover - exercised without the extra installed
-    raise MissingExtraError("signoff.integrations.agno", "agno") from exc
 
 __all__ = ["ORIGIN", "DcafRequest", "SignoffAgent", "connect", "dcaf_answer"]

@@ -21,15 +21,13 @@ one execution.
 
 from __future__ import annotations
 
-from signoff.errors import MissingExtraError
 from signoff.gate.external import connect
+from signoff.integrations._extra import needs
 
-try:  # the framework is imported by the parts below
+with needs(__name__, "google-adk"):  # the framework is imported by the parts below
     from signoff.integrations.google_adk.confirmation import CONFIRMATION
     from signoff.integrations.google_adk.confirmation import confirmations as confirmations
     from signoff.integrations.google_adk.plugin import SignoffPlugin
-except ImportError as exc:  # pragma: no cover - exercised without the extra installed
-    raise MissingExtraError("signoff.integrations.google_adk", "google-adk") from exc
 
 __all__ = ["CONFIRMATION", "ORIGIN", "SignoffPlugin", "connect"]
 

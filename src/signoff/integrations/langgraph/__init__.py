@@ -22,18 +22,16 @@ principal the app connected with, compare-and-set against one taken elsewhere.
 from __future__ import annotations
 
 from signoff._moved import moved
-from signoff.errors import MissingExtraError
 from signoff.gate.external import connect
+from signoff.integrations._extra import needs
 from signoff.integrations._hitl import MARK, response_schema
 
-try:  # the framework is imported by the parts below
+with needs(__name__, "langgraph"):  # the framework is imported by the parts below
     from signoff.integrations.langgraph import interrupt
     from signoff.integrations.langgraph.gate import LangGraphGate
     from signoff.integrations.langgraph.gated import CallResult, gated
     from signoff.integrations.langgraph.node import ApprovalToolNode
     from signoff.integrations.langgraph.resuming import resumer
-except ImportError as exc:  # pragma: no cover - exercised without the extra installed
-    raise MissingExtraError("signoff.integrations.langgraph", "langgraph") from exc
 
 __all__ = [
     "MARK",

@@ -25,12 +25,10 @@ run on a paused `RunState` (`Runner.run(agent, state)`) runs its tools without s
 
 from __future__ import annotations
 
-from signoff.errors import MissingExtraError
 from signoff.gate.external import connect
+from signoff.integrations._extra import needs
 
-try:  # the framework is imported by the parts below
+with needs(__name__, "openai-agents"):  # the framework is imported by the parts below
     from signoff.integrations.openai_agents.agent import ORIGIN, SignoffAgent
-except ImportError as exc:  # pragma: no cover - exercised without the extra installed
-    raise MissingExtraError("signoff.integrations.openai_agents", "openai-agents") from exc
 
 __all__ = ["ORIGIN", "SignoffAgent", "connect"]

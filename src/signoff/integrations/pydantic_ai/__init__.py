@@ -22,12 +22,10 @@ call it waits on is decided.
 
 from __future__ import annotations
 
-from signoff.errors import MissingExtraError
 from signoff.gate.external import connect
+from signoff.integrations._extra import needs
 
-try:  # the framework is imported by the parts below
+with needs(__name__, "pydantic-ai"):  # the framework is imported by the parts below
     from signoff.integrations.pydantic_ai.agent import ORIGIN, SignoffAgent, SignoffCapability
-except ImportError as exc:  # pragma: no cover - exercised without the extra installed
-    raise MissingExtraError("signoff.integrations.pydantic_ai", "pydantic-ai") from exc
 
 __all__ = ["ORIGIN", "SignoffAgent", "SignoffCapability", "connect"]
