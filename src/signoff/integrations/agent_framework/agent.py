@@ -151,10 +151,10 @@ class SignoffAgent(KeptThreads[AgentResponse]):
         decisions: dict[str, Decision] = {}
         versions: dict[str, int] = {}
         for answer in answers:
-            approval = asked.get(answer.id) if isinstance(answer.id, str) else None
-            if approval is None:
-                raise InvalidDecisionError(f"thread {thread!r} waits on no approval request "
-                                           f"{str(answer.id)[:200]!r}")  # fmt: skip
+            approval = asked.get(str(answer.id))  # a request this thread waits on, approved or not
+            if approval is None or not isinstance(answer.approved, bool):
+                raise InvalidDecisionError(f"not an answer to a request thread {thread!r} waits "
+                                           f"on: {str(answer.id)[:200]!r}")  # fmt: skip
             decisions[approval.id] = Approve() if answer.approved is True else Reject(
                 reason="rejected in the app")  # fmt: skip
             shown = (answer.additional_properties or {}).get("signoff")
