@@ -18,10 +18,12 @@ if importlib.util.find_spec("agent_framework") is None:  # pragma: no cover
         allow_module_level=True,
     )
 
-from agent_framework import Content, Message
+from typing import Any
+
+from agent_framework import Agent, BaseChatClient, ChatResponse, Content, Message
 
 from signoff.errors import InvalidDecisionError
-from signoff.integrations.agent_framework import SignoffMiddleware
+from signoff.integrations.agent_framework import SignoffAgent, SignoffMiddleware
 from tests.integrations import maf_app
 from tests.integrations.harness import Harness
 from tests.integrations.maf_app import THREAD, build
@@ -117,3 +119,39 @@ async def test_the_middleware_alone_runs_only_what_signoff_approved_whatever_the
                            session=session, middleware=[middleware])  # fmt: skip
     assert harness.said(done) == {"call_0_0": "charged 50"}
     assert harness.executions() == ["charge 50"]
+
+
+class HostedAsks(BaseChatClient[Any]):
+    """A provider whose own (hosted) tool asks for approval, then says what it was answered."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.answers: list[bool | None] = []
+
+    def _inner_get_response(self, *, messages: Any, stream: bool, options: Any,
+                            **kwargs: Any) -> Any:  # fmt: skip
+        answered = [c for m in messages for c in m.contents
+                    if c.type == "function_approval_response"]  # fmt: skip
+        call = Content.from_function_call(call_id="mcp_1", name="web_search", arguments={},
+                                          hosted=True)  # fmt: skip
+
+        async def respond() -> ChatResponse:
+            if answered:
+                self.answers = [a.approved for a in answered]
+                return ChatResponse(messages=[Message("assistant", ["done"])])
+            asks = Content.from_function_approval_request("mcp_1", call)
+            return ChatResponse(messages=[Message("assistant", [asks])])
+
+        return respond()
+
+
+async def test_a_providers_own_tool_that_asks_is_refused_not_approved(harness: Harness) -> None:
+    # signoff can neither judge nor run once a tool the provider runs itself: it never approves
+    # one in the app's name.
+    client = HostedAsks()
+    agent = SignoffAgent(Agent(client=client, name="assistant"), harness.runs)
+
+    done = await agent.run("search", thread=THREAD)
+
+    assert client.answers == [False]
+    assert done.text == "done" and await harness.pending() == {}

@@ -111,7 +111,6 @@ class SignoffAgent(KeptThreads[AgentResponse]):
         while True:
             response: AgentResponse = first if first is not None else await self.agent.run(
                 input, session=session, middleware=[self.middleware], **kwargs)  # fmt: skip
-            first = None
             requests = [c.to_dict() for c in response.user_input_requests
                         if c.type == "function_approval_request"]  # fmt: skip
             asked = await self._asked(thread, requests)
@@ -119,7 +118,7 @@ class SignoffAgent(KeptThreads[AgentResponse]):
             if not unheld or unheld & seen:
                 break
             # Asked by the framework (a tool's approval_mode): the policy answers in the middleware.
-            seen, input = seen | unheld, _approved(requests)
+            seen, input, first = seen | unheld, _approved(requests), None
         kept = session.to_dict()
         memory = dict(kept["state"].get("in_memory") or {})
         messages = list(memory.pop("messages", []))
@@ -164,9 +163,10 @@ class SignoffAgent(KeptThreads[AgentResponse]):
 
 
 def _approved(requests: Sequence[Json]) -> Message:
-    """Every request approved in the framework (the middleware reads the decisions)."""
-    return Message("user", [Content.from_dict(r).to_function_approval_response(True)
-                            for r in requests])  # fmt: skip
+    """Every request approved in the framework, the middleware reading the decisions — but a
+    provider's own (hosted) tool's, which signoff can neither judge nor run once: rejected."""
+    return Message("user", [Content.from_dict(r).to_function_approval_response(
+        not (r.get("function_call") or {}).get("hosted")) for r in requests])  # fmt: skip
 
 
 def read(entries: Sequence[str]) -> tuple[list[Json], Json | None, list[Json]]:
