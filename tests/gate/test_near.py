@@ -351,3 +351,35 @@ def test_a_ledger_of_the_apps_own_renews_while_a_synchronous_tool_runs(runs: Ext
     thread.join(HANG)
     assert results == [True, "value"]
     assert {loop for loop, _ in renewals} == {runs.bridge.loop}
+
+
+async def test_the_claims_renewed_on_the_bridges_loop_share_one_task_there(runs: ExternalRuns):
+    """A claim joins the renewals on the bridge's loop without a task of its own there (no hop
+    to that loop and back for each call): one task renews every claim, each in its turn."""
+    runs.ledger.lease = timedelta(seconds=0.3)  # renewed every 0.1 s
+    calls = [lookup(f"c{i}") for i in range(5)]
+    keys = {runs.key("t1", c.id) for c in calls}
+    renewed: set[str] = set()
+    every = threading.Event()
+    real = runs.store.ledger_renew
+
+    async def counted(key: str, **kwargs: Any) -> bool:
+        result: bool = await real(key, **kwargs)
+        renewed.add(key)
+        if renewed >= keys:
+            every.set()
+        return result
+
+    runs.store.ledger_renew = counted  # type: ignore[method-assign]
+
+    async def tasks() -> int:
+        return len(asyncio.all_tasks())
+
+    before = await runs.bridge.arun(tasks())
+    await runs.judge(calls, thread="t1")
+    claims = [await runs.claim(runs.key("t1", c.id), c) for c in calls]
+    assert await runs.bridge.arun(tasks()) == before + 1
+    assert every.wait(HANG)  # this loop blocked all along: each claim renewed elsewhere
+    for claim in claims:
+        assert await runs.finish(claim, "value") == "value"  # type: ignore[arg-type]
+        assert not claim.lost.is_set()  # type: ignore[union-attr]

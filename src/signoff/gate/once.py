@@ -23,6 +23,7 @@ import hashlib
 import logging
 import os
 import socket
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -66,6 +67,18 @@ class Ledger:
         """The loop claims are renewed on (a `Bridge`'s, running on a thread of its own), so
         that a caller's loop kept busy by the call itself does not stop the renewals — for a
         store that serves any loop; None: the loop each claim is made on."""
+        self._renewals: _Renewals | None = None
+
+    @property
+    def renew_every(self) -> float:
+        """Seconds between a claim's renewals: a third of its lease."""
+        return max(self.lease.total_seconds() / 3, 0.05)
+
+    def renewals(self, loop: asyncio.AbstractEventLoop) -> _Renewals:
+        """The claims renewed on `loop` (`renew_on`), by one task."""
+        if self._renewals is None or self._renewals.loop is not loop:
+            self._renewals = _Renewals(self, loop)
+        return self._renewals
 
     async def once(
         self,
@@ -165,26 +178,29 @@ class Claim:
     def __init__(self, key: str, ledger: Ledger, *, fence: int, idempotent: bool = False) -> None:
         self.key = key
         self.fence = fence
+        """Which claim of the key this is (the store counts them): what fences it out once
+        another caller takes the key over."""
         self.idempotent = idempotent
         """Whether the call may run again: its result, like its claim, need not wait for the
         disk."""
-        """Which claim of the key this is (the store counts them): what fences it out once
-        another caller takes the key over."""
         self.lost = asyncio.Event()
         """Set once the key is found taken over: the work can stop, its result will not be
         recorded."""
         self._ledger = ledger
         self._loop = asyncio.get_running_loop()
         there = ledger.renew_on
-        self._there: asyncio.AbstractEventLoop | None = None
         self._halted = False
         self._renewing: asyncio.Task[None] | None = None
-        self._remote: concurrent.futures.Future[None] | None = None
+        self._renewals: _Renewals | None = None
+        self._guard = threading.Lock()
+        """Orders stopping against a renewal beginning on the renewals' loop."""
+        self._inflight: concurrent.futures.Future[None] | None = None
+        """The renewal under way on the renewals' loop, if one is."""
         if there is None or there is self._loop or not there.is_running():
             self._renewing = asyncio.create_task(self._renew())
         else:
-            self._there = there
-            self._remote = asyncio.run_coroutine_threadsafe(self._renew_there(), there)
+            self._renewals = ledger.renewals(there)
+            self._renewals.join(self)
 
     async def finish(self, value: Any) -> None:
         """Record `value` as the call's result. Raises `ClaimLost` (nothing recorded) when the
@@ -231,16 +247,6 @@ class Claim:
             )  # fmt: skip
             raise
 
-    async def _renew_there(self) -> None:
-        if not self._halted:  # else stopped before it began
-            self._renewing = asyncio.current_task()
-            await self._renew()
-
-    def _halt(self) -> None:
-        """On the loop that renews: stop, now or before beginning."""
-        if self._renewing is not None:
-            self._renewing.cancel()
-
     def _lose(self) -> None:
         """Set `lost`, from whichever loop found it (an `asyncio.Event` is its loop's alone)."""
         if asyncio.get_running_loop() is self._loop:
@@ -250,49 +256,111 @@ class Claim:
                 self._loop.call_soon_threadsafe(self.lost.set)
 
     async def _renew(self) -> None:
-        ledger = self._ledger
-        every = max(ledger.lease.total_seconds() / 3, 0.05)
         while True:
-            await asyncio.sleep(every)
-            try:
-                renewed = await ledger.store.ledger_renew(
-                    self.key,
-                    owner=ledger.owner,
-                    fence=self.fence,
-                    until=ledger.store.now() + ledger.lease,
-                )
-            except Exception:  # a missed renewal only shortens the claim
-                continue
-            if not renewed:
-                if self._halted:  # finished meanwhile, by this claim's holder
-                    return
-                self._lose()
-                logger.warning(
-                    "%s's claim %d on %r was taken over by another worker while its call ran; "
-                    "its result will not be recorded",
-                    ledger.owner, self.fence, self.key,
-                )  # fmt: skip
+            await asyncio.sleep(self._ledger.renew_every)
+            if not await self._renew_once():
                 return
+
+    async def _renew_once(self) -> bool:
+        """Renew the claim once; False once it is over (taken over, or finished)."""
+        ledger = self._ledger
+        try:
+            renewed = await ledger.store.ledger_renew(
+                self.key,
+                owner=ledger.owner,
+                fence=self.fence,
+                until=ledger.store.now() + ledger.lease,
+            )
+        except Exception:  # a missed renewal only shortens the claim
+            return True
+        if renewed:
+            return True
+        if not self._halted:  # else finished meanwhile, by this claim's holder
+            self._lose()
+            logger.warning(
+                "%s's claim %d on %r was taken over by another worker while its call ran; "
+                "its result will not be recorded",
+                ledger.owner, self.fence, self.key,
+            )  # fmt: skip
+        return False
 
     async def _stop(self, *, wait: bool = False) -> None:
         """Stop renewing. Renewing here, the renewals are awaited to their end. On another
         loop, only with `wait`: a renewal under way that then finds the key finished fails
         its compare-and-set, harmlessly (it is not taken for a loss once stopped) — but one
         that lands after the claim was ended would hold the key a lease longer."""
-        self._halted = True
-        if self._remote is None:
+        with self._guard:
+            self._halted = True
+            inflight = self._inflight
+        if self._renewals is None:
             assert self._renewing is not None
             self._renewing.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._renewing
             return
-        assert self._there is not None
-        with contextlib.suppress(RuntimeError):  # its loop closed: the renewals ended with it
-            self._there.call_soon_threadsafe(self._halt)
-        if wait and self._there.is_running():
+        self._renewals.leave(self)
+        if wait and inflight is not None and self._renewals.loop.is_running():
             with contextlib.suppress(asyncio.CancelledError, TimeoutError):
                 async with asyncio.timeout(10):  # its loop may stop before it ends
-                    await asyncio.wrap_future(self._remote)
+                    await asyncio.wrap_future(inflight)
+
+
+class _Renewals:
+    """The claims of one ledger renewed on another loop than their own (a bridge's), all by one
+    task: a claim joins and leaves without a hop to that loop and back — the ledger's work,
+    not each call's. Each is renewed every `Ledger.renew_every` at most, as a claim renewing
+    itself is."""
+
+    def __init__(self, ledger: Ledger, loop: asyncio.AbstractEventLoop) -> None:
+        self.ledger = ledger
+        self.loop = loop
+        self._claims: dict[int, Claim] = {}
+        self._lock = threading.Lock()
+        self._running = False
+
+    def join(self, claim: Claim) -> None:
+        with self._lock:
+            self._claims[id(claim)] = claim
+            if self._running:
+                return
+            self._running = True
+        try:
+            asyncio.run_coroutine_threadsafe(self._renew(), self.loop)
+        except RuntimeError:  # its loop closed meanwhile: the claim runs out with its lease
+            with self._lock:
+                self._running = False
+            raise
+
+    def leave(self, claim: Claim) -> None:
+        with self._lock:
+            self._claims.pop(id(claim), None)
+
+    async def _renew(self) -> None:
+        try:
+            while True:
+                await asyncio.sleep(self.ledger.renew_every)
+                with self._lock:
+                    claims = list(self._claims.values())
+                    if not claims:
+                        self._running = False  # the next claim starts it again
+                        return
+                for claim in claims:
+                    await self._renew_one(claim)
+        finally:
+            with self._lock:
+                self._running = False
+
+    async def _renew_one(self, claim: Claim) -> None:
+        with claim._guard:
+            if claim._halted:
+                return
+            done: concurrent.futures.Future[None] = concurrent.futures.Future()
+            claim._inflight = done
+        try:
+            if not await claim._renew_once():
+                self.leave(claim)
+        finally:
+            done.set_result(None)
 
 
 def _recorded(key: str, result: dict[str, Any] | None) -> Any:
