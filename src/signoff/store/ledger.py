@@ -145,7 +145,8 @@ class LedgerStore(Transactional, Protocol):
             append_audit(connection, audit)
             return [] if write is None else write_run(connection, write)
 
-        # A claim's result alone is one statement: it needs no transaction around it.
-        alone = fence is not None and write is None and not audit
+        # A claim's result alone is one statement: it needs no transaction around it — where
+        # it waits for the disk anyway (one that need not is cheaper in one that says so).
+        alone = durable and fence is not None and write is None and not audit
         stored: list[StoredEvent] = await self.run(work, durable=durable, snapshot=not alone)
         return stored
