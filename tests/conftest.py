@@ -70,6 +70,7 @@ END_TO_END: dict[str, str] = {
     "tests/integrations/test_langchain.py": "LangGraph workers killed in a tool, resumed elsewhere",
     "tests/integrations/test_google_adk.py": "ADK sessions resumed by other processes",
     "tests/integrations/test_pydantic_ai.py": "Pydantic AI threads resumed by other processes",
+    "tests/integrations/test_llama_index.py": "LlamaIndex threads resumed by other processes",
     "tests/integrations/test_strands_processes.py": "Strands sessions resumed by other processes",
     "tests/integrations/test_agent_framework_processes.py": "Agent Framework: other processes",
     "tests/hooks/test_claude_code_docs.py": "the Claude Code page: its server, the CLI, Chromium",

@@ -1,9 +1,10 @@
 """LlamaIndex agent workflows behind `SignoffWorkflow`: the real `FunctionAgent` and
 `AgentWorkflow`, LlamaIndex's own `MockFunctionCallingLLM` playing a script (offline), signoff's
-store on SQLite and PostgreSQL, tools that count every real execution in a side-effect file —
-what the shared scenarios (tests/integrations/test_scenarios.py) cannot say of this framework:
-its own events carrying a decision, forged ones, a context woken outside signoff, two resumes
-at once, a grant, an agent of a multi-agent workflow."""
+store on SQLite and PostgreSQL, tools that count every real execution in a side-effect file, and
+worker processes that resume, race and die — the tests every framework whose threads signoff
+keeps shares, on this one's app (tests/integrations/li_app.py), and what the shared scenarios
+(tests/integrations/test_scenarios.py) cannot say of this framework: its own events carrying a
+decision, forged ones, a context woken outside signoff, an agent of a multi-agent workflow."""
 
 from __future__ import annotations
 
@@ -28,11 +29,20 @@ from signoff.gate.external import ExternalRuns
 from signoff.integrations.llama_index import ORIGIN, SignoffWorkflow, connect
 from signoff.integrations.llama_index.workflow import _Serializer
 from tests.conftest import fresh_postgres_database
+from tests.integrations import li_app
 from tests.integrations.adapters import _base
 from tests.integrations.adapters.llama_index import agent
 from tests.integrations.scenarios import REQUESTER, Call, executions, told
 from tests.integrations.scenarios import Outcome as Told
+from tests.integrations.shared import *  # noqa: F403 - the shared tests, on this rig
+from tests.integrations.shared_kept import (  # noqa: F401 - a LlamaIndex run is not streamed
+    test_a_resume_before_any_decision_leaves_the_pause_to_the_later_decision,
+    test_a_resume_renews_its_mark_while_a_tool_runs_and_ends_it,
+    test_an_undecided_call_waits_on_and_the_decided_one_runs,
+    test_the_resumer_leaves_a_pause_waiting_while_another_process_resumes_the_thread,
+)
 
+RIG = li_app
 TRANSFER = [[Call("call_0", "transfer", {"amount": 500, "to": "acme"})], "finished"]
 
 
@@ -187,7 +197,7 @@ async def test_two_resumes_at_once_call_the_model_once_and_run_the_call_once(
     assert turns == [0, 1]  # the first turn, then one model call after the resume
 
 
-async def test_approve_always_for_the_thread_lets_the_next_such_call_through(
+async def test_a_thread_grant_lets_the_same_run_s_next_such_call_through(
     runs: ExternalRuns, tmp_path: Path
 ) -> None:
     script = [[Call("c1", "transfer", {"amount": 5, "to": "acme"})],

@@ -108,10 +108,10 @@ class Gated(AsyncBaseTool):
 
 def asked(approval: Approval) -> InputRequiredEvent:
     """The request for a held call on the workflow's stream: its approval as it stands."""
-    call = approval.call
-    return InputRequiredEvent.model_validate({
-        "prefix": f"signoff: {call.name} waits for a person's decision", "approval": approval.id,
-        "version": approval.version, "tool": call.name, "args": call.args})  # fmt: skip
+    call, said = approval.call, f"signoff: {approval.call.name} waits for a person's decision"
+    return InputRequiredEvent.model_validate({"prefix": said, "approval": approval.id,
+        "version": approval.version, "tool": call.name, "args": call.args,
+        "call_id": call.id})  # fmt: skip
 
 
 class _Serializer(JsonSerializer):
@@ -137,7 +137,8 @@ class Ran:
     output: Any = None
     """The workflow's result (an agent's `AgentOutput`) once it finished; None while it waits."""
     asked: list[InputRequiredEvent] = field(default_factory=list)
-    """Its requests for held calls: each names its ``approval``, ``version``, ``tool``, ``args``."""
+    """The requests of the calls it waits on, as they stand (the workflow's `InputRequiredEvent`):
+    ``approval``, ``version``, ``tool``, ``args``, the model's ``call_id``."""
     waiting: list[str] = field(default_factory=list)
     """The approvals the run stopped on: it is resumed once they are decided."""
 
@@ -197,13 +198,14 @@ class SignoffWorkflow:
                                         if isinstance(r, HumanResponseEvent) else (None, None, None)
                                         for r in responses], found)  # fmt: skip
             found = await self.runs.near(self.runs.store.get_approvals(waiting))
-        if len(found) < len(waiting) or any(a.pending for a in found):  # it waits on, untouched
-            return Ran(thread, None, [asked(a) for a in found if a.pending], waiting), False
+        decided = [a.id for a in found if not a.pending]
+        if not decided:  # it waits on, untouched
+            return Ran(thread, None, [asked(a) for a in found], waiting), False
         hold = await Hold.take(self.runs, ORIGIN, thread, entries, lease=self.lease)
         if hold is None:  # another process resumes it
             return None, False
         try:
-            wake = [HumanResponseEvent.model_validate({"approval": a}) for a in waiting]
+            wake = [HumanResponseEvent.model_validate({"approval": a}) for a in decided]
             handler = self.workflow.run(ctx=self._context(last["ctx"]))
             ran, entry, pause = await self._drive(handler, thread, wake)
             if not await hold.keep([entry], pause):
@@ -230,12 +232,9 @@ class SignoffWorkflow:
                      ) -> tuple[Ran, str, NewPause | None]:  # fmt: skip
         """Follow the run to its end, or to an idle (it waits on people): keep its context, stop it.
         `wake` is sent at its first idle; idles before a step runs again are not the run's."""
-        asked: list[InputRequiredEvent] = []
         woken = True
         async for event in handler.stream_events(expose_internal=True):
-            if isinstance(event, InputRequiredEvent) and getattr(event, "approval", None):
-                asked.append(event)
-            elif isinstance(event, StepStateChanged) and event.step_state == StepState.RUNNING:
+            if isinstance(event, StepStateChanged) and event.step_state == StepState.RUNNING:
                 woken = True
             elif isinstance(event, WorkflowIdleEvent) and woken and wake:
                 for response in wake:
@@ -249,10 +248,11 @@ class SignoffWorkflow:
                 pause = self.runs.pause_of(thread=thread, approvals=waiting, agent=self.path,
                                            data={"thread": thread}, conversation=said)  # fmt: skip
                 entry = json.dumps({"ctx": data, "waiting": waiting})
-                return Ran(thread, None, asked, waiting), entry, pause
+                found = await self.runs.near(self.runs.store.get_approvals(waiting))
+                return Ran(thread, None, [asked(a) for a in found], waiting), entry, pause
         output = await handler
         entry = json.dumps({"ctx": handler.ctx.to_dict(serializer=_Serializer()), "waiting": []})
-        return Ran(thread, output, asked), entry, None
+        return Ran(thread, output), entry, None
 
 
 def _waiters(data: dict[str, Any]) -> set[str]:
