@@ -42,7 +42,8 @@ class SignoffMiddleware(FunctionMiddleware):
         proposed = ToolCall(id=str(meta.get("call_id") or ""), name=tool.name, args=args,
                             agent=self.path)  # fmt: skip
         step = await self.runs.step_of(proposed, thread=thread, turn=turn, schema=schema,
-                                       requested_by=self.requested_by)  # fmt: skip
+                                       requested_by=self.requested_by,
+                                       resumed="approval_response" in meta)  # fmt: skip
         if step.kind == "wait":
             assert step.approval is not None  # a call that waits has its approval
             shown = {"approval": step.approval.id, "version": step.approval.version}
