@@ -31,11 +31,25 @@ class Case:
     lacks: str | None = None
     """Why the framework has no durable approval path of its own to compare a held call with
     (its `Sides` then has no held steps); None when it has one."""
+    unmeasured: str | None = None
+    """Why the bench does not measure the framework's own held path although it has one (a
+    case still to write); None when it does, or when the framework has none (`lacks`)."""
     last: bool = False
     """Run after every other case: it changes the process for those after it."""
 
 
-CASES = ("pydantic_ai", "openai_agents", "google_adk", "agno", "langchain", "adalflow")
+CASES = (
+    "pydantic_ai",
+    "openai_agents",
+    "google_adk",
+    "agno",
+    "langchain",
+    "agent_framework",
+    "strands",
+    "llama_index",
+    "crewai",
+    "adalflow",
+)
 """The modules of this package, each with its `CASE`."""
 
 
