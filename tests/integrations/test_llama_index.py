@@ -19,7 +19,10 @@ import pytest
 pytest.importorskip("llama_index.core", reason="LlamaIndex is not installed: pip install "
                     "'signoff[llama-index]'")  # fmt: skip
 
-from llama_index.core.agent.workflow import AgentWorkflow
+from llama_index.core.agent.workflow import AgentWorkflow, ReActAgent
+from llama_index.core.base.llms.types import ChatMessage, ChatResponse, LLMMetadata
+from llama_index.core.llms.custom import CustomLLM
+from llama_index.core.tools import FunctionTool
 from llama_index.core.workflow import Context, HumanResponseEvent
 from workflows.events import StepState, StepStateChanged, WorkflowIdleEvent
 
@@ -34,6 +37,7 @@ from tests.integrations.adapters import _base
 from tests.integrations.adapters.llama_index import agent
 from tests.integrations.scenarios import REQUESTER, Call, executions, told
 from tests.integrations.scenarios import Outcome as Told
+from tests.integrations.scenarios import tools as scenario_tools
 from tests.integrations.shared import *  # noqa: F403 - the shared tests, on this rig
 from tests.integrations.shared_kept import (  # noqa: F401 - a LlamaIndex run is not streamed
     test_a_resume_before_any_decision_leaves_the_pause_to_the_later_decision,
@@ -228,6 +232,50 @@ async def test_the_agents_of_an_agent_workflow_are_judged_by_their_names(
     assert ran.waiting == [approval.id] and approval.call.agent == "teller"
     await runs.bridge.arun(runs.gate.decide(approval.id, Approve(), actor="bob"))
     assert answer(await workflow.resume("t")) == [("call_0", "transfer ok")]
+
+
+class Reasoning(CustomLLM):
+    """A ReAct model (LlamaIndex's `CustomLLM`), scripted: a transfer, then what it observed."""
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(is_chat_model=True)
+
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    def chat(self, messages: Any, **kwargs: Any) -> ChatResponse:
+        seen = [str(m.content) for m in messages[1:] if str(m.content).startswith("Observation")]
+        said = (f"Thought: I can answer without using any more tools.\nAnswer: {seen}" if seen
+                else 'Thought: I move the money.\nAction: transfer\nAction Input: {"amount": 5, '
+                '"to": "acme"}')  # fmt: skip
+        return ChatResponse(message=ChatMessage(role="assistant", content=said))
+
+    async def achat(self, messages: Any, **kwargs: Any) -> ChatResponse:
+        return self.chat(messages)
+
+
+# LlamaIndex's ReActAgent asks its own context whether it runs, from inside a step: its warning.
+@pytest.mark.filterwarnings("ignore:is_running called from within a step:DeprecationWarning")
+async def test_a_react_agent_s_call_waits_and_runs_once_approved(
+    runs: ExternalRuns, tmp_path: Path
+) -> None:
+    transfer = FunctionTool.from_defaults(scenario_tools(tmp_path / "side-effects.txt")[0])
+    react = ReActAgent(name="reasoner", tools=[transfer], llm=Reasoning(), streaming=False)
+    workflow = SignoffWorkflow(react, runs, requested_by=REQUESTER)
+
+    ran = await workflow.run("go", thread="t")
+    [approval] = await pending(runs)
+    assert ran.waiting == [approval.id] and approval.call.agent == "reasoner"
+    await runs.bridge.arun(runs.gate.decide(approval.id, Approve(), actor="bob"))
+    done = await workflow.resume("t")
+    await workflow.resume("t")
+
+    assert done is not None and "transfer ok" in str(done.output)
+    assert executions(tmp_path / "side-effects.txt") == ["transfer 5 acme"]
 
 
 async def test_the_wrapped_agent_run_on_its_own_runs_no_call(
