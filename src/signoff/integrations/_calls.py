@@ -114,6 +114,17 @@ class Schemas:
         self._seen.add((agent, name))
         return schema
 
+    def register_all(
+        self, tools: Iterable[Any], schema_of: Callable[[Any], Mapping[str, Any] | None], *,
+        agent: str | None,
+    ) -> None:  # fmt: skip
+        """Register each tool of `tools` by its ``name``, its schema read by `schema_of` —
+        only for a tool not registered yet."""
+        for tool in tools:
+            name = getattr(tool, "name", None)
+            if isinstance(name, str) and (agent, name) not in self._seen:
+                self.register(name, schema_of(tool), agent=agent)
+
 
 class Tools:
     """An adapter's agent as signoff judges and runs its tools' calls: `runs`, the agent `path`

@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from signoff.errors import OutcomeUnknown
 from signoff.gate.external import ExternalRuns, connect
 from signoff.integrations._calls import Schemas
 from signoff.integrations._extra import needs
@@ -29,7 +28,7 @@ from signoff.integrations.langgraph import ORIGIN, resumer
 from signoff.integrations.langgraph.config import thread_of, tool_schema
 from signoff.integrations.langgraph.gate import AsyncHandler, Handler, LangGraphGate
 from signoff.integrations.langgraph.interrupt import adecide_turn, decide_turn
-from signoff.integrations.langgraph.messages import answer, blocked, unknown
+from signoff.integrations.langgraph.messages import answer, blocked
 
 with needs(__name__, "langgraph"):
     from langchain.agents.middleware import AgentMiddleware, ModelRequest, hook_config
@@ -114,20 +113,14 @@ class SignoffMiddleware(AgentMiddleware):
     def wrap_tool_call(
         self, request: ToolCallRequest, handler: Handler
     ) -> ToolMessage | Command[Any]:
-        self._register(request)
-        try:
-            return self.signoff.execute(request, handler)
-        except OutcomeUnknown as exc:
-            return unknown(request.tool_call, self._key(request), exc)
+        self._register_all([request.tool])
+        return self.signoff.execute(request, handler)
 
     async def awrap_tool_call(
         self, request: ToolCallRequest, handler: AsyncHandler
     ) -> ToolMessage | Command[Any]:
-        self._register(request)
-        try:
-            return await self.signoff.aexecute(request, handler)
-        except OutcomeUnknown as exc:
-            return unknown(request.tool_call, self._key(request), exc)
+        self._register_all([request.tool])
+        return await self.signoff.aexecute(request, handler)
 
     # -- before the next model turn: the turn's one interrupt ------------------------------
 
@@ -151,21 +144,10 @@ class SignoffMiddleware(AgentMiddleware):
 
     # -- small things ----------------------------------------------------------------------
 
-    def _register(self, request: ToolCallRequest) -> None:
-        """Edits of this agent's calls are checked against its tools' schemas."""
-        self._register_all([request.tool])
-
     def _register_all(self, tools: Iterable[Any]) -> None:
         """The schemas of the tools the model is shown: an edit of a call is checked against
         its tool's schema when it is decided, before the call reaches the tools step."""
-        agent = self.signoff.agent
-        for tool in tools:
-            name = getattr(tool, "name", None)
-            if isinstance(name, str) and (agent, name) not in self._schemas:
-                self._schemas.register(name, tool_schema(tool), agent=agent)
-
-    def _key(self, request: ToolCallRequest) -> str:
-        return self.signoff.key_of(request)
+        self._schemas.register_all(tools, tool_schema, agent=self.signoff.agent)
 
 
 def _last_ai(messages: list[AnyMessage]) -> AIMessage | None:

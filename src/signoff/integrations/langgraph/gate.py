@@ -14,11 +14,11 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
-from signoff.errors import CallRefused
+from signoff.errors import CallRefused, OutcomeUnknown
 from signoff.gate.external import ExternalRuns, Held
 from signoff.gate.once import Claim, Recorded
 from signoff.integrations.langgraph.config import invoker, thread_of, tool_schema, turn_of
-from signoff.integrations.langgraph.messages import blocked, record, reply, restored
+from signoff.integrations.langgraph.messages import blocked, record, reply, restored, unknown
 from signoff.limits import ArgumentLimits
 from signoff.types import ToolCall
 
@@ -94,34 +94,43 @@ class LangGraphGate:
     # -- one call --------------------------------------------------------------------------
 
     def execute(self, request: ToolCallRequest, handler: Handler) -> ToolMessage | Command[Any]:
-        """Run (or answer) one call of the turn, synchronously: exactly once per call."""
+        """Run (or answer) one call of the turn, synchronously: exactly once per call (a call
+        a worker died inside is answered: whether it ran is not known)."""
         runs = self.runs
-        started = runs.run_near(self._start(request))
-        if not isinstance(started, tuple):
-            return started
-        plan, claim = started
         try:
-            result = handler(plan.request)
-        except BaseException as exc:
-            runs.run_near(runs.fail(claim, exc))
-            raise
-        return restored(runs.run_near(runs.finish(claim, record(result))), plan.key, plan.edited)
+            started = runs.run_near(self._start(request))
+            if not isinstance(started, tuple):
+                return started
+            plan, claim = started
+            try:
+                result = handler(plan.request)
+            except BaseException as exc:
+                runs.run_near(runs.fail(claim, exc))
+                raise
+            value = runs.run_near(runs.finish(claim, record(result)))
+        except OutcomeUnknown as exc:
+            return unknown(request.tool_call, self.key_of(request), exc)
+        return restored(value, plan.key, plan.edited)
 
     async def aexecute(
         self, request: ToolCallRequest, handler: AsyncHandler
     ) -> ToolMessage | Command[Any]:
         """`execute` for async graphs."""
         runs = self.runs
-        started = await runs.near(self._start(request))
-        if not isinstance(started, tuple):
-            return started
-        plan, claim = started
         try:
-            result = await handler(plan.request)
-        except BaseException as exc:
-            await runs.fail(claim, exc)
-            raise
-        return restored(await runs.finish(claim, record(result)), plan.key, plan.edited)
+            started = await runs.near(self._start(request))
+            if not isinstance(started, tuple):
+                return started
+            plan, claim = started
+            try:
+                result = await handler(plan.request)
+            except BaseException as exc:
+                await runs.fail(claim, exc)
+                raise
+            value = await runs.finish(claim, record(result))
+        except OutcomeUnknown as exc:
+            return unknown(request.tool_call, self.key_of(request), exc)
+        return restored(value, plan.key, plan.edited)
 
     async def _start(
         self, request: ToolCallRequest

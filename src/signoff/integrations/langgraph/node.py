@@ -8,19 +8,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.prebuilt import ToolNode
-from langgraph.prebuilt.tool_node import ToolCallRequest
-from langgraph.types import Command
 
-from signoff.errors import OutcomeUnknown
 from signoff.gate.external import ExternalRuns
+from signoff.integrations._calls import Schemas
 from signoff.integrations._pauses import acontinuing, continuing
 from signoff.integrations.langgraph.config import tool_schema
-from signoff.integrations.langgraph.gate import DEFERRED, AsyncHandler, Handler, LangGraphGate
+from signoff.integrations.langgraph.gate import DEFERRED, LangGraphGate
 from signoff.integrations.langgraph.interrupt import adecide_turn, decide_turn
-from signoff.integrations.langgraph.messages import unknown
 
 __all__ = ["ApprovalToolNode"]
 
@@ -48,27 +45,10 @@ class ApprovalToolNode(ToolNode):
             list(tools),
             name=name,
             handle_tool_errors=handle_tool_errors,
-            wrap_tool_call=self._wrap,
-            awrap_tool_call=self._awrap,
+            wrap_tool_call=self.signoff.execute,
+            awrap_tool_call=self.signoff.aexecute,
         )
-        for tool in self.tools_by_name.values():
-            schema = tool_schema(tool)
-            if schema is not None:
-                runs.gate.register_schemas({tool.name: schema}, agent=agent)
-
-    def _wrap(self, request: ToolCallRequest, handler: Handler) -> ToolMessage | Command[Any]:
-        try:
-            return self.signoff.execute(request, handler)
-        except OutcomeUnknown as exc:
-            return unknown(request.tool_call, self.signoff.key_of(request), exc)
-
-    async def _awrap(
-        self, request: ToolCallRequest, handler: AsyncHandler
-    ) -> ToolMessage | Command[Any]:
-        try:
-            return await self.signoff.aexecute(request, handler)
-        except OutcomeUnknown as exc:
-            return unknown(request.tool_call, self.signoff.key_of(request), exc)
+        Schemas(runs).register_all(self.tools_by_name.values(), tool_schema, agent=agent)
 
     def _func(self, input: Any, config: RunnableConfig, runtime: Any) -> Any:
         message, gate = _last_ai(input), self.signoff
