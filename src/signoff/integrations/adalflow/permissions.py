@@ -6,6 +6,7 @@ through, run once through signoff's ledger exactly as judged, approved or edited
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 from typing import Any
 
@@ -16,7 +17,7 @@ from adalflow.core.types import Function, FunctionOutput, FunctionRequest
 from pydantic_core import to_jsonable_python
 
 from signoff.gate.answers import blocked_text
-from signoff.gate.external import ExternalRuns, Held
+from signoff.gate.external import ExternalRuns
 from signoff.gate.ids import new_id
 from signoff.integrations._calls import Unrun, decided, run_once
 from signoff.integrations.adalflow.outputs import as_output, note_edit, settled
@@ -97,26 +98,19 @@ class SignoffPermissions(PermissionManager):  # type: ignore[misc]
         # AdalFlow asks once per step of its in-memory run, and never asks again for the same
         # step (a stopped run is lost, not re-run): each check is a model response of its
         # own, so a model that gives every step's call the same id gets each one judged.
-        turn = new_id()
-        found = (
-            await self.runs.judged(
-                [proposed], thread=self.thread, requested_by=self.requested_by, turn=turn
-            )
-        )[proposed.id]
-        key = self.runs.key(self.thread, proposed.id, turn)
-        schema = self.runs.gate.tool_schema(proposed)
-        step = await self.runs.step(found, proposed, key=key, schema=schema)
+        step_of = functools.partial(self.runs.step_of, proposed, thread=self.thread, turn=new_id(),
+                                    requested_by=self.requested_by,
+                                    schema=self.runs.gate.tool_schema(proposed))  # fmt: skip
+        step = await step_of()
         if step.kind == "wait":
             assert step.approval is not None  # a call waits on its approval
             request = FunctionRequest(id=proposed.id, tool_name=func.name, tool=func)
             self.pending_approvals[proposed.id] = _shown(request, step.approval)
             try:
-                decided = await self._wait(step.approval, request)
+                await self._wait(step.approval, request)
             finally:
                 self.pending_approvals.pop(proposed.id, None)
-            step = await self.runs.step(
-                Held(record=found.record, approval=decided), proposed, key=key, schema=schema
-            )
+            step = await step_of(resumed=True)  # as it was decided (or expired)
         if step.kind != "run":
             return self._answer(func, step.text)
         assert step.call is not None  # a call to run is named
