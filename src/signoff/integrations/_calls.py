@@ -1,8 +1,8 @@
 """One tool call of a framework's run, as every adapter takes it (what to do with it is
 `ExternalRuns.step_of`): running it once through signoff's ledger, with the text the model
 reads when signoff does not run it; waiting in memory for its decision, where the framework
-cannot pause; and the tools' schemas a person's edit is checked against, registered with the
-gate once each."""
+cannot pause; the tools' schemas a person's edit is checked against, registered with the
+gate once each; and `Tools`, what an adapter's agent judges and runs its calls with."""
 
 from __future__ import annotations
 

@@ -17,5 +17,5 @@ def needs(feature: str, extra: str) -> Iterator[None]:
     `ImportError` among them raises `MissingExtraError`, naming `extra`."""
     try:
         yield
-    except ImportError as exc:  # pragma: no cover - exercised without the extra installed
+    except ImportError as exc:
         raise MissingExtraError(feature, extra) from exc
