@@ -22,6 +22,7 @@ from typing import Any
 
 from agent_framework import Agent, BaseChatClient, ChatResponse, Content, Message
 
+from signoff import Approve, Scope
 from signoff.errors import InvalidDecisionError
 from signoff.integrations.agent_framework import SignoffAgent, SignoffMiddleware
 from tests.integrations import maf_app
@@ -119,6 +120,23 @@ async def test_the_middleware_alone_runs_only_what_signoff_approved_whatever_the
                            session=session, middleware=[middleware])  # fmt: skip
     assert harness.said(done) == {"call_0_0": "charged 50"}
     assert harness.executions() == ["charge 50"]
+
+
+async def test_a_grant_in_a_run_without_a_session_covers_no_other_run(harness: Harness) -> None:
+    # The middleware on runs without a session: "always, in this thread" for one of them was a
+    # grant for every sessionless run of the app (their calls all shared one thread).
+    middleware = SignoffMiddleware(harness.runs, path="assistant", requested_by="alice")
+    script = [[("charge", {"amount": 50})], "done"]
+    await build(script, harness.side_effects, harness.calls).run("go", middleware=[middleware])
+    [approval] = (await harness.pending()).values()
+    await harness.decide(approval.id, Approve(always=Scope(kind="thread")))
+
+    other = build(script, harness.side_effects, harness.calls)  # another conversation altogether
+    asked = await other.run("go", middleware=[middleware])
+
+    assert harness.executions() == []
+    assert [r.type for r in asked.user_input_requests] == ["function_approval_request"]
+    assert len(await harness.pending()) == 1
 
 
 class HostedAsks(BaseChatClient[Any]):

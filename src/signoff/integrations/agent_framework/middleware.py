@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from signoff.gate.answers import edited_text
 from signoff.gate.external import ExternalRuns, Step
+from signoff.gate.ids import new_id
 from signoff.integrations._calls import Schemas, Unrun, run_once
 from signoff.types import ToolCall
 
@@ -35,10 +36,10 @@ class SignoffMiddleware(FunctionMiddleware):
                       call_next: Callable[[], Awaitable[None]]) -> None:  # fmt: skip
         tool, meta = context.function, context.metadata
         schema = self._schemas.register(tool.name, tool.parameters(), agent=self.path)
-        thread = context.session.session_id if context.session is not None else "-"  # sessionless
         turn = meta.get("function_call_occurrence_id")  # a provider's ``call_0`` of each response
-        args = context.arguments
-        args = args.model_dump() if isinstance(args, BaseModel) else dict(args)
+        # Without a session, each call is a thread of its own: a grant there covers no other run.
+        thread = f"-/{turn or new_id()}" if context.session is None else context.session.session_id
+        args = a.model_dump() if isinstance(a := context.arguments, BaseModel) else dict(a)
         proposed = ToolCall(id=str(meta.get("call_id") or ""), name=tool.name, args=args,
                             agent=self.path)  # fmt: skip
         step = await self.runs.step_of(proposed, thread=thread, turn=turn, schema=schema,
