@@ -56,24 +56,20 @@ class SignoffMiddleware(FunctionMiddleware):
         elif step.kind == "answer":
             context.result = step.text
         else:
-            context.result = await self._once(context, call_next, step)
+            context.result = await self._once(context, step)
 
-    async def _once(self, context: FunctionInvocationContext,
-                    call_next: Callable[[], Awaitable[None]], step: Step) -> Any:  # fmt: skip
+    async def _once(self, context: FunctionInvocationContext, step: Step) -> Any:
         """Run the call as `step` lets it run, once (its recorded result when it ran before)."""
         assert step.call is not None  # a call to run is named
         call, tool = step.call, context.function
 
         async def execute() -> Any:
-            if step.edited is None:
-                await call_next()
-                value = context.result
-            else:
-                # A context of its own: the run's binds the arguments as the model proposed them.
-                own = FunctionInvocationContext(function=tool, arguments=call.args,
-                                                session=context.session, kwargs=context.kwargs,
-                                                tools=context.tools)  # fmt: skip
-                value = await tool.invoke(arguments=call.args, context=own, tool_call_id=call.id)
+            # The tool itself, on a context of its own with the arguments judged: the rest of
+            # the run's chain (a context provider's middleware, after signoff's) could change them.
+            own = FunctionInvocationContext(function=tool, arguments=call.args,
+                                            session=context.session, kwargs=context.kwargs,
+                                            tools=context.tools)  # fmt: skip
+            value = await tool.invoke(arguments=call.args, context=own, tool_call_id=call.id)
             if isinstance(value, list) and all(isinstance(c, Content) for c in value):
                 return {"contents": [c.to_dict() for c in value]}
             return {"text": str(value)}  # as the framework makes any other result a text
