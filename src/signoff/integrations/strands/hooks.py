@@ -101,10 +101,10 @@ class SignoffHooks(hooks.HookProvider):
         assert call is not None  # a call to run is named
 
         async def result(tool_use: ToolUse, state: dict[str, Any]) -> Any:
-            async def execute() -> Any:
-                found = [e.tool_result async for e in tool.stream(tool_use, state)
-                         if isinstance(e, ToolResultEvent)]  # fmt: skip
-                return found[-1]
+            async def execute() -> Any:  # as judged: Strands' middleware may rewrite the input
+                judged: Any = {**tool_use, "input": call.args}
+                return [e.tool_result async for e in tool.stream(judged, state)
+                        if isinstance(e, ToolResultEvent)][-1]  # fmt: skip
 
             value = await result_once(self.runs, step.key, call, execute, idempotent=idempotent)
             if isinstance(value, Unrun):
