@@ -22,6 +22,7 @@ pytest.importorskip("llama_index.core", reason="LlamaIndex is not installed: pip
 from llama_index.core.agent.workflow import AgentWorkflow, ReActAgent
 from llama_index.core.base.llms.types import ChatMessage, ChatResponse, LLMMetadata
 from llama_index.core.llms.custom import CustomLLM
+from llama_index.core.objects import ObjectRetriever
 from llama_index.core.tools import FunctionTool
 from llama_index.core.workflow import Context, HumanResponseEvent
 from workflows.events import StepState, StepStateChanged, WorkflowIdleEvent
@@ -288,3 +289,34 @@ async def test_the_wrapped_agent_run_on_its_own_runs_no_call(
     [(call_id, result)] = told(Told(paused=False, text=str(output)))
     assert call_id == "call_0" and "SignoffWorkflow" in result
     assert executions(tmp_path / "side-effects.txt") == []
+
+
+class Retriever(ObjectRetriever[Any]):
+    """An agent's tool retriever (LlamaIndex's, in place of its tools) that retrieves `tools`."""
+
+    def __init__(self, tools: list[Any]) -> None:
+        self.tools = tools
+
+    def retrieve(self, str_or_query_bundle: Any) -> list[Any]:
+        return list(self.tools)
+
+    async def aretrieve(self, str_or_query_bundle: Any) -> list[Any]:
+        return list(self.tools)
+
+
+async def test_an_agent_whose_tools_a_retriever_gives_is_refused_not_run_unjudged(
+    runs: ExternalRuns, tmp_path: Path
+) -> None:
+    # The agent's get_tools adds what its tool_retriever gives to its tools: signoff wrapped only
+    # the latter, and the transfer the policy asks about ran at once.
+    side_effects = tmp_path / "side-effects.txt"
+    retrieving = agent(TRANSFER, [], side_effects)
+    retrieving.tool_retriever, retrieving.tools = Retriever(list(retrieving.tools)), []
+
+    async def run() -> None:
+        await SignoffWorkflow(retrieving, runs, requested_by=REQUESTER).run("go", thread="t")
+
+    with pytest.raises(ValueError, match="tool_retriever"):
+        await run()
+
+    assert executions(side_effects) == []

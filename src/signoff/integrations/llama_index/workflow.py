@@ -45,8 +45,7 @@ class Gated(AsyncBaseTool):
                  requested_by: str | None, idempotent: bool) -> None:  # fmt: skip
         self.tool, self.runs, self.path = tool, runs, path
         self.requested_by, self.idempotent = requested_by, idempotent
-        self.name = tool.metadata.get_name()
-        self.schema = tool.metadata.get_parameters_dict()
+        self.name, self.schema = tool.metadata.get_name(), tool.metadata.get_parameters_dict()
 
     @property
     def metadata(self) -> ToolMetadata:
@@ -157,6 +156,8 @@ class SignoffWorkflow:
         agents: dict[str, Any] = getattr(workflow, "agents", None) or {"": workflow}
         schemas, safe = Schemas(runs), frozenset(idempotent)
         for agent in agents.values():
+            if getattr(agent, "tool_retriever", None) is not None:  # its tools would run unjudged
+                raise ValueError(f"{agent.name}: signoff judges its tools, not a tool_retriever's")
             agent.tools = [t if isinstance(t, Gated) else Gated(
                 t, runs, path=agent.name, requested_by=requested_by,
                 idempotent=t.metadata.get_name() in safe) for t in agent.tools or []]  # fmt: skip
