@@ -1,8 +1,8 @@
 """LangChain: ``create_agent`` with a checkpointer (``SqliteSaver`` on a file of the SDK's
-own), plain and with ``SignoffMiddleware``; a held call through LangChain's own
-``HumanInTheLoopMiddleware``, resumed with ``Command(resume={"decisions": [approve]})``, against
-``SignoffMiddleware`` resumed with what signoff's resumer sends. ``invoke`` is synchronous: each
-step runs it on a thread of its own, as an app's worker would."""
+own), with ``HumanInTheLoopMiddleware`` asking nothing and with ``SignoffMiddleware``; a held call
+through LangChain's own ``HumanInTheLoopMiddleware``, resumed with ``Command(resume={"decisions":
+[approve]})``, against ``SignoffMiddleware`` resumed with what signoff's resumer sends.
+``invoke`` is synchronous: each step runs it on a thread of its own, as an app's worker would."""
 
 from __future__ import annotations
 
@@ -65,7 +65,10 @@ def langchain_sides(kept: Kept, allow: ExternalRuns, ask: ExternalRuns) -> Sides
     connection = sqlite3.connect(kept.path.with_name("checkpoints.db"), check_same_thread=False)
     saver = SqliteSaver(connection)
     reads, held = Scripted(tool="lookup"), Scripted(tool="send_report")
-    plain = create_agent(reads, [lookup], checkpointer=saver)
+    # The agent without signoff has LangChain's own hook, asking nothing (issue 49's peer): what
+    # a middleware's node costs LangGraph (a checkpoint more) is the framework's, not signoff's.
+    quiet = HumanInTheLoopMiddleware(interrupt_on={"lookup": False})
+    plain = create_agent(reads, [lookup], middleware=[quiet], checkpointer=saver)
     allowed = create_agent(reads, [lookup], middleware=[SignoffMiddleware(allow)],
                            checkpointer=saver)  # fmt: skip
     asking = HumanInTheLoopMiddleware(interrupt_on={"send_report": True})
