@@ -23,7 +23,7 @@ from signoff.gate.external import ExternalRuns
 from signoff.integrations.agent_framework import SignoffAgent
 
 
-class Scripted(FunctionInvocationLayer, BaseChatClient):  # type: ignore[misc]
+class Scripted(FunctionInvocationLayer, BaseChatClient):
     """A call of ``lookup``, then `REPLY` once its result is in."""
 
     def _inner_get_response(self, *, messages: Any, stream: Any, options: Any,

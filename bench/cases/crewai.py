@@ -12,7 +12,7 @@ from typing import Any
 os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
 
-from crewai import Agent, Crew, Task
+from crewai import Agent, Crew, CrewOutput, Task
 from crewai.llms.base_llm import BaseLLM
 from crewai.tools import tool
 
@@ -28,7 +28,9 @@ class Scripted(BaseLLM):
     def supports_function_calling(self) -> bool:
         return True
 
-    def call(self, messages: Any, tools: Any = None, **kwargs: Any) -> Any:
+    def call(self, messages: Any, tools: Any = None, callbacks: Any = None,
+             available_functions: Any = None, from_task: Any = None, from_agent: Any = None,
+             response_model: Any = None) -> Any:  # fmt: skip
         if any(m.get("role") == "tool" for m in messages):
             return REPLY
         return [{"id": f"call_{uuid.uuid4().hex}", "type": "function",
@@ -50,13 +52,18 @@ def crewai_sides(kept: Kept, allow: ExternalRuns, ask: ExternalRuns) -> Sides:
         task = Task(description=QUESTION, expected_output="The answer.", agent=agent)
         return Crew(agents=[agent], tasks=[task])
 
+    async def kickoff() -> str:
+        output = await crew().kickoff_async()
+        assert isinstance(output, CrewOutput)  # not streamed
+        return output.raw
+
     async def plain_allowed(thread: str) -> None:
-        check((await crew().kickoff_async()).raw, "lookup")
+        check(await kickoff(), "lookup")
 
     async def run_allowed(thread: str) -> None:
         hooks.register()
         try:
-            check((await crew().kickoff_async()).raw, "lookup")
+            check(await kickoff(), "lookup")
         finally:
             hooks.unregister()
 

@@ -39,7 +39,7 @@ def llama_index_sides(kept: Kept, allow: ExternalRuns, ask: ExternalRuns) -> Sid
     plain, ours = agent(), SignoffWorkflow(agent(), allow)
 
     async def plain_allowed(thread: str) -> None:
-        check((await plain.run(user_msg=QUESTION)).response.content, "lookup")
+        check((await plain.run(user_msg=QUESTION)).response.content, "lookup")  # type: ignore[attr-defined]
 
     async def run_allowed(thread: str) -> None:
         check((await ours.run(QUESTION, thread=thread)).output.response.content, "lookup")

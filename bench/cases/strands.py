@@ -31,7 +31,7 @@ class Scripted(Model):
     def structured_output(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError
 
-    async def stream(self, messages: Any, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:  # type: ignore[override]
+    async def stream(self, messages: Any, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
         yield {"messageStart": {"role": "assistant"}}
         if any("toolResult" in b for m in messages for b in m["content"]):
             yield {"contentBlockDelta": {"delta": {"text": REPLY}}}

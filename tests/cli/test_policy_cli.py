@@ -60,8 +60,8 @@ def test_check_lists_every_problem_with_its_location_and_exits_1(bad_policy: Pat
         "closed; close the set with ']' or write '[[]' for a literal '['",
         f"{bad_policy}:3:5: rules[0].timout: unknown key 'timout' in a rule; did you mean "
         "'timeout'? (expected one of: agent, allow, approvals, approvers, ask, deny, destructive, "
-        "escalate, except, forbid_self_approval, id, on_timeout, priority, reason, server, "
-        "timeout, when)",
+        "escalate, except, forbid_self_approval, id, idempotent, on_timeout, priority, reason, "
+        "server, timeout, when)",
         f"2 problem(s) in {bad_policy}",
     ]
 

@@ -39,7 +39,7 @@ from tests.integrations.harness import (
 )
 from tests.integrations.harness import POLICY as RULES
 
-__all__ = ["DEFAULT", "THREAD", "Scripted", "agent", "build", "open_runs"]
+__all__ = ["DEFAULT", "THREAD", "Scripted", "agent", "build", "open_runs", "tools"]
 
 POLICY = Policy.from_dict(RULES)
 THREAD = "t-1"
