@@ -153,3 +153,15 @@ def test_a_framework_call_s_card_shows_its_thread_s_conversation_and_agent(
     page.goto(f"{demo_url}/#/approvals/{approval_id}")
     own = page.locator("#approval-conversation .transcript")
     expect(own.locator(".message.user .bubble")).to_have_text("userPay acme 500", timeout=TIMEOUT)
+
+
+def test_each_framework_s_card_names_it(page: Page, demo_url: str, demo_folder: Path):
+    # The four frameworks issue 49 added, each card saying which one holds its call.
+    named = {"agent-framework": "Microsoft Agent Framework", "strands": "Strands Agents",
+             "llama-index": "LlamaIndex", "crewai": "CrewAI"}  # fmt: skip
+    call = ToolCall(id="c1", name="transfer", args={"amount": 500, "to": "acme"}, agent="payer")
+    held = {origin: held_by_a_framework(demo_folder, origin, call) for origin in named}
+    page.goto(f"{demo_url}/#/")
+    for origin, approval_id in held.items():
+        card = page.locator(f"article.approval[data-approval-id='{approval_id}']")
+        expect(card.locator(".origin")).to_contain_text(f"via {named[origin]}", timeout=TIMEOUT)
