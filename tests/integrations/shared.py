@@ -16,6 +16,7 @@ from tests.deadline import HANG
 from tests.integrations.harness import (
     EVERY,
     HANG_IN_TOOL,
+    IDEMPOTENT,
     Harness,
     finished,
     killed_inside_the_tool,
@@ -213,3 +214,24 @@ async def test_a_worker_killed_inside_the_tool_leaves_the_call_unknown_and_not_r
     assert [e for e in harness.executions() if e.startswith("charge")] == ["charge 50"]
     last = await rig.last(harness.agent(), rig.THREAD)
     assert last is not None and "not run again" in last["call_0_3"]
+
+
+async def test_an_idempotent_tool_whose_worker_was_killed_inside_it_runs_again_once(
+    harness: Harness,
+) -> None:
+    # Not in `__all__`: only for a rig whose app marks `charge` idempotent where `IDEMPOTENT` is
+    # set, which imports it by name.
+    rig = harness.rig
+    await rig.start(harness.agent(), rig.THREAD)
+    await harness.approve_all()
+    idempotent = {IDEMPOTENT: "1"}
+    await killed_inside_the_tool(
+        harness.worker(rig.THREAD, "resume", env={HANG_IN_TOOL: "1", **idempotent})
+    )
+
+    await finished(harness.worker(rig.THREAD, "resume", env=idempotent))
+
+    charges = [e for e in harness.executions() if e.startswith("charge")]
+    assert charges == ["charge 50", "charge 50"]  # the killed one, and its re-run
+    last = await rig.last(harness.agent(), rig.THREAD)
+    assert last is not None and last["call_0_3"] == "charged 50"

@@ -15,40 +15,16 @@ if importlib.util.find_spec("agent_framework") is None:  # pragma: no cover
     )
 
 from tests.integrations import maf_app
-from tests.integrations.harness import (
-    HANG_IN_TOOL,
-    IDEMPOTENT,
-    Harness,
-    finished,
-    killed_inside_the_tool,
-)
-from tests.integrations.maf_app import THREAD
 from tests.integrations.shared import (
     test_a_thread_started_in_one_process_is_resumed_by_two_others_at_once,
     test_a_worker_killed_inside_the_tool_leaves_the_call_unknown_and_not_run_again,
+    test_an_idempotent_tool_whose_worker_was_killed_inside_it_runs_again_once,
 )
 
 __all__ = [  # the shared tests, run here on this rig
     "test_a_thread_started_in_one_process_is_resumed_by_two_others_at_once",
     "test_a_worker_killed_inside_the_tool_leaves_the_call_unknown_and_not_run_again",
+    "test_an_idempotent_tool_whose_worker_was_killed_inside_it_runs_again_once",
 ]
 
 RIG = maf_app
-
-
-async def test_an_idempotent_tool_whose_worker_was_killed_inside_it_runs_again_once(
-    harness: Harness,
-) -> None:
-    await harness.agent().run("go", thread=THREAD)
-    await harness.approve_all()
-    idempotent = {IDEMPOTENT: "1"}
-    await killed_inside_the_tool(
-        harness.worker(THREAD, "resume", env={HANG_IN_TOOL: "1", **idempotent})
-    )
-
-    await finished(harness.worker(THREAD, "resume", env=idempotent))
-
-    charges = [e for e in harness.executions() if e.startswith("charge")]
-    assert charges == ["charge 50", "charge 50"]  # the killed one, and its re-run
-    last = await maf_app.last(harness.agent(), THREAD)
-    assert last is not None and last["call_0_3"] == "charged 50"

@@ -38,16 +38,15 @@ from tests.deadline import HANG
 from tests.integrations import oa_app
 from tests.integrations.harness import (
     DEFAULT,
-    HANG_IN_TOOL,
-    IDEMPOTENT,
     ROOT,
     Harness,
-    finished,
-    killed_inside_the_tool,
     lines,
 )
 from tests.integrations.oa_app import THREAD, Script, build
 from tests.integrations.shared import *  # noqa: F403 - the shared tests run here, on this rig
+from tests.integrations.shared import (  # noqa: F401 - run here: this app marks charge idempotent
+    test_an_idempotent_tool_whose_worker_was_killed_inside_it_runs_again_once,
+)
 from tests.integrations.shared_kept import *  # noqa: F403
 
 RIG = oa_app
@@ -240,21 +239,3 @@ async def test_an_mcp_servers_tools_are_judged_with_their_server(
     note, echoed, *_ = [part["text"] for part in harness.said(resumed)["call_0_0"]]
     assert "it ran with the arguments" in note and echoed == "bye"
     assert len(lines(counted)) == 1  # the upstream's count ran once
-
-
-async def test_an_idempotent_tool_whose_worker_was_killed_inside_it_runs_again_once(
-    harness: Harness,
-) -> None:
-    await harness.agent().run("go", thread=THREAD)
-    await harness.approve_all()
-    idempotent = {IDEMPOTENT: "1"}
-    await killed_inside_the_tool(
-        harness.worker(THREAD, "resume", env={HANG_IN_TOOL: "1", **idempotent})
-    )
-
-    await finished(harness.worker(THREAD, "resume", env=idempotent))
-
-    charges = [e for e in harness.executions() if e.startswith("charge")]
-    assert charges == ["charge 50", "charge 50"]  # the killed one, and its re-run
-    last = await oa_app.last(harness.agent(), THREAD)
-    assert last is not None and last["call_0_3"] == "charged 50"
