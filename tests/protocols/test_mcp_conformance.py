@@ -48,11 +48,13 @@ def free_port() -> int:
         return port
 
 
-async def scenarios(url: str, out: Path) -> dict[str, bool]:
-    """Every server scenario of the suite (``--suite all``) against `url`: passed or not
-    (a scenario passes when none of its checks fails)."""
+async def suite_checks(
+    suite: Path, url: str, out: Path, *selection: str
+) -> dict[str, list[dict[str, Any]]]:
+    """The checks of each server scenario a release of the suite (its ``dist/index.js``) runs
+    against `url`, `selection` choosing the scenarios (``--suite all``, ``--requirements R``)."""
     process = await asyncio.create_subprocess_exec(
-        node_22(), str(SUITE), "server", "--suite", "all", "--url", url, "-o", str(out),
+        node_22(), str(suite), "server", *selection, "--url", url, "-o", str(out),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
     )  # fmt: skip
     async with asyncio.timeout(HANG * 4):
@@ -60,9 +62,20 @@ async def scenarios(url: str, out: Path) -> dict[str, bool]:
     results = {}
     for checks in out.glob("*/checks.json"):
         name = re.sub(r"^server-|-\d{4}-\d\d-\d\dT.*$", "", checks.parent.name)
-        results[name] = all(c["status"] != "FAILURE" for c in json.loads(checks.read_text()))
+        results[name] = json.loads(checks.read_text())
     assert results, said.decode()
     return results
+
+
+def passed(checks: list[dict[str, Any]]) -> bool:
+    """A scenario passes when none of its checks fails (a warning is no failure)."""
+    return all(c["status"] != "FAILURE" for c in checks)
+
+
+async def scenarios(url: str, out: Path) -> dict[str, bool]:
+    """Every server scenario of the suite (``--suite all``) against `url`: passed or not."""
+    found = await suite_checks(SUITE, url, out, "--suite", "all")
+    return {name: passed(checks) for name, checks in found.items()}
 
 
 @contextlib.asynccontextmanager
@@ -87,6 +100,8 @@ async def direct_server() -> AsyncIterator[str]:
 
 
 def gateway_config(tmp_path: Path, **policy: Any) -> Path:
+    """signoff's config in `tmp_path`: our conformance server on stdio as ``everything``, under
+    `policy` (whose keys override the config's: ``servers`` names other servers)."""
     document = {
         "database": f"sqlite+aiosqlite:///{tmp_path / 'signoff.db'}",
         "auth": {"tokens": [{"principal": "alice", "roles": ["ops"], "token": "alice-token"}]},
