@@ -37,7 +37,11 @@ RESOURCE_NOT_FOUND = -32002
 """MCP's code for a resource no server behind offers."""
 
 Reply: TypeAlias = (
-    types.CallToolResult | types.ReadResourceResult | types.GetPromptResult | types.ErrorData
+    types.CallToolResult
+    | types.ReadResourceResult
+    | types.GetPromptResult
+    | types.InputRequiredResult
+    | types.ErrorData
 )
 Status: TypeAlias = Literal["blocked", "rejected", "expired", "unknown", "running", "failed"]
 
@@ -72,7 +76,12 @@ class Shape:
         """The reply the ledger kept."""
         if "error" in value:
             return types.ErrorData.model_validate(value["error"])
-        return self.done(value["result"])
+        return self._result(value["result"])
+
+    def _result(self, value: dict[str, Any]) -> Reply:
+        if value.get("resultType") == "input_required":  # what the server asked for first
+            return types.InputRequiredResult.model_validate(value)
+        return self.done(value)
 
 
 class _Tool(Shape):
@@ -92,10 +101,14 @@ class _Tool(Shape):
         return _text(text, error=False, structured=structured)
 
     def keep(self, reply: Reply) -> dict[str, Any]:
-        return _wire(reply)  # a tool's every reply is a result (as signoff always kept them)
+        if isinstance(reply, types.ErrorData):  # a server's error that is passed on as one
+            return super().keep(reply)
+        return _wire(reply)  # a tool's other replies are results (as signoff always kept them)
 
     def kept(self, value: dict[str, Any]) -> Reply:
-        return self.done(value)
+        if set(value) == {"error"}:
+            return super().kept(value)
+        return self._result(value)
 
 
 class _Resource(Shape):

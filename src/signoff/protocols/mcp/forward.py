@@ -1,6 +1,7 @@
 """A call the gateway lets through, forwarded to its server over the client's own connection —
-the server's answer screened of what the client may not read, its progress passed on — and the
-audit entry that records each forward, with the verdict or the approval that let it through."""
+the server's answer screened of what the client may not read, its progress passed on, what it
+asks of the client first passed on too (`relay`) — and the audit entry that records each forward,
+with the verdict or the approval that let it through."""
 
 from __future__ import annotations
 
@@ -9,43 +10,82 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from mcp import types
+from mcp_types import MISSING_REQUIRED_CLIENT_CAPABILITY
+
 from signoff.gate import Outcome
 from signoff.protocols.mcp.answers import DOING, Reply, clean, shape_of
-from signoff.protocols.mcp.request import Action, Asked, Asker
+from signoff.protocols.mcp.relay import relayed, relays
+from signoff.protocols.mcp.request import Action, Asked, Asker, modern
 from signoff.protocols.mcp.screen import Screen
-from signoff.protocols.mcp.upstream import UpstreamError
+from signoff.protocols.mcp.upstream import Answer, Round, UpstreamError, declaring
 from signoff.store import AuditRecord
 from signoff.types import ToolCall
 
 __all__ = ["forward_record", "forwarding", "send"]
 
 
-async def send(asked: Asked, action: Action, call: ToolCall, *, screen: Screen) -> Reply:
-    """Forward `call` to its server over the client's own connection: the server's answer,
-    without its `_meta`, screened."""
+async def send(
+    asked: Asked,
+    action: Action,
+    call: ToolCall,
+    *,
+    screen: Screen,
+    approval: str | None = None,
+    again: Round | None = None,
+) -> Reply:
+    """Forward `call` to its server over the client's own connection (`again`: made again
+    with what the server asked for): the server's answer, without its `_meta`, screened. What
+    it asks first (2026-07-28) is passed on to the client (`relay`), with the `approval` that
+    let the call through."""
     shape = shape_of(call)
+    doing = DOING[call.kind]
     link = await asked.peer.link(action.upstream)
     logs = asked.peer.logs(asked.ctx, action.upstream.name)
+    fresh = modern(asked.ctx)
+    headers = asked.headers
     try:
-        if call.kind == "tool":
-            result: Any = await link.call(
-                call.name, call.args, headers=asked.headers, progress=_progress(asked), logs=logs
-            )
-        elif call.kind == "resource":
-            result = await link.ask(
-                lambda c: c.read_resource(call.name), headers=asked.headers, logs=logs
-            )
-        else:
-            arguments = {k: str(v) for k, v in call.args.items()}
-            result = await link.ask(
-                lambda c: c.get_prompt(call.name, arguments), headers=asked.headers, logs=logs
-            )
+        with declaring(asked.ctx.session.client_capabilities if fresh else None):
+            if call.kind == "tool":
+                progress = _progress(asked)
+                result: Answer = await link.call(
+                    call.name, call.args, headers=headers, progress=progress, logs=logs, again=again
+                )
+            elif call.kind == "resource":
+                result = await link.read(call.name, headers=headers, logs=logs, again=again)
+            else:
+                arguments = {k: str(v) for k, v in call.args.items()}
+                result = await link.prompt(
+                    call.name, arguments, headers=headers, logs=logs, again=again
+                )
     except UpstreamError as exc:
-        if call.kind != "tool" and exc.answer is not None:
+        if exc.answer is not None and (
+            call.kind != "tool" or exc.answer.code == MISSING_REQUIRED_CLIENT_CAPABILITY
+        ):
             return exc.answer.error  # the server's own error, as it said it
-        return shape.refused(f"{exc}. The {DOING[call.kind]} may not have run.", "failed")
+        if exc.answered:
+            text = f"{exc}. The {doing} ran on the server; its answer is not passed on."
+            return shape.refused(text, "failed")
+        return shape.refused(f"{exc}. The {doing} may not have run.", "failed")
     read = call.name if call.kind == "resource" else None
-    return shape.done(screen.answer(clean(result), call.server, read=read))
+    screened = screen.answer(clean(result), call.server, read=read)
+    if not isinstance(result, types.InputRequiredResult):
+        return shape.done(screened)
+    server = action.upstream.name
+    if not fresh:
+        return shape.refused(
+            f"MCP server {server!r} asks for input in its result (2026-07-28), which this "
+            f"client's protocol cannot carry. The {doing} did not finish.",
+            "failed",
+        )
+    try:
+        passed = relayed(
+            types.InputRequiredResult.model_validate(screened), approval=approval, server=server
+        )
+    except ValueError as exc:
+        return shape.refused(f"{exc}. The {doing} did not finish.", "failed")
+    await asked.peer.store.append_audit(relays(passed, actor=asked.asker.name, server=server))
+    return passed
 
 
 def _progress(asked: Asked) -> Any:

@@ -6,7 +6,9 @@ becomes an approval in the shared store (the web inbox, `signoff inbox`, the API
 decision (`waiting`). When its wait runs out the call answers "pending", and the same call again
 (same asker, kind, name and arguments) waits on that approval, not a new one. Over 2026-07-28,
 where the client can show a form, the call answers with the form at once, and its retry brings
-the answer.
+the answer. What a server asks of a 2026-07-28 client before it answers is passed on (`relay`):
+the retry with the client's answers goes on in the same call — the one its approval let through,
+once, or one the policy lets through, judged again.
 
 The gateway is an origin of external calls like any framework's (ARCHITECTURE §6): an asker's
 exact call is a thread, its approvals are held by `Gate.hold_external` under ids counting them,
@@ -33,10 +35,12 @@ from signoff.protocols.mcp.answers import DOING, Reply, pending, shape_of
 from signoff.protocols.mcp.dialog import ShowArgs, shown_in
 from signoff.protocols.mcp.forward import forwarding, send
 from signoff.protocols.mcp.preview import upstream_previews
+from signoff.protocols.mcp.relay import relayed_in
 from signoff.protocols.mcp.request import Action, Asked, Asker
 from signoff.protocols.mcp.screen import Screen
 from signoff.protocols.mcp.settings import GatewaySettings
 from signoff.protocols.mcp.settling import Settling
+from signoff.protocols.mcp.upstream import Round
 from signoff.protocols.mcp.waiting import Waiting
 from signoff.types import Approval, ToolCall
 
@@ -69,13 +73,29 @@ class Holding:
         subject = _subject(asked.asker, action.call)
         answers: Mapping[str, Any] | None = None
         seen: int | None = None
-        if params.request_state:
+        relay = relayed_in(params.request_state) if params.request_state else None
+        if relay is not None and relay.approval_id is not None:
+            # The server behind asked for input in the call an approval let through: the
+            # same call again, with the client's answers, once.
+            approval = await self._asked_for(relay.approval_id, asked.asker, subject)
+            if approval.status not in ("approved", "edited"):
+                raise MCPError(INVALID_PARAMS, "requestState names no approved call")
+            round = relay.again(params.input_responses)
+            answer = await self.settling.settle(asked, action, approval, late=False, again=round)
+            assert answer is not None  # only a late call finds an approval answered before it
+            return answer
+        if params.request_state and relay is None:
             # A 2026-07-28 retry: the approval it names, the version of it its form showed,
             # and the answer to that form.
             approval, seen = await self._from_state(params.request_state, asked.asker, subject)
             answers = params.input_responses
         else:
-            found = await self._approval_for(asked, action, subject)
+            # A call, or one the policy let through made again with what its server asked
+            # for: judged (again) as any call is. Answers a call brings unasked go with it to
+            # the server (a server may take them without a state of its own).
+            responses = params.input_responses
+            again = Round(responses=responses) if relay is None else relay.again(responses)
+            found = await self._approval_for(asked, action, subject, again=again)
             if not isinstance(found, Approval):
                 return found
             approval = found
@@ -89,7 +109,9 @@ class Holding:
         assert answer is not None  # only a late call finds an approval answered before it
         return answer
 
-    async def _approval_for(self, asked: Asked, action: Action, subject: str) -> Approval | Reply:
+    async def _approval_for(
+        self, asked: Asked, action: Action, subject: str, *, again: Round | None = None
+    ) -> Approval | Reply:
         """The approval the call waits on — the one asked before for the same call by the same
         asker and not answered yet, or a new one — or the call's answer: its result when the
         policy lets it run, why not when it blocks it, or the answer to an approval decided
@@ -99,7 +121,10 @@ class Holding:
         approvals: "0" is the first call's, and "n+1" is judged once the call judged "n" is
         answered (or was let through by a grant, or blocked). A retry finds the pending one
         under its id, and the gate keeps one verdict per id: two gateways asking at once ask
-        once."""
+        once.
+
+        A call made `again` with what its server asked for is sent with it when the policy
+        lets it through; one the policy now asks about starts afresh once approved."""
         call = action.call
         judged = CheckContext(origin=ORIGIN, requested_by=asked.asker.name)
         forwarded = forwarding(call, asked.asker)
@@ -107,7 +132,7 @@ class Holding:
             # Only a call the policy asks for can wait on an approval (a grant only turns an
             # ask into an allow): the others are judged afresh, each time.
             [outcome], _ = await self.gate.hold([call], judged, also_audit=forwarded)
-            return await self._judged(asked, action, outcome)
+            return await self._judged(asked, action, outcome, again=again)
         thread = replace(judged, thread_id=subject)
         number = await self._last_judged(subject)
         while True:
@@ -118,7 +143,7 @@ class Holding:
                 previews=self.previews(asked, action),
             )
             if not outcome.recorded:
-                return await self._judged(asked, action, outcome)
+                return await self._judged(asked, action, outcome, again=again)
             if outcome.approval is not None:
                 if outcome.approval.pending:
                     return outcome.approval
@@ -135,13 +160,15 @@ class Holding:
             timeout=self.settings.preview_timeout,
         )  # fmt: skip
 
-    async def _judged(self, asked: Asked, action: Action, outcome: Outcome) -> Approval | Reply:
+    async def _judged(
+        self, asked: Asked, action: Action, outcome: Outcome, *, again: Round | None
+    ) -> Approval | Reply:
         """What a call judged now comes to: its approval, or run (audited with its verdict),
         or blocked."""
         if outcome.approval is not None:
             return outcome.approval
         if outcome.kind == "run":
-            return await send(asked, action, action.call, screen=self.screen)
+            return await send(asked, action, action.call, screen=self.screen, again=again)
         doing = DOING[action.call.kind]
         return shape_of(action.call).refused(
             f"signoff blocked this {doing}: {outcome.verdict.reason}", "blocked"
@@ -176,13 +203,21 @@ class Holding:
         call."""
         try:
             shown = shown_in(state)
-            approval = await self.store.get_approval(shown.approval_id)
+        except ValueError:
+            raise MCPError(INVALID_PARAMS, "requestState names no approval of this call") from None
+        return await self._asked_for(shown.approval_id, asker, subject), shown.version
+
+    async def _asked_for(self, approval_id: str, asker: Asker, subject: str) -> Approval:
+        """The approval a retry's state names: it must be one the gateway asked for this asker
+        and this call."""
+        try:
+            approval = await self.store.get_approval(approval_id)
             asked = (approval.origin, approval.thread_id, approval.requested_by)
-        except (ValueError, NotFoundError):
+        except NotFoundError:
             asked = None
         if asked != (ORIGIN, subject, asker.name):
             raise MCPError(INVALID_PARAMS, "requestState names no approval of this call")
-        return approval, shown.version
+        return approval
 
 
 def _subject(asker: Asker, call: ToolCall) -> str:

@@ -33,6 +33,8 @@ def upstream_previews(
         else:
             assert how.argument is not None  # the settings give one or the other
             result = await link.call(call.name, args | {how.argument: True}, headers=headers)
+        if isinstance(result, types.InputRequiredResult):
+            raise UpstreamError(f"MCP server {upstream.name!r} asked for input to preview it")
         text = "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
         if result.is_error:
             raise UpstreamError(text or f"MCP server {upstream.name!r} said the preview failed")

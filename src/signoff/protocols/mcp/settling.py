@@ -7,6 +7,7 @@ So an approved call runs exactly once, whichever gateway and however many retrie
 from __future__ import annotations
 
 import contextlib
+import hashlib
 
 import anyio
 
@@ -19,7 +20,8 @@ from signoff.protocols.mcp.forward import forward_record, send
 from signoff.protocols.mcp.request import Action, Asked
 from signoff.protocols.mcp.screen import Screen
 from signoff.protocols.mcp.settings import GatewaySettings
-from signoff.types import Approval, ToolCall
+from signoff.protocols.mcp.upstream import Round
+from signoff.types import Approval, ToolCall, canonical_json
 
 __all__ = ["Settling"]
 
@@ -27,6 +29,20 @@ _ANSWER = "mcp:"
 """Ledger keys: `_ANSWER + approval id` keeps the answer given to an approval's call, and
 that key + `_AGAIN` the one given instead when the approved call left none (cut off)."""
 _AGAIN = ":again"
+_ROUND = ":round:"
+
+
+def _round(again: Round) -> str:
+    """What names a round of the call made again: the server's state and the client's
+    answers, digested."""
+    responses = {
+        key: answer.model_dump(mode="json", by_alias=True, exclude_none=True)
+        if hasattr(answer, "model_dump")
+        else answer
+        for key, answer in (again.responses or {}).items()
+    }
+    named = canonical_json({"state": again.state, "responses": responses})
+    return hashlib.sha256(named).hexdigest()
 
 
 class Settling:
@@ -42,7 +58,13 @@ class Settling:
         self.screen = screen
 
     async def settle(
-        self, asked: Asked, action: Action, approval: Approval, *, late: bool
+        self,
+        asked: Asked,
+        action: Action,
+        approval: Approval,
+        *,
+        late: bool,
+        again: Round | None = None,
     ) -> Reply | None:
         """The answer to a decided approval, given once through the ledger: the call that
         claims it gives it; the others get it, waiting up to the gateway's `wait` on one being
@@ -51,15 +73,18 @@ class Settling:
         (read-only, idempotent, a read), else "outcome unknown".
 
         A `late` call found the approval decided when it came: None when the approval was
-        answered before then (the call asks anew)."""
-        key = _ANSWER + approval.id
+        answered before then (the call asks anew).
+
+        A call made `again` with what the server asked for (2026-07-28) is answered once for
+        each such round: under a key of its own, naming the server's state and the answers."""
+        key = _ANSWER + approval.id + ("" if again is None else _ROUND + _round(again))
         try:
-            return await self._settle_under(key, asked, action, approval, late=late)
+            return await self._settle_under(key, asked, action, approval, late=late, round=again)
         except (OutcomeUnknown, ExecutionFailed):
             pass  # the approved call left no answer
         try:
             return await self._settle_under(
-                key + _AGAIN, asked, action, approval, late=late, again=True
+                key + _AGAIN, asked, action, approval, late=late, again=True, round=again
             )
         except ExecutionFailed:  # cut off again: the approval is answered, its outcome unknown
             return None if late else unknown(shape_of(approval.call), approval)
@@ -73,6 +98,7 @@ class Settling:
         *,
         late: bool,
         again: bool = False,
+        round: Round | None = None,
     ) -> Reply | None:
         """The answer under one ledger key: given by this call when it claims the key, else
         the one given. `OutcomeUnknown` or `ExecutionFailed` when none was."""
@@ -85,7 +111,7 @@ class Settling:
             return None
         if isinstance(found, Recorded):
             return shape.kept(found.value)
-        return await self._give(asked, action, approval, found, again=again)
+        return await self._give(asked, action, approval, found, again=again, round=round)
 
     async def _claim(
         self, key: str, *, again: bool, late: bool, call: ToolCall
@@ -107,7 +133,14 @@ class Settling:
         )
 
     async def _give(
-        self, asked: Asked, action: Action, approval: Approval, claim: Claim, *, again: bool
+        self,
+        asked: Asked,
+        action: Action,
+        approval: Approval,
+        claim: Claim,
+        *,
+        again: bool,
+        round: Round | None,
     ) -> Reply:
         """Give the answer under the claimed key: an approved call forwarded (audited first),
         or why not — and `again`, only where the call may run again."""
@@ -127,7 +160,9 @@ class Settling:
                     call, asked.asker, approval=approval.id, rule=approval.rule
                 )
                 await self.store.append_audit([forward])
-                result = await send(asked, action, call, screen=self.screen)
+                result = await send(
+                    asked, action, call, screen=self.screen, approval=approval.id, again=round
+                )
         except BaseException as exc:
             # Cut off midway (the client went away) or broken: whether the call ran is unknown,
             # and the next call to answer the approval says so at once (or runs it again).

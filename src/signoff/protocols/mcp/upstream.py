@@ -4,17 +4,20 @@ fails, and asks the server for what a client of the gateway asks.
 
 A connection may be bound to one client of the gateway (`Callbacks`): it then declares what that
 client declared (sampling, elicitation, roots), and what the server asks of its client or tells
-it on that connection goes to that client.
+it on that connection goes to that client. A 2026-07-28 connection is shared, and each request on
+it declares the capabilities of the client it is made for (`declaring`): what a server asks back
+comes in its result (an input-required result), which is the caller's to pass on (`Round`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 import httpx2
 from mcp import Client, StdioServerParameters, types
@@ -28,12 +31,18 @@ from mcp.client.session import (
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, METHOD_NOT_FOUND
+from mcp_types import (
+    CLIENT_CAPABILITIES_META_KEY,
+    CONNECTION_CLOSED,
+    INTERNAL_ERROR,
+    METHOD_NOT_FOUND,
+)
+from pydantic import ValidationError
 
 from signoff.errors import SignoffError
 from signoff.protocols.mcp.settings import UpstreamSpec
 
-__all__ = ["Callbacks", "Logs", "Upstream", "UpstreamError"]
+__all__ = ["Answer", "Callbacks", "Logs", "Round", "Upstream", "UpstreamError", "declaring"]
 
 logger = logging.getLogger("signoff.mcp.gateway")
 
@@ -41,15 +50,63 @@ CONNECT_TIMEOUT = 30.0
 PAGES = 1000
 """The most pages of one list a server may answer (a server that pages for ever is cut off)."""
 T = TypeVar("T")
+Answer: TypeAlias = (
+    types.CallToolResult
+    | types.ReadResourceResult
+    | types.GetPromptResult
+    | types.InputRequiredResult
+)
+"""What a server answers a call, a read or a prompt with: its result, or (2026-07-28) what it
+needs first."""
+
+_DECLARED: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "signoff.mcp.declared", default=None
+)
+"""The capabilities the client of the request being made declared (2026-07-28): each request
+tells the server these, not the gateway's own."""
+_FORWARDED_CAPABILITIES = ("elicitation", "sampling", "roots")
+"""What a client declares that the gateway passes on: what a server may ask back, which the
+gateway relays."""
 
 
 class UpstreamError(SignoffError):
     """The server could not be reached, failed while it had the request, or answered it with
-    an error (`answer`: its own, to pass on as it is)."""
+    an error (`answer`: its own, to pass on as it is). `answered`: the server did answer, with
+    something the gateway refused (the request ran there)."""
 
-    def __init__(self, message: str, *, answer: MCPError | None = None) -> None:
+    def __init__(
+        self, message: str, *, answer: MCPError | None = None, answered: bool = False
+    ) -> None:
         super().__init__(message)
         self.answer = answer
+        self.answered = answered or answer is not None
+
+
+@dataclass(frozen=True)
+class Round:
+    """A 2026-07-28 request made again with what its server asked for: the client's
+    `responses` to its input requests, and the `state` the server gave with them."""
+
+    responses: Mapping[str, Any] | None = None
+    state: str | None = None
+
+
+@contextlib.contextmanager
+def declaring(capabilities: types.ClientCapabilities | None) -> Iterator[None]:
+    """Requests made meanwhile (in this task) declare `capabilities` — those of the client
+    they are made for — to a 2026-07-28 server: it asks back only what that client can
+    answer, and refuses (-32021) what needs what it lacks."""
+    declared = {} if capabilities is None else _declared(capabilities)
+    token = _DECLARED.set(declared)
+    try:
+        yield
+    finally:
+        _DECLARED.reset(token)
+
+
+def _declared(capabilities: types.ClientCapabilities) -> dict[str, Any]:
+    wire = capabilities.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return {k: wire[k] for k in _FORWARDED_CAPABILITIES if k in wire}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -196,7 +253,9 @@ class Upstream:
                 message_handler=back.notified,
                 mode="legacy" if back.legacy else "auto",
             )
-            yield await stack.enter_async_context(client)
+            entered = await stack.enter_async_context(client)
+            _declare_per_request(entered.session)
+            yield entered
 
     async def ask(
         self,
@@ -214,6 +273,8 @@ class Upstream:
             try:
                 async with self.session(headers=headers, logs=logs) as client:
                     return await asking(client)
+            except ValidationError as exc:
+                raise self._refused(exc) from exc
             except MCPError as exc:
                 raise UpstreamError(f"MCP server {self.name!r}: {_say(exc)}", answer=exc) from exc
             except Exception as exc:
@@ -224,6 +285,8 @@ class Upstream:
             raise UpstreamError(f"MCP server {self.name!r} went away")
         try:
             return await asking(connected)
+        except ValidationError as exc:
+            raise self._refused(exc) from exc  # it answered: the connection stands
         except Exception as exc:
             if not isinstance(exc, MCPError) or exc.code == CONNECTION_CLOSED or not _alive(task):
                 await self._drop(task)
@@ -233,6 +296,19 @@ class Upstream:
             # The server answered with an error (a JSON-RPC error, a timeout): its answer.
             raise UpstreamError(f"MCP server {self.name!r}: {_say(exc)}", answer=exc) from exc
 
+    def _refused(self, exc: ValidationError) -> UpstreamError:
+        """The server answered with what its protocol does not allow: refused, saying what."""
+        errors = exc.errors()
+        said = "; ".join(
+            f"{'.'.join(str(part) for part in e['loc']) or exc.title}: {e['msg']}"
+            for e in errors[:3]
+        )
+        return UpstreamError(
+            f"MCP server {self.name!r} answered with an invalid {exc.title} ({said}), which "
+            "signoff does not pass on",
+            answered=True,
+        )
+
     async def call(
         self,
         tool: str,
@@ -241,13 +317,56 @@ class Upstream:
         headers: Mapping[str, str] | None = None,
         progress: ProgressFnT | None = None,
         logs: Logs | None = None,
-    ) -> types.CallToolResult:
-        """Call `tool` (telling `progress` what the server reports of it)."""
+        again: Round | None = None,
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """Call `tool` (telling `progress` what the server reports of it); `again`: with what
+        the server asked for the last time."""
+        again = again or Round()
 
-        async def calling(client: Client) -> types.CallToolResult:
-            return await client.call_tool(tool, args, progress_callback=progress)
+        async def calling(client: Client) -> types.CallToolResult | types.InputRequiredResult:
+            result = await client.session.call_tool(
+                tool, args, progress_callback=progress, allow_input_required=True,
+                input_responses=_responses(again), request_state=again.state,
+            )  # fmt: skip
+            assert isinstance(result, types.CallToolResult | types.InputRequiredResult)
+            return result
 
         return await self.ask(calling, headers=headers, logs=logs)
+
+    async def read(
+        self,
+        uri: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        logs: Logs | None = None,
+        again: Round | None = None,
+    ) -> types.ReadResourceResult | types.InputRequiredResult:
+        again = again or Round()
+        return await self.ask(
+            lambda c: c.session.read_resource(
+                uri, allow_input_required=True, input_responses=_responses(again),
+                request_state=again.state,
+            ),
+            headers=headers, logs=logs,
+        )  # fmt: skip
+
+    async def prompt(
+        self,
+        name: str,
+        arguments: dict[str, str],
+        *,
+        headers: Mapping[str, str] | None = None,
+        logs: Logs | None = None,
+        again: Round | None = None,
+    ) -> types.GetPromptResult | types.InputRequiredResult:
+        again = again or Round()
+        return await self.ask(
+            lambda c: c.session.get_prompt(
+                name, arguments, allow_input_required=True, input_responses=_responses(again),
+                request_state=again.state,
+            ),
+            headers=headers, logs=logs,
+        )  # fmt: skip
 
     async def listed(self, what: str, *, headers: Mapping[str, str] | None = None) -> list[Any]:
         """Everything the server lists of `what` (``tools``, ``resources``,
@@ -309,6 +428,29 @@ async def _every(method: Callable[..., Awaitable[Any]], what: str) -> list[Any]:
         seen.add(cursor)
     logger.warning("a server listed %s in more than %d pages: the rest is left out", what, PAGES)
     return found
+
+
+def _responses(again: Round) -> types.InputResponses | None:
+    return None if again.responses is None else dict(again.responses)
+
+
+def _declare_per_request(session: Any) -> None:
+    """Make each request of `session` declare the capabilities of the client it is made for
+    (`declaring`), over 2026-07-28, where a request declares them itself. The SDK's client
+    declares its own on every request, in a stamp it sets once connected; the stamp is wrapped
+    (the SDK has no public hook for it)."""
+    stamp = getattr(session, "_stamp", None)
+    if stamp is None:
+        return
+
+    def stamped(data: dict[str, Any], options: Any) -> None:
+        stamp(data, options)
+        declared = _DECLARED.get()
+        meta = (data.get("params") or {}).get("_meta")
+        if declared is not None and meta is not None and CLIENT_CAPABILITIES_META_KEY in meta:
+            meta[CLIENT_CAPABILITIES_META_KEY] = declared
+
+    session._stamp = stamped
 
 
 def _alive(task: asyncio.Task[None] | None) -> bool:

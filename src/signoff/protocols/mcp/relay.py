@@ -1,0 +1,105 @@
+"""What a server behind asks of a 2026-07-28 client before it answers — its input requests
+(an elicitation form, a sampling request, the client's roots) and its own request state — passed
+on to the client, and the client's answers carried back.
+
+A 2026-07-28 server asks inside its result: an input-required result, which the client answers
+by making the same request again with its responses and the state. The gateway passes the
+result on as the server said it — its resource contents screened — with its own request state
+wrapping the server's: the approval that let the call through, if one did, and the server's state.
+The gateway seals its state (`RequestStateBoundary`), bound to the request and its arguments, so a
+client can neither read nor change what it carries back; the server checks its own.
+
+Over 2025-11-25 a server asks in the middle of the request instead, on the client's own
+connection (`peer`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from mcp import types
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
+
+from signoff.protocols.mcp.upstream import Round
+from signoff.store import AuditRecord
+
+__all__ = ["MAX_STATE", "Relayed", "relayed", "relayed_in", "relays"]
+
+MAX_STATE = 64 * 1024
+"""The longest request state of a server's the gateway carries (characters): past it, the
+server's input-required result is refused rather than handed to the client to send back."""
+_KEY = "relay"
+
+
+@dataclass(frozen=True)
+class Relayed:
+    """What a retry's (unsealed) request state says it answers: a server's input requests,
+    asked in a call the approval `approval_id` let through (None: the policy did)."""
+
+    approval_id: str | None
+    state: str | None
+    """The server's own request state, to send back to it."""
+
+    def again(self, responses: Mapping[str, Any] | None) -> Round:
+        """The request to the server again, with the client's `responses`."""
+        return Round(responses=responses, state=self.state)
+
+
+def relayed(
+    result: types.InputRequiredResult, *, approval: str | None, server: str
+) -> types.InputRequiredResult:
+    """The server's input-required result as the client is given it: its input requests, and
+    the gateway's state carrying the server's."""
+    state = result.request_state
+    if state is not None and len(state) > MAX_STATE:
+        raise ValueError(
+            f"MCP server {server!r} asked for input with a request state of {len(state)} "
+            f"characters; the gateway carries at most {MAX_STATE}"
+        )
+    ours = {_KEY: {"approval": approval, "state": state}}
+    return types.InputRequiredResult(
+        input_requests=result.input_requests, request_state=json.dumps(ours)
+    )
+
+
+def relayed_in(state: str) -> Relayed | None:
+    """What a retry's (unsealed) request state says it answers, when it answers a server's
+    input requests; None when it is another state of the gateway's (its approval form)."""
+    try:
+        data = json.loads(state)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or _KEY not in data:
+        return None
+    relay = data[_KEY]
+    approval = relay.get("approval") if isinstance(relay, dict) else None
+    kept = relay.get("state") if isinstance(relay, dict) else None
+    if (
+        not isinstance(relay, dict)
+        or not isinstance(approval, str | None)
+        or not isinstance(kept, str | None)
+    ):
+        raise MCPError(INVALID_PARAMS, "requestState is not one this gateway made")
+    return Relayed(approval_id=approval, state=kept)
+
+
+def relays(result: types.InputRequiredResult, *, actor: str, server: str) -> list[AuditRecord]:
+    """The audit entries of a server's input requests passed on to the client: one per
+    request, under its key in the result (`relay`, as a 2025-era request's is; whether the
+    client answers shows in the call made again, forwarded and audited in its turn)."""
+    now = datetime.now(UTC)
+    return [
+        AuditRecord(
+            actor=actor,
+            action="relay",
+            subject=server,
+            at=now,
+            data={"server": server, "method": request.method, "input": key},
+        )
+        for key, request in (result.input_requests or {}).items()
+    ]
