@@ -14,6 +14,10 @@ streamable HTTP: ``python mcp_upstream.py stdio`` / ``python mcp_upstream.py htt
 - ``announce {uri}`` tells its client its tools changed and the resource `uri` was updated;
 - ``carry {uri}`` answers the contents of `uri` in its structured content;
 - ``ask_model {uri}`` asks its client's model about the contents of `uri` (sampling);
+- ``transfer {to, pad}`` asks its client to confirm first — over 2026-07-28 in an input-required
+  result (its request state `pad` characters longer; -32021 when the client declared no
+  elicitation), over 2025-11-25 with ``elicitation/create`` in the middle of the call — writes
+  ``asked <to>`` to the count file each time it asks and ``sent <to>`` once confirmed;
 - the resource ``memo://folder`` reads as the contents of each ``memo://...`` of `FOLDER`;
 - a ``file:`` URI reads as the file at its path, whatever its authority says (as many servers
   read ``urlparse(uri).path``, percent-decoded).
@@ -31,7 +35,9 @@ from urllib.parse import unquote, urlparse
 import anyio
 from mcp import types
 from mcp.server.lowlevel import Server
-from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp_types import MISSING_REQUIRED_CLIENT_CAPABILITY
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 # Roots are deprecated as of 2026-07-28; 2025-era clients still have them.
 warnings.simplefilter("ignore", MCPDeprecationWarning)
@@ -100,15 +106,30 @@ TOOLS = [
         name="announce",
         input_schema={"type": "object", "properties": {"uri": {"type": "string"}}},
     ),
+    types.Tool(
+        name="transfer",
+        input_schema={
+            "type": "object",
+            "properties": {"to": {"type": "string"}, "pad": {"type": "integer"}},
+            "required": ["to"],
+        },
+    ),
 ]
+CONFIRM: dict[str, Any] = {
+    "type": "object",
+    "properties": {"confirm": {"type": "boolean"}},
+    "required": ["confirm"],
+}
 
 
 async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
     return types.ListToolsResult(tools=TOOLS)
 
 
-async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> Any:
     args = params.arguments or {}
+    if params.name == "transfer":
+        return await _transfer(ctx, params)
     if params.name == "echo":
         block = types.TextContent(type="text", text=str(args["text"]), _meta=_META)
         embedded = types.EmbeddedResource.model_validate(
@@ -165,6 +186,41 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         await ctx.session.send_resource_updated(str(args["uri"]))
         return _said("announced")
     raise ValueError(f"no tool {params.name}")
+
+
+async def _transfer(ctx: Any, params: types.CallToolRequestParams) -> Any:
+    args = params.arguments or {}
+    to = str(args["to"])
+    question = f"Send it to {to}?"
+    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        _count(f"asked {to}")
+        answer = await ctx.session.elicit_form(question, CONFIRM)
+        confirmed = answer.action == "accept" and (answer.content or {}).get("confirm") is True
+    else:
+        capabilities = ctx.session.client_capabilities
+        if capabilities is None or capabilities.elicitation is None:
+            raise MCPError(MISSING_REQUIRED_CLIENT_CAPABILITY, "transfer needs elicitation")
+        state = json.loads(params.request_state) if params.request_state else None
+        answer = (params.input_responses or {}).get("confirm")
+        if state is None or state.get("to") != to or not isinstance(answer, types.ElicitResult):
+            _count(f"asked {to}")
+            ask = types.ElicitRequest(
+                params=types.ElicitRequestFormParams(message=question, requested_schema=CONFIRM)
+            )
+            state = {"to": to, "pad": "x" * int(args.get("pad", 0))}
+            return types.InputRequiredResult(
+                input_requests={"confirm": ask}, request_state=json.dumps(state)
+            )
+        confirmed = answer.action == "accept" and (answer.content or {}).get("confirm") is True
+    if not confirmed:
+        return _said("not sent")
+    _count(f"sent {to}")
+    return _said(f"sent to {to}")
+
+
+def _count(line: str) -> None:
+    with open(os.environ["UPSTREAM_COUNT_FILE"], "a") as out:
+        out.write(f"{line}\n")
 
 
 def _said(text: str) -> types.CallToolResult:
