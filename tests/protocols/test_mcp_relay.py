@@ -33,7 +33,9 @@ APPROVE = types.ElicitResult(action="accept", content={"decision": "approve"})
 
 
 @contextlib.asynccontextmanager
-async def fronting(store: SQLStore, counted: Path, policy: dict[str, Any]) -> AsyncIterator[Gateway]:
+async def fronting(
+    store: SQLStore, counted: Path, policy: dict[str, Any]
+) -> AsyncIterator[Gateway]:
     spec = UpstreamSpec(
         name="up", command=sys.executable, args=(str(UPSTREAM), "stdio"),
         env={"UPSTREAM_COUNT_FILE": str(counted)},
@@ -42,6 +44,10 @@ async def fronting(store: SQLStore, counted: Path, policy: dict[str, Any]) -> As
     front = Gateway(Gate(Policy.from_dict(policy), store), [Upstream(spec)], settings=settings)
     async with front.running():
         yield front
+
+
+async def confirm(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+    return CONFIRM
 
 
 def ran(counted: Path) -> list[str]:
@@ -106,10 +112,9 @@ async def test_an_approval_and_the_servers_question_share_a_round_trip_the_appro
     retry again gets the same answer and sends nothing more."""
     counted = tmp_path / "count.txt"
     policy = {"default": "allow", "rules": [{"ask": "transfer"}]}
-    capable = {"elicitation_callback": lambda context, params: CONFIRM}
     async with (
         fronting(store, counted, policy) as front,
-        Client(front.server, mode="auto", **capable) as client,
+        Client(front.server, mode="auto", elicitation_callback=confirm) as client,
     ):
         session, args = client.session, {"to": "bob"}
 
@@ -120,13 +125,14 @@ async def test_an_approval_and_the_servers_question_share_a_round_trip_the_appro
         assert isinstance(form, types.InputRequiredResult) and form.input_requests is not None
         assert list(form.input_requests) == ["approval"] and ran(counted) == []
 
-        approved = {"approval": APPROVE}
+        approved: types.InputResponses = {"approval": APPROVE}
         question = await call(input_responses=approved, request_state=form.request_state)
         assert isinstance(question, types.InputRequiredResult)
         assert question.input_requests is not None and list(question.input_requests) == ["confirm"]
         assert ran(counted) == ["asked bob"]
 
-        answered = {"confirm": CONFIRM}
+        answered: types.InputResponses = {"confirm": CONFIRM}
+        assert question.request_state is not None
         done = await call(input_responses=answered, request_state=question.request_state)
         again = await call(input_responses=answered, request_state=question.request_state)
         assert text(done) == text(again) == "sent to bob"
@@ -153,7 +159,7 @@ async def test_a_server_state_too_long_to_carry_is_refused_saying_so(
     counted = tmp_path / "count.txt"
     async with (
         fronting(store, counted, {"default": "allow"}) as front,
-        Client(front.server, mode="auto", elicitation_callback=lambda c, p: CONFIRM) as client,
+        Client(front.server, mode="auto", elicitation_callback=confirm) as client,
     ):
         result = await client.call_tool("transfer", {"to": "bob", "pad": MAX_STATE})
     assert result.is_error
