@@ -109,7 +109,8 @@ async def test_an_approval_and_the_servers_question_share_a_round_trip_the_appro
     """The policy asks about ``transfer``: the first answer is signoff's form, and nothing
     reaches the server before the person approves. The retry with the approval brings the
     server's own question back at once; the retry with its answer sends, once — the same
-    retry again gets the same answer and sends nothing more."""
+    retry again, or another answer to the same question, gets that answer and sends nothing
+    more."""
     counted = tmp_path / "count.txt"
     policy = {"default": "allow", "rules": [{"ask": "transfer"}]}
     async with (
@@ -135,7 +136,11 @@ async def test_an_approval_and_the_servers_question_share_a_round_trip_the_appro
         assert question.request_state is not None
         done = await call(input_responses=answered, request_state=question.request_state)
         again = await call(input_responses=answered, request_state=question.request_state)
-        assert text(done) == text(again) == "sent to bob"
+        # Other answers to the same question: the call took its path through the server's
+        # questions; they get where it led, and it does not run a second time.
+        declined: types.InputResponses = {"confirm": types.ElicitResult(action="decline")}
+        other = await call(input_responses=declined, request_state=question.request_state)
+        assert text(done) == text(again) == text(other) == "sent to bob"
         assert ran(counted) == ["asked bob", "sent bob"]
 
         with pytest.raises(MCPError) as tampered:

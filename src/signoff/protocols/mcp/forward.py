@@ -79,9 +79,9 @@ async def send(
             "failed",
         )
     try:
-        passed = relayed(
-            types.InputRequiredResult.model_validate(screened), approval=approval, server=server
-        )
+        asking = types.InputRequiredResult.model_validate(screened)
+        number = (0 if again is None else again.number) + 1
+        passed = relayed(asking, approval=approval, server=server, number=number)
     except ValueError as exc:
         return shape.refused(f"{exc}. The {doing} did not finish.", "failed")
     await asked.peer.store.append_audit(relays(passed, actor=asked.asker.name, server=server))

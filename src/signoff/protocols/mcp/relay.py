@@ -44,24 +44,26 @@ class Relayed:
     approval_id: str | None
     state: str | None
     """The server's own request state, to send back to it."""
+    number: int
+    """How many times the server asked in this call so far."""
 
     def again(self, responses: Mapping[str, Any] | None) -> Round:
         """The request to the server again, with the client's `responses`."""
-        return Round(responses=responses, state=self.state)
+        return Round(responses=responses, state=self.state, number=self.number)
 
 
 def relayed(
-    result: types.InputRequiredResult, *, approval: str | None, server: str
+    result: types.InputRequiredResult, *, approval: str | None, server: str, number: int
 ) -> types.InputRequiredResult:
     """The server's input-required result as the client is given it: its input requests, and
-    the gateway's state carrying the server's."""
+    the gateway's state carrying the server's and that it asked for the `number`th time."""
     state = result.request_state
     if state is not None and len(state) > MAX_STATE:
         raise ValueError(
             f"MCP server {server!r} asked for input with a request state of {len(state)} "
             f"characters; the gateway carries at most {MAX_STATE}"
         )
-    ours = {_KEY: {"approval": approval, "state": state}}
+    ours = {_KEY: {"approval": approval, "state": state, "number": number}}
     return types.InputRequiredResult(
         input_requests=result.input_requests, request_state=json.dumps(ours)
     )
@@ -77,15 +79,17 @@ def relayed_in(state: str) -> Relayed | None:
     if not isinstance(data, dict) or _KEY not in data:
         return None
     relay = data[_KEY]
-    approval = relay.get("approval") if isinstance(relay, dict) else None
-    kept = relay.get("state") if isinstance(relay, dict) else None
+    if not isinstance(relay, dict):
+        raise MCPError(INVALID_PARAMS, "requestState is not one this gateway made")
+    approval, kept, number = relay.get("approval"), relay.get("state"), relay.get("number")
     if (
-        not isinstance(relay, dict)
-        or not isinstance(approval, str | None)
+        not isinstance(approval, str | None)
         or not isinstance(kept, str | None)
+        or not isinstance(number, int)
+        or number < 1
     ):
         raise MCPError(INVALID_PARAMS, "requestState is not one this gateway made")
-    return Relayed(approval_id=approval, state=kept)
+    return Relayed(approval_id=approval, state=kept, number=number)
 
 
 def relays(result: types.InputRequiredResult, *, actor: str, server: str) -> list[AuditRecord]:

@@ -7,7 +7,6 @@ So an approved call runs exactly once, whichever gateway and however many retrie
 from __future__ import annotations
 
 import contextlib
-import hashlib
 
 import anyio
 
@@ -21,7 +20,7 @@ from signoff.protocols.mcp.request import Action, Asked
 from signoff.protocols.mcp.screen import Screen
 from signoff.protocols.mcp.settings import GatewaySettings
 from signoff.protocols.mcp.upstream import Round
-from signoff.types import Approval, ToolCall, canonical_json
+from signoff.types import Approval, ToolCall
 
 __all__ = ["Settling"]
 
@@ -30,19 +29,6 @@ _ANSWER = "mcp:"
 that key + `_AGAIN` the one given instead when the approved call left none (cut off)."""
 _AGAIN = ":again"
 _ROUND = ":round:"
-
-
-def _round(again: Round) -> str:
-    """What names a round of the call made again: the server's state and the client's
-    answers, digested."""
-    responses = {
-        key: answer.model_dump(mode="json", by_alias=True, exclude_none=True)
-        if hasattr(answer, "model_dump")
-        else answer
-        for key, answer in (again.responses or {}).items()
-    }
-    named = canonical_json({"state": again.state, "responses": responses})
-    return hashlib.sha256(named).hexdigest()
 
 
 class Settling:
@@ -76,8 +62,10 @@ class Settling:
         answered before then (the call asks anew).
 
         A call made `again` with what the server asked for (2026-07-28) is answered once for
-        each such round: under a key of its own, naming the server's state and the answers."""
-        key = _ANSWER + approval.id + ("" if again is None else _ROUND + _round(again))
+        each time the server asked: under a key naming how many times it had asked. The first
+        answers sent for a time are the ones taken; others for the same time get their answer
+        (the approved call takes one path through the server's questions, never two)."""
+        key = _ANSWER + approval.id + ("" if again is None else f"{_ROUND}{again.number}")
         try:
             return await self._settle_under(key, asked, action, approval, late=late, round=again)
         except (OutcomeUnknown, ExecutionFailed):

@@ -89,6 +89,8 @@ class Round:
 
     responses: Mapping[str, Any] | None = None
     state: str | None = None
+    number: int = 0
+    """How many times the server asked before (0: the request as the client first made it)."""
 
 
 @contextlib.contextmanager
