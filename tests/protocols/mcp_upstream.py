@@ -14,8 +14,9 @@ streamable HTTP: ``python mcp_upstream.py stdio`` / ``python mcp_upstream.py htt
 - ``announce {uri}`` tells its client its tools changed and the resource `uri` was updated;
 - ``carry {uri}`` answers the contents of `uri` in its structured content;
 - ``ask_model {uri}`` asks its client's model about the contents of `uri` (sampling);
-- ``transfer {to, pad}`` asks its client to confirm first — over 2026-07-28 in an input-required
-  result (its request state `pad` characters longer; -32021 when the client declared no
+- ``transfer {to, pad, also}`` asks its client to confirm first — over 2026-07-28 in an
+  input-required result (its request state `pad` characters longer, with the questions named in
+  `also` asked too; -32021 when the client declared no
   elicitation), over 2025-11-25 with ``elicitation/create`` in the middle of the call — writes
   ``asked <to>`` to the count file each time it asks and ``sent <to>`` once confirmed;
 - the resource ``memo://folder`` reads as the contents of each ``memo://...`` of `FOLDER`;
@@ -110,7 +111,11 @@ TOOLS = [
         name="transfer",
         input_schema={
             "type": "object",
-            "properties": {"to": {"type": "string"}, "pad": {"type": "integer"}},
+            "properties": {
+                "to": {"type": "string"},
+                "pad": {"type": "integer"},
+                "also": {"type": "array", "items": {"type": "string"}},
+            },
             "required": ["to"],
         },
     ),
@@ -208,9 +213,9 @@ async def _transfer(ctx: Any, params: types.CallToolRequestParams) -> Any:
                 params=types.ElicitRequestFormParams(message=question, requested_schema=CONFIRM)
             )
             state = {"to": to, "pad": "x" * int(args.get("pad", 0))}
-            return types.InputRequiredResult(
-                input_requests={"confirm": ask}, request_state=json.dumps(state)
-            )
+            asks: types.InputRequests = {"confirm": ask}
+            asks.update((str(key), ask) for key in args.get("also", []))
+            return types.InputRequiredResult(input_requests=asks, request_state=json.dumps(state))
         confirmed = answer.action == "accept" and (answer.content or {}).get("confirm") is True
     if not confirmed:
         return _said("not sent")

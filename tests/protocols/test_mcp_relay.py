@@ -21,7 +21,7 @@ from mcp_types import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
 from signoff import Policy
 from signoff.gate import Gate
 from signoff.protocols.mcp.gateway import Gateway
-from signoff.protocols.mcp.relay import MAX_STATE
+from signoff.protocols.mcp.relay import MAX_INPUT_KEY, MAX_INPUTS, MAX_STATE
 from signoff.protocols.mcp.settings import GatewaySettings, UpstreamSpec
 from signoff.protocols.mcp.upstream import Upstream
 from signoff.store import SQLStore
@@ -171,3 +171,26 @@ async def test_a_server_state_too_long_to_carry_is_refused_saying_so(
     assert f"the gateway carries at most {MAX_STATE}" in text(result)
     assert ran(counted) == ["asked bob"]
     assert json.dumps(MAX_STATE) in text(result)
+
+
+@pytest.mark.parametrize(
+    ("also", "said"),
+    [
+        ([f"also{n}" for n in range(MAX_INPUTS)], f"passes on at most {MAX_INPUTS}"),
+        (["k" * (MAX_INPUT_KEY + 1)], f"with a key longer than {MAX_INPUT_KEY} characters"),
+    ],
+)
+async def test_a_server_asking_too_much_at_once_is_refused_saying_so_and_nothing_audited(
+    store: SQLStore, tmp_path: Path, also: list[str], said: str
+) -> None:
+    """Each input request passed on is audited: a server asking more than the gateway passes
+    on at once, or naming one by a key longer than it keeps, gets the call refused."""
+    counted = tmp_path / "count.txt"
+    async with (
+        fronting(store, counted, {"default": "allow"}) as front,
+        Client(front.server, mode="auto", elicitation_callback=confirm) as client,
+    ):
+        result = await client.call_tool("transfer", {"to": "bob", "also": also})
+    assert result.is_error and said in text(result)
+    assert ran(counted) == ["asked bob"]
+    assert [e for e in await store.audit_log() if e.action == "relay"] == []

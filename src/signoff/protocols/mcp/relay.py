@@ -28,11 +28,15 @@ from mcp_types import INVALID_PARAMS
 from signoff.protocols.mcp.upstream import Round
 from signoff.store import AuditRecord
 
-__all__ = ["MAX_STATE", "Relayed", "relayed", "relayed_in", "relays"]
+__all__ = ["MAX_INPUTS", "MAX_INPUT_KEY", "MAX_STATE", "Relayed", "relayed", "relayed_in", "relays"]
 
 MAX_STATE = 64 * 1024
 """The longest request state of a server's the gateway carries (characters): past it, the
 server's input-required result is refused rather than handed to the client to send back."""
+MAX_INPUTS = 32
+"""The most input requests of a server's the gateway passes on at once (each is audited)."""
+MAX_INPUT_KEY = 256
+"""The longest key a server may name an input request by (characters)."""
 _KEY = "relay"
 
 
@@ -62,6 +66,17 @@ def relayed(
         raise ValueError(
             f"MCP server {server!r} asked for input with a request state of {len(state)} "
             f"characters; the gateway carries at most {MAX_STATE}"
+        )
+    asks = result.input_requests or {}
+    if len(asks) > MAX_INPUTS:
+        raise ValueError(
+            f"MCP server {server!r} asked for {len(asks)} inputs at once; the gateway passes "
+            f"on at most {MAX_INPUTS}"
+        )
+    if any(len(key) > MAX_INPUT_KEY for key in asks):
+        raise ValueError(
+            f"MCP server {server!r} named an input it asked for with a key longer than "
+            f"{MAX_INPUT_KEY} characters"
         )
     ours = {_KEY: {"approval": approval, "state": state, "number": number}}
     return types.InputRequiredResult(
