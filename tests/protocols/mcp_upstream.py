@@ -20,6 +20,9 @@ streamable HTTP: ``python mcp_upstream.py stdio`` / ``python mcp_upstream.py htt
   elicitation), over 2025-11-25 with ``elicitation/create`` in the middle of the call — writes
   ``asked <to>`` to the count file each time it asks and ``sent <to>`` once confirmed;
 - the resource ``memo://folder`` reads as the contents of each ``memo://...`` of `FOLDER`;
+- the resource ``memo://asked``, listed while the file ``$UPSTREAM_ASKED_FILE`` exists, asks its
+  2026-07-28 client to confirm first, with a request state naming ``$UPSTREAM_NAME``, and reads
+  as the request state it was read again with;
 - a ``file:`` URI reads as the file at its path, whatever its authority says (as many servers
   read ``urlparse(uri).path``, percent-decoded).
 """
@@ -236,12 +239,24 @@ FOLDER = ["memo://folder/a", "memo://private/b", "memo://secret/c"]
 
 
 async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
-    folder = types.Resource(uri="memo://folder", name="folder")
-    return types.ListResourcesResult(resources=[folder])
+    resources = [types.Resource(uri="memo://folder", name="folder")]
+    if os.path.exists(os.environ.get("UPSTREAM_ASKED_FILE", "")):
+        resources.append(types.Resource(uri="memo://asked", name="asked"))
+    return types.ListResourcesResult(resources=resources)
 
 
 async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> Any:
     uri = str(params.uri)
+    if uri == "memo://asked":
+        if params.request_state is None:
+            ask = types.ElicitRequest(
+                params=types.ElicitRequestFormParams(message="Read it?", requested_schema=CONFIRM)
+            )
+            state = json.dumps({"from": os.environ.get("UPSTREAM_NAME")})
+            return types.InputRequiredResult(input_requests={"confirm": ask}, request_state=state)
+        read = f"{os.environ.get('UPSTREAM_NAME')} read it with {params.request_state}"
+        said = types.TextResourceContents(uri=uri, text=read)
+        return types.ReadResourceResult(contents=[said])
     if uri.startswith("file:"):
         with open(unquote(urlparse(uri).path)) as opened:
             text = opened.read()

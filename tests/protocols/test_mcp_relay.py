@@ -194,3 +194,40 @@ async def test_a_server_asking_too_much_at_once_is_refused_saying_so_and_nothing
     assert result.is_error and said in text(result)
     assert ran(counted) == ["asked bob"]
     assert [e for e in await store.audit_log() if e.action == "relay"] == []
+
+
+async def test_a_servers_state_goes_back_to_that_server_only(
+    store: SQLStore, tmp_path: Path
+) -> None:
+    """A read goes to whichever server lists its URI now: once ``a``, which asked, no longer
+    lists it, the retry carrying ``a``'s request state is refused, not handed to ``b``."""
+    listed = {name: tmp_path / f"{name}.lists" for name in ("a", "b")}
+    for flag in listed.values():
+        flag.touch()
+    specs = [
+        UpstreamSpec(
+            name=name,
+            command=sys.executable,
+            args=(str(UPSTREAM), "stdio"),
+            env={"UPSTREAM_NAME": name, "UPSTREAM_ASKED_FILE": str(flag)},
+        )
+        for name, flag in listed.items()
+    ]
+    gate = Gate(Policy.from_dict({"default": "allow"}), store)
+    front = Gateway(gate, [Upstream(s) for s in specs], settings=GatewaySettings(principal="carol"))
+    async with (
+        front.running(),
+        Client(front.server, mode="auto", elicitation_callback=confirm) as client,
+    ):
+        session = client.session
+        await session.list_resources()
+        asked = await session.read_resource("memo://asked", allow_input_required=True)
+        assert isinstance(asked, types.InputRequiredResult)
+        listed["a"].unlink()
+        await session.list_resources()  # now b's
+        with pytest.raises(MCPError, match="another server's") as refused:
+            await session.read_resource(
+                "memo://asked", allow_input_required=True,
+                input_responses={"confirm": CONFIRM}, request_state=asked.request_state,
+            )  # fmt: skip
+    assert refused.value.error.code == INVALID_PARAMS

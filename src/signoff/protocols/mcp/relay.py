@@ -5,9 +5,11 @@ on to the client, and the client's answers carried back.
 A 2026-07-28 server asks inside its result: an input-required result, which the client answers
 by making the same request again with its responses and the state. The gateway passes the
 result on as the server said it — its resource contents screened — with its own request state
-wrapping the server's: the approval that let the call through, if one did, and the server's state.
-The gateway seals its state (`RequestStateBoundary`), bound to the request and its arguments, so a
-client can neither read nor change what it carries back; the server checks its own.
+wrapping the server's: the approval that let the call through, if one did, the server, and the
+server's state. The gateway seals its state (`RequestStateBoundary`), bound to the request and its
+arguments, so a client can neither read nor change what it carries back; the server checks its
+own. The state goes back only to the server that asked, even where the request now goes to another
+(a read goes to the server listing its URI now).
 
 Over 2025-11-25 a server asks in the middle of the request instead, on the client's own
 connection (`peer`).
@@ -46,6 +48,8 @@ class Relayed:
     asked in a call the approval `approval_id` let through (None: the policy did)."""
 
     approval_id: str | None
+    server: str
+    """The server that asked: its state goes back to it only."""
     state: str | None
     """The server's own request state, to send back to it."""
     number: int
@@ -78,7 +82,7 @@ def relayed(
             f"MCP server {server!r} named an input it asked for with a key longer than "
             f"{MAX_INPUT_KEY} characters"
         )
-    ours = {_KEY: {"approval": approval, "state": state, "number": number}}
+    ours = {_KEY: {"approval": approval, "server": server, "state": state, "number": number}}
     return types.InputRequiredResult(
         input_requests=result.input_requests, request_state=json.dumps(ours)
     )
@@ -97,14 +101,16 @@ def relayed_in(state: str) -> Relayed | None:
     if not isinstance(relay, dict):
         raise MCPError(INVALID_PARAMS, "requestState is not one this gateway made")
     approval, kept, number = relay.get("approval"), relay.get("state"), relay.get("number")
+    server = relay.get("server")
     if (
         not isinstance(approval, str | None)
+        or not isinstance(server, str)
         or not isinstance(kept, str | None)
         or not isinstance(number, int)
         or number < 1
     ):
         raise MCPError(INVALID_PARAMS, "requestState is not one this gateway made")
-    return Relayed(approval_id=approval, state=kept, number=number)
+    return Relayed(approval_id=approval, server=server, state=kept, number=number)
 
 
 def relays(result: types.InputRequiredResult, *, actor: str, server: str) -> list[AuditRecord]:
