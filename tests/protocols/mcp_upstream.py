@@ -1,5 +1,6 @@
 """An MCP server (the official SDK's low-level server) for the gateway's tests, over stdio or
-streamable HTTP: ``python mcp_upstream.py stdio`` / ``python mcp_upstream.py http PORT``.
+streamable HTTP: ``python mcp_upstream.py stdio`` / ``python mcp_upstream.py http PORT``; with
+``stdio legacy`` it speaks only the 2025-era protocol (no ``server/discover``).
 
 - ``echo {text}`` answers the text, with `_meta` on the result and on its block;
 - ``headers`` answers the HTTP headers its request came with (JSON);
@@ -11,7 +12,8 @@ streamable HTTP: ``python mcp_upstream.py stdio`` / ``python mcp_upstream.py htt
   only answers the unified diff removing the file's line from ``listing`` would make, as
   ``plan_rm {path}`` always does (a companion tool that previews ``rm``);
 - ``roots`` asks its client for its roots and answers their URIs (JSON);
-- ``announce {uri}`` tells its client its tools changed and the resource `uri` was updated;
+- ``announce {uri}`` tells its client its tools changed and the resource `uri` was updated (a
+  2025-era client on its session, a 2026-07-28 one on its ``subscriptions/listen`` streams);
 - ``carry {uri}`` answers the contents of `uri` in its structured content;
 - ``ask_model {uri}`` asks its client's model about the contents of `uri` (sampling);
 - ``transfer {to, pad, also}`` asks its client to confirm first — over 2026-07-28 in an
@@ -39,7 +41,9 @@ from urllib.parse import unquote, urlparse
 import anyio
 from mcp import types
 from mcp.server.lowlevel import Server
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.shared.subscriptions import ResourceUpdated, ToolsListChanged
 from mcp_types import MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -192,6 +196,8 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> Any:
     if params.name == "announce":
         await ctx.session.send_tool_list_changed()
         await ctx.session.send_resource_updated(str(args["uri"]))
+        await BUS.publish(ToolsListChanged())
+        await BUS.publish(ResourceUpdated(uri=str(args["uri"])))
         return _said("announced")
     raise ValueError(f"no tool {params.name}")
 
@@ -267,8 +273,10 @@ async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> An
     return types.ReadResourceResult(contents=contents)
 
 
+BUS = InMemorySubscriptionBus()
 server = Server(
     "upstream",
+    on_subscriptions_listen=ListenHandler(BUS),
     on_list_tools=list_tools,
     on_call_tool=call_tool,
     on_list_resources=list_resources,
@@ -278,11 +286,19 @@ server = Server(
 
 def main() -> None:
     if sys.argv[1] == "stdio":
+        from mcp.server.runner import serve_loop
         from mcp.server.stdio import stdio_server
 
         async def serve() -> None:
+            options = server.create_initialization_options()
             async with stdio_server() as (read, write):
-                await server.run(read, write, server.create_initialization_options())
+                if sys.argv[2:] != ["legacy"]:
+                    await server.run(read, write, options)
+                    return
+                async with server.lifespan(server) as state:
+                    await serve_loop(
+                        server, read, write, lifespan_state=state, init_options=options
+                    )
 
         anyio.run(serve)
     else:

@@ -10,7 +10,7 @@ spelling, `uris`) and a prompt got (by name, with its arguments) are each a call
 allows, asks about or denies (`held`); what the policy denies whatever the arguments is not even
 listed, and resource contents a client may not read do not reach it in other answers (`screen`).
 Listing, completing and subscribing pass through (a subscription to a resource the policy
-denies is refused, a completion never names one).
+denies is refused, a completion never names one); a 2026-07-28 client listens (`listening`).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from signoff.protocols.mcp.answers import REFUSED, RESOURCE_NOT_FOUND, not_offer
 from signoff.protocols.mcp.catalog import Catalog, Offered
 from signoff.protocols.mcp.dialog import ShowArgs
 from signoff.protocols.mcp.held import ORIGIN, Holding
+from signoff.protocols.mcp.listening import Listening
 from signoff.protocols.mcp.peer import Peer
 from signoff.protocols.mcp.preview import upstream_previews
 from signoff.protocols.mcp.request import Action, Asked, Asker
@@ -96,6 +97,11 @@ class Gateway:
         self._sessions = 0
         """How many client sessions have connections of their own now (`settings.sessions`)."""
         self.catalog = Catalog(several=self._several, engine=lambda: gate.engine)
+        self.listening = Listening(
+            upstreams,
+            where=lambda ctx, uri: self._resource(ctx, self._shared, uri),
+            hidden=lambda upstream, uri: self.catalog.hidden(upstream, uri, "resource"),
+        )
         server = _GatewayServer(
             self.settings.name,
             version=_version(),
@@ -116,6 +122,7 @@ class Gateway:
             on_list_prompts=self._served(self._list_prompts),
             on_get_prompt=self._served(self._get_prompt),
             on_completion=self._served(self._complete),
+            on_subscriptions_listen=self.listening,
         )
         # Logging and roots are deprecated as of 2026-07-28, but 2025-era clients use them.
         server.add_request_handler(
