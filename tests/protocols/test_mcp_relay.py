@@ -7,6 +7,7 @@ official `mcp` client, in-process, in front of the SDK server of `mcp_upstream.p
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import json
 import sys
 from collections.abc import AsyncIterator
@@ -22,6 +23,7 @@ from signoff import Policy
 from signoff.gate import Gate
 from signoff.protocols.mcp.gateway import Gateway
 from signoff.protocols.mcp.relay import MAX_INPUT_KEY, MAX_INPUTS, MAX_STATE
+from signoff.protocols.mcp.request import Asker
 from signoff.protocols.mcp.settings import GatewaySettings, UpstreamSpec
 from signoff.protocols.mcp.upstream import Upstream
 from signoff.store import SQLStore
@@ -231,3 +233,37 @@ async def test_a_servers_state_goes_back_to_that_server_only(
                 input_responses={"confirm": CONFIRM}, request_state=asked.request_state,
             )  # fmt: skip
     assert refused.value.error.code == INVALID_PARAMS
+
+
+async def test_a_servers_question_is_answered_only_by_whom_it_was_asked(
+    store: SQLStore, tmp_path: Path
+) -> None:
+    """The policy lets anyone send: still, the state of carol's call goes back to the server
+    only with carol's answers — mallory sending it back is refused, and nothing is sent."""
+    counted = tmp_path / "count.txt"
+    who: contextvars.ContextVar[str] = contextvars.ContextVar("who")
+    spec = UpstreamSpec(
+        name="up", command=sys.executable, args=(str(UPSTREAM), "stdio"),
+        env={"UPSTREAM_COUNT_FILE": str(counted)},
+    )  # fmt: skip
+    gate = Gate(Policy.from_dict({"default": "allow"}), store)
+    # In memory, a 2026-07-28 request is served in its sender's context: who sent it is who.
+    front = Gateway(gate, [Upstream(spec)], asker=lambda _request: Asker(who.get()))
+    async with (
+        front.running(),
+        Client(front.server, mode="auto", elicitation_callback=confirm) as client,
+    ):
+        session, args = client.session, {"to": "bob"}
+        who.set("carol")
+        asked = await session.call_tool("transfer", args, allow_input_required=True)
+        assert isinstance(asked, types.InputRequiredResult)
+        who.set("mallory")
+        with pytest.raises(MCPError, match="requestState") as refused:
+            await session.call_tool(
+                "transfer", args, allow_input_required=True,
+                input_responses={"confirm": CONFIRM}, request_state=asked.request_state,
+            )  # fmt: skip
+    assert refused.value.error.code == INVALID_PARAMS
+    assert ran(counted) == ["asked bob"]
+    relayed = [(e.action, e.actor) for e in await store.audit_log()]
+    assert relayed == [("forward", "carol"), ("relay", "carol")]

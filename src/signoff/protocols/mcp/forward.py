@@ -81,7 +81,9 @@ async def send(
     try:
         asking = types.InputRequiredResult.model_validate(screened)
         number = (0 if again is None else again.number) + 1
-        passed = relayed(asking, approval=approval, server=server, number=number)
+        passed = relayed(
+            asking, approval=approval, asker=asked.asker.name, server=server, number=number
+        )
     except ValueError as exc:
         return shape.refused(f"{exc}. The {doing} did not finish.", "failed")
     await asked.peer.store.append_audit(relays(passed, actor=asked.asker.name, server=server))

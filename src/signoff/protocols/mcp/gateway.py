@@ -137,7 +137,9 @@ class Gateway:
             if state_keys
             else RequestStateSecurity.ephemeral(ttl=3600.0)
         )
-        security.bind_principal = None  # the approval names its asker: checked on every retry
+        # The approval, or the server's question passed on, names its asker: checked on every
+        # retry.
+        security.bind_principal = None
         self.server.middleware.append(
             RequestStateBoundary(security, default_audience=self.settings.name)
         )

@@ -78,6 +78,8 @@ class Holding:
             # The call's server is another now (a read goes where its URI is listed): what
             # the one that asked put in its state is not the other's to read.
             raise MCPError(INVALID_PARAMS, "requestState is another server's")
+        if relay is not None and relay.asker != asked.asker.name:
+            raise MCPError(INVALID_PARAMS, "requestState is another asker's")
         if relay is not None and relay.approval_id is not None:
             # The server behind asked for input in the call an approval let through: the
             # same call again, with the client's answers, once.

@@ -5,11 +5,12 @@ on to the client, and the client's answers carried back.
 A 2026-07-28 server asks inside its result: an input-required result, which the client answers
 by making the same request again with its responses and the state. The gateway passes the
 result on as the server said it — its resource contents screened — with its own request state
-wrapping the server's: the approval that let the call through, if one did, the server, and the
-server's state. The gateway seals its state (`RequestStateBoundary`), bound to the request and its
-arguments, so a client can neither read nor change what it carries back; the server checks its
-own. The state goes back only to the server that asked, even where the request now goes to another
-(a read goes to the server listing its URI now).
+wrapping the server's: the approval that let the call through, if one did, who was asked, the
+server, and the server's state. The gateway seals its state (`RequestStateBoundary`), bound to
+the request and its arguments, so a client can neither read nor change what it carries back; the
+server checks its own. The state goes back only to the server that asked, even where the request
+now goes to another (a read goes to the server listing its URI now), and only with the answers
+of whom it asked.
 
 Over 2025-11-25 a server asks in the middle of the request instead, on the client's own
 connection (`peer`).
@@ -48,6 +49,8 @@ class Relayed:
     asked in a call the approval `approval_id` let through (None: the policy did)."""
 
     approval_id: str | None
+    asker: str
+    """Who was asked: only they answer (a call the policy let through names no approval)."""
     server: str
     """The server that asked: its state goes back to it only."""
     state: str | None
@@ -61,7 +64,12 @@ class Relayed:
 
 
 def relayed(
-    result: types.InputRequiredResult, *, approval: str | None, server: str, number: int
+    result: types.InputRequiredResult,
+    *,
+    approval: str | None,
+    asker: str,
+    server: str,
+    number: int,
 ) -> types.InputRequiredResult:
     """The server's input-required result as the client is given it: its input requests, and
     the gateway's state carrying the server's and that it asked for the `number`th time."""
@@ -82,7 +90,15 @@ def relayed(
             f"MCP server {server!r} named an input it asked for with a key longer than "
             f"{MAX_INPUT_KEY} characters"
         )
-    ours = {_KEY: {"approval": approval, "server": server, "state": state, "number": number}}
+    ours = {
+        _KEY: {
+            "approval": approval,
+            "asker": asker,
+            "server": server,
+            "state": state,
+            "number": number,
+        }
+    }
     return types.InputRequiredResult(
         input_requests=result.input_requests, request_state=json.dumps(ours)
     )
@@ -101,16 +117,17 @@ def relayed_in(state: str) -> Relayed | None:
     if not isinstance(relay, dict):
         raise MCPError(INVALID_PARAMS, "requestState is not one this gateway made")
     approval, kept, number = relay.get("approval"), relay.get("state"), relay.get("number")
-    server = relay.get("server")
+    asker, server = relay.get("asker"), relay.get("server")
     if (
         not isinstance(approval, str | None)
+        or not isinstance(asker, str)
         or not isinstance(server, str)
         or not isinstance(kept, str | None)
         or not isinstance(number, int)
         or number < 1
     ):
         raise MCPError(INVALID_PARAMS, "requestState is not one this gateway made")
-    return Relayed(approval_id=approval, server=server, state=kept, number=number)
+    return Relayed(approval_id=approval, asker=asker, server=server, state=kept, number=number)
 
 
 def relays(result: types.InputRequiredResult, *, actor: str, server: str) -> list[AuditRecord]:
