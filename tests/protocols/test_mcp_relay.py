@@ -36,13 +36,13 @@ APPROVE = types.ElicitResult(action="accept", content={"decision": "approve"})
 
 @contextlib.asynccontextmanager
 async def fronting(
-    store: SQLStore, counted: Path, policy: dict[str, Any]
+    store: SQLStore, counted: Path, policy: dict[str, Any], **chosen: Any
 ) -> AsyncIterator[Gateway]:
     spec = UpstreamSpec(
         name="up", command=sys.executable, args=(str(UPSTREAM), "stdio"),
         env={"UPSTREAM_COUNT_FILE": str(counted)},
     )  # fmt: skip
-    settings = GatewaySettings(principal="carol", wait=HANG)
+    settings = GatewaySettings(principal="carol", wait=HANG, **chosen)
     front = Gateway(Gate(Policy.from_dict(policy), store), [Upstream(spec)], settings=settings)
     async with front.running():
         yield front
@@ -100,6 +100,22 @@ async def test_a_2026_client_that_cannot_answer_gets_the_servers_capability_erro
         Client(front.server, mode="auto") as client,
     ):
         with pytest.raises(MCPError) as refused:
+            await client.call_tool("transfer", {"to": "bob"})
+    assert refused.value.error.code == MISSING_REQUIRED_CLIENT_CAPABILITY
+    assert ran(counted) == []
+
+
+async def test_a_2025_client_on_the_shared_connection_is_told_why_it_cannot_answer(
+    store: SQLStore, tmp_path: Path
+) -> None:
+    """Past `sessions`, a 2025-era client shares the gateway's connection, which declares none
+    of its capabilities: the server's -32021 says so, though the client declared elicitation."""
+    counted = tmp_path / "count.txt"
+    async with (
+        fronting(store, counted, {"default": "allow"}, sessions=0) as front,
+        Client(front.server, mode="legacy", elicitation_callback=confirm) as client,
+    ):
+        with pytest.raises(MCPError, match=r"past gateway\.sessions") as refused:
             await client.call_tool("transfer", {"to": "bob"})
     assert refused.value.error.code == MISSING_REQUIRED_CLIENT_CAPABILITY
     assert ran(counted) == []

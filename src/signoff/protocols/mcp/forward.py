@@ -59,9 +59,9 @@ async def send(
                     call.name, arguments, headers=headers, logs=logs, again=again
                 )
     except UpstreamError as exc:
-        if exc.answer is not None and (
-            call.kind != "tool" or exc.answer.code == MISSING_REQUIRED_CLIENT_CAPABILITY
-        ):
+        if exc.answer is not None and exc.answer.code == MISSING_REQUIRED_CLIENT_CAPABILITY:
+            return _lacking(exc.answer.error, shared=not (fresh or asked.peer.bound))
+        if exc.answer is not None and call.kind != "tool":
             return exc.answer.error  # the server's own error, as it said it
         if exc.answered:
             text = f"{exc}. The {doing} ran on the server; its answer is not passed on."
@@ -88,6 +88,19 @@ async def send(
         return shape.refused(f"{exc}. The {doing} did not finish.", "failed")
     await asked.peer.store.append_audit(relays(passed, actor=asked.asker.name, server=server))
     return passed
+
+
+def _lacking(error: types.ErrorData, *, shared: bool) -> types.ErrorData:
+    """A server's -32021 (a capability of the client's missing), as it said it; for a
+    2025-era client on the gateway's shared connection, which declares none of its own, saying
+    so."""
+    if not shared:
+        return error
+    why = (
+        " (this client's session shares the gateway's connection to the server, past "
+        "gateway.sessions, which declares no capability of the client's)"
+    )
+    return error.model_copy(update={"message": error.message + why})
 
 
 def _progress(asked: Asked) -> Any:

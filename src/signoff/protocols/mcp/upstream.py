@@ -180,7 +180,12 @@ class Upstream:
                 return
             await self._stop()
             ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
-            self._task = asyncio.create_task(self._hold(ready), name=f"mcp upstream {self.name}")
+            # The connection outlives the request that opens it: it declares no client's.
+            unscoped = contextvars.copy_context()
+            unscoped.run(_DECLARED.set, None)
+            self._task = asyncio.create_task(
+                self._hold(ready), name=f"mcp upstream {self.name}", context=unscoped
+            )
             try:
                 async with asyncio.timeout(CONNECT_TIMEOUT):
                     client = await asyncio.shield(ready)
