@@ -5,14 +5,16 @@ it may. Every other call's claim still waits for the disk before the call runs."
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import delete
 
-from signoff import Policy, ToolCall
-from signoff.gate import Gate
+from signoff import Approve, Policy, ToolCall
+from signoff.gate import CheckContext, Gate, Outcome
 from signoff.gate.external import ExternalRuns
-from signoff.store import SQLStore, schema
+from signoff.store import AuditRecord, SQLStore, schema
+from signoff.types import Scope
 from tests.gate.test_near import recording
 
 POLICY = Policy.from_yaml(
@@ -79,6 +81,56 @@ async def test_an_idempotent_claim_lost_before_it_reached_the_disk_records_the_r
     assert ran == ["lookup"]
     entry = await store.ledger_entry(key)
     assert entry is not None and entry.status == "finished"
+
+
+HOLDING = Policy.from_yaml(
+    """
+    rules:
+      - allow: lookup
+      - ask: send_email
+      - deny: drop_table
+    """
+)
+
+
+def forwarded(outcomes: list[Outcome]) -> list[AuditRecord]:
+    """An entry for each call let through, as the MCP gateway audits its forwards."""
+    at = datetime.now(UTC)
+    return [
+        AuditRecord(actor="carol", action="forward", subject=o.call.id, at=at, data={})
+        for o in outcomes
+        if o.kind == "run"
+    ]
+
+
+async def test_a_hold_asked_not_to_wait_for_the_disk_waits_unless_the_policy_lets_all_run(
+    store: SQLStore,
+):
+    """What may be lost with the machine is only a call the policy itself lets run, with its
+    forward: a held call, a refusal and a grant's use are written by a commit that waits."""
+    gate = Gate(HOLDING, store)
+    context = CheckContext(origin="gateway", requested_by="carol")
+    drop = ToolCall(id="c3", name="drop_table", args={"table": "users"})
+    writes = recording(store)
+    kinds = []
+    for call in (lookup(), email(), drop):
+        [outcome], _ = await gate.hold([call], context, also_audit=forwarded, durable=False)
+        kinds.append(outcome.kind)
+    assert kinds == ["run", "hold", "block"]
+    # Judged again, durable, after the plan said it holds or refuses: rolled back first.
+    assert writes == [("hold", False), ("hold", False), ("hold", True), ("hold", False),
+                      ("hold", True)]  # fmt: skip
+    [held] = await store.list_approvals(status="pending")
+    assert held.call.name == "send_email"
+    entries = [(e.action, e.subject) for e in await store.audit_log()]
+    assert ("forward", "c1") in entries and ("verdict", "c3") in entries
+    assert len(entries) == 3  # the rolled-back tries wrote nothing
+
+    await gate.decide(held.id, Approve(always=Scope(kind="global")), actor="alice")
+    del writes[:]
+    [outcome], _ = await gate.hold([email("c4")], context, also_audit=forwarded, durable=False)
+    assert outcome.kind == "run"  # by the grant, whose use is on the record: on the disk
+    assert writes == [("hold", False), ("hold", True)]
 
 
 async def _value() -> Any:

@@ -37,6 +37,7 @@ from signoff.server.config import load_config
 from signoff.store import SQLStore, open_store
 from tests.cli.test_inbox_cli import Terminal
 from tests.deadline import HANG
+from tests.gate.test_near import recording
 from tests.processes import signoff_command, signoff_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -130,6 +131,42 @@ async def test_tools_listed_without_the_excluded_ones(tmp_path: Path, sandbox: P
             await client.call_tool("move_file", {"source": "a", "destination": "b"})
         assert all(t.meta is None for t in tools.values())
     assert (sandbox / "old.txt").exists()
+
+
+async def test_a_message_over_the_body_limit_is_dropped_and_the_gateway_serves_on(
+    tmp_path: Path, sandbox: Path
+) -> None:
+    """Over stdio, a client's message longer than ``limits.body`` is dropped (said on stderr):
+    the call in it never reaches the server, and the next request is answered."""
+    path = config(tmp_path, sandbox, limits={"body": "64KB", "arguments": "16KB"})
+    process = await asyncio.create_subprocess_exec(
+        *signoff_command(), "mcp-gateway", "--config", str(path),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    stdin, stdout, stderr = process.stdin, process.stdout, process.stderr
+    assert stdin is not None and stdout is not None and stderr is not None
+
+    async def ask(message: dict[str, Any]) -> None:
+        stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+        await stdin.drain()
+
+    hello = {"protocolVersion": "2025-11-25", "capabilities": {},
+             "clientInfo": {"name": "raw", "version": "0"}}  # fmt: skip
+    write = {"path": str(sandbox / "big.txt"), "content": "x" * 100_000}
+    async with asyncio.timeout(HANG):
+        await ask({"id": 1, "method": "initialize", "params": hello})
+        assert json.loads(await stdout.readline())["id"] == 1
+        await ask({"method": "notifications/initialized"})
+        await ask({"id": 2, "method": "tools/call",
+                   "params": {"name": "write_file", "arguments": write}})  # fmt: skip
+        await ask({"id": 3, "method": "tools/list"})
+        listed = json.loads(await stdout.readline())
+        assert listed["id"] == 3 and listed["result"]["tools"]
+        stdin.close()
+        said = (await stderr.read()).decode()
+        await process.wait()
+    assert "a message of the client over 64000 bytes was dropped" in said
+    assert not (sandbox / "big.txt").exists()
 
 
 # -- the filesystem server, decisions through the API ---------------------------------------
@@ -880,10 +917,10 @@ async def test_the_documented_pending_result_is_what_a_client_gets(
 
 @contextlib.asynccontextmanager
 async def in_process(
-    tmp_path: Path, **settings: Any
+    tmp_path: Path, *, policy: Policy | None = None, **settings: Any
 ) -> AsyncIterator[tuple[Gateway, Gate, SQLStore, Path]]:
-    """A `Gateway` over the SDK server of `mcp_upstream.py`, every tool asking; a client
-    connects to it in-process (`Client(gateway.server)`)."""
+    """A `Gateway` over the SDK server of `mcp_upstream.py`, every tool asking (or `policy`);
+    a client connects to it in-process (`Client(gateway.server)`)."""
     counted = tmp_path / "count.txt"
     spec = UpstreamSpec(
         name="up", command=sys.executable, args=(str(UPSTREAM), "stdio"),
@@ -891,7 +928,7 @@ async def in_process(
     )  # fmt: skip
     gateway_settings = replace(GatewaySettings(principal="carol", wait=1.0), **settings)
     async with open_store(f"sqlite+aiosqlite:///{tmp_path / 'in-process.db'}") as store:
-        gate = Gate(Policy.from_dict({"rules": [{"ask": "*"}]}), store)
+        gate = Gate(policy or Policy.from_dict({"rules": [{"ask": "*"}]}), store)
         front = Gateway(gate, [Upstream(spec)], settings=gateway_settings)
         async with front.running():
             yield front, gate, store, counted
@@ -983,6 +1020,30 @@ async def test_an_idempotent_call_cut_off_midway_runs_again_audited(tmp_path: Pa
             assert again.structured_content["status"] == "pending_approval"
         assert ran(counted) == ["again"]  # the cut-off run never finished; the retry's did
         assert len(await forwards(store)) == 2
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_an_allowed_call_that_may_run_again_is_forwarded_without_waiting_for_the_disk(
+    tmp_path: Path, mode: str
+) -> None:
+    """A read, and a tool its server marks idempotent: the verdict and the forward audited in
+    one commit that does not wait for the disk (lost only with the machine, as such a call's
+    claim). Any other allowed call's waits for it before the call goes."""
+    policy = Policy.from_dict(
+        {"rules": [{"allow": ["count", "slow_idempotent"]}, {"allow": {"resource": "memo://*"}}]}
+    )
+    async with (
+        in_process(tmp_path, policy=policy) as (front, _, store, counted),
+        Client(front.server, mode=mode) as c,
+    ):
+        writes = recording(store)
+        assert text(await c.call_tool("count", {"note": "n"})) == "counted"
+        assert text(await c.call_tool("slow_idempotent", {"note": "i", "seconds": 0})) == "slept"
+        assert (await c.read_resource("memo://folder/a")).contents
+        assert writes == [("hold", True), ("hold", False), ("hold", False)]
+        kinds = [e.data.get("kind", "tool") for e in await forwards(store, 3)]
+        assert kinds == ["tool", "tool", "resource"]
+    assert ran(counted) == ["n", "i"]
 
 
 async def test_a_call_while_its_approved_twin_runs_elsewhere_waits_then_says_so(

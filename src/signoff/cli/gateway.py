@@ -113,18 +113,24 @@ async def _serve(settings: ServerConfig, auth: Auth | None, *, host: str, port: 
         )
         async with service.running(), gateway.running():
             if auth is None:
-                await _stdio(gateway)
+                await _stdio(gateway, limit=settings.body_bytes)
             else:
                 limits = BodyLimits(max_bytes=settings.body_bytes)
                 await _http(gateway, auth, limits, host=host, port=port)
 
 
-async def _stdio(gateway: Gateway) -> None:
+async def _stdio(gateway: Gateway, *, limit: int) -> None:
+    """Over the loop's own pipes where it can (`signoff.protocols.mcp.stdio`), a message of
+    the client at most `limit` bytes, as an HTTP request's body."""
     from mcp.server.stdio import stdio_server
 
+    from signoff.protocols.mcp.stdio import stdio_pipes
+
     server = gateway.server
-    async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+    async with stdio_pipes(limit=limit) as pipes:
+        wire = (None, None) if pipes is None else pipes
+        async with stdio_server(*wire) as (read, write):
+            await server.run(read, write, server.create_initialization_options())
 
 
 async def _http(gateway: Gateway, auth: Auth, limits: BodyLimits, *, host: str, port: int) -> None:

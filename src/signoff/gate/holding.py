@@ -46,6 +46,7 @@ class _Batch:
     """The verdicts the caller judged before and has yet to write, by key."""
     then: Callable[[list[Outcome]], RunWrite | None] | None
     also_audit: Callable[[list[Outcome]], list[AuditRecord]] | None
+    durable: bool
     stored: Found = field(default_factory=dict)
     """The verdicts judged before as the store had them, at the last read."""
 
@@ -70,6 +71,7 @@ class Holding(Grants):
         keyed: bool = False,
         unwritten: Mapping[str, ExternalRecord] | None = None,
         previews: Previews | None = None,
+        durable: bool = True,
     ) -> tuple[list[Outcome], list[StoredEvent]]:
         """`check`, with the run's step that goes with the outcomes (`then` makes it of them; it
         runs on the store's thread and must only compute) written in the same transaction:
@@ -81,7 +83,10 @@ class Holding(Grants):
         with nothing else to write, is judged without the store: its records are the caller's
         to write with each call's claim (`Outcome.written`). `previews` computes what each
         call it has a preview for would change, before the transaction and within its bounds,
-        for the calls the policy asks about: it is kept with their approvals.
+        for the calls the policy asks about: it is kept with their approvals. Not `durable`:
+        the commit does not wait for the disk, unless it holds a call, spends a grant or writes
+        a run's step (`HoldStore.hold`) — for what may be lost with the machine (the MCP
+        gateway's forward of a call that may run again).
         Returns the outcomes and the run's new events."""
         context = context or CheckContext()
         now = await self.time()  # for calls judged without a transaction (all allowed)
@@ -92,7 +97,7 @@ class Holding(Grants):
             batch_id=new_id(), keys=keys,
             previews={} if not previews else await self._previews(calls, context, previews, keys),
             known={key: (record, None) for key, record in (unwritten or {}).items()},
-            then=then, also_audit=also_audit,
+            then=then, also_audit=also_audit, durable=durable,
         )  # fmt: skip
         plan = functools.partial(self._hold_plan, batch)
         # Allowed calls write only their records: the claim each needs to run writes them too.
@@ -106,7 +111,7 @@ class Holding(Grants):
                 later = all(o.kind == "run" for o in decided.outcomes if not o.recorded)
             if not later:
                 decided, events = await self.store.hold(
-                    {call.name for call in calls}, plan, keys=list(keys.values())
+                    {call.name for call in calls}, plan, keys=list(keys.values()), durable=durable
                 )
             outcomes = [
                 replace(o, written=o.record.key in batch.stored if o.recorded else not later)
@@ -172,6 +177,12 @@ class Holding(Grants):
             grants_used=[g for g, _ in used],
             at=now,
             external=judged.records,
+            # Only calls the policy itself lets run may go unsynced: a verdict that blocks or
+            # holds, a grant's use and a run's step always wait for the disk.
+            lossy=not batch.durable
+            and write is None
+            and not used
+            and all(o.kind == "run" for o in judged.outcomes),
         )
 
     def _judge(

@@ -39,11 +39,14 @@ class HoldStore(Transactional, Protocol):
         plan: Callable[[list[Grant], Judged, datetime], HoldPlan],
         *,
         keys: Sequence[str] = (),
+        durable: bool = True,
     ) -> tuple[HoldPlan, list[StoredEvent]]:
         """Read the grants in force for `tools` and what was judged before under `keys` (calls
         of other frameworks' runs, with their approvals), let `plan` judge the calls by them at
         the database's time, and write the approvals, records, audit entries and run write it
-        returns — one transaction."""
+        returns — one transaction. Not `durable`: the commit does not wait for the disk
+        (`run`) if the plan says it may be lost (`HoldPlan.lossy`); when it says not, the calls
+        are judged again in a transaction that waits."""
         names = sorted(tools)
 
         def work(connection: Connection) -> tuple[HoldPlan, list[StoredEvent]]:
@@ -59,6 +62,8 @@ class HoldStore(Transactional, Protocol):
                 # Revoked while the calls were judged: judged again without it, so a revoke
                 # that returned lets nothing more through.
                 revoked |= lost
+            if not durable and not decided.lossy:
+                raise _NeedsDisk
             insert_approvals(connection, decided.approvals)
             if not insert_external(connection, decided.external):
                 raise _JudgedMeanwhile
@@ -68,8 +73,11 @@ class HoldStore(Transactional, Protocol):
 
         for _ in range(10):
             try:
-                result: tuple[HoldPlan, list[StoredEvent]] = await self.run(work)
+                result: tuple[HoldPlan, list[StoredEvent]] = await self.run(work, durable=durable)
             except _JudgedMeanwhile:
+                continue
+            except _NeedsDisk:
+                durable = True
                 continue
             return result
         raise ConflictError(f"the calls {list(keys)!r} kept being judged by others meanwhile")
@@ -88,6 +96,11 @@ class HoldStore(Transactional, Protocol):
 class _JudgedMeanwhile(Exception):
     """A call of the batch was judged by another transaction meanwhile: roll back and judge the
     calls again, with its record."""
+
+
+class _NeedsDisk(Exception):
+    """A hold asked not to wait for the disk judged something that must: roll back and judge
+    the calls again in a transaction that waits."""
 
 
 def _judged_before(connection: Connection, keys: Sequence[str]) -> Judged:

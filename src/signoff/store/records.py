@@ -82,3 +82,6 @@ class HoldPlan:
     external: Sequence[ExternalRecord] = ()
     """Calls of another framework's run judged now, kept by key: one judged meanwhile by
     another transaction makes the store judge the calls again, with its record."""
+    lossy: bool = False
+    """Whether what it writes may be lost with the machine, its commit not waiting for the
+    disk: asked for, and nothing in it that must be kept (`Gate.hold`'s ``durable``)."""

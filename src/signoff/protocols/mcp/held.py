@@ -136,8 +136,13 @@ class Holding:
         forwarded = forwarding(call, asked.asker)
         if self.gate.engine.evaluate(call).kind != "ask":
             # Only a call the policy asks for can wait on an approval (a grant only turns an
-            # ask into an allow): the others are judged afresh, each time.
-            [outcome], _ = await self.gate.hold([call], judged, also_audit=forwarded)
+            # ask into an allow): the others are judged afresh, each time. The audited forward
+            # of a call that may run again (a read, a read-only tool) does not wait for the
+            # disk, as such a call's claim does not: lost only with the machine. Any other's
+            # waits, before the call goes.
+            [outcome], _ = await self.gate.hold(
+                [call], judged, also_audit=forwarded, durable=not action.idempotent
+            )
             return await self._judged(asked, action, outcome, again=again)
         thread = replace(judged, thread_id=subject)
         number = await self._last_judged(subject)

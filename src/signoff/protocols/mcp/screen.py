@@ -43,6 +43,8 @@ class Screen:
 
     def _judge(self, server: str | None, *, passing: set[VerdictKind], asked: str = "") -> Judge:
         def judge(uri: str) -> str | None:
+            if asked and uri == asked:
+                return None  # the URI read, as it was judged: already in its one spelling
             try:
                 canonical = canonical_uri(uri)
             except ValueError as exc:
