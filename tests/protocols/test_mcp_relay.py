@@ -28,6 +28,7 @@ from signoff.protocols.mcp.settings import GatewaySettings, UpstreamSpec
 from signoff.protocols.mcp.upstream import Upstream
 from signoff.store import SQLStore
 from tests.deadline import HANG
+from tests.protocols.test_mcp_dialog import ran, text
 
 UPSTREAM = Path(__file__).with_name("mcp_upstream.py")
 CONFIRM = types.ElicitResult(action="accept", content={"confirm": True})
@@ -50,14 +51,6 @@ async def fronting(
 
 async def confirm(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
     return CONFIRM
-
-
-def ran(counted: Path) -> list[str]:
-    return counted.read_text().splitlines() if counted.exists() else []
-
-
-def text(result: types.CallToolResult) -> str:
-    return "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
