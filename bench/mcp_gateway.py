@@ -5,7 +5,7 @@ Run it with ``make bench``. Everything speaks stdio, as a desktop client does: t
 file with ``--upstream`` (the `mcp` SDK's low-level server, one tool, ``note``, that answers its
 text), the gateway a ``python -m signoff mcp-gateway`` process on a fresh SQLite file, started by
 the client and starting the server. One call at a time, each with new arguments; `WARMUP` calls
-are not counted. A path and the direct one it is compared with take turns, call by call, so a
+are not counted. A path and the direct one it is compared with take turns of `TURN` calls, so a
 busy machine weighs on both alike. The allowed call and the allowed read are measured for each
 protocol revision the client can speak — 2025-11-25 (``mode="legacy"``) and 2026-07-28
 (``mode="auto"``, which the gateway and the server both negotiate: checked) — each against the
@@ -64,6 +64,11 @@ PROXY: Final = "--proxy"
 SAMPLES: Final = 300
 HELD_SAMPLES: Final = 100
 WARMUP: Final = 20
+TURN: Final = 1
+"""Calls a side makes in a row before the next side's turn. One: each call wakes processes that
+sat idle meanwhile, as an agent's calls seconds apart do. With 10, back to back, the direct
+call's two processes stay hot on two cores and take about 40% less time; the gateway's three
+cannot, and its ratios come out a quarter to a third higher (docs/performance.md)."""
 RESULTS: Final = Path(__file__).resolve().parent / "results" / "mcp_gateway.json"
 REVISIONS: Final = {"2025-11-25": "legacy", "2026-07-28": "auto"}
 """Each protocol revision, and the client's mode that speaks it."""
@@ -209,8 +214,8 @@ async def measure(
     revision: str,
     **options: Any,
 ) -> dict[str, Latency]:
-    """Each side's latency of `operation`, the sides taking turns (one operation each a
-    round, in turn first), so a busy machine weighs on all alike."""
+    """Each side's latency of `operation`, the sides taking turns of `TURN` operations (each
+    side first in turn), so a busy machine weighs on all alike."""
     seconds: dict[str, list[float]] = {side: [] for side in sides}
     async with contextlib.AsyncExitStack() as stack:
         clients = {}
@@ -219,13 +224,15 @@ async def measure(
             clients[side] = await stack.enter_async_context(client)
             assert client.protocol_version == revision, (client.protocol_version, revision)
         order = list(clients)
-        for n in range(WARMUP + samples):
-            for side in order[n % len(order) :] + order[: n % len(order)]:
-                start = time.perf_counter()
-                await operation(clients[side], n)
-                elapsed = time.perf_counter() - start
-                if n >= WARMUP:
-                    seconds[side].append(elapsed)
+        total = WARMUP + samples
+        for turn, first in enumerate(range(0, total, TURN)):
+            for side in order[turn % len(order) :] + order[: turn % len(order)]:
+                for n in range(first, min(first + TURN, total)):
+                    start = time.perf_counter()
+                    await operation(clients[side], n)
+                    elapsed = time.perf_counter() - start
+                    if n >= WARMUP:
+                        seconds[side].append(elapsed)
     return {side: latency(taken) for side, taken in seconds.items()}
 
 
