@@ -1026,11 +1026,17 @@ async def test_an_idempotent_call_cut_off_midway_runs_again_audited(tmp_path: Pa
 async def test_an_allowed_call_that_may_run_again_is_forwarded_without_waiting_for_the_disk(
     tmp_path: Path, mode: str
 ) -> None:
-    """A read, and a tool its server marks idempotent: the verdict and the forward audited in
-    one commit that does not wait for the disk (lost only with the machine, as such a call's
-    claim). Any other allowed call's waits for it before the call goes."""
+    """A read, a tool its server marks idempotent and one a rule marks so: the verdict and the
+    forward audited in one commit that does not wait for the disk (lost only with the machine,
+    as such a call's claim). Any other allowed call's waits for it before the call goes."""
     policy = Policy.from_dict(
-        {"rules": [{"allow": ["count", "slow_idempotent"]}, {"allow": {"resource": "memo://*"}}]}
+        {
+            "rules": [
+                {"allow": "slow", "idempotent": True},
+                {"allow": ["count", "slow_idempotent"]},
+                {"allow": {"resource": "memo://*"}},
+            ]
+        }
     )
     async with (
         in_process(tmp_path, policy=policy) as (front, _, store, counted),
@@ -1039,11 +1045,12 @@ async def test_an_allowed_call_that_may_run_again_is_forwarded_without_waiting_f
         writes = recording(store)
         assert text(await c.call_tool("count", {"note": "n"})) == "counted"
         assert text(await c.call_tool("slow_idempotent", {"note": "i", "seconds": 0})) == "slept"
+        assert text(await c.call_tool("slow", {"note": "s", "seconds": 0})) == "slept"
         assert (await c.read_resource("memo://folder/a")).contents
-        assert writes == [("hold", True), ("hold", False), ("hold", False)]
-        kinds = [e.data.get("kind", "tool") for e in await forwards(store, 3)]
-        assert kinds == ["tool", "tool", "resource"]
-    assert ran(counted) == ["n", "i"]
+        assert writes == [("hold", True), ("hold", False), ("hold", False), ("hold", False)]
+        kinds = [e.data.get("kind", "tool") for e in await forwards(store, 4)]
+        assert kinds == ["tool", "tool", "tool", "resource"]
+    assert ran(counted) == ["n", "i", "s"]
 
 
 async def test_a_call_while_its_approved_twin_runs_elsewhere_waits_then_says_so(

@@ -247,11 +247,14 @@ class Gateway:
         hints = tool.annotations
         # Kept with the approval of a held call: an edit is checked when decided, in any process.
         self.gate.register_schemas({tool.name: tool.input_schema}, server=offered.upstream.name)
+        call = _call(offered.upstream, "tool", tool.name, dict(params.arguments or {}))
+        hinted = hints is not None and (hints.idempotent_hint or hints.read_only_hint)
         action = Action(
-            call=_call(offered.upstream, "tool", tool.name, dict(params.arguments or {})),
+            call=call,
             upstream=offered.upstream,
             schema=tool.input_schema,
-            idempotent=bool(hints is not None and (hints.idempotent_hint or hints.read_only_hint)),
+            # The server's hints, or the policy's own mark (a rule's ``idempotent: true``).
+            idempotent=bool(hinted) or self.gate.idempotent(call),
         )
         return await self._hold(ctx, peer, action, params)
 
