@@ -17,6 +17,7 @@ from signoff.errors import (
     SignoffError,
 )
 from signoff.types import (
+    Answer,
     Approval,
     Approve,
     AuditEntry,
@@ -35,7 +36,7 @@ from signoff.types import (
 )
 
 if TYPE_CHECKING:
-    from signoff.agent import Tool, tool
+    from signoff.agent import Tool, ask_person, tool
     from signoff.gate import CheckContext, Gate, Outcome
     from signoff.policy import Explanation, Policy, PolicyEngine, Rule
     from signoff.store import open_store
@@ -49,7 +50,7 @@ _LAZY = {
     **dict.fromkeys(("CheckContext", "Gate", "Outcome"), "signoff.gate"),
     **dict.fromkeys(("Explanation", "Policy", "PolicyEngine", "Rule"), "signoff.policy"),
     "open_store": "signoff.store",
-    **dict.fromkeys(("Tool", "tool"), "signoff.agent"),
+    **dict.fromkeys(("Tool", "ask_person", "tool"), "signoff.agent"),
 }
 
 
@@ -74,6 +75,7 @@ def _version() -> str:
 
 
 __all__ = [
+    "Answer",
     "Approval",
     "ApprovalTimeout",
     "Approve",
@@ -109,6 +111,7 @@ __all__ = [
     "ToolCall",
     "Verdict",
     "__version__",
+    "ask_person",
     "open_store",
     "tool",
 ]

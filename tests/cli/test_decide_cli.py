@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from signoff import Approve, Edit, Policy, Reject, ToolCall
+from signoff import Answer, Approve, Edit, Policy, Reject, ToolCall
 from signoff.cli.client import on_server, through_server
 from signoff.errors import NotFoundError, SignoffError, StaleDecisionError
 from signoff.gate import CheckContext, Gate
@@ -470,3 +470,40 @@ def test_on_a_database_a_decision_is_judged_by_the_policy_a_server_saved_there(s
     rejected = asyncio.run(stored())
     assert (rejected.status, rejected.decided_by) == ("rejected", "signoff")
     assert isinstance(rejected.decision, Reject) and "frozen" in rejected.decision.reason
+
+
+async def asked(url: str, question: dict[str, object]) -> str:
+    async with open_store(url) as store:
+        gate = Gate(Policy.from_dict({}), store)
+        call = ToolCall(id="q1", name="ask_person", kind="question", args=question)
+        [outcome] = await gate.check([call])
+    assert outcome.approval is not None
+    return outcome.approval.id
+
+
+def test_answer_answers_a_question_by_its_choice_or_as_json_and_refuses_a_misfit(
+    store_url: str,
+):
+    region = asyncio.run(asked(store_url, {"question": "Region?", "choices": ["eu", "us"]}))
+    code, _, err = signoff("answer", region, "mars", "--database", store_url, "--as", "olga")
+    assert (code, err) == (1, "error: answer: not one of ['eu', 'us']")
+    code, out, err = signoff("answer", region, "eu", "--database", store_url, "--as", "olga")
+    assert (code, out, err) == (0, f"{region}: answered by olga (ask_person)\n", "")
+    code, _, err = signoff("answer", region, "us", "--database", store_url, "--as", "pia")
+    assert code == 1
+    assert "already answered by olga" in err
+
+    several = asyncio.run(
+        asked(store_url, {"question": "Which?", "choices": ["a", "b", "c"], "multiple": True})
+    )
+    code, out, _ = signoff(
+        "answer", several, "--json", '["a", "c"]', "--database", store_url, "--as", "olga"
+    )
+    assert (code, out) == (0, f"{several}: answered by olga (ask_person)\n")
+    answered = asyncio.run(approval_of(store_url, several))
+    assert answered.decision == Answer(value=["a", "c"])
+
+
+async def approval_of(url: str, approval_id: str) -> Approval:
+    async with open_store(url) as store:
+        return await store.get_approval(approval_id)

@@ -456,3 +456,35 @@ async def test_through_a_server_the_inbox_sends_the_version_it_listed(tmp_path: 
         await asyncio.to_thread(refused_and_shown_again, terminal, approval_id)
         approval = (await client.get(f"/v1/approvals/{approval_id}", headers=olga)).json()
     assert (approval["status"], approval["decided_by"]) == ("edited", "bob")
+
+
+async def asked(url: str) -> list[str]:
+    """Hold a question with choices and one with a form: their approvals' ids."""
+    form = {"type": "object", "properties": {"email": {"type": "string", "format": "email"}}}
+    calls = [
+        ToolCall(id="q1", name="ask_person", kind="question",
+                 args={"question": "Region?", "choices": ["eu", "us"]}),
+        ToolCall(id="q2", name="ask_person", kind="question",
+                 args={"question": "Bill to?", "schema": form}),
+    ]  # fmt: skip
+    async with open_store(url) as store:
+        return [o.approval.id for o in await Gate(POLICY, store).check(calls) if o.approval]
+
+
+def test_a_question_shows_as_a_question_and_is_answered_in_the_terminal(store_url: str):
+    ids = asyncio.run(asked(store_url))
+    terminal = Terminal("inbox", "--database", store_url, "--as", "olga")
+    table = terminal.until("inbox> ").rpartition(" waiting")[2]
+    assert re.search(r"│ 1 +│ \w+ +│ question ask_person +│ Region\? \(one of: eu \| us\)", table)
+    assert re.search(r"│ 2 +│ \w+ +│ question ask_person +│ Bill to\? \(a form: email\)", table)
+    terminal.type("approve 1")
+    assert "a question is answered, not approved" in terminal.until("inbox> ")
+    terminal.type("answer 1 mars")
+    assert "answer: not one of ['eu', 'us']" in terminal.until("inbox> ")
+    terminal.type("answer 1 eu")
+    assert "ask_person: answered by olga" in terminal.until("inbox> ")
+    terminal.type('answer 2 --json {"email": "ap@example.com"}')
+    assert "answered by olga" in terminal.until("inbox> ")
+    terminal.type("quit")
+    assert terminal.close() == 0
+    assert [s for s, _, _ in asyncio.run(statuses(store_url, ids))] == ["answered", "answered"]

@@ -413,7 +413,7 @@ async def test_an_edit_must_satisfy_the_stricter_rule_it_moves_the_call_under(st
     [
         (Approve(always=Scope(kind="Thread")), "unknown scope 'Thread'"),  # type: ignore[arg-type]
         (Respond(content="  "), "a response needs text"),
-        (Expired(), "a decision is Approve, Edit, Respond or Reject"),
+        (Expired(), "a decision is Approve, Edit, Respond, Reject or Answer"),
         (Approve(always=Scope(kind="agent")), "belongs to no agent"),
     ],
 )

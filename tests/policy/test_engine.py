@@ -401,10 +401,21 @@ def test_a_rule_names_one_kind_and_says_so_when_it_does_not():
         ({"tool": "a", "prompt": "b"}, "found tool, prompt"),
         ({}, "found nothing"),
     ):
-        with pytest.raises(PolicyError, match=f"one of tool, resource or prompt \\({found}\\)"):
+        with pytest.raises(
+            PolicyError, match=f"one of tool, resource, prompt or question \\({found}\\)"
+        ):
             Policy.from_dict({"rules": [{"ask": bad}]})
     with pytest.raises(PolicyError, match=r"rules\[0\]\.ask\.resource\[0\]: invalid glob"):
         Policy.from_dict({"rules": [{"ask": {"resource": ["file:///[x"]}}]})
+
+
+def test_a_rule_names_questions_by_the_ask_tool_and_judges_only_them():
+    policy = Policy.from_dict({"rules": [{"ask": {"question": "ask_*"}, "approvers": ["ops"]}]})
+    assert policy.rules[0].to_dict()["ask"] == {"question": ["ask_*"]}
+    engine = PolicyEngine(policy)
+    question = ToolCall(id="q", name="ask_person", kind="question", args={"question": "?"})
+    assert engine.evaluate(question).approvers == ("ops",)
+    assert engine.evaluate(replace(question, kind="tool")).rule is None
 
 
 def test_a_tool_calls_digest_is_unchanged_and_a_resource_reads_differs():

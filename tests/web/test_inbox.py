@@ -685,3 +685,23 @@ def test_a_held_resource_read_and_prompt_say_what_they_are_and_are_decided_from_
     expect(card).to_have_count(0, timeout=TIMEOUT)
     assert api(demo_url, "GET", f"/approvals/{read}")["status"] == "approved"
     assert api(demo_url, "GET", f"/approvals/{prompt}")["status"] == "pending"
+
+
+def test_a_question_waits_in_the_inbox_as_a_question_and_shows_its_answer(
+    page: Page, demo_url: str, demo_folder: Path
+):
+    """Until the inbox has a question card, a question shows as a held call named for what
+    it is, and its answer (taken through the API) as its badge."""
+    asked = ToolCall(
+        id="q", name="ask_person", kind="question", args={"question": "Region?", "choices": ["eu"]}
+    )
+    context = CheckContext(origin="gate", thread_id=f"t-{uuid.uuid4().hex[:8]}")
+    [question] = held_elsewhere(demo_folder, (asked, context))
+    page.goto(f"{demo_url}/#/")
+    card = page.locator(f"article.approval[data-approval-id='{question}']")
+    expect(card.locator(".kind")).to_have_text("question", timeout=TIMEOUT)
+    expect(card).to_contain_text("Region?")
+    api(demo_url, "POST", f"/approvals/{question}/decision", json={"kind": "answer", "value": "eu"})
+    page.goto(f"{demo_url}/#/approvals/{question}")
+    own = page.locator(f"#approval article.approval[data-approval-id='{question}']")
+    expect(own.locator(".badge")).to_have_text("answered", timeout=TIMEOUT)

@@ -1,6 +1,7 @@
 """signoff's own agent runtime: models, tools, and the loop that pauses for people."""
 
 from signoff.agent.agent import Agent
+from signoff.agent.asking import ask_person
 from signoff.agent.events import RunEvent, TextDelta
 from signoff.agent.model import Message, Model, ModelTurn, StreamingModel, ToolSpec, TurnDelta
 from signoff.agent.runner import Runner
@@ -19,5 +20,6 @@ __all__ = [
     "ToolResult",
     "ToolSpec",
     "TurnDelta",
+    "ask_person",
     "tool",
 ]

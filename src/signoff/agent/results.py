@@ -12,6 +12,7 @@ from signoff.agent.model import Message, message_to_dict
 from signoff.agent.state import RunScope
 from signoff.agent.tools import ToolResult
 from signoff.gate.answers import rejected_text
+from signoff.gate.questions import question_result
 from signoff.types import Approval, Respond, ToolCall, Verdict
 from signoff.types.fields import same_named
 
@@ -28,8 +29,13 @@ __all__ = [
 
 
 def answer(approval: Approval) -> dict[str, object]:
-    """The tool result for a call decided not to run: what the decision says."""
+    """The tool result for a call decided not to run: what the decision says (of a question:
+    its outcome, `question_result`)."""
     decision = approval.decision
+    if approval.call.kind == "question":
+        return tool_message(
+            approval.call, ToolResult(content=json.dumps(question_result(approval)))
+        )
     match approval.status:
         case "responded":
             assert isinstance(decision, Respond)  # a responded approval carries its text

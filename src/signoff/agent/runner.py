@@ -227,7 +227,7 @@ class Runner:
             # a model's 100,000 levels of nesting would break every reader of the run.
             admit = self.gate.limits.admit
             calls_made = [
-                replace(c, agent=scope.path, server=_server(agent, c), args=admit(c.args))
+                replace(c, agent=scope.path, args=admit(c.args), **_tool_of(agent, c))
                 for c in unique_ids(reply.tool_calls)
             ]
             said = Message(role="assistant", content=reply.text, tool_calls=tuple(calls_made))
@@ -315,6 +315,8 @@ class Runner:
             approval = turn.approvals.get(call.id)
             if approval is None:
                 (runnable if keys[call.id] in turn.begun else fresh).append(call)
+            elif approval.call.kind == "question" and not approval.pending:
+                results[call.id] = answer(approval)  # whatever decided it: never run
             elif approval.status in ("approved", "edited"):
                 denied = self.gate.denied_now(approval)
                 if denied is None:
@@ -489,7 +491,10 @@ async def _all(steps: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
         raise
 
 
-def _server(agent: Agent, call: ToolCall) -> str | None:
-    """The MCP server a call goes to, as the policy's ``servers:`` sections match it."""
+def _tool_of(agent: Agent, call: ToolCall) -> dict[str, Any]:
+    """What a call's tool says of it to the policy: the MCP server it goes to (as the policy's
+    ``servers:`` sections match it), and its kind (a call of the ask tool is a question)."""
     tool = agent.tool(call.name)
-    return None if tool is None else tool.server
+    if tool is None:
+        return {"server": None, "kind": "tool"}
+    return {"server": tool.server, "kind": tool.kind}

@@ -15,6 +15,7 @@ from typing import Any, overload
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from signoff.agent.model import ToolSpec
+from signoff.types import CallKind
 
 __all__ = ["Tool", "ToolResult", "idempotency_key", "tool"]
 
@@ -38,6 +39,9 @@ class ToolResult:
 class Tool:
     """A callable the agent may call; its calls go through the policy first."""
 
+    kind: CallKind = "tool"
+    """What the tool's calls are to the policy: a tool run, or a question to a person
+    (`signoff.agent.asking`)."""
     available = True
     """Whether a call can be started now (an MCP server's tool is not once its server is
     closed): the runtime starts nothing it cannot run, so no approval is used up for nothing."""

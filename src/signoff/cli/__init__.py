@@ -13,6 +13,7 @@ from typer.core import TyperGroup, TyperOption
 
 import signoff
 from signoff.cli import (
+    answer,
     audit,
     backup,
     decide,
@@ -90,6 +91,7 @@ app.command("demo")(demo.demo)
 app.command("serve")(serve.serve)
 app.command("approve")(decide.approve)
 app.command("reject")(decide.reject)
+app.command("answer")(answer.answer)
 app.command("assign")(decide.assign)
 app.command("inbox")(inbox.inbox)
 app.command("insights")(insights.insights)

@@ -38,6 +38,7 @@ __all__ = [
     "on_database",
     "reject",
     "resolved",
+    "send_decision",
 ]
 
 Version = Annotated[
@@ -90,7 +91,7 @@ def approve(
         raise typer.BadParameter("widens a grant: give --always too", param_hint="--any-args")
     scope = None if always is None else Scope(kind=always, with_args=not any_args)  # type: ignore[arg-type]
     server, database = deciding("approve", server, database, actor, role)
-    _decide(approval_id, Approve(always=scope), server, token, database, actor, role, version)
+    send_decision(approval_id, Approve(always=scope), server, token, database, actor, role, version)
 
 
 def reject(
@@ -122,10 +123,10 @@ def reject(
     assert reason is not None
     server, database = deciding("reject", server, database, actor, role)
     rejection = Reject(reason=reason.strip())
-    _decide(approval_id, rejection, server, token, database, actor, role, version)
+    send_decision(approval_id, rejection, server, token, database, actor, role, version)
 
 
-def _decide(
+def send_decision(
     approval_id: str,
     decision: Decision,
     server: str | None,

@@ -6,7 +6,8 @@ Commands: ``list``; ``more``; ``show N``;
 ``approve N [always run|thread|agent|global [any-args]]`` (always: calls with the same
 arguments, unless ``any-args``);
 ``reject N REASON``; ``edit N [JSON]`` (without JSON, ``$EDITOR`` opens the arguments);
-``respond N TEXT``; ``quit``. ``N`` is a number from the list, or an approval's short id as shown.
+``respond N TEXT``; ``answer N TEXT`` or ``answer N --json JSON`` (a question an agent asked);
+``quit``. ``N`` is a number from the list, or an approval's short id as shown.
 
 The list comes a page at a time: ``list`` shows the newest `PAGE` calls waiting, ``more`` the
 `PAGE` before those, and so on; after a decision the page on screen is shown again.
@@ -40,7 +41,16 @@ from signoff.cli.decide import approval_on_database, grant_words
 from signoff.cli.short_id import SHORTEST, resolve, shorten
 from signoff.cli.target import Actor, Database, Roles, Server, Token, deciding
 from signoff.errors import NotFoundError, SignoffError, StaleDecisionError
-from signoff.types import Approve, Decision, Edit, Reject, Respond, Scope, approval_to_dict
+from signoff.types import (
+    Answer,
+    Approve,
+    Decision,
+    Edit,
+    Reject,
+    Respond,
+    Scope,
+    approval_to_dict,
+)
 
 __all__ = ["PAGE", "inbox"]
 
@@ -49,7 +59,7 @@ PAGE = 50
 
 HELP = (
     "list | more | show N | approve N [always run|thread|agent|global [any-args]] | "
-    "reject N REASON | edit N [JSON] | respond N TEXT | quit"
+    "reject N REASON | edit N [JSON] | respond N TEXT | answer N TEXT|--json JSON | quit"
 )
 
 
@@ -166,6 +176,15 @@ class Inbox:
                 if not text.strip():
                     raise SignoffError("respond N TEXT: the text the agent gets instead")
                 self.decide(self.waiting(which), Respond(content=text.strip()))
+            case "answer":
+                which, _, text = rest.partition(" ")
+                text = text.strip()
+                if not text:
+                    raise SignoffError("answer N TEXT, or answer N --json JSON")
+                value: Any = _unquoted(text)
+                if text.startswith("--json"):
+                    value = _json(text.removeprefix("--json").strip())
+                self.decide(self.waiting(which), Answer(value=value))
             case _:
                 raise SignoffError(f"unknown command {command!r}: {HELP}")
 
@@ -208,7 +227,7 @@ class Inbox:
         for header in ("#", "id", "tool", "arguments", "from", "rule", "expires", "v"):
             table.add_column(header)
         for item in sorted(page, key=lambda i: self.numbers[i["id"]]):
-            arguments = json.dumps(item["args"], ensure_ascii=False)
+            arguments = _asked(item) or json.dumps(item["args"], ensure_ascii=False)
             editor = _editor(item)
             if editor is not None:  # `show N` has the arguments asked for too
                 arguments = f"(edited by {editor}) {arguments}"
@@ -327,6 +346,29 @@ def _gone(number: int, item: dict[str, Any]) -> str:
     if item["status"] in ("expired", "cancelled"):
         return f"{what} is no longer pending: {item['status']}"
     return f"{what} was already {item['status']} by {item['decided_by']}"
+
+
+def _asked(item: dict[str, Any]) -> str | None:
+    """A question as a person reads it — its text, then its choices or its form's fields —
+    or None for a call."""
+    args = item["args"]
+    if item.get("kind") != "question" or not isinstance(args, dict):
+        return None
+    text = str(args.get("question", ""))
+    if isinstance(args.get("choices"), list):
+        pick = "several of" if args.get("multiple") else "one of"
+        return f"{text} ({pick}: {' | '.join(map(str, args['choices']))})"
+    form = args.get("schema")
+    if isinstance(form, dict) and isinstance(form.get("properties"), dict):
+        return f"{text} (a form: {', '.join(map(str, form['properties']))})"
+    return text
+
+
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise SignoffError(f"the answer is not JSON: {exc}") from None
 
 
 def _arguments(text: str) -> dict[str, Any]:

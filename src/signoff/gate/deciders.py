@@ -19,6 +19,7 @@ from signoff.names import ROLE_PREFIX, name_key, name_refusal, same_person
 from signoff.types import (
     AUTOMATIC,
     DECIDED_STATUS,
+    Answer,
     Approval,
     Approve,
     Decision,
@@ -305,11 +306,11 @@ def _same(a: Decision, b: Decision) -> bool:
 
 
 def decision_kind(decision: object) -> Decision:
-    """A person's decision: approve, edit, respond or reject — expiry and cancelling are not
-    theirs to take."""
-    if not isinstance(decision, Approve | Edit | Respond | Reject):
+    """A person's decision: approve, edit, respond, reject or answer (a question) — expiry and
+    cancelling are not theirs to take."""
+    if not isinstance(decision, Approve | Edit | Respond | Reject | Answer):
         raise InvalidDecisionError(
-            f"a decision is Approve, Edit, Respond or Reject, not {decision!r}"
+            f"a decision is Approve, Edit, Respond, Reject or Answer, not {decision!r}"
         )
     scope = decision.always if isinstance(decision, Approve) else None
     if scope is not None and scope.kind not in ("run", "thread", "agent", "global"):

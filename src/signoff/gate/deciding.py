@@ -32,6 +32,7 @@ from signoff.gate.deciders import (
     vote,
 )
 from signoff.gate.edits import check_edit
+from signoff.gate.questions import check_answering
 from signoff.gate.records import (
     decision_record,
     grant_for,
@@ -44,7 +45,7 @@ from signoff.gate.timing import Timing
 from signoff.gate.versions import check_seen, describe
 from signoff.store import AuditRecord, DecisionPlan
 from signoff.store.base import Moment
-from signoff.types import Approval, Approve, Decision, Edit, Grant
+from signoff.types import Answer, Approval, Approve, Decision, Edit, Grant
 
 __all__ = ["Deciding"]
 
@@ -239,6 +240,7 @@ class Deciding(Timing):
         self, approval: Approval, decision: Decision, *, actor: str, roles: frozenset[str]
     ) -> None:
         """What a decision must satisfy beyond who may decide the approval (checked first)."""
+        check_answering(approval, decision)
         if isinstance(decision, Approve) and decision.always is not None:
             _check_always(approval, decision)
         if isinstance(decision, Edit):
@@ -267,19 +269,25 @@ class Deciding(Timing):
             )
 
     def _check_decision(self, decision: object) -> Decision:
-        """A person's decision: approve, edit, respond or reject — expiry and cancelling are
-        not theirs to take — and an edit's arguments within the gate's limits."""
+        """A person's decision: approve, edit, respond, reject or answer — expiry and cancelling
+        are not theirs to take — and an edit's arguments, or an answer, within the gate's
+        limits."""
         checked = decision_kind(decision)
         if isinstance(checked, Edit):
             if not isinstance(checked.args, dict):
                 raise InvalidDecisionError("an edit's arguments are a JSON object")
-            try:
-                problem = self.limits.check(checked.args)
-            except InvalidArgumentsError as exc:
-                problem = f"the edited arguments are not JSON: {exc}"
-            if problem is not None:
-                raise InvalidDecisionError(f"the edit is refused: {problem}")
+            self._check_limits(checked.args, "the edit", "the edited arguments")
+        if isinstance(checked, Answer):
+            self._check_limits({"answer": checked.value}, "the answer", "the answer")
         return checked
+
+    def _check_limits(self, value: object, what: str, whose: str) -> None:
+        try:
+            problem = self.limits.check(value)
+        except InvalidArgumentsError as exc:
+            problem = f"{whose} is not JSON: {exc}"
+        if problem is not None:
+            raise InvalidDecisionError(f"{what} is refused: {problem}")
 
 
 def _check_always(approval: Approval, decision: Approve) -> None:

@@ -17,7 +17,8 @@ from typing import Any, Final
 from signoff.errors import ConflictError, InvalidArgumentsError
 from signoff.gate.ids import new_id
 from signoff.gate.outcome import OUTCOME_OF, VERDICT_OF, CheckContext, Outcome, policy_context
-from signoff.gate.records import verdict_record
+from signoff.gate.questions import question_assignment, question_verdict
+from signoff.gate.records import assignment_record, verdict_record
 from signoff.limits import ArgumentLimits
 from signoff.policy import PolicyEngine
 from signoff.store import AuditRecord
@@ -123,6 +124,10 @@ class Judge:
                     call, outcome.verdict, self.context, subject=subject, digest=digest,
                     policy=self.engine.version, keyed=key is not None, at=self.now,
                 ))  # fmt: skip
+            if outcome.approval is not None and outcome.approval.assigned is not None:
+                # A question handed to its person: on the record as any assignment is.
+                unassigned = replace(outcome.approval, assigned=None)
+                judged.audit.append(assignment_record(unassigned, outcome.approval.assigned))
         return judged
 
     def one(
@@ -131,6 +136,8 @@ class Judge:
         """A call judged now, and the record its verdict is kept under (with a `key`)."""
         if problem is None:
             verdict = self.engine.evaluate(call, self.policy_context)
+            if call.kind == "question":
+                verdict = question_verdict(call, verdict)
         else:
             # Nothing can be approved that cannot be written down exactly, nor stored in a
             # form that breaks whoever reads it.
@@ -169,6 +176,7 @@ class Judge:
             if verdict.timeout is None
             else self.now + timedelta(seconds=verdict.timeout),
             args_schema=self.kept_schema(call),
+            assigned=question_assignment(call, self.now),
             preview=self.previews.get(call.id),
             policy=self.engine.version,
         )

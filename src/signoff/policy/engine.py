@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
 from signoff.errors import InvalidArgumentsError
 from signoff.limits import ArgumentLimits
@@ -110,7 +110,7 @@ class PolicyEngine:
                     if rule.kind == kind
                     for p in rule.tools
                 )
-                for kind in ("tool", "resource", "prompt")
+                for kind in get_args(CallKind)
             }
         # Defaults: an agent's own section first, exact paths before globs; then the server's.
         self._defaults = sorted(

@@ -28,8 +28,9 @@ class Rule:
     """Tool-name globs (or resource-URI globs, prompt-name globs: see `kind`); the rule applies
     when any matches."""
     kind: CallKind = "tool"
-    """What the rule judges: tool calls, or (through the MCP gateway) resource reads by URI or
-    prompts got by name. A rule judges one kind only."""
+    """What the rule judges: tool calls, (through the MCP gateway) resource reads by URI or
+    prompts got by name, or an agent's questions to people by the ask tool's name. A rule
+    judges one kind only."""
     except_tools: tuple[str, ...] = ()
     """Tool-name globs the rule leaves alone even when `tools` match."""
     servers: tuple[str, ...] = ()

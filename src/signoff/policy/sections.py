@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from signoff.policy.model import Rule, SectionDefault
 from signoff.policy.options import RULE_OPTIONS, read_conditions, read_options
@@ -75,7 +75,7 @@ _KAGENT_BLOCK_KEYS = frozenset(
     {"name", "kind", "apiGroup", "toolNames", "requireApproval", "allowedHeaders"}
 )
 _RULE_KEYS = frozenset({"allow", "ask", "deny", "id", "except", "server", "agent", "when"})
-_CALL_KINDS: tuple[CallKind, ...] = ("tool", "resource", "prompt")
+_CALL_KINDS: tuple[CallKind, ...] = get_args(CallKind)
 _RULE_KEYS |= RULE_OPTIONS
 _TOGGLE_KEYS = frozenset({"require_approval", "verdict"}) | RULE_OPTIONS
 
@@ -370,13 +370,13 @@ class RuleBuilder:
         if others or len(kinds) != 1:
             self.reader.error(
                 path,
-                "name what the rule judges with one of tool, resource or prompt "
+                "name what the rule judges with one of tool, resource, prompt or question "
                 f"(found {', '.join(others or kinds) or 'nothing'})",
             )
             return None
         kind = kinds[0]
         what = {"tool": "tool patterns", "resource": "resource URI patterns",
-                "prompt": "prompt patterns"}[kind]  # fmt: skip
+                "prompt": "prompt patterns", "question": "ask tool patterns"}[kind]  # fmt: skip
         return kind, self.reader.globs(value[kind], (*path, kind), what)
 
     def _toggle(self, name: str, value: Any, path: Path, scope: _Scope) -> None:

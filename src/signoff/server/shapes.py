@@ -18,6 +18,7 @@ from signoff.limits import PREVIEW_CHARS, clip
 from signoff.redaction import Redaction
 from signoff.store.runs import StoredEvent
 from signoff.types import (
+    Answer,
     Approval,
     Approve,
     CallKind,
@@ -91,9 +92,11 @@ class Always(_Body):
 
 
 class DecisionBody(_Body):
-    kind: Literal["approve", "edit", "respond", "reject"]
+    kind: Literal["approve", "edit", "respond", "reject", "answer"]
     args: dict[str, Any] | None = None
     content: str | None = None
+    value: Any = None
+    """An answer to a question: text, a choice, the choices, or a form's fields."""
     reason: str | None = None
     always: Always | None = None
     version: StrictInt | None = Field(default=None, ge=1, le=MAX_VERSION)
@@ -117,6 +120,10 @@ class DecisionBody(_Body):
                 if self.content is None:
                     raise InvalidDecisionError("a response needs 'content': the text to return")
                 return Respond(content=self.content)
+            case "answer":
+                if "value" not in self.model_fields_set or self.value is None:
+                    raise InvalidDecisionError("an answer needs 'value': what the person answers")
+                return Answer(value=self.value)
             case _:
                 return Reject(reason=self.reason or "")
 

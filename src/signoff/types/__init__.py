@@ -25,6 +25,7 @@ from signoff.types.audit import AuditEntry
 from signoff.types.call import CallKind, ToolCall, call_json, canonical_json
 from signoff.types.change import KEPT_CHANGES, ArgChange, Change, ChangeKind, change_to_dict
 from signoff.types.decision import (
+    Answer,
     Approve,
     Cancelled,
     Decision,
@@ -43,6 +44,7 @@ from signoff.types.verdict import Escalation, OnTimeout, Quorum, Verdict, Verdic
 __all__ = [
     "DECIDED_STATUS",
     "KEPT_CHANGES",
+    "Answer",
     "Approval",
     "ApprovalStatus",
     "Approve",

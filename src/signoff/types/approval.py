@@ -27,12 +27,13 @@ __all__ = [
 ]
 
 ApprovalStatus: TypeAlias = Literal[
-    "pending", "approved", "edited", "responded", "rejected", "expired", "cancelled"
+    "pending", "approved", "edited", "responded", "answered", "rejected", "expired", "cancelled"
 ]
 DECIDED_STATUS: Final[dict[str, ApprovalStatus]] = {
     "approve": "approved",
     "edit": "edited",
     "respond": "responded",
+    "answer": "answered",
     "reject": "rejected",
     "expired": "expired",
     "cancelled": "cancelled",

@@ -11,9 +11,10 @@ from signoff.errors import InvalidArgumentsError
 
 __all__ = ["CallKind", "ToolCall", "call_json", "canonical_json"]
 
-CallKind: TypeAlias = Literal["tool", "resource", "prompt"]
-"""What a call asks for: a tool run, an MCP resource read (its name is the URI) or an MCP
-prompt got (its arguments are the prompt's)."""
+CallKind: TypeAlias = Literal["tool", "resource", "prompt", "question"]
+"""What a call asks for: a tool run, an MCP resource read (its name is the URI), an MCP
+prompt got (its arguments are the prompt's) or a question to a person (its name is the ask
+tool's, its arguments the question: `signoff.gate.questions`)."""
 
 
 def canonical_json(value: Any) -> bytes:

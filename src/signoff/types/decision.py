@@ -1,5 +1,6 @@
 """The decisions a held call can get — approve (once or always, within a scope), edit,
-respond, reject, and the system's expired and cancelled — and their JSON form."""
+respond, reject, answer (a question), and the system's expired and cancelled — and their JSON
+form."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 __all__ = [
+    "Answer",
     "Approve",
     "Cancelled",
     "Decision",
@@ -72,6 +74,17 @@ class Reject:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Answer:
+    """A person's answer to a question an agent asked (`signoff.gate.questions`): it becomes
+    the ask tool's result."""
+
+    kind: Literal["answer"] = field(default="answer", init=False)
+    value: Any
+    """The answer: text, a choice, the choices, or a form's fields — as the question's schema
+    says."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Expired:
     """The approval's timeout passed before anyone decided; the call never runs."""
 
@@ -86,7 +99,7 @@ class Cancelled:
     reason: str = ""
 
 
-Decision: TypeAlias = Approve | Edit | Respond | Reject | Expired | Cancelled
+Decision: TypeAlias = Approve | Edit | Respond | Reject | Answer | Expired | Cancelled
 
 
 def decision_to_dict(decision: Decision) -> dict[str, Any]:
@@ -106,6 +119,8 @@ def decision_to_dict(decision: Decision) -> dict[str, Any]:
             return {"kind": "respond", "content": content}
         case Reject(reason=reason):
             return {"kind": "reject", "reason": reason}
+        case Answer(value=value):
+            return {"kind": "answer", "value": value}
         case Expired():
             return {"kind": "expired"}
         case Cancelled(reason=reason):
@@ -129,6 +144,8 @@ def decision_from_dict(data: dict[str, Any]) -> Decision:
             return Respond(content=data["content"])
         case "reject":
             return Reject(reason=data["reason"])
+        case "answer":
+            return Answer(value=data["value"])
         case "expired":
             return Expired()
         case "cancelled":

@@ -27,6 +27,7 @@ const LABELS = {
   approved: "approved",
   edited: "edited",
   responded: "responded",
+  answered: "answered",
   rejected: "rejected",
   expired: "expired",
   cancelled: "cancelled",
@@ -784,7 +785,8 @@ export function alwaysDialog(card, approval, context) {
   );
 }
 
-// What a held call that is not a tool call asks for, in words: the MCP gateway's reads and prompts.
+// What a held call that is not a tool call asks for, in words: the MCP gateway's reads and prompts,
+// and an agent's question to a person (answered through the API or `signoff answer` for now).
 function kindOf(approval) {
-  return { resource: "read resource", prompt: "get prompt" }[approval.kind] || null;
+  return { resource: "read resource", prompt: "get prompt", question: "question" }[approval.kind] || null;
 }

@@ -1,0 +1,167 @@
+"""An agent asks a person through `ask_person`: the question is held like a call, answered once,
+and the run resumes with the answer (or the decline, or no answer) as the tool's result."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from signoff import Answer, Approve, ConflictError, InvalidDecisionError, Policy, Reject
+from signoff.agent import Agent, Message, ModelTurn, Runner, ask_person
+from signoff.gate import Gate
+from signoff.store import SQLStore
+from signoff.testing import ScriptedModel, call
+from tests.agent.test_runner import collect, of
+
+FORM = {
+    "type": "object",
+    "properties": {
+        "email": {"type": "string", "format": "email"},
+        "seats": {"type": "integer", "minimum": 1, "maximum": 10},
+    },
+    "required": ["email"],
+}
+
+
+def asking(
+    store: SQLStore, question: dict[str, Any], policy: dict[str, Any] | None = None, **gate: Any
+) -> tuple[Runner, ScriptedModel]:
+    model = ScriptedModel(
+        [ModelTurn(tool_calls=(call("ask_person", **question),)), ModelTurn(text="thanks")]
+    )
+    agent = Agent(name="helper", model=model, tools=[ask_person()])
+    return Runner(agent, Gate(Policy.from_dict(policy or {}), store, **gate)), model
+
+
+def result(model: ScriptedModel) -> dict[str, Any]:
+    [message] = [m for m in model.requests[-1].messages if m.role == "tool"]
+    assert isinstance(message, Message)
+    told: dict[str, Any] = json.loads(message.content)
+    return told
+
+
+async def held(run: Runner) -> tuple[str, str]:
+    """Start the run; the run's id and the held question's approval id."""
+    events = await collect(run.start("t1", "book me in"))
+    [request] = of(events, "approval_requested")
+    assert events[-1].type == "paused"
+    return events[0].run_id, str(request["approval_id"])
+
+
+async def test_a_question_is_held_and_the_answer_becomes_the_tool_result_once(store: SQLStore):
+    run, model = asking(store, {"question": "Which region?", "choices": ["eu", "us"]})
+    run_id, approval_id = await held(run)
+    approval = await store.get_approval(approval_id)
+    assert (approval.call.kind, approval.call.name) == ("question", "ask_person")
+    await run.gate.decide(approval_id, Answer(value="eu"), actor="bob")
+    await collect(run.resume(run_id))
+    assert result(model) == {"status": "answered", "answer": "eu", "answered_by": "bob"}
+    assert (await store.get_approval(approval_id)).status == "answered"
+    with pytest.raises(ConflictError, match="already answered by 'bob'"):
+        await run.gate.decide(approval_id, Answer(value="us"), actor="carol")
+
+
+async def test_an_answer_that_does_not_fit_the_form_is_refused_with_its_path(store: SQLStore):
+    run, _ = asking(store, {"question": "Who pays?", "schema": FORM})
+    _, approval_id = await held(run)
+    for value, refusal in [
+        ({"email": "nope"}, "answer.email: not an email"),
+        ({"email": "a@b.io", "seats": 11}, "answer.seats: more than 10"),
+        ({"seats": 2}, "answer.email: required"),
+        ({"email": "a@b.io", "pets": 1}, "answer.pets: not a field of the form"),
+    ]:
+        with pytest.raises(InvalidDecisionError, match=refusal):
+            await run.gate.decide(approval_id, Answer(value=value), actor="bob")
+    unchanged = await store.get_approval(approval_id)
+    assert (unchanged.status, unchanged.version) == ("pending", 1)
+    decided = await run.gate.decide(
+        approval_id, Answer(value={"email": "a@b.io", "seats": 2}), actor="bob"
+    )
+    assert decided.status == "answered"
+
+
+async def test_a_question_is_answered_not_approved_and_a_call_is_not_answered(store: SQLStore):
+    run, _ = asking(store, {"question": "Ship it?"})
+    _, approval_id = await held(run)
+    with pytest.raises(InvalidDecisionError, match="a question is answered, not approved"):
+        await run.gate.decide(approval_id, Approve(), actor="bob")
+    [outcome] = await run.gate.check([call("delete_pod", name="x")])
+    assert outcome.approval is not None
+    with pytest.raises(InvalidDecisionError, match="holds a call, not a question"):
+        await run.gate.decide(outcome.approval.id, Answer(value="yes"), actor="bob")
+
+
+async def test_a_declined_question_tells_the_agent_why(store: SQLStore):
+    run, model = asking(store, {"question": "Ship it?"})
+    run_id, approval_id = await held(run)
+    await run.gate.decide(approval_id, Reject(reason="not mine to say"), actor="bob")
+    await collect(run.resume(run_id))
+    assert result(model) == {"status": "declined", "reason": "not mine to say"}
+
+
+@pytest.mark.parametrize(
+    ("default", "told"),
+    [
+        ("eu", {"status": "no_answer", "answer": "eu", "default": True}),
+        (None, {"status": "no_answer"}),
+    ],
+)
+async def test_a_question_nobody_answers_in_its_time_gives_the_default_or_no_answer(
+    store: SQLStore, default: str | None, told: dict[str, Any]
+):
+    question: dict[str, Any] = {"question": "Region?", "choices": ["eu", "us"], "timeout": "30m"}
+    if default is not None:
+        question["default"] = default
+    now = [datetime.now(UTC)]
+    run, model = asking(store, question, clock=lambda: now[0])
+    run_id, approval_id = await held(run)
+    approval = await store.get_approval(approval_id)
+    assert approval.expires_at == approval.requested_at + timedelta(minutes=30)
+    now[0] += timedelta(minutes=31)
+    assert [a.status for a in await run.gate.expire_due()] == ["expired"]
+    await collect(run.resume(run_id))
+    assert result(model) == told
+
+
+async def test_a_question_to_a_person_is_handed_to_them_when_it_is_asked(store: SQLStore):
+    run, _ = asking(store, {"question": "Budget?", "to": "bob"})
+    _, approval_id = await held(run)
+    approval = await store.get_approval(approval_id)
+    assert approval.assigned is not None
+    assert (approval.assigned.to, approval.assigned.by) == ("bob", "helper")
+    [entry] = [e for e in await store.audit_log() if e.action == "assign"]
+    assert (entry.subject, entry.data["to"]) == (approval_id, "bob")
+
+
+async def test_a_rule_names_who_may_answer_and_the_policy_may_forbid_asking(store: SQLStore):
+    policy = {"rules": [{"ask": {"question": "*"}, "approvers": ["ops"]}]}
+    run, _ = asking(store, {"question": "Ship it?"}, policy)
+    _, approval_id = await held(run)
+    with pytest.raises(Exception, match="needs one of the roles"):
+        await run.gate.decide(approval_id, Answer(value="yes"), actor="bob")
+    await run.gate.decide(approval_id, Answer(value="yes"), actor="alice", roles=["ops"])
+
+    denied, model = asking(
+        store, {"question": "Ship it?"}, {"rules": [{"deny": {"question": "*"}}]}
+    )
+    events = await collect(denied.start("t2", "go"))
+    assert not of(events, "approval_requested")
+    told = result(model)
+    assert told["status"] == "blocked"
+    assert "the agent may not ask this" in told["message"]
+
+
+async def test_a_question_the_policy_allows_still_waits_for_a_person(store: SQLStore):
+    run, _ = asking(store, {"question": "Ship it?"}, {"default": "allow"})
+    _, approval_id = await held(run)
+    assert (await store.get_approval(approval_id)).reason == "a question waits for a person"
+
+
+async def test_a_question_that_is_not_one_is_blocked_naming_the_field(store: SQLStore):
+    run, model = asking(store, {"question": "Pick", "choices": ["a", "b"], "schema": FORM})
+    events = await collect(run.start("t1", "go"))
+    assert not of(events, "approval_requested")
+    assert "question.schema: a question has choices or a form, not both" in result(model)["message"]
