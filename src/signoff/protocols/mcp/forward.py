@@ -17,8 +17,9 @@ from signoff.gate import Outcome
 from signoff.protocols.mcp.answers import DOING, Reply, clean, shape_of
 from signoff.protocols.mcp.relay import relayed, relays
 from signoff.protocols.mcp.request import Action, Asked, Asker, modern
+from signoff.protocols.mcp.requesting import Round, declaring
 from signoff.protocols.mcp.screen import Screen
-from signoff.protocols.mcp.upstream import Answer, Round, UpstreamError, declaring
+from signoff.protocols.mcp.upstream import Answer, UpstreamError
 from signoff.store import AuditRecord
 from signoff.types import ToolCall
 

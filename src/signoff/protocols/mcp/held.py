@@ -37,10 +37,10 @@ from signoff.protocols.mcp.forward import forwarding, send
 from signoff.protocols.mcp.preview import upstream_previews
 from signoff.protocols.mcp.relay import relayed_in
 from signoff.protocols.mcp.request import Action, Asked, Asker
+from signoff.protocols.mcp.requesting import Round
 from signoff.protocols.mcp.screen import Screen
 from signoff.protocols.mcp.settings import GatewaySettings
 from signoff.protocols.mcp.settling import Settling
-from signoff.protocols.mcp.upstream import Round
 from signoff.protocols.mcp.waiting import Waiting
 from signoff.types import Approval, ToolCall
 

@@ -28,7 +28,7 @@ from mcp import types
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
-from signoff.protocols.mcp.upstream import Round
+from signoff.protocols.mcp.requesting import Round
 from signoff.store import AuditRecord
 
 __all__ = ["MAX_INPUTS", "MAX_INPUT_KEY", "MAX_STATE", "Relayed", "relayed", "relayed_in", "relays"]

@@ -17,9 +17,9 @@ from signoff.gate.once import Claim, Ledger, Recorded
 from signoff.protocols.mcp.answers import DOING, Reply, outcome, running, shape_of, unknown
 from signoff.protocols.mcp.forward import forward_record, send
 from signoff.protocols.mcp.request import Action, Asked
+from signoff.protocols.mcp.requesting import Round
 from signoff.protocols.mcp.screen import Screen
 from signoff.protocols.mcp.settings import GatewaySettings
-from signoff.protocols.mcp.upstream import Round
 from signoff.types import Approval, ToolCall
 
 __all__ = ["Settling"]

@@ -5,17 +5,16 @@ fails, and asks the server for what a client of the gateway asks.
 A connection may be bound to one client of the gateway (`Callbacks`): it then declares what that
 client declared (sampling, elicitation, roots), and what the server asks of its client or tells
 it on that connection goes to that client. A 2026-07-28 connection is shared, and each request on
-it declares the capabilities of the client it is made for (`declaring`): what a server asks back
-comes in its result (an input-required result), which is the caller's to pass on (`Round`).
+it declares the capabilities of the client it is made for (`requesting`): what a server asks back
+comes in its result (an input-required result), which is the caller's to pass on.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeVar
 
@@ -31,18 +30,14 @@ from mcp.client.session import (
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
-from mcp_types import (
-    CLIENT_CAPABILITIES_META_KEY,
-    CONNECTION_CLOSED,
-    INTERNAL_ERROR,
-    METHOD_NOT_FOUND,
-)
+from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, METHOD_NOT_FOUND
 from pydantic import ValidationError
 
 from signoff.errors import SignoffError
+from signoff.protocols.mcp.requesting import Round, declare_per_request, undeclared
 from signoff.protocols.mcp.settings import UpstreamSpec
 
-__all__ = ["Answer", "Callbacks", "Logs", "Round", "Upstream", "UpstreamError", "declaring"]
+__all__ = ["Answer", "Callbacks", "Logs", "Upstream", "UpstreamError"]
 
 logger = logging.getLogger("signoff.mcp.gateway")
 
@@ -59,15 +54,6 @@ Answer: TypeAlias = (
 """What a server answers a call, a read or a prompt with: its result, or (2026-07-28) what it
 needs first."""
 
-_DECLARED: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
-    "signoff.mcp.declared", default=None
-)
-"""The capabilities the client of the request being made declared (2026-07-28): each request
-tells the server these, not the gateway's own."""
-_FORWARDED_CAPABILITIES = ("elicitation", "sampling", "roots")
-"""What a client declares that the gateway passes on: what a server may ask back, which the
-gateway relays."""
-
 
 class UpstreamError(SignoffError):
     """The server could not be reached, failed while it had the request, or answered it with
@@ -80,35 +66,6 @@ class UpstreamError(SignoffError):
         super().__init__(message)
         self.answer = answer
         self.answered = answered or answer is not None
-
-
-@dataclass(frozen=True)
-class Round:
-    """A 2026-07-28 request made again with what its server asked for: the client's
-    `responses` to its input requests, and the `state` the server gave with them."""
-
-    responses: Mapping[str, Any] | None = None
-    state: str | None = None
-    number: int = 0
-    """How many times the server asked before (0: the request as the client first made it)."""
-
-
-@contextlib.contextmanager
-def declaring(capabilities: types.ClientCapabilities | None) -> Iterator[None]:
-    """Requests made meanwhile (in this task) declare `capabilities` — those of the client
-    they are made for — to a 2026-07-28 server: it asks back only what that client can
-    answer, and refuses (-32021) what needs what it lacks."""
-    declared = {} if capabilities is None else _declared(capabilities)
-    token = _DECLARED.set(declared)
-    try:
-        yield
-    finally:
-        _DECLARED.reset(token)
-
-
-def _declared(capabilities: types.ClientCapabilities) -> dict[str, Any]:
-    wire = capabilities.model_dump(by_alias=True, mode="json", exclude_none=True)
-    return {k: wire[k] for k in _FORWARDED_CAPABILITIES if k in wire}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -181,10 +138,8 @@ class Upstream:
             await self._stop()
             ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
             # The connection outlives the request that opens it: it declares no client's.
-            unscoped = contextvars.copy_context()
-            unscoped.run(_DECLARED.set, None)
             self._task = asyncio.create_task(
-                self._hold(ready), name=f"mcp upstream {self.name}", context=unscoped
+                self._hold(ready), name=f"mcp upstream {self.name}", context=undeclared()
             )
             try:
                 async with asyncio.timeout(CONNECT_TIMEOUT):
@@ -261,7 +216,7 @@ class Upstream:
                 mode="legacy" if back.legacy else "auto",
             )
             entered = await stack.enter_async_context(client)
-            _declare_per_request(entered.session)
+            declare_per_request(entered.session)
             yield entered
 
     async def ask(
@@ -333,7 +288,7 @@ class Upstream:
         async def calling(client: Client) -> types.CallToolResult | types.InputRequiredResult:
             result = await client.session.call_tool(
                 tool, args, progress_callback=progress, allow_input_required=True,
-                input_responses=_responses(again), request_state=again.state,
+                input_responses=again.answers(), request_state=again.state,
             )  # fmt: skip
             assert isinstance(result, types.CallToolResult | types.InputRequiredResult)
             return result
@@ -351,7 +306,7 @@ class Upstream:
         again = again or Round()
         return await self.ask(
             lambda c: c.session.read_resource(
-                uri, allow_input_required=True, input_responses=_responses(again),
+                uri, allow_input_required=True, input_responses=again.answers(),
                 request_state=again.state,
             ),
             headers=headers, logs=logs,
@@ -369,7 +324,7 @@ class Upstream:
         again = again or Round()
         return await self.ask(
             lambda c: c.session.get_prompt(
-                name, arguments, allow_input_required=True, input_responses=_responses(again),
+                name, arguments, allow_input_required=True, input_responses=again.answers(),
                 request_state=again.state,
             ),
             headers=headers, logs=logs,
@@ -435,29 +390,6 @@ async def _every(method: Callable[..., Awaitable[Any]], what: str) -> list[Any]:
         seen.add(cursor)
     logger.warning("a server listed %s in more than %d pages: the rest is left out", what, PAGES)
     return found
-
-
-def _responses(again: Round) -> types.InputResponses | None:
-    return None if again.responses is None else dict(again.responses)
-
-
-def _declare_per_request(session: Any) -> None:
-    """Make each request of `session` declare the capabilities of the client it is made for
-    (`declaring`), over 2026-07-28, where a request declares them itself. The SDK's client
-    declares its own on every request, in a stamp it sets once connected; the stamp is wrapped
-    (the SDK has no public hook for it)."""
-    stamp = getattr(session, "_stamp", None)
-    if stamp is None:
-        return
-
-    def stamped(data: dict[str, Any], options: Any) -> None:
-        stamp(data, options)
-        declared = _DECLARED.get()
-        meta = (data.get("params") or {}).get("_meta")
-        if declared is not None and meta is not None and CLIENT_CAPABILITIES_META_KEY in meta:
-            meta[CLIENT_CAPABILITIES_META_KEY] = declared
-
-    session._stamp = stamped
 
 
 def _alive(task: asyncio.Task[None] | None) -> bool:
