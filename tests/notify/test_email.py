@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from signoff import Policy
+from signoff import Policy, ToolCall
 from signoff.gate import Gate
 from signoff.notify import Notifications
 from signoff.store import SQLStore
@@ -242,3 +242,34 @@ async def test_an_email_of_an_edit_shows_both_argument_sets_and_links_only_to_th
     assert "Approvals: olga (1 of 2)\nVersion: 2\n" in text
     page = str(mail.get_body(("html",)).get_content())  # type: ignore[union-attr]
     assert page.count("href=") == 1 and f"href='{link}'" in page
+
+
+async def test_an_email_of_a_question_asks_it_and_links_to_where_it_is_answered(
+    store: SQLStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    mailbox = Mailbox()
+    asked = ToolCall(
+        id="q1",
+        name="ask_person",
+        kind="question",
+        args={"question": "Which region?", "choices": ["eu-west", "us-east"], "multiple": True},
+    )
+    with smtp_server(mailbox, tmp_path) as (port, cert_file):
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert_file))
+        notifications = Notifications(store, mail_settings(port, "smtp-pass"))
+        gate = Gate(Policy.from_dict({"rules": [{"ask": {"question": "*"}}]}), store)
+        await store.outbox_events(limit=0)
+        [held] = await gate.check([asked], None)
+        assert await notifications.pump() == 1
+    [mail] = mailbox.messages
+    assert mail["Subject"] == "[signoff] Question for you: Which region?"
+    text, page = (part.get_payload(decode=True) for part in mail.walk()
+                  if part.get_content_maintype() == "text")  # fmt: skip
+    assert isinstance(text, bytes) and isinstance(page, bytes)
+    link = f"https://signoff.example/approvals/{held.approval.id}"  # type: ignore[union-attr]
+    text = text.replace(b"\r\n", b"\n")
+    assert b"Question: Which region?\n" in text
+    assert b"Choose one or more:\n    - eu-west\n    - us-east\n" in text
+    assert f"Answer it: {link}".encode() in text
+    assert b"Arguments" not in text  # the question, not its JSON
+    assert f"href='{link}'>Answer it in signoff".encode() in page

@@ -12,6 +12,11 @@ within a scope. Over a server the decider is the token's principal; on a `LocalS
 the app names. What the server refuses (an edit its schema rejects, a decider without the rule's
 role, a call someone decided first) shows on the call's card as an error, never as a traceback.
 
+A question an agent asks (`signoff.gate.questions`) shows its text and is answered there: a
+choice, several, text, or its form's fields — or declined with a reason. The gate judges the
+answer: one that does not fit, or one given after someone else's, is refused on the card naming
+the field, or who answered.
+
 A decision is sent with the version of the call its card showed: when the call changed since (an
 edit, another person's approval, a handover), it is refused, the card says what changed and shows
 the call as it is now — an edit by another approver with both argument sets — for a second look.
@@ -28,6 +33,7 @@ from functools import partial
 from typing import Any
 
 from signoff.channels.sources import LocalStore, Server, Source, approvals_so_far, edited_by
+from signoff.channels.streamlit_question import question_actions
 from signoff.errors import MissingExtraError, SignoffError
 from signoff.types import Approve, Decision, Edit, Reject, Respond, Scope, ScopeKind
 
@@ -50,7 +56,7 @@ run or thread grant also needs the approval's requester: it covers only their ca
 is the default: a conversation's next message is a new run, where a run grant never fires."""
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~:$])")
 _DONE = {"approved": "Approved", "edited": "Edited and approved", "responded": "Answered",
-         "rejected": "Rejected"}  # fmt: skip
+         "rejected": "Rejected", "answered": "Answered"}  # fmt: skip
 
 
 def approvals(
@@ -134,7 +140,11 @@ def _card(source: Source, item: dict[str, Any], *, key: str, now: datetime) -> N
         editor = edited_by(item)
         if editor is not None:
             st.markdown(f"**Edited by {_md(editor)}:** these arguments run")
-        st.code(args, language="json")
+        question = item.get("kind") == "question" and isinstance(item["args"], dict)
+        if question:
+            st.markdown(f"**Question:** {_md(str(item['args'].get('question', '')))}")
+        else:
+            st.code(args, language="json")
         if editor is not None:
             st.markdown("**As requested:**")
             requested = json.dumps(item.get("requested_args"), indent=2, ensure_ascii=False)
@@ -147,13 +157,23 @@ def _card(source: Source, item: dict[str, Any], *, key: str, now: datetime) -> N
         slot = st.empty()
         if item["id"] in _refused(key):
             slot.error(f"Not decided: {_refused(key)[item['id']][1]}")
-        _actions(source, item, at=at, key=key, args=args)
+        if question:
+            question_actions(item["args"], at=at, button=partial(_button, source, item, key, at))
+        else:
+            _actions(source, item, at=at, key=key, args=args)
+
+
+def _button(
+    source: Source, item: dict[str, Any], key: str, at: str,
+    label: str, name: str, decision: Callable[[], Decision], **style: Any,
+) -> None:  # fmt: skip
+    """A button of the card of `item` that takes `decision` when clicked."""
+    st.button(label, key=f"{at}:{name}", on_click=_take,
+              args=(source, item, key, decision), **style)  # fmt: skip
 
 
 def _actions(source: Source, item: dict[str, Any], *, at: str, key: str, args: str) -> None:
-    def button(label: str, name: str, decision: Callable[[], Decision], **style: Any) -> None:
-        st.button(label, key=f"{at}:{name}", on_click=_take,
-                  args=(source, item, key, decision), **style)  # fmt: skip
+    button = partial(_button, source, item, key, at)
 
     # Neither is the theme's primary button: its colour (red by default) would make Approve
     # read as the dangerous one. Reject is red in its own words, whatever the theme.

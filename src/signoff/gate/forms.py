@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from signoff.errors import InvalidDecisionError
 
-__all__ = ["FormError", "check_answer", "check_form"]
+__all__ = ["FormError", "check_answer", "check_form", "field_options"]
 
 _FORMATS: Final = ("email", "uri", "date", "date-time")
 _EMAIL: Final = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
@@ -192,3 +192,15 @@ def _consts(value: Any) -> bool:
 
 def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def field_options(field: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The options a choice field (or a multi-select's items) offers, and the titles a person
+    reads them by; none for a field of another kind. For a channel drawing the form."""
+    field = field.get("items", field) if field.get("type") == "array" else field
+    values = _options(field) or []
+    titles = field.get("enumNames")
+    if "enum" not in field:
+        consts = field.get("oneOf") or field.get("anyOf") or []
+        titles = [o.get("title") or o["const"] for o in consts]
+    return values, titles if isinstance(titles, list) and len(titles) == len(values) else values

@@ -41,10 +41,11 @@ def message(notice: Notice, settings: EmailSettings) -> EmailMessage:
         f"<td><pre style='margin:0;white-space:pre-wrap'>{html.escape(value)}</pre></td></tr>"
         for label, value in notice.facts()
     )
+    verb = "Answer it" if notice.answerable else "Open it"
     link = (
         ""
         if notice.link is None
-        else f"<p><a href='{html.escape(notice.link, quote=True)}'>Open it in signoff</a></p>"
+        else f"<p><a href='{html.escape(notice.link, quote=True)}'>{verb} in signoff</a></p>"
     )
     mail.add_alternative(
         f"<h2>{html.escape(notice.title)}</h2><table>{rows}</table>{link}", subtype="html"

@@ -33,6 +33,7 @@ _VERBS = {
     "responded": "answered instead of run",
     "rejected": "rejected",
     "cancelled": "cancelled",
+    "answered": "answered",
 }
 
 
@@ -60,7 +61,21 @@ class Notice:
         return f"{'call' if self.kind == 'unknown' else 'approval'}.{self.kind}"
 
     @property
+    def question(self) -> dict[str, Any] | None:
+        """The question the agent asks, when the held call is one (its arguments)."""
+        approval = self.approval or {}
+        args = approval.get("args")
+        return args if approval.get("kind") == "question" and isinstance(args, dict) else None
+
+    @property
+    def answerable(self) -> bool:
+        """Whether the notice tells of a question still waiting for its answer."""
+        return self.question is not None and self._waiting()
+
+    @property
     def title(self) -> str:
+        if self.kind == "requested" and self.question is not None:
+            return f"Question for you: {_cut(self.question.get('question', ''), 120)}"
         if self.kind == "requested":
             editor = self.data.get("edited_by")  # a message kept up to date says it at once
             return f"Approval needed: {self.tool}" + (f" (edited by {editor})" if editor else "")
@@ -101,7 +116,10 @@ class Notice:
         editor = self.editor()
         if editor is not None:
             out.append(("Edited by", editor))
-        out.append(("Arguments", self.arguments()))
+        if self.question is not None:
+            out += _asked(self.question)
+        else:
+            out.append(("Arguments", self.arguments()))
         if editor is not None:
             out.append(("Requested arguments", self.arguments("requested_args")))
         if approval.get("quorum"):
@@ -136,6 +154,9 @@ class Notice:
                 out.append(("Reason", str(decision["reason"])))
             if decision.get("content"):
                 out.append(("Response", _cut(str(decision["content"]), _ARGS_SHOWN)))
+            if decision.get("kind") == "answer":
+                answer = json.dumps(decision.get("value"), indent=2, ensure_ascii=False)
+                out.append(("Answer", _cut(answer, _ARGS_SHOWN)))
             if decision.get("always"):
                 out.append(("Always", json.dumps(decision["always"])))
         return out
@@ -190,7 +211,8 @@ class Notice:
             else:
                 lines.append(f"{label}: {value}")
         if self.link:
-            lines += ["", f"Open it: {self.link}"]
+            verb = "Answer it" if self.answerable else "Open it"
+            lines += ["", f"{verb}: {self.link}"]
         return "\n".join(lines) + "\n"
 
     def payload(self) -> dict[str, Any]:
@@ -205,6 +227,25 @@ class Notice:
             "approval": self.approval,
             "call": None if self.kind != "unknown" else self.data,
         }
+
+
+def _asked(question: dict[str, Any]) -> list[tuple[str, str]]:
+    """A question as a person reads it: its text, then its choices or its form's fields."""
+    out = [("Question", _cut(str(question.get("question", "")), _ARGS_SHOWN))]
+    choices = question.get("choices")
+    if isinstance(choices, list):
+        label = "Choose one or more" if question.get("multiple") else "Choose one"
+        out.append((label, _cut("\n".join(f"- {c}" for c in choices), _ARGS_SHOWN)))
+    form = question.get("schema")
+    if isinstance(form, dict) and isinstance(form.get("properties"), dict):
+        required = form.get("required") or []
+        fields = [
+            f"- {field.get('title') or name}{' (required)' if name in required else ''}"
+            for name, field in form["properties"].items()
+            if isinstance(field, dict)
+        ]
+        out.append(("Fill in", _cut("\n".join(fields), _ARGS_SHOWN)))
+    return out
 
 
 def _approvals(needed: Any) -> str:

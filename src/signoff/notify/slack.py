@@ -1,5 +1,7 @@
 """Slack: the notice as a message (an incoming webhook, or a bot posting to a channel), with
-Approve / Reject buttons when the sink has a signing secret.
+Approve / Reject buttons when the sink has a signing secret — for a question, its choices as
+buttons, or an Answer button that opens a modal (a bot's: `signoff.notify.slack_modal`), and
+Decline.
 
 The buttons carry the version of the approval the message shows: a press decides on that version,
 and one made on a message older than the approval's last change is refused, naming the change.
@@ -10,33 +12,31 @@ stands when updated, read again afterwards, so that of two replicas updating at 
 is the newest. An event the sink tells of about a call it already has a message for is posted in
 that message's thread.
 
-A button press comes back as an interaction request, signed with the app's signing secret the
-way Slack signs every request: ``X-Slack-Signature: v0=<hex>``, the HMAC-SHA256 of
-``v0:<X-Slack-Request-Timestamp>:<body>``. `interaction` checks it (and the timestamp's age)
-before anything in the body is believed; the server turns the press into a decision by the
-principal the Slack user is mapped to, through the gate like any other.
+A button press comes back as a signed interaction request: `signoff.notify.slack_interaction`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
-import hmac
-import json
 import logging
-import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, urlsplit
 
 import httpx
 
-from signoff.gate.versions import version_of
-from signoff.limits import MAX_DEPTH, text_depth
 from signoff.notify.notice import Notice
 from signoff.notify.settings import SlackSettings
+from signoff.notify.slack_interaction import (
+    APPROVE,
+    REJECT,
+    BadRequest,
+    Press,
+    Submission,
+    interaction,
+    sign,
+)
+from signoff.notify.slack_modal import REPLY, choice_buttons, needs_modal
 from signoff.notify.transport import SendFailed, check_status
 
 if TYPE_CHECKING:
@@ -52,19 +52,14 @@ __all__ = [
     "BadRequest",
     "Press",
     "Slack",
+    "Submission",
     "asking",
     "blocks",
     "interaction",
     "sign",
 ]
 
-APPROVE = "signoff.approve"
-REJECT = "signoff.reject"
 OPEN = "signoff.open"
-TOLERANCE = 300.0
-"""Seconds an interaction's timestamp may be away from now (Slack's own advice: 5 minutes)."""
-MAX_PAYLOAD = 64 * 1024
-"""The biggest interaction read: a button press is a few kilobytes."""
 _TEXT = 2900  # a section's text holds 3,000 characters
 NOTES = "slack"
 """The notes' channel where each bot message about an approval is kept (its sink, channel, ts)."""
@@ -81,124 +76,12 @@ Current = Callable[[str], Awaitable[dict[str, Any] | None]]
 """An approval as a notice shows it, read now; None when it is gone."""
 
 
-class BadRequest(ValueError):
-    """An interaction request that is not signed, too old, or not one signoff understands;
-    `status` is the HTTP answer (401 for the signature, 400 for the rest)."""
-
-    def __init__(self, message: str, *, status: int = 400) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-@dataclass(frozen=True, kw_only=True)
-class Press:
-    """A button pressed on a signoff message."""
-
-    sink: SlackSettings
-    """The sink whose signing secret signed it (its users map the presser)."""
-    user: str
-    """The Slack user id."""
-    user_name: str
-    action: str
-    approval_id: str
-    version: int | None
-    """The version of the approval the pressed message showed; None on a message posted before
-    buttons carried one."""
-    response_url: str | None
-    """Where the original message can be replaced; None when it is not Slack's (or the
-    sink's own API) address."""
-
-
-def sign(secret: str, body: bytes, *, timestamp: int) -> str:
-    mac = hmac.new(secret.encode(), f"v0:{timestamp}:".encode() + body, hashlib.sha256)
-    return "v0=" + mac.hexdigest()
-
-
-def interaction(
-    sinks: list[SlackSettings],
-    body: bytes,
-    *,
-    timestamp: str | None,
-    signature: str | None,
-    now: float | None = None,
-) -> Press | None:
-    """The button press that `body` reports, once its signature is checked against each sink
-    with a signing secret; None for an interaction that is not a signoff button (the link
-    button reports its clicks too). Raises `BadRequest`."""
-    if (
-        not timestamp
-        or not signature
-        or not (timestamp.isascii() and timestamp.isdigit() and len(timestamp) <= 12)
-    ):
-        raise BadRequest("the request is not signed by Slack", status=401)
-    if abs((time.time() if now is None else now) - int(timestamp)) > TOLERANCE:
-        raise BadRequest("the request's timestamp is outside the replay window", status=401)
-    if len(body) > MAX_PAYLOAD:
-        raise BadRequest(f"the interaction is bigger than {MAX_PAYLOAD:,} bytes", status=413)
-    given = signature.encode("utf-8", "replace")
-    signed = [
-        s
-        for s in sinks
-        if s.signing_secret is not None
-        and hmac.compare_digest(
-            sign(s.signing_secret, body, timestamp=int(timestamp)).encode(), given
-        )
-    ]
-    if not signed:
-        raise BadRequest("the request's signature does not match", status=401)
-    try:
-        form = parse_qs(body.decode(), strict_parsing=True, max_num_fields=10)
-        raw = form["payload"][0]
-        # The JSON inside the form: its brackets are percent-encoded in the body, which the
-        # server's own depth check reads, so it is measured here, before the parser recurses
-        # (thousands of levels down it gives up with a RecursionError, a 500). Its size needs
-        # no check of its own: decoded, it is no longer than the body.
-        if text_depth(raw.encode(), stop_after=MAX_DEPTH) > MAX_DEPTH:
-            raise BadRequest(
-                f"the interaction's payload is nested more than {MAX_DEPTH} levels deep; "
-                f"signoff reads at most {MAX_DEPTH}"
-            )
-        payload = json.loads(raw)
-        actions = payload["actions"]
-        user = payload["user"]
-        action = actions[0] if isinstance(actions, list) and actions else {}
-        action_id = action.get("action_id")
-        user_id = user["id"]
-    except BadRequest:
-        raise  # says what is wrong already (it is a ValueError too)
-    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
-        raise BadRequest("the body is not a Slack block_actions interaction") from None
-    if action_id not in (APPROVE, REJECT):
-        return None
-    value = action.get("value")
-    if not isinstance(value, str) or "|" not in value or not isinstance(user_id, str):
-        raise BadRequest("the button carries no approval id")
-    # The button names the sink that posted it: its users map the presser, and its app's
-    # secret must be the one that signed (sinks of one Slack app share a secret).
-    name, _, approval_id = value.rpartition("|")
-    approval_id, _, seen = approval_id.partition("@")
-    sink = next((s for s in signed if s.filters.name == name), None)
-    if sink is None or not approval_id:
-        raise BadRequest(f"the button is not one of sink {name!r}'s", status=401)
-    if seen and (not (seen.isascii() and seen.isdigit() and len(seen) <= 10)
-                 or version_of(int(seen)) is None):  # fmt: skip
-        raise BadRequest(f"the button's version {seen!r} is not a number")
-    name = user.get("username") or user.get("name") or user_id
-    response_url = payload.get("response_url")
-    return Press(
-        sink=sink,
-        user=user_id,
-        user_name=str(name),
-        action=action_id,
-        approval_id=approval_id,
-        version=int(seen) if seen else None,
-        response_url=response_url if _trusted(response_url, sink) else None,
-    )
-
-
-def blocks(notice: Notice, *, buttons: bool, sink: str = "slack[0]") -> list[dict[str, Any]]:
-    """The message's Block Kit blocks. Everything from the call is escaped: an argument can
-    neither ping a channel nor pass off a link as signoff's."""
+def blocks(
+    notice: Notice, *, buttons: bool, sink: str = "slack[0]", modal: bool = False
+) -> list[dict[str, Any]]:
+    """The message's Block Kit blocks; `modal`: a question not answered by a button of its own
+    has one that opens a modal (a bot's sink can open one). Everything from the call is
+    escaped: an argument can neither ping a channel nor pass off a link as signoff's."""
     out: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text", "text": notice.title[:150]}}
     ]
@@ -228,10 +111,13 @@ def blocks(notice: Notice, *, buttons: bool, sink: str = "slack[0]") -> list[dic
         version = notice.approval.get("version")
         at = f"@{version}" if isinstance(version, int) else ""
         value = f"{sink}|{notice.approval['id']}{at}"
-        elements += [
-            _button("Approve", APPROVE, value, style="primary"),
-            _button("Reject", REJECT, value, style="danger"),
-        ]
+        if notice.question is None:
+            elements += [
+                _button("Approve", APPROVE, value, style="primary"),
+                _button("Reject", REJECT, value, style="danger"),
+            ]
+        else:
+            elements += _answering(notice.question, value, out, modal=modal)
     if notice.link:
         elements.append(
             {
@@ -313,6 +199,7 @@ class Slack:
                 notice,
                 buttons=settings.signing_secret is not None and thread is None,
                 sink=self.filters.name,
+                modal=settings.token is not None,
             ),
             "unfurl_links": False,
         }
@@ -365,7 +252,10 @@ class Slack:
             "ts": place.get("ts"),
             "text": escape(notice.title),
             "blocks": blocks(
-                notice, buttons=self.settings.signing_secret is not None, sink=self.filters.name
+                notice,
+                buttons=self.settings.signing_secret is not None,
+                sink=self.filters.name,
+                modal=self.settings.token is not None,
             ),
         }
         await self._call(f"{self.settings.api_url}/chat.update", body, gone_ok=True)
@@ -402,6 +292,14 @@ class Slack:
             return {}
         raise SendFailed(f"Slack refused the message: {error}", retry=error == "ratelimited")
 
+    async def open_modal(self, press: Press, view: dict[str, Any]) -> None:
+        """Open `view` for the presser (``views.open``, with the press's trigger); `SendFailed`
+        when Slack refuses, or this sink is no bot."""
+        if self.settings.token is None or press.trigger_id is None:
+            raise SendFailed("only a bot's sink opens a modal, on a press Slack sent", retry=False)
+        body = {"trigger_id": press.trigger_id, "view": view}
+        await self._call(f"{self.settings.api_url}/views.open", body)
+
     async def reply(self, press: Press, text: str, *, replace: bool) -> None:
         """Tell Slack what became of a press: the message replaced by the outcome, or (when
         nothing was decided) a note to the presser alone. Best effort: the decision stands."""
@@ -412,6 +310,20 @@ class Slack:
             await self._http.post(press.response_url, json=body, timeout=self.settings.timeout)
 
 
+def _answering(
+    question: dict[str, Any], value: str, out: list[dict[str, Any]], *, modal: bool
+) -> list[dict[str, Any]]:
+    """A question's choice buttons (a block of their own, appended to `out`) and the buttons
+    that go with the link: Answer (opening the modal), and Decline."""
+    choices = choice_buttons(question, value)
+    if choices:
+        out.append({"type": "actions", "block_id": "signoff.choices", "elements": choices})
+    decline = _button("Decline", REJECT, value, style="danger")
+    if modal and needs_modal(question):
+        return [_button("Answer…", REPLY, value, style="primary"), decline]
+    return [decline]
+
+
 def _button(text: str, action_id: str, value: str, *, style: str) -> dict[str, Any]:
     return {
         "type": "button",
@@ -420,15 +332,3 @@ def _button(text: str, action_id: str, value: str, *, style: str) -> dict[str, A
         "style": style,
         "value": value,
     }
-
-
-def _trusted(url: object, sink: SlackSettings) -> bool:
-    """Whether a response URL is Slack's (or the sink's configured API's host): the reply goes
-    nowhere else, whatever a signed payload says."""
-    if not isinstance(url, str):
-        return False
-    parts = urlsplit(url)
-    if parts.scheme == "https" and parts.hostname == "hooks.slack.com":
-        return True
-    own = urlsplit(sink.api_url)
-    return (parts.scheme, parts.netloc) == (own.scheme, own.netloc)
