@@ -690,8 +690,9 @@ def test_a_held_resource_read_and_prompt_say_what_they_are_and_are_decided_from_
 def test_a_question_waits_in_the_inbox_as_a_question_and_shows_its_answer(
     page: Page, demo_url: str, demo_folder: Path
 ):
-    """Until the inbox has a question card, a question shows as a held call named for what
-    it is, and its answer (taken through the API) as its badge."""
+    """A question held by another channel (the gate, in process) shows as a held call named
+    for what it is, and its answer (taken through the API) as its badge (its card:
+    test_questions.py)."""
     asked = ToolCall(
         id="q", name="ask_person", kind="question", args={"question": "Region?", "choices": ["eu"]}
     )

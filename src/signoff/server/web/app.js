@@ -1,12 +1,13 @@
 // The web inbox: sign in (through the server's OpenID provider when it has one, else with a
 // bearer token, when the server asks for one), then route between the inbox, an approval, the
 // runs, a run, the policy, the insights, the grants and the audit pages.
-// Keyboard: Enter approves the selected card, Ctrl/Cmd+E edits it, J/K or the arrow keys move
-// the selection, Esc closes a dialog.
+// Keyboard: Enter approves the selected card (a question's: moves to what answers it), Ctrl/Cmd+E
+// edits it, J/K or the arrow keys move the selection, Esc closes a dialog.
 
 import { ApiError, get, post, signOnInfo, token } from "./api.js";
 import { approvalPage } from "./approval.js";
 import { approve, editDialog, setUndoSeconds } from "./cards.js";
+import { focusAnswer } from "./question.js";
 import { clear, h, timeLeft } from "./dom.js";
 import { auditPage } from "./audit.js";
 import { grantsPage } from "./grants.js";
@@ -193,8 +194,9 @@ document.addEventListener("keydown", (event) => {
   if (event.target.closest?.("input, textarea, select, button, a, [contenteditable]")) return;
   const card = selected() || pendingCards()[0] || null; // a decided card hands on at once
   const modified = event.ctrlKey || event.metaKey || event.altKey;
+  const question = card?._approval.kind === "question";
   if ((event.ctrlKey || event.metaKey) && !event.altKey && event.key.toLowerCase() === "e") {
-    if (!card) return;
+    if (!card || question) return;
     event.preventDefault(); // not the browser's own search shortcut
     editDialog(card, card._approval, card._context);
     return;
@@ -202,7 +204,8 @@ document.addEventListener("keydown", (event) => {
   if (modified) return;
   if (event.key === "Enter" && card) {
     event.preventDefault();
-    approve(card, card._approval, card._context);
+    if (question) focusAnswer(card);
+    else approve(card, card._approval, card._context);
   } else if (event.key === "ArrowDown" || event.key === "j" || event.key === "ArrowUp" || event.key === "k") {
     const cards = pendingCards();
     if (!cards.length) return;

@@ -7,12 +7,14 @@
 // first. Every decision names the version of the approval its card showed when the person acted
 // (versions.js): one the call changed under is refused, and the card says what changed. The inbox,
 // the run view and the approval's own page show these, redrawn in place as the approval changes.
+// An agent's question to a person is a card of its own kind: answered or declined (question.js).
 
 import { ApiError, get, post, sendOnLeaving } from "./api.js";
 import { argsDiff, h, clear, jsonView, notify, timeLeft, when } from "./dom.js";
 import { conversationFold } from "./conversation.js";
 import { schemaForm } from "./schemaform.js";
 import { editPreview, previewView } from "./preview.js";
+import { answerView, questionView } from "./question.js";
 import { changedSince, editedArgs, isStale, staleNote, versioned } from "./versions.js";
 
 let undoSeconds = 5;
@@ -97,7 +99,8 @@ function cardOf(id) {
 }
 
 // "Approve All (N)" over several pending approvals; nothing for fewer than two.
-export function approveAllButton(pending, context) {
+export function approveAllButton(listed, context) {
+  const pending = listed.filter((a) => a.kind !== "question"); // a question is answered, one by one
   if (pending.length < 2) return null;
   const batch = waiting.get(pending[0].id);
   if (batch && batch.ids.length > 1) return undoBar(batch); // one bar for the batch
@@ -167,8 +170,9 @@ export function fill(card, approval, context) {
     approval.status === "pending" && card._stale ? staleNote(card._stale) : null,
     context.showRun ? asked(approval) : null,
     external(approval) && !context.own ? conversationFold(approval) : null,
-    approval.status === "pending" && approval.edited ? editedArgs(approval) : jsonView(approval.args),
-    previewView(approval.preview),
+    approval.kind === "question"
+      ? questionView(card, approval, asking(card, context))
+      : [approval.status === "pending" && approval.edited ? editedArgs(approval) : jsonView(approval.args), previewView(approval.preview)],
     approval.truncated ? wholeLink(card, approval, context) : null,
     approval.status === "pending" ? waitingOn(approval) : null,
     decided(approval),
@@ -270,6 +274,7 @@ function decided(approval) {
   if (approval.votes?.length > 1) parts.push(h("div.votes", {}, `Approved by ${approval.votes.map((v) => v.by).join(", ")}`));
   if (d.reason) parts.push(h("div.decision-reason", {}, `Reason: ${d.reason}`));
   if (d.content) parts.push(h("div.decision-content", {}, `Response: ${d.content}`));
+  if (d.kind === "answer") parts.push(answerView(d.value));
   if (approval.edited) {
     // Both argument sets are kept: what the model asked for, and what ran.
     parts.push(h("div", {}, "Edited: the arguments above ran, in place of the requested ones"), argsDiff(approval.requested_args, approval.args));
@@ -306,6 +311,14 @@ function actions(card, approval, context) {
       title,
       onclick,
     }, text);
+  if (approval.kind === "question") {
+    return h(
+      "div.actions",
+      {},
+      button("reject", "Decline", () => rejectDialog(card, approval, context, { verb: "Decline", title: "Decline the question" }), "Decline with a reason: the agent is told"),
+      button("assign", "Assign to…", () => assignDialog(card, approval, context), "Hand it to a person or a role, with a note"),
+    );
+  }
   return h(
     "div.actions",
     {},
@@ -317,6 +330,24 @@ function actions(card, approval, context) {
     approval.quorum ? null : button("always", "Approve always…", () => alwaysDialog(card, approval, context), "Approve this and later calls like it"),
     button("assign", "Assign to…", () => assignDialog(card, approval, context), "Hand it to a person or a role, with a note"),
   );
+}
+
+// What a question's card does with the server's answer to an answer: shows it; after a refusal
+// of a version it changed since, says what changed; after someone else's answer, says whose
+// (in the inbox, until the next change it hears of takes the decided card away).
+function asking(card, context) {
+  return {
+    answered(updated) {
+      card._conflict = null;
+      fill(card, updated, context);
+      context.changed();
+    },
+    conflicted(now) {
+      notify(card._conflict, "error");
+      fill(card, now, context);
+    },
+    stale: (error) => refused(card, error, context),
+  };
 }
 
 // Post `body` as the decision on `approval`, on the version the card showed as the person acted;
@@ -700,9 +731,9 @@ export function respondDialog(card, approval, context) {
   text.focus();
 }
 
-export function rejectDialog(card, approval, context) {
+export function rejectDialog(card, approval, context, { verb = "Reject", title = `${verb} ${approval.tool}` } = {}) {
   const text = h("textarea", { name: "reason", rows: 3, "aria-label": "reason", placeholder: "Why not — the agent is told" });
-  dialog(card, `Reject ${approval.tool}`, h("label", {}, "Reason", text), "Reject", async () => {
+  dialog(card, title, h("label", {}, "Reason", text), verb, async () => {
     const error = await reject(card, approval, context, text.value.trim());
     return error ? error.message : null;
   }, { danger: true });
@@ -786,7 +817,7 @@ export function alwaysDialog(card, approval, context) {
 }
 
 // What a held call that is not a tool call asks for, in words: the MCP gateway's reads and prompts,
-// and an agent's question to a person (answered through the API or `signoff answer` for now).
+// and an agent's question to a person (question.js).
 function kindOf(approval) {
   return { resource: "read resource", prompt: "get prompt", question: "question" }[approval.kind] || null;
 }
