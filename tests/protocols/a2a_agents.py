@@ -8,6 +8,7 @@ SIGNOFF_TEST_SIDE_FILE, so a test counts executions in any process.
 - "scale A to N" calls scale(A, N) (asks; replicas is an integer from 0 to 50);
 - "delete A then B" calls delete_pod(A), and once it has the result, delete_pod(B);
 - "slowly delete A" thinks for a second first;
+- "ask WORDS?" asks a person WORDS through ask_person, a pick of eu-west or us-east (ops answer);
 - after tool results it says ``done:`` and each result; anything else gets ``hello``.
 
 A second agent, ``greeter``, has no tools and always says hello.
@@ -25,11 +26,17 @@ from typing import Annotated
 from pydantic import Field
 
 from signoff import Policy
-from signoff.agent import Agent, Message, ModelTurn, ToolSpec, tool
+from signoff.agent import Agent, Message, ModelTurn, ToolSpec, ask_person, tool
 from signoff.types import ToolCall
 
 POLICY = Policy.from_dict(
-    {"rules": [{"allow": "list_pods"}, {"ask": ["delete_pod", "scale"], "timeout": "1h"}]}
+    {
+        "rules": [
+            {"allow": "list_pods"},
+            {"ask": ["delete_pod", "scale"], "timeout": "1h"},
+            {"ask": {"question": "*"}, "approvers": ["ops"]},
+        ]
+    }
 )
 FOUR_EYES = Policy.from_dict(
     {
@@ -93,6 +100,10 @@ class Model:
                 results.insert(0, message.content)
             return ModelTurn(text="done: " + " | ".join(results))
         words = last.content
+        if found := re.fullmatch(r"ask (.+\?)", words):
+            choices = ["eu-west", "us-east"]
+            args = {"question": found.group(1), "choices": choices}
+            return ModelTurn(tool_calls=(ToolCall(id="c-q", name="ask_person", args=args),))
         if words.startswith("slowly "):
             await asyncio.sleep(1.0)
             words = words.removeprefix("slowly ")
@@ -127,7 +138,7 @@ def agents() -> list[Agent]:
             name="ops",
             description="Looks after the cluster's pods.",
             model=Model(),
-            tools=[list_pods, delete_pod, scale],
+            tools=[list_pods, delete_pod, scale, ask_person()],
         ),
         Agent(name="greeter", model=Greeter()),
     ]

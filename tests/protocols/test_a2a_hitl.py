@@ -10,6 +10,7 @@ import pytest
 
 from signoff.protocols.a2a.decisions import Answer, LateDecision, PayloadError, read_decisions
 from signoff.protocols.a2a.hitl import Pending, request_parts
+from signoff.types import Answer as Answered
 from signoff.types import Approve, Edit, Reject, Respond, Scope
 
 A = Pending(
@@ -241,3 +242,35 @@ def test_a_task_shows_arguments_masked_whole_when_they_are_not_an_object():
     assert "topsecret" not in str([u.message for u in shown if u is not None])
     assert shown[0] is not None and shown[0].message is not None
     assert shown[0].message["parts"][0]["data"]["args"] == MASK
+
+
+Q = Pending(
+    approval_id="ap-q", call_id="c-q", tool="ask_person", agent="ops", rule=None,
+    reason="a question waits for a person", expires_at=None, kind="question",
+    args={"question": "How many?", "schema": {"type": "object", "properties": {
+        "n": {"type": "integer"}}}},
+)  # fmt: skip
+
+
+def test_a_question_is_answered_by_the_reply_s_text_or_an_answer_part():
+    def read_q(*parts: dict[str, Any], pending: list[Pending] | None = None) -> Any:
+        return read_decisions(list(parts), pending or [Q], decided={}, form_id="f").decisions
+
+    assert read_q({"text": " four "}) == {"ap-q": Answered(value="four")}
+    # A2A carries every number as a float: a whole one is answered as a whole number.
+    assert read_q({"data": {"answer": {"n": 4.0}, "version": 2.0}}) == {
+        "ap-q": Answered(value={"n": 4})
+    }
+    with pytest.raises(PayloadError, match="left out: ap-a"):
+        read_q({"text": "four"}, pending=[A, Q])
+    with pytest.raises(PayloadError, match="waits on 2 questions"):
+        read_q({"data": {"answer": "four"}}, pending=[Q, replace(Q, approval_id="ap-r")])
+    with pytest.raises(PayloadError, match="waits for a decision on 1 tool call"):
+        read_q({"text": "four"}, pending=[A])  # no question: words decide nothing
+
+
+def test_a_task_that_asks_shows_the_question_and_no_approve_form():
+    text, listing, question = request_parts([Q], agent="ops", form_id="f")
+    assert text["text"].startswith("ops asks you:\n1. How many? — a form: n")
+    assert listing["data"]["approvals"][0]["kind"] == "question"
+    assert question["data"]["schema"] == Q.args["schema"]

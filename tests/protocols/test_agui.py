@@ -18,7 +18,7 @@ import jsonpatch
 import pytest
 from ag_ui_validate.pytest_plugin import validate_agui
 
-from signoff import Approve, Edit, Policy
+from signoff import Answer, Approve, Edit, Policy
 from signoff.protocols.agui import CHANNEL, AguiAgent
 from signoff.server import Service
 from signoff.store import SQLStore
@@ -716,3 +716,49 @@ async def test_a_quiet_stream_sends_keep_alive_comments_between_events(
     assert lines.count(": keep-alive") >= 3
     events = [json.loads(line[6:]) for line in lines if line.startswith("data: ")]
     assert types(events)[0] == "RUN_STARTED" and types(events)[-1] == "RUN_FINISHED"
+
+
+async def test_the_ag_ui_client_answers_a_question_once_with_an_answer_that_fits(
+    store: SQLStore, side: Path
+):
+    """@ag-ui/client: the question comes as an interrupt whose schema is its choices; an
+    answer that does not fit is a RUN_ERROR naming the field, nothing written; the one that
+    fits is the ask tool's result; another answer after it is refused naming who answered."""
+    async with serving(store) as (url, service):
+        node = await asyncio.create_subprocess_exec(
+            "node", str(ROOT / "tests/js/agui_question.mjs"), url, "alice-token", "js-question",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        async with asyncio.timeout(HANG):
+            out, err = await node.communicate()
+        assert node.returncode == 0, err.decode()
+        report = json.loads(out)
+        [approval] = await service.store.list_approvals(limit=5)
+    interrupt = report["interrupt"]
+    assert (interrupt["reason"], interrupt["message"]) == ("question", "Which region?")
+    assert interrupt["responseSchema"]["properties"]["answer"] == {
+        "type": "string", "enum": ["eu-west", "us-east"],
+    }  # fmt: skip
+    assert interrupt["responseSchema"]["required"] == ["answer"]
+    assert (interrupt["metadata"]["kind"], interrupt["metadata"]["choices"]) == (
+        "question", ["eu-west", "us-east"],
+    )  # fmt: skip
+    assert report["activity"]["question"] == "Which region?"
+    assert report["misfit"] == {
+        "message": "answer: not one of ['eu-west', 'us-east']; nothing changed",
+        "code": "refused",
+    }
+    told = json.loads(report["result"].removeprefix("done: "))
+    assert told == {"status": "answered", "answer": "us-east", "answered_by": "alice"}
+    assert report["answeredError"] is None
+    assert (report["settled"]["decision"], report["settled"]["values"]) == (
+        "answered", {"answer": "us-east"},
+    )  # fmt: skip
+    assert report["again"]["code"] == "conflict"
+    assert (
+        "the question was already answered by 'alice'; nothing changed"
+        in (report["again"]["message"])
+    )
+    assert (approval.status, approval.decision, approval.decided_by) == (
+        "answered", Answer(value="us-east"), "alice",
+    )  # fmt: skip

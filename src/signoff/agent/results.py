@@ -77,6 +77,7 @@ def approval_data(approval: Approval) -> dict[str, object]:
         "approval_id": approval.id,
         "call_id": approval.call.id,
         "tool": approval.call.name,
+        "kind": approval.call.kind,
         "args": approval.call.args,
         "agent": approval.call.agent,
         "rule": approval.rule,

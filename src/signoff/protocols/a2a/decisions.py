@@ -2,9 +2,11 @@
 message on the same task, in any of the three vocabularies its request speaks (`hitl`) —
 kagent's ``{decision_type: approve|deny, reason?, versions?: {ID: N}}`` for the whole batch, ADR
 0012's ``{type: a2a.hitl.formResponse, formId, values}`` (the form's hidden ``ID.version`` among
-them), or ``{decisions: {ID: {kind, args?, content?, reason?, always?, version?}}}`` per call (ID:
-the approval's id, or the call's). Every pending call must be decided by the one message; anything
-else is refused with words saying what is wrong. A decision names the version of the call it was
+them), or ``{decisions: {ID: {kind, args?, content?, reason?, always?, value?, version?}}}`` per
+call (ID: the approval's id, or the call's). A question (`questions`) is answered by
+``{answer: VALUE, version?}``, or by the message's text, when it is the one question waiting.
+Every pending call must be decided by the one message; anything else is refused with words
+saying what is wrong. A decision names the version of the call it was
 made on (see `signoff.gate.versions`).
 
 Plain JSON, as `hitl`: nothing of protobuf or of the server here (a decision's body is read as
@@ -23,7 +25,9 @@ from pydantic import ValidationError
 from signoff.errors import InvalidDecisionError
 from signoff.gate.versions import MAX_VERSION, version_of
 from signoff.protocols.a2a.hitl import FORM_RESPONSE, VERSION, Pending, count_calls
+from signoff.protocols.a2a.questions import asked, sent_value
 from signoff.server.shapes import DecisionBody
+from signoff.types import Answer as Answered
 from signoff.types import Approve, Decision, Reject
 
 __all__ = ["Answer", "LateDecision", "PayloadError", "is_decision", "read_decisions"]
@@ -55,7 +59,10 @@ class Answer:
 def is_decision(data: object) -> bool:
     """Whether a data part's data is a decision in one of the accepted vocabularies."""
     return isinstance(data, dict) and (
-        "decision_type" in data or data.get("type") == FORM_RESPONSE or "decisions" in data
+        "decision_type" in data
+        or data.get("type") == FORM_RESPONSE
+        or "decisions" in data
+        or "answer" in data
     )
 
 
@@ -74,12 +81,16 @@ def read_decisions(
     vocabulary or kind, a call named that the task does not hold, a pending call left out."""
     payloads = [p["data"] for p in parts if is_decision(p.get("data"))]
     waiting = ", ".join(f"{p.approval_id} ({p.tool})" for p in pending)
+    said = "\n".join(str(p["text"]) for p in parts if isinstance(p.get("text"), str)).strip()
+    if not payloads and said and len([p for p in pending if asked(p)]) == 1:
+        return _complete(*_answer({"answer": said}, pending), pending, decided)
     if not payloads:
         raise PayloadError(
             f"this task waits for a decision on {count_calls(len(pending))}: {waiting}. Send a "
             'data part: {"decision_type": "approve"} or {"decision_type": "deny", "reason": ...} '
             'for all of them, {"decisions": {ID: {"kind": "approve" | "edit" | "respond" | '
-            '"reject", ...}}} per call, or the a2a.hitl.formResponse of the form',
+            '"reject", ...}}} per call, or the a2a.hitl.formResponse of the form; a question '
+            'takes {"answer": ...}',
             pending=[p.approval_id for p in pending],
         )
     if len(payloads) > 1:
@@ -89,8 +100,10 @@ def read_decisions(
         chosen, versions = _kagent(payload, pending)
     elif payload.get("type") == FORM_RESPONSE:
         chosen, versions = _form_response(payload, form_id=form_id)
-    else:
+    elif "decisions" in payload:
         chosen, versions = _per_call(payload)
+    else:
+        chosen, versions = _answer(payload, pending)
     return _complete(chosen, versions, pending, decided)
 
 
@@ -146,6 +159,25 @@ def _form_response(payload: dict[str, Any], *, form_id: str) -> _Read:
         if seen.setdefault(name, version) != version:
             raise PayloadError(f"values.{name}: the response names two versions of the call")
     return decisions, seen
+
+
+def _answer(payload: dict[str, Any], pending: Sequence[Pending]) -> _Read:
+    """``{answer, version?}``: the answer to the one question the task waits on."""
+    questions = [p for p in pending if asked(p)]
+    if len(questions) != 1:
+        raise PayloadError(
+            f"'answer' answers the one question a task waits on; this one waits on "
+            f"{len(questions)} questions among {count_calls(len(pending))}: send "
+            '{"decisions": {ID: {"kind": "answer", "value": ...}}} for each'
+        )
+    extra = sorted(set(payload) - {"answer", "version"})
+    if extra:
+        raise PayloadError(f"{', '.join(extra)}: not part of an answer (answer, version)")
+    [question] = questions
+    seen: dict[str, int] = {}
+    if payload.get("version") is not None:
+        seen[question.approval_id] = _version(payload["version"], where="version")
+    return {question.approval_id: Answered(value=sent_value(payload["answer"]))}, seen
 
 
 def _per_call(payload: dict[str, Any]) -> _Read:

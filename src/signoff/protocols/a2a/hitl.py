@@ -27,8 +27,9 @@ from typing import Any
 
 from signoff.errors import StaleDecisionError
 from signoff.gate.versions import describe
+from signoff.protocols.a2a.questions import asked, question_part, question_words
 from signoff.redaction import Redaction
-from signoff.types import Approval, change_to_dict
+from signoff.types import Approval, CallKind, change_to_dict
 
 __all__ = [
     "APPROVALS",
@@ -79,6 +80,8 @@ class Pending:
     """What changed while it waited, oldest first, as the API shows changes (masked)."""
     changed: str = ""
     """The same in words."""
+    kind: CallKind = "tool"
+    """A ``question`` is answered, not approved (`signoff.protocols.a2a.questions`)."""
 
 
 def pending_of(approval: Approval, redaction: Redaction) -> Pending:
@@ -99,14 +102,19 @@ def pending_of(approval: Approval, redaction: Redaction) -> Pending:
         else redaction.call_args(approval.requested_args),
         changes=tuple(redaction.tree([change_to_dict(c) for c in approval.changes])),
         changed=describe(approval.changes, redaction) if approval.changes else "",
+        kind=approval.call.kind,
     )
 
 
 def request_parts(pending: Sequence[Pending], *, agent: str, form_id: str) -> list[dict[str, Any]]:
     """The parts of the input-required message: the words, the listing, kagent's confirmations
-    and the ADR 0012 form."""
+    and the ADR 0012 form of the calls to approve, and a part for each question."""
+    asking = [question_part(p) for p in pending if asked(p)]
     text = _words(pending, agent=agent)
     listing = {"type": APPROVALS, "formId": form_id, "approvals": [_listed(p) for p in pending]}
+    calls = [p for p in pending if not asked(p)]
+    if not calls:
+        return [{"text": text}, _data(listing, kind=APPROVALS), *asking]
     confirmations = [
         {
             "data": {
@@ -119,10 +127,10 @@ def request_parts(pending: Sequence[Pending], *, agent: str, form_id: str) -> li
             },
             "metadata": {"type": "function_call", "is_long_running": True},
         }
-        for p in pending
+        for p in calls
     ]
     fields: list[dict[str, Any]] = []
-    for p in pending:
+    for p in calls:
         fields.append(
             {
                 "name": p.approval_id,
@@ -158,7 +166,7 @@ def request_parts(pending: Sequence[Pending], *, agent: str, form_id: str) -> li
     form = {
         "type": FORM,
         "formId": form_id,
-        "title": f"Approve {count_calls(len(pending))}?",
+        "title": f"Approve {count_calls(len(calls))}?",
         "description": text,
         "fields": fields,
     }
@@ -167,6 +175,7 @@ def request_parts(pending: Sequence[Pending], *, agent: str, form_id: str) -> li
         _data(listing, kind=APPROVALS),
         *confirmations,
         _data(form, kind=FORM),
+        *asking,
     ]
 
 
@@ -181,6 +190,8 @@ def _listed(p: Pending) -> dict[str, Any]:
         "reason": p.reason,
         "expiresAt": p.expires_at,
     }
+    if p.kind == "question":
+        entry["kind"] = "question"
     return entry | _seen(p)
 
 
@@ -216,7 +227,7 @@ def decision_part(
     ``decision_type`` (so its UI badges the card) and what was decided."""
     data = {
         "type": "signoff.decision",
-        "decision_type": "approve" if status in ("approved", "edited") else "deny",
+        "decision_type": "approve" if status in ("approved", "edited", "answered") else "deny",
         "approvalId": approval_id,
         "callId": call_id,
         "tool": tool,
@@ -228,6 +239,15 @@ def decision_part(
 
 
 def _words(pending: Sequence[Pending], *, agent: str) -> str:
+    calls = [p for p in pending if not asked(p)]
+    questions = [p for p in pending if asked(p)]
+    lines = _asking(calls, agent=agent) if calls else []
+    if questions:
+        lines += question_words(questions, agent=agent)
+    return "\n".join(lines)
+
+
+def _asking(pending: Sequence[Pending], *, agent: str) -> list[str]:
     needs = "needs" if len(pending) == 1 else "need"
     lines = [f"{agent} wants to make {count_calls(len(pending))} that {needs} your approval:"]
     for n, p in enumerate(pending, 1):
@@ -243,7 +263,7 @@ def _words(pending: Sequence[Pending], *, agent: str) -> str:
         'or {"decisions": {APPROVAL_ID: {"kind": ..., "version": VERSION}}} per call (VERSION: '
         "the listing's, the call as you saw it)."
     )
-    return "\n".join(lines)
+    return lines
 
 
 def _brief(args: Any, limit: int = 120) -> str:

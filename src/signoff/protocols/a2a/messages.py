@@ -41,6 +41,7 @@ from signoff.protocols.a2a.decisions import (
 from signoff.protocols.a2a.reader import CHANNEL, Stale, TaskReader, check_id
 from signoff.protocols.a2a.tasks import DECISION, MARK
 from signoff.server.service import Principal, Service
+from signoff.types import Approval
 
 __all__ = ["SENT", "Messages"]
 
@@ -144,15 +145,16 @@ class Messages:
         if run.status in ("completed", "failed"):
             # A2A 1.0 §3.1.1: a task in a terminal state takes no more messages.
             raise UnsupportedOperationError(
-                f"task {run.id} is {run.status}: it takes no more messages. A new request goes "
-                "in a new message without taskId (same contextId to continue the conversation)"
+                f"task {run.id} is {run.status}{await self._answered(run.id)}: it takes no more "
+                "messages. A new request goes in a new message without taskId (same contextId "
+                "to continue the conversation)"
             )
         pending = await self.store.list_approvals(status="pending", run_id=run.id, limit=500)
         if run.status != "paused" or not pending:
             raise InvalidRequestError(
-                f"task {run.id} is working, not waiting for input: it takes a message only "
-                "while it waits for a decision (its calls may have been decided elsewhere). A "
-                "new request goes in a new message without taskId"
+                f"task {run.id} is working, not waiting for input{await self._answered(run.id)}: "
+                "it takes a message only while it waits for a decision (its calls may have been "
+                "decided elsewhere). A new request goes in a new message without taskId"
             )
         events = await self.store.run_events(run.id)
         view = self.reader.view(run)
@@ -160,7 +162,7 @@ class Messages:
             view.see(event)
         shown = [self.reader.pending(a) for a in reversed(pending)]  # oldest first
         held = [i for i in view.requested if i not in {a.id for a in pending}]
-        decided = {a.id: a.status for a in await self.store.get_approvals(held)}
+        decided = {a.id: _status(a) for a in await self.store.get_approvals(held)}
         try:
             answer = read_decisions(
                 sent["parts"], shown, decided=decided, form_id=view.form_id or ""
@@ -193,6 +195,20 @@ class Messages:
         sent["contextId"] = run.thread_id
         await self.store.add_note(CHANNEL, run.id, sent["messageId"], {"message": sent}, at=at)
         return run.id
+
+    async def _answered(self, run_id: str) -> str:
+        """Who answered the task's last question, in words — a reply that comes after it is
+        refused saying so — or nothing, when the task asked none."""
+        for answered in await self.store.list_approvals(status="answered", run_id=run_id, limit=1):
+            return f" (its question {answered.id} was answered by {answered.decided_by!r})"
+        return ""
+
+
+def _status(approval: Approval) -> str:
+    """How a late decision's refusal names a call decided already: its status, and who."""
+    if approval.decided_by is None:
+        return approval.status
+    return f"{approval.status} by {approval.decided_by!r}"
 
 
 def _shown_parts(parts: list[dict[str, Any]], service: Service) -> list[dict[str, Any]]:

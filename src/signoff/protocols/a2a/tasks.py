@@ -198,6 +198,7 @@ def _pending(data: dict[str, Any], redaction: Redaction) -> Pending:
         rule=data.get("rule"),
         reason=data.get("reason") or "",
         expires_at=data.get("expires_at"),
+        kind=data.get("kind", "tool"),
     )
 
 
@@ -227,6 +228,8 @@ def _decided(data: dict[str, Any]) -> str:
             return f"{data['tool']} was approved{by} with edited arguments."
         case "responded":
             return f"{data['tool']} was answered{by} instead of run."
+        case "answered":
+            return f"The question was answered{by}: {json.dumps(decision.get('value'))}."
         case "rejected":
             reason = decision.get("reason") or "no reason given"
             return f"{data['tool']} was rejected{by}: {reason}."

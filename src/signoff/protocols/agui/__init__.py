@@ -22,6 +22,9 @@ summaries}}, "pendingInterrupts": {interruptId: {...}}}}``: one ``STATE_SNAPSHOT
 ``STATE_DELTA`` JSON Patches, each computed against a fresh reading of the store, so the deltas
 applied to the snapshot always give what a new snapshot would.
 
+A question an agent asks is an interrupt of reason ``question``, its resume the answer
+(`questions`).
+
 The package: `mapping` says AG-UI's words for signoff's, both ways; `threads` reads a thread's
 tasks, state and conversation from the store; `agent` runs one AG-UI run, starting or resuming
 its task, and `stream` follows the task's log; `transport` serves them over HTTP.

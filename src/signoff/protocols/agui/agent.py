@@ -50,11 +50,12 @@ from signoff.protocols.agui.mapping import (
     ops,
     settled_patch,
 )
+from signoff.protocols.agui.questions import asked
 from signoff.protocols.agui.stream import TaskStream
 from signoff.protocols.agui.threads import CHANNEL, Task, Threads
 from signoff.protocols.ids import id_problem
 from signoff.server.service import Principal, Service
-from signoff.types import Approval, Decision
+from signoff.types import Approval, Decision, Reject
 
 __all__ = ["AguiAgent"]
 
@@ -219,7 +220,12 @@ class AguiAgent:
             raise Refused("the thread has no run to resume", "nothing_to_resume")
         named = [entry.interrupt_id for entry in resume]
         _check_answers(named, task)
-        answers = {entry.interrupt_id: decision_of(entry) for entry in resume}
+        by_id = {interrupt: approval for approval, interrupt in task.ids.items()}
+        questions = {a.id for a in (*task.pending, *task.decided) if asked(a)}
+        answers = {
+            entry.interrupt_id: decision_of(entry, question=by_id[entry.interrupt_id] in questions)
+            for entry in resume
+        }
         decisions = {interrupt: decision for interrupt, (decision, _) in answers.items()}
         opened = task.open
         if (
@@ -232,7 +238,6 @@ class AguiAgent:
                 "send the new message once it has finished; nothing changed",
                 "busy",
             )
-        by_id = {interrupt: approval for approval, interrupt in task.ids.items()}
         earlier = {i: a for a in task.decided for i in named if by_id.get(i) == a.id}
         taking = {i: d for i, d in decisions.items() if i in opened}
         if taking:
@@ -244,6 +249,8 @@ class AguiAgent:
                 now = await self.threads.read(task.run.id)
                 earlier |= {i: a for a in now.decided for i in taking if by_id.get(i) == a.id}
                 taking = {}
+        for interrupt, approval in earlier.items():
+            _check_answered_once(interrupt, approval, decisions[interrupt])
         return task, taking, earlier
 
     async def _decide(
@@ -321,6 +328,19 @@ class _Resumed:
     """The number of the log's last event the stream goes on after."""
     told: list[BaseEvent]
     """What the run tells first: the conversation so far, and what was decided."""
+
+
+def _check_answered_once(interrupt: str, approval: Approval, decision: Decision) -> None:
+    """`Refused` naming who answered, for another answer to a question answered already (the
+    same answer again is a retry; a cancelled entry lets it go)."""
+    if not asked(approval) or isinstance(decision, Reject) or decision == approval.decision:
+        return
+    by = f" by {approval.decided_by!r}" if approval.decided_by else ""
+    raise Refused(
+        f"resume entry {interrupt}: the question was already {approval.status}{by}; nothing "
+        "changed (resume it with status cancelled to go on)",
+        "conflict",
+    )
 
 
 def _check_answers(named: list[str], task: Task) -> None:

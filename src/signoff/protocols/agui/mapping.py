@@ -33,9 +33,16 @@ from ag_ui.core import (
 from signoff.gate.versions import version_of
 from signoff.protocols.a2a.hitl import Pending, pending_of, request_parts
 from signoff.protocols.a2a.tasks import TaskView
+from signoff.protocols.agui.questions import (
+    REASON,
+    answer_of,
+    asked,
+    question_fields,
+    question_schema,
+)
 from signoff.redaction import Redaction
 from signoff.store.runs import RunRecord, StoredEvent
-from signoff.types import Approval, Approve, Decision, Edit, Reject, Respond
+from signoff.types import Answer, Approval, Approve, Decision, Edit, Reject, Respond
 
 __all__ = [
     "ACTIVITY",
@@ -58,7 +65,12 @@ __all__ = [
 ACTIVITY = "HITL_FORM"
 COMPLETED = [{"op": "replace", "path": "/stage", "value": "completed"}]
 """The activity's patch once the run that resumed its call is done with it."""
-_DECIDED = {"approved": "approved", "edited": "approved", "responded": "provided"}
+_DECIDED = {
+    "approved": "approved",
+    "edited": "approved",
+    "responded": "provided",
+    "answered": "answered",
+}
 
 
 class Refused(Exception):
@@ -138,31 +150,37 @@ class Projection:
         self, task_id: str, interrupt: str, approval: Approval, words: str
     ) -> dict[str, Any]:
         """The content of the call's ``HITL_FORM`` activity."""
-        return {
-            "stage": "awaiting_input",
-            "taskId": task_id,
-            "interruptId": interrupt,
-            "toolCallId": f"{task_id}-{approval.call.id}",
-            "tool": approval.call.name,
-            "args": self.redaction.call_args(approval.call.args),
-            "agent": approval.call.agent,
-            "reason": approval.reason,
-            "expiresAt": _expiry(approval),
-            "schema": response_schema(self._args_schema(approval), approval.version),
-            "text": words,
-        } | self._version_of(approval)
+        return (
+            {
+                "stage": "awaiting_input",
+                "taskId": task_id,
+                "interruptId": interrupt,
+                "toolCallId": f"{task_id}-{approval.call.id}",
+                "tool": approval.call.name,
+                "args": self.redaction.call_args(approval.call.args),
+                "agent": approval.call.agent,
+                "reason": approval.reason,
+                "expiresAt": _expiry(approval),
+                "schema": self._schema(approval),
+                "text": words,
+            }
+            | self._version_of(approval)
+            | self._asks(approval)
+        )
 
     def interrupt(
         self, task_id: str, interrupt: str, approval: Approval, *, refusal: str | None = None
     ) -> Interrupt:
         """The call's interrupt; `refusal` says first why an answer to it was not taken."""
         asks = f"{approval.call.name}: {approval.reason}"
+        if asked(approval):
+            asks = str(question_fields(approval)["question"])
         return Interrupt(
             id=interrupt,
-            reason="tool_approval",
+            reason=REASON if asked(approval) else "tool_approval",
             message=asks if refusal is None else f"{refusal} {asks}",
             tool_call_id=f"{task_id}-{approval.call.id}",
-            response_schema=response_schema(self._args_schema(approval), approval.version),
+            response_schema=self._schema(approval),
             expires_at=_expiry(approval),
             metadata={
                 "taskId": task_id,
@@ -172,8 +190,19 @@ class Projection:
                 "agent": approval.call.agent,
                 "rule": approval.rule,
             }
-            | self._version_of(approval),
+            | self._version_of(approval)
+            | self._asks(approval),
         )
+
+    def _schema(self, approval: Approval) -> dict[str, Any]:
+        """What answers the call's interrupt: an answer to a question, a decision on a call."""
+        if asked(approval):
+            return question_schema(approval)
+        return response_schema(self._args_schema(approval), approval.version)
+
+    def _asks(self, approval: Approval) -> dict[str, Any]:
+        """What a question asks, for its interrupt and activity (nothing for a call)."""
+        return {"kind": "question"} | question_fields(approval) if asked(approval) else {}
 
     def _version_of(self, approval: Approval) -> dict[str, Any]:
         """The version of the call an interrupt shows (its answer sends it back), and — once it
@@ -225,6 +254,8 @@ def decided_patch(decision: Decision) -> list[dict[str, Any]]:
             kind, values = "provided", {"response": content[:200]}
         case Reject(reason=reason):
             kind, values = "rejected", {"reason": reason}
+        case Answer(value=value):
+            kind, values = "answered", {"answer": value}
         case _:
             kind = "approved"
     return _patch("working", kind, values)
@@ -236,6 +267,8 @@ def settled_patch(approval: Approval, *, done: bool) -> list[dict[str, Any]]:
     values: dict[str, Any] = {"decidedBy": approval.decided_by}
     if isinstance(approval.decision, Reject):
         values["reason"] = approval.decision.reason
+    if isinstance(approval.decision, Answer):
+        values["answer"] = approval.decision.value
     kind = _DECIDED.get(approval.status, "rejected")
     return _patch("completed" if done else "working", kind, values)
 
@@ -257,9 +290,10 @@ def summary(approval: Approval) -> str:
 # -- resume entries as decisions -------------------------------------------------------------
 
 
-def decision_of(entry: ResumeEntry) -> tuple[Decision, int | None]:
-    """A resume entry as a decision, with the version of the call it was made on (None when it
-    names none), or `Refused` naming what is wrong with it."""
+def decision_of(entry: ResumeEntry, *, question: bool = False) -> tuple[Decision, int | None]:
+    """A resume entry as a decision — an answer, when it answers a `question` — with the version
+    of the call it was made on (None when it names none), or `Refused` naming what is wrong
+    with it."""
     where = f"resume entry {entry.interrupt_id}"
     payload = entry.payload
     named = payload.get("version") if isinstance(payload, dict) else None
@@ -269,6 +303,11 @@ def decision_of(entry: ResumeEntry) -> tuple[Decision, int | None]:
             f"{where}: 'version' must be the interrupt's version (a whole number from 1)",
             "invalid_resume",
         )
+    if question:
+        try:
+            return answer_of(entry, where), version
+        except ValueError as exc:
+            raise Refused(str(exc), "invalid_resume") from None
     return _answered(entry, where), version
 
 
