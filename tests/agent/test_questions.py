@@ -62,6 +62,11 @@ async def test_a_question_is_held_and_the_answer_becomes_the_tool_result_once(st
     assert (await store.get_approval(approval_id)).status == "answered"
     with pytest.raises(ConflictError, match="already answered by 'bob'"):
         await run.gate.decide(approval_id, Answer(value="us"), actor="carol")
+    # The same answer from another person is not theirs taken: they are told who answered.
+    with pytest.raises(ConflictError, match="already answered by 'bob'"):
+        await run.gate.decide(approval_id, Answer(value="eu"), actor="carol")
+    again = await run.gate.decide(approval_id, Answer(value="eu"), actor="bob")  # bob's retry
+    assert (again.status, again.decided_by) == ("answered", "bob")
 
 
 async def test_an_answer_that_does_not_fit_the_form_is_refused_with_its_path(store: SQLStore):

@@ -288,11 +288,13 @@ def vote(
     )
 
 
-def already_decided(approval: Approval, decision: Decision) -> Approval:
-    """`approval`, decided already, when `decision` is the one it was decided with (a retry);
-    else `ConflictError`."""
+def already_decided(approval: Approval, decision: Decision, *, actor: str) -> Approval:
+    """`approval`, decided already, when `decision` is the one it was decided with (a retry;
+    for an answer, by the one who answered: the same answer from another person is theirs, not
+    taken); else `ConflictError`."""
     stored = approval.decision
-    if stored is not None and _same(stored, decision):
+    retried = not isinstance(decision, Answer) or approval.decided_by == actor
+    if stored is not None and _same(stored, decision) and retried:
         return approval
     raise ConflictError(
         f"approval {approval.id!r} is already {approval.status} by {approval.decided_by!r}; "

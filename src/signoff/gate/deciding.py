@@ -202,7 +202,7 @@ class Deciding(Timing):
         for approval in current:
             decision = taking.decisions[approval.id]
             if not approval.pending:
-                taking.results[approval.id] = already_decided(approval, decision)
+                taking.results[approval.id] = already_decided(approval, decision, actor=actor)
                 continue
             check_seen(approval, taking.versions.get(approval.id), decision, actor=actor,
                        redaction=self.redaction)  # fmt: skip
