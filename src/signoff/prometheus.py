@@ -21,11 +21,11 @@ order of commits to count them from without reading them all at each scrape.
 from __future__ import annotations
 
 import weakref
-from typing import Final
+from typing import Final, get_args
 
 from signoff import telemetry
 from signoff.errors import MissingExtraError
-from signoff.store.insights import STATUSES
+from signoff.types import ApprovalStatus
 
 try:
     from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram
@@ -53,7 +53,8 @@ TRANSACTION_BUCKETS: Final = (
 _VERDICTS: Final = frozenset({"allow", "ask", "deny"})
 _KINDS: Final = frozenset({"runtime", "framework"})
 _SINKS: Final = frozenset({"webhook", "slack", "email"})
-_OUTCOMES: Final = frozenset(STATUSES) - {"pending"}
+_OUTCOMES: Final = frozenset(get_args(ApprovalStatus)) - {"pending"}
+"""Every status a decision or a lapse leaves (a question's answer among them)."""
 
 
 def _bounded(value: str, known: frozenset[str]) -> str:

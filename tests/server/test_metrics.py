@@ -7,7 +7,7 @@ import asyncio
 import re
 import socket
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import httpx
 import pytest
@@ -27,7 +27,7 @@ from signoff.server.config import load_config
 from signoff.server.metrics import serve_metrics
 from signoff.store import SQLStore, open_store
 from signoff.store.gauges import OTHER
-from signoff.store.insights import STATUSES
+from signoff.types import ApprovalStatus
 from tests.deadline import HANG
 from tests.server.test_api import until
 from tests.server.test_policy_api import TOKENS, client_of, make_service
@@ -149,7 +149,7 @@ async def test_label_values_name_no_id_and_come_from_bounded_sets(tmp_path: Path
     bounded = {
         "verdict": {"allow", "ask", "deny"},
         "channel": telemetry.CHANNELS,
-        "outcome": set(STATUSES) - {"pending"},
+        "outcome": set(get_args(ApprovalStatus)) - {"pending"},
         "kind": {"runtime", "framework", "read", "write"},
         "final": {"true", "false"},
         "sink": {"webhook", "slack", "email", "other"},
