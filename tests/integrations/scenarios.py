@@ -117,6 +117,9 @@ class Adapter(Protocol):
     model_turns: int
     """How many times the model was called, in every process of this adapter."""
     answers_in_place: bool
+    no_ask: str
+    """Why its agent has no ``ask_person`` tool (signoff's, in the framework's shape) next to
+    the scenarios' tools; empty: it has one, and the question scenarios run."""
     """signoff's answer to a call that does not run (a person's response) is the call's
     result as given; False where the framework only lets a hook refuse a call, and the model
     reads the answer as the refusal's reason, in the framework's words (Claude Code)."""

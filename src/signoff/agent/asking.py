@@ -9,35 +9,10 @@ from typing import Any
 
 from signoff.agent.model import ToolSpec
 from signoff.agent.tools import Tool, ToolResult
-from signoff.gate.questions import ASK_TOOL
+from signoff.gate.questions import ASK_DESCRIPTION, ASK_PARAMETERS, ASK_TOOL
 from signoff.types import CallKind
 
 __all__ = ["ask_person"]
-
-_DESCRIPTION = (
-    "Ask a person a question and wait for the answer. Give the question's text; optionally "
-    "choices (with multiple: true to let them pick several), or a JSON schema of a flat form "
-    "(strings, numbers, booleans, multi-select lists) instead; 'to' a person or role:NAME; a "
-    "timeout like '30m' and a default answer for when nobody answers in time. The result says "
-    "answered (with the answer and who gave it), declined (with why) or no_answer."
-)
-
-
-_PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "question": {"type": "string", "description": "What to ask."},
-        "choices": {"type": "array", "items": {"type": "string"}},
-        "multiple": {"type": "boolean", "description": "Several choices may be picked."},
-        "schema": {"type": "object", "description": "A flat form, as MCP elicitation's."},
-        "to": {"type": "string", "description": "A person, or role:NAME."},
-        "timeout": {"type": ["string", "number"], "description": "Like '30m', or seconds."},
-        "default": {"description": "The answer when nobody answers in time."},
-    },
-    "required": ["question"],
-    "additionalProperties": False,
-}
-"""The question as the model writes it (`signoff.gate.questions.Question` checks it)."""
 
 
 class _AskTool(Tool):
@@ -52,7 +27,7 @@ class _AskTool(Tool):
         self.idempotent = False
         self.preview = None
         self.server = None
-        self.spec = ToolSpec(name=name, description=description, parameters=_PARAMETERS)
+        self.spec = ToolSpec(name=name, description=description, parameters=ASK_PARAMETERS)
 
     async def invoke(self, args: dict[str, Any], *, key: str | None = None) -> ToolResult:
         return ToolResult(content="a question is answered by a person, not run", is_error=True)
@@ -62,7 +37,7 @@ def _never(**_: Any) -> None:  # pragma: no cover - a question's call is never i
     raise RuntimeError("a question is answered by a person, not run")
 
 
-def ask_person(*, name: str = ASK_TOOL, description: str = _DESCRIPTION) -> Tool:
+def ask_person(*, name: str = ASK_TOOL, description: str = ASK_DESCRIPTION) -> Tool:
     """A tool through which the agent asks a person (named ``ask_person`` unless `name` says
     otherwise; a policy names it with ``{question: NAME}``)."""
     return _AskTool(name=name, description=description)

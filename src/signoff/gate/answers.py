@@ -1,12 +1,14 @@
 """What a model is told about a call that signoff did not let run as proposed — the same words
 in every framework: blocked by the policy, rejected (in kagent's shape: a normal result that
-says not to retry), expired, answered by a person, or run with a person's edit."""
+says not to retry), expired, answered by a person (a response, or a question's outcome), or run
+with a person's edit."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from signoff.gate.questions import question_result
 from signoff.types import AUTOMATIC, Approval, Reject, Respond
 
 __all__ = ["answer_text", "blocked_text", "edited_text", "rejected_text"]
@@ -27,7 +29,9 @@ def rejected_text(approval: Approval) -> str:
 
 def answer_text(approval: Approval) -> tuple[str, bool]:
     """The result a decided call that does not run gives the model, and whether it is a
-    success (a person's response is the tool's result)."""
+    success (a person's response, or the outcome of a question, is the tool's result)."""
+    if approval.call.kind == "question":
+        return json.dumps(question_result(approval)), True
     decision = approval.decision
     if isinstance(decision, Respond):
         return decision.content, True

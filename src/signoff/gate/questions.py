@@ -31,6 +31,8 @@ from signoff.types import (
 )
 
 __all__ = [
+    "ASK_DESCRIPTION",
+    "ASK_PARAMETERS",
     "ASK_TOOL",
     "WAITS",
     "Question",
@@ -42,6 +44,29 @@ __all__ = [
 
 ASK_TOOL: Final = "ask_person"
 """The name of the ask tool an agent is given, unless it is named otherwise."""
+ASK_DESCRIPTION: Final = (
+    "Ask a person a question and wait for the answer. Give the question's text; optionally "
+    "choices (with multiple: true to let them pick several), or a JSON schema of a flat form "
+    "(strings, numbers, booleans, multi-select lists) instead; 'to' a person or role:NAME; a "
+    "timeout like '30m' and a default answer for when nobody answers in time. The result says "
+    "answered (with the answer and who gave it), declined (with why) or no_answer."
+)
+"""What the model reads of the ask tool, in every runtime and framework that offers it."""
+ASK_PARAMETERS: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "question": {"type": "string", "description": "What to ask."},
+        "choices": {"type": "array", "items": {"type": "string"}},
+        "multiple": {"type": "boolean", "description": "Several choices may be picked."},
+        "schema": {"type": "object", "description": "A flat form, as MCP elicitation's."},
+        "to": {"type": "string", "description": "A person, or role:NAME."},
+        "timeout": {"type": ["string", "number"], "description": "Like '30m', or seconds."},
+        "default": {"description": "The answer when nobody answers in time."},
+    },
+    "required": ["question"],
+    "additionalProperties": False,
+}
+"""The ask tool's arguments as the model writes them (`Question.from_args` checks them)."""
 WAITS: Final = "a question waits for a person"
 """Why a question the policy allows is held all the same."""
 MAX_TEXT: Final = 4096

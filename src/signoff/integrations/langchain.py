@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from signoff.gate.external import ExternalRuns, connect
+from signoff.integrations._asking import ASK_DESCRIPTION, ASK_PARAMETERS, ASK_TOOL, never_run
 from signoff.integrations._calls import Schemas
 from signoff.integrations._extra import needs
 from signoff.integrations._lines import acheck_line, check_line
@@ -34,11 +35,21 @@ with needs(__name__, "langgraph"):
     from langchain.agents.middleware import AgentMiddleware, ModelRequest, hook_config
     from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
     from langchain_core.runnables import RunnableConfig
+    from langchain_core.tools import StructuredTool
     from langgraph.config import get_config
     from langgraph.prebuilt.tool_node import ToolCallRequest
     from langgraph.types import Command
 
-__all__ = ["ORIGIN", "SignoffMiddleware", "connect", "resumer"]
+__all__ = ["ORIGIN", "SignoffMiddleware", "ask_person", "connect", "resumer"]
+
+
+def ask_person(*, name: str = ASK_TOOL, description: str = ASK_DESCRIPTION) -> StructuredTool:
+    """The ask tool as a LangChain tool, for a ``create_agent`` agent or an `ApprovalToolNode`:
+    signoff holds each call of it as a question for a person, and the answer is its result
+    (a `name` of your own: name it in ``connect(questions=[...])`` too)."""
+    return StructuredTool.from_function(
+        never_run, name=name, description=description, args_schema=dict(ASK_PARAMETERS)
+    )
 
 
 class SignoffMiddleware(AgentMiddleware):

@@ -18,10 +18,12 @@ from tests.integrations.scenarios import POLICY, PREVIEWS, Call, NotSupported, O
 
 class AdapterBase:
     """An adapter's shared part: its runs, the file its tools write, the model's turns, and
-    the refusals it names in `no_send`, `no_shown` and `no_state` (empty: it does them)."""
+    the refusals it names in `no_send`, `no_shown`, `no_state` and `no_ask` (empty: it does
+    them)."""
 
     name = ""
     no_send = no_shown = no_state = ""
+    no_ask = "signoff offers no ask tool in this framework's shape yet"
     answers_in_place = True
 
     def __init__(self, runs: ExternalRuns, side_effects: Path) -> None:

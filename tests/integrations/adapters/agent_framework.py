@@ -33,7 +33,7 @@ from agent_framework import (
 from sqlalchemy import update
 
 from signoff.gate.external import ExternalRuns, Resumed, Resumer
-from signoff.integrations.agent_framework import ORIGIN, SignoffAgent, connect
+from signoff.integrations.agent_framework import ORIGIN, SignoffAgent, ask_person, connect
 from signoff.integrations.agent_framework.agent import read
 from signoff.store import schema
 from tests.integrations.adapters import _base
@@ -72,11 +72,12 @@ class ScriptedClient(FunctionInvocationLayer[Any], BaseChatClient[Any]):
 def agent_of(script: Script, turns: list[int], side_effects: Path) -> Agent[Any]:
     """The scenarios' agent: the framework's `Agent`, its model playing `script`."""
     return Agent(client=ScriptedClient(script, turns), name="assistant",
-                 tools=tools(side_effects))  # fmt: skip
+                 tools=[*tools(side_effects), ask_person()])  # fmt: skip
 
 
 class AgentFrameworkAdapter(AdapterBase):
     name = "agent-framework"
+    no_ask = ""
 
     def __init__(self, runs: ExternalRuns, side_effects: Path) -> None:
         super().__init__(runs, side_effects)

@@ -20,7 +20,7 @@ from agno.run.agent import RunOutput
 
 from signoff.errors import ForbiddenError
 from signoff.gate.external import ExternalRuns, Resumed, Resumer
-from signoff.integrations.agno import ORIGIN, SignoffAgent, connect
+from signoff.integrations.agno import ORIGIN, SignoffAgent, ask_person, connect
 from tests.integrations.adapters import _base
 from tests.integrations.adapters._base import AdapterBase
 from tests.integrations.ag_app import Scripted
@@ -59,11 +59,12 @@ class _Model(Scripted):
 
 
 def _tools(side_effects: Path) -> list[Any]:
-    return list(tools(side_effects))
+    return [*tools(side_effects), ask_person()]
 
 
 class AgnoAdapter(AdapterBase):
     name = "agno"
+    no_ask = ""
 
     def __init__(self, runs: ExternalRuns, folder: Path) -> None:
         super().__init__(runs, folder / "side-effects.txt")

@@ -152,6 +152,10 @@ class ClaudeAgentSDKAdapter(GoesOnByItself, AdapterBase):
         "a held call waits in the hook, in memory, and goes on by itself once decided: "
         "nothing resumes it (a deferred call is resumed by the app: resume=session_id)"
     )
+    no_ask = (
+        "a hook only allows or denies Claude's own tools; its ask tool is AskUserQuestion, "
+        "another piece of issue 51"
+    )
     answers_in_place = False  # a PreToolUse hook allows or denies: a response is the reason
 
     def __init__(self, runs: ExternalRuns, tmp_path: Path) -> None:

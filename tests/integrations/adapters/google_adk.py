@@ -19,11 +19,18 @@ from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.adk.runners import Runner
 from google.adk.sessions.sqlite_session_service import SqliteSessionService
+from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.function_tool import FunctionTool
 from google.genai import types
 
 from signoff.gate.external import ExternalRuns, Resumed, Resumer
-from signoff.integrations.google_adk import CONFIRMATION, ORIGIN, SignoffPlugin, connect
+from signoff.integrations.google_adk import (
+    CONFIRMATION,
+    ORIGIN,
+    SignoffPlugin,
+    ask_person,
+    connect,
+)
 from tests.integrations.adapters import _base
 from tests.integrations.adapters._base import AdapterBase
 from tests.integrations.scenarios import (
@@ -80,12 +87,13 @@ def _said(response: dict[str, Any]) -> str:
     return json.dumps(response, sort_keys=True)
 
 
-def _tools(side_effects: Path) -> list[FunctionTool]:
-    return [FunctionTool(f) for f in tools(side_effects)]
+def _tools(side_effects: Path) -> list[BaseTool]:
+    return [*(FunctionTool(f) for f in tools(side_effects)), ask_person()]
 
 
 class GoogleAdkAdapter(AdapterBase):
     name = "google-adk"
+    no_ask = ""
 
     def __init__(self, runs: ExternalRuns, sessions: Path, side_effects: Path) -> None:
         super().__init__(runs, side_effects)

@@ -22,7 +22,7 @@ from langgraph.prebuilt import tools_condition
 from langgraph.types import Command
 
 from signoff.gate.external import ExternalRuns, Resumed, Resumer
-from signoff.integrations.langchain import SignoffMiddleware, connect
+from signoff.integrations.langchain import SignoffMiddleware, ask_person, connect
 from signoff.integrations.langgraph import MARK, ApprovalToolNode, resumer
 from tests.integrations.adapters import _base
 from tests.integrations.adapters._base import AdapterBase
@@ -72,11 +72,12 @@ class _Model(BaseChatModel):
 
 
 def _tools(side_effects: Path) -> list[StructuredTool]:
-    return [StructuredTool.from_function(f) for f in tools(side_effects)]
+    return [*(StructuredTool.from_function(f) for f in tools(side_effects)), ask_person()]
 
 
 class LangChainAdapter(AdapterBase):
     name = "langchain"
+    no_ask = ""
 
     def __init__(self, runs: ExternalRuns, saver: Any, side_effects: Path) -> None:
         super().__init__(runs, side_effects)

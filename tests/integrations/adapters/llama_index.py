@@ -25,7 +25,7 @@ from llama_index.core.workflow import HumanResponseEvent
 from sqlalchemy import update
 
 from signoff.gate.external import ExternalRuns, Resumed, Resumer
-from signoff.integrations.llama_index import ORIGIN, Ran, SignoffWorkflow, connect
+from signoff.integrations.llama_index import ORIGIN, Ran, SignoffWorkflow, ask_person, connect
 from signoff.store import schema
 from tests.integrations.adapters import _base
 from tests.integrations.adapters._base import AdapterBase
@@ -61,11 +61,14 @@ def model(script: Script, turns: list[int]) -> MockFunctionCallingLLM:
 
 def agent(script: Script, turns: list[int], side_effects: Path) -> FunctionAgent:
     functions = [FunctionTool.from_defaults(f) for f in tools(side_effects)]
-    return FunctionAgent(name="assistant", llm=model(script, turns), tools=functions)
+    return FunctionAgent(
+        name="assistant", llm=model(script, turns), tools=[*functions, ask_person()]
+    )
 
 
 class LlamaIndexAdapter(AdapterBase):
     name = "llama-index"
+    no_ask = ""
 
     def __init__(self, runs: ExternalRuns, side_effects: Path) -> None:
         super().__init__(runs, side_effects)

@@ -92,6 +92,10 @@ class _Session:
 
 class MCPGatewayAdapter(GoesOnByItself, AdapterBase):
     name = "mcp-gateway"
+    no_ask = (
+        "the gateway's tools are its servers'; a server asking a person is MCP elicitation, "
+        "routed to the inbox by another piece of issue 51"
+    )
     no_shown = (
         "the MCP client has no list of held calls to read a version from: the gateway "
         "shows a held call only in its elicitation dialog, a form for the person at the "

@@ -16,7 +16,7 @@ from agents.testing import assistant_message, function_call
 from sqlalchemy import update
 
 from signoff.gate.external import ExternalRuns, Resumed, Resumer
-from signoff.integrations.openai_agents import ORIGIN, SignoffAgent, connect
+from signoff.integrations.openai_agents import ORIGIN, SignoffAgent, ask_person, connect
 from signoff.store import schema
 from tests.integrations.adapters import _base
 from tests.integrations.adapters._base import AdapterBase, unique_ids
@@ -65,12 +65,14 @@ class _Played(Model):
 
 
 def _agent(script: Script, turns: list[int], side_effects: Path) -> Agent[Any]:
+    functions = [function_tool(f) for f in tools(side_effects)]
     return Agent(name="assistant", model=_Played(script, turns),
-                 tools=[function_tool(f) for f in tools(side_effects)])  # fmt: skip
+                 tools=[*functions, ask_person()])  # fmt: skip
 
 
 class OpenAIAgentsAdapter(AdapterBase):
     name = "openai-agents"
+    no_ask = ""
     no_send = (
         "the Agents SDK's own way to decide is RunState.approve/reject on a state its caller "
         "holds; SignoffAgent.resume takes none — it answers the kept RunState from the "

@@ -26,7 +26,7 @@ from pydantic_core import to_json
 from sqlalchemy import update
 
 from signoff.gate.external import ExternalRuns, Resumed, Resumer
-from signoff.integrations.pydantic_ai import ORIGIN, SignoffAgent, connect
+from signoff.integrations.pydantic_ai import ORIGIN, SignoffAgent, ask_person, connect
 from signoff.store import schema
 from tests.integrations.adapters import _base
 from tests.integrations.adapters._base import AdapterBase
@@ -59,11 +59,13 @@ def _model(script: Script, turns: list[int]) -> FunctionModel:
 
 
 def _agent(script: Script, turns: list[int], side_effects: Path) -> Agent[None, str]:
-    return Agent(_model(script, turns), name="assistant", tools=tools(side_effects))
+    return Agent(_model(script, turns), name="assistant",
+                 tools=[*tools(side_effects), ask_person()])  # fmt: skip
 
 
 class PydanticAIAdapter(AdapterBase):
     name = "pydantic-ai"
+    no_ask = ""
     no_send = (
         "SignoffAgent.resume takes no DeferredToolResults: Pydantic AI's resume payload is "
         "built by signoff from the decisions in its store, so decisions come only through "

@@ -24,7 +24,7 @@ from strands.session import FileSessionManager
 
 from signoff.errors import ConflictError
 from signoff.gate.external import ExternalRuns, Resumed, Resumer
-from signoff.integrations.strands import NAME, ORIGIN, SignoffHooks, connect
+from signoff.integrations.strands import NAME, ORIGIN, SignoffHooks, ask_person, connect
 from tests.integrations.adapters import _base
 from tests.integrations.adapters._base import AdapterBase
 from tests.integrations.scenarios import REQUESTER, Call, Outcome, Script, Seen, final_text, tools
@@ -75,6 +75,7 @@ def _said(result: Any) -> str:
 
 class StrandsAdapter(AdapterBase):
     name = "strands"
+    no_ask = ""
 
     def __init__(self, runs: ExternalRuns, sessions: Path, side_effects: Path) -> None:
         super().__init__(runs, side_effects)
@@ -89,8 +90,9 @@ class StrandsAdapter(AdapterBase):
     def agent(self, thread: str) -> Agent:
         """The thread's agent as its session keeps it (a new one each time)."""
         manager = FileSessionManager(session_id=thread, storage_dir=str(self.sessions))
+        functions = [tool(f) for f in tools(self.side_effects)]
         return Agent(model=Played(self._scripts[thread], self._turns), callback_handler=None,
-                     tools=[tool(f) for f in tools(self.side_effects)], hooks=[self.hooks],
+                     tools=[*functions, ask_person()], hooks=[self.hooks],
                      session_manager=manager)  # fmt: skip
 
     def _outcome(self, thread: str, result: AgentResult) -> Outcome:

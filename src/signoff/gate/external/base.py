@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine, Iterable, Mapping
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -16,9 +17,10 @@ from signoff.gate.core import Gate
 from signoff.gate.ids import external_key
 from signoff.gate.once import Ledger
 from signoff.gate.preview import PreviewFunction, Previews
+from signoff.gate.questions import ASK_TOOL
 from signoff.gate.seen import Seen
 from signoff.store.external import ExternalRecord
-from signoff.types import Approval
+from signoff.types import Approval, ToolCall
 
 __all__ = ["RunsBase"]
 
@@ -38,6 +40,7 @@ class RunsBase:
         bridge: Bridge | None = None,
         ledger: Ledger | None = None,
         previews: Previews | Mapping[str, PreviewFunction] | None = None,
+        questions: Iterable[str] = (ASK_TOOL,),
     ) -> None:
         """`principal` and `roles` are who decides when a decision arrives the framework's way
         (a resume payload) and the framework cannot say who sent it: the gate holds them to the
@@ -45,7 +48,8 @@ class RunsBase:
         refused: nobody is taken to have decided on purpose. Built inside a running loop, the
         bridge is that loop; else give one. `previews` are the preview functions of the
         framework's tools by name (`signoff.gate.preview`): what a held call would change,
-        computed here, in the app's process, when it is held."""
+        computed here, in the app's process, when it is held. `questions` are the names of the
+        framework's tools that are the ask tool (`kinded`)."""
         self.gate = gate
         self.store = gate.store
         self.origin = origin
@@ -67,6 +71,7 @@ class RunsBase:
             # synchronous calls) or is kept busy by the call: the claims renew on the bridge's.
             self.ledger.renew_on = bridge.loop
         self.previews = previews if isinstance(previews, Previews) else Previews(previews)
+        self.questions = frozenset(questions)
         self._records: Seen[ExternalRecord] = Seen()
         self._decided: Seen[Approval] = Seen()
         self._unwritten: Seen[ExternalRecord] = Seen()
@@ -84,6 +89,14 @@ class RunsBase:
         """The key a call of this origin's `thread` (and model response `turn`) is kept under,
         and run once under."""
         return external_key(self.origin, thread, call_id, turn)
+
+    def kinded(self, call: ToolCall) -> ToolCall:
+        """`call` as the gate judges it: a call of the ask tool (a tool named in `questions`)
+        is a question — held for a person and never run, its answer the tool's result —
+        whatever kind the framework's adapter gave it, so that no adapter has to know."""
+        if call.kind == "tool" and call.name in self.questions:
+            return replace(call, kind="question")
+        return call
 
     # -- synchronous twins, for frameworks' sync paths -------------------------------------
 

@@ -90,6 +90,7 @@ class Promise(Verdicts):
         reads a verdict and a decision from; a call that is not the one let through is
         refused and audited here, and `claim` enforces the same when the call runs."""
         record, approval = found.record, found.approval
+        proposed = self.kinded(proposed)
         if record.kind == "block":
             return Step(kind="answer", key=key, text=blocked_text(record.reason), ok=False)
         if record.kind == "run":
@@ -175,6 +176,7 @@ class Promise(Verdicts):
         hands over, nothing else runs. A call the policy marks read-only or idempotent (a
         rule's ``idempotent: true``) is claimed as `idempotent` says: without waiting for the
         disk, and run again when a crash may have cut it short."""
+        call = self.kinded(call)
         idempotent = idempotent or self.gate.idempotent(call)
 
         async def checked() -> Claim | Recorded:

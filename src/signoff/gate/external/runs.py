@@ -17,6 +17,7 @@ from signoff.gate.core import Gate, RolesOf, saved_policy
 from signoff.gate.external.pausing import Pausing
 from signoff.gate.external.promise import Promise
 from signoff.gate.preview import PreviewFunction, Previews
+from signoff.gate.questions import ASK_TOOL
 from signoff.policy import Policy
 from signoff.types import Approval, Decision
 
@@ -97,6 +98,7 @@ def connect(
     roles_of: RolesOf | None = None,
     previews: Previews | Mapping[str, PreviewFunction] | None = None,
     follow_saved_policy: bool = False,
+    questions: Iterable[str] = (ASK_TOOL,),
 ) -> ExternalRuns:
     """Open signoff for a framework's synchronous or asynchronous code: the store at
     `database` (or ``SIGNOFF_DATABASE_URL``, or ``signoff.db``) on a loop of its own, a gate over
@@ -106,7 +108,9 @@ def connect(
     stand. `previews` are the tools' preview functions by name (see `ExternalRuns`).
     `follow_saved_policy`: judge by the policy a `signoff serve` on the same database saved last
     (`PUT /v1/policy`), read before each approved call runs and whenever a newer one is found
-    deciding — `policy` only until one is saved. `close()` it when done."""
+    deciding — `policy` only until one is saved. `questions`: the names of the framework's
+    tools that are the ask tool (``ask_person``, the kit's, unless named otherwise): their
+    calls are questions, held for a person and answered, never run. `close()` it when done."""
     from signoff.store import open_store
 
     if isinstance(policy, str | os.PathLike):
@@ -122,7 +126,13 @@ def connect(
     if follow_saved_policy:
         gate.adopt_policy = saved_policy(gate)
     runs = ExternalRuns(
-        gate, origin=origin, principal=principal, roles=roles, bridge=bridge, previews=previews
+        gate,
+        origin=origin,
+        principal=principal,
+        roles=roles,
+        bridge=bridge,
+        previews=previews,
+        questions=questions,
     )
     runs._closers.append(lambda: opened.__aexit__(None, None, None))
     return runs

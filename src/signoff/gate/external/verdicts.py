@@ -33,6 +33,7 @@ class Verdicts(RunsBase):
         calls judged before, the same outcome with their approval as it stands now. `turn`
         names the model response they came from, where the framework knows it: the same call
         id in another response is another call."""
+        calls = [self.kinded(c) for c in calls]
         context = CheckContext(
             thread_id=thread, requested_by=requested_by, origin=self.origin, turn=turn
         )
@@ -56,6 +57,7 @@ class Verdicts(RunsBase):
         turn: str | None = None,
     ) -> dict[str, Held]:
         """`judge` the turn's calls: how each stands, by call id (as `held` says it)."""
+        calls = [self.kinded(c) for c in calls]
         seen = self._records.get_many({self.key(thread, c.id, turn) for c in calls})
         fresh = [c for c in calls if self.key(thread, c.id, turn) not in seen]
         if not fresh:

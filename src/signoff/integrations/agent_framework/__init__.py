@@ -7,6 +7,7 @@ from signoff.integrations._extra import needs
 
 with needs(__name__, "agent-framework"):  # the framework is imported by the parts below
     from signoff.integrations.agent_framework.agent import ORIGIN, SignoffAgent
+    from signoff.integrations.agent_framework.asking import ask_person
     from signoff.integrations.agent_framework.middleware import SignoffMiddleware
 
-__all__ = ["ORIGIN", "SignoffAgent", "SignoffMiddleware", "connect"]
+__all__ = ["ORIGIN", "SignoffAgent", "SignoffMiddleware", "ask_person", "connect"]

@@ -35,6 +35,7 @@ os.environ.setdefault("AGNO_TELEMETRY", "false")  # signoff's users opt in to Ag
 
 with needs(__name__, "agno"):  # the framework is imported by the parts below
     from signoff.integrations.agno.agent import ORIGIN, SignoffAgent
+    from signoff.integrations.agno.asking import ask_person
     from signoff.integrations.agno.dcaf import DcafRequest, dcaf_answer
 
-__all__ = ["ORIGIN", "DcafRequest", "SignoffAgent", "connect", "dcaf_answer"]
+__all__ = ["ORIGIN", "DcafRequest", "SignoffAgent", "ask_person", "connect", "dcaf_answer"]

@@ -25,10 +25,11 @@ from signoff.gate.external import connect
 from signoff.integrations._extra import needs
 
 with needs(__name__, "google-adk"):  # the framework is imported by the parts below
+    from signoff.integrations.google_adk.asking import ask_person
     from signoff.integrations.google_adk.confirmation import CONFIRMATION
     from signoff.integrations.google_adk.confirmation import confirmations as confirmations
     from signoff.integrations.google_adk.plugin import SignoffPlugin
 
-__all__ = ["CONFIRMATION", "ORIGIN", "SignoffPlugin", "connect"]
+__all__ = ["CONFIRMATION", "ORIGIN", "SignoffPlugin", "ask_person", "connect"]
 
 ORIGIN = "google-adk"

@@ -16,8 +16,9 @@ from signoff.errors import MissingExtraError
 from signoff.gate.external import connect
 
 try:  # the framework is imported by the parts below
+    from signoff.integrations.llama_index.asking import ask_person
     from signoff.integrations.llama_index.workflow import ORIGIN, Ran, SignoffWorkflow
 except ImportError as exc:  # pragma: no cover - exercised without the extra installed
     raise MissingExtraError("signoff.integrations.llama_index", "llama-index") from exc
 
-__all__ = ["ORIGIN", "Ran", "SignoffWorkflow", "connect"]
+__all__ = ["ORIGIN", "Ran", "SignoffWorkflow", "ask_person", "connect"]

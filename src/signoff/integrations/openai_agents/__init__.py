@@ -30,5 +30,6 @@ from signoff.integrations._extra import needs
 
 with needs(__name__, "openai-agents"):  # the framework is imported by the parts below
     from signoff.integrations.openai_agents.agent import ORIGIN, SignoffAgent
+    from signoff.integrations.openai_agents.asking import ask_person
 
-__all__ = ["ORIGIN", "SignoffAgent", "connect"]
+__all__ = ["ORIGIN", "SignoffAgent", "ask_person", "connect"]

@@ -27,5 +27,6 @@ from signoff.integrations._extra import needs
 
 with needs(__name__, "pydantic-ai"):  # the framework is imported by the parts below
     from signoff.integrations.pydantic_ai.agent import ORIGIN, SignoffAgent, SignoffCapability
+    from signoff.integrations.pydantic_ai.asking import ask_person
 
-__all__ = ["ORIGIN", "SignoffAgent", "SignoffCapability", "connect"]
+__all__ = ["ORIGIN", "SignoffAgent", "SignoffCapability", "ask_person", "connect"]

@@ -15,10 +15,11 @@ from signoff.errors import MissingExtraError
 from signoff.gate.external import connect
 
 try:  # the framework is imported by the parts below
+    from signoff.integrations.strands.asking import ask_person
     from signoff.integrations.strands.hooks import DECIDED, NAME, SignoffHooks
 except ImportError as exc:  # pragma: no cover - exercised without the extra installed
     raise MissingExtraError("signoff.integrations.strands", "strands") from exc
 
-__all__ = ["DECIDED", "NAME", "ORIGIN", "SignoffHooks", "connect"]
+__all__ = ["DECIDED", "NAME", "ORIGIN", "SignoffHooks", "ask_person", "connect"]
 
 ORIGIN = "strands"
