@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from signoff.errors import StaleDecisionError
 from signoff.gate.versions import describe
+from signoff.protocols.a2a.pending import Pending
 from signoff.protocols.a2a.questions import asked, question_part, question_words
 from signoff.redaction import Redaction
-from signoff.types import Approval, CallKind, change_to_dict
+from signoff.types import Approval, change_to_dict
 
 __all__ = [
     "APPROVALS",
@@ -57,31 +57,6 @@ made on."""
 KAGENT_CONFIRMATION = "adk_request_confirmation"
 VERSION = ".version"
 """The suffix of a form's field that holds the version of the call it shows."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Pending:
-    """A held call as the task shows it (arguments already masked where redacted)."""
-
-    approval_id: str
-    call_id: str
-    tool: str
-    args: Any
-    agent: str | None
-    rule: str | None
-    reason: str
-    expires_at: str | None
-    version: int | None = None
-    """The approval's version this request shows: a decision names it. None where it is not
-    known (a request as the task's history kept it)."""
-    requested_args: Any = None
-    """The arguments the call was asked with, when an edit changed them (masked alike)."""
-    changes: tuple[dict[str, Any], ...] = ()
-    """What changed while it waited, oldest first, as the API shows changes (masked)."""
-    changed: str = ""
-    """The same in words."""
-    kind: CallKind = "tool"
-    """A ``question`` is answered, not approved (`signoff.protocols.a2a.questions`)."""
 
 
 def pending_of(approval: Approval, redaction: Redaction) -> Pending:

@@ -11,13 +11,11 @@ Plain JSON, as `hitl`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from signoff.gate.forms import FormError
 from signoff.gate.questions import Question
-
-if TYPE_CHECKING:
-    from signoff.protocols.a2a.hitl import Pending
+from signoff.protocols.a2a.pending import Pending
 
 __all__ = ["QUESTION", "asked", "question_of", "question_part", "question_words", "sent_value"]
 
