@@ -467,19 +467,25 @@ async def test_the_endpoint_needs_the_token_and_a_valid_input(store: SQLStore, s
         assert unknown.status_code == 404
 
 
+async def node_report(script: str, *args: str) -> Any:
+    """What a Node client of tests/js (`script`, given `args`) reports on its stdout, as JSON;
+    it must end well."""
+    node = await asyncio.create_subprocess_exec(
+        "node", str(ROOT / "tests/js" / script), *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    async with asyncio.timeout(HANG):
+        out, err = await node.communicate()
+    assert node.returncode == 0, err.decode()
+    return json.loads(out)
+
+
 @pytest.mark.parametrize("thread", ["js-thread"])
 async def test_the_ag_ui_client_runs_interrupts_and_resumes_with_approve_edit_and_reject(
     store: SQLStore, side: Path, thread: str
 ):
     async with serving(store) as (url, service):
-        node = await asyncio.create_subprocess_exec(
-            "node", str(ROOT / "tests/js/agui_client.mjs"), url, "alice-token", thread,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        )  # fmt: skip
-        async with asyncio.timeout(HANG):
-            out, err = await node.communicate()
-        assert node.returncode == 0, err.decode()
-        report = json.loads(out)
+        report = await node_report("agui_client.mjs", url, "alice-token", thread)
         # The state the client built from the snapshots and deltas is the server's.
         assert report["state"] == await fresh(service, thread)
     batch = report["batch"]
@@ -525,15 +531,9 @@ async def test_the_ag_ui_client_resumes_on_the_version_it_shows_and_gets_the_edi
     client shows version 1, bob answers from the same client with that version — the run
     interrupts again with the call as edited — then answers the new interrupt, which runs."""
     async with serving(store, policy=FOUR_EYES) as (url, service):
-        node = await asyncio.create_subprocess_exec(
-            "node", str(ROOT / "tests/js/agui_versions.mjs"), url,
-            "alice-token", "carol-token", "bob-token", "js-versions",
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        )  # fmt: skip
-        async with asyncio.timeout(HANG):
-            out, err = await node.communicate()
-        assert node.returncode == 0, err.decode()
-        report = json.loads(out)
+        report = await node_report(
+            "agui_versions.mjs", url, "alice-token", "carol-token", "bob-token", "js-versions"
+        )
         assert report["state"] == await fresh(service, "js-versions")
     shown = report["asked"]["interrupt"]
     assert (shown["version"], shown["args"], shown["requestedArgs"]) == (
@@ -725,14 +725,7 @@ async def test_the_ag_ui_client_answers_a_question_once_with_an_answer_that_fits
     answer that does not fit is a RUN_ERROR naming the field, nothing written; the one that
     fits is the ask tool's result; another answer after it is refused naming who answered."""
     async with serving(store) as (url, service):
-        node = await asyncio.create_subprocess_exec(
-            "node", str(ROOT / "tests/js/agui_question.mjs"), url, "alice-token", "js-question",
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        )  # fmt: skip
-        async with asyncio.timeout(HANG):
-            out, err = await node.communicate()
-        assert node.returncode == 0, err.decode()
-        report = json.loads(out)
+        report = await node_report("agui_question.mjs", url, "alice-token", "js-question")
         [approval] = await service.store.list_approvals(limit=5)
     interrupt = report["interrupt"]
     assert (interrupt["reason"], interrupt["message"]) == ("question", "Which region?")
