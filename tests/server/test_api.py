@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
+from starlette.types import ASGIApp
 
 from signoff import Policy
 from signoff.agent import Agent, ModelTurn, tool
@@ -333,7 +334,13 @@ async def test_audit_lists_the_decisions_and_verifies(api: Any):
 @contextlib.asynccontextmanager
 async def live_server(store: SQLStore, turns: list[Any]) -> AsyncIterator[int]:
     """A real uvicorn server over a fresh service on a free loopback port, until the block ends."""
-    app = create_app(service(store, turns), Auth(tokens=TOKENS))
+    async with live_app(create_app(service(store, turns), Auth(tokens=TOKENS))) as port:
+        yield port
+
+
+@contextlib.asynccontextmanager
+async def live_app(app: ASGIApp) -> AsyncIterator[int]:
+    """A real uvicorn server of `app` on a free loopback port, until the block ends."""
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="error")
     )

@@ -1,15 +1,20 @@
 """Questions over the HTTP API: listed as approvals of kind ``question``, answered with
 ``{"kind": "answer", "value": ...}`` — refused naming the field when the answer misfits, once
-only (409 naming who answered) — and the run goes on with the answer as the tool's result."""
+only (409 naming who answered) — and the run goes on with the answer as the tool's result; and
+answered over the WebSocket the same way, by a real client of a real server."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
+import websockets
+from fastapi import FastAPI
+from websockets.typing import Subprotocol
 
 from signoff import Policy
 from signoff.agent import Agent, ModelTurn, ask_person
@@ -17,7 +22,8 @@ from signoff.gate import Gate
 from signoff.server import Auth, Principal, Service, create_app
 from signoff.store import SQLStore
 from signoff.testing import ScriptedModel, call
-from tests.server.test_api import until
+from tests.deadline import HANG
+from tests.server.test_api import live_app, until
 
 TOKENS = {
     "alice-token": Principal(name="alice", roles=frozenset({"ops"})),
@@ -30,14 +36,19 @@ FORM = {
 }
 
 
-@contextlib.asynccontextmanager
-async def api(store: SQLStore, question: dict[str, Any]) -> AsyncIterator[httpx.AsyncClient]:
+def asking(store: SQLStore, question: dict[str, Any]) -> FastAPI:
+    """The API of a service whose one agent, ``helper``, asks `question`, then is done."""
     turns = [ModelTurn(tool_calls=(call("ask_person", **question),)), ModelTurn(text="done")]
     agent = Agent(name="helper", model=ScriptedModel(turns), tools=[ask_person()])
     gate = Gate(Policy.from_dict({}), store)
-    app = create_app(
+    return create_app(
         Service(store=store, gate=gate, agents=[agent], poll_interval=0.05), Auth(tokens=TOKENS)
     )
+
+
+@contextlib.asynccontextmanager
+async def api(store: SQLStore, question: dict[str, Any]) -> AsyncIterator[httpx.AsyncClient]:
+    app = asking(store, question)
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(
@@ -101,3 +112,59 @@ async def test_a_question_is_listed_answered_once_over_http_and_the_run_goes_on(
             "answer": {"email": "ap@example.com"},
             "answered_by": "bob",
         }
+
+
+async def test_a_question_is_answered_once_over_the_websocket_with_the_same_checks(
+    store: SQLStore,
+):
+    async with (
+        live_app(asking(store, {"question": "Invoice to?", "schema": FORM})) as port,
+        asyncio.timeout(HANG),
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", headers=as_("alice")) as client,
+    ):
+        run = (
+            await client.post(
+                "/v1/threads/t1/runs",
+                params={"wait": 5},
+                json={"agent": "helper", "input": "bill me"},
+            )
+        ).json()
+        [pending] = run["pending_approvals"]
+
+        async def decide(who: str, value: Any) -> dict[str, Any]:
+            """What the WebSocket says to `who` answering `value` on the version shown."""
+            offered = [Subprotocol("signoff.bearer"), Subprotocol(f"{who}-token")]
+            url = f"ws://127.0.0.1:{port}/v1/ws"
+            async with websockets.connect(url, subprotocols=offered) as socket:
+                assert json.loads(await socket.recv())["type"] == "hello"
+                decision = {"kind": "answer", "value": value, "version": 1}
+                await socket.send(
+                    json.dumps({"type": "decide", "id": pending, "decision": decision})
+                )
+                while True:  # pushed events and changes come between
+                    said: dict[str, Any] = json.loads(await socket.recv())
+                    if said["type"] in ("decided", "error"):
+                        return said
+
+        misfit = await decide("bob", {"email": "x"})
+        assert (misfit["type"], misfit["error"], misfit["detail"]) == (
+            "error",
+            "FormError",
+            "answer.email: not an email",
+        )
+        still = (await client.get(f"/v1/approvals/{pending}")).json()
+        assert (still["status"], still["version"]) == ("pending", 1)
+
+        answered = await decide("bob", {"email": "ap@example.com"})
+        assert answered["type"] == "decided"
+        assert (answered["approval"]["status"], answered["approval"]["decided_by"]) == (
+            "answered",
+            "bob",
+        )
+        second = await decide("alice", {"email": "me@example.com"})
+        assert (second["type"], second["error"]) == ("error", "ConflictError")
+        assert "already answered by 'bob'" in second["detail"]
+
+        done = await until(client, run["id"], "completed")
+        [result] = [m for m in done["messages"] if m["role"] == "tool"]
+        assert json.loads(result["content"])["answer"] == {"email": "ap@example.com"}

@@ -12,7 +12,8 @@ session cookie of a person signed in (its ``Origin`` must be the server's own). 
   (held, edited, voted on, handed on, escalated, judged again, decided; as
   ``GET /v1/approvals/changes`` finds them), as it stands then;
 - the client sends ``{"type": "decide", "id": APPROVAL_ID, "decision": {"kind", ...,
-  "version"}, "request_id"?}`` — ``version``: the approval's version it showed — and gets
+  "version"}, "request_id"?}`` — ``version``: the approval's version it showed; a question's
+  answer is ``{"kind": "answer", "value"}``, checked by the gate as any other — and gets
   ``{"type": "decided", "request_id", "approval"}`` or ``{"type": "error", "request_id",
   "error", "detail"}`` (for a version that changed since, ``StaleDecisionError`` with ``seen``,
   ``version`` and the ``changes`` between).
