@@ -12,6 +12,8 @@ import pytest
 from signoff import Answer, Approve, ConflictError, InvalidDecisionError, Policy, Reject
 from signoff.agent import Agent, Message, ModelTurn, Runner, ask_person
 from signoff.gate import Gate
+from signoff.gate.forms import ORDER, form_fields
+from signoff.notify.slack_modal import modal
 from signoff.store import SQLStore
 from signoff.testing import ScriptedModel, call
 from tests.agent.test_runner import collect, of
@@ -170,3 +172,42 @@ async def test_a_question_that_is_not_one_is_blocked_naming_the_field(store: SQL
     events = await collect(run.start("t1", "go"))
     assert not of(events, "approval_requested")
     assert "question.schema: a question has choices or a form, not both" in result(model)["message"]
+
+
+async def test_a_forms_fields_keep_the_order_the_agent_wrote_them_in_every_channel(
+    store: SQLStore,
+):
+    written = {
+        "type": "object",
+        "properties": {
+            "seats": {"type": "integer", "minimum": 1},
+            "email": {"type": "string", "format": "email"},
+            "plan": {"type": "string", "enum": ["team", "pro"]},
+        },
+        "required": ["seats", "email"],
+    }
+    run, model = asking(store, {"question": "Who is billed?", "schema": written})
+    run_id, approval_id = await held(run)
+    args = (await store.get_approval(approval_id)).call.args
+    # Stored as canonical JSON, keys sorted: the order rides as a list, which keeps it.
+    assert list(args["schema"]["properties"]) == ["email", "plan", "seats"]
+    assert args["schema"][ORDER] == ["seats", "email", "plan"]
+    assert [name for name, _ in form_fields(args["schema"])] == ["seats", "email", "plan"]
+    blocks = modal(args, "target")["blocks"][1:]
+    assert [b["block_id"] for b in blocks] == ["seats", "email", "plan"]
+
+    # The answer is checked as it always was: the order is no field of it.
+    with pytest.raises(InvalidDecisionError, match=r"^answer.seats: required$"):
+        await run.gate.decide(approval_id, Answer(value={"email": "a@example.com"}), actor="bob")
+    await run.gate.decide(approval_id, Answer(value={"seats": 2, "email": "a@b.co"}), actor="bob")
+    await collect(run.resume(run_id))
+    assert result(model)["answer"] == {"seats": 2, "email": "a@b.co"}
+
+
+async def test_an_order_of_a_forms_own_must_name_each_field_once(store: SQLStore):
+    odd = FORM | {ORDER: ["email", "email"]}
+    run, model = asking(store, {"question": "Who is billed?", "schema": odd})
+    events = await collect(run.start("t1", "go"))
+    assert not of(events, "approval_requested")
+    problem = "question.schema.x-order: the form's field names, each once"
+    assert problem in result(model)["message"]

@@ -130,6 +130,9 @@ def test_a_form_refused_by_the_gate_says_so_beside_the_field_then_is_answered(pa
     expect(form.locator("[data-field=plan] input[type=radio]")).to_have_count(2)
     expect(form.locator("[data-field=plan]")).to_contain_text("Team")
     expect(form.locator("[data-field=regions] input[type=checkbox]")).to_have_count(3)
+    # In the order the agent wrote them, not the stored question's (its keys are sorted).
+    shown = form.locator("[data-field]").evaluate_all("fields => fields.map(f => f.dataset.field)")
+    assert shown == list(FORM["properties"])
     # Enter on the card goes to what answers it (it never approves a question).
     page.locator("h1").click()
     page.keyboard.press("Enter")

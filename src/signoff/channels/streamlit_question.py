@@ -9,7 +9,7 @@ from functools import partial
 from typing import Any, Protocol
 
 from signoff.errors import MissingExtraError
-from signoff.gate.forms import field_options
+from signoff.gate.forms import field_options, form_fields
 from signoff.types import Answer, Decision, Reject
 
 try:
@@ -33,7 +33,7 @@ def question_actions(args: dict[str, Any], *, at: str, button: Button) -> None:
     with answer:
         form = args.get("schema")
         if isinstance(form, dict):
-            for name, field in form["properties"].items():
+            for name, field in form_fields(form):
                 _field(name, field, f"{at}:form:{name}", required=name in form.get("required", []))
         else:
             _whole(args, f"{at}:reply")
@@ -86,7 +86,7 @@ def _answer(args: dict[str, Any], at: str) -> Answer:
     if not isinstance(form, dict):
         return Answer(value=st.session_state.get(f"{at}:reply"))
     value: dict[str, Any] = {}
-    for name, field in form["properties"].items():
+    for name, field in form_fields(form):
         given = st.session_state.get(f"{at}:form:{name}")
         if field.get("type") == "boolean":
             value[name] = bool(given)

@@ -41,6 +41,7 @@ from signoff.cli.decide import approval_on_database, grant_words
 from signoff.cli.short_id import SHORTEST, resolve, shorten
 from signoff.cli.target import Actor, Database, Roles, Server, Token, deciding
 from signoff.errors import NotFoundError, SignoffError, StaleDecisionError
+from signoff.gate.forms import form_fields
 from signoff.types import (
     Answer,
     Approve,
@@ -360,7 +361,7 @@ def _asked(item: dict[str, Any]) -> str | None:
         return f"{text} ({pick}: {' | '.join(map(str, args['choices']))})"
     form = args.get("schema")
     if isinstance(form, dict) and isinstance(form.get("properties"), dict):
-        return f"{text} (a form: {', '.join(map(str, form['properties']))})"
+        return f"{text} (a form: {', '.join(name for name, _ in form_fields(form))})"
     return text
 
 

@@ -16,7 +16,20 @@ from urllib.parse import urlsplit
 
 from signoff.errors import InvalidDecisionError
 
-__all__ = ["FormError", "check_answer", "check_form", "field_options"]
+__all__ = [
+    "ORDER",
+    "FormError",
+    "check_answer",
+    "check_form",
+    "field_options",
+    "form_fields",
+    "with_order",
+]
+
+ORDER: Final = "x-order"
+"""The key of a form that lists its fields' names in the order they are shown: written when
+the question is held, as the agent wrote the fields — it is stored as canonical JSON, whose
+keys are sorted, and a list keeps its order."""
 
 _FORMATS: Final = ("email", "uri", "date", "date-time")
 _EMAIL: Final = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
@@ -40,7 +53,7 @@ def check_form(schema: Any, where: str = "question.schema") -> None:
     """`FormError` unless `schema` is a flat object of the field kinds elicitation allows."""
     if not isinstance(schema, dict) or schema.get("type") != "object":
         raise FormError(f"{where}: a form is a JSON schema of type 'object'")
-    _known(schema, {"type", "title", "description", "properties", "required"}, where)
+    _known(schema, {"type", "title", "description", "properties", "required", ORDER}, where)
     fields = schema.get("properties")
     if not isinstance(fields, dict) or not fields:
         raise FormError(f"{where}.properties: a form names its fields, at least one")
@@ -51,6 +64,10 @@ def check_form(schema: Any, where: str = "question.schema") -> None:
     required = schema.get("required", [])
     if not isinstance(required, list) or any(r not in fields for r in required):
         raise FormError(f"{where}.required: a list of the form's field names")
+    order = schema.get(ORDER, list(fields))
+    names = isinstance(order, list) and all(isinstance(n, str) for n in order)
+    if not names or sorted(order) != sorted(fields):
+        raise FormError(f"{where}.{ORDER}: the form's field names, each once")
 
 
 def _check_field(field: Any, where: str) -> None:
@@ -204,3 +221,23 @@ def field_options(field: dict[str, Any]) -> tuple[list[str], list[str]]:
         consts = field.get("oneOf") or field.get("anyOf") or []
         titles = [o.get("title") or o["const"] for o in consts]
     return values, titles if isinstance(titles, list) and len(titles) == len(values) else values
+
+
+def with_order(form: dict[str, Any]) -> dict[str, Any]:
+    """`form` (one `check_form` takes) with the order of its fields written down (`ORDER`), as
+    its properties are written unless it says so itself."""
+    return form if ORDER in form else form | {ORDER: list(form["properties"])}
+
+
+def form_fields(form: dict[str, Any]) -> list[tuple[str, Any]]:
+    """A form's fields, as (name, field), in the order its `ORDER` gives — the agent's — then
+    any it leaves out as they come; none when it has no properties. For a channel drawing the
+    form."""
+    fields = form.get("properties")
+    if not isinstance(fields, dict):
+        return []
+    order = form.get(ORDER)
+    named = (
+        [n for n in order if isinstance(n, str) and n in fields] if isinstance(order, list) else []
+    )
+    return [(name, fields[name]) for name in dict.fromkeys([*named, *fields])]

@@ -17,7 +17,7 @@ from typing import Any, Final
 from signoff.errors import ConflictError, InvalidArgumentsError
 from signoff.gate.ids import new_id
 from signoff.gate.outcome import OUTCOME_OF, VERDICT_OF, CheckContext, Outcome, policy_context
-from signoff.gate.questions import question_assignment, question_verdict
+from signoff.gate.questions import held_question, question_assignment, question_verdict
 from signoff.gate.records import assignment_record, verdict_record
 from signoff.limits import ArgumentLimits
 from signoff.policy import PolicyEngine
@@ -163,11 +163,13 @@ class Judge:
         return outcome, record
 
     def approval(self, call: ToolCall, verdict: Verdict) -> Approval:
-        """The pending approval a call the policy asks about is held under."""
+        """The pending approval a call the policy asks about is held under — a question's
+        with its form's field order written down (`held_question`), while its verdict's digest
+        stays that of the call as the agent wrote it, for the same call sent again to match."""
         context = self.context
         return Approval(
             id=new_id(),
-            call=call,
+            call=held_question(call),
             batch_id=self.batch_id,
             **same_named(context, ("run_id", "thread_id", "origin", "requested_by")),
             **same_named(verdict, RULE_SAYS),

@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from signoff.errors import InvalidDecisionError
 from signoff.gate.deciders import assignee
-from signoff.gate.forms import FormError, check_answer, check_form
+from signoff.gate.forms import FormError, check_answer, check_form, with_order
 from signoff.policy.reader import Reader
 from signoff.types import (
     AUTOMATIC,
@@ -37,6 +37,7 @@ __all__ = [
     "WAITS",
     "Question",
     "check_answering",
+    "held_question",
     "question_assignment",
     "question_result",
     "question_verdict",
@@ -200,6 +201,16 @@ def question_verdict(call: ToolCall, verdict: Verdict) -> Verdict:
     if question.timeout is not None:
         held = replace(held, timeout=question.timeout)
     return held
+
+
+def held_question(call: ToolCall) -> ToolCall:
+    """A question's call as it is held: its form's field order written into the form (`ORDER`
+    of `signoff.gate.forms`), for every channel to show the fields as the agent wrote them —
+    the stored arguments are canonical JSON, whose keys are sorted. Any other call as it is."""
+    form = call.args.get("schema") if call.kind == "question" else None
+    if not isinstance(form, dict):
+        return call
+    return replace(call, args=call.args | {"schema": with_order(form)})
 
 
 def question_assignment(call: ToolCall, at: datetime) -> Assignment | None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from signoff.gate.forms import form_fields
 from signoff.gate.preview import preview_text
 from signoff.notify.settings import EventKind
 
@@ -241,7 +242,7 @@ def _asked(question: dict[str, Any]) -> list[tuple[str, str]]:
         required = form.get("required") or []
         fields = [
             f"- {field.get('title') or name}{' (required)' if name in required else ''}"
-            for name, field in form["properties"].items()
+            for name, field in form_fields(form)
             if isinstance(field, dict)
         ]
         out.append(("Fill in", _cut("\n".join(fields), _ARGS_SHOWN)))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from signoff.gate.forms import field_options
+from signoff.gate.forms import field_options, form_fields
 
 __all__ = [
     "ANSWER",
@@ -68,7 +68,7 @@ def modal(question: dict[str, Any], target: str) -> dict[str, Any]:
     form = question.get("schema")
     if isinstance(form, dict):
         required = form.get("required") or []
-        for name, field in form["properties"].items():
+        for name, field in form_fields(form):
             # A box left unticked is an answer (false): Slack would insist on a tick.
             optional = name not in required or field.get("type") == "boolean"
             label, hint = str(field.get("title") or name), field.get("description")
@@ -93,7 +93,7 @@ def answer_of(question: dict[str, Any], values: dict[str, Any]) -> Any:
     if not isinstance(form, dict):
         return _read(_state(values, _WHOLE), question.get("choices") or [])
     answer: dict[str, Any] = {}
-    for name, field in form["properties"].items():
+    for name, field in form_fields(form):
         state = _state(values, name)
         if field.get("type") == "boolean":
             answer[name] = bool(state.get("selected_options"))
@@ -108,7 +108,7 @@ def field_errors(message: str, question: dict[str, Any]) -> dict[str, str]:
     """The gate's refusal of an answer, under the modal's field it names (``answer.email: ...``
     under the email field); a refusal naming no field, under the first."""
     form = question.get("schema")
-    names = list(form["properties"]) if isinstance(form, dict) else [_WHOLE]
+    names = [name for name, _ in form_fields(form)] if isinstance(form, dict) else [_WHOLE]
     where, _, why = message.partition(": ")
     field = where.removeprefix("answer.").partition("[")[0]
     return {field if field in names else names[0]: (why if field in names else message)[:2000]}

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from signoff.gate.forms import FormError
+from signoff.gate.forms import FormError, form_fields
 from signoff.gate.questions import Question
 from signoff.protocols.a2a.pending import Pending
 
@@ -78,7 +78,7 @@ def _offered(question: Question) -> str:
         several = "one or more" if question.multiple else "one"
         return f" — {several} of: {', '.join(question.choices)}"
     if question.form is not None:
-        fields = question.form.get("properties", {})
+        fields = [name for name, _ in form_fields(question.form)]
         return f" — a form: {', '.join(fields)}"
     return ""
 

@@ -87,11 +87,19 @@ function answerForm(body, submit) {
 
 const INPUT_TYPES = { email: "email", uri: "url", date: "date", "date-time": "datetime-local" };
 
+// A form's [name, field] pairs in the order the agent wrote them: its "x-order" (the stored
+// question's keys are sorted), then any field it leaves out.
+function fieldsInOrder(schema) {
+  const properties = schema.properties || {};
+  const order = Array.isArray(schema["x-order"]) ? schema["x-order"].filter((name) => Object.hasOwn(properties, name)) : [];
+  return [...new Set([...order, ...Object.keys(properties)])].map((name) => [name, properties[name]]);
+}
+
 // A question's form: one field per property, each beside the line its refusal is shown in.
 // {element, read() -> the answer, showError(name, message) -> whether a field took it, clearErrors()}.
 function formFields(schema) {
   const required = new Set(schema.required || []);
-  const fields = Object.entries(schema.properties || {}).map(([name, spec]) => field(name, spec || {}, required.has(name)));
+  const fields = fieldsInOrder(schema).map(([name, spec]) => field(name, spec || {}, required.has(name)));
   const byName = new Map(fields.map((f) => [f.name, f]));
   return {
     element: h("div.question-form", {}, schema.description ? h("p.help", {}, schema.description) : null, fields.map((f) => f.element)),
