@@ -143,6 +143,32 @@ async def test_a_question_to_a_person_is_handed_to_them_when_it_is_asked(store: 
     assert (entry.subject, entry.data["to"]) == (approval_id, "bob")
 
 
+async def test_with_a_directory_a_question_to_someone_it_does_not_know_is_not_held(
+    store: SQLStore,
+):
+    people = {"bob": frozenset({"ops"}), "carol": frozenset({"sales"})}
+    policy = {"rules": [{"ask": {"question": "*"}, "approvers": ["ops"]}]}
+    for to, problem in [
+        ("zed", "question.to: 'zed' is not a known principal"),
+        ("carol", "question.to: it cannot be assigned to 'carol': 'carol' may not decide"),
+        ("role:sales", "question.to: role 'sales' may not decide this approval"),
+    ]:
+        run, model = asking(store, {"question": "Budget?", "to": to}, policy, roles_of=people.get)
+        events = await collect(run.start(f"t-{to}", "go"))
+        assert not of(events, "approval_requested")
+        told = result(model)
+        assert (told["status"], problem in told["message"]) == ("blocked", True), told
+    run, _ = asking(store, {"question": "Budget?", "to": "bob"}, policy, roles_of=people.get)
+    _, approval_id = await held(run)
+    assigned = (await store.get_approval(approval_id)).assigned
+    assert assigned is not None and assigned.to == "bob"
+    # Without a directory, whoever it is must qualify when answering.
+    run, _ = asking(store, {"question": "Budget?", "to": "zed"}, policy)
+    [request] = of(await collect(run.start("t-none", "go")), "approval_requested")
+    assigned = (await store.get_approval(str(request["approval_id"]))).assigned
+    assert assigned is not None and assigned.to == "zed"
+
+
 async def test_a_rule_names_who_may_answer_and_the_policy_may_forbid_asking(store: SQLStore):
     policy = {"rules": [{"ask": {"question": "*"}, "approvers": ["ops"]}]}
     run, _ = asking(store, {"question": "Ship it?"}, policy)

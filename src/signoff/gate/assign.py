@@ -7,17 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
-from datetime import datetime
 
-from signoff.errors import ConflictError, ForbiddenError, InvalidDecisionError
+from signoff.errors import ConflictError, ForbiddenError
 from signoff.gate.base import GateBase
-from signoff.gate.deciders import (
-    approvers_at,
-    assignee,
-    check_approval_decider,
-    check_person,
-    note_text,
-)
+from signoff.gate.deciders import assignee, check_approval_decider, check_person, note_text
 from signoff.gate.records import assignment_record
 from signoff.gate.versions import changed
 from signoff.types import Approval, Assignment
@@ -66,25 +59,3 @@ class Assigning(GateBase):
             raise ConflictError(f"approval {approval_id!r} changed meanwhile; look again")
         self.notifier.notify(approval.id)
         return handed
-
-    def _check_assignee(self, approval: Approval, to: str, now: datetime) -> None:
-        """`InvalidDecisionError` when `to` could not decide `approval` as far as is known."""
-        role = to.removeprefix("role:") if to.startswith("role:") else None
-        approvers = approvers_at(approval, now)
-        if role is not None:
-            if approvers and role not in approvers:
-                raise InvalidDecisionError(
-                    f"role {role!r} may not decide this approval: rule {approval.rule!r} needs "
-                    f"one of the roles {list(approvers)!r}"
-                )
-            return
-        if self.roles_of is None:
-            return  # no directory: whoever it is must qualify when deciding
-        their_roles = self.roles_of(to)
-        if their_roles is None:
-            known = f": {self.principals_from}" if self.principals_from else ""
-            raise InvalidDecisionError(f"{to!r} is not a known principal{known}")
-        try:
-            check_approval_decider(approval, actor=to, roles=their_roles, now=now)
-        except ForbiddenError as exc:
-            raise InvalidDecisionError(f"it cannot be assigned to {to!r}: {exc}") from None

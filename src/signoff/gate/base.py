@@ -10,6 +10,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from signoff.errors import ForbiddenError, InvalidDecisionError
+from signoff.gate.deciders import approvers_at, check_approval_decider
 from signoff.gate.edits import SchemaLookup
 from signoff.gate.notifier import Notifier
 from signoff.gate.outcome import approval_context
@@ -161,6 +163,31 @@ class GateBase:
         """`time` without waiting for the store: its clock as last read, carried forward
         (`Store.now`)."""
         return self._now() if self._clock_given else self.store.now()
+
+    def _check_assignee(self, approval: Approval, to: str, now: datetime) -> None:
+        """`InvalidDecisionError` when `to` (a person, or ``role:NAME``) could not decide
+        `approval` as far as is known: a role none of the rule's approvers, a person the
+        directory (`roles_of`) does not know, or one who may not decide it. What an approval is
+        handed on to, and who a question is asked of, are checked by it."""
+        role = to.removeprefix("role:") if to.startswith("role:") else None
+        approvers = approvers_at(approval, now)
+        if role is not None:
+            if approvers and role not in approvers:
+                raise InvalidDecisionError(
+                    f"role {role!r} may not decide this approval: rule {approval.rule!r} needs "
+                    f"one of the roles {list(approvers)!r}"
+                )
+            return
+        if self.roles_of is None:
+            return  # no directory: whoever it is must qualify when deciding
+        their_roles = self.roles_of(to)
+        if their_roles is None:
+            known = f": {self.principals_from}" if self.principals_from else ""
+            raise InvalidDecisionError(f"{to!r} is not a known principal{known}")
+        try:
+            check_approval_decider(approval, actor=to, roles=their_roles, now=now)
+        except ForbiddenError as exc:
+            raise InvalidDecisionError(f"it cannot be assigned to {to!r}: {exc}") from None
 
     def _at(self, moment: datetime) -> datetime:
         """The time of a judgement made in a transaction that read the database's clock as

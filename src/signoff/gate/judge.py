@@ -14,10 +14,15 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from signoff.errors import ConflictError, InvalidArgumentsError
+from signoff.errors import ConflictError, InvalidArgumentsError, InvalidDecisionError
 from signoff.gate.ids import new_id
 from signoff.gate.outcome import OUTCOME_OF, VERDICT_OF, CheckContext, Outcome, policy_context
-from signoff.gate.questions import held_question, question_assignment, question_verdict
+from signoff.gate.questions import (
+    held_question,
+    question_assignment,
+    question_verdict,
+    unaskable,
+)
 from signoff.gate.records import assignment_record, verdict_record
 from signoff.limits import ArgumentLimits
 from signoff.policy import PolicyEngine
@@ -88,6 +93,9 @@ class Judge:
     keys: Mapping[str, str] = field(default_factory=dict)
     """Each call's key, by call id, for a call of another framework's run."""
     previews: Mapping[str, Preview] = field(default_factory=dict)
+    check_assignee: Callable[[Approval, str, datetime], None] | None = None
+    """`InvalidDecisionError` when who a question is asked of (its ``to``) could not answer
+    it, as far as the gate's directory knows (`GateBase._check_assignee`); None: unchecked."""
 
     @functools.cached_property
     def policy_context(self) -> Context:
@@ -144,6 +152,9 @@ class Judge:
             verdict = Verdict(kind="deny", rule=None, reason=problem)
         kind = OUTCOME_OF[verdict.kind]
         approval = self.approval(call, verdict) if kind == "hold" else None
+        problem = None if approval is None else self.unassignable(approval)
+        if problem is not None:
+            verdict, kind, approval = unaskable(f"question.to: {problem}"), "block", None
         record = None
         if key is not None:
             record = ExternalRecord(
@@ -161,6 +172,16 @@ class Judge:
             )
         outcome = Outcome(call=call, kind=kind, verdict=verdict, approval=approval, record=record)
         return outcome, record
+
+    def unassignable(self, approval: Approval) -> str | None:
+        """Why the person (or role) a question is asked of could not answer it, or None."""
+        if approval.assigned is None or self.check_assignee is None:
+            return None
+        try:
+            self.check_assignee(approval, approval.assigned.to, self.now)
+        except InvalidDecisionError as exc:
+            return str(exc)
+        return None
 
     def approval(self, call: ToolCall, verdict: Verdict) -> Approval:
         """The pending approval a call the policy asks about is held under — a question's

@@ -41,6 +41,7 @@ __all__ = [
     "question_assignment",
     "question_result",
     "question_verdict",
+    "unaskable",
 ]
 
 ASK_TOOL: Final = "ask_person"
@@ -192,7 +193,7 @@ def question_verdict(call: ToolCall, verdict: Verdict) -> Verdict:
     try:
         question = Question.from_args(call.args)
     except FormError as exc:
-        return Verdict(kind="deny", rule=None, reason=f"the question cannot be asked: {exc}")
+        return unaskable(str(exc))
     if verdict.kind == "deny":
         return replace(verdict, reason=f"the agent may not ask this: {verdict.reason}")
     held = replace(verdict, kind="ask", quorum=None, on_timeout=None)
@@ -201,6 +202,12 @@ def question_verdict(call: ToolCall, verdict: Verdict) -> Verdict:
     if question.timeout is not None:
         held = replace(held, timeout=question.timeout)
     return held
+
+
+def unaskable(problem: str) -> Verdict:
+    """The verdict that blocks a question that is not one, saying why (`problem` names the
+    field): the agent is told so as its tool's result."""
+    return Verdict(kind="deny", rule=None, reason=f"the question cannot be asked: {problem}")
 
 
 def held_question(call: ToolCall) -> ToolCall:
