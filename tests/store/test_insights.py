@@ -192,6 +192,21 @@ async def test_voices_count_each_person_and_each_requester_once(store: SQLStore)
     assert everyone.voices["edited"] == Voices(people=0, requesters=0)
 
 
+async def test_answered_questions_count_among_the_decided_calls_and_on_their_own(store: SQLStore):
+    ask = {"question": "Which region?", "choices": ["eu", "us"]}
+    rows = [decided(n, ask, status="answered", tool="ask_person", by="bob") for n in range(3)]
+    rows += [decided(3, ask, status="rejected", tool="ask_person", by="carol")]
+    rows += [decided(4, ask, status="pending", tool="ask_person", by=None)]
+    await write_rows(store, rows)
+
+    [group] = await store.decision_stats(since=NOW - timedelta(days=2))
+
+    assert (group.counts["answered"], group.counts["rejected"], group.asked) == (3, 1, 5)
+    assert group.deciders == (("bob", 3), ("carol", 1))
+    assert group.time_to_decision is not None  # an answer is a person's decision
+    assert group.time_to_decision.median_seconds == 60
+
+
 async def test_the_refused_calls_like_a_condition_are_read_newest_first_within_a_limit(
     store: SQLStore,
 ):

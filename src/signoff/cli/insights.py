@@ -24,7 +24,7 @@ Days = Annotated[
     int,
     typer.Option(min=1, max=MAX_DAYS, help="The window: calls asked in this many days up to now."),
 ]
-_STATUSES = ("approved", "edited", "responded", "rejected", "expired")
+_STATUSES = ("approved", "edited", "responded", "answered", "rejected", "expired")
 
 
 def insights(
@@ -150,12 +150,12 @@ def _table(found: dict[str, Any]) -> Any:
 
     table = Table(
         title=f"Decisions of the last {found['days']} days",
-        caption="appr: approved unchanged · edit: edited · resp: responded to · rej: rejected · "
-        "exp: expired · time: to a decision, median / p90",
+        caption="appr: approved unchanged · edit: edited · resp: responded to · ans: a question "
+        "answered · rej: rejected · exp: expired · time: to a decision, median / p90",
         header_style="bold",
     )
-    for column in ("rule", "tool", "agent", "asked", "appr", "edit", "resp", "rej", "exp",
-                   "time"):  # fmt: skip
+    for column in ("rule", "tool", "agent", "asked", "appr", "edit", "resp", "ans", "rej",
+                   "exp", "time"):  # fmt: skip
         table.add_column(column, no_wrap=True)
     table.add_column("top deciders", overflow="fold")
     table.add_column("grant uses", no_wrap=True)

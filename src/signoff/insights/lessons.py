@@ -77,8 +77,8 @@ REFUSED_LIMIT: Final = 1000
 it is not offered (too many refusals look like it to vouch for it)."""
 
 
-_DECIDED: Final = ("approved", "edited", "responded", "rejected", "expired")
-_BY_PERSON: Final = ("approved", "edited", "responded", "rejected")
+_DECIDED: Final = ("approved", "edited", "responded", "answered", "rejected", "expired")
+_BY_PERSON: Final = ("approved", "edited", "responded", "answered", "rejected")
 _KEY: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _OVERRIDES: Final = "it would override a deny rule beside the rule that asked"
 _ALLOW: Final[VerdictKind] = "allow"

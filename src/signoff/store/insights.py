@@ -20,7 +20,7 @@ import string
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final, Literal, Protocol, TypeAlias
+from typing import Any, Final, Literal, Protocol, TypeAlias, get_args
 
 from sqlalchemy import (
     ColumnElement,
@@ -58,16 +58,9 @@ __all__ = [
     "Voices",
 ]
 
-STATUSES: Final[tuple[ApprovalStatus, ...]] = (
-    "pending",
-    "approved",
-    "edited",
-    "responded",
-    "rejected",
-    "expired",
-    "cancelled",
-)
-_BY_PERSON: Final = ("approved", "edited", "responded", "rejected")
+STATUSES: Final[tuple[ApprovalStatus, ...]] = get_args(ApprovalStatus)
+"""Every status a call can have, each counted: an answered question is a decided call too."""
+_BY_PERSON: Final = ("approved", "edited", "responded", "answered", "rejected")
 """The statuses a person's decision leaves: time to a decision is measured over these."""
 REFUSED: Final[tuple[ApprovalStatus, ...]] = ("rejected", "edited", "responded")
 """The statuses of a call a person would not run as it was requested."""

@@ -7,7 +7,7 @@
 import { get, put, query } from "./api.js";
 import { clear, h, labelCells, notify } from "./dom.js";
 
-const COLUMNS = ["Rule", "Tool", "Agent", "Asked", "Approved", "Edited", "Responded", "Rejected", "Expired", "Time to decide (median / p90)", "Top deciders", "Grant uses"];
+const COLUMNS = ["Rule", "Tool", "Agent", "Asked", "Approved", "Edited", "Responded", "Answered", "Rejected", "Expired", "Time to decide (median / p90)", "Top deciders", "Grant uses"];
 
 export function insightsPage(main, app, params) {
   const days = h("input", { type: "number", name: "days", min: 1, max: 3650, value: params.get("days") || "30", "aria-label": "days" });
@@ -60,7 +60,7 @@ function row(group) {
     h("td", {}, h("b", {}, group.tool)),
     cell(group.agent || ""),
     h("td.count-asked", {}, String(group.asked)),
-    ...["approved", "edited", "responded", "rejected", "expired"].map((status) => h(`td.count-${status}`, {}, String(group[status]))),
+    ...["approved", "edited", "responded", "answered", "rejected", "expired"].map((status) => h(`td.count-${status}`, {}, String(group[status]))),
     cell(group.median_seconds === null ? "" : `${duration(group.median_seconds)} / ${duration(group.p90_seconds)}`),
     cell(group.deciders.map((d) => `${d.name} ${d.count}`).join(", ")),
     h("td.grant-uses", {}, String(group.grant_uses)),
