@@ -10,7 +10,7 @@ import json
 import pytest
 
 from signoff import Answer, Policy, ToolCall
-from signoff.errors import CallRefused
+from signoff.errors import CallRefused, InvalidDecisionError
 from signoff.gate import Gate
 from signoff.gate.external import ExternalRuns
 from signoff.store import SQLStore
@@ -45,3 +45,20 @@ async def test_a_tool_not_named_the_ask_tool_runs_as_the_policy_says(store: SQLS
                               turn=None, requested_by="alice")  # fmt: skip
 
     assert step.kind == "run" and step.call is not None and step.call.kind == "tool"
+
+
+async def test_a_field_the_model_writes_as_null_is_one_it_did_not_give(store: SQLStore) -> None:
+    """A framework that sends the model a strict schema (CrewAI: every field required, and
+    nullable) gets null for each field the model leaves out: still the question it asks."""
+    runs = ExternalRuns(Gate(POLICY, store), origin="app")
+    nulls = dict.fromkeys(["choices", "multiple", "schema", "to", "timeout", "default"])
+    asked = ToolCall(id="c1", name="ask_person", args={**nulls, **ASK})
+
+    waiting = await runs.step_of(asked, thread="t1", turn=None, requested_by="alice")
+    assert waiting.kind == "wait" and waiting.approval is not None
+    assert (waiting.approval.expires_at, waiting.approval.assigned) == (None, None)
+    with pytest.raises(InvalidDecisionError, match="answer"):  # one choice, not several
+        await runs.gate.decide(waiting.approval.id, Answer(value=["us"]), actor="bob")
+    answered = await runs.gate.decide(waiting.approval.id, Answer(value="us"), actor="bob")
+
+    assert answered.status == "answered"

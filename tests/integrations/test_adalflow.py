@@ -15,6 +15,7 @@ import pytest
 from signoff import Approve, Edit, Policy, Reject, Respond, Scope
 from signoff.errors import ForbiddenError, InvalidEditError
 from signoff.gate.answers import edited_text
+from signoff.gate.questions import ASK_PARAMETERS
 from signoff.types import Approval
 from tests.deadline import HANG
 from tests.integrations import af_app
@@ -23,7 +24,13 @@ from tests.integrations.af_app import POLICY, Runner, Script, ToolManager, build
 from tests.integrations.harness import POLICY as RULES
 from tests.integrations.inbox import inbox_api
 
-from signoff.integrations.adalflow import ANSWER, ORIGIN, RUN, SignoffPermissions  # isort: skip
+from signoff.integrations.adalflow import (  # isort: skip
+    ANSWER,
+    ORIGIN,
+    RUN,
+    SignoffPermissions,
+    ask_person,
+)
 
 RIG = af_app
 THREAD = "t-1"
@@ -300,3 +307,8 @@ async def test_the_pending_list_shows_a_held_call_as_it_stands_with_its_version(
     await runs.bridge.arun(carol)
     assert observed(await run) == [("charge", edited_text({"amount": 40}, "charged 40"))]
     assert listed == {}
+
+
+def test_the_model_reads_the_ask_tool_by_its_own_schema() -> None:
+    [shown] = ToolManager(tools=[ask_person()]).function_definitions  # the agent's prompt's
+    assert (shown.func_name, shown.func_parameters) == ("ask_person", ASK_PARAMETERS)

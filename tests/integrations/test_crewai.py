@@ -13,13 +13,14 @@ import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
-from signoff import Approve, Edit, Scope
+from signoff import Answer, Approve, Edit, Scope
 from signoff.gate.answers import edited_text
-from signoff.integrations.crewai import ORIGIN, SignoffHooks
+from signoff.gate.questions import ASK_PARAMETERS
+from signoff.integrations.crewai import ORIGIN, SignoffHooks, ask_person
 from signoff.types import Approval
 from tests.deadline import HANG
 from tests.integrations import crewai_app
-from tests.integrations.crewai_app import POLICY, Reacting, crew_of, crewai_tools
+from tests.integrations.crewai_app import POLICY, Reacting, Scripted, crew_of, crewai_tools
 from tests.integrations.harness import Harness, side_effects_in
 from tests.integrations.harness import tools as counting
 from tests.integrations.inbox import inbox_api
@@ -195,6 +196,41 @@ async def test_a_model_without_function_calling_is_judged_in_crewais_react_loop(
         ["react", "signoff blocked this call: denied: charge when amount gt 1000. It did not run."],
     ]
     assert harness.executions() == ["charge 50"]
+
+
+class Declared(Scripted):
+    """`Scripted`, keeping the tools CrewAI declares to it in `DECLARED`."""
+
+    def call(self, messages: Any, tools: Any = None, *args: Any, **kwargs: Any) -> Any:
+        DECLARED.extend(tools or [])
+        return super().call(messages, tools, *args, **kwargs)
+
+
+DECLARED: list[dict[str, Any]] = []
+
+
+async def test_the_ask_tool_is_declared_by_its_arguments_and_a_strict_model_s_nulls_are_absent(
+    harness: Harness,
+) -> None:
+    # CrewAI declares each tool strictly: every argument required, the ones left out null.
+    nulls = dict.fromkeys(["multiple", "schema", "to", "timeout", "default"])
+    asked = {"question": "Which region?", "choices": ["eu", "us"], **nulls}
+    crew = crew_of([[("c1", "ask_person", asked)], "done"], [ask_person()], [], final_text,
+                   Declared)  # fmt: skip
+    DECLARED.clear()
+    async with hooked(harness) as hooks:
+        run = asyncio.ensure_future(asyncio.to_thread(crew.kickoff))
+        [question] = await waiting(hooks)
+        await harness.decide(question.id, Answer(value="us"))
+        output: Any = await run
+
+    [declared] = {d["function"]["name"]: d["function"] for d in DECLARED}.values()
+    assert declared["name"] == "ask_person"
+    assert list(declared["parameters"]["properties"]) == list(ASK_PARAMETERS["properties"])
+    assert (question.call.kind, question.call.args) == ("question", asked)
+    assert json.loads(told(output)["c1"]) == {
+        "status": "answered", "answer": "us", "answered_by": "bob"}  # fmt: skip
+    assert harness.executions() == []
 
 
 def test_importing_the_integration_leaves_crewai_unimported() -> None:

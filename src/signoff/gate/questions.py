@@ -117,7 +117,7 @@ class Question:
         question = cls(
             text=text,
             choices=_choices(args.get("choices")),
-            multiple=_multiple(args.get("multiple", False)),
+            multiple=_multiple(args.get("multiple")),
             form=_form(args.get("schema")),
             to=_to(args.get("to")),
             timeout=_timeout(args.get("timeout")),
@@ -153,6 +153,8 @@ def _choices(value: Any) -> tuple[str, ...]:
 
 
 def _multiple(value: Any) -> bool:
+    if value is None:  # as for every field: null is not given (a strict schema's way)
+        return False
     if not isinstance(value, bool):
         raise FormError("question.multiple: true or false")
     return value

@@ -26,7 +26,7 @@ from adalflow.core.model_client import ModelClient  # isort: skip
 from adalflow.core.types import GeneratorOutput, ModelType  # isort: skip
 
 from signoff.gate.external import ExternalRuns
-from signoff.integrations.adalflow import ORIGIN, SignoffPermissions, connect
+from signoff.integrations.adalflow import ORIGIN, SignoffPermissions, ask_person, connect
 from tests.integrations.adapters import _base
 from tests.integrations.adapters._base import AdapterBase, GoesOnByItself
 from tests.integrations.scenarios import (
@@ -110,7 +110,7 @@ def _tools(side_effects: Path) -> list[FunctionTool]:
         return transfer(amount, to)
 
     atransfer.__name__ = "transfer"
-    return [FunctionTool(f) for f in (atransfer, read_file, delete_all)]
+    return [*(FunctionTool(f) for f in (atransfer, read_file, delete_all)), ask_person()]
 
 
 @dataclass
@@ -123,6 +123,7 @@ class AdalFlowAdapter(GoesOnByItself, AdapterBase):
     name = "adalflow"
     no_send = NO_PAYLOAD
     no_state = NO_STATE
+    no_ask = ""
     no_resumer = (
         "an AdalFlow run is not durable: it waits in memory for its decision and goes on "
         "by itself, so nothing resumes it (its runner returns the output)"

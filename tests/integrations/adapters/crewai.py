@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from signoff.gate.external import ExternalRuns
-from signoff.integrations.crewai import ORIGIN, SignoffHooks, connect
+from signoff.integrations.crewai import ORIGIN, SignoffHooks, ask_person, connect
 from signoff.types import Approval
 from tests.deadline import HANG
 from tests.integrations.adapters import _base
@@ -58,6 +58,7 @@ class CrewAIAdapter(GoesOnByItself, AdapterBase):
     name = "crewai"
     no_send = NO_PAYLOAD
     no_state = NO_STATE
+    no_ask = ""
     no_resumer = (
         "a CrewAI run is not durable: it waits in memory for its decision and goes on by "
         "itself, so nothing resumes it (its kickoff returns the output)"
@@ -70,7 +71,8 @@ class CrewAIAdapter(GoesOnByItself, AdapterBase):
     async def start(self, thread: str, script: Script) -> Outcome:
         turns = [t if isinstance(t, str) else [(c.id, c.name, c.args) for c in t]
                  for t in script]  # fmt: skip
-        crew = crew_of(turns, crewai_tools(tools(self.side_effects)), self._turns,
+        functions = [*crewai_tools(tools(self.side_effects)), ask_person()]
+        crew = crew_of(turns, functions, self._turns,
                        lambda text, results: final_text(text, results))  # fmt: skip
         hooks = SignoffHooks(self.runs, thread=thread, requested_by=REQUESTER)
         hooks.waiting = waiting = _Waiting(asyncio.get_running_loop())

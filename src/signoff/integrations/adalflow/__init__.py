@@ -22,6 +22,9 @@ runs the real tool through signoff's ledger (`ExternalRuns.once`) with the call 
 was judged, approved or edited: the core refuses (and audits) anything else, whatever the tool
 manager does between the check and the execution.
 
+An agent given `ask_person()` asks a person through it: signoff holds each call of it as a
+question, answered from any channel, and the answer is the tool's result.
+
 The AdalFlow run itself is not durable: the framework keeps it in memory, so a process that
 stops loses the run (the approval stays in signoff's store, decided or not, and audited).
 """
@@ -32,8 +35,9 @@ from signoff.gate.external import connect
 from signoff.integrations._extra import needs
 
 with needs(__name__, "adalflow"):  # the framework is imported by the parts below
+    from signoff.integrations.adalflow.asking import ask_person
     from signoff.integrations.adalflow.permissions import ANSWER, RUN, SignoffPermissions
 
-__all__ = ["ANSWER", "ORIGIN", "RUN", "SignoffPermissions", "connect"]
+__all__ = ["ANSWER", "ORIGIN", "RUN", "SignoffPermissions", "ask_person", "connect"]
 
 ORIGIN = "adalflow"

@@ -21,15 +21,20 @@ hook raised, so signoff's never does.
 
 A crew's run is not durable: CrewAI's hooks are synchronous and cannot stop the run, so a held
 call waits in memory, and a process that stops loses the run (the approval stays in signoff's
-store, decided or not, and audited). `crewai` is imported by `SignoffHooks.register`, not here.
+store, decided or not, and audited). `crewai` is imported by `SignoffHooks.register` (and
+`ask_person`), not here.
+
+An agent given `ask_person()` asks a person through it: signoff holds each call of it as a
+question, answered from any channel, and the answer is the tool's result.
 """
 
 from __future__ import annotations
 
 from signoff.gate.external import connect
+from signoff.integrations.crewai.asking import ask_person
 from signoff.integrations.crewai.hooks import SignoffHooks
 
-__all__ = ["ORIGIN", "SignoffHooks", "connect"]
+__all__ = ["ORIGIN", "SignoffHooks", "ask_person", "connect"]
 
 ORIGIN = "crewai"
 """The origin CrewAI's calls are kept under (``connect(..., origin=ORIGIN)``): the inbox names
