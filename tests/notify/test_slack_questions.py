@@ -159,3 +159,32 @@ async def test_a_form_is_answered_in_a_modal_whose_misfit_fields_the_gate_names(
 
         again = await interact(client, submit(view, typed | {"seats": {}}, user="U3"))
         assert "already answered by 'olga'" in again["errors"]["email"]
+
+
+async def test_a_modal_answers_on_the_version_its_message_showed_and_a_stale_one_is_refused(
+    store: SQLStore,
+):
+    async with slack_app(store, policy=QUESTIONS) as ((gate, notifications, url), client, fake):
+        await store.outbox_events(limit=0)
+        [held] = await gate.check([question(question="Which cost centre?")])
+        assert held.approval is not None
+        assert await notifications.pump() == 1
+        [posted] = fake.taken()
+        value = buttons_of(posted.json())["signoff.reply"]["value"]
+        assert value.endswith("@1")
+        # Handed on after the message was posted: what the message showed is not what stands.
+        await gate.assign(held.approval.id, "role:ops", actor="carol", roles=["ops"])
+
+        opened = await interact(client, click("signoff.reply", value, user="U1", url=url))
+        assert opened == {"opened": True}
+        [request] = [r for r in fake.taken() if r.path == "/views.open"]
+        view = request.json()["view"]
+        assert view["private_metadata"] == value
+        [block] = [b for b in view["blocks"] if b["type"] == "input"]
+        typed = {block["block_id"]: {"value": {"type": "plain_text_input", "value": "CC-7"}}}
+        stale = await interact(client, submit(view, typed, user="U1"))
+        assert stale["response_action"] == "errors"
+        [why] = stale["errors"].values()
+        assert "changed since" in why and "assigned to role:ops by carol" in why, why
+        approval = await store.get_approval(held.approval.id)
+        assert (approval.status, approval.version) == ("pending", 2)

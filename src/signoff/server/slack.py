@@ -113,13 +113,17 @@ async def _decision(service: Service, press: Press, user: SlackUser) -> Decision
 
 
 async def _open(service: Service, slack: Slack, press: Press) -> JSONResponse:
-    """Open the question's modal for the presser (who it holds to nothing: the answer does)."""
+    """Open the question's modal for the presser (who it holds to nothing: the answer does), on
+    the version of the question the pressed message showed."""
     try:
         question = await _question(service, press.approval_id)
         if not question.pending:
             raise ConflictError(f"the question is already {question.status} by "
                                 f"{question.decided_by!r}")  # fmt: skip
-        target = f"{press.sink.filters.name}|{question.id}@{question.version}"
+        # The version the message showed, not the question's now: an answer given on what
+        # someone saw before the question changed is the gate's to refuse (`StaleDecisionError`).
+        shown = question.version if press.version is None else press.version
+        target = f"{press.sink.filters.name}|{question.id}@{shown}"
         await slack.open_modal(press, modal(question.call.args, target))
     except (ConflictError, NotFoundError, SendFailed) as exc:
         await slack.reply(press, f"Nothing was opened: {exc}", replace=False)
