@@ -1,8 +1,9 @@
 """The shared scenarios of an agent asking a person (docs/questions.md), run against every
 integration's adapter whose agent has signoff's ask tool, on SQLite and PostgreSQL (the adapters
 and fixtures of test_scenarios.py): the framework's call of ``ask_person`` is held as a question,
-never run; a person answers it once, from the server on the same database; the answer — or
-the question's default when nobody answered in time — is the tool's result."""
+never run; a person answers it once, from the server on the same database — or, heavy, with
+``signoff answer`` run as a process of its own — and the answer (or the question's default when
+nobody answered in time) is the tool's result."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from signoff import Approval
 from tests.integrations.inbox import inbox_api
 from tests.integrations.scenarios import POLICY, Adapter, Call, executions, told
 from tests.integrations.test_scenarios import adapter, audit_actions, database, pending
+from tests.processes import signoff_says
 
 __all__ = ["adapter", "database"]  # the fixtures, shared
 
@@ -80,6 +82,24 @@ async def test_an_answer_from_the_server_is_the_tool_s_result_once(
     assert json.loads(result) == {"status": "answered", "answer": "us-east", "answered_by": "bob"}
     assert not twice.paused
     assert adapter.model_turns == 2  # resumed twice: the model read the answer once
+
+
+@pytest.mark.heavy
+async def test_an_answer_from_signoff_answer_in_another_process_is_the_tool_s_result(
+    adapter: Adapter, database: str
+) -> None:
+    question = await question_of(adapter, "t-process", REGION)
+
+    # As a person at a terminal would, on the database the agent's run keeps its questions in.
+    said = await signoff_says(
+        "answer", question.id, "us-east", "--database", database, "--as", "bob"
+    )
+    done = await adapter.resume("t-process")
+
+    assert said[0] == 0, said
+    [(call_id, result)] = told(done)
+    assert call_id == "call_0"
+    assert json.loads(result) == {"status": "answered", "answer": "us-east", "answered_by": "bob"}
 
 
 async def test_an_answer_that_breaks_the_form_is_refused_and_nothing_is_written(
