@@ -9,15 +9,20 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
+from tests.deadline import HANG
 from tests.hooks.messages import Turn, scripted_messages
-from tests.hooks.rig import bash, page_set_up
+from tests.hooks.rig import DOCUMENTED, bash, page_set_up, signoff_line
 from tests.hooks.test_claude_code import claude, cli_missing
+from tests.hooks.test_claude_code_questions import Dialog, held_question
+from tests.hooks.test_claude_code_questions import claude as claude_asking
+from tests.processes import signoff_command
 from tests.test_docs import ROOT, example, files
 from tests.web.conftest import FLAGS, TIMEOUT, chromium, confirm, screenshot
 
@@ -41,6 +46,31 @@ async def test_the_page_from_an_empty_folder_to_a_command_approved_on_a_phone(
     assert not (project / "build").exists()
     [told] = api.results()
     assert not told["is_error"]
+
+
+async def test_the_pages_question_is_answered_with_its_answer_line(tmp_path: Path) -> None:
+    asked = {"questions": [{
+        "question": "Which database should the service use?", "header": "Database",
+        "options": [{"label": "Postgres", "description": "what prod runs"},
+                    {"label": "SQLite", "description": "a file"}],
+    }]}  # fmt: skip
+    with page_set_up(DOC, tmp_path) as (url, project, env):
+        token = env["SIGNOFF_TOKEN"]
+        with scripted_messages([Turn(calls=[("AskUserQuestion", asked)])]) as api:
+            dialog = Dialog()
+            agent = asyncio.create_task(claude_asking(project, api, dialog, token=token))
+            question = await held_question(url, "Which database", agent, token=token)
+            line = [w.replace(DOCUMENTED, url).replace("APPROVAL_ID", question["id"])
+                    for w in signoff_line(example(DOC, "answer"))]  # fmt: skip
+            done = await asyncio.to_thread(
+                subprocess.run, [*signoff_command(), *line], env=env, capture_output=True,
+                text=True, timeout=HANG, check=False,
+            )  # fmt: skip
+            assert done.returncode == 0, done.stderr
+            await agent
+    [told] = api.results()
+    assert '"Which database should the service use?"="Postgres"' in told["content"]
+    assert dialog.asked == []
 
 
 def _approve_on_a_phone(url: str, token: str) -> None:

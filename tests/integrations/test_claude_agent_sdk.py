@@ -27,7 +27,7 @@ from signoff import Approve, Decision, Reject
 from signoff.gate.external import ExternalRuns
 from signoff.integrations.claude_agent_sdk import ORIGIN, connect, signoff_hooks
 from tests.deadline import HANG
-from tests.hooks.messages import scripted_messages
+from tests.hooks.messages import Turn, scripted_messages
 from tests.integrations.adapters._base import connected
 from tests.integrations.inbox import inbox_api
 from tests.integrations.scenarios import (
@@ -231,3 +231,66 @@ def _tampered(line: str) -> str:
         if isinstance(block, dict) and block.get("type") == "tool_use":
             block["input"] = {"amount": 999, "to": "mallory"}
     return json.dumps(entry)
+
+
+async def test_claudes_question_answered_in_the_inbox_is_the_result_of_its_ask_tool(
+    tmp_path: Path, store_url: str
+) -> None:
+    """``AskUserQuestion`` (offered where the app answers Claude Code's own prompts: its
+    ``can_use_tool``) is held by `signoff_hooks` as a question; the inbox's answer is what the
+    tool returns, and the app's prompt is never asked."""
+    from claude_agent_sdk.types import PermissionResultDeny
+
+    asked = {
+        "questions": [
+            {
+                "question": "Pay which invoice first?",
+                "header": "Invoice",
+                "options": [
+                    {"label": "acme", "description": "due today"},
+                    {"label": "globex", "description": "due Friday"},
+                ],
+            }
+        ]
+    }
+    prompted: list[str] = []
+
+    async def prompt_at_the_app(tool: str, *_: Any) -> PermissionResultDeny:
+        prompted.append(tool)
+        return PermissionResultDeny(message="nobody at the app")
+
+    async def said() -> Any:
+        yield {"type": "user", "message": {"role": "user", "content": "pay an invoice"}}
+
+    held: asyncio.Queue[str] = asyncio.Queue()
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    turns = [Turn(calls=[("AskUserQuestion", asked)], ids=["call_q"]), Turn(text="paying")]
+    async with connected(connect, ORIGIN, store_url) as runs:
+        hooks = signoff_hooks(runs, requested_by=REQUESTER, wait=HANG,
+                              on_hold=lambda a: held.put_nowait(a.id))  # fmt: skip
+        with scripted_messages(turns) as api:
+            options = ClaudeAgentOptions(
+                tools=["AskUserQuestion"], setting_sources=[], model="claude-sonnet-4-5",
+                cwd=str(work), env=sdk.claude_env(home, api.url), hooks=hooks,
+                can_use_tool=prompt_at_the_app, stderr=lambda _: None,
+            )  # fmt: skip
+            session = asyncio.ensure_future(_messages(query(prompt=said(), options=options)))
+            question = await asyncio.wait_for(held.get(), HANG)
+            waiting = await runs.near(runs.store.get_approval(question))
+            async with inbox_api(store_url, POLICY) as inbox:
+                answer = {"kind": "answer", "value": "globex"}
+                answered = await inbox.post(f"/v1/approvals/{question}/decision", json=answer)
+                assert answered.status_code == 200, answered.text
+            await asyncio.wait_for(session, HANG)
+    assert (waiting.call.kind, waiting.call.name) == ("question", "AskUserQuestion")
+    assert waiting.call.args["choices"] == ["acme", "globex"]
+    [result] = api.results()
+    assert not result["is_error"]
+    assert '"Pay which invoice first?"="globex"' in result["content"]
+    assert prompted == []
+
+
+async def _messages(messages: Any) -> list[Any]:
+    return [m async for m in messages]

@@ -44,10 +44,10 @@ TOKENS = {
 
 @contextlib.asynccontextmanager
 async def api(
-    store: SQLStore, *, wait: float = 600.0, on_timeout: str = "ask"
+    store: SQLStore, *, wait: float = 600.0, on_timeout: str = "ask", policy: Policy = POLICY
 ) -> AsyncIterator[Any]:
     settings = HookSettings(wait=wait, on_timeout=on_timeout)  # type: ignore[arg-type]
-    service = Service(store=store, gate=_gate(store), agents=[], hooks=settings)
+    service = Service(store=store, gate=Gate(policy, store), agents=[], hooks=settings)
     app = create_app(service, Auth(tokens=TOKENS))
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
@@ -58,10 +58,6 @@ async def api(
                               headers={"Authorization": "Bearer ops-token"}) as person,
         ):  # fmt: skip
             yield agent, person
-
-
-def _gate(store: SQLStore) -> Gate:
-    return Gate(POLICY, store)
 
 
 def pre(

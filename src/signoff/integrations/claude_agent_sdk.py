@@ -16,7 +16,9 @@ call runs; a denied one does not, and the model reads why. A call that asks is h
 hook waits (async, in the app) up to `wait` seconds for a decision from any channel — inbox,
 API, CLI, another process — then lets it through (a person's edit as the new input) or denies
 it with the reason or response the model reads. The same ``tool_use_id`` is let through at most
-once (the ledger's claim). After a call ran, what it returned is audited.
+once (the ledger's claim). After a call ran, what it returned is audited. Claude Code's own
+``AskUserQuestion`` (offered when the app gives a ``can_use_tool``) is held as a question, and
+the person's answer becomes the tool's input: its result is the answer.
 
 Nobody decided within `wait`: ``deny`` (the model reads that the call waits in signoff),
 ``ask`` (Claude Code's own permission flow: the app's ``can_use_tool``), or ``defer``: the run

@@ -153,8 +153,11 @@ class ClaudeAgentSDKAdapter(GoesOnByItself, AdapterBase):
         "nothing resumes it (a deferred call is resumed by the app: resume=session_id)"
     )
     no_ask = (
-        "a hook only allows or denies Claude's own tools; its ask tool is AskUserQuestion, "
-        "another piece of issue 51"
+        "Claude Code asks with its own AskUserQuestion (one to four questions of labelled "
+        "options), which signoff_hooks holds as a question and answers into the tool's input; "
+        "it has no ask_person arguments (a typed form, a time bound, a default, a recipient) "
+        "and its result is Claude Code's words, not signoff's JSON — "
+        "tests/integrations/test_claude_agent_sdk.py and tests/hooks/ answer it instead"
     )
     answers_in_place = False  # a PreToolUse hook allows or denies: a response is the reason
 

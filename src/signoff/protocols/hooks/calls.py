@@ -14,9 +14,11 @@ from pathlib import Path, PurePath
 from typing import Any, Literal
 
 from signoff.errors import SignoffError
+from signoff.gate.forms import FormError
+from signoff.protocols.hooks.asking import ASK_USER_QUESTION, question_of
 from signoff.protocols.hooks.files import resolved
 from signoff.protocols.hooks.transcript import sent
-from signoff.types import ToolCall
+from signoff.types import CallKind, ToolCall
 
 __all__ = ["AGENTS", "HookCall", "HookInputError", "read_call", "repository_of", "tail"]
 
@@ -59,7 +61,10 @@ class HookCall:
     """The tool as the policy names it: an MCP tool's own name, its server in `server`."""
     server: str | None
     args: dict[str, Any]
-    """The arguments as judged and run: a file tool's path resolved (`files.resolved`)."""
+    """The arguments as judged and run: a file tool's path resolved (`files.resolved`); of a
+    question, the question signoff asks (`asking.question_of`)."""
+    kind: CallKind = "tool"
+    """``question`` for Claude Code's ``AskUserQuestion``: held for a person to answer."""
     asked: dict[str, Any]
     """The arguments as the agent sent them."""
     cwd: str | None
@@ -82,7 +87,12 @@ class HookCall:
 
     def call(self) -> ToolCall:
         return ToolCall(
-            id=self.call_id, name=self.tool, args=self.args, server=self.server, agent=self.path
+            id=self.call_id,
+            name=self.tool,
+            args=self.args,
+            server=self.server,
+            agent=self.path,
+            kind=self.kind,
         )
 
 
@@ -113,13 +123,28 @@ def read_call(agent: Agent, body: Any, *, local: bool = False) -> HookCall:
     asked = dict(args)
     judged = body.get(RESOLVED)
     judged = dict(judged) if isinstance(judged, Mapping) else asked
+    kind: CallKind = "tool"
+    if agent == "claude-code" and server is None and tool == ASK_USER_QUESTION:
+        kind, judged = "question", _question(asked)
+    elif server is None:
+        judged = resolved(name, judged, cwd, local=local)
+    else:
+        judged = asked
     return HookCall(
         agent=agent, event=event, session=session, call_id=call_id, named=named, tool=tool,
-        server=server, args=resolved(name, judged, cwd, local=local) if server is None else asked,
-        asked=asked, cwd=cwd, repository=_repository(body, cwd, local=local),
+        server=server, args=judged, kind=kind, asked=asked, cwd=cwd,
+        repository=_repository(body, cwd, local=local),
         transcript_path=_optional(body, "transcript_path"),
         response=body.get("tool_response", body.get("error")), conversation=sent(body),
     )  # fmt: skip
+
+
+def _question(asked: dict[str, Any]) -> dict[str, Any]:
+    """The signoff question Claude Code's ``AskUserQuestion`` asks (`asking.question_of`)."""
+    try:
+        return question_of(asked)
+    except FormError as exc:
+        raise HookInputError(str(exc)) from None
 
 
 def _mcp_tool(agent: Agent, name: str, body: Mapping[str, Any]) -> tuple[str | None, str]:

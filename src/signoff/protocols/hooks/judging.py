@@ -4,6 +4,8 @@ is held and waits for a person's decision from any channel up to a bound, and th
 decision's — allow (with a person's edit as the new input), or deny with the reason the model
 reads. A call let through is recorded in the ledger as handed to the agent, once: the same call
 id is never let through twice. After it ran, what it returned is audited beside its decision.
+Claude Code's ``AskUserQuestion`` is held as a question (`asking`), and allowed with the
+person's answer as its input.
 """
 
 from __future__ import annotations
@@ -19,9 +21,12 @@ from signoff.gate.answers import blocked_text
 from signoff.gate.bridge import Bridge
 from signoff.gate.external import ExternalRuns, Step
 from signoff.gate.once import Recorded
+from signoff.gate.questions import question_result
+from signoff.protocols.hooks.asking import answered_input
 from signoff.protocols.hooks.calls import AGENTS, Agent, HookCall, tail
 from signoff.protocols.hooks.files import previews
 from signoff.store.records import AuditRecord
+from signoff.types import Answer as AnswerDecision
 from signoff.types import Approval, canonical_json
 
 __all__ = ["Answer", "Hooks", "OnTimeout"]
@@ -116,6 +121,8 @@ class Hooks:
             if step.kind == "wait":  # pragma: no cover - a wait returns once decided
                 return self._unanswered(step, wait)
         approval_id = None if step.approval is None else step.approval.id
+        if step.kind == "answer" and call.kind == "question" and step.approval is not None:
+            return self._answered(step.approval, call)
         if step.kind == "answer":
             return Answer(decision="deny", reason=_told(step), approval_id=approval_id)
         assert step.call is not None
@@ -165,12 +172,32 @@ class Hooks:
             return call.session
         return f"{requested_by}:{call.session}"
 
+    def _answered(self, approval: Approval, call: HookCall) -> Answer:
+        """The hook's answer to Claude Code's ``AskUserQuestion`` once its question is done
+        with: the person's answer as the input the tool reads it from (so the tool's result is
+        the answer), their reason for declining, or — nobody answered in the question's time —
+        what the hook says when nobody decides in time."""
+        decision = approval.decision
+        if isinstance(decision, AnswerDecision):
+            return Answer(
+                decision="allow", reason=f"signoff: answered by {approval.decided_by}",
+                updated_input=answered_input(call.asked, decision.value), approval_id=approval.id,
+            )  # fmt: skip
+        said = question_result(approval)
+        if said["status"] == "declined":
+            reason = f"A person declined to answer this in signoff: {said['reason']}"
+            return Answer(decision="deny", reason=reason, approval_id=approval.id)
+        reason = f"Nobody answered this question in signoff in time (question {approval.id})"
+        return Answer(decision=self.on_timeout, reason=reason, approval_id=approval.id)
+
     def _unanswered(self, step: Step, wait: float) -> Answer:
         assert step.approval is not None
         where = f" ({self.inbox}/#/approvals/{step.approval.id})" if self.inbox else ""
+        held = "question" if step.approval.call.kind == "question" else "approval"
+        what = "answered this question" if held == "question" else "decided this call"
         reason = (
-            f"Nobody decided this call in signoff within {wait:g} s; it waits there as "
-            f"approval {step.approval.id}{where}"
+            f"Nobody {what} in signoff within {wait:g} s; it waits there as "
+            f"{held} {step.approval.id}{where}"
         )
         return Answer(decision=self.on_timeout, reason=reason, approval_id=step.approval.id)
 
