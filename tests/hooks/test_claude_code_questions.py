@@ -146,7 +146,9 @@ def told(api: Messages) -> dict[str, Any]:
     return result
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(
+    "kind", [pytest.param(k, marks=pytest.mark.heavy) if k == "command" else k for k in KINDS]
+)
 async def test_claudes_question_waits_in_signoff_and_the_answer_is_its_tool_result(
     tmp_path: Path, server: str, kind: str
 ) -> None:
@@ -194,6 +196,7 @@ async def test_an_answer_that_is_not_an_option_is_refused_and_nothing_is_written
     assert '"Which colour should the button be?"="red"' in told(api)["content"]
 
 
+@pytest.mark.heavy
 async def test_a_declined_question_is_denied_with_the_persons_reason(
     tmp_path: Path, server: str
 ) -> None:
@@ -234,6 +237,7 @@ async def test_two_questions_are_one_form_answered_at_once(tmp_path: Path, serve
     assert '"Which sizes should it come in?"="S, M"' in content
 
 
+@pytest.mark.heavy  # the real CLI, its own dialog and a server of its own: CI runs it
 async def test_nobody_answering_in_time_opens_claude_codes_own_dialog(tmp_path: Path) -> None:
     config = tmp_path / "signoff.yaml"
     config.write_text(CONFIG + f"database: sqlite+aiosqlite:///{tmp_path / 'alone.db'}\n")
