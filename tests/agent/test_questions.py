@@ -12,10 +12,12 @@ import pytest
 from signoff import Answer, Approve, ConflictError, InvalidDecisionError, Policy, Reject
 from signoff.agent import Agent, Message, ModelTurn, Runner, ask_person
 from signoff.gate import Gate
-from signoff.gate.forms import ORDER, form_fields
+from signoff.gate.forms import ORDER, form_fields, with_order
+from signoff.gate.questions import MAX_SCHEMA
 from signoff.notify.slack_modal import modal
 from signoff.store import SQLStore
 from signoff.testing import ScriptedModel, call
+from signoff.types import canonical_json
 from tests.agent.test_runner import collect, of
 
 FORM = {
@@ -236,4 +238,19 @@ async def test_an_order_of_a_forms_own_must_name_each_field_once(store: SQLStore
     events = await collect(run.start("t1", "go"))
     assert not of(events, "approval_requested")
     problem = "question.schema.x-order: the form's field names, each once"
+    assert problem in result(model)["message"]
+
+
+async def test_a_form_over_the_size_limit_once_its_order_is_written_is_not_held(
+    store: SQLStore,
+):
+    # Two long field names: under the limit as written, over it with the order written down —
+    # held, it would be a question no answer could be checked against, nor its timeout told.
+    names = ["a" * 5000, "b" * 5000]
+    form = {"type": "object", "properties": {n: {"type": "boolean"} for n in names}}
+    assert len(canonical_json(form)) <= MAX_SCHEMA < len(canonical_json(with_order(form)))
+    run, model = asking(store, {"question": "Which?", "schema": form})
+    events = await collect(run.start("t1", "go"))
+    assert not of(events, "approval_requested")
+    problem = f"question.schema: at most {MAX_SCHEMA} bytes as JSON, its x-order too"
     assert problem in result(model)["message"]

@@ -166,6 +166,10 @@ def _form(value: Any) -> dict[str, Any] | None:
     if len(canonical_json(value)) > MAX_SCHEMA:
         raise FormError(f"question.schema: at most {MAX_SCHEMA} bytes as JSON")
     check_form(value)
+    # As it is held, with its fields' order written down: a form over the limit then would be
+    # one its own answers could not be checked against.
+    if len(canonical_json(with_order(value))) > MAX_SCHEMA:
+        raise FormError(f"question.schema: at most {MAX_SCHEMA} bytes as JSON, its x-order too")
     return dict(value)
 
 
