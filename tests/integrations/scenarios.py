@@ -129,6 +129,11 @@ class Adapter(Protocol):
         `script`."""
         ...
 
+    def thread_id(self, thread: str) -> str:
+        """What signoff keeps `thread`'s calls under is, or holds, this (Claude Code's session
+        is a UUID of its own; ADK's thread is app/user/session)."""
+        ...
+
     async def resume(self, thread: str) -> Outcome:
         """Continue the thread after decisions were taken in signoff, the way the integration's
         resumer does (its resume path, not a decision the framework's way)."""

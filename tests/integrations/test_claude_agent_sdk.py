@@ -25,7 +25,13 @@ from claude_agent_sdk import (  # isort: skip
 
 from signoff import Approve, Decision, Reject
 from signoff.gate.external import ExternalRuns
-from signoff.integrations.claude_agent_sdk import ORIGIN, connect, signoff_hooks
+from signoff.integrations.claude_agent_sdk import (
+    ASK_SERVER,
+    ORIGIN,
+    ask_person,
+    connect,
+    signoff_hooks,
+)
 from tests.deadline import HANG
 from tests.hooks.messages import Turn, scripted_messages
 from tests.integrations.adapters._base import connected
@@ -73,7 +79,8 @@ class App:
         with scripted_messages(model) as api:
             options = ClaudeAgentOptions(
                 tools=[], setting_sources=[], model="claude-sonnet-4-5", stderr=lambda _: None,
-                mcp_servers={sdk.SERVER: create_sdk_mcp_server(sdk.SERVER, tools=self.tools)},
+                mcp_servers={sdk.SERVER: create_sdk_mcp_server(sdk.SERVER, tools=self.tools),
+                             ASK_SERVER: ask_person()},
                 cwd=str(self.work), env=sdk.claude_env(self.home, api.url), hooks=hooks,
                 **({"resume": self.session} if resume else {"session_id": self.session}),
             )  # fmt: skip
@@ -290,6 +297,48 @@ async def test_claudes_question_answered_in_the_inbox_is_the_result_of_its_ask_t
     assert not result["is_error"]
     assert '"Pay which invoice first?"="globex"' in result["content"]
     assert prompted == []
+
+
+async def test_a_question_answered_while_the_app_was_down_is_its_ask_tool_s_result_on_resume(
+    tmp_path: Path, store_url: str
+) -> None:
+    """signoff's ask tool, its call deferred: the question answered while no app ran reaches
+    the model when the session resumes, through the tool's body in the new process."""
+    ask = [Call("call_0", "ask_person", {"question": "Which region?", "choices": ["eu", "us"]})]
+    app = App(tmp_path, [ask, "asked"])
+    question = await deferred(app, store_url)
+    async with inbox_api(store_url, POLICY) as inbox:
+        answer = {"kind": "answer", "value": "us"}
+        answered = await inbox.post(f"/v1/approvals/{question}/decision", json=answer)
+    async with connected(connect, ORIGIN, store_url) as runs:
+        await app.run(runs, resume=True)
+
+    assert answered.status_code == 200, answered.text
+    [(call_id, told)] = app.told
+    assert call_id == "call_0"
+    assert json.loads(told) == {"status": "answered", "answer": "us", "answered_by": "bob"}
+
+
+async def test_the_ask_tool_without_signoff_s_hooks_answers_nothing(tmp_path: Path) -> None:
+    """The tool's body gives an outcome only under a token the hook handed it: reached without
+    signoff's hooks — the model's own token too — it says signoff did not hold the question."""
+    asked = {"question": "Which region?", "choices": ["eu", "us"]}
+    calls = [("mcp__signoff__ask_person", asked),
+             ("mcp__signoff__ask_person", {**asked, "signoff_outcome": "forged"})]  # fmt: skip
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    with scripted_messages([Turn(calls=calls), Turn(text="done")]) as api:
+        options = ClaudeAgentOptions(
+            tools=[], setting_sources=[], model="claude-sonnet-4-5", stderr=lambda _: None,
+            mcp_servers={ASK_SERVER: ask_person()}, cwd=str(work),
+            env=sdk.claude_env(home, api.url), allowed_tools=["mcp__signoff__ask_person"],
+        )  # fmt: skip
+        await _messages(query(prompt="ask", options=options))
+
+    results = api.results()
+    assert [r["is_error"] for r in results] == [True, True]
+    assert all("signoff did not hold this question" in r["content"] for r in results)
 
 
 async def _messages(messages: Any) -> list[Any]:

@@ -36,6 +36,9 @@ class AdapterBase:
     def model_turns(self) -> int:
         return len(self._turns)
 
+    def thread_id(self, thread: str) -> str:
+        return thread
+
     async def send(
         self, thread: str, approve: bool, *, user: str | None, seen: Seen = None
     ) -> Outcome:

@@ -2,7 +2,8 @@
 behind `signoff_hooks`, as the shared scenarios drive it: a scripted Messages API on loopback
 plays the model (tests/hooks/messages.py), with the script's call ids as its ``tool_use`` ids,
 and the scenarios' tools are in-process SDK MCP tools of the server ``scenario``
-(``mcp__scenario__transfer``), judged by signoff by server and tool name. Claude Code's own
+(``mcp__scenario__transfer``), judged by signoff by server and tool name, next to signoff's ask
+tool (``mcp__signoff__ask_person``). Claude Code's own
 tools are turned off (``tools=[]``); its settings, home and folder are the test's own.
 
 A held call waits inside the ``PreToolUse`` hook, in the app's memory, for its decision: as
@@ -43,7 +44,14 @@ from claude_agent_sdk import (
 )
 
 from signoff.gate.external import ExternalRuns
-from signoff.integrations.claude_agent_sdk import ORIGIN, connect, signoff_hooks
+from signoff.gate.questions import ASK_TOOL
+from signoff.integrations.claude_agent_sdk import (
+    ASK_SERVER,
+    ORIGIN,
+    ask_person,
+    connect,
+    signoff_hooks,
+)
 from tests.deadline import HANG
 from tests.hooks.messages import Turn, scripted_messages
 from tests.integrations.adapters import _base
@@ -117,10 +125,16 @@ def player(script: Script, turns: list[int]) -> Callable[[dict[str, Any]], Turn]
         step = _base.step(script, done)
         if isinstance(step, str):
             return Turn(text=final_text(step, results(body)))
-        calls = [(f"mcp__{SERVER}__{c.name}", c.args) for c in step]
+        calls = [(mcp_name(c.name), c.args) for c in step]
         return Turn(calls=calls, ids=[c.id for c in step])
 
     return play
+
+
+def mcp_name(tool: str) -> str:
+    """How Claude names a scenario's tool: signoff's ask tool on its server, the others on
+    the scenarios'."""
+    return f"mcp__{ASK_SERVER if tool == ASK_TOOL else SERVER}__{tool}"
 
 
 def claude_env(home: Path, url: str) -> dict[str, str]:
@@ -152,13 +166,7 @@ class ClaudeAgentSDKAdapter(GoesOnByItself, AdapterBase):
         "a held call waits in the hook, in memory, and goes on by itself once decided: "
         "nothing resumes it (a deferred call is resumed by the app: resume=session_id)"
     )
-    no_ask = (
-        "Claude Code asks with its own AskUserQuestion (one to four questions of labelled "
-        "options), which signoff_hooks holds as a question and answers into the tool's input; "
-        "it has no ask_person arguments (a typed form, a time bound, a default, a recipient) "
-        "and its result is Claude Code's words, not signoff's JSON — "
-        "tests/integrations/test_claude_agent_sdk.py and tests/hooks/ answer it instead"
-    )
+    no_ask = ""
     answers_in_place = False  # a PreToolUse hook allows or denies: a response is the reason
 
     def __init__(self, runs: ExternalRuns, tmp_path: Path) -> None:
@@ -183,7 +191,8 @@ class ClaudeAgentSDKAdapter(GoesOnByItself, AdapterBase):
         session = str(uuid.uuid4())
         asked = asyncio.Event()
         options = ClaudeAgentOptions(
-            tools=[], mcp_servers={SERVER: self.server}, setting_sources=[],
+            tools=[], mcp_servers={SERVER: self.server, ASK_SERVER: ask_person()},
+            setting_sources=[],
             cwd=str(self.work), env=claude_env(self.home, api.url), session_id=session,
             model="claude-sonnet-4-5", stderr=lambda _: None,
             hooks=signoff_hooks(self.runs, requested_by=REQUESTER, wait=HANG,
@@ -193,6 +202,9 @@ class ClaudeAgentSDKAdapter(GoesOnByItself, AdapterBase):
         task = asyncio.ensure_future(_final(options))
         self._runs[thread] = _Run(session=session, task=task, asked=asked, stack=stack)
         return await self._next(thread)
+
+    def thread_id(self, thread: str) -> str:
+        return self._runs[thread].session  # Claude Code's session is a UUID of its own
 
     async def _next(self, thread: str) -> Outcome:
         run = self._runs[thread]

@@ -48,6 +48,10 @@ class Answer:
     reason: str
     updated_input: dict[str, Any] | None = None
     approval_id: str | None = None
+    result: dict[str, Any] | None = None
+    """Of a call of the ask tool whose question is done with: its outcome
+    (`question_result`), for an agent whose hook can hand it to the tool (the Claude Agent
+    SDK's in-process ask tool); the `reason` says it to the model otherwise."""
 
 
 @dataclass
@@ -124,7 +128,9 @@ class Hooks:
         if step.kind == "answer" and call.kind == "question" and step.approval is not None:
             return self._answered(step.approval, call)
         if step.kind == "answer":
-            return Answer(decision="deny", reason=_told(step), approval_id=approval_id)
+            outcome = _outcome(step.approval)
+            return Answer(decision="deny", reason=_told(step), approval_id=approval_id,
+                          result=outcome)  # fmt: skip
         assert step.call is not None
         return await self._let_through(runs, step, approval_id, call)
 
@@ -262,6 +268,13 @@ class _LetThrough:
     @staticmethod
     def _key(call: HookCall, args: dict[str, Any]) -> str:
         return canonical_json([call.agent, call.session, call.server, call.tool, args]).decode()
+
+
+def _outcome(approval: Approval | None) -> dict[str, Any] | None:
+    """The outcome of a question done with, as the tool's result (None: not a question)."""
+    if approval is None or approval.call.kind != "question":
+        return None
+    return question_result(approval)
 
 
 def _told(step: Step) -> str:

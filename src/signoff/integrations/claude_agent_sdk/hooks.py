@@ -1,32 +1,5 @@
-"""Claude Code, driven from Python by the Claude Agent SDK, behind signoff: its ``PreToolUse``
-and ``PostToolUse`` hooks as in-process callbacks, answered by the same `Hooks` as signoff's
-Claude Code hook (`signoff.protocols.hooks`), on the app's `ExternalRuns`.
-
-    runs = connect("policy.yaml", origin=ORIGIN, database="sqlite:///signoff.db")
-    options = ClaudeAgentOptions(
-        mcp_servers={"shop": shop},
-        hooks=signoff_hooks(runs, requested_by="alice", tools={"shop": [transfer]}),
-    )
-    async for message in query(prompt="Pay the invoice", options=options): ...
-
-Every tool call Claude Code makes — its own (``Bash``, ``Edit``, …) and MCP tools
-(``mcp__shop__transfer``: the tool ``transfer`` of the server ``shop``) — is judged by the
-policy with its arguments; its session is the thread, its ``tool_use_id`` the call. An allowed
-call runs; a denied one does not, and the model reads why. A call that asks is held, and the
-hook waits (async, in the app) up to `wait` seconds for a decision from any channel — inbox,
-API, CLI, another process — then lets it through (a person's edit as the new input) or denies
-it with the reason or response the model reads. The same ``tool_use_id`` is let through at most
-once (the ledger's claim). After a call ran, what it returned is audited. Claude Code's own
-``AskUserQuestion`` (offered when the app gives a ``can_use_tool``) is held as a question, and
-the person's answer becomes the tool's input: its result is the answer.
-
-Nobody decided within `wait`: ``deny`` (the model reads that the call waits in signoff),
-``ask`` (Claude Code's own permission flow: the app's ``can_use_tool``), or ``defer``: the run
-stops with the call kept (`ResultMessage.deferred_tool_use`), and a later run with
-``resume=session_id`` asks the hook about the same ``tool_use_id`` again, which answers with the
-decision taken meanwhile — also when the app was down. Claude Code defers only a call that is
-alone in its model turn: of several deferred together, only the last is asked again on resume.
-"""
+"""`signoff_hooks`: the Claude Agent SDK's ``PreToolUse`` and ``PostToolUse`` hooks, answered
+by signoff's `Hooks` on the app's `ExternalRuns`."""
 
 from __future__ import annotations
 
@@ -36,9 +9,9 @@ from typing import Any, cast
 
 from pydantic import TypeAdapter, create_model
 
-from signoff.gate.external import ExternalRuns, connect
+from signoff.gate.external import ExternalRuns
 from signoff.integrations._extra import needs
-from signoff.protocols.hooks import Hooks, output, read_call
+from signoff.protocols.hooks import Answer, HookCall, Hooks, output, read_call
 from signoff.protocols.hooks.judging import OnTimeout
 from signoff.protocols.hooks.transcript import FIELD, conversation
 from signoff.types import Approval
@@ -47,9 +20,9 @@ with needs(__name__, "claude"):
     from claude_agent_sdk import HookContext, HookInput, HookMatcher, SdkMcpTool
     from claude_agent_sdk.types import HookEvent, SyncHookJSONOutput
 
-__all__ = ["ORIGIN", "connect", "signoff_hooks"]
+    from signoff.integrations.claude_agent_sdk.asking import ASK_SERVER, HANDED, OUTCOMES
 
-ORIGIN = "claude-agent-sdk"
+__all__ = ["signoff_hooks"]
 
 _MARGIN = 30.0
 """How much longer Claude Code waits for the hook than the hook waits for a person."""
@@ -84,13 +57,26 @@ def signoff_hooks(
             told = await asyncio.to_thread(conversation, path, folder=folder)
             body[FIELD] = told
         call = read_call("claude-code", body, local=True)  # the app's files are the agent's
-        said = output("claude-code", await hooks.answer(call, requested_by=requested_by))
-        return cast("SyncHookJSONOutput", said)
+        said = await hooks.answer(call, requested_by=requested_by)
+        if said is not None and said.result is not None and call.server == ASK_SERVER:
+            said = _handed(call, said.result, said.approval_id)
+        return cast("SyncHookJSONOutput", output("claude-code", said))
 
     # A failure in signoff blocks the call: nothing runs that signoff did not answer.
     before = HookMatcher(hooks=[answer], timeout=wait + _MARGIN, on_failure="block")
     after = [HookMatcher(hooks=[answer])]
     return {"PreToolUse": [before], "PostToolUse": after, "PostToolUseFailure": after}
+
+
+def _handed(call: HookCall, result: dict[str, Any], approval_id: str | None) -> Answer:
+    """Let the ask tool's call of a question done with through to its body, the outcome
+    handed over under a token of this hook's own in its input — whatever the model wrote
+    there is replaced — so that its result is the outcome, as every framework's ask tool
+    gives it."""
+    token = OUTCOMES.hand(call.asked, result)
+    reason = f"signoff: the question is {result['status'].replace('_', ' ')}"
+    return Answer(decision="allow", reason=reason, updated_input={**call.asked, HANDED: token},
+                  approval_id=approval_id)  # fmt: skip
 
 
 def _schema(declared: Any) -> dict[str, Any]:
