@@ -134,3 +134,25 @@ def test_one_text_question_is_a_form_of_one_field() -> None:
     asked = {"questions": [{"question": "What name?", "header": "Name", "kind": "text"}]}
     assert question_of(asked)["schema"]["properties"]["Name"]["type"] == "string"
     assert answered_input(asked, {"Name": "shop"})["answers"] == {"What name?": "shop"}
+
+
+async def test_an_mcp_servers_ask_tool_is_told_as_the_questions_outcome(store: SQLStore) -> None:
+    """Claude Code calling an MCP server's ``ask_person`` (signoff's MCP gateway offers one): the
+    hook holds it as a question, and once answered the model reads the question's outcome, not
+    a person answering instead of a call."""
+    region = {"question": "Which region?", "choices": ["eu", "us"]}
+    call = pre("", call_id="toolu_a", tool="mcp__signoff__ask_person") | {"tool_input": region}
+    async with api(store) as (agent, person):
+        asked = asyncio.create_task(agent.post("/v1/hooks/claude-code", json=call))
+        question = await held(person)
+        assert (question["kind"], question["args"]) == ("question", region)
+        answer = {"kind": "answer", "value": "us"}
+        decided = await person.post(f"/v1/approvals/{question['id']}/decision", json=answer)
+        assert decided.status_code == 200, decided.text
+        out = said(await asked)
+    assert out["permissionDecision"] == "deny"
+    told = out["permissionDecisionReason"]
+    assert told == (
+        "signoff asked a person this question; the outcome: "
+        '{"status": "answered", "answer": "us", "answered_by": "olga"}'
+    )

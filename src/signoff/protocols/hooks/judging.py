@@ -278,7 +278,10 @@ def _outcome(approval: Approval | None) -> dict[str, Any] | None:
 
 
 def _told(step: Step) -> str:
-    """What the model reads of a call that does not run: a person's response, or why not."""
+    """What the model reads of a call that does not run: a question's outcome (the agent's own
+    ask tool, held as a question, never runs), a person's response, or why not."""
+    if step.approval is not None and step.approval.call.kind == "question":
+        return f"signoff asked a person this question; the outcome: {step.text}"
     if step.ok and step.approval is not None:
         return f"A person answered instead of running this call: {step.text}"
     return step.text
