@@ -120,6 +120,8 @@ class Adapter(Protocol):
     no_ask: str
     """Why its agent has no ``ask_person`` tool (signoff's, in the framework's shape) next to
     the scenarios' tools; empty: it has one, and the question scenarios run."""
+    no_thread: str
+    """Why a held call's thread does not name the scenario's thread (empty: it does)."""
     """signoff's answer to a call that does not run (a person's response) is the call's
     result as given; False where the framework only lets a hook refuse a call, and the model
     reads the answer as the refusal's reason, in the framework's words (Claude Code)."""

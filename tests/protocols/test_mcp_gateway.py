@@ -680,7 +680,8 @@ def test_the_gateways_config_is_read_with_the_policy(
         "    allowed_headers: [X-Request-Id]\n"
         "    tool_name_prefix: github\n"
         "  filesystem: {tools: [read_file], require_approval: [read_file]}\n"
-        "gateway: {wait: 2m, elicitation: false, principal: carol, roles: [ops]}\n"
+        "gateway: {wait: 2m, elicitation: false, principal: carol, roles: [ops],\n"
+        "          server_questions: inbox, ask_tool: true}\n"
     )
     loaded = load_config(path, gateway=True)
     assert sorted(loaded.servers) == ["fs", "gh"]  # `filesystem` is only policy
@@ -694,6 +695,7 @@ def test_the_gateways_config_is_read_with_the_policy(
     assert gh.allowed_headers == ("x-request-id",)
     settings = loaded.gateway
     assert (settings.wait, settings.elicitation, settings.principal) == (120.0, False, "carol")
+    assert (settings.server_questions, settings.ask_tool) == ("inbox", True)
     assert loaded.policy.rules[0].servers == ("fs",)  # the filters are policy rules
 
 
@@ -713,6 +715,8 @@ def test_every_mistake_of_the_gateways_config_is_placed(
         "gateway:\n"
         "  wait: soon\n"
         "  elicit: true\n"
+        "  server_questions: everyone\n"
+        "  ask_tool: yes please\n"
     )
     with pytest.raises(PolicyError) as caught:
         load_config(path, gateway=True)
@@ -733,6 +737,11 @@ def test_every_mistake_of_the_gateways_config_is_placed(
         f"{path}:10:3: gateway.elicit: unknown key 'elicit' in gateway; did you mean 'elicitation'?"
         in said
     )
+    assert (
+        f"{path}:11:21: gateway.server_questions: server_questions is one of auto, inbox, "
+        "client, not 'everyone'" in said
+    )
+    assert f"{path}:12:13: gateway.ask_tool: ask_tool must be true or false" in said
 
 
 def test_the_gateway_needs_a_server_to_front(tmp_path: Path) -> None:

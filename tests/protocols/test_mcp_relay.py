@@ -86,10 +86,11 @@ async def test_a_2026_client_that_cannot_answer_gets_the_servers_capability_erro
     store: SQLStore, tmp_path: Path
 ) -> None:
     """The client's own capabilities go with its request: declaring no elicitation, it gets
-    the server's -32021 as that error, not as a tool's failure."""
+    the server's -32021 as that error, not as a tool's failure (where the server's questions
+    are the client's alone: ``server_questions: client``)."""
     counted = tmp_path / "count.txt"
     async with (
-        fronting(store, counted, {"default": "allow"}) as front,
+        fronting(store, counted, {"default": "allow"}, server_questions="client") as front,
         Client(front.server, mode="auto") as client,
     ):
         with pytest.raises(MCPError) as refused:

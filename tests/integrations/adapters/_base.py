@@ -24,6 +24,8 @@ class AdapterBase:
     name = ""
     no_send = no_shown = no_state = ""
     no_ask = "signoff offers no ask tool in this framework's shape yet"
+    no_thread = ""
+    """Why a held call's thread does not name the framework's (empty: it does)."""
     answers_in_place = True
 
     def __init__(self, runs: ExternalRuns, side_effects: Path) -> None:

@@ -92,9 +92,10 @@ class _Session:
 
 class MCPGatewayAdapter(GoesOnByItself, AdapterBase):
     name = "mcp-gateway"
-    no_ask = (
-        "the gateway's tools are its servers'; a server asking a person is MCP elicitation, "
-        "routed to the inbox by another piece of issue 51"
+    no_ask = ""  # the gateway offers signoff's ask tool itself (``gateway.ask_tool: true``)
+    no_thread = (
+        "an MCP request names no thread: a held call's or question's thread is its asker's "
+        "exact call (held.py)"
     )
     no_shown = (
         "the MCP client has no list of held calls to read a version from: the gateway "
@@ -234,7 +235,8 @@ async def opened(database: str, tmp_path: Path) -> AsyncIterator[MCPGatewayAdapt
     tools = UpstreamSpec(name="tools", command=sys.executable,
                          args=(str(TOOLS), str(side_effects)),
                          previews={"transfer": PreviewSpec(tool="preview_transfer")})  # fmt: skip
-    settings = GatewaySettings(principal=REQUESTER, wait=HANG)  # a held call waits, never "pending"
+    # A held call waits, never "pending"; the model may ask a person (``ask_person``).
+    settings = GatewaySettings(principal=REQUESTER, wait=HANG, ask_tool=True)
     async with open_store(database) as store:
         gate = Gate(POLICY, store)
         front = Gateway(gate, [Upstream(tools)], settings=settings)

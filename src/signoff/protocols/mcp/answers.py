@@ -8,11 +8,13 @@ words — into the reply of its kind, and keeps a reply in the ledger and reads 
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal, TypeAlias
 
 from mcp import types
 from mcp_types import INVALID_PARAMS
 
+from signoff.gate.questions import question_result
 from signoff.types import Approval, ToolCall
 
 __all__ = [
@@ -136,13 +138,14 @@ class _Prompt(Shape):
 
 
 _SHAPES: dict[str, Shape] = {shape.kind: shape for shape in (_Tool(), _Resource(), _Prompt())}
+_SHAPES["question"] = _SHAPES["tool"]  # the ask tool's call: a tool call's replies
 
 
 def shape_of(call: ToolCall) -> Shape:
     return _SHAPES[call.kind]
 
 
-DOING = {"tool": "call", "resource": "read", "prompt": "prompt"}
+DOING = {"tool": "call", "resource": "read", "prompt": "prompt", "question": "question"}
 """What an answer calls each kind of call."""
 
 
@@ -173,9 +176,12 @@ def _not_run(shape: Shape, approval: Approval, status: Status) -> Reply:
 
 def pending(shape: Shape, approval: Approval) -> Reply:
     """Nobody decided within the gateway's wait: ask again to pick up the decision."""
-    again = {"tool": "Call the tool", "resource": "Read it", "prompt": "Get the prompt"}
+    again = {"tool": "Call the tool", "resource": "Read it", "prompt": "Get the prompt",
+             "question": "Ask it"}  # fmt: skip
+    asks = approval.call.kind == "question"
+    lead, waits = ("Nobody answered yet", "answer") if asks else ("Nothing ran yet", "approval")
     text = (
-        f"Nothing ran yet: this {DOING[approval.call.kind]} waits for a person's approval "
+        f"{lead}: this {DOING[approval.call.kind]} waits for a person's {waits} "
         f"({approval.id}"
         + (f", rule {approval.rule}" if approval.rule else "")
         + f": {approval.reason}). {again[approval.call.kind]} again with the same arguments "
@@ -185,7 +191,12 @@ def pending(shape: Shape, approval: Approval) -> Reply:
 
 
 def outcome(shape: Shape, approval: Approval) -> Reply:
-    """The answer to an approval that did not let the call run."""
+    """The answer to an approval that did not let the call run (a question's outcome, for
+    the ask tool's)."""
+    if approval.call.kind == "question":
+        told = question_result(approval)
+        block = types.TextContent(type="text", text=json.dumps(told))
+        return types.CallToolResult(content=[block], structured_content=told)
     decision = approval.decision
     by = approval.decided_by or "signoff"
     doing = DOING[approval.call.kind]

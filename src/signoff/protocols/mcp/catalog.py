@@ -22,7 +22,7 @@ from signoff.protocols.mcp.upstream import Upstream
 from signoff.protocols.mcp.uris import canonical_uri
 from signoff.types import CallKind
 
-__all__ = ["Catalog", "Offered"]
+__all__ = ["Catalog", "Offered", "prompt_schema"]
 
 logger = logging.getLogger("signoff.mcp.gateway")
 
@@ -150,3 +150,15 @@ def _uri(resource: Any) -> str:
         return canonical_uri(str(resource.uri))
     except ValueError:
         return str(resource.uri)
+
+
+def prompt_schema(prompt: types.Prompt) -> dict[str, Any]:
+    """What an edit of a prompt's arguments must fit: text for each argument it declares,
+    those it requires present, no others."""
+    arguments = prompt.arguments or []
+    return {
+        "type": "object",
+        "properties": {a.name: {"type": "string"} for a in arguments},
+        "required": [a.name for a in arguments if a.required],
+        "additionalProperties": False,
+    }

@@ -6,7 +6,7 @@ with the verdict or the approval that let it through."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,6 +15,7 @@ from mcp_types import MISSING_REQUIRED_CLIENT_CAPABILITY
 
 from signoff.gate import Outcome
 from signoff.protocols.mcp.answers import DOING, Reply, clean, shape_of
+from signoff.protocols.mcp.questions import ServerQuestions
 from signoff.protocols.mcp.relay import relayed, relays
 from signoff.protocols.mcp.request import Action, Asked, Asker, modern
 from signoff.protocols.mcp.requesting import Round, declaring
@@ -23,7 +24,11 @@ from signoff.protocols.mcp.upstream import Answer, UpstreamError
 from signoff.store import AuditRecord
 from signoff.types import ToolCall
 
-__all__ = ["forward_record", "forwarding", "send"]
+__all__ = ["MAX_ROUNDS", "forward_record", "forwarding", "send"]
+
+MAX_ROUNDS = 16
+"""The most times one forward answers a 2026-07-28 server's questions from the inbox and asks
+it again (a server that asks for ever is then passed on to the client, or refused)."""
 
 
 async def send(
@@ -37,28 +42,39 @@ async def send(
 ) -> Reply:
     """Forward `call` to its server over the client's own connection (`again`: made again
     with what the server asked for): the server's answer, without its `_meta`, screened. What
-    it asks first (2026-07-28) is passed on to the client (`relay`), with the `approval` that
-    let the call through."""
+    it asks first (2026-07-28) is asked in the inbox where the client cannot answer it
+    (`questions`, and the request made again with the answers), else passed on to the client
+    (`relay`), with the `approval` that let the call through."""
     shape = shape_of(call)
     doing = DOING[call.kind]
-    link = await asked.peer.link(action.upstream)
-    logs = asked.peer.logs(asked.ctx, action.upstream.name)
+    upstream = action.upstream
+    assert upstream is not None  # a question of the ask tool's is answered, never forwarded
+    link = await asked.peer.link(upstream)
+    logs = asked.peer.logs(asked.ctx, upstream.name)
     fresh = modern(asked.ctx)
     headers = asked.headers
-    try:
-        with declaring(asked.ctx.session.client_capabilities if fresh else None):
+    client = asked.ctx.session.client_capabilities if fresh else None
+    questions = asked.peer.questions if fresh else None
+    # A 2026-07-28 request declares its client's capabilities, and the forms the inbox takes.
+    declared = client if questions is None else questions.declared(client)
+
+    async def request(again: Round | None) -> Answer:
+        with declaring(declared):
             if call.kind == "tool":
                 progress = _progress(asked)
-                result: Answer = await link.call(
+                return await link.call(
                     call.name, call.args, headers=headers, progress=progress, logs=logs, again=again
                 )
-            elif call.kind == "resource":
-                result = await link.read(call.name, headers=headers, logs=logs, again=again)
-            else:
-                arguments = {k: str(v) for k, v in call.args.items()}
-                result = await link.prompt(
-                    call.name, arguments, headers=headers, logs=logs, again=again
-                )
+            if call.kind == "resource":
+                return await link.read(call.name, headers=headers, logs=logs, again=again)
+            arguments = {k: str(v) for k, v in call.args.items()}
+            return await link.prompt(call.name, arguments, headers=headers, logs=logs, again=again)
+
+    try:
+        result = await request(again)
+        if questions is not None:
+            rounds = _inbox_rounds(questions, asked, upstream.name, result, again, request)
+            result, again = await rounds
     except UpstreamError as exc:
         if exc.answer is not None and exc.answer.code == MISSING_REQUIRED_CLIENT_CAPABILITY:
             return _lacking(exc.answer.error, shared=not (fresh or asked.peer.bound))
@@ -72,7 +88,7 @@ async def send(
     screened = screen.answer(clean(result), call.server, read=read)
     if not isinstance(result, types.InputRequiredResult):
         return shape.done(screened)
-    server = action.upstream.name
+    server = upstream.name
     if not fresh:
         return shape.refused(
             f"MCP server {server!r} asks for input in its result (2026-07-28), which this "
@@ -89,6 +105,28 @@ async def send(
         return shape.refused(f"{exc}. The {doing} did not finish.", "failed")
     await asked.peer.store.append_audit(relays(passed, actor=asked.asker.name, server=server))
     return passed
+
+
+async def _inbox_rounds(
+    questions: ServerQuestions,
+    asked: Asked,
+    server: str,
+    result: Answer,
+    again: Round | None,
+    request: Callable[[Round | None], Awaitable[Answer]],
+) -> tuple[Answer, Round | None]:
+    """The server's answer once the inbox answered what it asked that the inbox takes
+    (`questions`), the request made again with the answers each time, up to `MAX_ROUNDS`; and
+    the round it came in."""
+    client = asked.ctx.session.client_capabilities
+    for _ in range(MAX_ROUNDS):
+        if not isinstance(result, types.InputRequiredResult) or not questions.takes(result, client):
+            break
+        responses = await questions.answers(server, asked.asker.name, result)
+        number = (0 if again is None else again.number) + 1
+        again = Round(responses=responses, state=result.request_state, number=number)
+        result = await request(again)
+    return result, again
 
 
 def _lacking(error: types.ErrorData, *, shared: bool) -> types.ErrorData:

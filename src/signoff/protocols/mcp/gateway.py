@@ -33,13 +33,16 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from signoff.gate import Gate
 from signoff.gate.ids import new_id
 from signoff.gate.preview import Previews
+from signoff.gate.questions import ASK_TOOL
 from signoff.protocols.mcp.answers import REFUSED, RESOURCE_NOT_FOUND, not_offered
-from signoff.protocols.mcp.catalog import Catalog, Offered
+from signoff.protocols.mcp.asking import ask_tool, asking
+from signoff.protocols.mcp.catalog import Catalog, Offered, prompt_schema
 from signoff.protocols.mcp.dialog import ShowArgs
 from signoff.protocols.mcp.held import ORIGIN, Holding
 from signoff.protocols.mcp.listening import Listening
 from signoff.protocols.mcp.peer import Peer
 from signoff.protocols.mcp.preview import upstream_previews
+from signoff.protocols.mcp.questions import ServerQuestions
 from signoff.protocols.mcp.request import Action, Asked, Asker
 from signoff.protocols.mcp.settings import GatewaySettings
 from signoff.protocols.mcp.upstream import Upstream, UpstreamError
@@ -90,10 +93,10 @@ class Gateway:
         self._asker = asker or (lambda _request: local)
         self._forwarded = forwarded or (lambda _request, _upstream: {})
         self.holding = Holding(gate, self.settings, show_args=show_args)
+        self.questions = ServerQuestions(gate, self.settings)
         self._several = len(self.upstreams) > 1
-        self._shared = Peer(
-            self.store, self.holding.screen, asker=local.name, several=self._several, bound=False
-        )
+        self._shared = Peer(self.store, self.holding.screen, asker=local.name, bound=False,
+                            several=self._several, questions=self.questions)  # fmt: skip
         self._sessions = 0
         """How many client sessions have connections of their own now (`settings.sessions`)."""
         self.catalog = Catalog(several=self._several, engine=lambda: gate.engine)
@@ -178,7 +181,8 @@ class Gateway:
                 connection.state[_PEER] = peer = self._shared
                 return peer
             asker = self._asker(ctx.request)
-            peer = Peer(self.store, self.holding.screen, asker=asker.name, several=self._several)
+            peer = Peer(self.store, self.holding.screen, asker=asker.name,
+                        several=self._several, questions=self.questions)  # fmt: skip
             connection.state[_PEER] = peer
             self._sessions += 1
             connection.exit_stack.push_async_callback(self._ended, peer)
@@ -234,9 +238,13 @@ class Gateway:
 
     async def _list_tools(self, ctx: Any, peer: Peer, params: Any) -> types.ListToolsResult:
         tools = self.catalog.list_tools(await self._each(ctx, peer, "tools", None))
+        if self.settings.ask_tool:  # signoff's own, in place of a server's of the same name
+            tools = [ask_tool(), *(t for t in tools if t.name != ASK_TOOL)]
         return types.ListToolsResult(tools=tools)
 
     async def _call_tool(self, ctx: Any, peer: Peer, params: types.CallToolRequestParams) -> Any:
+        if self.settings.ask_tool and params.name == ASK_TOOL:
+            return await self._hold(ctx, peer, asking(params.arguments), params)
         offered = self.catalog.tools.get(params.name)
         if offered is None:
             await self._list_tools(ctx, peer, None)
@@ -280,7 +288,7 @@ class Gateway:
         action = Action(
             call=_call(offered.upstream, "prompt", prompt.name, dict(params.arguments or {})),
             upstream=offered.upstream,
-            schema=_prompt_schema(prompt),
+            schema=prompt_schema(prompt),
             idempotent=True,
         )
         return await self._hold(ctx, peer, action, params)
@@ -425,12 +433,9 @@ class Gateway:
         )  # fmt: skip
 
     async def _hold(self, ctx: Any, peer: Peer, action: Action, params: Any) -> Any:
-        asked = Asked(
-            ctx=ctx,
-            asker=self._asker(ctx.request),
-            peer=peer,
-            headers=self._forwarded(ctx.request, action.upstream),
-        )
+        upstream = action.upstream
+        headers = {} if upstream is None else self._forwarded(ctx.request, upstream)
+        asked = Asked(ctx=ctx, asker=self._asker(ctx.request), peer=peer, headers=headers)
         return await self.holding.answer(asked, action, params)
 
     async def _forward(
@@ -457,18 +462,6 @@ def _judged(uri: str) -> str:
         return canonical_uri(uri)
     except ValueError as exc:
         raise MCPError(INVALID_PARAMS, f"{exc}: read the resource by its plain URI") from None
-
-
-def _prompt_schema(prompt: types.Prompt) -> dict[str, Any]:
-    """What an edit of a prompt's arguments must fit: text for each argument it declares,
-    those it requires present, no others."""
-    arguments = prompt.arguments or []
-    return {
-        "type": "object",
-        "properties": {a.name: {"type": "string"} for a in arguments},
-        "required": [a.name for a in arguments if a.required],
-        "additionalProperties": False,
-    }
 
 
 def _connection(ctx: Any) -> Any:

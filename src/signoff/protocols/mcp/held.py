@@ -35,6 +35,7 @@ from signoff.protocols.mcp.answers import DOING, Reply, pending, shape_of
 from signoff.protocols.mcp.dialog import ShowArgs, shown_in
 from signoff.protocols.mcp.forward import forwarding, send
 from signoff.protocols.mcp.preview import upstream_previews
+from signoff.protocols.mcp.questions import ORIGIN
 from signoff.protocols.mcp.relay import relayed_in
 from signoff.protocols.mcp.request import Action, Asked, Asker
 from signoff.protocols.mcp.requesting import Round
@@ -46,8 +47,6 @@ from signoff.types import Approval, ToolCall
 
 __all__ = ["ORIGIN", "Holding"]
 
-ORIGIN = "mcp-gateway"
-"""The origin of the approvals the gateway asks for; their thread is the asker's exact call."""
 _BRACKETS = [2**k - 1 for k in range(48)]
 """The call ids a thread's first read looks for (`Holding._last_judged`)."""
 _READ = 64
@@ -74,7 +73,8 @@ class Holding:
         answers: Mapping[str, Any] | None = None
         seen: int | None = None
         relay = relayed_in(params.request_state) if params.request_state else None
-        if relay is not None and relay.server != action.upstream.name:
+        server = None if action.upstream is None else action.upstream.name
+        if relay is not None and relay.server != server:
             # The call's server is another now (a read goes where its URI is listed): what
             # the one that asked put in its state is not the other's to read.
             raise MCPError(INVALID_PARAMS, "requestState is another server's")
@@ -121,7 +121,8 @@ class Holding:
         """The approval the call waits on — the one asked before for the same call by the same
         asker and not answered yet, or a new one — or the call's answer: its result when the
         policy lets it run, why not when it blocks it, or the answer to an approval decided
-        before the call came and not answered yet.
+        before the call came and not answered yet. A question (the ask tool's) always waits on
+        one: the policy never lets it run.
 
         An asker's exact call (`subject`) is a thread of external calls whose ids count its
         approvals: "0" is the first call's, and "n+1" is judged once the call judged "n" is
@@ -134,7 +135,7 @@ class Holding:
         call = action.call
         judged = CheckContext(origin=ORIGIN, requested_by=asked.asker.name)
         forwarded = forwarding(call, asked.asker)
-        if self.gate.engine.evaluate(call).kind != "ask":
+        if call.kind != "question" and self.gate.engine.evaluate(call).kind != "ask":
             # Only a call the policy asks for can wait on an approval (a grant only turns an
             # ask into an allow): the others are judged afresh, each time. The audited forward
             # of a call that may run again (a read, a read-only tool) does not wait for the
@@ -166,6 +167,8 @@ class Holding:
     def previews(self, asked: Asked, action: Action) -> Previews | None:
         """The preview of `action`'s tool its server's config names, over the asker's own
         connection (`upstream_previews`)."""
+        if action.upstream is None:
+            return None
         return upstream_previews(
             asked.peer, action.upstream, action.call, headers=asked.headers,
             timeout=self.settings.preview_timeout,

@@ -8,7 +8,9 @@ client only what this client can answer, and what it asks or tells on them reach
 - ``sampling/createMessage``, ``elicitation/create`` and ``roots/list`` from a server are sent
   to the client (on the stream of the request the client is waiting on, when there is one), its
   answer returned to the server, and each relay audited (``relay``: the server, the method,
-  whether the client answered);
+  whether the client answered) — except a form elicitation the client cannot answer (or any,
+  as ``gateway.server_questions`` says), which is asked in signoff's inbox (`questions`): a
+  connection then declares elicitation whatever its client declared;
 - log messages, progress, list changes and resource updates are passed on as they come.
 
 A 2026-07-28 request has no session and no back channel: it shares the gateway's own connections,
@@ -34,6 +36,7 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, LOG_LEVEL_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from signoff.protocols.mcp.questions import ServerQuestions
 from signoff.protocols.mcp.screen import Screen
 from signoff.protocols.mcp.upstream import Callbacks, Logs, Upstream, UpstreamError
 from signoff.store import AuditRecord, Store
@@ -51,10 +54,20 @@ class Peer:
     flight. `bound` False: the gateway's shared connections, relaying nothing."""
 
     def __init__(
-        self, store: Store, screen: Screen, *, asker: str, several: bool, bound: bool = True
+        self,
+        store: Store,
+        screen: Screen,
+        *,
+        asker: str,
+        several: bool,
+        bound: bool = True,
+        questions: ServerQuestions | None = None,
     ) -> None:
+        """`questions`: where a server's elicitation goes when not to the client (None: only
+        to the client)."""
         self.store = store
         self.screen = screen
+        self.questions = questions
         self.asker = asker
         self.bound = bound
         self.closed = False
@@ -174,7 +187,15 @@ class Peer:
             )
             return await self._ask(server, types.CreateMessageRequest(params=screened), result)
 
+        questions = self.questions
+
         async def elicitation(context: Any, params: types.ElicitRequestParams) -> Any:
+            if (
+                isinstance(params, types.ElicitRequestFormParams)
+                and questions is not None
+                and questions.to_inbox(declared)
+            ):
+                return await questions.ask(server, self.asker, params)
             if isinstance(params, types.ElicitRequestURLParams) and not _opens_urls(declared):
                 return types.ErrorData(
                     code=INVALID_PARAMS, message="the client does not open URLs for elicitation"
@@ -195,10 +216,13 @@ class Peer:
             elif isinstance(message, _PASSED_ON):
                 await self._tell(message, related=False)
 
+        elicits = declared.elicitation is not None or (
+            questions is not None and questions.possible()
+        )
         return Callbacks(
             sampling=sampling if declared.sampling is not None else None,
             sampling_capabilities=declared.sampling,
-            elicitation=elicitation if declared.elicitation is not None else None,
+            elicitation=elicitation if elicits else None,
             roots=roots if declared.roots is not None else None,
             logging=logged,
             notified=notified,

@@ -31,7 +31,8 @@ class Action:
     call: ToolCall
     """The server's own name for it (a tool's or prompt's name, a resource's URI), its
     arguments, the server, the kind."""
-    upstream: Upstream
+    upstream: Upstream | None
+    """The server it goes to; None: the gateway answers it itself (its ask tool's question)."""
     schema: Mapping[str, Any] | None = None
     """What an edit of the arguments must fit (a tool's input schema, a prompt's arguments);
     None: nothing to edit (a resource read)."""

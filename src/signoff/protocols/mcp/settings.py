@@ -18,6 +18,8 @@ gateway:
   wait: 30s
   elicitation: true
   preview_timeout: 2s
+  server_questions: auto                # a server's form elicitation: the client's, else the inbox
+  ask_tool: false                       # offer signoff's ask_person tool
 ```
 """
 
@@ -26,12 +28,23 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 from signoff.policy.reader import Reader
 from signoff.policy.source import Path
 
-__all__ = ["GatewaySettings", "PreviewSpec", "UpstreamSpec", "read_gateway", "read_servers"]
+__all__ = [
+    "GatewaySettings",
+    "PreviewSpec",
+    "ServerQuestions",
+    "UpstreamSpec",
+    "read_gateway",
+    "read_servers",
+]
+
+ServerQuestions = Literal["auto", "inbox", "client"]
+"""Where a server's form elicitation goes: ``auto`` the client when it can answer it, else
+signoff's inbox; ``inbox`` always the inbox; ``client`` only the client (none when it cannot)."""
 
 _GATEWAY_KEYS = frozenset(
     {
@@ -44,6 +57,8 @@ _GATEWAY_KEYS = frozenset(
         "progress_every",
         "sessions",
         "preview_timeout",
+        "server_questions",
+        "ask_tool",
     }
 )
 _HTTP_TRANSPORTS = frozenset({"http", "streamable-http", "streamable_http", "streamableHttp"})
@@ -103,6 +118,10 @@ class GatewaySettings:
     """How many client sessions at once get connections of their own to the servers (what the
     servers ask of their client reaches them; each is a process per stdio server); the others
     share the gateway's."""
+    server_questions: ServerQuestions = "auto"
+    """Where a server's form elicitation goes (`ServerQuestions`)."""
+    ask_tool: bool = False
+    """Whether `tools/list` offers signoff's ask tool (``ask_person``), held as a question."""
 
 
 def read_servers(
@@ -299,10 +318,17 @@ def read_gateway(
     for key in ("wait", "progress_every", "preview_timeout"):
         if key in data and (seconds := reader.duration(data[key], ("gateway", key), key)):
             found[key] = seconds
-    if "elicitation" in data:
-        flag = reader.boolean(data["elicitation"], ("gateway", "elicitation"), "elicitation")
-        if flag is not None:
-            found["elicitation"] = flag
+    for key in ("elicitation", "ask_tool"):
+        if key in data and (flag := reader.boolean(data[key], ("gateway", key), key)) is not None:
+            found[key] = flag
+    if "server_questions" in data:
+        routes = get_args(ServerQuestions)
+        route = data["server_questions"]
+        if route in routes:
+            found["server_questions"] = route
+        else:
+            said = f"server_questions is one of {', '.join(routes)}, not {route!r}"
+            reader.error(("gateway", "server_questions"), said)
     for key in ("name", "principal", "state_key_env"):
         if key in data and (text := reader.string(data[key], ("gateway", key), key)):
             found[key] = text

@@ -76,7 +76,10 @@ class Waiting:
 
     def _can_elicit(self, asked: Asked, approval: Approval) -> bool:
         """Whether to ask the person at the client: the client can show a form, and the
-        asker may decide this approval."""
+        asker may decide this approval. A question of the ask tool's is not asked there (its
+        form is the question's, not the approval form's): the inbox answers it."""
+        if approval.call.kind == "question":
+            return False
         capabilities = asked.ctx.session.client_capabilities
         elicitation = None if capabilities is None else capabilities.elicitation
         if elicitation is None or (elicitation.form is None and elicitation.url is not None):
