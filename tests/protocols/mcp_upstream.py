@@ -16,9 +16,10 @@ streamable HTTP: ``python mcp_upstream.py stdio`` / ``python mcp_upstream.py htt
   2025-era client on its session, a 2026-07-28 one on its ``subscriptions/listen`` streams);
 - ``carry {uri}`` answers the contents of `uri` in its structured content;
 - ``ask_model {uri}`` asks its client's model about the contents of `uri` (sampling);
-- ``transfer {to, pad, also}`` asks its client to confirm first — over 2026-07-28 in an
+- ``transfer {to, pad, also, sample}`` asks its client to confirm first — over 2026-07-28 in an
   input-required result (its request state `pad` characters longer, with the questions named in
-  `also` asked too; -32021 when the client declared no
+  `also` asked too, and with `sample` its client's model too, answering ``sent to <to> (<what
+  the model said>)``; -32021 when the client declared no
   elicitation), over 2025-11-25 with ``elicitation/create`` in the middle of the call — writes
   ``asked <to>`` to the count file each time it asks and ``sent <to>`` once confirmed;
 - the resource ``memo://folder`` reads as the contents of each ``memo://...`` of `FOLDER`;
@@ -122,6 +123,7 @@ TOOLS = [
                 "to": {"type": "string"},
                 "pad": {"type": "integer"},
                 "also": {"type": "array", "items": {"type": "string"}},
+                "sample": {"type": "boolean"},
             },
             "required": ["to"],
         },
@@ -206,6 +208,7 @@ async def _transfer(ctx: Any, params: types.CallToolRequestParams) -> Any:
     args = params.arguments or {}
     to = str(args["to"])
     question = f"Send it to {to}?"
+    sampled = None
     if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
         _count(f"asked {to}")
         answer = await ctx.session.elicit_form(question, CONFIRM)
@@ -214,9 +217,18 @@ async def _transfer(ctx: Any, params: types.CallToolRequestParams) -> Any:
         capabilities = ctx.session.client_capabilities
         if capabilities is None or capabilities.elicitation is None:
             raise MCPError(MISSING_REQUIRED_CLIENT_CAPABILITY, "transfer needs elicitation")
+        sample = args.get("sample") is True
+        if sample and capabilities.sampling is None:
+            raise MCPError(MISSING_REQUIRED_CLIENT_CAPABILITY, "transfer needs sampling")
         state = json.loads(params.request_state) if params.request_state else None
         answer = (params.input_responses or {}).get("confirm")
-        if state is None or state.get("to") != to or not isinstance(answer, types.ElicitResult):
+        sampled = (params.input_responses or {}).get("model")
+        if (
+            state is None
+            or state.get("to") != to
+            or not isinstance(answer, types.ElicitResult)
+            or (sample and not isinstance(sampled, types.CreateMessageResult))
+        ):
             _count(f"asked {to}")
             ask = types.ElicitRequest(
                 params=types.ElicitRequestFormParams(message=question, requested_schema=CONFIRM)
@@ -224,11 +236,19 @@ async def _transfer(ctx: Any, params: types.CallToolRequestParams) -> Any:
             state = {"to": to, "pad": "x" * int(args.get("pad", 0))}
             asks: types.InputRequests = {"confirm": ask}
             asks.update((str(key), ask) for key in args.get("also", []))
+            if sample:
+                why = types.SamplingMessage(role="user", content=types.TextContent(text="Why?"))
+                asks["model"] = types.CreateMessageRequest(
+                    params=types.CreateMessageRequestParams(messages=[why], max_tokens=10)
+                )
             return types.InputRequiredResult(input_requests=asks, request_state=json.dumps(state))
         confirmed = answer.action == "accept" and (answer.content or {}).get("confirm") is True
     if not confirmed:
         return _said("not sent")
     _count(f"sent {to}")
+    if isinstance(sampled, types.CreateMessageResult):
+        said = sampled.content
+        return _said(f"sent to {to} ({said.text if isinstance(said, types.TextContent) else ''})")
     return _said(f"sent to {to}")
 
 

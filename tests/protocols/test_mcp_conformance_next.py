@@ -119,7 +119,12 @@ async def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[Revision,
     came out the same, every check of every scenario)."""
     folder = tmp_path_factory.mktemp("conformance-next")
     async with reference_server() as url:
-        path = gateway_config(folder, default="allow", servers={"everything": {"url": url}})
+        # `input-required-result-capability-check`'s client declares sampling alone: its
+        # server's form goes to signoff's inbox (the gateway declares elicitation for it), and
+        # nobody answers it — the client gets the sampling request once it expires, within the
+        # suite's own time bound, so the gateway waits 1 s, not 30.
+        path = gateway_config(folder, default="allow", servers={"everything": {"url": url}},
+                              gateway={"wait": "1s"})  # fmt: skip
         serve = ["mcp-gateway", "--config", str(path), "--transport", "http", "--no-auth"]
         async with signoff_server(*serve, "--port", "0") as (front, _):
             targets = {"direct": url, "gateway": f"{front}/mcp"}

@@ -340,3 +340,38 @@ async def test_an_ask_tool_call_is_a_question_answered_as_json_and_structured_co
         "question", "ask_person", None)  # fmt: skip
     assert (result.is_error, result.structured_content) == (False, told)
     assert json.loads(text(result)) == told
+
+
+async def test_a_2026_servers_form_goes_to_the_inbox_and_its_other_input_requests_to_the_client(
+    store: SQLStore, store_url: str, tmp_path: Path
+) -> None:
+    """A client that declared sampling, not elicitation: the server asks both at once. The form
+    is asked in the inbox; the client is then asked only for its model's answer (never the form
+    it cannot show), and its retry goes to the server with the inbox's answer too."""
+    counted = tmp_path / "count.txt"
+    policy = {"default": "allow", "rules": [{"ask": {"question": "*"}}]}
+    sampled: list[str] = []
+
+    async def model(context: Any, params: types.CreateMessageRequestParams) -> Any:
+        sampled.append(str(params.messages[0].content.text))  # type: ignore[union-attr]
+        said = types.TextContent(type="text", text="rent")
+        return types.CreateMessageResult(role="assistant", content=said, model="m")
+
+    async with (
+        fronting_2026(store, counted, policy) as front,
+        Client(front.server, mode="auto", sampling_callback=model) as client,
+        inbox_api(store_url, Policy.from_dict(policy)) as api,
+    ):
+        call = asyncio.ensure_future(client.call_tool("transfer", {"to": "bob", "sample": True}))
+        question = await asked(store)
+        assert sampled == []  # the client is asked after the inbox answered
+        await api.post(f"/v1/approvals/{question.id}/decision",
+                       json={"kind": "answer", "value": {"confirm": True}})  # fmt: skip
+        result = await call
+
+    assert text(result) == "sent to bob (rent)"
+    assert sampled == ["Why?"]
+    assert ran(counted) == ["asked bob", "sent bob"]
+    relays = [e.data for e in await store.audit_log() if e.action == "relay"]
+    assert [(r["method"], r.get("to")) for r in relays] == [
+        ("elicitation/create", "inbox"), ("sampling/createMessage", None)]  # fmt: skip

@@ -70,11 +70,12 @@ async def send(
             arguments = {k: str(v) for k, v in call.args.items()}
             return await link.prompt(call.name, arguments, headers=headers, logs=logs, again=again)
 
+    answered: dict[str, types.ElicitResult] = {}
     try:
         result = await request(again)
         if questions is not None:
             rounds = _inbox_rounds(questions, asked, upstream.name, result, again, request)
-            result, again = await rounds
+            result, again, answered = await rounds
     except UpstreamError as exc:
         if exc.answer is not None and exc.answer.code == MISSING_REQUIRED_CLIENT_CAPABILITY:
             return _lacking(exc.answer.error, shared=not (fresh or asked.peer.bound))
@@ -98,9 +99,8 @@ async def send(
     try:
         asking = types.InputRequiredResult.model_validate(screened)
         number = (0 if again is None else again.number) + 1
-        passed = relayed(
-            asking, approval=approval, asker=asked.asker.name, server=server, number=number
-        )
+        passed = relayed(asking, approval=approval, asker=asked.asker.name, server=server,
+                         number=number, answered=answered)  # fmt: skip
     except ValueError as exc:
         return shape.refused(f"{exc}. The {doing} did not finish.", "failed")
     await asked.peer.store.append_audit(relays(passed, actor=asked.asker.name, server=server))
@@ -114,19 +114,24 @@ async def _inbox_rounds(
     result: Answer,
     again: Round | None,
     request: Callable[[Round | None], Awaitable[Answer]],
-) -> tuple[Answer, Round | None]:
+) -> tuple[Answer, Round | None, dict[str, types.ElicitResult]]:
     """The server's answer once the inbox answered what it asked that the inbox takes
-    (`questions`), the request made again with the answers each time, up to `MAX_ROUNDS`; and
-    the round it came in."""
+    (`questions`), the request made again with the answers each time, up to `MAX_ROUNDS`; the
+    round it came in. When the server also asks what the client answers, the rest of its
+    input requests, for the client, and the inbox's answers, to go with the client's."""
     client = asked.ctx.session.client_capabilities
     for _ in range(MAX_ROUNDS):
         if not isinstance(result, types.InputRequiredResult) or not questions.takes(result, client):
             break
         responses = await questions.answers(server, asked.asker.name, result)
+        asks = result.input_requests or {}
+        if len(responses) < len(asks):
+            rest = {k: a for k, a in asks.items() if k not in responses}
+            return result.model_copy(update={"input_requests": rest}), again, responses
         number = (0 if again is None else again.number) + 1
         again = Round(responses=responses, state=result.request_state, number=number)
         result = await request(again)
-    return result, again
+    return result, again, {}
 
 
 def _lacking(error: types.ErrorData, *, shared: bool) -> types.ErrorData:

@@ -75,21 +75,21 @@ class ServerQuestions:
     def takes(
         self, result: types.InputRequiredResult, declared: types.ClientCapabilities | None
     ) -> bool:
-        """Whether the inbox answers a 2026-07-28 server's input requests, for a client that
-        declared `declared`: each is a form elicitation that goes there (otherwise they all go
-        to the client, as they came)."""
+        """Whether the inbox answers some of a 2026-07-28 server's input requests, for a
+        client that declared `declared`: its form elicitations go there (the others go to the
+        client)."""
         asks = result.input_requests or {}
         return (
-            0 < len(asks) <= MAX_INPUTS
+            len(asks) <= MAX_INPUTS
             and self.to_inbox(declared or types.ClientCapabilities())
-            and all(isinstance(a.params, types.ElicitRequestFormParams) for a in asks.values())
+            and any(isinstance(a.params, _FORM) for a in asks.values())
         )
 
     async def answers(
         self, server: str, asker: str, result: types.InputRequiredResult
-    ) -> types.InputResponses:
-        """The inbox's answers to a 2026-07-28 server's input requests (`takes`), asked at
-        once; one that cannot be asked is declined."""
+    ) -> dict[str, types.ElicitResult]:
+        """The inbox's answers to a 2026-07-28 server's form elicitations among its input
+        requests (`takes`), asked at once; one that cannot be asked is declined."""
         asks = result.input_requests or {}
         forms = {k: a.params for k, a in asks.items() if isinstance(a.params, _FORM)}
         answers = await asyncio.gather(*(self.ask(server, asker, p) for p in forms.values()))

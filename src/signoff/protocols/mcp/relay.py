@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -57,9 +57,14 @@ class Relayed:
     """The server's own request state, to send back to it."""
     number: int
     """How many times the server asked in this call so far."""
+    answered: Mapping[str, types.ElicitResult] = field(default_factory=dict)
+    """What signoff's inbox answered of the server's input requests (`questions`)."""
 
     def again(self, responses: Mapping[str, Any] | None) -> Round:
-        """The request to the server again, with the client's `responses`."""
+        """The request to the server again, with the client's `responses` and the inbox's
+        answers (the client's for the same keys are not taken: they were not asked of it)."""
+        if self.answered:
+            responses = {**(responses or {}), **self.answered}
         return Round(responses=responses, state=self.state, number=self.number)
 
 
@@ -70,9 +75,11 @@ def relayed(
     asker: str,
     server: str,
     number: int,
+    answered: Mapping[str, types.ElicitResult] | None = None,
 ) -> types.InputRequiredResult:
     """The server's input-required result as the client is given it: its input requests, and
-    the gateway's state carrying the server's and that it asked for the `number`th time."""
+    the gateway's state carrying the server's, that it asked for the `number`th time, and what
+    signoff's inbox `answered` of it."""
     state = result.request_state
     if state is not None and len(state) > MAX_STATE:
         raise ValueError(
@@ -97,6 +104,7 @@ def relayed(
             "server": server,
             "state": state,
             "number": number,
+            "answered": {k: _wire(a) for k, a in (answered or {}).items()},
         }
     }
     return types.InputRequiredResult(
@@ -118,6 +126,7 @@ def relayed_in(state: str) -> Relayed | None:
         raise MCPError(INVALID_PARAMS, "requestState is not one this gateway made")
     approval, kept, number = relay.get("approval"), relay.get("state"), relay.get("number")
     asker, server = relay.get("asker"), relay.get("server")
+    answered = _answered(relay.get("answered", {}))
     if (
         not isinstance(approval, str | None)
         or not isinstance(asker, str)
@@ -127,7 +136,23 @@ def relayed_in(state: str) -> Relayed | None:
         or number < 1
     ):
         raise MCPError(INVALID_PARAMS, "requestState is not one this gateway made")
-    return Relayed(approval_id=approval, asker=asker, server=server, state=kept, number=number)
+    return Relayed(approval_id=approval, asker=asker, server=server, state=kept, number=number,
+                   answered=answered)  # fmt: skip
+
+
+def _answered(value: Any) -> dict[str, types.ElicitResult]:
+    """The inbox's answers a state carries."""
+    if not isinstance(value, dict):
+        raise MCPError(INVALID_PARAMS, "requestState is not one this gateway made")
+    try:
+        return {str(k): types.ElicitResult.model_validate(a) for k, a in value.items()}
+    except ValueError:
+        raise MCPError(INVALID_PARAMS, "requestState is not one this gateway made") from None
+
+
+def _wire(answer: types.ElicitResult) -> dict[str, Any]:
+    wire: dict[str, Any] = answer.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return wire
 
 
 def relays(result: types.InputRequiredResult, *, actor: str, server: str) -> list[AuditRecord]:
