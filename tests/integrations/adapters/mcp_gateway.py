@@ -30,11 +30,12 @@ from mcp.shared.exceptions import MCPError
 
 from signoff.gate import Gate
 from signoff.gate.external import ExternalRuns
+from signoff.gate.questions import held_question
 from signoff.protocols.mcp.gateway import ORIGIN, Gateway
 from signoff.protocols.mcp.settings import GatewaySettings, PreviewSpec, UpstreamSpec
 from signoff.protocols.mcp.upstream import Upstream
 from signoff.store import open_store
-from signoff.types import Approval
+from signoff.types import Approval, ToolCall
 from tests.deadline import HANG
 from tests.integrations.adapters import _base
 from tests.integrations.adapters._base import AdapterBase, GoesOnByItself
@@ -201,12 +202,13 @@ class MCPGatewayAdapter(GoesOnByItself, AdapterBase):
 
     async def _waiting(self, session: _Session) -> list[Approval]:
         """The pending approvals of the session's unanswered calls (the gateway's approvals
-        name the asker and the exact call as asked — before any edit —, not the session)."""
+        name the asker and the exact call as asked — before any edit, a question's form with
+        its field order written down —, not the session)."""
         pending = await self.runs.store.list_approvals(status="pending")
         return [
             a for a in pending
             if a.origin == ORIGIN and a.requested_by == REQUESTER
-            and any((c.name, c.args) == (a.call.name, a.requested_call.args)
+            and any((c.name, _held(c, a)) == (a.call.name, a.requested_call.args)
                     for c in session.calls)
         ]  # fmt: skip
 
@@ -225,6 +227,12 @@ class MCPGatewayAdapter(GoesOnByItself, AdapterBase):
 
     async def close(self) -> None:
         await _base.cancelled(s.task for s in self._sessions.values() if s.task is not None)
+
+
+def _held(call: Call, approval: Approval) -> dict[str, Any]:
+    """`call`'s arguments as an approval of its kind holds them (`held_question`)."""
+    kind = approval.call.kind
+    return held_question(ToolCall(id=call.id, name=call.name, args=call.args, kind=kind)).args
 
 
 @contextlib.asynccontextmanager
