@@ -23,7 +23,7 @@ from signoff.protocols.mcp.gateway import Gateway
 from signoff.protocols.mcp.settings import GatewaySettings, UpstreamSpec
 from signoff.protocols.mcp.upstream import Upstream
 from signoff.store import SQLStore
-from signoff.types import Approval
+from signoff.types import Answer, Approval
 from tests.deadline import HANG
 from tests.integrations.harness import until
 from tests.integrations.inbox import inbox_api
@@ -375,3 +375,30 @@ async def test_a_2026_servers_form_goes_to_the_inbox_and_its_other_input_request
     relays = [e.data for e in await store.audit_log() if e.action == "relay"]
     assert [(r["method"], r.get("to")) for r in relays] == [
         ("elicitation/create", "inbox"), ("sampling/createMessage", None)]  # fmt: skip
+
+
+async def test_the_ask_tool_asked_again_waits_on_its_question_and_once_answered_asks_anew(
+    store: SQLStore,
+) -> None:
+    """Past `gateway.wait` the call answers pending; the same call again picks up the same
+    question, then its answer, once: asked after that, it is a new question."""
+    region = {"question": "Which region?", "choices": ["eu-west", "us-east"]}
+    policy = Policy.from_dict({"rules": [{"ask": {"question": "*"}}]})
+    gate = Gate(policy, store)
+    settings = GatewaySettings(principal="carol", wait=0.0, ask_tool=True)
+    front = Gateway(gate, [], settings=settings)
+    async with front.running(), Client(front.server, mode="legacy") as client:
+        first = await client.call_tool("ask_person", region)
+        again = await client.call_tool("ask_person", region)
+        question = (first.structured_content or {})["approval_id"]
+        await gate.decide(question, Answer(value="eu-west"), actor="olga")
+        answered = await client.call_tool("ask_person", region)
+        anew = await client.call_tool("ask_person", region)
+
+    assert (first.structured_content or {})["status"] == "pending_approval"
+    assert text(first).startswith("Nobody answered yet: this question waits for a person's answer")
+    assert again.structured_content == first.structured_content
+    assert answered.structured_content == {
+        "status": "answered", "answer": "eu-west", "answered_by": "olga"}  # fmt: skip
+    assert (anew.structured_content or {})["status"] == "pending_approval"
+    assert (anew.structured_content or {})["approval_id"] != question
