@@ -5,10 +5,14 @@ server's question to signoff's inbox: ``python mcp_asking.py``.
 - ``invoice {customer}`` asks where the customer's invoices go (a form with an email) and
   answers what it was told: ``accepted <email>``, ``declined`` or ``cancelled``;
 - ``nested`` asks with a form whose field is an object (outside elicitation's flat subset) and
-  answers what came of it.
+  answers what came of it;
+- ``flood {count}`` asks `count` questions at once and answers how many were declined and how
+  many refused (``<n> declined, <m> refused``).
 """
 
 from __future__ import annotations
+
+import asyncio
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPError
@@ -44,6 +48,20 @@ async def nested(ctx: Context) -> str:
     except MCPError as exc:
         return f"refused: {exc}"
     return f"answered {answer.action}"
+
+
+class Agreed(BaseModel):
+    ok: bool
+
+
+@server.tool(structured_output=False)
+async def flood(count: int, ctx: Context) -> str:
+    """Ask many questions at once."""
+    asked = (ctx.elicit(f"Question {n}?", Agreed) for n in range(count))
+    answers = await asyncio.gather(*asked, return_exceptions=True)
+    declined = sum(getattr(a, "action", None) == "decline" for a in answers)
+    refused = sum(isinstance(a, MCPError) for a in answers)
+    return f"{declined} declined, {refused} refused"
 
 
 if __name__ == "__main__":

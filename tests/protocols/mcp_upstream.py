@@ -20,8 +20,9 @@ streamable HTTP: ``python mcp_upstream.py stdio`` / ``python mcp_upstream.py htt
   input-required result (its request state `pad` characters longer, with the questions named in
   `also` asked too, and with `sample` its client's model too, answering ``sent to <to> (<what
   the model said>)``; -32021 when the client declared no
-  elicitation), over 2025-11-25 with ``elicitation/create`` in the middle of the call — writes
-  ``asked <to>`` to the count file each time it asks and ``sent <to>`` once confirmed;
+  elicitation; with `nag`, over 2026-07-28, it asks again whatever it was told), over 2025-11-25
+  with ``elicitation/create`` in the middle of the call — writes ``asked <to>`` to the count file
+  each time it asks and ``sent <to>`` once confirmed;
 - the resource ``memo://folder`` reads as the contents of each ``memo://...`` of `FOLDER`;
 - the resource ``memo://asked``, listed while the file ``$UPSTREAM_ASKED_FILE`` exists, asks its
   2026-07-28 client to confirm first, with a request state naming ``$UPSTREAM_NAME``, and reads
@@ -124,6 +125,7 @@ TOOLS = [
                 "pad": {"type": "integer"},
                 "also": {"type": "array", "items": {"type": "string"}},
                 "sample": {"type": "boolean"},
+                "nag": {"type": "boolean"},
             },
             "required": ["to"],
         },
@@ -228,6 +230,7 @@ async def _transfer(ctx: Any, params: types.CallToolRequestParams) -> Any:
             or state.get("to") != to
             or not isinstance(answer, types.ElicitResult)
             or (sample and not isinstance(sampled, types.CreateMessageResult))
+            or args.get("nag") is True
         ):
             _count(f"asked {to}")
             ask = types.ElicitRequest(

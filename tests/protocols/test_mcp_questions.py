@@ -19,11 +19,13 @@ from mcp import Client, types
 
 from signoff import Policy
 from signoff.gate import Gate
+from signoff.protocols.mcp.forward import MAX_ROUNDS
 from signoff.protocols.mcp.gateway import Gateway
+from signoff.protocols.mcp.questions import MAX_WAITING
 from signoff.protocols.mcp.settings import GatewaySettings, UpstreamSpec
 from signoff.protocols.mcp.upstream import Upstream
 from signoff.store import SQLStore
-from signoff.types import Answer, Approval
+from signoff.types import Answer, Approval, Reject
 from tests.deadline import HANG
 from tests.integrations.harness import until
 from tests.integrations.inbox import inbox_api
@@ -155,6 +157,31 @@ async def test_a_form_outside_the_flat_subset_is_refused_and_nothing_held(store:
     assert relay["answered"] is False and "question.schema" in relay["refused"]
 
 
+async def test_a_server_asking_more_at_once_than_the_inbox_holds_is_refused_the_rest(
+    store: SQLStore,
+) -> None:
+    """A server may ask as many questions at once as it likes: past `MAX_WAITING` of its own
+    waiting in the asker's name, one is refused, nothing held."""
+    gate = Gate(POLICY, store)
+    spec = UpstreamSpec(name="billing", command=sys.executable, args=(str(ASKING),))
+    settings = GatewaySettings(principal="carol", wait=HANG)
+    front = Gateway(gate, [Upstream(spec)], settings=settings)
+    async with front.running(), Client(front.server, mode="legacy") as client:
+        call = asyncio.ensure_future(client.call_tool("flood", {"count": MAX_WAITING + 3}))
+
+        async def refused_and_held() -> bool:
+            refusals = [e for e in await store.audit_log() if "refused" in e.data]
+            return len(refusals) == 3 and len(await store.list_approvals()) == MAX_WAITING
+
+        await until(refused_and_held)
+        for question in await store.list_approvals(status="pending"):
+            await gate.decide(question.id, Reject(reason="no"), actor="bob", roles=("finance",))
+        result = await call
+
+    assert text(result) == f"{MAX_WAITING} declined, 3 refused"
+    assert len(await store.list_approvals()) == MAX_WAITING
+
+
 @pytest.mark.parametrize("route", ["client", "auto"])
 async def test_a_client_that_answers_forms_is_asked_itself_unless_the_config_says_inbox(
     store: SQLStore, route: str
@@ -283,9 +310,37 @@ async def test_a_2026_servers_input_request_declined_in_the_inbox_is_its_decline
     assert ran(counted) == ["asked bob"]
 
 
+@pytest.mark.parametrize("sample", [False, True], ids=["forms", "forms-and-sampling"])
+async def test_a_2026_server_that_asks_for_ever_is_refused_after_the_rounds_of_a_call(
+    store: SQLStore, tmp_path: Path, sample: bool
+) -> None:
+    """The inbox answers `MAX_ROUNDS` rounds of one call, counted through the client's own
+    retries; then the call is refused — the client, which declared no elicitation, is never
+    handed the form."""
+    counted = tmp_path / "count.txt"
+    policy = {"default": "allow", "rules": [{"ask": {"question": "*"}}]}
+
+    async def model(context: Any, params: types.CreateMessageRequestParams) -> Any:
+        said = types.TextContent(type="text", text="rent")
+        return types.CreateMessageResult(role="assistant", content=said, model="m")
+
+    async with (
+        fronting_2026(store, counted, policy, wait=0.0) as front,
+        Client(
+            front.server, mode="auto", sampling_callback=model, input_required_max_rounds=99
+        ) as client,
+    ):
+        result = await client.call_tool("transfer", {"to": "bob", "nag": True, "sample": sample})
+
+    assert result.is_error
+    assert f"asked for input more than {MAX_ROUNDS} times" in text(result)
+    assert len(await store.list_approvals()) == MAX_ROUNDS
+    assert ran(counted) == ["asked bob"] * (MAX_ROUNDS + 1)
+
+
 @contextlib.asynccontextmanager
 async def fronting_2026(
-    store: SQLStore, counted: Path, policy: dict[str, Any]
+    store: SQLStore, counted: Path, policy: dict[str, Any], **chosen: Any
 ) -> AsyncIterator[Gateway]:
     """The gateway over `mcp_upstream.py`, whose ``transfer`` asks to confirm: over 2026-07-28
     in an input-required result."""
@@ -293,7 +348,7 @@ async def fronting_2026(
         name="up", command=sys.executable, args=(str(UPSTREAM), "stdio"),
         env={"UPSTREAM_COUNT_FILE": str(counted)},
     )  # fmt: skip
-    settings = GatewaySettings(principal="carol", wait=HANG)
+    settings = GatewaySettings(**{"principal": "carol", "wait": HANG, **chosen})
     front = Gateway(Gate(Policy.from_dict(policy), store), [Upstream(spec)], settings=settings)
     async with front.running():
         yield front

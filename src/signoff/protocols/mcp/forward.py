@@ -27,8 +27,9 @@ from signoff.types import ToolCall
 __all__ = ["MAX_ROUNDS", "forward_record", "forwarding", "send"]
 
 MAX_ROUNDS = 16
-"""The most times one forward answers a 2026-07-28 server's questions from the inbox and asks
-it again (a server that asks for ever is then passed on to the client, or refused)."""
+"""The most rounds of a call (counted through the client's retries, in the gateway's state) in
+which a 2026-07-28 server's questions are answered from the inbox; a server that asks the inbox
+more is refused (the client is never handed the forms instead: it may not show one)."""
 
 
 async def send(
@@ -96,6 +97,12 @@ async def send(
             f"client's protocol cannot carry. The {doing} did not finish.",
             "failed",
         )
+    if questions is not None and not answered and questions.takes(result, client):
+        return shape.refused(
+            f"MCP server {server!r} asked for input more than {MAX_ROUNDS} times in this "
+            f"{doing}. The {doing} did not finish.",
+            "failed",
+        )
     try:
         asking = types.InputRequiredResult.model_validate(screened)
         number = (0 if again is None else again.number) + 1
@@ -116,11 +123,12 @@ async def _inbox_rounds(
     request: Callable[[Round | None], Awaitable[Answer]],
 ) -> tuple[Answer, Round | None, dict[str, types.ElicitResult]]:
     """The server's answer once the inbox answered what it asked that the inbox takes
-    (`questions`), the request made again with the answers each time, up to `MAX_ROUNDS`; the
-    round it came in. When the server also asks what the client answers, the rest of its
-    input requests, for the client, and the inbox's answers, to go with the client's."""
+    (`questions`), the request made again with the answers each time, up to the call's
+    `MAX_ROUNDS`th round; the round it came in. When the server also asks what the client
+    answers, the rest of its input requests, for the client, and the inbox's answers, to go
+    with the client's."""
     client = asked.ctx.session.client_capabilities
-    for _ in range(MAX_ROUNDS):
+    while (0 if again is None else again.number) < MAX_ROUNDS:
         if not isinstance(result, types.InputRequiredResult) or not questions.takes(result, client):
             break
         responses = await questions.answers(server, asked.asker.name, result)

@@ -11,7 +11,8 @@ name of the client's principal: the policy names it as it names the server's too
 answer. The gateway waits for it as it waits for a held call (``gateway.wait``), then answers the
 server: the answer accepted as the form's content, a rejection declined, no answer cancelled (the
 question expires, so nobody answers into the void). A form outside the subset is refused, nothing
-held; either way the relay is audited.
+held, and so is one past `MAX_WAITING` of the same server's in the same name; either way the
+relay is audited.
 """
 
 from __future__ import annotations
@@ -34,13 +35,17 @@ from signoff.protocols.mcp.settings import GatewaySettings
 from signoff.store import AuditRecord
 from signoff.types import Answer, Approval, ToolCall
 
-__all__ = ["NAME", "ORIGIN", "ServerQuestions"]
+__all__ = ["MAX_WAITING", "NAME", "ORIGIN", "ServerQuestions"]
 
 NAME: Final = "elicitation"
 """The name of a server's question for the policy (its server is the server that asked)."""
 ORIGIN: Final = "mcp-gateway"
 """The origin of the approvals and questions the gateway asks for; a held call's thread is the
 asker's exact call (`held`)."""
+MAX_WAITING: Final = MAX_INPUTS
+"""The most questions one server may have waiting in the inbox at once in one principal's name
+(a 2025-era server asks as many at once as it likes, a 2026-07-28 one up to `MAX_INPUTS` a round
+per call); past it a question is refused, nothing held."""
 _FORM = types.ElicitRequestFormParams
 
 
@@ -50,6 +55,8 @@ class ServerQuestions:
     def __init__(self, gate: Gate, settings: GatewaySettings) -> None:
         self.gate = gate
         self.settings = settings
+        self._waiting: dict[tuple[str, str], int] = {}
+        """How many questions each server asks in each principal's name wait now."""
 
     def possible(self) -> bool:
         """Whether a server's elicitation may go to the inbox (a connection then declares
@@ -113,6 +120,22 @@ class ServerQuestions:
                 code=INVALID_PARAMS,
                 message=f"signoff cannot ask a person this through its inbox: {exc}",
             )
+        whose = (server, asker)
+        if self._waiting.get(whose, 0) >= MAX_WAITING:
+            said = f"{MAX_WAITING} questions of this server's wait for a person already"
+            await self._audit(server, asker, None, refused=said)
+            return types.ErrorData(code=INVALID_PARAMS, message=f"signoff refused this: {said}")
+        self._waiting[whose] = self._waiting.get(whose, 0) + 1
+        try:
+            return await self._asked(server, asker, args)
+        finally:
+            self._waiting[whose] -= 1
+            if not self._waiting[whose]:
+                del self._waiting[whose]
+
+    async def _asked(
+        self, server: str, asker: str, args: dict[str, Any]
+    ) -> types.ElicitResult | types.ErrorData:
         call = ToolCall(id=new_id(), name=NAME, args=args, server=server, kind="question")
         context = CheckContext(origin=ORIGIN, requested_by=asker)
         [outcome], _ = await self.gate.hold([call], context)
