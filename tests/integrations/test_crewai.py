@@ -72,7 +72,9 @@ async def test_allowed_calls_run_denied_ones_are_answered_and_an_asked_one_waits
         assert (approval.origin, approval.thread_id, approval.requested_by, approval.call) == (
             ORIGIN, THREAD, "alice", approval.call.__class__(
                 id="c3", name="charge", args={"amount": 50}, agent="assistant"))  # fmt: skip
-        assert not run.done() and harness.executions() == ["read_file report.txt"]
+        # CrewAI runs one turn's calls side by side (a thread each): the read may not be done
+        # yet, but the held charge has not run.
+        assert not run.done() and "charge 50" not in harness.executions()
         # Decided in another store on the database, as a server's would be.
         other = await asyncio.to_thread(RIG.open_runs, harness.database)
         try:
@@ -87,7 +89,7 @@ async def test_allowed_calls_run_denied_ones_are_answered_and_an_asked_one_waits
         "c2": "signoff blocked this call: denied: charge when amount gt 1000. It did not run.",
         "c3": "charged 50",
     }
-    assert harness.executions() == ["read_file report.txt", "charge 50"]
+    assert sorted(harness.executions()) == ["charge 50", "read_file report.txt"]
     assert hooks.waiting == {}
 
 
