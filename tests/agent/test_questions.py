@@ -164,11 +164,14 @@ async def test_with_a_directory_a_question_to_someone_it_does_not_know_is_not_he
     _, approval_id = await held(run)
     assigned = (await store.get_approval(approval_id)).assigned
     assert assigned is not None and assigned.to == "bob"
-    # Without a directory, whoever it is must qualify when answering.
+    # Without a directory, a person must qualify when answering; a role is checked all the same.
     run, _ = asking(store, {"question": "Budget?", "to": "zed"}, policy)
     [request] = of(await collect(run.start("t-none", "go")), "approval_requested")
     assigned = (await store.get_approval(str(request["approval_id"]))).assigned
     assert assigned is not None and assigned.to == "zed"
+    run, model = asking(store, {"question": "Budget?", "to": "role:sales"}, policy)
+    assert not of(await collect(run.start("t-none-role", "go")), "approval_requested")
+    assert "question.to: role 'sales' may not decide this approval" in result(model)["message"]
 
 
 async def test_a_rule_names_who_may_answer_and_the_policy_may_forbid_asking(store: SQLStore):

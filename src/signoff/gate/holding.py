@@ -198,9 +198,9 @@ class Holding(Grants):
             kept_schema=self._schemas.kept,
             keys=batch.keys,
             previews=batch.previews,
-            # Who a question is asked of is checked with a directory to check against; without
-            # one, whoever it is must qualify when answering.
-            check_assignee=None if self.roles_of is None else self._check_assignee,
+            # Who a question is asked of is checked as an assignment is: a role against the
+            # rule's approvers always, a person against the directory when there is one.
+            check_assignee=self._check_assignee,
         )
         return judge.batch(batch.calls, batch.admitted, found)
 
