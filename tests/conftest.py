@@ -39,10 +39,16 @@ EVERY_TEST = any(
     for name in ("CI", "SIGNOFF_TEST_ALL")
 )
 """CI and `make test-all` run every test; a developer's `make test` leaves the heaviest to them:
-the tests marked ``heavy``, the end-to-end tier below, and the PostgreSQL runs of the framework
+the tests marked ``heavy``, the end-to-end tier below, the PostgreSQL runs of the framework
 and protocol tests (each of those runs on SQLite too, and the store's and the gate's PostgreSQL
-tests stay). A test file named on the command line runs whole."""
+tests stay), and the shared scenarios' runs through the adapters of whole processes. A test file
+named on the command line runs whole."""
 _POSTGRES_IN_CI = ("tests/integrations/", "tests/protocols/")
+_SHARED_SCENARIOS = "tests/integrations/test_scenarios"
+_ADAPTERS_IN_CI = ("claude-agent-sdk", "mcp-gateway")
+"""The adapters whose runs of the shared scenarios are whole processes (Claude Code's CLI a run;
+the gateway's MCP servers): `make test` leaves those runs to CI and keeps their own test files
+(tests/integrations/test_claude_agent_sdk.py, tests/protocols/test_mcp_*.py)."""
 
 END_TO_END: dict[str, str] = {
     # Each proves its promise through whole processes (servers, browsers, framework workers, npm
@@ -106,6 +112,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     postgres = pytest.mark.skip(
         reason="the PostgreSQL run of a framework or protocol test: CI and `make test-all` run it"
     )
+    processes = pytest.mark.skip(
+        reason="a shared scenario through an adapter of whole processes: CI and `make test-all` "
+        "run it (make test runs the adapter's own tests)"
+    )
     here = Path(config.invocation_params.dir)
     named = {(here / arg.split("::")[0]).resolve() for arg in config.args}
     root = Path(str(config.rootpath))
@@ -131,6 +141,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             and item.path.relative_to(root).as_posix().startswith(_POSTGRES_IN_CI)
         ):
             item.add_marker(postgres)
+            continue
+        if (
+            callspec is not None
+            and where.startswith(_SHARED_SCENARIOS)
+            and any(f"{adapter}-" in callspec.id for adapter in _ADAPTERS_IN_CI)
+        ):
+            item.add_marker(processes)
 
 
 PG_ADMIN = os.environ.get("SIGNOFF_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")

@@ -43,6 +43,10 @@ CONFIG = config(
 """,
 )
 KINDS = ["http", "command"]
+EACH_KIND = [
+    pytest.param("command", marks=pytest.mark.heavy) if k == "command" else k for k in KINDS
+]
+"""The two kinds of hook, the command hook's runs (a process a call) left to CI."""
 
 
 def cli() -> str:
@@ -97,7 +101,7 @@ async def claude(folder: Path, api: Messages, *, token: str = "dev-token") -> st
     return out.decode()
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", EACH_KIND)
 async def test_an_allowed_command_runs_and_a_denied_one_never_does(
     tmp_path: Path, server: str, kind: str
 ) -> None:
@@ -117,7 +121,7 @@ async def test_an_allowed_command_runs_and_a_denied_one_never_does(
     assert denied["is_error"] and "nothing is removed wholesale here" in denied["content"]
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", EACH_KIND)
 async def test_an_asked_command_approved_in_signoff_runs_once(
     tmp_path: Path, server: str, kind: str
 ) -> None:

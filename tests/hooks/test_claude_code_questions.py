@@ -27,7 +27,7 @@ from signoff.store import open_store
 from tests.deadline import HANG
 from tests.hooks.messages import Messages, Turn, scripted_messages
 from tests.hooks.rig import TOKENS, config
-from tests.hooks.test_claude_code import KINDS, cli_missing, project
+from tests.hooks.test_claude_code import EACH_KIND, cli_missing, project
 from tests.processes import served, signoff_command
 
 pytestmark = pytest.mark.skipif(bool(cli_missing()), reason=cli_missing() or "installed")
@@ -146,9 +146,7 @@ def told(api: Messages) -> dict[str, Any]:
     return result
 
 
-@pytest.mark.parametrize(
-    "kind", [pytest.param(k, marks=pytest.mark.heavy) if k == "command" else k for k in KINDS]
-)
+@pytest.mark.parametrize("kind", EACH_KIND)
 async def test_claudes_question_waits_in_signoff_and_the_answer_is_its_tool_result(
     tmp_path: Path, server: str, kind: str
 ) -> None:

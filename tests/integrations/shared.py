@@ -176,6 +176,7 @@ async def test_a_decision_taken_through_the_inbox_api_resumes_the_run(harness: H
 # -- other processes -----------------------------------------------------------------------
 
 
+@pytest.mark.heavy
 async def test_a_thread_started_in_one_process_is_resumed_by_two_others_at_once(
     harness: Harness,
 ) -> None:
@@ -201,6 +202,7 @@ async def test_a_thread_started_in_one_process_is_resumed_by_two_others_at_once(
     assert sorted(harness.executions()) == sorted(EVERY)
 
 
+@pytest.mark.heavy
 async def test_a_worker_killed_inside_the_tool_leaves_the_call_unknown_and_not_run_again(
     harness: Harness,
 ) -> None:
@@ -216,6 +218,7 @@ async def test_a_worker_killed_inside_the_tool_leaves_the_call_unknown_and_not_r
     assert last is not None and "not run again" in last["call_0_3"]
 
 
+@pytest.mark.heavy
 async def test_an_idempotent_tool_whose_worker_was_killed_inside_it_runs_again_once(
     harness: Harness,
 ) -> None:

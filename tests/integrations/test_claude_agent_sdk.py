@@ -14,6 +14,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.integrations.adapters import claude_agent_sdk as sdk  # skips without the SDK
 
 from claude_agent_sdk import (  # isort: skip
@@ -142,6 +144,7 @@ async def test_a_call_approved_while_the_app_was_down_runs_once_when_the_session
     assert call_id == "call_0" and "does not run twice" in result
 
 
+@pytest.mark.heavy
 async def test_a_rejection_taken_while_the_app_was_down_reaches_the_model_on_resume(
     tmp_path: Path, store_url: str
 ) -> None:
@@ -156,6 +159,7 @@ async def test_a_rejection_taken_while_the_app_was_down_reaches_the_model_on_res
     assert call_id == "call_0" and "not this month" in result and "Do not retry" in result
 
 
+@pytest.mark.heavy
 async def test_a_deferred_call_changed_in_the_saved_session_is_refused_and_audited(
     tmp_path: Path, store_url: str
 ) -> None:
@@ -171,6 +175,7 @@ async def test_a_deferred_call_changed_in_the_saved_session_is_refused_and_audit
     assert "refused" in [entry.action for entry in audit]
 
 
+@pytest.mark.heavy
 async def test_a_call_approved_while_down_that_the_policy_now_denies_is_not_run_on_resume(
     tmp_path: Path, store_url: str
 ) -> None:
@@ -207,6 +212,7 @@ async def test_a_decision_in_the_inbox_reaches_the_call_waiting_in_the_hook(
     assert app.told[0][0] == "call_0" and "transfer ok" in app.told[0][1]
 
 
+@pytest.mark.heavy
 async def test_of_two_calls_deferred_in_one_turn_claude_code_asks_again_only_about_the_last(
     tmp_path: Path, store_url: str
 ) -> None:

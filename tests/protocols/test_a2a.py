@@ -863,6 +863,7 @@ def config_file(folder: Path, database: str) -> Path:
     return config
 
 
+@pytest.mark.heavy
 async def test_two_replicas_on_postgresql_serve_one_task(
     postgres_url: str, tmp_path: Path, side: Path
 ):

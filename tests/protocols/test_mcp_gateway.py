@@ -626,6 +626,7 @@ async def inspector(*arguments: str) -> Any:
     return json.loads(out)
 
 
+@pytest.mark.heavy
 async def test_the_inspector_lists_and_calls_through_the_gateway(
     tmp_path: Path, sandbox: Path
 ) -> None:
@@ -811,6 +812,7 @@ async def test_identical_calls_at_once_share_one_approval_and_run_once(tmp_path:
     assert counted.read_text().splitlines() == ["same"]
 
 
+@pytest.mark.heavy
 async def test_replicas_on_postgresql_share_approvals_and_sealed_state(
     tmp_path: Path, sandbox: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -971,6 +973,7 @@ async def test_an_answer_the_gateway_never_asked_for_is_not_taken(
     assert ran(counted) == []
 
 
+@pytest.mark.heavy
 async def test_an_approved_call_cut_off_midway_is_not_run_again(tmp_path: Path) -> None:
     """The client goes away while the approved call runs upstream (as when a gateway stops):
     a retry learns the outcome is unknown and does not run it again; the next retry asks
@@ -1008,6 +1011,7 @@ async def forwards(store: SQLStore, count: int = 0) -> list[Any]:
     return found
 
 
+@pytest.mark.heavy
 async def test_an_idempotent_call_cut_off_midway_runs_again_audited(tmp_path: Path) -> None:
     """The same for a tool its server marks idempotent: the retry runs it again (audited again),
     and the call after it asks anew."""
@@ -1109,6 +1113,7 @@ async def test_each_answered_approval_moves_the_same_call_on_to_a_new_one(tmp_pa
     assert ran(counted) == []
 
 
+@pytest.mark.heavy
 async def test_a_cancelled_connect_leaves_no_server_running(tmp_path: Path) -> None:
     marker = f"signoff-test-{tmp_path.name}"
     slow_start = UpstreamSpec(
