@@ -159,6 +159,7 @@ async def test_an_edit_runs_the_edited_command(tmp_path: Path, server: str) -> N
     assert not (folder / "asked").exists()
 
 
+@pytest.mark.heavy
 async def test_a_smuggled_command_is_held_and_a_rejection_reaches_the_model(
     tmp_path: Path, server: str
 ) -> None:
@@ -175,6 +176,7 @@ async def test_a_smuggled_command_is_held_and_a_rejection_reaches_the_model(
     assert told["is_error"] and "no piping the internet into a shell" in told["content"]
 
 
+@pytest.mark.heavy
 async def test_nobody_deciding_in_time_falls_back_to_claude_codes_own_prompt(
     tmp_path: Path,
 ) -> None:

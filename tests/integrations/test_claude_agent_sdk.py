@@ -122,6 +122,7 @@ async def approved_while_down(tmp_path: Path, database: str) -> App:
     return app
 
 
+@pytest.mark.heavy
 async def test_a_call_approved_while_the_app_was_down_runs_once_when_the_session_resumes(
     tmp_path: Path, store_url: str
 ) -> None:
@@ -305,6 +306,7 @@ async def test_claudes_question_answered_in_the_inbox_is_the_result_of_its_ask_t
     assert prompted == []
 
 
+@pytest.mark.heavy
 async def test_a_question_answered_while_the_app_was_down_is_its_ask_tool_s_result_on_resume(
     tmp_path: Path, store_url: str
 ) -> None:

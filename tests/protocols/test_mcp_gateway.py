@@ -121,6 +121,7 @@ def text(result: types.CallToolResult) -> str:
 # -- listing ---------------------------------------------------------------------------------
 
 
+@pytest.mark.heavy
 async def test_tools_listed_without_the_excluded_ones(tmp_path: Path, sandbox: Path) -> None:
     async with gateway(config(tmp_path, sandbox)) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
@@ -322,6 +323,7 @@ async def test_an_argument_rule_denies_without_asking(tmp_path: Path, sandbox: P
 # -- waiting, progress and retries -----------------------------------------------------------
 
 
+@pytest.mark.heavy
 async def test_pending_then_a_retry_reuses_the_approval(tmp_path: Path, sandbox: Path) -> None:
     path = config(tmp_path, sandbox, gateway={"wait": "1s"})
     args = {"path": str(sandbox / "c.txt"), "content": "later"}
@@ -527,6 +529,7 @@ async def test_upstream_meta_is_stripped(tmp_path: Path) -> None:
         assert [block.type for block in raw.content] == ["text", "resource"]  # all else kept
 
 
+@pytest.mark.heavy
 async def test_an_upstream_crash_is_an_error_and_the_gateway_reconnects(tmp_path: Path) -> None:
     counted = tmp_path / "count.txt"
     server = {
@@ -1066,6 +1069,7 @@ async def test_an_allowed_call_that_may_run_again_is_forwarded_without_waiting_f
     assert ran(counted) == ["n", "i", "s"]
 
 
+@pytest.mark.heavy
 async def test_a_call_while_its_approved_twin_runs_elsewhere_waits_then_says_so(
     tmp_path: Path,
 ) -> None:
@@ -1136,6 +1140,7 @@ async def test_a_cancelled_connect_leaves_no_server_running(tmp_path: Path) -> N
     assert subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout == ""
 
 
+@pytest.mark.heavy
 async def test_two_gateways_asked_the_same_call_at_once_ask_once(tmp_path: Path) -> None:
     """Claude Desktop and Cursor each start a gateway on one config: the same call from both at
     the same moment is one approval."""

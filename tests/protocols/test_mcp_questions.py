@@ -157,6 +157,7 @@ async def test_a_form_outside_the_flat_subset_is_refused_and_nothing_held(store:
     assert relay["answered"] is False and "question.schema" in relay["refused"]
 
 
+@pytest.mark.heavy
 async def test_a_server_asking_more_at_once_than_the_inbox_holds_is_refused_the_rest(
     store: SQLStore,
 ) -> None:
@@ -199,6 +200,7 @@ async def test_a_client_that_answers_forms_is_asked_itself_unless_the_config_say
     assert await store.list_approvals() == []
 
 
+@pytest.mark.heavy
 async def test_with_the_inbox_route_even_a_client_that_answers_forms_is_not_asked(
     store: SQLStore, store_url: str
 ) -> None:
@@ -222,6 +224,7 @@ async def test_with_the_inbox_route_even_a_client_that_answers_forms_is_not_aske
     assert (text(result), asked_client) == ("accepted ap@acme.com", [])
 
 
+@pytest.mark.heavy
 async def test_with_the_client_route_a_client_without_elicitation_is_not_asked(
     store: SQLStore,
 ) -> None:
@@ -290,6 +293,7 @@ async def test_a_2026_servers_input_request_is_asked_in_the_inbox_and_the_call_g
     assert ran(counted) == ["asked bob", "sent bob"]
 
 
+@pytest.mark.heavy
 async def test_a_2026_servers_input_request_declined_in_the_inbox_is_its_decline(
     store: SQLStore, store_url: str, tmp_path: Path
 ) -> None:
@@ -310,6 +314,7 @@ async def test_a_2026_servers_input_request_declined_in_the_inbox_is_its_decline
     assert ran(counted) == ["asked bob"]
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("sample", [False, True], ids=["forms", "forms-and-sampling"])
 async def test_a_2026_server_that_asks_for_ever_is_refused_after_the_rounds_of_a_call(
     store: SQLStore, tmp_path: Path, sample: bool
@@ -357,6 +362,7 @@ async def fronting_2026(
 # -- the gateway's own ask tool ---------------------------------------------------------------
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("offered", [False, True])
 async def test_the_ask_tool_is_listed_only_when_the_config_offers_it(
     store: SQLStore, offered: bool
@@ -397,6 +403,7 @@ async def test_an_ask_tool_call_is_a_question_answered_as_json_and_structured_co
     assert json.loads(text(result)) == told
 
 
+@pytest.mark.heavy
 async def test_a_2026_servers_form_goes_to_the_inbox_and_its_other_input_requests_to_the_client(
     store: SQLStore, store_url: str, tmp_path: Path
 ) -> None:
@@ -432,6 +439,7 @@ async def test_a_2026_servers_form_goes_to_the_inbox_and_its_other_input_request
         ("elicitation/create", "inbox"), ("sampling/createMessage", None)]  # fmt: skip
 
 
+@pytest.mark.heavy
 async def test_the_ask_tool_asked_again_waits_on_its_question_and_once_answered_asks_anew(
     store: SQLStore,
 ) -> None:

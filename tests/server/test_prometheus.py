@@ -183,6 +183,7 @@ def paused_run(url: str) -> str:
     return str(held)
 
 
+@pytest.mark.heavy
 def test_prometheus_reads_a_decision_back_from_signoffs_metrics(
     signoff: tuple[str, int], prometheus: httpx.Client
 ):
