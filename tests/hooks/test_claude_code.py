@@ -101,6 +101,22 @@ async def claude(folder: Path, api: Messages, *, token: str = "dev-token") -> st
     return out.decode()
 
 
+def hooked_alone(tmp_path: Path) -> Path:
+    """A project whose command hook judges on a database of its own, waiting half a second for
+    a decision: nobody decides in time."""
+    config = tmp_path / "signoff.yaml"
+    config.write_text(CONFIG + f"database: sqlite+aiosqlite:///{tmp_path / 'alone.db'}\n")
+    folder = tmp_path / "shop"
+    folder.mkdir()
+    arguments = ["hook", "install", "claude-code", "--project", str(folder)]
+    done = subprocess.run(
+        [*signoff_command(), *arguments, "--config", str(config), "--wait", "0.5"],
+        capture_output=True, text=True, timeout=HANG, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return folder
+
+
 @pytest.mark.parametrize("kind", EACH_KIND)
 async def test_an_allowed_command_runs_and_a_denied_one_never_does(
     tmp_path: Path, server: str, kind: str
@@ -180,16 +196,7 @@ async def test_a_smuggled_command_is_held_and_a_rejection_reaches_the_model(
 async def test_nobody_deciding_in_time_falls_back_to_claude_codes_own_prompt(
     tmp_path: Path,
 ) -> None:
-    config = tmp_path / "signoff.yaml"
-    config.write_text(CONFIG + f"database: sqlite+aiosqlite:///{tmp_path / 'alone.db'}\n")
-    folder = tmp_path / "shop"
-    folder.mkdir()
-    arguments = ["hook", "install", "claude-code", "--project", str(folder)]
-    done = subprocess.run(
-        [*signoff_command(), *arguments, "--config", str(config), "--wait", "0.5"],
-        capture_output=True, text=True, timeout=HANG, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    folder = hooked_alone(tmp_path)
     command = "touch later && echo later >> effects.txt"
     with scripted_messages([Turn(calls=[("Bash", {"command": command})])]) as api:
         await claude(folder, api)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,8 +26,8 @@ from signoff.store import open_store
 from tests.deadline import HANG
 from tests.hooks.messages import Messages, Turn, scripted_messages
 from tests.hooks.rig import TOKENS, config
-from tests.hooks.test_claude_code import EACH_KIND, cli_missing, project
-from tests.processes import served, signoff_command
+from tests.hooks.test_claude_code import EACH_KIND, cli_missing, hooked_alone, project
+from tests.processes import served
 
 pytestmark = pytest.mark.skipif(bool(cli_missing()), reason=cli_missing() or "installed")
 
@@ -237,16 +236,7 @@ async def test_two_questions_are_one_form_answered_at_once(tmp_path: Path, serve
 
 @pytest.mark.heavy  # the real CLI, its own dialog and a server of its own: CI runs it
 async def test_nobody_answering_in_time_opens_claude_codes_own_dialog(tmp_path: Path) -> None:
-    config = tmp_path / "signoff.yaml"
-    config.write_text(CONFIG + f"database: sqlite+aiosqlite:///{tmp_path / 'alone.db'}\n")
-    folder = tmp_path / "shop"
-    folder.mkdir()
-    arguments = ["hook", "install", "claude-code", "--project", str(folder)]
-    done = subprocess.run(
-        [*signoff_command(), *arguments, "--config", str(config), "--wait", "0.5"],
-        capture_output=True, text=True, timeout=HANG, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    folder = hooked_alone(tmp_path)
     dialog = Dialog(answers={COLOUR["question"]: "red"})
     with scripted_messages([Turn(calls=[("AskUserQuestion", {"questions": [COLOUR]})])]) as api:
         await claude(folder, api, dialog)
